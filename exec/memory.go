@@ -1,0 +1,198 @@
+package exec
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// Budget is a per-query memory budget on one node. Operators draw from it
+// through Accounts; the sum of all accounts never exceeds Limit.
+type Budget struct {
+	limit int64
+
+	mu   sync.Mutex
+	used int64
+	peak int64
+}
+
+// NewBudget returns a budget of limit bytes; limit <= 0 means no limit.
+func NewBudget(limit int64) *Budget { return &Budget{limit: limit} }
+
+// Limit is the budget's size in bytes (0: unlimited).
+func (b *Budget) Limit() int64 {
+	if b.limit <= 0 {
+		return 0
+	}
+	return b.limit
+}
+
+// Used is the number of bytes currently reserved.
+func (b *Budget) Used() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
+// Peak is the largest number of bytes reserved at once.
+func (b *Budget) Peak() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.peak
+}
+
+func (b *Budget) reserve(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.limit > 0 && b.used+n > b.limit {
+		return false
+	}
+	b.used += n
+	if b.used > b.peak {
+		b.peak = b.used
+	}
+	return true
+}
+
+func (b *Budget) release(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+}
+
+// Account is one operator's share of a Budget. It is not safe for
+// concurrent use; each goroutine uses its own account.
+type Account struct {
+	budget *Budget
+	name   string
+	used   int64
+	peak   int64
+}
+
+// NewAccount opens an account named after the operator that uses it
+// ("hash join build", "sort"); the name appears in limit errors.
+func (b *Budget) NewAccount(name string) *Account {
+	return &Account{budget: b, name: name}
+}
+
+// Grow reserves n more bytes, or returns a KindResource error naming the
+// operator when the budget cannot cover them.
+func (a *Account) Grow(n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	if !a.budget.reserve(n) {
+		return nferr.Resourcef("memory limit exceeded in %s: needs %s more, %s of %s in use (raise --memory-limit)",
+			a.name, FormatBytes(n), FormatBytes(a.budget.Used()), FormatBytes(a.budget.limit))
+	}
+	a.used += n
+	if a.used > a.peak {
+		a.peak = a.used
+	}
+	return nil
+}
+
+// Shrink returns n bytes to the budget.
+func (a *Account) Shrink(n int64) {
+	if n > a.used {
+		n = a.used
+	}
+	if n <= 0 {
+		return
+	}
+	a.used -= n
+	a.budget.release(n)
+}
+
+// Used is the number of bytes the account holds.
+func (a *Account) Used() int64 { return a.used }
+
+// Peak is the largest number of bytes the account held at once.
+func (a *Account) Peak() int64 { return a.peak }
+
+// Close returns everything the account holds. Idempotent.
+func (a *Account) Close() { a.Shrink(a.used) }
+
+// DefaultMemoryLimit is the default per-query budget on a node: 60% of the
+// memory available to the process (cgroup limit or physical memory), or
+// 4 GiB when neither can be read. NICFLOW_MEMORY_LIMIT (bytes, or with a
+// KiB/MiB/GiB suffix) overrides it.
+func DefaultMemoryLimit() int64 {
+	if s := os.Getenv("NICFLOW_MEMORY_LIMIT"); s != "" {
+		if n, err := ParseBytes(s); err == nil {
+			return n
+		}
+	}
+	total := systemMemory()
+	if total <= 0 {
+		return 4 << 30
+	}
+	return total / 10 * 6
+}
+
+func systemMemory() int64 {
+	// cgroup v2 limit first: containers and DPU workers run under one.
+	if b, err := os.ReadFile("/sys/fs/cgroup/memory.max"); err == nil {
+		s := strings.TrimSpace(string(b))
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil && n > 0 {
+			return n
+		}
+	}
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "MemTotal:") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+					return kb << 10
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// ParseBytes parses "123", "64KiB", "512MiB", "2GiB", "1.5GB" (SI units are
+// read as their binary counterparts; memory limits are not that precise).
+func ParseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(strings.ToUpper(s))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"TIB", 1 << 40}, {"GIB", 1 << 30}, {"MIB", 1 << 20}, {"KIB", 1 << 10},
+		{"TB", 1 << 40}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10},
+		{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t = strings.TrimSpace(strings.TrimSuffix(t, u.suffix))
+			mult = u.mult
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || f < 0 {
+		return 0, nferr.Queryf("invalid size %q: want a number of bytes with an optional KiB, MiB or GiB suffix", s)
+	}
+	return int64(f * float64(mult)), nil
+}
+
+// FormatBytes prints n bytes with a binary unit ("1.5 GiB").
+func FormatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -1,0 +1,47 @@
+package nferr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+)
+
+func TestKinds(t *testing.T) {
+	cases := []struct {
+		err  error
+		kind Kind
+		msg  string
+	}{
+		{Queryf("column %q not found", "x"), KindQuery, `column "x" not found`},
+		{Dataf("file %s: %w", "a.parquet", io.ErrUnexpectedEOF), KindData, "file a.parquet: unexpected EOF"},
+		{fmt.Errorf("scan: %w", Resourcef("memory limit exceeded in hash join")), KindResource, "scan: memory limit exceeded in hash join"},
+		{fmt.Errorf("x: %w", context.Canceled), KindCanceled, "x: context canceled"},
+		{errors.New("boom"), KindInternal, "boom"},
+		{Wrap(KindInternal, Dataf("bad row"), "loading %s", "t"), KindData, "loading t: bad row"},
+		{With(KindIO, io.ErrClosedPipe), KindIO, "io: read/write on closed pipe"},
+	}
+	for _, c := range cases {
+		if got := KindOf(c.err); got != c.kind {
+			t.Errorf("KindOf(%q) = %v, want %v", c.err, got, c.kind)
+		}
+		if c.err.Error() != c.msg {
+			t.Errorf("message %q, want %q", c.err.Error(), c.msg)
+		}
+	}
+	if !errors.Is(Dataf("f: %w", io.ErrUnexpectedEOF), io.ErrUnexpectedEOF) {
+		t.Error("wrapped cause not reachable")
+	}
+}
+
+func TestEncodeDecode(t *testing.T) {
+	k, msg := Encode(Dataf("corrupt frame"))
+	got := Decode(k, msg, "worker 10.0.0.7:7400")
+	if KindOf(got) != KindData || got.Error() != "worker 10.0.0.7:7400: corrupt frame" {
+		t.Fatalf("got %v (%v)", got, KindOf(got))
+	}
+	if KindOf(Decode(200, "x", "")) != KindInternal {
+		t.Fatal("unknown kind must decode as internal")
+	}
+}
