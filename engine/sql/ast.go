@@ -1,0 +1,574 @@
+package sql
+
+// The AST: plain structs. Every node embeds a Pos (where its first token
+// starts), so the binder can point at the culprit. Identifiers are
+// case-folded unless quoted; keywords are not kept (the deparser prints them
+// in upper case).
+
+// Node is any AST node.
+type Node interface {
+	Position() Pos
+}
+
+// Statement is a top-level statement.
+type Statement interface {
+	Node
+	stmtNode()
+}
+
+// Expr is a scalar expression.
+type Expr interface {
+	Node
+	exprNode()
+}
+
+// QueryBody is the body of a query: *Select, *SetOp, *Values or a
+// parenthesized *Query.
+type QueryBody interface {
+	Node
+	bodyNode()
+}
+
+// TableExpr is an element of FROM: *TableName, *DerivedTable or *Join.
+type TableExpr interface {
+	Node
+	tableNode()
+}
+
+// RawStmt is one statement of a script with its source span: Text is
+// Src[Start.Offset:End] (without the terminating semicolon).
+type RawStmt struct {
+	Stmt  Statement
+	Start Pos
+	End   int
+	Text  string
+}
+
+// Ident is an identifier. Name is lower-cased unless Quoted.
+type Ident struct {
+	Pos
+	Name   string
+	Quoted bool
+}
+
+// ObjName is a possibly qualified object name (table, view): "t" or "s.t".
+type ObjName struct {
+	Pos
+	Parts []Ident
+}
+
+// Last is the unqualified name.
+func (n ObjName) Last() Ident { return n.Parts[len(n.Parts)-1] }
+
+// ---------------------------------------------------------------- queries
+
+// Query is a full query expression: WITH, a body, ORDER BY, LIMIT, OFFSET.
+// A parenthesized query used as a set-operation operand is a *Query too.
+type Query struct {
+	Pos
+	With    []*CTE
+	Body    QueryBody
+	OrderBy []*OrderItem
+	Limit   Expr // nil: none (LIMIT ALL is nil too)
+	Offset  Expr // nil: none
+}
+
+// CTE is one WITH entry: name [(columns)] AS (query).
+type CTE struct {
+	Pos
+	Name    Ident
+	Columns []Ident
+	Query   *Query
+}
+
+// Select is SELECT [DISTINCT] items [FROM ...] [WHERE] [GROUP BY] [HAVING].
+type Select struct {
+	Pos
+	Distinct bool
+	Items    []*SelectItem
+	From     []TableExpr // comma-separated entries (a cross product)
+	Where    Expr
+	GroupBy  []Expr
+	Having   Expr
+}
+
+// SelectItem is an output expression with an optional alias. Expr is a *Star
+// for "*" and "t.*".
+type SelectItem struct {
+	Pos
+	Expr  Expr
+	Alias *Ident
+}
+
+// SetOpKind is UNION, INTERSECT or EXCEPT.
+type SetOpKind uint8
+
+const (
+	Union SetOpKind = iota
+	Intersect
+	Except
+)
+
+func (k SetOpKind) String() string { return [...]string{"UNION", "INTERSECT", "EXCEPT"}[k] }
+
+// SetOp is Left UNION|INTERSECT|EXCEPT [ALL] Right.
+type SetOp struct {
+	Pos
+	Op          SetOpKind
+	All         bool
+	Left, Right QueryBody
+}
+
+// Values is VALUES (row), (row), ...
+type Values struct {
+	Pos
+	Rows [][]Expr
+}
+
+// OrderItem is an ORDER BY entry. NullsFirst is nil unless NULLS FIRST/LAST
+// was written.
+type OrderItem struct {
+	Pos
+	Expr       Expr
+	Desc       bool
+	NullsFirst *bool
+}
+
+// TableName is a named table, view or CTE in FROM, with an optional alias.
+type TableName struct {
+	Pos
+	Name  ObjName
+	Alias *TableAlias
+}
+
+// DerivedTable is (query) [AS] alias [(columns)] in FROM.
+type DerivedTable struct {
+	Pos
+	Query *Query
+	Alias *TableAlias
+}
+
+// TableAlias is AS name [(column, ...)].
+type TableAlias struct {
+	Pos
+	Name    Ident
+	Columns []Ident
+}
+
+// JoinKind is the kind of an explicit JOIN.
+type JoinKind uint8
+
+const (
+	InnerJoin JoinKind = iota
+	LeftJoin
+	RightJoin
+	FullJoin
+	CrossJoin
+)
+
+func (k JoinKind) String() string {
+	return [...]string{"JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN", "CROSS JOIN"}[k]
+}
+
+// Join is Left [kind] JOIN Right [ON cond | USING (cols)].
+type Join struct {
+	Pos
+	Kind        JoinKind
+	Left, Right TableExpr
+	On          Expr    // nil for CROSS and USING joins
+	Using       []Ident // non-nil for USING
+}
+
+// ---------------------------------------------------------------- expressions
+
+// ColumnRef is a column name, possibly qualified: a, t.a, s.t.a.
+type ColumnRef struct {
+	Pos
+	Parts []Ident
+}
+
+// Star is * or t.* (Table nil for a bare *).
+type Star struct {
+	Pos
+	Table *ObjName
+}
+
+// LitKind is the kind of a literal.
+type LitKind uint8
+
+const (
+	LitNumber LitKind = iota // Text is the source spelling: 42, 0.06, .06, 1e3
+	LitString                // Text is the unescaped value
+	LitBool                  // Text is "true" or "false"
+	LitNull
+)
+
+// Literal is a constant.
+type Literal struct {
+	Pos
+	Kind LitKind
+	Text string
+}
+
+// TypedLiteral is type 'string', such as DATE '1998-12-01' or
+// TIMESTAMP '2020-01-01 10:00:00'.
+type TypedLiteral struct {
+	Pos
+	Type  *TypeName
+	Value string
+}
+
+// IntervalLit is INTERVAL 'value' [unit [TO unit]] [(precision)]: the
+// ANSI form INTERVAL '90' DAY (3) and the PostgreSQL form
+// INTERVAL '3 months'. Unit is "" when absent; Precision is -1 when absent.
+type IntervalLit struct {
+	Pos
+	Value     string
+	Unit      string
+	ToUnit    string
+	Precision int
+}
+
+// UnaryExpr is -X, +X or NOT X.
+type UnaryExpr struct {
+	Pos
+	Op string // "-", "+", "NOT"
+	X  Expr
+}
+
+// BinaryExpr is L op R for arithmetic (+ - * / % ^), || and comparisons
+// (= <> < <= > >=) and AND / OR.
+type BinaryExpr struct {
+	Pos
+	Op   string
+	L, R Expr
+}
+
+// IsKind is what an IS test checks.
+type IsKind uint8
+
+const (
+	IsNull IsKind = iota
+	IsTrue
+	IsFalse
+	IsUnknown
+)
+
+// IsExpr is X IS [NOT] NULL|TRUE|FALSE|UNKNOWN.
+type IsExpr struct {
+	Pos
+	X    Expr
+	What IsKind
+	Not  bool
+}
+
+// IsDistinct is L IS [NOT] DISTINCT FROM R.
+type IsDistinct struct {
+	Pos
+	L, R Expr
+	Not  bool
+}
+
+// Between is X [NOT] BETWEEN Lo AND Hi.
+type Between struct {
+	Pos
+	X, Lo, Hi Expr
+	Not       bool
+}
+
+// InList is X [NOT] IN (e, ...).
+type InList struct {
+	Pos
+	X    Expr
+	List []Expr
+	Not  bool
+}
+
+// InSubquery is X [NOT] IN (query).
+type InSubquery struct {
+	Pos
+	X     Expr
+	Query *Query
+	Not   bool
+}
+
+// Exists is EXISTS (query); NOT EXISTS is a UnaryExpr NOT around it.
+type Exists struct {
+	Pos
+	Query *Query
+}
+
+// Subquery is a scalar subquery (query) used as a value.
+type Subquery struct {
+	Pos
+	Query *Query
+}
+
+// Like is X [NOT] LIKE|ILIKE Pattern [ESCAPE Escape].
+type Like struct {
+	Pos
+	X, Pattern Expr
+	Escape     Expr // nil: none
+	Not        bool
+	ILike      bool
+}
+
+// Case is CASE [Operand] WHEN ... THEN ... [ELSE ...] END. Operand is nil
+// for a searched CASE.
+type Case struct {
+	Pos
+	Operand Expr
+	Whens   []*When
+	Else    Expr
+}
+
+// When is one WHEN cond THEN result arm.
+type When struct {
+	Pos
+	Cond, Result Expr
+}
+
+// Cast is CAST(X AS Type) or X::Type (ColonColon records the spelling).
+type Cast struct {
+	Pos
+	X          Expr
+	Type       *TypeName
+	ColonColon bool
+}
+
+// FuncCall is name([DISTINCT] args) [FILTER (WHERE f)] [OVER (window)], or
+// name(*). SUBSTRING(x FROM a FOR b) and POSITION(a IN b) are parsed into
+// plain calls substring(x, a, b) and position(a, b); Name is lower-cased.
+type FuncCall struct {
+	Pos
+	Name     Ident
+	Args     []Expr
+	Star     bool // count(*)
+	Distinct bool
+	Filter   Expr
+	Over     *WindowSpec
+}
+
+// Extract is EXTRACT(Field FROM X); Field is lower-cased (year, month, ...).
+type Extract struct {
+	Pos
+	Field string
+	X     Expr
+}
+
+// WindowSpec is the window of OVER (PARTITION BY ... ORDER BY ... frame).
+type WindowSpec struct {
+	Pos
+	PartitionBy []Expr
+	OrderBy     []*OrderItem
+	Frame       *Frame // nil: default frame
+}
+
+// FrameMode is ROWS, RANGE or GROUPS.
+type FrameMode uint8
+
+const (
+	FrameRows FrameMode = iota
+	FrameRange
+	FrameGroups
+)
+
+func (m FrameMode) String() string { return [...]string{"ROWS", "RANGE", "GROUPS"}[m] }
+
+// Frame is mode BETWEEN Start AND End (End is nil for the short form
+// "ROWS start").
+type Frame struct {
+	Pos
+	Mode       FrameMode
+	Start, End *FrameBound
+}
+
+// BoundKind is a window frame bound kind.
+type BoundKind uint8
+
+const (
+	UnboundedPreceding BoundKind = iota
+	Preceding
+	CurrentRow
+	Following
+	UnboundedFollowing
+)
+
+// FrameBound is one end of a frame; Offset is set for Preceding/Following.
+type FrameBound struct {
+	Pos
+	Kind   BoundKind
+	Offset Expr
+}
+
+// TypeName is a SQL type. Name is canonical: "integer", "bigint",
+// "smallint", "real", "double precision", "decimal", "varchar", "char",
+// "text", "date", "boolean", "timestamp", "timestamptz", "interval", or any
+// other (lower-cased) name the binder may reject. Args are the modifiers:
+// (p, s) for decimal, (n) for varchar/char.
+type TypeName struct {
+	Pos
+	Name string
+	Args []int
+}
+
+// ---------------------------------------------------------------- statements
+
+// CreateView is CREATE [OR REPLACE] VIEW name [(columns)] AS query.
+type CreateView struct {
+	Pos
+	OrReplace bool
+	Name      ObjName
+	Columns   []Ident
+	Query     *Query
+}
+
+// ObjectKind is TABLE or VIEW in DROP.
+type ObjectKind uint8
+
+const (
+	ObjTable ObjectKind = iota
+	ObjView
+)
+
+func (k ObjectKind) String() string { return [...]string{"TABLE", "VIEW"}[k] }
+
+// Drop is DROP TABLE|VIEW [IF EXISTS] name, ...
+type Drop struct {
+	Pos
+	Kind     ObjectKind
+	IfExists bool
+	Names    []ObjName
+}
+
+// ColumnDef is a column of CREATE TABLE.
+type ColumnDef struct {
+	Pos
+	Name    Ident
+	Type    *TypeName
+	NotNull bool
+}
+
+// CreateTable is CREATE TABLE [IF NOT EXISTS] name (column definitions), or
+// CREATE TABLE [IF NOT EXISTS] name [(column names)] AS query, where AsQuery
+// is set, Columns is empty and ColumnNames optionally renames the columns.
+type CreateTable struct {
+	Pos
+	IfNotExists bool
+	Name        ObjName
+	Columns     []*ColumnDef
+	ColumnNames []Ident // CREATE TABLE t (a, b) AS query
+	AsQuery     *Query
+}
+
+// CreateExternalTable is CREATE EXTERNAL TABLE [IF NOT EXISTS] name
+// [(columns)] STORED AS format LOCATION 'path'. Format is lower-cased
+// ("parquet").
+type CreateExternalTable struct {
+	Pos
+	IfNotExists bool
+	Name        ObjName
+	Columns     []*ColumnDef
+	Format      string
+	Location    string
+}
+
+// Insert is INSERT INTO name [(columns)] query (VALUES is a query).
+type Insert struct {
+	Pos
+	Table   ObjName
+	Columns []Ident
+	Query   *Query
+}
+
+// Copy is COPY name [(columns)] FROM 'file' [WITH] [(option, ...)].
+type Copy struct {
+	Pos
+	Table   ObjName
+	Columns []Ident
+	File    string
+	Options []*Option
+}
+
+// Option is a name with an optional value (COPY and EXPLAIN options). Name
+// is lower-cased; Value is nil when absent (HEADER means HEADER true).
+type Option struct {
+	Pos
+	Name  string
+	Value Expr // a *Literal, or a *ColumnRef for a bare word such as csv
+}
+
+// Explain is EXPLAIN [ANALYZE] [VERBOSE] stmt, or EXPLAIN (options) stmt.
+type Explain struct {
+	Pos
+	Analyze bool
+	Verbose bool
+	Stmt    Statement
+}
+
+// ShowTables is SHOW TABLES.
+type ShowTables struct {
+	Pos
+}
+
+// Show is SHOW name (a setting).
+type Show struct {
+	Pos
+	Name Ident
+}
+
+// Describe is DESCRIBE name.
+type Describe struct {
+	Pos
+	Name ObjName
+}
+
+// Set is SET name = value (or TO value). Value is a *Literal, a signed
+// number (*UnaryExpr) or a *ColumnRef for a bare word such as on or DEFAULT.
+type Set struct {
+	Pos
+	Name  Ident
+	Value Expr
+}
+
+func (*Query) stmtNode()               {}
+func (*CreateView) stmtNode()          {}
+func (*Drop) stmtNode()                {}
+func (*CreateTable) stmtNode()         {}
+func (*CreateExternalTable) stmtNode() {}
+func (*Insert) stmtNode()              {}
+func (*Copy) stmtNode()                {}
+func (*Explain) stmtNode()             {}
+func (*ShowTables) stmtNode()          {}
+func (*Show) stmtNode()                {}
+func (*Describe) stmtNode()            {}
+func (*Set) stmtNode()                 {}
+
+func (*Query) bodyNode()  {}
+func (*Select) bodyNode() {}
+func (*SetOp) bodyNode()  {}
+func (*Values) bodyNode() {}
+
+func (*TableName) tableNode()    {}
+func (*DerivedTable) tableNode() {}
+func (*Join) tableNode()         {}
+
+func (*ColumnRef) exprNode()    {}
+func (*Star) exprNode()         {}
+func (*Literal) exprNode()      {}
+func (*TypedLiteral) exprNode() {}
+func (*IntervalLit) exprNode()  {}
+func (*UnaryExpr) exprNode()    {}
+func (*BinaryExpr) exprNode()   {}
+func (*IsExpr) exprNode()       {}
+func (*IsDistinct) exprNode()   {}
+func (*Between) exprNode()      {}
+func (*InList) exprNode()       {}
+func (*InSubquery) exprNode()   {}
+func (*Exists) exprNode()       {}
+func (*Subquery) exprNode()     {}
+func (*Like) exprNode()         {}
+func (*Case) exprNode()         {}
+func (*Cast) exprNode()         {}
+func (*FuncCall) exprNode()     {}
+func (*Extract) exprNode()      {}

@@ -1,0 +1,773 @@
+package sql
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Deparse prints a node (statement, query, expression, table expression) as
+// SQL text that parses back to the same tree. Keywords are upper case,
+// names are quoted only when needed, and parentheses appear only where
+// precedence requires them.
+func Deparse(n Node) string {
+	d := &deparser{}
+	d.node(n)
+	return d.b.String()
+}
+
+// DeparseFull is Deparse with every compound subexpression parenthesized,
+// which makes the tree's shape visible in golden files.
+func DeparseFull(n Node) string {
+	d := &deparser{full: true}
+	d.node(n)
+	return d.b.String()
+}
+
+type deparser struct {
+	b    strings.Builder
+	full bool
+}
+
+func (d *deparser) w(s string) { d.b.WriteString(s) }
+
+func (d *deparser) node(n Node) {
+	switch n := n.(type) {
+	case Statement:
+		d.stmt(n)
+	case Expr:
+		d.expr(n, 0)
+	case QueryBody:
+		d.body(n)
+	case TableExpr:
+		d.table(n)
+	case *OrderItem:
+		d.orderItem(n)
+	case *TypeName:
+		d.typ(n)
+	}
+}
+
+// Precedence levels, loosest first; see parse_expr.go.
+const (
+	precOr = iota + 1
+	precAnd
+	precNot
+	precIs
+	precCmp
+	precRange
+	precOther
+	precAdd
+	precMul
+	precExp
+	precUnary
+	precPostfix
+	precPrimary
+)
+
+func binaryPrec(op string) int {
+	switch op {
+	case "OR":
+		return precOr
+	case "AND":
+		return precAnd
+	case "=", "<>", "<", "<=", ">", ">=":
+		return precCmp
+	case "||":
+		return precOther
+	case "+", "-":
+		return precAdd
+	case "*", "/", "%":
+		return precMul
+	case "^":
+		return precExp
+	}
+	return precOther
+}
+
+// exprPrec is the precedence of the operator at the root of e.
+func exprPrec(e Expr) int {
+	switch e := e.(type) {
+	case *BinaryExpr:
+		return binaryPrec(e.Op)
+	case *UnaryExpr:
+		if e.Op == "NOT" {
+			return precNot
+		}
+		return precUnary
+	case *IsExpr, *IsDistinct:
+		return precIs
+	case *Between, *InList, *InSubquery, *Like:
+		return precRange
+	case *Cast:
+		if e.ColonColon {
+			return precPostfix
+		}
+	}
+	return precPrimary
+}
+
+// sub prints e as an operand that the parser reads at level min: it gets
+// parentheses when its own operator binds looser.
+func (d *deparser) sub(e Expr, min int) {
+	p := exprPrec(e)
+	if p < min || (d.full && p < precPrimary) {
+		d.w("(")
+		d.expr(e, 0)
+		d.w(")")
+		return
+	}
+	d.expr(e, min)
+}
+
+func (d *deparser) exprList(es []Expr) {
+	for i, e := range es {
+		if i > 0 {
+			d.w(", ")
+		}
+		d.expr(e, 0)
+	}
+}
+
+func (d *deparser) expr(e Expr, _ int) {
+	switch e := e.(type) {
+	case *ColumnRef:
+		d.w(deparseColumnRef(e))
+	case *Star:
+		if e.Table != nil {
+			d.objName(*e.Table)
+			d.w(".")
+		}
+		d.w("*")
+	case *Literal:
+		switch e.Kind {
+		case LitString:
+			d.w(QuoteString(e.Text))
+		case LitNull:
+			d.w("NULL")
+		case LitBool:
+			d.w(strings.ToUpper(e.Text))
+		default:
+			d.w(e.Text)
+		}
+	case *TypedLiteral:
+		d.typ(e.Type)
+		d.w(" ")
+		d.w(QuoteString(e.Value))
+	case *IntervalLit:
+		d.w("INTERVAL ")
+		d.w(QuoteString(e.Value))
+		if e.Unit != "" {
+			d.w(" " + strings.ToUpper(e.Unit))
+			if e.Precision >= 0 {
+				d.w(" (" + strconv.Itoa(e.Precision) + ")")
+			}
+			if e.ToUnit != "" {
+				d.w(" TO " + strings.ToUpper(e.ToUnit))
+			}
+		}
+	case *UnaryExpr:
+		if e.Op == "NOT" {
+			d.w("NOT ")
+			d.sub(e.X, precNot)
+			return
+		}
+		d.w(e.Op)
+		if u, ok := e.X.(*UnaryExpr); ok && u.Op != "NOT" && !d.full {
+			// NB: "--1" would start a comment.
+			d.w(" ")
+		}
+		d.sub(e.X, precUnary)
+	case *BinaryExpr:
+		p := binaryPrec(e.Op)
+		d.sub(e.L, p)
+		d.w(" " + e.Op + " ")
+		d.sub(e.R, p+1)
+	case *IsExpr:
+		d.sub(e.X, precIs)
+		d.w(" IS ")
+		if e.Not {
+			d.w("NOT ")
+		}
+		d.w([...]string{"NULL", "TRUE", "FALSE", "UNKNOWN"}[e.What])
+	case *IsDistinct:
+		d.sub(e.L, precIs)
+		d.w(" IS ")
+		if e.Not {
+			d.w("NOT ")
+		}
+		d.w("DISTINCT FROM ")
+		d.sub(e.R, precIs+1)
+	case *Between:
+		d.sub(e.X, precRange)
+		d.w(not(e.Not) + " BETWEEN ")
+		d.sub(e.Lo, precRange+1)
+		d.w(" AND ")
+		d.sub(e.Hi, precRange+1)
+	case *InList:
+		d.sub(e.X, precRange)
+		d.w(not(e.Not) + " IN (")
+		d.exprList(e.List)
+		d.w(")")
+	case *InSubquery:
+		d.sub(e.X, precRange)
+		d.w(not(e.Not) + " IN (")
+		d.query(e.Query)
+		d.w(")")
+	case *Like:
+		d.sub(e.X, precRange)
+		d.w(not(e.Not))
+		if e.ILike {
+			d.w(" ILIKE ")
+		} else {
+			d.w(" LIKE ")
+		}
+		d.sub(e.Pattern, precRange+1)
+		if e.Escape != nil {
+			d.w(" ESCAPE ")
+			d.sub(e.Escape, precRange+1)
+		}
+	case *Exists:
+		d.w("EXISTS (")
+		d.query(e.Query)
+		d.w(")")
+	case *Subquery:
+		d.w("(")
+		d.query(e.Query)
+		d.w(")")
+	case *Case:
+		d.w("CASE")
+		if e.Operand != nil {
+			d.w(" ")
+			d.expr(e.Operand, 0)
+		}
+		for _, wh := range e.Whens {
+			d.w(" WHEN ")
+			d.expr(wh.Cond, 0)
+			d.w(" THEN ")
+			d.expr(wh.Result, 0)
+		}
+		if e.Else != nil {
+			d.w(" ELSE ")
+			d.expr(e.Else, 0)
+		}
+		d.w(" END")
+	case *Cast:
+		if e.ColonColon {
+			d.sub(e.X, precPostfix)
+			d.w("::")
+			d.typ(e.Type)
+			return
+		}
+		d.w("CAST(")
+		d.expr(e.X, 0)
+		d.w(" AS ")
+		d.typ(e.Type)
+		d.w(")")
+	case *FuncCall:
+		if e.Name.Name == "position" && !e.Name.Quoted && len(e.Args) == 2 && !e.Star && !e.Distinct && e.Filter == nil && e.Over == nil {
+			d.w("POSITION(")
+			d.sub(e.Args[0], precRange+1)
+			d.w(" IN ")
+			d.sub(e.Args[1], precRange+1)
+			d.w(")")
+			return
+		}
+		if specialSyntaxFuncs[e.Name.Name] && (e.Name.Quoted || e.Name.Name != "substring") {
+			// NB: bare, these names would read as their special syntax.
+			d.w(`"` + e.Name.Name + `"`)
+		} else {
+			d.w(QuoteIdent(e.Name.Name))
+		}
+		d.w("(")
+		if e.Star {
+			d.w("*")
+		} else {
+			if e.Distinct {
+				d.w("DISTINCT ")
+			}
+			d.exprList(e.Args)
+		}
+		d.w(")")
+		if e.Filter != nil {
+			d.w(" FILTER (WHERE ")
+			d.expr(e.Filter, 0)
+			d.w(")")
+		}
+		if e.Over != nil {
+			d.w(" OVER ")
+			d.window(e.Over)
+		}
+	case *Extract:
+		if QuoteIdent(e.Field) == e.Field {
+			d.w("EXTRACT(" + strings.ToUpper(e.Field) + " FROM ")
+		} else {
+			d.w("EXTRACT(" + QuoteString(e.Field) + " FROM ")
+		}
+		d.expr(e.X, 0)
+		d.w(")")
+	default:
+		d.w("<?>")
+	}
+}
+
+// specialSyntaxFuncs are the names the parser reads with special syntax
+// when they are followed by '('.
+var specialSyntaxFuncs = map[string]bool{"extract": true, "substring": true, "position": true, "trim": true}
+
+func not(b bool) string {
+	if b {
+		return " NOT"
+	}
+	return ""
+}
+
+func (d *deparser) window(w *WindowSpec) {
+	d.w("(")
+	sep := ""
+	if len(w.PartitionBy) > 0 {
+		d.w("PARTITION BY ")
+		d.exprList(w.PartitionBy)
+		sep = " "
+	}
+	if len(w.OrderBy) > 0 {
+		d.w(sep + "ORDER BY ")
+		d.orderList(w.OrderBy)
+		sep = " "
+	}
+	if f := w.Frame; f != nil {
+		d.w(sep + f.Mode.String() + " ")
+		if f.End != nil {
+			d.w("BETWEEN ")
+			d.bound(f.Start)
+			d.w(" AND ")
+			d.bound(f.End)
+		} else {
+			d.bound(f.Start)
+		}
+	}
+	d.w(")")
+}
+
+func (d *deparser) bound(b *FrameBound) {
+	switch b.Kind {
+	case UnboundedPreceding:
+		d.w("UNBOUNDED PRECEDING")
+	case UnboundedFollowing:
+		d.w("UNBOUNDED FOLLOWING")
+	case CurrentRow:
+		d.w("CURRENT ROW")
+	case Preceding:
+		d.sub(b.Offset, precRange+1)
+		d.w(" PRECEDING")
+	case Following:
+		d.sub(b.Offset, precRange+1)
+		d.w(" FOLLOWING")
+	}
+}
+
+func (d *deparser) typ(t *TypeName) {
+	switch t.Name {
+	case "timestamptz":
+		// NB: not "TIMESTAMP WITH TIME ZONE": a typed literal must have its
+		// string right after the type name to parse back.
+		d.w("TIMESTAMPTZ")
+	case "integer", "bigint", "smallint", "real", "double precision", "decimal", "varchar",
+		"char", "text", "date", "boolean", "timestamp", "time", "interval":
+		d.w(strings.ToUpper(t.Name))
+	default:
+		d.w(QuoteIdent(t.Name))
+	}
+	d.typeArgs(t.Args)
+}
+
+func (d *deparser) typeArgs(args []int) {
+	if len(args) == 0 {
+		return
+	}
+	d.w("(")
+	for i, a := range args {
+		if i > 0 {
+			d.w(", ")
+		}
+		d.w(strconv.Itoa(a))
+	}
+	d.w(")")
+}
+
+func (d *deparser) orderItem(o *OrderItem) {
+	d.expr(o.Expr, 0)
+	if o.Desc {
+		d.w(" DESC")
+	}
+	if o.NullsFirst != nil {
+		if *o.NullsFirst {
+			d.w(" NULLS FIRST")
+		} else {
+			d.w(" NULLS LAST")
+		}
+	}
+}
+
+func (d *deparser) orderList(items []*OrderItem) {
+	for i, o := range items {
+		if i > 0 {
+			d.w(", ")
+		}
+		d.orderItem(o)
+	}
+}
+
+func (d *deparser) objName(n ObjName) {
+	for i, p := range n.Parts {
+		if i > 0 {
+			d.w(".")
+		}
+		d.w(QuoteIdent(p.Name))
+	}
+}
+
+func (d *deparser) identList(ids []Ident) {
+	d.w("(")
+	for i, id := range ids {
+		if i > 0 {
+			d.w(", ")
+		}
+		d.w(QuoteIdent(id.Name))
+	}
+	d.w(")")
+}
+
+// ---------------------------------------------------------------- queries
+
+func (d *deparser) query(q *Query) {
+	if len(q.With) > 0 {
+		d.w("WITH ")
+		for i, c := range q.With {
+			if i > 0 {
+				d.w(", ")
+			}
+			d.w(QuoteIdent(c.Name.Name))
+			if len(c.Columns) > 0 {
+				d.w(" ")
+				d.identList(c.Columns)
+			}
+			d.w(" AS (")
+			d.query(c.Query)
+			d.w(")")
+		}
+		d.w(" ")
+	}
+	d.body(q.Body)
+	if len(q.OrderBy) > 0 {
+		d.w(" ORDER BY ")
+		d.orderList(q.OrderBy)
+	}
+	if q.Limit != nil {
+		d.w(" LIMIT ")
+		d.expr(q.Limit, 0)
+	}
+	if q.Offset != nil {
+		d.w(" OFFSET ")
+		d.expr(q.Offset, 0)
+	}
+}
+
+func (d *deparser) body(b QueryBody) {
+	switch b := b.(type) {
+	case *Query:
+		d.w("(")
+		d.query(b)
+		d.w(")")
+	case *Select:
+		d.sel(b)
+	case *Values:
+		d.w("VALUES ")
+		for i, row := range b.Rows {
+			if i > 0 {
+				d.w(", ")
+			}
+			d.w("(")
+			d.exprList(row)
+			d.w(")")
+		}
+	case *SetOp:
+		d.setOperand(b.Left, b.Op, false)
+		d.w(" " + b.Op.String())
+		if b.All {
+			d.w(" ALL")
+		}
+		d.w(" ")
+		d.setOperand(b.Right, b.Op, true)
+	}
+}
+
+// setOperand prints an operand of a set operation, parenthesizing a nested
+// set operation the parser would otherwise group differently.
+func (d *deparser) setOperand(b QueryBody, parent SetOpKind, right bool) {
+	if s, ok := b.(*SetOp); ok {
+		// INTERSECT binds tighter than UNION/EXCEPT; all are left-associative.
+		var needs bool
+		if right {
+			needs = !(s.Op == Intersect && parent != Intersect)
+		} else {
+			needs = s.Op != Intersect && parent == Intersect
+		}
+		if needs {
+			// A parenthesized set operation is a *Query in the parser's tree,
+			// which prints its own parentheses; wrapping here keeps a
+			// hand-built tree printable, and round trips keep the Query node.
+			d.w("(")
+			d.body(s)
+			d.w(")")
+			return
+		}
+	}
+	d.body(b)
+}
+
+func (d *deparser) sel(s *Select) {
+	d.w("SELECT ")
+	if s.Distinct {
+		d.w("DISTINCT ")
+	}
+	for i, it := range s.Items {
+		if i > 0 {
+			d.w(", ")
+		}
+		d.expr(it.Expr, 0)
+		if it.Alias != nil {
+			d.w(" AS " + QuoteIdent(it.Alias.Name))
+		}
+	}
+	if len(s.From) > 0 {
+		d.w(" FROM ")
+		for i, t := range s.From {
+			if i > 0 {
+				d.w(", ")
+			}
+			d.table(t)
+		}
+	}
+	if s.Where != nil {
+		d.w(" WHERE ")
+		d.expr(s.Where, 0)
+	}
+	if len(s.GroupBy) > 0 {
+		d.w(" GROUP BY ")
+		d.exprList(s.GroupBy)
+	}
+	if s.Having != nil {
+		d.w(" HAVING ")
+		d.expr(s.Having, 0)
+	}
+}
+
+func (d *deparser) alias(a *TableAlias) {
+	if a == nil {
+		return
+	}
+	d.w(" AS " + QuoteIdent(a.Name.Name))
+	if len(a.Columns) > 0 {
+		d.w(" ")
+		d.identList(a.Columns)
+	}
+}
+
+func (d *deparser) table(t TableExpr) {
+	switch t := t.(type) {
+	case *TableName:
+		d.objName(t.Name)
+		d.alias(t.Alias)
+	case *DerivedTable:
+		d.w("(")
+		d.query(t.Query)
+		d.w(")")
+		d.alias(t.Alias)
+	case *Join:
+		d.table(t.Left)
+		d.w(" " + t.Kind.String() + " ")
+		if _, ok := t.Right.(*Join); ok {
+			d.w("(")
+			d.table(t.Right)
+			d.w(")")
+		} else {
+			d.table(t.Right)
+		}
+		if t.On != nil {
+			d.w(" ON ")
+			d.expr(t.On, 0)
+		}
+		if t.Using != nil {
+			d.w(" USING ")
+			d.identList(t.Using)
+		}
+	}
+}
+
+// ---------------------------------------------------------------- statements
+
+func (d *deparser) columnDefs(cols []*ColumnDef) {
+	d.w("(")
+	for i, c := range cols {
+		if i > 0 {
+			d.w(", ")
+		}
+		d.w(QuoteIdent(c.Name.Name) + " ")
+		d.typ(c.Type)
+		if c.NotNull {
+			d.w(" NOT NULL")
+		}
+	}
+	d.w(")")
+}
+
+func (d *deparser) options(opts []*Option) {
+	d.w("(")
+	for i, o := range opts {
+		if i > 0 {
+			d.w(", ")
+		}
+		d.w(strings.ToUpper(o.Name))
+		if o.Value != nil {
+			d.w(" ")
+			d.expr(o.Value, 0)
+		}
+	}
+	d.w(")")
+}
+
+func (d *deparser) stmt(s Statement) {
+	switch s := s.(type) {
+	case *Query:
+		d.query(s)
+	case *CreateView:
+		d.w("CREATE ")
+		if s.OrReplace {
+			d.w("OR REPLACE ")
+		}
+		d.w("VIEW ")
+		d.objName(s.Name)
+		if len(s.Columns) > 0 {
+			d.w(" ")
+			d.identList(s.Columns)
+		}
+		d.w(" AS ")
+		d.query(s.Query)
+	case *Drop:
+		d.w("DROP " + s.Kind.String() + " ")
+		if s.IfExists {
+			d.w("IF EXISTS ")
+		}
+		for i, n := range s.Names {
+			if i > 0 {
+				d.w(", ")
+			}
+			d.objName(n)
+		}
+	case *CreateTable:
+		d.w("CREATE TABLE ")
+		if s.IfNotExists {
+			d.w("IF NOT EXISTS ")
+		}
+		d.objName(s.Name)
+		if s.AsQuery != nil {
+			if len(s.ColumnNames) > 0 {
+				d.w(" ")
+				d.identList(s.ColumnNames)
+			}
+			d.w(" AS ")
+			d.query(s.AsQuery)
+			return
+		}
+		d.w(" ")
+		d.columnDefs(s.Columns)
+	case *CreateExternalTable:
+		d.w("CREATE EXTERNAL TABLE ")
+		if s.IfNotExists {
+			d.w("IF NOT EXISTS ")
+		}
+		d.objName(s.Name)
+		if len(s.Columns) > 0 {
+			d.w(" ")
+			d.columnDefs(s.Columns)
+		}
+		d.w(" STORED AS " + strings.ToUpper(s.Format) + " LOCATION " + QuoteString(s.Location))
+	case *Insert:
+		d.w("INSERT INTO ")
+		d.objName(s.Table)
+		if len(s.Columns) > 0 {
+			d.w(" ")
+			d.identList(s.Columns)
+		}
+		d.w(" ")
+		d.query(s.Query)
+	case *Copy:
+		d.w("COPY ")
+		d.objName(s.Table)
+		if len(s.Columns) > 0 {
+			d.w(" ")
+			d.identList(s.Columns)
+		}
+		d.w(" FROM " + QuoteString(s.File))
+		if len(s.Options) > 0 {
+			d.w(" WITH ")
+			d.options(s.Options)
+		}
+	case *Explain:
+		d.w("EXPLAIN ")
+		if s.Analyze {
+			d.w("ANALYZE ")
+		}
+		if s.Verbose {
+			d.w("VERBOSE ")
+		}
+		d.stmt(s.Stmt)
+	case *ShowTables:
+		d.w("SHOW TABLES")
+	case *Show:
+		if s.Name.Name == "tables" {
+			d.w(`SHOW "tables"`) // NB: bare, it would read as SHOW TABLES
+			return
+		}
+		d.w("SHOW " + QuoteIdent(s.Name.Name))
+	case *Describe:
+		d.w("DESCRIBE ")
+		d.objName(s.Name)
+	case *Set:
+		d.w("SET " + QuoteIdent(s.Name.Name) + " = ")
+		d.expr(s.Value, 0)
+	}
+}
+
+// deparseColumnRef prints a.b.c with quoting.
+func deparseColumnRef(c *ColumnRef) string {
+	var b strings.Builder
+	for i, p := range c.Parts {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(QuoteIdent(p.Name))
+	}
+	return b.String()
+}
+
+// QuoteString quotes s as a SQL string literal (” for ').
+func QuoteString(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// QuoteIdent returns name as it must be written in SQL: bare when it is a
+// lower-case identifier that is not reserved, otherwise in double quotes.
+func QuoteIdent(name string) string {
+	ok := name != "" && !reserved[name]
+	for i := 0; ok && i < len(name); i++ {
+		c := name[i]
+		if !(c == '_' || (c >= 'a' && c <= 'z') || (i > 0 && (isDigit(c) || c == '$'))) {
+			ok = false
+		}
+	}
+	if ok {
+		return name
+	}
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+}

@@ -1,0 +1,316 @@
+package sql
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Pos is a position in the source text: a byte offset and a 1-based line and
+// column (columns count characters, a tab counts as one).
+type Pos struct {
+	Offset int
+	Line   int
+	Col    int
+}
+
+// Position returns p; every AST node embeds a Pos, so every node has it.
+func (p Pos) Position() Pos { return p }
+
+// tokKind classifies tokens. Keywords are not a kind of their own: an
+// unquoted identifier token carries its case-folded text and the parser
+// decides from context whether it is a keyword (PostgreSQL does the same for
+// its unreserved keywords).
+type tokKind uint8
+
+const (
+	tokEOF    tokKind = iota
+	tokIdent          // identifier or keyword; Text is lower-cased unless Quoted
+	tokString         // '...' string literal; Text is the unescaped value
+	tokNumber         // numeric literal; Text is the source spelling
+	tokOp             // operator or punctuation; Text is its spelling
+)
+
+type token struct {
+	kind   tokKind
+	text   string
+	quoted bool // a "quoted identifier"
+	pos    Pos
+	end    int // byte offset just past the token
+	endPos Pos // position just past the token
+}
+
+// describe names a token for error messages: "')'", "keyword FROM",
+// "identifier \"x\"", "end of input".
+func (t token) describe() string {
+	switch t.kind {
+	case tokEOF:
+		return "end of input"
+	case tokIdent:
+		if !t.quoted && reserved[t.text] {
+			return "keyword " + strings.ToUpper(t.text)
+		}
+		return "identifier \"" + t.text + "\""
+	case tokString:
+		s := t.text
+		if len(s) > 20 {
+			s = s[:20] + "..."
+		}
+		return "string '" + s + "'"
+	case tokNumber:
+		return "number " + t.text
+	}
+	return "'" + t.text + "'"
+}
+
+// lexer turns source text into tokens. It never panics on any input.
+type lexer struct {
+	src  string
+	off  int
+	line int
+	col  int
+}
+
+// lex returns all tokens of src, ending with a tokEOF token, or a syntax
+// error (unterminated string, quoted identifier or comment; bad character).
+func lex(src string) ([]token, error) {
+	l := &lexer{src: src, line: 1, col: 1}
+	// NB: a rough guess (one token per 5 bytes) avoids most regrowth.
+	toks := make([]token, 0, len(src)/5+1)
+	for {
+		t, err := l.next()
+		if err != nil {
+			return nil, err
+		}
+		t.endPos = l.pos()
+		if t.kind == tokEOF && len(toks) > 0 {
+			// NB: errors "at end of input" point just past the last token,
+			// not at a blank line after it.
+			t.pos = toks[len(toks)-1].endPos
+		}
+		toks = append(toks, t)
+		if t.kind == tokEOF {
+			return toks, nil
+		}
+	}
+}
+
+func (l *lexer) pos() Pos { return Pos{Offset: l.off, Line: l.line, Col: l.col} }
+
+// advance moves past one character (a whole UTF-8 sequence), keeping line
+// and column.
+func (l *lexer) advance() {
+	if l.off >= len(l.src) {
+		return
+	}
+	c := l.src[l.off]
+	if c == '\n' {
+		l.line++
+		l.col = 1
+		l.off++
+		return
+	}
+	if c < utf8.RuneSelf {
+		l.off++
+	} else {
+		_, n := utf8.DecodeRuneInString(l.src[l.off:])
+		l.off += n
+	}
+	l.col++
+}
+
+func (l *lexer) peekByte(k int) byte {
+	if l.off+k < len(l.src) {
+		return l.src[l.off+k]
+	}
+	return 0
+}
+
+func isIdentStart(c byte) bool {
+	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= utf8.RuneSelf
+}
+
+func isIdentCont(c byte) bool { return isIdentStart(c) || isDigit(c) || c == '$' }
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// skipSpace skips white space and comments ("-- ..." to end of line,
+// "/* ... */" nested as in PostgreSQL).
+func (l *lexer) skipSpace() error {
+	for l.off < len(l.src) {
+		c := l.src[l.off]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+			l.advance()
+		case c == '-' && l.peekByte(1) == '-':
+			for l.off < len(l.src) && l.src[l.off] != '\n' {
+				l.advance()
+			}
+		case c == '/' && l.peekByte(1) == '*':
+			start := l.pos()
+			l.advance()
+			l.advance()
+			depth := 1
+			for depth > 0 {
+				if l.off >= len(l.src) {
+					return syntaxErrorAt(l.src, start, "unterminated /* comment")
+				}
+				if l.src[l.off] == '*' && l.peekByte(1) == '/' {
+					depth--
+					l.advance()
+					l.advance()
+				} else if l.src[l.off] == '/' && l.peekByte(1) == '*' {
+					depth++
+					l.advance()
+					l.advance()
+				} else {
+					l.advance()
+				}
+			}
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// twoCharOps are the operators of two characters, checked before single ones.
+var twoCharOps = [...]string{"<=", ">=", "<>", "!=", "||", "::"}
+
+const singleCharOps = "()[],;.+-*/%^=<>:"
+
+func (l *lexer) next() (token, error) {
+	if err := l.skipSpace(); err != nil {
+		return token{}, err
+	}
+	start := l.pos()
+	if l.off >= len(l.src) {
+		return token{kind: tokEOF, pos: start, end: l.off}, nil
+	}
+	c := l.src[l.off]
+	switch {
+	case isIdentStart(c):
+		for l.off < len(l.src) && isIdentCont(l.src[l.off]) {
+			l.advance()
+		}
+		word := l.src[start.Offset:l.off]
+		if !utf8.ValidString(word) {
+			return token{}, syntaxErrorAt(l.src, start, "invalid UTF-8 in identifier")
+		}
+		return token{kind: tokIdent, text: foldIdent(word), pos: start, end: l.off}, nil
+	case isDigit(c) || (c == '.' && isDigit(l.peekByte(1))):
+		return l.number(start)
+	case c == '\'':
+		s, err := l.quoted('\'', start, "string literal")
+		if err != nil {
+			return token{}, err
+		}
+		return token{kind: tokString, text: s, pos: start, end: l.off}, nil
+	case c == '"':
+		s, err := l.quoted('"', start, "quoted identifier")
+		if err != nil {
+			return token{}, err
+		}
+		if s == "" {
+			return token{}, syntaxErrorAt(l.src, start, "zero-length quoted identifier")
+		}
+		return token{kind: tokIdent, text: s, quoted: true, pos: start, end: l.off}, nil
+	}
+	for _, op := range twoCharOps {
+		if strings.HasPrefix(l.src[l.off:], op) {
+			l.advance()
+			l.advance()
+			if op == "!=" {
+				op = "<>"
+			}
+			return token{kind: tokOp, text: op, pos: start, end: l.off}, nil
+		}
+	}
+	if strings.IndexByte(singleCharOps, c) >= 0 {
+		l.advance()
+		return token{kind: tokOp, text: string(c), pos: start, end: l.off}, nil
+	}
+	r, _ := utf8.DecodeRuneInString(l.src[l.off:])
+	if r == utf8.RuneError {
+		return token{}, syntaxErrorAt(l.src, start, "invalid byte 0x%02x in input", c)
+	}
+	return token{}, syntaxErrorAt(l.src, start, "unexpected character %q", r)
+}
+
+// number scans digits [. digits] [e [+-] digits], or . digits [...].
+func (l *lexer) number(start Pos) (token, error) {
+	for isDigit(l.peekByte(0)) {
+		l.advance()
+	}
+	if l.peekByte(0) == '.' && l.peekByte(1) != '.' {
+		l.advance()
+		for isDigit(l.peekByte(0)) {
+			l.advance()
+		}
+	}
+	if c := l.peekByte(0); c == 'e' || c == 'E' {
+		k := 1
+		if s := l.peekByte(1); s == '+' || s == '-' {
+			k = 2
+		}
+		if !isDigit(l.peekByte(k)) {
+			return token{}, syntaxErrorAt(l.src, l.pos(), "trailing junk after numeric literal: exponent has no digits")
+		}
+		for ; k > 0; k-- {
+			l.advance()
+		}
+		for isDigit(l.peekByte(0)) {
+			l.advance()
+		}
+	}
+	if c := l.peekByte(0); isIdentStart(c) {
+		// NB: PostgreSQL 15+ rejects "123abc" too; accepting it as "123 AS abc"
+		// hides typos.
+		return token{}, syntaxErrorAt(l.src, l.pos(), "trailing junk after numeric literal")
+	}
+	return token{kind: tokNumber, text: l.src[start.Offset:l.off], pos: start, end: l.off}, nil
+}
+
+// quoted scans a literal delimited by q where a doubled q stands for one.
+func (l *lexer) quoted(q byte, start Pos, what string) (string, error) {
+	l.advance() // opening quote
+	var b strings.Builder
+	from := l.off
+	for {
+		if l.off >= len(l.src) {
+			return "", syntaxErrorAt(l.src, start, "unterminated %s", what)
+		}
+		if l.src[l.off] == q {
+			b.WriteString(l.src[from:l.off])
+			l.advance()
+			if l.peekByte(0) == q {
+				b.WriteByte(q)
+				l.advance()
+				from = l.off
+				continue
+			}
+			s := b.String()
+			if !utf8.ValidString(s) {
+				return "", syntaxErrorAt(l.src, start, "invalid UTF-8 in %s", what)
+			}
+			return s, nil
+		}
+		l.advance()
+	}
+}
+
+// foldIdent lower-cases ASCII letters of an unquoted identifier, as
+// PostgreSQL does; other characters are kept.
+func foldIdent(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'A' && c <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if b[j] >= 'A' && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}

@@ -1,0 +1,798 @@
+package sql
+
+import "strings"
+
+// Expression grammar, loosest first (PostgreSQL's precedence table):
+//
+//	OR < AND < NOT < IS < comparison < BETWEEN/IN/LIKE < || < + - < * / % < ^
+//	< unary + - < :: < primary
+//
+// Each level has its own function; chains at a level are left-associative.
+
+func (p *parser) parseExpr() (Expr, error) {
+	saved := p.depth
+	defer func() { p.depth = saved }()
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	return p.parseOr()
+}
+
+// binaryChain parses "operand (op operand)*" for the operators ops (or the
+// keyword kw), building left-associative BinaryExprs. Each link counts as a
+// nesting level, since it deepens the tree the later passes walk.
+func (p *parser) binaryChain(operand func() (Expr, error), match func(token) (string, bool)) (Expr, error) {
+	saved := p.depth
+	defer func() { p.depth = saved }()
+	left, err := operand()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		op, ok := match(p.peek())
+		if !ok {
+			return left, nil
+		}
+		if err := p.enter(); err != nil {
+			return nil, err
+		}
+		p.next()
+		right, err := operand()
+		if err != nil {
+			return nil, err
+		}
+		left = &BinaryExpr{Pos: left.Position(), Op: op, L: left, R: right}
+	}
+}
+
+func matchKw(kw, op string) func(token) (string, bool) {
+	return func(t token) (string, bool) { return op, isKwTok(t, kw) }
+}
+
+func matchOps(ops ...string) func(token) (string, bool) {
+	return func(t token) (string, bool) {
+		if t.kind != tokOp {
+			return "", false
+		}
+		for _, o := range ops {
+			if t.text == o {
+				return o, true
+			}
+		}
+		return "", false
+	}
+}
+
+var (
+	matchOr    = matchKw("or", "OR")
+	matchAnd   = matchKw("and", "AND")
+	matchCmp   = matchOps("=", "<>", "<", "<=", ">", ">=")
+	matchOther = matchOps("||")
+	matchAdd   = matchOps("+", "-")
+	matchMul   = matchOps("*", "/", "%")
+	matchExp   = matchOps("^")
+)
+
+func (p *parser) parseOr() (Expr, error)  { return p.binaryChain(p.parseAnd, matchOr) }
+func (p *parser) parseAnd() (Expr, error) { return p.binaryChain(p.parseNot, matchAnd) }
+
+func (p *parser) parseNot() (Expr, error) {
+	if p.pending == nil && p.isKw("not") {
+		saved := p.depth
+		defer func() { p.depth = saved }()
+		if err := p.enter(); err != nil {
+			return nil, err
+		}
+		t := p.next()
+		x, err := p.parseNot()
+		if err != nil {
+			return nil, err
+		}
+		return &UnaryExpr{Pos: t.pos, Op: "NOT", X: x}, nil
+	}
+	return p.parseIs()
+}
+
+func (p *parser) parseIs() (Expr, error) {
+	saved := p.depth
+	defer func() { p.depth = saved }()
+	left, err := p.parseCmp()
+	if err != nil {
+		return nil, err
+	}
+	for p.isKw("is") {
+		if err := p.enter(); err != nil {
+			return nil, err
+		}
+		p.next()
+		not := p.acceptKw("not")
+		switch {
+		case p.acceptKw("null"):
+			left = &IsExpr{Pos: left.Position(), X: left, What: IsNull, Not: not}
+		case p.acceptKw("true"):
+			left = &IsExpr{Pos: left.Position(), X: left, What: IsTrue, Not: not}
+		case p.acceptKw("false"):
+			left = &IsExpr{Pos: left.Position(), X: left, What: IsFalse, Not: not}
+		case p.acceptKw("unknown"):
+			left = &IsExpr{Pos: left.Position(), X: left, What: IsUnknown, Not: not}
+		case p.acceptKw("distinct"):
+			if _, err := p.expectKw("from"); err != nil {
+				return nil, err
+			}
+			right, err := p.parseCmp()
+			if err != nil {
+				return nil, err
+			}
+			left = &IsDistinct{Pos: left.Position(), L: left, R: right, Not: not}
+		default:
+			return nil, p.errExpected("NULL, TRUE, FALSE, UNKNOWN or DISTINCT FROM after IS")
+		}
+	}
+	return left, nil
+}
+
+func (p *parser) parseCmp() (Expr, error) { return p.binaryChain(p.parseRange, matchCmp) }
+
+// parseRange parses [NOT] BETWEEN, [NOT] IN and [NOT] LIKE/ILIKE.
+func (p *parser) parseRange() (Expr, error) {
+	saved := p.depth
+	defer func() { p.depth = saved }()
+	left, err := p.parseOther()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		not := false
+		k := 0
+		if p.isKw("not") {
+			n := p.peekAt(1)
+			if !isKwTok(n, "in") && !isKwTok(n, "between") && !isKwTok(n, "like") && !isKwTok(n, "ilike") && !isKwTok(n, "similar") {
+				return left, nil
+			}
+			not, k = true, 1
+		}
+		t := p.peekAt(k)
+		switch {
+		case isKwTok(t, "in"), isKwTok(t, "between"), isKwTok(t, "like"), isKwTok(t, "ilike"):
+		case isKwTok(t, "similar"):
+			return nil, p.errAt(t, "SIMILAR TO is not supported; use LIKE")
+		default:
+			return left, nil
+		}
+		if err := p.enter(); err != nil {
+			return nil, err
+		}
+		p.i += k + 1
+		switch t.text {
+		case "in":
+			if _, err := p.expectOp("("); err != nil {
+				return nil, err
+			}
+			if p.startsQuery(0) {
+				q, err := p.parseQuery()
+				if err != nil {
+					return nil, err
+				}
+				left = &InSubquery{Pos: left.Position(), X: left, Query: q, Not: not}
+			} else {
+				list, err := p.parseExprList()
+				if err != nil {
+					return nil, err
+				}
+				left = &InList{Pos: left.Position(), X: left, List: list, Not: not}
+			}
+			if _, err := p.expectOp(")"); err != nil {
+				return nil, err
+			}
+		case "between":
+			if p.isKw("symmetric") || p.isKw("asymmetric") {
+				return nil, p.errAt(p.peek(), "BETWEEN SYMMETRIC is not supported")
+			}
+			lo, err := p.parseOther()
+			if err != nil {
+				return nil, err
+			}
+			if _, err := p.expectKw("and"); err != nil {
+				return nil, err
+			}
+			hi, err := p.parseOther()
+			if err != nil {
+				return nil, err
+			}
+			left = &Between{Pos: left.Position(), X: left, Lo: lo, Hi: hi, Not: not}
+		default: // like, ilike
+			pat, err := p.parseOther()
+			if err != nil {
+				return nil, err
+			}
+			l := &Like{Pos: left.Position(), X: left, Pattern: pat, Not: not, ILike: t.text == "ilike"}
+			if p.acceptKw("escape") {
+				if l.Escape, err = p.parseOther(); err != nil {
+					return nil, err
+				}
+			}
+			left = l
+		}
+	}
+}
+
+func (p *parser) parseOther() (Expr, error) { return p.binaryChain(p.parseAdd, matchOther) }
+func (p *parser) parseAdd() (Expr, error)   { return p.binaryChain(p.parseMul, matchAdd) }
+func (p *parser) parseMul() (Expr, error)   { return p.binaryChain(p.parseExp, matchMul) }
+func (p *parser) parseExp() (Expr, error)   { return p.binaryChain(p.parseUnary, matchExp) }
+
+func (p *parser) parseUnary() (Expr, error) {
+	if p.pending == nil && (p.isOp("-") || p.isOp("+")) {
+		saved := p.depth
+		defer func() { p.depth = saved }()
+		if err := p.enter(); err != nil {
+			return nil, err
+		}
+		t := p.next()
+		x, err := p.parseUnary()
+		if err != nil {
+			return nil, err
+		}
+		return &UnaryExpr{Pos: t.pos, Op: t.text, X: x}, nil
+	}
+	return p.parsePostfix()
+}
+
+// parsePostfix parses primary followed by any number of "::type".
+func (p *parser) parsePostfix() (Expr, error) {
+	saved := p.depth
+	defer func() { p.depth = saved }()
+	x, err := p.parsePrimary()
+	if err != nil {
+		return nil, err
+	}
+	for p.isOp("::") {
+		if err := p.enter(); err != nil {
+			return nil, err
+		}
+		p.next()
+		ty, err := p.parseType()
+		if err != nil {
+			return nil, err
+		}
+		x = &Cast{Pos: x.Position(), X: x, Type: ty, ColonColon: true}
+	}
+	return x, nil
+}
+
+func (p *parser) parsePrimary() (Expr, error) {
+	if e := p.pending; e != nil {
+		p.pending = nil
+		return e, nil
+	}
+	t := p.peek()
+	switch t.kind {
+	case tokNumber:
+		p.next()
+		return &Literal{Pos: t.pos, Kind: LitNumber, Text: t.text}, nil
+	case tokString:
+		p.next()
+		return &Literal{Pos: t.pos, Kind: LitString, Text: t.text}, nil
+	case tokOp:
+		if t.text == "(" {
+			return p.parseParen()
+		}
+		return nil, p.errExpected("an expression")
+	case tokEOF:
+		return nil, p.errExpected("an expression")
+	}
+	// an identifier or keyword
+	if !t.quoted && reserved[t.text] {
+		return p.parseKeywordExpr(t)
+	}
+	next := p.peekAt(1)
+	if !t.quoted {
+		if next.kind == tokString && typeLiteralNames[t.text] {
+			ty, err := p.parseType()
+			if err != nil {
+				return nil, err
+			}
+			s := p.next()
+			return &TypedLiteral{Pos: t.pos, Type: ty, Value: s.text}, nil
+		}
+		if next.kind == tokOp && next.text == "(" {
+			switch t.text {
+			case "extract":
+				return p.parseExtract()
+			case "substring":
+				return p.parseSubstring()
+			case "position":
+				return p.parsePosition()
+			case "trim":
+				return p.parseTrim()
+			}
+		}
+	}
+	if next.kind == tokOp && next.text == "(" {
+		p.next()
+		return p.parseFuncCall(Ident{Pos: t.pos, Name: t.text, Quoted: t.quoted})
+	}
+	// column reference a[.b[.c]]
+	p.next()
+	ref := &ColumnRef{Pos: t.pos, Parts: []Ident{{Pos: t.pos, Name: t.text, Quoted: t.quoted}}}
+	for p.isOp(".") {
+		p.next()
+		n := p.peek()
+		if n.kind == tokOp && n.text == "*" {
+			return nil, p.errAt(n, "t.* is allowed only in a select list")
+		}
+		if n.kind != tokIdent {
+			return nil, p.errExpected("a column name after '.'")
+		}
+		p.next()
+		ref.Parts = append(ref.Parts, Ident{Pos: n.pos, Name: n.text, Quoted: n.quoted})
+	}
+	if len(ref.Parts) > 3 {
+		return nil, p.errAt(t, "column reference %s has too many dots", deparseColumnRef(ref))
+	}
+	return ref, nil
+}
+
+// parseKeywordExpr handles expressions that start with a reserved word.
+func (p *parser) parseKeywordExpr(t token) (Expr, error) {
+	switch t.text {
+	case "null":
+		p.next()
+		return &Literal{Pos: t.pos, Kind: LitNull, Text: "null"}, nil
+	case "true", "false":
+		p.next()
+		return &Literal{Pos: t.pos, Kind: LitBool, Text: t.text}, nil
+	case "case":
+		return p.parseCase()
+	case "cast":
+		p.next()
+		if _, err := p.expectOp("("); err != nil {
+			return nil, err
+		}
+		x, err := p.parseExpr()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := p.expectKw("as"); err != nil {
+			return nil, err
+		}
+		ty, err := p.parseType()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := p.expectOp(")"); err != nil {
+			return nil, err
+		}
+		return &Cast{Pos: t.pos, X: x, Type: ty}, nil
+	case "exists":
+		p.next()
+		if _, err := p.expectOp("("); err != nil {
+			return nil, err
+		}
+		if !p.startsQuery(0) {
+			return nil, p.errExpected("a subquery")
+		}
+		q, err := p.parseQuery()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := p.expectOp(")"); err != nil {
+			return nil, err
+		}
+		return &Exists{Pos: t.pos, Query: q}, nil
+	case "interval":
+		return p.parseInterval()
+	case "left", "right":
+		if n := p.peekAt(1); n.kind == tokOp && n.text == "(" {
+			p.next()
+			return p.parseFuncCall(Ident{Pos: t.pos, Name: t.text})
+		}
+	case "current_date", "current_timestamp", "current_time":
+		return nil, p.errAt(t, "%s is not supported", strings.ToUpper(t.text))
+	}
+	return nil, p.errExpected("an expression")
+}
+
+// parseParen parses "(expr)" or a scalar subquery "(query)".
+func (p *parser) parseParen() (Expr, error) {
+	t := p.peek()
+	if p.startsQuery(1) {
+		p.next()
+		q, err := p.parseQuery()
+		if err != nil {
+			return nil, err
+		}
+		if p.acceptOp(")") {
+			return &Subquery{Pos: t.pos, Query: q}, nil
+		}
+		// "((select 1) + 1)": the parenthesized query read so far is the
+		// first operand of an expression; hand it to parsePrimary and go on.
+		inner, ok := bareParenQuery(q)
+		if !ok {
+			return nil, p.errExpected("')'")
+		}
+		p.pending = &Subquery{Pos: inner.Pos, Query: inner}
+		e, err := p.parseExpr()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := p.expectOp(")"); err != nil {
+			return nil, err
+		}
+		return e, nil
+	}
+	p.next()
+	e, err := p.parseExpr()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.expectOp(")"); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func isOpTok(t token, op string) bool { return t.kind == tokOp && t.text == op }
+
+func (p *parser) parseCase() (Expr, error) {
+	t := p.next() // CASE
+	c := &Case{Pos: t.pos}
+	var err error
+	if !p.isKw("when") {
+		if c.Operand, err = p.parseExpr(); err != nil {
+			return nil, err
+		}
+	}
+	for p.isKw("when") {
+		w := p.next()
+		cond, err := p.parseExpr()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := p.expectKw("then"); err != nil {
+			return nil, err
+		}
+		res, err := p.parseExpr()
+		if err != nil {
+			return nil, err
+		}
+		c.Whens = append(c.Whens, &When{Pos: w.pos, Cond: cond, Result: res})
+	}
+	if len(c.Whens) == 0 {
+		return nil, p.errExpected("WHEN")
+	}
+	if p.acceptKw("else") {
+		if c.Else, err = p.parseExpr(); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := p.expectKw("end"); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// intervalUnits are the ANSI interval fields.
+var intervalUnits = map[string]bool{"year": true, "month": true, "day": true, "hour": true, "minute": true, "second": true}
+
+// parseInterval parses INTERVAL 'v' [unit [TO unit]] [(precision)].
+func (p *parser) parseInterval() (Expr, error) {
+	t := p.next() // INTERVAL
+	v, err := p.parseString("an interval string such as '90' or '3 months'")
+	if err != nil {
+		return nil, err
+	}
+	iv := &IntervalLit{Pos: t.pos, Value: v, Precision: -1}
+	if n := p.peek(); n.kind == tokIdent && !n.quoted && intervalUnits[n.text] {
+		p.next()
+		iv.Unit = n.text
+		if p.isOp("(") {
+			args, err := p.parseTypeArgs()
+			if err != nil {
+				return nil, err
+			}
+			if len(args) != 1 {
+				return nil, p.errAt(n, "interval precision takes one number")
+			}
+			iv.Precision = args[0]
+		}
+		if p.acceptKw("to") {
+			u := p.peek()
+			if u.kind != tokIdent || u.quoted || !intervalUnits[u.text] {
+				return nil, p.errExpected("an interval unit (YEAR, MONTH, DAY, HOUR, MINUTE, SECOND)")
+			}
+			p.next()
+			iv.ToUnit = u.text
+		}
+	}
+	return iv, nil
+}
+
+func (p *parser) parseFuncCall(name Ident) (Expr, error) {
+	p.next() // (
+	f := &FuncCall{Pos: name.Pos, Name: name}
+	var err error
+	switch {
+	case p.isOp("*"):
+		p.next()
+		f.Star = true
+	case p.isOp(")"):
+	default:
+		if p.acceptKw("distinct") {
+			f.Distinct = true
+		} else {
+			p.acceptKw("all")
+		}
+		if f.Args, err = p.parseExprList(); err != nil {
+			return nil, err
+		}
+		if p.isKw("order") {
+			return nil, p.errAt(p.peek(), "ORDER BY inside a function call is not supported")
+		}
+	}
+	if _, err := p.expectOp(")"); err != nil {
+		return nil, err
+	}
+	if p.isKw("filter") && isOpTok(p.peekAt(1), "(") {
+		p.next()
+		p.next()
+		if _, err := p.expectKw("where"); err != nil {
+			return nil, err
+		}
+		if f.Filter, err = p.parseExpr(); err != nil {
+			return nil, err
+		}
+		if _, err := p.expectOp(")"); err != nil {
+			return nil, err
+		}
+	}
+	if p.isKw("over") {
+		if f.Over, err = p.parseOver(); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+func (p *parser) parseOver() (*WindowSpec, error) {
+	p.next() // OVER
+	if !p.isOp("(") {
+		return nil, p.errExpected("'(' (named windows are not supported)")
+	}
+	t := p.next()
+	w := &WindowSpec{Pos: t.pos}
+	var err error
+	if p.isKw("partition") {
+		p.next()
+		if _, err := p.expectKw("by"); err != nil {
+			return nil, err
+		}
+		if w.PartitionBy, err = p.parseExprList(); err != nil {
+			return nil, err
+		}
+	}
+	if p.isKw("order") {
+		p.next()
+		if _, err := p.expectKw("by"); err != nil {
+			return nil, err
+		}
+		if w.OrderBy, err = p.parseOrderList(); err != nil {
+			return nil, err
+		}
+	}
+	if f := p.peek(); isKwTok(f, "rows") || isKwTok(f, "range") || isKwTok(f, "groups") {
+		p.next()
+		fr := &Frame{Pos: f.pos}
+		switch f.text {
+		case "range":
+			fr.Mode = FrameRange
+		case "groups":
+			fr.Mode = FrameGroups
+		}
+		if p.acceptKw("between") {
+			if fr.Start, err = p.parseFrameBound(); err != nil {
+				return nil, err
+			}
+			if _, err := p.expectKw("and"); err != nil {
+				return nil, err
+			}
+			if fr.End, err = p.parseFrameBound(); err != nil {
+				return nil, err
+			}
+		} else if fr.Start, err = p.parseFrameBound(); err != nil {
+			return nil, err
+		}
+		if p.isKw("exclude") {
+			return nil, p.errAt(p.peek(), "frame EXCLUDE is not supported")
+		}
+		w.Frame = fr
+	}
+	if _, err := p.expectOp(")"); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (p *parser) parseFrameBound() (*FrameBound, error) {
+	t := p.peek()
+	b := &FrameBound{Pos: t.pos}
+	switch {
+	case isKwTok(t, "unbounded"):
+		p.next()
+		switch {
+		case p.acceptKw("preceding"):
+			b.Kind = UnboundedPreceding
+		case p.acceptKw("following"):
+			b.Kind = UnboundedFollowing
+		default:
+			return nil, p.errExpected("PRECEDING or FOLLOWING")
+		}
+	case isKwTok(t, "current"):
+		p.next()
+		if _, err := p.expectKw("row"); err != nil {
+			return nil, err
+		}
+		b.Kind = CurrentRow
+	default:
+		off, err := p.parseOther()
+		if err != nil {
+			return nil, err
+		}
+		b.Offset = off
+		switch {
+		case p.acceptKw("preceding"):
+			b.Kind = Preceding
+		case p.acceptKw("following"):
+			b.Kind = Following
+		default:
+			return nil, p.errExpected("PRECEDING or FOLLOWING")
+		}
+	}
+	return b, nil
+}
+
+// parseExtract parses EXTRACT(field FROM expr).
+func (p *parser) parseExtract() (Expr, error) {
+	t := p.next() // EXTRACT
+	p.next()      // (
+	f := p.peek()
+	var field string
+	switch f.kind {
+	case tokIdent:
+		field = f.text
+		if f.quoted {
+			field = strings.ToLower(f.text)
+		}
+	case tokString:
+		field = strings.ToLower(f.text)
+	default:
+		return nil, p.errExpected("a field name (YEAR, MONTH, DAY, ...)")
+	}
+	p.next()
+	if _, err := p.expectKw("from"); err != nil {
+		return nil, err
+	}
+	x, err := p.parseExpr()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.expectOp(")"); err != nil {
+		return nil, err
+	}
+	return &Extract{Pos: t.pos, Field: field, X: x}, nil
+}
+
+// parseSubstring parses SUBSTRING(x FROM a [FOR b]), SUBSTRING(x FOR b) and
+// the plain call SUBSTRING(x, a [, b]) into FuncCall substring(x, a[, b]).
+func (p *parser) parseSubstring() (Expr, error) {
+	t := p.next() // SUBSTRING
+	p.next()      // (
+	f := &FuncCall{Pos: t.pos, Name: Ident{Pos: t.pos, Name: "substring"}}
+	x, err := p.parseExpr()
+	if err != nil {
+		return nil, err
+	}
+	f.Args = []Expr{x}
+	switch {
+	case p.isKw("from"):
+		p.next()
+		from, err := p.parseExpr()
+		if err != nil {
+			return nil, err
+		}
+		f.Args = append(f.Args, from)
+		if p.acceptKw("for") {
+			n, err := p.parseExpr()
+			if err != nil {
+				return nil, err
+			}
+			f.Args = append(f.Args, n)
+		}
+	case p.isKw("for"):
+		ft := p.next()
+		n, err := p.parseExpr()
+		if err != nil {
+			return nil, err
+		}
+		f.Args = append(f.Args, &Literal{Pos: ft.pos, Kind: LitNumber, Text: "1"}, n)
+	case p.acceptOp(","):
+		rest, err := p.parseExprList()
+		if err != nil {
+			return nil, err
+		}
+		f.Args = append(f.Args, rest...)
+	}
+	if _, err := p.expectOp(")"); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// parsePosition parses POSITION(a IN b) into FuncCall position(a, b).
+func (p *parser) parsePosition() (Expr, error) {
+	t := p.next() // POSITION
+	p.next()      // (
+	a, err := p.parseOther()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.expectKw("in"); err != nil {
+		return nil, err
+	}
+	b, err := p.parseOther()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.expectOp(")"); err != nil {
+		return nil, err
+	}
+	return &FuncCall{Pos: t.pos, Name: Ident{Pos: t.pos, Name: "position"}, Args: []Expr{a, b}}, nil
+}
+
+// parseTrim parses TRIM([BOTH|LEADING|TRAILING] [chars] [FROM] x) and
+// TRIM(x [, chars]) into btrim/ltrim/rtrim(x [, chars]).
+func (p *parser) parseTrim() (Expr, error) {
+	t := p.next() // TRIM
+	p.next()      // (
+	name := "btrim"
+	switch {
+	case p.acceptKw("both"):
+	case p.acceptKw("leading"):
+		name = "ltrim"
+	case p.acceptKw("trailing"):
+		name = "rtrim"
+	}
+	f := &FuncCall{Pos: t.pos, Name: Ident{Pos: t.pos, Name: name}}
+	if p.acceptKw("from") {
+		x, err := p.parseExpr()
+		if err != nil {
+			return nil, err
+		}
+		f.Args = []Expr{x}
+	} else {
+		first, err := p.parseExpr()
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case p.acceptKw("from"):
+			x, err := p.parseExpr()
+			if err != nil {
+				return nil, err
+			}
+			f.Args = []Expr{x, first}
+		case p.acceptOp(","):
+			chars, err := p.parseExpr()
+			if err != nil {
+				return nil, err
+			}
+			f.Args = []Expr{first, chars}
+		default:
+			f.Args = []Expr{first}
+		}
+	}
+	if _, err := p.expectOp(")"); err != nil {
+		return nil, err
+	}
+	return f, nil
+}

@@ -1,0 +1,535 @@
+package sql
+
+// parseQuery parses [WITH ...] body [ORDER BY ...] [LIMIT ...] [OFFSET ...].
+func (p *parser) parseQuery() (*Query, error) {
+	saved := p.depth
+	defer func() { p.depth = saved }()
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	q := &Query{Pos: p.peek().pos}
+	if p.acceptKw("with") {
+		if p.isKw("recursive") {
+			return nil, p.errAt(p.peek(), "WITH RECURSIVE is not supported")
+		}
+		for {
+			name, err := p.parseIdent("a CTE name")
+			if err != nil {
+				return nil, err
+			}
+			cte := &CTE{Pos: name.Pos, Name: name}
+			if p.isOp("(") {
+				if cte.Columns, err = p.parseIdentList("a column name"); err != nil {
+					return nil, err
+				}
+			}
+			if _, err := p.expectKw("as"); err != nil {
+				return nil, err
+			}
+			if p.isKw("materialized") || p.isKw("not") {
+				return nil, p.errAt(p.peek(), "[NOT] MATERIALIZED is not supported")
+			}
+			if _, err := p.expectOp("("); err != nil {
+				return nil, err
+			}
+			if cte.Query, err = p.parseQuery(); err != nil {
+				return nil, err
+			}
+			if _, err := p.expectOp(")"); err != nil {
+				return nil, err
+			}
+			q.With = append(q.With, cte)
+			if !p.acceptOp(",") {
+				break
+			}
+		}
+	}
+	body, err := p.parseSetExpr()
+	if err != nil {
+		return nil, err
+	}
+	q.Body = body
+	if p.isKw("order") {
+		p.next()
+		if _, err := p.expectKw("by"); err != nil {
+			return nil, err
+		}
+		if q.OrderBy, err = p.parseOrderList(); err != nil {
+			return nil, err
+		}
+	}
+	for {
+		switch {
+		case p.isKw("limit") && q.Limit == nil:
+			p.next()
+			if p.acceptKw("all") {
+				continue
+			}
+			if q.Limit, err = p.parseExpr(); err != nil {
+				return nil, err
+			}
+			continue
+		case p.isKw("offset") && q.Offset == nil:
+			p.next()
+			if q.Offset, err = p.parseExpr(); err != nil {
+				return nil, err
+			}
+			if !p.acceptKw("rows") {
+				p.acceptKw("row")
+			}
+			continue
+		case p.isKw("fetch") && q.Limit == nil:
+			// FETCH {FIRST|NEXT} [n] {ROW|ROWS} ONLY
+			t := p.next()
+			if !p.acceptKw("first") && !p.acceptKw("next") {
+				return nil, p.errExpected("FIRST or NEXT")
+			}
+			if p.isKw("row") || p.isKw("rows") {
+				q.Limit = &Literal{Pos: t.pos, Kind: LitNumber, Text: "1"}
+			} else if q.Limit, err = p.parseExpr(); err != nil {
+				return nil, err
+			}
+			if !p.acceptKw("rows") && !p.acceptKw("row") {
+				return nil, p.errExpected("ROW or ROWS")
+			}
+			if _, err := p.expectKw("only"); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		break
+	}
+	return q, nil
+}
+
+// parseSetExpr parses UNION/EXCEPT chains of INTERSECT chains (INTERSECT
+// binds tighter, as in PostgreSQL), left-associative.
+func (p *parser) parseSetExpr() (QueryBody, error) {
+	saved := p.depth
+	defer func() { p.depth = saved }()
+	left, err := p.parseSetTerm()
+	if err != nil {
+		return nil, err
+	}
+	for p.isKw("union") || p.isKw("except") {
+		if err := p.enter(); err != nil {
+			return nil, err
+		}
+		t := p.next()
+		op := &SetOp{Pos: left.Position(), Op: Union, Left: left}
+		if t.text == "except" {
+			op.Op = Except
+		}
+		if p.acceptKw("all") {
+			op.All = true
+		} else {
+			p.acceptKw("distinct")
+		}
+		if op.Right, err = p.parseSetTerm(); err != nil {
+			return nil, err
+		}
+		left = op
+	}
+	return left, nil
+}
+
+func (p *parser) parseSetTerm() (QueryBody, error) {
+	saved := p.depth
+	defer func() { p.depth = saved }()
+	left, err := p.parseSetPrimary()
+	if err != nil {
+		return nil, err
+	}
+	for p.isKw("intersect") {
+		if err := p.enter(); err != nil {
+			return nil, err
+		}
+		p.next()
+		op := &SetOp{Pos: left.Position(), Op: Intersect, Left: left}
+		if p.acceptKw("all") {
+			op.All = true
+		} else {
+			p.acceptKw("distinct")
+		}
+		if op.Right, err = p.parseSetPrimary(); err != nil {
+			return nil, err
+		}
+		left = op
+	}
+	return left, nil
+}
+
+func (p *parser) parseSetPrimary() (QueryBody, error) {
+	switch {
+	case p.isKw("select"):
+		return p.parseSelect()
+	case p.isKw("values"):
+		return p.parseValues()
+	case p.isOp("("):
+		p.next()
+		q, err := p.parseQuery()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := p.expectOp(")"); err != nil {
+			return nil, err
+		}
+		return q, nil
+	}
+	return nil, p.errExpected("SELECT, VALUES or '('")
+}
+
+func (p *parser) parseValues() (*Values, error) {
+	start := p.next() // VALUES
+	v := &Values{Pos: start.pos}
+	for {
+		if _, err := p.expectOp("("); err != nil {
+			return nil, err
+		}
+		row, err := p.parseExprList()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := p.expectOp(")"); err != nil {
+			return nil, err
+		}
+		if len(v.Rows) > 0 && len(row) != len(v.Rows[0]) {
+			return nil, p.errAt(p.toks[p.i-1], "VALUES lists must all be the same length: this row has %d values, the first has %d", len(row), len(v.Rows[0]))
+		}
+		v.Rows = append(v.Rows, row)
+		if !p.acceptOp(",") {
+			return v, nil
+		}
+	}
+}
+
+func (p *parser) parseExprList() ([]Expr, error) {
+	var list []Expr
+	for {
+		e, err := p.parseExpr()
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, e)
+		if !p.acceptOp(",") {
+			return list, nil
+		}
+	}
+}
+
+func (p *parser) parseSelect() (*Select, error) {
+	start := p.next() // SELECT
+	s := &Select{Pos: start.pos}
+	if p.acceptKw("distinct") {
+		if p.isKw("on") {
+			return nil, p.errAt(p.peek(), "SELECT DISTINCT ON is not supported")
+		}
+		s.Distinct = true
+	} else {
+		p.acceptKw("all")
+	}
+	for {
+		item, err := p.parseSelectItem()
+		if err != nil {
+			return nil, err
+		}
+		s.Items = append(s.Items, item)
+		if !p.acceptOp(",") {
+			break
+		}
+	}
+	var err error
+	if p.acceptKw("from") {
+		for {
+			te, err := p.parseTableRef()
+			if err != nil {
+				return nil, err
+			}
+			s.From = append(s.From, te)
+			if !p.acceptOp(",") {
+				break
+			}
+		}
+	}
+	if p.acceptKw("where") {
+		if s.Where, err = p.parseExpr(); err != nil {
+			return nil, err
+		}
+	}
+	if p.isKw("group") {
+		p.next()
+		if _, err := p.expectKw("by"); err != nil {
+			return nil, err
+		}
+		if p.isKw("rollup") || p.isKw("cube") || p.isKw("grouping") {
+			if p.peekAt(1).kind == tokOp && p.peekAt(1).text == "(" || isKwTok(p.peekAt(1), "sets") {
+				return nil, p.errAt(p.peek(), "%s is not supported", p.peek().text)
+			}
+		}
+		if s.GroupBy, err = p.parseExprList(); err != nil {
+			return nil, err
+		}
+	}
+	if p.acceptKw("having") {
+		if s.Having, err = p.parseExpr(); err != nil {
+			return nil, err
+		}
+	}
+	if p.isKw("window") {
+		return nil, p.errAt(p.peek(), "the WINDOW clause is not supported; write the window in OVER (...)")
+	}
+	return s, nil
+}
+
+// parseSelectItem parses "*", "t.*", or "expr [[AS] alias]".
+func (p *parser) parseSelectItem() (*SelectItem, error) {
+	t := p.peek()
+	if p.isOp("*") {
+		p.next()
+		return &SelectItem{Pos: t.pos, Expr: &Star{Pos: t.pos}}, nil
+	}
+	// t.* and s.t.*: names joined by dots and ending in ".*"
+	if t.kind == tokIdent {
+		k := 0
+		for p.peekAt(k).kind == tokIdent && p.peekAt(k+1).kind == tokOp && p.peekAt(k+1).text == "." {
+			if n := p.peekAt(k + 2); n.kind == tokOp && n.text == "*" {
+				name, err := p.parseObjNameUntilStar()
+				if err != nil {
+					return nil, err
+				}
+				return &SelectItem{Pos: t.pos, Expr: &Star{Pos: t.pos, Table: &name}}, nil
+			}
+			k += 2
+		}
+	}
+	e, err := p.parseExpr()
+	if err != nil {
+		return nil, err
+	}
+	item := &SelectItem{Pos: e.Position(), Expr: e}
+	if p.acceptKw("as") {
+		id, err := p.parseLabel("an alias")
+		if err != nil {
+			return nil, err
+		}
+		item.Alias = &id
+	} else if isName(p.peek()) {
+		id, _ := p.parseIdent("an alias")
+		item.Alias = &id
+	}
+	return item, nil
+}
+
+// parseObjNameUntilStar parses "a.b.*" and returns a.b, consuming the star.
+func (p *parser) parseObjNameUntilStar() (ObjName, error) {
+	var n ObjName
+	for {
+		t := p.peek()
+		if t.kind != tokIdent {
+			return ObjName{}, p.errExpected("a table name")
+		}
+		p.next()
+		if len(n.Parts) == 0 {
+			n.Pos = t.pos
+		}
+		n.Parts = append(n.Parts, Ident{Pos: t.pos, Name: t.text, Quoted: t.quoted})
+		p.next() // '.'
+		if p.acceptOp("*") {
+			return n, nil
+		}
+	}
+}
+
+// parseTableRef parses a FROM entry: a primary followed by any joins.
+func (p *parser) parseTableRef() (TableExpr, error) {
+	left, err := p.parseTablePrimary()
+	if err != nil {
+		return nil, err
+	}
+	return p.joinTail(left)
+}
+
+// joinTail parses the joins that follow left.
+func (p *parser) joinTail(left TableExpr) (TableExpr, error) {
+	saved := p.depth
+	defer func() { p.depth = saved }()
+	for {
+		t := p.peek()
+		var kind JoinKind
+		switch {
+		case isKwTok(t, "join"), isKwTok(t, "inner"):
+			kind = InnerJoin
+		case isKwTok(t, "left"):
+			kind = LeftJoin
+		case isKwTok(t, "right"):
+			kind = RightJoin
+		case isKwTok(t, "full"):
+			kind = FullJoin
+		case isKwTok(t, "cross"):
+			kind = CrossJoin
+		case isKwTok(t, "natural"):
+			return nil, p.errAt(t, "NATURAL JOIN is not supported; write JOIN ... USING (columns)")
+		default:
+			return left, nil
+		}
+		if err := p.enter(); err != nil {
+			return nil, err
+		}
+		p.next()
+		if kind == LeftJoin || kind == RightJoin || kind == FullJoin {
+			p.acceptKw("outer")
+		}
+		if kind != InnerJoin || t.text == "inner" {
+			if _, err := p.expectKw("join"); err != nil {
+				return nil, err
+			}
+		}
+		right, err := p.parseTablePrimary()
+		if err != nil {
+			return nil, err
+		}
+		j := &Join{Pos: t.pos, Kind: kind, Left: left, Right: right}
+		if kind != CrossJoin {
+			switch {
+			case p.acceptKw("on"):
+				if j.On, err = p.parseExpr(); err != nil {
+					return nil, err
+				}
+			case p.isKw("using"):
+				p.next()
+				if j.Using, err = p.parseIdentList("a column name"); err != nil {
+					return nil, err
+				}
+			default:
+				return nil, p.errExpected("ON or USING")
+			}
+		}
+		left = j
+	}
+}
+
+func (p *parser) parseTablePrimary() (TableExpr, error) {
+	t := p.peek()
+	if p.isOp("(") {
+		saved := p.depth
+		defer func() { p.depth = saved }()
+		if err := p.enter(); err != nil {
+			return nil, err
+		}
+		if p.startsQuery(1) {
+			p.next()
+			q, err := p.parseQuery()
+			if err != nil {
+				return nil, err
+			}
+			if p.acceptOp(")") {
+				d := &DerivedTable{Pos: t.pos, Query: q}
+				if d.Alias, err = p.parseTableAlias(); err != nil {
+					return nil, err
+				}
+				return d, nil
+			}
+			// "((select ...) AS x JOIN y ON ...)": the parenthesized query
+			// read so far is the first table of a parenthesized join.
+			inner, ok := bareParenQuery(q)
+			if !ok {
+				return nil, p.errExpected("')'")
+			}
+			d := &DerivedTable{Pos: inner.Pos, Query: inner}
+			if d.Alias, err = p.parseTableAlias(); err != nil {
+				return nil, err
+			}
+			te, err := p.joinTail(d)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := p.expectOp(")"); err != nil {
+				return nil, err
+			}
+			return te, nil
+		}
+		p.next()
+		te, err := p.parseTableRef()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := p.expectOp(")"); err != nil {
+			return nil, err
+		}
+		if isName(p.peek()) || p.isKw("as") {
+			return nil, p.errAt(p.peek(), "an alias for a parenthesized join is not supported")
+		}
+		return te, nil
+	}
+	if p.isKw("lateral") {
+		return nil, p.errAt(t, "LATERAL is not supported")
+	}
+	name, err := p.parseObjName("a table name or '('")
+	if err != nil {
+		return nil, err
+	}
+	if p.isOp("(") {
+		return nil, p.errAt(p.peek(), "table functions are not supported in FROM")
+	}
+	tn := &TableName{Pos: t.pos, Name: name}
+	if tn.Alias, err = p.parseTableAlias(); err != nil {
+		return nil, err
+	}
+	return tn, nil
+}
+
+// parseTableAlias parses an optional "[AS] name [(col, ...)]".
+func (p *parser) parseTableAlias() (*TableAlias, error) {
+	t := p.peek()
+	if p.acceptKw("as") {
+		if !isName(p.peek()) {
+			return nil, p.errExpected("an alias")
+		}
+	} else if !isName(t) {
+		return nil, nil
+	}
+	id, err := p.parseIdent("an alias")
+	if err != nil {
+		return nil, err
+	}
+	a := &TableAlias{Pos: id.Pos, Name: id}
+	if p.isOp("(") {
+		if a.Columns, err = p.parseIdentList("a column name"); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// parseOrderList parses "expr [ASC|DESC] [NULLS FIRST|LAST], ...".
+func (p *parser) parseOrderList() ([]*OrderItem, error) {
+	var items []*OrderItem
+	for {
+		e, err := p.parseExpr()
+		if err != nil {
+			return nil, err
+		}
+		it := &OrderItem{Pos: e.Position(), Expr: e}
+		if p.acceptKw("desc") {
+			it.Desc = true
+		} else {
+			p.acceptKw("asc")
+		}
+		if p.isKw("nulls") {
+			p.next()
+			var first bool
+			switch {
+			case p.acceptKw("first"):
+				first = true
+			case p.acceptKw("last"):
+			default:
+				return nil, p.errExpected("FIRST or LAST")
+			}
+			it.NullsFirst = &first
+		}
+		items = append(items, it)
+		if !p.acceptOp(",") {
+			return items, nil
+		}
+	}
+}

@@ -1,0 +1,864 @@
+package sql
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// maxDepth bounds the height of the trees the parser builds: nesting
+// (parentheses, subqueries, unary operators) and links of operator chains
+// ("a OR b OR ..." is a left-deep tree that later passes walk recursively).
+// A level costs about a dozen small stack frames of recursive descent here
+// and a few in the binder, so 5000 levels stay within tens of MiB of
+// goroutine stack, far beyond hand-written or generated SQL (a 5000-term OR),
+// while a hostile "((((...))))" gets a clear error instead of exhausting the
+// stack.
+const maxDepth = 5000
+
+// parser is a recursive-descent parser over the token slice of one script.
+type parser struct {
+	src   string
+	toks  []token
+	i     int
+	depth int
+	// pending, when set, is an operand already read (a parenthesized
+	// subquery, see parseParen) that parsePrimary returns next.
+	pending Expr
+}
+
+// Parse parses a script: statements separated by semicolons (a trailing
+// semicolon is optional, empty statements are ignored). Errors are KindQuery
+// errors giving line:column, the offending line and a caret.
+func Parse(src string) (stmts []RawStmt, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			// NB: a panic here is a parser bug; it must not take the server
+			// down with it. The fuzz test treats this error as a failure.
+			stmts, err = nil, nferr.Internalf("SQL parser bug (please report): %v", r)
+		}
+	}()
+	toks, err := lex(src)
+	if err != nil {
+		return nil, err
+	}
+	p := &parser{src: src, toks: toks}
+	for {
+		for p.acceptOp(";") {
+		}
+		if p.peek().kind == tokEOF {
+			return stmts, nil
+		}
+		start := p.peek()
+		st, err := p.parseStatement()
+		if err != nil {
+			return nil, err
+		}
+		if t := p.peek(); t.kind != tokEOF && !p.isOp(";") {
+			return nil, p.errExpected("';' or end of input")
+		}
+		end := p.toks[p.i-1].end
+		stmts = append(stmts, RawStmt{Stmt: st, Start: start.pos, End: end, Text: src[start.pos.Offset:end]})
+	}
+}
+
+// ParseOne parses a script that must hold exactly one statement.
+func ParseOne(src string) (Statement, error) {
+	stmts, err := Parse(src)
+	if err != nil {
+		return nil, err
+	}
+	if len(stmts) != 1 {
+		return nil, nferr.Queryf("expected exactly one SQL statement, found %d", len(stmts))
+	}
+	return stmts[0].Stmt, nil
+}
+
+// ParseExpr parses a single scalar expression (used by tests and by tools
+// that take a filter on the command line).
+func ParseExpr(src string) (e Expr, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e, err = nil, nferr.Internalf("SQL parser bug (please report): %v", r)
+		}
+	}()
+	toks, err := lex(src)
+	if err != nil {
+		return nil, err
+	}
+	p := &parser{src: src, toks: toks}
+	e, err = p.parseExpr()
+	if err != nil {
+		return nil, err
+	}
+	if p.peek().kind != tokEOF {
+		return nil, p.errExpected("end of expression")
+	}
+	return e, nil
+}
+
+// ---------------------------------------------------------------- token helpers
+
+func (p *parser) peek() token { return p.toks[p.i] }
+
+func (p *parser) peekAt(k int) token {
+	if p.i+k < len(p.toks) {
+		return p.toks[p.i+k]
+	}
+	return p.toks[len(p.toks)-1]
+}
+
+func (p *parser) next() token {
+	t := p.toks[p.i]
+	if t.kind != tokEOF {
+		p.i++
+	}
+	return t
+}
+
+func isKwTok(t token, kw string) bool { return t.kind == tokIdent && !t.quoted && t.text == kw }
+
+func (p *parser) isKw(kw string) bool { return isKwTok(p.peek(), kw) }
+
+func (p *parser) acceptKw(kw string) bool {
+	if p.isKw(kw) {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func (p *parser) expectKw(kw string) (token, error) {
+	if p.isKw(kw) {
+		return p.next(), nil
+	}
+	return token{}, p.errExpected(strings.ToUpper(kw))
+}
+
+func (p *parser) isOp(op string) bool {
+	t := p.peek()
+	return t.kind == tokOp && t.text == op
+}
+
+func (p *parser) acceptOp(op string) bool {
+	if p.isOp(op) {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func (p *parser) expectOp(op string) (token, error) {
+	if p.isOp(op) {
+		return p.next(), nil
+	}
+	return token{}, p.errExpected("'" + op + "'")
+}
+
+// errExpected reports "expected <what>, found <next token>" at the next token.
+func (p *parser) errExpected(what string) error {
+	t := p.peek()
+	return syntaxErrorAt(p.src, t.pos, "expected %s, found %s", what, t.describe())
+}
+
+func (p *parser) errAt(t token, format string, args ...any) error {
+	return syntaxErrorAt(p.src, t.pos, format, args...)
+}
+
+// enter counts one level of nesting; callers restore p.depth when done.
+func (p *parser) enter() error {
+	p.depth++
+	if p.depth > maxDepth {
+		return syntaxErrorAt(p.src, p.peek().pos, "expression or query nested too deeply (more than %d levels)", maxDepth)
+	}
+	return nil
+}
+
+// isName reports whether t can be a name: a quoted identifier or an
+// unreserved word.
+func isName(t token) bool { return t.kind == tokIdent && (t.quoted || !reserved[t.text]) }
+
+func (p *parser) parseIdent(what string) (Ident, error) {
+	t := p.peek()
+	if !isName(t) {
+		return Ident{}, p.errExpected(what)
+	}
+	p.next()
+	return Ident{Pos: t.pos, Name: t.text, Quoted: t.quoted}, nil
+}
+
+// parseLabel parses a name after AS, where PostgreSQL allows any word,
+// reserved or not.
+func (p *parser) parseLabel(what string) (Ident, error) {
+	t := p.peek()
+	if t.kind != tokIdent {
+		return Ident{}, p.errExpected(what)
+	}
+	p.next()
+	return Ident{Pos: t.pos, Name: t.text, Quoted: t.quoted}, nil
+}
+
+func (p *parser) parseObjName(what string) (ObjName, error) {
+	first, err := p.parseIdent(what)
+	if err != nil {
+		return ObjName{}, err
+	}
+	n := ObjName{Pos: first.Pos, Parts: []Ident{first}}
+	for p.isOp(".") && p.peekAt(1).kind == tokIdent {
+		p.next()
+		id, err := p.parseLabel(what)
+		if err != nil {
+			return ObjName{}, err
+		}
+		n.Parts = append(n.Parts, id)
+	}
+	return n, nil
+}
+
+// parseIdentList parses "(a, b, ...)".
+func (p *parser) parseIdentList(what string) ([]Ident, error) {
+	if _, err := p.expectOp("("); err != nil {
+		return nil, err
+	}
+	var ids []Ident
+	for {
+		id, err := p.parseIdent(what)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+		if !p.acceptOp(",") {
+			break
+		}
+	}
+	if _, err := p.expectOp(")"); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+func (p *parser) parseString(what string) (string, error) {
+	t := p.peek()
+	if t.kind != tokString {
+		return "", p.errExpected(what)
+	}
+	p.next()
+	return t.text, nil
+}
+
+// maxParenLookahead bounds how many opening parentheses startsQuery looks
+// through, so that "((((...(" costs linear time; deeper nesting is decided
+// level by level as the parser descends.
+const maxParenLookahead = 32
+
+// startsQuery reports whether the token at k starts a query (SELECT, WITH,
+// VALUES), looking through opening parentheses.
+func (p *parser) startsQuery(k int) bool {
+	for n := 0; n < maxParenLookahead && p.peekAt(k).kind == tokOp && p.peekAt(k).text == "("; n++ {
+		k++
+	}
+	t := p.peekAt(k)
+	return isKwTok(t, "select") || isKwTok(t, "with") || isKwTok(t, "values")
+}
+
+// bareParenQuery returns the inner query of q when q is nothing but a
+// parenthesized query: "(select ...)" read as the start of a longer query.
+func bareParenQuery(q *Query) (*Query, bool) {
+	inner, ok := q.Body.(*Query)
+	if !ok || len(q.With) > 0 || q.OrderBy != nil || q.Limit != nil || q.Offset != nil {
+		return nil, false
+	}
+	return inner, true
+}
+
+// ---------------------------------------------------------------- statements
+
+func (p *parser) parseStatement() (Statement, error) {
+	t := p.peek()
+	switch {
+	case isKwTok(t, "select"), isKwTok(t, "with"), isKwTok(t, "values"), t.kind == tokOp && t.text == "(":
+		return p.parseQuery()
+	case isKwTok(t, "create"):
+		return p.parseCreate()
+	case isKwTok(t, "drop"):
+		return p.parseDrop()
+	case isKwTok(t, "insert"):
+		return p.parseInsert()
+	case isKwTok(t, "copy"):
+		return p.parseCopy()
+	case isKwTok(t, "explain"):
+		return p.parseExplain()
+	case isKwTok(t, "show"):
+		p.next()
+		if p.isKw("tables") {
+			p.next()
+			return &ShowTables{Pos: t.pos}, nil
+		}
+		name, err := p.parseLabel("TABLES or a setting name")
+		if err != nil {
+			return nil, err
+		}
+		return &Show{Pos: t.pos, Name: name}, nil
+	case isKwTok(t, "describe"):
+		p.next()
+		name, err := p.parseObjName("a table name")
+		if err != nil {
+			return nil, err
+		}
+		return &Describe{Pos: t.pos, Name: name}, nil
+	case isKwTok(t, "set"):
+		return p.parseSet()
+	}
+	return nil, p.errExpected("a statement (SELECT, WITH, VALUES, CREATE, DROP, INSERT, COPY, EXPLAIN, SHOW, DESCRIBE or SET)")
+}
+
+func (p *parser) parseCreate() (Statement, error) {
+	start := p.next() // CREATE
+	orReplace := false
+	if p.acceptKw("or") {
+		if _, err := p.expectKw("replace"); err != nil {
+			return nil, err
+		}
+		orReplace = true
+	}
+	switch {
+	case p.acceptKw("view"):
+		name, err := p.parseObjName("a view name")
+		if err != nil {
+			return nil, err
+		}
+		v := &CreateView{Pos: start.pos, OrReplace: orReplace, Name: name}
+		if p.isOp("(") {
+			if v.Columns, err = p.parseIdentList("a column name"); err != nil {
+				return nil, err
+			}
+		}
+		if _, err := p.expectKw("as"); err != nil {
+			return nil, err
+		}
+		if v.Query, err = p.parseQuery(); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case orReplace:
+		return nil, p.errExpected("VIEW")
+	case p.acceptKw("table"):
+		return p.parseCreateTable(start)
+	case p.acceptKw("external"):
+		if _, err := p.expectKw("table"); err != nil {
+			return nil, err
+		}
+		return p.parseCreateExternal(start)
+	}
+	return nil, p.errExpected("VIEW, TABLE or EXTERNAL TABLE")
+}
+
+func (p *parser) parseIfNotExists() (bool, error) {
+	if !p.isKw("if") {
+		return false, nil
+	}
+	p.next()
+	if _, err := p.expectKw("not"); err != nil {
+		return false, err
+	}
+	if _, err := p.expectKw("exists"); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+func (p *parser) parseCreateTable(start token) (Statement, error) {
+	ifNot, err := p.parseIfNotExists()
+	if err != nil {
+		return nil, err
+	}
+	name, err := p.parseObjName("a table name")
+	if err != nil {
+		return nil, err
+	}
+	ct := &CreateTable{Pos: start.pos, IfNotExists: ifNot, Name: name}
+	if p.isOp("(") && !p.startsQuery(1) {
+		p.next()
+		typed := 0
+		for {
+			cd, err := p.parseColumnDef(true)
+			if err != nil {
+				return nil, err
+			}
+			if cd.Type != nil {
+				typed++
+			}
+			ct.Columns = append(ct.Columns, cd)
+			if !p.acceptOp(",") {
+				break
+			}
+		}
+		if _, err := p.expectOp(")"); err != nil {
+			return nil, err
+		}
+		if !p.isKw("as") {
+			for _, cd := range ct.Columns {
+				if cd.Type == nil {
+					return nil, syntaxErrorAt(p.src, cd.Name.Pos, "column %s needs a type", cd.Name.Name)
+				}
+			}
+			return ct, nil
+		}
+		if typed > 0 {
+			for _, cd := range ct.Columns {
+				if cd.Type != nil {
+					return nil, syntaxErrorAt(p.src, cd.Type.Pos, "CREATE TABLE ... AS takes column names only, not types")
+				}
+			}
+		}
+		for _, cd := range ct.Columns {
+			ct.ColumnNames = append(ct.ColumnNames, cd.Name)
+		}
+		ct.Columns = nil
+	}
+	if _, err := p.expectKw("as"); err != nil {
+		if len(ct.ColumnNames) == 0 {
+			return nil, p.errExpected("'(' or AS")
+		}
+		return nil, err
+	}
+	if ct.AsQuery, err = p.parseQuery(); err != nil {
+		return nil, err
+	}
+	return ct, nil
+}
+
+// parseColumnDef parses "name type [NOT NULL | NULL]"; with typeOptional the
+// type may be missing (CREATE TABLE t (a, b) AS ...).
+func (p *parser) parseColumnDef(typeOptional bool) (*ColumnDef, error) {
+	name, err := p.parseIdent("a column name")
+	if err != nil {
+		return nil, err
+	}
+	cd := &ColumnDef{Pos: name.Pos, Name: name}
+	if typeOptional && (p.isOp(",") || p.isOp(")")) {
+		return cd, nil
+	}
+	if cd.Type, err = p.parseType(); err != nil {
+		return nil, err
+	}
+	for {
+		switch {
+		case p.isKw("not"):
+			p.next()
+			if _, err := p.expectKw("null"); err != nil {
+				return nil, err
+			}
+			cd.NotNull = true
+		case p.isKw("null"):
+			p.next()
+		case p.isKw("primary"), p.isKw("unique"), p.isKw("references"), p.isKw("check"), p.isKw("default"), p.isKw("constraint"):
+			return nil, p.errAt(p.peek(), "column constraint %s is not supported (only NOT NULL)", strings.ToUpper(p.peek().text))
+		default:
+			return cd, nil
+		}
+	}
+}
+
+func (p *parser) parseCreateExternal(start token) (Statement, error) {
+	ifNot, err := p.parseIfNotExists()
+	if err != nil {
+		return nil, err
+	}
+	name, err := p.parseObjName("a table name")
+	if err != nil {
+		return nil, err
+	}
+	ce := &CreateExternalTable{Pos: start.pos, IfNotExists: ifNot, Name: name}
+	if p.acceptOp("(") {
+		for {
+			cd, err := p.parseColumnDef(false)
+			if err != nil {
+				return nil, err
+			}
+			ce.Columns = append(ce.Columns, cd)
+			if !p.acceptOp(",") {
+				break
+			}
+		}
+		if _, err := p.expectOp(")"); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := p.expectKw("stored"); err != nil {
+		return nil, err
+	}
+	if _, err := p.expectKw("as"); err != nil {
+		return nil, err
+	}
+	f, err := p.parseLabel("a file format (PARQUET)")
+	if err != nil {
+		return nil, err
+	}
+	ce.Format = strings.ToLower(f.Name)
+	if _, err := p.expectKw("location"); err != nil {
+		return nil, err
+	}
+	if ce.Location, err = p.parseString("a location string"); err != nil {
+		return nil, err
+	}
+	return ce, nil
+}
+
+func (p *parser) parseDrop() (Statement, error) {
+	start := p.next() // DROP
+	d := &Drop{Pos: start.pos}
+	switch {
+	case p.acceptKw("table"):
+		d.Kind = ObjTable
+	case p.acceptKw("view"):
+		d.Kind = ObjView
+	default:
+		return nil, p.errExpected("TABLE or VIEW")
+	}
+	if p.isKw("if") {
+		p.next()
+		if _, err := p.expectKw("exists"); err != nil {
+			return nil, err
+		}
+		d.IfExists = true
+	}
+	for {
+		n, err := p.parseObjName("a name")
+		if err != nil {
+			return nil, err
+		}
+		d.Names = append(d.Names, n)
+		if !p.acceptOp(",") {
+			break
+		}
+	}
+	if p.isKw("cascade") || p.isKw("restrict") {
+		return nil, p.errAt(p.peek(), "DROP ... %s is not supported", strings.ToUpper(p.peek().text))
+	}
+	return d, nil
+}
+
+func (p *parser) parseInsert() (Statement, error) {
+	start := p.next() // INSERT
+	if _, err := p.expectKw("into"); err != nil {
+		return nil, err
+	}
+	name, err := p.parseObjName("a table name")
+	if err != nil {
+		return nil, err
+	}
+	ins := &Insert{Pos: start.pos, Table: name}
+	if p.isOp("(") && !p.startsQuery(1) {
+		if ins.Columns, err = p.parseIdentList("a column name"); err != nil {
+			return nil, err
+		}
+	}
+	if !p.startsQuery(0) {
+		return nil, p.errExpected("SELECT, VALUES or a column list")
+	}
+	if ins.Query, err = p.parseQuery(); err != nil {
+		return nil, err
+	}
+	return ins, nil
+}
+
+func (p *parser) parseCopy() (Statement, error) {
+	start := p.next() // COPY
+	name, err := p.parseObjName("a table name")
+	if err != nil {
+		return nil, err
+	}
+	c := &Copy{Pos: start.pos, Table: name}
+	if p.isOp("(") {
+		if c.Columns, err = p.parseIdentList("a column name"); err != nil {
+			return nil, err
+		}
+	}
+	if p.isKw("to") {
+		return nil, p.errAt(p.peek(), "COPY ... TO is not supported; use COPY ... FROM to load a file")
+	}
+	if _, err := p.expectKw("from"); err != nil {
+		return nil, err
+	}
+	if c.File, err = p.parseString("a file name string"); err != nil {
+		return nil, err
+	}
+	p.acceptKw("with")
+	if p.isOp("(") {
+		if c.Options, err = p.parseOptions(); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// parseOptions parses "(name [value], ...)" where value is a string, a
+// (signed) number or a word.
+func (p *parser) parseOptions() ([]*Option, error) {
+	if _, err := p.expectOp("("); err != nil {
+		return nil, err
+	}
+	var opts []*Option
+	for {
+		t := p.peek()
+		if t.kind != tokIdent {
+			return nil, p.errExpected("an option name")
+		}
+		p.next()
+		o := &Option{Pos: t.pos, Name: t.text}
+		if !p.isOp(",") && !p.isOp(")") {
+			v := p.peek()
+			switch {
+			case v.kind == tokString:
+				p.next()
+				o.Value = &Literal{Pos: v.pos, Kind: LitString, Text: v.text}
+			case v.kind == tokNumber:
+				p.next()
+				o.Value = &Literal{Pos: v.pos, Kind: LitNumber, Text: v.text}
+			case isKwTok(v, "true"), isKwTok(v, "false"):
+				p.next()
+				o.Value = &Literal{Pos: v.pos, Kind: LitBool, Text: v.text}
+			case v.kind == tokIdent:
+				p.next()
+				o.Value = &ColumnRef{Pos: v.pos, Parts: []Ident{{Pos: v.pos, Name: v.text, Quoted: v.quoted}}}
+			default:
+				return nil, p.errExpected("an option value")
+			}
+		}
+		opts = append(opts, o)
+		if !p.acceptOp(",") {
+			break
+		}
+	}
+	if _, err := p.expectOp(")"); err != nil {
+		return nil, err
+	}
+	return opts, nil
+}
+
+func (p *parser) parseExplain() (Statement, error) {
+	start := p.next() // EXPLAIN
+	e := &Explain{Pos: start.pos}
+	if p.isOp("(") && !p.startsQuery(1) {
+		opts, err := p.parseOptions()
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range opts {
+			on := true
+			if o.Value != nil {
+				b, ok := optionBool(o.Value)
+				if !ok {
+					return nil, syntaxErrorAt(p.src, o.Value.Position(), "EXPLAIN option %s takes a boolean", strings.ToUpper(o.Name))
+				}
+				on = b
+			}
+			switch o.Name {
+			case "analyze", "analyse":
+				e.Analyze = on
+			case "verbose":
+				e.Verbose = on
+			default:
+				return nil, syntaxErrorAt(p.src, o.Pos, "unknown EXPLAIN option %s (want ANALYZE or VERBOSE)", strings.ToUpper(o.Name))
+			}
+		}
+	} else {
+		if p.acceptKw("analyze") || p.acceptKw("analyse") {
+			e.Analyze = true
+		}
+		if p.acceptKw("verbose") {
+			e.Verbose = true
+		}
+	}
+	st, err := p.parseStatement()
+	if err != nil {
+		return nil, err
+	}
+	e.Stmt = st
+	return e, nil
+}
+
+// optionBool reads a boolean option value: true/false, on/off, 1/0.
+func optionBool(e Expr) (bool, bool) {
+	switch v := e.(type) {
+	case *Literal:
+		switch {
+		case v.Kind == LitBool:
+			return v.Text == "true", true
+		case v.Kind == LitNumber && (v.Text == "0" || v.Text == "1"):
+			return v.Text == "1", true
+		}
+	case *ColumnRef:
+		switch v.Parts[0].Name {
+		case "on":
+			return true, true
+		case "off":
+			return false, true
+		}
+	}
+	return false, false
+}
+
+func (p *parser) parseSet() (Statement, error) {
+	start := p.next() // SET
+	name, err := p.parseLabel("a setting name")
+	if err != nil {
+		return nil, err
+	}
+	if !p.acceptOp("=") && !p.acceptKw("to") {
+		return nil, p.errExpected("'=' or TO")
+	}
+	s := &Set{Pos: start.pos, Name: name}
+	v := p.peek()
+	switch {
+	case v.kind == tokString:
+		p.next()
+		s.Value = &Literal{Pos: v.pos, Kind: LitString, Text: v.text}
+	case v.kind == tokNumber:
+		p.next()
+		s.Value = &Literal{Pos: v.pos, Kind: LitNumber, Text: v.text}
+	case v.kind == tokOp && (v.text == "-" || v.text == "+") && p.peekAt(1).kind == tokNumber:
+		p.next()
+		n := p.next()
+		s.Value = &UnaryExpr{Pos: v.pos, Op: v.text, X: &Literal{Pos: n.pos, Kind: LitNumber, Text: n.text}}
+	case isKwTok(v, "true"), isKwTok(v, "false"):
+		p.next()
+		s.Value = &Literal{Pos: v.pos, Kind: LitBool, Text: v.text}
+	case v.kind == tokIdent:
+		p.next()
+		s.Value = &ColumnRef{Pos: v.pos, Parts: []Ident{{Pos: v.pos, Name: v.text, Quoted: v.quoted}}}
+	default:
+		return nil, p.errExpected("a value")
+	}
+	return s, nil
+}
+
+// ---------------------------------------------------------------- types
+
+// parseType parses a type name with its modifiers and returns it with a
+// canonical Name (see TypeName).
+func (p *parser) parseType() (*TypeName, error) {
+	t := p.peek()
+	if t.kind != tokIdent {
+		return nil, p.errExpected("a type name")
+	}
+	p.next()
+	tn := &TypeName{Pos: t.pos, Name: t.text}
+	if t.quoted {
+		return tn, nil
+	}
+	switch t.text {
+	case "int", "integer", "int4":
+		tn.Name = "integer"
+	case "bigint", "int8":
+		tn.Name = "bigint"
+	case "smallint", "int2":
+		tn.Name = "smallint"
+	case "real", "float4":
+		tn.Name = "real"
+	case "float8":
+		tn.Name = "double precision"
+	case "float":
+		tn.Name = "double precision"
+		if p.isOp("(") {
+			args, err := p.parseTypeArgs()
+			if err != nil {
+				return nil, err
+			}
+			if len(args) != 1 || args[0] < 1 || args[0] > 53 {
+				return nil, p.errAt(t, "FLOAT precision must be between 1 and 53")
+			}
+			if args[0] <= 24 {
+				tn.Name = "real"
+			}
+		}
+		return tn, nil
+	case "double":
+		if _, err := p.expectKw("precision"); err != nil {
+			return nil, err
+		}
+		tn.Name = "double precision"
+	case "decimal", "numeric", "dec":
+		tn.Name = "decimal"
+	case "varchar":
+		tn.Name = "varchar"
+	case "character", "char":
+		tn.Name = "char"
+		if p.acceptKw("varying") {
+			tn.Name = "varchar"
+		}
+	case "text", "string":
+		tn.Name = "text"
+	case "bool", "boolean":
+		tn.Name = "boolean"
+	case "timestamptz":
+		tn.Name = "timestamptz"
+	case "timestamp", "time":
+		if p.isOp("(") {
+			args, err := p.parseTypeArgs()
+			if err != nil {
+				return nil, err
+			}
+			tn.Args = args
+		}
+		if p.isKw("with") || p.isKw("without") {
+			with := p.next().text == "with"
+			if _, err := p.expectKw("time"); err != nil {
+				return nil, err
+			}
+			if _, err := p.expectKw("zone"); err != nil {
+				return nil, err
+			}
+			if with {
+				tn.Name += "tz"
+			}
+		}
+		return tn, nil
+	}
+	if p.isOp("(") {
+		args, err := p.parseTypeArgs()
+		if err != nil {
+			return nil, err
+		}
+		tn.Args = args
+	}
+	return tn, nil
+}
+
+// maxTypeArg bounds type modifiers: decimal precision is at most 38 and
+// varchar lengths fit in an int32 in PostgreSQL (10485760 is its limit).
+const maxTypeArg = 10485760
+
+func (p *parser) parseTypeArgs() ([]int, error) {
+	if _, err := p.expectOp("("); err != nil {
+		return nil, err
+	}
+	var args []int
+	for {
+		t := p.peek()
+		n, err := strconv.Atoi(t.text)
+		if t.kind != tokNumber || err != nil || n < 0 || n > maxTypeArg {
+			return nil, p.errExpected("an integer type modifier")
+		}
+		p.next()
+		args = append(args, n)
+		if !p.acceptOp(",") {
+			break
+		}
+	}
+	if _, err := p.expectOp(")"); err != nil {
+		return nil, err
+	}
+	return args, nil
+}
+
+// typeLiteralNames are the type names that may prefix a string literal to
+// form a typed literal (DATE '1998-12-01').
+var typeLiteralNames = map[string]bool{
+	"date": true, "timestamp": true, "timestamptz": true, "time": true,
+	"int": true, "integer": true, "bigint": true, "smallint": true,
+	"decimal": true, "numeric": true, "real": true, "float": true, "double": true,
+	"text": true, "varchar": true, "char": true, "boolean": true, "bool": true,
+}

@@ -1,0 +1,175 @@
+package sql
+
+// Walk calls fn for n and, when fn returns true, for every node below n in
+// source order. Identifiers and object names are not visited on their own.
+func Walk(n Node, fn func(Node) bool) {
+	if n == nil || isNilNode(n) || !fn(n) {
+		return
+	}
+	expr := func(e Expr) {
+		if e != nil {
+			Walk(e, fn)
+		}
+	}
+	exprs := func(es []Expr) {
+		for _, e := range es {
+			Walk(e, fn)
+		}
+	}
+	orders := func(os []*OrderItem) {
+		for _, o := range os {
+			Walk(o, fn)
+		}
+	}
+	switch n := n.(type) {
+	case *Query:
+		for _, c := range n.With {
+			Walk(c, fn)
+		}
+		Walk(n.Body, fn)
+		orders(n.OrderBy)
+		expr(n.Limit)
+		expr(n.Offset)
+	case *CTE:
+		Walk(n.Query, fn)
+	case *Select:
+		for _, it := range n.Items {
+			Walk(it, fn)
+		}
+		for _, t := range n.From {
+			Walk(t, fn)
+		}
+		expr(n.Where)
+		exprs(n.GroupBy)
+		expr(n.Having)
+	case *SelectItem:
+		expr(n.Expr)
+	case *SetOp:
+		Walk(n.Left, fn)
+		Walk(n.Right, fn)
+	case *Values:
+		for _, r := range n.Rows {
+			exprs(r)
+		}
+	case *OrderItem:
+		expr(n.Expr)
+	case *TableName:
+		if n.Alias != nil {
+			Walk(n.Alias, fn)
+		}
+	case *DerivedTable:
+		Walk(n.Query, fn)
+		if n.Alias != nil {
+			Walk(n.Alias, fn)
+		}
+	case *Join:
+		Walk(n.Left, fn)
+		Walk(n.Right, fn)
+		expr(n.On)
+	case *UnaryExpr:
+		expr(n.X)
+	case *BinaryExpr:
+		expr(n.L)
+		expr(n.R)
+	case *IsExpr:
+		expr(n.X)
+	case *IsDistinct:
+		expr(n.L)
+		expr(n.R)
+	case *Between:
+		expr(n.X)
+		expr(n.Lo)
+		expr(n.Hi)
+	case *InList:
+		expr(n.X)
+		exprs(n.List)
+	case *InSubquery:
+		expr(n.X)
+		Walk(n.Query, fn)
+	case *Exists:
+		Walk(n.Query, fn)
+	case *Subquery:
+		Walk(n.Query, fn)
+	case *Like:
+		expr(n.X)
+		expr(n.Pattern)
+		expr(n.Escape)
+	case *Case:
+		expr(n.Operand)
+		for _, w := range n.Whens {
+			Walk(w, fn)
+		}
+		expr(n.Else)
+	case *When:
+		expr(n.Cond)
+		expr(n.Result)
+	case *Cast:
+		expr(n.X)
+		Walk(n.Type, fn)
+	case *TypedLiteral:
+		Walk(n.Type, fn)
+	case *FuncCall:
+		exprs(n.Args)
+		expr(n.Filter)
+		if n.Over != nil {
+			Walk(n.Over, fn)
+		}
+	case *WindowSpec:
+		exprs(n.PartitionBy)
+		orders(n.OrderBy)
+		if n.Frame != nil {
+			Walk(n.Frame, fn)
+		}
+	case *Frame:
+		Walk(n.Start, fn)
+		if n.End != nil {
+			Walk(n.End, fn)
+		}
+	case *FrameBound:
+		expr(n.Offset)
+	case *Extract:
+		expr(n.X)
+	case *CreateView:
+		Walk(n.Query, fn)
+	case *CreateTable:
+		for _, c := range n.Columns {
+			Walk(c, fn)
+		}
+		if n.AsQuery != nil {
+			Walk(n.AsQuery, fn)
+		}
+	case *CreateExternalTable:
+		for _, c := range n.Columns {
+			Walk(c, fn)
+		}
+	case *ColumnDef:
+		Walk(n.Type, fn)
+	case *Insert:
+		Walk(n.Query, fn)
+	case *Copy:
+		for _, o := range n.Options {
+			Walk(o, fn)
+		}
+	case *Option:
+		expr(n.Value)
+	case *Explain:
+		Walk(n.Stmt, fn)
+	case *Set:
+		expr(n.Value)
+	}
+}
+
+// isNilNode reports a typed nil pointer stored in an interface.
+func isNilNode(n Node) bool {
+	switch n := n.(type) {
+	case *Query:
+		return n == nil
+	case *TypeName:
+		return n == nil
+	case *FrameBound:
+		return n == nil
+	case *TableAlias:
+		return n == nil
+	}
+	return false
+}
