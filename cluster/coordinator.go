@@ -1,0 +1,664 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"runtime/debug"
+	"sort"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"google.golang.org/grpc"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// Client protocol (Arrow Flight on the coordinator's control port, mutual
+// TLS):
+//
+//   - DoGet(ticket): runs a request and streams its result as Arrow record
+//     batches. The ticket is a JSON QueryRequest ({"v":1,"id":"...",
+//     "kind":"sql","text":"select ..."}) or, for generic Flight clients, the
+//     SQL text itself. Errors arrive as gRPC status errors carrying the
+//     nferr kind (see ToStatus / FromStatus). Closing the stream (client gone,
+//     Ctrl-C) cancels the query and every task of it.
+//   - GetFlightInfo(descriptor cmd = ticket bytes): returns one endpoint whose
+//     ticket runs the request on this coordinator (for Flight clients that
+//     always go through GetFlightInfo).
+//   - DoAction("progress", {"query_id"}): streams Progress snapshots (JSON)
+//     whenever they change (at most every 100 ms), the last one final. The
+//     client picks the query ID, so it can watch before the first batch.
+//   - DoAction("cancel", {"query_id"}): cancels a running query.
+//   - DoAction("members"): the alive members ([]NodeInfo as JSON).
+//   - DoAction("queries"): the running queries' Progress.
+
+// QueryRequest is a client request (the DoGet ticket).
+type QueryRequest struct {
+	// V is the ticket format version: 1.
+	V int `json:"v"`
+	// ID names the query (letters, digits, '-', '_'; at most 64). Empty: the
+	// coordinator picks one. Clients set it to watch progress or cancel.
+	ID string `json:"id,omitempty"`
+	// Kind selects the runner: "sql" (default) or "nicflow.check".
+	Kind string `json:"kind,omitempty"`
+	// Text is the SQL text (or the request text of another kind).
+	Text string `json:"text"`
+	// Params are named options of the request.
+	Params map[string]string `json:"params,omitempty"`
+}
+
+// maxTicket bounds a ticket (a SQL script): 16 MiB.
+const maxTicket = 16 << 20
+
+// ParseTicket reads a DoGet ticket: a JSON QueryRequest, or plain SQL.
+func ParseTicket(b []byte) (QueryRequest, error) {
+	var r QueryRequest
+	if len(b) > maxTicket {
+		return r, nferr.Queryf("request of %d bytes is larger than the %d-byte limit", len(b), maxTicket)
+	}
+	if len(b) > 0 && b[0] == '{' {
+		if err := json.Unmarshal(b, &r); err != nil {
+			return r, nferr.Queryf("request ticket is not valid JSON: %v", err)
+		}
+		if r.V != 1 {
+			return r, nferr.Queryf("request ticket version %d is not supported (want 1)", r.V)
+		}
+	} else {
+		if !utf8.Valid(b) {
+			return r, nferr.Queryf("request ticket is neither JSON nor UTF-8 SQL text")
+		}
+		r = QueryRequest{V: 1, Text: string(b)}
+	}
+	if r.Kind == "" {
+		r.Kind = "sql"
+	}
+	if len(r.ID) > 64 {
+		return r, nferr.Queryf("query id is longer than 64 characters")
+	}
+	for _, c := range r.ID {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return r, nferr.Queryf("query id %q may contain only letters, digits, '-' and '_'", r.ID)
+		}
+	}
+	return r, nil
+}
+
+// Coordinator is the coordinator role's service: it accepts client requests
+// over Flight, runs them through the QueryRunner, keeps the scheduler's view
+// of the workers and fails queries when nodes die.
+type Coordinator struct {
+	node   *Node
+	runner QueryRunner
+	sched  *scheduler
+
+	mu       sync.Mutex
+	queries  map[string]*Query
+	recent   []Progress // final progress of the last finished queries
+	regWait  chan struct{}
+	conns    map[string]*workerConn
+	closed   bool
+	stopDog  chan struct{}
+	dogDone  chan struct{}
+	querySeq uint64
+}
+
+type workerConn struct {
+	info NodeInfo
+	cc   *grpc.ClientConn
+}
+
+// recentQueries is how many finished queries keep their final progress for
+// late "progress" watchers.
+const recentQueries = 64
+
+func newCoordinator(n *Node, r QueryRunner) *Coordinator {
+	c := &Coordinator{
+		node: n, runner: r, sched: newScheduler(),
+		queries: map[string]*Query{}, conns: map[string]*workerConn{},
+		regWait: make(chan struct{}), stopDog: make(chan struct{}), dogDone: make(chan struct{}),
+	}
+	go c.watchdog()
+	return c
+}
+
+func (c *Coordinator) register(s *grpc.Server) {
+	flight.RegisterFlightServiceServer(s, &flightService{c: c})
+}
+
+// Node is the coordinator's node.
+func (c *Coordinator) Node() *Node { return c.node }
+
+// Workers returns the scheduler's view of the workers.
+func (c *Coordinator) Workers() []WorkerLoad { return c.sched.loads() }
+
+func (c *Coordinator) onMemberEvent(ev MemberEvent) {
+	switch ev.Type {
+	case EventJoin, EventUpdate:
+		c.sched.update(ev.Node)
+	case EventLeave, EventFail:
+		c.sched.remove(ev.Node.ID)
+		c.mu.Lock()
+		wc := c.conns[ev.Node.ID]
+		delete(c.conns, ev.Node.ID)
+		qs := make([]*Query, 0, len(c.queries))
+		for _, q := range c.queries {
+			qs = append(qs, q)
+		}
+		c.mu.Unlock()
+		if wc != nil {
+			wc.cc.Close()
+		}
+		how := "left the cluster"
+		if ev.Type == EventFail {
+			how = "failed (no answer to gossip probes)"
+		}
+		for _, q := range qs {
+			if q.dependsOn(ev.Node.ID) {
+				q.Fail(nferr.Unavailablef("%s %s (%s) %s during query %s", roleOr(ev.Node.Role, "node"), ev.Node.ID, ev.Node.GossipAddr, how, q.ID))
+			}
+		}
+	}
+}
+
+// conn returns the (shared) gRPC connection to a worker.
+func (c *Coordinator) conn(n NodeInfo) (*grpc.ClientConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, nferr.Unavailablef("coordinator %s is shutting down", c.node.ID())
+	}
+	if wc, ok := c.conns[n.ID]; ok && wc.info.ControlAddr == n.ControlAddr && wc.info.Started.Equal(n.Started) {
+		return wc.cc, nil
+	} else if ok {
+		wc.cc.Close()
+	}
+	if n.ControlAddr == "" {
+		return nil, nferr.Unavailablef("worker %s advertises no control address", n.ID)
+	}
+	cc, err := grpc.NewClient(n.ControlAddr, dialOptions(c.node.keys, c.node.opts.MaxMessageSize)...)
+	if err != nil {
+		return nil, nferr.Unavailablef("worker %s (%s): %v", n.ID, n.ControlAddr, err)
+	}
+	c.conns[n.ID] = &workerConn{info: n, cc: cc}
+	return cc, nil
+}
+
+func newQueryID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Run runs a request as if a client had sent it (used by in-process
+// callers and tests); out receives the result.
+func (c *Coordinator) Run(ctx context.Context, req QueryRequest, out ResultWriter) error {
+	if req.Kind == "" {
+		req.Kind = "sql"
+	}
+	q, err := c.newQuery(ctx, req)
+	if err != nil {
+		return err
+	}
+	err = c.runRegistered(q, out)
+	return err
+}
+
+func (c *Coordinator) newQuery(ctx context.Context, req QueryRequest) (*Query, error) {
+	if req.ID == "" {
+		req.ID = newQueryID()
+	}
+	qctx, cancel := context.WithCancelCause(ctx)
+	q := &Query{
+		ID: req.ID, Kind: req.Kind, Text: req.Text, Params: req.Params,
+		c: c, ctx: qctx, cancel: cancel, started: time.Now(),
+		stages: map[int]*StageProgress{}, placements: map[uint64]Placement{}, watch: map[string]bool{},
+		changed: make(chan struct{}), state: "running",
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		cancel(nil)
+		return nil, nferr.Unavailablef("coordinator %s is shutting down", c.node.ID())
+	}
+	if _, dup := c.queries[q.ID]; dup {
+		cancel(nil)
+		return nil, nferr.Queryf("a query with id %s is already running", q.ID)
+	}
+	for _, p := range c.recent {
+		if p.QueryID == q.ID {
+			cancel(nil)
+			return nil, nferr.Queryf("query id %s was used by a recent query; choose another", q.ID)
+		}
+	}
+	c.queries[q.ID] = q
+	close(c.regWait)
+	c.regWait = make(chan struct{})
+	c.node.metrics.queriesStarted.Inc()
+	c.node.metrics.queriesRunning.Inc()
+	return q, nil
+}
+
+func (c *Coordinator) runRegistered(q *Query, out ResultWriter) (err error) {
+	c.node.log.Debug("query started", "query", q.ID, "kind", q.Kind)
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				c.node.log.Error("query runner panicked", "query", q.ID, "panic", r, "stack", string(debug.Stack()))
+				err = nferr.Internalf("query %s: runner panicked: %v", q.ID, r)
+			}
+		}()
+		err = c.runner.RunQuery(q, out)
+	}()
+	if f := q.failure(); f != nil {
+		// NB: the runner usually sees only the cancellation a task failure
+		// or a node death caused; the client must get the cause.
+		err = f
+	} else if err != nil && nferr.Is(err, nferr.KindCanceled) {
+		if cause := context.Cause(q.ctx); cause != nil && !nferr.Is(cause, nferr.KindCanceled) && cause != context.Canceled {
+			err = cause
+		}
+	}
+	c.finish(q, err)
+	return err
+}
+
+// finish stops every task of q and waits for them, releases resources and
+// publishes the final progress.
+func (c *Coordinator) finish(q *Query, err error) {
+	q.cancel(errQueryEnded)
+	// Ask every worker that may still run one of q's tasks to cancel them
+	// and confirm; the stream cancellation above usually got there first.
+	byWorker := map[string]NodeInfo{}
+	q.mu.Lock()
+	for _, t := range q.tasks {
+		select {
+		case <-t.done:
+			if t.gotDone {
+				continue
+			}
+		default:
+		}
+		byWorker[t.node.ID] = t.node
+	}
+	q.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, n := range byWorker {
+		if _, alive := c.node.Member(n.ID); !alive {
+			continue
+		}
+		wg.Add(1)
+		go func(n NodeInfo) {
+			defer wg.Done()
+			c.cancelOn(n, q.ID, errQueryEnded, 3*time.Second)
+		}(n)
+	}
+	wg.Wait()
+	q.wg.Wait()
+	q.mu.Lock()
+	for id := range q.placements {
+		c.sched.release(id)
+	}
+	q.placements = map[uint64]Placement{}
+	switch {
+	case err == nil:
+		q.state = "done"
+	case nferr.Is(err, nferr.KindCanceled):
+		q.state = "canceled"
+	default:
+		q.state = "failed"
+	}
+	if err != nil {
+		q.errMsg = err.Error()
+	}
+	q.signalLocked()
+	q.mu.Unlock()
+	final := q.Progress()
+	c.mu.Lock()
+	delete(c.queries, q.ID)
+	c.recent = append(c.recent, final)
+	if len(c.recent) > recentQueries {
+		c.recent = c.recent[len(c.recent)-recentQueries:]
+	}
+	c.mu.Unlock()
+	c.node.metrics.queriesRunning.Dec()
+	c.node.metrics.queriesFinished.WithLabelValues(resultLabel(err)).Inc()
+	c.node.log.Debug("query finished", "query", q.ID, "state", final.State, "elapsed", final.Elapsed, "err", err)
+}
+
+var errQueryEnded = nferr.With(nferr.KindCanceled, context.Canceled)
+
+// cancelOn sends Cancel for a query to one worker and waits for its reply.
+func (c *Coordinator) cancelOn(n NodeInfo, queryID string, reason error, wait time.Duration) {
+	cc, err := c.conn(n)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait+time.Second)
+	defer cancel()
+	var rep frame
+	err = cc.Invoke(ctx, "/"+controlService+"/Cancel", jsonFrame(ftCancel, cancelRequest{QueryID: queryID, Reason: toWireError(reason), Wait: wait}), &rep, grpc.CallContentSubtype(codecName))
+	if err != nil {
+		c.node.log.Debug("cancel failed", "worker", n.ID, "query", queryID, "err", err)
+		return
+	}
+	var r cancelReply
+	if rep.decodeHeader(ftAck, &r) == nil && r.StillRunning > 0 {
+		c.node.log.Warn("tasks did not stop in time", "worker", n.ID, "query", queryID, "still_running", r.StillRunning)
+	}
+}
+
+// watchdog fails tasks whose worker has been silent for HeartbeatTimeout
+// while the coordinator was waiting on it.
+func (c *Coordinator) watchdog() {
+	defer close(c.dogDone)
+	timeout := time.Duration(c.node.opts.HeartbeatTimeout)
+	t := time.NewTicker(time.Duration(c.node.opts.HeartbeatInterval))
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stopDog:
+			return
+		case <-t.C:
+		}
+		now := time.Now().UnixNano()
+		c.mu.Lock()
+		qs := make([]*Query, 0, len(c.queries))
+		for _, q := range c.queries {
+			qs = append(qs, q)
+		}
+		c.mu.Unlock()
+		for _, q := range qs {
+			for _, tk := range q.Tasks() {
+				if tk.isDone() || tk.blocked.Load() {
+					continue
+				}
+				if silent := time.Duration(now - tk.lastSeen.Load()); silent > timeout {
+					tk.abort(nferr.Unavailablef("worker %s (%s) sent nothing for %v during task %s of query %s",
+						tk.node.ID, tk.node.ControlAddr, silent.Round(time.Millisecond), tk.id, q.ID))
+				}
+			}
+		}
+	}
+}
+
+func (c *Coordinator) runningProgress() []Progress {
+	c.mu.Lock()
+	qs := make([]*Query, 0, len(c.queries))
+	for _, q := range c.queries {
+		qs = append(qs, q)
+	}
+	c.mu.Unlock()
+	out := make([]Progress, 0, len(qs))
+	for _, q := range qs {
+		out = append(out, q.Progress())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].QueryID < out[j].QueryID })
+	return out
+}
+
+// lookup finds a running query, or the final progress of a recent one,
+// waiting up to wait for a query that has not registered yet.
+func (c *Coordinator) lookup(ctx context.Context, id string, wait time.Duration) (*Query, *Progress, error) {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		c.mu.Lock()
+		q := c.queries[id]
+		var p *Progress
+		if q == nil {
+			for i := len(c.recent) - 1; i >= 0; i-- {
+				if c.recent[i].QueryID == id {
+					pp := c.recent[i]
+					p = &pp
+					break
+				}
+			}
+		}
+		ch := c.regWait
+		c.mu.Unlock()
+		if q != nil || p != nil {
+			return q, p, nil
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return nil, nil, nferr.Queryf("no query with id %s on this coordinator", id)
+		case <-ctx.Done():
+			return nil, nil, nferr.With(nferr.KindCanceled, ctx.Err())
+		}
+	}
+}
+
+func (c *Coordinator) close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	qs := make([]*Query, 0, len(c.queries))
+	for _, q := range c.queries {
+		qs = append(qs, q)
+	}
+	c.mu.Unlock()
+	for _, q := range qs {
+		q.Fail(nferr.Unavailablef("coordinator %s is shutting down", c.node.ID()))
+	}
+	// Give the runners a moment to observe the cancellation and finish.
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		c.mu.Lock()
+		n := len(c.queries)
+		c.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(c.stopDog)
+	<-c.dogDone
+	c.mu.Lock()
+	for id, wc := range c.conns {
+		wc.cc.Close()
+		delete(c.conns, id)
+	}
+	c.mu.Unlock()
+}
+
+// flightService is the client-facing Flight service.
+type flightService struct {
+	flight.BaseFlightServer
+	c *Coordinator
+}
+
+func (s *flightService) DoGet(t *flight.Ticket, stream flight.FlightService_DoGetServer) error {
+	req, err := ParseTicket(t.GetTicket())
+	if err != nil {
+		return ToStatus(err)
+	}
+	q, err := s.c.newQuery(stream.Context(), req)
+	if err != nil {
+		return ToStatus(err)
+	}
+	out := &flightResult{stream: stream, m: s.c.node.metrics}
+	err = s.c.runRegistered(q, out)
+	if err == nil {
+		err = out.close()
+	} else {
+		out.abandon()
+	}
+	return ToStatus(err)
+}
+
+func (s *flightService) GetFlightInfo(ctx context.Context, d *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	if d.GetType() != flight.DescriptorCMD {
+		return nil, ToStatus(nferr.Queryf("flight descriptor must be a command (the request), not a path"))
+	}
+	req, err := ParseTicket(d.GetCmd())
+	if err != nil {
+		return nil, ToStatus(err)
+	}
+	if req.ID == "" {
+		req.ID = newQueryID()
+	}
+	tkt, _ := json.Marshal(req)
+	return &flight.FlightInfo{
+		FlightDescriptor: d,
+		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tkt}}},
+		TotalRecords:     -1,
+		TotalBytes:       -1,
+	}, nil
+}
+
+// Action names of the coordinator's Flight service.
+const (
+	ActionProgress = "progress"
+	ActionCancel   = "cancel"
+	ActionMembers  = "members"
+	ActionQueries  = "queries"
+)
+
+func (s *flightService) ListActions(_ *flight.Empty, stream flight.FlightService_ListActionsServer) error {
+	for _, a := range []*flight.ActionType{
+		{Type: ActionProgress, Description: `stream progress of a query: body {"query_id":"..."}`},
+		{Type: ActionCancel, Description: `cancel a query: body {"query_id":"..."}`},
+		{Type: ActionMembers, Description: "list the alive cluster members"},
+		{Type: ActionQueries, Description: "list the running queries"},
+	} {
+		if err := stream.Send(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type queryRef struct {
+	QueryID string `json:"query_id"`
+}
+
+func (s *flightService) DoAction(a *flight.Action, stream flight.FlightService_DoActionServer) error {
+	send := func(v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return ToStatus(nferr.Internalf("encoding %s result: %v", a.GetType(), err))
+		}
+		return stream.Send(&flight.Result{Body: b})
+	}
+	switch a.GetType() {
+	case ActionMembers:
+		return send(s.c.node.Members())
+	case ActionQueries:
+		return send(s.c.runningProgress())
+	case ActionCancel, ActionProgress:
+		var ref queryRef
+		if err := json.Unmarshal(a.GetBody(), &ref); err != nil || ref.QueryID == "" {
+			return ToStatus(nferr.Queryf(`action %s needs a body {"query_id":"..."}`, a.GetType()))
+		}
+		wait := time.Duration(0)
+		if a.GetType() == ActionProgress {
+			// NB: the client starts watching as it sends the query; give the
+			// query a moment to register.
+			wait = 10 * time.Second
+		}
+		q, final, err := s.c.lookup(stream.Context(), ref.QueryID, wait)
+		if err != nil {
+			return ToStatus(err)
+		}
+		if a.GetType() == ActionCancel {
+			if q != nil {
+				q.Fail(nferr.With(nferr.KindCanceled, nferr.Wrap(nferr.KindCanceled, context.Canceled, "query %s canceled by the client", q.ID)))
+			}
+			return send(map[string]bool{"canceled": q != nil})
+		}
+		if final != nil {
+			return send(final)
+		}
+		return s.streamProgress(q, stream, send)
+	}
+	return ToStatus(nferr.Queryf("unknown action %q (see ListActions)", a.GetType()))
+}
+
+func (s *flightService) streamProgress(q *Query, stream flight.FlightService_DoActionServer, send func(any) error) error {
+	for {
+		p, changed := q.progressAndWait()
+		if err := send(p); err != nil {
+			return err
+		}
+		if p.Final() {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-stream.Context().Done():
+			return nil
+		}
+		// NB: at most 10 updates a second: a terminal needs no more.
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-stream.Context().Done():
+			return nil
+		}
+	}
+}
+
+// flightResult writes a query's result to a DoGet stream.
+type flightResult struct {
+	stream flight.FlightService_DoGetServer
+	w      *flight.Writer
+	schema *arrow.Schema
+	m      *nodeMetrics
+}
+
+func (r *flightResult) SetSchema(s *arrow.Schema) error {
+	if r.w != nil {
+		if !r.schema.Equal(s) {
+			return nferr.Internalf("result schema changed from %v to %v", r.schema, s)
+		}
+		return nil
+	}
+	r.schema = s
+	r.w = flight.NewRecordWriter(r.stream, ipc.WithSchema(s))
+	return nil
+}
+
+func (r *flightResult) Write(rec arrow.RecordBatch) error {
+	if r.w == nil {
+		if err := r.SetSchema(rec.Schema()); err != nil {
+			return err
+		}
+	} else if !r.schema.Equal(rec.Schema()) {
+		return nferr.Internalf("result batch schema %v differs from the result schema %v", rec.Schema(), r.schema)
+	}
+	if err := r.w.Write(rec); err != nil {
+		if ctxErr := r.stream.Context().Err(); ctxErr != nil {
+			return nferr.Wrap(nferr.KindCanceled, ctxErr, "client went away")
+		}
+		return nferr.Unavailablef("sending result to the client: %v", err)
+	}
+	r.m.bytesSent.Add(float64(recordBytes(rec)))
+	return nil
+}
+
+func (r *flightResult) close() error {
+	if r.w == nil {
+		r.SetSchema(arrow.NewSchema(nil, nil)) //nolint:errcheck // cannot fail: no writer yet
+	}
+	if err := r.w.Close(); err != nil {
+		return nferr.Unavailablef("finishing the result stream: %v", err)
+	}
+	return nil
+}
+
+func (r *flightResult) abandon() {
+	if r.w != nil {
+		r.w.Close()
+	}
+}
+
+

@@ -1,0 +1,378 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// EventType is a membership change.
+type EventType uint8
+
+const (
+	// EventJoin: a node joined (or this node learnt of it).
+	EventJoin EventType = iota + 1
+	// EventUpdate: a node changed its advertised NodeInfo.
+	EventUpdate
+	// EventLeave: a node left gracefully (nicflow stopped it).
+	EventLeave
+	// EventFail: a node stopped answering and was declared dead.
+	EventFail
+)
+
+func (e EventType) String() string {
+	switch e {
+	case EventJoin:
+		return "join"
+	case EventUpdate:
+		return "update"
+	case EventLeave:
+		return "leave"
+	case EventFail:
+		return "fail"
+	}
+	return "event(" + strconv.Itoa(int(e)) + ")"
+}
+
+// MemberEvent is delivered to Node.Subscribe callbacks.
+type MemberEvent struct {
+	Type EventType
+	Node NodeInfo
+}
+
+// membership wraps memberlist: it decodes NodeInfo from node metadata, keeps
+// the set of alive members, and delivers events to subscribers in order on
+// its own goroutine (memberlist calls its delegates with locks held, so they
+// must never block).
+type membership struct {
+	log  *slog.Logger
+	ml   *memberlist.Memberlist
+	meta []byte
+
+	mu      sync.RWMutex
+	members map[string]NodeInfo
+	subs    map[int]func(MemberEvent)
+	nextSub int
+
+	qmu    sync.Mutex
+	qcond  *sync.Cond
+	queue  []MemberEvent
+	closed bool
+	done   chan struct{}
+}
+
+// gossipConfig builds memberlist's configuration from the node options.
+func gossipConfig(o *Options, keys *Keys, logw io.Writer) (*memberlist.Config, error) {
+	var c *memberlist.Config
+	if o.Gossip == "wan" {
+		c = memberlist.DefaultWANConfig()
+	} else {
+		c = memberlist.DefaultLANConfig()
+		// NB: LAN and local clusters of small nodes: probe twice a second
+		// and suspect for 3*max(1,log10 N)*500ms, so a dead node is declared
+		// within ~1-3 s (memberlist's LAN default takes ~5 s).
+		c.ProbeInterval = 500 * time.Millisecond
+		c.ProbeTimeout = 250 * time.Millisecond
+		c.SuspicionMult = 3
+		c.GossipInterval = 100 * time.Millisecond
+		c.TCPTimeout = 3 * time.Second
+		c.PushPullInterval = 15 * time.Second
+	}
+	host, port, err := net.SplitHostPort(o.GossipAddr)
+	if err != nil {
+		return nil, nferr.Queryf("gossip address %q: %v", o.GossipAddr, err)
+	}
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	c.BindAddr = host
+	c.BindPort, _ = strconv.Atoi(port)
+	adv, err := resolveIP(o.AdvertiseHost)
+	if err != nil {
+		return nil, err
+	}
+	c.AdvertiseAddr = adv
+	c.AdvertisePort = c.BindPort
+	c.Name = o.NodeID
+	c.SecretKey = keys.GossipKey()
+	// INVARIANT: with a key, memberlist encrypts and authenticates (AES-GCM)
+	// every packet and stream and drops anything else: a process without the
+	// key can neither join nor inject state.
+	c.GossipVerifyIncoming = true
+	c.GossipVerifyOutgoing = true
+	c.LogOutput = logw
+	return c, nil
+}
+
+func resolveIP(host string) (string, error) {
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.String(), nil
+	}
+	ips, err := net.LookupIP(host)
+	if err != nil || len(ips) == 0 {
+		return "", nferr.Queryf("advertise host %q does not resolve to an IP address: %v", host, err)
+	}
+	for _, ip := range ips {
+		if ip.To4() != nil {
+			return ip.String(), nil
+		}
+	}
+	return ips[0].String(), nil
+}
+
+// newMembership prepares the membership of self; subscribe before start so
+// that no event is missed.
+func newMembership(c *memberlist.Config, self NodeInfo, logger *slog.Logger) (*membership, error) {
+	meta, err := encodeMeta(self)
+	if err != nil {
+		return nil, err
+	}
+	m := &membership{
+		log:     logger,
+		meta:    meta,
+		members: map[string]NodeInfo{},
+		subs:    map[int]func(MemberEvent){},
+		done:    make(chan struct{}),
+	}
+	m.qcond = sync.NewCond(&m.qmu)
+	go m.dispatch()
+	return m, nil
+}
+
+// start opens the gossip ports.
+func (m *membership) start(c *memberlist.Config) error {
+	c.Delegate = (*metaDelegate)(m)
+	c.Events = (*eventDelegate)(m)
+	ml, err := memberlist.Create(c)
+	if err != nil {
+		return nferr.Unavailablef("starting gossip on %s:%d: %v", c.BindAddr, c.BindPort, err)
+	}
+	m.ml = ml
+	return nil
+}
+
+func (m *membership) setMeta(b []byte) {
+	m.mu.Lock()
+	m.meta = b
+	m.mu.Unlock()
+}
+
+// join contacts the seeds until one answers or the deadline passes.
+func (m *membership) join(seeds []string, timeout time.Duration, stop <-chan struct{}) error {
+	if len(seeds) == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(timeout)
+	backoff := 100 * time.Millisecond
+	for {
+		n, err := m.ml.Join(seeds)
+		if n > 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return nferr.Unavailablef("could not join the cluster through %v within %v: %v (is the seed up, and does this node have the same cluster key?)", seeds, timeout, err)
+		}
+		m.log.Debug("join failed, retrying", "seeds", seeds, "err", err)
+		select {
+		case <-time.After(backoff):
+		case <-stop:
+			return nferr.Unavailablef("node stopped while joining %v", seeds)
+		}
+		if backoff < 2*time.Second {
+			backoff *= 2
+		}
+	}
+}
+
+// Members returns the alive members, sorted by role then ID.
+func (m *membership) list() []NodeInfo {
+	m.mu.RLock()
+	out := make([]NodeInfo, 0, len(m.members))
+	for _, n := range m.members {
+		out = append(out, n)
+	}
+	m.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Role != out[j].Role {
+			return out[i].Role < out[j].Role
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+func (m *membership) get(id string) (NodeInfo, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	n, ok := m.members[id]
+	return n, ok
+}
+
+func (m *membership) subscribe(fn func(MemberEvent)) func() {
+	m.mu.Lock()
+	id := m.nextSub
+	m.nextSub++
+	m.subs[id] = fn
+	m.mu.Unlock()
+	return func() {
+		m.mu.Lock()
+		delete(m.subs, id)
+		m.mu.Unlock()
+	}
+}
+
+func (m *membership) emit(ev MemberEvent) {
+	m.qmu.Lock()
+	if !m.closed {
+		m.queue = append(m.queue, ev)
+		m.qcond.Signal()
+	}
+	m.qmu.Unlock()
+}
+
+func (m *membership) dispatch() {
+	defer close(m.done)
+	for {
+		m.qmu.Lock()
+		for len(m.queue) == 0 && !m.closed {
+			m.qcond.Wait()
+		}
+		if m.closed {
+			m.qmu.Unlock()
+			return
+		}
+		ev := m.queue[0]
+		m.queue = m.queue[1:]
+		m.qmu.Unlock()
+		m.mu.RLock()
+		subs := make([]func(MemberEvent), 0, len(m.subs))
+		for _, fn := range m.subs {
+			subs = append(subs, fn)
+		}
+		m.mu.RUnlock()
+		for _, fn := range subs {
+			fn(ev)
+		}
+	}
+}
+
+func (m *membership) stopDispatch() {
+	m.qmu.Lock()
+	m.closed = true
+	m.qcond.Broadcast()
+	m.qmu.Unlock()
+	<-m.done
+}
+
+// leave announces a graceful departure and stops gossip.
+func (m *membership) leave(timeout time.Duration) {
+	if err := m.ml.Leave(timeout); err != nil {
+		m.log.Debug("leave", "err", err)
+	}
+	m.ml.Shutdown()
+	m.stopDispatch()
+}
+
+// crash stops gossip without a goodbye, as a killed process would.
+func (m *membership) crash() {
+	m.ml.Shutdown()
+	m.stopDispatch()
+}
+
+func (m *membership) nodeInfo(n *memberlist.Node) (NodeInfo, bool) {
+	info, err := decodeMeta(n.Meta)
+	if err != nil {
+		m.log.Warn("ignoring member with unreadable metadata", "node", n.Name, "addr", n.Address(), "err", err)
+		return NodeInfo{}, false
+	}
+	info.ID = n.Name
+	info.GossipAddr = n.Address()
+	return info, true
+}
+
+type metaDelegate membership
+
+func (d *metaDelegate) NodeMeta(limit int) []byte {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if len(d.meta) > limit {
+		return nil
+	}
+	return d.meta
+}
+func (d *metaDelegate) NotifyMsg([]byte)                           {}
+func (d *metaDelegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+func (d *metaDelegate) LocalState(join bool) []byte                { return nil }
+func (d *metaDelegate) MergeRemoteState(buf []byte, join bool)     {}
+
+type eventDelegate membership
+
+func (d *eventDelegate) NotifyJoin(n *memberlist.Node) {
+	m := (*membership)(d)
+	info, ok := m.nodeInfo(n)
+	if !ok {
+		return
+	}
+	m.mu.Lock()
+	m.members[info.ID] = info
+	m.mu.Unlock()
+	m.emit(MemberEvent{Type: EventJoin, Node: info})
+}
+
+func (d *eventDelegate) NotifyUpdate(n *memberlist.Node) {
+	m := (*membership)(d)
+	info, ok := m.nodeInfo(n)
+	if !ok {
+		return
+	}
+	m.mu.Lock()
+	m.members[info.ID] = info
+	m.mu.Unlock()
+	m.emit(MemberEvent{Type: EventUpdate, Node: info})
+}
+
+func (d *eventDelegate) NotifyLeave(n *memberlist.Node) {
+	m := (*membership)(d)
+	m.mu.Lock()
+	info, ok := m.members[n.Name]
+	delete(m.members, n.Name)
+	m.mu.Unlock()
+	if !ok {
+		info = NodeInfo{ID: n.Name, GossipAddr: n.Address()}
+	}
+	t := EventFail
+	if n.State == memberlist.StateLeft {
+		t = EventLeave
+	}
+	m.emit(MemberEvent{Type: t, Node: info})
+}
+
+// slogWriter forwards memberlist's log lines ("[DEBUG] memberlist: ...") to
+// slog at the matching level.
+type slogWriter struct{ log *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	line := string(bytes.TrimSpace(p))
+	// NB: log.Logger prefixes a timestamp; the level tag follows it.
+	lvl := slog.LevelInfo
+	switch {
+	case bytes.Contains(p, []byte("[DEBUG]")):
+		lvl = slog.LevelDebug
+	case bytes.Contains(p, []byte("[WARN]")):
+		lvl = slog.LevelWarn
+	case bytes.Contains(p, []byte("[ERR]")):
+		lvl = slog.LevelError
+	}
+	w.log.Log(context.Background(), lvl, line, "component", "gossip")
+	return len(p), nil
+}

@@ -1,0 +1,628 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// Query is one client request running on the coordinator. The QueryRunner
+// uses it to place and start tasks, declare stages and dependencies, and
+// report failures. Its methods are safe for concurrent use.
+//
+// INVARIANT: when RunQuery returns, the coordinator cancels Context(), asks
+// every worker still running a task of the query to stop it and waits for
+// the confirmation (bounded), and releases all placements. A failure of any
+// task, or the death of a node the query depends on, cancels Context() with
+// that error as its cause and is what the client receives.
+type Query struct {
+	// ID names the query (in errors, progress and on workers).
+	ID string
+	// Kind is the request kind ("sql", "nicflow.check").
+	Kind string
+	// Text is the request text (the SQL).
+	Text string
+	// Params are the request's named options.
+	Params map[string]string
+
+	c       *Coordinator
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	started time.Time
+	wg      sync.WaitGroup
+	seq     atomic.Uint64
+
+	mu         sync.Mutex
+	tasks      []*Task
+	stages     map[int]*StageProgress
+	placements map[uint64]Placement
+	watch      map[string]bool
+	failErr    error
+	state      string
+	errMsg     string
+	changed    chan struct{}
+}
+
+// Context is canceled when the query ends, fails or is canceled; its cause
+// (context.Cause) is the error.
+func (q *Query) Context() context.Context { return q.ctx }
+
+// Coordinator is the coordinator running the query.
+func (q *Query) Coordinator() *Coordinator { return q.c }
+
+// Members returns the alive cluster members.
+func (q *Query) Members() []NodeInfo { return q.c.node.Members() }
+
+// Workers returns the alive workers.
+func (q *Query) Workers() []NodeInfo { return q.membersOf(RoleWorker) }
+
+// StorageNodes returns the alive storage nodes.
+func (q *Query) StorageNodes() []NodeInfo { return q.membersOf(RoleStorage) }
+
+func (q *Query) membersOf(r Role) []NodeInfo {
+	var out []NodeInfo
+	for _, m := range q.c.node.Members() {
+		if m.Role == r {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// DefineStage names a stage and its number of tasks for progress reports
+// (optional: stages also appear as their tasks start).
+func (q *Query) DefineStage(stage int, name string, tasks int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	sp := q.stageLocked(stage)
+	sp.Name = name
+	if tasks > sp.Tasks {
+		sp.Tasks = tasks
+	}
+	q.signalLocked()
+}
+
+func (q *Query) stageLocked(stage int) *StageProgress {
+	sp, ok := q.stages[stage]
+	if !ok {
+		sp = &StageProgress{Stage: stage}
+		q.stages[stage] = sp
+	}
+	return sp
+}
+
+// Watch makes the query fail as soon as one of these nodes leaves or fails
+// (storage nodes whose data a plan reads, for example). Nodes running the
+// query's tasks are watched already.
+func (q *Query) Watch(nodeIDs ...string) error {
+	q.mu.Lock()
+	for _, id := range nodeIDs {
+		q.watch[id] = true
+	}
+	q.mu.Unlock()
+	for _, id := range nodeIDs {
+		if _, ok := q.c.node.Member(id); !ok {
+			err := nferr.Unavailablef("node %s needed by query %s is not in the cluster", id, q.ID)
+			q.Fail(err)
+			return err
+		}
+	}
+	return nil
+}
+
+func (q *Query) dependsOn(id string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.watch[id] {
+		return true
+	}
+	for _, t := range q.tasks {
+		if t.node.ID == id && !t.isDone() {
+			return true
+		}
+		for _, n := range t.spec.Needs {
+			if n == id && !t.isDone() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Fail ends the query with err (the first failure wins) and cancels its
+// context; tasks stop. The runner returns soon after; the client receives
+// err.
+func (q *Query) Fail(err error) {
+	if err == nil {
+		return
+	}
+	q.mu.Lock()
+	if q.failErr == nil {
+		q.failErr = err
+	}
+	q.mu.Unlock()
+	q.cancel(err)
+}
+
+func (q *Query) failure() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.failErr
+}
+
+// Place reserves workers for reqs (all or none, see scheduler), waiting
+// while memory is short. Placements not passed to Start are released with
+// Release or when the query ends.
+func (q *Query) Place(reqs []TaskRequest) ([]Placement, error) {
+	if err := q.ctx.Err(); err != nil {
+		return nil, q.ctxErr()
+	}
+	ps, err := q.c.sched.place(q.ctx, append([]TaskRequest(nil), reqs...))
+	if err != nil {
+		if q.ctx.Err() != nil {
+			return nil, q.ctxErr()
+		}
+		return nil, err
+	}
+	q.mu.Lock()
+	for _, p := range ps {
+		q.placements[p.id] = p
+	}
+	q.mu.Unlock()
+	return ps, nil
+}
+
+// Release returns unused placements.
+func (q *Query) Release(ps ...Placement) {
+	q.mu.Lock()
+	for _, p := range ps {
+		if _, ok := q.placements[p.id]; ok {
+			delete(q.placements, p.id)
+			q.c.sched.release(p.id)
+		}
+	}
+	q.mu.Unlock()
+}
+
+func (q *Query) ctxErr() error {
+	if c := context.Cause(q.ctx); c != nil {
+		return nferr.With(nferr.KindCanceled, c)
+	}
+	return nferr.With(nferr.KindCanceled, q.ctx.Err())
+}
+
+// Start ships spec to the worker of p and returns the running task. The
+// placement's resources stay reserved until the task ends.
+func (q *Query) Start(p Placement, spec TaskSpec) (*Task, error) {
+	q.mu.Lock()
+	if _, ok := q.placements[p.id]; !ok {
+		q.mu.Unlock()
+		return nil, nferr.Internalf("query %s: placement on %s was not made by this query or is already used", q.ID, p.Node.ID)
+	}
+	delete(q.placements, p.id)
+	q.mu.Unlock()
+	if q.ctx.Err() != nil {
+		q.c.sched.release(p.id)
+		return nil, q.ctxErr()
+	}
+	n := q.c.node
+	t := &Task{
+		q: q, node: p.Node, spec: spec, placement: p.id,
+		id:   fmt.Sprintf("%s/s%d.t%d.%d", q.ID, spec.Stage, spec.Index, q.seq.Add(1)),
+		out:  make(chan *frame, 8),
+		done: make(chan struct{}),
+	}
+	t.stats = TaskStats{TaskID: t.id, Node: p.Node.ID, Stage: spec.Stage, Index: spec.Index}
+	t.lastSeen.Store(time.Now().UnixNano())
+	cc, err := q.c.conn(p.Node)
+	if err != nil {
+		q.c.sched.release(p.id)
+		return nil, err
+	}
+	stream, err := cc.NewStream(q.ctx, &runTaskDesc, "/"+controlService+"/RunTask", grpc.CallContentSubtype(codecName))
+	if err == nil {
+		err = stream.SendMsg(jsonFrame(ftTaskSpec, taskRequest{QueryID: q.ID, TaskID: t.id, Coordinator: n.ID(), Spec: spec}))
+		if err == nil {
+			err = stream.CloseSend()
+		}
+	}
+	if err != nil {
+		q.c.sched.release(p.id)
+		if q.ctx.Err() != nil {
+			return nil, q.ctxErr()
+		}
+		err = t.remoteErr(err)
+		q.Fail(err)
+		return nil, err
+	}
+	q.mu.Lock()
+	q.tasks = append(q.tasks, t)
+	sp := q.stageLocked(spec.Stage)
+	sp.Running++
+	if sp.Running+sp.Done+sp.Failed > sp.Tasks {
+		sp.Tasks = sp.Running + sp.Done + sp.Failed
+	}
+	q.signalLocked()
+	q.mu.Unlock()
+	n.metrics.tasksStarted.Inc()
+	n.metrics.tasksRunning.Inc()
+	q.wg.Add(1)
+	go t.recvLoop(stream)
+	return t, nil
+}
+
+// Tasks returns the tasks started so far.
+func (q *Query) Tasks() []*Task {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return append([]*Task(nil), q.tasks...)
+}
+
+// Stats returns the latest statistics of every task started so far.
+func (q *Query) Stats() []TaskStats {
+	ts := q.Tasks()
+	out := make([]TaskStats, len(ts))
+	for i, t := range ts {
+		out[i] = t.Stats()
+	}
+	return out
+}
+
+// Progress is the query's progress now.
+func (q *Query) Progress() Progress {
+	p, _ := q.progressAndWait()
+	return p
+}
+
+func (q *Query) progressAndWait() (Progress, <-chan struct{}) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	p := Progress{QueryID: q.ID, Kind: q.Kind, State: q.state, Elapsed: time.Since(q.started).Round(time.Millisecond), Error: q.errMsg}
+	for _, sp := range q.stages {
+		s := *sp
+		s.Rows, s.BytesIn, s.BytesOut = 0, 0, 0
+		p.Stages = append(p.Stages, s)
+	}
+	idx := map[int]int{}
+	sort.Slice(p.Stages, func(i, j int) bool { return p.Stages[i].Stage < p.Stages[j].Stage })
+	for i, s := range p.Stages {
+		idx[s.Stage] = i
+	}
+	for _, t := range q.tasks {
+		st := t.Stats()
+		s := &p.Stages[idx[st.Stage]]
+		s.Rows += st.Rows
+		s.BytesIn += st.BytesIn
+		s.BytesOut += st.BytesOut
+	}
+	return p, q.changed
+}
+
+func (q *Query) signalLocked() {
+	close(q.changed)
+	q.changed = make(chan struct{})
+}
+
+// Task is a task running on a worker, as the coordinator sees it.
+type Task struct {
+	q         *Query
+	id        string
+	node      NodeInfo
+	spec      TaskSpec
+	placement uint64
+
+	lastSeen atomic.Int64 // unix ns of the last frame received
+	blocked  atomic.Bool  // delivering output to a slow consumer: not the worker's fault
+
+	out  chan *frame
+	done chan struct{}
+
+	mu      sync.Mutex
+	stats   TaskStats
+	err     error
+	gotDone bool // the worker reported the end (ftDone)
+
+	outOnce sync.Once
+	output  *TaskOutput
+}
+
+// ID is the task's cluster-wide ID ("<query>/s<stage>.t<index>.<seq>").
+func (t *Task) ID() string { return t.id }
+
+// Node is the worker running the task.
+func (t *Task) Node() NodeInfo { return t.node }
+
+// Spec is the task as it was sent.
+func (t *Task) Spec() TaskSpec { return t.spec }
+
+// Done is closed when the task has ended.
+func (t *Task) Done() <-chan struct{} { return t.done }
+
+func (t *Task) isDone() bool {
+	select {
+	case <-t.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Stats are the latest statistics the worker reported.
+func (t *Task) Stats() TaskStats {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.stats
+}
+
+// Wait waits for the task to end and returns its final statistics and
+// error. It returns early with the query's error when the query ends.
+func (t *Task) Wait() (TaskStats, error) {
+	select {
+	case <-t.done:
+	case <-t.q.ctx.Done():
+		select {
+		case <-t.done:
+		case <-time.After(100 * time.Millisecond):
+			return t.Stats(), t.q.ctxErr()
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.stats, t.err
+}
+
+// Err is the task's error once it has ended (nil while running).
+func (t *Task) Err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err
+}
+
+// abort ends the task with err (first error wins) and fails the query.
+func (t *Task) abort(err error) {
+	t.mu.Lock()
+	if t.err == nil {
+		t.err = err
+	}
+	t.mu.Unlock()
+	t.q.Fail(err)
+}
+
+func (t *Task) remoteErr(err error) error {
+	remote := fmt.Sprintf("worker %s (%s)", t.node.ID, t.node.ControlAddr)
+	e := FromStatus(err, remote)
+	if nferr.Is(e, nferr.KindUnavailable) {
+		return nferr.Unavailablef("worker %s (%s) failed during task %s of query %s: %v", t.node.ID, t.node.ControlAddr, t.id, t.q.ID, e)
+	}
+	return e
+}
+
+func (t *Task) recvLoop(stream grpc.ClientStream) {
+	q := t.q
+	n := q.c.node
+	defer q.wg.Done()
+	var result error
+	for {
+		var f frame
+		err := stream.RecvMsg(&f)
+		t.lastSeen.Store(time.Now().UnixNano())
+		if err != nil {
+			t.mu.Lock()
+			got := t.gotDone
+			t.mu.Unlock()
+			switch {
+			case got && errors.Is(err, io.EOF):
+			case q.ctx.Err() != nil:
+				result = q.ctxErr()
+			case errors.Is(err, io.EOF):
+				result = nferr.Unavailablef("worker %s (%s) ended task %s without a result", t.node.ID, t.node.ControlAddr, t.id)
+			default:
+				result = t.remoteErr(err)
+			}
+			break
+		}
+		switch f.Type {
+		case ftStarted, ftHeartbeat, ftDone:
+			var st taskStatus
+			if err := f.decodeHeader(f.Type, &st); err != nil {
+				result = nferr.Wrap(nferr.KindData, err, "worker %s, task %s", t.node.ID, t.id)
+				break
+			}
+			st.Stats.TaskID, st.Stats.Node = t.id, t.node.ID
+			t.mu.Lock()
+			t.stats = st.Stats
+			if f.Type == ftDone {
+				t.gotDone = true
+				t.stats.Done = true
+			}
+			t.mu.Unlock()
+			q.mu.Lock()
+			q.signalLocked()
+			q.mu.Unlock()
+			if f.Type == ftDone {
+				result = st.Err.err(fmt.Sprintf("worker %s", t.node.ID))
+			}
+			continue
+		case ftData:
+			n.metrics.bytesReceived.Add(float64(len(f.Meta) + len(f.Body)))
+			t.blocked.Store(true)
+			select {
+			case t.out <- &f:
+			case <-q.ctx.Done():
+			}
+			t.blocked.Store(false)
+			t.lastSeen.Store(time.Now().UnixNano())
+			continue
+		default:
+			result = nferr.Dataf("worker %s sent an unexpected frame type %d for task %s", t.node.ID, f.Type, t.id)
+		}
+		break
+	}
+	if result != nil && nferr.Is(result, nferr.KindCanceled) && q.ctx.Err() == nil {
+		// A worker-side cancellation we did not ask for (the worker is
+		// shutting down, or saw a node die): not the client's doing.
+		result = nferr.Unavailablef("worker %s canceled task %s: %v", t.node.ID, t.id, result)
+	}
+	t.mu.Lock()
+	if t.err == nil {
+		t.err = result
+	}
+	result = t.err
+	t.mu.Unlock()
+	q.c.sched.release(t.placement)
+	q.mu.Lock()
+	sp := q.stageLocked(t.spec.Stage)
+	sp.Running--
+	if result == nil {
+		sp.Done++
+	} else {
+		sp.Failed++
+	}
+	q.signalLocked()
+	q.mu.Unlock()
+	n.metrics.tasksRunning.Dec()
+	n.metrics.tasksFinished.WithLabelValues(resultLabel(result)).Inc()
+	close(t.done)
+	close(t.out)
+	if result != nil && !(nferr.Is(result, nferr.KindCanceled) && q.ctx.Err() != nil) {
+		q.Fail(result)
+	}
+}
+
+// Output returns the reader of the batches the task sends (TaskContext.Send
+// on the worker). A task whose output is not read blocks when its buffer
+// (8 messages) is full.
+func (t *Task) Output() *TaskOutput {
+	t.outOnce.Do(func() { t.output = &TaskOutput{t: t, alloc: memory.DefaultAllocator} })
+	return t.output
+}
+
+// TaskOutput reads a task's output batches. It is used by one goroutine.
+type TaskOutput struct {
+	t     *Task
+	alloc memory.Allocator
+	msgs  taskMessages
+	rdr   *ipc.Reader
+	eof   bool
+	err   error
+}
+
+// SetAllocator sets the allocator for decoded batches (before the first
+// Next; tests pass a checked allocator).
+func (o *TaskOutput) SetAllocator(a memory.Allocator) { o.alloc = a }
+
+// Next returns the next batch, or (nil, nil) at the end of a successful
+// task's output. The batch is valid until the next call of Next or
+// Release; keep it longer with Retain. An error of the task or the query
+// ends the output with that error.
+func (o *TaskOutput) Next() (rec arrow.RecordBatch, err error) {
+	if o.err != nil {
+		return nil, o.err
+	}
+	if o.eof {
+		return nil, nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = nferr.Dataf("worker %s sent a malformed output batch for task %s: %v", o.t.node.ID, o.t.id, r)
+			o.err = err
+			rec = nil
+		}
+	}()
+	if o.rdr == nil {
+		o.msgs.t = o.t
+		rdr, err := ipc.NewReaderFromMessageReader(&o.msgs, ipc.WithAllocator(o.alloc))
+		if err != nil {
+			return nil, o.end(err)
+		}
+		o.rdr = rdr
+	}
+	if o.rdr.Next() {
+		return o.rdr.RecordBatch(), nil
+	}
+	return nil, o.end(o.rdr.Err())
+}
+
+// end decides how the output ends: the task's own error first, then a
+// malformed stream, else a clean end.
+func (o *TaskOutput) end(err error) error {
+	if err == nil || errors.Is(err, io.EOF) || o.t.isDone() {
+		<-o.t.done
+		if terr := o.t.Err(); terr != nil {
+			o.err = terr
+			return terr
+		}
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		if _, ok := nferr.As(err); !ok {
+			err = nferr.Dataf("worker %s sent a malformed output stream for task %s: %v", o.t.node.ID, o.t.id, err)
+		}
+		o.err = err
+		return err
+	}
+	o.eof = true
+	return nil
+}
+
+// Release frees the current batch and the reader. Next must not be called
+// afterwards.
+func (o *TaskOutput) Release() {
+	if o.rdr != nil {
+		o.rdr.Release()
+		o.rdr = nil
+	}
+	o.msgs.Release()
+	if o.err == nil {
+		o.err = nferr.Internalf("task %s: output read after Release", o.t.id)
+	}
+}
+
+// taskMessages is an ipc.MessageReader over a task's data frames.
+type taskMessages struct {
+	t   *Task
+	cur *ipc.Message
+}
+
+func (m *taskMessages) Message() (*ipc.Message, error) {
+	if m.cur != nil {
+		m.cur.Release()
+		m.cur = nil
+	}
+	f, ok := <-m.t.out
+	if !ok {
+		<-m.t.done
+		if err := m.t.Err(); err != nil {
+			return nil, err
+		}
+		return nil, io.EOF
+	}
+	// NB: flatbuffers index without bounds checks; a header shorter than
+	// its root offset would read out of range (Next recovers, but refuse
+	// the obvious case early).
+	if len(f.Meta) < 8 {
+		return nil, nferr.Dataf("worker %s sent an output message with a %d-byte header", m.t.node.ID, len(f.Meta))
+	}
+	m.cur = ipc.NewMessage(memory.NewBufferBytes(f.Meta), memory.NewBufferBytes(f.Body))
+	return m.cur, nil
+}
+
+func (m *taskMessages) Retain() {}
+
+func (m *taskMessages) Release() {
+	if m.cur != nil {
+		m.cur.Release()
+		m.cur = nil
+	}
+}

@@ -1,0 +1,268 @@
+package cluster
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/zeebo/xxh3"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/status"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// The control plane between coordinator and workers is a gRPC service
+// ("nicflow.Control") whose messages are frames in our own binary codec
+// (content-subtype "nfctl") instead of generated protobuf code:
+//
+//	frame := magic "NF" | version u8 | type u8 | uvarint len | header (JSON)
+//	       | uvarint len | meta | body (rest) | xxh3-64 of everything before (u64 LE)
+//
+// gRPC bounds every message (Options.MaxMessageSize) and TLS authenticates
+// every byte; the checksum still catches a corrupting codec or proxy and
+// makes a garbage frame a KindData error rather than a misread task.
+const (
+	frameMagic0, frameMagic1 = 'N', 'F'
+	frameVersion             = 1
+	codecName                = "nfctl"
+)
+
+// frame types.
+const (
+	ftTaskSpec  = 1 // coordinator -> worker: the task to run (header: taskRequest)
+	ftStarted   = 2 // worker -> coordinator: the task is running (header: taskStatus)
+	ftHeartbeat = 3 // worker -> coordinator: still running, current stats (header: taskStatus)
+	ftData      = 4 // worker -> coordinator: one Arrow IPC message (meta: flatbuffer header, body)
+	ftDone      = 5 // worker -> coordinator: finished (header: taskStatus with final stats and error)
+	ftCancel    = 6 // coordinator -> worker: cancel a query's tasks (header: cancelRequest)
+	ftAck       = 7 // reply to ftCancel (header: cancelReply)
+	ftMax       = ftAck
+)
+
+type frame struct {
+	Type   byte
+	Header []byte // JSON
+	Meta   []byte
+	Body   []byte
+}
+
+func (f *frame) marshal() []byte {
+	n := 4 + 2*binary.MaxVarintLen64 + len(f.Header) + len(f.Meta) + len(f.Body) + 8
+	b := make([]byte, 0, n)
+	b = append(b, frameMagic0, frameMagic1, frameVersion, f.Type)
+	b = binary.AppendUvarint(b, uint64(len(f.Header)))
+	b = append(b, f.Header...)
+	b = binary.AppendUvarint(b, uint64(len(f.Meta)))
+	b = append(b, f.Meta...)
+	b = append(b, f.Body...)
+	return binary.LittleEndian.AppendUint64(b, xxh3.Hash(b))
+}
+
+// unmarshalFrame parses a frame. Slices of f alias b. It never panics.
+func unmarshalFrame(b []byte, f *frame) error {
+	if len(b) < 4+2+8 {
+		return nferr.Dataf("control frame of %d bytes is too short", len(b))
+	}
+	body, sum := b[:len(b)-8], binary.LittleEndian.Uint64(b[len(b)-8:])
+	if xxh3.Hash(body) != sum {
+		return nferr.Dataf("control frame checksum mismatch (%d bytes)", len(b))
+	}
+	if body[0] != frameMagic0 || body[1] != frameMagic1 {
+		return nferr.Dataf("control frame has bad magic %q", body[:2])
+	}
+	if body[2] != frameVersion {
+		return nferr.Dataf("control frame version %d, this node speaks %d (mixed nicflow versions?)", body[2], frameVersion)
+	}
+	if body[3] == 0 || body[3] > ftMax {
+		return nferr.Dataf("control frame has unknown type %d", body[3])
+	}
+	f.Type = body[3]
+	p := 4
+	for _, dst := range []*[]byte{&f.Header, &f.Meta} {
+		l, k := binary.Uvarint(body[p:])
+		if k <= 0 || l > uint64(len(body)-p-k) {
+			return nferr.Dataf("control frame: bad length at byte %d", p)
+		}
+		p += k
+		*dst = body[p : p+int(l)]
+		p += int(l)
+	}
+	f.Body = body[p:]
+	return nil
+}
+
+// frameCodec is the gRPC codec for frames.
+type frameCodec struct{}
+
+func (frameCodec) Name() string { return codecName }
+
+func (frameCodec) Marshal(v any) ([]byte, error) {
+	f, ok := v.(*frame)
+	if !ok {
+		return nil, nferr.Internalf("control codec: cannot marshal %T", v)
+	}
+	return f.marshal(), nil
+}
+
+func (frameCodec) Unmarshal(data []byte, v any) error {
+	f, ok := v.(*frame)
+	if !ok {
+		return nferr.Internalf("control codec: cannot unmarshal into %T", v)
+	}
+	// NB: gRPC may reuse data after Unmarshal returns; keep a private copy.
+	return unmarshalFrame(append([]byte(nil), data...), f)
+}
+
+func init() { encoding.RegisterCodec(frameCodec{}) }
+
+func jsonFrame(t byte, v any) *frame {
+	h, err := json.Marshal(v)
+	if err != nil {
+		// INVARIANT: only our own plain structs are marshaled here.
+		panic("cluster: marshaling control header: " + err.Error())
+	}
+	return &frame{Type: t, Header: h}
+}
+
+func (f *frame) decodeHeader(want byte, v any) error {
+	if f.Type != want {
+		return nferr.Dataf("control frame: got type %d, want %d", f.Type, want)
+	}
+	if err := json.Unmarshal(f.Header, v); err != nil {
+		return nferr.Dataf("control frame type %d: bad header: %v", f.Type, err)
+	}
+	return nil
+}
+
+// wireError is an nferr error on the wire.
+type wireError struct {
+	Kind nferr.Kind `json:"kind"`
+	Msg  string     `json:"msg"`
+}
+
+func toWireError(err error) *wireError {
+	if err == nil {
+		return nil
+	}
+	k, m := nferr.Encode(err)
+	return &wireError{Kind: k, Msg: m}
+}
+
+func (w *wireError) err(remote string) error {
+	if w == nil {
+		return nil
+	}
+	return nferr.Decode(w.Kind, w.Msg, remote)
+}
+
+// errorDomain marks gRPC status details that carry an nferr kind.
+const errorDomain = "nicflow"
+
+// ToStatus turns an error into a gRPC status error that keeps its nferr kind
+// (as an errdetails.ErrorInfo with domain "nicflow" and metadata "kind"),
+// with a status code that generic gRPC and Flight clients understand.
+func ToStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		if _, isNF := nferr.As(err); !isNF {
+			return err
+		}
+	}
+	k, msg := nferr.Encode(err)
+	st := status.New(kindCode(k), msg)
+	if d, derr := st.WithDetails(&errdetails.ErrorInfo{
+		Reason:   strings.ToUpper(strings.ReplaceAll(k.String(), " ", "_")),
+		Domain:   errorDomain,
+		Metadata: map[string]string{"kind": strconv.Itoa(int(k))},
+	}); derr == nil {
+		st = d
+	}
+	return st.Err()
+}
+
+func kindCode(k nferr.Kind) codes.Code {
+	switch k {
+	case nferr.KindQuery:
+		return codes.InvalidArgument
+	case nferr.KindData:
+		return codes.DataLoss
+	case nferr.KindResource:
+		return codes.ResourceExhausted
+	case nferr.KindUnavailable:
+		return codes.Unavailable
+	case nferr.KindCanceled:
+		return codes.Canceled
+	case nferr.KindAuth:
+		return codes.Unauthenticated
+	}
+	return codes.Internal
+}
+
+// FromStatus turns an error returned by a gRPC or Flight call to remote back
+// into an nferr error: the kind carried in the status details when the peer
+// is nicflow, otherwise a kind derived from the status code (a refused or
+// broken connection is KindUnavailable, a failed TLS handshake KindAuth).
+// remote names the peer in the message ("worker w1 (10.0.0.7:7401)").
+func FromStatus(err error, remote string) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := nferr.As(err); ok {
+		return err
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return nferr.Wrap(nferr.KindCanceled, err, "%s", remote)
+		}
+		return nferr.Unavailablef("%s: %v", remote, err)
+	}
+	for _, d := range st.Details() {
+		if ei, ok := d.(*errdetails.ErrorInfo); ok && ei.Domain == errorDomain {
+			if k, err := strconv.Atoi(ei.Metadata["kind"]); err == nil && k >= 0 && k < 256 {
+				return nferr.Decode(nferr.Kind(k), st.Message(), remote)
+			}
+		}
+	}
+	msg := st.Message()
+	var k nferr.Kind
+	switch st.Code() {
+	case codes.Canceled, codes.DeadlineExceeded:
+		k = nferr.KindCanceled
+	case codes.Unavailable:
+		k = nferr.KindUnavailable
+		if isTLSFailure(msg) {
+			k = nferr.KindAuth
+		}
+	case codes.Unauthenticated, codes.PermissionDenied:
+		k = nferr.KindAuth
+	case codes.InvalidArgument, codes.NotFound, codes.AlreadyExists, codes.FailedPrecondition, codes.OutOfRange, codes.Unimplemented:
+		k = nferr.KindQuery
+	case codes.ResourceExhausted:
+		k = nferr.KindResource
+	case codes.DataLoss:
+		k = nferr.KindData
+	default:
+		k = nferr.KindInternal
+	}
+	return nferr.Decode(k, msg, remote)
+}
+
+// isTLSFailure recognizes gRPC's messages for a failed TLS handshake
+// (wrong CA, missing or rejected certificate).
+func isTLSFailure(msg string) bool {
+	for _, s := range []string{"authentication handshake failed", "x509:", "tls: ", "certificate required", "bad certificate", "unknown certificate authority"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
