@@ -1,0 +1,199 @@
+package storage
+
+import (
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// materialize builds an Arrow array of type t from rows of v: the rows
+// listed in sel (ascending), or rows 0..n-1 when sel is nil. Buffers come
+// from alloc; the caller owns the result.
+//
+// This is where the scanner compacts: selected rows are gathered straight
+// from the decoder's typed slices into the output buffers, so a filtered
+// scan copies each surviving value once and never builds a selection
+// vector on top of a full-size array.
+func materialize(alloc memory.Allocator, t arrow.DataType, v *vector, sel []int32, n int) arrow.Array {
+	if sel != nil {
+		n = len(sel)
+	}
+	var validity *memory.Buffer
+	nulls := 0
+	if v.valid != nil {
+		validity = memory.NewResizableBuffer(alloc)
+		validity.Resize(int(bitutil.BytesForBits(int64(n))))
+		bits := validity.Bytes()
+		for i := range bits {
+			bits[i] = 0
+		}
+		if sel == nil {
+			for i := 0; i < n; i++ {
+				if v.valid[i] {
+					bitutil.SetBit(bits, i)
+				} else {
+					nulls++
+				}
+			}
+		} else {
+			for k, i := range sel {
+				if v.valid[i] {
+					bitutil.SetBit(bits, k)
+				} else {
+					nulls++
+				}
+			}
+		}
+		if nulls == 0 {
+			validity.Release()
+			validity = nil
+		}
+	}
+	var data *array.Data
+	switch v.kind {
+	case kInt32:
+		buf := fixedBuffer(alloc, n, 4)
+		gather(arrow.Int32Traits.CastFromBytes(buf.Bytes())[:n], v.i32, sel)
+		data = array.NewData(t, n, []*memory.Buffer{validity, buf}, nil, nulls, 0)
+		buf.Release()
+	case kInt64:
+		buf := fixedBuffer(alloc, n, 8)
+		gather(arrow.Int64Traits.CastFromBytes(buf.Bytes())[:n], v.i64, sel)
+		data = array.NewData(t, n, []*memory.Buffer{validity, buf}, nil, nulls, 0)
+		buf.Release()
+	case kFloat64:
+		buf := fixedBuffer(alloc, n, 8)
+		gather(arrow.Float64Traits.CastFromBytes(buf.Bytes())[:n], v.f64, sel)
+		data = array.NewData(t, n, []*memory.Buffer{validity, buf}, nil, nulls, 0)
+		buf.Release()
+	case kBool:
+		buf := memory.NewResizableBuffer(alloc)
+		buf.Resize(int(bitutil.BytesForBits(int64(n))))
+		bits := buf.Bytes()
+		for i := range bits {
+			bits[i] = 0
+		}
+		if sel == nil {
+			for i := 0; i < n; i++ {
+				if v.b[i] {
+					bitutil.SetBit(bits, i)
+				}
+			}
+		} else {
+			for k, i := range sel {
+				if v.b[i] {
+					bitutil.SetBit(bits, k)
+				}
+			}
+		}
+		data = array.NewData(t, n, []*memory.Buffer{validity, buf}, nil, nulls, 0)
+		buf.Release()
+	case kString:
+		ob := fixedBuffer(alloc, n+1, 4)
+		offs := arrow.Int32Traits.CastFromBytes(ob.Bytes())[:n+1]
+		size := 0
+		if sel == nil {
+			size = int(v.offs[n] - v.offs[0])
+		} else {
+			for _, i := range sel {
+				size += int(v.offs[i+1] - v.offs[i])
+			}
+		}
+		db := memory.NewResizableBuffer(alloc)
+		db.Resize(size)
+		out := db.Bytes()
+		if sel == nil {
+			base := v.offs[0]
+			copy(out, v.data[base:v.offs[n]])
+			for i := 0; i <= n; i++ {
+				offs[i] = v.offs[i] - base
+			}
+		} else {
+			pos := int32(0)
+			for k, i := range sel {
+				offs[k] = pos
+				pos += int32(copy(out[pos:], v.data[v.offs[i]:v.offs[i+1]]))
+			}
+			offs[n] = pos
+		}
+		data = array.NewData(t, n, []*memory.Buffer{validity, ob, db}, nil, nulls, 0)
+		ob.Release()
+		db.Release()
+	case kDec128:
+		buf := fixedBuffer(alloc, n, 16)
+		dst := unsafe.Slice((*decimal128.Num)(unsafe.Pointer(unsafe.SliceData(buf.Bytes()))), n)
+		gather(dst, v.d128, sel)
+		data = array.NewData(t, n, []*memory.Buffer{validity, buf}, nil, nulls, 0)
+		buf.Release()
+	}
+	if validity != nil {
+		validity.Release()
+	}
+	arr := array.MakeFromData(data)
+	data.Release()
+	return arr
+}
+
+// fixedBuffer allocates n values of width bytes.
+func fixedBuffer(alloc memory.Allocator, n, width int) *memory.Buffer {
+	buf := memory.NewResizableBuffer(alloc)
+	buf.Resize(n * width)
+	return buf
+}
+
+func gather[T any](dst, src []T, sel []int32) {
+	if sel == nil {
+		copy(dst, src[:len(dst)])
+		return
+	}
+	for k, i := range sel {
+		dst[k] = src[i]
+	}
+}
+
+// arrayToVector views (or, for booleans, strings and decimals, copies) an
+// Arrow array into a vector; used when loading and in tests.
+func arrayToVector(arr arrow.Array, v *vector) {
+	n := arr.Len()
+	v.kind, v.n = kindOf(arr.DataType()), n
+	v.valid = nil
+	if arr.NullN() > 0 {
+		v.valid = grow(v.valid, n)
+		for i := 0; i < n; i++ {
+			v.valid[i] = arr.IsValid(i)
+		}
+	}
+	switch v.kind {
+	case kInt32:
+		v.i32 = int32Values(arr)
+	case kInt64:
+		v.i64 = int64Values(arr)
+	case kFloat64:
+		v.f64 = float64Values(arr)
+	case kBool:
+		b := arr.(*array.Boolean)
+		v.b = grow(v.b, n)
+		for i := 0; i < n; i++ {
+			v.b[i] = b.Value(i)
+		}
+	case kString:
+		d := arr.Data()
+		raw := arrow.Int32Traits.CastFromBytes(d.Buffers()[1].Bytes())[d.Offset() : d.Offset()+n+1]
+		v.offs = grow(v.offs, n+1)
+		copy(v.offs, raw)
+		v.data = nil
+		if b := d.Buffers()[2]; b != nil {
+			v.data = b.Bytes()
+		}
+	case kDec128:
+		d := arr.(*array.Decimal128)
+		v.d128 = grow(v.d128, n)
+		for i := 0; i < n; i++ {
+			v.d128[i] = d.Value(i)
+		}
+	}
+}

@@ -1,0 +1,726 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// FormatVersion is the catalog layout this code writes. Open migrates older
+// layouts forward in one atomic batch.
+//
+//	v0: "t/<name>" -> a table with its files inline (no version key).
+//	v1: "meta/version", "schema/<s>", "table/<s.t>", "file/<s.t>/<id>",
+//	    "intent/<id>", "garbage/<id>", "node/<id>", "meta/seq".
+const FormatVersion = 1
+
+// DefaultSchema is the schema of unqualified table names.
+const DefaultSchema = "main"
+
+// Table is one table as the catalog records it. Tables handed out by DB are
+// immutable snapshots: a change publishes a new *Table.
+type Table struct {
+	Schema  string   `json:"schema"`
+	Name    string   `json:"name"`
+	Columns []Column `json:"columns"`
+	// External tables (CREATE EXTERNAL TABLE ... LOCATION) reference files
+	// nicflow did not write and never deletes.
+	External bool   `json:"external,omitempty"`
+	Location string `json:"location,omitempty"`
+	// Generation increases with every committed change of the table.
+	Generation uint64    `json:"generation"`
+	Created    time.Time `json:"created"`
+	Files      []*File   `json:"files,omitempty"`
+}
+
+// File is one Parquet file of a table.
+type File struct {
+	ID uint64 `json:"id"`
+	// Path is relative to the database directory, or absolute for
+	// external tables.
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+	// Checksum of the whole file ("xxh3:<16 hex digits>").
+	Checksum string `json:"checksum"`
+	Rows     int64  `json:"rows"`
+	// ColumnIndex maps each table column to its Parquet leaf index.
+	ColumnIndex []int      `json:"colidx"`
+	RowGroups   []RowGroup `json:"rowgroups"`
+	// Nodes lists the storage nodes holding a replica, primary first.
+	// Empty: the file is local to this database directory only.
+	Nodes []string `json:"nodes,omitempty"`
+}
+
+// RowGroup is one row group of a file with per-column statistics (in table
+// column order).
+type RowGroup struct {
+	Rows    int64         `json:"rows"`
+	Bytes   int64         `json:"bytes"`
+	Columns []ColumnStats `json:"cols"`
+}
+
+// QualifiedName is "schema.name".
+func (t *Table) QualifiedName() string { return t.Schema + "." + t.Name }
+
+// Rows is the table's row count.
+func (t *Table) Rows() int64 {
+	var n int64
+	for _, f := range t.Files {
+		n += f.Rows
+	}
+	return n
+}
+
+// Bytes is the total size of the table's files.
+func (t *Table) Bytes() int64 {
+	var n int64
+	for _, f := range t.Files {
+		n += f.Size
+	}
+	return n
+}
+
+// RowGroupCount is the number of row groups over all files.
+func (t *Table) RowGroupCount() int {
+	n := 0
+	for _, f := range t.Files {
+		n += len(f.RowGroups)
+	}
+	return n
+}
+
+// ColumnIndex returns the index of a column (case-insensitive), or -1.
+func (t *Table) ColumnIndex(name string) int {
+	for i, c := range t.Columns {
+		if strings.EqualFold(c.Name, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// ColumnStats merges a column's statistics over all row groups: null count,
+// min and max (nil when any row group lacks them), and the largest
+// per-row-group distinct estimate (a lower bound of the table's).
+func (t *Table) ColumnStats(col int) ColumnStats {
+	var out ColumnStats
+	first := true
+	for _, f := range t.Files {
+		for _, rg := range f.RowGroups {
+			st := rg.Columns[col]
+			if st.Nulls < 0 || out.Nulls < 0 {
+				out.Nulls = -1
+			} else {
+				out.Nulls += st.Nulls
+			}
+			if st.Distinct > out.Distinct {
+				out.Distinct = st.Distinct
+			}
+			allNull := st.Nulls >= 0 && st.Nulls == rg.Rows
+			if allNull {
+				continue
+			}
+			if st.Min == nil || st.Max == nil {
+				out.Min, out.Max = nil, nil
+				first = false
+				continue
+			}
+			if first {
+				lo, hi := *st.Min, *st.Max
+				out.Min, out.Max = &lo, &hi
+				first = false
+				continue
+			}
+			if out.Min != nil && valueLess(*st.Min, *out.Min) {
+				lo := *st.Min
+				out.Min = &lo
+			}
+			if out.Max != nil && valueLess(*out.Max, *st.Max) {
+				hi := *st.Max
+				out.Max = &hi
+			}
+		}
+	}
+	return out
+}
+
+func valueLess(a, b Value) bool {
+	switch a.Kind {
+	case KindInt, KindDate, KindDecimal:
+		return a.Int < b.Int
+	case KindFloat:
+		return a.Float < b.Float
+	case KindString:
+		return a.Str < b.Str
+	case KindBool:
+		return !a.Bool && b.Bool
+	case KindDecimal128:
+		x, _ := dec128Of(a)
+		y, _ := dec128Of(b)
+		return x.Less(y)
+	}
+	return false
+}
+
+// splitName splits "s.t" or "t" into a schema and a table name and checks
+// that both are usable as catalog keys and directory names.
+func splitName(name string) (schema, table string, err error) {
+	schema, table = DefaultSchema, name
+	if i := strings.IndexByte(name, '.'); i >= 0 {
+		schema, table = name[:i], name[i+1:]
+	}
+	for _, s := range []string{schema, table} {
+		if s == "" || len(s) > 128 {
+			return "", "", nferr.Queryf("invalid table name %q", name)
+		}
+		for _, r := range s {
+			if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+				return "", "", nferr.Queryf("invalid table name %q: use letters, digits, '_' and '-' (schema.table)", name)
+			}
+		}
+	}
+	return schema, table, nil
+}
+
+func tableKeyName(schema, table string) string {
+	return strings.ToLower(schema) + "." + strings.ToLower(table)
+}
+
+// Key layout (v1).
+const (
+	keyVersion = "meta/version"
+	keySeq     = "meta/seq"
+	pfxSchema  = "schema/"
+	pfxTable   = "table/"
+	pfxFile    = "file/"
+	pfxIntent  = "intent/"
+	pfxGarbage = "garbage/"
+	pfxNode    = "node/"
+	pfxV0Table = "t/"
+)
+
+func fileKey(qn string, id uint64) []byte {
+	return []byte(fmt.Sprintf("%s%s/%016x", pfxFile, qn, id))
+}
+
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		end[i]++
+		if end[i] != 0 {
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// intent records files a writer is creating; Open deletes them if the
+// writer died before committing.
+type intent struct {
+	ID uint64 `json:"id"`
+	// Dir is relative to the database directory.
+	Dir string `json:"dir"`
+	// Prefixes of temp and final file names in Dir owned by this intent.
+	Prefixes []string  `json:"prefixes"`
+	PID      int       `json:"pid"`
+	Started  time.Time `json:"started"`
+}
+
+// garbage lists files a committed change made unreachable; they are deleted
+// after the commit, and again at Open if the process died first.
+type garbage struct {
+	ID    uint64   `json:"id"`
+	Paths []string `json:"paths"`
+	// Dirs are removed when empty.
+	Dirs []string `json:"dirs,omitempty"`
+}
+
+// Node is a storage node known to this catalog (for placement).
+type Node struct {
+	ID   string `json:"id"`
+	Addr string `json:"addr"`
+}
+
+// catalog wraps the Pebble store and the in-memory table snapshots.
+type catalog struct {
+	dir  string // database directory
+	pdb  *pebble.DB
+	lock *dirLock
+
+	mu     sync.Mutex // serializes writers and guards the fields below
+	seq    uint64
+	tables map[string]*Table // by lower-case qualified name
+	nodes  map[string]Node
+}
+
+func openCatalog(dir string) (*catalog, error) {
+	cdir := filepath.Join(dir, "catalog")
+	if err := os.MkdirAll(cdir, 0o755); err != nil {
+		return nil, nferr.IOf("creating catalog directory %s: %w", cdir, err)
+	}
+	lk, err := lockDir(dir, filepath.Join(dir, "catalog.lock"))
+	if err != nil {
+		return nil, err
+	}
+	pdb, err := pebble.Open(cdir, &pebble.Options{Logger: quietLogger{}})
+	if err != nil {
+		lk.unlock()
+		if strings.Contains(err.Error(), "lock") {
+			return nil, nferr.Unavailablef("catalog %s is in use by another process: %v", dir, err)
+		}
+		return nil, nferr.Dataf("opening catalog %s: %v", cdir, err)
+	}
+	c := &catalog{dir: dir, pdb: pdb, lock: lk, tables: map[string]*Table{}, nodes: map[string]Node{}}
+	if err := c.migrate(); err != nil {
+		c.close()
+		return nil, err
+	}
+	if err := c.load(); err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *catalog) close() error {
+	var err error
+	if c.pdb != nil {
+		err = c.pdb.Close()
+		c.pdb = nil
+	}
+	c.lock.unlock()
+	if err != nil {
+		return nferr.IOf("closing catalog %s: %v", c.dir, err)
+	}
+	return nil
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...interface{})  {}
+func (quietLogger) Errorf(string, ...interface{}) {}
+func (quietLogger) Fatalf(format string, args ...interface{}) {
+	panic(fmt.Sprintf(format, args...))
+}
+
+func (c *catalog) get(key string) ([]byte, bool, error) {
+	v, closer, err := c.pdb.Get([]byte(key))
+	if err == pebble.ErrNotFound {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, nferr.IOf("reading catalog key %s: %v", key, err)
+	}
+	out := append([]byte(nil), v...)
+	closer.Close()
+	return out, true, nil
+}
+
+// scan calls fn for every key with the prefix.
+func (c *catalog) scan(prefix string, fn func(k, v []byte) error) error {
+	it, err := c.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte(prefix), UpperBound: prefixEnd([]byte(prefix))})
+	if err != nil {
+		return nferr.IOf("reading catalog: %v", err)
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		if err := fn(it.Key(), it.Value()); err != nil {
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		return nferr.IOf("reading catalog: %v", err)
+	}
+	return nil
+}
+
+// migrate brings the stored layout to FormatVersion.
+func (c *catalog) migrate() error {
+	v, ok, err := c.get(keyVersion)
+	if err != nil {
+		return err
+	}
+	ver := 0
+	if ok {
+		ver, err = strconv.Atoi(string(v))
+		if err != nil {
+			return nferr.Dataf("catalog %s: corrupt format version %q", c.dir, v)
+		}
+	}
+	if ver > FormatVersion {
+		return nferr.Dataf("catalog %s has format version %d; this nicflow understands up to %d (upgrade nicflow)", c.dir, ver, FormatVersion)
+	}
+	if ver == FormatVersion {
+		return nil
+	}
+	// v0 -> v1: tables stored whole under "t/<name>".
+	b := c.pdb.NewBatch()
+	defer b.Close()
+	var seq uint64
+	err = c.scan(pfxV0Table, func(k, v []byte) error {
+		var t Table
+		if err := json.Unmarshal(v, &t); err != nil {
+			return nferr.Dataf("catalog %s: corrupt v0 table %s: %v", c.dir, k, err)
+		}
+		if t.Schema == "" {
+			t.Schema = DefaultSchema
+		}
+		if t.Generation == 0 {
+			t.Generation = 1
+		}
+		qn := tableKeyName(t.Schema, t.Name)
+		for _, f := range t.Files {
+			seq++
+			if f.ID == 0 {
+				f.ID = seq
+			}
+			if f.ID > seq {
+				seq = f.ID
+			}
+			fb, _ := json.Marshal(f)
+			b.Set(fileKey(qn, f.ID), fb, nil)
+		}
+		files := t.Files
+		t.Files = nil
+		tb, _ := json.Marshal(&t)
+		t.Files = files
+		b.Set([]byte(pfxTable+qn), tb, nil)
+		sb, _ := json.Marshal(map[string]string{"name": t.Schema})
+		b.Set([]byte(pfxSchema+strings.ToLower(t.Schema)), sb, nil)
+		b.Delete(k, nil)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var sb [8]byte
+	binary.BigEndian.PutUint64(sb[:], seq)
+	b.Set([]byte(keySeq), sb[:], nil)
+	b.Set([]byte(keyVersion), []byte(strconv.Itoa(FormatVersion)), nil)
+	if err := b.Commit(pebble.Sync); err != nil {
+		return nferr.IOf("migrating catalog %s to format %d: %v", c.dir, FormatVersion, err)
+	}
+	return nil
+}
+
+// load reads all tables, files and nodes into memory.
+func (c *catalog) load() error {
+	if v, ok, err := c.get(keySeq); err != nil {
+		return err
+	} else if ok && len(v) == 8 {
+		c.seq = binary.BigEndian.Uint64(v)
+	}
+	tables := map[string]*Table{}
+	err := c.scan(pfxTable, func(k, v []byte) error {
+		var t Table
+		if err := json.Unmarshal(v, &t); err != nil {
+			return nferr.Dataf("catalog %s: corrupt table record %s: %v", c.dir, k, err)
+		}
+		tables[string(k[len(pfxTable):])] = &t
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = c.scan(pfxFile, func(k, v []byte) error {
+		rest := string(k[len(pfxFile):])
+		i := strings.LastIndexByte(rest, '/')
+		if i < 0 {
+			return nferr.Dataf("catalog %s: corrupt file key %q", c.dir, k)
+		}
+		t := tables[rest[:i]]
+		if t == nil {
+			return nferr.Dataf("catalog %s: file record %q of an unknown table", c.dir, k)
+		}
+		var f File
+		if err := json.Unmarshal(v, &f); err != nil {
+			return nferr.Dataf("catalog %s: corrupt file record %s: %v", c.dir, k, err)
+		}
+		if len(f.ColumnIndex) != len(t.Columns) {
+			return nferr.Dataf("catalog %s: file record %s has %d columns, table has %d", c.dir, k, len(f.ColumnIndex), len(t.Columns))
+		}
+		for _, rg := range f.RowGroups {
+			if len(rg.Columns) != len(t.Columns) {
+				return nferr.Dataf("catalog %s: file record %s has a row group with %d column stats, table has %d columns", c.dir, k, len(rg.Columns), len(t.Columns))
+			}
+		}
+		t.Files = append(t.Files, &f)
+		if f.ID > c.seq {
+			c.seq = f.ID
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	nodes := map[string]Node{}
+	err = c.scan(pfxNode, func(k, v []byte) error {
+		var n Node
+		if err := json.Unmarshal(v, &n); err != nil {
+			return nferr.Dataf("catalog %s: corrupt node record %s: %v", c.dir, k, err)
+		}
+		nodes[n.ID] = n
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	c.tables, c.nodes = tables, nodes
+	return nil
+}
+
+// txn is one atomic catalog change. The batch commits with Sync; the
+// in-memory snapshots are published only after the commit succeeded.
+type txn struct {
+	c       *catalog
+	b       *pebble.Batch
+	publish map[string]*Table // nil value: table dropped
+	nodes   map[string]*Node
+	seqUsed bool
+}
+
+// begin starts a change; the caller holds c.mu.
+func (c *catalog) begin() *txn {
+	return &txn{c: c, b: c.pdb.NewBatch(), publish: map[string]*Table{}, nodes: map[string]*Node{}}
+}
+
+func (t *txn) nextID() uint64 {
+	t.c.seq++
+	t.seqUsed = true
+	return t.c.seq
+}
+
+func (t *txn) putJSON(key []byte, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("catalog: marshal %T: %v", v, err)) // our own types always marshal
+	}
+	t.b.Set(key, b, nil)
+}
+
+// putTable writes a table and all its files, replacing what was stored.
+func (t *txn) putTable(tb *Table) {
+	qn := tableKeyName(tb.Schema, tb.Name)
+	files := tb.Files
+	hdr := *tb
+	hdr.Files = nil
+	t.putJSON([]byte(pfxTable+qn), &hdr)
+	t.putJSON([]byte(pfxSchema+strings.ToLower(tb.Schema)), map[string]string{"name": tb.Schema})
+	pfx := []byte(pfxFile + qn + "/")
+	t.b.DeleteRange(pfx, prefixEnd(pfx), nil)
+	for _, f := range files {
+		t.putJSON(fileKey(qn, f.ID), f)
+	}
+	t.publish[qn] = tb
+}
+
+func (t *txn) dropTable(schema, name string) {
+	qn := tableKeyName(schema, name)
+	t.b.Delete([]byte(pfxTable+qn), nil)
+	pfx := []byte(pfxFile + qn + "/")
+	t.b.DeleteRange(pfx, prefixEnd(pfx), nil)
+	t.publish[qn] = nil
+}
+
+func (t *txn) commit() error {
+	defer t.b.Close()
+	if t.seqUsed {
+		var sb [8]byte
+		binary.BigEndian.PutUint64(sb[:], t.c.seq)
+		t.b.Set([]byte(keySeq), sb[:], nil)
+	}
+	if err := crashPoint("before-commit"); err != nil {
+		return err
+	}
+	if err := t.b.Commit(pebble.Sync); err != nil {
+		return nferr.IOf("committing catalog change in %s: %v", t.c.dir, err)
+	}
+	if err := crashPoint("after-commit"); err != nil {
+		return err
+	}
+	for qn, tb := range t.publish {
+		if tb == nil {
+			delete(t.c.tables, qn)
+		} else {
+			t.c.tables[qn] = tb
+		}
+	}
+	for id, n := range t.nodes {
+		if n == nil {
+			delete(t.c.nodes, id)
+		} else {
+			t.c.nodes[id] = *n
+		}
+	}
+	return nil
+}
+
+func (t *txn) abort() { t.b.Close() }
+
+// lookup finds a table by name; the caller holds c.mu or accepts a
+// snapshot.
+func (c *catalog) lookup(name string) (*Table, error) {
+	s, n, err := splitName(name)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	t := c.tables[tableKeyName(s, n)]
+	c.mu.Unlock()
+	if t == nil {
+		return nil, nferr.Queryf("table %s does not exist", name)
+	}
+	return t, nil
+}
+
+// list returns all tables sorted by qualified name.
+func (c *catalog) list() []*Table {
+	c.mu.Lock()
+	out := make([]*Table, 0, len(c.tables))
+	for _, t := range c.tables {
+		out = append(out, t)
+	}
+	c.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].QualifiedName() < out[j].QualifiedName() })
+	return out
+}
+
+// referenced returns the set of file paths referenced by any table.
+func (c *catalog) referenced() map[string]bool {
+	ref := map[string]bool{}
+	for _, t := range c.tables {
+		for _, f := range t.Files {
+			ref[filepath.Clean(f.Path)] = true
+		}
+	}
+	return ref
+}
+
+// recover undoes interrupted writers (intents) and finishes interrupted
+// deletions (garbage). It returns the files it removed.
+func (c *catalog) recover() ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var removed []string
+	ref := c.referenced()
+	b := c.pdb.NewBatch()
+	defer b.Close()
+	n := 0
+	err := c.scan(pfxIntent, func(k, v []byte) error {
+		var in intent
+		if err := json.Unmarshal(v, &in); err != nil {
+			return nferr.Dataf("catalog %s: corrupt intent %s: %v", c.dir, k, err)
+		}
+		dir := c.abs(in.Dir)
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			for _, p := range in.Prefixes {
+				if p != "" && strings.HasPrefix(e.Name(), p) {
+					rel := filepath.Clean(filepath.Join(in.Dir, e.Name()))
+					if ref[rel] {
+						continue // committed after all (never happens: same batch)
+					}
+					if err := os.Remove(filepath.Join(dir, e.Name())); err == nil {
+						removed = append(removed, filepath.Join(dir, e.Name()))
+					}
+				}
+			}
+		}
+		removeIfEmpty(dir)
+		b.Delete(k, nil)
+		n++
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = c.scan(pfxGarbage, func(k, v []byte) error {
+		var g garbage
+		if err := json.Unmarshal(v, &g); err != nil {
+			return nferr.Dataf("catalog %s: corrupt garbage record %s: %v", c.dir, k, err)
+		}
+		removed = append(removed, c.collect(&g, ref)...)
+		b.Delete(k, nil)
+		n++
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		if err := b.Commit(pebble.Sync); err != nil {
+			return nil, nferr.IOf("catalog %s: recording recovery: %v", c.dir, err)
+		}
+	}
+	return removed, nil
+}
+
+// collect deletes a garbage record's files that no table references.
+func (c *catalog) collect(g *garbage, ref map[string]bool) []string {
+	var removed []string
+	for _, p := range g.Paths {
+		if ref[filepath.Clean(p)] {
+			continue
+		}
+		ap := c.abs(p)
+		if err := os.Remove(ap); err == nil {
+			removed = append(removed, ap)
+		}
+	}
+	for _, d := range g.Dirs {
+		removeIfEmpty(c.abs(d))
+	}
+	return removed
+}
+
+func (c *catalog) abs(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(c.dir, p)
+}
+
+func removeIfEmpty(dir string) {
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) == 0 {
+		os.Remove(dir)
+	}
+}
+
+// syncDir fsyncs a directory so that renames and creations in it survive a
+// crash.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nferr.IOf("syncing directory %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return nferr.IOf("syncing directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// crashHook, when set (tests), is called at named points of a commit; a
+// test child process blocks or exits there to simulate a crash.
+var crashHook func(point string)
+
+func crashPoint(point string) error {
+	if crashHook != nil {
+		crashHook(point)
+	}
+	return nil
+}
+
+var _ = bytes.Equal

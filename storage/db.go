@@ -1,0 +1,541 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// Options configure a DB.
+type Options struct {
+	// Write controls files written by loads and appenders.
+	Write WriteOptions
+	// VerifyChecksums makes the first scan of each file in this process
+	// read the whole file and compare its xxh3 checksum with the catalog's
+	// (about 10 GB/s when cached; it doubles the I/O of a cold scan that
+	// reads few columns). Default false: sizes and footers are always
+	// checked, whole-file checksums by `nicflow catalog verify` (DB.Verify).
+	VerifyChecksums bool
+}
+
+// Validate fills defaults and checks the options.
+func (o *Options) Validate() error { return o.Write.Validate() }
+
+// DB is a nicflow database directory: the catalog (DIR/catalog, Pebble)
+// and the table files under DIR. It is safe for concurrent use by the
+// goroutines of one process; one process at a time may open a directory.
+type DB struct {
+	dir  string
+	opts Options
+	cat  *catalog
+
+	// Recovered lists files Open removed: leftovers of loads that died
+	// before committing, or of deletions interrupted by a crash.
+	Recovered []string
+
+	footers   sync.Map // abs path -> *footerEntry
+	verified  sync.Map // abs path -> error (nil: verified)
+	closeOnce sync.Once
+}
+
+type footerEntry struct {
+	once sync.Once
+	md   *metadata.FileMetaData
+	err  error
+}
+
+// Open opens (creating if needed) the database in dir. It takes the
+// directory's lock: a second process gets a KindUnavailable error naming
+// the holder.
+func Open(dir string, opts Options) (*DB, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if dir == "" {
+		return nil, nferr.Queryf("no database directory given (--dir)")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, nferr.IOf("database directory %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, nferr.IOf("creating database directory %s: %w", dir, err)
+	}
+	cat, err := openCatalog(abs)
+	if err != nil {
+		return nil, err
+	}
+	db := &DB{dir: abs, opts: opts, cat: cat}
+	removed, err := cat.recover()
+	if err != nil {
+		cat.close()
+		return nil, err
+	}
+	db.Recovered = removed
+	return db, nil
+}
+
+// OpenExisting opens dir only if it already holds a catalog (readers such
+// as `nicflow sql` and `nicflow catalog` must not create one by accident).
+func OpenExisting(dir string, opts Options) (*DB, error) {
+	if _, err := os.Stat(filepath.Join(dir, "catalog")); err != nil {
+		return nil, nferr.Queryf("%s is not a nicflow database (no catalog); create one with `nicflow tpch gen --dir %s` or `nicflow load --dir %s`", dir, dir, dir)
+	}
+	return Open(dir, opts)
+}
+
+// Close releases the catalog and its lock. Idempotent.
+func (db *DB) Close() error {
+	var err error
+	db.closeOnce.Do(func() { err = db.cat.close() })
+	return err
+}
+
+// Dir is the database directory (absolute).
+func (db *DB) Dir() string { return db.dir }
+
+// Tables lists the tables, sorted by qualified name.
+func (db *DB) Tables() []*Table { return db.cat.list() }
+
+// Table returns a table by name ("t" or "schema.t", case-insensitive).
+func (db *DB) Table(name string) (*Table, error) { return db.cat.lookup(name) }
+
+// Schema returns a table's Arrow schema.
+func (db *DB) Schema(name string) (*arrow.Schema, error) {
+	t, err := db.Table(name)
+	if err != nil {
+		return nil, err
+	}
+	return ArrowSchema(t.Columns)
+}
+
+// Path returns the absolute path of a table file.
+func (db *DB) Path(f *File) string { return db.cat.abs(f.Path) }
+
+// Nodes lists the storage nodes known to the catalog.
+func (db *DB) Nodes() []Node {
+	db.cat.mu.Lock()
+	defer db.cat.mu.Unlock()
+	out := make([]Node, 0, len(db.cat.nodes))
+	for _, n := range db.cat.nodes {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// SetNodes records storage nodes (id -> address) for placement.
+func (db *DB) SetNodes(nodes []Node) error {
+	db.cat.mu.Lock()
+	defer db.cat.mu.Unlock()
+	tx := db.cat.begin()
+	for _, n := range nodes {
+		if n.ID == "" || n.Addr == "" {
+			tx.abort()
+			return nferr.Queryf("storage node needs an id and an address (got %q at %q)", n.ID, n.Addr)
+		}
+		n := n
+		tx.putJSON([]byte(pfxNode+n.ID), &n)
+		tx.nodes[n.ID] = &n
+	}
+	return tx.commit()
+}
+
+// CreateOptions qualify CreateTable.
+type CreateOptions struct {
+	IfNotExists bool // no error when the table exists (it is kept)
+	OrReplace   bool // replace an existing table (its files are deleted)
+}
+
+// CreateTable creates an empty table. Atomic: one synced catalog batch.
+func (db *DB) CreateTable(name string, sch *arrow.Schema, opts CreateOptions) error {
+	cols, err := SchemaColumns(sch)
+	if err != nil {
+		return nferr.Wrap(nferr.KindQuery, err, "create table %s", name)
+	}
+	s, n, err := splitName(name)
+	if err != nil {
+		return err
+	}
+	db.cat.mu.Lock()
+	defer db.cat.mu.Unlock()
+	old := db.cat.tables[tableKeyName(s, n)]
+	if old != nil && !opts.OrReplace {
+		if opts.IfNotExists {
+			return nil
+		}
+		return nferr.Queryf("table %s already exists", name)
+	}
+	tx := db.cat.begin()
+	t := &Table{Schema: s, Name: n, Columns: cols, Generation: 1, Created: time.Now().UTC()}
+	if old != nil {
+		t.Generation = old.Generation + 1
+	}
+	tx.putTable(t)
+	g := db.garbageOf(tx, old, nil)
+	if err := tx.commit(); err != nil {
+		return err
+	}
+	db.finishGarbage(g)
+	return nil
+}
+
+// DropTable removes a table and deletes its files (external tables keep
+// theirs). Atomic: after a crash the table is either fully there or gone,
+// and leftover files are deleted at the next Open.
+func (db *DB) DropTable(name string, ifExists bool) error {
+	s, n, err := splitName(name)
+	if err != nil {
+		return err
+	}
+	db.cat.mu.Lock()
+	defer db.cat.mu.Unlock()
+	old := db.cat.tables[tableKeyName(s, n)]
+	if old == nil {
+		if ifExists {
+			return nil
+		}
+		return nferr.Queryf("table %s does not exist", name)
+	}
+	tx := db.cat.begin()
+	tx.dropTable(s, n)
+	g := db.garbageOf(tx, old, nil)
+	if err := tx.commit(); err != nil {
+		return err
+	}
+	db.finishGarbage(g)
+	return nil
+}
+
+// garbageOf records, in tx, the files of old that keep (the new state)
+// does not reference; nil when there are none. The caller holds cat.mu.
+func (db *DB) garbageOf(tx *txn, old *Table, keep *Table) *garbage {
+	if old == nil || old.External {
+		return nil
+	}
+	keepSet := map[string]bool{}
+	if keep != nil {
+		for _, f := range keep.Files {
+			keepSet[filepath.Clean(f.Path)] = true
+		}
+	}
+	g := &garbage{ID: tx.nextID()}
+	for _, f := range old.Files {
+		if !keepSet[filepath.Clean(f.Path)] && !filepath.IsAbs(f.Path) {
+			g.Paths = append(g.Paths, f.Path)
+		}
+	}
+	g.Dirs = []string{tableDir(old.Schema, old.Name)}
+	tx.putJSON([]byte(fmt.Sprintf("%s%016x", pfxGarbage, g.ID)), g)
+	return g
+}
+
+// finishGarbage deletes a committed garbage record's files and the record.
+// A crash in between is finished by the next Open.
+func (db *DB) finishGarbage(g *garbage) {
+	if g == nil {
+		return
+	}
+	_ = crashPoint("before-gc")
+	ref := db.cat.referenced()
+	db.cat.collect(g, ref)
+	_ = db.cat.pdb.Delete([]byte(fmt.Sprintf("%s%016x", pfxGarbage, g.ID)), nil)
+}
+
+// tableDir is a table's data directory relative to the database directory.
+func tableDir(schema, name string) string {
+	if strings.EqualFold(schema, DefaultSchema) {
+		return strings.ToLower(name)
+	}
+	return strings.ToLower(schema) + "." + strings.ToLower(name)
+}
+
+// RegisterFiles creates or replaces tables from Parquet files already
+// written under the database directory (paths relative to it), reading
+// their footers for schemas and statistics and their bytes for checksums.
+// All tables change in one atomic batch. This is what `tpch gen` uses.
+func (db *DB) RegisterFiles(ctx context.Context, tables map[string][]string) error {
+	type prepared struct {
+		schema, name string
+		t            *Table
+	}
+	var preps []prepared
+	names := make([]string, 0, len(tables))
+	for n := range tables {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		s, n, err := splitName(name)
+		if err != nil {
+			return err
+		}
+		paths := append([]string(nil), tables[name]...)
+		sort.Strings(paths)
+		if len(paths) == 0 {
+			return nferr.Queryf("register table %s: no files", name)
+		}
+		t := &Table{Schema: s, Name: n, Created: time.Now().UTC()}
+		for _, p := range paths {
+			if err := ctx.Err(); err != nil {
+				return nferr.With(nferr.KindCanceled, err)
+			}
+			rel := p
+			if filepath.IsAbs(p) {
+				r, err := filepath.Rel(db.dir, p)
+				if err != nil || strings.HasPrefix(r, "..") {
+					return nferr.Queryf("register table %s: %s is outside the database directory %s", name, p, db.dir)
+				}
+				rel = r
+			}
+			rel = filepath.Clean(rel)
+			f, cols, err := db.describeFile(db.cat.abs(rel), t.Columns)
+			if err != nil {
+				return nferr.Wrap(nferr.KindData, err, "register table %s", name)
+			}
+			if t.Columns == nil {
+				t.Columns = cols
+			}
+			f.Path = rel
+			t.Files = append(t.Files, f)
+		}
+		preps = append(preps, prepared{s, n, t})
+	}
+	db.cat.mu.Lock()
+	defer db.cat.mu.Unlock()
+	tx := db.cat.begin()
+	var gs []*garbage
+	for _, p := range preps {
+		old := db.cat.tables[tableKeyName(p.schema, p.name)]
+		p.t.Generation = 1
+		if old != nil {
+			p.t.Generation = old.Generation + 1
+		}
+		for _, f := range p.t.Files {
+			f.ID = tx.nextID()
+		}
+		tx.putTable(p.t)
+		if g := db.garbageOf(tx, old, p.t); g != nil {
+			g.Dirs = nil
+			gs = append(gs, g)
+		}
+	}
+	if err := tx.commit(); err != nil {
+		return err
+	}
+	for _, g := range gs {
+		db.finishGarbage(g)
+	}
+	return nil
+}
+
+// describeFile reads a Parquet file's footer and checksum. When cols is
+// nil the table's columns are derived from the file.
+func (db *DB) describeFile(path string, cols []Column) (*File, []Column, error) {
+	md, size, err := readFooter(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cols == nil {
+		sch, err := schemaOfFooter(path, md)
+		if err != nil {
+			return nil, nil, err
+		}
+		if cols, err = SchemaColumns(sch); err != nil {
+			return nil, nil, nferr.Wrap(nferr.KindData, err, "%s", path)
+		}
+	}
+	f, err := fileFromFooter(path, md, cols)
+	if err != nil {
+		return nil, nil, err
+	}
+	sum, n, err := fileChecksum(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if n != size {
+		return nil, nil, nferr.Dataf("%s changed while it was being registered", path)
+	}
+	f.Size, f.Checksum = size, sum
+	return f, cols, nil
+}
+
+// RegisterExternal creates an external table over the Parquet files in dir
+// (CREATE EXTERNAL TABLE t STORED AS PARQUET LOCATION 'dir/'): footers are
+// read for the schema and statistics, files are not copied, and dropping
+// the table leaves them in place.
+func (db *DB) RegisterExternal(ctx context.Context, name, dir string, opts CreateOptions) error {
+	s, n, err := splitName(name)
+	if err != nil {
+		return err
+	}
+	adir, err := filepath.Abs(dir)
+	if err != nil {
+		return nferr.IOf("location %s: %w", dir, err)
+	}
+	ents, err := os.ReadDir(adir)
+	if err != nil {
+		return nferr.Queryf("external table %s: cannot read location %s: %v", name, dir, err)
+	}
+	t := &Table{Schema: s, Name: n, External: true, Location: adir, Created: time.Now().UTC()}
+	for _, e := range ents {
+		if e.IsDir() || !strings.HasSuffix(strings.ToLower(e.Name()), ".parquet") || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nferr.With(nferr.KindCanceled, err)
+		}
+		p := filepath.Join(adir, e.Name())
+		f, cols, err := db.describeFile(p, t.Columns)
+		if err != nil {
+			return nferr.Wrap(nferr.KindData, err, "external table %s", name)
+		}
+		if t.Columns == nil {
+			t.Columns = cols
+		}
+		f.Path = p
+		t.Files = append(t.Files, f)
+	}
+	if len(t.Files) == 0 {
+		return nferr.Queryf("external table %s: no .parquet files in %s", name, dir)
+	}
+	db.cat.mu.Lock()
+	defer db.cat.mu.Unlock()
+	old := db.cat.tables[tableKeyName(s, n)]
+	if old != nil && !opts.OrReplace {
+		if opts.IfNotExists {
+			return nil
+		}
+		return nferr.Queryf("table %s already exists", name)
+	}
+	tx := db.cat.begin()
+	t.Generation = 1
+	if old != nil {
+		t.Generation = old.Generation + 1
+	}
+	for _, f := range t.Files {
+		f.ID = tx.nextID()
+	}
+	tx.putTable(t)
+	g := db.garbageOf(tx, old, t)
+	if err := tx.commit(); err != nil {
+		return err
+	}
+	db.finishGarbage(g)
+	return nil
+}
+
+// VerifyResult is one file's verification outcome.
+type VerifyResult struct {
+	Table string
+	Path  string
+	Err   error // nil: size, checksum and footer match the catalog
+}
+
+// Verify reads every file of the named tables (all when none are named)
+// and checks size, whole-file checksum and footer against the catalog.
+func (db *DB) Verify(ctx context.Context, names ...string) ([]VerifyResult, error) {
+	var tables []*Table
+	if len(names) == 0 {
+		tables = db.Tables()
+	} else {
+		for _, n := range names {
+			t, err := db.Table(n)
+			if err != nil {
+				return nil, err
+			}
+			tables = append(tables, t)
+		}
+	}
+	var out []VerifyResult
+	for _, t := range tables {
+		for _, f := range t.Files {
+			if err := ctx.Err(); err != nil {
+				return out, nferr.With(nferr.KindCanceled, err)
+			}
+			out = append(out, VerifyResult{Table: t.QualifiedName(), Path: db.Path(f), Err: db.verifyFile(f)})
+		}
+	}
+	return out, nil
+}
+
+func (db *DB) verifyFile(f *File) error {
+	p := db.Path(f)
+	if err := db.checkSize(f); err != nil {
+		return err
+	}
+	sum, _, err := fileChecksum(p)
+	if err != nil {
+		return err
+	}
+	if sum != f.Checksum {
+		return nferr.Dataf("data file %s is corrupt: checksum %s, the catalog recorded %s", p, sum, f.Checksum)
+	}
+	if _, _, err := readFooter(p); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (db *DB) checkSize(f *File) error {
+	p := db.Path(f)
+	st, err := os.Stat(p)
+	if err != nil {
+		return fileErr(p, err)
+	}
+	if st.Size() != f.Size {
+		if st.Size() < f.Size {
+			return nferr.Dataf("data file %s is truncated: %d bytes, the catalog recorded %d", p, st.Size(), f.Size)
+		}
+		return nferr.Dataf("data file %s changed: %d bytes, the catalog recorded %d", p, st.Size(), f.Size)
+	}
+	return nil
+}
+
+// footer returns a file's parsed footer, cached for the process. The file's
+// size is checked against the catalog first, and with
+// Options.VerifyChecksums its whole-file checksum on first use.
+func (db *DB) footer(f *File) (*metadata.FileMetaData, error) {
+	p := db.Path(f)
+	key := p + "\x00" + f.Checksum
+	v, _ := db.footers.LoadOrStore(key, &footerEntry{})
+	e := v.(*footerEntry)
+	e.once.Do(func() {
+		if err := db.checkSize(f); err != nil {
+			e.err = err
+			return
+		}
+		if db.opts.VerifyChecksums {
+			if err := db.verifyFile(f); err != nil {
+				e.err = err
+				return
+			}
+		}
+		md, _, err := readFooter(p)
+		if err != nil {
+			e.err = err
+			return
+		}
+		if md.NumRows != f.Rows || md.NumRowGroups() != len(f.RowGroups) {
+			e.err = nferr.Dataf("data file %s does not match the catalog: %d rows in %d row groups, the catalog recorded %d in %d",
+				p, md.NumRows, md.NumRowGroups(), f.Rows, len(f.RowGroups))
+			return
+		}
+		e.md = md
+	})
+	if e.err != nil {
+		// Do not cache failures: the file may be repaired.
+		db.footers.Delete(key)
+	}
+	return e.md, e.err
+}

@@ -1,0 +1,483 @@
+package storage
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// CopyOptions describe an input file for Copy (COPY t FROM 'file').
+type CopyOptions struct {
+	// Format: "csv", "tbl" (dbgen: '|'-separated with a trailing '|') or
+	// "parquet". Empty: from the file extension (.csv, .tbl, .parquet).
+	Format string
+	// Delimiter separates fields (csv default ',', tbl default '|').
+	Delimiter byte
+	// Header: the first line holds column names (csv only) and is skipped.
+	Header bool
+	// Null is the text of a NULL field (default: the empty field). Only
+	// nullable columns accept NULLs.
+	Null string
+	// Replace replaces the table's rows instead of appending.
+	Replace bool
+	// BatchRows is the number of rows parsed per record (default 65536).
+	BatchRows int
+}
+
+// Validate fills defaults from the file name and checks the options.
+func (o *CopyOptions) Validate(path string) error {
+	if o.Format == "" {
+		ext := strings.ToLower(filepath.Ext(path))
+		switch ext {
+		case ".csv":
+			o.Format = "csv"
+		case ".tbl":
+			o.Format = "tbl"
+		case ".parquet":
+			o.Format = "parquet"
+		default:
+			return nferr.Queryf("cannot tell the format of %s from its extension; give one (csv, tbl or parquet)", path)
+		}
+	}
+	o.Format = strings.ToLower(o.Format)
+	switch o.Format {
+	case "csv":
+		if o.Delimiter == 0 {
+			o.Delimiter = ','
+		}
+	case "tbl":
+		if o.Delimiter == 0 {
+			o.Delimiter = '|'
+		}
+		if o.Header {
+			return nferr.Queryf("tbl files have no header line")
+		}
+	case "parquet":
+	default:
+		return nferr.Queryf("unknown format %q (want csv, tbl or parquet)", o.Format)
+	}
+	if o.Delimiter == '"' || o.Delimiter == '\n' || o.Delimiter == '\r' {
+		return nferr.Queryf("invalid delimiter %q", o.Delimiter)
+	}
+	if o.BatchRows <= 0 {
+		o.BatchRows = 64 << 10
+	}
+	return nil
+}
+
+// Copy loads files into an existing table atomically: either all rows of
+// all files are committed, or (on any bad row, error or crash) none, and
+// no file is left behind. It returns the number of rows loaded.
+func (db *DB) Copy(ctx context.Context, table string, paths []string, opts CopyOptions) (int64, error) {
+	if len(paths) == 0 {
+		return 0, nferr.Queryf("copy into %s: no input files", table)
+	}
+	for _, p := range paths {
+		o := opts
+		if err := o.Validate(p); err != nil {
+			return 0, err
+		}
+	}
+	app, err := db.NewAppender(table, AppendOptions{Replace: opts.Replace})
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range paths {
+		o := opts
+		_ = o.Validate(p)
+		var err error
+		if o.Format == "parquet" {
+			err = db.copyParquet(ctx, app, p)
+		} else {
+			err = copyText(ctx, app, p, o)
+		}
+		if err != nil {
+			app.Abort()
+			return 0, err
+		}
+	}
+	return app.Commit()
+}
+
+// copyParquet rewrites a Parquet file's rows into the table (columns are
+// matched by name, types must agree).
+func (db *DB) copyParquet(ctx context.Context, app *Appender, path string) error {
+	md, size, err := readFooter(path)
+	if err != nil {
+		return err
+	}
+	f, err := fileFromFooter(path, md, app.cols)
+	if err != nil {
+		return err
+	}
+	f.Path, f.Size = path, size
+	f.Checksum = "external"
+	src := &Table{Schema: app.schema, Name: app.name, Columns: app.cols, Files: []*File{f}}
+	spec := ScanSpec{Table: src.QualifiedName()}.AllColumns(src)
+	spec.BatchSize = 64 << 10
+	sc, err := db.newScanner(src, spec, ScanOptions{})
+	if err != nil {
+		return err
+	}
+	defer sc.Close()
+	for {
+		rec, err := sc.Next(ctx)
+		if err != nil {
+			return err
+		}
+		if rec == nil {
+			return nil
+		}
+		err = app.Append(rec)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// fieldParser parses one text field into a column builder.
+type colBuilder struct {
+	name     string
+	typ      arrow.DataType
+	kind     physKind
+	nullable bool
+	prec     int32
+	scale    int32
+	v        vector
+}
+
+func (c *colBuilder) reset() {
+	c.v = vector{kind: c.kind, valid: c.v.valid[:0], i32: c.v.i32[:0], i64: c.v.i64[:0], f64: c.v.f64[:0], b: c.v.b[:0],
+		offs: append(c.v.offs[:0], 0), data: c.v.data[:0], d128: c.v.d128[:0]}
+}
+
+// add parses field b; why explains a failure.
+func (c *colBuilder) add(b []byte, isNull bool) (why string) {
+	if isNull {
+		if !c.nullable {
+			return "NULL in a NOT NULL column"
+		}
+		c.v.valid = append(c.v.valid, false)
+		switch c.kind {
+		case kInt32:
+			c.v.i32 = append(c.v.i32, 0)
+		case kInt64:
+			c.v.i64 = append(c.v.i64, 0)
+		case kFloat64:
+			c.v.f64 = append(c.v.f64, 0)
+		case kBool:
+			c.v.b = append(c.v.b, false)
+		case kString:
+			c.v.offs = append(c.v.offs, int32(len(c.v.data)))
+		case kDec128:
+			c.v.d128 = append(c.v.d128, decimal128.Num{})
+		}
+		return ""
+	}
+	c.v.valid = append(c.v.valid, true)
+	switch c.typ.ID() {
+	case arrow.INT32:
+		x, why := parseInt(b, 32)
+		if why != "" {
+			return why
+		}
+		c.v.i32 = append(c.v.i32, int32(x))
+	case arrow.DATE32:
+		x, why := parseDate(b)
+		if why != "" {
+			return why
+		}
+		c.v.i32 = append(c.v.i32, x)
+	case arrow.INT64:
+		x, why := parseInt(b, 64)
+		if why != "" {
+			return why
+		}
+		c.v.i64 = append(c.v.i64, x)
+	case arrow.DECIMAL64:
+		x, why := parseDecimalPrec(b, c.prec, c.scale)
+		if why != "" {
+			return why
+		}
+		c.v.i64 = append(c.v.i64, x)
+	case arrow.FLOAT64:
+		x, why := parseFloat(b)
+		if why != "" {
+			return why
+		}
+		c.v.f64 = append(c.v.f64, x)
+	case arrow.BOOL:
+		x, why := parseBool(b)
+		if why != "" {
+			return why
+		}
+		c.v.b = append(c.v.b, x)
+	case arrow.STRING:
+		c.v.data = append(c.v.data, b...)
+		c.v.offs = append(c.v.offs, int32(len(c.v.data)))
+	case arrow.DECIMAL128:
+		num, err := decimal128.FromString(string(b), c.prec, c.scale)
+		if err != nil {
+			return "not a decimal(" + fmt.Sprint(c.prec, ",", c.scale) + ")"
+		}
+		if s := string(b); strings.ContainsAny(s, "eE") {
+			return "not a decimal number"
+		}
+		c.v.d128 = append(c.v.d128, num)
+	}
+	return ""
+}
+
+// maxLineBytes bounds one input line (a corrupt file without newlines must
+// not eat all memory).
+const maxLineBytes = 16 << 20
+
+// copyText parses a csv or tbl file into the appender.
+func copyText(ctx context.Context, app *Appender, path string, o CopyOptions) error {
+	f, err := os.Open(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nferr.Queryf("copy into %s: %s does not exist", app.name, path)
+		}
+		return nferr.IOf("copy into %s: %w", app.name, err)
+	}
+	defer f.Close()
+	sch := app.Schema()
+	cols := make([]*colBuilder, sch.NumFields())
+	for i, fd := range sch.Fields() {
+		c := &colBuilder{name: fd.Name, typ: fd.Type, kind: kindOf(fd.Type), nullable: fd.Nullable}
+		switch t := fd.Type.(type) {
+		case *arrow.Decimal64Type:
+			c.prec, c.scale = t.Precision, t.Scale
+		case *arrow.Decimal128Type:
+			c.prec, c.scale = t.Precision, t.Scale
+		}
+		c.reset()
+		cols[i] = c
+	}
+	flush := func() error {
+		n := len(cols[0].v.valid)
+		if n == 0 {
+			return nil
+		}
+		arrs := make([]arrow.Array, len(cols))
+		for i, c := range cols {
+			c.v.n = n
+			hasNull := false
+			for _, ok := range c.v.valid {
+				if !ok {
+					hasNull = true
+					break
+				}
+			}
+			valid := c.v.valid
+			if !hasNull {
+				c.v.valid = nil
+			}
+			arrs[i] = materialize(memory.DefaultAllocator, c.typ, &c.v, nil, n)
+			c.v.valid = valid
+		}
+		rec := array.NewRecordBatch(sch, arrs, int64(n))
+		for _, a := range arrs {
+			a.Release()
+		}
+		err := app.Append(rec)
+		rec.Release()
+		for _, c := range cols {
+			c.reset()
+		}
+		return err
+	}
+	r := bufio.NewReaderSize(f, 1<<20)
+	lineNo := 0
+	var fields [][]byte
+	var quoted []bool
+	var buf []byte
+	for {
+		line, rerr := readLine(r, &buf)
+		if rerr != nil && rerr != io.EOF {
+			return nferr.Wrap(nferr.KindIO, rerr, "reading %s line %d", path, lineNo+1)
+		}
+		if line == nil && rerr == io.EOF {
+			break
+		}
+		lineNo++
+		// CSV fields may hold newlines inside quotes: keep reading.
+		if o.Format == "csv" {
+			for bytes.Count(line, []byte{'"'})%2 == 1 {
+				more, err2 := readLine(r, nil)
+				if more == nil {
+					return nferr.Dataf("%s:%d: unterminated quoted field", path, lineNo)
+				}
+				line = append(append(line, '\n'), more...)
+				if err2 == io.EOF {
+					break
+				}
+			}
+		}
+		if lineNo == 1 && o.Header {
+			continue
+		}
+		if len(line) == 0 && rerr == io.EOF {
+			break
+		}
+		if len(line) == 0 {
+			return nferr.Dataf("%s:%d: empty line (expected %d fields)", path, lineNo, len(cols))
+		}
+		fields, quoted, err = splitFields(line, o, fields[:0], quoted[:0])
+		if err != nil {
+			return nferr.Dataf("%s:%d: %v", path, lineNo, err)
+		}
+		if len(fields) != len(cols) {
+			return nferr.Dataf("%s:%d: expected %d fields, found %d", path, lineNo, len(cols), len(fields))
+		}
+		for i, c := range cols {
+			fb := fields[i]
+			isNull := !quoted[i] && string(fb) == o.Null
+			if why := c.add(fb, isNull); why != "" {
+				return nferr.Dataf("%s:%d: column %s (field %d): %s: %q", path, lineNo, c.name, i+1, why, truncate(fb, 40))
+			}
+		}
+		if len(cols[0].v.valid) >= o.BatchRows {
+			if err := ctx.Err(); err != nil {
+				return nferr.With(nferr.KindCanceled, err)
+			}
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+	}
+	return flush()
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}
+
+// readLine returns the next line without its "\n" or "\r\n". At the end of
+// input it returns (nil, io.EOF), or the last unterminated line with
+// io.EOF.
+func readLine(r *bufio.Reader, buf *[]byte) ([]byte, error) {
+	var out []byte
+	if buf != nil {
+		out = (*buf)[:0]
+	}
+	for {
+		chunk, err := r.ReadSlice('\n')
+		out = append(out, chunk...)
+		if len(out) > maxLineBytes {
+			return nil, nferr.Dataf("line longer than %d bytes", maxLineBytes)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if buf != nil {
+			*buf = out
+		}
+		if err == io.EOF {
+			if len(out) == 0 {
+				return nil, io.EOF
+			}
+			return trimEOL(out), io.EOF
+		}
+		if err != nil {
+			return nil, err
+		}
+		return trimEOL(out), nil
+	}
+}
+
+func trimEOL(b []byte) []byte {
+	b = bytes.TrimSuffix(b, []byte{'\n'})
+	return bytes.TrimSuffix(b, []byte{'\r'})
+}
+
+// splitFields splits a line. tbl: fields end with the delimiter (dbgen
+// writes a trailing one). csv: RFC 4180 quoting ("a ""b""", embedded
+// delimiters and newlines).
+func splitFields(line []byte, o CopyOptions, fields [][]byte, quoted []bool) ([][]byte, []bool, error) {
+	d := o.Delimiter
+	if o.Format == "tbl" {
+		if len(line) == 0 || line[len(line)-1] != d {
+			return nil, nil, fmt.Errorf("line does not end with the %q delimiter (dbgen .tbl format)", d)
+		}
+		line = line[:len(line)-1]
+		for {
+			i := bytes.IndexByte(line, d)
+			if i < 0 {
+				fields = append(fields, line)
+				quoted = append(quoted, false)
+				return fields, quoted, nil
+			}
+			fields = append(fields, line[:i])
+			quoted = append(quoted, false)
+			line = line[i+1:]
+		}
+	}
+	for {
+		if len(line) > 0 && line[0] == '"' {
+			// Quoted field: unescape "" into a fresh slice.
+			var val []byte
+			i := 1
+			closed := false
+			for i < len(line) {
+				if line[i] == '"' {
+					if i+1 < len(line) && line[i+1] == '"' {
+						val = append(val, '"')
+						i += 2
+						continue
+					}
+					closed = true
+					i++
+					break
+				}
+				val = append(val, line[i])
+				i++
+			}
+			if !closed {
+				return nil, nil, fmt.Errorf("unterminated quoted field")
+			}
+			if val == nil {
+				val = []byte{}
+			}
+			fields = append(fields, val)
+			quoted = append(quoted, true)
+			if i == len(line) {
+				return fields, quoted, nil
+			}
+			if line[i] != d {
+				return nil, nil, fmt.Errorf("unexpected character %q after a quoted field", line[i])
+			}
+			line = line[i+1:]
+			continue
+		}
+		i := bytes.IndexByte(line, d)
+		if i < 0 {
+			fields = append(fields, line)
+			quoted = append(quoted, false)
+			return fields, quoted, nil
+		}
+		fields = append(fields, line[:i])
+		quoted = append(quoted, false)
+		line = line[i+1:]
+	}
+}

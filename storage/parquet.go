@@ -1,0 +1,847 @@
+package storage
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math/big"
+	"os"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+	"github.com/zeebo/xxh3"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// WriteOptions control the Parquet files nicflow writes.
+type WriteOptions struct {
+	// RowGroupRows is the number of rows per row group (default 131072:
+	// small enough for row-group pruning and parallel scans to bite, large
+	// enough that per-row-group overhead stays under 1%).
+	RowGroupRows int64
+	// FileRows is the number of rows per file before the writer starts a new
+	// one (default 8 row groups).
+	FileRows int64
+	// Compression: "snappy" (default: decompresses at memory speed),
+	// "zstd" (smaller, slower to read), or "none".
+	Compression string
+}
+
+// Validate checks the options and fills defaults.
+func (o *WriteOptions) Validate() error {
+	if o.RowGroupRows <= 0 {
+		o.RowGroupRows = 128 << 10
+	}
+	if o.FileRows <= 0 {
+		o.FileRows = 8 * o.RowGroupRows
+	}
+	if o.FileRows < o.RowGroupRows {
+		return nferr.Queryf("write options: FileRows %d is smaller than RowGroupRows %d", o.FileRows, o.RowGroupRows)
+	}
+	switch strings.ToLower(o.Compression) {
+	case "", "snappy":
+		o.Compression = "snappy"
+	case "zstd", "none":
+		o.Compression = strings.ToLower(o.Compression)
+	default:
+		return nferr.Queryf("write options: unknown compression %q (want snappy, zstd or none)", o.Compression)
+	}
+	return nil
+}
+
+func (o *WriteOptions) codec() compress.Compression {
+	switch o.Compression {
+	case "zstd":
+		return compress.Codecs.Zstd
+	case "none":
+		return compress.Codecs.Uncompressed
+	}
+	return compress.Codecs.Snappy
+}
+
+// hashWriter checksums and counts what it writes.
+type hashWriter struct {
+	w io.Writer
+	h *xxh3.Hasher
+	n int64
+}
+
+func (h *hashWriter) Write(p []byte) (int, error) {
+	n, err := h.w.Write(p)
+	h.h.Write(p[:n])
+	h.n += int64(n)
+	return n, err
+}
+
+// formatChecksum renders an xxh3-64 digest as the catalog stores it.
+func formatChecksum(sum uint64) string { return fmt.Sprintf("xxh3:%016x", sum) }
+
+// fileChecksum reads a whole file and returns its checksum and size.
+func fileChecksum(path string) (string, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, fileErr(path, err)
+	}
+	defer f.Close()
+	h := xxh3.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "", 0, nferr.IOf("reading %s: %w", path, err)
+	}
+	return formatChecksum(h.Sum64()), n, nil
+}
+
+func fileErr(path string, err error) error {
+	if os.IsNotExist(err) {
+		return nferr.Dataf("data file %s is missing", path)
+	}
+	return nferr.IOf("opening %s: %w", path, err)
+}
+
+// parquetWriter writes Arrow records of one schema into one Parquet file
+// with the low-level column writers: pqarrow cannot write decimal64, and the
+// typed writers avoid its per-column conversions.
+type parquetWriter struct {
+	path   string
+	f      *os.File
+	hw     *hashWriter
+	w      *file.Writer
+	sch    *arrow.Schema
+	rg     file.BufferedRowGroupWriter
+	rgRows int64
+	maxRG  int64
+	rows   int64
+
+	def  []int16
+	i32  []int32
+	i64  []int64
+	f64  []float64
+	b    []bool
+	ba   []parquet.ByteArray
+	flba []parquet.FixedLenByteArray
+	fbuf []byte
+}
+
+func parquetSchema(sch *arrow.Schema) (*schema.GroupNode, error) {
+	fields := make(schema.FieldList, sch.NumFields())
+	for i, f := range sch.Fields() {
+		n, err := parquetNode(f)
+		if err != nil {
+			return nil, err
+		}
+		fields[i] = n
+	}
+	return schema.NewGroupNode("schema", parquet.Repetitions.Required, fields, -1)
+}
+
+func newParquetWriter(path string, sch *arrow.Schema, opts WriteOptions) (*parquetWriter, error) {
+	ps, err := parquetSchema(sch)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, nferr.IOf("creating %s: %w", path, err)
+	}
+	hw := &hashWriter{w: f, h: xxh3.New()}
+	props := parquet.NewWriterProperties(
+		parquet.WithCompression(opts.codec()),
+		parquet.WithStats(true),
+		parquet.WithCreatedBy("nicflow"),
+		// NB: the row group length is enforced by parquetWriter itself.
+		parquet.WithMaxRowGroupLength(opts.RowGroupRows),
+	)
+	w, err := file.NewParquetWriterWithError(hw, ps, file.WithWriterProps(props))
+	if err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, nferr.Internalf("parquet writer for %s: %v", path, err)
+	}
+	return &parquetWriter{path: path, f: f, hw: hw, w: w, sch: sch, maxRG: opts.RowGroupRows}, nil
+}
+
+// write appends rec (which must have the writer's schema), cutting row
+// groups at maxRG rows.
+func (pw *parquetWriter) write(rec arrow.RecordBatch) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = nferr.Internalf("writing %s: parquet writer panicked: %v", pw.path, r)
+		}
+	}()
+	n := rec.NumRows()
+	off := int64(0)
+	for off < n {
+		if pw.rg == nil {
+			rg, err := pw.w.AppendBufferedRowGroupChecked()
+			if err != nil {
+				return nferr.IOf("writing %s: %v", pw.path, err)
+			}
+			pw.rg, pw.rgRows = rg, 0
+		}
+		take := min(n-off, pw.maxRG-pw.rgRows)
+		for c := 0; c < int(rec.NumCols()); c++ {
+			cw, err := pw.rg.Column(c)
+			if err != nil {
+				return nferr.IOf("writing %s: %v", pw.path, err)
+			}
+			if err := pw.writeColumn(cw, rec.Column(c), int(off), int(take)); err != nil {
+				return nferr.Wrap(nferr.KindIO, err, "writing column %s of %s", pw.sch.Field(c).Name, pw.path)
+			}
+		}
+		pw.rgRows += take
+		pw.rows += take
+		off += take
+		if pw.rgRows >= pw.maxRG {
+			if err := pw.rg.Close(); err != nil {
+				return nferr.IOf("writing %s: %v", pw.path, err)
+			}
+			pw.rg = nil
+		}
+	}
+	return nil
+}
+
+// defLevels fills pw.def for arr[off:off+n] and returns them with the
+// number of non-null values, or nil when the column is required.
+func (pw *parquetWriter) defLevels(cw file.ColumnChunkWriter, arr arrow.Array, off, n int) ([]int16, int) {
+	if cw.Descr().MaxDefinitionLevel() == 0 {
+		return nil, n
+	}
+	if cap(pw.def) < n {
+		pw.def = make([]int16, n)
+	}
+	def := pw.def[:n]
+	nn := 0
+	for i := range def {
+		if arr.IsValid(off + i) {
+			def[i] = 1
+			nn++
+		} else {
+			def[i] = 0
+		}
+	}
+	return def, nn
+}
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+func int32Values(arr arrow.Array) []int32 {
+	d := arr.Data()
+	return arrow.Int32Traits.CastFromBytes(d.Buffers()[1].Bytes())[d.Offset() : d.Offset()+d.Len()]
+}
+
+func int64Values(arr arrow.Array) []int64 {
+	d := arr.Data()
+	return arrow.Int64Traits.CastFromBytes(d.Buffers()[1].Bytes())[d.Offset() : d.Offset()+d.Len()]
+}
+
+func float64Values(arr arrow.Array) []float64 {
+	d := arr.Data()
+	return arrow.Float64Traits.CastFromBytes(d.Buffers()[1].Bytes())[d.Offset() : d.Offset()+d.Len()]
+}
+
+func (pw *parquetWriter) writeColumn(cw file.ColumnChunkWriter, arr arrow.Array, off, n int) error {
+	if arr.Len() == 0 || n == 0 {
+		return nil
+	}
+	def, nn := pw.defLevels(cw, arr, off, n)
+	hasNulls := def != nil && nn < n
+	valid := func(i int) bool { return !hasNulls || arr.IsValid(off+i) }
+	var err error
+	switch w := cw.(type) {
+	case *file.Int32ColumnChunkWriter:
+		src := int32Values(arr)[off : off+n]
+		vals := src
+		if hasNulls {
+			pw.i32 = grow(pw.i32, nn)[:0]
+			for i, v := range src {
+				if valid(i) {
+					pw.i32 = append(pw.i32, v)
+				}
+			}
+			vals = pw.i32
+		}
+		_, err = w.WriteBatch(vals, def, nil)
+	case *file.Int64ColumnChunkWriter:
+		src := int64Values(arr)[off : off+n]
+		vals := src
+		if hasNulls {
+			pw.i64 = grow(pw.i64, nn)[:0]
+			for i, v := range src {
+				if valid(i) {
+					pw.i64 = append(pw.i64, v)
+				}
+			}
+			vals = pw.i64
+		}
+		_, err = w.WriteBatch(vals, def, nil)
+	case *file.Float64ColumnChunkWriter:
+		src := float64Values(arr)[off : off+n]
+		vals := src
+		if hasNulls {
+			pw.f64 = grow(pw.f64, nn)[:0]
+			for i, v := range src {
+				if valid(i) {
+					pw.f64 = append(pw.f64, v)
+				}
+			}
+			vals = pw.f64
+		}
+		_, err = w.WriteBatch(vals, def, nil)
+	case *file.BooleanColumnChunkWriter:
+		ba := arr.(*array.Boolean)
+		pw.b = pw.b[:0]
+		for i := 0; i < n; i++ {
+			if valid(i) {
+				pw.b = append(pw.b, ba.Value(off+i))
+			}
+		}
+		_, err = w.WriteBatch(pw.b, def, nil)
+	case *file.ByteArrayColumnChunkWriter:
+		sa := arr.(*array.String)
+		pw.ba = pw.ba[:0]
+		offs := sa.ValueOffsets()
+		data := sa.ValueBytes()
+		base := offs[0] // NB: ValueBytes starts at the first value's offset
+		for i := 0; i < n; i++ {
+			if valid(i) {
+				pw.ba = append(pw.ba, parquet.ByteArray(data[offs[off+i]-base:offs[off+i+1]-base]))
+			}
+		}
+		_, err = w.WriteBatch(pw.ba, def, nil)
+	case *file.FixedLenByteArrayColumnChunkWriter:
+		da, ok := arr.(*array.Decimal128)
+		if !ok {
+			return fmt.Errorf("unexpected array %s for FIXED_LEN_BYTE_ARRAY", arr.DataType())
+		}
+		pw.fbuf = grow(pw.fbuf, 16*nn)
+		pw.flba = pw.flba[:0]
+		k := 0
+		for i := 0; i < n; i++ {
+			if valid(i) {
+				v := da.Value(off + i)
+				b := pw.fbuf[16*k : 16*k+16]
+				binary.BigEndian.PutUint64(b[0:8], uint64(v.HighBits()))
+				binary.BigEndian.PutUint64(b[8:16], v.LowBits())
+				pw.flba = append(pw.flba, b)
+				k++
+			}
+		}
+		_, err = w.WriteBatch(pw.flba, def, nil)
+	default:
+		return fmt.Errorf("unsupported parquet column writer %T", cw)
+	}
+	return err
+}
+
+// finish closes the file (footer, fsync) and returns its size, checksum
+// and footer metadata.
+func (pw *parquetWriter) finish() (size int64, checksum string, md *metadata.FileMetaData, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = nferr.Internalf("closing %s: parquet writer panicked: %v", pw.path, r)
+		}
+	}()
+	if pw.rg != nil {
+		if err := pw.rg.Close(); err != nil {
+			pw.f.Close()
+			return 0, "", nil, nferr.IOf("writing %s: %v", pw.path, err)
+		}
+		pw.rg = nil
+	}
+	if err := pw.w.Close(); err != nil {
+		pw.f.Close()
+		return 0, "", nil, nferr.IOf("writing %s: %v", pw.path, err)
+	}
+	md, err = pw.w.FileMetadata()
+	if err != nil {
+		pw.f.Close()
+		return 0, "", nil, nferr.Internalf("footer of %s: %v", pw.path, err)
+	}
+	if err := pw.f.Sync(); err != nil {
+		pw.f.Close()
+		return 0, "", nil, nferr.IOf("syncing %s: %w", pw.path, err)
+	}
+	if err := pw.f.Close(); err != nil {
+		return 0, "", nil, nferr.IOf("closing %s: %w", pw.path, err)
+	}
+	return pw.hw.n, formatChecksum(pw.hw.h.Sum64()), md, nil
+}
+
+// abort closes and removes a file that will not be committed.
+func (pw *parquetWriter) abort() {
+	if pw.f != nil {
+		pw.f.Close()
+	}
+	os.Remove(pw.path)
+}
+
+// ---------------------------------------------------------------------------
+// Footers -> catalog metadata.
+
+// readFooter opens path and parses its Parquet footer, containing panics of
+// the decoder.
+func readFooter(path string) (md *metadata.FileMetaData, size int64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, fileErr(path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, 0, nferr.IOf("stat %s: %w", path, err)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			md, err = nil, nferr.Dataf("%s is not a readable Parquet file (corrupt footer: %v)", path, r)
+		}
+	}()
+	rdr, err := file.NewParquetReader(f)
+	if err != nil {
+		return nil, 0, nferr.Dataf("%s is not a readable Parquet file: %v", path, err)
+	}
+	md = rdr.MetaData()
+	rdr.Close()
+	return md, st.Size(), nil
+}
+
+// schemaOfFooter derives the table schema of a Parquet file.
+func schemaOfFooter(path string, md *metadata.FileMetaData) (*arrow.Schema, error) {
+	sc := md.Schema
+	fs := make([]arrow.Field, 0, sc.NumColumns())
+	for i := 0; i < sc.NumColumns(); i++ {
+		c := sc.Column(i)
+		t, err := arrowTypeOfParquet(c)
+		if err != nil {
+			return nil, nferr.Dataf("%s: %v", path, err)
+		}
+		fs = append(fs, arrow.Field{Name: c.Name(), Type: t, Nullable: c.MaxDefinitionLevel() > 0})
+	}
+	if len(fs) == 0 {
+		return nil, nferr.Dataf("%s has no columns", path)
+	}
+	return arrow.NewSchema(fs, nil), nil
+}
+
+// fileFromFooter fills a File's row groups and statistics from a footer,
+// matching the file's columns to the table's by name and checking types.
+func fileFromFooter(path string, md *metadata.FileMetaData, cols []Column) (*File, error) {
+	sc := md.Schema
+	f := &File{Rows: md.NumRows, ColumnIndex: make([]int, len(cols))}
+	for i, c := range cols {
+		want, err := ParseType(c.Type)
+		if err != nil {
+			return nil, err
+		}
+		idx := -1
+		for j := 0; j < sc.NumColumns(); j++ {
+			if strings.EqualFold(sc.Column(j).Name(), c.Name) && sc.Column(j).MaxRepetitionLevel() == 0 {
+				idx = j
+				break
+			}
+		}
+		if idx < 0 {
+			return nil, nferr.Dataf("%s has no column %s", path, c.Name)
+		}
+		got, err := arrowTypeOfParquet(sc.Column(idx))
+		if err != nil {
+			return nil, nferr.Dataf("%s: %v", path, err)
+		}
+		if !arrow.TypeEqual(got, want) {
+			return nil, nferr.Dataf("%s: column %s has type %s, the table says %s", path, c.Name, got, c.Type)
+		}
+		if !c.Nullable && sc.Column(idx).MaxDefinitionLevel() > 0 {
+			// A nullable file column in a NOT NULL table column: accepted
+			// only if the statistics prove there are no nulls (checked
+			// below).
+		}
+		f.ColumnIndex[i] = idx
+	}
+	for r := 0; r < md.NumRowGroups(); r++ {
+		rgm := md.RowGroup(r)
+		rg := RowGroup{Rows: rgm.NumRows(), Bytes: rgm.TotalCompressedSize(), Columns: make([]ColumnStats, len(cols))}
+		if rg.Bytes == 0 {
+			rg.Bytes = rgm.TotalByteSize()
+		}
+		for i, c := range cols {
+			cc, err := rgm.ColumnChunk(f.ColumnIndex[i])
+			if err != nil {
+				return nil, nferr.Dataf("%s row group %d column %s: %v", path, r, c.Name, err)
+			}
+			st, err := statsOf(cc, c)
+			if err != nil {
+				return nil, nferr.Dataf("%s row group %d column %s: %v", path, r, c.Name, err)
+			}
+			if !c.Nullable && st.Nulls > 0 {
+				return nil, nferr.Dataf("%s row group %d: column %s holds %d nulls but is NOT NULL", path, r, c.Name, st.Nulls)
+			}
+			rg.Columns[i] = st
+		}
+		f.RowGroups = append(f.RowGroups, rg)
+	}
+	return f, nil
+}
+
+func statsOf(cc *metadata.ColumnChunkMetaData, c Column) (st ColumnStats, err error) {
+	st.Nulls = -1 // unknown until proven
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("corrupt statistics: %v", r)
+		}
+	}()
+	ok, err := cc.StatsSet()
+	if err != nil || !ok {
+		return st, nil
+	}
+	ts, err := cc.Statistics()
+	if err != nil || ts == nil {
+		return st, nil
+	}
+	if ts.HasNullCount() {
+		st.Nulls = ts.NullCount()
+	}
+	if ts.HasDistinctCount() {
+		st.Distinct = ts.DistinctCount()
+	}
+	if !ts.HasMinMax() {
+		return st, nil
+	}
+	t, err := ParseType(c.Type)
+	if err != nil {
+		return st, err
+	}
+	scale := decimalScale(t)
+	mk := func(v int64) *Value {
+		switch t.ID() {
+		case arrow.DATE32:
+			x := Date(int32(v))
+			return &x
+		case arrow.DECIMAL64:
+			x := Decimal(v, scale)
+			return &x
+		}
+		x := Int(v)
+		return &x
+	}
+	switch s := ts.(type) {
+	case *metadata.Int32Statistics:
+		st.Min, st.Max = mk(int64(s.Min())), mk(int64(s.Max()))
+	case *metadata.Int64Statistics:
+		st.Min, st.Max = mk(s.Min()), mk(s.Max())
+	case *metadata.Float64Statistics:
+		lo, hi := Float(s.Min()), Float(s.Max())
+		st.Min, st.Max = &lo, &hi
+	case *metadata.Float32Statistics:
+		lo, hi := Float(float64(s.Min())), Float(float64(s.Max()))
+		st.Min, st.Max = &lo, &hi
+	case *metadata.BooleanStatistics:
+		lo, hi := Bool(s.Min()), Bool(s.Max())
+		st.Min, st.Max = &lo, &hi
+	case *metadata.ByteArrayStatistics:
+		lo := string(s.Min())
+		if len(lo) > maxStatString {
+			lo = lo[:maxStatString]
+		}
+		l := Str(lo)
+		st.Min = &l
+		if hi := string(s.Max()); len(hi) <= maxStatString {
+			h := Str(hi)
+			st.Max = &h
+		}
+	case *metadata.FixedLenByteArrayStatistics:
+		lo, ok1 := beDecimal(s.Min())
+		hi, ok2 := beDecimal(s.Max())
+		if !ok1 || !ok2 {
+			return st, nil
+		}
+		if t.ID() == arrow.DECIMAL64 {
+			if !lo.IsInt64() || !hi.IsInt64() {
+				return st, nil
+			}
+			st.Min, st.Max = mk(lo.Int64()), mk(hi.Int64())
+		} else {
+			l := Value{Kind: KindDecimal128, Str: lo.String(), Scale: scale}
+			h := Value{Kind: KindDecimal128, Str: hi.String(), Scale: scale}
+			st.Min, st.Max = &l, &h
+		}
+	}
+	return st, nil
+}
+
+// beDecimal decodes a big-endian two's complement integer.
+func beDecimal(b []byte) (*big.Int, bool) {
+	if len(b) == 0 || len(b) > 16 {
+		return nil, false
+	}
+	v := new(big.Int).SetBytes(b)
+	if b[0]&0x80 != 0 {
+		v.Sub(v, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
+	}
+	return v, true
+}
+
+// beToDecimal128 decodes a big-endian FLBA decimal of up to 16 bytes.
+func beToDecimal128(b []byte) decimal128.Num {
+	var buf [16]byte
+	fill := byte(0)
+	if len(b) > 0 && b[0]&0x80 != 0 {
+		fill = 0xff
+	}
+	for i := 0; i < 16-len(b); i++ {
+		buf[i] = fill
+	}
+	copy(buf[16-len(b):], b)
+	return decimal128.New(int64(binary.BigEndian.Uint64(buf[:8])), binary.BigEndian.Uint64(buf[8:]))
+}
+
+// ---------------------------------------------------------------------------
+// Column decoding: Parquet column chunk -> vector.
+
+// colDecoder reads one column chunk of one row group into vectors. The
+// conversion from the Parquet physical type to the vector kind is chosen
+// once, when the decoder is built.
+type colDecoder struct {
+	name   string
+	kind   physKind
+	maxDef int16
+	r      file.ColumnChunkReader
+	i32r   *file.Int32ColumnChunkReader
+	i64r   *file.Int64ColumnChunkReader
+	f32r   *file.Float32ColumnChunkReader
+	f64r   *file.Float64ColumnChunkReader
+	br     *file.BooleanColumnChunkReader
+	bar    *file.ByteArrayColumnChunkReader
+	flr    *file.FixedLenByteArrayColumnChunkReader
+	def    []int16
+	s32    []int32
+	sf32   []float32
+	sba    []parquet.ByteArray
+	sfl    []parquet.FixedLenByteArray
+}
+
+func newColDecoder(r file.ColumnChunkReader, t arrow.DataType, name string) (*colDecoder, error) {
+	d := &colDecoder{name: name, kind: kindOf(t), maxDef: r.Descriptor().MaxDefinitionLevel(), r: r}
+	ok := false
+	switch rr := r.(type) {
+	case *file.Int32ColumnChunkReader:
+		d.i32r, ok = rr, d.kind == kInt32 || d.kind == kInt64
+	case *file.Int64ColumnChunkReader:
+		d.i64r, ok = rr, d.kind == kInt64
+	case *file.Float32ColumnChunkReader:
+		d.f32r, ok = rr, d.kind == kFloat64
+	case *file.Float64ColumnChunkReader:
+		d.f64r, ok = rr, d.kind == kFloat64
+	case *file.BooleanColumnChunkReader:
+		d.br, ok = rr, d.kind == kBool
+	case *file.ByteArrayColumnChunkReader:
+		d.bar, ok = rr, d.kind == kString
+	case *file.FixedLenByteArrayColumnChunkReader:
+		d.flr, ok = rr, d.kind == kInt64 || d.kind == kDec128
+	}
+	if !ok {
+		return nil, nferr.Dataf("column %s: Parquet type %s cannot be read as %s", name, r.Type(), t)
+	}
+	return d, nil
+}
+
+// read decodes the next n rows into v.
+func (d *colDecoder) read(v *vector, n int) error {
+	v.kind, v.n = d.kind, n
+	var def []int16
+	if d.maxDef > 0 {
+		d.def = grow(d.def, n)
+		def = d.def
+	}
+	var total int64
+	var nv int
+	var err error
+	switch {
+	case d.i32r != nil && d.kind == kInt32:
+		v.i32 = grow(v.i32, n)
+		total, nv, err = d.i32r.ReadBatch(int64(n), v.i32, def, nil)
+		if err == nil && nv < n {
+			spread(v.i32[:n], def[:total], nv)
+		}
+	case d.i32r != nil: // INT32 decimal widened to int64
+		d.s32 = grow(d.s32, n)
+		v.i64 = grow(v.i64, n)
+		total, nv, err = d.i32r.ReadBatch(int64(n), d.s32, def, nil)
+		for i := 0; i < nv; i++ {
+			v.i64[i] = int64(d.s32[i])
+		}
+		if err == nil && nv < n {
+			spread(v.i64[:n], def[:total], nv)
+		}
+	case d.i64r != nil:
+		v.i64 = grow(v.i64, n)
+		total, nv, err = d.i64r.ReadBatch(int64(n), v.i64, def, nil)
+		if err == nil && nv < n {
+			spread(v.i64[:n], def[:total], nv)
+		}
+	case d.f64r != nil:
+		v.f64 = grow(v.f64, n)
+		total, nv, err = d.f64r.ReadBatch(int64(n), v.f64, def, nil)
+		if err == nil && nv < n {
+			spread(v.f64[:n], def[:total], nv)
+		}
+	case d.f32r != nil:
+		d.sf32 = grow(d.sf32, n)
+		v.f64 = grow(v.f64, n)
+		total, nv, err = d.f32r.ReadBatch(int64(n), d.sf32, def, nil)
+		for i := 0; i < nv; i++ {
+			v.f64[i] = float64(d.sf32[i])
+		}
+		if err == nil && nv < n {
+			spread(v.f64[:n], def[:total], nv)
+		}
+	case d.br != nil:
+		v.b = grow(v.b, n)
+		total, nv, err = d.br.ReadBatch(int64(n), v.b, def, nil)
+		if err == nil && nv < n {
+			spread(v.b[:n], def[:total], nv)
+		}
+	case d.bar != nil:
+		d.sba = grow(d.sba, n)
+		total, nv, err = d.bar.ReadBatch(int64(n), d.sba, def, nil)
+		if err == nil {
+			d.fillStrings(v, n, def[:min(int(total), len(def))], nv)
+		}
+	case d.flr != nil:
+		d.sfl = grow(d.sfl, n)
+		total, nv, err = d.flr.ReadBatch(int64(n), d.sfl, def, nil)
+		if err == nil {
+			err = d.fillFLBA(v, n, def[:min(int(total), len(def))], nv)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if d.maxDef == 0 {
+		total = int64(nv)
+	}
+	if total != int64(n) {
+		return fmt.Errorf("column %s: expected %d values, the column chunk holds %d", d.name, n, total)
+	}
+	if nv < n {
+		v.valid = grow(v.valid, n)
+		for i, l := range def[:n] {
+			v.valid[i] = l == d.maxDef
+		}
+	} else {
+		v.valid = nil
+	}
+	return nil
+}
+
+// spread moves nv dense values to their row positions given definition
+// levels (back to front, in place); null slots keep the zero value.
+func spread[T any](vals []T, def []int16, nv int) {
+	var zero T
+	j := nv - 1
+	for i := len(def) - 1; i >= 0; i-- {
+		if def[i] > 0 {
+			vals[i] = vals[j]
+			j--
+		} else {
+			vals[i] = zero
+		}
+	}
+}
+
+func (d *colDecoder) fillStrings(v *vector, n int, def []int16, nv int) {
+	v.offs = grow(v.offs, n+1)
+	size := 0
+	for _, s := range d.sba[:nv] {
+		size += len(s)
+	}
+	if cap(v.data) < size {
+		v.data = make([]byte, 0, size+size/4)
+	}
+	v.data = v.data[:0]
+	v.offs[0] = 0
+	if nv == n {
+		for i, s := range d.sba[:n] {
+			v.data = append(v.data, s...)
+			v.offs[i+1] = int32(len(v.data))
+		}
+		return
+	}
+	j := 0
+	for i := 0; i < n; i++ {
+		if i < len(def) && def[i] > 0 {
+			v.data = append(v.data, d.sba[j]...)
+			j++
+		}
+		v.offs[i+1] = int32(len(v.data))
+	}
+}
+
+func (d *colDecoder) fillFLBA(v *vector, n int, def []int16, nv int) error {
+	if d.kind == kInt64 {
+		v.i64 = grow(v.i64, n)
+	} else {
+		v.d128 = grow(v.d128, n)
+	}
+	j := 0
+	for i := 0; i < n; i++ {
+		present := nv == n || (i < len(def) && def[i] > 0)
+		if !present {
+			if d.kind == kInt64 {
+				v.i64[i] = 0
+			} else {
+				v.d128[i] = decimal128.Num{}
+			}
+			continue
+		}
+		b := d.sfl[j]
+		j++
+		num := beToDecimal128(b)
+		if d.kind == kInt64 {
+			if num.HighBits() != int64(num.LowBits())>>63 {
+				return fmt.Errorf("column %s: decimal value does not fit 64 bits", d.name)
+			}
+			v.i64[i] = int64(num.LowBits())
+		} else {
+			v.d128[i] = num
+		}
+	}
+	return nil
+}
+
+// skip discards the next n rows.
+func (d *colDecoder) skip(n int) error {
+	var err error
+	switch {
+	case d.i32r != nil:
+		_, err = d.i32r.Skip(int64(n))
+	case d.i64r != nil:
+		_, err = d.i64r.Skip(int64(n))
+	case d.f64r != nil:
+		_, err = d.f64r.Skip(int64(n))
+	case d.f32r != nil:
+		_, err = d.f32r.Skip(int64(n))
+	case d.br != nil:
+		_, err = d.br.Skip(int64(n))
+	case d.bar != nil:
+		_, err = d.bar.Skip(int64(n))
+	case d.flr != nil:
+		_, err = d.flr.Skip(int64(n))
+	}
+	return err
+}
+
+var _ = bitutil.BitIsSet

@@ -1,0 +1,680 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// ScanSpec says what a scan reads. It is plain data: it serializes to JSON
+// (Marshal/UnmarshalScanSpec) and travels in Flight tickets to storage
+// nodes.
+type ScanSpec struct {
+	// Table is "name" or "schema.name".
+	Table string `json:"table"`
+	// Files, when non-empty, restricts the scan to these files (paths as
+	// in File.Path) and, per file, to some row groups, so that a planner
+	// can split one table between pipelines or nodes.
+	Files []FileRange `json:"files,omitempty"`
+	// Columns is the projection, in output order. Empty means no columns:
+	// batches then carry only a row count (count(*)).
+	Columns []string `json:"columns"`
+	// Filter is applied at the data; rows pass when it is TRUE. Nil: all.
+	Filter *Predicate `json:"filter,omitempty"`
+	// BatchSize bounds the rows of each produced record (default 8192).
+	BatchSize int `json:"batch_size,omitempty"`
+}
+
+// FileRange selects one file and optionally some of its row groups (nil:
+// all row groups).
+type FileRange struct {
+	Path      string `json:"path"`
+	RowGroups []int  `json:"rowgroups,omitempty"`
+}
+
+// AllColumns returns the spec with every column of t projected.
+func (s ScanSpec) AllColumns(t *Table) ScanSpec {
+	s.Columns = make([]string, len(t.Columns))
+	for i, c := range t.Columns {
+		s.Columns[i] = c.Name
+	}
+	return s
+}
+
+// ticketMagic prefixes encoded scan specs so that a storage node rejects
+// other tickets with a clear error.
+const ticketMagic = "nfscan1:"
+
+// maxSpecBytes bounds a decoded ticket (IN lists of a few thousand values
+// fit easily).
+const maxSpecBytes = 4 << 20
+
+// MarshalScanSpec encodes a spec (a Flight ticket).
+func MarshalScanSpec(s ScanSpec) ([]byte, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, nferr.Internalf("encoding scan spec: %v", err)
+	}
+	return append([]byte(ticketMagic), b...), nil
+}
+
+// UnmarshalScanSpec decodes a spec from untrusted bytes; errors are
+// KindData and never panics.
+func UnmarshalScanSpec(b []byte) (ScanSpec, error) {
+	var s ScanSpec
+	if len(b) > maxSpecBytes {
+		return s, nferr.Dataf("scan ticket of %d bytes exceeds the limit of %d", len(b), maxSpecBytes)
+	}
+	if !strings.HasPrefix(string(b), ticketMagic) {
+		return s, nferr.Dataf("not a nicflow scan ticket (missing %q prefix)", ticketMagic)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b[len(ticketMagic):])))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return ScanSpec{}, nferr.Dataf("malformed scan ticket: %v", err)
+	}
+	if s.Table == "" {
+		return ScanSpec{}, nferr.Dataf("malformed scan ticket: no table")
+	}
+	if s.Filter != nil {
+		if err := s.Filter.check(0); err != nil {
+			return ScanSpec{}, err
+		}
+	}
+	if s.BatchSize < 0 || s.BatchSize > 1<<20 {
+		return ScanSpec{}, nferr.Dataf("malformed scan ticket: batch size %d out of range", s.BatchSize)
+	}
+	for _, f := range s.Files {
+		for _, rg := range f.RowGroups {
+			if rg < 0 {
+				return ScanSpec{}, nferr.Dataf("malformed scan ticket: negative row group %d", rg)
+			}
+		}
+	}
+	return s, nil
+}
+
+// ScanOptions are the local execution knobs of a scan (not part of the
+// spec: each node picks its own).
+type ScanOptions struct {
+	// Alloc allocates the records the scan returns (default: Go allocator).
+	Alloc memory.Allocator
+	// Parallelism is the number of goroutines decoding row groups (default
+	// 1: the caller's goroutine does all the work; planners that run one
+	// scan per core keep it at 1).
+	Parallelism int
+}
+
+// ScanStats count what a scan did. BytesRead counts the compressed bytes
+// of the column chunks read.
+type ScanStats struct {
+	RowGroupsTotal  int64 `json:"row_groups_total"`
+	RowGroupsPruned int64 `json:"row_groups_pruned"`
+	RowsRead        int64 `json:"rows_read"`
+	RowsReturned    int64 `json:"rows_returned"`
+	BytesRead       int64 `json:"bytes_read"`
+}
+
+func (s *ScanStats) add(o *ScanStats) {
+	atomic.AddInt64(&s.RowGroupsTotal, o.RowGroupsTotal)
+	atomic.AddInt64(&s.RowGroupsPruned, o.RowGroupsPruned)
+	atomic.AddInt64(&s.RowsRead, o.RowsRead)
+	atomic.AddInt64(&s.RowsReturned, o.RowsReturned)
+	atomic.AddInt64(&s.BytesRead, o.BytesRead)
+}
+
+func (s *ScanStats) load() ScanStats {
+	return ScanStats{
+		RowGroupsTotal:  atomic.LoadInt64(&s.RowGroupsTotal),
+		RowGroupsPruned: atomic.LoadInt64(&s.RowGroupsPruned),
+		RowsRead:        atomic.LoadInt64(&s.RowsRead),
+		RowsReturned:    atomic.LoadInt64(&s.RowsReturned),
+		BytesRead:       atomic.LoadInt64(&s.BytesRead),
+	}
+}
+
+// RecordIterator is a stream of records: local scans, remote scans and
+// loads all produce one.
+type RecordIterator interface {
+	// Schema of every record.
+	Schema() *arrow.Schema
+	// Next returns the next record, or (nil, nil) at the end. The caller
+	// owns the record and must Release it.
+	Next(ctx context.Context) (arrow.RecordBatch, error)
+	// Stats so far.
+	Stats() ScanStats
+	// Close stops the scan and releases everything. Idempotent.
+	Close() error
+}
+
+// task is one row group to read.
+type task struct {
+	file *File
+	rg   int
+}
+
+// Scanner reads a table with projection, row-group pruning and a pushed
+// down filter. Construction plans the scan (prunes with catalog statistics,
+// without opening files); Next does the I/O.
+type Scanner struct {
+	db      *DB
+	table   *Table
+	spec    ScanSpec
+	opts    ScanOptions
+	out     *arrow.Schema
+	outCols []int    // vector index of each output column
+	need    []int    // table column of each vector
+	needT   []arrow.DataType
+	nFilter int      // vectors [0, nFilter) are filter columns
+	filter  *cnode
+	tasks   []task
+	batch   int
+	stats   ScanStats
+
+	// sequential mode
+	w       *worker
+	next    int
+	pending []arrow.RecordBatch
+
+	// parallel mode
+	started bool
+	cancel  context.CancelFunc
+	ch      chan arrow.RecordBatch
+	errc    chan error
+	wg      sync.WaitGroup
+	taskIdx atomic.Int64
+	err     error
+	closed  bool
+}
+
+// NewScanner plans a scan of spec over db's catalog.
+func (db *DB) NewScanner(spec ScanSpec, opts ScanOptions) (*Scanner, error) {
+	t, err := db.Table(spec.Table)
+	if err != nil {
+		return nil, err
+	}
+	return db.newScanner(t, spec, opts)
+}
+
+func (db *DB) newScanner(t *Table, spec ScanSpec, opts ScanOptions) (*Scanner, error) {
+	if opts.Alloc == nil {
+		opts.Alloc = memory.DefaultAllocator
+	}
+	if opts.Parallelism <= 0 {
+		opts.Parallelism = 1
+	}
+	if opts.Parallelism > 4*runtime.GOMAXPROCS(0) {
+		opts.Parallelism = 4 * runtime.GOMAXPROCS(0)
+	}
+	sch, err := ArrowSchema(t.Columns)
+	if err != nil {
+		return nil, err
+	}
+	s := &Scanner{db: db, table: t, spec: spec, opts: opts, batch: spec.BatchSize}
+	if s.batch <= 0 {
+		s.batch = 8192 // exec.DefaultBatchSize (storage does not import exec)
+	}
+	vecOf := map[int]int{}
+	addNeed := func(tc int) int {
+		if v, ok := vecOf[tc]; ok {
+			return v
+		}
+		vecOf[tc] = len(s.need)
+		s.need = append(s.need, tc)
+		s.needT = append(s.needT, sch.Field(tc).Type)
+		return len(s.need) - 1
+	}
+	// Filter columns first: they are decoded before the others.
+	if spec.Filter != nil {
+		for _, c := range spec.Filter.Columns() {
+			tc := t.ColumnIndex(c)
+			if tc < 0 {
+				return nil, nferr.Queryf("scan of %s: filter %s: unknown column %q", t.QualifiedName(), spec.Filter, c)
+			}
+			addNeed(tc)
+		}
+		s.nFilter = len(s.need)
+		s.filter, err = compilePredicate(spec.Filter, sch, func(name string) (int, bool) {
+			v, ok := vecOf[t.ColumnIndex(name)]
+			return v, ok
+		}, 0)
+		if err != nil {
+			return nil, nferr.Wrap(nferr.KindQuery, err, "scan of %s", t.QualifiedName())
+		}
+	}
+	fields := make([]arrow.Field, 0, len(spec.Columns))
+	for _, c := range spec.Columns {
+		tc := t.ColumnIndex(c)
+		if tc < 0 {
+			return nil, nferr.Queryf("scan of %s: unknown column %q", t.QualifiedName(), c)
+		}
+		s.outCols = append(s.outCols, addNeed(tc))
+		fields = append(fields, sch.Field(tc))
+	}
+	s.out = arrow.NewSchema(fields, nil)
+
+	// Plan: select files and row groups, prune with statistics.
+	var want map[string]map[int]bool
+	if len(spec.Files) > 0 {
+		want = map[string]map[int]bool{}
+		known := map[string]bool{}
+		for _, f := range t.Files {
+			known[f.Path] = true
+		}
+		for _, fr := range spec.Files {
+			if !known[fr.Path] {
+				return nil, nferr.Queryf("scan of %s: file %s is not part of the table", t.QualifiedName(), fr.Path)
+			}
+			m := want[fr.Path]
+			if m == nil {
+				m = map[int]bool{}
+				want[fr.Path] = m
+			}
+			if fr.RowGroups == nil {
+				m[-1] = true
+			}
+			for _, rg := range fr.RowGroups {
+				m[rg] = true
+			}
+		}
+	}
+	for _, f := range t.Files {
+		var m map[int]bool
+		if want != nil {
+			if m = want[f.Path]; m == nil {
+				continue
+			}
+		}
+		for rg := range f.RowGroups {
+			if m != nil && !m[-1] && !m[rg] {
+				continue
+			}
+			s.stats.RowGroupsTotal++
+			r := &f.RowGroups[rg]
+			if r.Rows == 0 {
+				s.stats.RowGroupsPruned++
+				continue
+			}
+			if s.filter != nil && !s.filter.mayMatch(func(tc int) *ColumnStats { return &r.Columns[tc] }, r.Rows) {
+				s.stats.RowGroupsPruned++
+				continue
+			}
+			s.tasks = append(s.tasks, task{file: f, rg: rg})
+		}
+	}
+	if want != nil {
+		for _, fr := range spec.Files {
+			for _, rg := range fr.RowGroups {
+				for _, f := range t.Files {
+					if f.Path == fr.Path && rg >= len(f.RowGroups) {
+						return nil, nferr.Queryf("scan of %s: file %s has no row group %d", t.QualifiedName(), fr.Path, rg)
+					}
+				}
+			}
+		}
+	}
+	return s, nil
+}
+
+// Schema is the schema of the records Next returns.
+func (s *Scanner) Schema() *arrow.Schema { return s.out }
+
+// Table is the table snapshot the scan reads.
+func (s *Scanner) Table() *Table { return s.table }
+
+// Stats returns the counters so far.
+func (s *Scanner) Stats() ScanStats { return s.stats.load() }
+
+// Tasks is the number of row groups left to read after pruning.
+func (s *Scanner) Tasks() int { return len(s.tasks) }
+
+// Next returns the next record (owned by the caller), or nil at the end.
+func (s *Scanner) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	if s.closed {
+		return nil, nferr.Internalf("scan of %s: Next after Close", s.table.QualifiedName())
+	}
+	if s.opts.Parallelism <= 1 || len(s.tasks) <= 1 {
+		return s.nextSequential(ctx)
+	}
+	if !s.started {
+		s.start(ctx)
+	}
+	select {
+	case rec, ok := <-s.ch:
+		if ok {
+			return rec, nil
+		}
+		select {
+		case err := <-s.errc:
+			s.err = err
+			return nil, err
+		default:
+		}
+		return nil, nil
+	case <-ctx.Done():
+		s.err = nferr.With(nferr.KindCanceled, ctx.Err())
+		return nil, s.err
+	}
+}
+
+func (s *Scanner) nextSequential(ctx context.Context) (arrow.RecordBatch, error) {
+	if s.w == nil {
+		s.w = newWorker(s)
+	}
+	for len(s.pending) == 0 {
+		if err := ctx.Err(); err != nil {
+			s.err = nferr.With(nferr.KindCanceled, err)
+			return nil, s.err
+		}
+		if s.next >= len(s.tasks) {
+			s.w.closeFile()
+			return nil, nil
+		}
+		t := s.tasks[s.next]
+		s.next++
+		err := s.w.run(ctx, t, func(r arrow.RecordBatch) bool {
+			s.pending = append(s.pending, r)
+			return true
+		})
+		if err != nil {
+			s.err = err
+			return nil, err
+		}
+	}
+	r := s.pending[0]
+	s.pending = s.pending[1:]
+	return r, nil
+}
+
+func (s *Scanner) start(ctx context.Context) {
+	s.started = true
+	ctx, s.cancel = context.WithCancel(ctx)
+	p := min(s.opts.Parallelism, len(s.tasks))
+	// NB: 2 records per worker in flight keep decoders busy while the
+	// consumer works, and bound memory to about 3*p batches.
+	s.ch = make(chan arrow.RecordBatch, 2*p)
+	s.errc = make(chan error, p)
+	s.wg.Add(p)
+	for i := 0; i < p; i++ {
+		go func() {
+			defer s.wg.Done()
+			w := newWorker(s)
+			defer w.closeFile()
+			for {
+				i := int(s.taskIdx.Add(1) - 1)
+				if i >= len(s.tasks) || ctx.Err() != nil {
+					return
+				}
+				err := w.run(ctx, s.tasks[i], func(r arrow.RecordBatch) bool {
+					select {
+					case s.ch <- r:
+						return true
+					case <-ctx.Done():
+						r.Release()
+						return false
+					}
+				})
+				if err != nil {
+					s.errc <- err
+					s.cancel()
+					return
+				}
+			}
+		}()
+	}
+	go func() {
+		s.wg.Wait()
+		close(s.ch)
+	}()
+}
+
+// Close stops the workers, waits for them and releases pending records.
+// Idempotent.
+func (s *Scanner) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.started {
+		s.cancel()
+		for r := range s.ch {
+			r.Release()
+		}
+		s.wg.Wait()
+	}
+	for _, r := range s.pending {
+		r.Release()
+	}
+	s.pending = nil
+	if s.w != nil {
+		s.w.closeFile()
+	}
+	return nil
+}
+
+// worker decodes row groups; each goroutine has its own (buffers are
+// reused across chunks and row groups).
+type worker struct {
+	s       *Scanner
+	vecs    []*vector
+	decs    []*colDecoder
+	have    []bool
+	sel     []int32
+	scratch filterScratch
+	props   *parquet.ReaderProperties
+
+	curPath string
+	osf     *os.File
+	rdr     *file.Reader
+}
+
+func newWorker(s *Scanner) *worker {
+	w := &worker{s: s, vecs: make([]*vector, len(s.need)), decs: make([]*colDecoder, len(s.need)), have: make([]bool, len(s.need))}
+	for i := range w.vecs {
+		w.vecs[i] = &vector{}
+	}
+	w.props = parquet.NewReaderProperties(memory.DefaultAllocator)
+	return w
+}
+
+func (w *worker) closeFile() {
+	if w.rdr != nil {
+		w.rdr.Close() // closes osf too
+		w.rdr = nil
+	} else if w.osf != nil {
+		w.osf.Close()
+	}
+	w.osf = nil
+	w.curPath = ""
+}
+
+func (w *worker) open(f *File) error {
+	p := w.s.db.Path(f)
+	if w.curPath == p && w.rdr != nil {
+		return nil
+	}
+	w.closeFile()
+	md, err := w.s.db.footer(f)
+	if err != nil {
+		return err
+	}
+	osf, err := os.Open(p)
+	if err != nil {
+		return fileErr(p, err)
+	}
+	rdr, err := file.NewParquetReader(osf, file.WithMetadata(md), file.WithReadProps(w.props))
+	if err != nil {
+		osf.Close()
+		return nferr.Dataf("data file %s: %v", p, err)
+	}
+	w.osf, w.rdr, w.curPath = osf, rdr, p
+	return nil
+}
+
+// run reads one row group and emits its records; emit returns false when
+// the scan is being stopped.
+func (w *worker) run(ctx context.Context, t task, emit func(arrow.RecordBatch) bool) (err error) {
+	s := w.s
+	path := s.db.Path(t.file)
+	var local ScanStats
+	defer func() {
+		if r := recover(); r != nil {
+			err = nferr.Dataf("data file %s row group %d is corrupt (the Parquet decoder failed: %v)", path, t.rg, r)
+			w.closeFile()
+		}
+		s.stats.add(&local)
+	}()
+	rgm := &t.file.RowGroups[t.rg]
+	rows := int(rgm.Rows)
+	if len(s.need) == 0 {
+		// count(*): no column is read.
+		for off := 0; off < rows; off += s.batch {
+			n := min(s.batch, rows-off)
+			local.RowsRead += int64(n)
+			local.RowsReturned += int64(n)
+			if !emit(array.NewRecordBatch(s.out, nil, int64(n))) {
+				return nil
+			}
+		}
+		return nil
+	}
+	if err := w.open(t.file); err != nil {
+		return err
+	}
+	rgr := w.rdr.RowGroup(t.rg)
+	if rgr.NumRows() != rgm.Rows {
+		return nferr.Dataf("data file %s row group %d has %d rows, the catalog recorded %d", path, t.rg, rgr.NumRows(), rgm.Rows)
+	}
+	for i, tc := range s.need {
+		pc := t.file.ColumnIndex[tc]
+		cr, err := rgr.Column(pc)
+		if err != nil {
+			return nferr.Dataf("data file %s row group %d column %s: %v", path, t.rg, s.table.Columns[tc].Name, err)
+		}
+		d, err := newColDecoder(cr, s.needT[i], s.table.Columns[tc].Name)
+		if err != nil {
+			return nferr.Wrap(nferr.KindData, err, "data file %s", path)
+		}
+		w.decs[i] = d
+		if cc, err := rgr.MetaData().ColumnChunk(pc); err == nil {
+			local.BytesRead += cc.TotalCompressedSize()
+		}
+	}
+	decode := func(i, n int) error {
+		if w.have[i] {
+			return nil
+		}
+		w.have[i] = true
+		if err := w.decs[i].read(w.vecs[i], n); err != nil {
+			return nferr.Dataf("data file %s row group %d column %s: %v", path, t.rg, w.decs[i].name, err)
+		}
+		return nil
+	}
+	for off := 0; off < rows; off += s.batch {
+		if err := ctx.Err(); err != nil {
+			return nferr.With(nferr.KindCanceled, err)
+		}
+		n := min(s.batch, rows-off)
+		local.RowsRead += int64(n)
+		for i := range w.have {
+			w.have[i] = false
+		}
+		var sel []int32 // nil: all rows
+		if s.filter != nil {
+			w.sel = grow(w.sel, n)
+			if sel, err = w.evalFilter(s.filter, n, decode); err != nil {
+				return err
+			}
+			if len(sel) == n {
+				sel = nil
+			}
+		}
+		if sel != nil && len(sel) == 0 {
+			for i := range s.need {
+				if !w.have[i] {
+					if err := w.decs[i].skip(n); err != nil {
+						return nferr.Dataf("data file %s row group %d column %s: %v", path, t.rg, w.decs[i].name, err)
+					}
+				}
+			}
+			continue
+		}
+		for i := range s.need {
+			if err := decode(i, n); err != nil {
+				return err
+			}
+		}
+		cols := make([]arrow.Array, len(s.outCols))
+		for k, vi := range s.outCols {
+			cols[k] = materialize(s.opts.Alloc, s.out.Field(k).Type, w.vecs[vi], sel, n)
+		}
+		m := n
+		if sel != nil {
+			m = len(sel)
+		}
+		local.RowsReturned += int64(m)
+		rec := array.NewRecordBatch(s.out, cols, int64(m))
+		for _, c := range cols {
+			c.Release()
+		}
+		if !emit(rec) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// evalFilter evaluates the filter over a chunk, decoding filter columns
+// lazily: the conjuncts of a top-level AND run in order, and a column is
+// decoded only when a conjunct needs it and rows survive.
+func (w *worker) evalFilter(f *cnode, n int, decode func(i, n int) error) ([]int32, error) {
+	conj := []*cnode{f}
+	if f.op == OpAnd {
+		conj = f.args
+	}
+	var sel []int32
+	for _, c := range conj {
+		if err := w.decodeFor(c, n, decode); err != nil {
+			return nil, err
+		}
+		sel = c.filter(w.vecs, sel, n, w.sel[:n], &w.scratch)
+		if len(sel) == 0 {
+			return sel, nil
+		}
+	}
+	return sel, nil
+}
+
+func (w *worker) decodeFor(c *cnode, n int, decode func(i, n int) error) error {
+	if c.op == OpAnd || c.op == OpOr {
+		for _, a := range c.args {
+			if err := w.decodeFor(a, n, decode); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return decode(c.col, n)
+}
+
+// String describes the scan (for EXPLAIN and logs).
+func (s *Scanner) String() string {
+	st := s.stats.load()
+	return fmt.Sprintf("scan %s columns=%v filter=%s row_groups=%d/%d", s.table.QualifiedName(), s.spec.Columns, s.spec.Filter, len(s.tasks), st.RowGroupsTotal)
+}

@@ -1,0 +1,260 @@
+package storage
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// Column is one column of a table as the catalog records it.
+type Column struct {
+	Name string `json:"name"`
+	// Type is the type's SQL-ish name: int32, int64, float64, bool, utf8,
+	// date32, decimal(P,S). ParseType/TypeName convert to and from Arrow.
+	Type     string `json:"type"`
+	Nullable bool   `json:"nullable,omitempty"`
+}
+
+// physKind is how a column's values live in the scanner's typed buffers.
+type physKind uint8
+
+const (
+	kInt32 physKind = iota // int32, date32
+	kInt64                 // int64, decimal64 (unscaled)
+	kFloat64
+	kBool
+	kString
+	kDec128
+)
+
+// TypeName is the catalog name of an Arrow type; it fails for types nicflow
+// does not store.
+func TypeName(t arrow.DataType) (string, error) {
+	switch t := t.(type) {
+	case *arrow.Int32Type:
+		return "int32", nil
+	case *arrow.Int64Type:
+		return "int64", nil
+	case *arrow.Float64Type:
+		return "float64", nil
+	case *arrow.BooleanType:
+		return "bool", nil
+	case *arrow.StringType:
+		return "utf8", nil
+	case *arrow.Date32Type:
+		return "date32", nil
+	case *arrow.Decimal64Type:
+		return fmt.Sprintf("decimal(%d,%d)", t.Precision, t.Scale), nil
+	case *arrow.Decimal128Type:
+		if t.Precision <= 18 {
+			// INVARIANT: decimal(p<=18) is always decimal64 (decisions D4).
+			return "", nferr.Queryf("type %s: decimal with precision <= 18 must be decimal64 (decisions D4)", t)
+		}
+		return fmt.Sprintf("decimal(%d,%d)", t.Precision, t.Scale), nil
+	}
+	return "", nferr.Queryf("type %s is not supported by nicflow storage (want int32, int64, float64, bool, utf8, date32 or decimal)", t)
+}
+
+// ParseType turns a catalog type name into its Arrow type:
+// int32, int64, float64, bool, utf8, date32, decimal(P,S) (P<=18 is
+// decimal64, 19..38 decimal128). A few SQL spellings are accepted too
+// (integer, bigint, double, boolean, varchar, text, date).
+func ParseType(s string) (arrow.DataType, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	switch t {
+	case "int32", "int", "integer":
+		return arrow.PrimitiveTypes.Int32, nil
+	case "int64", "bigint":
+		return arrow.PrimitiveTypes.Int64, nil
+	case "float64", "double", "float8", "double precision":
+		return arrow.PrimitiveTypes.Float64, nil
+	case "bool", "boolean":
+		return arrow.FixedWidthTypes.Boolean, nil
+	case "utf8", "string", "text", "varchar":
+		return arrow.BinaryTypes.String, nil
+	case "date32", "date":
+		return arrow.FixedWidthTypes.Date32, nil
+	}
+	if strings.HasPrefix(t, "varchar(") || strings.HasPrefix(t, "char(") {
+		return arrow.BinaryTypes.String, nil
+	}
+	if rest, ok := strings.CutPrefix(t, "decimal("); ok && strings.HasSuffix(rest, ")") {
+		ps := strings.Split(strings.TrimSuffix(rest, ")"), ",")
+		if len(ps) == 2 {
+			p, err1 := strconv.Atoi(strings.TrimSpace(ps[0]))
+			sc, err2 := strconv.Atoi(strings.TrimSpace(ps[1]))
+			if err1 == nil && err2 == nil && p >= 1 && p <= 38 && sc >= 0 && sc <= p {
+				if p <= 18 {
+					return &arrow.Decimal64Type{Precision: int32(p), Scale: int32(sc)}, nil
+				}
+				return &arrow.Decimal128Type{Precision: int32(p), Scale: int32(sc)}, nil
+			}
+		}
+	}
+	return nil, nferr.Queryf("unknown column type %q (want int32, int64, float64, bool, utf8, date32 or decimal(P,S) with 1<=P<=38, 0<=S<=P)", s)
+}
+
+// SchemaColumns converts an Arrow schema to catalog columns.
+func SchemaColumns(s *arrow.Schema) ([]Column, error) {
+	if s == nil || s.NumFields() == 0 {
+		return nil, nferr.Queryf("a table needs at least one column")
+	}
+	cols := make([]Column, s.NumFields())
+	seen := map[string]bool{}
+	for i, f := range s.Fields() {
+		if f.Name == "" {
+			return nil, nferr.Queryf("column %d has an empty name", i+1)
+		}
+		ln := strings.ToLower(f.Name)
+		if seen[ln] {
+			return nil, nferr.Queryf("duplicate column name %q", f.Name)
+		}
+		seen[ln] = true
+		tn, err := TypeName(f.Type)
+		if err != nil {
+			return nil, nferr.Wrap(nferr.KindQuery, err, "column %s", f.Name)
+		}
+		cols[i] = Column{Name: f.Name, Type: tn, Nullable: f.Nullable}
+	}
+	return cols, nil
+}
+
+// ArrowSchema converts catalog columns to an Arrow schema.
+func ArrowSchema(cols []Column) (*arrow.Schema, error) {
+	fs := make([]arrow.Field, len(cols))
+	for i, c := range cols {
+		t, err := ParseType(c.Type)
+		if err != nil {
+			return nil, nferr.Wrap(nferr.KindData, err, "column %s", c.Name)
+		}
+		fs[i] = arrow.Field{Name: c.Name, Type: t, Nullable: c.Nullable}
+	}
+	return arrow.NewSchema(fs, nil), nil
+}
+
+func kindOf(t arrow.DataType) physKind {
+	switch t.ID() {
+	case arrow.INT32, arrow.DATE32:
+		return kInt32
+	case arrow.INT64, arrow.DECIMAL64:
+		return kInt64
+	case arrow.FLOAT64:
+		return kFloat64
+	case arrow.BOOL:
+		return kBool
+	case arrow.STRING:
+		return kString
+	default:
+		return kDec128
+	}
+}
+
+func decimalScale(t arrow.DataType) int32 {
+	switch t := t.(type) {
+	case *arrow.Decimal64Type:
+		return t.Scale
+	case *arrow.Decimal128Type:
+		return t.Scale
+	}
+	return 0
+}
+
+// parquetNode is the Parquet leaf nicflow writes for an Arrow field
+// (decisions D4: decimal(p<=18) is INT64-backed DECIMAL).
+func parquetNode(f arrow.Field) (schema.Node, error) {
+	rep := parquet.Repetitions.Required
+	if f.Nullable {
+		rep = parquet.Repetitions.Optional
+	}
+	switch t := f.Type.(type) {
+	case *arrow.Int32Type:
+		return schema.NewPrimitiveNodeLogical(f.Name, rep, schema.NewIntLogicalType(32, true), parquet.Types.Int32, 0, -1)
+	case *arrow.Int64Type:
+		return schema.NewPrimitiveNodeLogical(f.Name, rep, schema.NewIntLogicalType(64, true), parquet.Types.Int64, 0, -1)
+	case *arrow.Float64Type:
+		return schema.NewPrimitiveNode(f.Name, rep, parquet.Types.Double, -1, -1)
+	case *arrow.BooleanType:
+		return schema.NewPrimitiveNode(f.Name, rep, parquet.Types.Boolean, -1, -1)
+	case *arrow.StringType:
+		return schema.NewPrimitiveNodeLogical(f.Name, rep, schema.StringLogicalType{}, parquet.Types.ByteArray, 0, -1)
+	case *arrow.Date32Type:
+		return schema.NewPrimitiveNodeLogical(f.Name, rep, schema.DateLogicalType{}, parquet.Types.Int32, 0, -1)
+	case *arrow.Decimal64Type:
+		return schema.NewPrimitiveNodeLogical(f.Name, rep, schema.NewDecimalLogicalType(t.Precision, t.Scale), parquet.Types.Int64, 0, -1)
+	case *arrow.Decimal128Type:
+		return schema.NewPrimitiveNodeLogical(f.Name, rep, schema.NewDecimalLogicalType(t.Precision, t.Scale), parquet.Types.FixedLenByteArray, 16, -1)
+	}
+	return nil, nferr.Queryf("column %s: type %s cannot be stored", f.Name, f.Type)
+}
+
+// arrowTypeOfParquet maps a Parquet leaf column to nicflow's Arrow type, or
+// explains why it cannot be read.
+func arrowTypeOfParquet(c *schema.Column) (arrow.DataType, error) {
+	if c.MaxRepetitionLevel() > 0 || c.MaxDefinitionLevel() > 1 {
+		return nil, fmt.Errorf("column %s is nested or repeated, which nicflow does not read", c.Path())
+	}
+	lt := c.LogicalType()
+	if dec, ok := lt.(schema.DecimalLogicalType); ok {
+		p, s := dec.Precision(), dec.Scale()
+		switch c.PhysicalType() {
+		case parquet.Types.Int32, parquet.Types.Int64:
+			if p > 18 {
+				p = 18
+			}
+			return &arrow.Decimal64Type{Precision: p, Scale: s}, nil
+		case parquet.Types.FixedLenByteArray, parquet.Types.ByteArray:
+			if c.PhysicalType() == parquet.Types.ByteArray {
+				return nil, fmt.Errorf("column %s: BYTE_ARRAY decimals are not supported", c.Path())
+			}
+			if c.TypeLength() > 16 {
+				return nil, fmt.Errorf("column %s: decimal wider than 16 bytes", c.Path())
+			}
+			if p <= 18 {
+				return &arrow.Decimal64Type{Precision: p, Scale: s}, nil
+			}
+			return &arrow.Decimal128Type{Precision: p, Scale: s}, nil
+		}
+	}
+	switch c.PhysicalType() {
+	case parquet.Types.Boolean:
+		return arrow.FixedWidthTypes.Boolean, nil
+	case parquet.Types.Int32:
+		switch l := lt.(type) {
+		case schema.DateLogicalType:
+			return arrow.FixedWidthTypes.Date32, nil
+		case schema.IntLogicalType:
+			if !l.IsSigned() {
+				return arrow.PrimitiveTypes.Int64, nil
+			}
+		case schema.NoLogicalType, schema.NullLogicalType:
+		default:
+			if lt != nil && !lt.IsNone() {
+				return nil, fmt.Errorf("column %s: INT32 with logical type %s is not supported", c.Path(), lt)
+			}
+		}
+		return arrow.PrimitiveTypes.Int32, nil
+	case parquet.Types.Int64:
+		switch l := lt.(type) {
+		case schema.IntLogicalType:
+			if !l.IsSigned() {
+				return nil, fmt.Errorf("column %s: unsigned 64-bit integers are not supported", c.Path())
+			}
+		default:
+			if lt != nil && !lt.IsNone() {
+				return nil, fmt.Errorf("column %s: INT64 with logical type %s is not supported", c.Path(), lt)
+			}
+		}
+		return arrow.PrimitiveTypes.Int64, nil
+	case parquet.Types.Float, parquet.Types.Double:
+		return arrow.PrimitiveTypes.Float64, nil
+	case parquet.Types.ByteArray:
+		return arrow.BinaryTypes.String, nil
+	}
+	return nil, fmt.Errorf("column %s: Parquet type %s is not supported", c.Path(), c.PhysicalType())
+}

@@ -1,0 +1,306 @@
+package storage
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// AppendOptions configure an Appender.
+type AppendOptions struct {
+	// Create makes the appender create the table (CREATE TABLE AS SELECT)
+	// with Schema; the creation commits together with the data.
+	Create bool
+	Schema *arrow.Schema
+	// CreateOptions qualify Create (IF NOT EXISTS is an error here: a CTAS
+	// into an existing table must say OR REPLACE).
+	CreateOptions CreateOptions
+	// Replace drops the table's existing rows in the same commit
+	// (INSERT OVERWRITE, TRUNCATE + load).
+	Replace bool
+}
+
+// Appender writes Arrow records into new Parquet files of a table and makes
+// them visible atomically in Commit (INSERT INTO ... SELECT, CTAS, COPY).
+// Until Commit nothing is visible; Abort, an error or a crash leave the
+// table as it was (temp files are removed, by Abort or at the next Open).
+//
+// Protocol: an intent record naming the file prefixes is committed before
+// any file is created; files are written as DIR/<table>/.tmp-<id>-<n>,
+// fsynced, renamed to <table>-<id>-<n>.parquet, the directory fsynced, and
+// then one synced batch adds the files and deletes the intent.
+type Appender struct {
+	db     *DB
+	schema string
+	name   string
+	sch    *arrow.Schema
+	cols   []Column
+	opts   AppendOptions
+	wopts  WriteOptions
+	id     uint64
+	dir    string // relative
+	tmpPfx string
+	finPfx string
+
+	cur     *parquetWriter
+	curRows int64
+	nfile   int
+	done    []*File // written, still under temp names (Path = temp rel path)
+	final   []string
+	rows    int64
+	closed  bool
+}
+
+// NewAppender starts writing into table name.
+func (db *DB) NewAppender(name string, opts AppendOptions) (*Appender, error) {
+	s, n, err := splitName(name)
+	if err != nil {
+		return nil, err
+	}
+	a := &Appender{db: db, schema: s, name: n, opts: opts, wopts: db.opts.Write}
+	if opts.Create {
+		if opts.Schema == nil {
+			return nil, nferr.Queryf("create table %s: no schema", name)
+		}
+		cols, err := SchemaColumns(opts.Schema)
+		if err != nil {
+			return nil, nferr.Wrap(nferr.KindQuery, err, "create table %s", name)
+		}
+		a.cols = cols
+		if t, _ := db.cat.lookup(name); t != nil && !opts.CreateOptions.OrReplace {
+			return nil, nferr.Queryf("table %s already exists", name)
+		}
+	} else {
+		t, err := db.cat.lookup(name)
+		if err != nil {
+			return nil, err
+		}
+		if t.External {
+			return nil, nferr.Queryf("table %s is external (files in %s): nicflow does not write into it", name, t.Location)
+		}
+		a.cols = t.Columns
+	}
+	if a.sch, err = ArrowSchema(a.cols); err != nil {
+		return nil, err
+	}
+	a.dir = tableDir(s, n)
+	if err := os.MkdirAll(filepath.Join(db.dir, a.dir), 0o755); err != nil {
+		return nil, nferr.IOf("creating %s: %w", filepath.Join(db.dir, a.dir), err)
+	}
+	// Commit the intent before creating any file.
+	db.cat.mu.Lock()
+	tx := db.cat.begin()
+	a.id = tx.nextID()
+	a.tmpPfx = fmt.Sprintf(".tmp-%016x-", a.id)
+	a.finPfx = fmt.Sprintf("%s-%016x-", n, a.id)
+	tx.putJSON([]byte(fmt.Sprintf("%s%016x", pfxIntent, a.id)), &intent{
+		ID: a.id, Dir: a.dir, Prefixes: []string{a.tmpPfx, a.finPfx}, PID: os.Getpid(), Started: time.Now().UTC(),
+	})
+	err = tx.commit()
+	db.cat.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Schema is the schema records must have.
+func (a *Appender) Schema() *arrow.Schema { return a.sch }
+
+// Rows is the number of rows appended so far.
+func (a *Appender) Rows() int64 { return a.rows }
+
+// Append writes a record. Column types must equal the table's (names are
+// not checked: INSERT maps by position).
+func (a *Appender) Append(rec arrow.RecordBatch) error {
+	if a.closed {
+		return nferr.Internalf("append to %s after commit or abort", a.name)
+	}
+	if int(rec.NumCols()) != len(a.cols) {
+		return nferr.Queryf("insert into %s: %d columns given, the table has %d", a.name, rec.NumCols(), len(a.cols))
+	}
+	for i := 0; i < int(rec.NumCols()); i++ {
+		want := a.sch.Field(i)
+		got := rec.Column(i)
+		if !arrow.TypeEqual(got.DataType(), want.Type) {
+			return nferr.Queryf("insert into %s: column %s has type %s, the table wants %s", a.name, want.Name, got.DataType(), want.Type)
+		}
+		if !want.Nullable && got.NullN() > 0 {
+			return nferr.Dataf("insert into %s: NULL in column %s, which is NOT NULL", a.name, want.Name)
+		}
+	}
+	n := rec.NumRows()
+	off := int64(0)
+	for off < n {
+		if a.cur == nil {
+			if err := a.startFile(); err != nil {
+				return err
+			}
+		}
+		take := min(n-off, a.wopts.FileRows-a.curRows)
+		part := rec
+		if off != 0 || take != n {
+			part = rec.NewSlice(off, off+take)
+		}
+		err := a.cur.write(part)
+		if part != rec {
+			part.Release()
+		}
+		if err != nil {
+			return err
+		}
+		a.curRows += take
+		a.rows += take
+		off += take
+		if a.curRows >= a.wopts.FileRows {
+			if err := a.finishFile(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (a *Appender) startFile() error {
+	tmp := filepath.Join(a.dir, fmt.Sprintf("%s%04d", a.tmpPfx, a.nfile))
+	final := filepath.Join(a.dir, fmt.Sprintf("%s%04d.parquet", a.finPfx, a.nfile))
+	a.nfile++
+	w, err := newParquetWriter(filepath.Join(a.db.dir, tmp), a.sch, a.wopts)
+	if err != nil {
+		return err
+	}
+	a.cur, a.curRows = w, 0
+	a.done = append(a.done, &File{Path: tmp})
+	a.final = append(a.final, final)
+	return nil
+}
+
+func (a *Appender) finishFile() error {
+	w := a.cur
+	a.cur = nil
+	size, sum, md, err := w.finish()
+	if err != nil {
+		return err
+	}
+	f, err := fileFromFooter(w.path, md, a.cols)
+	if err != nil {
+		return err
+	}
+	last := a.done[len(a.done)-1]
+	f.Path, f.Size, f.Checksum = last.Path, size, sum
+	a.done[len(a.done)-1] = f
+	return crashPoint("file-written")
+}
+
+// Commit makes the appended rows visible atomically and returns the number
+// of rows committed.
+func (a *Appender) Commit() (int64, error) {
+	if a.closed {
+		return 0, nferr.Internalf("commit of %s after commit or abort", a.name)
+	}
+	if a.cur != nil {
+		if err := a.finishFile(); err != nil {
+			a.Abort()
+			return 0, err
+		}
+	}
+	// Rename temps to final names, then make the renames durable.
+	for i, f := range a.done {
+		if err := os.Rename(filepath.Join(a.db.dir, f.Path), filepath.Join(a.db.dir, a.final[i])); err != nil {
+			a.Abort()
+			return 0, nferr.IOf("installing %s: %w", a.final[i], err)
+		}
+		f.Path = a.final[i]
+		if err := crashPoint("renamed"); err != nil {
+			return 0, err
+		}
+	}
+	if err := syncDir(filepath.Join(a.db.dir, a.dir)); err != nil {
+		a.Abort()
+		return 0, err
+	}
+	db := a.db
+	db.cat.mu.Lock()
+	defer db.cat.mu.Unlock()
+	qn := tableKeyName(a.schema, a.name)
+	old := db.cat.tables[qn]
+	var t *Table
+	switch {
+	case a.opts.Create:
+		if old != nil && !a.opts.CreateOptions.OrReplace {
+			a.abortLocked()
+			return 0, nferr.Queryf("table %s already exists", a.name)
+		}
+		t = &Table{Schema: a.schema, Name: a.name, Columns: a.cols, Generation: 1, Created: time.Now().UTC()}
+		if old != nil {
+			t.Generation = old.Generation + 1
+		}
+	default:
+		if old == nil {
+			a.abortLocked()
+			return 0, nferr.Queryf("table %s was dropped while rows were being loaded into it", a.name)
+		}
+		nt := *old
+		nt.Generation++
+		if a.opts.Replace {
+			nt.Files = nil
+		} else {
+			nt.Files = append([]*File(nil), old.Files...)
+		}
+		t = &nt
+	}
+	tx := db.cat.begin()
+	for _, f := range a.done {
+		f.ID = tx.nextID()
+		t.Files = append(t.Files, f)
+	}
+	tx.putTable(t)
+	tx.b.Delete([]byte(fmt.Sprintf("%s%016x", pfxIntent, a.id)), nil)
+	var g *garbage
+	if a.opts.Create || a.opts.Replace {
+		g = db.garbageOf(tx, old, t)
+		if g != nil {
+			g.Dirs = nil
+		}
+	}
+	if err := tx.commit(); err != nil {
+		a.abortLocked()
+		return 0, err
+	}
+	a.closed = true
+	db.finishGarbage(g)
+	return a.rows, nil
+}
+
+// Abort discards everything appended. Idempotent; safe after Commit (then
+// it does nothing).
+func (a *Appender) Abort() {
+	if a.closed {
+		return
+	}
+	a.db.cat.mu.Lock()
+	defer a.db.cat.mu.Unlock()
+	a.abortLocked()
+}
+
+func (a *Appender) abortLocked() {
+	if a.closed {
+		return
+	}
+	a.closed = true
+	if a.cur != nil {
+		a.cur.abort()
+		a.cur = nil
+	}
+	for i, f := range a.done {
+		os.Remove(filepath.Join(a.db.dir, f.Path))
+		os.Remove(filepath.Join(a.db.dir, a.final[i]))
+	}
+	_ = a.db.cat.pdb.Delete([]byte(fmt.Sprintf("%s%016x", pfxIntent, a.id)), nil)
+	removeIfEmpty(filepath.Join(a.db.dir, a.dir))
+}
