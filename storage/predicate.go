@@ -43,11 +43,11 @@ type Value struct {
 }
 
 // Int, Float, Str, Bool, Date and Decimal build constants.
-func Int(v int64) Value       { return Value{Kind: KindInt, Int: v} }
-func Float(v float64) Value   { return Value{Kind: KindFloat, Float: v} }
-func Str(v string) Value      { return Value{Kind: KindString, Str: v} }
-func Bool(v bool) Value       { return Value{Kind: KindBool, Bool: v} }
-func Date(days int32) Value   { return Value{Kind: KindDate, Int: int64(days)} }
+func Int(v int64) Value     { return Value{Kind: KindInt, Int: v} }
+func Float(v float64) Value { return Value{Kind: KindFloat, Float: v} }
+func Str(v string) Value    { return Value{Kind: KindString, Str: v} }
+func Bool(v bool) Value     { return Value{Kind: KindBool, Bool: v} }
+func Date(days int32) Value { return Value{Kind: KindDate, Int: int64(days)} }
 func Decimal(unscaled int64, scale int32) Value {
 	return Value{Kind: KindDecimal, Int: unscaled, Scale: scale}
 }

@@ -175,10 +175,10 @@ type Scanner struct {
 	spec    ScanSpec
 	opts    ScanOptions
 	out     *arrow.Schema
-	outCols []int    // vector index of each output column
-	need    []int    // table column of each vector
+	outCols []int // vector index of each output column
+	need    []int // table column of each vector
 	needT   []arrow.DataType
-	nFilter int      // vectors [0, nFilter) are filter columns
+	nFilter int // vectors [0, nFilter) are filter columns
 	filter  *cnode
 	tasks   []task
 	batch   int
