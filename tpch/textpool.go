@@ -24,7 +24,7 @@ func textPool() []byte {
 // sentences from the grammar in dists.dss, drawn from stream 5, each
 // followed by one space; the last sentence is cut to fill the pool exactly.
 func buildTextPool(size int) []byte {
-	buf := make([]byte, size)
+	buf := allocPool(size)
 	g := sentenceGen{s: stream{cur: seedInit[sdTextPool]}}
 	var sentence [512]byte
 	n := 0
