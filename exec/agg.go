@@ -1,0 +1,427 @@
+package exec
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// AggFunc names an aggregate function.
+type AggFunc string
+
+// The aggregate functions. Result and state types are listed in
+// agg_funcs.go.
+const (
+	AggCountStar AggFunc = "count_star" // count(*): rows, NULLs included
+	AggCount     AggFunc = "count"      // count(x): non-NULL values
+	AggSum       AggFunc = "sum"
+	AggAvg       AggFunc = "avg"
+	AggMin       AggFunc = "min"
+	AggMax       AggFunc = "max"
+)
+
+// AggPhase says which part of a split aggregation an operator computes.
+type AggPhase string
+
+// The phases. A distributed (or parallel) plan runs Partial where the data
+// is and Final after a repartition or gather; a local plan runs Single.
+const (
+	// AggSingle reads raw rows and emits results ("" means AggSingle).
+	AggSingle AggPhase = "single"
+	// AggPartial reads raw rows and emits group keys and partial states.
+	AggPartial AggPhase = "partial"
+	// AggFinal reads AggPartial's output and emits results.
+	AggFinal AggPhase = "final"
+)
+
+// AggSpec is one aggregate of a HashAggSpec.
+type AggSpec struct {
+	Func AggFunc
+	// Arg is the input column of the argument (ignored by count(*)). In
+	// the final phase it is the first of the aggregate's state columns.
+	Arg int
+	// Distinct aggregates each distinct value once per group
+	// (count(DISTINCT x)). Phase Single only: a split plan rewrites
+	// DISTINCT aggregates into two aggregation levels.
+	Distinct bool
+	// Name is the output column name (default "func(column)").
+	Name string
+}
+
+// HashAggSpec configures a hash aggregate: plain data, shipped to workers.
+type HashAggSpec struct {
+	// GroupCols are the input columns of the group key; none gives a
+	// global aggregate (exactly one output row, even over no input).
+	GroupCols []int
+	Aggs      []AggSpec
+	Phase     AggPhase
+}
+
+func (s HashAggSpec) phase() AggPhase {
+	if s.Phase == "" {
+		return AggSingle
+	}
+	return s.Phase
+}
+
+// numStates is the number of partial state columns of an aggregate.
+func numStates(f AggFunc) int {
+	if f == AggAvg {
+		return 2
+	}
+	return 1
+}
+
+// SplitAgg splits a single-phase aggregate into a partial aggregate (run
+// where the rows are) and the final aggregate over the partial's output:
+// group keys first, then each aggregate's state columns in order.
+func SplitAgg(s HashAggSpec) (partial, final HashAggSpec, err error) {
+	if s.phase() != AggSingle {
+		return partial, final, nferr.Internalf("split aggregate: phase %s is already split", s.Phase)
+	}
+	for _, a := range s.Aggs {
+		if a.Distinct {
+			return partial, final, nferr.Internalf("split aggregate: %s(DISTINCT) needs a two-level rewrite, not a split", a.Func)
+		}
+	}
+	partial = HashAggSpec{GroupCols: append([]int(nil), s.GroupCols...), Aggs: append([]AggSpec(nil), s.Aggs...), Phase: AggPartial}
+	final = HashAggSpec{Phase: AggFinal}
+	for i := range s.GroupCols {
+		final.GroupCols = append(final.GroupCols, i)
+	}
+	col := len(s.GroupCols)
+	for _, a := range s.Aggs {
+		fa := a
+		fa.Arg = col
+		col += numStates(a.Func)
+		final.Aggs = append(final.Aggs, fa)
+	}
+	return partial, final, nil
+}
+
+// HashAgg is the hash aggregate operator: it consumes its whole input into
+// a keyTable and per-group states, then emits one row per group (in order
+// of first appearance) in batches of env.BatchSize.
+type HashAgg struct {
+	in     Operator
+	spec   HashAggSpec
+	schema *arrow.Schema
+	keys   []colInfo
+	argDT  []arrow.DataType // per aggregate: argument type (final: first state type)
+	op     string
+
+	env      *Env
+	acct     *Account
+	table    *keyTable
+	fns      []aggFn
+	dist     []*keyTable // per aggregate, DISTINCT filter tables
+	fnBytes  int64
+	ngroups  int
+	consumed bool
+	emitted  int
+	out      Batch
+	err      error
+	closed   bool
+
+	gids, dgids, subGids []uint32
+	gphys                []uint32
+	subSel               []int32
+	keyCols, stCols      []arrow.Array
+	zeros                []uint32
+}
+
+// NewHashAgg validates spec against the input schema and builds the
+// operator.
+func NewHashAgg(in Operator, spec HashAggSpec) (*HashAgg, error) {
+	a := &HashAgg{in: in, spec: spec, op: "hash aggregate"}
+	if p := spec.phase(); p != AggSingle && p != AggPartial && p != AggFinal {
+		return nil, nferr.Internalf("hash aggregate: unknown phase %q", spec.Phase)
+	}
+	s := in.Schema()
+	var fields []arrow.Field
+	for _, g := range spec.GroupCols {
+		c, err := classifyCol(s, g, a.op, "group")
+		if err != nil {
+			return nil, err
+		}
+		a.keys = append(a.keys, c)
+		f := s.Field(g)
+		fields = append(fields, arrow.Field{Name: f.Name, Type: f.Type, Nullable: true})
+	}
+	final := spec.phase() == AggFinal
+	for i, ag := range spec.Aggs {
+		name := ag.Name
+		var dt arrow.DataType = typInt64
+		if ag.Func != AggCountStar || final {
+			width := 1
+			if final {
+				width = numStates(ag.Func)
+			}
+			if ag.Arg < 0 || ag.Arg+width > s.NumFields() {
+				return nil, nferr.Queryf("%s: aggregate %d (%s) argument column %d out of range (input has %d columns)", a.op, i, ag.Func, ag.Arg, s.NumFields())
+			}
+			dt = s.Field(ag.Arg).Type
+			if name == "" {
+				name = fmt.Sprintf("%s(%s)", ag.Func, s.Field(ag.Arg).Name)
+			}
+		} else if name == "" {
+			name = "count(*)"
+		}
+		if ag.Distinct && spec.phase() != AggSingle {
+			return nil, nferr.Queryf("%s: %s(DISTINCT) only runs in a single-phase aggregate", a.op, ag.Func)
+		}
+		_, t, err := newAggFn(ag.Func, dt, final, a.op)
+		if err != nil {
+			return nil, err
+		}
+		if final {
+			for k := 1; k < numStates(ag.Func); k++ {
+				if got := s.Field(ag.Arg + k).Type; !arrow.TypeEqual(got, t.states[k]) {
+					return nil, nferr.Queryf("%s: %s state column %d has type %s, want %s", a.op, ag.Func, ag.Arg+k, got, t.states[k])
+				}
+			}
+		}
+		a.argDT = append(a.argDT, dt)
+		if spec.phase() == AggPartial {
+			for k, st := range t.states {
+				fields = append(fields, arrow.Field{Name: fmt.Sprintf("%s$%d", name, k), Type: st, Nullable: true})
+			}
+		} else {
+			fields = append(fields, arrow.Field{Name: name, Type: t.result, Nullable: ag.Func != AggCount && ag.Func != AggCountStar})
+		}
+	}
+	a.schema = arrow.NewSchema(fields, nil)
+	return a, nil
+}
+
+// Schema implements Operator: group columns, then one column per aggregate
+// (Partial: its state columns).
+func (a *HashAgg) Schema() *arrow.Schema { return a.schema }
+
+// Open implements Operator.
+func (a *HashAgg) Open(env *Env) error {
+	a.env = env
+	a.acct = env.Budget.NewAccount(a.op)
+	if len(a.keys) > 0 {
+		a.table = newKeyTable(a.keys, a.acct)
+	}
+	final := a.spec.phase() == AggFinal
+	a.fns = make([]aggFn, len(a.spec.Aggs))
+	a.dist = make([]*keyTable, len(a.spec.Aggs))
+	for i, ag := range a.spec.Aggs {
+		fn, _, err := newAggFn(ag.Func, a.argDT[i], final, a.op)
+		if err != nil {
+			return err
+		}
+		a.fns[i] = fn
+		if ag.Distinct {
+			c, _ := classify(a.argDT[i])
+			a.dist[i] = newKeyTable([]colInfo{{dt: arrow.PrimitiveTypes.Uint32, class: pcUint, width: 4}, c}, a.acct)
+		}
+	}
+	if len(a.keys) == 0 {
+		a.ngroups = 1
+		for _, fn := range a.fns {
+			fn.grow(1)
+		}
+	}
+	return a.in.Open(env)
+}
+
+// Next implements Operator.
+func (a *HashAgg) Next() (*Batch, error) {
+	if a.err != nil {
+		return nil, a.err
+	}
+	if a.closed {
+		return nil, nil
+	}
+	if !a.consumed {
+		if err := a.consume(); err != nil {
+			a.err = err
+			return nil, err
+		}
+		a.consumed = true
+	}
+	releaseArrays(a.out.Cols)
+	a.out = Batch{}
+	if a.emitted >= a.ngroups {
+		return nil, nil
+	}
+	if err := a.env.Ctx.Err(); err != nil {
+		a.err = nferr.With(nferr.KindCanceled, err)
+		return nil, a.err
+	}
+	start := a.emitted
+	end := min(start+max(a.env.BatchSize, 1), a.ngroups)
+	cols, err := a.emit(start, end)
+	if err != nil {
+		a.err = err
+		return nil, err
+	}
+	a.emitted = end
+	a.out = Batch{Cols: cols, N: end - start}
+	return &a.out, nil
+}
+
+func (a *HashAgg) emit(start, end int) ([]arrow.Array, error) {
+	alloc := a.env.Alloc
+	var cols []arrow.Array
+	if a.table != nil {
+		cols = a.table.decodeKeys(alloc, start, end)
+	}
+	for _, fn := range a.fns {
+		if a.spec.phase() == AggPartial {
+			cols = append(cols, fn.partial(alloc, start, end)...)
+			continue
+		}
+		r, err := fn.result(alloc, start, end)
+		if err != nil {
+			releaseArrays(cols)
+			return nil, nferr.Wrap(nferr.KindQuery, err, "%s", a.op)
+		}
+		cols = append(cols, r)
+	}
+	return cols, nil
+}
+
+func (a *HashAgg) consume() error {
+	final := a.spec.phase() == AggFinal
+	for {
+		if err := a.env.Ctx.Err(); err != nil {
+			return nferr.With(nferr.KindCanceled, err)
+		}
+		b, err := a.in.Next()
+		if err != nil {
+			return err
+		}
+		if b == nil {
+			return nil
+		}
+		m := b.Len()
+		var gids []uint32
+		if a.table != nil {
+			a.gids = resize(a.gids, m)
+			gids = a.gids
+			a.keyCols = a.keyCols[:0]
+			for _, g := range a.spec.GroupCols {
+				a.keyCols = append(a.keyCols, b.Cols[g])
+			}
+			if err := a.table.findOrInsert(a.keyCols, b.Sel, b.N, gids); err != nil {
+				return err
+			}
+			a.ngroups = a.table.groups()
+			for _, fn := range a.fns {
+				fn.grow(a.ngroups)
+			}
+		} else {
+			if len(a.zeros) < m {
+				a.zeros = make([]uint32, m)
+			}
+			gids = a.zeros[:m]
+		}
+		for i, ag := range a.spec.Aggs {
+			fn := a.fns[i]
+			if final {
+				a.stCols = a.stCols[:0]
+				for k := 0; k < numStates(ag.Func); k++ {
+					a.stCols = append(a.stCols, b.Cols[ag.Arg+k])
+				}
+				if err := fn.merge(gids, a.stCols, b.Sel, b.N); err != nil {
+					return nferr.Wrap(nferr.KindQuery, err, "%s", a.op)
+				}
+				continue
+			}
+			var arg arrow.Array
+			if ag.Func != AggCountStar {
+				arg = b.Cols[ag.Arg]
+			}
+			if a.dist[i] != nil {
+				if err := a.updateDistinct(i, gids, b); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := fn.update(gids, arg, b.Sel, b.N); err != nil {
+				return nferr.Wrap(nferr.KindQuery, err, "%s", a.op)
+			}
+		}
+		if err := a.chargeFns(); err != nil {
+			return err
+		}
+	}
+}
+
+// updateDistinct passes to aggregate i only the rows whose (group, value)
+// pair is new.
+func (a *HashAgg) updateDistinct(i int, gids []uint32, b *Batch) error {
+	ag := a.spec.Aggs[i]
+	arg := b.Cols[ag.Arg]
+	a.gphys = resize(a.gphys, b.N)
+	for j, g := range gids {
+		a.gphys[rowAt(b.Sel, j)] = g
+	}
+	buf := memory.NewBufferBytes(castSlice[byte](a.gphys))
+	data := array.NewData(arrow.PrimitiveTypes.Uint32, b.N, []*memory.Buffer{nil, buf}, nil, 0, 0)
+	gidArr := array.MakeFromData(data)
+	data.Release()
+	defer gidArr.Release()
+	t := a.dist[i]
+	next := uint32(t.groups())
+	a.dgids = resize(a.dgids, len(gids))
+	if err := t.findOrInsert([]arrow.Array{gidArr, arg}, b.Sel, b.N, a.dgids); err != nil {
+		return err
+	}
+	a.subGids, a.subSel = a.subGids[:0], a.subSel[:0]
+	for j, d := range a.dgids {
+		if d == next {
+			next++
+			a.subGids = append(a.subGids, gids[j])
+			a.subSel = append(a.subSel, int32(rowAt(b.Sel, j)))
+		}
+	}
+	if len(a.subGids) == 0 {
+		return nil
+	}
+	if err := a.fns[i].update(a.subGids, arg, a.subSel, b.N); err != nil {
+		return nferr.Wrap(nferr.KindQuery, err, "%s", a.op)
+	}
+	return nil
+}
+
+// chargeFns brings the account up to date with the aggregate states.
+func (a *HashAgg) chargeFns() error {
+	var n int64
+	for _, fn := range a.fns {
+		n += fn.bytes()
+	}
+	n += int64(cap(a.gids)+cap(a.dgids)+cap(a.subGids)+cap(a.gphys)+cap(a.subSel)+cap(a.zeros)) * 4
+	if n > a.fnBytes {
+		if err := a.acct.Grow(n - a.fnBytes); err != nil {
+			return err
+		}
+	} else {
+		a.acct.Shrink(a.fnBytes - n)
+	}
+	a.fnBytes = n
+	return nil
+}
+
+// Close implements Operator.
+func (a *HashAgg) Close() error {
+	if a.closed {
+		return nil
+	}
+	a.closed = true
+	releaseArrays(a.out.Cols)
+	a.out = Batch{}
+	a.fns, a.dist, a.table = nil, nil, nil
+	if a.acct != nil {
+		a.acct.Close()
+	}
+	return a.in.Close()
+}
