@@ -306,3 +306,5 @@ func refCompare(typ arrow.DataType, v any, c Value) int {
 	}
 	return ratOf(typ, v).Cmp(constRat(c))
 }
+
+func randSource(seed int64) *rand.Rand { return rand.New(rand.NewSource(seed)) }

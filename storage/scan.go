@@ -678,3 +678,43 @@ func (s *Scanner) String() string {
 	st := s.stats.load()
 	return fmt.Sprintf("scan %s columns=%v filter=%s row_groups=%d/%d", s.table.QualifiedName(), s.spec.Columns, s.spec.Filter, len(s.tasks), st.RowGroupsTotal)
 }
+
+// Source is anything that can run scans: a local DB or a RemoteScanner
+// over storage nodes. exec.NewScan works over either.
+type Source interface {
+	// ScanSchema is the schema of the records a scan of spec returns,
+	// computed without I/O (so operators know their schema when built).
+	ScanSchema(spec ScanSpec) (*arrow.Schema, error)
+	// OpenScan starts a scan.
+	OpenScan(ctx context.Context, spec ScanSpec, opts ScanOptions) (RecordIterator, error)
+}
+
+// ScanSchema implements Source.
+func (db *DB) ScanSchema(spec ScanSpec) (*arrow.Schema, error) {
+	t, err := db.Table(spec.Table)
+	if err != nil {
+		return nil, err
+	}
+	return projectSchema(t, spec)
+}
+
+func projectSchema(t *Table, spec ScanSpec) (*arrow.Schema, error) {
+	sch, err := ArrowSchema(t.Columns)
+	if err != nil {
+		return nil, err
+	}
+	fields := make([]arrow.Field, 0, len(spec.Columns))
+	for _, c := range spec.Columns {
+		i := t.ColumnIndex(c)
+		if i < 0 {
+			return nil, nferr.Queryf("scan of %s: unknown column %q", t.QualifiedName(), c)
+		}
+		fields = append(fields, sch.Field(i))
+	}
+	return arrow.NewSchema(fields, nil), nil
+}
+
+// OpenScan implements Source.
+func (db *DB) OpenScan(_ context.Context, spec ScanSpec, opts ScanOptions) (RecordIterator, error) {
+	return db.NewScanner(spec, opts)
+}
