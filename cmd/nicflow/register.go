@@ -2,54 +2,42 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
 
-	"github.com/nicflow/nicflow/internal/nferr"
+	"github.com/nicflow/nicflow/storage"
 )
 
 // registerTables records tables written under dir (table name -> Parquet
-// files, paths relative to dir) so that `nicflow sql --dir DIR` finds them.
-//
-// NB: until the Pebble catalog (storage issue) is wired in, this writes
-// DIR/manifest.json atomically (write to a temp file, fsync, rename).
-func registerTables(_ context.Context, dir string, tables map[string][]string) error {
-	path := filepath.Join(dir, "manifest.json")
-	m := map[string][]string{}
-	if b, err := os.ReadFile(path); err == nil {
-		if err := json.Unmarshal(b, &m); err != nil {
-			return nferr.Dataf("manifest %s is corrupt: %v", path, err)
+// files, paths relative to dir) in the catalog at DIR/catalog, creating or
+// replacing them in one atomic, synced catalog batch: after a crash the
+// catalog holds either all the new tables or all the old ones. Footers are
+// read for schemas and row-group statistics, file bytes for checksums.
+func registerTables(ctx context.Context, dir string, tables map[string][]string) error {
+	db, err := storage.Open(dir, storage.Options{})
+	if err != nil {
+		return err
+	}
+	reportRecovered(db)
+	if err := db.RegisterFiles(ctx, tables); err != nil {
+		db.Close()
+		return err
+	}
+	return db.Close()
+}
+
+// reportRecovered tells the user about files a crashed load left behind
+// that opening the catalog removed.
+func reportRecovered(db *storage.DB) {
+	if len(db.Recovered) == 0 {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "nicflow: removed %d file(s) left by an interrupted load or drop in %s:\n", len(db.Recovered), db.Dir())
+	for i, p := range db.Recovered {
+		if i == 10 {
+			fmt.Fprintf(os.Stderr, "  ... and %d more\n", len(db.Recovered)-10)
+			break
 		}
+		fmt.Fprintf(os.Stderr, "  %s\n", p)
 	}
-	for t, files := range tables {
-		fs := append([]string(nil), files...)
-		sort.Strings(fs)
-		m[t] = fs
-	}
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return nferr.Internalf("manifest: %v", err)
-	}
-	tmp, err := os.CreateTemp(dir, ".manifest-*.json")
-	if err != nil {
-		return nferr.IOf("writing manifest in %s: %w", dir, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return nferr.IOf("writing %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return nferr.IOf("syncing %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return nferr.IOf("closing %s: %w", tmp.Name(), err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return nferr.IOf("installing %s: %w", path, err)
-	}
-	return nil
 }
