@@ -1,0 +1,906 @@
+package storage
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/zeebo/xxh3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// The storage service: a Flight server over a DB.
+//
+//	DoGet(ticket)          ticket = MarshalScanSpec(spec): prune, filter and
+//	                       stream the scan's records (split to stay under
+//	                       MaxMessageBytes); scan counters travel in the
+//	                       "nicflow-scan-stats" trailer.
+//	ListFlights            one FlightInfo per table (schema, rows, bytes).
+//	GetFlightInfo(path=[t]) the table's schema and a ticket scanning it all.
+//	DoPut                  receive a file for placement: the first message's
+//	                       descriptor Cmd holds a JSON putHeader, DataBody
+//	                       of every message carries file bytes.
+//
+// Errors carry their nferr kind in the gRPC status message
+// ("nicflow/<kind>: <message>") so that the client rebuilds the same kind.
+
+// ServerOptions configure the storage service.
+type ServerOptions struct {
+	// NodeID names this storage node in errors and logs.
+	NodeID string
+	// TLS enables TLS (mutual TLS when it sets ClientAuth); nil: plaintext.
+	TLS *tls.Config
+	// MaxMessageBytes is the target size of one streamed record (default
+	// 2 MiB, half of gRPC's default 4 MiB receive limit, so a slightly
+	// underestimated record still fits).
+	MaxMessageBytes int
+	// ScanParallelism is the number of goroutines decoding each scan
+	// (default 1).
+	ScanParallelism int
+}
+
+// Validate fills defaults.
+func (o *ServerOptions) Validate() error {
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = 2 << 20
+	}
+	if o.MaxMessageBytes < 1<<10 {
+		return nferr.Queryf("storage service: MaxMessageBytes %d is too small (min 1 KiB)", o.MaxMessageBytes)
+	}
+	if o.ScanParallelism <= 0 {
+		o.ScanParallelism = 1
+	}
+	if o.NodeID == "" {
+		h, _ := os.Hostname()
+		o.NodeID = h
+	}
+	return nil
+}
+
+// Server is a running storage service.
+type Server struct {
+	flight.BaseFlightServer
+	db   *DB
+	opts ServerOptions
+	grpc *grpc.Server
+	lis  net.Listener
+	done chan struct{}
+	err  error
+}
+
+const statsTrailer = "nicflow-scan-stats"
+
+// maxPutFile bounds a received file (a corrupt or hostile header must not
+// make the node fill its disk).
+const maxPutFile = 64 << 30
+
+// NewServer creates a storage service over db listening on addr
+// ("127.0.0.1:0" picks a port). Serve starts it.
+func NewServer(db *DB, addr string, opts ServerOptions) (*Server, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nferr.IOf("storage node %s: listening on %s: %w", opts.NodeID, addr, err)
+	}
+	gopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(16 << 20)}
+	if opts.TLS != nil {
+		gopts = append(gopts, grpc.Creds(credentials.NewTLS(opts.TLS)))
+	}
+	s := &Server{db: db, opts: opts, lis: lis, grpc: grpc.NewServer(gopts...), done: make(chan struct{})}
+	flight.RegisterFlightServiceServer(s.grpc, s)
+	return s, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() string { return s.lis.Addr().String() }
+
+// Serve serves until Stop; it returns nil after a Stop.
+func (s *Server) Serve() error {
+	err := s.grpc.Serve(s.lis)
+	if errors.Is(err, grpc.ErrServerStopped) {
+		return nil
+	}
+	return err
+}
+
+// Stop stops accepting calls and waits for running ones (up to timeout,
+// then cancels them).
+func (s *Server) Stop(timeout time.Duration) {
+	done := make(chan struct{})
+	go func() { s.grpc.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		s.grpc.Stop()
+		<-done
+	}
+}
+
+func grpcCode(k nferr.Kind) codes.Code {
+	switch k {
+	case nferr.KindQuery:
+		return codes.InvalidArgument
+	case nferr.KindData:
+		return codes.DataLoss
+	case nferr.KindResource:
+		return codes.ResourceExhausted
+	case nferr.KindUnavailable:
+		return codes.Unavailable
+	case nferr.KindCanceled:
+		return codes.Canceled
+	case nferr.KindAuth:
+		return codes.PermissionDenied
+	}
+	return codes.Internal
+}
+
+func (s *Server) statusErr(err error) error {
+	k, msg := nferr.Encode(err)
+	return status.Error(grpcCode(k), fmt.Sprintf("nicflow/%d: %s", k, msg))
+}
+
+// decodeStatus rebuilds an nferr error from a gRPC error of node.
+func decodeStatus(err error, node string) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return nferr.With(nferr.KindCanceled, err)
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return nferr.Unavailablef("storage node %s: %v", node, err)
+	}
+	msg := st.Message()
+	if rest, ok := strings.CutPrefix(msg, "nicflow/"); ok {
+		if i := strings.Index(rest, ": "); i > 0 {
+			if k, err := strconv.Atoi(rest[:i]); err == nil {
+				return nferr.Decode(nferr.Kind(k), rest[i+2:], "storage node "+node)
+			}
+		}
+	}
+	switch st.Code() {
+	case codes.Canceled, codes.DeadlineExceeded:
+		return nferr.Decode(nferr.KindCanceled, msg, "storage node "+node)
+	case codes.Unavailable:
+		return nferr.Unavailablef("storage node %s is unreachable: %s", node, msg)
+	case codes.Unauthenticated, codes.PermissionDenied:
+		return nferr.Authf("storage node %s: %s", node, msg)
+	}
+	return nferr.Unavailablef("storage node %s: %s", node, msg)
+}
+
+// DoGet streams a scan.
+func (s *Server) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = s.statusErr(nferr.Internalf("storage node %s: scan panicked: %v", s.opts.NodeID, r))
+		}
+	}()
+	spec, err := UnmarshalScanSpec(tkt.GetTicket())
+	if err != nil {
+		return s.statusErr(err)
+	}
+	sc, err := s.db.NewScanner(spec, ScanOptions{Parallelism: s.opts.ScanParallelism})
+	if err != nil {
+		return s.statusErr(err)
+	}
+	defer sc.Close()
+	ctx := stream.Context()
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(sc.Schema()))
+	defer w.Close()
+	for {
+		rec, err := sc.Next(ctx)
+		if err != nil {
+			return s.statusErr(err)
+		}
+		if rec == nil {
+			break
+		}
+		err = writeSplit(w, rec, s.opts.MaxMessageBytes)
+		rec.Release()
+		if err != nil {
+			return s.statusErr(nferr.Unavailablef("storage node %s: sending records: %v", s.opts.NodeID, err))
+		}
+	}
+	st, _ := json.Marshal(sc.Stats())
+	stream.SetTrailer(metadata.Pairs(statsTrailer, string(st)))
+	return nil
+}
+
+// recordBytes estimates a record's IPC body size.
+func recordBytes(rec arrow.RecordBatch) int {
+	n := 0
+	for _, c := range rec.Columns() {
+		for _, b := range c.Data().Buffers() {
+			if b != nil {
+				n += b.Len()
+			}
+		}
+	}
+	return n
+}
+
+// writeSplit writes rec as slices of at most about max bytes.
+func writeSplit(w *flight.Writer, rec arrow.RecordBatch, max int) error {
+	size := recordBytes(rec)
+	rows := rec.NumRows()
+	if size <= max || rows <= 1 {
+		return w.Write(rec)
+	}
+	parts := int64((size + max - 1) / max)
+	step := (rows + parts - 1) / parts
+	for off := int64(0); off < rows; off += step {
+		part := rec.NewSlice(off, min(off+step, rows))
+		err := w.Write(part)
+		part.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Server) tableInfo(t *Table) (*flight.FlightInfo, error) {
+	sch, err := ArrowSchema(t.Columns)
+	if err != nil {
+		return nil, err
+	}
+	tkt, err := MarshalScanSpec(ScanSpec{Table: t.QualifiedName()}.AllColumns(t))
+	if err != nil {
+		return nil, err
+	}
+	return &flight.FlightInfo{
+		Schema:           flight.SerializeSchema(sch, memory.DefaultAllocator),
+		FlightDescriptor: &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{t.QualifiedName()}},
+		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tkt}}},
+		TotalRecords:     t.Rows(),
+		TotalBytes:       t.Bytes(),
+	}, nil
+}
+
+// ListFlights lists the node's tables.
+func (s *Server) ListFlights(_ *flight.Criteria, stream flight.FlightService_ListFlightsServer) error {
+	for _, t := range s.db.Tables() {
+		info, err := s.tableInfo(t)
+		if err != nil {
+			return s.statusErr(err)
+		}
+		if err := stream.Send(info); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GetFlightInfo describes one table (descriptor path = [table]).
+func (s *Server) GetFlightInfo(_ context.Context, d *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	if d == nil || len(d.GetPath()) != 1 {
+		return nil, s.statusErr(nferr.Queryf("flight descriptor must be a path naming one table"))
+	}
+	t, err := s.db.Table(d.GetPath()[0])
+	if err != nil {
+		return nil, s.statusErr(err)
+	}
+	info, err := s.tableInfo(t)
+	if err != nil {
+		return nil, s.statusErr(err)
+	}
+	return info, nil
+}
+
+// putHeader describes a file sent with DoPut.
+type putHeader struct {
+	Magic    string   `json:"magic"`
+	Table    string   `json:"table"`
+	Columns  []Column `json:"columns"`
+	Path     string   `json:"path"` // relative path to store the file at
+	Size     int64    `json:"size"`
+	Checksum string   `json:"checksum"`
+}
+
+const putMagic = "nfput1"
+
+// DoPut receives one file for placement and registers it.
+func (s *Server) DoPut(stream flight.FlightService_DoPutServer) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = s.statusErr(nferr.Internalf("storage node %s: put panicked: %v", s.opts.NodeID, r))
+		}
+	}()
+	first, err := stream.Recv()
+	if err != nil {
+		return s.statusErr(nferr.Dataf("put: no header: %v", err))
+	}
+	var h putHeader
+	if first.GetFlightDescriptor() == nil {
+		return s.statusErr(nferr.Dataf("put: the first message has no descriptor"))
+	}
+	if err := json.Unmarshal(first.GetFlightDescriptor().GetCmd(), &h); err != nil || h.Magic != putMagic {
+		return s.statusErr(nferr.Dataf("put: malformed file header"))
+	}
+	if h.Size < 0 || h.Size > maxPutFile {
+		return s.statusErr(nferr.Dataf("put: file size %d out of range", h.Size))
+	}
+	body := &putReader{stream: stream, buf: first.GetDataBody()}
+	if err := s.db.ReceiveFile(stream.Context(), h, body); err != nil {
+		return s.statusErr(err)
+	}
+	return stream.Send(&flight.PutResult{AppMetadata: []byte("ok")})
+}
+
+type putReader struct {
+	stream flight.FlightService_DoPutServer
+	buf    []byte
+	eof    bool
+}
+
+func (r *putReader) Read(p []byte) (int, error) {
+	for len(r.buf) == 0 {
+		if r.eof {
+			return 0, io.EOF
+		}
+		m, err := r.stream.Recv()
+		if err == io.EOF {
+			r.eof = true
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		r.buf = m.GetDataBody()
+	}
+	n := copy(p, r.buf)
+	r.buf = r.buf[n:]
+	return n, nil
+}
+
+// ReceiveFile stores a file sent by another node (placement) and adds it
+// to table h.Table, creating the table if needed. A file with the same
+// path replaces the old one. Atomic like every catalog change.
+func (db *DB) ReceiveFile(ctx context.Context, h putHeader, body io.Reader) error {
+	s, n, err := splitName(h.Table)
+	if err != nil {
+		return err
+	}
+	rel := filepath.Clean(h.Path)
+	if filepath.IsAbs(rel) || strings.HasPrefix(rel, "..") || filepath.Dir(rel) != tableDir(s, n) || !strings.HasSuffix(rel, ".parquet") {
+		return nferr.Dataf("put: bad file path %q for table %s", h.Path, h.Table)
+	}
+	if _, err := ArrowSchema(h.Columns); err != nil || len(h.Columns) == 0 {
+		return nferr.Dataf("put: bad columns for table %s", h.Table)
+	}
+	if t, _ := db.cat.lookup(h.Table); t != nil {
+		if len(t.Columns) != len(h.Columns) {
+			return nferr.Dataf("put: table %s has %d columns here, the file's table %d", h.Table, len(t.Columns), len(h.Columns))
+		}
+		for i := range t.Columns {
+			if !strings.EqualFold(t.Columns[i].Name, h.Columns[i].Name) || t.Columns[i].Type != h.Columns[i].Type {
+				return nferr.Dataf("put: table %s column %d is %s %s here, %s %s in the file's table", h.Table, i+1,
+					t.Columns[i].Name, t.Columns[i].Type, h.Columns[i].Name, h.Columns[i].Type)
+			}
+		}
+		if t.External {
+			return nferr.Queryf("put: table %s is external here", h.Table)
+		}
+	}
+	dir := filepath.Join(db.dir, tableDir(s, n))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nferr.IOf("creating %s: %w", dir, err)
+	}
+	db.cat.mu.Lock()
+	tx := db.cat.begin()
+	id := tx.nextID()
+	tmpName := fmt.Sprintf(".tmp-%016x-put", id)
+	tx.putJSON([]byte(fmt.Sprintf("%s%016x", pfxIntent, id)), &intent{ID: id, Dir: tableDir(s, n), Prefixes: []string{tmpName}, PID: os.Getpid(), Started: time.Now().UTC()})
+	err = tx.commit()
+	db.cat.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, tmpName)
+	cleanup := func() {
+		os.Remove(tmp)
+		_ = db.cat.pdb.Delete([]byte(fmt.Sprintf("%s%016x", pfxIntent, id)), nil)
+	}
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		cleanup()
+		return nferr.IOf("creating %s: %w", tmp, err)
+	}
+	hh := xxh3.New()
+	nw, err := io.Copy(io.MultiWriter(f, hh), io.LimitReader(body, h.Size+1))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		cleanup()
+		if ctx.Err() != nil {
+			return nferr.With(nferr.KindCanceled, ctx.Err())
+		}
+		return nferr.IOf("receiving %s: %v", rel, err)
+	}
+	if nw != h.Size || formatChecksum(hh.Sum64()) != h.Checksum {
+		cleanup()
+		return nferr.Dataf("put: file %s arrived damaged: %d bytes with checksum %s, expected %d bytes with %s", rel, nw, formatChecksum(hh.Sum64()), h.Size, h.Checksum)
+	}
+	fm, _, err := db.describeFile(tmp, h.Columns)
+	if err != nil {
+		cleanup()
+		return err
+	}
+	final := filepath.Join(db.dir, rel)
+	if err := os.Rename(tmp, final); err != nil {
+		cleanup()
+		return nferr.IOf("installing %s: %w", final, err)
+	}
+	if err := syncDir(dir); err != nil {
+		return err
+	}
+	fm.Path = rel
+	db.cat.mu.Lock()
+	defer db.cat.mu.Unlock()
+	old := db.cat.tables[tableKeyName(s, n)]
+	var t Table
+	if old != nil {
+		t = *old
+		t.Generation++
+		t.Files = nil
+		for _, of := range old.Files {
+			if of.Path != rel {
+				t.Files = append(t.Files, of)
+			}
+		}
+	} else {
+		t = Table{Schema: s, Name: n, Columns: h.Columns, Generation: 1, Created: time.Now().UTC()}
+	}
+	tx = db.cat.begin()
+	fm.ID = tx.nextID()
+	t.Files = append(t.Files, fm)
+	tx.putTable(&t)
+	tx.b.Delete([]byte(fmt.Sprintf("%s%016x", pfxIntent, id)), nil)
+	if err := tx.commit(); err != nil {
+		return err
+	}
+	db.footers.Range(func(k, _ any) bool {
+		if strings.HasPrefix(k.(string), final+"\x00") {
+			db.footers.Delete(k)
+		}
+		return true
+	})
+	return nil
+}
+
+// ---------------------------------------------------------------------------
+// Client side.
+
+// ClientOptions configure connections to storage nodes.
+type ClientOptions struct {
+	// TLS for the connections; nil: plaintext.
+	TLS *tls.Config
+	// MaxMessageBytes is the largest message accepted (default 64 MiB).
+	MaxMessageBytes int
+}
+
+// nodeClients caches one Flight client per node address.
+type nodeClients struct {
+	opts ClientOptions
+	mu   sync.Mutex
+	m    map[string]flight.Client
+}
+
+func (c *nodeClients) get(addr string) (flight.Client, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl, ok := c.m[addr]; ok {
+		return cl, nil
+	}
+	creds := insecure.NewCredentials()
+	if c.opts.TLS != nil {
+		creds = credentials.NewTLS(c.opts.TLS)
+	}
+	max := c.opts.MaxMessageBytes
+	if max <= 0 {
+		max = 64 << 20
+	}
+	cl, err := flight.NewClientWithMiddleware(addr, nil, nil,
+		grpc.WithTransportCredentials(creds),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(max)))
+	if err != nil {
+		return nil, nferr.Unavailablef("storage node %s: %v", addr, err)
+	}
+	if c.m == nil {
+		c.m = map[string]flight.Client{}
+	}
+	c.m[addr] = cl
+	return cl, nil
+}
+
+func (c *nodeClients) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cl := range c.m {
+		cl.Close()
+	}
+	c.m = nil
+}
+
+// Place copies the files of a table to storage nodes (round-robin, each
+// file on `replication` consecutive nodes) and records the placement in
+// the catalog in one batch. Files already on a node are not sent again.
+func (db *DB) Place(ctx context.Context, table string, nodes []Node, replication int, opts ClientOptions) error {
+	if len(nodes) == 0 {
+		return nferr.Queryf("place %s: no storage nodes", table)
+	}
+	if replication <= 0 {
+		replication = 1
+	}
+	if replication > len(nodes) {
+		return nferr.Queryf("place %s: replication factor %d exceeds the %d storage nodes", table, replication, len(nodes))
+	}
+	t, err := db.Table(table)
+	if err != nil {
+		return err
+	}
+	if t.External {
+		return nferr.Queryf("place %s: external tables are not placed", table)
+	}
+	cl := &nodeClients{opts: opts}
+	defer cl.close()
+	placed := make(map[uint64][]string, len(t.Files))
+	for i, f := range t.Files {
+		var ids []string
+		for r := 0; r < replication; r++ {
+			n := nodes[(i+r)%len(nodes)]
+			ids = append(ids, n.ID)
+			already := false
+			for _, have := range f.Nodes {
+				already = already || have == n.ID
+			}
+			if already {
+				continue
+			}
+			if err := db.sendFile(ctx, cl, n, t, f); err != nil {
+				return err
+			}
+		}
+		placed[f.ID] = ids
+	}
+	if err := db.SetNodes(nodes); err != nil {
+		return err
+	}
+	db.cat.mu.Lock()
+	defer db.cat.mu.Unlock()
+	cur := db.cat.tables[tableKeyName(t.Schema, t.Name)]
+	if cur == nil || cur.Generation != t.Generation {
+		return nferr.Queryf("place %s: the table changed while its files were being sent; run it again", table)
+	}
+	nt := *cur
+	nt.Files = make([]*File, len(cur.Files))
+	for i, f := range cur.Files {
+		nf := *f
+		nf.Nodes = placed[f.ID]
+		nt.Files[i] = &nf
+	}
+	nt.Generation++
+	tx := db.cat.begin()
+	tx.putTable(&nt)
+	return tx.commit()
+}
+
+func (db *DB) sendFile(ctx context.Context, cl *nodeClients, n Node, t *Table, f *File) error {
+	c, err := cl.get(n.Addr)
+	if err != nil {
+		return err
+	}
+	src, err := os.Open(db.Path(f))
+	if err != nil {
+		return fileErr(db.Path(f), err)
+	}
+	defer src.Close()
+	stream, err := c.DoPut(ctx)
+	if err != nil {
+		return decodeStatus(err, n.ID)
+	}
+	h, _ := json.Marshal(putHeader{Magic: putMagic, Table: t.QualifiedName(), Columns: t.Columns, Path: f.Path, Size: f.Size, Checksum: f.Checksum})
+	desc := &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: h}
+	// NB: 1 MiB chunks stay well under gRPC's 4 MiB default message limit.
+	buf := make([]byte, 1<<20)
+	first := true
+	for {
+		k, rerr := io.ReadFull(src, buf)
+		if k > 0 || first {
+			m := &flight.FlightData{DataBody: append([]byte(nil), buf[:k]...)}
+			if first {
+				m.FlightDescriptor = desc
+				first = false
+			}
+			if err := stream.Send(m); err != nil {
+				_, rerr2 := stream.Recv()
+				return decodeStatus(errors.Join(err, rerr2), n.ID)
+			}
+		}
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			break
+		}
+		if rerr != nil {
+			return nferr.IOf("reading %s: %v", db.Path(f), rerr)
+		}
+	}
+	if err := stream.CloseSend(); err != nil {
+		return decodeStatus(err, n.ID)
+	}
+	if _, err := stream.Recv(); err != nil {
+		return decodeStatus(err, n.ID)
+	}
+	return nil
+}
+
+// RemoteScanner runs scans on storage nodes: it prunes row groups with the
+// local catalog's statistics, sends each node a ScanSpec naming the files
+// (and surviving row groups) it holds, and merges the nodes' streams. A
+// file is read from its first replica; when a node fails before sending
+// anything, its files are retried on their next replicas.
+type RemoteScanner struct {
+	db    *DB
+	nodes map[string]string
+	cl    *nodeClients
+}
+
+// NewRemoteScanner makes a client for the given nodes (nil: the nodes
+// recorded in the catalog).
+func NewRemoteScanner(db *DB, nodes []Node, opts ClientOptions) *RemoteScanner {
+	if nodes == nil {
+		nodes = db.Nodes()
+	}
+	m := map[string]string{}
+	for _, n := range nodes {
+		m[n.ID] = n.Addr
+	}
+	return &RemoteScanner{db: db, nodes: m, cl: &nodeClients{opts: opts}}
+}
+
+// Close closes the connections.
+func (r *RemoteScanner) Close() error { r.cl.close(); return nil }
+
+// ScanSchema implements Source.
+func (r *RemoteScanner) ScanSchema(spec ScanSpec) (*arrow.Schema, error) {
+	return r.db.ScanSchema(spec)
+}
+
+// OpenScan implements Source.
+func (r *RemoteScanner) OpenScan(ctx context.Context, spec ScanSpec, opts ScanOptions) (RecordIterator, error) {
+	plan, err := r.db.NewScanner(spec, ScanOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer plan.Close()
+	if opts.Alloc == nil {
+		opts.Alloc = memory.DefaultAllocator
+	}
+	it := &remoteIter{r: r, schema: plan.Schema(), alloc: opts.Alloc, spec: spec}
+	it.stats.RowGroupsTotal = plan.stats.RowGroupsTotal
+	it.stats.RowGroupsPruned = plan.stats.RowGroupsPruned
+	// Group surviving row groups by file, files by replica.
+	type fileRGs struct {
+		f   *File
+		rgs []int
+	}
+	var order []*File
+	byFile := map[*File]*fileRGs{}
+	for _, t := range plan.tasks {
+		fr := byFile[t.file]
+		if fr == nil {
+			fr = &fileRGs{f: t.file}
+			byFile[t.file] = fr
+			order = append(order, t.file)
+		}
+		fr.rgs = append(fr.rgs, t.rg)
+	}
+	groups := map[string][]FileRange{}
+	var nodeOrder []string
+	for _, f := range order {
+		if len(f.Nodes) == 0 {
+			return nil, nferr.Queryf("scan of %s: file %s is not placed on any storage node (run placement first)", spec.Table, f.Path)
+		}
+		fr := FileRange{Path: f.Path, RowGroups: byFile[f].rgs}
+		node := f.Nodes[0]
+		if _, ok := groups[node]; !ok {
+			nodeOrder = append(nodeOrder, node)
+		}
+		groups[node] = append(groups[node], fr)
+	}
+	ctx, it.cancel = context.WithCancel(ctx)
+	it.ch = make(chan arrow.RecordBatch, 2*max(1, len(groups)))
+	it.errc = make(chan error, len(groups)+1)
+	files := map[string]*File{}
+	for _, f := range order {
+		files[f.Path] = f
+	}
+	for _, node := range nodeOrder {
+		it.wg.Add(1)
+		go it.fetch(ctx, node, groups[node], files, map[string]bool{node: true})
+	}
+	go func() { it.wg.Wait(); close(it.ch) }()
+	return it, nil
+}
+
+type remoteIter struct {
+	r      *RemoteScanner
+	schema *arrow.Schema
+	alloc  memory.Allocator
+	spec   ScanSpec
+	stats  ScanStats
+	cancel context.CancelFunc
+	ch     chan arrow.RecordBatch
+	errc   chan error
+	wg     sync.WaitGroup
+	err    error
+	closed bool
+}
+
+// fetch streams one node's share; on a failure before the first record
+// it retries each file on a replica not yet tried.
+func (it *remoteIter) fetch(ctx context.Context, node string, frs []FileRange, files map[string]*File, tried map[string]bool) {
+	defer it.wg.Done()
+	got, err := it.stream(ctx, node, frs)
+	if err == nil || ctx.Err() != nil {
+		if err != nil && ctx.Err() == nil {
+			it.fail(err)
+		}
+		return
+	}
+	if got > 0 || !nferr.Is(err, nferr.KindUnavailable) {
+		it.fail(err)
+		return
+	}
+	// Failover: regroup by next untried replica.
+	next := map[string][]FileRange{}
+	for _, fr := range frs {
+		alt := ""
+		for _, n := range files[fr.Path].Nodes {
+			if !tried[n] {
+				alt = n
+				break
+			}
+		}
+		if alt == "" {
+			it.fail(err)
+			return
+		}
+		next[alt] = append(next[alt], fr)
+	}
+	for alt, g := range next {
+		t2 := map[string]bool{alt: true}
+		for k := range tried {
+			t2[k] = true
+		}
+		it.wg.Add(1)
+		go it.fetch(ctx, alt, g, files, t2)
+	}
+}
+
+func (it *remoteIter) fail(err error) {
+	select {
+	case it.errc <- err:
+	default:
+	}
+	it.cancel()
+}
+
+// stream runs one DoGet; it returns the number of records received.
+func (it *remoteIter) stream(ctx context.Context, node string, frs []FileRange) (int, error) {
+	addr, ok := it.r.nodes[node]
+	if !ok {
+		return 0, nferr.Unavailablef("storage node %s has no known address", node)
+	}
+	c, err := it.r.cl.get(addr)
+	if err != nil {
+		return 0, err
+	}
+	spec := it.spec
+	spec.Files = frs
+	tkt, err := MarshalScanSpec(spec)
+	if err != nil {
+		return 0, err
+	}
+	name := node + " (" + addr + ")"
+	st, err := c.DoGet(ctx, &flight.Ticket{Ticket: tkt})
+	if err != nil {
+		return 0, decodeStatus(err, name)
+	}
+	rdr, err := flight.NewRecordReader(st, ipc.WithAllocator(it.alloc))
+	if err != nil {
+		return 0, decodeStatus(err, name)
+	}
+	defer rdr.Release()
+	n := 0
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		rec.Retain()
+		select {
+		case it.ch <- rec:
+			n++
+		case <-ctx.Done():
+			rec.Release()
+			return n, nferr.With(nferr.KindCanceled, ctx.Err())
+		}
+	}
+	if err := rdr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return n, decodeStatus(err, name)
+	}
+	if tr := st.Trailer(); len(tr.Get(statsTrailer)) == 1 {
+		var s ScanStats
+		if json.Unmarshal([]byte(tr.Get(statsTrailer)[0]), &s) == nil {
+			// Row groups were counted (and pruned) here already.
+			s.RowGroupsTotal, s.RowGroupsPruned = 0, 0
+			it.stats.add(&s)
+		}
+	}
+	return n, nil
+}
+
+func (it *remoteIter) Schema() *arrow.Schema { return it.schema }
+
+func (it *remoteIter) Stats() ScanStats { return it.stats.load() }
+
+func (it *remoteIter) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if it.err != nil {
+		return nil, it.err
+	}
+	select {
+	case rec, ok := <-it.ch:
+		if ok {
+			return rec, nil
+		}
+		select {
+		case err := <-it.errc:
+			it.err = err
+			return nil, err
+		default:
+		}
+		return nil, nil
+	case <-ctx.Done():
+		it.err = nferr.With(nferr.KindCanceled, ctx.Err())
+		return nil, it.err
+	}
+}
+
+func (it *remoteIter) Close() error {
+	if it.closed {
+		return nil
+	}
+	it.closed = true
+	it.cancel()
+	for rec := range it.ch {
+		rec.Release()
+	}
+	it.wg.Wait()
+	return nil
+}

@@ -1,0 +1,215 @@
+package storage
+
+import (
+	"context"
+	"math/rand"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+type testNode struct {
+	db  *DB
+	srv *Server
+}
+
+func startNode(t testing.TB, id string, maxMsg int) *testNode {
+	t.Helper()
+	db, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewServer(db, "127.0.0.1:0", ServerOptions{NodeID: id, MaxMessageBytes: maxMsg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	n := &testNode{db: db, srv: srv}
+	t.Cleanup(func() { srv.Stop(time.Second); db.Close() })
+	return n
+}
+
+func drain(t testing.TB, it RecordIterator) ([]row, error) {
+	t.Helper()
+	defer it.Close()
+	var recs []arrow.RecordBatch
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	for {
+		rec, err := it.Next(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		if rec == nil {
+			break
+		}
+		recs = append(recs, rec)
+	}
+	if it.Schema().NumFields() == 0 {
+		n := 0
+		for _, r := range recs {
+			n += int(r.NumRows())
+		}
+		return make([]row, n), nil
+	}
+	return rowsOf(t, recs), nil
+}
+
+// TestRemoteScansMatchLocal places a table on two storage nodes and checks
+// that scans through Flight give the local answers, including failover when
+// one node goes away.
+func TestRemoteScansMatchLocal(t *testing.T) {
+	coord := openTestDB(t, WriteOptions{RowGroupRows: 250, FileRows: 500})
+	sch := testSchema()
+	rng := rand.New(rand.NewSource(7))
+	mustCreate(t, coord, "t", sch)
+	appendRows(t, coord, "t", sch, randomRows(rng, 0, 3000, 0.1))
+	// A small message limit forces records to be split.
+	n1, n2 := startNode(t, "n1", 4<<10), startNode(t, "n2", 4<<10)
+	nodes := []Node{{ID: "n1", Addr: n1.srv.Addr()}, {ID: "n2", Addr: n2.srv.Addr()}}
+	if err := coord.Place(context.Background(), "t", nodes, 2, ClientOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tb := mustTable(t, coord, "t")
+	for _, f := range tb.Files {
+		if len(f.Nodes) != 2 {
+			t.Fatalf("file %s placed on %v, want 2 replicas", f.Path, f.Nodes)
+		}
+	}
+	if got := mustTable(t, n1.db, "t").Rows(); got != 3000 {
+		t.Fatalf("node n1 holds %d rows, want 3000", got)
+	}
+	alloc := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer alloc.AssertSize(t, 0)
+	rs := NewRemoteScanner(coord, nil, ClientOptions{})
+	defer rs.Close()
+	all := ScanSpec{Table: "t"}.AllColumns(tb)
+	for i := 0; i < 40; i++ {
+		spec := all
+		spec.Filter = randomPredicate(rng, 2)
+		if i%5 == 0 {
+			spec.Columns = []string{"s", "id"}
+		}
+		if i%7 == 0 {
+			spec.Columns = nil // count(*)
+		}
+		want, _ := scanAll(t, coord, spec, ScanOptions{})
+		it, err := rs.OpenScan(context.Background(), spec, ScanOptions{Alloc: alloc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := drain(t, it)
+		if err != nil {
+			t.Fatalf("remote scan %s: %v", spec.Filter, err)
+		}
+		sortRows(got)
+		sortRows(want)
+		if !equalRows(got, want) {
+			t.Fatalf("remote scan %s: %d rows, local %d", spec.Filter, len(got), len(want))
+		}
+	}
+	// Node n1 goes away: files fail over to n2.
+	n1.srv.Stop(time.Second)
+	want, _ := scanAll(t, coord, all, ScanOptions{})
+	it, err := rs.OpenScan(context.Background(), all, ScanOptions{Alloc: alloc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := drain(t, it)
+	if err != nil {
+		t.Fatalf("scan with n1 down: %v", err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("scan with n1 down: %d rows, want %d", len(got), len(want))
+	}
+	// Both down: a KindUnavailable error naming a node.
+	n2.srv.Stop(time.Second)
+	it, err = rs.OpenScan(context.Background(), all, ScanOptions{Alloc: alloc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = drain(t, it)
+	if !nferr.Is(err, nferr.KindUnavailable) || !strings.Contains(err.Error(), "storage node n") {
+		t.Fatalf("scan with all nodes down: %v (kind %v)", err, nferr.KindOf(err))
+	}
+}
+
+// TestServerSurvivesGarbage sends bad tickets and puts: each gets a clear
+// error and the server keeps serving.
+func TestServerSurvivesGarbage(t *testing.T) {
+	n := startNode(t, "g1", 0)
+	mustCreate(t, n.db, "t", loadSchema())
+	cl := &nodeClients{}
+	defer cl.close()
+	c, err := cl.get(n.srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, _ := MarshalScanSpec(ScanSpec{Table: "t", Columns: []string{"k"}})
+	tickets := map[string]string{
+		"":                          "not a nicflow scan ticket",
+		"hello":                     "not a nicflow scan ticket",
+		ticketMagic + "{":           "malformed scan ticket",
+		ticketMagic + `{"table":1}`: "malformed scan ticket",
+		ticketMagic + `{"table":"t","columns":["k"],"filter":{"op":"xor"}}`:                                           "unknown operator",
+		ticketMagic + `{"table":"t","columns":["k"],"filter":{"op":"=","col":"k","vals":[{"k":"string","str":"x"}]}}`: "does not match column k",
+		ticketMagic + `{"table":"nope","columns":[]}`:                                                                 "table nope does not exist",
+		ticketMagic + `{"table":"t","columns":["zz"]}`:                                                                `unknown column "zz"`,
+		ticketMagic + `{"table":"t","files":[{"path":"../../etc/passwd"}],"columns":[]}`:                              "is not part of the table",
+	}
+	for tk, want := range tickets {
+		st, err := c.DoGet(context.Background(), &flight.Ticket{Ticket: []byte(tk)})
+		if err == nil {
+			_, err = st.Recv()
+		}
+		err = decodeStatus(err, "g1")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ticket %q: %v, want an error containing %q", tk, err, want)
+		}
+		if k := nferr.KindOf(err); k != nferr.KindData && k != nferr.KindQuery {
+			t.Errorf("ticket %q: kind %v, want data or query", tk, k)
+		}
+	}
+	// Garbage puts.
+	for _, body := range []string{"", "{", `{"magic":"nfput1","table":"t","path":"/etc/x.parquet","size":3}`} {
+		st, err := c.DoPut(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Send(&flight.FlightData{FlightDescriptor: &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: []byte(body)}, DataBody: []byte("abc")})
+		st.CloseSend()
+		_, err = st.Recv()
+		if err == nil {
+			t.Errorf("put %q accepted", body)
+		}
+	}
+	// Still serving.
+	st, err := c.DoGet(context.Background(), &flight.Ticket{Ticket: good})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(); err != nil && !strings.Contains(err.Error(), "EOF") {
+		t.Fatalf("good ticket after garbage: %v", err)
+	}
+	// ListFlights / GetFlightInfo.
+	lf, err := c.ListFlights(context.Background(), &flight.Criteria{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := lf.Recv()
+	if err != nil || info.GetFlightDescriptor().GetPath()[0] != "main.t" {
+		t.Fatalf("ListFlights: %v %v", info, err)
+	}
+	if _, err := c.GetFlightInfo(context.Background(), &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"t"}}); err != nil {
+		t.Fatal(err)
+	}
+}
