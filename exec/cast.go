@@ -1,0 +1,753 @@
+package exec
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// Casts between the supported types. Rules (PostgreSQL's, unless noted):
+//
+//   - integer -> narrower integer, decimal -> integer, double -> integer:
+//     range-checked; decimal rounds half away from zero, double rounds half
+//     to even (rint), NaN and infinities are errors.
+//   - integer/decimal -> decimal(p, s): rescaled (rounding half away from
+//     zero when the scale shrinks) and checked against p digits.
+//   - double -> decimal: the shortest decimal text of the double, rounded
+//     half away from zero (0.285 -> 0.29, not 0.28 from binary noise).
+//   - decimal/integer -> double: nearest double.
+//   - string -> integer/decimal/double/date/boolean: surrounding spaces
+//     allowed; anything else is "invalid input syntax" (KindQuery) naming
+//     the value and the expression.
+//   - anything -> string: canonical text (dates YYYY-MM-DD, decimals with
+//     exactly s fraction digits, doubles in shortest round-trip form,
+//     booleans true/false).
+//   - boolean <-> integer: 1/0, non-zero is true.
+
+// castNode converts its input to another type.
+type castNode struct {
+	x        node
+	from, to arrow.DataType
+	desc     string
+	fp, fs   int32 // source decimal precision/scale
+	tp, ts   int32 // target decimal precision/scale
+	run      func(c *castNode, out, a *vec, sel []int32, n int) error
+
+	v   vec
+	s1  []int32
+	buf []byte
+}
+
+func (c *castNode) dt() arrow.DataType { return c.to }
+
+func (c *castNode) eval(b *evalBatch, sel []int32) (*vec, error) {
+	va, err := c.x.eval(b, sel)
+	if err != nil {
+		return nil, err
+	}
+	s := sel
+	c.v.nulls = va.nulls
+	if va.nulls != nil {
+		s = nonNullSel(&c.s1, sel, b.n, va.nulls, nil)
+	}
+	if err := c.run(c, &c.v, va, s, b.n); err != nil {
+		return nil, err
+	}
+	return &c.v, nil
+}
+
+func (c *castNode) typeText() string { return typeName(c.to) }
+
+func (c *castNode) overflow(val string) error {
+	return nferr.Queryf("value %s is out of range for type %s in %s", val, c.typeText(), c.desc)
+}
+
+func (c *castNode) invalid(val []byte) error {
+	return nferr.Queryf("invalid input syntax for type %s: %q in %s", c.typeText(), string(val), c.desc)
+}
+
+// newCast builds the cast of x to type to, or a KindQuery error when no
+// such cast exists.
+func newCast(x node, to arrow.DataType, desc string) (node, error) {
+	from := x.dt()
+	if from.ID() == arrow.NULL {
+		return newNullConst(to), nil
+	}
+	c := &castNode{x: x, from: from, to: to, desc: desc}
+	c.fp, c.fs, _ = decimalPS(from)
+	c.tp, c.ts, _ = decimalPS(to)
+	f, t := from.ID(), to.ID()
+	switch {
+	case arrow.TypeEqual(from, to):
+		c.run = castCopy
+	case t == arrow.STRING:
+		c.run = castToString
+		if f == arrow.INTERVAL_MONTH_DAY_NANO {
+			return nil, cannotCast(from, to, desc)
+		}
+	case f == arrow.STRING:
+		switch t {
+		case arrow.INT32, arrow.INT64:
+			c.run = castStringToInt
+		case arrow.FLOAT64:
+			c.run = castStringToFloat
+		case arrow.DECIMAL64, arrow.DECIMAL128:
+			c.run = castStringToDecimal
+		case arrow.DATE32:
+			c.run = castStringToDate
+		case arrow.BOOL:
+			c.run = castStringToBool
+		default:
+			return nil, cannotCast(from, to, desc)
+		}
+	case (f == arrow.INT32 || f == arrow.INT64) && (t == arrow.INT32 || t == arrow.INT64):
+		c.run = castIntToInt
+	case (f == arrow.INT32 || f == arrow.INT64) && t == arrow.FLOAT64:
+		c.run = castIntToFloat
+	case isNumeric(from) && f != arrow.FLOAT64 && isDecimal(to):
+		c.run = castToDecimal
+	case isDecimal(from) && (t == arrow.INT32 || t == arrow.INT64):
+		c.run = castDecimalToInt
+	case isDecimal(from) && t == arrow.FLOAT64:
+		c.run = castDecimalToFloat
+	case f == arrow.FLOAT64 && (t == arrow.INT32 || t == arrow.INT64):
+		c.run = castFloatToInt
+	case f == arrow.FLOAT64 && isDecimal(to):
+		c.run = castFloatToDecimal
+	case f == arrow.BOOL && (t == arrow.INT32 || t == arrow.INT64):
+		c.run = castBoolToInt
+	case (f == arrow.INT32 || f == arrow.INT64) && t == arrow.BOOL:
+		c.run = castIntToBool
+	default:
+		return nil, cannotCast(from, to, desc)
+	}
+	return c, nil
+}
+
+func cannotCast(from, to arrow.DataType, desc string) error {
+	return nferr.Queryf("cannot cast %s to %s in %s", typeName(from), typeName(to), desc)
+}
+
+// ints reads an integer vector (int32 or int64) as int64 at row i.
+func intAt(v *vec, k arrow.Type, i int32) int64 {
+	if k == arrow.INT32 {
+		return int64(v.i32[i])
+	}
+	return v.i64[i]
+}
+
+func castCopy(c *castNode, out, a *vec, sel []int32, n int) error {
+	nulls := out.nulls
+	*out = *a
+	out.nulls = nulls
+	return nil
+}
+
+func castIntToInt(c *castNode, out, a *vec, sel []int32, n int) error {
+	if c.to.ID() == arrow.INT64 {
+		// int32 -> int64 widens.
+		out.i64 = grow(out.i64, n)
+		if sel == nil {
+			for i, x := range a.i32[:n] {
+				out.i64[i] = int64(x)
+			}
+		} else {
+			for _, i := range sel {
+				out.i64[i] = int64(a.i32[i])
+			}
+		}
+		return nil
+	}
+	out.i32 = grow(out.i32, n)
+	bad := int32(-1)
+	each(sel, n, func(i int32) {
+		x := a.i64[i]
+		if x != int64(int32(x)) && bad < 0 {
+			bad = i
+		}
+		out.i32[i] = int32(x)
+	})
+	if bad >= 0 {
+		return c.overflow(strconv.FormatInt(a.i64[bad], 10))
+	}
+	return nil
+}
+
+func castIntToFloat(c *castNode, out, a *vec, sel []int32, n int) error {
+	out.f64 = grow(out.f64, n)
+	if c.from.ID() == arrow.INT32 {
+		if sel == nil {
+			for i, x := range a.i32[:n] {
+				out.f64[i] = float64(x)
+			}
+		} else {
+			for _, i := range sel {
+				out.f64[i] = float64(a.i32[i])
+			}
+		}
+		return nil
+	}
+	if sel == nil {
+		for i, x := range a.i64[:n] {
+			out.f64[i] = float64(x)
+		}
+	} else {
+		for _, i := range sel {
+			out.f64[i] = float64(a.i64[i])
+		}
+	}
+	return nil
+}
+
+func castBoolToInt(c *castNode, out, a *vec, sel []int32, n int) error {
+	if c.to.ID() == arrow.INT32 {
+		out.i32 = grow(out.i32, n)
+		each(sel, n, func(i int32) { out.i32[i] = int32(b2i(a.b[i])) })
+		return nil
+	}
+	out.i64 = grow(out.i64, n)
+	each(sel, n, func(i int32) { out.i64[i] = int64(b2i(a.b[i])) })
+	return nil
+}
+
+func castIntToBool(c *castNode, out, a *vec, sel []int32, n int) error {
+	out.b = grow(out.b, n)
+	k := c.from.ID()
+	each(sel, n, func(i int32) { out.b[i] = intAt(a, k, i) != 0 })
+	return nil
+}
+
+// decAt reads a decimal or integer vector as an unscaled decimal128.
+func decAt(v *vec, k arrow.Type, i int32) decimal128.Num {
+	switch k {
+	case arrow.INT32:
+		return decimal128.FromI64(int64(v.i32[i]))
+	case arrow.INT64, arrow.DECIMAL64:
+		return decimal128.FromI64(v.i64[i])
+	}
+	return v.d[i]
+}
+
+// castToDecimal converts an integer or decimal to decimal(tp, ts).
+func castToDecimal(c *castNode, out, a *vec, sel []int32, n int) error {
+	fk, tk := c.from.ID(), c.to.ID()
+	delta := c.ts - c.fs
+	// Fast path: decimal64/int64 -> decimal64.
+	if (fk == arrow.DECIMAL64 || fk == arrow.INT64) && tk == arrow.DECIMAL64 {
+		out.i64 = grow(out.i64, n)
+		if delta >= 0 {
+			if rescaleUp64(out.i64, a.i64, delta, sel, n) {
+				return c.firstOverflow(a, sel, n)
+			}
+		} else {
+			rescaleDown64(out.i64, a.i64, -delta, sel, n)
+		}
+		if c.tp < MaxDecimal64Precision+1 && c.tp < c.fp-c.fs+c.ts+1 {
+			// The target has fewer integer digits than the source: check.
+			lim := pow10i64[c.tp]
+			bad := false
+			if sel == nil {
+				for _, x := range out.i64[:n] {
+					bad = bad || x >= lim || x <= -lim
+				}
+			} else {
+				for _, i := range sel {
+					x := out.i64[i]
+					bad = bad || x >= lim || x <= -lim
+				}
+			}
+			if bad {
+				return c.firstOverflow(a, sel, n)
+			}
+		}
+		return nil
+	}
+	// General path through decimal128.
+	var bad = int32(-1)
+	if tk == arrow.DECIMAL64 {
+		out.i64 = grow(out.i64, n)
+	} else {
+		out.d = grow(out.d, n)
+	}
+	each(sel, n, func(i int32) {
+		r, ok := rescale128(decAt(a, fk, i), delta)
+		if ok {
+			ok = fitsPrecision(r, c.tp)
+		}
+		if !ok && bad < 0 {
+			bad = i
+		}
+		if tk == arrow.DECIMAL64 {
+			out.i64[i] = int64(r.LowBits())
+		} else {
+			out.d[i] = r
+		}
+	})
+	if bad >= 0 {
+		return c.overflow(c.decText(a, bad))
+	}
+	return nil
+}
+
+func (c *castNode) firstOverflow(a *vec, sel []int32, n int) error {
+	fk := c.from.ID()
+	bad := int32(-1)
+	each(sel, n, func(i int32) {
+		if bad >= 0 {
+			return
+		}
+		r, ok := rescale128(decAt(a, fk, i), c.ts-c.fs)
+		if !ok || !fitsPrecision(r, c.tp) {
+			bad = i
+		}
+	})
+	if bad < 0 {
+		bad = 0
+		if sel != nil {
+			bad = sel[0]
+		}
+	}
+	return c.overflow(c.decText(a, bad))
+}
+
+// decText prints source row i (a decimal or integer) for error messages.
+func (c *castNode) decText(a *vec, i int32) string {
+	return string(appendDecimal128(nil, decAt(a, c.from.ID(), i), c.fs))
+}
+
+func castDecimalToInt(c *castNode, out, a *vec, sel []int32, n int) error {
+	fk := c.from.ID()
+	is32 := c.to.ID() == arrow.INT32
+	if is32 {
+		out.i32 = grow(out.i32, n)
+	} else {
+		out.i64 = grow(out.i64, n)
+	}
+	bad := int32(-1)
+	each(sel, n, func(i int32) {
+		r, _ := rescale128(decAt(a, fk, i), -c.fs)
+		fits := r.HighBits() == int64(r.LowBits())>>63
+		x := int64(r.LowBits())
+		if is32 {
+			fits = fits && x == int64(int32(x))
+			out.i32[i] = int32(x)
+		} else {
+			out.i64[i] = x
+		}
+		if !fits && bad < 0 {
+			bad = i
+		}
+	})
+	if bad >= 0 {
+		return c.overflow(c.decText(a, bad))
+	}
+	return nil
+}
+
+var pow10f = func() (p [39]float64) {
+	for i := range p {
+		p[i] = math.Pow(10, float64(i))
+	}
+	return p
+}()
+
+func castDecimalToFloat(c *castNode, out, a *vec, sel []int32, n int) error {
+	out.f64 = grow(out.f64, n)
+	div := pow10f[c.fs]
+	if c.from.ID() == arrow.DECIMAL64 {
+		// NB: for |x| < 2^53 and s <= 22 both operands are exact, so the
+		// quotient is the correctly rounded double.
+		if sel == nil {
+			for i, x := range a.i64[:n] {
+				out.f64[i] = float64(x) / div
+			}
+		} else {
+			for _, i := range sel {
+				out.f64[i] = float64(a.i64[i]) / div
+			}
+		}
+		return nil
+	}
+	each(sel, n, func(i int32) { out.f64[i] = a.d[i].ToFloat64(c.fs) })
+	return nil
+}
+
+func castFloatToInt(c *castNode, out, a *vec, sel []int32, n int) error {
+	is32 := c.to.ID() == arrow.INT32
+	lo, hi := float64(math.MinInt64), float64(math.MaxInt64)
+	if is32 {
+		lo, hi = math.MinInt32, math.MaxInt32
+		out.i32 = grow(out.i32, n)
+	} else {
+		out.i64 = grow(out.i64, n)
+	}
+	bad := int32(-1)
+	each(sel, n, func(i int32) {
+		r := math.RoundToEven(a.f64[i])
+		// NB: float64(MaxInt64) is 2^63, itself out of range: hence >=.
+		if !(r >= lo && r < hi || is32 && r == hi) {
+			if bad < 0 {
+				bad = i
+			}
+			r = 0
+		}
+		if is32 {
+			out.i32[i] = int32(r)
+		} else {
+			out.i64[i] = int64(r)
+		}
+	})
+	if bad >= 0 {
+		return c.overflow(strconv.FormatFloat(a.f64[bad], 'g', -1, 64))
+	}
+	return nil
+}
+
+func castFloatToDecimal(c *castNode, out, a *vec, sel []int32, n int) error {
+	is64 := c.to.ID() == arrow.DECIMAL64
+	if is64 {
+		out.i64 = grow(out.i64, n)
+	} else {
+		out.d = grow(out.d, n)
+	}
+	bad := int32(-1)
+	each(sel, n, func(i int32) {
+		x := a.f64[i]
+		var r decimal128.Num
+		ok := !math.IsNaN(x) && !math.IsInf(x, 0)
+		if ok {
+			c.buf = strconv.AppendFloat(c.buf[:0], x, 'g', -1, 64)
+			r, ok = parseDecimalBytes(c.buf, c.ts, true)
+			ok = ok && fitsPrecision(r, c.tp)
+		}
+		if !ok && bad < 0 {
+			bad = i
+		}
+		if is64 {
+			out.i64[i] = int64(r.LowBits())
+		} else {
+			out.d[i] = r
+		}
+	})
+	if bad >= 0 {
+		return c.overflow(strconv.FormatFloat(a.f64[bad], 'g', -1, 64))
+	}
+	return nil
+}
+
+// ------------------------------------------------------------- to string
+
+// strWriter builds a string vector row by row in ascending row order,
+// keeping the offsets of skipped rows valid (empty strings).
+type strWriter struct {
+	v   *vec
+	pos int // next offset index to set
+}
+
+func newStrWriter(v *vec, n int) strWriter {
+	v.off = grow(v.off, n+1)
+	v.str = v.str[:0]
+	return strWriter{v: v}
+}
+
+// at starts row i: rows since the last one become empty strings.
+func (w *strWriter) at(i int32) {
+	for ; w.pos <= int(i); w.pos++ {
+		w.v.off[w.pos] = int32(len(w.v.str))
+	}
+}
+
+// finish closes the vector of n rows.
+func (w *strWriter) finish(n int) {
+	for ; w.pos <= n; w.pos++ {
+		w.v.off[w.pos] = int32(len(w.v.str))
+	}
+}
+
+func castToString(c *castNode, out, a *vec, sel []int32, n int) error {
+	w := newStrWriter(out, n)
+	fk := c.from.ID()
+	each(sel, n, func(i int32) {
+		w.at(i)
+		s := out.str
+		switch fk {
+		case arrow.INT32:
+			s = strconv.AppendInt(s, int64(a.i32[i]), 10)
+		case arrow.INT64:
+			s = strconv.AppendInt(s, a.i64[i], 10)
+		case arrow.FLOAT64:
+			s = appendFloat(s, a.f64[i])
+		case arrow.DECIMAL64:
+			s = appendDecimal64(s, a.i64[i], c.fs)
+		case arrow.DECIMAL128:
+			s = appendDecimal128(s, a.d[i], c.fs)
+		case arrow.DATE32:
+			s = appendDate(s, a.i32[i])
+		case arrow.BOOL:
+			s = strconv.AppendBool(s, a.b[i])
+		case arrow.STRING:
+			s = append(s, a.strAt(i)...)
+		}
+		out.str = s
+	})
+	w.finish(n)
+	return nil
+}
+
+// appendFloat prints a double the way PostgreSQL does (shortest exact
+// form; Infinity, -Infinity, NaN).
+func appendFloat(dst []byte, x float64) []byte {
+	switch {
+	case math.IsInf(x, 1):
+		return append(dst, "Infinity"...)
+	case math.IsInf(x, -1):
+		return append(dst, "-Infinity"...)
+	}
+	return strconv.AppendFloat(dst, x, 'g', -1, 64)
+}
+
+// ------------------------------------------------------------ from string
+
+// parseInt parses a trimmed decimal integer; ok is false on bad syntax,
+// overflow reports a valid number out of int64 range.
+func parseInt(b []byte) (v int64, ok, overflow bool) {
+	i, j := 0, len(b)
+	for i < j && isSpace(b[i]) {
+		i++
+	}
+	for j > i && isSpace(b[j-1]) {
+		j--
+	}
+	b = b[i:j]
+	neg := false
+	if len(b) > 0 && (b[0] == '+' || b[0] == '-') {
+		neg = b[0] == '-'
+		b = b[1:]
+	}
+	if len(b) == 0 {
+		return 0, false, false
+	}
+	var u uint64
+	for _, ch := range b {
+		if ch < '0' || ch > '9' {
+			return 0, false, false
+		}
+		if u > (math.MaxUint64-9)/10 {
+			overflow = true
+			continue
+		}
+		u = u*10 + uint64(ch-'0')
+	}
+	if overflow {
+		return 0, true, true
+	}
+	if neg {
+		if u > 1<<63 {
+			return 0, true, true
+		}
+		return -int64(u), true, false
+	}
+	if u > math.MaxInt64 {
+		return 0, true, true
+	}
+	return int64(u), true, false
+}
+
+func castStringToInt(c *castNode, out, a *vec, sel []int32, n int) error {
+	is32 := c.to.ID() == arrow.INT32
+	if is32 {
+		out.i32 = grow(out.i32, n)
+	} else {
+		out.i64 = grow(out.i64, n)
+	}
+	var err error
+	each(sel, n, func(i int32) {
+		if err != nil {
+			return
+		}
+		s := a.strAt(i)
+		v, ok, ovf := parseInt(s)
+		switch {
+		case !ok:
+			err = c.invalid(s)
+		case ovf || (is32 && v != int64(int32(v))):
+			err = c.overflow(strconv.Quote(string(s)))
+		case is32:
+			out.i32[i] = int32(v)
+		default:
+			out.i64[i] = v
+		}
+	})
+	return err
+}
+
+func castStringToFloat(c *castNode, out, a *vec, sel []int32, n int) error {
+	out.f64 = grow(out.f64, n)
+	var err error
+	each(sel, n, func(i int32) {
+		if err != nil {
+			return
+		}
+		s := a.strAt(i)
+		t := trimSpaceBytes(s)
+		v, perr := strconv.ParseFloat(string(t), 64)
+		if perr != nil && !isRangeErr(perr) || len(t) == 0 || t[0] == '_' || hasUnderscore(t) || isHexFloat(t) {
+			err = c.invalid(s)
+			return
+		}
+		if perr != nil {
+			err = c.overflow(strconv.Quote(string(s)))
+			return
+		}
+		out.f64[i] = v
+	})
+	return err
+}
+
+// hasUnderscore and isHexFloat reject Go-only float syntax that SQL does
+// not accept (1_000, 0x1p4).
+func hasUnderscore(b []byte) bool {
+	for _, c := range b {
+		if c == '_' {
+			return true
+		}
+	}
+	return false
+}
+
+func isHexFloat(b []byte) bool {
+	if len(b) > 0 && (b[0] == '+' || b[0] == '-') {
+		b = b[1:]
+	}
+	return len(b) > 1 && b[0] == '0' && (b[1] == 'x' || b[1] == 'X')
+}
+
+func trimSpaceBytes(b []byte) []byte {
+	i, j := 0, len(b)
+	for i < j && isSpace(b[i]) {
+		i++
+	}
+	for j > i && isSpace(b[j-1]) {
+		j--
+	}
+	return b[i:j]
+}
+
+func castStringToDecimal(c *castNode, out, a *vec, sel []int32, n int) error {
+	is64 := c.to.ID() == arrow.DECIMAL64
+	if is64 {
+		out.i64 = grow(out.i64, n)
+	} else {
+		out.d = grow(out.d, n)
+	}
+	var err error
+	each(sel, n, func(i int32) {
+		if err != nil {
+			return
+		}
+		s := a.strAt(i)
+		r, ok := parseDecimalBytes(s, c.ts, true)
+		if !ok {
+			if _, shape := parseDecimalBytes(s, 0, true); shape || looksNumeric(s) {
+				err = c.overflow(strconv.Quote(string(s)))
+			} else {
+				err = c.invalid(s)
+			}
+			return
+		}
+		if !fitsPrecision(r, c.tp) {
+			err = c.overflow(strconv.Quote(string(s)))
+			return
+		}
+		if is64 {
+			out.i64[i] = int64(r.LowBits())
+		} else {
+			out.d[i] = r
+		}
+	})
+	return err
+}
+
+// looksNumeric reports whether b has decimal-number syntax (used to tell
+// "too large" from "not a number").
+func looksNumeric(b []byte) bool {
+	b = trimSpaceBytes(b)
+	if len(b) > 0 && (b[0] == '+' || b[0] == '-') {
+		b = b[1:]
+	}
+	digits := false
+	for _, ch := range b {
+		switch {
+		case ch >= '0' && ch <= '9':
+			digits = true
+		case ch == '.' || ch == 'e' || ch == 'E' || ch == '+' || ch == '-':
+		default:
+			return false
+		}
+	}
+	return digits
+}
+
+func castStringToDate(c *castNode, out, a *vec, sel []int32, n int) error {
+	out.i32 = grow(out.i32, n)
+	var err error
+	each(sel, n, func(i int32) {
+		if err != nil {
+			return
+		}
+		s := a.strAt(i)
+		d, ok := parseDate(s)
+		if !ok {
+			err = c.invalid(s)
+			return
+		}
+		if d < minDate || d > maxDate {
+			err = nferr.Queryf("date out of range: %q in %s", string(s), c.desc)
+			return
+		}
+		out.i32[i] = d
+	})
+	return err
+}
+
+func castStringToBool(c *castNode, out, a *vec, sel []int32, n int) error {
+	out.b = grow(out.b, n)
+	var err error
+	each(sel, n, func(i int32) {
+		if err != nil {
+			return
+		}
+		s := a.strAt(i)
+		v, ok := parseBool(trimSpaceBytes(s))
+		if !ok {
+			err = c.invalid(s)
+			return
+		}
+		out.b[i] = v
+	})
+	return err
+}
+
+// parseBool accepts PostgreSQL's spellings, case-insensitively.
+func parseBool(b []byte) (bool, bool) {
+	if len(b) > 5 {
+		return false, false
+	}
+	var low [5]byte
+	for i, ch := range b {
+		if ch >= 'A' && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		low[i] = ch
+	}
+	switch string(low[:len(b)]) {
+	case "t", "true", "y", "yes", "on", "1":
+		return true, true
+	case "f", "false", "n", "no", "off", "0":
+		return false, true
+	}
+	return false, false
+}

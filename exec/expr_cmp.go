@@ -1,0 +1,565 @@
+package exec
+
+import (
+	"bytes"
+	"math"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+type cmpOp uint8
+
+const (
+	opEq cmpOp = iota
+	opNe
+	opLt
+	opLe
+	opGt
+	opGe
+)
+
+var cmpOpOf = map[string]cmpOp{FnEq: opEq, FnNe: opNe, FnLt: opLt, FnLe: opLe, FnGt: opGt, FnGe: opGe}
+
+var cmpFnOf = [...]string{opEq: FnEq, opNe: FnNe, opLt: FnLt, opLe: FnLe, opGt: FnGt, opGe: FnGe}
+
+// flip is the operator with swapped operands (a < b == b > a).
+func (op cmpOp) flip() cmpOp {
+	return [...]cmpOp{opEq: opEq, opNe: opNe, opLt: opGt, opLe: opGe, opGt: opLt, opGe: opLe}[op]
+}
+
+// negate is the complement (NOT (a < b) == a >= b in three-valued logic:
+// both are NULL exactly when an operand is NULL).
+func (op cmpOp) negate() cmpOp {
+	return [...]cmpOp{opEq: opNe, opNe: opEq, opLt: opGe, opLe: opGt, opGt: opLe, opGe: opLt}[op]
+}
+
+// want is the truth table over the three-way comparison result -1, 0, 1.
+func (op cmpOp) want() [3]bool {
+	return [...][3]bool{
+		opEq: {false, true, false}, opNe: {true, false, true},
+		opLt: {true, false, false}, opLe: {true, true, false},
+		opGt: {false, false, true}, opGe: {false, true, true},
+	}[op]
+}
+
+// compileCmp types a comparison: operands are converted to their common
+// type (numbers widen; a string literal compared with a date, number or
+// boolean is cast to that type, as PostgreSQL does with unknown literals).
+func (c *compiler) compileCmp(op cmpOp, a, b node, desc string) (node, error) {
+	ta, tb := a.dt(), b.dt()
+	if ta.ID() == arrow.NULL || tb.ID() == arrow.NULL {
+		return &constNode{t: arrow.FixedWidthTypes.Boolean, k: pBool, null: true}, nil
+	}
+	var err error
+	if a, b, err = c.unifyLiterals(a, b, desc); err != nil {
+		return nil, err
+	}
+	ta, tb = a.dt(), b.dt()
+	t, ok := commonType(ta, tb)
+	if !ok || t.ID() == arrow.INTERVAL_MONTH_DAY_NANO {
+		return nil, nferr.Queryf("operator does not exist: %s %s %s in %s", typeName(ta), infix[cmpFnOf[op]], typeName(tb), desc)
+	}
+	if a, err = c.cast(a, t, desc); err != nil {
+		return nil, err
+	}
+	if b, err = c.cast(b, t, desc); err != nil {
+		return nil, err
+	}
+	if _, ok := a.(*constNode); ok {
+		if _, ok := b.(*constNode); !ok {
+			a, b, op = b, a, op.flip()
+		}
+	}
+	k, _ := kindOf(t)
+	x := &cmpNode{op: op, a: a, b: b, k: k}
+	x.bc, _ = b.(*constNode)
+	if x.bc != nil {
+		x.bs = []byte(x.bc.s)
+		if k == pF64 {
+			x.bc = &constNode{t: arrow.PrimitiveTypes.Int64, k: pI64, i64: floatKey(x.bc.f64), null: x.bc.null}
+		}
+	}
+	return x, nil
+}
+
+// unifyLiterals casts a string constant compared with a non-string operand
+// to that operand's type.
+func (c *compiler) unifyLiterals(a, b node, desc string) (node, node, error) {
+	var err error
+	if ca, ok := a.(*constNode); ok && ca.k == pStr && b.dt().ID() != arrow.STRING {
+		if a, err = c.castConst(ca, b.dt(), desc); err != nil {
+			return nil, nil, err
+		}
+	}
+	if cb, ok := b.(*constNode); ok && cb.k == pStr && a.dt().ID() != arrow.STRING {
+		if b, err = c.castConst(cb, a.dt(), desc); err != nil {
+			return nil, nil, err
+		}
+	}
+	return a, b, nil
+}
+
+// castConst casts a constant now, reporting a failed conversion as the
+// error of the query.
+func (c *compiler) castConst(x *constNode, to arrow.DataType, desc string) (node, error) {
+	n, err := newCast(x, to, desc)
+	if err != nil {
+		return nil, err
+	}
+	v, err := n.eval(&evalBatch{n: 1}, nil)
+	if err != nil {
+		return nil, err
+	}
+	k, _ := kindOf(to)
+	return constFromVec(to, k, v, 0), nil
+}
+
+// floatKey maps a double to an int64 whose order is PostgreSQL's order of
+// doubles: -0 equals 0, NaN equals NaN and is greater than everything.
+func floatKey(f float64) int64 {
+	if f != f {
+		return math.MaxInt64
+	}
+	if f == 0 {
+		f = 0 // -0 -> +0
+	}
+	b := int64(math.Float64bits(f))
+	return b ^ ((b >> 63) & math.MaxInt64)
+}
+
+// cmpNode is a comparison. A constant operand is always b (bc).
+type cmpNode struct {
+	op   cmpOp
+	a, b node
+	bc   *constNode
+	bs   []byte // bc's string
+	k    pkind
+
+	va, vb *vec
+	out    []int32
+	s1     []int32
+	fa, fb []int64 // float keys
+	v      vec
+	nulls  []bool
+}
+
+func (x *cmpNode) dt() arrow.DataType { return arrow.FixedWidthTypes.Boolean }
+
+func (x *cmpNode) filter(b *evalBatch, sel []int32) ([]int32, error) {
+	va, err := x.a.eval(b, sel)
+	if err != nil {
+		return nil, err
+	}
+	x.va, x.vb = va, nil
+	var bNulls []bool
+	if x.bc == nil {
+		vb, err := x.b.eval(b, sel)
+		if err != nil {
+			return nil, err
+		}
+		x.vb = vb
+		bNulls = vb.nulls
+	} else if x.bc.null {
+		x.out = grow(x.out, 0)
+		return x.out, nil
+	}
+	n := b.n
+	s := sel
+	if va.nulls != nil || bNulls != nil {
+		s = nonNullSel(&x.s1, sel, n, va.nulls, bNulls)
+	}
+	size := n
+	if s != nil {
+		size = len(s)
+	}
+	out := grow(x.out, size)
+	x.out = out
+	switch x.k {
+	case pI32:
+		if x.bc != nil {
+			return selConst(x.op, out, va.i32, int32(x.bc.i64), s, n), nil
+		}
+		return selVV(x.op, out, va.i32, x.vb.i32, s, n), nil
+	case pI64:
+		if x.bc != nil {
+			return selConst(x.op, out, va.i64, x.bc.i64, s, n), nil
+		}
+		return selVV(x.op, out, va.i64, x.vb.i64, s, n), nil
+	case pF64:
+		x.fa = floatKeys(x.fa, va.f64, s, n)
+		if x.bc != nil {
+			return selConst(x.op, out, x.fa, x.bc.i64, s, n), nil
+		}
+		x.fb = floatKeys(x.fb, x.vb.f64, s, n)
+		return selVV(x.op, out, x.fa, x.fb, s, n), nil
+	case pD128:
+		if x.bc != nil {
+			return selD128Const(x.op.want(), out, va.d, x.bc.d, s, n), nil
+		}
+		return selD128(x.op.want(), out, va.d, x.vb.d, s, n), nil
+	case pStr:
+		if x.bc != nil {
+			return selStrConst(x.op, out, va, x.bs, s, n), nil
+		}
+		return selStr(x.op.want(), out, va, x.vb, s, n), nil
+	case pBool:
+		w := x.op.want()
+		k := 0
+		each(s, n, func(i int32) {
+			var bv bool
+			if x.bc != nil {
+				bv = x.bc.b
+			} else {
+				bv = x.vb.b[i]
+			}
+			out[k] = i
+			k += b2i(w[b2i(va.b[i])-b2i(bv)+1])
+		})
+		return out[:k], nil
+	}
+	return nil, nferr.Internalf("comparison of kind %d", x.k)
+}
+
+// bNull reports whether the right operand is NULL at row i (after filter).
+func (x *cmpNode) bNull(i int32) bool {
+	if x.bc != nil {
+		return x.bc.null
+	}
+	return x.vb.isNull(i)
+}
+
+func (x *cmpNode) eval(b *evalBatch, sel []int32) (*vec, error) {
+	pass, err := x.filter(b, sel)
+	if err != nil {
+		return nil, err
+	}
+	var nulls []bool
+	switch {
+	case x.bc != nil && x.bc.null:
+		nulls = fill(grow(x.nulls, b.n), true)
+		x.nulls = nulls
+	case x.vb != nil:
+		nulls = orNulls(&x.nulls, sel, b.n, x.va.nulls, x.vb.nulls)
+	default:
+		nulls = x.va.nulls
+	}
+	boolFromFilter(&x.v, sel, b.n, pass, nulls)
+	return &x.v, nil
+}
+
+func floatKeys(dst []int64, f []float64, sel []int32, n int) []int64 {
+	dst = grow(dst, n)
+	if sel == nil {
+		for i, x := range f[:n] {
+			dst[i] = floatKey(x)
+		}
+	} else {
+		for _, i := range sel {
+			dst[i] = floatKey(f[i])
+		}
+	}
+	return dst
+}
+
+// ------------------------------------------------- integer select kernels
+//
+// One function per operator keeps the comparison a single instruction in
+// the loop; the operator switch runs once per batch.
+
+func selConst[T integer](op cmpOp, out []int32, a []T, c T, sel []int32, n int) []int32 {
+	switch op {
+	case opEq:
+		return selEqC(out, a, c, sel, n)
+	case opNe:
+		return selNeC(out, a, c, sel, n)
+	case opLt:
+		return selLtC(out, a, c, sel, n)
+	case opLe:
+		return selLeC(out, a, c, sel, n)
+	case opGt:
+		return selGtC(out, a, c, sel, n)
+	}
+	return selGeC(out, a, c, sel, n)
+}
+
+func selVV[T integer](op cmpOp, out []int32, a, b []T, sel []int32, n int) []int32 {
+	switch op {
+	case opEq:
+		return selEqV(out, a, b, sel, n)
+	case opNe:
+		return selNeV(out, a, b, sel, n)
+	case opLt:
+		return selLtV(out, a, b, sel, n)
+	case opLe:
+		return selLeV(out, a, b, sel, n)
+	case opGt:
+		return selLtV(out, b, a, sel, n)
+	}
+	return selLeV(out, b, a, sel, n)
+}
+
+func selEqC[T integer](out []int32, a []T, c T, sel []int32, n int) []int32 {
+	k := 0
+	if sel == nil {
+		for i, x := range a[:n] {
+			out[k] = int32(i)
+			k += b2i(x == c)
+		}
+	} else {
+		for _, i := range sel {
+			out[k] = i
+			k += b2i(a[i] == c)
+		}
+	}
+	return out[:k]
+}
+
+func selNeC[T integer](out []int32, a []T, c T, sel []int32, n int) []int32 {
+	k := 0
+	if sel == nil {
+		for i, x := range a[:n] {
+			out[k] = int32(i)
+			k += b2i(x != c)
+		}
+	} else {
+		for _, i := range sel {
+			out[k] = i
+			k += b2i(a[i] != c)
+		}
+	}
+	return out[:k]
+}
+
+func selLtC[T integer](out []int32, a []T, c T, sel []int32, n int) []int32 {
+	k := 0
+	if sel == nil {
+		for i, x := range a[:n] {
+			out[k] = int32(i)
+			k += b2i(x < c)
+		}
+	} else {
+		for _, i := range sel {
+			out[k] = i
+			k += b2i(a[i] < c)
+		}
+	}
+	return out[:k]
+}
+
+func selLeC[T integer](out []int32, a []T, c T, sel []int32, n int) []int32 {
+	k := 0
+	if sel == nil {
+		for i, x := range a[:n] {
+			out[k] = int32(i)
+			k += b2i(x <= c)
+		}
+	} else {
+		for _, i := range sel {
+			out[k] = i
+			k += b2i(a[i] <= c)
+		}
+	}
+	return out[:k]
+}
+
+func selGtC[T integer](out []int32, a []T, c T, sel []int32, n int) []int32 {
+	k := 0
+	if sel == nil {
+		for i, x := range a[:n] {
+			out[k] = int32(i)
+			k += b2i(x > c)
+		}
+	} else {
+		for _, i := range sel {
+			out[k] = i
+			k += b2i(a[i] > c)
+		}
+	}
+	return out[:k]
+}
+
+func selGeC[T integer](out []int32, a []T, c T, sel []int32, n int) []int32 {
+	k := 0
+	if sel == nil {
+		for i, x := range a[:n] {
+			out[k] = int32(i)
+			k += b2i(x >= c)
+		}
+	} else {
+		for _, i := range sel {
+			out[k] = i
+			k += b2i(a[i] >= c)
+		}
+	}
+	return out[:k]
+}
+
+func selEqV[T integer](out []int32, a, b []T, sel []int32, n int) []int32 {
+	k := 0
+	if sel == nil {
+		a, b = a[:n], b[:n]
+		for i := range a {
+			out[k] = int32(i)
+			k += b2i(a[i] == b[i])
+		}
+	} else {
+		for _, i := range sel {
+			out[k] = i
+			k += b2i(a[i] == b[i])
+		}
+	}
+	return out[:k]
+}
+
+func selNeV[T integer](out []int32, a, b []T, sel []int32, n int) []int32 {
+	k := 0
+	if sel == nil {
+		a, b = a[:n], b[:n]
+		for i := range a {
+			out[k] = int32(i)
+			k += b2i(a[i] != b[i])
+		}
+	} else {
+		for _, i := range sel {
+			out[k] = i
+			k += b2i(a[i] != b[i])
+		}
+	}
+	return out[:k]
+}
+
+func selLtV[T integer](out []int32, a, b []T, sel []int32, n int) []int32 {
+	k := 0
+	if sel == nil {
+		a, b = a[:n], b[:n]
+		for i := range a {
+			out[k] = int32(i)
+			k += b2i(a[i] < b[i])
+		}
+	} else {
+		for _, i := range sel {
+			out[k] = i
+			k += b2i(a[i] < b[i])
+		}
+	}
+	return out[:k]
+}
+
+func selLeV[T integer](out []int32, a, b []T, sel []int32, n int) []int32 {
+	k := 0
+	if sel == nil {
+		a, b = a[:n], b[:n]
+		for i := range a {
+			out[k] = int32(i)
+			k += b2i(a[i] <= b[i])
+		}
+	} else {
+		for _, i := range sel {
+			out[k] = i
+			k += b2i(a[i] <= b[i])
+		}
+	}
+	return out[:k]
+}
+
+// ------------------------------------------- decimal128 and string kernels
+
+func cmp128(a, b decimal128.Num) int {
+	ah, bh := a.HighBits(), b.HighBits()
+	if ah != bh {
+		if ah < bh {
+			return -1
+		}
+		return 1
+	}
+	al, bl := a.LowBits(), b.LowBits()
+	if al == bl {
+		return 0
+	}
+	if al < bl {
+		return -1
+	}
+	return 1
+}
+
+func selD128Const(w [3]bool, out []int32, a []decimal128.Num, c decimal128.Num, sel []int32, n int) []int32 {
+	k := 0
+	if sel == nil {
+		for i := 0; i < n; i++ {
+			out[k] = int32(i)
+			k += b2i(w[cmp128(a[i], c)+1])
+		}
+	} else {
+		for _, i := range sel {
+			out[k] = i
+			k += b2i(w[cmp128(a[i], c)+1])
+		}
+	}
+	return out[:k]
+}
+
+func selD128(w [3]bool, out []int32, a, b []decimal128.Num, sel []int32, n int) []int32 {
+	k := 0
+	if sel == nil {
+		for i := 0; i < n; i++ {
+			out[k] = int32(i)
+			k += b2i(w[cmp128(a[i], b[i])+1])
+		}
+	} else {
+		for _, i := range sel {
+			out[k] = i
+			k += b2i(w[cmp128(a[i], b[i])+1])
+		}
+	}
+	return out[:k]
+}
+
+func selStrConst(op cmpOp, out []int32, a *vec, c []byte, sel []int32, n int) []int32 {
+	k := 0
+	if op == opEq || op == opNe {
+		want := op == opEq
+		if sel == nil {
+			for i := 0; i < n; i++ {
+				out[k] = int32(i)
+				k += b2i(bytes.Equal(a.str[a.off[i]:a.off[i+1]], c) == want)
+			}
+		} else {
+			for _, i := range sel {
+				out[k] = i
+				k += b2i(bytes.Equal(a.str[a.off[i]:a.off[i+1]], c) == want)
+			}
+		}
+		return out[:k]
+	}
+	w := op.want()
+	if sel == nil {
+		for i := 0; i < n; i++ {
+			out[k] = int32(i)
+			k += b2i(w[bytes.Compare(a.str[a.off[i]:a.off[i+1]], c)+1])
+		}
+	} else {
+		for _, i := range sel {
+			out[k] = i
+			k += b2i(w[bytes.Compare(a.str[a.off[i]:a.off[i+1]], c)+1])
+		}
+	}
+	return out[:k]
+}
+
+func selStr(w [3]bool, out []int32, a, b *vec, sel []int32, n int) []int32 {
+	k := 0
+	if sel == nil {
+		for i := 0; i < n; i++ {
+			out[k] = int32(i)
+			k += b2i(w[bytes.Compare(a.str[a.off[i]:a.off[i+1]], b.str[b.off[i]:b.off[i+1]])+1])
+		}
+	} else {
+		for _, i := range sel {
+			out[k] = i
+			k += b2i(w[bytes.Compare(a.str[a.off[i]:a.off[i+1]], b.str[b.off[i]:b.off[i+1]])+1])
+		}
+	}
+	return out[:k]
+}

@@ -1,0 +1,237 @@
+package exec
+
+import (
+	"math"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// abs, round and extract.
+
+func (c *compiler) compileAbs(x node, desc string) (node, error) {
+	t := x.dt()
+	mk := func(k func(out, a *vec, sel []int32, n int) kcode, ovf string) (node, error) {
+		return &unaryNode{x: x, t: t, kern: k, desc: desc, ovfText: ovf}, nil
+	}
+	switch t.ID() {
+	case arrow.NULL:
+		return newNullConst(arrow.PrimitiveTypes.Int32), nil
+	case arrow.INT32:
+		return mk(absI32, "integer out of range")
+	case arrow.INT64, arrow.DECIMAL64:
+		return mk(absI64, "integer out of range")
+	case arrow.FLOAT64:
+		return mk(absF64, "")
+	case arrow.DECIMAL128:
+		return mk(absD128, "decimal overflow")
+	}
+	return nil, nferr.Queryf("function abs(%s) does not exist in %s", typeName(t), desc)
+}
+
+func absI32(out, a *vec, sel []int32, n int) kcode {
+	out.i32 = grow(out.i32, n)
+	bad := 0
+	each(sel, n, func(i int32) {
+		x := a.i32[i]
+		bad |= b2i(x == math.MinInt32)
+		if x < 0 {
+			x = -x
+		}
+		out.i32[i] = x
+	})
+	return okIf(bad != 0, kOverflow)
+}
+
+func absI64(out, a *vec, sel []int32, n int) kcode {
+	out.i64 = grow(out.i64, n)
+	bad := 0
+	each(sel, n, func(i int32) {
+		x := a.i64[i]
+		bad |= b2i(x == math.MinInt64)
+		if x < 0 {
+			x = -x
+		}
+		out.i64[i] = x
+	})
+	return okIf(bad != 0, kOverflow)
+}
+
+func absF64(out, a *vec, sel []int32, n int) kcode {
+	out.f64 = grow(out.f64, n)
+	each(sel, n, func(i int32) { out.f64[i] = math.Abs(a.f64[i]) })
+	return kOK
+}
+
+func absD128(out, a *vec, sel []int32, n int) kcode {
+	out.d = grow(out.d, n)
+	each(sel, n, func(i int32) { out.d[i] = a.d[i].Abs() })
+	return kOK
+}
+
+// compileRound builds round(x [, digits]) with digits an integer constant:
+// decimals round half away from zero to max(digits, 0) fraction digits
+// (negative digits round to tens, hundreds...); doubles round half away from
+// zero; integers round to 10^-digits when digits < 0.
+func (c *compiler) compileRound(args []node, desc string) (node, error) {
+	x := args[0]
+	var d int64
+	if len(args) == 2 {
+		dc, ok := args[1].(*constNode)
+		if !ok || !(dc.k == pI32 || dc.k == pI64) {
+			return nil, nferr.Queryf("the digits of %s must be an integer constant", desc)
+		}
+		if dc.null {
+			return newNullConst(x.dt()), nil
+		}
+		d = dc.i64
+	}
+	if d > MaxDecimalPrecision || d < -MaxDecimalPrecision {
+		return nil, nferr.Queryf("round digits %d out of range -38..38 in %s", d, desc)
+	}
+	digits := int32(d)
+	t := x.dt()
+	switch {
+	case t.ID() == arrow.NULL:
+		return x, nil
+	case t.ID() == arrow.FLOAT64:
+		return &funcNode{args: []node{x}, t: t, desc: desc, digits: digits, run: roundFloatKernel}, nil
+	case isInteger(t):
+		if digits >= 0 {
+			return x, nil
+		}
+		i64, err := c.cast(x, arrow.PrimitiveTypes.Int64, desc)
+		if err != nil {
+			return nil, err
+		}
+		r := &funcNode{args: []node{i64}, t: arrow.PrimitiveTypes.Int64, desc: desc, digits: digits, run: roundIntKernel}
+		return c.cast(r, t, desc)
+	case isDecimal(t):
+		p, s, _ := decimalPS(t)
+		if digits >= s {
+			return x, nil
+		}
+		ts := max(digits, 0)
+		tp := min(p-s+ts+1, MaxDecimalPrecision) // +1: 9.99 rounds to 10.0
+		tp = max(tp, 1)
+		wide, err := c.rescale(x, s, true, desc)
+		if err != nil {
+			return nil, err
+		}
+		r := &funcNode{args: []node{wide}, t: &arrow.Decimal128Type{Precision: tp, Scale: ts}, desc: desc, digits: digits, fs: s, ts: ts, run: roundDecimalKernel}
+		return c.cast(r, decType(tp, ts), desc)
+	}
+	return nil, nferr.Queryf("function round(%s) does not exist in %s", typeName(t), desc)
+}
+
+func roundFloatKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
+	out.f64 = grow(out.f64, n)
+	a := in[0]
+	if f.digits == 0 {
+		each(sel, n, func(i int32) { out.f64[i] = math.Round(a.f64[i]) })
+		return nil
+	}
+	p := math.Pow(10, float64(f.digits))
+	each(sel, n, func(i int32) {
+		x := a.f64[i]
+		r := math.Round(x*p) / p
+		if math.IsInf(x*p, 0) {
+			r = x // too large to have fraction digits
+		}
+		out.f64[i] = r
+	})
+	return nil
+}
+
+func roundIntKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
+	out.i64 = grow(out.i64, n)
+	a := in[0]
+	k := -f.digits
+	var err error
+	each(sel, n, func(i int32) {
+		x := a.i64[i]
+		if k > 18 {
+			out.i64[i] = 0
+			return
+		}
+		m := pow10i64[k]
+		r, ovf := mul64(roundDiv64(x, m), m)
+		if ovf && err == nil {
+			err = errAt("integer out of range", f.desc)
+		}
+		out.i64[i] = r
+	})
+	return err
+}
+
+func roundDecimalKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
+	out.d = grow(out.d, n)
+	a := in[0]
+	var err error
+	each(sel, n, func(i int32) {
+		r, _ := rescale128(a.d[i], f.digits-f.fs) // to scale digits (may be negative)
+		if f.digits < 0 {
+			var ok bool
+			if r, ok = rescale128(r, -f.digits); !ok && err == nil {
+				err = errAt("decimal overflow", f.desc)
+			}
+		}
+		out.d[i] = r
+	})
+	return err
+}
+
+// Extract fields.
+var extractFields = map[string]bool{"year": true, "quarter": true, "month": true, "day": true, "dow": true, "doy": true}
+
+func (c *compiler) compileExtract(args []node, desc string) (node, error) {
+	fc, ok := args[0].(*constNode)
+	if !ok || fc.k != pStr {
+		return nil, nferr.Queryf("EXTRACT needs a field name in %s", desc)
+	}
+	field := strings.ToLower(fc.s)
+	if !extractFields[field] {
+		return nil, nferr.Queryf("unsupported EXTRACT field %q in %s (year, quarter, month, day, dow, doy)", fc.s, desc)
+	}
+	x := args[1]
+	switch x.dt().ID() {
+	case arrow.DATE32:
+	case arrow.NULL:
+		return newNullConst(arrow.PrimitiveTypes.Int32), nil
+	default:
+		return nil, nferr.Queryf("EXTRACT from %s is not supported in %s (DATE only)", typeName(x.dt()), desc)
+	}
+	return &funcNode{args: []node{x}, t: arrow.PrimitiveTypes.Int32, desc: desc, field: field, run: extractKernel}, nil
+}
+
+func extractKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
+	out.i32 = grow(out.i32, n)
+	a := in[0]
+	switch f.field {
+	case "year":
+		each(sel, n, func(i int32) { y, _, _ := CivilFromDays(int64(a.i32[i])); out.i32[i] = int32(y) })
+	case "quarter":
+		each(sel, n, func(i int32) { _, m, _ := CivilFromDays(int64(a.i32[i])); out.i32[i] = int32((m-1)/3 + 1) })
+	case "month":
+		each(sel, n, func(i int32) { _, m, _ := CivilFromDays(int64(a.i32[i])); out.i32[i] = int32(m) })
+	case "day":
+		each(sel, n, func(i int32) { _, _, d := CivilFromDays(int64(a.i32[i])); out.i32[i] = int32(d) })
+	case "dow":
+		// 1970-01-01 was a Thursday (4); Sunday is 0.
+		each(sel, n, func(i int32) {
+			w := (int64(a.i32[i]) + 4) % 7
+			if w < 0 {
+				w += 7
+			}
+			out.i32[i] = int32(w)
+		})
+	case "doy":
+		each(sel, n, func(i int32) {
+			d := int64(a.i32[i])
+			y, _, _ := CivilFromDays(d)
+			out.i32[i] = int32(d - DaysFromCivil(y, 1, 1) + 1)
+		})
+	}
+	return nil
+}
