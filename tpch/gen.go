@@ -249,10 +249,10 @@ func (g *partGen) row(i int64, pb, psb *batch) {
 // ---- supplier ----
 
 type suppGen struct {
-	pool                                       []byte
-	addr, ntrg, phne, abal, cmnt               stream
-	bbbCmnt, bbbType, bbbJunk, bbbOffs         stream
-	buf                                        []byte
+	pool                               []byte
+	addr, ntrg, phne, abal, cmnt       stream
+	bbbCmnt, bbbType, bbbJunk, bbbOffs stream
+	buf                                []byte
 }
 
 func newSuppGen(pool []byte, row int64) *suppGen {
@@ -351,12 +351,12 @@ func (g *custGen) row(i int64, b *batch) {
 // ---- orders and lineitem ----
 
 type orderGen struct {
-	sc                                          Scale
-	pool                                        []byte
-	ckey, odate, prio, clrk, cmnt, lcnt         stream
-	qty, dcnt, tax, ship, smode, pkey, skey     stream
-	sdte, cdte, rdte, rflg, lcmnt               stream
-	buf                                         []byte
+	sc                                      Scale
+	pool                                    []byte
+	ckey, odate, prio, clrk, cmnt, lcnt     stream
+	qty, dcnt, tax, ship, smode, pkey, skey stream
+	sdte, cdte, rdte, rflg, lcmnt           stream
+	buf                                     []byte
 }
 
 func newOrderGen(sc Scale, pool []byte, row int64) *orderGen {

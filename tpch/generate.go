@@ -61,6 +61,9 @@ type GenOptions struct {
 	// Progress, when set, is called with the number of rows just finished
 	// for a table. It is called from several goroutines at once.
 	Progress func(t Table, rows int64)
+
+	// chunkRows, when set (tests only), overrides the driver rows per job.
+	chunkRows int64
 }
 
 // Validate checks the options and applies defaults.
@@ -423,6 +426,9 @@ feed:
 
 // chunkDriverRows is the number of driver rows per job.
 func chunkDriverRows(o *GenOptions, d Table, withChild bool) int64 {
+	if o.chunkRows > 0 {
+		return o.chunkRows
+	}
 	if o.Format == FormatTbl {
 		// About 8 MB of text per chunk: large enough for sequential writes,
 		// small enough that 2*Parallel+2 chunks in flight stay modest.

@@ -29,7 +29,9 @@ type ParquetOptions struct {
 	// "gzip" or "none" (see docs/decisions.md for the measurements).
 	Codec string
 	// RowGroupRows is the number of rows per row group (the last group of
-	// a file may be smaller). Default 262144.
+	// a file may be smaller). partsupp and lineitem groups hold the rows of
+	// RowGroupRows/4 parts or orders: about, not exactly, RowGroupRows rows.
+	// Default 262144.
 	RowGroupRows int
 	// RowGroupsPerFile is the number of row groups per file. Default 4.
 	RowGroupsPerFile int
