@@ -1,0 +1,362 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/nicflow/nicflow/cluster"
+	"github.com/nicflow/nicflow/exec"
+)
+
+var clusterCmd = &cobra.Command{
+	Use:   "cluster",
+	Short: "Create cluster keys, run a local cluster, inspect and check a cluster",
+	Long: `A nicflow cluster is one coordinator, workers (lite compute: SmartNICs, DPUs,
+small ARM boards, containers) and storage nodes, all running this binary:
+
+  nicflow coordinator   accepts queries, schedules tasks
+  nicflow worker        runs tasks
+  nicflow storage       serves table data over Arrow Flight
+
+Every node needs the cluster key directory (nicflow cluster init): gossip is
+encrypted with its key, and every data or control connection is mutual TLS
+with certificates of its CA. A process without the keys can neither join,
+nor submit tasks, nor read data.
+
+  cluster init     create a key directory (cluster key + CA)
+  cluster cert     issue a node or client directory without the CA key
+  cluster local    run a whole cluster as local processes, for development
+  cluster status   list the members and running queries
+  cluster check    run generator tasks on every worker and verify the data
+
+See docs/cluster.md for a three-machine setup.`,
+}
+
+var clusterInitFlags struct {
+	dir   string
+	force bool
+}
+
+var clusterInitCmd = &cobra.Command{
+	Use:   "init --dir KEYDIR",
+	Short: "Create a cluster key directory: gossip key and certificate authority",
+	Long: `Create KEYDIR with:
+  cluster.key   32 random bytes (AES-256-GCM key for gossip encryption)
+  ca.crt        the cluster's CA certificate (ECDSA P-256, 10 years)
+  ca.key        the CA's private key
+
+Copy KEYDIR to every node (mode 0700): nodes issue themselves a certificate at
+start with the CA key. To keep the CA key off worker machines, issue node
+directories instead with "nicflow cluster cert". Refuses to overwrite an
+existing key unless --force (which makes every running node unable to talk to
+nodes started with the new key).`,
+	Example: `  nicflow cluster init --dir /etc/nicflow/keys
+  scp -r /etc/nicflow/keys node2:/etc/nicflow/`,
+	Args: cobra.NoArgs,
+	RunE: func(cmd *cobra.Command, _ []string) error {
+		if clusterInitFlags.dir == "" {
+			return usagef("--dir is required")
+		}
+		if err := cluster.InitKeys(clusterInitFlags.dir, clusterInitFlags.force); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "wrote cluster key and CA to %s\n", clusterInitFlags.dir)
+		return nil
+	},
+}
+
+var clusterCertFlags struct {
+	dir, out, name, role string
+	validity             time.Duration
+}
+
+var clusterCertCmd = &cobra.Command{
+	Use:   "cert --dir KEYDIR --out NODEDIR --name NAME --role ROLE",
+	Short: "Issue a node (or client) key directory signed by the cluster CA",
+	Long: `Write NODEDIR holding the cluster key, the CA certificate and a certificate for
+NAME with ROLE (coordinator, worker, storage or client), signed with the CA
+key in KEYDIR. NODEDIR holds no CA key: a stolen node directory cannot mint
+new identities, and the certificate expires after --validity. Start the node
+with --keys NODEDIR and --node-id NAME.`,
+	Example: `  nicflow cluster cert --dir keys --out keys-w1 --name w1 --role worker
+  nicflow cluster cert --dir keys --out ~/.nicflow/client --name alice --role client`,
+	Args: cobra.NoArgs,
+	RunE: func(cmd *cobra.Command, _ []string) error {
+		f := clusterCertFlags
+		if f.dir == "" || f.out == "" || f.name == "" {
+			return usagef("--dir, --out and --name are required")
+		}
+		role, err := cluster.ParseRole(f.role)
+		if err != nil {
+			return usagef("--role: %v", err)
+		}
+		if err := cluster.IssueNodeDir(f.dir, f.out, f.name, role, f.validity); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s certificate for %s to %s\n", role, f.name, f.out)
+		return nil
+	},
+}
+
+var clusterLocalFlags struct {
+	dir      string
+	workers  int
+	storage  int
+	addrFile string
+	keys     string
+	cores    int
+}
+
+var clusterLocalCmd = &cobra.Command{
+	Use:   "local --dir DIR [--workers N] [--storage M]",
+	Short: "Run a coordinator, N workers and M storage nodes as local processes",
+	Long: `Start a whole cluster on this machine (127.0.0.1): the coordinator, N workers
+and M storage nodes, each a separate process running this binary with its
+role subcommand and automatically chosen ports. Returns to the prompt only when
+stopped: Ctrl-C or SIGTERM stops every node; the nodes also die with this
+process if it is killed (Linux parent-death signal).
+
+Keys are created in DIR/cluster/keys on first use; node logs go to
+DIR/cluster/logs/<node>.log; the coordinator's client address is printed and
+written to --addr-file (default DIR/cluster/coordinator.addr), where
+"nicflow cluster status --dir DIR" and other clients find it.`,
+	Example: `  nicflow cluster local --dir data --workers 3 --storage 1
+  # in another terminal
+  nicflow cluster status --dir data
+  nicflow cluster check --dir data --rows 10000000`,
+	Args: cobra.NoArgs,
+	RunE: func(cmd *cobra.Command, _ []string) error {
+		f := clusterLocalFlags
+		if f.dir == "" {
+			return usagef("--dir is required")
+		}
+		o := cluster.LocalOptions{
+			Dir: f.dir, Workers: f.workers, Storage: f.storage, AddrFile: f.addrFile, KeyDir: f.keys,
+			Out: cmd.ErrOrStderr(),
+		}
+		if f.cores > 0 {
+			o.Extra = map[cluster.Role][]string{cluster.RoleWorker: {"--cores", fmt.Sprint(f.cores)}}
+		}
+		lc, err := cluster.StartLocal(cmd.Context(), o)
+		if err != nil {
+			return err
+		}
+		defer lc.Stop()
+		fmt.Fprintf(cmd.ErrOrStderr(), "cluster up: %d nodes; keys %s; address in %s\n", len(lc.Nodes), lc.KeyDir, lc.AddrFile)
+		fmt.Fprintln(cmd.OutOrStdout(), lc.CoordinatorAddr)
+		err = lc.Wait(cmd.Context())
+		fmt.Fprintln(cmd.ErrOrStderr(), "stopping the cluster")
+		return err
+	},
+}
+
+var statusFlags clientFlags
+
+var clusterStatusCmd = &cobra.Command{
+	Use:   "status (--cluster ADDR --keys KEYDIR | --dir DIR)",
+	Short: "List the cluster's members and running queries",
+	Example: `  nicflow cluster status --dir data
+  nicflow cluster status --cluster 10.0.0.1:7400 --keys /etc/nicflow/keys`,
+	Args: cobra.NoArgs,
+	RunE: func(cmd *cobra.Command, _ []string) error {
+		c, addr, err := statusFlags.dial()
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
+		defer cancel()
+		ms, err := c.Members(ctx)
+		if err != nil {
+			return err
+		}
+		qs, err := c.Queries(ctx)
+		if err != nil {
+			return err
+		}
+		out := cmd.OutOrStdout()
+		fmt.Fprintf(out, "coordinator %s: %d members\n", addr, len(ms))
+		tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ROLE\tID\tCORES\tMEMORY\tNIC\tGOSSIP\tCONTROL\tDATA\tFLIGHT\tUP")
+		for _, m := range ms {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Role, m.ID, m.Cores, exec.FormatBytes(m.Memory),
+				cluster.FormatBandwidth(m.NICBandwidth), m.GossipAddr, dash(m.ControlAddr), dash(m.DataAddr), dash(m.FlightAddr),
+				time.Since(m.Started).Round(time.Second))
+		}
+		tw.Flush()
+		if len(qs) > 0 {
+			fmt.Fprintf(out, "\n%d running queries\n", len(qs))
+			for _, p := range qs {
+				fmt.Fprintf(out, "  %s (%s) %s, %s\n", p.QueryID, p.Kind, p.Elapsed, progressLine(p))
+			}
+		}
+		return nil
+	},
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+var checkFlags struct {
+	client  clientFlags
+	tasks   int
+	rows    int64
+	batch   int
+	pace    time.Duration
+	discard bool
+}
+
+var clusterCheckCmd = &cobra.Command{
+	Use:   "check (--cluster ADDR --keys KEYDIR | --dir DIR)",
+	Short: "Run generator tasks on every worker, verify the data, print throughput",
+	Long: `Check the whole cluster path without SQL: the coordinator places --tasks
+generator tasks on the workers (default one per worker core) by their free
+cores, each task generates --rows rows of a known pseudo-random sequence and
+streams them back over the control plane (mutual TLS), and the coordinator
+verifies every value. Prints, per task, the node, rows, bytes and time, then
+the aggregate throughput. Progress is shown on a terminal; Ctrl-C cancels the
+check and every task on the cluster.`,
+	Example: `  nicflow cluster check --dir data
+  nicflow cluster check --cluster 10.0.0.1:7400 --keys /etc/nicflow/keys --rows 50000000
+  nicflow cluster check --dir data --tasks 4 --rows 100000 --pace 100ms   # slow, to watch progress`,
+	Args: cobra.NoArgs,
+	RunE: func(cmd *cobra.Command, _ []string) error {
+		f := checkFlags
+		c, _, err := f.client.dial()
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		p := cluster.CheckParams{Tasks: f.tasks, Rows: f.rows, Batch: f.batch, Pace: f.pace, Discard: f.discard}
+		if p.Rows < 0 || p.Tasks < 0 || p.Batch < 0 {
+			return usagef("--tasks, --rows and --batch must not be negative")
+		}
+		var onProgress func(cluster.Progress)
+		errOut := cmd.ErrOrStderr()
+		tty := false
+		if fd, ok := errOut.(*os.File); ok && term.IsTerminal(int(fd.Fd())) {
+			tty = true
+			onProgress = func(pr cluster.Progress) { fmt.Fprintf(errOut, "\r\033[K%s", progressLine(pr)) }
+		}
+		start := time.Now()
+		res, err := c.Query(cmd.Context(), "", cluster.QueryOptions{Kind: cluster.CheckKind, Params: p.Params(), OnProgress: onProgress})
+		if err != nil {
+			return err
+		}
+		defer res.Close()
+		var rowsTotal, bytesTotal int64
+		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', tabwriter.AlignRight)
+		header := false
+		for {
+			rec, err := res.Next()
+			if err != nil {
+				if tty {
+					fmt.Fprintln(errOut)
+				}
+				return err
+			}
+			if rec == nil {
+				break
+			}
+			if !header {
+				if tty {
+					fmt.Fprint(errOut, "\r\033[K")
+				}
+				fmt.Fprintln(tw, "task\tnode\trows\tbytes\tms\t")
+				header = true
+			}
+			task := rec.Column(0).(*array.Int32)
+			node := rec.Column(1).(*array.String)
+			rows := rec.Column(2).(*array.Int64)
+			bytes := rec.Column(3).(*array.Int64)
+			ms := rec.Column(4).(*array.Int64)
+			for i := 0; i < int(rec.NumRows()); i++ {
+				fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t\n", task.Value(i), node.Value(i), rows.Value(i), exec.FormatBytes(bytes.Value(i)), ms.Value(i))
+				rowsTotal += rows.Value(i)
+				bytesTotal += bytes.Value(i)
+			}
+		}
+		tw.Flush()
+		el := time.Since(start)
+		fmt.Fprintf(cmd.OutOrStdout(), "verified %d rows, %s in %v: %.1f Mrows/s, %s/s\n", rowsTotal, exec.FormatBytes(bytesTotal),
+			el.Round(time.Millisecond), float64(rowsTotal)/el.Seconds()/1e6, exec.FormatBytes(int64(float64(bytesTotal)/el.Seconds())))
+		return nil
+	},
+}
+
+// progressLine renders a progress snapshot on one line.
+func progressLine(p cluster.Progress) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", p.State, p.Elapsed.Round(100*time.Millisecond))
+	for _, s := range p.Stages {
+		name := s.Name
+		if name == "" {
+			name = fmt.Sprintf("stage %d", s.Stage)
+		}
+		fmt.Fprintf(&b, " | %s: %d/%d tasks", name, s.Done, s.Tasks)
+		if s.Failed > 0 {
+			fmt.Fprintf(&b, ", %d failed", s.Failed)
+		}
+		fmt.Fprintf(&b, ", %s rows, %s out", humanCount(s.Rows), exec.FormatBytes(s.BytesOut))
+	}
+	return b.String()
+}
+
+func humanCount(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.1fG", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 1e4:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
+}
+
+
+func init() {
+	f := clusterInitCmd.Flags()
+	f.StringVar(&clusterInitFlags.dir, "dir", "", "key directory to create (required)")
+	f.BoolVar(&clusterInitFlags.force, "force", false, "replace an existing cluster key and CA")
+
+	f = clusterCertCmd.Flags()
+	f.StringVar(&clusterCertFlags.dir, "dir", "", "key directory with the CA key (from cluster init)")
+	f.StringVar(&clusterCertFlags.out, "out", "", "node directory to write")
+	f.StringVar(&clusterCertFlags.name, "name", "", "node or client name (use it as --node-id)")
+	f.StringVar(&clusterCertFlags.role, "role", "worker", "coordinator, worker, storage or client")
+	f.DurationVar(&clusterCertFlags.validity, "validity", 365*24*time.Hour, "certificate lifetime")
+
+	f = clusterLocalCmd.Flags()
+	f.StringVar(&clusterLocalFlags.dir, "dir", "", "database directory; cluster state goes to DIR/cluster (required)")
+	f.IntVar(&clusterLocalFlags.workers, "workers", 2, "number of worker processes")
+	f.IntVar(&clusterLocalFlags.storage, "storage", 0, "number of storage processes (nicflow storage)")
+	f.StringVar(&clusterLocalFlags.addrFile, "addr-file", "", "write the coordinator's client address here (default DIR/cluster/coordinator.addr)")
+	f.StringVar(&clusterLocalFlags.keys, "keys", "", "cluster key directory (default DIR/cluster/keys, created when missing)")
+	f.IntVar(&clusterLocalFlags.cores, "worker-cores", 0, "cores each worker advertises (default: all)")
+
+	addClientFlags(clusterStatusCmd, &statusFlags)
+
+	addClientFlags(clusterCheckCmd, &checkFlags.client)
+	f = clusterCheckCmd.Flags()
+	f.IntVar(&checkFlags.tasks, "tasks", 0, "generator tasks (default: one per worker core)")
+	f.Int64Var(&checkFlags.rows, "rows", 1_000_000, "rows per task")
+	f.IntVar(&checkFlags.batch, "batch", 8192, "rows per batch")
+	f.DurationVar(&checkFlags.pace, "pace", 0, "pause between batches (slows the check down)")
+	f.BoolVar(&checkFlags.discard, "discard", false, "generate without sending the rows back")
+
+	clusterCmd.AddCommand(clusterInitCmd, clusterCertCmd, clusterLocalCmd, clusterStatusCmd, clusterCheckCmd)
+	rootCmd.AddCommand(clusterCmd)
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nicflow/nicflow/cluster"
+	"github.com/nicflow/nicflow/exec"
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// nodeFlags are the flags every cluster role shares (coordinator, worker,
+// storage). Role commands call addNodeFlags in init and nodeFlags.options in
+// RunE; cmd/nicflow/storage.go uses the same two for `nicflow storage`.
+type nodeFlags struct {
+	config       string
+	nodeID       string
+	keys         string
+	gossip       string
+	advertise    string
+	join         []string
+	listen       string
+	admin        string
+	data         string
+	flight       string
+	cores        int
+	memory       string
+	nicBandwidth string
+	gossipMode   string
+	readyFile    string
+	logLevel     string
+}
+
+func addNodeFlags(cmd *cobra.Command, f *nodeFlags, role cluster.Role) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.config, "config", "", "JSON file with node options (keys as in docs/cluster.md); flags override it")
+	fs.StringVar(&f.nodeID, "node-id", "", "unique node name (default <role>-<hostname>-<gossip port>)")
+	fs.StringVar(&f.keys, "keys", "", "cluster key directory from `nicflow cluster init` or `nicflow cluster cert` (required)")
+	fs.StringVar(&f.gossip, "gossip", "", "gossip listen address host:port (default 0.0.0.0:7946 coordinator, :7947 worker, :7948 storage)")
+	fs.StringVar(&f.advertise, "advertise", "", "address other nodes use to reach this one (default: a non-loopback IPv4 address)")
+	fs.StringSliceVar(&f.join, "join", nil, "gossip address(es) of nodes already in the cluster, e.g. 10.0.0.1:7946")
+	if role != cluster.RoleStorage {
+		def := "0.0.0.0:7401 (task control port)"
+		if role == cluster.RoleCoordinator {
+			def = "0.0.0.0:7400 (client port)"
+		}
+		fs.StringVar(&f.listen, "listen", "", "control/gRPC listen address, default "+def)
+	}
+	fs.StringVar(&f.admin, "admin", "", `admin HTTP address for /metrics and /status (default 127.0.0.1:748x; "off" disables)`)
+	fs.StringVar(&f.data, "data-addr", "", "advertised shuffle agent address host:port")
+	if role == cluster.RoleStorage {
+		fs.StringVar(&f.flight, "flight-addr", "", "advertised Flight storage address host:port")
+	}
+	fs.IntVar(&f.cores, "cores", 0, "cores offered to tasks (default GOMAXPROCS)")
+	fs.StringVar(&f.memory, "memory", "", "memory offered to tasks, e.g. 8GiB (default 60% of the machine or cgroup)")
+	fs.StringVar(&f.nicBandwidth, "nic-bandwidth", "", "network bandwidth to advertise, e.g. 25Gbit (default: link speed, else 10Gbit)")
+	fs.StringVar(&f.gossipMode, "gossip-profile", "", "gossip timing: lan (default, failures seen in ~1-3 s) or wan")
+	fs.StringVar(&f.readyFile, "ready-file", "", "write this node's advertised addresses (JSON) here once it has joined")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+}
+
+// options builds validated cluster options from the config file and flags.
+func (f *nodeFlags) options(cmd *cobra.Command, role cluster.Role) (cluster.Options, error) {
+	var o cluster.Options
+	if f.config != "" {
+		if err := cluster.LoadOptionsFile(f.config, &o); err != nil {
+			return o, err
+		}
+		if o.Role != 0 && o.Role != role {
+			return o, nferr.Queryf("config file %s is for a %v, not a %v", f.config, o.Role, role)
+		}
+	}
+	o.Role = role
+	changed := cmd.Flags().Changed
+	set := func(name string, dst *string, v string) {
+		if changed(name) {
+			*dst = v
+		}
+	}
+	set("node-id", &o.NodeID, f.nodeID)
+	set("keys", &o.KeyDir, f.keys)
+	set("gossip", &o.GossipAddr, f.gossip)
+	set("advertise", &o.AdvertiseHost, f.advertise)
+	set("listen", &o.ControlAddr, f.listen)
+	set("admin", &o.AdminAddr, f.admin)
+	set("data-addr", &o.DataAddr, f.data)
+	set("flight-addr", &o.FlightAddr, f.flight)
+	set("gossip-profile", &o.Gossip, f.gossipMode)
+	if changed("join") {
+		o.Join = f.join
+	}
+	if changed("cores") {
+		o.Cores = f.cores
+	}
+	if changed("memory") {
+		n, err := exec.ParseBytes(f.memory)
+		if err != nil {
+			return o, usagef("--memory: %v", err)
+		}
+		o.Memory = n
+	}
+	if changed("nic-bandwidth") {
+		n, err := cluster.ParseBandwidth(f.nicBandwidth)
+		if err != nil {
+			return o, usagef("--nic-bandwidth: %v", err)
+		}
+		o.NICBandwidth = n
+	}
+	if o.KeyDir == "" {
+		return o, usagef("--keys is required: the cluster key directory (create one with `nicflow cluster init --dir KEYDIR`)")
+	}
+	lvl, err := parseLogLevel(f.logLevel)
+	if err != nil {
+		return o, err
+	}
+	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	o.SetDefaults()
+	if err := o.Validate(); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+func parseLogLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info", "":
+		return slog.LevelInfo, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, usagef("--log-level %q: want debug, info, warn or error", s)
+}
+
+// serveNode writes the ready file and runs until ctx ends (Ctrl-C, SIGTERM)
+// or the node stops; it then leaves the cluster gracefully.
+func serveNode(ctx context.Context, n *cluster.Node, readyFile string) error {
+	defer n.Close()
+	self := n.Self()
+	fmt.Fprintf(os.Stderr, "nicflow %s %s: gossip %s", self.Role, self.ID, self.GossipAddr)
+	if self.ControlAddr != "" {
+		fmt.Fprintf(os.Stderr, ", control %s", self.ControlAddr)
+	}
+	if self.AdminAddr != "" {
+		fmt.Fprintf(os.Stderr, ", admin http://%s/status", self.AdminAddr)
+	}
+	fmt.Fprintln(os.Stderr)
+	if readyFile != "" {
+		if err := cluster.WriteReadyFile(readyFile, self); err != nil {
+			return err
+		}
+		defer os.Remove(readyFile)
+	}
+	select {
+	case <-ctx.Done():
+	case <-n.Done():
+	}
+	return nil
+}
+
+// clientFlags locate a coordinator: --cluster ADDR with --keys KEYDIR, or
+// --dir DIR of a `nicflow cluster local` cluster (DIR/cluster/coordinator.addr
+// and DIR/cluster/keys).
+type clientFlags struct {
+	addr string
+	keys string
+	dir  string
+}
+
+func addClientFlags(cmd *cobra.Command, f *clientFlags) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.addr, "cluster", "", "coordinator client address host:port")
+	fs.StringVar(&f.keys, "keys", "", "cluster key directory (default: DIR/cluster/keys with --dir)")
+	fs.StringVar(&f.dir, "dir", "", "directory of a `nicflow cluster local` cluster (finds the address and keys)")
+}
+
+// dial connects to the coordinator the flags name.
+func (f *clientFlags) dial() (*cluster.Client, string, error) {
+	addr, keys := f.addr, f.keys
+	if f.dir != "" {
+		if addr == "" {
+			b, err := os.ReadFile(filepath.Join(f.dir, "cluster", "coordinator.addr"))
+			if err != nil {
+				return nil, "", nferr.Unavailablef("no local cluster running in %s (%v): start one with `nicflow cluster local --dir %s`", f.dir, err, f.dir)
+			}
+			addr = strings.TrimSpace(string(b))
+		}
+		if keys == "" {
+			keys = filepath.Join(f.dir, "cluster", "keys")
+		}
+	}
+	if addr == "" {
+		return nil, "", usagef("give --cluster ADDR (with --keys KEYDIR) or --dir DIR of a local cluster")
+	}
+	if keys == "" {
+		return nil, "", usagef("--keys is required with --cluster: the cluster key directory")
+	}
+	c, err := cluster.Dial(addr, cluster.ClientOptions{KeyDir: keys})
+	return c, addr, err
+}
