@@ -1,0 +1,182 @@
+package exec
+
+// Parallel plans inside one node.
+//
+// nicflow parallelizes a query on one node the way it parallelizes across
+// nodes: the planner instantiates a pipeline once per core and joins the
+// pipelines with exchanges (exchange.go). The helpers here assemble the two
+// shapes that need more than an exchange:
+//
+//   - NewParallelHashJoin: N build pipelines fill ONE shared hash table
+//     (their inputs are drained concurrently; inserts are serialized), and
+//     N probe pipelines probe it concurrently. No repartition of the probe
+//     side is needed, which is what makes a broadcast-style local join
+//     cheap: the build side is shared memory, not copied N times.
+//   - NewParallelHashAgg: N partial aggregates, then either one final
+//     aggregate behind a Gather (few groups: TPC-H Q1), or a HashRepartition
+//     by group key into M single-phase aggregates behind a Gather (many
+//     groups: every group lives in exactly one aggregate).
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// sharedBuild is a hash join build shared by several probing HashJoins.
+type sharedBuild struct {
+	shape  *joinShape
+	inputs []Operator
+
+	once     sync.Once
+	bt       *joinTable
+	err      error
+	probers  int32
+	closed   atomic.Int32
+	inClosed bool
+	mu       sync.Mutex // serializes inserts and input lifecycle
+}
+
+// get builds the table on first call (draining every build input in its
+// own goroutine) and returns it; later callers wait for the build.
+func (s *sharedBuild) get(env *Env) (*joinTable, error) {
+	s.once.Do(func() { s.bt, s.err = s.build(env) })
+	return s.bt, s.err
+}
+
+func (s *sharedBuild) build(env *Env) (*joinTable, error) {
+	acct := env.Budget.NewAccount("hash join build")
+	t := newJoinTable(s.shape, acct)
+	s.mu.Lock()
+	for _, in := range s.inputs {
+		if err := in.Open(env); err != nil {
+			s.mu.Unlock()
+			return t, err
+		}
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	errs := make([]error, len(s.inputs))
+	var failed atomic.Bool
+	for i, in := range s.inputs {
+		wg.Add(1)
+		go func(i int, in Operator) {
+			defer wg.Done()
+			var sc buildScratch
+			for !failed.Load() {
+				if err := env.Ctx.Err(); err != nil {
+					errs[i] = nferr.With(nferr.KindCanceled, err)
+					failed.Store(true)
+					return
+				}
+				b, err := in.Next()
+				if err != nil {
+					errs[i] = err
+					failed.Store(true)
+					return
+				}
+				if b == nil {
+					return
+				}
+				s.mu.Lock()
+				err = t.addBatch(b, &sc)
+				s.mu.Unlock()
+				if err != nil {
+					errs[i] = err
+					failed.Store(true)
+					return
+				}
+			}
+		}(i, in)
+	}
+	wg.Wait()
+	s.closeInputs()
+	for _, err := range errs {
+		if err != nil {
+			return t, err
+		}
+	}
+	if err := t.finish(); err != nil {
+		return t, err
+	}
+	t.probersLeft.Store(s.probers)
+	return t, nil
+}
+
+func (s *sharedBuild) closeInputs() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inClosed {
+		return nil
+	}
+	s.inClosed = true
+	var first error
+	for _, in := range s.inputs {
+		if err := in.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// done is called by each prober's Close; the last one frees the table.
+func (s *sharedBuild) done() {
+	if s.closed.Add(1) != s.probers {
+		return
+	}
+	// INVARIANT: every prober has closed, so nobody is inside get and the
+	// once has either run to completion or never started.
+	s.once.Do(func() {})
+	s.closeInputs()
+	if s.bt != nil {
+		s.bt.release()
+		s.bt = nil
+	}
+}
+
+// NewParallelHashJoin returns len(probes) hash join operators that share one
+// hash table built from all builds (the build side of spec: for Build
+// right, builds are the right inputs and probes the left ones). Each
+// returned operator probes its own input and is driven by its own pipeline
+// (typically under a Gather); together they produce the join of
+// union(probes) with union(builds). The operators own the inputs: builds
+// are closed when the last operator closes.
+//
+// NB: for joins that emit build rows at the end (outer joins keeping the
+// build side, and semi/anti/mark joins built on the left) the last prober
+// to reach end of stream emits them; every prober must then be drained.
+func NewParallelHashJoin(probes, builds []Operator, spec HashJoinSpec) ([]Operator, error) {
+	if len(probes) == 0 || len(builds) == 0 {
+		return nil, nferr.Internalf("parallel hash join: %d probe and %d build inputs", len(probes), len(builds))
+	}
+	left, right := probes[0].Schema(), builds[0].Schema()
+	if spec.buildLeft() {
+		left, right = right, left
+	}
+	for _, in := range probes[1:] {
+		if err := checkSchemaTypes(probes[0].Schema(), in.Schema()); err != nil {
+			return nil, nferr.Wrap(nferr.KindInternal, err, "parallel hash join: probe inputs differ")
+		}
+	}
+	for _, in := range builds[1:] {
+		if err := checkSchemaTypes(builds[0].Schema(), in.Schema()); err != nil {
+			return nil, nferr.Wrap(nferr.KindInternal, err, "parallel hash join: build inputs differ")
+		}
+	}
+	shape, err := newJoinShape(left, right, spec, "hash join")
+	if err != nil {
+		return nil, err
+	}
+	sb := &sharedBuild{shape: shape, inputs: builds, probers: int32(len(probes))}
+	ops := make([]Operator, len(probes))
+	for i, p := range probes {
+		ops[i] = &HashJoin{shape: shape, probe: p, shared: sb}
+		if shape.buildLeft {
+			ops[i].(*HashJoin).right = p
+		} else {
+			ops[i].(*HashJoin).left = p
+		}
+	}
+	return ops, nil
+}
