@@ -1,0 +1,108 @@
+package tpch
+
+import (
+	"context"
+	"io"
+	"testing"
+)
+
+// Benchmarks of the hot generator paths (go test -bench . ./tpch). Rows
+// are driver rows (orders, parts...); bytes are .tbl bytes.
+
+func benchGroup(b *testing.B, driver Table, wantChild bool, format bool) {
+	sc, err := NewScale(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pool := textPool()
+	const rows = 8192
+	a := newBatch(driver, rows)
+	var c *batch
+	if wantChild {
+		c = newBatch(childOf(driver), rows*4)
+	}
+	var buf []byte
+	b.ReportAllocs()
+	b.ResetTimer()
+	var bytes int64
+	for i := 0; i < b.N; i++ {
+		start := int64(i%100)*rows + 1
+		g := newGroupGen(sc, pool, driver, start)
+		a.reset()
+		if c != nil {
+			c.reset()
+		}
+		g.rows(start, rows, a, c)
+		if format {
+			buf = appendTbl(buf[:0], a)
+			if c != nil {
+				buf = appendTbl(buf, c)
+			}
+			bytes += int64(len(buf))
+		}
+	}
+	if format {
+		b.SetBytes(bytes / int64(b.N))
+	}
+	b.ReportMetric(float64(rows*b.N)/b.Elapsed().Seconds(), "driver-rows/s")
+}
+
+func BenchmarkGenOrdersLineitem(b *testing.B)    { benchGroup(b, Orders, true, false) }
+func BenchmarkGenOrdersLineitemTbl(b *testing.B) { benchGroup(b, Orders, true, true) }
+func BenchmarkGenPartPartsupp(b *testing.B)      { benchGroup(b, Part, true, false) }
+func BenchmarkGenPartPartsuppTbl(b *testing.B)   { benchGroup(b, Part, true, true) }
+func BenchmarkGenCustomerTbl(b *testing.B)       { benchGroup(b, Customer, false, true) }
+func BenchmarkGenSupplierTbl(b *testing.B)       { benchGroup(b, Supplier, false, true) }
+
+// BenchmarkTextPool measures building the first 16 MiB of the pool.
+func BenchmarkTextPool(b *testing.B) {
+	const size = 16 << 20
+	b.SetBytes(size)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		_ = buildTextPool(size)
+	}
+}
+
+// BenchmarkWriteTblLineitemSF01 is the single-threaded streaming API.
+func BenchmarkWriteTblLineitemSF01(b *testing.B) {
+	WarmTextPool()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := WriteTbl(context.Background(), io.Discard, Lineitem, 0.1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(74246996) // dbgen's lineitem.tbl at SF 0.1
+}
+
+// BenchmarkParquetLineitemSF01 writes SF 0.1 lineitem to Parquet in memory.
+func BenchmarkParquetLineitemSF01(b *testing.B) {
+	WarmTextPool()
+	sc, _ := NewScale(0.1)
+	for _, codec := range []string{"snappy", "zstd", "lz4"} {
+		b.Run(codec, func(b *testing.B) {
+			o := ParquetOptions{Codec: codec}
+			o.ensureDefaults()
+			b.ReportAllocs()
+			var size int64
+			for i := 0; i < b.N; i++ {
+				cw := &countWriter{}
+				w := newPQWriter(cw, Lineitem, o)
+				err := generateRange(context.Background(), sc, Orders, 1, sc.Orders, false, true, w.write)
+				if err == nil {
+					err = w.close()
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				size = cw.n
+			}
+			b.ReportMetric(float64(size)/1e6, "file-MB")
+		})
+	}
+}
+
+type countWriter struct{ n int64 }
+
+func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
