@@ -94,8 +94,10 @@ func (v *vec) isNull(i int32) bool { return v.nulls != nil && v.nulls[i] }
 func (v *vec) strAt(i int32) []byte { return v.str[v.off[i]:v.off[i+1]] }
 
 // grow returns s with length n, reusing its storage when large enough.
+// INVARIANT: the result is never nil, even for n == 0: a nil selection
+// means "all rows", an empty one "no row".
 func grow[T any](s []T, n int) []T {
-	if cap(s) >= n {
+	if s != nil && cap(s) >= n {
 		return s[:n]
 	}
 	return make([]T, n, n+n/8)

@@ -272,6 +272,10 @@ func evalAndOr(b *evalBatch, sel []int32, args []boolNode, isOr bool, out *vec, 
 // diffSel returns a \ b (b is a subset of a, both ascending; a nil means
 // [0, n)) in dst.
 func diffSel(dst, a, b []int32, n int) []int32 {
+	// INVARIANT: the result is never nil (nil would mean "all rows").
+	if dst == nil {
+		dst = make([]int32, 0, 16)
+	}
 	dst = dst[:0]
 	j := 0
 	if a == nil {
@@ -290,9 +294,6 @@ func diffSel(dst, a, b []int32, n int) []int32 {
 			continue
 		}
 		dst = append(dst, i)
-	}
-	if dst == nil {
-		dst = make([]int32, 0, 16)
 	}
 	return dst
 }

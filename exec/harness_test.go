@@ -856,9 +856,8 @@ func RunOpTest(t *testing.T, tc OpTest) {
 		first := true
 		for _, bs := range sizes {
 			for _, l := range []layout{layoutDense, layoutSel, layoutSliced} {
-				// NB: batch size 1 over big inputs only runs dense: one
-				// Arrow record per row is slow and the other layouts add
-				// nothing at that size.
+				// NB: batch size 1 over big inputs only runs dense: the
+				// other layouts add nothing at that size.
 				if bs == 1 && total > 4096 && l != layoutDense {
 					continue
 				}
@@ -902,7 +901,9 @@ func checkOutcome(t *testing.T, name string, got [][]any, err error, want [][]an
 }
 
 // buildSources lays out each input's rows as record batches allocated from
-// mem and wraps them in BatchSources.
+// mem and wraps them in BatchSources. To keep the checked allocator's
+// per-allocation cost bounded, many small batches are slices of one large
+// record (dense layout: only when there are more than 64 batches).
 func buildSources(t *testing.T, mem memory.Allocator, tc *OpTest, inputs [][][]any, bs int, l layout, rng *rand.Rand) []*BatchSource {
 	t.Helper()
 	srcs := make([]*BatchSource, len(inputs))
@@ -910,45 +911,64 @@ func buildSources(t *testing.T, mem memory.Allocator, tc *OpTest, inputs [][][]a
 		schema := tc.Inputs[i].Schema
 		var recs []arrow.RecordBatch
 		var sels [][]int32
-		for start := 0; start < len(rows); start += bs {
-			chunk := rows[start:min(start+bs, len(rows))]
-			switch l {
-			case layoutDense:
-				recs = append(recs, MakeRecord(t, mem, schema, chunk))
-			case layoutSel:
-				// Scatter the live rows among 0..2 poison rows each.
-				var phys [][]any
-				sel := make([]int32, 0, len(chunk))
-				for _, row := range chunk {
+		nb := (len(rows) + bs - 1) / bs
+		switch {
+		case l == layoutDense && nb <= 64:
+			for start := 0; start < len(rows); start += bs {
+				recs = append(recs, MakeRecord(t, mem, schema, rows[start:min(start+bs, len(rows))]))
+			}
+		case l == layoutDense:
+			full := MakeRecord(t, mem, schema, rows)
+			for start := 0; start < len(rows); start += bs {
+				recs = append(recs, full.NewSlice(int64(start), int64(min(start+bs, len(rows)))))
+			}
+			full.Release()
+		case l == layoutSel:
+			// Scatter the live rows of each batch among 0..2 poison rows
+			// each; batch k is the slice [bounds[k], bounds[k+1]) of one
+			// physical record.
+			var phys [][]any
+			bounds := []int{0}
+			for start := 0; start < len(rows); start += bs {
+				var sel []int32
+				base := len(phys)
+				for _, row := range rows[start:min(start+bs, len(rows))] {
 					for g := rng.IntN(3); g > 0; g-- {
 						phys = append(phys, poisonRow(rng, schema))
 					}
-					sel = append(sel, int32(len(phys)))
+					sel = append(sel, int32(len(phys)-base))
 					phys = append(phys, row)
 				}
 				for g := rng.IntN(3); g > 0; g-- {
 					phys = append(phys, poisonRow(rng, schema))
 				}
-				recs = append(recs, MakeRecord(t, mem, schema, phys))
+				bounds = append(bounds, len(phys))
 				sels = append(sels, sel)
-			case layoutSliced:
-				// Pad both ends so every array has a non-zero offset.
-				pre, post := 1+rng.IntN(9), rng.IntN(9)
-				phys := make([][]any, 0, pre+len(chunk)+post)
-				for g := 0; g < pre; g++ {
-					phys = append(phys, poisonRow(rng, schema))
-				}
-				phys = append(phys, chunk...)
-				for g := 0; g < post; g++ {
-					phys = append(phys, poisonRow(rng, schema))
-				}
-				full := MakeRecord(t, mem, schema, phys)
-				recs = append(recs, full.NewSlice(int64(pre), int64(pre+len(chunk))))
-				full.Release()
 			}
-		}
-		if l == layoutSel && sels == nil {
-			sels = [][]int32{}
+			full := MakeRecord(t, mem, schema, phys)
+			for k := 0; k+1 < len(bounds); k++ {
+				recs = append(recs, full.NewSlice(int64(bounds[k]), int64(bounds[k+1])))
+			}
+			full.Release()
+		case l == layoutSliced:
+			// Poison rows between batches (and before the first) so every
+			// array has a non-zero offset and garbage around it.
+			var phys [][]any
+			var bounds [][2]int
+			for start := 0; start < len(rows); start += bs {
+				for g := 1 + rng.IntN(3); g > 0; g-- {
+					phys = append(phys, poisonRow(rng, schema))
+				}
+				b0 := len(phys)
+				phys = append(phys, rows[start:min(start+bs, len(rows))]...)
+				bounds = append(bounds, [2]int{b0, len(phys)})
+			}
+			phys = append(phys, poisonRow(rng, schema))
+			full := MakeRecord(t, mem, schema, phys)
+			for _, b := range bounds {
+				recs = append(recs, full.NewSlice(int64(b[0]), int64(b[1])))
+			}
+			full.Release()
 		}
 		if len(recs) == 0 {
 			sels = nil
