@@ -1,0 +1,610 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/nicflow/nicflow/engine/sql"
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// Statement is a bound statement:
+//
+//	*QueryStmt                 SELECT / VALUES / set operations
+//	*CreateTableStmt           CREATE TABLE (columns or AS query)
+//	*CreateExternalTableStmt   CREATE EXTERNAL TABLE ... STORED AS ... LOCATION
+//	*CreateViewStmt            CREATE [OR REPLACE] VIEW
+//	*DropStmt                  DROP TABLE|VIEW [IF EXISTS]
+//	*InsertStmt                INSERT INTO ... query
+//	*CopyStmt                  COPY ... FROM 'file' WITH (...)
+//	*ExplainStmt               EXPLAIN [ANALYZE] [VERBOSE] statement
+//	*ShowTablesStmt, *ShowStmt, *DescribeStmt, *SetStmt
+//
+// DDL and session statements are carried to execution as they are; query
+// plans go through Optimize first.
+type Statement interface{ boundStmt() }
+
+// QueryStmt is a query: a logical plan whose output columns, in order, are
+// the result; Names are the result's column names.
+type QueryStmt struct {
+	Plan  Plan
+	Names []string
+}
+
+// CreateTableStmt is CREATE TABLE; Query is set for CREATE TABLE ... AS
+// (Schema is then the query's result schema).
+type CreateTableStmt struct {
+	Name        string
+	Schema      *arrow.Schema
+	IfNotExists bool
+	Query       *QueryStmt
+}
+
+// CreateExternalTableStmt registers files as a table. Schema is nil when
+// the statement lists no columns (the files' schema is used).
+type CreateExternalTableStmt struct {
+	Name        string
+	Schema      *arrow.Schema
+	Format      string
+	Location    string
+	IfNotExists bool
+}
+
+// CreateViewStmt creates a view. SQL is the canonical text of the query
+// (stored and re-bound at each use); Schema is its result schema at
+// creation, after Columns renamed it.
+type CreateViewStmt struct {
+	Name      string
+	Columns   []string
+	SQL       string
+	OrReplace bool
+	Schema    *arrow.Schema
+}
+
+// DropStmt drops tables or views.
+type DropStmt struct {
+	View     bool
+	Names    []string
+	IfExists bool
+}
+
+// InsertStmt appends the rows of Query to Table. Query's columns are in
+// the table's schema order and types (missing columns are NULL).
+type InsertStmt struct {
+	Table *TableDef
+	Query *QueryStmt
+}
+
+// CopyStmt loads a file into Table.
+type CopyStmt struct {
+	Table *TableDef
+	// Columns are the schema indexes of the file's columns, in file order.
+	Columns []int
+	File    string
+	// Format is "csv", "tbl" (dbgen: '|' separated, a trailing '|') or
+	// "parquet"; the default comes from the file name's extension.
+	Format    string
+	Delimiter rune
+	Header    bool
+	// Null is the text that stands for NULL in csv/tbl ("" by default).
+	Null string
+}
+
+// ExplainStmt explains a statement (running it when Analyze).
+type ExplainStmt struct {
+	Analyze, Verbose bool
+	Stmt             Statement
+}
+
+// ShowTablesStmt lists tables.
+type ShowTablesStmt struct{}
+
+// ShowStmt shows a setting.
+type ShowStmt struct{ Name string }
+
+// DescribeStmt describes a table or view: Name and Schema.
+type DescribeStmt struct {
+	Name   string
+	Schema *arrow.Schema
+	View   bool
+}
+
+// SetStmt changes a session setting; Value is its text ("4", "2GiB", "on").
+type SetStmt struct{ Name, Value string }
+
+func (*QueryStmt) boundStmt()               {}
+func (*CreateTableStmt) boundStmt()         {}
+func (*CreateExternalTableStmt) boundStmt() {}
+func (*CreateViewStmt) boundStmt()          {}
+func (*DropStmt) boundStmt()                {}
+func (*InsertStmt) boundStmt()              {}
+func (*CopyStmt) boundStmt()                {}
+func (*ExplainStmt) boundStmt()             {}
+func (*ShowTablesStmt) boundStmt()          {}
+func (*ShowStmt) boundStmt()                {}
+func (*DescribeStmt) boundStmt()            {}
+func (*SetStmt) boundStmt()                 {}
+
+// maxViewDepth bounds views defined on views (and catches cycles that a
+// replaced view could create): 32 levels is far beyond sensible schemas.
+const maxViewDepth = 32
+
+// binder resolves one statement against a catalog.
+type binder struct {
+	cat Catalog
+	// src is the text positions refer to (the script, or a view's SQL while
+	// binding the view).
+	src     string
+	srcName string // "" or "view v" for errors inside a view's text
+	nextID  ColumnID
+	nextSub int
+	// views maps a view name to its SharedDef within this statement, so a
+	// view used twice is computed once.
+	views     map[string]*SharedDef
+	viewStack []string
+	nextDef   int
+}
+
+// Bind resolves a parsed statement against cat. src is the text the
+// statement was parsed from (its positions index into it), for errors with
+// a caret. Errors are KindQuery errors naming the position of the culprit.
+func Bind(cat Catalog, src string, stmt sql.Statement) (st Statement, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			// NB: a panic here is a binder bug; it must not take a server
+			// down. The fuzz target treats this error as a failure.
+			st, err = nil, nferr.Internalf("binder bug (please report): %v", r)
+		}
+	}()
+	b := &binder{cat: cat, src: src, views: map[string]*SharedDef{}}
+	return b.stmt(stmt)
+}
+
+// errorf is a KindQuery error at n's position.
+func (b *binder) errorf(n sql.Node, format string, args ...any) error {
+	return b.errorAt(n.Position(), format, args...)
+}
+
+func (b *binder) errorAt(p sql.Pos, format string, args ...any) error {
+	err := sql.Errorf(b.src, p, format, args...)
+	if b.srcName != "" {
+		return nferr.Wrap(nferr.KindQuery, err, "in %s", b.srcName)
+	}
+	return err
+}
+
+func (b *binder) newCol(name, table string, t arrow.DataType, nullable bool) Column {
+	b.nextID++
+	return Column{ID: b.nextID, Name: name, Table: table, Type: t, Nullable: nullable}
+}
+
+func (b *binder) stmt(stmt sql.Statement) (Statement, error) {
+	switch s := stmt.(type) {
+	case *sql.Query:
+		return b.queryStmt(s)
+	case *sql.CreateView:
+		return b.createView(s)
+	case *sql.Drop:
+		d := &DropStmt{View: s.Kind == sql.ObjView, IfExists: s.IfExists}
+		for _, n := range s.Names {
+			name, err := b.objName(n)
+			if err != nil {
+				return nil, err
+			}
+			d.Names = append(d.Names, name)
+		}
+		return d, nil
+	case *sql.CreateTable:
+		return b.createTable(s)
+	case *sql.CreateExternalTable:
+		name, err := b.objName(s.Name)
+		if err != nil {
+			return nil, err
+		}
+		if s.Format != "parquet" {
+			return nil, b.errorf(s, "STORED AS %s is not supported (want PARQUET)", strings.ToUpper(s.Format))
+		}
+		ce := &CreateExternalTableStmt{Name: name, Format: s.Format, Location: s.Location, IfNotExists: s.IfNotExists}
+		if len(s.Columns) > 0 {
+			if ce.Schema, err = b.columnDefs(s.Columns); err != nil {
+				return nil, err
+			}
+		}
+		return ce, nil
+	case *sql.Insert:
+		return b.insert(s)
+	case *sql.Copy:
+		return b.copyStmt(s)
+	case *sql.Explain:
+		inner, err := b.stmt(s.Stmt)
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := inner.(*ExplainStmt); ok {
+			return nil, b.errorf(s.Stmt, "EXPLAIN of EXPLAIN is not supported")
+		}
+		return &ExplainStmt{Analyze: s.Analyze, Verbose: s.Verbose, Stmt: inner}, nil
+	case *sql.ShowTables:
+		return &ShowTablesStmt{}, nil
+	case *sql.Show:
+		return &ShowStmt{Name: s.Name.Name}, nil
+	case *sql.Describe:
+		name, err := b.objName(s.Name)
+		if err != nil {
+			return nil, err
+		}
+		t, err := b.cat.LookupTable(name)
+		if err != nil {
+			return nil, err
+		}
+		if t != nil {
+			return &DescribeStmt{Name: name, Schema: t.Schema}, nil
+		}
+		v, err := b.cat.LookupView(name)
+		if err != nil {
+			return nil, err
+		}
+		if v == nil {
+			return nil, b.errorf(s.Name, "table or view %q does not exist", name)
+		}
+		q, err := b.bindViewQuery(v, s.Name)
+		if err != nil {
+			return nil, err
+		}
+		return &DescribeStmt{Name: name, Schema: queryArrowSchema(q), View: true}, nil
+	case *sql.Set:
+		var v string
+		switch x := s.Value.(type) {
+		case *sql.Literal:
+			v = x.Text
+		case *sql.UnaryExpr:
+			v = x.Op + x.X.(*sql.Literal).Text
+		case *sql.ColumnRef:
+			v = x.Parts[0].Name
+		}
+		return &SetStmt{Name: s.Name.Name, Value: v}, nil
+	}
+	return nil, b.errorf(stmt, "statement %T is not supported", stmt)
+}
+
+// objName returns the catalog name of a possibly qualified name.
+func (b *binder) objName(n sql.ObjName) (string, error) {
+	parts := make([]string, len(n.Parts))
+	for i, p := range n.Parts {
+		parts[i] = p.Name
+	}
+	if len(parts) > 2 || (len(parts) == 2 && parts[0] != "public") {
+		return "", b.errorf(n, "schema-qualified name %s is not supported (nicflow has one schema, public)", strings.Join(parts, "."))
+	}
+	return qualifiedLookupName(parts), nil
+}
+
+func (b *binder) queryStmt(q *sql.Query) (*QueryStmt, error) {
+	plan, names, err := b.query(q, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &QueryStmt{Plan: plan, Names: names}, nil
+}
+
+// queryArrowSchema is the result schema of a query.
+func queryArrowSchema(q *QueryStmt) *arrow.Schema {
+	cols := q.Plan.Columns()
+	fields := make([]arrow.Field, len(cols))
+	for i, c := range cols {
+		t := c.Type
+		if isNullType(t) {
+			t = typString // an untyped NULL column is stored as text
+		}
+		fields[i] = arrow.Field{Name: q.Names[i], Type: t, Nullable: c.Nullable}
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+func (b *binder) createView(s *sql.CreateView) (Statement, error) {
+	name, err := b.objName(s.Name)
+	if err != nil {
+		return nil, err
+	}
+	if t, err := b.cat.LookupTable(name); err != nil {
+		return nil, err
+	} else if t != nil {
+		return nil, b.errorf(s.Name, "cannot create view %s: a table of that name exists", name)
+	}
+	q, err := b.queryStmt(s.Query)
+	if err != nil {
+		return nil, err
+	}
+	v := &CreateViewStmt{Name: name, SQL: sql.Deparse(s.Query), OrReplace: s.OrReplace}
+	if len(s.Columns) > len(q.Names) {
+		return nil, b.errorf(s.Columns[len(q.Names)], "view %s has %d columns but %d column names were given", name, len(q.Names), len(s.Columns))
+	}
+	for i, c := range s.Columns {
+		v.Columns = append(v.Columns, c.Name)
+		q.Names[i] = c.Name
+	}
+	if err := checkDuplicateNames(q.Names); err != nil {
+		return nil, b.errorf(s, "view %s: %v", name, err)
+	}
+	v.Schema = queryArrowSchema(q)
+	return v, nil
+}
+
+func checkDuplicateNames(names []string) error {
+	seen := map[string]bool{}
+	for _, n := range names {
+		if seen[n] {
+			return fmt.Errorf("column name %q specified more than once", n)
+		}
+		seen[n] = true
+	}
+	return nil
+}
+
+func (b *binder) createTable(s *sql.CreateTable) (Statement, error) {
+	name, err := b.objName(s.Name)
+	if err != nil {
+		return nil, err
+	}
+	ct := &CreateTableStmt{Name: name, IfNotExists: s.IfNotExists}
+	if s.AsQuery == nil {
+		if ct.Schema, err = b.columnDefs(s.Columns); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}
+	q, err := b.queryStmt(s.AsQuery)
+	if err != nil {
+		return nil, err
+	}
+	if len(s.ColumnNames) > len(q.Names) {
+		return nil, b.errorf(s.ColumnNames[len(q.Names)], "the query has %d columns but %d column names were given", len(q.Names), len(s.ColumnNames))
+	}
+	for i, c := range s.ColumnNames {
+		q.Names[i] = c.Name
+	}
+	if err := checkDuplicateNames(q.Names); err != nil {
+		return nil, b.errorf(s, "CREATE TABLE %s: %v", name, err)
+	}
+	ct.Query = q
+	ct.Schema = queryArrowSchema(q)
+	return ct, nil
+}
+
+func (b *binder) columnDefs(defs []*sql.ColumnDef) (*arrow.Schema, error) {
+	fields := make([]arrow.Field, len(defs))
+	seen := map[string]bool{}
+	for i, d := range defs {
+		if seen[d.Name.Name] {
+			return nil, b.errorf(d, "column %q specified more than once", d.Name.Name)
+		}
+		seen[d.Name.Name] = true
+		t, err := b.typeOf(d.Type)
+		if err != nil {
+			return nil, err
+		}
+		fields[i] = arrow.Field{Name: d.Name.Name, Type: t, Nullable: !d.NotNull}
+	}
+	return arrow.NewSchema(fields, nil), nil
+}
+
+// typeOf maps a SQL type name to the engine's Arrow type.
+func (b *binder) typeOf(t *sql.TypeName) (arrow.DataType, error) {
+	args := func(n int) error {
+		if len(t.Args) > n {
+			return b.errorf(t, "type %s takes at most %d modifiers", t.Name, n)
+		}
+		return nil
+	}
+	switch t.Name {
+	case "integer", "smallint":
+		// NB: smallint is stored as int32: the engine has no int16.
+		return typInt32, args(0)
+	case "bigint":
+		return typInt64, args(0)
+	case "real", "double precision":
+		return typFloat64, args(0)
+	case "decimal":
+		if err := args(2); err != nil {
+			return nil, err
+		}
+		// DuckDB's default for a bare DECIMAL: decimal(18,3).
+		p, s := int32(18), int32(3)
+		if len(t.Args) >= 1 {
+			p, s = int32(t.Args[0]), 0
+		}
+		if len(t.Args) == 2 {
+			s = int32(t.Args[1])
+		}
+		if p < 1 || p > maxDecimalPrecision {
+			return nil, b.errorf(t, "decimal precision %d must be between 1 and %d", p, maxDecimalPrecision)
+		}
+		if s < 0 || s > p {
+			return nil, b.errorf(t, "decimal scale %d must be between 0 and the precision %d", s, p)
+		}
+		return decimalType(p, s), nil
+	case "varchar", "char", "text":
+		return typString, args(1)
+	case "date":
+		return typDate, args(0)
+	case "boolean":
+		return typBool, args(0)
+	case "timestamp", "timestamptz", "time", "interval":
+		return nil, b.errorf(t, "type %s is not supported yet (nicflow computes on integer, bigint, double, decimal, varchar, date and boolean)", strings.ToUpper(t.Name))
+	}
+	return nil, b.errorf(t, "type %q does not exist", t.Name)
+}
+
+func (b *binder) insert(s *sql.Insert) (Statement, error) {
+	name, err := b.objName(s.Table)
+	if err != nil {
+		return nil, err
+	}
+	t, err := b.cat.LookupTable(name)
+	if err != nil {
+		return nil, err
+	}
+	if t == nil {
+		return nil, b.errorf(s.Table, "table %q does not exist", name)
+	}
+	// target[i] is the schema index filled by the query's column i.
+	var target []int
+	if len(s.Columns) == 0 {
+		for i := range t.Schema.Fields() {
+			target = append(target, i)
+		}
+	} else {
+		seen := map[int]bool{}
+		for _, c := range s.Columns {
+			i := t.ColumnIndex(c.Name)
+			if i < 0 {
+				return nil, b.errorf(c, "column %q of table %s does not exist", c.Name, name)
+			}
+			if seen[i] {
+				return nil, b.errorf(c, "column %q specified more than once", c.Name)
+			}
+			seen[i] = true
+			target = append(target, i)
+		}
+	}
+	q, err := b.queryStmt(s.Query)
+	if err != nil {
+		return nil, err
+	}
+	qcols := q.Plan.Columns()
+	if len(qcols) != len(target) {
+		return nil, b.errorf(s.Query, "INSERT has %d target columns but the query returns %d", len(target), len(qcols))
+	}
+	// Build a projection in table order with assignment casts.
+	fields := t.Schema.Fields()
+	exprs := make([]Expr, len(fields))
+	cols := make([]Column, len(fields))
+	for i, f := range fields {
+		exprs[i] = nullConst(f.Type)
+		cols[i] = b.newCol(f.Name, "", f.Type, true)
+	}
+	for qi, ti := range target {
+		f := fields[ti]
+		e, err := b.assignCast(colRef(qcols[qi]), f.Type)
+		if err != nil {
+			return nil, b.errorf(s.Query, "column %s is of type %s but the query gives %s", f.Name, typeString(f.Type), typeString(qcols[qi].Type))
+		}
+		exprs[ti] = e
+	}
+	for i, f := range fields {
+		if c, ok := exprs[i].(*Const); ok && c.IsNull() && !f.Nullable {
+			return nil, b.errorf(s.Query, "column %s of table %s is NOT NULL and gets no value", f.Name, name)
+		}
+	}
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.Name
+	}
+	return &InsertStmt{Table: t, Query: &QueryStmt{Plan: &ProjectNode{Input: q.Plan, Exprs: exprs, Cols: cols}, Names: names}}, nil
+}
+
+// assignCast converts e to a column's type for INSERT: any numeric type to
+// any numeric type (with range and rounding checks at run time), and
+// strings to anything (parsed at run time), as PostgreSQL's assignment
+// casts.
+func (b *binder) assignCast(e Expr, t arrow.DataType) (Expr, error) {
+	if arrow.TypeEqual(e.Type(), t) {
+		return e, nil
+	}
+	src := e.Type()
+	ok := isNullType(src) || (isNumeric(src) && isNumeric(t)) || isString(src) || isString(t)
+	if !ok {
+		return nil, fmt.Errorf("no assignment cast")
+	}
+	return &CastExpr{X: e, Typ: t}, nil
+}
+
+func (b *binder) copyStmt(s *sql.Copy) (Statement, error) {
+	name, err := b.objName(s.Table)
+	if err != nil {
+		return nil, err
+	}
+	t, err := b.cat.LookupTable(name)
+	if err != nil {
+		return nil, err
+	}
+	if t == nil {
+		return nil, b.errorf(s.Table, "table %q does not exist", name)
+	}
+	c := &CopyStmt{Table: t, File: s.File, Delimiter: ','}
+	if len(s.Columns) == 0 {
+		for i := range t.Schema.Fields() {
+			c.Columns = append(c.Columns, i)
+		}
+	} else {
+		for _, id := range s.Columns {
+			i := t.ColumnIndex(id.Name)
+			if i < 0 {
+				return nil, b.errorf(id, "column %q of table %s does not exist", id.Name, name)
+			}
+			c.Columns = append(c.Columns, i)
+		}
+	}
+	lower := strings.ToLower(s.File)
+	switch {
+	case strings.HasSuffix(lower, ".parquet"):
+		c.Format = "parquet"
+	case strings.HasSuffix(lower, ".tbl"):
+		c.Format = "tbl"
+	default:
+		c.Format = "csv"
+	}
+	delimSet := false
+	for _, o := range s.Options {
+		val := ""
+		if o.Value != nil {
+			switch v := o.Value.(type) {
+			case *sql.Literal:
+				val = v.Text
+			case *sql.ColumnRef:
+				val = v.Parts[0].Name
+			}
+		}
+		switch o.Name {
+		case "format":
+			switch strings.ToLower(val) {
+			case "csv", "tbl", "parquet":
+				c.Format = strings.ToLower(val)
+			default:
+				return nil, b.errorf(o, "COPY format %q is not supported (want csv, tbl or parquet)", val)
+			}
+		case "delimiter":
+			r := []rune(val)
+			if len(r) != 1 {
+				return nil, b.errorf(o, "COPY delimiter must be a single character, got %q", val)
+			}
+			c.Delimiter = r[0]
+			delimSet = true
+		case "header":
+			switch strings.ToLower(val) {
+			case "", "true", "on", "1":
+				c.Header = true
+			case "false", "off", "0":
+				c.Header = false
+			default:
+				return nil, b.errorf(o, "COPY HEADER takes a boolean, got %q", val)
+			}
+		case "null":
+			if _, ok := o.Value.(*sql.Literal); !ok {
+				return nil, b.errorf(o, "COPY NULL takes a string")
+			}
+			c.Null = val
+		default:
+			return nil, b.errorf(o, "unknown COPY option %s (want FORMAT, DELIMITER, HEADER or NULL)", strings.ToUpper(o.Name))
+		}
+	}
+	if c.Format == "tbl" && !delimSet {
+		c.Delimiter = '|'
+	}
+	if c.Format == "parquet" && (delimSet || c.Header || c.Null != "") {
+		return nil, b.errorf(s, "COPY options DELIMITER, HEADER and NULL apply to csv and tbl files, not parquet")
+	}
+	return c, nil
+}

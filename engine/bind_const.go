@@ -1,0 +1,484 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+)
+
+// Constants: literal parsing, casts of constants and the typing helpers
+// that depend on them (untyped string literals).
+
+// parseNumber types a numeric literal: an integer is int32 when it fits,
+// else int64, else decimal(p,0); a literal with a point is the smallest
+// decimal(p,s) holding it (0.06 is decimal(2,2)); a literal with an
+// exponent is float64.
+func parseNumber(text string) (*Const, error) {
+	if strings.ContainsAny(text, "eE") {
+		f, err := strconv.ParseFloat(text, 64)
+		if err != nil || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("number %s is out of range for double precision", text)
+		}
+		return &Const{Typ: typFloat64, Val: f}, nil
+	}
+	if !strings.Contains(text, ".") {
+		if v, err := strconv.ParseInt(text, 10, 64); err == nil {
+			if v >= math.MinInt32 && v <= math.MaxInt32 {
+				return &Const{Typ: typInt32, Val: int32(v)}, nil
+			}
+			return &Const{Typ: typInt64, Val: v}, nil
+		}
+	}
+	intPart, frac, _ := strings.Cut(text, ".")
+	intPart = strings.TrimLeft(intPart, "0")
+	s := int32(len(frac))
+	p := int32(len(intPart)) + s
+	if p == 0 {
+		p = 1
+	}
+	if p > maxDecimalPrecision {
+		return nil, fmt.Errorf("number %s has more than %d digits", text, maxDecimalPrecision)
+	}
+	u, ok := new(big.Int).SetString(intPart+frac, 10)
+	if !ok {
+		u = new(big.Int)
+	}
+	return bigToConst(u, decimalType(p, s))
+}
+
+// bigToConst builds a decimal constant of type t from an unscaled value,
+// checking that it fits t's precision.
+func bigToConst(u *big.Int, t arrow.DataType) (*Const, error) {
+	p, _, _ := decimalPS(t)
+	if len(new(big.Int).Abs(u).String()) > int(p) && u.Sign() != 0 {
+		return nil, fmt.Errorf("numeric value out of range for %s", typeString(t))
+	}
+	if t.ID() == arrow.DECIMAL64 {
+		return &Const{Typ: t, Val: u.Int64()}, nil
+	}
+	return &Const{Typ: t, Val: decimal128.FromBigInt(u)}, nil
+}
+
+// unscaled returns a numeric constant as an unscaled big integer and its
+// scale (integers have scale 0).
+func unscaled(c *Const) (*big.Int, int32, bool) {
+	switch v := c.Val.(type) {
+	case int32:
+		return big.NewInt(int64(v)), 0, true
+	case int64:
+		_, s, _ := decimalPS(c.Typ)
+		if !isDecimal(c.Typ) {
+			s = 0
+		}
+		return big.NewInt(v), s, true
+	case decimal128.Num:
+		_, s, _ := decimalPS(c.Typ)
+		return v.BigInt(), s, true
+	}
+	return nil, 0, false
+}
+
+var bigTen = big.NewInt(10)
+
+// rescale changes the scale of an unscaled value, rounding half away from
+// zero when digits are dropped.
+func rescale(u *big.Int, from, to int32) *big.Int {
+	if to == from {
+		return new(big.Int).Set(u)
+	}
+	if to > from {
+		m := new(big.Int).Exp(bigTen, big.NewInt(int64(to-from)), nil)
+		return new(big.Int).Mul(u, m)
+	}
+	d := new(big.Int).Exp(bigTen, big.NewInt(int64(from-to)), nil)
+	return divRound(u, d)
+}
+
+// divRound is a/b rounded half away from zero.
+func divRound(a, b *big.Int) *big.Int {
+	q, r := new(big.Int).QuoRem(a, b, new(big.Int))
+	r2 := new(big.Int).Mul(new(big.Int).Abs(r), big.NewInt(2))
+	if r2.Cmp(new(big.Int).Abs(b)) >= 0 {
+		if (a.Sign() < 0) != (b.Sign() < 0) {
+			q.Sub(q, big.NewInt(1))
+		} else {
+			q.Add(q, big.NewInt(1))
+		}
+	}
+	return q
+}
+
+// constInt returns an integer constant's value.
+func constInt(c *Const) int64 {
+	switch v := c.Val.(type) {
+	case int32:
+		return int64(v)
+	case int64:
+		return v
+	}
+	return 0
+}
+
+// constFloat returns a numeric constant as a float64.
+func constFloat(c *Const) float64 {
+	if f, ok := c.Val.(float64); ok {
+		return f
+	}
+	u, s, ok := unscaled(c)
+	if !ok {
+		return 0
+	}
+	f, _ := new(big.Rat).SetFrac(u, new(big.Int).Exp(bigTen, big.NewInt(int64(s)), nil)).Float64()
+	return f
+}
+
+// canCast reports whether CAST(x AS to) is allowed for x of type from.
+func canCast(from, to arrow.DataType) bool {
+	switch {
+	case arrow.TypeEqual(from, to), isNullType(from), isString(from), isString(to):
+		return true
+	case isNumeric(from) && isNumeric(to):
+		return true
+	case isBool(from) && isInteger(to), isInteger(from) && isBool(to):
+		return true
+	}
+	return false
+}
+
+// castConst converts a constant to type t, as CAST would.
+func castConst(c *Const, t arrow.DataType) (*Const, error) {
+	if arrow.TypeEqual(c.Typ, t) {
+		return &Const{Typ: t, Val: c.Val}, nil
+	}
+	if c.IsNull() {
+		return nullConst(t), nil
+	}
+	if s, ok := c.Val.(string); ok {
+		return parseAs(s, t)
+	}
+	if isString(t) {
+		switch v := c.Val.(type) {
+		case string:
+			return &Const{Typ: t, Val: v}, nil
+		case arrow.Date32:
+			return &Const{Typ: t, Val: v.FormattedString()}, nil
+		case bool:
+			return &Const{Typ: t, Val: strconv.FormatBool(v)}, nil
+		}
+		return &Const{Typ: t, Val: strings.Trim(formatConst(c), "'")}, nil
+	}
+	switch {
+	case isNumeric(c.Typ) && isInteger(t):
+		var v int64
+		if f, ok := c.Val.(float64); ok {
+			r := math.RoundToEven(f)
+			if math.IsNaN(r) || r < math.MinInt64 || r >= math.MaxInt64 {
+				return nil, fmt.Errorf("value %v is out of range for %s", f, typeString(t))
+			}
+			v = int64(r)
+		} else {
+			u, s, _ := unscaled(c)
+			r := rescale(u, s, 0)
+			if !r.IsInt64() {
+				return nil, fmt.Errorf("value %s is out of range for %s", formatConst(c), typeString(t))
+			}
+			v = r.Int64()
+		}
+		if t.ID() == arrow.INT32 {
+			if v < math.MinInt32 || v > math.MaxInt32 {
+				return nil, fmt.Errorf("value %d is out of range for integer", v)
+			}
+			return &Const{Typ: t, Val: int32(v)}, nil
+		}
+		return &Const{Typ: t, Val: v}, nil
+	case isNumeric(c.Typ) && isDecimal(t):
+		_, ts, _ := decimalPS(t)
+		var u *big.Int
+		if f, ok := c.Val.(float64); ok {
+			r, ok := new(big.Rat).SetString(strconv.FormatFloat(f, 'f', -1, 64))
+			if !ok {
+				return nil, fmt.Errorf("value %v cannot be converted to %s", f, typeString(t))
+			}
+			m := new(big.Int).Exp(bigTen, big.NewInt(int64(ts)), nil)
+			r.Mul(r, new(big.Rat).SetInt(m))
+			u = divRound(r.Num(), r.Denom())
+		} else {
+			v, s, _ := unscaled(c)
+			u = rescale(v, s, ts)
+		}
+		return bigToConst(u, t)
+	case isNumeric(c.Typ) && isFloat(t):
+		return &Const{Typ: t, Val: constFloat(c)}, nil
+	case isBool(c.Typ) && isInteger(t):
+		v := int64(0)
+		if c.Val.(bool) {
+			v = 1
+		}
+		return castConst(&Const{Typ: typInt64, Val: v}, t)
+	case isInteger(c.Typ) && isBool(t):
+		return boolConst(constInt(c) != 0), nil
+	}
+	return nil, fmt.Errorf("cannot cast %s to %s", typeString(c.Typ), typeString(t))
+}
+
+// parseAs parses a string as a value of type t (PostgreSQL input syntax).
+func parseAs(s string, t arrow.DataType) (*Const, error) {
+	in := strings.TrimSpace(s)
+	bad := func() (*Const, error) {
+		return nil, fmt.Errorf("invalid input syntax for type %s: %q", typeString(t), s)
+	}
+	switch {
+	case isString(t):
+		return &Const{Typ: t, Val: s}, nil
+	case isDate(t):
+		d, err := time.Parse("2006-01-02", in)
+		if err != nil {
+			return bad()
+		}
+		return &Const{Typ: t, Val: arrow.Date32(d.Unix() / 86400)}, nil
+	case isBool(t):
+		switch strings.ToLower(in) {
+		case "t", "true", "yes", "y", "on", "1":
+			return boolConst(true), nil
+		case "f", "false", "no", "n", "off", "0":
+			return boolConst(false), nil
+		}
+		return bad()
+	case isInteger(t):
+		v, err := strconv.ParseInt(in, 10, 64)
+		if err != nil {
+			return bad()
+		}
+		return castConst(&Const{Typ: typInt64, Val: v}, t)
+	case isFloat(t):
+		f, err := strconv.ParseFloat(in, 64)
+		if err != nil {
+			return bad()
+		}
+		return &Const{Typ: t, Val: f}, nil
+	case isDecimal(t):
+		neg := strings.HasPrefix(in, "-")
+		num := strings.TrimPrefix(strings.TrimPrefix(in, "-"), "+")
+		if num == "" || strings.Trim(num, "0123456789.") != "" || strings.Count(num, ".") > 1 || num == "." {
+			return bad()
+		}
+		c, err := parseNumber(num)
+		if err != nil {
+			return nil, err
+		}
+		if neg {
+			c, err = evalCall(call(fnNeg, c.Typ, c))
+			if err != nil {
+				return nil, err
+			}
+		}
+		return castConst(c, t)
+	case isInterval(t):
+		iv, err := parseInterval(s, "", "")
+		if err != nil {
+			return nil, err
+		}
+		return &Const{Typ: t, Val: iv}, nil
+	}
+	return bad()
+}
+
+var intervalUnitNames = map[string]string{
+	"year": "year", "years": "year", "y": "year",
+	"month": "month", "months": "month", "mon": "month", "mons": "month",
+	"week": "week", "weeks": "week", "w": "week",
+	"day": "day", "days": "day", "d": "day",
+	"hour": "hour", "hours": "hour", "h": "hour",
+	"minute": "minute", "minutes": "minute", "min": "minute", "mins": "minute",
+	"second": "second", "seconds": "second", "sec": "second", "secs": "second", "s": "second",
+}
+
+// parseInterval parses an interval literal: INTERVAL '90' DAY (value and
+// unit) or INTERVAL '3 months 2 days' (PostgreSQL's unit list).
+func parseInterval(value, unit, toUnit string) (arrow.MonthDayNanoInterval, error) {
+	var iv arrow.MonthDayNanoInterval
+	add := func(n int64, u string) error {
+		switch u {
+		case "year":
+			n *= 12
+			fallthrough
+		case "month":
+			if n > math.MaxInt32 || n < math.MinInt32 || int64(iv.Months)+n > math.MaxInt32 {
+				return fmt.Errorf("interval out of range")
+			}
+			iv.Months += int32(n)
+		case "week":
+			n *= 7
+			fallthrough
+		case "day":
+			if n > math.MaxInt32 || n < math.MinInt32 || int64(iv.Days)+n > math.MaxInt32 {
+				return fmt.Errorf("interval out of range")
+			}
+			iv.Days += int32(n)
+		case "hour":
+			iv.Nanoseconds += n * int64(time.Hour)
+		case "minute":
+			iv.Nanoseconds += n * int64(time.Minute)
+		case "second":
+			iv.Nanoseconds += n * int64(time.Second)
+		default:
+			return fmt.Errorf("invalid interval unit %q", u)
+		}
+		return nil
+	}
+	if unit != "" {
+		if toUnit != "" {
+			return iv, fmt.Errorf("INTERVAL ... %s TO %s is not supported; write INTERVAL '...' with units", strings.ToUpper(unit), strings.ToUpper(toUnit))
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 32)
+		if err != nil {
+			return iv, fmt.Errorf("invalid interval value %q for unit %s: want an integer", value, strings.ToUpper(unit))
+		}
+		return iv, add(n, unit)
+	}
+	f := strings.Fields(value)
+	if len(f) == 0 || len(f)%2 != 0 {
+		return iv, fmt.Errorf("invalid interval %q: want pairs of number and unit, such as '3 months'", value)
+	}
+	for i := 0; i < len(f); i += 2 {
+		n, err := strconv.ParseInt(f[i], 10, 32)
+		if err != nil {
+			return iv, fmt.Errorf("invalid interval %q: %q is not an integer", value, f[i])
+		}
+		u, ok := intervalUnitNames[strings.ToLower(f[i+1])]
+		if !ok {
+			return iv, fmt.Errorf("invalid interval %q: unknown unit %q", value, f[i+1])
+		}
+		if err := add(n, u); err != nil {
+			return iv, err
+		}
+	}
+	return iv, nil
+}
+
+// isUntyped reports whether e is a string literal whose type is still open.
+func isUntyped(e Expr) bool {
+	c, ok := e.(*Const)
+	return ok && c.untyped
+}
+
+// resolveUntyped converts an untyped string literal to t when t is a
+// concrete non-string type and the text parses; otherwise e is returned
+// as is (typed as text).
+func resolveUntyped(e Expr, t arrow.DataType) Expr {
+	c, ok := e.(*Const)
+	if !ok || !c.untyped || t == nil || isNullType(t) {
+		return e
+	}
+	if isString(t) {
+		return &Const{Typ: typString, Val: c.Val}
+	}
+	v, err := castConst(&Const{Typ: typString, Val: c.Val}, t)
+	if err != nil {
+		return e
+	}
+	return v
+}
+
+// commonTypeOf folds commonType over the types of es, starting from t. An
+// untyped string literal adopts the others' type; all-untyped is text.
+func commonTypeOf(t arrow.DataType, es ...Expr) (arrow.DataType, bool) {
+	sawUntyped := false
+	for _, e := range es {
+		if isUntyped(e) {
+			sawUntyped = true
+			continue
+		}
+		var ok bool
+		if t, ok = commonType(t, e.Type()); !ok {
+			return nil, false
+		}
+	}
+	if sawUntyped && isNullType(t) {
+		t = typString
+	}
+	return t, true
+}
+
+// coerce converts e to type t (an implicit conversion the binder decided
+// on): constants are converted now, other expressions get a CastExpr.
+func coerce(e Expr, t arrow.DataType) (Expr, error) {
+	if arrow.TypeEqual(e.Type(), t) {
+		if c, ok := e.(*Const); ok && c.untyped {
+			return &Const{Typ: c.Typ, Val: c.Val}, nil
+		}
+		return e, nil
+	}
+	if c, ok := e.(*Const); ok {
+		return castConst(c, t)
+	}
+	return &CastExpr{X: e, Typ: t}, nil
+}
+
+// foldNow folds a freshly built call whose arguments are all constants;
+// an evaluation error (1/0) leaves the call for run time, where it fails
+// only if a row reaches it.
+func foldNow(e Expr) Expr {
+	c, ok := e.(*Call)
+	if !ok {
+		return e
+	}
+	for _, a := range c.Args {
+		if _, ok := a.(*Const); !ok {
+			return e
+		}
+	}
+	v, err := evalCall(c)
+	if err != nil || v == nil {
+		return e
+	}
+	return v
+}
+
+// foldToConst folds e completely, if it is constant.
+func foldToConst(e Expr) (*Const, bool, error) {
+	var ferr error
+	out := mapExpr(e, func(x Expr) Expr {
+		switch y := x.(type) {
+		case *Call:
+			for _, a := range y.Args {
+				if _, ok := a.(*Const); !ok {
+					return x
+				}
+			}
+			v, err := evalCall(y)
+			if err != nil {
+				if ferr == nil {
+					ferr = err
+				}
+				return x
+			}
+			if v != nil {
+				return v
+			}
+		case *CastExpr:
+			if c, ok := y.X.(*Const); ok {
+				v, err := castConst(c, y.Typ)
+				if err != nil {
+					if ferr == nil {
+						ferr = err
+					}
+					return x
+				}
+				return v
+			}
+		}
+		return x
+	})
+	if ferr != nil {
+		return nil, false, ferr
+	}
+	c, ok := out.(*Const)
+	return c, ok, nil
+}

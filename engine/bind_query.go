@@ -1,0 +1,690 @@
+package engine
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/nicflow/nicflow/engine/sql"
+)
+
+// scope is the name environment of one query level: the relations of its
+// FROM clause, the CTEs its WITH clause defined, and the enclosing query's
+// scope (for correlated references).
+type scope struct {
+	parent *scope
+	items  []*scopeItem
+	ctes   map[string]*cteBinding
+}
+
+// scopeItem is one relation visible by name: a table, view, CTE, derived
+// table or one side of a join.
+type scopeItem struct {
+	name string
+	cols []Column
+	// hidden marks columns an unqualified name does not see (the right
+	// copy of a JOIN ... USING column).
+	hidden []bool
+}
+
+// cteBinding is a WITH entry: bound once, shared by its references.
+type cteBinding struct {
+	def   *SharedDef
+	names []string
+}
+
+func (s *scope) lookupCTE(name string) *cteBinding {
+	for ; s != nil; s = s.parent {
+		if c, ok := s.ctes[name]; ok {
+			return c
+		}
+	}
+	return nil
+}
+
+// resolve finds a column reference. It returns the column and whether it
+// belongs to an enclosing query.
+func (b *binder) resolve(s *scope, ref *sql.ColumnRef) (Column, error) {
+	parts := ref.Parts
+	if len(parts) == 3 {
+		parts = parts[1:] // schema.table.column: one schema
+	}
+	colName := parts[len(parts)-1].Name
+	for sc := s; sc != nil; sc = sc.parent {
+		var found []Column
+		tableSeen := false
+		for _, it := range sc.items {
+			if len(parts) == 2 && it.name != parts[0].Name {
+				continue
+			}
+			tableSeen = true
+			for i, c := range it.cols {
+				if c.Name == colName && (len(parts) == 2 || it.hidden == nil || !it.hidden[i]) {
+					found = append(found, c)
+				}
+			}
+		}
+		if len(found) > 1 {
+			same := true
+			for _, f := range found[1:] {
+				same = same && f.ID == found[0].ID
+			}
+			if !same {
+				return Column{}, b.errorf(ref, "column reference %q is ambiguous", refText(ref))
+			}
+		}
+		if len(found) > 0 {
+			return found[0], nil
+		}
+		if len(parts) == 2 && tableSeen {
+			return Column{}, b.errorf(ref, "column %s does not exist", refText(ref))
+		}
+	}
+	if len(parts) == 2 {
+		return Column{}, b.errorf(ref, "missing FROM-clause entry for table %q", parts[0].Name)
+	}
+	return Column{}, b.errorf(ref, "column %q does not exist", colName)
+}
+
+func refText(ref *sql.ColumnRef) string {
+	s := make([]string, len(ref.Parts))
+	for i, p := range ref.Parts {
+		s[i] = p.Name
+	}
+	return strings.Join(s, ".")
+}
+
+// query binds a full query (WITH, body, ORDER BY, LIMIT) in the scope
+// outer (nil at top level) and returns its plan and column names.
+func (b *binder) query(q *sql.Query, outer *scope) (Plan, []string, error) {
+	s := &scope{parent: outer}
+	if len(q.With) > 0 {
+		s.ctes = map[string]*cteBinding{}
+		for _, c := range q.With {
+			if _, dup := s.ctes[c.Name.Name]; dup {
+				return nil, nil, b.errorf(c, "WITH query name %q specified more than once", c.Name.Name)
+			}
+			// A CTE sees the CTEs before it and the enclosing queries.
+			plan, names, err := b.query(c.Query, s)
+			if err != nil {
+				return nil, nil, err
+			}
+			if free := freeCols(plan); len(free) > 0 {
+				return nil, nil, b.errorf(c, "WITH query %q refers to columns of an enclosing query, which is not supported", c.Name.Name)
+			}
+			if len(c.Columns) > len(names) {
+				return nil, nil, b.errorf(c.Columns[len(names)], "WITH query %q has %d columns but %d column names were given", c.Name.Name, len(names), len(c.Columns))
+			}
+			names = append([]string(nil), names...)
+			for i, n := range c.Columns {
+				names[i] = n.Name
+			}
+			b.nextDef++
+			s.ctes[c.Name.Name] = &cteBinding{def: &SharedDef{ID: b.nextDef, Name: c.Name.Name, Plan: plan}, names: names}
+		}
+	}
+	// A plain SELECT binds its own ORDER BY (which may use input columns);
+	// set operations and VALUES order by output columns only.
+	if sel, ok := q.Body.(*sql.Select); ok {
+		return b.selectQuery(sel, q, s)
+	}
+	plan, names, err := b.body(q.Body, s)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(q.OrderBy) > 0 {
+		cols := plan.Columns()
+		var keys []SortKey
+		for _, o := range q.OrderBy {
+			idx, err := b.outputColumn(o.Expr, names, nil)
+			if err != nil {
+				return nil, nil, err
+			}
+			if idx < 0 {
+				return nil, nil, b.errorf(o, "ORDER BY of a UNION, INTERSECT, EXCEPT or VALUES result must name an output column or give its position")
+			}
+			keys = append(keys, sortKey(colRef(cols[idx]), o))
+		}
+		plan = &SortNode{Input: plan, Keys: keys}
+	}
+	plan, err = b.limit(plan, q, s)
+	return plan, names, err
+}
+
+func sortKey(e Expr, o *sql.OrderItem) SortKey {
+	k := SortKey{Expr: e, Desc: o.Desc, NullsFirst: o.Desc}
+	if o.NullsFirst != nil {
+		k.NullsFirst = *o.NullsFirst
+	}
+	return k
+}
+
+// outputColumn returns the index of the output column an ORDER BY (or
+// GROUP BY) item names: a position (1-based) or an output name; -1 when it
+// is neither. exprs, when given, lets an output name that is ambiguous
+// between two identical expressions pass.
+func (b *binder) outputColumn(e sql.Expr, names []string, exprs []Expr) (int, error) {
+	switch x := e.(type) {
+	case *sql.Literal:
+		if x.Kind != sql.LitNumber {
+			return -1, nil
+		}
+		n, err := strconv.Atoi(x.Text)
+		if err != nil {
+			return -1, b.errorf(x, "non-integer constant in ORDER BY or GROUP BY")
+		}
+		if n < 1 || n > len(names) {
+			return -1, b.errorf(x, "position %d is not in select list (1..%d)", n, len(names))
+		}
+		return n - 1, nil
+	case *sql.ColumnRef:
+		if len(x.Parts) != 1 {
+			return -1, nil
+		}
+		found := -1
+		for i, n := range names {
+			if n != x.Parts[0].Name {
+				continue
+			}
+			if found >= 0 && (exprs == nil || !exprEqual(exprs[i], exprs[found])) {
+				return -1, b.errorf(x, "ORDER BY %q is ambiguous", n)
+			}
+			if found < 0 {
+				found = i
+			}
+		}
+		return found, nil
+	}
+	return -1, nil
+}
+
+// limit adds LIMIT/OFFSET; both must be constant non-negative integers.
+func (b *binder) limit(plan Plan, q *sql.Query, s *scope) (Plan, error) {
+	if q.Limit == nil && q.Offset == nil {
+		return plan, nil
+	}
+	get := func(e sql.Expr, what string) (int64, error) {
+		if e == nil {
+			return -1, nil
+		}
+		be, err := b.expr(e, s, &exprCtx{clause: what})
+		if err != nil {
+			return 0, err
+		}
+		c, ok, err := foldToConst(be)
+		if err != nil {
+			return 0, b.errorf(e, "%s: %v", what, err)
+		}
+		if !ok || !isInteger(c.Typ) {
+			return 0, b.errorf(e, "%s must be a constant integer", what)
+		}
+		if c.IsNull() {
+			return -1, nil
+		}
+		v := constInt(c)
+		if v < 0 {
+			return 0, b.errorf(e, "%s must not be negative", what)
+		}
+		return v, nil
+	}
+	lim, err := get(q.Limit, "LIMIT")
+	if err != nil {
+		return nil, err
+	}
+	off, err := get(q.Offset, "OFFSET")
+	if err != nil {
+		return nil, err
+	}
+	if off < 0 {
+		off = 0
+	}
+	return &LimitNode{Input: plan, Limit: lim, Offset: off}, nil
+}
+
+// body binds a query body that is not a plain SELECT with its own ORDER BY.
+func (b *binder) body(body sql.QueryBody, s *scope) (Plan, []string, error) {
+	switch x := body.(type) {
+	case *sql.Select:
+		return b.selectQuery(x, nil, s)
+	case *sql.Query:
+		return b.query(x, s.parent)
+	case *sql.Values:
+		return b.values(x, s)
+	case *sql.SetOp:
+		return b.setOp(x, s)
+	}
+	return nil, nil, b.errorf(body, "unsupported query form %T", body)
+}
+
+func (b *binder) values(v *sql.Values, s *scope) (Plan, []string, error) {
+	n := len(v.Rows[0])
+	rows := make([][]Expr, len(v.Rows))
+	types := make([]arrow.DataType, n)
+	for i := range types {
+		types[i] = typNull
+	}
+	for r, row := range v.Rows {
+		rows[r] = make([]Expr, n)
+		for c, e := range row {
+			be, err := b.expr(e, s, &exprCtx{clause: "VALUES"})
+			if err != nil {
+				return nil, nil, err
+			}
+			rows[r][c] = be
+			t, ok := commonTypeOf(types[c], be)
+			if !ok {
+				return nil, nil, b.errorf(e, "VALUES types %s and %s cannot be matched", typeString(types[c]), typeString(be.Type()))
+			}
+			types[c] = t
+		}
+	}
+	cols := make([]Column, n)
+	names := make([]string, n)
+	for c := range cols {
+		t := types[c]
+		nullable := false
+		for r := range rows {
+			ce, err := coerce(rows[r][c], t)
+			if err != nil {
+				return nil, nil, b.errorf(v.Rows[r][c], "%v", err)
+			}
+			rows[r][c] = ce
+			if k, ok := ce.(*Const); !ok || k.IsNull() {
+				nullable = true
+			}
+		}
+		names[c] = "column" + strconv.Itoa(c+1)
+		cols[c] = b.newCol(names[c], "", t, nullable)
+	}
+	return &ValuesNode{Rows: rows, Cols: cols}, names, nil
+}
+
+func (b *binder) setOp(x *sql.SetOp, s *scope) (Plan, []string, error) {
+	left, lnames, err := b.body(x.Left, s)
+	if err != nil {
+		return nil, nil, err
+	}
+	right, _, err := b.body(x.Right, s)
+	if err != nil {
+		return nil, nil, err
+	}
+	lc, rc := left.Columns(), right.Columns()
+	if len(lc) != len(rc) {
+		return nil, nil, b.errorf(x, "each %s query must have the same number of columns: %d and %d", x.Op, len(lc), len(rc))
+	}
+	cols := make([]Column, len(lc))
+	lexprs := make([]Expr, len(lc))
+	rexprs := make([]Expr, len(lc))
+	lcast, rcast := false, false
+	for i := range lc {
+		t, ok := commonType(lc[i].Type, rc[i].Type)
+		if !ok {
+			return nil, nil, b.errorf(x, "%s types %s and %s cannot be matched (column %d)", x.Op, typeString(lc[i].Type), typeString(rc[i].Type), i+1)
+		}
+		lexprs[i], _ = coerce(colRef(lc[i]), t)
+		rexprs[i], _ = coerce(colRef(rc[i]), t)
+		lcast = lcast || !arrow.TypeEqual(t, lc[i].Type)
+		rcast = rcast || !arrow.TypeEqual(t, rc[i].Type)
+		cols[i] = b.newCol(lnames[i], "", t, lc[i].Nullable || rc[i].Nullable)
+	}
+	if lcast {
+		left = b.castProject(left, lexprs)
+	}
+	if rcast {
+		right = b.castProject(right, rexprs)
+	}
+	kind := map[sql.SetOpKind]SetOpKind{sql.Union: SetUnion, sql.Intersect: SetIntersect, sql.Except: SetExcept}[x.Op]
+	return &SetOpNode{Kind: kind, All: x.All, Left: left, Right: right, Cols: cols}, lnames, nil
+}
+
+// castProject projects exprs (casts of p's columns) with fresh IDs.
+func (b *binder) castProject(p Plan, exprs []Expr) Plan {
+	in := p.Columns()
+	cols := make([]Column, len(exprs))
+	for i, e := range exprs {
+		if c, ok := e.(*ColRef); ok {
+			cols[i] = in[i]
+			cols[i].ID = c.ID
+			continue
+		}
+		cols[i] = b.newCol(in[i].Name, in[i].Table, e.Type(), in[i].Nullable)
+	}
+	return &ProjectNode{Input: p, Exprs: exprs, Cols: cols}
+}
+
+// ---------------------------------------------------------------- FROM
+
+// from binds the FROM list into one plan (comma-separated items are cross
+// joined; the optimizer orders joins) and fills s.items.
+func (b *binder) from(items []sql.TableExpr, s *scope) (Plan, error) {
+	var plan Plan
+	for _, te := range items {
+		p, its, err := b.tableExpr(te, s)
+		if err != nil {
+			return nil, err
+		}
+		if err := b.addItems(s, its, te); err != nil {
+			return nil, err
+		}
+		if plan == nil {
+			plan = p
+		} else {
+			plan = &JoinNode{Kind: JoinInner, Left: plan, Right: p}
+		}
+	}
+	if plan == nil {
+		// SELECT without FROM: one row, no columns.
+		plan = &ValuesNode{Rows: [][]Expr{{}}}
+	}
+	return plan, nil
+}
+
+func (b *binder) addItems(s *scope, its []*scopeItem, at sql.Node) error {
+	for _, it := range its {
+		if it.name != "" {
+			for _, old := range s.items {
+				if old.name == it.name {
+					return b.errorf(at, "table name %q specified more than once", it.name)
+				}
+			}
+		}
+		s.items = append(s.items, it)
+	}
+	return nil
+}
+
+// tableExpr binds one FROM entry. The scope s is the query's (being
+// built): derived tables see only the enclosing queries (no LATERAL).
+func (b *binder) tableExpr(te sql.TableExpr, s *scope) (Plan, []*scopeItem, error) {
+	switch t := te.(type) {
+	case *sql.TableName:
+		return b.tableName(t, s)
+	case *sql.DerivedTable:
+		plan, names, err := b.query(t.Query, s.parent)
+		if err != nil {
+			return nil, nil, err
+		}
+		name := ""
+		var aliasCols []sql.Ident
+		if t.Alias != nil {
+			name, aliasCols = t.Alias.Name.Name, t.Alias.Columns
+		}
+		it, err := b.aliasItem(plan.Columns(), names, name, aliasCols, t, "derived table "+name)
+		if err != nil {
+			return nil, nil, err
+		}
+		return plan, []*scopeItem{it}, nil
+	case *sql.Join:
+		return b.join(t, s)
+	}
+	return nil, nil, b.errorf(te, "unsupported FROM entry %T", te)
+}
+
+// aliasItem names the columns of a relation for its scope item, applying
+// an alias column list.
+func (b *binder) aliasItem(cols []Column, names []string, alias string, aliasCols []sql.Ident, at sql.Node, what string) (*scopeItem, error) {
+	if len(aliasCols) > len(cols) {
+		return nil, b.errorf(aliasCols[len(cols)], "%s has %d columns available but %d column aliases were given", strings.TrimSpace(what), len(cols), len(aliasCols))
+	}
+	it := &scopeItem{name: alias, cols: make([]Column, len(cols))}
+	for i, c := range cols {
+		c.Name = names[i]
+		if i < len(aliasCols) {
+			c.Name = aliasCols[i].Name
+		}
+		c.Table = alias
+		it.cols[i] = c
+	}
+	return it, nil
+}
+
+func (b *binder) tableName(t *sql.TableName, s *scope) (Plan, []*scopeItem, error) {
+	var alias string
+	var aliasCols []sql.Ident
+	if t.Alias != nil {
+		alias, aliasCols = t.Alias.Name.Name, t.Alias.Columns
+	}
+	// CTEs first (an unqualified name), then views, then tables.
+	if len(t.Name.Parts) == 1 {
+		if c := s.lookupCTE(t.Name.Parts[0].Name); c != nil {
+			if alias == "" {
+				alias = t.Name.Parts[0].Name
+			}
+			scan := b.sharedScan(c.def, c.names, alias)
+			it, err := b.aliasItem(scan.Cols, c.names, alias, aliasCols, t, alias)
+			if err != nil {
+				return nil, nil, err
+			}
+			return scan, []*scopeItem{it}, nil
+		}
+	}
+	name, err := b.objName(t.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if alias == "" {
+		alias = name
+	}
+	tab, err := b.cat.LookupTable(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tab != nil {
+		fields := tab.Schema.Fields()
+		scan := &ScanNode{Table: tab, Alias: alias, Cols: make([]Column, len(fields)), Fields: make([]int, len(fields))}
+		names := make([]string, len(fields))
+		for i, f := range fields {
+			scan.Cols[i] = b.newCol(f.Name, alias, f.Type, f.Nullable)
+			scan.Fields[i] = i
+			names[i] = f.Name
+		}
+		it, err := b.aliasItem(scan.Cols, names, alias, aliasCols, t, "table "+name)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := range scan.Cols {
+			scan.Cols[i].Name = it.cols[i].Name
+		}
+		return scan, []*scopeItem{it}, nil
+	}
+	v, err := b.cat.LookupView(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if v == nil {
+		return nil, nil, b.errorf(t.Name, "relation %q does not exist", name)
+	}
+	def, names, err := b.viewDef(v, t.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	scan := b.sharedScan(def, names, alias)
+	it, err := b.aliasItem(scan.Cols, names, alias, aliasCols, t, "view "+name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return scan, []*scopeItem{it}, nil
+}
+
+// sharedScan reads def with fresh column IDs.
+func (b *binder) sharedScan(def *SharedDef, names []string, alias string) *SharedScan {
+	in := def.Plan.Columns()
+	sc := &SharedScan{Def: def, Cols: make([]Column, len(in))}
+	for i, c := range in {
+		sc.Cols[i] = b.newCol(names[i], alias, c.Type, c.Nullable)
+	}
+	return sc
+}
+
+// viewDef binds a view once per statement.
+func (b *binder) viewDef(v *ViewDef, at sql.Node) (*SharedDef, []string, error) {
+	if def, ok := b.views[v.Name]; ok {
+		return def, viewNames(def, v), nil
+	}
+	q, err := b.bindViewQuery(v, at)
+	if err != nil {
+		return nil, nil, err
+	}
+	b.nextDef++
+	def := &SharedDef{ID: b.nextDef, Name: v.Name, Plan: q.Plan}
+	b.views[v.Name] = def
+	return def, q.Names, nil
+}
+
+func viewNames(def *SharedDef, v *ViewDef) []string {
+	cols := def.Plan.Columns()
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.Name
+		if i < len(v.Columns) {
+			names[i] = v.Columns[i]
+		}
+	}
+	return names
+}
+
+// bindViewQuery parses and binds a view's SQL in a fresh top-level scope.
+func (b *binder) bindViewQuery(v *ViewDef, at sql.Node) (*QueryStmt, error) {
+	for _, n := range b.viewStack {
+		if n == v.Name {
+			return nil, b.errorf(at, "view %s refers to itself", v.Name)
+		}
+	}
+	if len(b.viewStack) >= maxViewDepth {
+		return nil, b.errorf(at, "views nested more than %d deep", maxViewDepth)
+	}
+	st, err := sql.ParseOne(v.SQL)
+	if err != nil {
+		return nil, b.errorf(at, "view %s has invalid SQL: %v", v.Name, err)
+	}
+	q, ok := st.(*sql.Query)
+	if !ok {
+		return nil, b.errorf(at, "view %s is not a query", v.Name)
+	}
+	savedSrc, savedName := b.src, b.srcName
+	b.src, b.srcName = v.SQL, "view "+v.Name
+	b.viewStack = append(b.viewStack, v.Name)
+	plan, names, err := b.query(q, nil)
+	b.viewStack = b.viewStack[:len(b.viewStack)-1]
+	b.src, b.srcName = savedSrc, savedName
+	if err != nil {
+		return nil, err
+	}
+	if len(v.Columns) > len(names) {
+		return nil, b.errorf(at, "view %s has %d columns but %d column names", v.Name, len(names), len(v.Columns))
+	}
+	names = append([]string(nil), names...)
+	copy(names, v.Columns)
+	// Rename the plan's output columns so that every reader sees the
+	// view's names.
+	cols := plan.Columns()
+	exprs := make([]Expr, len(cols))
+	out := make([]Column, len(cols))
+	for i, c := range cols {
+		exprs[i] = colRef(c)
+		out[i] = c
+		out[i].Name, out[i].Table = names[i], v.Name
+	}
+	return &QueryStmt{Plan: &ProjectNode{Input: plan, Exprs: exprs, Cols: out}, Names: names}, nil
+}
+
+// join binds an explicit JOIN.
+func (b *binder) join(j *sql.Join, s *scope) (Plan, []*scopeItem, error) {
+	lp, litems, err := b.tableExpr(j.Left, s)
+	if err != nil {
+		return nil, nil, err
+	}
+	rp, ritems, err := b.tableExpr(j.Right, s)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The ON condition sees both sides (and enclosing queries).
+	js := &scope{parent: s.parent, ctes: s.ctes}
+	if err := b.addItems(js, litems, j.Left); err != nil {
+		return nil, nil, err
+	}
+	if err := b.addItems(js, ritems, j.Right); err != nil {
+		return nil, nil, err
+	}
+	kind := map[sql.JoinKind]JoinKind{sql.InnerJoin: JoinInner, sql.LeftJoin: JoinLeft, sql.RightJoin: JoinRight, sql.FullJoin: JoinFull, sql.CrossJoin: JoinInner}[j.Kind]
+	node := &JoinNode{Kind: kind, Left: lp, Right: rp}
+	items := append(append([]*scopeItem(nil), litems...), ritems...)
+	switch {
+	case j.On != nil:
+		cond, err := b.expr(j.On, js, &exprCtx{clause: "JOIN/ON"})
+		if err != nil {
+			return nil, nil, err
+		}
+		if cond, err = b.boolCheck(cond, j.On, "JOIN/ON"); err != nil {
+			return nil, nil, err
+		}
+		node.Cond = cond
+	case j.Using != nil:
+		var conds []Expr
+		for _, u := range j.Using {
+			lc, li, err := findUsing(litems, u.Name)
+			if err != nil || li == nil {
+				return nil, nil, b.errorf(u, "column %q specified in USING clause does not exist in left table", u.Name)
+			}
+			rc, ri, err := findUsing(ritems, u.Name)
+			if err != nil || ri == nil {
+				return nil, nil, b.errorf(u, "column %q specified in USING clause does not exist in right table", u.Name)
+			}
+			t, ok := commonType(lc.Type, rc.Type)
+			if !ok {
+				return nil, nil, b.errorf(u, "JOIN/USING types %s and %s for column %q cannot be matched", typeString(lc.Type), typeString(rc.Type), u.Name)
+			}
+			le, _ := coerce(colRef(lc), t)
+			re, _ := coerce(colRef(rc), t)
+			conds = append(conds, call(fnEq, typBool, le, re))
+			// The unqualified name refers to one copy: the left for inner
+			// and left joins, the right for right joins. A FULL join's
+			// merged column would be COALESCE(l, r); it is reachable
+			// through the qualified names only.
+			hide, hideCol := ri, rc
+			if kind == JoinRight {
+				hide, hideCol = li, lc
+			}
+			markHidden(hide, hideCol.ID)
+			if kind == JoinFull {
+				markHidden(li, lc.ID)
+			}
+		}
+		node.Cond = andOf(conds)
+	}
+	return node, items, nil
+}
+
+func findUsing(items []*scopeItem, name string) (Column, *scopeItem, error) {
+	var found *scopeItem
+	var col Column
+	for _, it := range items {
+		for i, c := range it.cols {
+			if c.Name == name && (it.hidden == nil || !it.hidden[i]) {
+				if found != nil {
+					return Column{}, nil, errAmbiguous
+				}
+				found, col = it, c
+			}
+		}
+	}
+	return col, found, nil
+}
+
+type constErr string
+
+func (e constErr) Error() string { return string(e) }
+
+const errAmbiguous = constErr("ambiguous")
+
+func markHidden(it *scopeItem, id ColumnID) {
+	if it.hidden == nil {
+		it.hidden = make([]bool, len(it.cols))
+	}
+	for i, c := range it.cols {
+		if c.ID == id {
+			it.hidden[i] = true
+		}
+	}
+}

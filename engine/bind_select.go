@@ -1,0 +1,486 @@
+package engine
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/nicflow/nicflow/engine/sql"
+)
+
+// aggCtx collects the GROUP BY keys and aggregates of one SELECT.
+type aggCtx struct {
+	groups    []Expr
+	groupCols []Column
+	groupKeys map[string]int
+	aggs      []*AggCall
+	aggCols   []Column
+	aggKeys   map[string]int
+	// input are the columns below the aggregate: a reference to one of
+	// them above the aggregate must be a group key.
+	input colSet
+}
+
+// winCtx collects the window functions of one SELECT.
+type winCtx struct {
+	calls []*WindowCall
+	cols  []Column
+	keys  map[string]int
+}
+
+// exprCtx says where an expression is bound and what it may contain.
+type exprCtx struct {
+	clause string // "WHERE", "SELECT", ... for messages
+	agg    *aggCtx
+	win    *winCtx
+	// inAgg is set while binding an aggregate's argument.
+	inAgg bool
+}
+
+// selectQuery binds a SELECT with, when q is non-nil, q's ORDER BY, LIMIT
+// and OFFSET.
+func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (Plan, []string, error) {
+	plan, err := b.from(sel.From, s)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sel.Where != nil {
+		cond, err := b.expr(sel.Where, s, &exprCtx{clause: "WHERE"})
+		if err != nil {
+			return nil, nil, err
+		}
+		if cond, err = b.boolCheck(cond, sel.Where, "WHERE"); err != nil {
+			return nil, nil, err
+		}
+		plan = &FilterNode{Input: plan, Cond: cond}
+	}
+
+	// Aggregation: GROUP BY, HAVING or an aggregate call anywhere in the
+	// select list or ORDER BY.
+	var orderBy []*sql.OrderItem
+	if q != nil {
+		orderBy = q.OrderBy
+	}
+	grouped := len(sel.GroupBy) > 0 || sel.Having != nil || b.hasAggregate(sel.Items, orderBy)
+	ctx := &exprCtx{clause: "SELECT", win: &winCtx{keys: map[string]int{}}}
+	if grouped {
+		ac := &aggCtx{groupKeys: map[string]int{}, aggKeys: map[string]int{}, input: colSetOf(plan.Columns())}
+		// Columns of enclosing queries are constants here, never "ungrouped".
+		for _, g := range sel.GroupBy {
+			e, err := b.groupKey(g, sel, s)
+			if err != nil {
+				return nil, nil, err
+			}
+			k := exprKey(e)
+			if _, dup := ac.groupKeys[k]; dup {
+				continue
+			}
+			ac.groupKeys[k] = len(ac.groups)
+			ac.groups = append(ac.groups, e)
+			var col Column
+			if c, ok := e.(*ColRef); ok {
+				col = findCol(plan.Columns(), c.ID)
+			} else {
+				col = b.newCol(e.String(), "", e.Type(), true)
+			}
+			ac.groupCols = append(ac.groupCols, col)
+		}
+		ctx.agg = ac
+	}
+
+	// The select list.
+	var exprs []Expr
+	var names []string
+	for _, it := range sel.Items {
+		if st, ok := it.Expr.(*sql.Star); ok {
+			cols, err := b.expandStar(st, s)
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, c := range cols {
+				e := Expr(colRef(c))
+				if grouped {
+					if e, err = b.aboveAgg(e, ctx.agg, it); err != nil {
+						return nil, nil, err
+					}
+				}
+				exprs = append(exprs, e)
+				names = append(names, c.Name)
+			}
+			continue
+		}
+		e, err := b.expr(it.Expr, s, ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if grouped {
+			if e, err = b.aboveAgg(e, ctx.agg, it.Expr); err != nil {
+				return nil, nil, err
+			}
+		}
+		exprs = append(exprs, e)
+		names = append(names, itemName(it, e))
+	}
+
+	var having Expr
+	if sel.Having != nil {
+		hctx := &exprCtx{clause: "HAVING", agg: ctx.agg}
+		h, err := b.expr(sel.Having, s, hctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if h, err = b.aboveAgg(h, ctx.agg, sel.Having); err != nil {
+			return nil, nil, err
+		}
+		if h, err = b.boolCheck(h, sel.Having, "HAVING"); err != nil {
+			return nil, nil, err
+		}
+		having = h
+	}
+
+	// ORDER BY: output names and positions first, then expressions over the
+	// input (added as hidden columns).
+	type orderRef struct {
+		item *sql.OrderItem
+		idx  int  // output column, or -1
+		expr Expr // when idx < 0
+	}
+	var orders []orderRef
+	for _, o := range orderBy {
+		idx, err := b.outputColumn(o.Expr, names, exprs)
+		if err != nil {
+			return nil, nil, err
+		}
+		if idx >= 0 {
+			// NB: PostgreSQL prefers an output name to an input column of
+			// the same name in ORDER BY.
+			orders = append(orders, orderRef{item: o, idx: idx})
+			continue
+		}
+		e, err := b.expr(o.Expr, s, ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if grouped {
+			if e, err = b.aboveAgg(e, ctx.agg, o.Expr); err != nil {
+				return nil, nil, err
+			}
+		}
+		orders = append(orders, orderRef{item: o, idx: -1, expr: e})
+	}
+
+	// Assemble: Aggregate, HAVING filter, Window, Project, Distinct, Sort,
+	// Limit.
+	if grouped {
+		ac := ctx.agg
+		plan = &AggregateNode{Input: plan, Groups: ac.groups, GroupCols: ac.groupCols, Aggs: ac.aggs, AggCols: ac.aggCols}
+		if having != nil {
+			plan = &FilterNode{Input: plan, Cond: having}
+		}
+	}
+	if len(ctx.win.calls) > 0 {
+		plan = &WindowNode{Input: plan, Funcs: ctx.win.calls, FuncCols: ctx.win.cols}
+	}
+	visible := len(exprs)
+	projExprs := append([]Expr(nil), exprs...)
+	var keys []SortKey
+	for _, o := range orders {
+		if o.idx >= 0 {
+			keys = append(keys, sortKey(nil, o.item))
+			keys[len(keys)-1].Expr = &outputRef{idx: o.idx}
+			continue
+		}
+		found := -1
+		for i, pe := range projExprs {
+			if exprEqual(pe, o.expr) {
+				found = i
+				break
+			}
+		}
+		if found < 0 {
+			if sel.Distinct {
+				return nil, nil, b.errorf(o.item, "for SELECT DISTINCT, ORDER BY expressions must appear in the select list")
+			}
+			found = len(projExprs)
+			projExprs = append(projExprs, o.expr)
+		}
+		keys = append(keys, sortKey(nil, o.item))
+		keys[len(keys)-1].Expr = &outputRef{idx: found}
+	}
+	inCols := plan.Columns()
+	projCols := make([]Column, len(projExprs))
+	for i, e := range projExprs {
+		name := ""
+		if i < visible {
+			name = names[i]
+		}
+		if c, ok := e.(*ColRef); ok {
+			col := findCol(inCols, c.ID)
+			if name != "" {
+				col.Name = name
+			}
+			projCols[i] = col
+			continue
+		}
+		projCols[i] = b.newCol(name, "", e.Type(), true)
+		if k, ok := e.(*Const); ok && !k.IsNull() {
+			projCols[i].Nullable = false
+		}
+	}
+	plan = &ProjectNode{Input: plan, Exprs: projExprs, Cols: projCols}
+	if sel.Distinct {
+		plan = &DistinctNode{Input: plan}
+	}
+	if len(keys) > 0 {
+		for i := range keys {
+			keys[i].Expr = colRef(projCols[keys[i].Expr.(*outputRef).idx])
+		}
+		plan = &SortNode{Input: plan, Keys: keys}
+	}
+	if q != nil {
+		if plan, err = b.limit(plan, q, s); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(projExprs) > visible {
+		// Drop the hidden ORDER BY columns.
+		out := make([]Expr, visible)
+		for i := range out {
+			out[i] = colRef(projCols[i])
+		}
+		plan = &ProjectNode{Input: plan, Exprs: out, Cols: projCols[:visible]}
+	}
+	return plan, names, nil
+}
+
+// outputRef is a placeholder for "output column idx" while a SELECT is
+// assembled; it never leaves selectQuery.
+type outputRef struct{ idx int }
+
+func (*outputRef) Type() arrow.DataType { return nil }
+func (*outputRef) String() string       { return "?" }
+func (*outputRef) isExpr()              {}
+
+func findCol(cols []Column, id ColumnID) Column {
+	for _, c := range cols {
+		if c.ID == id {
+			return c
+		}
+	}
+	return Column{ID: id}
+}
+
+// itemName is the output name of a select item: its alias, a column's
+// name, an aggregate's or function's name, or the expression's text.
+func itemName(it *sql.SelectItem, e Expr) string {
+	if it.Alias != nil {
+		return it.Alias.Name
+	}
+	switch x := it.Expr.(type) {
+	case *sql.ColumnRef:
+		return x.Parts[len(x.Parts)-1].Name
+	case *sql.FuncCall:
+		return x.Name.Name
+	case *sql.Cast:
+		if c, ok := x.X.(*sql.ColumnRef); ok {
+			return c.Parts[len(c.Parts)-1].Name
+		}
+	case *sql.Extract:
+		return "extract"
+	case *sql.Case:
+		return "case"
+	}
+	return e.String()
+}
+
+// groupKey binds a GROUP BY item: a select-list position, an input
+// column, a select-list alias (when no input column has that name), or an
+// expression over the input.
+func (b *binder) groupKey(g sql.Expr, sel *sql.Select, s *scope) (Expr, error) {
+	target := g
+	if lit, ok := g.(*sql.Literal); ok && lit.Kind == sql.LitNumber {
+		n := 0
+		for _, ch := range lit.Text {
+			if ch < '0' || ch > '9' {
+				return nil, b.errorf(g, "non-integer constant in GROUP BY")
+			}
+			n = n*10 + int(ch-'0')
+			if n > len(sel.Items) {
+				break
+			}
+		}
+		if n < 1 || n > len(sel.Items) {
+			return nil, b.errorf(g, "GROUP BY position %s is not in select list", lit.Text)
+		}
+		target = sel.Items[n-1].Expr
+		if _, ok := target.(*sql.Star); ok {
+			return nil, b.errorf(g, "GROUP BY position %d refers to *", n)
+		}
+	} else if ref, ok := g.(*sql.ColumnRef); ok && len(ref.Parts) == 1 {
+		if _, err := b.resolve(s, ref); err != nil {
+			for _, it := range sel.Items {
+				if it.Alias != nil && it.Alias.Name == ref.Parts[0].Name {
+					target = it.Expr
+					break
+				}
+			}
+		}
+	}
+	e, err := b.expr(target, s, &exprCtx{clause: "GROUP BY"})
+	if err != nil {
+		return nil, err
+	}
+	if hasSubquery(e) {
+		return nil, b.errorf(g, "subqueries are not supported in GROUP BY")
+	}
+	return e, nil
+}
+
+// aboveAgg rewrites e, bound over the aggregate's input, to be evaluated
+// above the aggregate: group-key expressions become the group columns, and
+// any other reference to an input column is an error.
+func (b *binder) aboveAgg(e Expr, ac *aggCtx, at sql.Node) (Expr, error) {
+	var bad *ColRef
+	var rewrite func(x Expr) Expr
+	rewrite = func(x Expr) Expr {
+		if i, ok := ac.groupKeys[exprKey(x)]; ok {
+			return colRef(ac.groupCols[i])
+		}
+		switch y := x.(type) {
+		case *ColRef:
+			if ac.input.has(y.ID) && bad == nil {
+				bad = y
+			}
+			return y
+		case *Call:
+			args := make([]Expr, len(y.Args))
+			for i, a := range y.Args {
+				args[i] = rewrite(a)
+			}
+			return &Call{Fn: y.Fn, Args: args, Typ: y.Typ}
+		case *CaseExpr:
+			c := &CaseExpr{Typ: y.Typ, Whens: make([]Expr, len(y.Whens)), Thens: make([]Expr, len(y.Thens))}
+			for i := range y.Whens {
+				c.Whens[i], c.Thens[i] = rewrite(y.Whens[i]), rewrite(y.Thens[i])
+			}
+			if y.Else != nil {
+				c.Else = rewrite(y.Else)
+			}
+			return c
+		case *CastExpr:
+			return &CastExpr{X: rewrite(y.X), Typ: y.Typ}
+		case *SubqueryExpr:
+			c := *y
+			if y.X != nil {
+				c.X = rewrite(y.X)
+			}
+			// A correlated subquery above the aggregate may only use group
+			// keys of this query.
+			for _, id := range y.Outer {
+				if ac.input.has(id) {
+					isKey := false
+					for _, g := range ac.groupCols {
+						isKey = isKey || g.ID == id
+					}
+					if !isKey && bad == nil {
+						bad = &ColRef{ID: id, Name: findColName(y.Plan, id)}
+					}
+				}
+			}
+			return &c
+		}
+		return x
+	}
+	out := rewrite(e)
+	if bad != nil {
+		return nil, b.errorf(at, "column %q must appear in the GROUP BY clause or be used in an aggregate function", bad.Name)
+	}
+	return out, nil
+}
+
+// findColName finds the display name of a column referenced inside p.
+func findColName(p Plan, id ColumnID) string {
+	name := "?"
+	walkPlan(p, func(n Plan) bool {
+		for _, e := range nodeExprs(n) {
+			walkExpr(e, func(x Expr) bool {
+				if c, ok := x.(*ColRef); ok && c.ID == id {
+					name = c.Name
+				}
+				return true
+			})
+		}
+		return true
+	})
+	return name
+}
+
+// expandStar lists the columns of * or t.*.
+func (b *binder) expandStar(st *sql.Star, s *scope) ([]Column, error) {
+	var out []Column
+	if st.Table == nil {
+		if len(s.items) == 0 {
+			return nil, b.errorf(st, "SELECT * with no tables specified is not valid")
+		}
+		for _, it := range s.items {
+			for i, c := range it.cols {
+				if it.hidden == nil || !it.hidden[i] {
+					out = append(out, c)
+				}
+			}
+		}
+		return out, nil
+	}
+	name := st.Table.Last().Name
+	for _, it := range s.items {
+		if it.name == name {
+			return append(out, it.cols...), nil
+		}
+	}
+	return nil, b.errorf(st, "missing FROM-clause entry for table %q", name)
+}
+
+// hasAggregate reports whether a select list or ORDER BY calls an
+// aggregate function outside of subqueries and window specifications.
+func (b *binder) hasAggregate(items []*sql.SelectItem, order []*sql.OrderItem) bool {
+	found := false
+	visit := func(n sql.Node) {
+		sql.Walk(n, func(x sql.Node) bool {
+			switch f := x.(type) {
+			case *sql.Query:
+				return false // a subquery's aggregates are its own
+			case *sql.FuncCall:
+				if f.Over == nil && isAggregateName(f.Name.Name) && !f.Name.Quoted {
+					found = true
+				}
+				if f.Over != nil {
+					// window arguments may hold aggregates of this query
+					for _, a := range f.Args {
+						sql.Walk(a, func(y sql.Node) bool {
+							if g, ok := y.(*sql.FuncCall); ok && g.Over == nil && isAggregateName(g.Name.Name) {
+								found = true
+							}
+							_, sub := y.(*sql.Query)
+							return !sub
+						})
+					}
+					return false
+				}
+			}
+			return !found
+		})
+	}
+	for _, it := range items {
+		visit(it)
+	}
+	for _, o := range order {
+		visit(o)
+	}
+	return found
+}
+
+func isAggregateName(n string) bool {
+	switch n {
+	case "count", "sum", "avg", "min", "max":
+		return true
+	}
+	return false
+}

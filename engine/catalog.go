@@ -1,0 +1,213 @@
+package engine
+
+import (
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// Catalog is what the binder needs to know about the database: tables with
+// their Arrow schemas and statistics, and views. Names are lower-case SQL
+// names (the parser folds unquoted identifiers); a quoted "Mixed" name is
+// looked up as written.
+//
+// Implementations: MemCatalog (tests, the embedded session's views) and the
+// storage catalog (Pebble), adapted to this interface by the storage
+// package's owner. Lookups may do I/O, hence the errors; a missing object is
+// (nil, nil), not an error.
+type Catalog interface {
+	// LookupTable returns the table called name, or nil when there is none.
+	LookupTable(name string) (*TableDef, error)
+	// LookupView returns the view called name, or nil when there is none.
+	LookupView(name string) (*ViewDef, error)
+}
+
+// TableDef describes a table.
+//
+// Schema field types are the engine's types (docs/architecture.md): int32,
+// int64, float64, bool, utf8, date32, decimal64 (p <= 18) and decimal128.
+type TableDef struct {
+	Name   string
+	Schema *arrow.Schema
+	// Stats are the table's statistics; nil when unknown (the optimizer
+	// then assumes DefaultTableRows rows).
+	Stats *TableStats
+	// Handle is opaque to the binder and optimizer: the storage catalog puts
+	// what its scans need (files, row groups) here, and the physical planner
+	// reads it back.
+	Handle any
+}
+
+// TableStats are a table's statistics.
+type TableStats struct {
+	// Rows is the table's row count.
+	Rows int64
+	// Columns holds one entry per schema field (same order), or is nil.
+	Columns []ColumnStats
+}
+
+// ColumnStats are one column's statistics. Min and Max use the value
+// representation of Const (int32, int64, float64, bool, string, arrow.Date32,
+// int64 unscaled for decimal64, decimal128.Num for decimal128); nil is
+// unknown.
+type ColumnStats struct {
+	Min, Max any
+	// Nulls is the number of NULLs.
+	Nulls int64
+	// Distinct is an estimate of the number of distinct non-NULL values; 0
+	// means unknown.
+	Distinct int64
+}
+
+// ViewDef describes a view: its query as SQL text (re-parsed and bound at
+// each use) and optional column names.
+type ViewDef struct {
+	Name    string
+	Columns []string
+	SQL     string
+}
+
+// DefaultTableRows is the row count assumed for a table without
+// statistics: large enough that the optimizer does not broadcast or build
+// on an unknown table.
+const DefaultTableRows = 1_000_000
+
+// ColumnIndex returns the position of the named field, or -1.
+func (t *TableDef) ColumnIndex(name string) int {
+	for i, f := range t.Schema.Fields() {
+		if f.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// RowCount is the table's row count from statistics, or DefaultTableRows.
+func (t *TableDef) RowCount() float64 {
+	if t.Stats == nil {
+		return DefaultTableRows
+	}
+	return float64(t.Stats.Rows)
+}
+
+// ColStats returns the statistics of field i, or nil.
+func (t *TableDef) ColStats(i int) *ColumnStats {
+	if t.Stats == nil || i < 0 || i >= len(t.Stats.Columns) {
+		return nil
+	}
+	return &t.Stats.Columns[i]
+}
+
+// MemCatalog is an in-memory Catalog. It is safe for concurrent use.
+type MemCatalog struct {
+	mu     sync.RWMutex
+	tables map[string]*TableDef
+	views  map[string]*ViewDef
+}
+
+// NewMemCatalog returns an empty catalog.
+func NewMemCatalog() *MemCatalog {
+	return &MemCatalog{tables: map[string]*TableDef{}, views: map[string]*ViewDef{}}
+}
+
+// LookupTable implements Catalog.
+func (c *MemCatalog) LookupTable(name string) (*TableDef, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.tables[name], nil
+}
+
+// LookupView implements Catalog.
+func (c *MemCatalog) LookupView(name string) (*ViewDef, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.views[name], nil
+}
+
+// AddTable adds or replaces a table.
+func (c *MemCatalog) AddTable(t *TableDef) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tables[t.Name] = t
+}
+
+// AddView adds a view; it fails when a table or (unless replace) a view of
+// that name exists.
+func (c *MemCatalog) AddView(v *ViewDef, replace bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.tables[v.Name]; ok {
+		return nferr.Queryf("cannot create view %s: a table of that name exists", v.Name)
+	}
+	if _, ok := c.views[v.Name]; ok && !replace {
+		return nferr.Queryf("view %s already exists", v.Name)
+	}
+	c.views[v.Name] = v
+	return nil
+}
+
+// DropTable removes a table; it reports whether it existed.
+func (c *MemCatalog) DropTable(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.tables[name]
+	delete(c.tables, name)
+	return ok
+}
+
+// DropView removes a view; it reports whether it existed.
+func (c *MemCatalog) DropView(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.views[name]
+	delete(c.views, name)
+	return ok
+}
+
+// TableNames lists the tables, sorted.
+func (c *MemCatalog) TableNames() []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	names := make([]string, 0, len(c.tables))
+	for n := range c.tables {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// OverlayCatalog looks names up in Views first (the session's views, which
+// a script creates and drops as it runs) and then in Base.
+type OverlayCatalog struct {
+	Base  Catalog
+	Views *MemCatalog
+}
+
+// LookupTable implements Catalog.
+func (o OverlayCatalog) LookupTable(name string) (*TableDef, error) {
+	if t, _ := o.Views.LookupTable(name); t != nil {
+		return t, nil
+	}
+	return o.Base.LookupTable(name)
+}
+
+// LookupView implements Catalog.
+func (o OverlayCatalog) LookupView(name string) (*ViewDef, error) {
+	if v, _ := o.Views.LookupView(name); v != nil {
+		return v, nil
+	}
+	return o.Base.LookupView(name)
+}
+
+// qualifiedLookupName joins the parts of a possibly qualified name; the
+// catalog is flat, so "public.t" and "t" name the same table.
+func qualifiedLookupName(parts []string) string {
+	if len(parts) == 2 && parts[0] == "public" {
+		return parts[1]
+	}
+	return strings.Join(parts, ".")
+}

@@ -1,0 +1,250 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ExplainOptions control ExplainPlan.
+type ExplainOptions struct {
+	// Verbose prints column IDs and types of every node's output.
+	Verbose bool
+	// NoRows omits the row estimates.
+	NoRows bool
+}
+
+// ExplainPlan prints a logical plan as an indented tree, one node per
+// line, each with its estimated row count (from catalog statistics). The
+// plans of subqueries not yet decorrelated follow their node; shared
+// subplans (a view used twice) are printed once, after the main plan.
+func ExplainPlan(p Plan, opts ExplainOptions) string {
+	e := &explainer{opts: opts, est: newEstimator(), shared: map[*SharedDef]bool{}}
+	e.node(p, 0)
+	for i := 0; i < len(e.defs); i++ {
+		d := e.defs[i]
+		fmt.Fprintf(&e.b, "Shared %d (%s):\n", d.ID, d.Name)
+		e.node(d.Plan, 1)
+	}
+	return e.b.String()
+}
+
+type explainer struct {
+	b      strings.Builder
+	opts   ExplainOptions
+	est    *estimator
+	shared map[*SharedDef]bool
+	defs   []*SharedDef
+}
+
+func exprList(es []Expr) string {
+	s := make([]string, len(es))
+	for i, e := range es {
+		s[i] = e.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+func keyList(ks []SortKey) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = k.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+func (e *explainer) colList(cols []Column) string {
+	s := make([]string, len(cols))
+	for i, c := range cols {
+		s[i] = c.QualifiedName()
+		if e.opts.Verbose {
+			s[i] = fmt.Sprintf("#%d %s %s", c.ID, s[i], typeString(c.Type))
+			if c.Nullable {
+				s[i] += " null"
+			}
+		}
+	}
+	return strings.Join(s, ", ")
+}
+
+func formatRows(r float64) string {
+	switch {
+	case r >= 1e9:
+		return fmt.Sprintf("%.1fG", r/1e9)
+	case r >= 1e6:
+		return fmt.Sprintf("%.1fM", r/1e6)
+	case r >= 1e4:
+		return fmt.Sprintf("%.0fk", r/1e3)
+	}
+	return fmt.Sprintf("%.0f", r)
+}
+
+func (e *explainer) node(p Plan, depth int) {
+	ind := strings.Repeat("  ", depth)
+	var line string
+	var subs []*SubqueryExpr
+	collect := func(es ...Expr) {
+		for _, x := range es {
+			walkExpr(x, func(y Expr) bool {
+				if s, ok := y.(*SubqueryExpr); ok {
+					subs = append(subs, s)
+				}
+				return true
+			})
+		}
+	}
+	switch n := p.(type) {
+	case *ScanNode:
+		line = fmt.Sprintf("Scan %s", n.Table.Name)
+		if n.Alias != n.Table.Name {
+			line += " AS " + n.Alias
+		}
+		line += " [" + e.colList(n.Cols) + "]"
+		if len(n.Filters) > 0 {
+			line += " filter=[" + exprList(n.Filters) + "]"
+			collect(n.Filters...)
+		}
+	case *FilterNode:
+		line = "Filter " + n.Cond.String()
+		collect(n.Cond)
+	case *ProjectNode:
+		items := make([]string, len(n.Exprs))
+		for i, x := range n.Exprs {
+			c := n.Cols[i]
+			if r, ok := x.(*ColRef); ok && r.ID == c.ID {
+				items[i] = e.colList([]Column{c})
+			} else {
+				items[i] = e.colList([]Column{c}) + " := " + x.String()
+			}
+		}
+		line = "Project [" + strings.Join(items, ", ") + "]"
+		collect(n.Exprs...)
+	case *AggregateNode:
+		line = "Aggregate"
+		if len(n.Groups) > 0 {
+			items := make([]string, len(n.Groups))
+			for i, g := range n.Groups {
+				items[i] = g.String()
+				if e.opts.Verbose {
+					items[i] = e.colList([]Column{n.GroupCols[i]}) + " := " + items[i]
+				}
+			}
+			line += " group=[" + strings.Join(items, ", ") + "]"
+		}
+		if len(n.Aggs) > 0 {
+			items := make([]string, len(n.Aggs))
+			for i, a := range n.Aggs {
+				items[i] = a.String()
+				if e.opts.Verbose {
+					items[i] = e.colList([]Column{n.AggCols[i]}) + " := " + items[i]
+				}
+			}
+			line += " aggs=[" + strings.Join(items, ", ") + "]"
+		}
+	case *JoinNode:
+		line = "Join " + n.Kind.String()
+		if n.NullAware {
+			line += " null-aware"
+		}
+		if len(n.Equi) > 0 {
+			items := make([]string, len(n.Equi))
+			for i, q := range n.Equi {
+				items[i] = q.Left.String() + " = " + q.Right.String()
+			}
+			line += " on [" + strings.Join(items, ", ") + "]"
+		}
+		if n.Cond != nil {
+			line += " cond=[" + n.Cond.String() + "]"
+			collect(n.Cond)
+		}
+		if n.Mark != nil {
+			line += " mark=" + e.colList([]Column{*n.Mark})
+		}
+		if len(n.Equi) > 0 && (n.Kind == JoinInner || n.Kind == JoinLeft || n.Kind == JoinRight || n.Kind == JoinFull) {
+			line += " build=" + map[BuildSide]string{BuildRight: "right", BuildLeft: "left"}[n.Build]
+		}
+	case *SortNode:
+		line = "Sort [" + keyList(n.Keys) + "]"
+	case *LimitNode:
+		line = "Limit"
+		if n.Limit >= 0 {
+			line += fmt.Sprintf(" %d", n.Limit)
+		}
+		if n.Offset > 0 {
+			line += fmt.Sprintf(" offset %d", n.Offset)
+		}
+	case *TopNNode:
+		line = fmt.Sprintf("TopN %d", n.Limit)
+		if n.Offset > 0 {
+			line += fmt.Sprintf(" offset %d", n.Offset)
+		}
+		line += " [" + keyList(n.Keys) + "]"
+	case *SetOpNode:
+		line = "SetOp " + n.Kind.String()
+		if n.All {
+			line += " all"
+		}
+		line += " [" + e.colList(n.Cols) + "]"
+	case *DistinctNode:
+		line = "Distinct"
+	case *WindowNode:
+		items := make([]string, len(n.Funcs))
+		for i, w := range n.Funcs {
+			s := w.Fn + "(" + exprList(w.Args) + ") OVER ("
+			var parts []string
+			if len(w.PartitionBy) > 0 {
+				parts = append(parts, "PARTITION BY "+exprList(w.PartitionBy))
+			}
+			if len(w.OrderBy) > 0 {
+				parts = append(parts, "ORDER BY "+keyList(w.OrderBy))
+			}
+			if w.Frame != nil {
+				parts = append(parts, fmt.Sprintf("%s %s..%s", strings.ToUpper(w.Frame.Mode), boundString(w.Frame.Start, w.Frame.StartOffset), boundString(w.Frame.End, w.Frame.EndOffset)))
+			}
+			items[i] = e.colList([]Column{n.FuncCols[i]}) + " := " + s + strings.Join(parts, " ") + ")"
+		}
+		line = "Window [" + strings.Join(items, ", ") + "]"
+	case *ValuesNode:
+		line = fmt.Sprintf("Values %d rows", len(n.Rows))
+		if len(n.Cols) > 0 {
+			line += " [" + e.colList(n.Cols) + "]"
+		}
+	case *SharedScan:
+		line = fmt.Sprintf("SharedScan %d (%s) [%s]", n.Def.ID, n.Def.Name, e.colList(n.Cols))
+		if !e.shared[n.Def] {
+			e.shared[n.Def] = true
+			e.defs = append(e.defs, n.Def)
+		}
+	default:
+		line = fmt.Sprintf("%T", p)
+	}
+	if !e.opts.NoRows {
+		line += "  (rows " + formatRows(e.est.rows(p)) + ")"
+	}
+	e.b.WriteString(ind + line + "\n")
+	for _, s := range subs {
+		kind := map[SubqueryKind]string{SubScalar: "scalar", SubExists: "exists", SubIn: "in"}[s.Kind]
+		fmt.Fprintf(&e.b, "%s  Subquery %d (%s", ind, s.ID, kind)
+		if len(s.Outer) > 0 {
+			fmt.Fprintf(&e.b, ", correlated")
+		}
+		e.b.WriteString("):\n")
+		e.node(s.Plan, depth+2)
+	}
+	for _, c := range p.Inputs() {
+		e.node(c, depth+1)
+	}
+}
+
+func boundString(k FrameBoundKind, off Expr) string {
+	switch k {
+	case BoundUnboundedPreceding:
+		return "unbounded preceding"
+	case BoundUnboundedFollowing:
+		return "unbounded following"
+	case BoundCurrentRow:
+		return "current row"
+	case BoundPreceding:
+		return off.String() + " preceding"
+	}
+	return off.String() + " following"
+}

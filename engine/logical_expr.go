@@ -1,0 +1,636 @@
+package engine
+
+import (
+	"fmt"
+	"math/big"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+)
+
+// ColumnID identifies a column of a logical plan. IDs are unique within one
+// bound statement: every scan column, computed expression, aggregate,
+// window function and join mark gets a fresh one, so a column reference
+// never depends on positions (which rules change).
+type ColumnID int32
+
+// Expr is a bound, typed scalar expression of the logical plan:
+//
+//	*ColRef        a column of the input, by ID
+//	*Const         a constant with its Arrow type
+//	*Call          an operator or function (Fn names follow exec's Fn*
+//	               constants: add, sub, mul, div, mod, neg, eq, ne, lt, le,
+//	               gt, ge, and, or, not, is_null, is_not_null,
+//	               is_distinct_from, is_not_distinct_from, in, like,
+//	               coalesce, nullif, abs, round, substring, upper, lower,
+//	               length, trim, ltrim, rtrim, concat, strpos, extract, ...)
+//	*CaseExpr      searched CASE (simple CASE is rewritten to it)
+//	*CastExpr      CAST to a type
+//	*SubqueryExpr  a subquery, only until decorrelation removes it
+//
+// Every Expr knows its result type. Exprs are immutable once built: rules
+// build new trees rather than editing shared ones.
+type Expr interface {
+	// Type is the Arrow type of the expression's values.
+	Type() arrow.DataType
+	// String prints the expression as SQL-like text (EXPLAIN).
+	String() string
+	isExpr()
+}
+
+// ColRef is a reference to a column of the input by ID. Name is for
+// display only ("n1.n_name").
+type ColRef struct {
+	ID   ColumnID
+	Name string
+	Typ  arrow.DataType
+}
+
+// Const is a constant. Val holds, by Typ:
+//
+//	int32 int32, int64 int64, float64 float64, bool bool, utf8 string,
+//	date32 arrow.Date32, decimal64 int64 (unscaled), decimal128
+//	decimal128.Num (unscaled), month_day_nano arrow.MonthDayNanoInterval,
+//	and nil for NULL (of any type, including arrow.Null for an untyped NULL).
+type Const struct {
+	Typ arrow.DataType
+	Val any
+	// untyped marks a string literal whose type the binder may still change
+	// to the other operand's (WHERE d < '1998-01-01').
+	untyped bool
+}
+
+// Call is an operator or function call; see Expr for the names.
+type Call struct {
+	Fn   string
+	Args []Expr
+	Typ  arrow.DataType
+}
+
+// CaseExpr is CASE WHEN Whens[i] THEN Thens[i] ... ELSE Else END; Else is
+// nil for ELSE NULL.
+type CaseExpr struct {
+	Whens, Thens []Expr
+	Else         Expr
+	Typ          arrow.DataType
+}
+
+// CastExpr converts X to Typ.
+type CastExpr struct {
+	X   Expr
+	Typ arrow.DataType
+}
+
+// SubqueryKind is the form of a subquery expression.
+type SubqueryKind uint8
+
+const (
+	// SubScalar is (SELECT x ...): one column, at most one row, NULL for none.
+	SubScalar SubqueryKind = iota
+	// SubExists is EXISTS (SELECT ...).
+	SubExists
+	// SubIn is X IN (SELECT x ...), three-valued.
+	SubIn
+)
+
+// SubqueryExpr is a subquery inside an expression. It only lives between
+// binding and decorrelation: the optimizer turns every one into a join.
+// Outer lists the columns of enclosing queries the subquery refers to
+// (empty when uncorrelated).
+type SubqueryExpr struct {
+	Kind  SubqueryKind
+	X     Expr // SubIn: the left operand
+	Plan  Plan
+	Outer []ColumnID
+	Typ   arrow.DataType
+	// ID numbers the subquery within its statement (EXPLAIN).
+	ID int
+}
+
+func (*ColRef) isExpr()       {}
+func (*Const) isExpr()        {}
+func (*Call) isExpr()         {}
+func (*CaseExpr) isExpr()     {}
+func (*CastExpr) isExpr()     {}
+func (*SubqueryExpr) isExpr() {}
+
+func (c *ColRef) Type() arrow.DataType       { return c.Typ }
+func (c *Const) Type() arrow.DataType        { return c.Typ }
+func (c *Call) Type() arrow.DataType         { return c.Typ }
+func (c *CaseExpr) Type() arrow.DataType     { return c.Typ }
+func (c *CastExpr) Type() arrow.DataType     { return c.Typ }
+func (s *SubqueryExpr) Type() arrow.DataType { return s.Typ }
+
+// Function names (exec's Fn* constants, plus the aggregate and window
+// names used by Aggregate and Window nodes).
+const (
+	fnAdd      = "add"
+	fnSub      = "sub"
+	fnMul      = "mul"
+	fnDiv      = "div"
+	fnMod      = "mod"
+	fnNeg      = "neg"
+	fnEq       = "eq"
+	fnNe       = "ne"
+	fnLt       = "lt"
+	fnLe       = "le"
+	fnGt       = "gt"
+	fnGe       = "ge"
+	fnAnd      = "and"
+	fnOr       = "or"
+	fnNot      = "not"
+	fnIsNull   = "is_null"
+	fnNotNull  = "is_not_null"
+	fnDistinct = "is_distinct_from"
+	fnNotDist  = "is_not_distinct_from"
+	fnIn       = "in"
+	fnLike     = "like"
+	fnCoalesce = "coalesce"
+	fnConcat   = "concat"
+	fnExtract  = "extract"
+	fnLower    = "lower"
+)
+
+// ---------------------------------------------------------------- builders
+
+func colRef(c Column) *ColRef { return &ColRef{ID: c.ID, Name: c.QualifiedName(), Typ: c.Type} }
+
+func boolConst(b bool) *Const { return &Const{Typ: typBool, Val: b} }
+
+func nullConst(t arrow.DataType) *Const { return &Const{Typ: t} }
+
+// IsNull reports whether c is a NULL constant.
+func (c *Const) IsNull() bool { return c.Val == nil }
+
+func call(fn string, t arrow.DataType, args ...Expr) *Call { return &Call{Fn: fn, Args: args, Typ: t} }
+
+// conjuncts splits an AND tree into its conjuncts.
+func conjuncts(e Expr) []Expr {
+	if e == nil {
+		return nil
+	}
+	if c, ok := e.(*Call); ok && c.Fn == fnAnd {
+		var out []Expr
+		for _, a := range c.Args {
+			out = append(out, conjuncts(a)...)
+		}
+		return out
+	}
+	return []Expr{e}
+}
+
+// disjuncts splits an OR tree into its disjuncts.
+func disjuncts(e Expr) []Expr {
+	if c, ok := e.(*Call); ok && c.Fn == fnOr {
+		var out []Expr
+		for _, a := range c.Args {
+			out = append(out, disjuncts(a)...)
+		}
+		return out
+	}
+	return []Expr{e}
+}
+
+// andOf joins conjuncts (nil for none, the expression itself for one).
+func andOf(es []Expr) Expr {
+	switch len(es) {
+	case 0:
+		return nil
+	case 1:
+		return es[0]
+	}
+	var flat []Expr
+	for _, e := range es {
+		flat = append(flat, conjuncts(e)...)
+	}
+	return &Call{Fn: fnAnd, Args: flat, Typ: typBool}
+}
+
+// orOf joins disjuncts.
+func orOf(es []Expr) Expr {
+	if len(es) == 1 {
+		return es[0]
+	}
+	var flat []Expr
+	for _, e := range es {
+		flat = append(flat, disjuncts(e)...)
+	}
+	return &Call{Fn: fnOr, Args: flat, Typ: typBool}
+}
+
+// ---------------------------------------------------------------- traversal
+
+// walkExpr calls fn on e and its subexpressions (pre-order) while fn returns
+// true. It does not enter subquery plans.
+func walkExpr(e Expr, fn func(Expr) bool) {
+	if e == nil || !fn(e) {
+		return
+	}
+	switch e := e.(type) {
+	case *Call:
+		for _, a := range e.Args {
+			walkExpr(a, fn)
+		}
+	case *CaseExpr:
+		for i := range e.Whens {
+			walkExpr(e.Whens[i], fn)
+			walkExpr(e.Thens[i], fn)
+		}
+		walkExpr(e.Else, fn)
+	case *CastExpr:
+		walkExpr(e.X, fn)
+	case *SubqueryExpr:
+		walkExpr(e.X, fn)
+	}
+}
+
+// mapExpr rebuilds e bottom-up, replacing each node n by f(n) after its
+// children were mapped. Unchanged subtrees are shared.
+func mapExpr(e Expr, f func(Expr) Expr) Expr {
+	if e == nil {
+		return nil
+	}
+	switch x := e.(type) {
+	case *Call:
+		var args []Expr
+		for i, a := range x.Args {
+			na := mapExpr(a, f)
+			if na != a && args == nil {
+				args = append([]Expr(nil), x.Args...)
+			}
+			if args != nil {
+				args[i] = na
+			}
+		}
+		if args != nil {
+			e = &Call{Fn: x.Fn, Args: args, Typ: x.Typ}
+		}
+	case *CaseExpr:
+		nc := &CaseExpr{Whens: make([]Expr, len(x.Whens)), Thens: make([]Expr, len(x.Thens)), Typ: x.Typ}
+		changed := false
+		for i := range x.Whens {
+			nc.Whens[i] = mapExpr(x.Whens[i], f)
+			nc.Thens[i] = mapExpr(x.Thens[i], f)
+			changed = changed || nc.Whens[i] != x.Whens[i] || nc.Thens[i] != x.Thens[i]
+		}
+		nc.Else = mapExpr(x.Else, f)
+		if changed || nc.Else != x.Else {
+			e = nc
+		}
+	case *CastExpr:
+		if nx := mapExpr(x.X, f); nx != x.X {
+			e = &CastExpr{X: nx, Typ: x.Typ}
+		}
+	case *SubqueryExpr:
+		if x.X != nil {
+			if nx := mapExpr(x.X, f); nx != x.X {
+				c := *x
+				c.X = nx
+				e = &c
+			}
+		}
+	}
+	return f(e)
+}
+
+// exprCols adds the IDs of the columns e refers to (including the outer
+// references of subqueries) to set.
+func exprCols(e Expr, set colSet) {
+	walkExpr(e, func(x Expr) bool {
+		switch x := x.(type) {
+		case *ColRef:
+			set.add(x.ID)
+		case *SubqueryExpr:
+			for _, id := range x.Outer {
+				set.add(id)
+			}
+		}
+		return true
+	})
+}
+
+// colsOf returns the set of columns e refers to.
+func colsOf(e Expr) colSet {
+	s := colSet{}
+	exprCols(e, s)
+	return s
+}
+
+// hasSubquery reports whether e contains a subquery.
+func hasSubquery(e Expr) bool {
+	found := false
+	walkExpr(e, func(x Expr) bool {
+		if _, ok := x.(*SubqueryExpr); ok {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// colSet is a set of column IDs.
+type colSet map[ColumnID]struct{}
+
+func (s colSet) add(id ColumnID)      { s[id] = struct{}{} }
+func (s colSet) has(id ColumnID) bool { _, ok := s[id]; return ok }
+func (s colSet) addAll(o colSet)      { maps(o, s) }
+func maps(from, to colSet) {
+	for k := range from {
+		to[k] = struct{}{}
+	}
+}
+func colSetOf(cols []Column) colSet {
+	s := colSet{}
+	for _, c := range cols {
+		s.add(c.ID)
+	}
+	return s
+}
+func (s colSet) subsetOf(o colSet) bool {
+	for k := range s {
+		if !o.has(k) {
+			return false
+		}
+	}
+	return true
+}
+func (s colSet) intersects(o colSet) bool {
+	for k := range s {
+		if o.has(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// substitute replaces column references found in m.
+func substitute(e Expr, m map[ColumnID]Expr) Expr {
+	if len(m) == 0 {
+		return e
+	}
+	return mapExpr(e, func(x Expr) Expr {
+		if c, ok := x.(*ColRef); ok {
+			if r, ok := m[c.ID]; ok {
+				return r
+			}
+		}
+		return x
+	})
+}
+
+// exprKey is a canonical text of e with column IDs, for structural
+// equality (group keys, common aggregates).
+func exprKey(e Expr) string {
+	var b strings.Builder
+	formatExpr(&b, e, 0, true)
+	return b.String()
+}
+
+func exprEqual(a, b Expr) bool { return exprKey(a) == exprKey(b) }
+
+// ---------------------------------------------------------------- printing
+
+func (c *ColRef) String() string       { return c.Name }
+func (c *Const) String() string        { return formatConst(c) }
+func (c *Call) String() string         { return exprString(c) }
+func (c *CaseExpr) String() string     { return exprString(c) }
+func (c *CastExpr) String() string     { return exprString(c) }
+func (s *SubqueryExpr) String() string { return exprString(s) }
+
+func exprString(e Expr) string {
+	var b strings.Builder
+	formatExpr(&b, e, 0, false)
+	return b.String()
+}
+
+var infixOps = map[string]struct {
+	sym  string
+	prec int
+}{
+	fnOr: {"OR", 1}, fnAnd: {"AND", 2},
+	fnEq: {"=", 4}, fnNe: {"<>", 4}, fnLt: {"<", 4}, fnLe: {"<=", 4}, fnGt: {">", 4}, fnGe: {">=", 4},
+	fnDistinct: {"IS DISTINCT FROM", 4}, fnNotDist: {"IS NOT DISTINCT FROM", 4},
+	fnConcat: {"||", 6}, fnAdd: {"+", 7}, fnSub: {"-", 7}, fnMul: {"*", 8}, fnDiv: {"/", 8}, fnMod: {"%", 8},
+}
+
+// formatExpr prints e; prec is the binding strength of the context (0:
+// none), withIDs prints column IDs instead of names.
+func formatExpr(b *strings.Builder, e Expr, prec int, withIDs bool) {
+	paren := func(p int, f func()) {
+		if p < prec {
+			b.WriteByte('(')
+			f()
+			b.WriteByte(')')
+		} else {
+			f()
+		}
+	}
+	switch e := e.(type) {
+	case nil:
+		b.WriteString("<nil>")
+	case *ColRef:
+		if withIDs {
+			fmt.Fprintf(b, "#%d", e.ID)
+		} else {
+			b.WriteString(e.Name)
+		}
+	case *Const:
+		if withIDs {
+			b.WriteString(typeString(e.Typ))
+			b.WriteByte(':')
+		}
+		b.WriteString(formatConst(e))
+	case *CastExpr:
+		b.WriteString("CAST(")
+		formatExpr(b, e.X, 0, withIDs)
+		b.WriteString(" AS " + typeString(e.Typ) + ")")
+	case *CaseExpr:
+		b.WriteString("CASE")
+		for i := range e.Whens {
+			b.WriteString(" WHEN ")
+			formatExpr(b, e.Whens[i], 0, withIDs)
+			b.WriteString(" THEN ")
+			formatExpr(b, e.Thens[i], 0, withIDs)
+		}
+		if e.Else != nil {
+			b.WriteString(" ELSE ")
+			formatExpr(b, e.Else, 0, withIDs)
+		}
+		b.WriteString(" END")
+	case *SubqueryExpr:
+		switch e.Kind {
+		case SubExists:
+			fmt.Fprintf(b, "EXISTS(subquery %d)", e.ID)
+		case SubIn:
+			paren(5, func() {
+				formatExpr(b, e.X, 6, withIDs)
+				fmt.Fprintf(b, " IN (subquery %d)", e.ID)
+			})
+		default:
+			fmt.Fprintf(b, "(subquery %d)", e.ID)
+		}
+	case *Call:
+		if op, ok := infixOps[e.Fn]; ok && len(e.Args) >= 2 {
+			paren(op.prec, func() {
+				for i, a := range e.Args {
+					if i > 0 {
+						b.WriteString(" " + op.sym + " ")
+					}
+					p := op.prec
+					if i > 0 {
+						p++ // left-associative: a right operand of equal strength needs parentheses
+					}
+					formatExpr(b, a, p, withIDs)
+				}
+			})
+			return
+		}
+		switch e.Fn {
+		case fnNot:
+			paren(3, func() {
+				b.WriteString("NOT ")
+				formatExpr(b, e.Args[0], 3, withIDs)
+			})
+		case fnNeg:
+			paren(9, func() {
+				b.WriteString("-")
+				formatExpr(b, e.Args[0], 10, withIDs)
+			})
+		case fnIsNull, fnNotNull:
+			paren(4, func() {
+				formatExpr(b, e.Args[0], 5, withIDs)
+				if e.Fn == fnIsNull {
+					b.WriteString(" IS NULL")
+				} else {
+					b.WriteString(" IS NOT NULL")
+				}
+			})
+		case fnIn:
+			paren(5, func() {
+				formatExpr(b, e.Args[0], 6, withIDs)
+				b.WriteString(" IN (")
+				for i, a := range e.Args[1:] {
+					if i > 0 {
+						b.WriteString(", ")
+					}
+					formatExpr(b, a, 0, withIDs)
+				}
+				b.WriteString(")")
+			})
+		case fnLike:
+			paren(5, func() {
+				formatExpr(b, e.Args[0], 6, withIDs)
+				b.WriteString(" LIKE ")
+				formatExpr(b, e.Args[1], 6, withIDs)
+				if len(e.Args) > 2 {
+					b.WriteString(" ESCAPE ")
+					formatExpr(b, e.Args[2], 6, withIDs)
+				}
+			})
+		case fnExtract:
+			b.WriteString("extract(")
+			if c, ok := e.Args[0].(*Const); ok {
+				if s, ok := c.Val.(string); ok {
+					b.WriteString(s)
+				}
+			}
+			b.WriteString(" FROM ")
+			formatExpr(b, e.Args[1], 0, withIDs)
+			b.WriteString(")")
+		default:
+			b.WriteString(e.Fn)
+			b.WriteByte('(')
+			for i, a := range e.Args {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				formatExpr(b, a, 0, withIDs)
+			}
+			b.WriteByte(')')
+		}
+	default:
+		fmt.Fprintf(b, "%T", e)
+	}
+}
+
+// formatConst prints a constant as a SQL literal.
+func formatConst(c *Const) string {
+	if c.Val == nil {
+		return "NULL"
+	}
+	switch v := c.Val.(type) {
+	case bool:
+		if v {
+			return "true"
+		}
+		return "false"
+	case int32:
+		return strconv.FormatInt(int64(v), 10)
+	case int64:
+		if _, s, ok := decimalPS(c.Typ); ok && isDecimal(c.Typ) {
+			return formatUnscaled(big.NewInt(v), s)
+		}
+		return strconv.FormatInt(v, 10)
+	case decimal128.Num:
+		_, s, _ := decimalPS(c.Typ)
+		return formatUnscaled(v.BigInt(), s)
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	case string:
+		return "'" + strings.ReplaceAll(v, "'", "''") + "'"
+	case arrow.Date32:
+		return "date '" + v.FormattedString() + "'"
+	case arrow.MonthDayNanoInterval:
+		return formatInterval(v)
+	}
+	return fmt.Sprint(c.Val)
+}
+
+// formatUnscaled prints an unscaled decimal with s fractional digits.
+func formatUnscaled(u *big.Int, s int32) string {
+	neg := u.Sign() < 0
+	digits := new(big.Int).Abs(u).String()
+	if s > 0 {
+		for int32(len(digits)) <= s {
+			digits = "0" + digits
+		}
+		digits = digits[:len(digits)-int(s)] + "." + digits[len(digits)-int(s):]
+	}
+	if neg {
+		return "-" + digits
+	}
+	return digits
+}
+
+func formatInterval(v arrow.MonthDayNanoInterval) string {
+	var parts []string
+	if v.Months != 0 {
+		parts = append(parts, fmt.Sprintf("%d months", v.Months))
+	}
+	if v.Days != 0 {
+		parts = append(parts, fmt.Sprintf("%d days", v.Days))
+	}
+	if v.Nanoseconds != 0 {
+		parts = append(parts, fmt.Sprintf("%d nanoseconds", v.Nanoseconds))
+	}
+	if len(parts) == 0 {
+		parts = []string{"0 days"}
+	}
+	return "interval '" + strings.Join(parts, " ") + "'"
+}
+
+// sortIDs sorts column IDs ascending.
+func sortIDs(ids []ColumnID) { slices.Sort(ids) }
+
+// sortedIDs returns the members of s, ascending.
+func (s colSet) sorted() []ColumnID {
+	out := make([]ColumnID, 0, len(s))
+	for id := range s {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,547 @@
+package engine
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// Column is an output column of a plan node.
+type Column struct {
+	ID ColumnID
+	// Name is the column's name (alias or table column name); Table the
+	// alias or name of the relation it came from, "" for computed columns.
+	// Both are for display and for the binder's name resolution.
+	Name     string
+	Table    string
+	Type     arrow.DataType
+	Nullable bool
+}
+
+// QualifiedName is "table.name", or "name" without a table.
+func (c Column) QualifiedName() string {
+	if c.Table == "" {
+		return c.Name
+	}
+	return c.Table + "." + c.Name
+}
+
+// Plan is a node of a logical plan. Every node lists its output columns
+// (IDs, names, types, nullability) in order; expressions refer to input
+// columns by ID only, so a physical planner maps an ID to the position of
+// that column in the input's Columns().
+//
+// Nodes and what they output:
+//
+//	*ScanNode      the chosen columns of a table; Filters hold pushed-down
+//	               conjuncts (PruningPredicates lists those storage can
+//	               use to skip row groups)
+//	*FilterNode    the input's columns, rows where Cond is TRUE
+//	*ProjectNode   Cols, computed by Exprs (a bare ColRef keeps its ID)
+//	*AggregateNode GroupCols (computed by Groups) then AggCols (Aggs);
+//	               without groups exactly one row
+//	*JoinNode      see JoinKind
+//	*SortNode      the input's columns, ordered by Keys
+//	*LimitNode     the input's columns, Offset rows skipped, at most Limit
+//	*TopNNode      Sort then Limit in one operator
+//	*SetOpNode     Cols (fresh IDs), from Left and Right by position
+//	*DistinctNode  the input's columns, duplicate rows removed
+//	*WindowNode    the input's columns then FuncCols
+//	*ValuesNode    Cols, one row per Rows entry
+//	*SharedScan    Cols (fresh IDs), the rows of a SharedDef's plan by
+//	               position; all scans of one SharedDef read one
+//	               materialization of it (a view or CTE used twice)
+type Plan interface {
+	// Columns are the node's output columns, in order.
+	Columns() []Column
+	// Inputs are the node's children (none for leaves).
+	Inputs() []Plan
+	// withInputs returns a copy of the node with new children.
+	withInputs(in []Plan) Plan
+}
+
+// ScanNode reads a table.
+type ScanNode struct {
+	Table *TableDef
+	// Alias is the name the query uses for the table (its name or alias).
+	Alias string
+	// Cols are the output columns; Fields[i] is the schema index of Cols[i].
+	Cols   []Column
+	Fields []int
+	// Filters are conjuncts over Cols that every output row satisfies.
+	Filters []Expr
+}
+
+// FilterNode keeps rows where Cond is TRUE.
+type FilterNode struct {
+	Input Plan
+	Cond  Expr
+}
+
+// ProjectNode computes Exprs over the input; Cols[i] is the column of
+// Exprs[i].
+type ProjectNode struct {
+	Input Plan
+	Exprs []Expr
+	Cols  []Column
+}
+
+// AggCall is one aggregate of an AggregateNode.
+type AggCall struct {
+	// Fn is count_star, count, sum, avg, min or max (exec.AggFunc names).
+	Fn string
+	// Arg is the argument (nil for count_star).
+	Arg      Expr
+	Distinct bool
+	Typ      arrow.DataType
+}
+
+// String prints the call ("sum(l_quantity)", "count(*)").
+func (a *AggCall) String() string {
+	if a.Fn == aggCountStar {
+		return "count(*)"
+	}
+	d := ""
+	if a.Distinct {
+		d = "DISTINCT "
+	}
+	return a.Fn + "(" + d + a.Arg.String() + ")"
+}
+
+// Aggregate function names (exec.AggFunc values).
+const (
+	aggCountStar = "count_star"
+	aggCount     = "count"
+	aggSum       = "sum"
+	aggAvg       = "avg"
+	aggMin       = "min"
+	aggMax       = "max"
+)
+
+// AggregateNode groups its input by Groups and computes Aggs per group.
+type AggregateNode struct {
+	Input     Plan
+	Groups    []Expr
+	GroupCols []Column
+	Aggs      []*AggCall
+	AggCols   []Column
+}
+
+// JoinKind is the kind of a logical join.
+type JoinKind uint8
+
+const (
+	// JoinInner outputs left ++ right columns of matching pairs.
+	JoinInner JoinKind = iota
+	// JoinLeft also outputs unmatched left rows (right columns NULL).
+	JoinLeft
+	// JoinRight also outputs unmatched right rows.
+	JoinRight
+	// JoinFull outputs both kinds of unmatched rows.
+	JoinFull
+	// JoinSemi outputs the left rows that have a match (left columns only).
+	JoinSemi
+	// JoinAnti outputs the left rows without a match (left columns only).
+	// With NullAware (NOT IN), Equi[0] is the IN comparison (its left side
+	// may be a constant) and a NULL on either side of it counts as
+	// "maybe": the left row is dropped, unless the right side is empty
+	// (then every left row is kept).
+	JoinAnti
+	// JoinMark outputs every left row plus Mark, a boolean: TRUE when the
+	// row has a match, FALSE when not, and with NullAware NULL when there
+	// is no match but a NULL made the comparison unknown (IN semantics).
+	JoinMark
+	// JoinSingle is a left join whose right side yields at most one row
+	// per left row (scalar subqueries); a second match is a KindQuery
+	// error "more than one row returned by a subquery used as an
+	// expression".
+	JoinSingle
+)
+
+var joinKindNames = [...]string{"inner", "left", "right", "full", "semi", "anti", "mark", "single"}
+
+func (k JoinKind) String() string { return joinKindNames[k] }
+
+// EquiCond is Left = Right, with Left over the left input's columns and
+// Right over the right input's; both have the same type.
+type EquiCond struct {
+	Left, Right Expr
+}
+
+// BuildSide says which input a hash join builds its table on.
+type BuildSide uint8
+
+const (
+	BuildRight BuildSide = iota
+	BuildLeft
+)
+
+// JoinNode joins Left and Right on Equi (all must hold) and Cond (a
+// residual predicate over both inputs' columns; nil is TRUE).
+type JoinNode struct {
+	Kind        JoinKind
+	Left, Right Plan
+	Equi        []EquiCond
+	Cond        Expr
+	// Mark is the output column of a JoinMark.
+	Mark      *Column
+	NullAware bool
+	// Build is the side a hash join builds on, chosen by the optimizer
+	// (the smaller estimated input). Semi, anti, mark and single joins
+	// build on the right.
+	Build BuildSide
+}
+
+// SortKey is one key of a sort.
+type SortKey struct {
+	Expr       Expr
+	Desc       bool
+	NullsFirst bool
+}
+
+func (k SortKey) String() string {
+	s := k.Expr.String()
+	if k.Desc {
+		s += " DESC"
+	}
+	// PostgreSQL's defaults: NULLS LAST ascending, NULLS FIRST descending.
+	if k.NullsFirst != k.Desc {
+		if k.NullsFirst {
+			s += " NULLS FIRST"
+		} else {
+			s += " NULLS LAST"
+		}
+	}
+	return s
+}
+
+// SortNode orders its input.
+type SortNode struct {
+	Input Plan
+	Keys  []SortKey
+}
+
+// LimitNode skips Offset rows and returns at most Limit (-1: no limit).
+type LimitNode struct {
+	Input  Plan
+	Limit  int64
+	Offset int64
+}
+
+// TopNNode is Sort followed by Limit, computed keeping Offset+Limit rows.
+type TopNNode struct {
+	Input  Plan
+	Keys   []SortKey
+	Limit  int64
+	Offset int64
+}
+
+// SetOpKind is UNION, INTERSECT or EXCEPT.
+type SetOpKind uint8
+
+const (
+	SetUnion SetOpKind = iota
+	SetIntersect
+	SetExcept
+)
+
+func (k SetOpKind) String() string { return [...]string{"union", "intersect", "except"}[k] }
+
+// SetOpNode combines two inputs with the same column types by position.
+type SetOpNode struct {
+	Kind        SetOpKind
+	All         bool
+	Left, Right Plan
+	Cols        []Column
+}
+
+// DistinctNode removes duplicate rows.
+type DistinctNode struct {
+	Input Plan
+}
+
+// FrameBoundKind is a window frame bound kind.
+type FrameBoundKind uint8
+
+const (
+	BoundUnboundedPreceding FrameBoundKind = iota
+	BoundPreceding
+	BoundCurrentRow
+	BoundFollowing
+	BoundUnboundedFollowing
+)
+
+// WindowFrame is a window frame: Mode is "rows", "range" or "groups";
+// offsets are constants (Preceding/Following bounds).
+type WindowFrame struct {
+	Mode                   string
+	Start, End             FrameBoundKind
+	StartOffset, EndOffset Expr
+}
+
+// WindowCall is one window function of a WindowNode.
+type WindowCall struct {
+	// Fn is an aggregate name (count_star, count, sum, avg, min, max) or
+	// row_number, rank, dense_rank.
+	Fn          string
+	Args        []Expr
+	PartitionBy []Expr
+	OrderBy     []SortKey
+	// Frame is nil for the default frame (RANGE UNBOUNDED PRECEDING to
+	// CURRENT ROW with ORDER BY, the whole partition without).
+	Frame *WindowFrame
+	Typ   arrow.DataType
+}
+
+// WindowNode computes window functions over its input.
+type WindowNode struct {
+	Input    Plan
+	Funcs    []*WindowCall
+	FuncCols []Column
+}
+
+// ValuesNode is a constant relation.
+type ValuesNode struct {
+	Rows [][]Expr
+	Cols []Column
+}
+
+// SharedDef is a subplan used several times in one statement (a view or a
+// CTE referenced twice, as in TPC-H Q15); it is computed once.
+type SharedDef struct {
+	ID   int
+	Name string
+	Plan Plan
+}
+
+// SharedScan reads the rows of a SharedDef.
+type SharedScan struct {
+	Def  *SharedDef
+	Cols []Column
+}
+
+func (n *ScanNode) Columns() []Column   { return n.Cols }
+func (n *FilterNode) Columns() []Column { return n.Input.Columns() }
+func (n *ProjectNode) Columns() []Column {
+	return n.Cols
+}
+func (n *AggregateNode) Columns() []Column {
+	out := make([]Column, 0, len(n.GroupCols)+len(n.AggCols))
+	return append(append(out, n.GroupCols...), n.AggCols...)
+}
+func (n *JoinNode) Columns() []Column {
+	l := n.Left.Columns()
+	switch n.Kind {
+	case JoinSemi, JoinAnti:
+		return l
+	case JoinMark:
+		return append(append([]Column(nil), l...), *n.Mark)
+	}
+	r := n.Right.Columns()
+	out := make([]Column, 0, len(l)+len(r))
+	for _, c := range l {
+		if n.Kind == JoinRight || n.Kind == JoinFull {
+			c.Nullable = true
+		}
+		out = append(out, c)
+	}
+	for _, c := range r {
+		if n.Kind == JoinLeft || n.Kind == JoinFull || n.Kind == JoinSingle {
+			c.Nullable = true
+		}
+		out = append(out, c)
+	}
+	return out
+}
+func (n *SortNode) Columns() []Column     { return n.Input.Columns() }
+func (n *LimitNode) Columns() []Column    { return n.Input.Columns() }
+func (n *TopNNode) Columns() []Column     { return n.Input.Columns() }
+func (n *SetOpNode) Columns() []Column    { return n.Cols }
+func (n *DistinctNode) Columns() []Column { return n.Input.Columns() }
+func (n *WindowNode) Columns() []Column {
+	return append(append([]Column(nil), n.Input.Columns()...), n.FuncCols...)
+}
+func (n *ValuesNode) Columns() []Column { return n.Cols }
+func (n *SharedScan) Columns() []Column { return n.Cols }
+
+func (n *ScanNode) Inputs() []Plan      { return nil }
+func (n *FilterNode) Inputs() []Plan    { return []Plan{n.Input} }
+func (n *ProjectNode) Inputs() []Plan   { return []Plan{n.Input} }
+func (n *AggregateNode) Inputs() []Plan { return []Plan{n.Input} }
+func (n *JoinNode) Inputs() []Plan      { return []Plan{n.Left, n.Right} }
+func (n *SortNode) Inputs() []Plan      { return []Plan{n.Input} }
+func (n *LimitNode) Inputs() []Plan     { return []Plan{n.Input} }
+func (n *TopNNode) Inputs() []Plan      { return []Plan{n.Input} }
+func (n *SetOpNode) Inputs() []Plan     { return []Plan{n.Left, n.Right} }
+func (n *DistinctNode) Inputs() []Plan  { return []Plan{n.Input} }
+func (n *WindowNode) Inputs() []Plan    { return []Plan{n.Input} }
+func (n *ValuesNode) Inputs() []Plan    { return nil }
+func (n *SharedScan) Inputs() []Plan    { return nil }
+
+func (n *ScanNode) withInputs([]Plan) Plan { c := *n; return &c }
+func (n *FilterNode) withInputs(in []Plan) Plan {
+	c := *n
+	c.Input = in[0]
+	return &c
+}
+func (n *ProjectNode) withInputs(in []Plan) Plan {
+	c := *n
+	c.Input = in[0]
+	return &c
+}
+func (n *AggregateNode) withInputs(in []Plan) Plan {
+	c := *n
+	c.Input = in[0]
+	return &c
+}
+func (n *JoinNode) withInputs(in []Plan) Plan {
+	c := *n
+	c.Left, c.Right = in[0], in[1]
+	return &c
+}
+func (n *SortNode) withInputs(in []Plan) Plan {
+	c := *n
+	c.Input = in[0]
+	return &c
+}
+func (n *LimitNode) withInputs(in []Plan) Plan {
+	c := *n
+	c.Input = in[0]
+	return &c
+}
+func (n *TopNNode) withInputs(in []Plan) Plan {
+	c := *n
+	c.Input = in[0]
+	return &c
+}
+func (n *SetOpNode) withInputs(in []Plan) Plan {
+	c := *n
+	c.Left, c.Right = in[0], in[1]
+	return &c
+}
+func (n *DistinctNode) withInputs(in []Plan) Plan {
+	c := *n
+	c.Input = in[0]
+	return &c
+}
+func (n *WindowNode) withInputs(in []Plan) Plan {
+	c := *n
+	c.Input = in[0]
+	return &c
+}
+func (n *ValuesNode) withInputs([]Plan) Plan { c := *n; return &c }
+func (n *SharedScan) withInputs([]Plan) Plan { c := *n; return &c }
+
+// mapPlan rebuilds p bottom-up: children first, then f on the node with
+// its new children.
+func mapPlan(p Plan, f func(Plan) Plan) Plan {
+	in := p.Inputs()
+	if len(in) > 0 {
+		changed := false
+		nin := make([]Plan, len(in))
+		for i, c := range in {
+			nin[i] = mapPlan(c, f)
+			changed = changed || nin[i] != c
+		}
+		if changed {
+			p = p.withInputs(nin)
+		}
+	}
+	return f(p)
+}
+
+// walkPlan calls fn on p and its descendants (pre-order) while fn returns
+// true. It does not enter SharedDefs or subquery plans.
+func walkPlan(p Plan, fn func(Plan) bool) {
+	if !fn(p) {
+		return
+	}
+	for _, c := range p.Inputs() {
+		walkPlan(c, fn)
+	}
+}
+
+// nodeExprs returns the expressions a node evaluates over its input(s).
+func nodeExprs(p Plan) []Expr {
+	switch n := p.(type) {
+	case *ScanNode:
+		return n.Filters
+	case *FilterNode:
+		return []Expr{n.Cond}
+	case *ProjectNode:
+		return n.Exprs
+	case *AggregateNode:
+		out := append([]Expr(nil), n.Groups...)
+		for _, a := range n.Aggs {
+			if a.Arg != nil {
+				out = append(out, a.Arg)
+			}
+		}
+		return out
+	case *JoinNode:
+		var out []Expr
+		for _, e := range n.Equi {
+			out = append(out, e.Left, e.Right)
+		}
+		if n.Cond != nil {
+			out = append(out, n.Cond)
+		}
+		return out
+	case *SortNode:
+		return sortKeyExprs(n.Keys)
+	case *TopNNode:
+		return sortKeyExprs(n.Keys)
+	case *WindowNode:
+		var out []Expr
+		for _, w := range n.Funcs {
+			out = append(out, w.Args...)
+			out = append(out, w.PartitionBy...)
+			out = append(out, sortKeyExprs(w.OrderBy)...)
+		}
+		return out
+	case *ValuesNode:
+		var out []Expr
+		for _, r := range n.Rows {
+			out = append(out, r...)
+		}
+		return out
+	}
+	return nil
+}
+
+func sortKeyExprs(ks []SortKey) []Expr {
+	out := make([]Expr, len(ks))
+	for i, k := range ks {
+		out[i] = k.Expr
+	}
+	return out
+}
+
+// producedCols is the set of column IDs produced anywhere inside p
+// (including SharedScan outputs), used to find a subquery's free columns.
+func producedCols(p Plan) colSet {
+	s := colSet{}
+	walkPlan(p, func(n Plan) bool {
+		for _, c := range n.Columns() {
+			s.add(c.ID)
+		}
+		return true
+	})
+	return s
+}
+
+// freeCols returns the columns p refers to but does not produce: the outer
+// references of a correlated subquery plan.
+func freeCols(p Plan) colSet {
+	prod := producedCols(p)
+	free := colSet{}
+	walkPlan(p, func(n Plan) bool {
+		for _, e := range nodeExprs(n) {
+			for id := range colsOf(e) {
+				if !prod.has(id) {
+					free.add(id)
+				}
+			}
+		}
+		return true
+	})
+	return free
+}

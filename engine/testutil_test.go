@@ -1,0 +1,122 @@
+package engine
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nicflow/nicflow/engine/sql"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite golden files in testdata instead of comparing")
+
+// checkGolden compares got with testdata/name, or rewrites it with -rewrite.
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *rewrite {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -rewrite to create it)", err)
+	}
+	if string(want) != got {
+		wl, gl := strings.Split(string(want), "\n"), strings.Split(got, "\n")
+		for i := 0; i < len(wl) || i < len(gl); i++ {
+			var w, g string
+			if i < len(wl) {
+				w = wl[i]
+			}
+			if i < len(gl) {
+				g = gl[i]
+			}
+			if w != g {
+				t.Fatalf("%s differs at line %d (run go test -rewrite after checking):\nwant: %s\ngot:  %s", path, i+1, w, g)
+			}
+		}
+	}
+}
+
+// tpchQuery reads TPC-H query n (1..22) from the parser's test data.
+func tpchQuery(t testing.TB, n int) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("sql", "testdata", "tpch", fmt.Sprintf("q%02d.sql", n)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// session applies DDL of views to an overlay, as the embedded session does,
+// so that scripts like Q15 (create view; select; drop view) bind.
+type testSession struct {
+	cat   Catalog
+	views *MemCatalog
+}
+
+func newTestSession() *testSession {
+	views := NewMemCatalog()
+	return &testSession{cat: OverlayCatalog{Base: TPCHCatalog(), Views: views}, views: views}
+}
+
+// bindScript binds every statement of src, applying CREATE/DROP VIEW as it
+// goes, and returns the bound query statements.
+func (s *testSession) bindScript(src string) ([]Statement, error) {
+	stmts, err := sql.Parse(src)
+	if err != nil {
+		return nil, err
+	}
+	var out []Statement
+	for _, rs := range stmts {
+		st, err := Bind(s.cat, src, rs.Stmt)
+		if err != nil {
+			return nil, err
+		}
+		switch x := st.(type) {
+		case *CreateViewStmt:
+			if err := s.views.AddView(&ViewDef{Name: x.Name, Columns: x.Columns, SQL: x.SQL}, x.OrReplace); err != nil {
+				return nil, err
+			}
+		case *DropStmt:
+			for _, n := range x.Names {
+				if x.View {
+					s.views.DropView(n)
+				}
+			}
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// bindQuery binds a script and returns its only query statement.
+func bindQuery(t testing.TB, src string) *QueryStmt {
+	t.Helper()
+	stmts, err := newTestSession().bindScript(src)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, src)
+	}
+	var q *QueryStmt
+	for _, st := range stmts {
+		if x, ok := st.(*QueryStmt); ok {
+			if q != nil {
+				t.Fatalf("more than one query in %s", src)
+			}
+			q = x
+		}
+	}
+	if q == nil {
+		t.Fatalf("no query in %s", src)
+	}
+	return q
+}
