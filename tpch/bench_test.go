@@ -1,9 +1,14 @@
 package tpch
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // Benchmarks of the hot generator paths (go test -bench . ./tpch). Rows
@@ -106,3 +111,43 @@ func BenchmarkParquetLineitemSF01(b *testing.B) {
 type countWriter struct{ n int64 }
 
 func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
+
+// BenchmarkParquetReadLineitemSF01 reads SF 0.1 lineitem back with pqarrow
+// (all columns, from memory), per codec.
+func BenchmarkParquetReadLineitemSF01(b *testing.B) {
+	WarmTextPool()
+	sc, _ := NewScale(0.1)
+	for _, codec := range []string{"snappy", "zstd", "lz4"} {
+		b.Run(codec, func(b *testing.B) {
+			o := ParquetOptions{Codec: codec}
+			o.ensureDefaults()
+			var buf bytes.Buffer
+			w := newPQWriter(&buf, Lineitem, o)
+			if err := generateRange(context.Background(), sc, Orders, 1, sc.Orders, false, true, w.write); err != nil {
+				b.Fatal(err)
+			}
+			if err := w.close(); err != nil {
+				b.Fatal(err)
+			}
+			data := buf.Bytes()
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				pf, err := file.NewParquetReader(bytes.NewReader(data))
+				if err != nil {
+					b.Fatal(err)
+				}
+				fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{Parallel: false, BatchSize: 64 << 10}, memory.DefaultAllocator)
+				if err != nil {
+					b.Fatal(err)
+				}
+				tbl, err := fr.ReadTable(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				tbl.Release()
+			}
+		})
+	}
+}
