@@ -478,15 +478,16 @@ func newTblWriter(path string) (*tblWriter, error) {
 }
 
 // put hands over chunk idx; it is written once all earlier chunks are.
-// done is called when the chunk's bytes are no longer needed.
-func (w *tblWriter) put(idx int, c tblChunk) {
+// done is called when the chunk's bytes are no longer needed. put returns
+// the writer's first write error, if any, so the generation stops.
+func (w *tblWriter) put(idx int, c tblChunk) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.pending[idx] = c
 	for {
 		c, ok := w.pending[w.next]
 		if !ok {
-			return
+			return w.err
 		}
 		delete(w.pending, w.next)
 		w.next++
@@ -575,7 +576,9 @@ func runTblJob(ctx context.Context, o *GenOptions, sc Scale, j job, tw map[Table
 			// dropped since the whole generation fails.
 			data = nil
 		}
-		tw[tables[k]].put(j.idx, tblChunk{data: data, rows: rows[k], done: release(outs[k])})
+		if werr := tw[tables[k]].put(j.idx, tblChunk{data: data, rows: rows[k], done: release(outs[k])}); werr != nil && err == nil {
+			err = werr
+		}
 	}
 	return err
 }
