@@ -1,0 +1,254 @@
+package exec
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+var sortTestSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "i", Type: arrow.PrimitiveTypes.Int32, Nullable: true},                     // 0
+	{Name: "l", Type: arrow.PrimitiveTypes.Int64, Nullable: true},                     // 1
+	{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},                       // 2
+	{Name: "f", Type: arrow.PrimitiveTypes.Float64, Nullable: true},                   // 3
+	{Name: "d", Type: &arrow.Decimal64Type{Precision: 12, Scale: 2}, Nullable: true},  // 4
+	{Name: "dt", Type: arrow.FixedWidthTypes.Date32, Nullable: true},                  // 5
+	{Name: "b", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},                  // 6
+	{Name: "w", Type: &arrow.Decimal128Type{Precision: 38, Scale: 1}, Nullable: true}, // 7
+	{Name: "t", Type: arrow.BinaryTypes.String, Nullable: true},                       // 8: short keys
+}, nil)
+
+func sortRows(seed uint64, n int) [][]any {
+	r := rand.New(rand.NewPCG(seed, 3))
+	return RandomRows(r, sortTestSchema, n, GenOpts{NullProb: 0.05, Range: 30, Col: map[int]func(*rand.Rand) any{
+		1: func(r *rand.Rand) any { return r.Int64() >> r.IntN(64) }, // wide range: partial prefix
+		3: func(r *rand.Rand) any {
+			return []float64{0, math.Copysign(0, -1), math.NaN(), math.Inf(1), math.Inf(-1), 1.5, -2.25, 1e300}[r.IntN(8)]
+		},
+		8: func(r *rand.Rand) any { return fmt.Sprintf("v%d", r.IntN(12)) },
+	}})
+}
+
+// refSortCmp compares rows by keys with SQL semantics.
+func refSortCmp(a, b []any, keys []SortKey) int {
+	for _, k := range keys {
+		x, y := a[k.Col], b[k.Col]
+		nf := k.nullsFirst()
+		switch {
+		case x == nil && y == nil:
+			continue
+		case x == nil:
+			if nf {
+				return -1
+			}
+			return 1
+		case y == nil:
+			if nf {
+				return 1
+			}
+			return -1
+		}
+		c := CompareValues(x, y)
+		if k.Desc {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+func refSort(rows [][]any, keys []SortKey) [][]any {
+	out := append([][]any(nil), rows...)
+	sort.SliceStable(out, func(i, j int) bool { return refSortCmp(out[i], out[j], keys) < 0 })
+	return out
+}
+
+var sortKeySets = [][]SortKey{
+	{{Col: 0}},
+	{{Col: 0, Desc: true, Nulls: NullsLast}, {Col: 5}},
+	{{Col: 2}},
+	{{Col: 8, Desc: true}, {Col: 0, Nulls: NullsFirst}},
+	{{Col: 3, Desc: true}, {Col: 1}},
+	{{Col: 1}, {Col: 3}},
+	{{Col: 6}, {Col: 7, Desc: true}, {Col: 2}},
+	{{Col: 4, Nulls: NullsFirst}, {Col: 6, Desc: true}},
+	{{Col: 5}, {Col: 0}, {Col: 6}, {Col: 8}},
+}
+
+func keysName(keys []SortKey) string {
+	var parts []string
+	for _, k := range keys {
+		s := fmt.Sprint(k.Col)
+		if k.Desc {
+			s += "d"
+		}
+		if k.Nulls != "" {
+			s += string(k.Nulls[:1])
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ",")
+}
+
+func TestSortHarness(t *testing.T) {
+	rows := sortRows(1, 500)
+	for _, keys := range sortKeySets {
+		spec := SortSpec{Keys: keys}
+		name := "sort/" + keysName(keys)
+		t.Run(name, func(t *testing.T) {
+			RunOpTest(t, OpTest{
+				Name:    name,
+				Inputs:  []HarnessInput{{Schema: sortTestSchema, Rows: rows}},
+				Ordered: true,
+				Build:   func(in []Operator) (Operator, error) { return NewSort(in[0], spec) },
+				Ref:     func(in [][][]any) ([][]any, error) { return refSort(in[0], keys), nil },
+			})
+		})
+	}
+}
+
+func TestTopNHarness(t *testing.T) {
+	rows := sortRows(2, 400)
+	for i, keys := range sortKeySets {
+		for _, lo := range [][2]int64{{10, 0}, {25, 7}, {0, 5}, {1000, 0}, {3, 398}} {
+			spec := TopNSpec{Keys: keys, Limit: lo[0], Offset: lo[1]}
+			if i%3 != 0 && lo[0] == 1000 {
+				continue
+			}
+			name := fmt.Sprintf("topn/%s/limit=%d/offset=%d", keysName(keys), lo[0], lo[1])
+			t.Run(name, func(t *testing.T) {
+				RunOpTest(t, OpTest{
+					Name:       name,
+					Inputs:     []HarnessInput{{Schema: sortTestSchema, Rows: rows}},
+					Ordered:    true,
+					BatchSizes: []int{1, 7, 1024},
+					Build:      func(in []Operator) (Operator, error) { return NewTopN(in[0], spec) },
+					Ref: func(in [][][]any) ([][]any, error) {
+						s := refSort(in[0], keys)
+						if int(spec.Offset) >= len(s) {
+							return nil, nil
+						}
+						s = s[spec.Offset:]
+						return s[:min(len(s), int(spec.Limit))], nil
+					},
+				})
+			})
+		}
+	}
+}
+
+func TestDistinctHarness(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 4))
+	rows := RandomRows(r, sortTestSchema, 600, GenOpts{NullProb: 0.05, Distinct: 4})
+	for _, cols := range [][]int{nil, {0}, {2, 5}, {3}, {6, 7, 8}} {
+		spec := DistinctSpec{Cols: cols}
+		name := fmt.Sprintf("distinct/%v", cols)
+		t.Run(name, func(t *testing.T) {
+			RunOpTest(t, OpTest{
+				Name:    name,
+				Inputs:  []HarnessInput{{Schema: sortTestSchema, Rows: rows}},
+				Ordered: true,
+				Build:   func(in []Operator) (Operator, error) { return NewDistinct(in[0], spec) },
+				Ref: func(in [][][]any) ([][]any, error) {
+					kc := cols
+					if kc == nil {
+						for i := 0; i < sortTestSchema.NumFields(); i++ {
+							kc = append(kc, i)
+						}
+					}
+					seen := map[string]bool{}
+					var out [][]any
+					for _, row := range in[0] {
+						var key []any
+						for _, c := range kc {
+							key = append(key, row[c])
+						}
+						if k := rowKey(key); !seen[k] {
+							seen[k] = true
+							out = append(out, row)
+						}
+					}
+					return out, nil
+				},
+			})
+		})
+	}
+}
+
+// TestSortPrefixExact checks the radix path is taken when keys fit, and
+// the comparator path otherwise.
+func TestSortPrefixExact(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rows := sortRows(9, 300)
+	rec := MakeRecord(t, mem, sortTestSchema, rows)
+	defer rec.Release()
+	var infos []colInfo
+	for i := 0; i < sortTestSchema.NumFields(); i++ {
+		c, _ := classify(sortTestSchema.Field(i).Type)
+		infos = append(infos, c)
+	}
+	st := newRowStore(infos)
+	st.appendBatch(&Batch{Cols: rec.Columns(), N: int(rec.NumRows())})
+	for _, tc := range []struct {
+		keys  []SortKey
+		exact bool
+	}{
+		{[]SortKey{{Col: 0}}, true},
+		{[]SortKey{{Col: 0}, {Col: 5, Desc: true}, {Col: 6}}, true},
+		{[]SortKey{{Col: 8}}, true},
+		{[]SortKey{{Col: 1}, {Col: 3}}, false},
+		{[]SortKey{{Col: 2}}, false},
+		{[]SortKey{{Col: 7}}, false},
+	} {
+		keys, err := checkSortKeys(sortTestSchema, tc.keys, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ents := make([]sortEntry, st.n)
+		if got := buildPrefixes(st, keys, ents, make([]uint64, st.n)); got != tc.exact {
+			t.Errorf("keys %v: exact = %v, want %v", tc.keys, got, tc.exact)
+		}
+	}
+}
+
+func TestSortMemoryLimit(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rows := sortRows(3, 5000)
+	rec := MakeRecord(t, mem, sortTestSchema, rows)
+	for _, mk := range []func(Operator) (Operator, error){
+		func(in Operator) (Operator, error) { return NewSort(in, SortSpec{Keys: []SortKey{{Col: 0}}}) },
+		func(in Operator) (Operator, error) {
+			return NewTopN(in, TopNSpec{Keys: []SortKey{{Col: 0}}, Limit: 4000})
+		},
+		func(in Operator) (Operator, error) { return NewDistinct(in, DistinctSpec{}) },
+	} {
+		src, _ := NewBatchSource(sortTestSchema, rec)
+		op, err := mk(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := NewTestEnv(mem)
+		env.Budget = NewBudget(32 << 10)
+		_, err = CollectRows(env, op)
+		if !nferr.Is(err, nferr.KindResource) || !strings.Contains(err.Error(), "memory limit exceeded in") {
+			t.Fatalf("got %v, want a KindResource memory error", err)
+		}
+		t.Log(err)
+		if env.Budget.Used() != 0 {
+			t.Fatalf("budget holds %d after Close", env.Budget.Used())
+		}
+	}
+	rec.Release()
+}
