@@ -1,0 +1,162 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// FuzzParquetReader feeds mutated Parquet files to the footer reader and
+// the scanner: every outcome must be rows or a KindData error, never a
+// panic or another kind of error.
+func FuzzParquetReader(f *testing.F) {
+	dir := f.TempDir()
+	db, err := Open(dir, Options{Write: WriteOptions{RowGroupRows: 40, Compression: "none"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer db.Close()
+	sch := testSchema()
+	mustCreate(f, db, "seed", sch)
+	appendRows(f, db, "seed", sch, randomRows(randSource(5), 0, 100, 0.2))
+	seed, err := os.ReadFile(db.Path(mustTable(f, db, "seed").Files[0]))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add(seed[:len(seed)/2])
+	f.Add([]byte("PAR1PAR1"))
+	f.Add([]byte{})
+	var n atomic.Int64
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(dir, fmt.Sprintf("fuzz-%d.parquet", n.Add(1)))
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(p)
+		md, size, err := readFooter(p)
+		if err != nil {
+			if !nferr.Is(err, nferr.KindData) {
+				t.Fatalf("footer: %v (kind %v)", err, nferr.KindOf(err))
+			}
+			return
+		}
+		s, err := schemaOfFooter(p, md)
+		if err != nil {
+			return
+		}
+		cols, err := SchemaColumns(s)
+		if err != nil {
+			return
+		}
+		fm, err := fileFromFooter(p, md, cols)
+		if err != nil {
+			if !nferr.Is(err, nferr.KindData) {
+				t.Fatalf("stats: %v (kind %v)", err, nferr.KindOf(err))
+			}
+			return
+		}
+		fm.Path, fm.Size, fm.Checksum = p, size, fmt.Sprint(n.Load())
+		tb := &Table{Schema: "main", Name: "fz", Columns: cols, Files: []*File{fm}}
+		sc, err := db.newScanner(tb, ScanSpec{Table: "fz"}.AllColumns(tb), ScanOptions{})
+		if err != nil {
+			t.Fatalf("plan: %v", err)
+		}
+		defer sc.Close()
+		for {
+			rec, err := sc.Next(context.Background())
+			if err != nil {
+				if !nferr.Is(err, nferr.KindData) {
+					t.Fatalf("scan: %v (kind %v)", err, nferr.KindOf(err))
+				}
+				return
+			}
+			if rec == nil {
+				return
+			}
+			rec.Release()
+		}
+	})
+}
+
+// FuzzScanSpec decodes tickets from untrusted bytes and plans scans with
+// them: errors are fine, panics are not.
+func FuzzScanSpec(f *testing.F) {
+	db, err := Open(f.TempDir(), Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer db.Close()
+	mustCreate(f, db, "t", testSchema())
+	appendRows(f, db, "t", testSchema(), randomRows(randSource(1), 0, 50, 0.2))
+	good, _ := MarshalScanSpec(ScanSpec{Table: "t", Columns: []string{"id", "s"},
+		Filter: And(Between("price", Decimal(5, 2), Decimal(7, 2)), Or(Prefix("s", "PROMO"), IsNull("i32")), In("d", Date(9000), Date(9001)))})
+	f.Add(good)
+	f.Add([]byte(ticketMagic + `{"table":"t","columns":[],"filter":{"op":"and","args":[null]}}`))
+	f.Add([]byte(ticketMagic + `{"table":"t","columns":["id"],"files":[{"path":"x","rowgroups":[-1]}]}`))
+	f.Add([]byte("garbage"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		spec, err := UnmarshalScanSpec(b)
+		if err != nil {
+			if !nferr.Is(err, nferr.KindData) {
+				t.Fatalf("decode: %v (kind %v)", err, nferr.KindOf(err))
+			}
+			return
+		}
+		spec.BatchSize = min(spec.BatchSize, 1000)
+		sc, err := db.NewScanner(spec, ScanOptions{Alloc: memory.NewGoAllocator()})
+		if err != nil {
+			return
+		}
+		defer sc.Close()
+		for i := 0; i < 100; i++ {
+			rec, err := sc.Next(context.Background())
+			if err != nil || rec == nil {
+				return
+			}
+			rec.Release()
+		}
+	})
+}
+
+// FuzzTextLine parses csv and tbl input: a bad line must give a KindData
+// error naming the line, never a panic.
+func FuzzTextLine(f *testing.F) {
+	db, err := Open(f.TempDir(), Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer db.Close()
+	mustCreate(f, db, "t", testSchema())
+	f.Add("1|2|3.50|1.5|abc|1995-01-01|t|12.345|\n", "tbl")
+	f.Add("1,2,3.50,1.5,\"a,\"\"b\",1995-01-01,false,-1\n", "csv")
+	f.Add("1,,,,,1995-01-01,,\n\"", "csv")
+	in := f.TempDir()
+	var n atomic.Int64
+	f.Fuzz(func(t *testing.T, body, format string) {
+		if format != "csv" && format != "tbl" {
+			return
+		}
+		p := filepath.Join(in, fmt.Sprintf("f%d.%s", n.Add(1), format))
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(p)
+		_, err := db.Copy(context.Background(), "t", []string{p}, CopyOptions{Replace: true})
+		if err != nil && !nferr.Is(err, nferr.KindData) {
+			t.Fatalf("copy %q: %v (kind %v)", body, err, nferr.KindOf(err))
+		}
+		if err != nil && !strings.HasPrefix(err.Error(), p+":") {
+			t.Fatalf("copy error does not name the file and line: %v", err)
+		}
+	})
+}
+
