@@ -159,4 +159,3 @@ func FuzzTextLine(f *testing.F) {
 		}
 	})
 }
-
