@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -172,7 +171,6 @@ func runTpchGen(ctx context.Context, opts tpch.GenOptions, stdout io.Writer, std
 // genProgress shows one bar per table while generating, only on a terminal.
 type genProgress struct {
 	p    *mpb.Progress
-	mu   sync.Mutex
 	bars map[tpch.Table]*mpb.Bar
 }
 
@@ -188,11 +186,17 @@ func newGenProgress(opts tpch.GenOptions, stderr *os.File) *genProgress {
 	if len(tables) == 0 {
 		tables = tpch.AllTables()
 	}
-	gp := &genProgress{p: mpb.New(mpb.WithOutput(stderr), mpb.WithRefreshRate(150*time.Millisecond)), bars: map[tpch.Table]*mpb.Bar{}}
+	gp := &genProgress{p: mpb.New(mpb.WithOutput(stderr), mpb.WithRefreshRate(150*time.Millisecond)),
+		bars: map[tpch.Table]*mpb.Bar{}}
 	for _, t := range tables {
-		gp.bars[t] = gp.p.AddBar(sc.EstimatedRows(t),
+		// NB: bars are created with total 0 and given their total at once:
+		// mpb then does not stop counting at the total, which lineitem's
+		// estimate (4 rows per order) may pass; finish sets the real total.
+		b := gp.p.AddBar(0,
 			mpb.PrependDecorators(decor.Name(fmt.Sprintf("%-9s", t)), decor.CountersNoUnit(" %d / %d rows")),
 			mpb.AppendDecorators(decor.Percentage()))
+		b.SetTotal(sc.EstimatedRows(t), false)
+		gp.bars[t] = b
 	}
 	return gp
 }
@@ -206,8 +210,8 @@ func (g *genProgress) add(t tpch.Table, rows int64) {
 func (g *genProgress) finish(ok bool) {
 	for _, b := range g.bars {
 		if ok {
-			// lineitem's total is an estimate: complete the bar exactly.
-			b.SetTotal(-1, true)
+			b.SetTotal(-1, true) // the real count
+
 		} else {
 			b.Abort(false)
 		}
