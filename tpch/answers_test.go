@@ -180,3 +180,30 @@ func TestCheckAnswerOrder(t *testing.T) {
 	g10.Rows[2][2] = "4.00"
 	mustFail(t, compareResults(10, 1, w10, g10, officialCell), "row 3", "revenue")
 }
+
+// FuzzParseAnswers: the answer-file parsers never panic and keep every row
+// as wide as the header.
+func FuzzParseAnswers(f *testing.F) {
+	for _, name := range []string{"answers/sf1/q01.out", "answers/sf1/q18.out", "answers/sf0.01/q02.csv", "answers/sf0.01/q17.csv"} {
+		b, err := answerFS.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("a|b\n1|\n"))
+	f.Add([]byte("x\n\n\"q\"\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, parse := range []func(string, []byte) (Result, error){parseOfficial, parseCSV} {
+			r, err := parse("fuzz", b)
+			if err != nil {
+				continue
+			}
+			for _, row := range r.Rows {
+				if len(row) != len(r.Columns) && len(r.Columns) > 1 {
+					t.Fatalf("row %q vs header %q", row, r.Columns)
+				}
+			}
+		}
+	})
+}
