@@ -651,7 +651,9 @@ func castStringToDecimal(c *castNode, out, a *vec, sel []int32, n int) error {
 		s := a.strAt(i)
 		r, ok := parseDecimalBytes(s, c.ts, true)
 		if !ok {
-			if _, shape := parseDecimalBytes(s, 0, true); shape || looksNumeric(s) {
+			// NB: at a hugely negative scale every well-formed number
+			// rounds to 0 and parses: failing then is a syntax error.
+			if _, wellFormed := parseDecimalBytes(s, -1000, true); wellFormed {
 				err = c.overflow(strconv.Quote(string(s)))
 			} else {
 				err = c.invalid(s)
@@ -669,26 +671,6 @@ func castStringToDecimal(c *castNode, out, a *vec, sel []int32, n int) error {
 		}
 	})
 	return err
-}
-
-// looksNumeric reports whether b has decimal-number syntax (used to tell
-// "too large" from "not a number").
-func looksNumeric(b []byte) bool {
-	b = trimSpaceBytes(b)
-	if len(b) > 0 && (b[0] == '+' || b[0] == '-') {
-		b = b[1:]
-	}
-	digits := false
-	for _, ch := range b {
-		switch {
-		case ch >= '0' && ch <= '9':
-			digits = true
-		case ch == '.' || ch == 'e' || ch == 'E' || ch == '+' || ch == '-':
-		default:
-			return false
-		}
-	}
-	return digits
 }
 
 func castStringToDate(c *castNode, out, a *vec, sel []int32, n int) error {

@@ -256,7 +256,7 @@ func exprIters(def int) int {
 func TestExprRandomProject(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	ref := newRef(randSchema)
-	iters := exprIters(120)
+	iters := exprIters(80)
 	for it := 0; it < iters; it++ {
 		g := &exprGen{r: r}
 		var e Expr
@@ -302,7 +302,7 @@ func TestExprRandomProject(t *testing.T) {
 func TestExprRandomFilter(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 5))
 	ref := newRef(randSchema)
-	iters := exprIters(120)
+	iters := exprIters(80)
 	for it := 0; it < iters; it++ {
 		g := &exprGen{r: r}
 		e := g.boolExpr(3)

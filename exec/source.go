@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -143,5 +144,148 @@ func (s *BatchSource) Close() error {
 	}
 	s.recs = nil
 	s.out = Batch{}
+	return nil
+}
+
+// Values is the VALUES list: constant rows, evaluated when the operator
+// opens (so errors such as 1/0 are reported by the query, as KindQuery).
+// Column i's type is the common type of the i-th values of all rows.
+type Values struct {
+	schema *arrow.Schema
+	cells  [][]*CompiledExpr // [row][col]
+
+	src    *BatchSource
+	closed bool
+}
+
+// NewValues returns VALUES rows with the given column names. Every row has
+// one column-free expression per name.
+func NewValues(names []string, rows [][]Expr) (*Values, error) {
+	if len(rows) == 0 {
+		return nil, nferr.Queryf("VALUES needs at least one row")
+	}
+	v := &Values{cells: make([][]*CompiledExpr, len(rows))}
+	types := make([]arrow.DataType, len(names))
+	for c := range types {
+		types[c] = arrow.Null
+	}
+	for r, row := range rows {
+		if len(row) != len(names) {
+			return nil, nferr.Queryf("VALUES row %d has %d values, want %d", r+1, len(row), len(names))
+		}
+		for c, e := range row {
+			t, err := ResultType(e, emptyInput)
+			if err != nil {
+				return nil, err
+			}
+			ct, ok := commonType(types[c], t)
+			if !ok {
+				return nil, nferr.Queryf("VALUES column %d: types %s and %s cannot be matched", c+1, typeName(types[c]), typeName(t))
+			}
+			types[c] = ct
+		}
+	}
+	fields := make([]arrow.Field, len(names))
+	for c, name := range names {
+		if types[c].ID() == arrow.NULL {
+			types[c] = arrow.BinaryTypes.String // an all-NULL column, as PostgreSQL types it (text)
+		}
+		fields[c] = arrow.Field{Name: name, Type: types[c], Nullable: true}
+	}
+	v.schema = arrow.NewSchema(fields, nil)
+	for r, row := range rows {
+		v.cells[r] = make([]*CompiledExpr, len(row))
+		for c, e := range row {
+			t, _ := TypeOf(types[c])
+			ce, err := CompileExpr(Cast(e, t), emptyInput)
+			if err != nil {
+				return nil, err
+			}
+			v.cells[r][c] = ce
+		}
+	}
+	return v, nil
+}
+
+var emptyInput = arrow.NewSchema(nil, nil)
+
+// Schema implements Operator.
+func (v *Values) Schema() *arrow.Schema { return v.schema }
+
+// Open implements Operator: it evaluates the rows into one record, served
+// in batches of at most env.BatchSize rows.
+func (v *Values) Open(env *Env) error {
+	if v.closed {
+		return nferr.Internalf("values: Open after Close")
+	}
+	one := &Batch{N: 1}
+	cols := make([]arrow.Array, len(v.schema.Fields()))
+	defer func() {
+		for _, a := range cols {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
+	for c := range cols {
+		parts := make([]arrow.Array, len(v.cells))
+		release := func() {
+			for _, p := range parts {
+				if p != nil {
+					p.Release()
+				}
+			}
+		}
+		for r := range v.cells {
+			a, err := v.cells[r][c].Eval(env.Alloc, one)
+			if err != nil {
+				release()
+				return err
+			}
+			parts[r] = a
+		}
+		col, err := array.Concatenate(parts, env.Alloc)
+		release()
+		if err != nil {
+			return nferr.Internalf("values: %v", err)
+		}
+		cols[c] = col
+	}
+	n := int64(len(v.cells))
+	rec := array.NewRecordBatch(v.schema, cols, n)
+	defer rec.Release()
+	size := int64(max(env.BatchSize, 1))
+	var recs []arrow.RecordBatch
+	for start := int64(0); start < n; start += size {
+		recs = append(recs, rec.NewSlice(start, min(start+size, n)))
+	}
+	src, err := NewBatchSource(v.schema, recs...)
+	for _, r := range recs {
+		r.Release()
+	}
+	if err != nil {
+		return err
+	}
+	v.src = src
+	return src.Open(env)
+}
+
+// Next implements Operator.
+func (v *Values) Next() (*Batch, error) {
+	if v.src == nil {
+		return nil, nil
+	}
+	return v.src.Next()
+}
+
+// Close implements Operator.
+func (v *Values) Close() error {
+	if v.closed {
+		return nil
+	}
+	v.closed = true
+	if v.src != nil {
+		return v.src.Close()
+	}
 	return nil
 }

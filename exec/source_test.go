@@ -60,3 +60,47 @@ func TestBatchSourceValidation(t *testing.T) {
 		{1, 2, 3.5, true, "x", "2024-02-29", "1.25", "-3.5", nil}})
 	AssertRowsEqual(t, rows, want, true)
 }
+
+func TestValuesOperator(t *testing.T) {
+	v, err := NewValues([]string{"a", "b", "c"}, [][]Expr{
+		{LitInt32(1), dec("1.5"), LitNull(NullType)},
+		{LitInt64(2), LitInt32(2), LitString("x")},
+		{LitNull(NullType), dec("0.25"), LitString("y")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "schema:\n  fields: 3\n    - a: type=int64, nullable\n    - b: type=decimal64(12, 2), nullable\n    - c: type=utf8, nullable"
+	if got := v.Schema().String(); got != want {
+		t.Fatalf("schema:\n%s\nwant\n%s", got, want)
+	}
+	for _, bs := range []int{1, 2, 100} {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		env := NewTestEnv(mem)
+		env.BatchSize = bs
+		v, _ := NewValues([]string{"a", "b", "c"}, [][]Expr{
+			{LitInt32(1), dec("1.5"), LitNull(NullType)},
+			{LitInt64(2), LitInt32(2), LitString("x")},
+			{LitNull(NullType), dec("0.25"), LitString("y")},
+		})
+		rows, err := CollectRows(env, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		AssertRowsEqual(t, rows, [][]any{{int64(1), D("1.50"), nil}, {int64(2), D("2.00"), "x"}, {nil, D("0.25"), "y"}}, true)
+		mem.AssertSize(t, 0)
+	}
+	// Errors in a value are query errors at Open.
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	v, err = NewValues([]string{"a"}, [][]Expr{{LitInt32(1)}, {Div(LitInt32(1), LitInt32(0))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CollectRows(NewTestEnv(mem), v); err == nil || err.Error() != "division by zero in (1 / 0)" {
+		t.Fatalf("got %v", err)
+	}
+	mem.AssertSize(t, 0)
+	if _, err := NewValues([]string{"a"}, [][]Expr{{LitInt32(1)}, {LitString("x")}}); err == nil {
+		t.Fatal("mismatched VALUES types accepted")
+	}
+}
