@@ -293,6 +293,12 @@ func compilePredicate(p *Predicate, sch *arrow.Schema, colIndex func(string) (in
 			}
 			n.args = append(n.args, c)
 		}
+		if n.op == OpAnd {
+			n.args = mergeRanges(n.args)
+			if len(n.args) == 1 {
+				return n.args[0], nil
+			}
+		}
 		return n, nil
 	}
 	fi := fieldIndex(sch, p.Column)
@@ -774,4 +780,30 @@ func (p *Predicate) check(depth int) error {
 		return nil
 	}
 	return nferr.Dataf("malformed predicate: unknown operator %q", p.Op)
+}
+
+// mergeRanges intersects the range tests of an AND that read the same
+// integer or float column (x >= a AND x < b becomes one pass over x).
+func mergeRanges(args []*cnode) []*cnode {
+	out := args[:0:0]
+	seen := map[int]*cnode{}
+	for _, a := range args {
+		mergeable := isRangeOp(a.op) && !a.constFalse && !a.constTrue &&
+			(a.kind == kInt32 || a.kind == kInt64 || a.kind == kFloat64)
+		if !mergeable {
+			out = append(out, a)
+			continue
+		}
+		if m, ok := seen[a.col]; ok {
+			m.i64lo, m.i64hi = max(m.i64lo, a.i64lo), min(m.i64hi, a.i64hi)
+			m.f64lo, m.f64hi = max(m.f64lo, a.f64lo), min(m.f64hi, a.f64hi)
+			m.hasLo, m.hasHi = m.hasLo || a.hasLo, m.hasHi || a.hasHi
+			continue
+		}
+		c := *a
+		c.op = OpBetween // a normalized inclusive range
+		seen[a.col] = &c
+		out = append(out, &c)
+	}
+	return out
 }
