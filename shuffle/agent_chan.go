@@ -198,6 +198,9 @@ func (a *Agent) releaseEndpoint(key epKey) {
 	}
 	delete(a.channels, key.ch)
 	a.closed[key.ch] = time.Now()
+	for l := range a.links {
+		l.forget(key.ch)
+	}
 }
 
 // onLinkDown cleans up after a lost link.
@@ -222,8 +225,12 @@ func (a *Agent) onLinkDown(l *link, err error) {
 	}
 	var failed []*channel
 	if l.peerNode >= 0 && !shut {
-		for _, ch := range a.channels {
-			if ch.spec != nil && specInvolves(ch.spec, l.peerNode) && ch.failed == nil {
+		// Only channels whose data crossed this link can have lost messages
+		// (a connection that carried nothing, say a stray one claiming to be
+		// that node, fails nothing).
+		carried := l.carriedChannels()
+		for id, ch := range a.channels {
+			if _, ok := carried[id]; ok && ch.spec != nil && ch.failed == nil {
 				ch.failed = err
 				failed = append(failed, ch)
 			}
@@ -262,20 +269,6 @@ func (a *Agent) onLinkDown(l *link, err error) {
 		}
 		a.mu.Unlock()
 	}
-}
-
-func specInvolves(s *Spec, node int) bool {
-	for _, n := range s.Senders {
-		if n == node {
-			return true
-		}
-	}
-	for _, n := range s.Receivers {
-		if n == node {
-			return true
-		}
-	}
-	return false
 }
 
 // injectError delivers an agent-raised error to local receiver slot i.

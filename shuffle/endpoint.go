@@ -229,6 +229,11 @@ func (e *Endpoint) sendLarge(dst int, payload []byte) (bool, error) {
 	if e.c.isDown() {
 		return false, e.sendErr()
 	}
+	if e.inflight >= e.buffers && e.cur != nil {
+		// The buffer being filled counts against Buffers: send it on its
+		// way, or nothing would ever come back to make room.
+		e.flushCur()
+	}
 	if e.inflight >= e.buffers {
 		return false, nil
 	}

@@ -47,7 +47,6 @@ func buildBatch(mem memory.Allocator, from, n, dest, ndest int) arrow.RecordBatc
 	return b.NewRecordBatch()
 }
 
-
 func TestBatchCodecRoundTrip(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)

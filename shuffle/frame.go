@@ -39,12 +39,12 @@ const (
 )
 
 const (
-	frameData   uint8 = 1 // body: concatenated messages
-	frameCredit uint8 = 2 // aux: bytes of window returned for channel
-	frameHello  uint8 = 3 // body: handshake (see hello.go)
-	frameOpen   uint8 = 4 // body: channel spec and the endpoint's indexes
-	frameClose  uint8 = 5 // body: the closed endpoint's indexes
-	frameError  uint8 = 6 // body: kind (u8) and text; the sender closes next
+	frameData   uint8 = iota + 1 // body: concatenated messages
+	frameCredit                  // aux: bytes of window returned for channel
+	frameHello                   // body: handshake (see transport.go)
+	frameOpen                    // body: channel spec and the endpoint's indexes
+	frameClose                   // body: the closed endpoint's indexes
+	frameError                   // body: kind (u8) and text; channel 0: the sender closes next
 	numFrameTypes
 )
 

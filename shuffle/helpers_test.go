@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
 	"sync"
@@ -55,7 +56,7 @@ func newCluster(t testing.TB, n int, mode clusterMode, opts Options) *cluster {
 	dir := t.TempDir()
 	// Listen first (port 0), then tell everyone the real addresses.
 	for i := 0; i < n; i++ {
-		cfg := AgentConfig{Node: i, Peers: peers, Mem: c.mem, Options: opts}
+		cfg := AgentConfig{Node: i, Peers: peers, Mem: c.mem, Options: opts, Log: testLog(t)}
 		switch mode.local {
 		case "unix", "shm":
 			cfg.Local = "unix:" + filepath.Join(dir, fmt.Sprintf("a%d.sock", i))
@@ -104,6 +105,14 @@ func (c *cluster) close() {
 	for _, a := range c.agents {
 		a.Close()
 	}
+}
+
+// testLog discards agent logs unless the test runs with -v.
+func testLog(t testing.TB) *slog.Logger {
+	if testing.Verbose() {
+		return slog.Default()
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
 // payloadFor builds a deterministic payload identifying (sender, seq).

@@ -49,6 +49,9 @@ type link struct {
 	ready   []*outChan
 	credits map[uint64]int // credit bytes to return, per channel
 	held    map[uint64]int // bytes of received frames not yet released
+	// carried lists the channels whose data crossed this link: when it
+	// fails, only those may have lost messages.
+	carried map[uint64]struct{}
 	started bool
 	closed  bool
 	// closing: the writer takes the link down after its next batch.
@@ -92,6 +95,7 @@ func newLink(name string, opts *Options, h linkHandler) *link {
 		out:     make(map[uint64]*outChan),
 		credits: make(map[uint64]int),
 		held:    make(map[uint64]int),
+		carried: make(map[uint64]struct{}),
 		done:    make(chan struct{}),
 	}
 }
@@ -156,6 +160,9 @@ func (l *link) enqueue(f *frame) bool {
 		l.out[f.channel] = oc
 	}
 	oc.q = append(oc.q, f)
+	if f.typ == frameData {
+		l.carried[f.channel] = struct{}{}
+	}
 	if l.started {
 		l.markReady(oc)
 	}
@@ -244,7 +251,26 @@ func (l *link) hold(ch uint64, n int) error {
 		return nferr.Dataf("shuffle: %s overran the flow-control window of channel %#x (%d bytes held, window %d)", l.name, ch, h, l.opts.Credits)
 	}
 	l.held[ch] = h
+	l.carried[ch] = struct{}{}
 	return nil
+}
+
+// carriedChannels returns the channels whose data crossed the link.
+func (l *link) carriedChannels() map[uint64]struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := make(map[uint64]struct{}, len(l.carried))
+	for ch := range l.carried {
+		m[ch] = struct{}{}
+	}
+	return m
+}
+
+// forget drops a finished channel from the carried set.
+func (l *link) forget(ch uint64) {
+	l.mu.Lock()
+	delete(l.carried, ch)
+	l.mu.Unlock()
 }
 
 func (l *link) writer() {

@@ -28,15 +28,15 @@ type msgKind uint8
 
 const (
 	// kindData is an application payload.
-	kindData msgKind = 0
+	kindData msgKind = iota
 	// kindEOS ends one sender's stream to one receiver. Payload: sender index
 	// (u32) and the number of data messages the sender sent to this receiver
 	// (u64). See the termination protocol in doc.go.
-	kindEOS msgKind = 1
+	kindEOS
 	// kindError reports a sender's failure to every receiver. Payload: sender
 	// index (u32, or agentSender when the routing agent raises it), the
 	// nferr.Kind (u8) and the message text.
-	kindError msgKind = 2
+	kindError
 	numMsgKinds
 )
 

@@ -1,0 +1,334 @@
+package shuffle
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// TestExactlyOnceProperty runs random configurations (sizes around every
+// threshold: aggregation buffer, large message, agent buffer; thread and
+// buffer counts; tiny windows) and checks exactly-once delivery.
+func TestExactlyOnceProperty(t *testing.T) {
+	seeds := 12
+	if testing.Short() {
+		seeds = 4
+	}
+	for seed := 0; seed < seeds; seed++ {
+		rng := rand.New(rand.NewPCG(uint64(seed), 99))
+		mode := allModes[rng.IntN(len(allModes))]
+		agg := 512 << rng.IntN(4)
+		opts := Options{
+			AggSize:      agg,
+			LocalAggSize: 512 << rng.IntN(4),
+			Buffers:      1 + rng.IntN(4),
+			AgentBuffers: 1 + rng.IntN(3),
+			Threads:      1 + rng.IntN(3),
+			FlushTimeout: time.Duration(50+rng.IntN(2000)) * time.Microsecond,
+			IdleTimeout:  time.Duration(20+rng.IntN(500)) * time.Microsecond,
+		}
+		opts.LargeMessage = opts.LocalAggSize/4 + rng.IntN(2*opts.LocalAggSize)
+		opts.Credits = max(agg, opts.LocalAggSize) * (1 + rng.IntN(4))
+		nodes := 1 + rng.IntN(3)
+		perNode := 1 + rng.IntN(3)
+		maxSize := 1 + rng.IntN(3*max(agg, opts.LocalAggSize))
+		msgs := 200 + rng.IntN(800)
+		t.Run(fmt.Sprintf("seed%d-%s-%dx%d", seed, mode.name, nodes, perNode), func(t *testing.T) {
+			t.Logf("options %+v, messages %d of up to %d bytes", opts, msgs, maxSize)
+			c := newCluster(t, nodes, mode, opts)
+			runAllToAll(t, c, perNode, msgs, maxSize, uint64(seed))
+		})
+	}
+}
+
+// TestBackPressure: many senders, one slow receiver, windows of two
+// frames. Everything arrives, frames were parked on the blocklist, and no
+// link ever held more than its window (hold would have failed the link).
+func TestBackPressure(t *testing.T) {
+	c := newCluster(t, 3, tcpCorun, Options{AggSize: 1024, Buffers: 2, AgentBuffers: 1, Credits: 2048, Threads: 2})
+	spec := &Spec{ID: nextChanID(), Senders: []int{0, 1, 1, 2, 2}, Receivers: []int{0}}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	xs := make([]*Exchange, 3)
+	for i := range xs {
+		xs[i], _ = OpenExchange(c.clients[i], spec)
+		defer xs[i].Close()
+	}
+	const perSender = 3000
+	var wg sync.WaitGroup
+	for s, n := range spec.Senders {
+		snd, err := xs[n].Sender(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func(s int) {
+			defer wg.Done()
+			for q := 0; q < perSender; q++ {
+				if err := snd.Send(ctx, 0, payloadFor(s, q, 40)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			snd.Close()
+		}(s)
+	}
+	rcv, _ := xs[0].Receiver(0)
+	seen := map[[2]int]bool{}
+	for i := 0; ; i++ {
+		if i%500 == 0 {
+			time.Sleep(2 * time.Millisecond) // a slow consumer
+		}
+		p, err := rcv.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p == nil {
+			break
+		}
+		s, q, err := checkPayload(p)
+		if err != nil || seen[[2]int{s, q}] {
+			t.Fatalf("message (%d,%d): err %v, duplicate %v", s, q, err, seen[[2]int{s, q}])
+		}
+		seen[[2]int{s, q}] = true
+	}
+	wg.Wait()
+	if len(seen) != len(spec.Senders)*perSender {
+		t.Fatalf("got %d messages, want %d", len(seen), len(spec.Senders)*perSender)
+	}
+	parks := int64(0)
+	for _, a := range c.agents {
+		parks += a.Stats().Parks
+	}
+	if parks == 0 {
+		t.Error("no frame was ever parked: back-pressure did not reach the routing threads")
+	}
+}
+
+// fakeEndpoint is a receiver endpoint fed by hand.
+func fakeEndpoint(senders, receivers int) *Endpoint {
+	c := &Client{down: make(chan struct{}), recv: map[recvKey]*Endpoint{}, eps: map[*Endpoint]struct{}{}}
+	c.opts.SetDefaults()
+	spec := &Spec{ID: 5, Senders: make([]int, senders), Receivers: make([]int, receivers)}
+	return newEndpoint(c, spec, -1, 0)
+}
+
+func msgFrame(body []byte, count int) *frame {
+	f := newFrame()
+	f.typ, f.count, f.body = frameData, uint32(count), body
+	return f
+}
+
+func dataMsg(payload string) []byte {
+	var h [msgHeaderSize]byte
+	putMsgHeader(h[:], len(payload), 0, kindData)
+	return append(h[:], payload...)
+}
+
+// TestTermination checks the end-of-stream protocol on one receiver:
+// counts arriving before data, data before counts, zero-message senders,
+// and protocol violations.
+func TestTermination(t *testing.T) {
+	drain := func(e *Endpoint) ([]string, error) {
+		var got []string
+		for {
+			p, ok, err := e.TryRecv()
+			if err != nil {
+				return got, err
+			}
+			if !ok {
+				return got, nil
+			}
+			got = append(got, string(p))
+		}
+	}
+	// Sender 0 announces 2 messages before they arrive; sender 1 sent none.
+	e := fakeEndpoint(2, 1)
+	e.deliver(msgFrame(appendEOS(nil, 0, 0, 2), 1))
+	if got, err := drain(e); err != nil || len(got) != 0 {
+		t.Fatalf("early: %v %v", got, err)
+	}
+	e.deliver(msgFrame(append(dataMsg("a"), appendEOS(nil, 0, 1, 0)...), 2))
+	if got, err := drain(e); err != nil || len(got) != 1 || e.Done() {
+		t.Fatalf("one of two: %v %v done=%v", got, err, e.Done())
+	}
+	e.deliver(msgFrame(dataMsg("b"), 1))
+	got, err := drain(e)
+	if len(got) != 1 || got[0] != "b" || err != io.EOF || !e.Done() {
+		t.Fatalf("last: %v %v", got, err)
+	}
+	// Every sender sent nothing: done at the last end of stream.
+	e = fakeEndpoint(3, 1)
+	for s := 0; s < 3; s++ {
+		e.deliver(msgFrame(appendEOS(nil, 0, s, 0), 1))
+	}
+	if _, err := drain(e); err != io.EOF {
+		t.Fatalf("empty streams: %v", err)
+	}
+	// More messages than announced.
+	e = fakeEndpoint(1, 1)
+	e.deliver(msgFrame(append(dataMsg("x"), append(dataMsg("y"), appendEOS(nil, 0, 0, 1)...)...), 3))
+	if _, err := drain(e); !nferr.Is(err, nferr.KindData) {
+		t.Fatalf("excess messages: %v", err)
+	}
+	// Two ends of stream from one sender, and one from a sender that does
+	// not exist.
+	for _, s := range []int{0, 7} {
+		e = fakeEndpoint(2, 1)
+		e.deliver(msgFrame(append(appendEOS(nil, 0, 0, 5), appendEOS(nil, 0, s, 5)...), 2))
+		if _, err := drain(e); !nferr.Is(err, nferr.KindData) {
+			t.Fatalf("bad end of stream from %d: %v", s, err)
+		}
+	}
+	// An error message ends the stream with the sender's kind.
+	e = fakeEndpoint(2, 1)
+	e.deliver(msgFrame(appendError(dataMsg("ok"), 0, errorPayload(1, nferr.Resourcef("out of memory in hash join"))), 2))
+	got, err = drain(e)
+	if len(got) != 1 || !nferr.Is(err, nferr.KindResource) || !strings.Contains(err.Error(), "sender 1") {
+		t.Fatalf("error: %v %v", got, err)
+	}
+	if _, _, err2 := e.TryRecv(); err2 != err {
+		t.Fatal("the error is not sticky")
+	}
+}
+
+// TestLateReceiver: senders on another node finish before the receiving
+// node opens the exchange; the agent holds the frames until it does.
+func TestLateReceiver(t *testing.T) {
+	c := newCluster(t, 2, tcpCorun, Options{AggSize: 1024})
+	spec := &Spec{ID: nextChanID(), Senders: []int{1}, Receivers: []int{0}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	x1, _ := OpenExchange(c.clients[1], spec)
+	defer x1.Close()
+	s, _ := x1.Sender(0)
+	for q := 0; q < 100; q++ {
+		if err := s.Send(ctx, 0, payloadFor(0, q, 50)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	time.Sleep(50 * time.Millisecond)
+	x0, _ := OpenExchange(c.clients[0], spec)
+	defer x0.Close()
+	r, _ := x0.Receiver(0)
+	n := 0
+	for {
+		p, err := r.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p == nil {
+			break
+		}
+		n++
+	}
+	if n != 100 {
+		t.Fatalf("got %d of 100 messages", n)
+	}
+}
+
+// TestLostPeer: when a node's agent dies mid-stream, receivers waiting for
+// its data fail with KindUnavailable instead of hanging.
+func TestLostPeer(t *testing.T) {
+	c := newCluster(t, 2, tcpCorun, Options{AggSize: 1024})
+	spec := &Spec{ID: nextChanID(), Senders: []int{1}, Receivers: []int{0}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	x0, _ := OpenExchange(c.clients[0], spec)
+	x1, _ := OpenExchange(c.clients[1], spec)
+	defer x0.Close()
+	s, _ := x1.Sender(0)
+	r, _ := x0.Receiver(0)
+	s.Send(ctx, 0, []byte("first"))
+	s.Flush()
+	if p, err := r.Next(ctx); err != nil || string(p) != "first" {
+		t.Fatalf("first message: %q %v", p, err)
+	}
+	c.agents[1].Close()
+	_, err := r.Next(ctx)
+	if !nferr.Is(err, nferr.KindUnavailable) {
+		t.Fatalf("got %v, want KindUnavailable", err)
+	}
+}
+
+// TestLostWorker: an offload worker that disconnects mid-stream makes its
+// senders' receivers fail with KindUnavailable.
+func TestLostWorker(t *testing.T) {
+	c := newCluster(t, 2, clusterMode{"tcp-unix", "tcp", "unix"}, Options{AggSize: 1024})
+	spec := &Spec{ID: nextChanID(), Senders: []int{1}, Receivers: []int{0}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	x0, _ := OpenExchange(c.clients[0], spec)
+	x1, _ := OpenExchange(c.clients[1], spec)
+	defer x0.Close()
+	s, _ := x1.Sender(0)
+	r, _ := x0.Receiver(0)
+	s.Send(ctx, 0, []byte("first"))
+	s.Flush()
+	if _, err := r.Next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.clients[1].Close()
+	_, err := r.Next(ctx)
+	if !nferr.Is(err, nferr.KindUnavailable) || !strings.Contains(err.Error(), "lost its worker") {
+		t.Fatalf("got %v, want KindUnavailable naming the lost worker", err)
+	}
+}
+
+// TestLargeMessagesByReference: in process, a large payload reaches the
+// receiver without being copied.
+func TestLargeMessagesByReference(t *testing.T) {
+	c := newCluster(t, 2, allModes[0], Options{AggSize: 1024})
+	spec := &Spec{ID: nextChanID(), Senders: []int{0}, Receivers: []int{1}}
+	ctx := context.Background()
+	x0, _ := OpenExchange(c.clients[0], spec)
+	x1, _ := OpenExchange(c.clients[1], spec)
+	defer x0.Close()
+	defer x1.Close()
+	s, _ := x0.Sender(0)
+	r, _ := x1.Receiver(0)
+	big := payloadFor(0, 1, 100000)
+	if err := s.Send(ctx, 0, big); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	p, err := r.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p) != len(big) || &p[0] != &big[0] {
+		t.Fatal("the large payload was copied")
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	good := DefaultOptions()
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, mut := range map[string]func(*Options){
+		"AggSize":      func(o *Options) { o.AggSize = 10 },
+		"MaxFrame":     func(o *Options) { o.MaxFrame = o.AggSize - 1 },
+		"Buffers":      func(o *Options) { o.Buffers = -1 },
+		"Threads":      func(o *Options) { o.Threads = 1000 },
+		"Credits":      func(o *Options) { o.Credits = 100 },
+		"ClusterKey":   func(o *Options) { o.ClusterKey = []byte("short") },
+		"FlushTimeout": func(o *Options) { o.FlushTimeout = -1 },
+		"Codec":        func(o *Options) { o.Codec = 9 },
+	} {
+		o := DefaultOptions()
+		mut(&o)
+		err := o.Validate()
+		if !nferr.Is(err, nferr.KindQuery) || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: got %v", name, err)
+		}
+	}
+}
