@@ -76,7 +76,7 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (Plan, []s
 			ac.groupKeys[k] = len(ac.groups)
 			ac.groups = append(ac.groups, e)
 			var col Column
-			if c, ok := e.(*ColRef); ok {
+			if c, ok := e.(*ColRef); ok && ac.input.has(c.ID) {
 				col = findCol(plan.Columns(), c.ID)
 			} else {
 				col = b.newCol(e.String(), "", e.Type(), true)
@@ -212,10 +212,10 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (Plan, []s
 		if i < visible {
 			name = names[i]
 		}
-		if c, ok := e.(*ColRef); ok {
+		if c, ok := e.(*ColRef); ok && colSetOf(inCols).has(c.ID) {
 			col := findCol(inCols, c.ID)
-			if name != "" {
-				col.Name = name
+			if name != "" && name != col.Name {
+				col.Name, col.Table = name, ""
 			}
 			projCols[i] = col
 			continue
@@ -268,8 +268,8 @@ func findCol(cols []Column, id ColumnID) Column {
 	return Column{ID: id}
 }
 
-// itemName is the output name of a select item: its alias, a column's
-// name, an aggregate's or function's name, or the expression's text.
+// itemName is the output name of a select item, as PostgreSQL names it:
+// its alias, a column's name, a function's name, or ?column?.
 func itemName(it *sql.SelectItem, e Expr) string {
 	if it.Alias != nil {
 		return it.Alias.Name
@@ -288,7 +288,8 @@ func itemName(it *sql.SelectItem, e Expr) string {
 	case *sql.Case:
 		return "case"
 	}
-	return e.String()
+	// PostgreSQL's name for an unnamed expression.
+	return "?column?"
 }
 
 // groupKey binds a GROUP BY item: a select-list position, an input

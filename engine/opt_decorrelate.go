@@ -326,9 +326,11 @@ func (o *optimizer) pull(p Plan, outer colSet) (Plan, []Expr, error) {
 		exprs, cols := append([]Expr(nil), n.Exprs...), append([]Column(nil), n.Cols...)
 		have := colSetOf(cols)
 		inCols := in.Columns()
+		inSet := colSetOf(inCols)
 		for _, pr := range preds {
 			for id := range colsOf(pr) {
-				if outer.has(id) || have.has(id) {
+				// NB: columns of queries further out stay free references.
+				if outer.has(id) || have.has(id) || !inSet.has(id) {
 					continue
 				}
 				c := findCol(inCols, id)
@@ -391,8 +393,9 @@ func (o *optimizer) pull(p Plan, outer colSet) (Plan, []Expr, error) {
 				return nil, nil, errString("a correlated predicate below an aggregate must be an equality (inner = outer)")
 			}
 			innerIdx := -1
+			inSet := colSetOf(inCols)
 			for i := 0; i < 2; i++ {
-				if !refsOuter(c.Args[i], outer) && colsOf(c.Args[1-i]).subsetOf(outer) {
+				if ic := colsOf(c.Args[i]); len(ic) > 0 && ic.subsetOf(inSet) && colsOf(c.Args[1-i]).subsetOf(outer) {
 					innerIdx = i
 				}
 			}

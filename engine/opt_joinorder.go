@@ -22,6 +22,12 @@ import (
 // estimates) plan in milliseconds; TPC-H's largest join has 8 relations.
 const maxDPRelations = 10
 
+// maxGreedyRelations bounds the greedy search, which estimates O(n^3)
+// joins: beyond 32 relations (5k estimates) the joins keep the order the
+// query wrote, with each predicate still at the lowest join that has its
+// columns, so that a generated 500-table FROM list plans in bounded time.
+const maxGreedyRelations = 32
+
 func (o *optimizer) reorderJoins(p Plan) Plan {
 	if j, ok := p.(*JoinNode); ok {
 		if j.Kind == JoinInner {
@@ -90,28 +96,26 @@ func (o *optimizer) orderJoins(leaves []Plan, preds []Expr) Plan {
 	for i, l := range leaves {
 		lcols[i] = colSetOf(l.Columns())
 	}
-	// masks[k] says which leaves predicate k touches.
-	masks := make([]uint64, len(preds))
-	var constPreds []Expr
+	// Classify predicates by how many leaves they touch.
+	var constPreds, multi []Expr
+	var touched [][]int
 	single := make([][]Expr, n)
-	var multi []Expr
-	var multiMasks []uint64
-	for k, p := range preds {
+	for _, p := range preds {
 		cs := colsOf(p)
+		var ts []int
 		for i := range leaves {
 			if cs.intersects(lcols[i]) {
-				masks[k] |= 1 << i
+				ts = append(ts, i)
 			}
 		}
-		switch bits.OnesCount64(masks[k]) {
+		switch len(ts) {
 		case 0:
 			constPreds = append(constPreds, p)
 		case 1:
-			i := bits.TrailingZeros64(masks[k])
-			single[i] = append(single[i], p)
+			single[ts[0]] = append(single[ts[0]], p)
 		default:
 			multi = append(multi, p)
-			multiMasks = append(multiMasks, masks[k])
+			touched = append(touched, ts)
 		}
 	}
 	for i := range leaves {
@@ -121,13 +125,24 @@ func (o *optimizer) orderJoins(leaves []Plan, preds []Expr) Plan {
 		}
 	}
 	var plan Plan
-	if n <= maxDPRelations {
-		plan = o.dp(leaves, multi, multiMasks, false)
-		if plan == nil {
-			plan = o.dp(leaves, multi, multiMasks, true)
-		}
+	if n > maxGreedyRelations {
+		plan = o.asWritten(leaves, multi)
 	} else {
-		plan = o.greedy(leaves, multi, multiMasks)
+		// INVARIANT: n <= maxGreedyRelations < 64, so masks fit a uint64.
+		masks := make([]uint64, len(multi))
+		for k, ts := range touched {
+			for _, i := range ts {
+				masks[k] |= 1 << i
+			}
+		}
+		if n <= maxDPRelations {
+			plan = o.dp(leaves, multi, masks, false)
+			if plan == nil {
+				plan = o.dp(leaves, multi, masks, true)
+			}
+		} else {
+			plan = o.greedy(leaves, multi, masks)
+		}
 	}
 	return filterOver(plan, constPreds)
 }
@@ -223,4 +238,31 @@ func (o *optimizer) greedy(leaves []Plan, preds []Expr, masks []uint64) Plan {
 		parts = append(parts[:bj], parts[bj+1:]...)
 	}
 	return parts[0].e.plan
+}
+
+// asWritten joins the leaves left-deep in their written order; each
+// predicate joins at the first step that has all its columns. (Bitmasks
+// cannot name more than 64 relations, so it works on column sets.)
+func (o *optimizer) asWritten(leaves []Plan, preds []Expr) Plan {
+	used := make([]bool, len(preds))
+	pcols := make([]colSet, len(preds))
+	for k, p := range preds {
+		pcols[k] = colsOf(p)
+	}
+	acc := dpEntry{plan: leaves[0], rows: o.est.rows(leaves[0])}
+	have := colSetOf(leaves[0].Columns())
+	for i := 1; i < len(leaves); i++ {
+		have.addAll(colSetOf(leaves[i].Columns()))
+		var jp []Expr
+		for k := range preds {
+			if !used[k] && pcols[k].subsetOf(have) {
+				used[k] = true
+				jp = append(jp, preds[k])
+			}
+		}
+		next := dpEntry{plan: leaves[i], rows: o.est.rows(leaves[i])}
+		j := o.makeJoin(acc, next, jp)
+		acc = dpEntry{plan: j, rows: o.est.rows(j)}
+	}
+	return acc.plan
 }

@@ -121,6 +121,14 @@ func (o *optimizer) pushJoin(n *JoinNode, above []Expr) Plan {
 				toRight = append(toRight, e)
 			default:
 				keepOn = append(keepOn, e)
+				// An OR over both sides implies an OR over each side's
+				// own conjuncts: push those down too (TPC-H Q7, Q19).
+				if d := deriveSide(e, lc); d != nil {
+					toLeft = append(toLeft, d)
+				}
+				if d := deriveSide(e, rc); d != nil {
+					toRight = append(toRight, d)
+				}
 			}
 		}
 	case JoinLeft, JoinSemi, JoinAnti, JoinMark, JoinSingle:
@@ -166,7 +174,70 @@ func (o *optimizer) pushJoin(n *JoinNode, above []Expr) Plan {
 	j.Right = o.push(n.Right, toRight)
 	j.Equi, j.Cond = splitEqui(keepOn, colSetOf(j.Left.Columns()), colSetOf(j.Right.Columns()))
 	j.Equi = append(append([]EquiCond(nil), pinned...), j.Equi...)
-	return filterOver(&j, keepAbove)
+	return filterOver(pushSemiDown(&j), keepAbove)
+}
+
+// deriveSide returns, for an OR whose every arm has conjuncts over cols
+// only, the OR of those conjuncts: a predicate implied by e that uses cols
+// only. It returns nil when some arm says nothing about cols.
+func deriveSide(e Expr, cols colSet) Expr {
+	c, ok := e.(*Call)
+	if !ok || c.Fn != fnOr {
+		return nil
+	}
+	var arms []Expr
+	for _, d := range disjuncts(e) {
+		var parts []Expr
+		for _, k := range conjuncts(d) {
+			if cs := colsOf(k); len(cs) > 0 && cs.subsetOf(cols) && !hasSubquery(k) {
+				parts = append(parts, k)
+			}
+		}
+		if len(parts) == 0 {
+			return nil
+		}
+		arms = append(arms, andOf(parts))
+	}
+	return simplify(orOf(arms))
+}
+
+// pushSemiDown moves a semi or anti join below an inner join when it only
+// uses columns of one of that join's inputs: it then filters that input
+// before the (larger) join (TPC-H Q18's IN subquery filters orders, not
+// the orders-lineitem join).
+func pushSemiDown(j *JoinNode) Plan {
+	if j.Kind != JoinSemi && j.Kind != JoinAnti {
+		return j
+	}
+	inner, ok := j.Left.(*JoinNode)
+	if !ok || inner.Kind != JoinInner {
+		return j
+	}
+	need := colSet{}
+	for _, e := range nodeExprs(j) {
+		exprCols(e, need)
+	}
+	for i, child := range []Plan{inner.Left, inner.Right} {
+		cc := colSetOf(child.Columns())
+		used := colSet{}
+		for id := range need {
+			if colSetOf(inner.Columns()).has(id) {
+				used.add(id)
+			}
+		}
+		if len(used) > 0 && used.subsetOf(cc) {
+			nj := *j
+			nj.Left = child
+			ni := *inner
+			if i == 0 {
+				ni.Left = pushSemiDown(&nj)
+			} else {
+				ni.Right = pushSemiDown(&nj)
+			}
+			return &ni
+		}
+	}
+	return j
 }
 
 // splitEqui separates equalities between the two sides (join keys, left

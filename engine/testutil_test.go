@@ -120,3 +120,5 @@ func bindQuery(t testing.TB, src string) *QueryStmt {
 	}
 	return q
 }
+
+func readFileBytes(path string) ([]byte, error) { return os.ReadFile(path) }

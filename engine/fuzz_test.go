@@ -1,0 +1,81 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nicflow/nicflow/engine/sql"
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// FuzzBind feeds random and mutated SQL through parse, bind and optimize
+// against the TPC-H catalog: no panic (a recovered one is a KindInternal
+// error, which fails), every plan valid, every error with a kind.
+//
+//	go test -run '^$' -fuzz FuzzBind -fuzztime 60s ./engine
+func FuzzBind(f *testing.F) {
+	for i := 1; i <= 22; i++ {
+		f.Add(tpchQuery(f, i))
+	}
+	addCases := func(path, sep string) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, c := range strings.Split(string(b), sep) {
+			f.Add(c)
+		}
+	}
+	addCases("testdata/bind_errors.sql", "\n----\n")
+	rules, _ := filepath.Glob("testdata/rules/*.sql")
+	for _, r := range rules {
+		addCases(r, "\n----\n")
+	}
+	addCases(filepath.Join("sql", "testdata", "statements.sql"), ";\n")
+	f.Fuzz(func(t *testing.T, src string) {
+		stmts, err := sql.Parse(src)
+		if err != nil {
+			return
+		}
+		s := newTestSession()
+		for _, rs := range stmts {
+			st, err := Bind(s.cat, src, rs.Stmt)
+			if err != nil {
+				if nferr.KindOf(err) == nferr.KindInternal {
+					t.Fatalf("internal error binding %q: %v", rs.Text, err)
+				}
+				continue
+			}
+			var q *QueryStmt
+			switch x := st.(type) {
+			case *QueryStmt:
+				q = x
+			case *ExplainStmt:
+				q, _ = x.Stmt.(*QueryStmt)
+			case *InsertStmt:
+				q = x.Query
+			case *CreateTableStmt:
+				q = x.Query
+			}
+			if q == nil {
+				continue
+			}
+			if err := ValidatePlan(q.Plan); err != nil {
+				t.Fatalf("invalid bound plan for %q: %v", rs.Text, err)
+			}
+			p, err := Optimize(q.Plan)
+			if err != nil {
+				if nferr.KindOf(err) == nferr.KindInternal {
+					t.Fatalf("internal error optimizing %q: %v", rs.Text, err)
+				}
+				continue
+			}
+			if err := ValidatePlan(p); err != nil {
+				t.Fatalf("invalid optimized plan for %q: %v\n%s", rs.Text, err, ExplainPlan(p, ExplainOptions{Verbose: true}))
+			}
+			_ = ExplainPlan(p, ExplainOptions{Verbose: true})
+		}
+	})
+}

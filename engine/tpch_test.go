@@ -1,0 +1,211 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestTPCHPlans binds and optimizes the 22 TPC-H queries, validates every
+// plan and pins their EXPLAIN text (with SF1 estimates) in a golden file.
+func TestTPCHPlans(t *testing.T) {
+	var b strings.Builder
+	for i := 1; i <= 22; i++ {
+		q := bindQuery(t, tpchQuery(t, i))
+		if err := ValidatePlan(q.Plan); err != nil {
+			t.Fatalf("Q%d bound plan: %v", i, err)
+		}
+		p, err := Optimize(q.Plan)
+		if err != nil {
+			t.Fatalf("Q%d: %v", i, err)
+		}
+		if err := ValidatePlan(p); err != nil {
+			t.Fatalf("Q%d optimized plan: %v\n%s", i, err, ExplainPlan(p, ExplainOptions{Verbose: true}))
+		}
+		// The result columns are unchanged by optimization.
+		before, after := q.Plan.Columns(), p.Columns()
+		if len(before) != len(after) {
+			t.Fatalf("Q%d: %d result columns became %d", i, len(before), len(after))
+		}
+		for k := range before {
+			if before[k].ID != after[k].ID {
+				t.Fatalf("Q%d: result column %d changed", i, k)
+			}
+		}
+		checkOptimizedShape(t, i, p)
+		fmt.Fprintf(&b, "-- Q%d %s\n%s\n", i, resultSignature(q), ExplainPlan(p, ExplainOptions{}))
+	}
+	checkGolden(t, "tpch_plans.golden", b.String())
+}
+
+// resultSignature prints the result's names and types: "(a bigint, b ...)".
+func resultSignature(q *QueryStmt) string {
+	cols := q.Plan.Columns()
+	s := make([]string, len(cols))
+	for i, c := range cols {
+		s[i] = q.Names[i] + " " + typeString(c.Type)
+	}
+	return "(" + strings.Join(s, ", ") + ")"
+}
+
+// checkOptimizedShape asserts what every optimized TPC-H plan must look
+// like: no subqueries, no cross products, filters inside scans, hash joins
+// building on the smaller estimated side, only needed columns scanned.
+func checkOptimizedShape(t *testing.T, q int, p Plan) {
+	t.Helper()
+	est := newEstimator()
+	walkAll(p, func(n Plan) {
+		for _, e := range nodeExprs(n) {
+			if hasSubquery(e) {
+				t.Errorf("Q%d: subquery left after optimization in %T", q, n)
+			}
+		}
+		switch x := n.(type) {
+		case *JoinNode:
+			if len(x.Equi) == 0 && x.Kind != JoinSingle {
+				t.Errorf("Q%d: join without equi keys (cross product): %s", q, ExplainPlan(x, ExplainOptions{NoRows: true}))
+			}
+			if x.Kind == JoinInner {
+				l, r := est.rows(x.Left), est.rows(x.Right)
+				if (x.Build == BuildRight && r > l) || (x.Build == BuildLeft && l > r) {
+					t.Errorf("Q%d: join builds on the larger side (left %.0f, right %.0f)", q, l, r)
+				}
+			}
+		case *FilterNode:
+			// Filters remain only above joins or aggregates (residuals on
+			// subquery results, HAVING).
+			switch x.Input.(type) {
+			case *ScanNode:
+				t.Errorf("Q%d: filter left above a scan: %s", q, x.Cond)
+			}
+		case *ScanNode:
+			if x.Table.Name == "lineitem" && len(x.Cols) > 8 {
+				t.Errorf("Q%d: lineitem scan reads %d columns", q, len(x.Cols))
+			}
+		}
+	})
+}
+
+// walkAll visits p and shared subplans.
+func walkAll(p Plan, fn func(Plan)) {
+	seen := map[*SharedDef]bool{}
+	var visit func(Plan)
+	visit = func(q Plan) {
+		walkPlan(q, func(n Plan) bool {
+			fn(n)
+			if s, ok := n.(*SharedScan); ok && !seen[s.Def] {
+				seen[s.Def] = true
+				visit(s.Def.Plan)
+			}
+			return true
+		})
+	}
+	visit(p)
+}
+
+func TestTPCHSpecifics(t *testing.T) {
+	opt := func(n int) Plan {
+		p, err := Optimize(bindQuery(t, tpchQuery(t, n)).Plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// Q1: the date arithmetic folds to a literal in the scan's filter.
+	q1 := opt(1)
+	found := false
+	walkAll(q1, func(n Plan) {
+		if s, ok := n.(*ScanNode); ok {
+			for _, f := range s.Filters {
+				found = found || f.String() == "lineitem.l_shipdate <= date '1998-09-02'"
+			}
+			if len(s.PruningPredicates()) != 1 {
+				t.Errorf("Q1: pruning predicates %v", s.PruningPredicates())
+			}
+		}
+	})
+	if !found {
+		t.Errorf("Q1: folded shipdate filter not found:\n%s", ExplainPlan(q1, ExplainOptions{}))
+	}
+	// Q15: the view is computed once and read twice.
+	defs := map[*SharedDef]int{}
+	walkAll(opt(15), func(n Plan) {
+		if s, ok := n.(*SharedScan); ok {
+			defs[s.Def]++
+		}
+	})
+	if len(defs) != 1 {
+		t.Fatalf("Q15: %d shared plans, want 1", len(defs))
+	}
+	for d, uses := range defs {
+		if uses != 2 || d.Name != "revenue0" {
+			t.Fatalf("Q15: shared %s used %d times, want revenue0 twice", d.Name, uses)
+		}
+	}
+	// Q16: NOT IN is a null-aware anti join; Q21: EXISTS / NOT EXISTS are
+	// semi and anti joins; Q17, Q20: correlated aggregates become joins.
+	kinds := func(p Plan) map[string]int {
+		m := map[string]int{}
+		walkAll(p, func(n Plan) {
+			if j, ok := n.(*JoinNode); ok {
+				k := j.Kind.String()
+				if j.NullAware {
+					k += "-null-aware"
+				}
+				m[k]++
+			}
+		})
+		return m
+	}
+	if k := kinds(opt(16)); k["anti-null-aware"] != 1 {
+		t.Errorf("Q16 joins: %v", k)
+	}
+	if k := kinds(opt(21)); k["semi"] != 1 || k["anti"] != 1 {
+		t.Errorf("Q21 joins: %v", k)
+	}
+	if k := kinds(opt(22)); k["anti"] != 1 || k["single"] != 1 {
+		t.Errorf("Q22 joins: %v", k)
+	}
+	for _, n := range []int{2, 17, 20} {
+		agg := false
+		walkAll(opt(n), func(p Plan) {
+			if j, ok := p.(*JoinNode); ok && j.Kind == JoinInner {
+				for _, side := range []Plan{j.Left, j.Right} {
+					if a, ok := side.(*AggregateNode); ok && len(a.Groups) > 0 {
+						agg = true
+					}
+				}
+			}
+		})
+		if !agg {
+			t.Errorf("Q%d: the correlated aggregate did not become a grouped aggregate joined inner", n)
+		}
+	}
+	// Q3, Q10, Q18, Q21, Q2: ORDER BY ... LIMIT is a TopN.
+	for _, n := range []int{2, 3, 10, 18, 21} {
+		top := false
+		walkAll(opt(n), func(p Plan) {
+			_, ok := p.(*TopNNode)
+			top = top || ok
+		})
+		if !top {
+			t.Errorf("Q%d: no TopN", n)
+		}
+	}
+}
+
+func BenchmarkPlanTPCH(b *testing.B) {
+	srcs := make([]string, 22)
+	for i := range srcs {
+		srcs[i] = tpchQuery(b, i+1)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, src := range srcs {
+			q := bindQuery(b, src)
+			if _, err := Optimize(q.Plan); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
