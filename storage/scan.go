@@ -489,11 +489,25 @@ func newWorker(s *Scanner) *worker {
 	for i := range w.vecs {
 		w.vecs[i] = &vector{}
 	}
-	w.props = parquet.NewReaderProperties(memory.DefaultAllocator)
+	// NB: the decoder's page and decompression buffers come from a
+	// per-worker recycling allocator: column readers are rebuilt for every
+	// row group, and fresh zeroed megabyte buffers each time cost more CPU
+	// (memclr, GC) than decoding the small columns of a Q6-like scan.
+	w.props = parquet.NewReaderProperties(&recycler{})
 	return w
 }
 
+func (w *worker) closeDecoders() {
+	for i, d := range w.decs {
+		if d != nil {
+			d.r.Close()
+			w.decs[i] = nil
+		}
+	}
+}
+
 func (w *worker) closeFile() {
+	w.closeDecoders()
 	if w.rdr != nil {
 		w.rdr.Close() // closes osf too
 		w.rdr = nil
@@ -557,6 +571,7 @@ func (w *worker) run(ctx context.Context, t task, emit func(arrow.RecordBatch) b
 	if err := w.open(t.file); err != nil {
 		return err
 	}
+	defer w.closeDecoders()
 	rgr := w.rdr.RowGroup(t.rg)
 	if rgr.NumRows() != rgm.Rows {
 		return nferr.Dataf("data file %s row group %d has %d rows, the catalog recorded %d", path, t.rg, rgr.NumRows(), rgm.Rows)
@@ -717,4 +732,59 @@ func projectSchema(t *Table, spec ScanSpec) (*arrow.Schema, error) {
 // OpenScan implements Source.
 func (db *DB) OpenScan(_ context.Context, spec ScanSpec, opts ScanOptions) (RecordIterator, error) {
 	return db.NewScanner(spec, opts)
+}
+
+// recycler is a memory.Allocator that keeps freed buffers for reuse. It
+// serves one scan worker (the parquet decoder's internal buffers), so it
+// only needs a mutex for safety, not for throughput.
+//
+// NB: reused buffers are not zeroed; the parquet decoder overwrites the
+// bytes it asked for before reading them.
+type recycler struct {
+	mu   sync.Mutex
+	free [][]byte
+}
+
+// maxRecycled bounds the buffers kept (a few columns' page and
+// decompression buffers).
+const maxRecycled = 32
+
+func (r *recycler) Allocate(n int) []byte {
+	r.mu.Lock()
+	best := -1
+	for i, b := range r.free {
+		if cap(b) >= n && (best < 0 || cap(b) < cap(r.free[best])) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		b := r.free[best]
+		r.free[best] = r.free[len(r.free)-1]
+		r.free = r.free[:len(r.free)-1]
+		r.mu.Unlock()
+		return b[:n]
+	}
+	r.mu.Unlock()
+	return make([]byte, n)
+}
+
+func (r *recycler) Reallocate(n int, b []byte) []byte {
+	if cap(b) >= n {
+		return b[:n]
+	}
+	nb := r.Allocate(n + n/2)[:n]
+	copy(nb, b)
+	r.Free(b)
+	return nb
+}
+
+func (r *recycler) Free(b []byte) {
+	if cap(b) == 0 {
+		return
+	}
+	r.mu.Lock()
+	if len(r.free) < maxRecycled {
+		r.free = append(r.free, b[:cap(b)])
+	}
+	r.mu.Unlock()
 }
