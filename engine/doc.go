@@ -2,6 +2,46 @@
 // logical plan and its optimizer rules, physical planning onto exec
 // operators, distributed planning into stages at exchanges, and EXPLAIN.
 //
+// # From SQL to a logical plan
+//
+//	sql.Parse (engine/sql)  script -> []sql.RawStmt (ASTs with positions)
+//	Bind (bind*.go)         AST + Catalog -> Statement (*QueryStmt, DDL, ...)
+//	Optimize (opt*.go)      *QueryStmt.Plan -> optimized Plan
+//	ExplainPlan             Plan -> indented text with row estimates
+//
+// Catalog (catalog.go) is the binder's view of the database: tables with
+// Arrow schemas and statistics, and views as SQL text. MemCatalog backs
+// tests (TPCHCatalog: the TPC-H schema with SF1 statistics) and a session's
+// views (OverlayCatalog); the storage catalog implements it for real data.
+//
+// The logical plan (logical_plan.go) is a tree of Plan nodes (Scan, Filter,
+// Project, Aggregate, Join of kinds inner/left/right/full/semi/anti/mark/
+// single, Sort, Limit, TopN, SetOp, Distinct, Window, Values, SharedScan).
+// Every node lists its output columns; expressions (logical_expr.go) are
+// typed trees that refer to input columns by ColumnID, never by position,
+// so rules can reorder and prune freely and a physical planner maps an ID
+// to a position once per node. Function names are exec's Fn* names.
+// Typing rules (decimal precision and scale, sum/avg result types,
+// implicit casts) are listed in logical_types.go and docs/decisions.md.
+//
+// Optimizer rules run in this order (AllRules), each in its own file with
+// a golden test under testdata/rules: inline_shared, decorrelate, fold,
+// outer_join, pushdown, join_order (with build sides), prune, topn.
+// Statistics-based estimates live in opt_card.go.
+//
+// Invariants:
+//   - Bind, Optimize and Parse never panic on any input; a recovered panic
+//     becomes a KindInternal error, which the fuzz targets (FuzzParse,
+//     FuzzBind) treat as failures. User mistakes are KindQuery errors with
+//     line, column and a caret.
+//   - ColumnIDs are unique within a statement; a Project output that is a
+//     bare column reference keeps the input's ID; so does a plain group key.
+//   - Optimize removes every SubqueryExpr and keeps the root's output
+//     columns (IDs and order). ValidatePlan checks references and types.
+//   - A SharedDef (a view or CTE read twice, TPC-H Q15) is computed once;
+//     its plan is optimized once, separately.
+//   - A null-aware anti or mark join's Equi[0] is its IN comparison.
+//
 // Dependencies: engine imports exec, storage and shuffle; it never imports
 // cluster or cmd.
 package engine
