@@ -101,16 +101,20 @@ type Result struct {
 	// ID is the query's ID (for Cancel and progress).
 	ID string
 
-	c        *Client
-	cancel   context.CancelFunc
-	rdr      *flight.Reader
-	err      error
-	done     bool
-	progress sync.WaitGroup
+	c          *Client
+	ctx        context.Context
+	cancel     context.CancelFunc
+	stream     flight.FlightService_DoGetClient
+	rdr        *flight.Reader
+	err        error
+	done       bool
+	progress   sync.WaitGroup
+	progressCh chan struct{} // closed when the progress watcher returns
 }
 
-// Query sends text (SQL) to the coordinator and returns the result stream.
-// Canceling ctx (Ctrl-C) cancels the query on the cluster.
+// Query sends text (SQL) to the coordinator and returns the result stream
+// without waiting for the first batch. Canceling ctx (Ctrl-C) or closing
+// the result cancels the query on the cluster.
 func (c *Client) Query(ctx context.Context, text string, o QueryOptions) (*Result, error) {
 	if o.ID == "" {
 		o.ID = newQueryID()
@@ -121,29 +125,43 @@ func (c *Client) Query(ctx context.Context, text string, o QueryOptions) (*Resul
 		return nil, nferr.Internalf("encoding request: %v", err)
 	}
 	qctx, cancel := context.WithCancel(ctx)
-	r := &Result{ID: o.ID, c: c, cancel: cancel}
+	r := &Result{ID: o.ID, c: c, cancel: cancel, progressCh: make(chan struct{})}
 	if o.OnProgress != nil {
 		r.progress.Add(1)
 		go func() {
 			defer r.progress.Done()
+			defer close(r.progressCh)
 			c.watchProgress(qctx, o.ID, o.OnProgress)
 		}()
+	} else {
+		close(r.progressCh)
 	}
 	stream, err := c.fc.DoGet(qctx, &flight.Ticket{Ticket: tkt})
 	if err != nil {
 		r.Close()
 		return nil, c.callErr(ctx, err)
 	}
-	rdr, err := flight.NewRecordReader(stream, ipc.WithAllocator(c.alloc))
+	r.stream = stream
+	r.ctx = ctx
+	return r, nil
+}
+
+// open reads the schema message (the first message of the stream).
+func (r *Result) open() error {
+	if r.rdr != nil || r.err != nil {
+		return r.err
+	}
+	rdr, err := flight.NewRecordReader(r.stream, ipc.WithAllocator(r.c.alloc))
 	if err != nil {
-		r.Close()
 		if errors.Is(err, io.EOF) {
-			return nil, nferr.Unavailablef("%s ended the result stream before its schema", c.remote())
+			r.err = nferr.Unavailablef("%s ended the result stream before its schema", r.c.remote())
+		} else {
+			r.err = r.c.callErr(r.ctx, err)
 		}
-		return nil, c.callErr(ctx, err)
+		return r.err
 	}
 	r.rdr = rdr
-	return r, nil
+	return nil
 }
 
 func (c *Client) callErr(ctx context.Context, err error) error {
@@ -165,8 +183,14 @@ func unwrapStatus(err error) error {
 	return err
 }
 
-// Schema is the result's schema.
-func (r *Result) Schema() *arrow.Schema { return r.rdr.Schema() }
+// Schema waits for the result's schema (the coordinator sends it with the
+// first batch, or at the end for an empty result).
+func (r *Result) Schema() (*arrow.Schema, error) {
+	if err := r.open(); err != nil {
+		return nil, err
+	}
+	return r.rdr.Schema(), nil
+}
 
 // Next returns the next batch, or (nil, nil) at the end. The batch is valid
 // until the next call of Next or Close.
@@ -177,11 +201,14 @@ func (r *Result) Next() (arrow.RecordBatch, error) {
 	if r.done {
 		return nil, nil
 	}
+	if err := r.open(); err != nil {
+		return nil, err
+	}
 	if r.rdr.Next() {
 		return r.rdr.RecordBatch(), nil
 	}
 	if err := r.rdr.Err(); err != nil && !errors.Is(err, io.EOF) {
-		r.err = r.c.callErr(context.Background(), err)
+		r.err = r.c.callErr(r.ctx, err)
 		return nil, r.err
 	}
 	r.done = true
@@ -191,6 +218,13 @@ func (r *Result) Next() (arrow.RecordBatch, error) {
 // Close ends the stream (canceling the query if it is still running) and
 // waits for the progress watcher.
 func (r *Result) Close() {
+	if r.done || r.err != nil {
+		// The query has ended: let the watcher deliver the final progress.
+		select {
+		case <-r.progressCh:
+		case <-time.After(2 * time.Second):
+		}
+	}
 	r.cancel()
 	if r.rdr != nil {
 		r.rdr.Release()

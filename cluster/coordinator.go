@@ -660,5 +660,3 @@ func (r *flightResult) abandon() {
 		r.w.Close()
 	}
 }
-
-

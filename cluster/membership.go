@@ -350,8 +350,11 @@ func (d *eventDelegate) NotifyLeave(n *memberlist.Node) {
 	if !ok {
 		info = NodeInfo{ID: n.Name, GossipAddr: n.Address()}
 	}
+	// NB: memberlist does not tell a graceful leave from a death here (the
+	// Node's State field is not maintained); a leaving node advertises
+	// Leaving in its metadata first (Node.shutdown).
 	t := EventFail
-	if n.State == memberlist.StateLeft {
+	if info.Leaving {
 		t = EventLeave
 	}
 	m.emit(MemberEvent{Type: t, Node: info})

@@ -37,6 +37,10 @@ type NodeInfo struct {
 	// Started is when the node process started (distinguishes a restarted
 	// node that reuses its ID).
 	Started time.Time `json:"started"`
+	// Leaving is set by a node that is shutting down gracefully: schedulers
+	// stop placing work on it, and its departure is reported as a leave,
+	// not a failure.
+	Leaving bool `json:"leaving,omitempty"`
 }
 
 func (n NodeInfo) String() string {
@@ -51,10 +55,13 @@ const metaVersion = 1
 // metaMaxSize is memberlist.MetaMaxSize: memberlist refuses larger metadata.
 const metaMaxSize = 512
 
+const metaFlagLeaving = 1
+
 // encodeMeta writes n (all fields but ID and GossipAddr, which memberlist
 // carries itself) as: version u8, role u8, cores uvarint, memory uvarint,
-// bandwidth uvarint, started (unix ms) uvarint, then four addresses as
-// uvarint length + bytes (control, data, flight, admin).
+// bandwidth uvarint, started (unix ms) uvarint, four addresses as uvarint
+// length + bytes (control, data, flight, admin), then a flags byte (bit 0:
+// leaving).
 func encodeMeta(n NodeInfo) ([]byte, error) {
 	b := make([]byte, 0, 128)
 	b = append(b, metaVersion, byte(n.Role))
@@ -66,6 +73,11 @@ func encodeMeta(n NodeInfo) ([]byte, error) {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
+	var flags byte
+	if n.Leaving {
+		flags |= metaFlagLeaving
+	}
+	b = append(b, flags)
 	if len(b) > metaMaxSize {
 		return nil, nferr.Queryf("node metadata is %d bytes, more than memberlist's %d: shorten the advertised addresses", len(b), metaMaxSize)
 	}
@@ -125,6 +137,9 @@ func decodeMeta(b []byte) (NodeInfo, error) {
 		}
 		*dst = string(b[p : p+int(l)])
 		p += int(l)
+	}
+	if p < len(b) {
+		n.Leaving = b[p]&metaFlagLeaving != 0
 	}
 	// NB: trailing bytes are allowed: a later minor revision of version 1 may
 	// append fields that older nodes ignore.

@@ -344,6 +344,14 @@ func (n *Node) shutdown(graceful bool) {
 		}
 		if graceful {
 			if n.members != nil && n.members.ml != nil {
+				n.selfMu.Lock()
+				n.self.Leaving = true
+				meta, err := encodeMeta(n.self)
+				n.selfMu.Unlock()
+				if err == nil {
+					n.members.setMeta(meta)
+					n.members.ml.UpdateNode(500 * time.Millisecond) //nolint:errcheck // best effort: the leave follows
+				}
 				n.members.leave(time.Second)
 			}
 			if n.grpcSrv != nil {

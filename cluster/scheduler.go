@@ -61,6 +61,10 @@ func (s *scheduler) update(n NodeInfo) {
 	if n.Role != RoleWorker {
 		return
 	}
+	if n.Leaving {
+		s.remove(n.ID)
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if w, ok := s.workers[n.ID]; ok && w.Node.Started.Equal(n.Started) {

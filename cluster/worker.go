@@ -484,5 +484,3 @@ func errUnknownKind(kind string, m RunnerMux) error {
 	sort.Strings(kinds)
 	return nferr.Queryf("this coordinator does not run %q requests (it runs %v)", kind, kinds)
 }
-
-

@@ -326,7 +326,6 @@ func humanCount(n int64) string {
 	return fmt.Sprint(n)
 }
 
-
 func init() {
 	f := clusterInitCmd.Flags()
 	f.StringVar(&clusterInitFlags.dir, "dir", "", "key directory to create (required)")

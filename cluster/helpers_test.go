@@ -1,0 +1,317 @@
+package cluster
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// TestMain doubles as a nicflow node: LocalCluster tests re-execute the test
+// binary with NICFLOW_TEST_NODE=1 and "<role> <flags>" (the flags the
+// launcher passes to `nicflow <role>`), so process-level tests need no
+// separately built binary.
+func TestMain(m *testing.M) {
+	if os.Getenv("NICFLOW_TEST_NODE") == "1" {
+		os.Exit(runTestNode(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+func runTestNode(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "test node: missing role")
+		return 2
+	}
+	role, err := ParseRole(args[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	var o Options
+	var ready, join, dir string
+	fs.StringVar(&o.NodeID, "node-id", "", "")
+	fs.StringVar(&o.KeyDir, "keys", "", "")
+	fs.StringVar(&o.AdvertiseHost, "advertise", "", "")
+	fs.StringVar(&o.GossipAddr, "gossip", "", "")
+	fs.StringVar(&o.AdminAddr, "admin", "", "")
+	fs.StringVar(&o.ControlAddr, "listen", "", "")
+	fs.StringVar(&ready, "ready-file", "", "")
+	fs.StringVar(&join, "join", "", "")
+	fs.StringVar(&dir, "dir", "", "")
+	fs.IntVar(&o.Cores, "cores", 0, "")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	if join != "" {
+		o.Join = strings.Split(join, ",")
+	}
+	o.Role = role
+	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	n, err := StartNode(ctx, o, testServices(role))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "test node:", err)
+		return 1
+	}
+	defer n.Close()
+	if ready != "" {
+		if err := WriteReadyFile(ready, n.Self()); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	select {
+	case <-ctx.Done():
+	case <-n.Done():
+	}
+	return 0
+}
+
+// Test request and task kinds.
+const (
+	kindSleep = "test.sleep" // tasks block until canceled
+	kindFail  = "test.fail"  // tasks fail with a KindData error
+	kindPanic = "test.panic" // tasks panic
+	kindQuery = "test.badquery"
+)
+
+// liveTasks counts test tasks running in this process (all in-process
+// workers share it).
+var liveTasks atomic.Int64
+
+func testExecutors() ExecutorMux {
+	return ExecutorMux{
+		CheckTaskKind: CheckExecutor{},
+		kindSleep: ExecutorFunc(func(ctx context.Context, tc *TaskContext) error {
+			liveTasks.Add(1)
+			defer liveTasks.Add(-1)
+			t := time.NewTicker(20 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return nferr.With(nferr.KindCanceled, context.Cause(ctx))
+				case <-t.C:
+					tc.Stats.Rows.Add(1)
+				}
+			}
+		}),
+		kindFail: ExecutorFunc(func(ctx context.Context, tc *TaskContext) error {
+			return nferr.Dataf("bad row 42 in file part-%d.parquet", tc.Spec.Index)
+		}),
+		kindPanic: ExecutorFunc(func(ctx context.Context, tc *TaskContext) error {
+			var m map[string]int
+			m["boom"]++
+			return nil
+		}),
+	}
+}
+
+// runTasksRunner places one task of the request's kind per worker (or
+// Params["tasks"]) and waits for all of them.
+func runTasksRunner(kind string) QueryRunner {
+	return QueryRunnerFunc(func(q *Query, out ResultWriter) error {
+		n := len(q.Workers())
+		if s := q.Params["tasks"]; s != "" {
+			fmt.Sscan(s, &n)
+		}
+		reqs := make([]TaskRequest, n)
+		for i := range reqs {
+			reqs[i] = TaskRequest{Cores: 1}
+		}
+		ps, err := q.Place(reqs)
+		if err != nil {
+			return err
+		}
+		var needs []string
+		if s := q.Params["needs"]; s != "" {
+			needs = strings.Split(s, ",")
+		}
+		var tasks []*Task
+		for i, p := range ps {
+			t, err := q.Start(p, TaskSpec{Kind: kind, Index: i, Needs: needs})
+			if err != nil {
+				return err
+			}
+			tasks = append(tasks, t)
+		}
+		for _, t := range tasks {
+			if _, err := t.Wait(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func testServices(role Role) Services {
+	switch role {
+	case RoleCoordinator:
+		return Services{Runner: RunnerMux{
+			CheckKind: CheckRunner{},
+			kindSleep: runTasksRunner(kindSleep),
+			kindFail:  runTasksRunner(kindFail),
+			kindPanic: runTasksRunner(kindPanic),
+			kindQuery: QueryRunnerFunc(func(q *Query, _ ResultWriter) error {
+				return nferr.Queryf("syntax error at 1:8 near %q", q.Text)
+			}),
+		}}
+	case RoleWorker:
+		return Services{Executor: testExecutors()}
+	}
+	return Services{}
+}
+
+var (
+	sharedKeysOnce sync.Once
+	sharedKeys     string
+)
+
+// testKeyDir returns a key directory shared by the tests of this binary
+// (creating a CA costs little, but one directory keeps logs readable).
+func testKeyDir(t testing.TB) string {
+	sharedKeysOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "nicflow-keys-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := InitKeys(dir, false); err != nil {
+			t.Fatal(err)
+		}
+		sharedKeys = dir
+	})
+	return sharedKeys
+}
+
+// testOptions are options for an in-process node on 127.0.0.1 with
+// ephemeral ports.
+func testOptions(t testing.TB, role Role, id string, keys string, join ...string) Options {
+	lvl := slog.LevelWarn
+	if testing.Verbose() {
+		lvl = slog.LevelInfo
+	}
+	var w io.Writer = os.Stderr
+	return Options{
+		Role: role, NodeID: id, KeyDir: keys,
+		GossipAddr: "127.0.0.1:0", ControlAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0",
+		AdvertiseHost: "127.0.0.1", Join: join, JoinTimeout: Duration(10 * time.Second),
+		Cores: 2, Memory: 1 << 30,
+		Logger: slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl})).With("test", t.Name()),
+	}
+}
+
+type testCluster struct {
+	coord   *Node
+	workers []*Node
+	keys    string
+	client  *Client
+}
+
+// startCluster starts a coordinator and n workers in this process and waits
+// until the coordinator sees them all.
+func startCluster(t *testing.T, n int) *testCluster {
+	t.Helper()
+	keys := testKeyDir(t)
+	ctx := context.Background()
+	co := testOptions(t, RoleCoordinator, "coord", keys)
+	coord, err := StartNode(ctx, co, testServices(RoleCoordinator))
+	if err != nil {
+		t.Fatalf("coordinator: %v", err)
+	}
+	tc := &testCluster{coord: coord, keys: keys}
+	t.Cleanup(tc.close)
+	for i := 0; i < n; i++ {
+		wo := testOptions(t, RoleWorker, fmt.Sprintf("w%d", i+1), keys, coord.Self().GossipAddr)
+		w, err := StartNode(ctx, wo, testServices(RoleWorker))
+		if err != nil {
+			t.Fatalf("worker %d: %v", i+1, err)
+		}
+		tc.workers = append(tc.workers, w)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := coord.WaitMembers(wctx, func(ms []NodeInfo) bool { return countRole(ms, RoleWorker) == n }); err != nil {
+		t.Fatal(err)
+	}
+	// The scheduler learns of workers through the same events; wait for it.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(coord.Coordinator().Workers()) != n && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	tc.client, err = Dial(coord.Self().ControlAddr, ClientOptions{KeyDir: keys, Name: "test-client"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tc
+}
+
+func (tc *testCluster) close() {
+	if tc.client != nil {
+		tc.client.Close()
+	}
+	for _, w := range tc.workers {
+		w.Close()
+	}
+	tc.coord.Close()
+}
+
+func countRole(ms []NodeInfo, r Role) int {
+	n := 0
+	for _, m := range ms {
+		if m.Role == r {
+			n++
+		}
+	}
+	return n
+}
+
+// drain reads a result to the end and returns the number of rows.
+func drain(r *Result) (int64, error) {
+	var n int64
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			return n, err
+		}
+		if rec == nil {
+			return n, nil
+		}
+		n += rec.NumRows()
+	}
+}
+
+// runKind runs a request of kind with params and drains it.
+func (tc *testCluster) runKind(ctx context.Context, kind string, params map[string]string) (int64, error) {
+	res, err := tc.client.Query(ctx, "", QueryOptions{Kind: kind, Params: params})
+	if err != nil {
+		return 0, err
+	}
+	defer res.Close()
+	return drain(res)
+}
+
+// waitFor polls cond every 10 ms until it holds or d passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
