@@ -1,8 +1,72 @@
 // Package storage owns the data at rest: Parquet files, the Pebble catalog of
-// tables, files, row groups and statistics, loading (COPY, external tables),
-// scans with projection, row-group pruning and pushed-down filters, and the
-// storage service that serves such scans over Arrow Flight.
+// tables, files, row groups and statistics, loading (COPY, appenders for
+// CTAS/INSERT, external tables), scans with projection, row-group pruning and
+// pushed-down filters, and the storage service that serves such scans over
+// Arrow Flight.
 //
-// Dependencies: storage imports only Arrow, Parquet, Pebble and Flight; exec
-// builds on it, never the reverse.
+// # Layout
+//
+//	DIR/catalog/             Pebble: the catalog (FormatVersion, keys in catalog.go)
+//	DIR/catalog.lock         flock held by the one process that has DIR open
+//	DIR/<table>/*.parquet    files nicflow wrote (tpch gen, COPY, appenders)
+//
+// Entry point: Open(dir) returns a *DB. DB.Tables/Table/Schema list tables,
+// columns, files, row groups and statistics (Table.ColumnStats merges them
+// for a planner). DB.NewScanner (or DB.OpenScan, the Source interface) scans
+// locally; RemoteScanner is the same Source over storage nodes.
+//
+// # Catalog invariants
+//
+//   - Every change is one Pebble batch committed with Sync: after a crash
+//     the catalog holds the old or the new state, never a mix.
+//   - Files are created under temp names, fsynced, renamed, and the
+//     directory fsynced BEFORE the batch that references them commits. An
+//     "intent" record naming the writer's file prefixes is committed before
+//     the first file is created; Open deletes the files of every intent left
+//     behind (a writer that died) and reports them in DB.Recovered.
+//   - Files a change makes unreachable (DROP, replace) are listed in a
+//     "garbage" record inside the same batch, deleted after the commit, and
+//     again at Open if the process died in between. Files still referenced
+//     by a table are never deleted; external tables' files never are.
+//   - Tables handed out (*Table) are immutable snapshots; a change publishes
+//     a new one after its batch committed.
+//   - One process has DIR open at a time (flock on DIR/catalog.lock, holder
+//     pid and command recorded): others get KindUnavailable "catalog DIR is
+//     in use by another process (pid N: ...)".
+//
+// # Types
+//
+// Arrow types are stored as (decisions D4): int32, int64, float64, bool,
+// utf8, date32, decimal(P<=18,S) as arrow decimal64 in memory and INT64-backed
+// DECIMAL in Parquet, decimal(P>18) as decimal128 / FIXED_LEN_BYTE_ARRAY(16).
+// Foreign files may hold decimals as INT32, INT64 or FLBA, FLOAT columns and
+// unsigned 32-bit integers: they are widened when read (decimal(P<=18)
+// always arrives as decimal64).
+//
+// # Scans
+//
+// A ScanSpec (plain data, JSON in Flight tickets) names the table, optionally
+// files and row groups, the projected columns and a Predicate (AND/OR of
+// column-vs-constant tests). Planning prunes row groups with the catalog's
+// min/max/null statistics without opening files. Each row group is decoded
+// with parquet's low-level column readers (not pqarrow) straight into typed
+// Go slices, in chunks of BatchSize rows: filter columns first, conjunct by
+// conjunct, each column decoded only if rows survive so far; the remaining
+// projected columns are decoded only for chunks with survivors (skipped
+// otherwise), and survivors are gathered into dense Arrow arrays (no
+// selection vectors leave storage). Counters: ScanStats.
+//
+// # Integrity
+//
+// Every file open checks the file's size against the catalog (truncation,
+// missing files: KindData naming the file) and parses the footer once per
+// process. Whole-file xxh3 checksums are checked by DB.Verify (`nicflow
+// catalog verify`) and, with Options.VerifyChecksums, on the first scan of
+// each file in a process: a scan reading 4 of 16 columns would otherwise
+// read the whole file. arrow-go exposes no page CRCs. Panics of the Parquet
+// decoder on malformed input are recovered and returned as KindData errors
+// naming the file and row group.
+//
+// Dependencies: storage imports only Arrow, Parquet, Pebble and Flight
+// (gRPC); exec builds on it, never the reverse.
 package storage
