@@ -368,6 +368,23 @@ func (b *binder) createTable(s *sql.CreateTable) (Statement, error) {
 	if err := checkDuplicateNames(q.Names); err != nil {
 		return nil, b.errorf(s, "CREATE TABLE %s: %v", name, err)
 	}
+	// Columns of an untyped NULL are stored as text: cast them so the
+	// plan's output matches the table's schema.
+	cols := q.Plan.Columns()
+	needCast := false
+	for _, c := range cols {
+		needCast = needCast || isNullType(c.Type)
+	}
+	if needCast {
+		exprs := make([]Expr, len(cols))
+		for i, c := range cols {
+			exprs[i] = colRef(c)
+			if isNullType(c.Type) {
+				exprs[i] = nullConst(typString)
+			}
+		}
+		q.Plan = b.castProject(q.Plan, exprs)
+	}
 	ct.Query = q
 	ct.Schema = queryArrowSchema(q)
 	return ct, nil

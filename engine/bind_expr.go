@@ -587,8 +587,27 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (Expr, e
 	if ctx.agg == nil {
 		return nil, b.errorf(x, "aggregate functions are not allowed in %s", ctx.clause)
 	}
+	// agg(x) FILTER (WHERE c) is agg(CASE WHEN c THEN x END): aggregates
+	// skip NULLs, so the rows failing c do not count (count(*) counts the
+	// constant 1 instead).
+	var filter Expr
 	if x.Filter != nil {
-		return nil, b.errorf(x.Filter, "FILTER (WHERE ...) on aggregates is not supported yet")
+		f, err := b.expr(x.Filter, s, &exprCtx{clause: "FILTER", inAgg: true})
+		if err != nil {
+			return nil, err
+		}
+		if filter, err = b.boolCheck(f, x.Filter, "FILTER"); err != nil {
+			return nil, err
+		}
+		if hasSubquery(filter) {
+			return nil, b.errorf(x.Filter, "subqueries inside FILTER are not supported")
+		}
+	}
+	withFilter := func(arg Expr) Expr {
+		if filter == nil {
+			return arg
+		}
+		return &CaseExpr{Whens: []Expr{filter}, Thens: []Expr{arg}, Typ: arg.Type()}
 	}
 	ac := &AggCall{Fn: name, Distinct: x.Distinct}
 	switch {
@@ -597,6 +616,9 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (Expr, e
 			return nil, b.errorf(x, "%s(*) is not valid; only count(*)", name)
 		}
 		ac.Fn, ac.Typ = aggCountStar, typInt64
+		if filter != nil {
+			ac.Fn, ac.Arg = aggCount, withFilter(&Const{Typ: typInt32, Val: int32(1)})
+		}
 	case len(x.Args) != 1:
 		return nil, b.errorf(x, "%s takes exactly one argument, got %d", name, len(x.Args))
 	default:
@@ -627,7 +649,7 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (Expr, e
 			}
 			ac.Typ = t
 		}
-		ac.Arg = arg
+		ac.Arg = withFilter(arg)
 	}
 	key := ac.Fn + "|" + fmt.Sprint(ac.Distinct) + "|"
 	if ac.Arg != nil {

@@ -260,6 +260,9 @@ func TestBindShapes(t *testing.T) {
 		// WITH used twice is shared; VALUES with column aliases.
 		{"with c as (select * from (values (1, 'a'), (2, 'b')) v (k, s)) select x.k from c x, c y where x.k = y.k",
 			"Project [x.k]\n  Filter x.k = y.k\n    Join inner\n      SharedScan 1 (c) [x.k, x.s]\n      SharedScan 1 (c) [y.k, y.s]\nShared 1 (c):\n  Project [k, s]\n    Values 2 rows [column1, column2]\n"},
+		// FILTER (WHERE) becomes a CASE inside the aggregate.
+		{"select count(*) filter (where r_regionkey > 1), sum(r_regionkey) filter (where r_name like 'A%') from region",
+			"Project [count, sum]\n  Aggregate aggs=[count(CASE WHEN region.r_regionkey > 1 THEN 1 END), sum(CASE WHEN region.r_name LIKE 'A%' THEN region.r_regionkey END)]\n    Scan region [region.r_regionkey, region.r_name, region.r_comment]\n"},
 		// IS NOT DISTINCT FROM, simple CASE, COALESCE.
 		{"select case r_name when 'ASIA' then 1 else 2 end, coalesce(r_comment, 'none') from region where r_regionkey is not distinct from 1",
 			"Project [case := CASE WHEN region.r_name = 'ASIA' THEN 1 ELSE 2 END, coalesce := coalesce(region.r_comment, 'none')]\n  Filter region.r_regionkey IS NOT DISTINCT FROM 1\n    Scan region [region.r_regionkey, region.r_name, region.r_comment]\n"},
@@ -287,5 +290,20 @@ func TestBindFromScript(t *testing.T) {
 	want := "line 3, column 3: column \"nope\" does not exist\n  nope\n  ^"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %s", err, want)
+	}
+}
+
+func TestCreateTableAsNull(t *testing.T) {
+	stmts, err := newTestSession().bindScript("create table t as select null as a, 1 as b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct := stmts[0].(*CreateTableStmt)
+	if err := ValidatePlan(ct.Query.Plan); err != nil {
+		t.Fatal(err)
+	}
+	cols := ct.Query.Plan.Columns()
+	if !isString(cols[0].Type) || !isString(ct.Schema.Field(0).Type) || !isInteger(cols[1].Type) {
+		t.Fatalf("columns %v schema %v", cols, ct.Schema)
 	}
 }

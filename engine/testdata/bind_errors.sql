@@ -93,3 +93,33 @@ create table t (a int, a int)
 select 1/0 from nation where n_name = n_nationkey
 ----
 insert into nation (n_nationkey, n_name, n_regionkey) values (99, 'X', 1)
+----
+create view v (a, b, c) as select 1, 2
+----
+create view v as select 1 as a, 2 as a
+----
+create view nation as select 1
+----
+copy nation from 'n.csv' with (quote '"')
+----
+copy nation from 'n.parquet' with (header)
+----
+explain select nope
+----
+select sum(n_nationkey) over (order by n_name rows between current row and 1 preceding) from nation
+----
+select sum(n_nationkey) over (order by n_name range between 1 preceding and current row) from nation
+----
+select count(*) filter (where n_name) from nation
+----
+select n_name from nation where n_nationkey = (select r_regionkey, r_name from region)
+----
+select * from nation where exists (select 1) and n_name in (select 1)
+----
+select * from nation n join region r on n.n_regionkey = r.nope
+----
+select x.* from nation
+----
+describe nosuch
+----
+select 1 from nation group by 2
