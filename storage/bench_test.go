@@ -120,7 +120,7 @@ func q14Spec() ScanSpec {
 }
 
 func fullSpec() ScanSpec {
-	return ScanSpec{Table: "lineitem", Columns: []string{"l_quantity", "l_extendedprice", "l_discount", "l_shipdate"}}
+	return ScanSpec{Table: "lineitem", Columns: []string{"l_shipdate", "l_quantity", "l_extendedprice", "l_discount"}}
 }
 
 // q6Sum drains a scan of q6Spec and returns sum(l_extendedprice *
