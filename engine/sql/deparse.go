@@ -375,7 +375,9 @@ func (d *deparser) typ(t *TypeName) {
 		"char", "text", "date", "boolean", "timestamp", "time", "interval":
 		d.w(strings.ToUpper(t.Name))
 	default:
-		d.w(QuoteIdent(t.Name))
+		// NB: always quoted: bare, a name like "double" or "character"
+		// would read as the start of a multi-word type.
+		d.w(`"` + strings.ReplaceAll(t.Name, `"`, `""`) + `"`)
 	}
 	d.typeArgs(t.Args)
 }

@@ -77,7 +77,7 @@ func (p *parser) parseOr() (Expr, error)  { return p.binaryChain(p.parseAnd, mat
 func (p *parser) parseAnd() (Expr, error) { return p.binaryChain(p.parseNot, matchAnd) }
 
 func (p *parser) parseNot() (Expr, error) {
-	if p.pending == nil && p.isKw("not") {
+	if p.isKw("not") {
 		saved := p.depth
 		defer func() { p.depth = saved }()
 		if err := p.enter(); err != nil {
@@ -222,7 +222,7 @@ func (p *parser) parseMul() (Expr, error)   { return p.binaryChain(p.parseExp, m
 func (p *parser) parseExp() (Expr, error)   { return p.binaryChain(p.parseUnary, matchExp) }
 
 func (p *parser) parseUnary() (Expr, error) {
-	if p.pending == nil && (p.isOp("-") || p.isOp("+")) {
+	if p.isOp("-") || p.isOp("+") {
 		saved := p.depth
 		defer func() { p.depth = saved }()
 		if err := p.enter(); err != nil {
@@ -261,10 +261,6 @@ func (p *parser) parsePostfix() (Expr, error) {
 }
 
 func (p *parser) parsePrimary() (Expr, error) {
-	if e := p.pending; e != nil {
-		p.pending = nil
-		return e, nil
-	}
 	t := p.peek()
 	switch t.kind {
 	case tokNumber:
@@ -396,35 +392,30 @@ func (p *parser) parseKeywordExpr(t token) (Expr, error) {
 // parseParen parses "(expr)" or a scalar subquery "(query)".
 func (p *parser) parseParen() (Expr, error) {
 	t := p.peek()
-	if p.startsQuery(1) {
+	if p.startsQuery(1) && !isOpTok(p.peekAt(1), "(") {
 		p.next()
 		q, err := p.parseQuery()
-		if err != nil {
-			return nil, err
-		}
-		if p.acceptOp(")") {
-			return &Subquery{Pos: t.pos, Query: q}, nil
-		}
-		// "((select 1) + 1)": the parenthesized query read so far is the
-		// first operand of an expression; hand it to parsePrimary and go on.
-		inner, ok := bareParenQuery(q)
-		if !ok {
-			return nil, p.errExpected("')'")
-		}
-		p.pending = &Subquery{Pos: inner.Pos, Query: inner}
-		e, err := p.parseExpr()
 		if err != nil {
 			return nil, err
 		}
 		if _, err := p.expectOp(")"); err != nil {
 			return nil, err
 		}
-		return e, nil
+		return &Subquery{Pos: t.pos, Query: q}, nil
 	}
 	p.next()
 	e, err := p.parseExpr()
 	if err != nil {
 		return nil, err
+	}
+	if sub, ok := e.(*Subquery); ok && p.startsQueryTail() {
+		// "((select 1) union (select 2))": the subquery read so far is the
+		// first operand of a parenthesized query.
+		q, err := p.parseQueryFrom(sub.Query)
+		if err != nil {
+			return nil, err
+		}
+		e = &Subquery{Pos: t.pos, Query: q}
 	}
 	if _, err := p.expectOp(")"); err != nil {
 		return nil, err

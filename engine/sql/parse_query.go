@@ -49,13 +49,50 @@ func (p *parser) parseQuery() (*Query, error) {
 		return nil, err
 	}
 	q.Body = body
+	return q, p.parseQueryTail(q)
+}
+
+// startsQueryTail reports whether the next token continues a query after
+// an operand: a set operation, ORDER BY, LIMIT, OFFSET or FETCH.
+func (p *parser) startsQueryTail() bool {
+	for _, kw := range []string{"union", "intersect", "except", "order", "limit", "offset", "fetch"} {
+		if p.isKw(kw) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseQueryFrom continues a query whose first operand, a parenthesized
+// query, was already read: "((select 1) union (select 2))".
+func (p *parser) parseQueryFrom(first *Query) (*Query, error) {
+	saved := p.depth
+	defer func() { p.depth = saved }()
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	left, err := p.setTermLoop(first)
+	if err != nil {
+		return nil, err
+	}
+	body, err := p.setExprLoop(left)
+	if err != nil {
+		return nil, err
+	}
+	q := &Query{Pos: first.Pos, Body: body}
+	return q, p.parseQueryTail(q)
+}
+
+// parseQueryTail parses ORDER BY, LIMIT, OFFSET and FETCH into q.
+func (p *parser) parseQueryTail(q *Query) error {
+	var err error
 	if p.isKw("order") {
 		p.next()
 		if _, err := p.expectKw("by"); err != nil {
-			return nil, err
+			return err
 		}
 		if q.OrderBy, err = p.parseOrderList(); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for {
@@ -66,13 +103,13 @@ func (p *parser) parseQuery() (*Query, error) {
 				continue
 			}
 			if q.Limit, err = p.parseExpr(); err != nil {
-				return nil, err
+				return err
 			}
 			continue
 		case p.isKw("offset") && q.Offset == nil:
 			p.next()
 			if q.Offset, err = p.parseExpr(); err != nil {
-				return nil, err
+				return err
 			}
 			if !p.acceptKw("rows") {
 				p.acceptKw("row")
@@ -82,35 +119,43 @@ func (p *parser) parseQuery() (*Query, error) {
 			// FETCH {FIRST|NEXT} [n] {ROW|ROWS} ONLY
 			t := p.next()
 			if !p.acceptKw("first") && !p.acceptKw("next") {
-				return nil, p.errExpected("FIRST or NEXT")
+				return p.errExpected("FIRST or NEXT")
 			}
 			if p.isKw("row") || p.isKw("rows") {
 				q.Limit = &Literal{Pos: t.pos, Kind: LitNumber, Text: "1"}
 			} else if q.Limit, err = p.parseExpr(); err != nil {
-				return nil, err
+				return err
 			}
 			if !p.acceptKw("rows") && !p.acceptKw("row") {
-				return nil, p.errExpected("ROW or ROWS")
+				return p.errExpected("ROW or ROWS")
 			}
 			if _, err := p.expectKw("only"); err != nil {
-				return nil, err
+				return err
 			}
 			continue
 		}
-		break
+		return nil
 	}
-	return q, nil
 }
 
 // parseSetExpr parses UNION/EXCEPT chains of INTERSECT chains (INTERSECT
 // binds tighter, as in PostgreSQL), left-associative.
 func (p *parser) parseSetExpr() (QueryBody, error) {
-	saved := p.depth
-	defer func() { p.depth = saved }()
-	left, err := p.parseSetTerm()
+	first, err := p.parseSetPrimary()
 	if err != nil {
 		return nil, err
 	}
+	left, err := p.setTermLoop(first)
+	if err != nil {
+		return nil, err
+	}
+	return p.setExprLoop(left)
+}
+
+// setExprLoop parses the UNION/EXCEPT operands that follow left.
+func (p *parser) setExprLoop(left QueryBody) (QueryBody, error) {
+	saved := p.depth
+	defer func() { p.depth = saved }()
 	for p.isKw("union") || p.isKw("except") {
 		if err := p.enter(); err != nil {
 			return nil, err
@@ -125,7 +170,11 @@ func (p *parser) parseSetExpr() (QueryBody, error) {
 		} else {
 			p.acceptKw("distinct")
 		}
-		if op.Right, err = p.parseSetTerm(); err != nil {
+		first, err := p.parseSetPrimary()
+		if err != nil {
+			return nil, err
+		}
+		if op.Right, err = p.setTermLoop(first); err != nil {
 			return nil, err
 		}
 		left = op
@@ -133,13 +182,10 @@ func (p *parser) parseSetExpr() (QueryBody, error) {
 	return left, nil
 }
 
-func (p *parser) parseSetTerm() (QueryBody, error) {
+// setTermLoop parses the INTERSECT operands that follow left.
+func (p *parser) setTermLoop(left QueryBody) (QueryBody, error) {
 	saved := p.depth
 	defer func() { p.depth = saved }()
-	left, err := p.parseSetPrimary()
-	if err != nil {
-		return nil, err
-	}
 	for p.isKw("intersect") {
 		if err := p.enter(); err != nil {
 			return nil, err
@@ -151,6 +197,7 @@ func (p *parser) parseSetTerm() (QueryBody, error) {
 		} else {
 			p.acceptKw("distinct")
 		}
+		var err error
 		if op.Right, err = p.parseSetPrimary(); err != nil {
 			return nil, err
 		}
@@ -416,45 +463,45 @@ func (p *parser) parseTablePrimary() (TableExpr, error) {
 		if err := p.enter(); err != nil {
 			return nil, err
 		}
-		if p.startsQuery(1) {
+		if p.startsQuery(1) && !isOpTok(p.peekAt(1), "(") {
+			// (SELECT ...) [AS] alias: a derived table
 			p.next()
 			q, err := p.parseQuery()
-			if err != nil {
-				return nil, err
-			}
-			if p.acceptOp(")") {
-				d := &DerivedTable{Pos: t.pos, Query: q}
-				if d.Alias, err = p.parseTableAlias(); err != nil {
-					return nil, err
-				}
-				return d, nil
-			}
-			// "((select ...) AS x JOIN y ON ...)": the parenthesized query
-			// read so far is the first table of a parenthesized join.
-			inner, ok := bareParenQuery(q)
-			if !ok {
-				return nil, p.errExpected("')'")
-			}
-			d := &DerivedTable{Pos: inner.Pos, Query: inner}
-			if d.Alias, err = p.parseTableAlias(); err != nil {
-				return nil, err
-			}
-			te, err := p.joinTail(d)
 			if err != nil {
 				return nil, err
 			}
 			if _, err := p.expectOp(")"); err != nil {
 				return nil, err
 			}
-			return te, nil
+			d := &DerivedTable{Pos: t.pos, Query: q}
+			if d.Alias, err = p.parseTableAlias(); err != nil {
+				return nil, err
+			}
+			return d, nil
 		}
+		// A parenthesized join, or a parenthesized derived table that may
+		// go on as a query: "((select 1) union (select 2)) AS t".
 		p.next()
 		te, err := p.parseTableRef()
 		if err != nil {
 			return nil, err
 		}
+		d, isDerived := te.(*DerivedTable)
+		if isDerived && d.Alias == nil && p.startsQueryTail() {
+			q, err := p.parseQueryFrom(d.Query)
+			if err != nil {
+				return nil, err
+			}
+			d = &DerivedTable{Pos: t.pos, Query: q}
+		}
 		if _, err := p.expectOp(")"); err != nil {
 			return nil, err
+		}
+		if isDerived && d.Alias == nil {
+			if d.Alias, err = p.parseTableAlias(); err != nil {
+				return nil, err
+			}
+			return d, nil
 		}
 		if isName(p.peek()) || p.isKw("as") {
 			return nil, p.errAt(p.peek(), "an alias for a parenthesized join is not supported")

@@ -23,9 +23,6 @@ type parser struct {
 	toks  []token
 	i     int
 	depth int
-	// pending, when set, is an operand already read (a parenthesized
-	// subquery, see parseParen) that parsePrimary returns next.
-	pending Expr
 }
 
 // Parse parses a script: statements separated by semicolons (a trailing
@@ -260,16 +257,6 @@ func (p *parser) startsQuery(k int) bool {
 	}
 	t := p.peekAt(k)
 	return isKwTok(t, "select") || isKwTok(t, "with") || isKwTok(t, "values")
-}
-
-// bareParenQuery returns the inner query of q when q is nothing but a
-// parenthesized query: "(select ...)" read as the start of a longer query.
-func bareParenQuery(q *Query) (*Query, bool) {
-	inner, ok := q.Body.(*Query)
-	if !ok || len(q.With) > 0 || q.OrderBy != nil || q.Limit != nil || q.Offset != nil {
-		return nil, false
-	}
-	return inner, true
 }
 
 // ---------------------------------------------------------------- statements
@@ -741,15 +728,16 @@ func (p *parser) parseSet() (Statement, error) {
 // canonical Name (see TypeName).
 func (p *parser) parseType() (*TypeName, error) {
 	t := p.peek()
-	if t.kind != tokIdent {
+	if t.kind != tokIdent || (!t.quoted && reserved[t.text]) {
 		return nil, p.errExpected("a type name")
 	}
 	p.next()
 	tn := &TypeName{Pos: t.pos, Name: t.text}
+	word := t.text
 	if t.quoted {
-		return tn, nil
+		word = "" // a quoted name is taken as written, with optional modifiers
 	}
-	switch t.text {
+	switch word {
 	case "int", "integer", "int4":
 		tn.Name = "integer"
 	case "bigint", "int8":

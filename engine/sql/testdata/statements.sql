@@ -91,3 +91,7 @@ select x between (a between b and c) and d;
 select ((a)), (((1 + 2)));
 select (select 1) + 1, ((select 1) + 1);
 select left(s, 2), "right"(s, 1);
+select ((select 1) union (select 2)), (((select 0) % 0) % 0), ((select 1) order by 1 limit 1);
+select * from ((select 1) as a join (select 2) as b on true);
+select * from ((select 1)) as x, ((select 2) except (select 3)) y (z);
+select cast(x as "double"), cast(y as "MyType"(3));
