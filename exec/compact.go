@@ -440,6 +440,8 @@ type colVec interface {
 	AppendRange(a arrow.Array, start, end int)
 	// AppendNulls appends k NULLs.
 	AppendNulls(k int)
+	// AppendVec copies rows [start, end) of src, a colVec of the same type.
+	AppendVec(src colVec, start, end int)
 	// Gather builds an Arrow array from rows idx (< 0 gives NULL).
 	Gather(alloc memory.Allocator, idx []int32) arrow.Array
 	// IsNull reports whether row i is NULL.
@@ -532,6 +534,20 @@ func (m *nullMask) appendFrom(n0, n1 int, bm []byte, off int, sel []int32, start
 	}
 }
 
+// appendMask records the validity of rows [n0, n1) copied from rows
+// start.. of a vec with mask src.
+func (m *nullMask) appendMask(n0, n1 int, src *nullMask, start int) {
+	m.extend(n0, n1)
+	if src.nulls == 0 {
+		return
+	}
+	for k := 0; k < n1-n0; k++ {
+		if src.isNull(start + k) {
+			m.setNull(n0+k, n1)
+		}
+	}
+}
+
 func (m *nullMask) reset() { m.bits, m.nulls = nil, 0 }
 
 func (m *nullMask) bytes() int64 { return int64(cap(m.bits)) }
@@ -581,6 +597,13 @@ func (v *fixedVec[T]) AppendNulls(k int) {
 	for i := n0; i < len(v.vals); i++ {
 		v.nm.setNull(i, len(v.vals))
 	}
+}
+
+func (v *fixedVec[T]) AppendVec(src colVec, start, end int) {
+	s := src.(*fixedVec[T])
+	n0 := len(v.vals)
+	v.vals = append(v.vals, s.vals[start:end]...)
+	v.nm.appendMask(n0, len(v.vals), &s.nm, start)
 }
 
 func (v *fixedVec[T]) Gather(alloc memory.Allocator, idx []int32) arrow.Array {
@@ -646,6 +669,13 @@ func (v *boolVec) AppendNulls(k int) {
 	for i := n0; i < len(v.vals); i++ {
 		v.nm.setNull(i, len(v.vals))
 	}
+}
+
+func (v *boolVec) AppendVec(src colVec, start, end int) {
+	s := src.(*boolVec)
+	n0 := len(v.vals)
+	v.vals = append(v.vals, s.vals[start:end]...)
+	v.nm.appendMask(n0, len(v.vals), &s.nm, start)
 }
 
 func (v *boolVec) Gather(alloc memory.Allocator, idx []int32) arrow.Array {
@@ -728,6 +758,17 @@ func (v *bytesVec) AppendNulls(k int) {
 	for i := n0; i < v.Len(); i++ {
 		v.nm.setNull(i, v.Len())
 	}
+}
+
+func (v *bytesVec) AppendVec(src colVec, start, end int) {
+	s := src.(*bytesVec)
+	n0 := v.Len()
+	v.data = append(v.data, s.data[s.offs[start]:s.offs[end]]...)
+	base := int64(len(v.data)) - s.offs[end]
+	for j := start + 1; j <= end; j++ {
+		v.offs = append(v.offs, base+s.offs[j])
+	}
+	v.nm.appendMask(n0, v.Len(), &s.nm, start)
 }
 
 func (v *bytesVec) Gather(alloc memory.Allocator, idx []int32) arrow.Array {

@@ -218,13 +218,22 @@ type keyTable struct {
 	t128 fixedTable[[2]uint64]
 	tb   bytesTable
 
-	// scratch, reused per batch
+	sc keyScratch // findOrInsert's scratch
+}
+
+// keyScratch holds one batch's encoded keys. A table's findOrInsert uses
+// its own; concurrent probes of a shared table (find) bring their own.
+type keyScratch struct {
 	k64    []uint64
 	k128   [][2]uint64
 	kb     []byte
 	koff   []int32
 	hashes []uint64
 	bad    []bool
+}
+
+func (sc *keyScratch) bytes() int64 {
+	return int64(cap(sc.k64))*8 + int64(cap(sc.k128))*16 + int64(cap(sc.kb)) + int64(cap(sc.koff))*4 + int64(cap(sc.hashes))*8 + int64(cap(sc.bad))
 }
 
 // newKeyTable returns an empty table for key columns of the given types.
@@ -261,8 +270,7 @@ func (t *keyTable) groups() int {
 }
 
 func (t *keyTable) bytes() int64 {
-	return t.t64.bytes() + t.t128.bytes() + t.tb.bytes() +
-		int64(cap(t.k64))*8 + int64(cap(t.k128))*16 + int64(cap(t.kb)) + int64(cap(t.koff))*4 + int64(cap(t.hashes))*8 + int64(cap(t.bad))
+	return t.t64.bytes() + t.t128.bytes() + t.tb.bytes() + t.sc.bytes()
 }
 
 // charge brings the account up to date with the table's memory.
@@ -291,7 +299,7 @@ func (t *keyTable) release() {
 	t.t64 = fixedTable[uint64]{}
 	t.t128 = fixedTable[[2]uint64]{}
 	t.tb = bytesTable{}
-	t.k64, t.k128, t.kb, t.koff, t.hashes, t.bad = nil, nil, nil, nil, nil, nil
+	t.sc = keyScratch{}
 }
 
 // preGrow charges the account for growing slot arrays before they are
@@ -315,8 +323,9 @@ func (t *keyTable) findOrInsert(cols []arrow.Array, sel []int32, n int, gids []u
 	if m == 0 {
 		return nil
 	}
+	sc := &t.sc
 	for {
-		ok := t.encode(cols, sel, n, nil)
+		ok := t.encode(cols, sel, n, nil, sc)
 		if ok {
 			break
 		}
@@ -327,11 +336,11 @@ func (t *keyTable) findOrInsert(cols []arrow.Array, sel []int32, n int, gids []u
 	var err error
 	switch t.layout.mode {
 	case mode64:
-		err = t.t64.findOrInsert(t.k64[:m], t.hashes[:m], gids, t.preGrow)
+		err = t.t64.findOrInsert(sc.k64[:m], sc.hashes[:m], gids, t.preGrow)
 	case mode128:
-		err = t.t128.findOrInsert(t.k128[:m], t.hashes[:m], gids, t.preGrow)
+		err = t.t128.findOrInsert(sc.k128[:m], sc.hashes[:m], gids, t.preGrow)
 	default:
-		err = t.tb.findOrInsert(t.kb, t.koff[:m+1], t.hashes[:m], gids, t.preGrow)
+		err = t.tb.findOrInsert(sc.kb, sc.koff[:m+1], sc.hashes[:m], gids, t.preGrow)
 	}
 	if err != nil {
 		return err
@@ -340,59 +349,60 @@ func (t *keyTable) findOrInsert(cols []arrow.Array, sel []int32, n int, gids []u
 }
 
 // find sets gids[j] to the group of live row j, or noGroup when the key is
-// not in the table.
-func (t *keyTable) find(cols []arrow.Array, sel []int32, n int, gids []uint32) {
+// not in the table. It only reads the table: concurrent finds are safe,
+// each with its own scratch.
+func (t *keyTable) find(cols []arrow.Array, sel []int32, n int, gids []uint32, sc *keyScratch) {
 	m := lenLive(sel, n)
 	if m == 0 {
 		return
 	}
-	t.bad = resize(t.bad, m)
-	clear(t.bad)
-	t.encode(cols, sel, n, t.bad)
+	sc.bad = resize(sc.bad, m)
+	clear(sc.bad)
+	t.encode(cols, sel, n, sc.bad, sc)
 	switch t.layout.mode {
 	case mode64:
-		t.t64.find(t.k64[:m], t.hashes[:m], t.bad, gids)
+		t.t64.find(sc.k64[:m], sc.hashes[:m], sc.bad, gids)
 	case mode128:
-		t.t128.find(t.k128[:m], t.hashes[:m], t.bad, gids)
+		t.t128.find(sc.k128[:m], sc.hashes[:m], sc.bad, gids)
 	default:
-		t.tb.find(t.kb, t.koff[:m+1], t.hashes[:m], gids)
+		t.tb.find(sc.kb, sc.koff[:m+1], sc.hashes[:m], gids)
 	}
 }
 
 // encode fills the scratch keys and hashes for the live rows. With bad ==
 // nil it stops and returns false at the first row the layout cannot hold;
 // otherwise it marks such rows in bad and returns true.
-func (t *keyTable) encode(cols []arrow.Array, sel []int32, n int, bad []bool) bool {
+func (t *keyTable) encode(cols []arrow.Array, sel []int32, n int, bad []bool, sc *keyScratch) bool {
 	m := lenLive(sel, n)
-	t.hashes = resize(t.hashes, m)
+	sc.hashes = resize(sc.hashes, m)
 	switch t.layout.mode {
 	case mode64:
-		t.k64 = resize(t.k64, m)
-		clear(t.k64)
+		sc.k64 = resize(sc.k64, m)
+		clear(sc.k64)
 		for i, p := range t.packers {
-			if !p(&t.layout.fields[i], cols[i], sel, n, t.k64, 1, bad) {
+			if !p(&t.layout.fields[i], cols[i], sel, n, sc.k64, 1, bad) {
 				return false
 			}
 		}
-		for j, k := range t.k64[:m] {
-			t.hashes[j] = hash64(k)
+		for j, k := range sc.k64[:m] {
+			sc.hashes[j] = hash64(k)
 		}
 	case mode128:
-		t.k128 = resize(t.k128, m)
-		clear(t.k128)
-		flat := castSlice[uint64](t.k128)
+		sc.k128 = resize(sc.k128, m)
+		clear(sc.k128)
+		flat := castSlice[uint64](sc.k128)
 		for i, p := range t.packers {
 			if !p(&t.layout.fields[i], cols[i], sel, n, flat, 2, bad) {
 				return false
 			}
 		}
-		for j, k := range t.k128[:m] {
-			t.hashes[j] = hash128(k)
+		for j, k := range sc.k128[:m] {
+			sc.hashes[j] = hash128(k)
 		}
 	default:
-		t.kb, t.koff = encodeBytesKeys(t.cols, cols, sel, n, t.kb, t.koff)
+		sc.kb, sc.koff = encodeBytesKeys(t.cols, cols, sel, n, sc.kb, sc.koff)
 		for j := 0; j < m; j++ {
-			t.hashes[j] = xxh3.Hash(t.kb[t.koff[j]:t.koff[j+1]])
+			sc.hashes[j] = xxh3.Hash(sc.kb[sc.koff[j]:sc.koff[j+1]])
 		}
 	}
 	return true

@@ -148,7 +148,7 @@ func TestKeyTableRandom(t *testing.T) {
 					}
 					// find agrees with findOrInsert.
 					found := make([]uint32, len(live))
-					kt.find(kcols, sel, len(rows), found)
+					kt.find(kcols, sel, len(rows), found, &keyScratch{})
 					for j := range found {
 						if found[j] != gids[j] {
 							t.Fatalf("find row %d = %d, want %d", j, found[j], gids[j])

@@ -498,8 +498,8 @@ type HashJoin struct {
 	scratch               buildScratch
 	err                   error
 	opened, closed        bool
-	nullKeySel            []int32
 	keyCols               []arrow.Array
+	ksc                   keyScratch // probe keys (the table may be shared)
 }
 
 // NewHashJoin validates spec against the inputs' schemas and builds the
@@ -637,7 +637,7 @@ func (h *HashJoin) startProbe(b *Batch) {
 	for _, k := range h.shape.probeKeys {
 		h.keyCols = append(h.keyCols, b.Cols[k])
 	}
-	h.bt.keys.find(h.keyCols, b.Sel, b.N, h.pgids)
+	h.bt.keys.find(h.keyCols, b.Sel, b.N, h.pgids, &h.ksc)
 	if h.shape.nullAware {
 		h.pnull = resize(h.pnull, m)
 		h.pkNull = resize(h.pkNull, m)

@@ -180,3 +180,76 @@ func NewParallelHashJoin(probes, builds []Operator, spec HashJoinSpec) ([]Operat
 	}
 	return ops, nil
 }
+
+// ParallelAggStrategy chooses how NewParallelHashAgg splits an aggregate.
+type ParallelAggStrategy string
+
+// The strategies.
+const (
+	// AggSplitPartial runs a partial aggregate per input and one final
+	// aggregate over their gathered states: best when groups are few
+	// (each partial shrinks its input to a handful of rows).
+	AggSplitPartial ParallelAggStrategy = "partial"
+	// AggSplitRepartition hash-repartitions the input rows by group key
+	// into one single-phase aggregate per input: best when groups are
+	// many (partials would not shrink the data), and required for
+	// DISTINCT aggregates.
+	AggSplitRepartition ParallelAggStrategy = "repartition"
+)
+
+// NewParallelHashAgg returns one operator computing the single-phase
+// aggregate spec over the union of inputs, with one aggregate pipeline per
+// input (each driven by its own goroutine under a Gather). A global
+// aggregate (no group columns) always uses partials; with DISTINCT
+// aggregates it gathers the inputs into one aggregate.
+func NewParallelHashAgg(inputs []Operator, spec HashAggSpec, strategy ParallelAggStrategy) (Operator, error) {
+	if len(inputs) == 0 {
+		return nil, nferr.Internalf("parallel hash aggregate: no inputs")
+	}
+	if spec.phase() != AggSingle {
+		return nil, nferr.Internalf("parallel hash aggregate: spec is already phase %s", spec.Phase)
+	}
+	distinct := false
+	for _, a := range spec.Aggs {
+		distinct = distinct || a.Distinct
+	}
+	if distinct && len(spec.GroupCols) == 0 {
+		g, err := NewGather(inputs)
+		if err != nil {
+			return nil, err
+		}
+		return NewHashAgg(g, spec)
+	}
+	if (strategy == AggSplitRepartition || distinct) && len(spec.GroupCols) > 0 {
+		parts, err := NewHashRepartition(inputs, spec.GroupCols, len(inputs))
+		if err != nil {
+			return nil, err
+		}
+		aggs := make([]Operator, len(parts))
+		for i, p := range parts {
+			a, err := NewHashAgg(p, spec)
+			if err != nil {
+				return nil, err
+			}
+			aggs[i] = a
+		}
+		return NewGather(aggs)
+	}
+	pspec, fspec, err := SplitAgg(spec)
+	if err != nil {
+		return nil, err
+	}
+	partials := make([]Operator, len(inputs))
+	for i, in := range inputs {
+		p, err := NewHashAgg(in, pspec)
+		if err != nil {
+			return nil, err
+		}
+		partials[i] = p
+	}
+	g, err := NewGather(partials)
+	if err != nil {
+		return nil, err
+	}
+	return NewHashAgg(g, fspec)
+}

@@ -1,0 +1,444 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// checkNoGoroutineLeak fails t if more goroutines run at the end of the test
+// than at its start (after letting exiting goroutines finish).
+func checkNoGoroutineLeak(t *testing.T) {
+	before := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		deadline := time.Now().Add(2 * time.Second)
+		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if n := runtime.NumGoroutine(); n > before {
+			buf := make([]byte, 1<<16)
+			buf = buf[:runtime.Stack(buf, true)]
+			t.Errorf("%d goroutines leaked:\n%s", n-before, buf)
+		}
+	})
+}
+
+// splitInput repartitions one input into n pipelines by column col.
+func splitInput(in Operator, col, n int) []Operator {
+	parts, err := NewHashRepartition([]Operator{in}, []int{col}, n)
+	if err != nil {
+		panic(err)
+	}
+	return parts
+}
+
+func TestExchangeHarness(t *testing.T) {
+	checkNoGoroutineLeak(t)
+	rows := sortRows(11, 700)
+	all := func(in [][][]any) ([][]any, error) { return in[0], nil }
+	allSorted := func(in [][][]any) ([][]any, error) {
+		var keys []SortKey
+		for i := 0; i < sortTestSchema.NumFields(); i++ {
+			keys = append(keys, SortKey{Col: i})
+		}
+		return refSort(in[0], keys), nil
+	}
+	for _, tc := range []struct {
+		name    string
+		build   func(in []Operator) (Operator, error)
+		ref     func(in [][][]any) ([][]any, error)
+		ordered bool
+	}{
+		{"gather-of-repartition", func(in []Operator) (Operator, error) {
+			return NewGather(splitInput(in[0], 2, 3))
+		}, all, false},
+		{"gather-of-repartition-multikey", func(in []Operator) (Operator, error) {
+			parts, err := NewHashRepartition(in, []int{0, 3, 7}, 4)
+			if err != nil {
+				return nil, err
+			}
+			return NewGather(parts)
+		}, all, false},
+		{"gather-single", func(in []Operator) (Operator, error) { return NewGather(in) }, all, false},
+		{"broadcast", func(in []Operator) (Operator, error) {
+			outs, err := NewBroadcast(in, 3)
+			if err != nil {
+				return nil, err
+			}
+			return NewGather(outs)
+		}, func(in [][][]any) ([][]any, error) {
+			var out [][]any
+			for k := 0; k < 3; k++ {
+				out = append(out, in[0]...)
+			}
+			return out, nil
+		}, false},
+		{"parallel-sort-merge", func(in []Operator) (Operator, error) {
+			var keys []SortKey
+			for i := 0; i < sortTestSchema.NumFields(); i++ {
+				keys = append(keys, SortKey{Col: i})
+			}
+			parts := splitInput(in[0], 1, 3)
+			for i, p := range parts {
+				s, err := NewSort(p, SortSpec{Keys: keys})
+				if err != nil {
+					return nil, err
+				}
+				parts[i] = s
+			}
+			return NewOrderedMerge(parts, keys)
+		}, allSorted, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			RunOpTest(t, OpTest{
+				Name:       tc.name,
+				Inputs:     []HarnessInput{{Schema: sortTestSchema, Rows: rows}},
+				Ordered:    tc.ordered,
+				BatchSizes: []int{1, 7, 1024},
+				Build:      tc.build,
+				Ref:        tc.ref,
+			})
+		})
+	}
+}
+
+// TestOrderedMergeTies checks the merge breaks ties by input order.
+func TestOrderedMergeTies(t *testing.T) {
+	checkNoGoroutineLeak(t)
+	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int32}, {Name: "src", Type: arrow.PrimitiveTypes.Int32}}, nil)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var ins []Operator
+	var want [][]any
+	for s := 0; s < 4; s++ {
+		var rows [][]any
+		for k := 0; k < 50; k++ {
+			rows = append(rows, []any{int32(k / 3), int32(s)})
+		}
+		rec := MakeRecord(t, mem, schema, rows)
+		src, _ := NewBatchSource(schema, rec)
+		rec.Release()
+		ins = append(ins, src)
+	}
+	for k := 0; k < 17; k++ {
+		for s := 0; s < 4; s++ {
+			for r := 0; r < 50; r++ {
+				if r/3 == k {
+					want = append(want, []any{int32(k), int32(s)})
+				}
+			}
+		}
+	}
+	m, err := NewOrderedMerge(ins, []SortKey{{Col: 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := NewTestEnv(mem)
+	env.BatchSize = 7
+	got, err := CollectRows(env, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	AssertRowsEqual(t, got, want, true)
+}
+
+// TestHashRepartitionRouting checks every row lands in the partition
+// HashPartitioner assigns, with outputs drained concurrently.
+func TestHashRepartitionRouting(t *testing.T) {
+	checkNoGoroutineLeak(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rows := sortRows(12, 3000)
+	var ins []Operator
+	for k := 0; k < 3; k++ {
+		rec := MakeRecord(t, mem, sortTestSchema, rows[k*1000:(k+1)*1000])
+		src, _ := NewBatchSource(sortTestSchema, rec)
+		rec.Release()
+		ins = append(ins, src)
+	}
+	keys := []int{2, 5}
+	outs, err := NewHashRepartition(ins, keys, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := NewTestEnv(mem)
+	env.BatchSize = 100
+	var wg sync.WaitGroup
+	total := make([]int, 5)
+	errs := make([]error, 5)
+	for q, o := range outs {
+		wg.Add(1)
+		go func(q int, o Operator) {
+			defer wg.Done()
+			part, _ := NewHashPartitioner(sortTestSchema, keys, 5)
+			defer o.Close()
+			if err := o.Open(env); err != nil {
+				errs[q] = err
+				return
+			}
+			for {
+				b, err := o.Next()
+				if err != nil {
+					errs[q] = err
+					return
+				}
+				if b == nil {
+					return
+				}
+				for _, p := range part.Partition(b) {
+					if int(p) != q {
+						errs[q] = fmt.Errorf("row of partition %d in output %d", p, q)
+						return
+					}
+				}
+				total[q] += b.Len()
+			}
+		}(q, o)
+	}
+	wg.Wait()
+	n := 0
+	for q := range outs {
+		if errs[q] != nil {
+			t.Fatal(errs[q])
+		}
+		n += total[q]
+	}
+	if n != 3000 {
+		t.Fatalf("%d rows out, want 3000", n)
+	}
+}
+
+// failingSource fails after a number of batches.
+type failingSource struct {
+	*BatchSource
+	after int
+	err   error
+}
+
+func (f *failingSource) Next() (*Batch, error) {
+	if f.after == 0 {
+		return nil, f.err
+	}
+	f.after--
+	return f.BatchSource.Next()
+}
+
+// TestExchangeErrorsAndEarlyClose: an input's error reaches the consumer,
+// early Close stops everything, nothing leaks.
+func TestExchangeErrorsAndEarlyClose(t *testing.T) {
+	checkNoGoroutineLeak(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rows := sortRows(13, 2000)
+	mkSources := func(n int, failAt int) []Operator {
+		var ins []Operator
+		for k := 0; k < n; k++ {
+			var recs []arrow.RecordBatch
+			for s := 0; s < 2000; s += 50 {
+				recs = append(recs, MakeRecord(t, mem, sortTestSchema, rows[s:s+50]))
+			}
+			src, _ := NewBatchSource(sortTestSchema, recs...)
+			for _, r := range recs {
+				r.Release()
+			}
+			if k == 1 && failAt >= 0 {
+				ins = append(ins, &failingSource{BatchSource: src, after: failAt, err: nferr.Dataf("bad file x.parquet")})
+			} else {
+				ins = append(ins, src)
+			}
+		}
+		return ins
+	}
+	// Error propagation through gather, repartition and merge.
+	for _, mk := range []func([]Operator) (Operator, error){
+		func(in []Operator) (Operator, error) { return NewGather(in) },
+		func(in []Operator) (Operator, error) {
+			parts, err := NewHashRepartition(in, []int{0}, 3)
+			if err != nil {
+				return nil, err
+			}
+			return NewGather(parts)
+		},
+		func(in []Operator) (Operator, error) {
+			for i, p := range in {
+				s, _ := NewSort(p, SortSpec{Keys: []SortKey{{Col: 0}}})
+				in[i] = s
+			}
+			return NewOrderedMerge(in, []SortKey{{Col: 0}})
+		},
+		func(in []Operator) (Operator, error) {
+			return NewParallelHashAgg(in, HashAggSpec{GroupCols: []int{0}, Aggs: []AggSpec{{Func: AggCountStar}}}, AggSplitPartial)
+		},
+	} {
+		op, err := mk(mkSources(3, 5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := NewTestEnv(mem)
+		_, err = CollectRows(env, op)
+		if !nferr.Is(err, nferr.KindData) || !strings.Contains(err.Error(), "x.parquet") {
+			t.Fatalf("got %v, want the input's data error", err)
+		}
+	}
+	// Early close after one batch, with producers blocked on full queues.
+	for _, mk := range []func([]Operator) (Operator, error){
+		func(in []Operator) (Operator, error) { return NewGather(in) },
+		func(in []Operator) (Operator, error) {
+			parts, err := NewHashRepartition(in, []int{0}, 3)
+			if err != nil {
+				return nil, err
+			}
+			return NewGather(parts)
+		},
+		func(in []Operator) (Operator, error) {
+			outs, err := NewBroadcast(in, 2)
+			if err != nil {
+				return nil, err
+			}
+			return NewGather(outs)
+		},
+		func(in []Operator) (Operator, error) { return NewOrderedMerge(in, []SortKey{{Col: 4}}) },
+	} {
+		op, err := mk(mkSources(3, -1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := NewTestEnv(mem)
+		env.BatchSize = 10
+		if err := op.Open(env); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := op.Next(); err != nil || b == nil {
+			t.Fatalf("first batch: %v %v", b, err)
+		}
+		time.Sleep(10 * time.Millisecond) // let producers fill their queues
+		if err := op.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if env.Budget.Used() != 0 {
+			t.Fatalf("budget holds %d after Close", env.Budget.Used())
+		}
+	}
+	// Close before Open closes the inputs.
+	ins := mkSources(2, -1)
+	g, _ := NewGather(ins)
+	g.Close()
+	for _, in := range ins {
+		if !in.(*BatchSource).closed {
+			t.Fatal("Close before Open left an input open")
+		}
+	}
+}
+
+// TestExchangeCancel: canceling the context stops a gather blocked on slow
+// producers.
+func TestExchangeCancel(t *testing.T) {
+	checkNoGoroutineLeak(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rows := sortRows(14, 100)
+	rec := MakeRecord(t, mem, sortTestSchema, rows)
+	src, _ := NewBatchSource(sortTestSchema, rec)
+	rec.Release()
+	slow := &blockingSource{Operator: src, release: make(chan struct{})}
+	g, _ := NewGather([]Operator{slow})
+	ctx, cancel := context.WithCancel(context.Background())
+	env := NewTestEnv(mem)
+	env.Ctx = ctx
+	if err := g.Open(env); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		cancel()
+	}()
+	_, err := g.Next()
+	if !nferr.Is(err, nferr.KindCanceled) {
+		t.Fatalf("got %v, want canceled", err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// blockingSource blocks in Next until its context is canceled.
+type blockingSource struct {
+	Operator
+	env     *Env
+	release chan struct{}
+}
+
+func (b *blockingSource) Open(env *Env) error { b.env = env; return b.Operator.Open(env) }
+func (b *blockingSource) Next() (*Batch, error) {
+	select {
+	case <-b.env.Ctx.Done():
+		return nil, nferr.With(nferr.KindCanceled, b.env.Ctx.Err())
+	case <-b.release:
+		return b.Operator.Next()
+	}
+}
+
+// TestParallelOperators runs the parallel join and aggregate helpers under
+// the harness.
+func TestParallelOperators(t *testing.T) {
+	checkNoGoroutineLeak(t)
+	rows := aggRows(21, 900, 30)
+	spec := HashAggSpec{GroupCols: []int{1}, Aggs: allAggs()}
+	for _, strat := range []ParallelAggStrategy{AggSplitPartial, AggSplitRepartition} {
+		for _, sp := range []HashAggSpec{spec, {Aggs: allAggs()}, {GroupCols: []int{0}, Aggs: []AggSpec{{Func: AggCount, Arg: 2, Distinct: true}}}} {
+			sp := sp
+			name := fmt.Sprintf("agg/%s/groups=%v/distinct=%v", strat, sp.GroupCols, sp.Aggs[0].Distinct)
+			t.Run(name, func(t *testing.T) {
+				RunOpTest(t, OpTest{
+					Name:       name,
+					Inputs:     []HarnessInput{{Schema: aggTestSchema, Rows: rows}},
+					BatchSizes: []int{7, 1024},
+					Build: func(in []Operator) (Operator, error) {
+						return NewParallelHashAgg(splitInput(in[0], 2, 3), sp, strat)
+					},
+					Ref: func(in [][][]any) ([][]any, error) { return refHashAgg(aggTestSchema, in[0], sp) },
+				})
+			})
+		}
+	}
+	l, r := joinInputs(22, 300, 200, 30)
+	for _, typ := range []JoinType{JoinInner, JoinLeft, JoinRight, JoinFull, JoinSemi, JoinAnti, JoinMark} {
+		for _, build := range []JoinSide{SideRight, SideLeft} {
+			jspec := HashJoinSpec{Type: typ, LeftKeys: []int{0}, RightKeys: []int{0}, Build: build}
+			e := testResidual
+			jspec.Residual = &e
+			name := fmt.Sprintf("join/%s/build=%s", typ, build)
+			t.Run(name, func(t *testing.T) {
+				RunOpTest(t, OpTest{
+					Name:       name,
+					Inputs:     []HarnessInput{{Schema: joinLeftSchema, Rows: l}, {Schema: joinRightSchema, Rows: r}},
+					BatchSizes: []int{7, 1024},
+					Build: func(in []Operator) (Operator, error) {
+						probes, builds := splitInput(in[0], 2, 3), splitInput(in[1], 2, 2)
+						if build == SideLeft {
+							probes, builds = splitInput(in[1], 2, 3), splitInput(in[0], 2, 2)
+						}
+						ops, err := NewParallelHashJoin(probes, builds, jspec)
+						if err != nil {
+							return nil, err
+						}
+						return NewGather(ops)
+					},
+					Ref: func(in [][][]any) ([][]any, error) { return refHashJoin(in[0], in[1], jspec), nil },
+				})
+			})
+		}
+	}
+}
+
+var _ = rand.IntN
