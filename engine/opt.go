@@ -294,6 +294,13 @@ func simplifyOuterJoins(p Plan, rejected colSet) Plan {
 			if lRej {
 				j.Kind = JoinInner
 			}
+		case JoinSingle:
+			// A single join whose right side cannot have two rows is a left
+			// join; with its NULLs rejected, an inner join (TPC-H Q11, Q15,
+			// Q22: a comparison with an uncorrelated aggregate).
+			if rRej && atMostOneRow(n.Right) {
+				j.Kind = JoinInner
+			}
 		case JoinFull:
 			switch {
 			case lRej && rRej:
@@ -339,6 +346,30 @@ func simplifyOuterJoins(p Plan, rejected colSet) Plan {
 		nin[i] = simplifyOuterJoins(c, colSet{})
 	}
 	return p.withInputs(nin)
+}
+
+// atMostOneRow reports plans that never return two rows: an aggregate
+// without GROUP BY, LIMIT 0 or 1, one VALUES row, under filters and
+// projections.
+func atMostOneRow(p Plan) bool {
+	for {
+		switch n := p.(type) {
+		case *ProjectNode:
+			p = n.Input
+		case *FilterNode:
+			p = n.Input
+		case *AggregateNode:
+			return len(n.Groups) == 0
+		case *LimitNode:
+			return n.Limit >= 0 && n.Limit <= 1
+		case *TopNNode:
+			return n.Limit <= 1
+		case *ValuesNode:
+			return len(n.Rows) <= 1
+		default:
+			return false
+		}
+	}
 }
 
 // ---------------------------------------------------------------- topn
