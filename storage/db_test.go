@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -50,5 +52,89 @@ func appendRows(t testing.TB, db *DB, name string, sch *arrow.Schema, rows []row
 	}
 	if _, err := app.Commit(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestDDLAndAppenders(t *testing.T) {
+	db := openTestDB(t, WriteOptions{RowGroupRows: 100})
+	sch := loadSchema()
+	mustCreate(t, db, "t", sch)
+	if err := db.CreateTable("t", sch, CreateOptions{}); err == nil || err.Error() != "table t already exists" {
+		t.Fatalf("create twice: %v", err)
+	}
+	if err := db.CreateTable("t", sch, CreateOptions{IfNotExists: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateTable("bad name!", sch, CreateOptions{}); err == nil {
+		t.Fatal("bad name accepted")
+	}
+	if err := db.DropTable("nope", false); err == nil || err.Error() != "table nope does not exist" {
+		t.Fatalf("drop missing: %v", err)
+	}
+	if err := db.DropTable("nope", true); err != nil {
+		t.Fatal(err)
+	}
+	rows := func(n, start int) []row {
+		var out []row
+		for i := 0; i < n; i++ {
+			out = append(out, row{int32(start + i), int64(i), int32(i), nil})
+		}
+		return out
+	}
+	// CTAS: the table appears only at commit, with its rows.
+	app, err := db.NewAppender("ctas", AppendOptions{Create: true, Schema: sch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := recordOf(memory.DefaultAllocator, sch, rows(250, 0))
+	if err := app.Append(rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Table("ctas"); err == nil {
+		t.Fatal("CTAS table visible before commit")
+	}
+	if n, err := app.Commit(); err != nil || n != 250 {
+		t.Fatalf("commit: %d, %v", n, err)
+	}
+	if got := mustTable(t, db, "ctas"); got.Rows() != 250 || got.RowGroupCount() != 3 {
+		t.Fatalf("ctas: %d rows in %d row groups", got.Rows(), got.RowGroupCount())
+	}
+	// INSERT appends; Replace swaps the rows and deletes the old files.
+	appendRows(t, db, "ctas", sch, rows(10, 1000))
+	old := mustTable(t, db, "ctas")
+	app, err = db.NewAppender("ctas", AppendOptions{Replace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Append(rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	rec.Release()
+	if got := mustTable(t, db, "ctas"); got.Rows() != 250 {
+		t.Fatalf("after replace: %d rows", got.Rows())
+	}
+	for _, f := range old.Files {
+		if _, err := os.Stat(db.Path(f)); !os.IsNotExist(err) {
+			t.Fatalf("replaced file %s still exists", f.Path)
+		}
+	}
+	// Type mismatch and NOT NULL violations are refused.
+	app, _ = db.NewAppender("ctas", AppendOptions{})
+	bad := recordOf(memory.DefaultAllocator, testSchema(), randomRows(randSource(1), 0, 3, 0))
+	if err := app.Append(bad); err == nil {
+		t.Fatal("append of a record of another schema accepted")
+	}
+	bad.Release()
+	app.Abort()
+	app.Abort()
+	// Drop deletes the files and the directory.
+	if err := db.DropTable("ctas", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(db.Dir(), "ctas")); !os.IsNotExist(err) {
+		t.Fatalf("table directory left after drop: %v", err)
 	}
 }
