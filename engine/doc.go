@@ -9,6 +9,9 @@
 //	Optimize (opt*.go)      *QueryStmt.Plan -> optimized Plan
 //	ExplainPlan             Plan -> indented text with row estimates
 //
+// Prepare does Bind and Optimize for one parsed statement (the call a
+// session makes); ValidatePlan checks a plan's consistency.
+//
 // Catalog (catalog.go) is the binder's view of the database: tables with
 // Arrow schemas and statistics, and views as SQL text. MemCatalog backs
 // tests (TPCHCatalog: the TPC-H schema with SF1 statistics) and a session's

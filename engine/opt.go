@@ -3,6 +3,7 @@ package engine
 import (
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/nicflow/nicflow/engine/sql"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -523,4 +524,41 @@ func narrowest(cols []Column) int {
 		}
 	}
 	return best
+}
+
+// Prepare binds stmt and optimizes every query plan it carries (a query,
+// INSERT ... query, CREATE TABLE ... AS, and the statement of an EXPLAIN):
+// the one call a session makes per parsed statement.
+func Prepare(cat Catalog, src string, stmt sql.Statement) (Statement, error) {
+	st, err := Bind(cat, src, stmt)
+	if err != nil {
+		return nil, err
+	}
+	if err := optimizeStatement(st); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+func optimizeStatement(st Statement) error {
+	var q *QueryStmt
+	switch x := st.(type) {
+	case *QueryStmt:
+		q = x
+	case *InsertStmt:
+		q = x.Query
+	case *CreateTableStmt:
+		q = x.Query
+	case *ExplainStmt:
+		return optimizeStatement(x.Stmt)
+	}
+	if q == nil {
+		return nil
+	}
+	p, err := Optimize(q.Plan)
+	if err != nil {
+		return err
+	}
+	q.Plan = p
+	return nil
 }

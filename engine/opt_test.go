@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nicflow/nicflow/engine/sql"
 )
 
 // rulePrereqs are the rules applied before a rule's golden "before" plan:
@@ -159,5 +161,29 @@ func TestMiscQueries(t *testing.T) {
 		if err := ValidatePlan(p); err != nil {
 			t.Fatalf("%s: optimized: %v\n%s", c, err, ExplainPlan(p, ExplainOptions{Verbose: true}))
 		}
+	}
+}
+
+func TestPrepare(t *testing.T) {
+	src := "explain insert into region select * from region where r_regionkey in (select n_regionkey from nation)"
+	st, err := sql.ParseOne(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := Prepare(TPCHCatalog(), src, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := bound.(*ExplainStmt).Stmt.(*InsertStmt)
+	walkPlan(ins.Query.Plan, func(p Plan) bool {
+		for _, e := range nodeExprs(p) {
+			if hasSubquery(e) {
+				t.Fatal("Prepare left a subquery")
+			}
+		}
+		return true
+	})
+	if err := ValidatePlan(ins.Query.Plan); err != nil {
+		t.Fatal(err)
 	}
 }
