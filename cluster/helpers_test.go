@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("NICFLOW_TEST_NODE") == "1" {
 		os.Exit(runTestNode(os.Args[1:]))
 	}
+	if dir := os.Getenv("NICFLOW_TEST_LAUNCHER"); dir != "" {
+		os.Exit(runTestLauncher(dir, os.Getenv("NICFLOW_TEST_PIDS")))
+	}
 	os.Exit(m.Run())
 }
 

@@ -402,11 +402,12 @@ func (t *Task) abort(err error) {
 
 func (t *Task) remoteErr(err error) error {
 	remote := fmt.Sprintf("worker %s (%s)", t.node.ID, t.node.ControlAddr)
-	e := FromStatus(err, remote)
+	e := FromStatus(err, "")
 	if nferr.Is(e, nferr.KindUnavailable) {
-		return nferr.Unavailablef("worker %s (%s) failed during task %s of query %s: %v", t.node.ID, t.node.ControlAddr, t.id, t.q.ID, e)
+		return nferr.Unavailablef("%s failed during task %s of query %s: %v", remote, t.id, t.q.ID, e)
 	}
-	return e
+	k, msg := nferr.Encode(e)
+	return nferr.Decode(k, msg, remote)
 }
 
 func (t *Task) recvLoop(stream grpc.ClientStream) {
