@@ -621,7 +621,13 @@ func (b *binder) join(j *sql.Join, s *scope) (Plan, []*scopeItem, error) {
 		}
 		node.Cond = cond
 	case j.Using != nil:
-		var conds []Expr
+		// USING (x): the join condition l.x = r.x, and one merged column x
+		// that unqualified names and * see first (PostgreSQL's order): the
+		// left copy for inner and left joins, the right copy for right
+		// joins, COALESCE(l.x, r.x) for full joins (and when the two
+		// copies' types differ, the common type).
+		var conds, computed []Expr
+		var merged, computedCols []Column
 		for _, u := range j.Using {
 			lc, li, err := findUsing(litems, u.Name)
 			if err != nil || li == nil {
@@ -638,20 +644,41 @@ func (b *binder) join(j *sql.Join, s *scope) (Plan, []*scopeItem, error) {
 			le, _ := coerce(colRef(lc), t)
 			re, _ := coerce(colRef(rc), t)
 			conds = append(conds, call(fnEq, typBool, le, re))
-			// The unqualified name refers to one copy: the left for inner
-			// and left joins, the right for right joins. A FULL join's
-			// merged column would be COALESCE(l, r); it is reachable
-			// through the qualified names only.
-			hide, hideCol := ri, rc
-			if kind == JoinRight {
-				hide, hideCol = li, lc
+			markHidden(li, lc.ID)
+			markHidden(ri, rc.ID)
+			var m Column
+			switch {
+			case kind == JoinFull:
+				m = b.newCol(u.Name, "", t, lc.Nullable || rc.Nullable)
+				computed = append(computed, call(fnCoalesce, t, le, re))
+				computedCols = append(computedCols, m)
+			case kind == JoinRight && arrow.TypeEqual(rc.Type, t):
+				m = rc
+			case kind != JoinRight && arrow.TypeEqual(lc.Type, t):
+				m = lc
+			default:
+				src := le
+				if kind == JoinRight {
+					src = re
+				}
+				m = b.newCol(u.Name, "", t, true)
+				computed = append(computed, src)
+				computedCols = append(computedCols, m)
 			}
-			markHidden(hide, hideCol.ID)
-			if kind == JoinFull {
-				markHidden(li, lc.ID)
-			}
+			m.Name, m.Table = u.Name, ""
+			merged = append(merged, m)
 		}
 		node.Cond = andOf(conds)
+		items = append([]*scopeItem{{cols: merged}}, items...)
+		if len(computed) > 0 {
+			in := node.Columns()
+			exprs := make([]Expr, 0, len(in)+len(computed))
+			for _, c := range in {
+				exprs = append(exprs, colRef(c))
+			}
+			exprs = append(exprs, computed...)
+			return &ProjectNode{Input: node, Exprs: exprs, Cols: append(append([]Column(nil), in...), computedCols...)}, items, nil
+		}
 	}
 	return node, items, nil
 }

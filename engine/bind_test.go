@@ -251,6 +251,12 @@ func TestBindShapes(t *testing.T) {
 		// USING hides the right copy of the column.
 		{"select * from nation join region on n_regionkey = r_regionkey join nation n2 using (n_nationkey)",
 			"Project [nation.n_nationkey, nation.n_name, nation.n_regionkey, nation.n_comment, region.r_regionkey, region.r_name, region.r_comment, n2.n_name, n2.n_regionkey, n2.n_comment]\n  Join inner cond=[nation.n_nationkey = n2.n_nationkey]\n    Join inner cond=[nation.n_regionkey = region.r_regionkey]\n      Scan nation [nation.n_nationkey, nation.n_name, nation.n_regionkey, nation.n_comment]\n      Scan region [region.r_regionkey, region.r_name, region.r_comment]\n    Scan nation AS n2 [n2.n_nationkey, n2.n_name, n2.n_regionkey, n2.n_comment]\n"},
+		// FULL JOIN USING merges the column with COALESCE, listed first by *.
+		{"select * from region r1 full join region r2 using (r_regionkey)",
+			"Project [r_regionkey, r1.r_name, r1.r_comment, r2.r_name, r2.r_comment]\n  Project [r1.r_regionkey, r1.r_name, r1.r_comment, r2.r_regionkey, r2.r_name, r2.r_comment, r_regionkey := coalesce(r1.r_regionkey, r2.r_regionkey)]\n    Join full cond=[r1.r_regionkey = r2.r_regionkey]\n      Scan region AS r1 [r1.r_regionkey, r1.r_name, r1.r_comment]\n      Scan region AS r2 [r2.r_regionkey, r2.r_name, r2.r_comment]\n"},
+		// A second USING finds the merged column of the first.
+		{"select r_regionkey, r3.r_regionkey from region r1 join region r2 using (r_regionkey) left join region r3 using (r_regionkey)",
+			"Project [r1.r_regionkey, r3.r_regionkey]\n  Join left cond=[r_regionkey = r3.r_regionkey]\n    Join inner cond=[r1.r_regionkey = r2.r_regionkey]\n      Scan region AS r1 [r1.r_regionkey, r1.r_name, r1.r_comment]\n      Scan region AS r2 [r2.r_regionkey, r2.r_name, r2.r_comment]\n    Scan region AS r3 [r3.r_regionkey, r3.r_name, r3.r_comment]\n"},
 		// Window functions over an aggregate.
 		{"select n_regionkey, sum(count(*)) over (order by n_regionkey rows between unbounded preceding and current row) from nation group by n_regionkey",
 			"Project [nation.n_regionkey, sum]\n  Window [sum := sum(count(*)) OVER (ORDER BY nation.n_regionkey ROWS unbounded preceding..current row)]\n    Aggregate group=[nation.n_regionkey] aggs=[count(*)]\n      Scan nation [nation.n_nationkey, nation.n_name, nation.n_regionkey, nation.n_comment]\n"},
