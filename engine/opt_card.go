@@ -229,7 +229,25 @@ func (e *estimator) compute(p Plan) *relStats {
 			}
 			return withRows(l, rows)
 		}
-		return withRows(both, rows)
+		out := withRows(both, rows)
+		if n.Kind == JoinInner || n.Kind == JoinSemi {
+			// Matching rows share their key values: after the join a key
+			// has at most the smaller side's distinct count.
+			for _, q := range n.Equi {
+				lr, ok1 := q.Left.(*ColRef)
+				rr, ok2 := q.Right.(*ColRef)
+				if !ok1 || !ok2 {
+					continue
+				}
+				d := math.Min(l.ndv(lr.ID), r.ndv(rr.ID))
+				for _, id := range []ColumnID{lr.ID, rr.ID} {
+					if c, ok := out.cols[id]; ok && c.ndv > d {
+						c.ndv = d
+					}
+				}
+			}
+		}
+		return out
 	case *SortNode:
 		return e.stats(n.Input)
 	case *LimitNode:
