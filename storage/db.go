@@ -367,6 +367,7 @@ func (db *DB) describeFile(path string, cols []Column) (*File, []Column, error) 
 		return nil, nil, nferr.Dataf("%s changed while it was being registered", path)
 	}
 	f.Size, f.Checksum = size, sum
+	addDistinctFromDictionaries(path, md, f)
 	return f, cols, nil
 }
 

@@ -845,3 +845,55 @@ func (d *colDecoder) skip(n int) error {
 }
 
 var _ = bitutil.BitIsSet
+
+// addDistinctFromDictionaries fills ColumnStats.Distinct from dictionary
+// pages: when every data page of a column chunk is dictionary-encoded, the
+// dictionary holds exactly the chunk's distinct non-null values. Only the
+// dictionary page is read (a buffered stream, not the whole chunk).
+// Failures leave the estimate unknown: it is an optimization.
+func addDistinctFromDictionaries(path string, md *metadata.FileMetaData, f *File) {
+	osf, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer osf.Close()
+	defer func() { recover() }() // a corrupt page header only loses the estimate
+	props := parquet.NewReaderProperties(nil)
+	props.BufferedStreamEnabled = true
+	props.BufferSize = 64 << 10 // grows as the dictionary page needs
+	rdr, err := file.NewParquetReader(osf, file.WithMetadata(md), file.WithReadProps(props))
+	if err != nil {
+		return
+	}
+	for r := range f.RowGroups {
+		rg := rdr.RowGroup(r)
+		for c, pc := range f.ColumnIndex {
+			cc, err := rg.MetaData().ColumnChunk(pc)
+			if err != nil || !cc.HasDictionaryPage() || !allDictEncoded(cc) {
+				continue
+			}
+			pr, err := rg.GetColumnPageReader(pc)
+			if err != nil || !pr.Next() {
+				continue
+			}
+			if p := pr.Page(); p != nil && p.Type() == file.PageTypeDictionaryPage {
+				f.RowGroups[r].Columns[c].Distinct = int64(p.NumValues())
+			}
+		}
+	}
+}
+
+func allDictEncoded(cc *metadata.ColumnChunkMetaData) bool {
+	es := cc.EncodingStats()
+	if len(es) == 0 {
+		return false // unknown: a writer may have fallen back to PLAIN
+	}
+	for _, s := range es {
+		if s.PageType == file.PageTypeDataPage || s.PageType == file.PageTypeDataPageV2 {
+			if s.Encoding != parquet.Encodings.PlainDict && s.Encoding != parquet.Encodings.RLEDict {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -192,6 +192,7 @@ func (a *Appender) finishFile() error {
 		return err
 	}
 	last := a.done[len(a.done)-1]
+	addDistinctFromDictionaries(w.path, md, f)
 	f.Path, f.Size, f.Checksum = last.Path, size, sum
 	a.done[len(a.done)-1] = f
 	return crashPoint("file-written")
