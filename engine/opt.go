@@ -79,6 +79,8 @@ func OptimizeWith(p Plan, rules []string) (out Plan, err error) {
 			if s, ok := n.(*SharedScan); ok && !seen[s.Def] {
 				seen[s.Def] = true
 				dp := s.Def.Plan
+				// INVARIANT: SharedScans read the def's columns by position.
+				defCols := dp.Columns()
 				if on[RuleDecorrelate] {
 					if dp, err = o.decorrelate(dp); err != nil && defErr == nil {
 						defErr = err
@@ -89,8 +91,8 @@ func OptimizeWith(p Plan, rules []string) (out Plan, err error) {
 					defErr = err
 					return false
 				}
-				s.Def.Plan = dp
-				visit(dp)
+				s.Def.Plan = restoreColumns(dp, defCols)
+				visit(s.Def.Plan)
 			}
 			return true
 		})
