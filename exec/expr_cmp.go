@@ -563,3 +563,180 @@ func selStr(w [3]bool, out []int32, a, b *vec, sel []int32, n int) []int32 {
 	}
 	return out[:k]
 }
+
+// ------------------------------------------------------- fused ranges
+
+// rangeNode is lo <= x AND x <= hi over one integer column and two
+// constants: the AND of two comparisons fused into one pass with one
+// unsigned compare per row ((x - lo) <= (hi - lo) modulo 2^w). The compiler
+// builds it from BETWEEN and date ranges (Q6: l_shipdate >= d AND
+// l_shipdate < d + 1 year).
+type rangeNode struct {
+	x      *colNode
+	lo, hi int64 // inclusive bounds; lo > hi means empty
+	k      pkind
+	src    [2]*cmpNode // the fused comparisons, for eval
+
+	out []int32
+	s1  []int32
+	v   vec
+}
+
+func (x *rangeNode) dt() arrow.DataType { return arrow.FixedWidthTypes.Boolean }
+
+func (x *rangeNode) filter(b *evalBatch, sel []int32) ([]int32, error) {
+	va, err := x.x.eval(b, sel)
+	if err != nil {
+		return nil, err
+	}
+	n := b.n
+	s := sel
+	if va.nulls != nil {
+		s = nonNullSel(&x.s1, sel, n, va.nulls, nil)
+	}
+	size := n
+	if s != nil {
+		size = len(s)
+	}
+	out := grow(x.out, size)
+	x.out = out
+	if x.lo > x.hi {
+		return out[:0], nil
+	}
+	if x.k == pI32 {
+		return selRange32(out, va.i32, int32(x.lo), int32(x.hi), s, n), nil
+	}
+	return selRange64(out, va.i64, x.lo, x.hi, s, n), nil
+}
+
+func (x *rangeNode) eval(b *evalBatch, sel []int32) (*vec, error) {
+	pass, err := x.filter(b, sel)
+	if err != nil {
+		return nil, err
+	}
+	boolFromFilter(&x.v, sel, b.n, pass, x.x.v.nulls)
+	return &x.v, nil
+}
+
+func selRange32(out []int32, a []int32, lo, hi int32, sel []int32, n int) []int32 {
+	k := 0
+	base, width := uint32(lo), uint32(hi)-uint32(lo)
+	if sel == nil {
+		for i, x := range a[:n] {
+			out[k] = int32(i)
+			k += b2i(uint32(x)-base <= width)
+		}
+	} else {
+		for _, i := range sel {
+			out[k] = i
+			k += b2i(uint32(a[i])-base <= width)
+		}
+	}
+	return out[:k]
+}
+
+func selRange64(out []int32, a []int64, lo, hi int64, sel []int32, n int) []int32 {
+	k := 0
+	base, width := uint64(lo), uint64(hi)-uint64(lo)
+	if sel == nil {
+		for i, x := range a[:n] {
+			out[k] = int32(i)
+			k += b2i(uint64(x)-base <= width)
+		}
+	} else {
+		for _, i := range sel {
+			out[k] = i
+			k += b2i(uint64(a[i])-base <= width)
+		}
+	}
+	return out[:k]
+}
+
+// bound returns the inclusive bound a comparison x op c puts on x: lower
+// (op >, >=) or upper (<, <=); ok is false for other shapes. A bound that
+// cannot hold (x > MaxInt) becomes an empty range.
+func (x *cmpNode) bound() (col *colNode, v int64, lower, ok bool) {
+	col, isCol := x.a.(*colNode)
+	if !isCol || x.bc == nil || x.bc.null || (x.k != pI32 && x.k != pI64) {
+		return nil, 0, false, false
+	}
+	maxV, minV := int64(math.MaxInt64), int64(math.MinInt64)
+	if x.k == pI32 {
+		maxV, minV = math.MaxInt32, math.MinInt32
+	}
+	c := x.bc.i64
+	switch x.op {
+	case opGe:
+		return col, c, true, true
+	case opGt:
+		if c == maxV {
+			return col, c, true, true // x > max: empty; lo = max with hi < max below
+		}
+		return col, c + 1, true, true
+	case opLe:
+		return col, c, false, true
+	case opLt:
+		if c == minV {
+			return col, c, false, true
+		}
+		return col, c - 1, false, true
+	}
+	return nil, 0, false, false
+}
+
+// fuseRanges replaces pairs of lower/upper bound comparisons on the same
+// integer column among the conjuncts of an AND by rangeNodes.
+func fuseRanges(args []boolNode) []boolNode {
+	out := make([]boolNode, 0, len(args))
+	used := make([]bool, len(args))
+	for i, a := range args {
+		if used[i] {
+			continue
+		}
+		ca, ok := a.(*cmpNode)
+		if !ok {
+			out = append(out, a)
+			continue
+		}
+		colA, va, lowerA, okA := ca.bound()
+		if !okA {
+			out = append(out, a)
+			continue
+		}
+		fused := false
+		for j := i + 1; j < len(args) && !fused; j++ {
+			cb, ok := args[j].(*cmpNode)
+			if used[j] || !ok {
+				continue
+			}
+			colB, vb, lowerB, okB := cb.bound()
+			if !okB || colB.idx != colA.idx || lowerB == lowerA {
+				continue
+			}
+			lo, hi := va, vb
+			if !lowerA {
+				lo, hi = vb, va
+			}
+			r := &rangeNode{x: colA, lo: lo, hi: hi, k: ca.k, src: [2]*cmpNode{ca, cb}}
+			// Gt MaxInt / Lt MinInt kept their constant: force emptiness.
+			if emptyBound(ca) || emptyBound(cb) {
+				r.lo, r.hi = 1, 0
+			}
+			out = append(out, r)
+			used[j] = true
+			fused = true
+		}
+		if !fused {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func emptyBound(x *cmpNode) bool {
+	maxV, minV := int64(math.MaxInt64), int64(math.MinInt64)
+	if x.k == pI32 {
+		maxV, minV = math.MaxInt32, math.MinInt32
+	}
+	return x.op == opGt && x.bc.i64 == maxV || x.op == opLt && x.bc.i64 == minV
+}

@@ -731,7 +731,23 @@ func (ce *CompiledExpr) Eval(mem memory.Allocator, b *Batch) (arrow.Array, error
 	if err != nil {
 		return nil, err
 	}
-	return materialize(mem, v, ce.root.dt(), b.N), nil
+	return materialize(mem, v, ce.root.dt(), b.N, b.Sel), nil
+}
+
+// EvalCompact is Eval with a dense result: an array of length b.Len()
+// holding the values of the live rows in order (for a column reference, a
+// copy of its live rows; without a selection, the same as Eval).
+func (ce *CompiledExpr) EvalCompact(mem memory.Allocator, b *Batch) (arrow.Array, error) {
+	if b.Sel == nil {
+		return ce.Eval(mem, b)
+	}
+	ce.eb = evalBatch{cols: b.Cols, n: b.N}
+	v, err := ce.root.eval(&ce.eb, b.Sel)
+	ce.eb.cols = nil
+	if err != nil {
+		return nil, err
+	}
+	return materializeDense(mem, v, ce.root.dt(), b.Sel), nil
 }
 
 // EvalFilter returns the live rows of b for which the boolean expression is
@@ -749,25 +765,39 @@ func (ce *CompiledExpr) EvalFilter(b *Batch) ([]int32, error) {
 }
 
 // materialize copies v's first n rows into a new Arrow array of type dt.
-func materialize(mem memory.Allocator, v *vec, dt arrow.DataType, n int) arrow.Array {
+// When sel is sparse only the selected rows are copied: the others are
+// unspecified anyway, and after a selective filter copying all n rows would
+// dominate the cost of the expression.
+func materialize(mem memory.Allocator, v *vec, dt arrow.DataType, n int, sel []int32) arrow.Array {
 	k, _ := kindOf(dt)
 	if k == pNull {
 		return array.NewNull(n)
 	}
+	// sparse: fewer than 1/4 of the rows are live (a memmove of all rows
+	// costs about as much as a scattered copy of a quarter of them).
+	sparse := sel != nil && len(sel) < n/4
 	var validity *memory.Buffer
-	nullCount := 0
+	nullCount := array.UnknownNullCount
 	if v.nulls != nil {
 		validity = memory.NewResizableBuffer(mem)
 		validity.Resize(int(bitutil.BytesForBits(int64(n))))
 		bm := validity.Bytes()
 		clear(bm)
-		for i := 0; i < n; i++ {
-			if v.nulls[i] {
-				nullCount++
-			} else {
-				bitutil.SetBit(bm, i)
+		if sparse {
+			for _, i := range sel {
+				if !v.nulls[i] {
+					bitutil.SetBit(bm, int(i))
+				}
+			}
+		} else {
+			for i := 0; i < n; i++ {
+				if !v.nulls[i] {
+					bitutil.SetBit(bm, i)
+				}
 			}
 		}
+	} else {
+		nullCount = 0
 	}
 	values := memory.NewResizableBuffer(mem)
 	bufs := []*memory.Buffer{validity, values}
@@ -776,26 +806,34 @@ func materialize(mem memory.Allocator, v *vec, dt arrow.DataType, n int) arrow.A
 		values.Resize(int(bitutil.BytesForBits(int64(n))))
 		bm := values.Bytes()
 		clear(bm)
-		for i := 0; i < n; i++ {
-			if v.b[i] {
-				bitutil.SetBit(bm, i)
+		if sparse {
+			for _, i := range sel {
+				if v.b[i] {
+					bitutil.SetBit(bm, int(i))
+				}
+			}
+		} else {
+			for i := 0; i < n; i++ {
+				if v.b[i] {
+					bitutil.SetBit(bm, i)
+				}
 			}
 		}
 	case pI32:
 		values.Resize(n * 4)
-		copy(arrow.Int32Traits.CastFromBytes(values.Bytes()), v.i32[:n])
+		copyRows(arrow.Int32Traits.CastFromBytes(values.Bytes()), v.i32, n, sel, sparse)
 	case pI64:
 		values.Resize(n * 8)
-		copy(arrow.Int64Traits.CastFromBytes(values.Bytes()), v.i64[:n])
+		copyRows(arrow.Int64Traits.CastFromBytes(values.Bytes()), v.i64, n, sel, sparse)
 	case pF64:
 		values.Resize(n * 8)
-		copy(arrow.Float64Traits.CastFromBytes(values.Bytes()), v.f64[:n])
+		copyRows(arrow.Float64Traits.CastFromBytes(values.Bytes()), v.f64, n, sel, sparse)
 	case pD128:
 		values.Resize(n * 16)
-		copy(arrow.Decimal128Traits.CastFromBytes(values.Bytes()), v.d[:n])
+		copyRows(arrow.Decimal128Traits.CastFromBytes(values.Bytes()), v.d, n, sel, sparse)
 	case pIv:
 		values.Resize(n * arrow.MonthDayNanoIntervalSizeBytes)
-		copy(arrow.MonthDayNanoIntervalTraits.CastFromBytes(values.Bytes()), v.iv[:n])
+		copyRows(arrow.MonthDayNanoIntervalTraits.CastFromBytes(values.Bytes()), v.iv, n, sel, sparse)
 	case pStr:
 		values.Resize((n + 1) * 4)
 		offs := arrow.Int32Traits.CastFromBytes(values.Bytes())
@@ -821,6 +859,103 @@ func materialize(mem memory.Allocator, v *vec, dt arrow.DataType, n int) arrow.A
 	a := array.MakeFromData(d)
 	d.Release()
 	return a
+}
+
+// materializeDense gathers the rows sel of v into a new array of
+// len(sel) rows.
+func materializeDense(mem memory.Allocator, v *vec, dt arrow.DataType, sel []int32) arrow.Array {
+	k, _ := kindOf(dt)
+	n := len(sel)
+	if k == pNull {
+		return array.NewNull(n)
+	}
+	var validity *memory.Buffer
+	nullCount := 0
+	if v.nulls != nil {
+		validity = memory.NewResizableBuffer(mem)
+		validity.Resize(int(bitutil.BytesForBits(int64(n))))
+		bm := validity.Bytes()
+		clear(bm)
+		for j, i := range sel {
+			if v.nulls[i] {
+				nullCount++
+			} else {
+				bitutil.SetBit(bm, j)
+			}
+		}
+	}
+	values := memory.NewResizableBuffer(mem)
+	bufs := []*memory.Buffer{validity, values}
+	switch k {
+	case pBool:
+		values.Resize(int(bitutil.BytesForBits(int64(n))))
+		bm := values.Bytes()
+		clear(bm)
+		for j, i := range sel {
+			if v.b[i] {
+				bitutil.SetBit(bm, j)
+			}
+		}
+	case pI32:
+		values.Resize(n * 4)
+		gatherRows(arrow.Int32Traits.CastFromBytes(values.Bytes()), v.i32, sel)
+	case pI64:
+		values.Resize(n * 8)
+		gatherRows(arrow.Int64Traits.CastFromBytes(values.Bytes()), v.i64, sel)
+	case pF64:
+		values.Resize(n * 8)
+		gatherRows(arrow.Float64Traits.CastFromBytes(values.Bytes()), v.f64, sel)
+	case pD128:
+		values.Resize(n * 16)
+		gatherRows(arrow.Decimal128Traits.CastFromBytes(values.Bytes()), v.d, sel)
+	case pIv:
+		values.Resize(n * arrow.MonthDayNanoIntervalSizeBytes)
+		gatherRows(arrow.MonthDayNanoIntervalTraits.CastFromBytes(values.Bytes()), v.iv, sel)
+	case pStr:
+		values.Resize((n + 1) * 4)
+		offs := arrow.Int32Traits.CastFromBytes(values.Bytes())
+		size := 0
+		for _, i := range sel {
+			size += int(v.off[i+1] - v.off[i])
+		}
+		data := memory.NewResizableBuffer(mem)
+		data.Resize(size)
+		db := data.Bytes()
+		pos := 0
+		for j, i := range sel {
+			offs[j] = int32(pos)
+			pos += copy(db[pos:], v.str[v.off[i]:v.off[i+1]])
+		}
+		offs[n] = int32(pos)
+		bufs = append(bufs, data)
+	}
+	d := array.NewData(dt, n, bufs, nil, nullCount, 0)
+	for _, b := range bufs {
+		if b != nil {
+			b.Release()
+		}
+	}
+	a := array.MakeFromData(d)
+	d.Release()
+	return a
+}
+
+func gatherRows[T any](dst, src []T, sel []int32) {
+	for j, i := range sel {
+		dst[j] = src[i]
+	}
+}
+
+// copyRows copies src to dst: all n rows, or only the rows of sel when
+// sparse (dst is freshly allocated, so the others are zero).
+func copyRows[T any](dst, src []T, n int, sel []int32, sparse bool) {
+	if !sparse {
+		copy(dst[:n], src[:n])
+		return
+	}
+	for _, i := range sel {
+		dst[i] = src[i]
+	}
 }
 
 // ---------------------------------------------------------------- typing

@@ -134,6 +134,9 @@ func (c *compiler) compileLogic(e *Expr) (node, error) {
 	}
 	var n node
 	if e.Fn == FnAnd {
+		if args = fuseRanges(args); len(args) == 1 {
+			return fold(args[0], all...), nil
+		}
 		n = &andNode{args: args}
 	} else {
 		n = &orNode{args: args}

@@ -5,15 +5,22 @@ import (
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
-// Project computes one expression per output column. Column references
-// pass the input array through without copying; computed columns are
-// evaluated at the live rows only and keep the input's physical layout, so
-// the output batch has the input's N and Sel.
+// Project computes one expression per output column, at the live rows
+// only. Column references pass the input array through without copying and
+// computed columns keep the input's physical layout, so the output batch
+// has the input's N and Sel.
+//
+// NB: when fewer than 1/8 of the input rows are live (after a selective
+// filter) and some column is computed, Project compacts instead: every
+// output column holds just the live rows and the batch has no Sel.
+// Materializing N-row arrays for a few live rows would cost more than
+// gathering them (docs/decisions.md, D3).
 type Project struct {
-	child  Operator
-	exprs  []*CompiledExpr
-	schema *arrow.Schema
-	env    *Env
+	child    Operator
+	exprs    []*CompiledExpr
+	schema   *arrow.Schema
+	env      *Env
+	computed bool // some expression is not a bare column reference
 
 	owned  []arrow.Array // computed arrays of the last batch
 	out    Batch
@@ -38,6 +45,9 @@ func NewProject(child Operator, exprs []Expr, names []string) (*Project, error) 
 			return nil, err
 		}
 		p.exprs = append(p.exprs, ce)
+		if _, ok := ce.ColumnIndex(); !ok {
+			p.computed = true
+		}
 		name := e.String()
 		if len(names) > 0 && names[i] != "" {
 			name = names[i]
@@ -84,6 +94,22 @@ func (p *Project) Next() (*Batch, error) {
 		return nil, nil
 	}
 	cols := p.out.Cols[:0]
+	// sparseDivisor: compact when live*8 < N (see the type comment).
+	const sparseDivisor = 8
+	if p.computed && b.Sel != nil && len(b.Sel)*sparseDivisor < b.N {
+		for _, ce := range p.exprs {
+			a, err := ce.EvalCompact(p.env.Alloc, b)
+			if err != nil {
+				p.releaseOwned()
+				p.err = err
+				return nil, err
+			}
+			p.owned = append(p.owned, a)
+			cols = append(cols, a)
+		}
+		p.out = Batch{Cols: cols, N: len(b.Sel)}
+		return &p.out, nil
+	}
 	for _, ce := range p.exprs {
 		if idx, ok := ce.ColumnIndex(); ok {
 			cols = append(cols, b.Cols[idx])
