@@ -36,18 +36,29 @@ type explainer struct {
 	defs   []*SharedDef
 }
 
-func exprList(es []Expr) string {
+// x prints an expression, with column IDs in verbose mode.
+func (e *explainer) x(x Expr) string {
+	if e.opts.Verbose {
+		return exprVerbose(x)
+	}
+	return x.String()
+}
+
+func (e *explainer) exprList(es []Expr) string {
 	s := make([]string, len(es))
-	for i, e := range es {
-		s[i] = e.String()
+	for i, x := range es {
+		s[i] = e.x(x)
 	}
 	return strings.Join(s, ", ")
 }
 
-func keyList(ks []SortKey) string {
+func (e *explainer) keyList(ks []SortKey) string {
 	s := make([]string, len(ks))
 	for i, k := range ks {
 		s[i] = k.String()
+		if e.opts.Verbose {
+			s[i] = exprVerbose(k.Expr) + strings.TrimPrefix(s[i], k.Expr.String())
+		}
 	}
 	return strings.Join(s, ", ")
 }
@@ -100,11 +111,11 @@ func (e *explainer) node(p Plan, depth int) {
 		}
 		line += " [" + e.colList(n.Cols) + "]"
 		if len(n.Filters) > 0 {
-			line += " filter=[" + exprList(n.Filters) + "]"
+			line += " filter=[" + e.exprList(n.Filters) + "]"
 			collect(n.Filters...)
 		}
 	case *FilterNode:
-		line = "Filter " + n.Cond.String()
+		line = "Filter " + e.x(n.Cond)
 		collect(n.Cond)
 	case *ProjectNode:
 		items := make([]string, len(n.Exprs))
@@ -113,7 +124,7 @@ func (e *explainer) node(p Plan, depth int) {
 			if r, ok := x.(*ColRef); ok && r.ID == c.ID {
 				items[i] = e.colList([]Column{c})
 			} else {
-				items[i] = e.colList([]Column{c}) + " := " + x.String()
+				items[i] = e.colList([]Column{c}) + " := " + e.x(x)
 			}
 		}
 		line = "Project [" + strings.Join(items, ", ") + "]"
@@ -123,7 +134,7 @@ func (e *explainer) node(p Plan, depth int) {
 		if len(n.Groups) > 0 {
 			items := make([]string, len(n.Groups))
 			for i, g := range n.Groups {
-				items[i] = g.String()
+				items[i] = e.x(g)
 				if e.opts.Verbose {
 					items[i] = e.colList([]Column{n.GroupCols[i]}) + " := " + items[i]
 				}
@@ -135,7 +146,7 @@ func (e *explainer) node(p Plan, depth int) {
 			for i, a := range n.Aggs {
 				items[i] = a.String()
 				if e.opts.Verbose {
-					items[i] = e.colList([]Column{n.AggCols[i]}) + " := " + items[i]
+					items[i] = e.colList([]Column{n.AggCols[i]}) + " := " + aggVerbose(a)
 				}
 			}
 			line += " aggs=[" + strings.Join(items, ", ") + "]"
@@ -148,12 +159,12 @@ func (e *explainer) node(p Plan, depth int) {
 		if len(n.Equi) > 0 {
 			items := make([]string, len(n.Equi))
 			for i, q := range n.Equi {
-				items[i] = q.Left.String() + " = " + q.Right.String()
+				items[i] = e.x(q.Left) + " = " + e.x(q.Right)
 			}
 			line += " on [" + strings.Join(items, ", ") + "]"
 		}
 		if n.Cond != nil {
-			line += " cond=[" + n.Cond.String() + "]"
+			line += " cond=[" + e.x(n.Cond) + "]"
 			collect(n.Cond)
 		}
 		if n.Mark != nil {
@@ -163,7 +174,7 @@ func (e *explainer) node(p Plan, depth int) {
 			line += " build=" + map[BuildSide]string{BuildRight: "right", BuildLeft: "left"}[n.Build]
 		}
 	case *SortNode:
-		line = "Sort [" + keyList(n.Keys) + "]"
+		line = "Sort [" + e.keyList(n.Keys) + "]"
 	case *LimitNode:
 		line = "Limit"
 		if n.Limit >= 0 {
@@ -177,7 +188,7 @@ func (e *explainer) node(p Plan, depth int) {
 		if n.Offset > 0 {
 			line += fmt.Sprintf(" offset %d", n.Offset)
 		}
-		line += " [" + keyList(n.Keys) + "]"
+		line += " [" + e.keyList(n.Keys) + "]"
 	case *SetOpNode:
 		line = "SetOp " + n.Kind.String()
 		if n.All {
@@ -189,13 +200,13 @@ func (e *explainer) node(p Plan, depth int) {
 	case *WindowNode:
 		items := make([]string, len(n.Funcs))
 		for i, w := range n.Funcs {
-			s := w.Fn + "(" + exprList(w.Args) + ") OVER ("
+			s := w.Fn + "(" + e.exprList(w.Args) + ") OVER ("
 			var parts []string
 			if len(w.PartitionBy) > 0 {
-				parts = append(parts, "PARTITION BY "+exprList(w.PartitionBy))
+				parts = append(parts, "PARTITION BY "+e.exprList(w.PartitionBy))
 			}
 			if len(w.OrderBy) > 0 {
-				parts = append(parts, "ORDER BY "+keyList(w.OrderBy))
+				parts = append(parts, "ORDER BY "+e.keyList(w.OrderBy))
 			}
 			if w.Frame != nil {
 				parts = append(parts, fmt.Sprintf("%s %s..%s", strings.ToUpper(w.Frame.Mode), boundString(w.Frame.Start, w.Frame.StartOffset), boundString(w.Frame.End, w.Frame.EndOffset)))
@@ -247,4 +258,15 @@ func boundString(k FrameBoundKind, off Expr) string {
 		return off.String() + " preceding"
 	}
 	return off.String() + " following"
+}
+
+func aggVerbose(a *AggCall) string {
+	if a.Fn == aggCountStar {
+		return "count(*)"
+	}
+	d := ""
+	if a.Distinct {
+		d = "DISTINCT "
+	}
+	return a.Fn + "(" + d + exprVerbose(a.Arg) + ")"
 }

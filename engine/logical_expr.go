@@ -385,7 +385,7 @@ func substitute(e Expr, m map[ColumnID]Expr) Expr {
 // equality (group keys, common aggregates).
 func exprKey(e Expr) string {
 	var b strings.Builder
-	formatExpr(&b, e, 0, true)
+	formatExpr(&b, e, 0, fmtKey)
 	return b.String()
 }
 
@@ -402,9 +402,25 @@ func (s *SubqueryExpr) String() string { return exprString(s) }
 
 func exprString(e Expr) string {
 	var b strings.Builder
-	formatExpr(&b, e, 0, false)
+	formatExpr(&b, e, 0, fmtNames)
 	return b.String()
 }
+
+// exprVerbose prints e with column IDs after the names ("l_orderkey#18").
+func exprVerbose(e Expr) string {
+	var b strings.Builder
+	formatExpr(&b, e, 0, fmtVerbose)
+	return b.String()
+}
+
+// How formatExpr prints column references and constants.
+type fmtMode uint8
+
+const (
+	fmtNames   fmtMode = iota // names (EXPLAIN)
+	fmtKey                    // IDs and typed constants (structural equality)
+	fmtVerbose                // names with IDs (EXPLAIN VERBOSE)
+)
 
 var infixOps = map[string]struct {
 	sym  string
@@ -417,8 +433,8 @@ var infixOps = map[string]struct {
 }
 
 // formatExpr prints e; prec is the binding strength of the context (0:
-// none), withIDs prints column IDs instead of names.
-func formatExpr(b *strings.Builder, e Expr, prec int, withIDs bool) {
+// none).
+func formatExpr(b *strings.Builder, e Expr, prec int, mode fmtMode) {
 	paren := func(p int, f func()) {
 		if p < prec {
 			b.WriteByte('(')
@@ -432,32 +448,35 @@ func formatExpr(b *strings.Builder, e Expr, prec int, withIDs bool) {
 	case nil:
 		b.WriteString("<nil>")
 	case *ColRef:
-		if withIDs {
+		switch mode {
+		case fmtKey:
 			fmt.Fprintf(b, "#%d", e.ID)
-		} else {
+		case fmtVerbose:
+			fmt.Fprintf(b, "%s#%d", e.Name, e.ID)
+		default:
 			b.WriteString(e.Name)
 		}
 	case *Const:
-		if withIDs {
+		if mode == fmtKey {
 			b.WriteString(typeString(e.Typ))
 			b.WriteByte(':')
 		}
 		b.WriteString(formatConst(e))
 	case *CastExpr:
 		b.WriteString("CAST(")
-		formatExpr(b, e.X, 0, withIDs)
+		formatExpr(b, e.X, 0, mode)
 		b.WriteString(" AS " + typeString(e.Typ) + ")")
 	case *CaseExpr:
 		b.WriteString("CASE")
 		for i := range e.Whens {
 			b.WriteString(" WHEN ")
-			formatExpr(b, e.Whens[i], 0, withIDs)
+			formatExpr(b, e.Whens[i], 0, mode)
 			b.WriteString(" THEN ")
-			formatExpr(b, e.Thens[i], 0, withIDs)
+			formatExpr(b, e.Thens[i], 0, mode)
 		}
 		if e.Else != nil {
 			b.WriteString(" ELSE ")
-			formatExpr(b, e.Else, 0, withIDs)
+			formatExpr(b, e.Else, 0, mode)
 		}
 		b.WriteString(" END")
 	case *SubqueryExpr:
@@ -466,7 +485,7 @@ func formatExpr(b *strings.Builder, e Expr, prec int, withIDs bool) {
 			fmt.Fprintf(b, "EXISTS(subquery %d)", e.ID)
 		case SubIn:
 			paren(5, func() {
-				formatExpr(b, e.X, 6, withIDs)
+				formatExpr(b, e.X, 6, mode)
 				fmt.Fprintf(b, " IN (subquery %d)", e.ID)
 			})
 		default:
@@ -483,7 +502,7 @@ func formatExpr(b *strings.Builder, e Expr, prec int, withIDs bool) {
 					if i > 0 {
 						p++ // left-associative: a right operand of equal strength needs parentheses
 					}
-					formatExpr(b, a, p, withIDs)
+					formatExpr(b, a, p, mode)
 				}
 			})
 			return
@@ -492,16 +511,16 @@ func formatExpr(b *strings.Builder, e Expr, prec int, withIDs bool) {
 		case fnNot:
 			paren(3, func() {
 				b.WriteString("NOT ")
-				formatExpr(b, e.Args[0], 3, withIDs)
+				formatExpr(b, e.Args[0], 3, mode)
 			})
 		case fnNeg:
 			paren(9, func() {
 				b.WriteString("-")
-				formatExpr(b, e.Args[0], 10, withIDs)
+				formatExpr(b, e.Args[0], 10, mode)
 			})
 		case fnIsNull, fnNotNull:
 			paren(4, func() {
-				formatExpr(b, e.Args[0], 5, withIDs)
+				formatExpr(b, e.Args[0], 5, mode)
 				if e.Fn == fnIsNull {
 					b.WriteString(" IS NULL")
 				} else {
@@ -510,24 +529,24 @@ func formatExpr(b *strings.Builder, e Expr, prec int, withIDs bool) {
 			})
 		case fnIn:
 			paren(5, func() {
-				formatExpr(b, e.Args[0], 6, withIDs)
+				formatExpr(b, e.Args[0], 6, mode)
 				b.WriteString(" IN (")
 				for i, a := range e.Args[1:] {
 					if i > 0 {
 						b.WriteString(", ")
 					}
-					formatExpr(b, a, 0, withIDs)
+					formatExpr(b, a, 0, mode)
 				}
 				b.WriteString(")")
 			})
 		case fnLike:
 			paren(5, func() {
-				formatExpr(b, e.Args[0], 6, withIDs)
+				formatExpr(b, e.Args[0], 6, mode)
 				b.WriteString(" LIKE ")
-				formatExpr(b, e.Args[1], 6, withIDs)
+				formatExpr(b, e.Args[1], 6, mode)
 				if len(e.Args) > 2 {
 					b.WriteString(" ESCAPE ")
-					formatExpr(b, e.Args[2], 6, withIDs)
+					formatExpr(b, e.Args[2], 6, mode)
 				}
 			})
 		case fnExtract:
@@ -538,7 +557,7 @@ func formatExpr(b *strings.Builder, e Expr, prec int, withIDs bool) {
 				}
 			}
 			b.WriteString(" FROM ")
-			formatExpr(b, e.Args[1], 0, withIDs)
+			formatExpr(b, e.Args[1], 0, mode)
 			b.WriteString(")")
 		default:
 			b.WriteString(e.Fn)
@@ -547,7 +566,7 @@ func formatExpr(b *strings.Builder, e Expr, prec int, withIDs bool) {
 				if i > 0 {
 					b.WriteString(", ")
 				}
-				formatExpr(b, a, 0, withIDs)
+				formatExpr(b, a, 0, mode)
 			}
 			b.WriteByte(')')
 		}

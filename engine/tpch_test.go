@@ -209,3 +209,18 @@ func BenchmarkPlanTPCH(b *testing.B) {
 		}
 	}
 }
+
+// TestExplainVerbose pins EXPLAIN VERBOSE (column IDs and types) for two
+// queries where names alone are ambiguous (Q2 reads partsupp twice) or
+// plans are shared (Q15).
+func TestExplainVerbose(t *testing.T) {
+	var b strings.Builder
+	for _, n := range []int{2, 15} {
+		p, err := Optimize(bindQuery(t, tpchQuery(t, n)).Plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "-- Q%d\n%s\n", n, ExplainPlan(p, ExplainOptions{Verbose: true, NoRows: true}))
+	}
+	checkGolden(t, "explain_verbose.golden", b.String())
+}
