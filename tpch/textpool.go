@@ -1,7 +1,9 @@
 package tpch
 
 import (
+	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // textPoolSize is dbgen's TEXT_POOL_SIZE (300 MiB): every comment of every
@@ -16,22 +18,56 @@ var (
 // textPool returns the shared text pool, generating it on first use (about
 // a second; it is read-only afterwards and safe for concurrent use).
 func textPool() []byte {
-	poolOnce.Do(func() { pool = buildTextPool(textPoolSize) })
+	poolOnce.Do(func() {
+		buf := allocPool(textPoolSize)
+		if !fillTextPoolParallel(buf, poolCheckpoints, runtime.GOMAXPROCS(0)) {
+			fillTextPool(buf, 0, len(buf), seedInit[sdTextPool], nil)
+		}
+		pool = buf
+	})
 	return pool
 }
 
-// buildTextPool generates the first size bytes of dbgen's text pool: random
-// sentences from the grammar in dists.dss, drawn from stream 5, each
-// followed by one space; the last sentence is cut to fill the pool exactly.
+// poolCheckpoint is the state of the text pool generation at the start of
+// a sentence: its byte offset and the value of stream 5 before its first
+// draw. Sentences are generated one after the other from one stream, so
+// these checkpoints (textpool_checkpoints.go, recorded by
+// TestTextPoolCheckpoints) let the pool be built in parallel segments.
+type poolCheckpoint struct {
+	off  int
+	seed int64
+}
+
+// buildTextPool generates the first size bytes of dbgen's text pool,
+// sequentially.
 func buildTextPool(size int) []byte {
 	buf := allocPool(size)
-	g := sentenceGen{s: stream{cur: seedInit[sdTextPool]}}
+	fillTextPool(buf, 0, size, seedInit[sdTextPool], nil)
+	return buf
+}
+
+// fillTextPool writes the pool's bytes [from, to) into buf, starting with
+// a sentence at from whose first draw follows seed: random sentences from
+// the grammar in dists.dss, each followed by one space; a sentence that
+// does not fit before len(buf) is cut to fill the pool exactly (dbgen
+// text.c). It returns the offset reached (to, unless a sentence crosses
+// to, which a correct checkpoint never makes happen) and calls mark, if
+// set, at the start of every sentence.
+func fillTextPool(buf []byte, from, to int, seed int64, mark func(off int, seed int64)) int {
+	g := sentenceGen{s: stream{cur: seed}}
 	var sentence [512]byte
-	n := 0
-	for n < size {
+	size := len(buf)
+	n := from
+	for n < to {
+		if mark != nil {
+			mark(n, g.s.cur)
+		}
 		s := g.sentence(sentence[:0])
 		needed := size - n
 		if needed >= len(s)+1 {
+			if n+len(s)+1 > to {
+				return n + len(s) + 1
+			}
 			n += copy(buf[n:], s)
 			buf[n] = ' '
 			n++
@@ -39,8 +75,46 @@ func buildTextPool(size int) []byte {
 			n += copy(buf[n:], s[:needed])
 		}
 	}
-	return buf
+	return n
 }
+
+// fillTextPoolParallel builds the whole pool from checkpoints on up to
+// workers goroutines. It reports false (and the caller builds the pool
+// sequentially) when the checkpoints do not fit the pool.
+func fillTextPoolParallel(buf []byte, cps []poolCheckpoint, workers int) bool {
+	if len(cps) == 0 || cps[0].off != 0 || cps[0].seed != seedInit[sdTextPool] || workers < 2 {
+		return false
+	}
+	var wg sync.WaitGroup
+	var bad atomic.Bool
+	next := atomic.Int64{}
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(cps) {
+					return
+				}
+				to := len(buf)
+				if i+1 < len(cps) {
+					to = cps[i+1].off
+				}
+				if to > len(buf) || cps[i].off >= to || fillTextPool(buf, cps[i].off, to, cps[i].seed, nil) != to {
+					bad.Store(true)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return !bad.Load()
+}
+
+// WarmTextPool builds the 300 MiB text pool now (it is otherwise built by
+// the first generation that needs it), e.g. to keep it out of a timing.
+func WarmTextPool() { textPool() }
 
 // sentenceGen produces dbgen's sentences (text.c txt_sentence, txt_np,
 // txt_vp).
@@ -125,6 +199,3 @@ func (g *sentenceGen) verbPhrase(dst []byte) []byte {
 	return dst
 }
 
-// WarmTextPool builds the 300 MiB text pool now (it is otherwise built by
-// the first generation that needs it), e.g. to keep it out of a timing.
-func WarmTextPool() { textPool() }
