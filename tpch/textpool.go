@@ -198,4 +198,3 @@ func (g *sentenceGen) verbPhrase(dst []byte) []byte {
 	}
 	return dst
 }
-
