@@ -20,6 +20,9 @@ const numPoolCheckpoints = 64
 // textpool_checkpoints.go (-rewrite regenerates the file); then checks
 // that the parallel build from the checkpoints gives the same bytes.
 func TestTextPoolCheckpoints(t *testing.T) {
+	if testing.Short() && !*rewrite {
+		t.Skip("builds the 300 MiB pool twice; the md5 tests cover the parallel build")
+	}
 	seq := make([]byte, textPoolSize)
 	var cps []poolCheckpoint
 	fillTextPool(seq, 0, len(seq), seedInit[sdTextPool], func(off int, seed int64) {
