@@ -2,6 +2,50 @@
 // gossip, the coordinator, worker and storage roles, task scheduling and
 // cancellation, cluster keys and mutual TLS, and per-node metrics.
 //
+// # Pieces
+//
+//	options.go      Options (one struct for every role), defaults, Validate, JSON config files
+//	meta.go         NodeInfo and its compact versioned encoding in memberlist metadata
+//	keys.go         cluster key + CA (InitKeys, IssueNodeDir, LoadKeys), TLS configs for every port
+//	membership.go   memberlist wrapper: alive members, ordered events, LAN failure-detection timing
+//	node.go         StartNode / StartCoordinator / StartWorker / JoinAsStorage, shutdown
+//	wire.go         control-plane frames and codec; nferr kinds <-> gRPC status
+//	worker.go       nicflow.Control service: RunTask stream, Cancel; TaskContext for executors
+//	coordinator.go  Flight client service (DoGet, progress/cancel/members actions), query lifecycle
+//	query.go        Query (what a QueryRunner uses: Place, Start, Watch, Fail) and Task handles
+//	scheduler.go    gang placement by advertised cores (soft) and memory (hard)
+//	client.go       Go client of the coordinator
+//	check.go        the built-in "nicflow.check" request: reference QueryRunner and Executor
+//	local.go        LocalCluster: a whole cluster as child processes (process group, Pdeathsig)
+//	admin.go        /metrics, /status, /debug/pprof
+//
+// # Invariants
+//
+//   - INVARIANT: no task outlives its query. A worker cancels a task when its
+//     stream ends, when a Cancel for its query arrives, when its coordinator
+//     or a node in Spec.Needs leaves membership, or when the worker stops;
+//     when a QueryRunner returns, the coordinator cancels every task of the
+//     query and waits (bounded) for the workers to confirm.
+//   - INVARIANT: the first failure wins. A task error, a node death or a
+//     client cancel is recorded once on the Query and is what the client
+//     receives, with its nferr kind, even though the runner usually only
+//     sees the resulting cancellation.
+//   - INVARIANT: nothing unauthenticated gets in. Gossip is encrypted and
+//     authenticated with the cluster key (memberlist drops other packets);
+//     every gRPC port requires TLS 1.3 client certificates of the cluster CA;
+//     worker control calls require a coordinator certificate.
+//   - INVARIANT: bad bytes close one connection. Frames are bounded (gRPC
+//     max message size) and checksummed (xxh3); metadata, frames and tickets
+//     are parsed without panics (fuzzed), and IPC decoding of task output
+//     recovers panics into KindData errors.
+//   - Reservations: cores and memory placed by the scheduler are released
+//     when the task ends, when the query ends (unused placements), or when
+//     the worker leaves.
+//
 // Dependencies: cluster imports engine, exec, shuffle and storage; only cmd
-// imports cluster.
+// imports cluster. Storage and shuffle take *tls.Config values from
+// Keys.ServerTLS / Keys.ClientTLS rather than importing cluster.
+//
+// See docs/cluster.md for operation (three-machine setup, keys, failures,
+// client protocol, how the engine plugs in).
 package cluster
