@@ -122,3 +122,9 @@ func bindQuery(t testing.TB, src string) *QueryStmt {
 }
 
 func readFileBytes(path string) ([]byte, error) { return os.ReadFile(path) }
+
+// newTestSessionWith is newTestSession over another base catalog.
+func newTestSessionWith(base Catalog) *testSession {
+	views := NewMemCatalog()
+	return &testSession{cat: OverlayCatalog{Base: base, Views: views}, views: views}
+}
