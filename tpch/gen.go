@@ -116,7 +116,8 @@ func appendAlnum(dst []byte, s *stream, lo, hi int64) []byte {
 	return dst
 }
 
-// appendPhone is dbgen's gen_phone: CC-AAA-EEE-NNNN with CC = 10 + nation.
+// appendPhone is dbgen's gen_phone: CC-AAA-EEE-NNNN with CC = 10 + nation
+// (modulo NATIONS_MAX = 90, the country codes two digits allow).
 func appendPhone(dst []byte, s *stream, nation int64) []byte {
 	a := s.unif(100, 999)
 	e := s.unif(100, 999)
@@ -286,6 +287,7 @@ func (g *suppGen) row(i int64, b *batch) {
 	typ := g.bbbType.unif(0, 100)
 	noise := g.bbbJunk.unif(0, clen-bbbCmntLen)
 	offset := g.bbbOffs.unif(0, clen-(bbbCmntLen+noise))
+	// S_CMNT_BBB: 10 in 10,000 suppliers; BBB_DEADBEATS: half complain.
 	if badPress <= 10 {
 		g.buf = append(g.buf[:0], cmnt...)
 		copy(g.buf[offset:], "Customer ")
@@ -293,7 +295,7 @@ func (g *suppGen) row(i int64, b *batch) {
 		if typ >= 50 {
 			word = "Recommends"
 		}
-		copy(g.buf[9+offset+noise:], word)
+		copy(g.buf[int64(len("Customer "))+offset+noise:], word)
 		cmnt = b.appendArena(g.buf)
 	}
 	c[sComment].str = append(c[sComment].str, cmnt)
