@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -62,6 +63,17 @@ func runTestNode(args []string) int {
 		o.Join = strings.Split(join, ",")
 	}
 	o.Role = role
+	if role == RoleStorage && o.ControlAddr != "" {
+		// --listen is the Flight port of a storage node; a listener stands in
+		// for the Flight service, advertised as the real one would be.
+		lis, err := net.Listen("tcp", o.ControlAddr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer lis.Close()
+		o.FlightAddr, o.ControlAddr = lis.Addr().String(), ""
+	}
 	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

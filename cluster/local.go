@@ -209,9 +209,9 @@ func (lc *LocalCluster) start(role Role, id string, extra []string) (*localProc,
 	common := []string{
 		"--node-id", id, "--keys", o.KeyDir, "--advertise", host,
 		"--gossip", host + ":0", "--admin", host + ":0", "--ready-file", p.ready,
-	}
-	if role != RoleStorage {
-		common = append(common, "--listen", host+":0")
+		// NB: the control port on coordinators and workers; the Flight port
+		// on storage nodes (their --listen belongs to cmd/nicflow/storage.go).
+		"--listen", host + ":0",
 	}
 	common = append(common, extra...)
 	common = append(common, o.Extra[role]...)

@@ -67,6 +67,11 @@ func TestLocalClusterProcesses(t *testing.T) {
 	if err != nil || countRole(ms, RoleWorker) != 2 || countRole(ms, RoleStorage) != 1 {
 		t.Fatalf("members %+v %v", ms, err)
 	}
+	for _, m := range ms {
+		if m.Role == RoleStorage && (m.FlightAddr == "" || m.ControlAddr != "") {
+			t.Errorf("storage node advertises flight %q, control %q", m.FlightAddr, m.ControlAddr)
+		}
+	}
 	run := func(params map[string]string, kind string) (map[string]int, error) {
 		res, err := c.Query(ctx, "", QueryOptions{Kind: kind, Params: params})
 		if err != nil {

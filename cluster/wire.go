@@ -233,6 +233,14 @@ func FromStatus(err error, remote string) error {
 		}
 	}
 	msg := st.Message()
+	// The storage Flight service writes kinds as "nicflow/<kind>: <message>".
+	if rest, ok := strings.CutPrefix(msg, "nicflow/"); ok {
+		if i := strings.Index(rest, ": "); i > 0 {
+			if k, err := strconv.Atoi(rest[:i]); err == nil && k >= 0 && k < 256 {
+				return nferr.Decode(nferr.Kind(k), rest[i+2:], remote)
+			}
+		}
+	}
 	var k nferr.Kind
 	switch st.Code() {
 	case codes.Canceled, codes.DeadlineExceeded:
