@@ -1,0 +1,754 @@
+package exec
+
+// Window functions.
+//
+// The operator materializes its input (charged to the "window" account),
+// sorts it by (PARTITION BY keys, ORDER BY keys) with the stable sort of
+// sort.go, computes every function over each partition, and emits the
+// input columns followed by one column per function, in that sorted order.
+//
+// Frames. Without a frame clause a function with ORDER BY sees RANGE
+// BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW: the rows up to the current
+// row and all its peers (rows equal on the ORDER BY keys); without ORDER
+// BY it sees the whole partition. ROWS frames take any bounds (UNBOUNDED
+// PRECEDING, n PRECEDING, CURRENT ROW, n FOLLOWING, UNBOUNDED FOLLOWING);
+// RANGE frames take UNBOUNDED and CURRENT ROW bounds (peers). A frame whose
+// start is after its end is empty.
+//
+// Evaluation is O(rows) per function: frame starts and ends never move
+// backwards as the current row advances, so sums and counts slide (add the
+// rows entering, subtract the rows leaving; exact 128-bit integers for
+// integer and decimal sums; float sums keep NaN and infinities apart so
+// they leave the frame cleanly), and min/max keep a monotonic deque of row
+// numbers. Ranking functions read peer boundaries.
+//
+// Result types follow the aggregates (agg_funcs.go): row_number, rank,
+// dense_rank and count are int64; sum, avg, min and max as in HashAgg.
+
+import (
+	"math"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// WindowFunc names a window function.
+type WindowFunc string
+
+// The window functions.
+const (
+	WinRowNumber WindowFunc = "row_number"
+	WinRank      WindowFunc = "rank"
+	WinDenseRank WindowFunc = "dense_rank"
+	WinCountStar WindowFunc = "count_star"
+	WinCount     WindowFunc = "count"
+	WinSum       WindowFunc = "sum"
+	WinAvg       WindowFunc = "avg"
+	WinMin       WindowFunc = "min"
+	WinMax       WindowFunc = "max"
+)
+
+// FrameMode is ROWS or RANGE.
+type FrameMode string
+
+// The frame modes.
+const (
+	FrameRows  FrameMode = "rows"
+	FrameRange FrameMode = "range"
+)
+
+// BoundKind is the kind of a frame bound.
+type BoundKind string
+
+// The frame bounds.
+const (
+	UnboundedPreceding BoundKind = "unbounded_preceding"
+	Preceding          BoundKind = "preceding"
+	CurrentRow         BoundKind = "current_row"
+	Following          BoundKind = "following"
+	UnboundedFollowing BoundKind = "unbounded_following"
+)
+
+// FrameBound is one end of a frame; Offset counts rows for Preceding and
+// Following.
+type FrameBound struct {
+	Kind   BoundKind
+	Offset int64
+}
+
+// WindowFrame is a frame clause.
+type WindowFrame struct {
+	Mode       FrameMode
+	Start, End FrameBound
+}
+
+// WindowFuncSpec is one window function call.
+type WindowFuncSpec struct {
+	Func WindowFunc
+	// Arg is the argument column (aggregates except count_star).
+	Arg int
+	// Frame is the frame clause; nil means the SQL default.
+	Frame *WindowFrame
+	// Name is the output column name (default "func(column)").
+	Name string
+}
+
+// WindowSpec configures a window operator: every function shares the
+// partitioning and ordering (the planner stacks operators for different
+// window definitions).
+type WindowSpec struct {
+	PartitionBy []int
+	OrderBy     []SortKey
+	Funcs       []WindowFuncSpec
+}
+
+// winFunc is a validated function.
+type winFunc struct {
+	spec   WindowFuncSpec
+	frame  WindowFrame
+	argCol colInfo
+	result arrow.DataType
+	scale  int32 // decimal argument scale
+}
+
+// Window is the window operator; see the file comment.
+type Window struct {
+	in       Operator
+	spec     WindowSpec
+	schema   *arrow.Schema
+	infos    []colInfo
+	sortKeys []sortKeyInfo
+	partRC   *rowComparer
+	peerRC   *rowComparer
+	funcs    []winFunc
+
+	env      *Env
+	acct     *Account
+	store    *rowStore
+	perm     []uint32
+	results  []winResult
+	computed bool
+	ps, pe   []int32 // peer bounds of the current partition
+	pos      int
+	idx      []int32
+	out      Batch
+	err      error
+	closed   bool
+}
+
+// winResult is one function's output over all rows in sorted order.
+type winResult struct {
+	i64   []int64
+	f64   []float64
+	d128  []i128
+	idx   []int32 // min/max: the row holding the value (-1: NULL)
+	valid []bool  // nil: all valid
+}
+
+// NewWindow validates spec against the input schema.
+func NewWindow(in Operator, spec WindowSpec) (*Window, error) {
+	const op = "window"
+	s := in.Schema()
+	w := &Window{in: in, spec: spec}
+	fields := append([]arrow.Field(nil), s.Fields()...)
+	for i := 0; i < s.NumFields(); i++ {
+		c, err := classifyCol(s, i, op, "input")
+		if err != nil {
+			return nil, err
+		}
+		w.infos = append(w.infos, c)
+	}
+	var keys []SortKey
+	for _, p := range spec.PartitionBy {
+		keys = append(keys, SortKey{Col: p})
+	}
+	keys = append(keys, spec.OrderBy...)
+	if len(keys) > 0 {
+		sk, err := checkSortKeys(s, keys, op)
+		if err != nil {
+			return nil, err
+		}
+		w.sortKeys = sk
+		w.partRC = newRowComparer(sk[:len(spec.PartitionBy)])
+		w.peerRC = newRowComparer(sk[len(spec.PartitionBy):])
+	}
+	if len(spec.Funcs) == 0 {
+		return nil, nferr.Queryf("%s: no functions", op)
+	}
+	for i, f := range spec.Funcs {
+		wf := winFunc{spec: f}
+		name := f.Name
+		switch f.Func {
+		case WinRowNumber, WinRank, WinDenseRank, WinCountStar:
+			wf.result = typInt64
+			if name == "" {
+				name = string(f.Func) + "()"
+			}
+		case WinCount, WinSum, WinAvg, WinMin, WinMax:
+			c, err := classifyCol(s, f.Arg, op, "argument")
+			if err != nil {
+				return nil, err
+			}
+			wf.argCol = c
+			if name == "" {
+				name = string(f.Func) + "(" + s.Field(f.Arg).Name + ")"
+			}
+			switch f.Func {
+			case WinCount:
+				wf.result = typInt64
+			case WinMin, WinMax:
+				if !c.ordered() {
+					return nil, nferr.Queryf("%s: %s(%s) is not supported", op, f.Func, c.dt)
+				}
+				wf.result = c.dt
+			default:
+				_, t, err := newAggFn(AggFunc(f.Func), c.dt, false, op)
+				if err != nil {
+					return nil, err
+				}
+				wf.result = t.result
+				if dt, ok := c.dt.(arrow.DecimalType); ok {
+					wf.scale = dt.GetScale()
+				}
+			}
+		default:
+			return nil, nferr.Queryf("%s: unknown window function %q", op, f.Func)
+		}
+		frame, err := resolveFrame(f, len(spec.OrderBy) > 0)
+		if err != nil {
+			return nil, nferr.Wrap(nferr.KindQuery, err, "%s: function %d (%s)", op, i, f.Func)
+		}
+		wf.frame = frame
+		w.funcs = append(w.funcs, wf)
+		fields = append(fields, arrow.Field{Name: name, Type: wf.result, Nullable: true})
+	}
+	w.schema = arrow.NewSchema(fields, nil)
+	return w, nil
+}
+
+// resolveFrame applies the SQL default and validates bounds.
+func resolveFrame(f WindowFuncSpec, ordered bool) (WindowFrame, error) {
+	if f.Frame == nil {
+		if ordered {
+			return WindowFrame{Mode: FrameRange, Start: FrameBound{Kind: UnboundedPreceding}, End: FrameBound{Kind: CurrentRow}}, nil
+		}
+		return WindowFrame{Mode: FrameRows, Start: FrameBound{Kind: UnboundedPreceding}, End: FrameBound{Kind: UnboundedFollowing}}, nil
+	}
+	fr := *f.Frame
+	if fr.Mode != FrameRows && fr.Mode != FrameRange {
+		return fr, nferr.Queryf("unknown frame mode %q", fr.Mode)
+	}
+	for _, b := range []FrameBound{fr.Start, fr.End} {
+		switch b.Kind {
+		case UnboundedPreceding, CurrentRow, UnboundedFollowing:
+		case Preceding, Following:
+			if fr.Mode == FrameRange {
+				return fr, nferr.Queryf("RANGE frames with offsets are not supported (use ROWS)")
+			}
+			if b.Offset < 0 {
+				return fr, nferr.Queryf("frame offset %d must not be negative", b.Offset)
+			}
+		default:
+			return fr, nferr.Queryf("unknown frame bound %q", b.Kind)
+		}
+	}
+	if fr.Start.Kind == UnboundedFollowing || fr.End.Kind == UnboundedPreceding {
+		return fr, nferr.Queryf("frame from %s to %s is not allowed", fr.Start.Kind, fr.End.Kind)
+	}
+	return fr, nil
+}
+
+// Schema implements Operator: the input columns, then one per function.
+func (w *Window) Schema() *arrow.Schema { return w.schema }
+
+// Open implements Operator.
+func (w *Window) Open(env *Env) error {
+	w.env = env
+	w.acct = env.Budget.NewAccount("window")
+	w.store = newRowStore(w.infos)
+	return w.in.Open(env)
+}
+
+// Next implements Operator.
+func (w *Window) Next() (*Batch, error) {
+	if w.err != nil {
+		return nil, w.err
+	}
+	releaseArrays(w.out.Cols)
+	w.out = Batch{}
+	if w.closed {
+		return nil, nil
+	}
+	if !w.computed {
+		if err := w.compute(); err != nil {
+			w.err = err
+			return nil, err
+		}
+		w.computed = true
+	}
+	if w.pos >= len(w.perm) {
+		return nil, nil
+	}
+	if err := w.env.Ctx.Err(); err != nil {
+		w.err = nferr.With(nferr.KindCanceled, err)
+		return nil, w.err
+	}
+	start := w.pos
+	end := min(start+max(w.env.BatchSize, 1), len(w.perm))
+	w.pos = end
+	w.idx = w.idx[:0]
+	for _, r := range w.perm[start:end] {
+		w.idx = append(w.idx, int32(r))
+	}
+	alloc := w.env.Alloc
+	cols := w.store.gather(alloc, w.idx, nil)
+	for i := range w.funcs {
+		cols = append(cols, w.resultArray(alloc, i, start, end))
+	}
+	w.out = Batch{Cols: cols, N: end - start}
+	return &w.out, nil
+}
+
+func (w *Window) resultArray(alloc memory.Allocator, i, start, end int) arrow.Array {
+	f, r := &w.funcs[i], &w.results[i]
+	var valid []bool
+	if r.valid != nil {
+		valid = r.valid[start:end]
+	}
+	switch {
+	case r.idx != nil:
+		return w.store.vecs[f.spec.Arg].Gather(alloc, r.idx[start:end])
+	case r.d128 != nil:
+		return arrayFromSlice(alloc, f.result, r.d128[start:end], valid)
+	case r.f64 != nil:
+		return arrayFromSlice(alloc, f.result, r.f64[start:end], valid)
+	}
+	return arrayFromSlice(alloc, f.result, r.i64[start:end], valid)
+}
+
+// compute materializes, sorts and evaluates every function.
+func (w *Window) compute() error {
+	if err := drainInto(w.env, w.in, w.store, w.acct); err != nil {
+		return err
+	}
+	n := w.store.n
+	if w.sortKeys != nil {
+		perm, err := sortStore(w.env, w.store, w.sortKeys, newRowComparer(w.sortKeys), w.acct)
+		if err != nil {
+			return err
+		}
+		w.perm = perm
+	} else {
+		w.perm = make([]uint32, n)
+		for i := range w.perm {
+			w.perm[i] = uint32(i)
+		}
+	}
+	// Result memory: at most 17 bytes per row per function (i128 + valid).
+	if err := w.acct.Grow(int64(n) * 17 * int64(len(w.funcs))); err != nil {
+		return err
+	}
+	w.results = make([]winResult, len(w.funcs))
+	for i := range w.funcs {
+		w.results[i] = w.allocResult(&w.funcs[i], n)
+	}
+	// Partition and peer boundaries in sorted order.
+	for start := 0; start < n; {
+		if err := w.env.Ctx.Err(); err != nil {
+			return nferr.With(nferr.KindCanceled, err)
+		}
+		end := start + 1
+		for end < n && w.samePartition(start, end) {
+			end++
+		}
+		peerStart, peerEnd := w.peers(start, end)
+		for i := range w.funcs {
+			if err := w.evalPartition(i, start, end, peerStart, peerEnd); err != nil {
+				return err
+			}
+		}
+		start = end
+	}
+	return nil
+}
+
+func (w *Window) samePartition(a, b int) bool {
+	if w.partRC == nil || len(w.partRC.fns) == 0 {
+		return true
+	}
+	return w.partRC.compare(w.store, w.store, int(w.perm[a]), int(w.perm[b])) == 0
+}
+
+// peers returns, for each position of partition [start, end), the first
+// and last+1 position of its peer group (relative to start).
+func (w *Window) peers(start, end int) ([]int32, []int32) {
+	n := end - start
+	w.ps, w.pe = resize(w.ps, n), resize(w.pe, n)
+	ps, pe := w.ps, w.pe
+	// Without ORDER BY every row of the partition is a peer.
+	ordered := w.peerRC != nil && len(w.peerRC.fns) > 0
+	g := 0
+	for i := 1; i <= n; i++ {
+		if i == n || (ordered && w.peerRC.compare(w.store, w.store, int(w.perm[start+i-1]), int(w.perm[start+i])) != 0) {
+			for k := g; k < i; k++ {
+				ps[k], pe[k] = int32(g), int32(i)
+			}
+			g = i
+		}
+	}
+	return ps, pe
+}
+
+func (w *Window) allocResult(f *winFunc, n int) winResult {
+	r := winResult{}
+	switch f.spec.Func {
+	case WinMin, WinMax:
+		r.idx = make([]int32, n)
+		return r
+	case WinRowNumber, WinRank, WinDenseRank, WinCount, WinCountStar:
+		r.i64 = make([]int64, n)
+		return r
+	}
+	r.valid = make([]bool, n)
+	switch f.result.ID() {
+	case arrow.DECIMAL128:
+		r.d128 = make([]i128, n)
+	case arrow.FLOAT64:
+		r.f64 = make([]float64, n)
+	default:
+		r.i64 = make([]int64, n)
+	}
+	return r
+}
+
+// frameOf returns the frame [s, e) of position i of a partition of n rows.
+func frameOf(fr WindowFrame, i, n int, ps, pe []int32) (int, int) {
+	bound := func(b FrameBound, start bool) int {
+		switch b.Kind {
+		case UnboundedPreceding:
+			return 0
+		case UnboundedFollowing:
+			return n
+		case CurrentRow:
+			if fr.Mode == FrameRange {
+				if start {
+					return int(ps[i])
+				}
+				return int(pe[i])
+			}
+			if start {
+				return i
+			}
+			return i + 1
+		case Preceding:
+			off := int(min(b.Offset, int64(n)))
+			if start {
+				return i - off
+			}
+			return i - off + 1
+		default: // Following
+			off := int(min(b.Offset, int64(n)))
+			if start {
+				return i + off
+			}
+			return i + off + 1
+		}
+	}
+	s, e := bound(fr.Start, true), bound(fr.End, false)
+	s = max(s, 0)
+	e = min(e, n)
+	if s > e {
+		s = e
+	}
+	return s, e
+}
+
+// evalPartition computes function i over sorted positions [start, end).
+func (w *Window) evalPartition(i, start, end int, ps, pe []int32) error {
+	f, r := &w.funcs[i], &w.results[i]
+	n := end - start
+	switch f.spec.Func {
+	case WinRowNumber:
+		for k := 0; k < n; k++ {
+			r.i64[start+k] = int64(k + 1)
+		}
+		return nil
+	case WinRank:
+		for k := 0; k < n; k++ {
+			r.i64[start+k] = int64(ps[k]) + 1
+		}
+		return nil
+	case WinDenseRank:
+		d := int64(0)
+		for k := 0; k < n; k++ {
+			if k == 0 || ps[k] != ps[k-1] {
+				d++
+			}
+			r.i64[start+k] = d
+		}
+		return nil
+	case WinMin, WinMax:
+		w.evalMinMax(f, r, start, n, ps, pe)
+		return nil
+	}
+	acc := newWinAccum(f, w.store, w.perm[start:end])
+	ws, we := 0, 0
+	for k := 0; k < n; k++ {
+		s, e := frameOf(f.frame, k, n, ps, pe)
+		if s >= we {
+			acc.reset()
+			ws, we = s, s
+		}
+		for ; we < e; we++ {
+			acc.add(we)
+		}
+		for ; ws < s; ws++ {
+			acc.remove(ws)
+		}
+		if err := acc.result(r, start+k); err != nil {
+			return nferr.Wrap(nferr.KindQuery, err, "window")
+		}
+	}
+	return nil
+}
+
+// evalMinMax slides a monotonic deque of candidate positions: the front is
+// the frame's extreme; a new row evicts the rows it beats from the back.
+func (w *Window) evalMinMax(f *winFunc, r *winResult, start, n int, ps, pe []int32) {
+	col := f.spec.Arg
+	v := w.store.vecs[col]
+	cmpv := makeKeyCmp(sortKeyInfo{SortKey: SortKey{Col: col}, info: f.argCol})
+	perm := w.perm[start : start+n]
+	better := func(a, b int) bool { // position a's value beats b's
+		c := cmpv(w.store, w.store, int(perm[a]), int(perm[b]))
+		if f.spec.Func == WinMax {
+			return c > 0
+		}
+		return c < 0
+	}
+	var dq []int
+	ws, we := 0, 0
+	for k := 0; k < n; k++ {
+		s, e := frameOf(f.frame, k, n, ps, pe)
+		if s >= we {
+			dq = dq[:0]
+			ws, we = s, s
+		}
+		for ; we < e; we++ {
+			if v.IsNull(int(perm[we])) {
+				continue
+			}
+			for len(dq) > 0 && !better(dq[len(dq)-1], we) {
+				dq = dq[:len(dq)-1]
+			}
+			dq = append(dq, we)
+		}
+		ws = s
+		for len(dq) > 0 && dq[0] < ws {
+			dq = dq[1:]
+		}
+		if len(dq) == 0 {
+			r.idx[start+k] = -1
+		} else {
+			r.idx[start+k] = int32(perm[dq[0]])
+		}
+	}
+}
+
+// winAccum is a sliding sum/count/avg over positions of one partition.
+type winAccum struct {
+	f      *winFunc
+	star   bool
+	vec    colVec
+	perm   []uint32
+	get    func(row int) (int64, bool) // integer-like values (ints, decimal64)
+	get128 func(row int) (i128, bool)
+	getF   func(row int) (float64, bool)
+
+	cnt              int64
+	sum              i128
+	fsum, fc         float64 // Kahan-Babuska sum of finite values
+	nan, pinf, ninf  int64
+	overflowedInt128 bool
+}
+
+func newWinAccum(f *winFunc, s *rowStore, perm []uint32) *winAccum {
+	a := &winAccum{f: f, perm: perm, star: f.spec.Func == WinCountStar}
+	if a.star {
+		return a
+	}
+	v := s.vecs[f.spec.Arg]
+	a.vec = v
+	c := f.argCol
+	switch {
+	case c.class == pcFloat && c.width == 4:
+		vals := castSlice[float32](v.(*fixedVec[uint32]).vals)
+		a.getF = func(r int) (float64, bool) { return float64(vals[r]), !v.IsNull(r) }
+	case c.class == pcFloat:
+		vals := castSlice[float64](v.(*fixedVec[uint64]).vals)
+		a.getF = func(r int) (float64, bool) { return vals[r], !v.IsNull(r) }
+	case c.class == pcDec128:
+		vals := castSlice[i128](v.(*fixedVec[[2]uint64]).vals)
+		a.get128 = func(r int) (i128, bool) { return vals[r], !v.IsNull(r) }
+	case c.class == pcInt:
+		switch c.width {
+		case 1:
+			vals := castSlice[int8](v.(*fixedVec[uint8]).vals)
+			a.get = func(r int) (int64, bool) { return int64(vals[r]), !v.IsNull(r) }
+		case 2:
+			vals := castSlice[int16](v.(*fixedVec[uint16]).vals)
+			a.get = func(r int) (int64, bool) { return int64(vals[r]), !v.IsNull(r) }
+		case 4:
+			vals := castSlice[int32](v.(*fixedVec[uint32]).vals)
+			a.get = func(r int) (int64, bool) { return int64(vals[r]), !v.IsNull(r) }
+		default:
+			vals := castSlice[int64](v.(*fixedVec[uint64]).vals)
+			a.get = func(r int) (int64, bool) { return vals[r], !v.IsNull(r) }
+		}
+	default:
+		// count(x) of any other type only needs NULLs.
+		a.get = func(r int) (int64, bool) { return 0, !v.IsNull(r) }
+	}
+	return a
+}
+
+func (a *winAccum) reset() {
+	a.cnt, a.sum, a.fsum, a.fc, a.nan, a.pinf, a.ninf = 0, i128{}, 0, 0, 0, 0, 0
+}
+
+func (a *winAccum) update(pos int, sign int64) {
+	if a.star {
+		a.cnt += sign
+		return
+	}
+	r := int(a.perm[pos])
+	switch {
+	case a.getF != nil:
+		x, ok := a.getF(r)
+		if !ok {
+			return
+		}
+		a.cnt += sign
+		switch {
+		case x != x:
+			a.nan += sign
+		case math.IsInf(x, 1):
+			a.pinf += sign
+		case math.IsInf(x, -1):
+			a.ninf += sign
+		default:
+			a.kahan(float64(sign) * x)
+		}
+	case a.get128 != nil:
+		x, ok := a.get128(r)
+		if !ok {
+			return
+		}
+		a.cnt += sign
+		if sign < 0 {
+			x = x.neg()
+		}
+		var of bool
+		a.sum, of = a.sum.add(x)
+		a.overflowedInt128 = a.overflowedInt128 || of
+	default:
+		x, ok := a.get(r)
+		if !ok {
+			return
+		}
+		a.cnt += sign
+		a.sum.addInt64(sign * x)
+	}
+}
+
+// kahan adds x with Neumaier's compensation.
+func (a *winAccum) kahan(x float64) {
+	t := a.fsum + x
+	if math.Abs(a.fsum) >= math.Abs(x) {
+		a.fc += (a.fsum - t) + x
+	} else {
+		a.fc += (x - t) + a.fsum
+	}
+	a.fsum = t
+}
+
+func (a *winAccum) add(pos int)    { a.update(pos, 1) }
+func (a *winAccum) remove(pos int) { a.update(pos, -1) }
+
+// result stores the frame's value at sorted position p.
+func (a *winAccum) result(r *winResult, p int) error {
+	f := a.f
+	switch f.spec.Func {
+	case WinCount, WinCountStar:
+		r.i64[p] = a.cnt
+		return nil
+	}
+	if a.cnt == 0 {
+		return nil // NULL (valid stays false)
+	}
+	r.valid[p] = true
+	avg := f.spec.Func == WinAvg
+	switch {
+	case a.getF != nil:
+		var s float64
+		switch {
+		case a.nan > 0 || (a.pinf > 0 && a.ninf > 0):
+			s = math.NaN()
+		case a.pinf > 0:
+			s = math.Inf(1)
+		case a.ninf > 0:
+			s = math.Inf(-1)
+		default:
+			s = a.fsum + a.fc
+		}
+		if avg {
+			s /= float64(a.cnt)
+		}
+		r.f64[p] = s
+	case f.result.ID() == arrow.DECIMAL128:
+		if a.overflowedInt128 {
+			return errDecOverflow(string(f.spec.Func))
+		}
+		if !avg {
+			if !a.sum.fits38() {
+				return errDecOverflow("sum")
+			}
+			r.d128[p] = a.sum
+			return nil
+		}
+		m, of := a.sum.mulPow10(int(avgScale(f.scale) - f.scale))
+		if of {
+			return errDecOverflow("avg")
+		}
+		q := m.divRound(uint64(a.cnt))
+		if !q.fits38() {
+			return errDecOverflow("avg")
+		}
+		r.d128[p] = q
+	case avg:
+		r.f64[p] = a.sum.float64() / float64(a.cnt)
+	default:
+		if a.sum.hi != int64(a.sum.lo)>>63 { // does not fit int64
+			return errSumOverflow
+		}
+		r.i64[p] = int64(a.sum.lo)
+	}
+	return nil
+}
+
+// Close implements Operator.
+func (w *Window) Close() error {
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	releaseArrays(w.out.Cols)
+	w.out = Batch{}
+	w.store, w.perm, w.results = nil, nil, nil
+	if w.acct != nil {
+		w.acct.Close()
+	}
+	return w.in.Close()
+}

@@ -1,0 +1,183 @@
+package exec
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// refWindow evaluates window functions row by row over frames.
+func refWindow(rows [][]any, spec WindowSpec) ([][]any, error) {
+	var keys []SortKey
+	for _, p := range spec.PartitionBy {
+		keys = append(keys, SortKey{Col: p})
+	}
+	keys = append(keys, spec.OrderBy...)
+	sorted := refSort(rows, keys)
+	samePart := func(a, b []any) bool {
+		for _, p := range spec.PartitionBy {
+			if !(a[p] == nil && b[p] == nil) && (a[p] == nil || b[p] == nil || CompareValues(a[p], b[p]) != 0) {
+				return false
+			}
+		}
+		return true
+	}
+	var out [][]any
+	for start := 0; start < len(sorted); {
+		end := start + 1
+		for end < len(sorted) && samePart(sorted[start], sorted[end]) {
+			end++
+		}
+		part := sorted[start:end]
+		n := len(part)
+		peer := func(i, j int) bool { return refSortCmp(part[i], part[j], spec.OrderBy) == 0 }
+		for i := range part {
+			row := append([]any(nil), part[i]...)
+			firstPeer, lastPeer := i, i
+			for firstPeer > 0 && peer(firstPeer-1, i) {
+				firstPeer--
+			}
+			for lastPeer < n-1 && peer(lastPeer+1, i) {
+				lastPeer++
+			}
+			for _, f := range spec.Funcs {
+				switch f.Func {
+				case WinRowNumber:
+					row = append(row, int64(i+1))
+					continue
+				case WinRank:
+					row = append(row, int64(firstPeer+1))
+					continue
+				case WinDenseRank:
+					d := int64(1)
+					for k := 1; k <= i; k++ {
+						if !peer(k-1, k) {
+							d++
+						}
+					}
+					row = append(row, d)
+					continue
+				}
+				fr := f.Frame
+				if fr == nil {
+					if len(spec.OrderBy) > 0 {
+						fr = &WindowFrame{Mode: FrameRange, Start: FrameBound{Kind: UnboundedPreceding}, End: FrameBound{Kind: CurrentRow}}
+					} else {
+						fr = &WindowFrame{Mode: FrameRows, Start: FrameBound{Kind: UnboundedPreceding}, End: FrameBound{Kind: UnboundedFollowing}}
+					}
+				}
+				s, e := 0, n-1 // inclusive
+				switch fr.Start.Kind {
+				case Preceding:
+					s = i - int(fr.Start.Offset)
+				case Following:
+					s = i + int(fr.Start.Offset)
+				case CurrentRow:
+					s = i
+					if fr.Mode == FrameRange {
+						s = firstPeer
+					}
+				}
+				switch fr.End.Kind {
+				case Preceding:
+					e = i - int(fr.End.Offset)
+				case Following:
+					e = i + int(fr.End.Offset)
+				case CurrentRow:
+					e = i
+					if fr.Mode == FrameRange {
+						e = lastPeer
+					}
+				}
+				s, e = max(s, 0), min(e, n-1)
+				var frame [][]any
+				if s <= e {
+					frame = part[s : e+1]
+				}
+				agg := AggSpec{Func: AggFunc(f.Func), Arg: f.Arg}
+				res, err := refHashAgg(nil, frame, HashAggSpec{Aggs: []AggSpec{agg}})
+				if err != nil {
+					return nil, err
+				}
+				row = append(row, res[0][0])
+			}
+			out = append(out, row)
+		}
+		start = end
+	}
+	return out, nil
+}
+
+func TestWindowHarness(t *testing.T) {
+	rows := aggRows(41, 300, 4)
+	fb := func(k BoundKind, off int64) FrameBound { return FrameBound{Kind: k, Offset: off} }
+	frames := []*WindowFrame{
+		nil,
+		{Mode: FrameRows, Start: fb(UnboundedPreceding, 0), End: fb(CurrentRow, 0)},
+		{Mode: FrameRows, Start: fb(Preceding, 2), End: fb(Following, 1)},
+		{Mode: FrameRows, Start: fb(CurrentRow, 0), End: fb(UnboundedFollowing, 0)},
+		{Mode: FrameRows, Start: fb(Following, 1), End: fb(Following, 3)},
+		{Mode: FrameRows, Start: fb(Preceding, 3), End: fb(Preceding, 1)},
+		{Mode: FrameRows, Start: fb(Following, 2), End: fb(Preceding, 1)}, // empty
+		{Mode: FrameRange, Start: fb(UnboundedPreceding, 0), End: fb(UnboundedFollowing, 0)},
+		{Mode: FrameRange, Start: fb(CurrentRow, 0), End: fb(UnboundedFollowing, 0)},
+	}
+	aggFuncs := func(fr *WindowFrame) []WindowFuncSpec {
+		return []WindowFuncSpec{
+			{Func: WinCountStar, Frame: fr}, {Func: WinCount, Arg: 2, Frame: fr},
+			{Func: WinSum, Arg: 1, Frame: fr}, {Func: WinSum, Arg: 3, Frame: fr}, {Func: WinSum, Arg: 4, Frame: fr},
+			{Func: WinAvg, Arg: 3, Frame: fr}, {Func: WinAvg, Arg: 2, Frame: fr}, {Func: WinAvg, Arg: 4, Frame: fr},
+			{Func: WinMin, Arg: 0, Frame: fr}, {Func: WinMax, Arg: 5, Frame: fr}, {Func: WinMin, Arg: 7, Frame: fr},
+			{Func: WinMax, Arg: 4, Frame: fr}, {Func: WinSum, Arg: 7, Frame: fr},
+		}
+	}
+	ranks := []WindowFuncSpec{{Func: WinRowNumber}, {Func: WinRank}, {Func: WinDenseRank}}
+	for fi, fr := range frames {
+		for _, shape := range []struct {
+			part  []int
+			order []SortKey
+		}{
+			{[]int{1}, []SortKey{{Col: 5}}},
+			{nil, []SortKey{{Col: 6, Desc: true}, {Col: 0}}},
+			{[]int{6, 1}, nil},
+		} {
+			if fr != nil && fr.Mode == FrameRange && shape.order == nil && fi%2 == 0 {
+				continue
+			}
+			funcs := aggFuncs(fr)
+			if fi == 0 {
+				funcs = append(funcs, ranks...)
+			}
+			spec := WindowSpec{PartitionBy: shape.part, OrderBy: shape.order, Funcs: funcs}
+			name := fmt.Sprintf("window/frame%d/part=%v/order=%s", fi, shape.part, keysName(shape.order))
+			t.Run(name, func(t *testing.T) {
+				RunOpTest(t, OpTest{
+					Name:       name,
+					Inputs:     []HarnessInput{{Schema: aggTestSchema, Rows: rows}},
+					Ordered:    true,
+					BatchSizes: []int{1, 7, 1024},
+					Build:      func(in []Operator) (Operator, error) { return NewWindow(in[0], spec) },
+					Ref:        func(in [][][]any) ([][]any, error) { return refWindow(in[0], spec) },
+				})
+			})
+		}
+	}
+}
+
+func TestWindowSpecErrors(t *testing.T) {
+	src, _ := NewBatchSource(aggTestSchema)
+	for _, spec := range []WindowSpec{
+		{Funcs: []WindowFuncSpec{{Func: "ntile"}}},
+		{Funcs: []WindowFuncSpec{{Func: WinSum, Arg: 0}}}, // sum of strings
+		{Funcs: []WindowFuncSpec{{Func: WinSum, Arg: 1, Frame: &WindowFrame{Mode: FrameRange, Start: FrameBound{Kind: Preceding, Offset: 1}, End: FrameBound{Kind: CurrentRow}}}}},
+		{Funcs: []WindowFuncSpec{{Func: WinSum, Arg: 1, Frame: &WindowFrame{Mode: FrameRows, Start: FrameBound{Kind: UnboundedFollowing}, End: FrameBound{Kind: CurrentRow}}}}},
+		{Funcs: []WindowFuncSpec{{Func: WinSum, Arg: 1, Frame: &WindowFrame{Mode: FrameRows, Start: FrameBound{Kind: Preceding, Offset: -1}, End: FrameBound{Kind: CurrentRow}}}}},
+		{PartitionBy: []int{99}, Funcs: []WindowFuncSpec{{Func: WinRank}}},
+		{},
+	} {
+		if _, err := NewWindow(src, spec); !nferr.Is(err, nferr.KindQuery) {
+			t.Errorf("%+v: got %v, want a query error", spec, err)
+		}
+	}
+}
