@@ -238,7 +238,7 @@ type testCluster struct {
 
 // startCluster starts a coordinator and n workers in this process and waits
 // until the coordinator sees them all.
-func startCluster(t *testing.T, n int) *testCluster {
+func startCluster(t testing.TB, n int) *testCluster {
 	t.Helper()
 	keys := testKeyDir(t)
 	ctx := context.Background()
