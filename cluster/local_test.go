@@ -46,12 +46,12 @@ func TestLocalClusterProcesses(t *testing.T) {
 	}
 	dir := t.TempDir()
 	ctx := context.Background()
-	lc, err := StartLocal(ctx, localTestOptions(t, dir, 2, 1))
+	lc, err := StartLocal(ctx, localTestOptions(t, dir, 3, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lc.Stop()
-	if len(lc.Nodes) != 4 || lc.Nodes[0].Role != RoleCoordinator {
+	if len(lc.Nodes) != 5 || lc.Nodes[0].Role != RoleCoordinator {
 		t.Fatalf("nodes %+v", lc.Nodes)
 	}
 	b, err := os.ReadFile(lc.AddrFile)
@@ -64,7 +64,7 @@ func TestLocalClusterProcesses(t *testing.T) {
 	}
 	defer c.Close()
 	ms, err := c.Members(ctx)
-	if err != nil || countRole(ms, RoleWorker) != 2 || countRole(ms, RoleStorage) != 1 {
+	if err != nil || countRole(ms, RoleWorker) != 3 || countRole(ms, RoleStorage) != 1 {
 		t.Fatalf("members %+v %v", ms, err)
 	}
 	for _, m := range ms {
@@ -95,19 +95,44 @@ func TestLocalClusterProcesses(t *testing.T) {
 			}
 		}
 	}
-	nodes, err := run(CheckParams{Tasks: 4, Rows: 50_000}.Params(), CheckKind)
-	if err != nil || nodes["worker-1"] != 2 || nodes["worker-2"] != 2 {
+	nodes, err := run(CheckParams{Tasks: 6, Rows: 50_000}.Params(), CheckKind)
+	if err != nil || nodes["worker-1"] != 2 || nodes["worker-2"] != 2 || nodes["worker-3"] != 2 {
 		t.Fatalf("check over processes: %v %v", nodes, err)
 	}
 
-	// Kill a worker in the middle of a query.
+	// A hung worker (SIGSTOP: connections stay open, nothing answers) fails
+	// the query through gossip probes or task heartbeats, never a hang.
 	done := make(chan error, 1)
+	go func() {
+		_, err := run(CheckParams{Tasks: 6, Rows: 1 << 40, Batch: 1000, Pace: 20 * time.Millisecond}.Params(), CheckKind)
+		done <- err
+	}()
+	time.Sleep(500 * time.Millisecond)
+	w3 := lc.Pids()["worker-3"]
+	start := time.Now()
+	syscall.Kill(w3, syscall.SIGSTOP)
+	select {
+	case err := <-done:
+		if !nferr.Is(err, nferr.KindUnavailable) || !strings.Contains(err.Error(), "worker-3") {
+			t.Errorf("query with a hung worker: %v (kind %v), want unavailable naming worker-3", err, nferr.KindOf(err))
+		}
+		t.Logf("query failed %v after SIGSTOP: %v", time.Since(start), err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("query did not fail within 15 s of a worker hanging")
+	}
+	syscall.Kill(w3, syscall.SIGCONT)
+	lc.Kill("worker-3") // keep the rest of the test deterministic
+
+	// Kill a worker in the middle of a query.
+	if _, err := c.WaitForMembers(ctx, func(ms []NodeInfo) bool { return countRole(ms, RoleWorker) == 2 }); err != nil {
+		t.Fatal(err)
+	}
 	go func() {
 		_, err := run(CheckParams{Tasks: 4, Rows: 1 << 40, Batch: 1000, Pace: 20 * time.Millisecond}.Params(), CheckKind)
 		done <- err
 	}()
 	time.Sleep(500 * time.Millisecond)
-	start := time.Now()
+	start = time.Now()
 	if err := lc.Kill("worker-2"); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +145,7 @@ func TestLocalClusterProcesses(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("query did not fail within 10 s of kill -9")
 	}
-	if err := lc.Wait(ctx); err == nil || !strings.Contains(err.Error(), "worker-2") {
+	if err := lc.Wait(ctx); err == nil || !strings.Contains(err.Error(), "worker-") {
 		t.Errorf("Wait after a node died: %v", err)
 	}
 	if _, err := c.WaitForMembers(ctx, func(ms []NodeInfo) bool { return countRole(ms, RoleWorker) == 1 }); err != nil {
