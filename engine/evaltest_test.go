@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/nicflow/nicflow/internal/nferr"
 )
 
 // A reference evaluator for logical plans, row at a time, used to check
@@ -20,8 +22,13 @@ import (
 type row []*Const
 
 type evaluator struct {
-	t    *testing.T
-	data map[string][]row // table name -> rows in schema order
+	t testing.TB
+	// skip, when set, makes unsupported plans and run-time errors abandon
+	// the evaluation (panic(errSkipEval)) instead of failing: the fuzz
+	// target skips such inputs. budget bounds the rows produced.
+	skip   bool
+	budget int
+	data   map[string][]row // table name -> rows in schema order
 	// shared caches the rows of SharedDefs.
 	shared map[*SharedDef]*result
 }
@@ -45,8 +52,16 @@ func (e env) with(cols []Column, r row) env {
 	return out
 }
 
+type skipEval struct{}
+
+// errSkipEval is panicked with to abandon an evaluation in skip mode.
+var errSkipEval = skipEval{}
+
 func (ev *evaluator) fail(format string, args ...any) {
 	ev.t.Helper()
+	if ev.skip {
+		panic(errSkipEval)
+	}
 	ev.t.Fatalf(format, args...)
 }
 
@@ -172,6 +187,12 @@ func rowKey(r row) string {
 func (ev *evaluator) plan(p Plan, en env) *result {
 	cols := p.Columns()
 	out := &result{cols: cols}
+	defer func() {
+		ev.budget -= len(out.rows)
+		if ev.skip && ev.budget < 0 {
+			panic(errSkipEval)
+		}
+	}()
 	switch n := p.(type) {
 	case *ScanNode:
 		for _, r := range ev.data[n.Table.Name] {
@@ -573,44 +594,7 @@ func evalCatalog(rng *rand.Rand) (*MemCatalog, map[string][]row) {
 // optimized plans of queries full of subqueries, outer joins and NULLs
 // return the same rows on random small tables (several seeds).
 func TestOptimizerKeepsResults(t *testing.T) {
-	queries := []string{
-		"select ak, av from a where exists (select * from b where bk = ak)",
-		"select ak from a where not exists (select * from b where bk = ak and bv > 2)",
-		"select ak from a where ak in (select bk from b)",
-		"select ak from a where ak not in (select bk from b)",
-		"select ak from a where ak not in (select bk from b where bk is not null)",
-		"select ak from a where ak in (select bk from b where bv = ak)",
-		"select ak, (select count(*) from b where bk = ak) from a",
-		"select ak, (select sum(bv) from b where bk = ak) from a",
-		"select ak, (select max(cv) from c) from a",
-		"select ak from a where av > (select avg(av) from a a2 where a2.ak = a.ak)",
-		"select ak from a where ak > 1 or exists (select 1 from b where bk = ak)",
-		"select ak from a where ak in (select bk from b) or as_ = 'x'",
-		"select ak from a where (ak not in (select bk from b)) is null",
-		"select * from a left join b on ak = bk where bv > 1",
-		"select * from a left join b on ak = bk where bv is null",
-		"select * from a full join b on ak = bk where ak > 2",
-		"select * from a right join b on ak = bk and bv < 3",
-		"select * from a full join (select bk as ak, bv from b) b2 using (ak)",
-		"select ak, count(*), sum(av), avg(av), min(as_), max(av), count(distinct as_) from a group by ak having count(*) > 1",
-		"select count(*), sum(av) from a where ak > 100",
-		"select as_ from a union select cast(bk as varchar) from b",
-		"select ak from a intersect all select bk from b",
-		"select ak from a except select ck from c",
-		"select distinct ak, as_ from a",
-		"select * from (select ak, sum(av) as s from a group by ak) t where s > 0 and ak < 4",
-		"with w as (select bk, count(*) as n from b group by bk) select x.bk, x.n, y.n from w x, w y where x.bk = y.bk",
-		"select a.ak, b.bv, c.cv from a, b, c where a.ak = b.bk and b.bv = c.ck and c.cv > 0",
-		"select ak from a where ak = (select max(ck) from c)",
-		"select ak from a where exists (select count(*) from b where bk = ak)",
-		"select ak from a where av > (select sum(bv) from b where bk = ak) or ak is null",
-		"select b.bk from b where b.bv in (select ck from c where cv = b.bk) and not exists (select 1 from a where ak = b.bv)",
-		"select ak, as_ from a order by av desc nulls last, ak limit 5",
-		"select ak from a where (ak = 1 and av > 0) or (ak = 1 and as_ like 'x%')",
-		"select * from a, b where (ak = 1 and bk = 2) or (ak = 2 and bk = 1)",
-		"select ak, count(*) filter (where av > 0) from a group by ak",
-		"select (select count(*) from c where ck = bk and cv = bv) from b",
-	}
+	queries := differentialQueries
 	total, empty := 0, 0
 	for seed := int64(1); seed <= 4; seed++ {
 		cat, data := evalCatalog(rand.New(rand.NewSource(seed)))
@@ -644,6 +628,46 @@ func TestOptimizerKeepsResults(t *testing.T) {
 	}
 }
 
+// differentialQueries exercise decorrelation, outer joins and NULLs.
+var differentialQueries = []string{
+	"select ak, av from a where exists (select * from b where bk = ak)",
+	"select ak from a where not exists (select * from b where bk = ak and bv > 2)",
+	"select ak from a where ak in (select bk from b)",
+	"select ak from a where ak not in (select bk from b)",
+	"select ak from a where ak not in (select bk from b where bk is not null)",
+	"select ak from a where ak in (select bk from b where bv = ak)",
+	"select ak, (select count(*) from b where bk = ak) from a",
+	"select ak, (select sum(bv) from b where bk = ak) from a",
+	"select ak, (select max(cv) from c) from a",
+	"select ak from a where av > (select avg(av) from a a2 where a2.ak = a.ak)",
+	"select ak from a where ak > 1 or exists (select 1 from b where bk = ak)",
+	"select ak from a where ak in (select bk from b) or as_ = 'x'",
+	"select ak from a where (ak not in (select bk from b)) is null",
+	"select * from a left join b on ak = bk where bv > 1",
+	"select * from a left join b on ak = bk where bv is null",
+	"select * from a full join b on ak = bk where ak > 2",
+	"select * from a right join b on ak = bk and bv < 3",
+	"select * from a full join (select bk as ak, bv from b) b2 using (ak)",
+	"select ak, count(*), sum(av), avg(av), min(as_), max(av), count(distinct as_) from a group by ak having count(*) > 1",
+	"select count(*), sum(av) from a where ak > 100",
+	"select as_ from a union select cast(bk as varchar) from b",
+	"select ak from a intersect all select bk from b",
+	"select ak from a except select ck from c",
+	"select distinct ak, as_ from a",
+	"select * from (select ak, sum(av) as s from a group by ak) t where s > 0 and ak < 4",
+	"with w as (select bk, count(*) as n from b group by bk) select x.bk, x.n, y.n from w x, w y where x.bk = y.bk",
+	"select a.ak, b.bv, c.cv from a, b, c where a.ak = b.bk and b.bv = c.ck and c.cv > 0",
+	"select ak from a where ak = (select max(ck) from c)",
+	"select ak from a where exists (select count(*) from b where bk = ak)",
+	"select ak from a where av > (select sum(bv) from b where bk = ak) or ak is null",
+	"select b.bk from b where b.bv in (select ck from c where cv = b.bk) and not exists (select 1 from a where ak = b.bv)",
+	"select ak, as_ from a order by av desc nulls last, ak limit 5",
+	"select ak from a where (ak = 1 and av > 0) or (ak = 1 and as_ like 'x%')",
+	"select * from a, b where (ak = 1 and bk = 2) or (ak = 2 and bk = 1)",
+	"select ak, count(*) filter (where av > 0) from a group by ak",
+	"select (select count(*) from c where ck = bk and cv = bv) from b",
+}
+
 func resultText(r *result, ordered bool) string {
 	lines := make([]string, len(r.rows))
 	for i, x := range r.rows {
@@ -653,4 +677,57 @@ func resultText(r *result, ordered bool) string {
 		sort.Strings(lines)
 	}
 	return fmt.Sprintf("%d rows\n%s", len(lines), strings.Join(lines, "\n"))
+}
+
+// FuzzOptimizerKeepsResults mutates the differential test's queries: when
+// a mutant binds and optimizes, its unoptimized and optimized plans must
+// return the same rows on the small random tables (inputs whose evaluation
+// fails at run time, such as a division by zero, are skipped: SQL does not
+// fix the evaluation order).
+//
+//	go test -run '^$' -fuzz FuzzOptimizerKeepsResults -fuzztime 60s ./engine
+func FuzzOptimizerKeepsResults(f *testing.F) {
+	for _, q := range differentialQueries {
+		f.Add(q)
+	}
+	cat, data := evalCatalog(rand.New(rand.NewSource(1)))
+	f.Fuzz(func(t *testing.T, src string) {
+		stmts, err := newTestSessionWith(cat).bindScript(src)
+		if err != nil || len(stmts) != 1 {
+			return
+		}
+		q, ok := stmts[0].(*QueryStmt)
+		if !ok {
+			return
+		}
+		opt, err := Optimize(q.Plan)
+		if err != nil {
+			if nferr.KindOf(err) == nferr.KindInternal {
+				t.Fatalf("%s: %v", src, err)
+			}
+			return
+		}
+		run := func(p Plan) (r *result, skipped bool) {
+			defer func() {
+				if x := recover(); x != nil {
+					if _, ok := x.(skipEval); !ok {
+						panic(x)
+					}
+					skipped = true
+				}
+			}()
+			// NB: 100k rows keep one evaluation in milliseconds.
+			ev := &evaluator{t: t, data: data, shared: map[*SharedDef]*result{}, skip: true, budget: 100_000}
+			return ev.plan(p, env{}), false
+		}
+		want, s1 := run(q.Plan)
+		got, s2 := run(opt)
+		if s1 || s2 {
+			return
+		}
+		ordered := strings.Contains(strings.ToLower(src), "order by")
+		if a, b := resultText(want, ordered), resultText(got, ordered); a != b {
+			t.Fatalf("%s\nunoptimized:\n%s\noptimized:\n%s\nplan:\n%s", src, a, b, ExplainPlan(opt, ExplainOptions{Verbose: true, NoRows: true}))
+		}
+	})
 }

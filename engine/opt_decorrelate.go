@@ -226,6 +226,7 @@ func (o *optimizer) rewriteOne(input Plan, s *SubqueryExpr) (Plan, Expr, error) 
 			// Uncorrelated: a single join with the whole subquery.
 			return &JoinNode{Kind: JoinSingle, Left: input, Right: plan}, colRef(plan.Columns()[0]), nil
 		}
+		below, top = o.presentMarker(below, top)
 		return &JoinNode{Kind: JoinSingle, Left: input, Right: below}, top, nil
 	}
 	right, preds, err := o.pullCorrelated(below, inputCols, s)
@@ -245,8 +246,30 @@ func (o *optimizer) rewriteOne(input Plan, s *SubqueryExpr) (Plan, Expr, error) 
 			}
 		}
 		top = substitute(top, m)
+	} else {
+		right, top = o.presentMarker(right, top)
 	}
 	return &JoinNode{Kind: kind, Left: input, Right: right, Cond: andOf(preds)}, top, nil
+}
+
+// presentMarker makes a scalar subquery's top expression, evaluated above
+// the join, NULL when the subquery had no row: when top is not NULL
+// whenever the right side's columns are (a constant, an outer column,
+// COALESCE), the right side gets a TRUE "present" column and top becomes
+// CASE WHEN present THEN top END.
+func (o *optimizer) presentMarker(right Plan, top Expr) (Plan, Expr) {
+	rc := right.Columns()
+	if strictCols(top).intersects(colSetOf(rc)) {
+		return right, top
+	}
+	present := o.newCol("present", typBool, false)
+	exprs := make([]Expr, 0, len(rc)+1)
+	for _, c := range rc {
+		exprs = append(exprs, colRef(c))
+	}
+	exprs = append(exprs, boolConst(true))
+	right = &ProjectNode{Input: right, Exprs: exprs, Cols: append(append([]Column(nil), rc...), present)}
+	return right, &CaseExpr{Whens: []Expr{colRef(present)}, Thens: []Expr{top}, Typ: top.Type()}
 }
 
 // groupedByEquiKeys reports whether every group key of agg is equated by
