@@ -13,18 +13,17 @@ import (
 
 // Decimal arithmetic is exact integer arithmetic on unscaled values:
 // decimal(p<=18, s) as int64, wider as 128-bit decimal128.Num. Result types
-// follow the rules of SQL Server and Spark (docs/decisions.md, D6):
+// are the binder's (docs/decisions.md D8; engine/logical_types.go):
 //
-//	a + b, a - b: s = max(s1, s2), p = max(p1-s1, p2-s2) + s + 1
-//	a * b:        s = s1 + s2,     p = p1 + p2
-//	a / b:        s = max(6, s1 + p2 + 1), p = p1 - s1 + s2 + s
-//	a % b:        s = max(s1, s2), p = min(p1-s1, p2-s2) + s
+//	a + b, a - b: s = max(s1, s2),  p = min(max(p1-s1, p2-s2) + s + 1, 38)
+//	a * b:        s = min(s1+s2, 38), p = min(p1 + p2, 38)
+//	a / b:        s = max(s1, 6),   p = min(p1 - s1 + s2 + s, 38)
+//	a % b:        s = max(s1, s2),  p = min(min(p1-s1, p2-s2) + s, 38)
 //
-// and when p exceeds 38 it becomes 38 and the scale shrinks to
-// max(38 - (p - s), min(s, 6)), keeping the integer digits. Results are
-// rounded half away from zero. Overflow (a result beyond int64 for
-// decimal64, beyond 38 digits for decimal128) is a KindQuery error naming
-// the expression.
+// Integers take part as decimal(10,0) (int32) and decimal(19,0) (int64).
+// Quotients are rounded half away from zero; so are products whose scale
+// s1+s2 exceeds 38. Overflow (a result beyond int64 for decimal64, beyond
+// 38 digits for decimal128) is a KindQuery error naming the expression.
 
 // pow10i64 holds 10^0 .. 10^18.
 var pow10i64 = func() (p [19]int64) {
@@ -38,17 +37,6 @@ var pow10i64 = func() (p [19]int64) {
 // maxDec128 is 10^38 - 1, the largest decimal128 magnitude nicflow keeps.
 var maxDec128 = decimal128.GetMaxValue(38)
 var minDec128 = maxDec128.Negate()
-
-// adjustDecimal caps precision at 38, reducing the scale but keeping at
-// least min(s, 6) fraction digits.
-func adjustDecimal(p, s int32) (int32, int32) {
-	if p <= MaxDecimalPrecision {
-		return p, s
-	}
-	intDigits := p - s
-	s = max(MaxDecimalPrecision-intDigits, min(s, 6))
-	return MaxDecimalPrecision, s
-}
 
 // fitsPrecision reports whether |n| < 10^p.
 func fitsPrecision(n decimal128.Num, p int32) bool {
@@ -150,15 +138,10 @@ func (c *compiler) compileDecimalArith(fn string, a, b node, desc string) (node,
 		}
 	}
 	const ovf = "decimal overflow"
-	// finish casts a raw result of scale s to the adjusted type (rp, rs).
-	finish := func(n node, rp, rs int32) (node, error) {
-		return c.cast(n, decType(rp, rs), desc)
-	}
 	switch fn {
 	case FnAdd, FnSub:
 		s := max(s1, s2)
-		p := max(p1-s1, p2-s2) + s + 1
-		rp, rs := adjustDecimal(p, s)
+		p := min(max(p1-s1, p2-s2)+s+1, MaxDecimalPrecision)
 		wide := p > MaxDecimal64Precision
 		if a, err = c.rescale(a, s, wide, desc); err != nil {
 			return nil, err
@@ -166,28 +149,24 @@ func (c *compiler) compileDecimalArith(fn string, a, b node, desc string) (node,
 		if b, err = c.rescale(b, s, wide, desc); err != nil {
 			return nil, err
 		}
-		var n node
 		if wide {
 			k := addD128
 			if fn == FnSub {
 				k = subD128
 			}
-			n = &arithNode{a: a, b: b, t: &arrow.Decimal128Type{Precision: min(p, 38), Scale: s}, kern: k, desc: desc, ovfText: ovf}
-		} else {
-			k := addI64
-			if fn == FnSub {
-				k = subI64
-			}
-			n = &arithNode{a: a, b: b, t: decType(p, s), kern: k, desc: desc, ovfText: ovf}
+			return &arithNode{a: a, b: b, t: decType(p, s), kern: k, desc: desc, ovfText: ovf}, nil
 		}
-		return finish(n, rp, rs)
+		k := addI64
+		if fn == FnSub {
+			k = subI64
+		}
+		return &arithNode{a: a, b: b, t: decType(p, s), kern: k, desc: desc, ovfText: ovf}, nil
 	case FnMul:
-		s := s1 + s2
-		p := p1 + p2
-		rp, rs := adjustDecimal(p, s)
+		s := s1 + s2 // the exact product's scale
+		p := min(p1+p2, MaxDecimalPrecision)
 		var n node
 		switch {
-		case p <= MaxDecimal64Precision:
+		case p1+p2 <= MaxDecimal64Precision:
 			if a, err = c.rescale(a, s1, false, desc); err != nil {
 				return nil, err
 			}
@@ -197,7 +176,7 @@ func (c *compiler) compileDecimalArith(fn string, a, b node, desc string) (node,
 			n = &arithNode{a: a, b: b, t: decType(p, s), kern: mulI64, desc: desc, ovfText: ovf}
 		case a.dt().ID() == arrow.DECIMAL64 && b.dt().ID() == arrow.DECIMAL64:
 			// Two int64 multiply exactly into 128 bits: no overflow check.
-			n = &arithNode{a: a, b: b, t: &arrow.Decimal128Type{Precision: min(p, 38), Scale: s}, kern: mulI64toD128, desc: desc, ovfText: ovf}
+			n = &arithNode{a: a, b: b, t: &arrow.Decimal128Type{Precision: max(p, s), Scale: s}, kern: mulI64toD128, desc: desc, ovfText: ovf}
 		default:
 			if a, err = c.rescale(a, s1, true, desc); err != nil {
 				return nil, err
@@ -205,25 +184,30 @@ func (c *compiler) compileDecimalArith(fn string, a, b node, desc string) (node,
 			if b, err = c.rescale(b, s2, true, desc); err != nil {
 				return nil, err
 			}
-			n = &arithNode{a: a, b: b, t: &arrow.Decimal128Type{Precision: min(p, 38), Scale: s}, kern: mulD128, desc: desc, ovfText: ovf}
+			if s > MaxDecimalPrecision {
+				// The exact product's scale cannot be stored: round it to
+				// scale 38 (rare: both operands carry many fraction digits).
+				n = &arithNode{a: a, b: b, t: decType(MaxDecimalPrecision, MaxDecimalPrecision), kern: mulScaledKernel(s - MaxDecimalPrecision), desc: desc, ovfText: ovf}
+			} else {
+				n = &arithNode{a: a, b: b, t: &arrow.Decimal128Type{Precision: max(p, s), Scale: s}, kern: mulD128, desc: desc, ovfText: ovf}
+			}
 		}
-		return finish(n, rp, rs)
+		return n, nil
 	case FnDiv:
-		s := max(6, s1+p2+1)
-		p := p1 - s1 + s2 + s
-		rp, rs := adjustDecimal(p, s)
+		s := max(s1, 6)
+		p := min(p1-s1+s2+s, MaxDecimalPrecision)
 		if a, err = c.rescale(a, s1, true, desc); err != nil {
 			return nil, err
 		}
 		if b, err = c.rescale(b, s2, true, desc); err != nil {
 			return nil, err
 		}
-		shift := rs - s1 + s2 // >= 0: see adjustDecimal
-		t := decType(rp, rs)
+		shift := s - s1 + s2 // >= 0 since s >= s1
+		t := decType(p, s)
 		return &arithNode{a: a, b: b, t: t, kern: divDecKernel(shift, t.ID() == arrow.DECIMAL64), desc: desc, ovfText: ovf}, nil
 	case FnMod:
 		s := max(s1, s2)
-		p := max(min(p1-s1, p2-s2)+s, 1)
+		p := max(min(min(p1-s1, p2-s2)+s, MaxDecimalPrecision), 1)
 		wide := max(p1-s1, p2-s2)+s > MaxDecimal64Precision
 		if a, err = c.rescale(a, s, wide, desc); err != nil {
 			return nil, err
@@ -338,6 +322,37 @@ func mulI64toD128(out, a, b *vec, sel []int32, n int) kcode {
 		}
 	}
 	return kOK
+}
+
+// mulScaledKernel multiplies decimal128 operands and divides the exact
+// product by 10^down, rounding half away from zero (big-integer path; only
+// for products whose scale exceeds 38).
+func mulScaledKernel(down int32) binKernel {
+	div := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(down)), nil)
+	return func(out, a, b *vec, sel []int32, n int) kcode {
+		out.d = grow(out.d, n)
+		bad := false
+		each(sel, n, func(i int32) {
+			x := a.d[i].BigInt()
+			x.Mul(x, b.d[i].BigInt())
+			q, r := x.QuoRem(x, div, new(big.Int))
+			if r.Abs(r).Lsh(r, 1).Cmp(div) >= 0 {
+				if a.d[i].Sign()*b.d[i].Sign() < 0 {
+					q.Sub(q, big.NewInt(1))
+				} else {
+					q.Add(q, big.NewInt(1))
+				}
+			}
+			if q.BitLen() > 127 {
+				bad = true
+				return
+			}
+			v := decimal128.FromBigInt(q)
+			bad = bad || !in38(v)
+			out.d[i] = v
+		})
+		return okIf(bad, kOverflow)
+	}
 }
 
 func isZero128(x decimal128.Num) bool { return x.HighBits() == 0 && x.LowBits() == 0 }

@@ -415,3 +415,59 @@ func TestQ6Figures(t *testing.T) {
 }
 
 func testingShortOrNoPrint() bool { return testing.Short() || os.Getenv("NICFLOW_BENCH_PRINT") == "" }
+
+// q6Typed runs the same vectorized steps as the operator pipeline (range
+// selection on the date, range on the discount, compare on the quantity,
+// multiply and sum over the selection) directly on typed slices taken from
+// the Arrow arrays: what a custom vector type with no Batch, Operator or
+// expression-tree layer would cost. Docs/decisions.md D3 compares it with
+// BenchmarkQ6FilterProjectSum.
+func q6Typed() decimal128.Num {
+	lo, hi := mustDate("1994-01-01"), mustDate("1995-01-01")-1
+	s1 := make([]int32, DefaultBatchSize)
+	s2 := make([]int32, DefaultBatchSize)
+	s3 := make([]int32, DefaultBatchSize)
+	prod := make([]decimal128.Num, DefaultBatchSize)
+	var acc decimal128.Num
+	for _, r := range q6Data() {
+		n := int(r.NumRows())
+		qty := r.Column(0).(*array.Decimal64).Values()
+		price := r.Column(1).(*array.Decimal64).Values()
+		disc := r.Column(2).(*array.Decimal64).Values()
+		ship := r.Column(3).(*array.Date32).Values()
+		sel := selRange32(s1, castSlice[int32](ship), lo, hi, nil, n)
+		sel = selRange64(s2, castSlice[int64](disc), 5, 7, sel, n)
+		sel = selLtC(s3, castSlice[int64](qty), 2400, sel, n)
+		for _, i := range sel {
+			prod[i] = mul64to128(int64(price[i]), int64(disc[i]))
+		}
+		hi, lo := acc.HighBits(), acc.LowBits()
+		for _, i := range sel {
+			v := prod[i]
+			var c uint64
+			lo, c = bits.Add64(lo, v.LowBits(), 0)
+			hi += v.HighBits() + int64(c)
+		}
+		acc = decimal128.New(hi, lo)
+	}
+	return acc
+}
+
+// BenchmarkQ6TypedSlices: the vectorized plan without the operator layer.
+func BenchmarkQ6TypedSlices(b *testing.B) {
+	q6Data()
+	want := q6Fused()
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := startCPU(b)
+	var got decimal128.Num
+	for i := 0; i < b.N; i++ {
+		got = q6Typed()
+	}
+	b.StopTimer()
+	cpu.report(b)
+	if got != want {
+		b.Fatalf("sum %s, want %s", got.ToString(4), want.ToString(4))
+	}
+	reportQ6Rows(b, q6Rows)
+}

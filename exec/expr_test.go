@@ -101,6 +101,9 @@ func TestExprValues(t *testing.T) {
 		{Mod(dec("7.5"), dec("2")), D("1.5")},
 		{Mod(dec("-7.5"), dec("2")), D("-1.5")},
 		{Mul(LitDecimal(123456789012345678, 18, 2), LitDecimal(100, 3, 2)), D("1234567890123456.7800")},
+		{Mul(dec("0.10000000000000000001"), dec("0.5000000000000000000")), D("0.05000000000000000000500000000000000000")},
+		{Div(dec("10.5"), dec("0.25")), D("42.000000")},
+		{Div(LitDecimal(1, 18, 18), dec("3")), D("0.000000000000000000")},
 		{Round(dec("2.5"), 0), D("3")},
 		{Round(dec("-2.5"), 0), D("-3")},
 		{Round(dec("1.234"), 2), D("1.23")},
@@ -323,6 +326,7 @@ func TestExprErrors(t *testing.T) {
 		{Substring(LitString("abc"), LitInt32(1), ptr(LitInt32(-1))), nferr.KindQuery, "negative substring length not allowed in substring('abc' FROM 1 FOR -1)"},
 		{Abs(LitInt32(math.MinInt32)), nferr.KindQuery, "integer out of range in abs(-2147483648)"},
 		{Round(LitDecimal128(maxDec128, 38, 0), -1), nferr.KindQuery, "decimal overflow"},
+		{Mul(dec("1.00000000000000000001"), dec("2.00000000000000000001")), nferr.KindQuery, "decimal overflow in"},
 	}
 	for _, c := range cases {
 		_, err := evalConst(t, c.e)
@@ -390,9 +394,9 @@ func TestResultTypes(t *testing.T) {
 		{Add(p, p), "decimal64(16, 2)"},
 		{Sub(LitInt32(1), p), "decimal64(16, 2)"},
 		{Mul(p, Sub(LitInt32(1), p)), "decimal(31, 4)"},
-		{Div(p, p), "decimal(33, 18)"},
+		{Div(p, p), "decimal(21, 6)"},
 		{Div(w, w), "decimal(38, 6)"},
-		{Mul(w, w), "decimal(38, 6)"},
+		{Mul(w, w), "decimal(38, 8)"},
 		{Add(w, p), "decimal(38, 4)"},
 		{Mod(p, LitInt32(7)), "decimal64(12, 2)"},
 		{Add(i, i), "int32"},
