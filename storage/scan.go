@@ -406,6 +406,7 @@ func (s *Scanner) start(ctx context.Context) {
 	s.started = true
 	ctx, s.cancel = context.WithCancel(ctx)
 	p := min(s.opts.Parallelism, len(s.tasks))
+	s.tasks = interleaveByFile(s.tasks)
 	// NB: 2 records per worker in flight keep decoders busy while the
 	// consumer works, and bound memory to about 3*p batches.
 	s.ch = make(chan arrow.RecordBatch, 2*p)
@@ -787,4 +788,29 @@ func (r *recycler) Free(b []byte) {
 		r.free = append(r.free, b[:cap(b)])
 	}
 	r.mu.Unlock()
+}
+
+// interleaveByFile reorders tasks round-robin over files (f0rg0, f1rg0,
+// f2rg0, f0rg1, ...) so that parallel workers mostly read different files.
+func interleaveByFile(tasks []task) []task {
+	var files []*File
+	by := map[*File][]task{}
+	for _, t := range tasks {
+		if _, ok := by[t.file]; !ok {
+			files = append(files, t.file)
+		}
+		by[t.file] = append(by[t.file], t)
+	}
+	if len(files) <= 1 {
+		return tasks
+	}
+	out := make([]task, 0, len(tasks))
+	for i := 0; len(out) < len(tasks); i++ {
+		for _, f := range files {
+			if ts := by[f]; i < len(ts) {
+				out = append(out, ts[i])
+			}
+		}
+	}
+	return out
 }
