@@ -115,6 +115,15 @@ func TestCheckAnswerPerturbed(t *testing.T) {
 	}
 	q14.Rows[0][0] = "16.60"
 	mustFail(t, CheckAnswer(14, 1, q14), "promo_revenue", "1%")
+	// Ratios are compared at the precision of the official output.
+	q8, _ := ExpectedAnswer(8, 1)
+	q8 = cloneResult(q8) // 0.03, 0.04
+	q8.Rows[0][1] = "0.03443589040665479"
+	if err := CheckAnswer(8, 1, q8); err != nil {
+		t.Errorf("Q8 unrounded ratio: %v", err)
+	}
+	q8.Rows[0][1] = "0.0249" // reported as 0.02
+	mustFail(t, CheckAnswer(8, 1, q8), "mkt_share")
 
 	// Counts are exact.
 	q4, _ := ExpectedAnswer(4, 1)
