@@ -217,8 +217,9 @@ var halfCent = big.NewRat(1, 200)
 
 // decimals returns the number of digits after the point in s.
 func decimals(s string) int {
+	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '.'); i >= 0 {
-		return len(strings.TrimSpace(s)) - strings.IndexByte(strings.TrimSpace(s), '.') - 1
+		return len(s) - i - 1
 	}
 	return 0
 }
