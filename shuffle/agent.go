@@ -50,7 +50,7 @@ type Agent struct {
 	cfg  AgentConfig
 	opts Options
 	node int
-	tls  *tls.Config
+	tls  *tls.Config // for dialing peers
 	log  *slog.Logger
 
 	ctx    context.Context
@@ -193,7 +193,7 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 			return nil, err
 		}
 	}
-	tlsConf, err := cfg.Options.tlsConfig()
+	tlsConf, tlsClient, err := cfg.Options.tlsConfigs()
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +201,7 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 		cfg:      cfg,
 		opts:     cfg.Options,
 		node:     cfg.Node,
-		tls:      tlsConf,
+		tls:      tlsClient,
 		log:      cfg.Log,
 		peers:    append([]string(nil), cfg.Peers...),
 		out:      make([]*link, len(cfg.Peers)),
@@ -388,7 +388,11 @@ func (a *Agent) serve(upgrade func() (frameConn, error), role uint8) {
 		conn.close()
 		return
 	}
-	l.start(conn, int(h.window), CodecNone)
+	batch := a.opts.AggSize
+	if role == roleClient {
+		batch = a.opts.LocalAggSize
+	}
+	l.start(conn, int(h.window), CodecNone, batch)
 }
 
 func roleName(r uint8) string {
@@ -449,7 +453,7 @@ func (a *Agent) dialPeer(node int, addr string, l *link) {
 		if addr == "" {
 			last = nferr.Unavailablef("shuffle: no address for node %d", node)
 		} else if conn, window, err := a.handshakePeer(ctx, node, addr); err == nil {
-			l.start(conn, window, a.opts.Codec)
+			l.start(conn, window, a.opts.Codec, a.opts.AggSize)
 			return
 		} else {
 			last = err

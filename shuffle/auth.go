@@ -89,13 +89,19 @@ func KeyTLSConfig(key []byte) (*tls.Config, error) {
 	}, nil
 }
 
-// tlsConfig returns the config for agent connections, or nil for none.
-func (o *Options) tlsConfig() (*tls.Config, error) {
+// tlsConfigs returns the configs for accepting and dialing agent
+// connections, or nils for plain TCP.
+func (o *Options) tlsConfigs() (server, client *tls.Config, err error) {
 	if o.TLS != nil {
-		return o.TLS, nil
+		client = o.TLS
+		if o.TLSClient != nil {
+			client = o.TLSClient
+		}
+		return o.TLS, client, nil
 	}
 	if o.ClusterKey != nil {
-		return KeyTLSConfig(o.ClusterKey)
+		c, err := KeyTLSConfig(o.ClusterKey)
+		return c, c, err
 	}
-	return nil, nil
+	return nil, nil, nil
 }

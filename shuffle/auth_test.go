@@ -41,7 +41,7 @@ func TestClusterKeyAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn := newStreamConn(raw, addr, DefaultMaxFrame)
+	conn := newStreamConn(raw, addr, DefaultMaxFrame, DefaultAggSize)
 	if err := sendHello(conn, hello{role: roleAgent, node: 1, window: 1 << 20, maxFrame: 1 << 20}); err != nil {
 		t.Fatal(err)
 	}
@@ -61,14 +61,16 @@ func TestMutualTLS(t *testing.T) {
 	ca, caKey := newCA(t, "nicflow test CA")
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
-	conf := &tls.Config{
-		Certificates: []tls.Certificate{newLeaf(t, ca, caKey)},
-		RootCAs:      pool,
+	leaf := newLeaf(t, ca, caKey)
+	// Separate server and client configurations, as cluster.Keys hands out.
+	server := &tls.Config{
+		Certificates: []tls.Certificate{leaf},
 		ClientCAs:    pool,
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 		MinVersion:   tls.VersionTLS13,
 	}
-	c := newCluster(t, 3, tcpCorun, Options{TLS: conf, AggSize: 2048})
+	client := &tls.Config{Certificates: []tls.Certificate{leaf}, RootCAs: pool, MinVersion: tls.VersionTLS13}
+	c := newCluster(t, 3, tcpCorun, Options{TLS: server, TLSClient: client, AggSize: 2048})
 	runAllToAll(t, c, 1, 300, 100, 9)
 
 	// A certificate from another CA is refused.
@@ -141,7 +143,7 @@ func TestGarbageClosesOnlyThatConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn := newStreamConn(raw, "agent 0", DefaultMaxFrame)
+	conn := newStreamConn(raw, "agent 0", DefaultMaxFrame, DefaultAggSize)
 	sendHello(conn, hello{role: roleClient, window: 1 << 20, maxFrame: 1 << 20})
 	if _, err := readHello(conn); !nferr.Is(err, nferr.KindAuth) || !strings.Contains(err.Error(), "worker on the agent port") {
 		t.Fatalf("wrong role: got %v, want a KindAuth refusal", err)

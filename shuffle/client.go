@@ -102,7 +102,7 @@ func newClient(ctx context.Context, conn frameConn, opts Options) (*Client, erro
 	}
 	c.link = newLink(fmt.Sprintf("agent of node %d (%s)", h.node, conn.peer()), &c.opts, c)
 	c.link.peerNode = -1
-	c.link.start(conn, int(h.window), CodecNone)
+	c.link.start(conn, int(h.window), CodecNone, opts.LocalAggSize)
 	return c, nil
 }
 

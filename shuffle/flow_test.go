@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +22,10 @@ func TestExactlyOnceProperty(t *testing.T) {
 	seeds := 12
 	if testing.Short() {
 		seeds = 4
+	}
+	// NICFLOW_SHUFFLE_SEEDS runs more random configurations (stress runs).
+	if n, err := strconv.Atoi(os.Getenv("NICFLOW_SHUFFLE_SEEDS")); err == nil && n > 0 {
+		seeds = n
 	}
 	for seed := 0; seed < seeds; seed++ {
 		rng := rand.New(rand.NewPCG(uint64(seed), 99))

@@ -320,10 +320,11 @@ type frameReader struct {
 	hdr      [frameHeaderSize]byte
 }
 
-func newFrameReader(r io.Reader, peer string, maxFrame int) *frameReader {
-	// 64 KiB read buffer: header and body of default-sized frames arrive in
-	// one read system call.
-	return &frameReader{r: bufio.NewReaderSize(r, 64<<10), peer: peer, maxFrame: maxFrame}
+// newFrameReader reads frames from r. bufSize is the read buffer: one
+// aggregation buffer plus its header, so that a frame arrives in one read
+// system call (bigger frames bypass the buffer).
+func newFrameReader(r io.Reader, peer string, maxFrame, bufSize int) *frameReader {
+	return &frameReader{r: bufio.NewReaderSize(r, max(bufSize, 4096)), peer: peer, maxFrame: maxFrame}
 }
 
 // errPeerClosed is returned when the stream ends cleanly between frames.

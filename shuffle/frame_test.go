@@ -40,7 +40,7 @@ func TestFrameRoundTrip(t *testing.T) {
 	putMsgHeader(f3.hdr[:], len(big), 3, kindData)
 	f3.body = f3.hdr[:]
 	wire := encodeFrames(t, f1, f2, f3)
-	fr := newFrameReader(bytes.NewReader(wire), "peer X", DefaultMaxFrame)
+	fr := newFrameReader(bytes.NewReader(wire), "peer X", DefaultMaxFrame, 0)
 	g1, err := fr.readFrame()
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +79,7 @@ func TestCorruptFramesRejected(t *testing.T) {
 		for _, x := range []byte{0x01, 0x80, 0xFF} {
 			bad := append([]byte(nil), wire...)
 			bad[i] ^= x
-			fr := newFrameReader(bytes.NewReader(bad), "node 4 (10.0.0.9:7500)", DefaultMaxFrame)
+			fr := newFrameReader(bytes.NewReader(bad), "node 4 (10.0.0.9:7500)", DefaultMaxFrame, 0)
 			g, err := fr.readFrame()
 			if err == nil {
 				if err2 := checkMessages(g.body, g.count, -1, DefaultMaxFrame); err2 == nil && bytes.Equal(g.body, f.body) && g.channel == f.channel {
@@ -93,7 +93,7 @@ func TestCorruptFramesRejected(t *testing.T) {
 		}
 	}
 	for cut := 1; cut < len(wire); cut++ {
-		fr := newFrameReader(bytes.NewReader(wire[:cut]), "node 4", DefaultMaxFrame)
+		fr := newFrameReader(bytes.NewReader(wire[:cut]), "node 4", DefaultMaxFrame, 0)
 		_, err := fr.readFrame()
 		if !nferr.Is(err, nferr.KindData) || !strings.Contains(err.Error(), "truncated") {
 			t.Fatalf("cut at %d: got %v, want a KindData truncation", cut, err)
@@ -104,14 +104,14 @@ func TestCorruptFramesRejected(t *testing.T) {
 func TestFrameLimits(t *testing.T) {
 	f := dataFrame(1, bytes.Repeat([]byte("y"), 5000))
 	wire := encodeFrames(t, f)
-	fr := newFrameReader(bytes.NewReader(wire), "peer", 4096)
+	fr := newFrameReader(bytes.NewReader(wire), "peer", 4096, 0)
 	if _, err := fr.readFrame(); !nferr.Is(err, nferr.KindData) || !strings.Contains(err.Error(), "exceeds the limit") {
 		t.Fatalf("oversized frame: got %v", err)
 	}
 	// A header announcing 1 GiB must not make the reader allocate it.
 	var h [frameHeaderSize]byte
 	putHeader(h[:], &header{typ: frameData, bodyLen: 1 << 30, rawLen: 1 << 30, count: 1})
-	fr = newFrameReader(bytes.NewReader(h[:]), "peer", DefaultMaxFrame)
+	fr = newFrameReader(bytes.NewReader(h[:]), "peer", DefaultMaxFrame, 0)
 	if _, err := fr.readFrame(); !nferr.Is(err, nferr.KindData) {
 		t.Fatalf("huge header: got %v", err)
 	}
@@ -155,7 +155,7 @@ func FuzzReadFrame(f *testing.F) {
 	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		fr := newFrameReader(bytes.NewReader(b), "fuzz", 1<<20)
+		fr := newFrameReader(bytes.NewReader(b), "fuzz", 1<<20, 0)
 		for {
 			g, err := fr.readFrame()
 			if err != nil {

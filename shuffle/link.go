@@ -41,6 +41,11 @@ type link struct {
 
 	conn   frameConn
 	window int // bytes per channel the peer granted us
+	// batch bounds the bytes of one write: the link's aggregation size on
+	// sockets, so that a frame is the unit of transfer, as an RDMA send is
+	// in Buddy (coalescing several frames per system call would amount to
+	// a larger AggSize). In process there is no system call to save.
+	batch int
 
 	mu      sync.Mutex
 	wake    chan struct{}
@@ -102,10 +107,14 @@ func newLink(name string, opts *Options, h linkHandler) *link {
 
 // start runs the link on an established, handshaken connection. window is
 // the per-channel window the peer granted.
-func (l *link) start(conn frameConn, window int, codec Codec) {
+func (l *link) start(conn frameConn, window int, codec Codec, batch int) {
 	l.mu.Lock()
 	l.conn = conn
 	l.window = window
+	l.batch = maxBatchBytes
+	if conn.isWire() {
+		l.batch = batch
+	}
 	if conn.isWire() && codec != CodecNone {
 		l.codec = codec
 		// 16 outstanding requests: enough to keep a few engine threads busy
@@ -131,8 +140,9 @@ func (l *link) start(conn frameConn, window int, codec Codec) {
 const (
 	// writerDepth bounds compression requests in flight per link writer.
 	writerDepth = 16
-	// maxBatchFrames and maxBatchBytes bound one vectored write: enough to
-	// amortize the system call, small enough to interleave channels fairly.
+	// maxBatchFrames and maxBatchBytes bound one hand-off of frames:
+	// enough to amortize the writer's wake-up, small enough to interleave
+	// channels fairly.
 	maxBatchFrames = 64
 	maxBatchBytes  = 512 << 10
 )
@@ -225,19 +235,29 @@ func (l *link) addCredit(ch uint64, n int) {
 	l.signal()
 }
 
-// returnCredit is called when a frame received on l is released.
+// returnCredit is called when a frame received on l is released. Credits
+// are coalesced: the writer is woken once a quarter of the window has come
+// back, or when the channel holds nothing more on this link (so a sender
+// waiting for its window always gets it). Otherwise they ride along with
+// the next write.
 func (l *link) returnCredit(ch uint64, n int) {
 	l.mu.Lock()
+	wake := false
 	if !l.closed {
-		if h := l.held[ch] - n; h > 0 {
+		h := l.held[ch] - n
+		if h > 0 {
 			l.held[ch] = h
 		} else {
 			delete(l.held, ch)
 		}
-		l.credits[ch] += n
+		c := l.credits[ch] + n
+		l.credits[ch] = c
+		wake = h <= 0 || c >= l.opts.Credits/4
 	}
 	l.mu.Unlock()
-	l.signal()
+	if wake {
+		l.signal()
+	}
 }
 
 // hold charges a received frame to its channel's window; a peer that
@@ -299,12 +319,12 @@ func (l *link) writer() {
 		clear(l.ctrl)
 		l.ctrl = l.ctrl[:0]
 		bytes := 0
-		for len(l.ready) > 0 && len(batch) < maxBatchFrames && bytes < maxBatchBytes {
+		for len(l.ready) > 0 && len(batch) < maxBatchFrames && bytes < l.batch {
 			// One frame per ready channel per round: channels share the link
 			// fairly.
 			n := 0
 			for i, oc := range l.ready {
-				if len(batch) >= maxBatchFrames || bytes >= maxBatchBytes {
+				if len(batch) >= maxBatchFrames || bytes >= l.batch {
 					n += copy(l.ready[n:], l.ready[i:])
 					break
 				}

@@ -86,6 +86,10 @@ type Options struct {
 	// RootCAs, ClientAuth RequireAndVerifyClientCert). It is used for both
 	// dialing and accepting.
 	TLS *tls.Config
+	// TLSClient, when set, is used instead of TLS for dialing peers (for a
+	// cluster whose server and client configurations differ, as
+	// cluster.Keys' ServerTLS and ClientTLS do).
+	TLSClient *tls.Config
 	// ClusterKey, when TLS is nil, authenticates and encrypts agent-to-agent
 	// connections with TLS 1.3 keyed by this secret (see KeyTLSConfig): a
 	// peer without the key can neither connect nor read data. At least 16

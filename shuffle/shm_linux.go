@@ -278,11 +278,11 @@ func dialShm(c *net.UnixConn, name string, opts *Options) (frameConn, error) {
 		_ = syscall.Munmap(mapping)
 		return nil, nferr.Unavailablef("shuffle: %s: passing the ring: %v", name, err)
 	}
-	return newStreamConn(newShmConn(c, mapping, true), name, opts.MaxFrame), nil
+	return newStreamConn(newShmConn(c, mapping, true), name, opts.MaxFrame, opts.LocalAggSize), nil
 }
 
 // acceptShm receives the rings from a worker.
-func acceptShm(c *net.UnixConn, name string, maxFrame int) (frameConn, error) {
+func acceptShm(c *net.UnixConn, name string, maxFrame, aggSize int) (frameConn, error) {
 	var msg [8]byte
 	oob := make([]byte, unix.CmsgSpace(4))
 	n, oobn, _, _, err := c.ReadMsgUnix(msg[:], oob)
@@ -308,5 +308,5 @@ func acceptShm(c *net.UnixConn, name string, maxFrame int) (frameConn, error) {
 	if err != nil {
 		return nil, nferr.IOf("shuffle: mapping the ring from %s: %v", name, err)
 	}
-	return newStreamConn(newShmConn(c, mapping, false), name+" (shm)", maxFrame), nil
+	return newStreamConn(newShmConn(c, mapping, false), name+" (shm)", maxFrame, aggSize), nil
 }

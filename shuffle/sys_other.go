@@ -28,7 +28,7 @@ func dialShm(*net.UnixConn, string, *Options) (frameConn, error) {
 	return nil, nferr.Resourcef("shuffle: shared-memory rings need Linux; use unix: instead of shm:")
 }
 
-func acceptShm(*net.UnixConn, string, int) (frameConn, error) {
+func acceptShm(*net.UnixConn, string, int, int) (frameConn, error) {
 	return nil, nferr.Resourcef("shuffle: shared-memory rings need Linux")
 }
 

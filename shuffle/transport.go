@@ -52,8 +52,9 @@ type streamConn struct {
 	once    sync.Once
 }
 
-func newStreamConn(c net.Conn, name string, maxFrame int) *streamConn {
-	return &streamConn{c: c, fw: newFrameWriter(c), fr: newFrameReader(c, name, maxFrame), name: name}
+// newStreamConn frames a byte stream; aggSize sizes its read buffer.
+func newStreamConn(c net.Conn, name string, maxFrame, aggSize int) *streamConn {
+	return &streamConn{c: c, fw: newFrameWriter(c), fr: newFrameReader(c, name, maxFrame, aggSize+frameHeaderSize), name: name}
 }
 
 func (s *streamConn) writeFrames(fs []*frame) error { return s.fw.writeFrames(fs) }
@@ -219,6 +220,7 @@ type netListener struct {
 	ln       net.Listener
 	tls      *tls.Config
 	maxFrame int
+	aggSize  int
 	unix     bool
 	timeout  time.Duration
 	// path is the unix socket file, removed on close.
@@ -233,7 +235,7 @@ func (l *netListener) accept() (func() (frameConn, error), error) {
 	return func() (frameConn, error) {
 		name := c.RemoteAddr().String()
 		if l.unix {
-			return acceptLocal(c, l.maxFrame, l.timeout)
+			return acceptLocal(c, l.maxFrame, l.aggSize, l.timeout)
 		}
 		if tc, ok := c.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
@@ -246,9 +248,9 @@ func (l *netListener) accept() (func() (frameConn, error), error) {
 				return nil, nferr.Authf("shuffle: TLS handshake with %s failed: %v", name, err)
 			}
 			_ = c.SetDeadline(time.Time{})
-			return newStreamConn(t, name, l.maxFrame), nil
+			return newStreamConn(t, name, l.maxFrame, l.aggSize), nil
 		}
-		return newStreamConn(c, name, l.maxFrame), nil
+		return newStreamConn(c, name, l.maxFrame, l.aggSize), nil
 	}, nil
 }
 
@@ -300,13 +302,13 @@ func listenAddr(addr string, tlsConf *tls.Config, opts *Options, mem *MemNetwork
 			ln.Close()
 			return nil, nferr.IOf("shuffle: securing %s: %v", rest, err)
 		}
-		return &netListener{ln: ln, maxFrame: opts.MaxFrame, unix: true, path: rest, timeout: opts.DialTimeout}, nil
+		return &netListener{ln: ln, maxFrame: opts.MaxFrame, aggSize: opts.LocalAggSize, unix: true, path: rest, timeout: opts.DialTimeout}, nil
 	case "tcp":
 		ln, err := net.Listen("tcp", rest)
 		if err != nil {
 			return nil, nferr.IOf("shuffle: listening on %s: %v", addr, err)
 		}
-		return &netListener{ln: ln, tls: tlsConf, maxFrame: opts.MaxFrame, timeout: opts.DialTimeout}, nil
+		return &netListener{ln: ln, tls: tlsConf, maxFrame: opts.MaxFrame, aggSize: opts.AggSize, timeout: opts.DialTimeout}, nil
 	}
 	return nil, nferr.Queryf("shuffle: cannot listen on %q: want host:port, unix:/path or mem:name", addr)
 }
@@ -350,9 +352,9 @@ func dialAddr(ctx context.Context, addr string, tlsConf *tls.Config, opts *Optio
 				c.Close()
 				return nil, nferr.Authf("shuffle: TLS handshake with %s failed: %v", addr, err)
 			}
-			return newStreamConn(t, addr, opts.MaxFrame), nil
+			return newStreamConn(t, addr, opts.MaxFrame, opts.AggSize), nil
 		}
-		return newStreamConn(c, addr, opts.MaxFrame), nil
+		return newStreamConn(c, addr, opts.MaxFrame, opts.AggSize), nil
 	}
 	return nil, nferr.Queryf("shuffle: cannot dial %q", addr)
 }
@@ -365,7 +367,7 @@ const (
 	localShm    = 'S'
 )
 
-func acceptLocal(c net.Conn, maxFrame int, timeout time.Duration) (frameConn, error) {
+func acceptLocal(c net.Conn, maxFrame, aggSize int, timeout time.Duration) (frameConn, error) {
 	uc := c.(*net.UnixConn)
 	name := "worker"
 	if uid, pid, err := peerCred(uc); err == nil {
@@ -384,9 +386,9 @@ func acceptLocal(c net.Conn, maxFrame int, timeout time.Duration) (frameConn, er
 	switch b[0] {
 	case localFramed:
 		_ = c.SetDeadline(time.Time{})
-		return newStreamConn(c, name, maxFrame), nil
+		return newStreamConn(c, name, maxFrame, aggSize), nil
 	case localShm:
-		sc, err := acceptShm(uc, name, maxFrame)
+		sc, err := acceptShm(uc, name, maxFrame, aggSize)
 		if err != nil {
 			c.Close()
 			return nil, err
@@ -404,7 +406,7 @@ func dialLocal(c *net.UnixConn, shm bool, addr string, opts *Options) (frameConn
 			c.Close()
 			return nil, nferr.Unavailablef("shuffle: %s: %v", addr, err)
 		}
-		return newStreamConn(c, "agent "+addr, opts.MaxFrame), nil
+		return newStreamConn(c, "agent "+addr, opts.MaxFrame, opts.LocalAggSize), nil
 	}
 	sc, err := dialShm(c, "agent "+addr, opts)
 	if err != nil {
