@@ -185,9 +185,8 @@ type Scanner struct {
 	stats   ScanStats
 
 	// sequential mode
-	w       *worker
-	next    int
-	pending []arrow.RecordBatch
+	w    *worker
+	next int
 
 	// parallel mode
 	started bool
@@ -377,10 +376,20 @@ func (s *Scanner) nextSequential(ctx context.Context) (arrow.RecordBatch, error)
 	if s.w == nil {
 		s.w = newWorker(s)
 	}
-	for len(s.pending) == 0 {
+	for {
 		if err := ctx.Err(); err != nil {
 			s.err = nferr.With(nferr.KindCanceled, err)
 			return nil, s.err
+		}
+		if s.w.active {
+			rec, err := s.w.nextChunk(ctx)
+			if err != nil {
+				s.err = err
+				return nil, err
+			}
+			if rec != nil {
+				return rec, nil
+			}
 		}
 		if s.next >= len(s.tasks) {
 			s.w.closeFile()
@@ -388,18 +397,11 @@ func (s *Scanner) nextSequential(ctx context.Context) (arrow.RecordBatch, error)
 		}
 		t := s.tasks[s.next]
 		s.next++
-		err := s.w.run(ctx, t, func(r arrow.RecordBatch) bool {
-			s.pending = append(s.pending, r)
-			return true
-		})
-		if err != nil {
+		if err := s.w.begin(t); err != nil {
 			s.err = err
 			return nil, err
 		}
 	}
-	r := s.pending[0]
-	s.pending = s.pending[1:]
-	return r, nil
 }
 
 func (s *Scanner) start(ctx context.Context) {
@@ -459,10 +461,6 @@ func (s *Scanner) Close() error {
 		}
 		s.wg.Wait()
 	}
-	for _, r := range s.pending {
-		r.Release()
-	}
-	s.pending = nil
 	if s.w != nil {
 		s.w.closeFile()
 	}
@@ -483,6 +481,13 @@ type worker struct {
 	curPath string
 	osf     *os.File
 	rdr     *file.Reader
+
+	// the row group being read
+	cur    task
+	path   string
+	rows   int
+	off    int
+	active bool
 }
 
 func newWorker(s *Scanner) *worker {
@@ -544,78 +549,119 @@ func (w *worker) open(f *File) error {
 
 // run reads one row group and emits its records; emit returns false when
 // the scan is being stopped.
-func (w *worker) run(ctx context.Context, t task, emit func(arrow.RecordBatch) bool) (err error) {
-	s := w.s
-	path := s.db.Path(t.file)
-	var local ScanStats
+func (w *worker) run(ctx context.Context, t task, emit func(arrow.RecordBatch) bool) error {
+	if err := w.begin(t); err != nil {
+		return err
+	}
+	for {
+		rec, err := w.nextChunk(ctx)
+		if err != nil || rec == nil {
+			return err
+		}
+		if !emit(rec) {
+			w.end()
+			return nil
+		}
+	}
+}
+
+// begin positions the worker at the start of a row group.
+func (w *worker) begin(t task) (err error) {
+	w.end()
+	w.cur, w.off, w.active = t, 0, true
+	w.rows = int(t.file.RowGroups[t.rg].Rows)
+	w.path = w.s.db.Path(t.file)
 	defer func() {
 		if r := recover(); r != nil {
-			err = nferr.Dataf("data file %s row group %d is corrupt (the Parquet decoder failed: %v)", path, t.rg, r)
+			err = nferr.Dataf("data file %s row group %d is corrupt (the Parquet decoder failed: %v)", w.path, t.rg, r)
 			w.closeFile()
+			w.active = false
 		}
-		s.stats.add(&local)
+		if err != nil {
+			w.end()
+		}
 	}()
-	rgm := &t.file.RowGroups[t.rg]
-	rows := int(rgm.Rows)
+	s := w.s
 	if len(s.need) == 0 {
-		// count(*): no column is read.
-		for off := 0; off < rows; off += s.batch {
-			n := min(s.batch, rows-off)
-			local.RowsRead += int64(n)
-			local.RowsReturned += int64(n)
-			if !emit(array.NewRecordBatch(s.out, nil, int64(n))) {
-				return nil
-			}
-		}
-		return nil
+		return nil // count(*): no column is read
 	}
 	if err := w.open(t.file); err != nil {
 		return err
 	}
-	defer w.closeDecoders()
 	rgr := w.rdr.RowGroup(t.rg)
-	if rgr.NumRows() != rgm.Rows {
-		return nferr.Dataf("data file %s row group %d has %d rows, the catalog recorded %d", path, t.rg, rgr.NumRows(), rgm.Rows)
+	if rgr.NumRows() != int64(w.rows) {
+		return nferr.Dataf("data file %s row group %d has %d rows, the catalog recorded %d", w.path, t.rg, rgr.NumRows(), w.rows)
 	}
+	var bytes int64
 	for i, tc := range s.need {
 		pc := t.file.ColumnIndex[tc]
 		cr, err := rgr.Column(pc)
 		if err != nil {
-			return nferr.Dataf("data file %s row group %d column %s: %v", path, t.rg, s.table.Columns[tc].Name, err)
+			return nferr.Dataf("data file %s row group %d column %s: %v", w.path, t.rg, s.table.Columns[tc].Name, err)
 		}
 		d, err := newColDecoder(cr, s.needT[i], s.table.Columns[tc].Name)
 		if err != nil {
-			return nferr.Wrap(nferr.KindData, err, "data file %s", path)
+			cr.Close()
+			return nferr.Wrap(nferr.KindData, err, "data file %s", w.path)
 		}
 		w.decs[i] = d
 		if cc, err := rgr.MetaData().ColumnChunk(pc); err == nil {
-			local.BytesRead += cc.TotalCompressedSize()
+			bytes += cc.TotalCompressedSize()
 		}
 	}
-	decode := func(i, n int) error {
-		if w.have[i] {
-			return nil
-		}
-		w.have[i] = true
-		if err := w.decs[i].read(w.vecs[i], n); err != nil {
-			return nferr.Dataf("data file %s row group %d column %s: %v", path, t.rg, w.decs[i].name, err)
-		}
+	atomic.AddInt64(&s.stats.BytesRead, bytes)
+	return nil
+}
+
+// end releases the current row group's decoders.
+func (w *worker) end() {
+	w.closeDecoders()
+	w.active = false
+}
+
+func (w *worker) decode(i, n int) error {
+	if w.have[i] {
 		return nil
 	}
-	for off := 0; off < rows; off += s.batch {
-		if err := ctx.Err(); err != nil {
-			return nferr.With(nferr.KindCanceled, err)
+	w.have[i] = true
+	if err := w.decs[i].read(w.vecs[i], n); err != nil {
+		return nferr.Dataf("data file %s row group %d column %s: %v", w.path, w.cur.rg, w.decs[i].name, err)
+	}
+	return nil
+}
+
+// nextChunk returns the next non-empty record of the current row group, or
+// nil when the row group is done (then the decoders are released).
+func (w *worker) nextChunk(ctx context.Context) (rec arrow.RecordBatch, err error) {
+	s := w.s
+	defer func() {
+		if r := recover(); r != nil {
+			rec, err = nil, nferr.Dataf("data file %s row group %d is corrupt (the Parquet decoder failed: %v)", w.path, w.cur.rg, r)
+			w.closeFile()
 		}
-		n := min(s.batch, rows-off)
-		local.RowsRead += int64(n)
+		if err != nil || rec == nil {
+			w.end()
+		}
+	}()
+	for w.active && w.off < w.rows {
+		if err := ctx.Err(); err != nil {
+			return nil, nferr.With(nferr.KindCanceled, err)
+		}
+		n := min(s.batch, w.rows-w.off)
+		w.off += n
+		atomic.AddInt64(&s.stats.RowsRead, int64(n))
+		if len(s.need) == 0 {
+			atomic.AddInt64(&s.stats.RowsReturned, int64(n))
+			return array.NewRecordBatch(s.out, nil, int64(n)), nil
+		}
 		for i := range w.have {
 			w.have[i] = false
 		}
 		var sel []int32 // nil: all rows
 		if s.filter != nil {
 			w.sel = grow(w.sel, n)
-			if sel, err = w.evalFilter(s.filter, n, decode); err != nil {
-				return err
+			if sel, err = w.evalFilter(s.filter, n); err != nil {
+				return nil, err
 			}
 			if len(sel) == n {
 				sel = nil
@@ -625,15 +671,15 @@ func (w *worker) run(ctx context.Context, t task, emit func(arrow.RecordBatch) b
 			for i := range s.need {
 				if !w.have[i] {
 					if err := w.decs[i].skip(n); err != nil {
-						return nferr.Dataf("data file %s row group %d column %s: %v", path, t.rg, w.decs[i].name, err)
+						return nil, nferr.Dataf("data file %s row group %d column %s: %v", w.path, w.cur.rg, w.decs[i].name, err)
 					}
 				}
 			}
 			continue
 		}
 		for i := range s.need {
-			if err := decode(i, n); err != nil {
-				return err
+			if err := w.decode(i, n); err != nil {
+				return nil, err
 			}
 		}
 		cols := make([]arrow.Array, len(s.outCols))
@@ -644,29 +690,27 @@ func (w *worker) run(ctx context.Context, t task, emit func(arrow.RecordBatch) b
 		if sel != nil {
 			m = len(sel)
 		}
-		local.RowsReturned += int64(m)
+		atomic.AddInt64(&s.stats.RowsReturned, int64(m))
 		rec := array.NewRecordBatch(s.out, cols, int64(m))
 		for _, c := range cols {
 			c.Release()
 		}
-		if !emit(rec) {
-			return nil
-		}
+		return rec, nil
 	}
-	return nil
+	return nil, nil
 }
 
 // evalFilter evaluates the filter over a chunk, decoding filter columns
 // lazily: the conjuncts of a top-level AND run in order, and a column is
 // decoded only when a conjunct needs it and rows survive.
-func (w *worker) evalFilter(f *cnode, n int, decode func(i, n int) error) ([]int32, error) {
+func (w *worker) evalFilter(f *cnode, n int) ([]int32, error) {
 	conj := []*cnode{f}
 	if f.op == OpAnd {
 		conj = f.args
 	}
 	var sel []int32
 	for _, c := range conj {
-		if err := w.decodeFor(c, n, decode); err != nil {
+		if err := w.decodeFor(c, n); err != nil {
 			return nil, err
 		}
 		sel = c.filter(w.vecs, sel, n, w.sel[:n], &w.scratch)
@@ -677,16 +721,16 @@ func (w *worker) evalFilter(f *cnode, n int, decode func(i, n int) error) ([]int
 	return sel, nil
 }
 
-func (w *worker) decodeFor(c *cnode, n int, decode func(i, n int) error) error {
+func (w *worker) decodeFor(c *cnode, n int) error {
 	if c.op == OpAnd || c.op == OpOr {
 		for _, a := range c.args {
-			if err := w.decodeFor(a, n, decode); err != nil {
+			if err := w.decodeFor(a, n); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	return decode(c.col, n)
+	return w.decode(c.col, n)
 }
 
 // String describes the scan (for EXPLAIN and logs).
