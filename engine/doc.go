@@ -44,6 +44,9 @@
 //   - A SharedDef (a view or CTE read twice, TPC-H Q15) is computed once;
 //     its plan is optimized once, separately.
 //   - A null-aware anti or mark join's Equi[0] is its IN comparison.
+//   - Optimization preserves results: a reference row-at-a-time evaluator
+//     (evaltest_test.go) runs unoptimized and optimized plans on random
+//     tables with NULLs, over fixed queries and as a fuzz target.
 //
 // Dependencies: engine imports exec, storage and shuffle; it never imports
 // cluster or cmd.
