@@ -303,7 +303,7 @@ func (a *Agent) broadcastError(ch *channel, sender uint32, err error) {
 func (a *Agent) failChannel(ch *channel, err error) {
 	a.stats.badFrames.Add(1)
 	a.mu.Lock()
-	first := ch.failed == nil
+	first := ch.failed == nil && !a.shut
 	if first {
 		ch.failed = err
 	}
@@ -316,17 +316,20 @@ func (a *Agent) failChannel(ch *channel, err error) {
 	}
 }
 
-// sendRemote queues a frame for node's agent.
-func (a *Agent) sendRemote(node int, f *frame) {
+// sendRemote queues a frame of ch for node's agent. A frame that cannot be
+// queued (the link is down or the agent closing) fails ch: its messages
+// would otherwise be lost without a word.
+func (a *Agent) sendRemote(node int, f *frame, ch *channel) {
 	l := a.peerLink(node)
+	a.stats.remoteFramesOut.Add(1)
+	a.stats.remoteBytesOut.Add(int64(f.size()))
 	if l == nil {
 		a.stats.dropped.Add(1)
 		f.release()
+	} else if l.enqueue(f) {
 		return
 	}
-	a.stats.remoteFramesOut.Add(1)
-	a.stats.remoteBytesOut.Add(int64(f.size()))
-	l.enqueue(f)
+	a.failChannel(ch, nferr.Unavailablef("shuffle: node %d cannot reach node %d: its link is down", a.node, node))
 }
 
 // janitor expires channels that were never opened locally and forgets old

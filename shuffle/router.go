@@ -341,7 +341,7 @@ func (r *router) dispatch(rc *routerChan, slot int, f *frame) {
 	f.typ, f.channel = frameData, ch.id
 	if slot < ch.nodes {
 		f.aux = 0
-		r.a.sendRemote(slot, f)
+		r.a.sendRemote(slot, f, ch)
 		return
 	}
 	i := slot - ch.nodes

@@ -1,0 +1,188 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+	"github.com/nicflow/nicflow/shuffle"
+)
+
+// The end-to-end test re-executes this test binary as the benchmark's
+// child processes: with NICFLOW_BENCH_CHILD set, TestMain plays
+// `nicflow bench shuffle-node` or `nicflow agent --control` (the subset of
+// its flags the benchmark passes) instead of running tests.
+func TestMain(m *testing.M) {
+	if os.Getenv("NICFLOW_BENCH_CHILD") == "1" {
+		os.Exit(benchChild(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+func benchChild(args []string) int {
+	ctx := context.Background()
+	var err error
+	switch {
+	case len(args) >= 2 && args[0] == "bench" && args[1] == "shuffle-node":
+		err = RunShuffleNode(ctx, os.Stdin, os.Stdout)
+	case len(args) >= 1 && args[0] == "agent":
+		fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+		node := fs.Int("node", 0, "")
+		nodes := fs.Int("nodes", 0, "")
+		listen := fs.String("listen", "", "")
+		local := fs.String("local", "", "")
+		threads := fs.Int("threads", 0, "")
+		agg := fs.Int("agg-size", 0, "")
+		codec := fs.String("codec", "none", "")
+		fs.String("device", "cpu", "")
+		fs.String("cpus", "", "")
+		fs.Bool("insecure", false, "")
+		fs.Bool("control", false, "")
+		if err = fs.Parse(args[1:]); err != nil {
+			break
+		}
+		c, _ := shuffle.ParseCodec(*codec)
+		var a *shuffle.Agent
+		a, err = shuffle.NewAgent(shuffle.AgentConfig{Node: *node, Peers: make([]string, *nodes), Listen: *listen, Local: *local,
+			Options: shuffle.Options{Threads: *threads, AggSize: *agg, Codec: c, Insecure: true}})
+		if err == nil {
+			err = ServeAgentControl(ctx, a, os.Stdin, os.Stdout)
+			a.Close()
+		}
+	default:
+		err = fmt.Errorf("unexpected child arguments %q", args)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// TestRunShuffleEndToEnd runs every workload in both agent modes with real
+// processes (tiny sizes) and checks the rows.
+func TestRunShuffleEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("NICFLOW_BENCH_CHILD", "1")
+	var progress bytes.Buffer
+	o := ShuffleOptions{
+		Apps: []string{"histogram", "transpose", "repartition"}, Nodes: 2, RanksPerNode: 2,
+		AggSizes: []int{2048, 16384}, Buffers: []int{4}, Threads: []int{1}, Agents: []string{"corun", "offload"},
+		Codecs: []string{"none"}, Updates: 3000, TableSize: 1000, Rows: 300, RowDegree: 4, Batches: 2, BatchRows: 500,
+		Binary: exe, Timeout: time.Minute, Progress: &progress, Pin: "none",
+	}
+	rows, err := RunShuffle(context.Background(), o)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	if len(rows) != 3*2*2 {
+		t.Fatalf("%d rows, want 12", len(rows))
+	}
+	for _, r := range rows {
+		wantMsgs := map[string]int64{"histogram": 4 * 3000, "transpose": 4 * 300 * 4}[r.App]
+		if r.App != "repartition" && r.Msgs != wantMsgs {
+			t.Errorf("%s: %d messages, want %d", r.App, r.Msgs, wantMsgs)
+		}
+		if r.MsgsPerS <= 0 || r.ElapsedS <= 0 || r.RemoteFrames == 0 {
+			t.Errorf("%+v: missing measurements", r)
+		}
+		if r.Agent == "offload" && r.AgentCPUS <= 0 {
+			t.Errorf("%+v: offloaded agent CPU not measured", r)
+		}
+	}
+
+	// CSV round trip and plots.
+	var csvBuf bytes.Buffer
+	if err := WriteShuffleCSV(&csvBuf, rows); err != nil {
+		t.Fatal(err)
+	}
+	header := strings.SplitN(csvBuf.String(), "\n", 2)[0]
+	for _, col := range []string{"app", "nodes", "ranks_per_node", "agg_size", "buffers", "threads", "agent", "codec", "msgs", "bytes", "elapsed_s", "msgs_per_s", "mb_per_s", "worker_cpu_s", "agent_cpu_s"} {
+		if !strings.Contains(","+header+",", ","+col+",") {
+			t.Errorf("CSV header %q lacks %s", header, col)
+		}
+	}
+	back, err := ReadShuffleCSV(&csvBuf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back) != len(rows) || back[3].App != rows[3].App || back[3].AggSize != rows[3].AggSize || back[3].Msgs != rows[3].Msgs {
+		t.Fatalf("CSV round trip differs: %+v vs %+v", back[3], rows[3])
+	}
+	dir := t.TempDir()
+	files, err := PlotShuffle(back, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"msgs_vs_agg_size.svg", "corun_vs_offload.svg", "cpu_corun_vs_offload.svg"}
+	for _, w := range want {
+		b, err := os.ReadFile(filepath.Join(dir, w))
+		if err != nil {
+			t.Fatalf("plot %s missing (wrote %v)", w, files)
+		}
+		if !bytes.HasPrefix(b, []byte("<svg")) || !bytes.Contains(b, []byte("polyline")) && !bytes.Contains(b, []byte("<rect x=")) {
+			t.Fatalf("%s is not a chart", w)
+		}
+	}
+	var table bytes.Buffer
+	WriteShuffleTable(&table, rows)
+	if !strings.Contains(table.String(), "histogram") || !strings.Contains(table.String(), "offload") {
+		t.Fatalf("table:\n%s", table.String())
+	}
+}
+
+func TestShuffleOptionsValidate(t *testing.T) {
+	for name, mut := range map[string]func(*ShuffleOptions){
+		"app":   func(o *ShuffleOptions) { o.Apps = []string{"sort"} },
+		"agent": func(o *ShuffleOptions) { o.Agents = []string{"dpu"} },
+		"codec": func(o *ShuffleOptions) { o.Codecs = []string{"brotli"} },
+		"nodes": func(o *ShuffleOptions) { o.Nodes = 0 },
+		"agg":   func(o *ShuffleOptions) { o.AggSizes = []int{10} },
+		"local": func(o *ShuffleOptions) { o.Local = "tcp" },
+	} {
+		o := DefaultShuffleOptions()
+		mut(&o)
+		if err := o.Validate(); !nferr.Is(err, nferr.KindQuery) {
+			t.Errorf("%s: got %v, want KindQuery", name, err)
+		}
+	}
+	o := DefaultShuffleOptions()
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReadShuffleCSVErrors(t *testing.T) {
+	for _, in := range []string{"", "app,agg_size\nhistogram,1\n", "app,agg_size,buffers,threads,agent,msgs_per_s\nhistogram,x,1,1,corun,5\n"} {
+		if _, err := ReadShuffleCSV(strings.NewReader(in)); !nferr.Is(err, nferr.KindData) {
+			t.Errorf("%q: got %v, want KindData", in, err)
+		}
+	}
+}
+
+func TestCheckShuffle(t *testing.T) {
+	c := shuffleConfig{app: "histogram", nodes: 2, ranksPerNode: 2, updates: 10}
+	if err := checkShuffle(c, 40, 40, 40, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkShuffle(c, 40, 39, 39, 0); err == nil {
+		t.Fatal("a lost update passed the check")
+	}
+	c = shuffleConfig{app: "transpose"}
+	if err := checkShuffle(c, 5, 5, 7, 8); err == nil {
+		t.Fatal("a wrong transpose checksum passed")
+	}
+}
