@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"runtime"
 	"sync"
 	"syscall"
@@ -470,4 +471,40 @@ func BenchmarkQ6TypedSlices(b *testing.B) {
 		b.Fatalf("sum %s, want %s", got.ToString(4), want.ToString(4))
 	}
 	reportQ6Rows(b, q6Rows)
+}
+
+// BenchmarkLikeVsRegexp compares the LIKE matcher with Go's regexp on the
+// same pattern (docs/decisions.md D11).
+func BenchmarkLikeVsRegexp(b *testing.B) {
+	_, batch := likeBatch(b)
+	a := batch.Cols[0].(*array.String)
+	strs := make([]string, a.Len())
+	byts := make([][]byte, a.Len())
+	for j := range strs {
+		strs[j] = a.Value(j)
+		byts[j] = []byte(strs[j])
+	}
+	for _, c := range []struct{ like, re string }{
+		{"%special%requests%", `^(?s:.*special.*requests.*)$`},
+		{"special%", `^(?s:special.*)$`},
+	} {
+		m, _ := compileLikePattern([]byte(c.like), -1)
+		re := regexp.MustCompile(c.re)
+		b.Run("like/"+c.like, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				for _, v := range byts {
+					m.match(v)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*a.Len()), "ns/row")
+		})
+		b.Run("regexp/"+c.like, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				for _, v := range strs {
+					re.MatchString(v)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*a.Len()), "ns/row")
+		})
+	}
 }
