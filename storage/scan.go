@@ -530,6 +530,11 @@ func (w *worker) open(f *File) error {
 		return nil
 	}
 	w.closeFile()
+	// NB: one stat per file per scan: a file truncated or replaced since
+	// its footer was cached is caught here, not by the decoder.
+	if err := w.s.db.checkSize(f); err != nil {
+		return err
+	}
 	md, err := w.s.db.footer(f)
 	if err != nil {
 		return err
