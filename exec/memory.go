@@ -13,7 +13,8 @@ import (
 // Budget is a per-query memory budget on one node. Operators draw from it
 // through Accounts; the sum of all accounts never exceeds Limit.
 type Budget struct {
-	limit int64
+	limit  int64
+	parent *Budget
 
 	mu   sync.Mutex
 	used int64
@@ -45,10 +46,30 @@ func (b *Budget) Peak() int64 {
 	return b.peak
 }
 
+// Child returns a budget that draws from b: every reservation also
+// reserves in b (and fails when b is exhausted), while the child keeps its
+// own Used and Peak. EXPLAIN ANALYZE gives each operator a child to
+// measure its peak memory.
+func (b *Budget) Child() *Budget { return &Budget{parent: b} }
+
+// root is the budget at the top of b's chain of parents (the query's).
+func (b *Budget) root() *Budget {
+	for b.parent != nil {
+		b = b.parent
+	}
+	return b
+}
+
 func (b *Budget) reserve(n int64) bool {
+	if b.parent != nil && !b.parent.reserve(n) {
+		return false
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.limit > 0 && b.used+n > b.limit {
+		if b.parent != nil {
+			b.parent.release(n)
+		}
 		return false
 	}
 	b.used += n
@@ -62,6 +83,9 @@ func (b *Budget) release(n int64) {
 	b.mu.Lock()
 	b.used -= n
 	b.mu.Unlock()
+	if b.parent != nil {
+		b.parent.release(n)
+	}
 }
 
 // Account is one operator's share of a Budget. It is not safe for
@@ -87,7 +111,7 @@ func (a *Account) Grow(n int64) error {
 	}
 	if !a.budget.reserve(n) {
 		return nferr.Resourcef("memory limit exceeded in %s: needs %s more, %s of %s in use (raise --memory-limit)",
-			a.name, FormatBytes(n), FormatBytes(a.budget.Used()), FormatBytes(a.budget.limit))
+			a.name, FormatBytes(n), FormatBytes(a.budget.root().Used()), FormatBytes(a.budget.root().limit))
 	}
 	a.used += n
 	if a.used > a.peak {

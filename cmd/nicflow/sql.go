@@ -1,0 +1,373 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/nicflow/nicflow/engine"
+	"github.com/nicflow/nicflow/exec"
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+type sqlFlags struct {
+	dir         string
+	format      string
+	memoryLimit string
+	parallel    int
+	batchSize   int
+	file        string
+	create      bool
+	cpuprofile  string
+}
+
+var sqlF sqlFlags
+
+var sqlCmd = &cobra.Command{
+	Use:   `sql --dir DIR [-f FILE | "SQL"]`,
+	Short: "Run SQL on a database directory (a script, or an interactive prompt)",
+	Long: `Run SQL statements on the database in DIR, embedded in this process: queries
+run in parallel on this machine's cores within a memory budget.
+
+Where the SQL comes from:
+  "SQL"        the argument: one or more statements separated by ';'
+  -f FILE      a script file
+  stdin        when it is not a terminal (a pipe or a file)
+  prompt       otherwise: an interactive "nicflow> " prompt; a statement may
+               span lines and runs at ';'; \q (or Ctrl-D) quits; errors are
+               printed and the prompt continues; Ctrl-C cancels the running
+               query, not the shell
+
+Every row-returning statement prints its rows (--format):
+  table   aligned columns with a header and a row count; NULL shown as NULL
+  csv     RFC 4180 with a header line; NULL is the empty field
+  json    JSON Lines: one object per row; NULL is null
+Values print in one canonical form: decimals with their scale (12.30), dates
+as YYYY-MM-DD, doubles in shortest round-trip form. Statements without rows
+print their status (CREATE TABLE, INSERT 5, ...) on stdout in table format,
+on stderr in csv and json so that stdout holds only data.
+
+Statements: SELECT (joins, subqueries, CTEs, window functions, set
+operations), VALUES, CREATE/DROP TABLE, CREATE TABLE AS, INSERT INTO ...
+SELECT/VALUES, COPY t FROM 'file' [WITH (FORMAT csv|tbl|parquet, HEADER,
+DELIMITER 'c', NULL 'text')], CREATE EXTERNAL TABLE t STORED AS PARQUET
+LOCATION 'dir', CREATE/DROP VIEW (views live for the session), EXPLAIN
+[ANALYZE] [VERBOSE], SHOW TABLES, DESCRIBE t, SET/SHOW memory_limit,
+parallelism, batch_size.
+
+A script stops at the first error, which is printed on stderr; the exit
+status tells a bad query (2) from bad data (3), exhausted memory (4) and
+cancellation (130). DIR must hold a database (nicflow tpch gen, nicflow
+load) unless --create is given.`,
+	Example: `  nicflow sql --dir data "select count(*) from lineitem"
+  nicflow sql --dir data --format csv -f report.sql > report.csv
+  echo "select n_name from nation order by 1" | nicflow sql --dir data --format json
+  nicflow sql --dir data "explain analyze select l_returnflag, count(*) from lineitem group by 1"
+  nicflow sql --dir scratch --create "create table t (a integer, b varchar); insert into t values (1, 'x'); select * from t"
+  nicflow sql --dir data          # interactive prompt`,
+	Args: cobra.ArbitraryArgs,
+	RunE: func(cmd *cobra.Command, args []string) error {
+		return runSQL(cmd.Context(), sqlF, args, os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr())
+	},
+}
+
+func init() {
+	f := sqlCmd.Flags()
+	f.StringVar(&sqlF.dir, "dir", "", "database directory (required)")
+	f.StringVar(&sqlF.format, "format", formatTable, "output format: table, csv or json")
+	f.StringVar(&sqlF.memoryLimit, "memory-limit", "", "memory budget per query, e.g. 2GiB (default: 60% of memory, or NICFLOW_MEMORY_LIMIT)")
+	f.IntVar(&sqlF.parallel, "parallel", 0, "pipelines per query (default: number of CPUs)")
+	f.IntVar(&sqlF.batchSize, "batch-size", 0, fmt.Sprintf("rows per batch (default %d)", exec.DefaultBatchSize))
+	f.StringVarP(&sqlF.file, "file", "f", "", "read the SQL script from FILE")
+	f.BoolVar(&sqlF.create, "create", false, "create the database in DIR if it holds none")
+	f.StringVar(&sqlF.cpuprofile, "cpuprofile", "", "write a CPU profile (pprof) to this file")
+	f.MarkHidden("cpuprofile")
+	rootCmd.AddCommand(sqlCmd)
+}
+
+// sessionOptions turns the shared flags into session options.
+func sessionOptions(memoryLimit string, parallel, batchSize int) (engine.Options, error) {
+	var o engine.Options
+	if memoryLimit != "" {
+		n, err := exec.ParseBytes(memoryLimit)
+		if err != nil || n <= 0 {
+			return o, usagef("--memory-limit %q: want a size such as 512MiB or 2GiB", memoryLimit)
+		}
+		o.MemoryLimit = n
+	}
+	if parallel < 0 {
+		return o, usagef("--parallel must be positive")
+	}
+	if batchSize < 0 {
+		return o, usagef("--batch-size must be positive")
+	}
+	o.Parallelism, o.BatchSize = parallel, batchSize
+	if err := o.Validate(); err != nil {
+		return o, usagef("%v", err)
+	}
+	return o, nil
+}
+
+// openSession opens DIR; without create it must already hold a database.
+func openSession(dir string, create bool, opts engine.Options) (*engine.Session, error) {
+	if dir == "" {
+		return nil, usagef("--dir is required")
+	}
+	if !create {
+		if _, err := os.Stat(filepath.Join(dir, "catalog")); err != nil {
+			return nil, nferr.Queryf("%s is not a nicflow database (no catalog); create one with `nicflow tpch gen --dir %s`, `nicflow load --dir %s`, or pass --create", dir, dir, dir)
+		}
+	}
+	return engine.Open(dir, opts)
+}
+
+// startCPUProfile starts a CPU profile when path is set; the returned
+// function stops it.
+func startCPUProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nferr.IOf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, nferr.IOf("cpu profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+func runSQL(ctx context.Context, fl sqlFlags, args []string, stdin *os.File, stdout, stderr io.Writer) error {
+	if err := checkFormat(fl.format, formatTable, formatCSV, formatJSON); err != nil {
+		return err
+	}
+	if fl.file != "" && len(args) > 0 {
+		return usagef("give the SQL either as an argument or with -f, not both")
+	}
+	opts, err := sessionOptions(fl.memoryLimit, fl.parallel, fl.batchSize)
+	if err != nil {
+		return err
+	}
+	var script string
+	interactive := false
+	switch {
+	case fl.file != "":
+		b, err := os.ReadFile(fl.file)
+		if err != nil {
+			return nferr.IOf("reading %s: %w", fl.file, err)
+		}
+		script = string(b)
+	case len(args) > 0:
+		script = strings.Join(args, " ")
+	case stdin != nil && !term.IsTerminal(int(stdin.Fd())):
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return nferr.IOf("reading stdin: %w", err)
+		}
+		script = string(b)
+	default:
+		interactive = true
+	}
+	stop, err := startCPUProfile(fl.cpuprofile)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	sess, err := openSession(fl.dir, fl.create, opts)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	if interactive {
+		return runPrompt(sess, fl.format, stdin, stdout, stderr)
+	}
+	return runScript(ctx, sess, script, fl.format, stdout, stderr)
+}
+
+// runScript runs every statement of script, printing results; it stops
+// at the first error.
+func runScript(ctx context.Context, sess *engine.Session, script, format string, stdout, stderr io.Writer) error {
+	sc, err := sess.Execute(ctx, script)
+	if err != nil {
+		return err
+	}
+	defer sc.Close()
+	first := true
+	for {
+		r, err := sc.Next()
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			return nil
+		}
+		if r.Schema == nil {
+			w := stdout
+			if format != formatTable {
+				w = stderr
+			}
+			fmt.Fprintln(w, r.Status)
+			continue
+		}
+		if !first && format != formatJSON {
+			fmt.Fprintln(stdout)
+		}
+		first = false
+		if _, err := writeResult(stdout, format, r); err != nil {
+			return err
+		}
+	}
+}
+
+// runPrompt is the interactive shell: statements end at ';', errors are
+// printed and the prompt goes on, Ctrl-C cancels the running statement.
+func runPrompt(sess *engine.Session, format string, stdin io.Reader, stdout, stderr io.Writer) error {
+	// NB: main's context is canceled by the first SIGINT; the shell
+	// catches SIGINT itself and cancels only the statement running.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt)
+	defer signal.Stop(sigs)
+	terms := make(chan os.Signal, 1)
+	signal.Notify(terms, syscall.SIGTERM)
+	defer signal.Stop(terms)
+
+	fmt.Fprintf(stdout, "nicflow SQL on %s: end statements with ';', \\q to quit.\n", sess.DB().Dir())
+	lines := make(chan string)
+	readErr := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stdin)
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		readErr <- sc.Err()
+		close(lines)
+	}()
+	var buf strings.Builder
+	prompt := func() {
+		if buf.Len() == 0 {
+			fmt.Fprint(stdout, "nicflow> ")
+		} else {
+			fmt.Fprint(stdout, "     ... ")
+		}
+	}
+	prompt()
+	for {
+		select {
+		case <-terms:
+			return nferr.With(nferr.KindCanceled, context.Canceled)
+		case <-sigs:
+			// Ctrl-C at the prompt drops the statement being typed.
+			buf.Reset()
+			fmt.Fprintln(stdout)
+			prompt()
+			continue
+		case line, ok := <-lines:
+			if !ok {
+				fmt.Fprintln(stdout)
+				if err := <-readErr; err != nil {
+					return nferr.IOf("reading input: %w", err)
+				}
+				return nil
+			}
+			if buf.Len() == 0 && strings.TrimSpace(line) == `\q` {
+				return nil
+			}
+			buf.WriteString(line)
+			buf.WriteByte('\n')
+			if !statementComplete(buf.String()) {
+				prompt()
+				continue
+			}
+			text := buf.String()
+			buf.Reset()
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- runScript(ctx, sess, text, format, stdout, stderr) }()
+			var err error
+		wait:
+			for {
+				select {
+				case err = <-done:
+					break wait
+				case <-sigs:
+					cancel()
+				case <-terms:
+					cancel()
+					<-done
+					return nferr.With(nferr.KindCanceled, context.Canceled)
+				}
+			}
+			cancel()
+			if err != nil {
+				if nferr.Is(err, nferr.KindCanceled) {
+					fmt.Fprintln(stderr, "canceled")
+				} else {
+					fmt.Fprintf(stderr, "error: %v\n", err)
+				}
+			}
+			prompt()
+		}
+	}
+}
+
+// statementComplete reports whether text ends with a ';' outside quotes
+// and comments (so the prompt knows to run it).
+func statementComplete(text string) bool {
+	inStr, inIdent, lineComment, blockComment := false, false, false, 0
+	last := byte(0)
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case lineComment:
+			if c == '\n' {
+				lineComment = false
+			}
+			continue
+		case blockComment > 0:
+			if c == '*' && i+1 < len(text) && text[i+1] == '/' {
+				blockComment--
+				i++
+			}
+			continue
+		case inStr:
+			if c == '\'' {
+				inStr = false
+			}
+			continue
+		case inIdent:
+			if c == '"' {
+				inIdent = false
+			}
+			continue
+		}
+		switch {
+		case c == '\'':
+			inStr = true
+		case c == '"':
+			inIdent = true
+		case c == '-' && i+1 < len(text) && text[i+1] == '-':
+			lineComment = true
+			continue
+		case c == '/' && i+1 < len(text) && text[i+1] == '*':
+			blockComment++
+			i++
+			continue
+		}
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			last = c
+		}
+	}
+	return last == ';' && !inStr && !inIdent && blockComment == 0
+}

@@ -1,0 +1,415 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nicflow/nicflow/engine"
+	"github.com/nicflow/nicflow/internal/nferr"
+	"github.com/nicflow/nicflow/tpch"
+)
+
+type tpchRunFlags struct {
+	dir         string
+	queries     string
+	runs        int
+	verify      bool
+	format      string
+	memoryLimit string
+	parallel    int
+	batchSize   int
+	cpuprofile  string
+}
+
+var runFlags tpchRunFlags
+
+var tpchRunCmd = &cobra.Command{
+	Use:   "run --dir DIR",
+	Short: "Run the 22 TPC-H queries, time them and check their answers",
+	Long: `Run TPC-H queries on the data "nicflow tpch gen" wrote to DIR, embedded in
+this process, and print one line per query: its rows, the minimum and median
+wall time over --runs runs, the CPU time (user+sys) of the fastest run, and
+with --verify whether the answer is right. A total line sums the times.
+
+Parameters are the validation parameters of TPC-H clause 2.4 (with --verify,
+those the stored answers were computed with). The scale factor comes from
+DIR/tpch-gen.json. --verify compares every answer with tpch.CheckAnswer:
+the official TPC-H answers at SF 1 (precision rules of clause 2.1.3.5), and
+reference answers at SF 0.01 and 0.1; other scale factors have no answers to
+check against (said so, and exit 0). Any wrong answer or failed query makes
+the command exit non-zero (3 for a wrong answer).`,
+	Example: `  nicflow tpch gen --sf 1 --dir data/sf1
+  nicflow tpch run --dir data/sf1 --verify
+  nicflow tpch run --dir data/sf1 --queries 1,6,14 --runs 5
+  nicflow tpch run --dir data/sf1 --queries 1-5 --format csv > times.csv
+  nicflow tpch run --dir data/sf0.1 --verify --parallel 1 --memory-limit 1GiB`,
+	Args: cobra.NoArgs,
+	RunE: func(cmd *cobra.Command, _ []string) error {
+		return runTpchRun(cmd.Context(), runFlags, cmd.OutOrStdout(), cmd.ErrOrStderr())
+	},
+}
+
+func init() {
+	f := tpchRunCmd.Flags()
+	f.StringVar(&runFlags.dir, "dir", "", "directory holding TPC-H data from `nicflow tpch gen` (required)")
+	f.StringVar(&runFlags.queries, "queries", "1-22", "queries to run: a list and/or ranges, e.g. 1-22, 1,3,5, 2-4,9")
+	f.IntVar(&runFlags.runs, "runs", 1, "runs per query (min and median are reported)")
+	f.BoolVar(&runFlags.verify, "verify", false, "check every answer against the reference answers")
+	f.StringVar(&runFlags.format, "format", formatTable, "output format: table or csv")
+	f.StringVar(&runFlags.memoryLimit, "memory-limit", "", "memory budget per query, e.g. 2GiB (default: 60% of memory)")
+	f.IntVar(&runFlags.parallel, "parallel", 0, "pipelines per query (default: number of CPUs)")
+	f.IntVar(&runFlags.batchSize, "batch-size", 0, "rows per batch (default 8192)")
+	f.StringVar(&runFlags.cpuprofile, "cpuprofile", "", "write a CPU profile (pprof) of all runs to this file")
+	f.MarkHidden("cpuprofile")
+	tpchCmd.AddCommand(tpchRunCmd)
+}
+
+// parseQueryList parses "1-22", "1,3,5", "2-4,9" into sorted query numbers.
+func parseQueryList(s string) ([]int, error) {
+	seen := map[int]bool{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		lo, hi := part, part
+		if a, b, ok := strings.Cut(part, "-"); ok {
+			lo, hi = a, b
+		}
+		l, err1 := strconv.Atoi(strings.TrimSpace(lo))
+		h, err2 := strconv.Atoi(strings.TrimSpace(hi))
+		if err1 != nil || err2 != nil || l < 1 || h > tpch.NumQueries || l > h {
+			return nil, usagef("--queries %q: want query numbers 1..%d, lists (1,3,5) and ranges (1-22)", s, tpch.NumQueries)
+		}
+		for q := l; q <= h; q++ {
+			seen[q] = true
+		}
+	}
+	if len(seen) == 0 {
+		return nil, usagef("--queries %q names no query", s)
+	}
+	out := make([]int, 0, len(seen))
+	for q := range seen {
+		out = append(out, q)
+	}
+	sort.Ints(out)
+	return out, nil
+}
+
+// generatedSF reads the scale factor from the generator's marker file
+// (tpch.MarkerFile: {"tables": {"lineitem": {"sf": 1, ...}, ...}}).
+func generatedSF(dir string) (float64, error) {
+	path := filepath.Join(dir, tpch.MarkerFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, nferr.Queryf("%s has no %s: not TPC-H data from `nicflow tpch gen` (%v)", dir, tpch.MarkerFile, err)
+	}
+	var m struct {
+		Tables map[string]struct {
+			SF     float64 `json:"sf"`
+			Format string  `json:"format"`
+		} `json:"tables"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return 0, nferr.Dataf("%s is corrupt: %v", path, err)
+	}
+	sf := -1.0
+	for _, t := range tpch.AllTables() {
+		e, ok := m.Tables[t.String()]
+		if !ok || e.Format != string(tpch.FormatParquet) {
+			return 0, nferr.Queryf("%s: table %s was not generated as Parquet in %s (run nicflow tpch gen --dir %s)", path, t, dir, dir)
+		}
+		if sf >= 0 && e.SF != sf {
+			return 0, nferr.Queryf("%s: tables of different scale factors (%g and %g)", path, sf, e.SF)
+		}
+		sf = e.SF
+	}
+	return sf, nil
+}
+
+// queryRun is the outcome of one query.
+type queryRun struct {
+	q       int
+	rows    int64
+	times   []time.Duration
+	cpu     time.Duration // of the fastest run
+	verdict string
+	err     error
+}
+
+func runTpchRun(ctx context.Context, fl tpchRunFlags, stdout, stderr io.Writer) error {
+	if err := checkFormat(fl.format, formatTable, formatCSV); err != nil {
+		return err
+	}
+	if fl.dir == "" {
+		return usagef("--dir is required")
+	}
+	if fl.runs < 1 {
+		return usagef("--runs must be at least 1")
+	}
+	qs, err := parseQueryList(fl.queries)
+	if err != nil {
+		return err
+	}
+	opts, err := sessionOptions(fl.memoryLimit, fl.parallel, fl.batchSize)
+	if err != nil {
+		return err
+	}
+	sf, err := generatedSF(fl.dir)
+	if err != nil {
+		return err
+	}
+	verify := fl.verify
+	if verify && !tpch.HasAnswers(sf) {
+		fmt.Fprintf(stderr, "note: no reference answers at SF %g (only SF 0.01, 0.1 and 1): answers can't be verified\n", sf)
+		verify = false
+	}
+	sess, err := openSession(fl.dir, false, opts)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	stop, err := startCPUProfile(fl.cpuprofile)
+	if err != nil {
+		return err
+	}
+	defer stop()
+
+	var results []queryRun
+	for _, q := range qs {
+		if err := ctx.Err(); err != nil {
+			return nferr.With(nferr.KindCanceled, err)
+		}
+		res := runTPCHQuery(ctx, sess, q, sf, fl.runs, verify)
+		results = append(results, res)
+		if nferr.Is(res.err, nferr.KindCanceled) {
+			return res.err
+		}
+	}
+	printRunTable(stdout, fl.format, sf, opts.Parallelism, results, verify)
+	var bad, failed int
+	for _, r := range results {
+		switch {
+		case r.err != nil:
+			failed++
+			fmt.Fprintf(stderr, "Q%d: %v\n", r.q, r.err)
+		case r.verdict != "" && r.verdict != "ok":
+			bad++
+			fmt.Fprintf(stderr, "Q%d: %s\n", r.q, r.verdict)
+		}
+	}
+	switch {
+	case failed > 0:
+		return nferr.Wrap(nferr.KindInternal, firstErr(results), "%d of %d queries failed", failed, len(results))
+	case bad > 0:
+		return nferr.Dataf("%d of %d answers are wrong", bad, len(results))
+	}
+	return nil
+}
+
+func firstErr(rs []queryRun) error {
+	for _, r := range rs {
+		if r.err != nil {
+			return r.err
+		}
+	}
+	return nil
+}
+
+// runTPCHQuery runs query q runs times and checks the last answer.
+func runTPCHQuery(ctx context.Context, sess *engine.Session, q int, sf float64, runs int, verify bool) queryRun {
+	res := queryRun{q: q}
+	params := tpch.DefaultParams(q, sf)
+	if verify {
+		params, _ = tpch.AnswerParams(q, sf)
+	}
+	text, err := tpch.Query(q, params)
+	if err != nil {
+		res.err = err
+		return res
+	}
+	var answer tpch.Result
+	best := time.Duration(math.MaxInt64)
+	for i := 0; i < runs; i++ {
+		cpu0 := cpuTime()
+		start := time.Now()
+		got, err := runQueryText(ctx, sess, text, verify && i == runs-1)
+		elapsed := time.Since(start)
+		cpu := cpuTime() - cpu0
+		if err != nil {
+			res.err = err
+			return res
+		}
+		res.times = append(res.times, elapsed)
+		if elapsed < best {
+			best, res.cpu = elapsed, cpu
+		}
+		res.rows = int64(len(got.Rows))
+		answer = got
+	}
+	if verify {
+		if err := tpch.CheckAnswer(q, sf, answer); err != nil {
+			res.verdict = err.Error()
+		} else {
+			res.verdict = "ok"
+		}
+	}
+	return res
+}
+
+// runQueryText runs a TPC-H query text (Q15 is a script: create view,
+// select, drop view) and returns the rows of its query in canonical text
+// (NULL as ""), or only their count when keep is false.
+func runQueryText(ctx context.Context, sess *engine.Session, text string, keep bool) (tpch.Result, error) {
+	sc, err := sess.Execute(ctx, text)
+	if err != nil {
+		return tpch.Result{}, err
+	}
+	defer sc.Close()
+	var out tpch.Result
+	for {
+		r, err := sc.Next()
+		if err != nil {
+			return tpch.Result{}, err
+		}
+		if r == nil {
+			return out, nil
+		}
+		if r.Schema == nil {
+			continue
+		}
+		out = tpch.Result{}
+		for _, f := range r.Schema.Fields() {
+			out.Columns = append(out.Columns, f.Name)
+		}
+		for {
+			rec, err := r.Next()
+			if err != nil {
+				return tpch.Result{}, err
+			}
+			if rec == nil {
+				break
+			}
+			if !keep {
+				for i := int64(0); i < rec.NumRows(); i++ {
+					out.Rows = append(out.Rows, nil)
+				}
+				continue
+			}
+			rows, err := engine.RowsText(rec, "")
+			if err != nil {
+				return tpch.Result{}, err
+			}
+			out.Rows = append(out.Rows, rows...)
+		}
+	}
+}
+
+// cpuTime is the process's user+sys CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func median(ts []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ts...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func minDur(ts []time.Duration) time.Duration {
+	m := ts[0]
+	for _, t := range ts[1:] {
+		m = min(m, t)
+	}
+	return m
+}
+
+func ms(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 1, 64) }
+
+func printRunTable(w io.Writer, format string, sf float64, parallel int, rs []queryRun, verify bool) {
+	header := []string{"query", "rows", "min_ms", "median_ms", "cpu_ms"}
+	if verify {
+		header = append(header, "answer")
+	}
+	var rows [][]string
+	var totMin, totMed, totCPU time.Duration
+	var totRows int64
+	for _, r := range rs {
+		row := []string{fmt.Sprintf("Q%d", r.q)}
+		if r.err != nil {
+			row = append(row, "", "", "", "")
+			if verify {
+				row = append(row, "error")
+			}
+			rows = append(rows, row)
+			continue
+		}
+		mn, md := minDur(r.times), median(r.times)
+		totMin, totMed, totCPU, totRows = totMin+mn, totMed+md, totCPU+r.cpu, totRows+r.rows
+		row = append(row, strconv.FormatInt(r.rows, 10), ms(mn), ms(md), ms(r.cpu))
+		if verify {
+			v := r.verdict
+			if v != "ok" {
+				v = "WRONG"
+			}
+			row = append(row, v)
+		}
+		rows = append(rows, row)
+	}
+	total := []string{"total", strconv.FormatInt(totRows, 10), ms(totMin), ms(totMed), ms(totCPU)}
+	if verify {
+		total = append(total, "")
+	}
+	if format == formatCSV {
+		cw := csv.NewWriter(w)
+		cw.Write(header)
+		cw.WriteAll(append(rows, total))
+		return
+	}
+	fmt.Fprintf(w, "TPC-H SF %g, %d queries, parallelism %d\n", sf, len(rs), parallel)
+	width := make([]int, len(header))
+	for _, r := range append(append([][]string{header}, rows...), total) {
+		for i, c := range r {
+			width[i] = max(width[i], len(c))
+		}
+	}
+	line := func(r []string) {
+		var b strings.Builder
+		for i, c := range r {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			if i == 0 || i == len(header)-1 && verify {
+				b.WriteString(c + strings.Repeat(" ", width[i]-len(c)))
+			} else {
+				b.WriteString(strings.Repeat(" ", width[i]-len(c)) + c)
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+	line(header)
+	for _, r := range rows {
+		line(r)
+	}
+	line(total)
+}

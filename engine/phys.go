@@ -1,0 +1,181 @@
+package engine
+
+import (
+	"github.com/nicflow/nicflow/exec"
+	"github.com/nicflow/nicflow/storage"
+)
+
+// The physical plan.
+//
+// A physical plan is plain data: a tree of PhysNodes, each naming one exec
+// operator kind and carrying its exec spec (HashJoinSpec, HashAggSpec,
+// SortSpec, ExchangeSpec, exec.Expr trees, storage.ScanSpec ...), so that
+// it serializes to JSON as is. Build (phys_build.go) instantiates exec
+// operators from it; the distributed planner cuts it into stages at its
+// Exchange nodes and ships the fragments between them to workers.
+//
+// Parallelism is explicit: every node produces Streams parallel output
+// streams with the same columns (one pipeline per stream, driven by the
+// goroutine of the exchange above it). The rule per kind:
+//
+//	scan          Streams instances share one queue of row-group tasks
+//	              (morsel-driven: an instance takes the next row group
+//	              when it finishes one, so skewed groups balance)
+//	values        1 stream
+//	filter, project, hash_agg, sort, topn, limit, distinct, window,
+//	max_one_row, row_id, single_check
+//	              one operator per input stream (Streams = input's)
+//	hash_join     Inputs[0] left, Inputs[1] right; the probe side (the
+//	              one not named by Join.Build) keeps its streams; all
+//	              streams of the build side fill one shared hash table
+//	nl_join       one join per left stream; the right input has as many
+//	              streams as the left (a broadcast) or one
+//	exchange      gather and merge: 1 stream; hash and broadcast:
+//	              Exchange.Outputs streams
+//	union         the concatenation of its inputs' streams (UNION ALL
+//	              needs no operator)
+//	shared_scan   1 stream reading the materialized rows of
+//	              PhysPlan.Shared[Shared.Def] (computed once, at the first
+//	              read)
+//
+// INVARIANT: every stream of a node with more than one stream is consumed
+// by its own goroutine: each path from such a node to the root passes an
+// exchange (whose producers are goroutines) or a shared join build (whose
+// inputs are drained by goroutines). The planner ends every plan with a
+// gather or a merge when the root has several streams.
+//
+// INVARIANT: operators keep their input's row order within a stream;
+// exchanges other than merge do not keep any order. The planner relies on
+// this for ORDER BY: a sort's order survives to the root only through
+// single-stream nodes.
+
+// PhysKind names the operator of a physical node.
+type PhysKind string
+
+// The physical node kinds.
+const (
+	PhysScan        PhysKind = "scan"
+	PhysValues      PhysKind = "values"
+	PhysFilter      PhysKind = "filter"
+	PhysProject     PhysKind = "project"
+	PhysHashAgg     PhysKind = "hash_agg"
+	PhysHashJoin    PhysKind = "hash_join"
+	PhysNLJoin      PhysKind = "nl_join"
+	PhysSort        PhysKind = "sort"
+	PhysTopN        PhysKind = "topn"
+	PhysLimit       PhysKind = "limit"
+	PhysDistinct    PhysKind = "distinct"
+	PhysWindow      PhysKind = "window"
+	PhysExchange    PhysKind = "exchange"
+	PhysUnion       PhysKind = "union"
+	PhysSharedScan  PhysKind = "shared_scan"
+	PhysMaxOneRow   PhysKind = "max_one_row"
+	PhysRowID       PhysKind = "row_id"
+	PhysSingleCheck PhysKind = "single_check"
+)
+
+// PhysPlan is a physical plan: the root node, the shared subplans it reads
+// (views and CTEs used twice, TPC-H Q15) and the result's column names.
+type PhysPlan struct {
+	Root   *PhysNode     `json:"root"`
+	Shared []*PhysShared `json:"shared,omitempty"`
+	// Names are the result's column names (Root's columns, in order).
+	Names []string `json:"names"`
+}
+
+// PhysShared is a subplan computed once and read by shared_scan nodes.
+type PhysShared struct {
+	ID   int       `json:"id"`
+	Name string    `json:"name"`
+	Root *PhysNode `json:"root"`
+}
+
+// PhysColumn describes an output column of a node.
+type PhysColumn struct {
+	Name     string    `json:"name"`
+	Type     exec.Type `json:"type"`
+	Nullable bool      `json:"nullable,omitempty"`
+}
+
+// PhysNode is one operator of a physical plan; exactly the spec field of
+// its Kind is set. See the file comment for Streams.
+type PhysNode struct {
+	// ID numbers the node within its plan (EXPLAIN ANALYZE statistics).
+	ID      int          `json:"id"`
+	Kind    PhysKind     `json:"kind"`
+	Inputs  []*PhysNode  `json:"inputs,omitempty"`
+	Streams int          `json:"streams"`
+	Columns []PhysColumn `json:"columns"`
+	// EstRows is the optimizer's estimate of the node's output rows (all
+	// streams together).
+	EstRows float64 `json:"est_rows"`
+
+	Scan        *ScanOp                  `json:"scan,omitempty"`
+	Values      *ValuesOp                `json:"values,omitempty"`
+	Filter      *exec.Expr               `json:"filter,omitempty"`
+	Project     *ProjectOp               `json:"project,omitempty"`
+	Agg         *exec.HashAggSpec        `json:"agg,omitempty"`
+	Join        *exec.HashJoinSpec       `json:"join,omitempty"`
+	NLJoin      *exec.NestedLoopJoinSpec `json:"nl_join,omitempty"`
+	Sort        *exec.SortSpec           `json:"sort,omitempty"`
+	TopN        *exec.TopNSpec           `json:"topn,omitempty"`
+	Limit       *LimitOp                 `json:"limit,omitempty"`
+	Distinct    *exec.DistinctSpec       `json:"distinct,omitempty"`
+	Window      *exec.WindowSpec         `json:"window,omitempty"`
+	Exchange    *exec.ExchangeSpec       `json:"exchange,omitempty"`
+	Shared      *SharedOp                `json:"shared,omitempty"`
+	SingleCheck *SingleCheckOp           `json:"single_check,omitempty"`
+}
+
+// ScanOp is a table scan: Spec is the template (table, projected columns,
+// the predicate storage evaluates at the data); each task is one row group
+// (Spec.Files is replaced by one task per storage scan).
+type ScanOp struct {
+	Spec  storage.ScanSpec    `json:"spec"`
+	Tasks []storage.FileRange `json:"tasks"`
+	// RowGroups is the table's row-group count (EXPLAIN).
+	RowGroups int `json:"row_groups"`
+	// Residual is the part of the scan's filter storage cannot evaluate,
+	// run by a filter node above the scan; kept here for EXPLAIN only.
+	Residual string `json:"residual,omitempty"`
+}
+
+// ValuesOp is a constant relation: one column-free expression per cell.
+type ValuesOp struct {
+	Names []string      `json:"names"`
+	Rows  [][]exec.Expr `json:"rows"`
+}
+
+// ProjectOp computes one expression per output column.
+type ProjectOp struct {
+	Exprs []exec.Expr `json:"exprs"`
+	Names []string    `json:"names"`
+}
+
+// LimitOp is LIMIT Limit (negative: none) OFFSET Offset.
+type LimitOp struct {
+	Limit  int64 `json:"limit"`
+	Offset int64 `json:"offset"`
+}
+
+// SharedOp reads shared subplan Def.
+type SharedOp struct {
+	Def int `json:"def"`
+}
+
+// SingleCheckOp fails the query when two consecutive rows of a stream
+// carry the same row id in column Col: the check after the left join that
+// computes a JoinSingle (a scalar subquery matching two rows). It relies
+// on joins emitting the matches of one probe row consecutively (exec's
+// hash and nested-loop joins do).
+type SingleCheckOp struct {
+	Col int `json:"col"`
+}
+
+// walk calls fn on n and every node below it (pre-order).
+func (n *PhysNode) walk(fn func(*PhysNode)) {
+	fn(n)
+	for _, in := range n.Inputs {
+		in.walk(fn)
+	}
+}

@@ -1,0 +1,323 @@
+package engine
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/nicflow/nicflow/exec"
+	"github.com/nicflow/nicflow/internal/nferr"
+	"github.com/nicflow/nicflow/storage"
+)
+
+// BuildOptions say how Build instantiates a physical plan.
+type BuildOptions struct {
+	// Source runs the scans: the local database (*storage.DB) or a
+	// storage.RemoteScanner.
+	Source storage.Source
+	// Analyze wraps every operator instance with counters (EXPLAIN
+	// ANALYZE); Budget must then be the budget of the Env the plan runs
+	// with, so that each operator can draw from a child of it.
+	Analyze bool
+	Budget  *exec.Budget
+}
+
+// Executable is a physical plan instantiated as exec operators: Root
+// produces the result (one stream). The caller opens it with an Env,
+// drains it and closes it (which closes everything).
+type Executable struct {
+	Root exec.Operator
+	// Stats holds EXPLAIN ANALYZE counters by physical node ID (nil
+	// without BuildOptions.Analyze).
+	Stats map[int]*OpStats
+}
+
+// Build instantiates plan's operators. It does no I/O: files are opened
+// when the operators are.
+func Build(plan *PhysPlan, opts BuildOptions) (*Executable, error) {
+	b := &builder{opts: opts, shared: map[int]*sharedMat{}}
+	if opts.Analyze {
+		if opts.Budget == nil {
+			return nil, nferr.Internalf("build: Analyze needs the query's budget")
+		}
+		b.stats = map[int]*OpStats{}
+	}
+	for _, d := range plan.Shared {
+		ops, err := b.build(d.Root)
+		if err == nil {
+			var root exec.Operator
+			root, err = gatherOps(ops)
+			if err == nil {
+				b.shared[d.ID] = &sharedMat{def: d, schema: root.Schema(), root: root}
+				continue
+			}
+		}
+		b.abandon()
+		return nil, err
+	}
+	ops, err := b.build(plan.Root)
+	if err != nil {
+		b.abandon()
+		return nil, err
+	}
+	root, err := gatherOps(ops)
+	if err != nil {
+		b.abandon()
+		return nil, err
+	}
+	return &Executable{Root: root, Stats: b.stats}, nil
+}
+
+// gatherOps returns the one operator of ops, or a gather over them.
+func gatherOps(ops []exec.Operator) (exec.Operator, error) {
+	if len(ops) == 1 {
+		return ops[0], nil
+	}
+	g, err := exec.NewGather(ops)
+	if err != nil {
+		closeAll(ops)
+		return nil, err
+	}
+	return g, nil
+}
+
+type builder struct {
+	opts   BuildOptions
+	shared map[int]*sharedMat
+	stats  map[int]*OpStats
+}
+
+// abandon frees shared subplans no reader owns (after a failed build).
+func (b *builder) abandon() {
+	for _, m := range b.shared {
+		if m.refs.Load() == 0 {
+			m.closeRoot()
+		}
+	}
+}
+
+func closeAll(ops []exec.Operator) {
+	for _, o := range ops {
+		if o != nil {
+			o.Close()
+		}
+	}
+}
+
+// build instantiates node n: one operator per output stream.
+func (b *builder) build(n *PhysNode) ([]exec.Operator, error) {
+	ins := make([][]exec.Operator, len(n.Inputs))
+	for i, in := range n.Inputs {
+		ops, err := b.build(in)
+		if err != nil {
+			for _, o := range ins[:i] {
+				closeAll(o)
+			}
+			return nil, err
+		}
+		ins[i] = ops
+	}
+	var ops []exec.Operator
+	var err error
+	switch n.Kind {
+	case PhysScan:
+		ops, err = b.scan(n)
+	case PhysSharedScan:
+		m := b.shared[n.Shared.Def]
+		if m == nil {
+			return nil, nferr.Internalf("build: shared subplan %d is not defined", n.Shared.Def)
+		}
+		m.refs.Add(1)
+		ops = []exec.Operator{&sharedReader{m: m}}
+	case PhysUnion:
+		// UNION ALL concatenates the streams: nothing to instantiate, and
+		// nothing to count (EXPLAIN ANALYZE sums the inputs).
+		for _, o := range ins {
+			ops = append(ops, o...)
+		}
+		return ops, nil
+	default:
+		ops, err = instantiate(n, ins)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(ops) != n.Streams {
+		closeAll(ops)
+		return nil, nferr.Internalf("build: %s node %d has %d streams, planned %d", n.Kind, n.ID, len(ops), n.Streams)
+	}
+	if b.stats != nil {
+		st := &OpStats{Instances: len(ops)}
+		b.stats[n.ID] = st
+		for i, o := range ops {
+			child := b.opts.Budget.Child()
+			st.budgets = append(st.budgets, child)
+			ops[i] = &instrumented{op: o, st: st, budget: child}
+			if ms, ok := o.(*morselScan); ok {
+				st.scan = ms.q
+			}
+		}
+	}
+	return ops, nil
+}
+
+func (b *builder) scan(n *PhysNode) ([]exec.Operator, error) {
+	if b.opts.Source == nil {
+		return nil, nferr.Internalf("build: scan of %s without a storage source", n.Scan.Spec.Table)
+	}
+	sch, err := b.opts.Source.ScanSchema(n.Scan.Spec)
+	if err != nil {
+		return nil, err
+	}
+	q := &taskQueue{tasks: n.Scan.Tasks}
+	ops := make([]exec.Operator, n.Streams)
+	for i := range ops {
+		ops[i] = &morselScan{src: b.opts.Source, spec: n.Scan.Spec, q: q, schema: sch}
+	}
+	return ops, nil
+}
+
+// instantiate builds the exec operators of a node over its inputs'
+// operators (ins[i] holds input i's streams). It owns the inputs: on error
+// it closes them. The planner calls it with schema stubs to learn a
+// node's output schema; the builder with the real inputs.
+func instantiate(n *PhysNode, ins [][]exec.Operator) ([]exec.Operator, error) {
+	one := func(f func(in exec.Operator, stream int) (exec.Operator, error)) ([]exec.Operator, error) {
+		if len(ins) != 1 {
+			for _, o := range ins {
+				closeAll(o)
+			}
+			return nil, nferr.Internalf("build: %s node %d has %d inputs, want 1", n.Kind, n.ID, len(ins))
+		}
+		out := make([]exec.Operator, 0, len(ins[0]))
+		for i, in := range ins[0] {
+			op, err := f(in, i)
+			if err != nil {
+				closeAll(out)
+				closeAll(ins[0][i:])
+				return nil, err
+			}
+			out = append(out, op)
+		}
+		return out, nil
+	}
+	switch n.Kind {
+	case PhysValues:
+		v, err := exec.NewValues(n.Values.Names, n.Values.Rows)
+		if err != nil {
+			return nil, err
+		}
+		return []exec.Operator{v}, nil
+	case PhysFilter:
+		return one(func(in exec.Operator, _ int) (exec.Operator, error) { return exec.NewFilter(in, *n.Filter) })
+	case PhysProject:
+		return one(func(in exec.Operator, _ int) (exec.Operator, error) {
+			return exec.NewProject(in, n.Project.Exprs, n.Project.Names)
+		})
+	case PhysHashAgg:
+		return one(func(in exec.Operator, _ int) (exec.Operator, error) { return exec.NewHashAgg(in, *n.Agg) })
+	case PhysSort:
+		return one(func(in exec.Operator, _ int) (exec.Operator, error) { return exec.NewSort(in, *n.Sort) })
+	case PhysTopN:
+		return one(func(in exec.Operator, _ int) (exec.Operator, error) { return exec.NewTopN(in, *n.TopN) })
+	case PhysLimit:
+		return one(func(in exec.Operator, _ int) (exec.Operator, error) {
+			return exec.NewLimit(in, n.Limit.Limit, n.Limit.Offset)
+		})
+	case PhysDistinct:
+		return one(func(in exec.Operator, _ int) (exec.Operator, error) { return exec.NewDistinct(in, *n.Distinct) })
+	case PhysWindow:
+		return one(func(in exec.Operator, _ int) (exec.Operator, error) { return exec.NewWindow(in, *n.Window) })
+	case PhysMaxOneRow:
+		return one(func(in exec.Operator, _ int) (exec.Operator, error) { return &maxOneRow{in: in}, nil })
+	case PhysRowID:
+		return one(func(in exec.Operator, i int) (exec.Operator, error) { return newRowID(in, i), nil })
+	case PhysSingleCheck:
+		return one(func(in exec.Operator, _ int) (exec.Operator, error) {
+			if c := n.SingleCheck.Col; c < 0 || c >= in.Schema().NumFields() || in.Schema().Field(c).Type.ID() != arrow.INT64 {
+				return nil, nferr.Internalf("build: single check column %d is not a row id", c)
+			}
+			return &singleCheck{in: in, col: n.SingleCheck.Col}, nil
+		})
+	case PhysExchange:
+		if len(ins) != 1 {
+			return nil, nferr.Internalf("build: exchange node %d has %d inputs", n.ID, len(ins))
+		}
+		return exec.NewLocalExchange(*n.Exchange, ins[0])
+	case PhysHashJoin:
+		if len(ins) != 2 {
+			for _, o := range ins {
+				closeAll(o)
+			}
+			return nil, nferr.Internalf("build: join node %d has %d inputs", n.ID, len(ins))
+		}
+		left, right := ins[0], ins[1]
+		if len(left) == 1 && len(right) == 1 {
+			j, err := exec.NewHashJoin(left[0], right[0], *n.Join)
+			if err != nil {
+				left[0].Close()
+				right[0].Close()
+				return nil, err
+			}
+			return []exec.Operator{j}, nil
+		}
+		probes, builds := left, right
+		if n.Join.Build == exec.SideLeft {
+			probes, builds = right, left
+		}
+		ops, err := exec.NewParallelHashJoin(probes, builds, *n.Join)
+		if err != nil {
+			closeAll(left)
+			closeAll(right)
+			return nil, err
+		}
+		return ops, nil
+	case PhysNLJoin:
+		if len(ins) != 2 {
+			for _, o := range ins {
+				closeAll(o)
+			}
+			return nil, nferr.Internalf("build: join node %d has %d inputs", n.ID, len(ins))
+		}
+		left, right := ins[0], ins[1]
+		if len(right) != len(left) {
+			closeAll(left)
+			closeAll(right)
+			return nil, nferr.Internalf("build: nested loop join node %d: %d left streams, %d right", n.ID, len(left), len(right))
+		}
+		out := make([]exec.Operator, 0, len(left))
+		for i := range left {
+			j, err := exec.NewNestedLoopJoin(left[i], right[i], *n.NLJoin)
+			if err != nil {
+				closeAll(out)
+				closeAll(left[i:])
+				closeAll(right[i:])
+				return nil, err
+			}
+			out = append(out, j)
+		}
+		return out, nil
+	}
+	for _, o := range ins {
+		closeAll(o)
+	}
+	return nil, nferr.Internalf("build: unknown physical node kind %q", n.Kind)
+}
+
+// outputSchema instantiates n over schema stubs of its inputs (one stream
+// each) to validate its spec and learn its output schema.
+func outputSchema(n *PhysNode, inputs []*arrow.Schema) (*arrow.Schema, error) {
+	ins := make([][]exec.Operator, len(inputs))
+	for i, s := range inputs {
+		ins[i] = []exec.Operator{schemaStub{s}}
+	}
+	saved := n.Streams
+	ops, err := instantiate(n, ins)
+	n.Streams = saved
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll(ops)
+	if len(ops) == 0 {
+		return nil, nferr.Internalf("planner: %s node produced no operator", n.Kind)
+	}
+	return ops[0].Schema(), nil
+}

@@ -1,0 +1,363 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+
+	"github.com/nicflow/nicflow/exec"
+	"github.com/nicflow/nicflow/internal/nferr"
+	"github.com/nicflow/nicflow/storage"
+)
+
+// Translation of logical expressions to exec expressions and to storage
+// predicates.
+//
+// A logical expression refers to columns by ID; its exec form refers to
+// them by position in the input's layout (pnode.layout), mapped once per
+// node here. The binder types every expression with the same rules exec
+// applies when it compiles one (docs/decisions.md D8), so a translated
+// expression normally compiles to its logical type; where it does not (a
+// rule exec applies differently, such as the precision of a literal), the
+// translation casts the result to the logical type, so the plan's column
+// types are always the binder's.
+
+// physExpr translates e over the input in and checks it compiles there.
+func physExpr(e Expr, in *pnode) (exec.Expr, error) {
+	x, err := toExecExpr(e, in.layout)
+	if err != nil {
+		return exec.Expr{}, err
+	}
+	want := e.Type()
+	ce, err := exec.CompileExpr(x, in.schema)
+	if err != nil {
+		return exec.Expr{}, nferr.Wrap(nferr.KindQuery, err, "planning %s", e)
+	}
+	if !isNullType(want) && !arrow.TypeEqual(ce.Type(), want) {
+		t, err := exec.TypeOf(want)
+		if err != nil {
+			return exec.Expr{}, err
+		}
+		x = exec.Cast(x, t)
+		if _, err := exec.CompileExpr(x, in.schema); err != nil {
+			return exec.Expr{}, nferr.Wrap(nferr.KindQuery, err, "planning %s", e)
+		}
+	}
+	return x, nil
+}
+
+// layoutPos is the position of column id in layout, or -1.
+func layoutPos(layout []ColumnID, id ColumnID) int {
+	for i, c := range layout {
+		if c == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func toExecExpr(e Expr, layout []ColumnID) (exec.Expr, error) {
+	switch x := e.(type) {
+	case *ColRef:
+		i := layoutPos(layout, x.ID)
+		if i < 0 {
+			return exec.Expr{}, nferr.Internalf("physical planner: column %s (#%d) is not in the input", x.Name, x.ID)
+		}
+		return exec.Col(i, x.Name), nil
+	case *Const:
+		return constExpr(x)
+	case *CastExpr:
+		arg, err := toExecExpr(x.X, layout)
+		if err != nil {
+			return exec.Expr{}, err
+		}
+		t, err := exec.TypeOf(x.Typ)
+		if err != nil {
+			return exec.Expr{}, err
+		}
+		return exec.Cast(arg, t), nil
+	case *CaseExpr:
+		whens := make([]exec.Expr, len(x.Whens))
+		thens := make([]exec.Expr, len(x.Thens))
+		for i := range x.Whens {
+			w, err := toExecExpr(x.Whens[i], layout)
+			if err != nil {
+				return exec.Expr{}, err
+			}
+			t, err := toExecExpr(x.Thens[i], layout)
+			if err != nil {
+				return exec.Expr{}, err
+			}
+			whens[i], thens[i] = w, t
+		}
+		var els *exec.Expr
+		if x.Else != nil {
+			e, err := toExecExpr(x.Else, layout)
+			if err != nil {
+				return exec.Expr{}, err
+			}
+			els = &e
+		}
+		return exec.Case(whens, thens, els), nil
+	case *Call:
+		args := make([]exec.Expr, len(x.Args))
+		for i, a := range x.Args {
+			ea, err := toExecExpr(a, layout)
+			if err != nil {
+				return exec.Expr{}, err
+			}
+			args[i] = ea
+		}
+		return exec.Call(x.Fn, args...), nil
+	case *SubqueryExpr:
+		return exec.Expr{}, nferr.Internalf("physical planner: subquery %d was not decorrelated", x.ID)
+	}
+	return exec.Expr{}, nferr.Internalf("physical planner: unknown expression %T", e)
+}
+
+// constExpr is the exec literal of a constant.
+func constExpr(c *Const) (exec.Expr, error) {
+	t, err := exec.TypeOf(c.Typ)
+	if err != nil {
+		return exec.Expr{}, err
+	}
+	if c.Val == nil {
+		return exec.LitNull(t), nil
+	}
+	switch v := c.Val.(type) {
+	case bool:
+		return exec.LitBool(v), nil
+	case int32:
+		return exec.LitInt32(v), nil
+	case int64:
+		if t.ID == exec.TypeDecimal {
+			return exec.LitDecimal(v, t.Precision, t.Scale), nil
+		}
+		return exec.LitInt64(v), nil
+	case decimal128.Num:
+		return exec.LitDecimal128(v, t.Precision, t.Scale), nil
+	case float64:
+		return exec.LitFloat64(v), nil
+	case string:
+		return exec.LitString(v), nil
+	case arrow.Date32:
+		return exec.LitDate(int32(v)), nil
+	case arrow.MonthDayNanoInterval:
+		return exec.LitInterval(v.Months, v.Days, v.Nanoseconds), nil
+	}
+	return exec.Expr{}, nferr.Internalf("physical planner: constant %v of Go type %T", c.Val, c.Val)
+}
+
+// ---------------------------------------------------------------- storage predicates
+
+// scanColumn names a scan column for predicate translation: the table
+// column's name and type.
+type scanColumn struct {
+	name string
+	typ  arrow.DataType
+}
+
+// scanPredicate translates a scan filter conjunct into the predicate
+// storage evaluates at the data (AND/OR trees of column-vs-constant
+// tests), or reports that it cannot. Storage applies the predicate with
+// WHERE semantics (a row passes only when it is TRUE), so a translated
+// conjunct needs no re-check in exec.
+func scanPredicate(e Expr, cols map[ColumnID]scanColumn) (*storage.Predicate, bool) {
+	c, ok := e.(*Call)
+	if !ok {
+		return nil, false
+	}
+	switch c.Fn {
+	case fnAnd, fnOr:
+		args := make([]*storage.Predicate, len(c.Args))
+		for i, a := range c.Args {
+			p, ok := scanPredicate(a, cols)
+			if !ok {
+				return nil, false
+			}
+			args[i] = p
+		}
+		if c.Fn == fnAnd {
+			return storage.And(args...), true
+		}
+		return storage.Or(args...), true
+	case fnEq, fnNe, fnLt, fnLe, fnGt, fnGe:
+		col, k, flipped, ok := colConst(c.Args[0], c.Args[1], cols)
+		if !ok {
+			return nil, false
+		}
+		v, ok := predValue(k, col.typ)
+		if !ok {
+			return nil, false
+		}
+		op := map[string]storage.Op{fnEq: storage.OpEq, fnNe: storage.OpNe, fnLt: storage.OpLt, fnLe: storage.OpLe, fnGt: storage.OpGt, fnGe: storage.OpGe}[c.Fn]
+		if flipped {
+			op = map[storage.Op]storage.Op{storage.OpEq: storage.OpEq, storage.OpNe: storage.OpNe, storage.OpLt: storage.OpGt, storage.OpLe: storage.OpGe, storage.OpGt: storage.OpLt, storage.OpGe: storage.OpLe}[op]
+		}
+		return storage.Cmp(col.name, op, v), true
+	case fnIn:
+		r, ok := c.Args[0].(*ColRef)
+		if !ok {
+			return nil, false
+		}
+		col, ok := cols[r.ID]
+		if !ok {
+			return nil, false
+		}
+		var vs []storage.Value
+		for _, a := range c.Args[1:] {
+			k, ok := a.(*Const)
+			if !ok {
+				return nil, false
+			}
+			if k.Val == nil {
+				// NB: x IN (..., NULL) is NULL when nothing else matches,
+				// which a WHERE clause treats as FALSE: the NULL drops out.
+				continue
+			}
+			v, ok := predValue(k, col.typ)
+			if !ok {
+				return nil, false
+			}
+			vs = append(vs, v)
+		}
+		if len(vs) == 0 {
+			return nil, false
+		}
+		return storage.In(col.name, vs...), true
+	case fnIsNull, fnNotNull:
+		r, ok := c.Args[0].(*ColRef)
+		if !ok {
+			return nil, false
+		}
+		col, ok := cols[r.ID]
+		if !ok {
+			return nil, false
+		}
+		if c.Fn == fnIsNull {
+			return storage.IsNull(col.name), true
+		}
+		return storage.IsNotNull(col.name), true
+	case fnLike:
+		if len(c.Args) != 2 {
+			return nil, false
+		}
+		r, ok1 := c.Args[0].(*ColRef)
+		k, ok2 := c.Args[1].(*Const)
+		if !ok1 || !ok2 {
+			return nil, false
+		}
+		col, ok := cols[r.ID]
+		s, isStr := k.Val.(string)
+		if !ok || !isStr || col.typ.ID() != arrow.STRING {
+			return nil, false
+		}
+		i := indexAnyWildcard(s)
+		switch {
+		case i < 0:
+			return storage.Cmp(col.name, storage.OpEq, storage.Str(s)), true
+		case i > 0 && i == len(s)-1 && s[i] == '%':
+			return storage.Prefix(col.name, s[:i]), true
+		}
+	}
+	return nil, false
+}
+
+// colConst matches "column op constant" in either order.
+func colConst(a, b Expr, cols map[ColumnID]scanColumn) (scanColumn, *Const, bool, bool) {
+	if r, ok := a.(*ColRef); ok {
+		if k, ok := b.(*Const); ok {
+			c, ok := cols[r.ID]
+			return c, k, false, ok
+		}
+	}
+	if r, ok := b.(*ColRef); ok {
+		if k, ok := a.(*Const); ok {
+			c, ok := cols[r.ID]
+			return c, k, true, ok
+		}
+	}
+	return scanColumn{}, nil, false, false
+}
+
+// predValue converts a constant compared with a column of type col into a
+// storage value of the column's family (storage.Predicate's rules).
+func predValue(k *Const, col arrow.DataType) (storage.Value, bool) {
+	if k.Val == nil {
+		return storage.Value{}, false
+	}
+	numCol := isNumeric(col)
+	switch v := k.Val.(type) {
+	case int32:
+		if numCol {
+			return storage.Int(int64(v)), true
+		}
+	case int64:
+		if !numCol {
+			break
+		}
+		if isDecimal(k.Typ) {
+			_, s, _ := decimalPS(k.Typ)
+			return storage.Decimal(v, s), true
+		}
+		return storage.Int(v), true
+	case decimal128.Num:
+		if !numCol {
+			break
+		}
+		_, s, _ := decimalPS(k.Typ)
+		if b := v.BigInt(); b.IsInt64() {
+			return storage.Decimal(b.Int64(), s), true
+		}
+	case float64:
+		if isFloat(col) {
+			return storage.Float(v), true
+		}
+	case string:
+		if isString(col) {
+			return storage.Str(v), true
+		}
+	case arrow.Date32:
+		if isDate(col) {
+			return storage.Date(int32(v)), true
+		}
+	case bool:
+		if isBool(col) {
+			return storage.Bool(v), true
+		}
+	}
+	return storage.Value{}, false
+}
+
+// logicalExprList prints logical expressions, comma-separated.
+func logicalExprList(es []Expr) string {
+	s := make([]string, len(es))
+	for i, e := range es {
+		s[i] = e.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// execExprList prints exec expressions for EXPLAIN.
+func execExprList(es []exec.Expr) string {
+	s := make([]string, len(es))
+	for i, e := range es {
+		s[i] = e.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// colNames prints the names of columns.
+func colNames(cols []PhysColumn, idx []int) string {
+	s := make([]string, len(idx))
+	for i, c := range idx {
+		if c >= 0 && c < len(cols) {
+			s[i] = cols[c].Name
+		} else {
+			s[i] = fmt.Sprintf("#%d", c)
+		}
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,1297 @@
+package engine
+
+import (
+	"fmt"
+	"runtime"
+	"sort"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/nicflow/nicflow/exec"
+	"github.com/nicflow/nicflow/internal/nferr"
+	"github.com/nicflow/nicflow/storage"
+)
+
+// Physical planning: an optimized logical plan becomes a PhysPlan.
+//
+// Every logical node is lowered on its own, bottom-up, to one or a few
+// physical nodes. A planned subtree is a pnode: its top physical node and
+// the layout of its output, the logical ColumnID at each position, so
+// expressions above map IDs to positions once per node. Layouts may carry
+// more columns than the logical node lists (a scan's filter columns are
+// dropped early instead; a join's computed keys are projected away right
+// after it); positions are exact only where they must be: at the root, at
+// set operations and at shared subplans, which project to their logical
+// columns.
+//
+// Columns no ancestor needs are never read: planning passes down the set
+// of needed IDs, scans project only those (a column used only by a filter
+// storage evaluates is not even returned), and projections drop unneeded
+// outputs.
+//
+// Parallelism (PlanOptions.Parallelism = P pipelines):
+//
+//	scans            min(P, row groups) instances over a shared task queue
+//	hash aggregates  partial per stream -> gather -> final when the
+//	                 estimated groups are few; hash repartition by the
+//	                 group key into P single-phase aggregates when many
+//	                 (and always for DISTINCT aggregates with groups)
+//	hash joins       the probe side's streams probe one table that all
+//	                 build streams fill (exec.NewParallelHashJoin)
+//	nested loops     the right side is broadcast to every left stream
+//	sort             a sort per stream -> ordered merge
+//	top-N            a top-N per stream -> ordered merge -> limit
+//	limit            a limit per stream -> gather -> limit
+//	distinct         hash repartition by every column -> a distinct each
+//	window           hash repartition by the PARTITION BY key, or gather
+//
+// and the root gathers its streams.
+
+// PlanOptions configure physical planning.
+type PlanOptions struct {
+	// Parallelism is the number of pipelines per node (default: the
+	// number of CPUs Go may use).
+	Parallelism int
+	// RepartitionGroups: a parallel hash aggregate estimated to produce
+	// more groups than this repartitions its input by the group key
+	// instead of merging partial aggregates in one final aggregate
+	// (default 100,000: below that, a final aggregate over P partial
+	// results is cheap; above, it would redo most of the work on one
+	// core).
+	RepartitionGroups float64
+}
+
+// Validate fills defaults and checks the options.
+func (o *PlanOptions) Validate() error {
+	if o.Parallelism == 0 {
+		o.Parallelism = runtime.GOMAXPROCS(0)
+	}
+	if o.Parallelism < 1 || o.Parallelism > maxParallelism {
+		return nferr.Queryf("parallelism %d out of range 1..%d", o.Parallelism, maxParallelism)
+	}
+	if o.RepartitionGroups == 0 {
+		o.RepartitionGroups = 100_000
+	}
+	return nil
+}
+
+// maxParallelism bounds pipelines per node: far more than any DPU or
+// worker has cores, low enough that a typo does not start a million
+// goroutines.
+const maxParallelism = 1024
+
+// PlanPhysical lowers an optimized query plan to a physical plan; names
+// are the result's column names.
+func PlanPhysical(p Plan, names []string, opts PlanOptions) (pp *PhysPlan, err error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			pp, err = nil, nferr.Internalf("physical planner bug (please report): %v", r)
+		}
+	}()
+	pl := &physPlanner{opts: opts, est: newEstimator(), shared: map[*SharedDef]int{}}
+	cols := p.Columns()
+	root, err := pl.plan(p, colSetOf(cols))
+	if err != nil {
+		return nil, err
+	}
+	if root, err = pl.exact(root, cols); err != nil {
+		return nil, err
+	}
+	if root.n.Streams > 1 {
+		root = pl.gather(root)
+	}
+	out := &PhysPlan{Root: root.n, Shared: pl.defs, Names: append([]string(nil), names...)}
+	if len(out.Names) != len(cols) {
+		return nil, nferr.Internalf("physical planner: %d names for %d columns", len(names), len(cols))
+	}
+	return out, nil
+}
+
+type physPlanner struct {
+	opts   PlanOptions
+	est    *estimator
+	nextID int
+	// synth numbers columns the physical plan adds (computed keys, row
+	// ids): negative, so they never collide with logical IDs.
+	synth  ColumnID
+	shared map[*SharedDef]int
+	defs   []*PhysShared
+}
+
+// pnode is a planned subtree: its top node and output layout.
+type pnode struct {
+	n      *PhysNode
+	layout []ColumnID
+	schema *arrow.Schema
+}
+
+func (pl *physPlanner) newSynth() ColumnID {
+	pl.synth--
+	return pl.synth
+}
+
+// node finishes a physical node: ID, output schema (from exec's
+// constructor over its inputs' schemas) and columns.
+func (pl *physPlanner) node(n *PhysNode, layout []ColumnID, est float64, inputs ...*pnode) (*pnode, error) {
+	pl.nextID++
+	n.ID = pl.nextID
+	n.EstRows = est
+	for _, in := range inputs {
+		n.Inputs = append(n.Inputs, in.n)
+	}
+	var sch *arrow.Schema
+	switch n.Kind {
+	case PhysScan, PhysSharedScan:
+		sch = columnsSchema(n.Columns)
+	case PhysUnion:
+		sch = inputs[0].schema
+	default:
+		ss := make([]*arrow.Schema, len(inputs))
+		for i, in := range inputs {
+			ss[i] = in.schema
+		}
+		var err error
+		if sch, err = outputSchema(n, ss); err != nil {
+			return nil, err
+		}
+	}
+	if len(layout) != sch.NumFields() {
+		return nil, nferr.Internalf("physical planner: %s node has %d columns, layout %d", n.Kind, sch.NumFields(), len(layout))
+	}
+	n.Columns = make([]PhysColumn, sch.NumFields())
+	for i, f := range sch.Fields() {
+		t, err := exec.TypeOf(f.Type)
+		if err != nil {
+			return nil, err
+		}
+		n.Columns[i] = PhysColumn{Name: f.Name, Type: t, Nullable: f.Nullable}
+	}
+	return &pnode{n: n, layout: layout, schema: sch}, nil
+}
+
+func columnsSchema(cols []PhysColumn) *arrow.Schema {
+	fs := make([]arrow.Field, len(cols))
+	for i, c := range cols {
+		fs[i] = arrow.Field{Name: c.Name, Type: c.Type.Arrow(), Nullable: c.Nullable}
+	}
+	return arrow.NewSchema(fs, nil)
+}
+
+func (pl *physPlanner) plan(p Plan, need colSet) (*pnode, error) {
+	switch n := p.(type) {
+	case *ScanNode:
+		return pl.scan(n, need)
+	case *FilterNode:
+		in, err := pl.plan(n.Input, union(need, colsOf(n.Cond)))
+		if err != nil {
+			return nil, err
+		}
+		return pl.filter(in, n.Cond, pl.est.rows(n))
+	case *ProjectNode:
+		return pl.project(n, need)
+	case *AggregateNode:
+		return pl.aggregate(n)
+	case *JoinNode:
+		return pl.join(n, need)
+	case *SortNode:
+		return pl.sort(n.Input, n.Keys, -1, 0, need, pl.est.rows(n))
+	case *TopNNode:
+		return pl.sort(n.Input, n.Keys, n.Limit, n.Offset, need, pl.est.rows(n))
+	case *LimitNode:
+		in, err := pl.plan(n.Input, need)
+		if err != nil {
+			return nil, err
+		}
+		return pl.limit(in, n.Limit, n.Offset, pl.est.rows(n))
+	case *DistinctNode:
+		in, err := pl.plan(n.Input, colSetOf(n.Input.Columns()))
+		if err != nil {
+			return nil, err
+		}
+		if in, err = pl.exact(in, n.Input.Columns()); err != nil {
+			return nil, err
+		}
+		return pl.distinct(in, pl.est.rows(n))
+	case *SetOpNode:
+		return pl.setOp(n)
+	case *WindowNode:
+		return pl.window(n, need)
+	case *ValuesNode:
+		return pl.values(n)
+	case *SharedScan:
+		return pl.sharedScan(n)
+	}
+	return nil, nferr.Internalf("physical planner: unknown plan node %T", p)
+}
+
+func union(a, b colSet) colSet {
+	out := colSet{}
+	out.addAll(a)
+	out.addAll(b)
+	return out
+}
+
+// ---------------------------------------------------------------- scans
+
+func (pl *physPlanner) scan(n *ScanNode, need colSet) (*pnode, error) {
+	cols := map[ColumnID]scanColumn{}
+	for i, c := range n.Cols {
+		f := n.Table.Schema.Field(n.Fields[i])
+		cols[c.ID] = scanColumn{name: f.Name, typ: f.Type}
+	}
+	var preds []*storage.Predicate
+	var residual []Expr
+	for _, f := range n.Filters {
+		if p, ok := scanPredicate(f, cols); ok {
+			preds = append(preds, p)
+		} else {
+			residual = append(residual, f)
+		}
+	}
+	keep := union(need, colSet{})
+	for _, r := range residual {
+		keep.addAll(colsOf(r))
+	}
+	table := n.Table.Name
+	var tasks []storage.FileRange
+	groups := 0
+	st, _ := n.Table.Handle.(*storage.Table)
+	if st != nil {
+		table = st.QualifiedName()
+		for _, f := range st.Files {
+			for g := range f.RowGroups {
+				tasks = append(tasks, storage.FileRange{Path: f.Path, RowGroups: []int{g}})
+			}
+		}
+		groups = len(tasks)
+	} else {
+		// NB: a table without storage (a test catalog) is one task: the
+		// whole table (FileRange{} scans every file).
+		tasks = []storage.FileRange{{}}
+		groups = -1
+	}
+	spec := storage.ScanSpec{Table: table, Columns: []string{}}
+	var layout []ColumnID
+	var pcols []PhysColumn
+	for i, c := range n.Cols {
+		if !keep.has(c.ID) {
+			continue
+		}
+		f := n.Table.Schema.Field(n.Fields[i])
+		t, err := exec.TypeOf(f.Type)
+		if err != nil {
+			return nil, err
+		}
+		spec.Columns = append(spec.Columns, f.Name)
+		layout = append(layout, c.ID)
+		pcols = append(pcols, PhysColumn{Name: c.QualifiedName(), Type: t, Nullable: f.Nullable})
+	}
+	switch len(preds) {
+	case 0:
+	case 1:
+		spec.Filter = preds[0]
+	default:
+		spec.Filter = storage.And(preds...)
+	}
+	streams := pl.opts.Parallelism
+	if st != nil {
+		streams = max(1, min(streams, len(tasks)))
+	}
+	if st != nil && len(tasks) == 0 {
+		tasks = nil // an empty table: no task at all
+	}
+	op := &ScanOp{Spec: spec, Tasks: tasks, RowGroups: groups}
+	if len(residual) > 0 {
+		op.Residual = logicalExprList(residual)
+	}
+	rows := pl.est.rows(n)
+	out, err := pl.node(&PhysNode{Kind: PhysScan, Streams: streams, Columns: pcols, Scan: op}, layout, rows)
+	if err != nil {
+		return nil, err
+	}
+	if len(residual) > 0 {
+		return pl.filter(out, andOf(residual), rows)
+	}
+	return out, nil
+}
+
+// ---------------------------------------------------------------- row-wise operators
+
+func (pl *physPlanner) filter(in *pnode, cond Expr, est float64) (*pnode, error) {
+	x, err := physExpr(cond, in)
+	if err != nil {
+		return nil, err
+	}
+	return pl.node(&PhysNode{Kind: PhysFilter, Streams: in.n.Streams, Filter: &x}, in.layout, est, in)
+}
+
+func (pl *physPlanner) project(n *ProjectNode, need colSet) (*pnode, error) {
+	var idx []int
+	for i, c := range n.Cols {
+		if need.has(c.ID) {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 && len(n.Cols) > 0 {
+		// NB: nothing above reads a column (count(*) over a derived
+		// table): keep the narrowest, so batches still carry row counts
+		// through operators that expect a column.
+		idx = []int{narrowest(n.Cols)}
+	}
+	inNeed := colSet{}
+	for _, i := range idx {
+		inNeed.addAll(colsOf(n.Exprs[i]))
+	}
+	in, err := pl.plan(n.Input, inNeed)
+	if err != nil {
+		return nil, err
+	}
+	exprs := make([]Expr, len(idx))
+	cols := make([]Column, len(idx))
+	for k, i := range idx {
+		exprs[k], cols[k] = n.Exprs[i], n.Cols[i]
+	}
+	return pl.projectExprs(in, exprs, cols, pl.est.rows(n))
+}
+
+// projectExprs computes exprs over in; the output layout is cols' IDs.
+func (pl *physPlanner) projectExprs(in *pnode, exprs []Expr, cols []Column, est float64) (*pnode, error) {
+	op := &ProjectOp{}
+	layout := make([]ColumnID, len(exprs))
+	for i, e := range exprs {
+		x, err := physExpr(e, in)
+		if err != nil {
+			return nil, err
+		}
+		op.Exprs = append(op.Exprs, x)
+		op.Names = append(op.Names, cols[i].QualifiedName())
+		layout[i] = cols[i].ID
+	}
+	return pl.node(&PhysNode{Kind: PhysProject, Streams: in.n.Streams, Project: op}, layout, est, in)
+}
+
+// exact projects in to exactly cols (IDs, order and types), unless it
+// already is.
+func (pl *physPlanner) exact(in *pnode, cols []Column) (*pnode, error) {
+	same := len(in.layout) == len(cols)
+	for i := 0; same && i < len(cols); i++ {
+		same = in.layout[i] == cols[i].ID && arrow.TypeEqual(in.schema.Field(i).Type, cols[i].Type)
+	}
+	if same {
+		return in, nil
+	}
+	cols = append([]Column(nil), cols...)
+	exprs := make([]Expr, len(cols))
+	for i, c := range cols {
+		exprs[i] = colRef(c)
+		if isNullType(c.Type) {
+			exprs[i] = nullConst(typString)
+			cols[i].Type = typString
+		}
+	}
+	return pl.projectExprs(in, exprs, cols, in.n.EstRows)
+}
+
+// keepOnly projects in to the columns of keep (in layout order) when it
+// carries others: a zero-copy projection that saves a copying consumer
+// (join build, sort, aggregate states) from carrying dead columns.
+func (pl *physPlanner) keepOnly(in *pnode, keep colSet) (*pnode, error) {
+	var idx []int
+	for i, id := range in.layout {
+		if keep.has(id) && layoutPos(in.layout, id) == i {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == len(in.layout) || len(idx) == 0 {
+		return in, nil
+	}
+	op := &ProjectOp{}
+	layout := make([]ColumnID, len(idx))
+	for k, i := range idx {
+		op.Exprs = append(op.Exprs, exec.Col(i, in.n.Columns[i].Name))
+		op.Names = append(op.Names, in.n.Columns[i].Name)
+		layout[k] = in.layout[i]
+	}
+	return pl.node(&PhysNode{Kind: PhysProject, Streams: in.n.Streams, Project: op}, layout, in.n.EstRows, in)
+}
+
+// ensure makes every expression of exprs a column of in: bare column
+// references are found in the layout, other expressions are appended by
+// one projection (identical ones once). It returns the positions.
+func (pl *physPlanner) ensure(in *pnode, exprs []Expr) (*pnode, []int, error) {
+	pos := make([]int, len(exprs))
+	var extra []Expr
+	keys := map[string]int{}
+	for i, e := range exprs {
+		if r, ok := e.(*ColRef); ok {
+			if p := layoutPos(in.layout, r.ID); p >= 0 {
+				pos[i] = p
+				continue
+			}
+		}
+		k := exprKey(e)
+		if j, ok := keys[k]; ok {
+			pos[i] = j
+			continue
+		}
+		pos[i] = len(in.layout) + len(extra)
+		keys[k] = pos[i]
+		extra = append(extra, e)
+	}
+	if len(extra) == 0 {
+		return in, pos, nil
+	}
+	op := &ProjectOp{}
+	layout := append([]ColumnID(nil), in.layout...)
+	for i, c := range in.n.Columns {
+		op.Exprs = append(op.Exprs, exec.Col(i, c.Name))
+		op.Names = append(op.Names, c.Name)
+	}
+	for _, e := range extra {
+		x, err := physExpr(e, in)
+		if err != nil {
+			return nil, nil, err
+		}
+		op.Exprs = append(op.Exprs, x)
+		op.Names = append(op.Names, e.String())
+		layout = append(layout, pl.newSynth())
+	}
+	out, err := pl.node(&PhysNode{Kind: PhysProject, Streams: in.n.Streams, Project: op}, layout, in.n.EstRows, in)
+	return out, pos, err
+}
+
+// dropSynth projects away the columns the physical plan added.
+func (pl *physPlanner) dropSynth(in *pnode) (*pnode, error) {
+	keep := colSet{}
+	for _, id := range in.layout {
+		if id > 0 {
+			keep.add(id)
+		}
+	}
+	return pl.keepOnly(in, keep)
+}
+
+// ---------------------------------------------------------------- exchanges
+
+func (pl *physPlanner) gather(in *pnode) *pnode {
+	out, err := pl.node(&PhysNode{Kind: PhysExchange, Streams: 1, Exchange: &exec.ExchangeSpec{Kind: exec.ExchangeGather}}, in.layout, in.n.EstRows, in)
+	if err != nil {
+		// NB: a gather accepts any input; an error here is a planner bug.
+		panic(err)
+	}
+	return out
+}
+
+func (pl *physPlanner) repartition(in *pnode, keys []int) (*pnode, error) {
+	spec := &exec.ExchangeSpec{Kind: exec.ExchangeHash, Keys: keys, Outputs: pl.opts.Parallelism}
+	return pl.node(&PhysNode{Kind: PhysExchange, Streams: spec.Outputs, Exchange: spec}, in.layout, in.n.EstRows, in)
+}
+
+func (pl *physPlanner) merge(in *pnode, keys []exec.SortKey) (*pnode, error) {
+	spec := &exec.ExchangeSpec{Kind: exec.ExchangeMerge, SortKeys: keys}
+	return pl.node(&PhysNode{Kind: PhysExchange, Streams: 1, Exchange: spec}, in.layout, in.n.EstRows, in)
+}
+
+func (pl *physPlanner) broadcast(in *pnode, m int) (*pnode, error) {
+	spec := &exec.ExchangeSpec{Kind: exec.ExchangeBroadcast, Outputs: m}
+	return pl.node(&PhysNode{Kind: PhysExchange, Streams: m, Exchange: spec}, in.layout, in.n.EstRows, in)
+}
+
+// ---------------------------------------------------------------- aggregates
+
+func (pl *physPlanner) aggregate(n *AggregateNode) (*pnode, error) {
+	inNeed := colSet{}
+	var exprs []Expr
+	for _, g := range n.Groups {
+		inNeed.addAll(colsOf(g))
+		exprs = append(exprs, g)
+	}
+	for _, a := range n.Aggs {
+		if a.Arg != nil {
+			inNeed.addAll(colsOf(a.Arg))
+			exprs = append(exprs, a.Arg)
+		}
+	}
+	in, err := pl.plan(n.Input, inNeed)
+	if err != nil {
+		return nil, err
+	}
+	in, pos, err := pl.ensure(in, exprs)
+	if err != nil {
+		return nil, err
+	}
+	spec := exec.HashAggSpec{GroupCols: pos[:len(n.Groups)]}
+	k := len(n.Groups)
+	distinct := false
+	for i, a := range n.Aggs {
+		as := exec.AggSpec{Func: exec.AggFunc(a.Fn), Distinct: a.Distinct, Name: n.AggCols[i].Name}
+		if a.Arg != nil {
+			as.Arg = pos[k]
+			k++
+		}
+		distinct = distinct || a.Distinct
+		spec.Aggs = append(spec.Aggs, as)
+	}
+	var layout []ColumnID
+	for _, c := range n.GroupCols {
+		layout = append(layout, c.ID)
+	}
+	for _, c := range n.AggCols {
+		layout = append(layout, c.ID)
+	}
+	groups := pl.est.rows(n)
+	var out *pnode
+	switch {
+	case in.n.Streams == 1:
+		out, err = pl.node(&PhysNode{Kind: PhysHashAgg, Streams: 1, Agg: &spec}, layout, groups, in)
+	case distinct && len(spec.GroupCols) == 0:
+		out, err = pl.node(&PhysNode{Kind: PhysHashAgg, Streams: 1, Agg: &spec}, layout, groups, pl.gather(in))
+	case len(spec.GroupCols) > 0 && (distinct || groups > pl.opts.RepartitionGroups):
+		var rp *pnode
+		if rp, err = pl.repartition(in, spec.GroupCols); err == nil {
+			out, err = pl.node(&PhysNode{Kind: PhysHashAgg, Streams: rp.n.Streams, Agg: &spec}, layout, groups, rp)
+		}
+	default:
+		partial, final, serr := exec.SplitAgg(spec)
+		if serr != nil {
+			return nil, serr
+		}
+		// The partial's layout: group keys, then each aggregate's states.
+		var pLayout []ColumnID
+		pLayout = append(pLayout, layout[:len(n.GroupCols)]...)
+		for range partialWidth(partial, in.schema) - len(n.GroupCols) {
+			pLayout = append(pLayout, pl.newSynth())
+		}
+		pn, perr := pl.node(&PhysNode{Kind: PhysHashAgg, Streams: in.n.Streams, Agg: &partial}, pLayout, groups*float64(in.n.Streams), in)
+		if perr != nil {
+			return nil, perr
+		}
+		out, err = pl.node(&PhysNode{Kind: PhysHashAgg, Streams: 1, Agg: &final}, layout, groups, pl.gather(pn))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return pl.castTo(out, n.Columns())
+}
+
+// partialWidth is the number of columns of a partial aggregate's output.
+func partialWidth(spec exec.HashAggSpec, in *arrow.Schema) int {
+	a, err := exec.NewHashAgg(schemaStub{in}, spec)
+	if err != nil {
+		return len(spec.GroupCols) + len(spec.Aggs)
+	}
+	defer a.Close()
+	return a.Schema().NumFields()
+}
+
+// castTo casts the columns of in whose types differ from cols' (same
+// layout) to the logical types.
+func (pl *physPlanner) castTo(in *pnode, cols []Column) (*pnode, error) {
+	differ := false
+	for i, c := range cols {
+		if i < in.schema.NumFields() && !isNullType(c.Type) && !arrow.TypeEqual(in.schema.Field(i).Type, c.Type) {
+			differ = true
+		}
+	}
+	if !differ {
+		return in, nil
+	}
+	exprs := make([]Expr, len(cols))
+	for i, c := range cols {
+		exprs[i] = colRef(c)
+	}
+	return pl.projectExprs(in, exprs, cols, in.n.EstRows)
+}
+
+// ---------------------------------------------------------------- joins
+
+var joinTypes = map[JoinKind]exec.JoinType{
+	JoinInner: exec.JoinInner, JoinLeft: exec.JoinLeft, JoinRight: exec.JoinRight, JoinFull: exec.JoinFull,
+	JoinSemi: exec.JoinSemi, JoinAnti: exec.JoinAnti, JoinMark: exec.JoinMark, JoinSingle: exec.JoinLeft,
+}
+
+func (pl *physPlanner) join(n *JoinNode, need colSet) (*pnode, error) {
+	lcols, rcols := colSetOf(n.Left.Columns()), colSetOf(n.Right.Columns())
+	all := union(need, colSet{})
+	for _, e := range nodeExprs(n) {
+		all.addAll(colsOf(e))
+	}
+	lneed, rneed := colSet{}, colSet{}
+	for id := range all {
+		if lcols.has(id) {
+			lneed.add(id)
+		}
+		if rcols.has(id) {
+			rneed.add(id)
+		}
+	}
+	left, err := pl.plan(n.Left, lneed)
+	if err != nil {
+		return nil, err
+	}
+	right, err := pl.plan(n.Right, rneed)
+	if err != nil {
+		return nil, err
+	}
+	if left, err = pl.keepOnly(left, lneed); err != nil {
+		return nil, err
+	}
+	if right, err = pl.keepOnly(right, rneed); err != nil {
+		return nil, err
+	}
+	est := pl.est.rows(n)
+	equi, cond := n.Equi, n.Cond
+	if n.NullAware && len(equi) > 1 {
+		// NB: exec's null-aware joins take one key (the IN comparison,
+		// Equi[0]); correlation equalities become residual conditions,
+		// which exec applies before deciding that a NULL makes the
+		// comparison unknown.
+		var extra []Expr
+		for _, e := range equi[1:] {
+			extra = append(extra, call(fnEq, typBool, e.Left, e.Right))
+		}
+		if cond != nil {
+			extra = append(extra, cond)
+		}
+		equi, cond = equi[:1], andOf(extra)
+	}
+	if n.Kind == JoinSingle {
+		return pl.singleJoin(n, left, right, equi, cond, est)
+	}
+	if len(equi) == 0 {
+		return pl.nlJoin(n, n.Kind, left, right, cond, est)
+	}
+	return pl.hashJoin(n, n.Kind, left, right, equi, cond, est)
+}
+
+func (pl *physPlanner) hashJoin(n *JoinNode, kind JoinKind, left, right *pnode, equi []EquiCond, cond Expr, est float64) (*pnode, error) {
+	out, err := pl.hashJoinNode(n, kind, left, right, equi, cond, est)
+	if err != nil {
+		return nil, err
+	}
+	return pl.dropSynth(out)
+}
+
+// hashJoinNode plans the hash join node itself; computed key columns stay
+// in its output.
+func (pl *physPlanner) hashJoinNode(n *JoinNode, kind JoinKind, left, right *pnode, equi []EquiCond, cond Expr, est float64) (*pnode, error) {
+	lk := make([]Expr, len(equi))
+	rk := make([]Expr, len(equi))
+	for i, e := range equi {
+		lk[i], rk[i] = e.Left, e.Right
+	}
+	left, lpos, err := pl.ensure(left, lk)
+	if err != nil {
+		return nil, err
+	}
+	right, rpos, err := pl.ensure(right, rk)
+	if err != nil {
+		return nil, err
+	}
+	for i := range equi {
+		lt, rt := left.schema.Field(lpos[i]).Type, right.schema.Field(rpos[i]).Type
+		if !arrow.TypeEqual(lt, rt) {
+			return nil, nferr.Internalf("physical planner: join key %s = %s has types %s and %s", equi[i].Left, equi[i].Right, typeString(lt), typeString(rt))
+		}
+	}
+	spec := &exec.HashJoinSpec{Type: joinTypes[kind], LeftKeys: lpos, RightKeys: rpos, NullAware: n.NullAware, Build: exec.SideRight}
+	if n.Build == BuildLeft {
+		spec.Build = exec.SideLeft
+	}
+	if n.NullAware {
+		spec.Build = exec.SideRight
+	}
+	layout := pl.joinLayout(kind, n, left, right)
+	if cond != nil {
+		joined := &pnode{layout: append(append([]ColumnID(nil), left.layout...), right.layout...), schema: concatSchemas(left.schema, right.schema)}
+		x, err := physExpr(cond, joined)
+		if err != nil {
+			return nil, err
+		}
+		spec.Residual = &x
+	}
+	if kind == JoinMark {
+		spec.MarkName = n.Mark.Name
+	}
+	probe := left
+	if spec.Build == exec.SideLeft {
+		probe = right
+	}
+	return pl.node(&PhysNode{Kind: PhysHashJoin, Streams: probe.n.Streams, Join: spec}, layout, est, left, right)
+}
+
+func (pl *physPlanner) joinLayout(kind JoinKind, n *JoinNode, left, right *pnode) []ColumnID {
+	layout := append([]ColumnID(nil), left.layout...)
+	switch kind {
+	case JoinSemi, JoinAnti:
+	case JoinMark:
+		layout = append(layout, n.Mark.ID)
+	default:
+		layout = append(layout, right.layout...)
+	}
+	return layout
+}
+
+func concatSchemas(a, b *arrow.Schema) *arrow.Schema {
+	return arrow.NewSchema(append(append([]arrow.Field(nil), a.Fields()...), b.Fields()...), nil)
+}
+
+// nlJoin plans a join without equi keys as a nested loop join (its right
+// side broadcast to every left stream).
+func (pl *physPlanner) nlJoin(n *JoinNode, kind JoinKind, left, right *pnode, cond Expr, est float64) (*pnode, error) {
+	switch kind {
+	case JoinRight:
+		// A right join is the left join with the inputs swapped; layouts
+		// keep the IDs, so nothing above notices the order.
+		kind, left, right = JoinLeft, right, left
+	case JoinFull:
+		return nil, nferr.Queryf("FULL JOIN is only supported with an equality condition between the two sides")
+	}
+	if n.NullAware {
+		return nil, nferr.Internalf("physical planner: null-aware join without an equality")
+	}
+	spec := &exec.NestedLoopJoinSpec{Type: joinTypes[kind]}
+	if kind == JoinMark {
+		spec.MarkName = n.Mark.Name
+	}
+	if cond != nil {
+		joined := &pnode{layout: append(append([]ColumnID(nil), left.layout...), right.layout...), schema: concatSchemas(left.schema, right.schema)}
+		x, err := physExpr(cond, joined)
+		if err != nil {
+			return nil, err
+		}
+		spec.Condition = &x
+	}
+	right, err := pl.spread(right, left.n.Streams)
+	if err != nil {
+		return nil, err
+	}
+	return pl.node(&PhysNode{Kind: PhysNLJoin, Streams: left.n.Streams, NLJoin: spec}, pl.joinLayout(kind, n, left, right), est, left, right)
+}
+
+// spread gives in exactly m streams: one gathers, several broadcast.
+func (pl *physPlanner) spread(in *pnode, m int) (*pnode, error) {
+	switch {
+	case m == 1 && in.n.Streams == 1:
+		return in, nil
+	case m == 1:
+		return pl.gather(in), nil
+	}
+	return pl.broadcast(in, m)
+}
+
+// singleJoin plans a JoinSingle (a scalar subquery): a left join whose
+// right side must match each left row at most once.
+func (pl *physPlanner) singleJoin(n *JoinNode, left, right *pnode, equi []EquiCond, cond Expr, est float64) (*pnode, error) {
+	if len(equi) == 0 && cond == nil {
+		// Uncorrelated: the subquery yields at most one row for all.
+		if right.n.Streams > 1 {
+			right = pl.gather(right)
+		}
+		one, err := pl.node(&PhysNode{Kind: PhysMaxOneRow, Streams: 1}, right.layout, 1, right)
+		if err != nil {
+			return nil, err
+		}
+		return pl.nlJoin(n, JoinLeft, left, one, nil, est)
+	}
+	rid := pl.newSynth()
+	idLayout := append(append([]ColumnID(nil), left.layout...), rid)
+	numbered, err := pl.node(&PhysNode{Kind: PhysRowID, Streams: left.n.Streams}, idLayout, left.n.EstRows, left)
+	if err != nil {
+		return nil, err
+	}
+	var joined *pnode
+	if len(equi) > 0 {
+		j := *n
+		j.Build = BuildRight
+		joined, err = pl.hashJoinNode(&j, JoinLeft, numbered, right, equi, cond, est)
+	} else {
+		joined, err = pl.nlJoin(n, JoinLeft, numbered, right, cond, est)
+	}
+	if err != nil {
+		return nil, err
+	}
+	checked, err := pl.node(&PhysNode{Kind: PhysSingleCheck, Streams: joined.n.Streams, SingleCheck: &SingleCheckOp{Col: layoutPos(joined.layout, rid)}}, joined.layout, est, joined)
+	if err != nil {
+		return nil, err
+	}
+	return pl.dropSynth(checked)
+}
+
+// ---------------------------------------------------------------- sort, limit, distinct
+
+// sort plans ORDER BY keys, with a LIMIT when limit >= 0 (top-N).
+func (pl *physPlanner) sort(input Plan, keys []SortKey, limit, offset int64, need colSet, est float64) (*pnode, error) {
+	kneed := union(need, colSet{})
+	exprs := make([]Expr, len(keys))
+	for i, k := range keys {
+		kneed.addAll(colsOf(k.Expr))
+		exprs[i] = k.Expr
+	}
+	in, err := pl.plan(input, kneed)
+	if err != nil {
+		return nil, err
+	}
+	if in, err = pl.keepOnly(in, kneed); err != nil {
+		return nil, err
+	}
+	in, pos, err := pl.ensure(in, exprs)
+	if err != nil {
+		return nil, err
+	}
+	sk := make([]exec.SortKey, len(keys))
+	for i, k := range keys {
+		sk[i] = exec.SortKey{Col: pos[i], Desc: k.Desc, Nulls: exec.NullsLast}
+		if k.NullsFirst {
+			sk[i].Nulls = exec.NullsFirst
+		}
+	}
+	var out *pnode
+	switch {
+	case limit < 0:
+		out, err = pl.node(&PhysNode{Kind: PhysSort, Streams: in.n.Streams, Sort: &exec.SortSpec{Keys: sk}}, in.layout, est, in)
+		if err == nil && out.n.Streams > 1 {
+			out, err = pl.merge(out, sk)
+		}
+	case in.n.Streams == 1:
+		out, err = pl.node(&PhysNode{Kind: PhysTopN, Streams: 1, TopN: &exec.TopNSpec{Keys: sk, Limit: limit, Offset: offset}}, in.layout, est, in)
+	default:
+		local := &exec.TopNSpec{Keys: sk, Limit: limit + offset}
+		out, err = pl.node(&PhysNode{Kind: PhysTopN, Streams: in.n.Streams, TopN: local}, in.layout, est*float64(in.n.Streams), in)
+		if err == nil {
+			out, err = pl.merge(out, sk)
+		}
+		if err == nil {
+			out, err = pl.node(&PhysNode{Kind: PhysLimit, Streams: 1, Limit: &LimitOp{Limit: limit, Offset: offset}}, out.layout, est, out)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return pl.dropSynth(out)
+}
+
+func (pl *physPlanner) limit(in *pnode, limit, offset int64, est float64) (*pnode, error) {
+	if in.n.Streams > 1 {
+		if limit >= 0 {
+			local, err := pl.node(&PhysNode{Kind: PhysLimit, Streams: in.n.Streams, Limit: &LimitOp{Limit: limit + offset, Offset: 0}}, in.layout, est, in)
+			if err != nil {
+				return nil, err
+			}
+			in = local
+		}
+		in = pl.gather(in)
+	}
+	return pl.node(&PhysNode{Kind: PhysLimit, Streams: 1, Limit: &LimitOp{Limit: limit, Offset: offset}}, in.layout, est, in)
+}
+
+func (pl *physPlanner) distinct(in *pnode, est float64) (*pnode, error) {
+	if in.n.Streams > 1 {
+		keys := make([]int, len(in.layout))
+		for i := range keys {
+			keys[i] = i
+		}
+		var err error
+		if in, err = pl.repartition(in, keys); err != nil {
+			return nil, err
+		}
+	}
+	return pl.node(&PhysNode{Kind: PhysDistinct, Streams: in.n.Streams, Distinct: &exec.DistinctSpec{}}, in.layout, est, in)
+}
+
+// ---------------------------------------------------------------- set operations
+
+func (pl *physPlanner) setOp(n *SetOpNode) (*pnode, error) {
+	side := func(p Plan) (*pnode, error) {
+		in, err := pl.plan(p, colSetOf(p.Columns()))
+		if err != nil {
+			return nil, err
+		}
+		if in, err = pl.exact(in, p.Columns()); err != nil {
+			return nil, err
+		}
+		// Positional: both sides take the set operation's types.
+		cols := make([]Column, len(n.Cols))
+		for i, c := range p.Columns() {
+			cols[i] = c
+			cols[i].Type = n.Cols[i].Type
+			if isNullType(cols[i].Type) {
+				cols[i].Type = typString
+			}
+		}
+		return pl.castTo(in, cols)
+	}
+	left, err := side(n.Left)
+	if err != nil {
+		return nil, err
+	}
+	right, err := side(n.Right)
+	if err != nil {
+		return nil, err
+	}
+	est := pl.est.rows(n)
+	layout := make([]ColumnID, len(n.Cols))
+	for i, c := range n.Cols {
+		layout[i] = c.ID
+	}
+	left.layout, right.layout = layout, layout
+	if n.Kind == SetUnion {
+		u, err := pl.node(&PhysNode{Kind: PhysUnion, Streams: left.n.Streams + right.n.Streams}, layout, est, left, right)
+		if err != nil {
+			return nil, err
+		}
+		if n.All {
+			return u, nil
+		}
+		return pl.distinct(u, est)
+	}
+	// INTERSECT and EXCEPT: a semi or anti join on every column, NULLs
+	// equal; the ALL forms number the copies of each row first, so that
+	// the n-th copy on the left matches the n-th on the right.
+	if !n.All {
+		if left, err = pl.distinct(left, est); err != nil {
+			return nil, err
+		}
+	} else {
+		if left, err = pl.numberCopies(left); err != nil {
+			return nil, err
+		}
+		if right, err = pl.numberCopies(right); err != nil {
+			return nil, err
+		}
+	}
+	left, lk, err := pl.nullSafeKeys(left)
+	if err != nil {
+		return nil, err
+	}
+	right, rk, err := pl.nullSafeKeys(right)
+	if err != nil {
+		return nil, err
+	}
+	jt := exec.JoinSemi
+	if n.Kind == SetExcept {
+		jt = exec.JoinAnti
+	}
+	spec := &exec.HashJoinSpec{Type: jt, LeftKeys: lk, RightKeys: rk, Build: exec.SideRight}
+	j, err := pl.node(&PhysNode{Kind: PhysHashJoin, Streams: left.n.Streams, Join: spec}, left.layout, est, left, right)
+	if err != nil {
+		return nil, err
+	}
+	return pl.dropSynth(j)
+}
+
+// numberCopies appends row_number() over (partition by every column).
+func (pl *physPlanner) numberCopies(in *pnode) (*pnode, error) {
+	keys := make([]int, len(in.layout))
+	for i := range keys {
+		keys[i] = i
+	}
+	if in.n.Streams > 1 {
+		var err error
+		if in, err = pl.repartition(in, keys); err != nil {
+			return nil, err
+		}
+	}
+	spec := &exec.WindowSpec{PartitionBy: keys, Funcs: []exec.WindowFuncSpec{{Func: exec.WinRowNumber, Name: "copy"}}}
+	layout := append(append([]ColumnID(nil), in.layout...), pl.newSynth())
+	return pl.node(&PhysNode{Kind: PhysWindow, Streams: in.n.Streams, Window: spec}, layout, in.n.EstRows, in)
+}
+
+// nullSafeKeys returns join keys over every column of in that treat NULLs
+// as equal: a nullable column c becomes two keys, coalesce(c, zero) and
+// c IS NULL.
+func (pl *physPlanner) nullSafeKeys(in *pnode) (*pnode, []int, error) {
+	var exprs []Expr
+	for i, id := range in.layout {
+		f := in.schema.Field(i)
+		c := &ColRef{ID: id, Name: f.Name, Typ: f.Type}
+		if id < 0 {
+			// NB: a synthetic column here is a copy number (never NULL);
+			// give it a positive stand-in ID for the translation.
+			exprs = append(exprs, c)
+			continue
+		}
+		if !f.Nullable {
+			exprs = append(exprs, c)
+			continue
+		}
+		zero, ok := zeroConst(f.Type)
+		if !ok {
+			return nil, nil, nferr.Queryf("set operation over a column of type %s is not supported", typeString(f.Type))
+		}
+		exprs = append(exprs, call(fnCoalesce, f.Type, c, zero), call(fnIsNull, typBool, c))
+	}
+	return pl.ensure(in, exprs)
+}
+
+func zeroConst(t arrow.DataType) (*Const, bool) {
+	switch t.ID() {
+	case arrow.INT32:
+		return &Const{Typ: t, Val: int32(0)}, true
+	case arrow.INT64, arrow.DECIMAL64:
+		return &Const{Typ: t, Val: int64(0)}, true
+	case arrow.DECIMAL128:
+		c, err := castConst(&Const{Typ: typInt64, Val: int64(0)}, t)
+		return c, err == nil
+	case arrow.FLOAT64:
+		return &Const{Typ: t, Val: float64(0)}, true
+	case arrow.STRING:
+		return &Const{Typ: t, Val: ""}, true
+	case arrow.DATE32:
+		return &Const{Typ: t, Val: arrow.Date32(0)}, true
+	case arrow.BOOL:
+		return &Const{Typ: t, Val: false}, true
+	case arrow.NULL:
+		return &Const{Typ: typString, Val: ""}, true
+	}
+	return nil, false
+}
+
+// ---------------------------------------------------------------- windows
+
+var frameBounds = map[FrameBoundKind]exec.BoundKind{
+	BoundUnboundedPreceding: exec.UnboundedPreceding, BoundPreceding: exec.Preceding, BoundCurrentRow: exec.CurrentRow,
+	BoundFollowing: exec.Following, BoundUnboundedFollowing: exec.UnboundedFollowing,
+}
+
+func (pl *physPlanner) window(n *WindowNode, need colSet) (*pnode, error) {
+	inCols := colSetOf(n.Input.Columns())
+	inNeed := colSet{}
+	for id := range need {
+		if inCols.has(id) {
+			inNeed.add(id)
+		}
+	}
+	for _, e := range nodeExprs(n) {
+		inNeed.addAll(colsOf(e))
+	}
+	in, err := pl.plan(n.Input, inNeed)
+	if err != nil {
+		return nil, err
+	}
+	if in, err = pl.keepOnly(in, inNeed); err != nil {
+		return nil, err
+	}
+	// Functions with the same PARTITION BY and ORDER BY share an operator.
+	type group struct {
+		key   string
+		funcs []int
+	}
+	var groups []*group
+	byKey := map[string]*group{}
+	for i, f := range n.Funcs {
+		var b strings.Builder
+		for _, p := range f.PartitionBy {
+			b.WriteString(exprKey(p) + ";")
+		}
+		b.WriteString("|")
+		for _, k := range f.OrderBy {
+			fmt.Fprintf(&b, "%s %v %v;", exprKey(k.Expr), k.Desc, k.NullsFirst)
+		}
+		g := byKey[b.String()]
+		if g == nil {
+			g = &group{key: b.String()}
+			byKey[g.key] = g
+			groups = append(groups, g)
+		}
+		g.funcs = append(g.funcs, i)
+	}
+	// Parallel when every function partitions by the same key.
+	samePart := len(n.Funcs[0].PartitionBy) > 0
+	for _, f := range n.Funcs[1:] {
+		samePart = samePart && len(f.PartitionBy) == len(n.Funcs[0].PartitionBy)
+		for j := 0; samePart && j < len(f.PartitionBy); j++ {
+			samePart = exprEqual(f.PartitionBy[j], n.Funcs[0].PartitionBy[j])
+		}
+	}
+	if in.n.Streams > 1 {
+		if samePart {
+			var pos []int
+			if in, pos, err = pl.ensure(in, n.Funcs[0].PartitionBy); err != nil {
+				return nil, err
+			}
+			if in, err = pl.repartition(in, pos); err != nil {
+				return nil, err
+			}
+		} else {
+			in = pl.gather(in)
+		}
+	}
+	est := pl.est.rows(n)
+	for _, g := range groups {
+		f0 := n.Funcs[g.funcs[0]]
+		var exprs []Expr
+		exprs = append(exprs, f0.PartitionBy...)
+		for _, k := range f0.OrderBy {
+			exprs = append(exprs, k.Expr)
+		}
+		for _, fi := range g.funcs {
+			exprs = append(exprs, n.Funcs[fi].Args...)
+		}
+		var pos []int
+		if in, pos, err = pl.ensure(in, exprs); err != nil {
+			return nil, err
+		}
+		spec := &exec.WindowSpec{PartitionBy: pos[:len(f0.PartitionBy)]}
+		k := len(f0.PartitionBy)
+		for _, sk := range f0.OrderBy {
+			key := exec.SortKey{Col: pos[k], Desc: sk.Desc, Nulls: exec.NullsLast}
+			if sk.NullsFirst {
+				key.Nulls = exec.NullsFirst
+			}
+			spec.OrderBy = append(spec.OrderBy, key)
+			k++
+		}
+		layout := append([]ColumnID(nil), in.layout...)
+		for _, fi := range g.funcs {
+			f := n.Funcs[fi]
+			ws := exec.WindowFuncSpec{Func: exec.WindowFunc(f.Fn), Name: n.FuncCols[fi].Name}
+			if len(f.Args) > 0 {
+				ws.Arg = pos[k]
+				k += len(f.Args)
+			}
+			if f.Frame != nil {
+				fr, err := windowFrame(f.Frame)
+				if err != nil {
+					return nil, err
+				}
+				ws.Frame = fr
+			}
+			spec.Funcs = append(spec.Funcs, ws)
+			layout = append(layout, n.FuncCols[fi].ID)
+		}
+		if in, err = pl.node(&PhysNode{Kind: PhysWindow, Streams: in.n.Streams, Window: spec}, layout, est, in); err != nil {
+			return nil, err
+		}
+	}
+	if in, err = pl.dropSynth(in); err != nil {
+		return nil, err
+	}
+	// Window results take the binder's types.
+	var cols []Column
+	for _, id := range in.layout {
+		for i, c := range n.FuncCols {
+			if c.ID == id {
+				cols = append(cols, n.FuncCols[i])
+			}
+		}
+		for _, c := range n.Input.Columns() {
+			if c.ID == id {
+				cols = append(cols, c)
+			}
+		}
+	}
+	if len(cols) == len(in.layout) {
+		return pl.castTo(in, cols)
+	}
+	return in, nil
+}
+
+func windowFrame(f *WindowFrame) (*exec.WindowFrame, error) {
+	var mode exec.FrameMode
+	switch f.Mode {
+	case "rows":
+		mode = exec.FrameRows
+	case "range":
+		mode = exec.FrameRange
+	default:
+		return nil, nferr.Queryf("%s window frames are not supported (use ROWS or RANGE)", strings.ToUpper(f.Mode))
+	}
+	bound := func(k FrameBoundKind, off Expr) (exec.FrameBound, error) {
+		b := exec.FrameBound{Kind: frameBounds[k]}
+		if off != nil {
+			c, ok := off.(*Const)
+			if !ok || !isInteger(c.Typ) || c.IsNull() {
+				return b, nferr.Queryf("window frame offset %s must be an integer constant", off)
+			}
+			b.Offset = constInt(c)
+		}
+		return b, nil
+	}
+	s, err := bound(f.Start, f.StartOffset)
+	if err != nil {
+		return nil, err
+	}
+	e, err := bound(f.End, f.EndOffset)
+	if err != nil {
+		return nil, err
+	}
+	return &exec.WindowFrame{Mode: mode, Start: s, End: e}, nil
+}
+
+// ---------------------------------------------------------------- leaves
+
+func (pl *physPlanner) values(n *ValuesNode) (*pnode, error) {
+	empty := &pnode{schema: arrow.NewSchema(nil, nil)}
+	op := &ValuesOp{Names: make([]string, len(n.Cols))}
+	layout := make([]ColumnID, len(n.Cols))
+	for i, c := range n.Cols {
+		op.Names[i] = c.Name
+		layout[i] = c.ID
+	}
+	for _, row := range n.Rows {
+		cells := make([]exec.Expr, len(row))
+		for i, e := range row {
+			x, err := physExpr(e, empty)
+			if err != nil {
+				return nil, err
+			}
+			t := n.Cols[i].Type
+			if isNullType(t) {
+				t = typString
+			}
+			et, err := exec.TypeOf(t)
+			if err != nil {
+				return nil, err
+			}
+			cells[i] = exec.Cast(x, et)
+		}
+		op.Rows = append(op.Rows, cells)
+	}
+	return pl.node(&PhysNode{Kind: PhysValues, Streams: 1, Values: op}, layout, float64(len(n.Rows)))
+}
+
+func (pl *physPlanner) sharedScan(n *SharedScan) (*pnode, error) {
+	id, ok := pl.shared[n.Def]
+	if !ok {
+		cols := n.Def.Plan.Columns()
+		root, err := pl.plan(n.Def.Plan, colSetOf(cols))
+		if err != nil {
+			return nil, err
+		}
+		if root, err = pl.exact(root, cols); err != nil {
+			return nil, err
+		}
+		id = len(pl.defs)
+		pl.shared[n.Def] = id
+		pl.defs = append(pl.defs, &PhysShared{ID: id, Name: n.Def.Name, Root: root.n})
+	}
+	def := pl.defs[id]
+	layout := make([]ColumnID, len(n.Cols))
+	for i, c := range n.Cols {
+		layout[i] = c.ID
+	}
+	cols := append([]PhysColumn(nil), def.Root.Columns...)
+	for i := range cols {
+		if i < len(n.Cols) {
+			cols[i].Name = n.Cols[i].QualifiedName()
+		}
+	}
+	return pl.node(&PhysNode{Kind: PhysSharedScan, Streams: 1, Columns: cols, Shared: &SharedOp{Def: id}}, layout, pl.est.rows(n))
+}
+
+// sortedNodeIDs lists the IDs of a plan's nodes (tests, EXPLAIN).
+func sortedNodeIDs(p *PhysPlan) []int {
+	var ids []int
+	visit := func(n *PhysNode) { ids = append(ids, n.ID) }
+	for _, d := range p.Shared {
+		d.Root.walk(visit)
+	}
+	p.Root.walk(visit)
+	sort.Ints(ids)
+	return ids
+}

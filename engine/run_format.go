@@ -1,0 +1,126 @@
+package engine
+
+import (
+	"fmt"
+		"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/nicflow/nicflow/exec"
+)
+
+// The canonical text of values: what `nicflow sql` prints, what `nicflow
+// tpch run --verify` hands to tpch.CheckAnswer (it matches tpch.Result's
+// documented rendering), and what SQL test files expect:
+//
+//	integers       plain decimal ("42", "-7")
+//	decimals       exactly their scale's digits ("12.30", "0.0500")
+//	doubles        Go's shortest round-trip form ('g', -1): "0.1", "1e+21",
+//	               "NaN", "+Inf"
+//	dates          YYYY-MM-DD
+//	booleans       true / false
+//	strings        as they are
+//	intervals      "<months> months <days> days <nanos> ns" parts, nonzero
+//	NULL           reported separately (null = true); callers print it
+//	               their way (NULL, the empty field, JSON null)
+
+// ValueFormatter renders the values of one column: it dispatches on the
+// type once (NewValueFormatter) and then formats values by row.
+type ValueFormatter struct {
+	fn func(a arrow.Array, i int) string
+}
+
+// NewValueFormatter returns the formatter of a column type.
+func NewValueFormatter(t arrow.DataType) (*ValueFormatter, error) {
+	var fn func(a arrow.Array, i int) string
+	switch t := t.(type) {
+	case *arrow.Int32Type:
+		fn = func(a arrow.Array, i int) string { return strconv.FormatInt(int64(a.(*array.Int32).Value(i)), 10) }
+	case *arrow.Int64Type:
+		fn = func(a arrow.Array, i int) string { return strconv.FormatInt(a.(*array.Int64).Value(i), 10) }
+	case *arrow.Float64Type:
+		fn = func(a arrow.Array, i int) string { return strconv.FormatFloat(a.(*array.Float64).Value(i), 'g', -1, 64) }
+	case *arrow.BooleanType:
+		fn = func(a arrow.Array, i int) string { return strconv.FormatBool(a.(*array.Boolean).Value(i)) }
+	case *arrow.StringType:
+		fn = func(a arrow.Array, i int) string { return a.(*array.String).Value(i) }
+	case *arrow.Date32Type:
+		fn = func(a arrow.Array, i int) string { return exec.FormatDate(int32(a.(*array.Date32).Value(i))) }
+	case *arrow.Decimal64Type:
+		s := t.Scale
+		fn = func(a arrow.Array, i int) string { return formatScaled64(int64(a.(*array.Decimal64).Value(i)), s) }
+	case *arrow.Decimal128Type:
+		s := t.Scale
+		fn = func(a arrow.Array, i int) string {
+			v := a.(*array.Decimal128).Value(i)
+			if v.HighBits() == 0 && v.LowBits() < 1<<63 || v.HighBits() == -1 && v.LowBits() >= 1<<63 {
+				return formatScaled64(int64(v.LowBits()), s) // fits an int64: no big.Int
+			}
+			return formatUnscaled(v.BigInt(), s)
+		}
+	case *arrow.MonthDayNanoIntervalType:
+		fn = func(a arrow.Array, i int) string {
+			v := a.(*array.MonthDayNanoInterval).Value(i)
+			return fmt.Sprintf("%d months %d days %d ns", v.Months, v.Days, v.Nanoseconds)
+		}
+	case *arrow.NullType:
+		fn = func(arrow.Array, int) string { return "" }
+	default:
+		return nil, fmt.Errorf("cannot print values of type %s", t)
+	}
+	return &ValueFormatter{fn: fn}, nil
+}
+
+// Format returns the text of row i of a and whether it is NULL (the text
+// is then empty).
+func (f *ValueFormatter) Format(a arrow.Array, i int) (string, bool) {
+	if a.IsNull(i) {
+		return "", true
+	}
+	return f.fn(a, i), false
+}
+
+// formatScaled64 prints an unscaled int64 with s fractional digits.
+func formatScaled64(u int64, s int32) string {
+	if s <= 0 {
+		return strconv.FormatInt(u, 10)
+	}
+	sign := ""
+	abs := uint64(u)
+	if u < 0 {
+		sign, abs = "-", uint64(-u) // NB: -MinInt64 wraps to itself, whose uint64 is right
+	}
+	digits := strconv.FormatUint(abs, 10)
+	if pad := int(s) + 1 - len(digits); pad > 0 {
+		digits = "0000000000000000000000000000000000000000"[:pad] + digits
+	}
+	cut := len(digits) - int(s)
+	return sign + digits[:cut] + "." + digits[cut:]
+}
+
+// RowsText renders every row of rec in the canonical text; NULLs become
+// null (the caller's choice: "" for tpch.Result, "NULL" for tests).
+func RowsText(rec arrow.RecordBatch, null string) ([][]string, error) {
+	fs := make([]*ValueFormatter, rec.NumCols())
+	for c := range fs {
+		f, err := NewValueFormatter(rec.Column(c).DataType())
+		if err != nil {
+			return nil, err
+		}
+		fs[c] = f
+	}
+	out := make([][]string, rec.NumRows())
+	for r := range out {
+		row := make([]string, len(fs))
+		for c, f := range fs {
+			s, isNull := f.Format(rec.Column(c), r)
+			if isNull {
+				s = null
+			}
+			row[c] = s
+		}
+		out[r] = row
+	}
+	return out, nil
+}

@@ -1,0 +1,483 @@
+package engine
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/nicflow/nicflow/exec"
+	"github.com/nicflow/nicflow/internal/nferr"
+	"github.com/nicflow/nicflow/storage"
+)
+
+// The few operators the physical plan needs beyond exec's: a morsel-driven
+// table scan over a shared queue of row groups, the reader of a shared
+// (materialized) subplan, the scalar-subquery checks, and the counting
+// wrapper of EXPLAIN ANALYZE. They follow exec.Operator's contract.
+
+// ---------------------------------------------------------------- scans
+
+// taskQueue hands out a scan's row-group tasks to the scan instances of
+// one node, in order.
+type taskQueue struct {
+	tasks []storage.FileRange
+	next  atomic.Int64
+
+	mu    sync.Mutex
+	stats storage.ScanStats
+}
+
+func (q *taskQueue) take() (storage.FileRange, bool) {
+	i := q.next.Add(1) - 1
+	if i >= int64(len(q.tasks)) {
+		return storage.FileRange{}, false
+	}
+	return q.tasks[i], true
+}
+
+func (q *taskQueue) addStats(s storage.ScanStats) {
+	q.mu.Lock()
+	q.stats.RowGroupsTotal += s.RowGroupsTotal
+	q.stats.RowGroupsPruned += s.RowGroupsPruned
+	q.stats.RowsRead += s.RowsRead
+	q.stats.RowsReturned += s.RowsReturned
+	q.stats.BytesRead += s.BytesRead
+	q.mu.Unlock()
+}
+
+func (q *taskQueue) totals() storage.ScanStats {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.stats
+}
+
+// morselScan is one instance of a parallel table scan: it takes the next
+// row group from the node's queue whenever it finishes one, and reads it
+// with an exec.Scan (pruning and filtering at the data).
+type morselScan struct {
+	src    storage.Source
+	spec   storage.ScanSpec
+	q      *taskQueue
+	schema *arrow.Schema
+
+	env    *exec.Env
+	cur    *exec.Scan
+	done   bool
+	err    error
+	closed bool
+}
+
+func (s *morselScan) Schema() *arrow.Schema { return s.schema }
+
+func (s *morselScan) Open(env *exec.Env) error {
+	s.env = env
+	return nil
+}
+
+func (s *morselScan) Next() (*exec.Batch, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	for !s.done && !s.closed {
+		if s.cur == nil {
+			if err := s.env.Ctx.Err(); err != nil {
+				s.err = nferr.With(nferr.KindCanceled, err)
+				return nil, s.err
+			}
+			t, ok := s.q.take()
+			if !ok {
+				s.done = true
+				break
+			}
+			spec := s.spec
+			if t.Path != "" {
+				spec.Files = []storage.FileRange{t}
+			}
+			sc, err := exec.NewScan(s.src, spec, exec.ScanConfig{})
+			if err != nil {
+				s.err = err
+				return nil, err
+			}
+			if err := sc.Open(s.env); err != nil {
+				sc.Close()
+				s.err = err
+				return nil, err
+			}
+			s.cur = sc
+		}
+		b, err := s.cur.Next()
+		if err != nil {
+			s.err = err
+			return nil, err
+		}
+		if b != nil {
+			return b, nil
+		}
+		s.finishCur()
+	}
+	return nil, nil
+}
+
+func (s *morselScan) finishCur() error {
+	if s.cur == nil {
+		return nil
+	}
+	s.q.addStats(s.cur.Stats())
+	err := s.cur.Close()
+	s.cur = nil
+	return err
+}
+
+func (s *morselScan) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return s.finishCur()
+}
+
+// ---------------------------------------------------------------- shared subplans
+
+// sharedMat is the materialization of a shared subplan (a view or CTE
+// read twice): the first reader to need rows runs the subplan to the end
+// and keeps its batches (compacted, charged to the "shared subplan"
+// account); every reader then walks them. The last reader to close frees
+// them.
+type sharedMat struct {
+	def    *PhysShared
+	schema *arrow.Schema
+	// root is the subplan's operator tree, built with the plan and run by
+	// the first reader that needs rows.
+	root exec.Operator
+	refs atomic.Int32
+
+	once       sync.Once
+	batches    []exec.Batch
+	acct       *exec.Account
+	err        error
+	rootClosed bool
+}
+
+func (m *sharedMat) get(env *exec.Env) ([]exec.Batch, error) {
+	m.once.Do(func() { m.err = m.materialize(env) })
+	return m.batches, m.err
+}
+
+func (m *sharedMat) materialize(env *exec.Env) error {
+	defer m.closeRoot()
+	m.acct = env.Budget.NewAccount("shared subplan " + m.def.Name)
+	if err := m.root.Open(env); err != nil {
+		return err
+	}
+	for {
+		b, err := m.root.Next()
+		if err != nil {
+			return err
+		}
+		if b == nil {
+			return nil
+		}
+		c := exec.Compact(env.Alloc, b)
+		m.batches = append(m.batches, *c)
+		if err := m.acct.Grow(batchBytes(c)); err != nil {
+			return err
+		}
+	}
+}
+
+func (m *sharedMat) closeRoot() {
+	if !m.rootClosed {
+		m.rootClosed = true
+		m.root.Close()
+	}
+}
+
+// batchBytes is the size of a batch's buffers.
+func batchBytes(b *exec.Batch) int64 {
+	var n int64
+	for _, a := range b.Cols {
+		for _, buf := range a.Data().Buffers() {
+			if buf != nil {
+				n += int64(buf.Len())
+			}
+		}
+	}
+	return n
+}
+
+func (m *sharedMat) release() {
+	if m.refs.Add(-1) != 0 {
+		return
+	}
+	// INVARIANT: every reader closed, so no one is inside get.
+	m.once.Do(func() {})
+	m.closeRoot()
+	for _, b := range m.batches {
+		for _, a := range b.Cols {
+			a.Release()
+		}
+	}
+	m.batches = nil
+	if m.acct != nil {
+		m.acct.Close()
+	}
+}
+
+// sharedReader streams the rows of a shared subplan.
+type sharedReader struct {
+	m      *sharedMat
+	env    *exec.Env
+	pos    int
+	out    exec.Batch
+	closed bool
+}
+
+func (r *sharedReader) Schema() *arrow.Schema { return r.m.schema }
+
+func (r *sharedReader) Open(env *exec.Env) error {
+	r.env = env
+	return nil
+}
+
+func (r *sharedReader) Next() (*exec.Batch, error) {
+	if r.closed {
+		return nil, nil
+	}
+	bs, err := r.m.get(r.env)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.env.Ctx.Err(); err != nil {
+		return nil, nferr.With(nferr.KindCanceled, err)
+	}
+	for r.pos < len(bs) {
+		b := bs[r.pos]
+		r.pos++
+		if b.N > 0 {
+			r.out = exec.Batch{Cols: b.Cols, N: b.N}
+			return &r.out, nil
+		}
+	}
+	return nil, nil
+}
+
+func (r *sharedReader) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	r.m.release()
+	return nil
+}
+
+// ---------------------------------------------------------------- scalar subqueries
+
+// errTooManyRows is PostgreSQL's message for a scalar subquery with two
+// rows.
+const errTooManyRows = "more than one row returned by a subquery used as an expression"
+
+// maxOneRow passes its input through and fails when it has a second row:
+// the right side of an uncorrelated scalar subquery's join.
+type maxOneRow struct {
+	in   exec.Operator
+	rows int
+}
+
+func (m *maxOneRow) Schema() *arrow.Schema        { return m.in.Schema() }
+func (m *maxOneRow) Open(env *exec.Env) error     { return m.in.Open(env) }
+func (m *maxOneRow) Close() error                 { return m.in.Close() }
+func (m *maxOneRow) Next() (*exec.Batch, error) {
+	b, err := m.in.Next()
+	if err != nil || b == nil {
+		return b, err
+	}
+	m.rows += b.Len()
+	if m.rows > 1 {
+		return nil, nferr.Queryf(errTooManyRows)
+	}
+	return b, nil
+}
+
+// rowIDOp appends an int64 column numbering the rows of its stream, unique
+// over all streams of the node (the stream index is in the high bits).
+type rowIDOp struct {
+	in     exec.Operator
+	schema *arrow.Schema
+	base   int64
+	next   int64
+
+	env   *exec.Env
+	ids   *array.Int64
+	cols  []arrow.Array
+	out   exec.Batch
+	build *array.Int64Builder
+}
+
+// rowIDStreamBits leaves 2^40 rows per stream: more than a node scans.
+const rowIDStreamBits = 40
+
+func newRowID(in exec.Operator, stream int) *rowIDOp {
+	fields := append(append([]arrow.Field(nil), in.Schema().Fields()...), arrow.Field{Name: "row_id", Type: arrow.PrimitiveTypes.Int64})
+	return &rowIDOp{in: in, schema: arrow.NewSchema(fields, nil), base: int64(stream) << rowIDStreamBits}
+}
+
+func (r *rowIDOp) Schema() *arrow.Schema { return r.schema }
+
+func (r *rowIDOp) Open(env *exec.Env) error {
+	r.env = env
+	alloc := env.Alloc
+	if alloc == nil {
+		alloc = memory.DefaultAllocator
+	}
+	r.build = array.NewInt64Builder(alloc)
+	return r.in.Open(env)
+}
+
+func (r *rowIDOp) release() {
+	if r.ids != nil {
+		r.ids.Release()
+		r.ids = nil
+	}
+}
+
+func (r *rowIDOp) Next() (*exec.Batch, error) {
+	r.release()
+	b, err := r.in.Next()
+	if err != nil || b == nil {
+		return b, err
+	}
+	r.build.Reserve(b.N)
+	for i := 0; i < b.N; i++ {
+		r.build.UnsafeAppend(r.base + r.next + int64(i))
+	}
+	r.next += int64(b.N)
+	r.ids = r.build.NewInt64Array()
+	r.cols = append(append(r.cols[:0], b.Cols...), r.ids)
+	r.out = exec.Batch{Cols: r.cols, N: b.N, Sel: b.Sel}
+	return &r.out, nil
+}
+
+func (r *rowIDOp) Close() error {
+	r.release()
+	if r.build != nil {
+		r.build.Release()
+		r.build = nil
+	}
+	return r.in.Close()
+}
+
+// singleCheck fails when two consecutive rows of its stream have the same
+// row id: a left row matched twice in the join of a scalar subquery.
+type singleCheck struct {
+	in   exec.Operator
+	col  int
+	prev int64
+	seen bool
+}
+
+func (s *singleCheck) Schema() *arrow.Schema    { return s.in.Schema() }
+func (s *singleCheck) Open(env *exec.Env) error { return s.in.Open(env) }
+func (s *singleCheck) Close() error             { return s.in.Close() }
+func (s *singleCheck) Next() (*exec.Batch, error) {
+	b, err := s.in.Next()
+	if err != nil || b == nil {
+		return b, err
+	}
+	ids := b.Cols[s.col].(*array.Int64).Int64Values()
+	check := func(id int64) error {
+		if s.seen && id == s.prev {
+			return nferr.Queryf(errTooManyRows)
+		}
+		s.prev, s.seen = id, true
+		return nil
+	}
+	if b.Sel != nil {
+		for _, i := range b.Sel {
+			if err := check(ids[i]); err != nil {
+				return nil, err
+			}
+		}
+	} else {
+		for _, id := range ids[:b.N] {
+			if err := check(id); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return b, nil
+}
+
+// ---------------------------------------------------------------- stubs and instrumentation
+
+// schemaStub stands for an input when the planner instantiates an exec
+// operator only to learn its output schema (and validate its spec).
+type schemaStub struct{ schema *arrow.Schema }
+
+func (s schemaStub) Schema() *arrow.Schema       { return s.schema }
+func (schemaStub) Open(*exec.Env) error          { return nil }
+func (schemaStub) Next() (*exec.Batch, error)    { return nil, nil }
+func (schemaStub) Close() error                  { return nil }
+
+// OpStats are what EXPLAIN ANALYZE reports for one physical node, summed
+// over its parallel instances.
+type OpStats struct {
+	Instances int
+	Rows      atomic.Int64
+	Batches   atomic.Int64
+	// Nanos is the wall time spent inside the instances' Open, Next and
+	// Close, children in the same pipeline included.
+	Nanos   atomic.Int64
+	budgets []*exec.Budget
+	scan    *taskQueue
+}
+
+// PeakBytes sums the peak memory of the node's instances.
+func (s *OpStats) PeakBytes() int64 {
+	var n int64
+	for _, b := range s.budgets {
+		n += b.Peak()
+	}
+	return n
+}
+
+// instrumented wraps an operator instance with counters; it gives the
+// operator its own child budget, so that its peak memory can be read.
+type instrumented struct {
+	op     exec.Operator
+	st     *OpStats
+	budget *exec.Budget
+	env    exec.Env
+}
+
+func (w *instrumented) Schema() *arrow.Schema { return w.op.Schema() }
+
+func (w *instrumented) Open(env *exec.Env) error {
+	t := time.Now()
+	w.env = *env
+	w.env.Budget = w.budget
+	err := w.op.Open(&w.env)
+	w.st.Nanos.Add(int64(time.Since(t)))
+	return err
+}
+
+func (w *instrumented) Next() (*exec.Batch, error) {
+	t := time.Now()
+	b, err := w.op.Next()
+	w.st.Nanos.Add(int64(time.Since(t)))
+	if b != nil {
+		w.st.Rows.Add(int64(b.Len()))
+		w.st.Batches.Add(1)
+	}
+	return b, err
+}
+
+func (w *instrumented) Close() error {
+	t := time.Now()
+	err := w.op.Close()
+	w.st.Nanos.Add(int64(time.Since(t)))
+	return err
+}

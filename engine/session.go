@@ -1,0 +1,798 @@
+package engine
+
+import (
+	"context"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/nicflow/nicflow/engine/sql"
+	"github.com/nicflow/nicflow/exec"
+	"github.com/nicflow/nicflow/internal/nferr"
+	"github.com/nicflow/nicflow/storage"
+)
+
+// Options configure an embedded session.
+type Options struct {
+	// Parallelism is the number of pipelines a query runs on (default: the
+	// CPUs Go may use).
+	Parallelism int
+	// MemoryLimit is each query's memory budget in bytes (default
+	// exec.DefaultMemoryLimit(): 60% of the machine's or cgroup's memory,
+	// or NICFLOW_MEMORY_LIMIT). Operators that would exceed it fail with
+	// a KindResource error naming themselves.
+	MemoryLimit int64
+	// BatchSize is the target rows per batch (default exec.DefaultBatchSize).
+	BatchSize int
+	// Storage configures the database directory (file writing options,
+	// checksum verification).
+	Storage storage.Options
+	// Alloc allocates Arrow buffers (default: Go's allocator; tests pass a
+	// checked allocator to catch leaks).
+	Alloc memory.Allocator
+}
+
+// maxBatchSize bounds batches: storage rejects larger scan batches (a
+// million rows of a few columns is already tens of MiB per batch).
+const maxBatchSize = 1 << 20
+
+// Validate fills defaults and checks the options.
+func (o *Options) Validate() error {
+	if o.Parallelism == 0 {
+		o.Parallelism = runtime.GOMAXPROCS(0)
+	}
+	if o.Parallelism < 1 || o.Parallelism > maxParallelism {
+		return nferr.Queryf("parallelism %d out of range 1..%d", o.Parallelism, maxParallelism)
+	}
+	if o.MemoryLimit == 0 {
+		o.MemoryLimit = exec.DefaultMemoryLimit()
+	}
+	if o.MemoryLimit < 0 {
+		return nferr.Queryf("memory limit %d must not be negative", o.MemoryLimit)
+	}
+	if o.BatchSize == 0 {
+		o.BatchSize = exec.DefaultBatchSize
+	}
+	if o.BatchSize < 1 || o.BatchSize > maxBatchSize {
+		return nferr.Queryf("batch size %d out of range 1..%d", o.BatchSize, maxBatchSize)
+	}
+	if o.Alloc == nil {
+		o.Alloc = memory.DefaultAllocator
+	}
+	return o.Storage.Validate()
+}
+
+// Session is an embedded nicflow: a database directory opened in this
+// process, the session's views and settings, and query execution on this
+// node. Statements run one at a time; a Session is safe for use by one
+// goroutine at a time (Close may be called from any).
+type Session struct {
+	db    *storage.DB
+	cat   *StorageCatalog
+	views *MemCatalog
+	opts  Options
+	mu    sync.Mutex
+}
+
+// Open opens the database in dir (creating an empty one when dir holds
+// none) for a session.
+func Open(dir string, opts Options) (*Session, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	db, err := storage.Open(dir, opts.Storage)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{db: db, cat: NewStorageCatalog(db), views: NewMemCatalog(), opts: opts}, nil
+}
+
+// Close closes the database. Results still open must be closed first.
+func (s *Session) Close() error { return s.db.Close() }
+
+// DB is the session's database.
+func (s *Session) DB() *storage.DB { return s.db }
+
+// Options are the session's current settings (SET changes them).
+func (s *Session) Options() Options { return s.opts }
+
+// catalog is what statements bind against: the session's views over the
+// database's tables.
+func (s *Session) catalog() Catalog { return OverlayCatalog{Base: s.cat, Views: s.views} }
+
+// Execute parses a script (statements separated by semicolons) and
+// returns it ready to run statement by statement with Script.Next. A
+// syntax error anywhere in the script is reported here, before anything
+// runs. ctx cancels every statement of the script.
+func (s *Session) Execute(ctx context.Context, script string) (*Script, error) {
+	stmts, err := sql.Parse(script)
+	if err != nil {
+		return nil, err
+	}
+	return &Script{s: s, ctx: ctx, src: script, stmts: stmts}, nil
+}
+
+// Query runs a script and returns the result of its last statement (the
+// others are run to completion first): the convenient call for one query.
+func (s *Session) Query(ctx context.Context, script string) (*Result, error) {
+	sc, err := s.Execute(ctx, script)
+	if err != nil {
+		return nil, err
+	}
+	var last *Result
+	for {
+		r, err := sc.Next()
+		if err != nil {
+			sc.Close()
+			return nil, err
+		}
+		if r == nil {
+			break
+		}
+		if sc.i < len(sc.stmts) {
+			if err := r.drain(); err != nil {
+				sc.Close()
+				return nil, err
+			}
+		}
+		last = r
+	}
+	if last == nil {
+		return nil, nferr.Queryf("no statement to run")
+	}
+	sc.cur = nil // the caller owns the last result now
+	return last, nil
+}
+
+// Script is a parsed script being run.
+type Script struct {
+	s     *Session
+	ctx   context.Context
+	src   string
+	stmts []sql.RawStmt
+	i     int
+	cur   *Result
+}
+
+// Len is the number of statements.
+func (sc *Script) Len() int { return len(sc.stmts) }
+
+// Next runs the next statement and returns its result, or (nil, nil)
+// after the last one. The previous result is closed first (a rows result
+// not read to the end is canceled). DDL and DML run to completion inside
+// Next; a query is started (planned, built, opened) and its rows are read
+// with Result.Next.
+func (sc *Script) Next() (*Result, error) {
+	if sc.cur != nil {
+		sc.cur.Close()
+		sc.cur = nil
+	}
+	if sc.i >= len(sc.stmts) {
+		return nil, nil
+	}
+	raw := sc.stmts[sc.i]
+	sc.i++
+	if err := sc.ctx.Err(); err != nil {
+		return nil, nferr.With(nferr.KindCanceled, err)
+	}
+	r, err := sc.s.run(sc.ctx, sc.src, raw)
+	if err != nil {
+		return nil, err
+	}
+	sc.cur = r
+	return r, nil
+}
+
+// Close closes the current result. Idempotent.
+func (sc *Script) Close() error {
+	if sc.cur != nil {
+		err := sc.cur.Close()
+		sc.cur = nil
+		return err
+	}
+	return nil
+}
+
+// Result is the outcome of one statement: a stream of rows (Schema set)
+// or a status (DDL, DML, SET).
+type Result struct {
+	// SQL is the statement's text.
+	SQL string
+	// Schema describes the rows; nil for a status.
+	Schema *arrow.Schema
+	// Status is the command tag of a statement without rows ("CREATE
+	// TABLE", "INSERT 5", "COPY 1000"); empty for rows.
+	Status string
+	// RowsAffected counts the rows an INSERT, COPY or CREATE TABLE AS
+	// wrote.
+	RowsAffected int64
+
+	// rows
+	root    exec.Operator
+	env     *exec.Env
+	cancel  context.CancelFunc
+	static  []arrow.RecordBatch
+	rec     arrow.RecordBatch
+	out     *exec.Batch
+	rows    int64
+	done    bool
+	closed  bool
+	err     error
+	started time.Time
+	onClose func()
+}
+
+// Next returns the next batch of rows, or nil at the end. The batch is
+// valid until the next call of Next or Close (Retain it to keep it).
+// Errors are nferr-kinded; a canceled context gives KindCanceled.
+func (r *Result) Next() (arrow.RecordBatch, error) {
+	r.releaseRec()
+	if r.err != nil {
+		return nil, r.err
+	}
+	if r.done || r.closed {
+		return nil, nil
+	}
+	if r.root == nil {
+		if len(r.static) == 0 {
+			r.done = true
+			return nil, nil
+		}
+		r.rec = r.static[0]
+		r.static = r.static[1:]
+		r.rec.Retain()
+		r.rows += r.rec.NumRows()
+		return r.rec, nil
+	}
+	b, err := r.root.Next()
+	if err != nil {
+		r.err = err
+		if ctxErr := r.env.Ctx.Err(); ctxErr != nil && !nferr.Is(err, nferr.KindCanceled) {
+			r.err = nferr.With(nferr.KindCanceled, ctxErr)
+		}
+		return nil, r.err
+	}
+	if b == nil {
+		r.done = true
+		return nil, nil
+	}
+	c := exec.Compact(r.env.Alloc, b)
+	r.rec = array.NewRecordBatch(r.Schema, c.Cols, int64(c.N))
+	for _, a := range c.Cols {
+		a.Release()
+	}
+	r.rows += int64(c.N)
+	return r.rec, nil
+}
+
+func (r *Result) releaseRec() {
+	if r.rec != nil {
+		r.rec.Release()
+		r.rec = nil
+	}
+}
+
+// Rows is the number of rows returned so far.
+func (r *Result) Rows() int64 { return r.rows }
+
+// Elapsed is the time since the statement started.
+func (r *Result) Elapsed() time.Duration { return time.Since(r.started) }
+
+// Close stops the statement (canceling a query not read to the end) and
+// releases everything. Idempotent.
+func (r *Result) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	r.releaseRec()
+	var err error
+	if r.root != nil {
+		r.cancel()
+		err = r.root.Close()
+		r.root = nil
+	}
+	for _, rec := range r.static {
+		rec.Release()
+	}
+	r.static = nil
+	if r.onClose != nil {
+		r.onClose()
+	}
+	return err
+}
+
+// drain reads the result to the end.
+func (r *Result) drain() error {
+	for {
+		rec, err := r.Next()
+		if err != nil || rec == nil {
+			return err
+		}
+	}
+}
+
+// ---------------------------------------------------------------- statements
+
+func (s *Session) run(ctx context.Context, src string, raw sql.RawStmt) (*Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	start := time.Now()
+	st, err := Prepare(s.catalog(), src, raw.Stmt)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.runStmt(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	r.SQL = raw.Text
+	r.started = start
+	return r, nil
+}
+
+func status(tag string, n int64) *Result { return &Result{Status: tag, RowsAffected: n} }
+
+func (s *Session) runStmt(ctx context.Context, st Statement) (*Result, error) {
+	switch x := st.(type) {
+	case *QueryStmt:
+		return s.startQuery(ctx, x, false)
+	case *ExplainStmt:
+		return s.explain(ctx, x)
+	case *CreateTableStmt:
+		return s.createTable(ctx, x)
+	case *CreateExternalTableStmt:
+		return s.createExternal(ctx, x)
+	case *CreateViewStmt:
+		if err := s.views.AddView(&ViewDef{Name: x.Name, Columns: x.Columns, SQL: x.SQL}, x.OrReplace); err != nil {
+			return nil, err
+		}
+		return status("CREATE VIEW", 0), nil
+	case *DropStmt:
+		return s.drop(x)
+	case *InsertStmt:
+		return s.insert(ctx, x)
+	case *CopyStmt:
+		return s.copy(ctx, x)
+	case *ShowTablesStmt:
+		return s.showTables()
+	case *ShowStmt:
+		return s.show(x.Name)
+	case *DescribeStmt:
+		return s.describe(x)
+	case *SetStmt:
+		if err := s.set(x.Name, x.Value); err != nil {
+			return nil, err
+		}
+		return status("SET", 0), nil
+	}
+	return nil, nferr.Queryf("statement %T is not supported", st)
+}
+
+// plan turns an optimized query into a physical plan.
+func (s *Session) plan(q *QueryStmt) (*PhysPlan, error) {
+	return PlanPhysical(q.Plan, q.Names, PlanOptions{Parallelism: s.opts.Parallelism})
+}
+
+func (s *Session) newEnv(ctx context.Context) (*exec.Env, context.CancelFunc) {
+	qctx, cancel := context.WithCancel(ctx)
+	return &exec.Env{
+		Ctx:         qctx,
+		Alloc:       s.opts.Alloc,
+		Budget:      exec.NewBudget(s.opts.MemoryLimit),
+		BatchSize:   s.opts.BatchSize,
+		Parallelism: s.opts.Parallelism,
+	}, cancel
+}
+
+// startQuery plans, builds and opens a query; its rows are read with
+// Result.Next.
+func (s *Session) startQuery(ctx context.Context, q *QueryStmt, analyze bool) (*Result, error) {
+	pp, err := s.plan(q)
+	if err != nil {
+		return nil, err
+	}
+	r, _, err := s.open(ctx, pp, analyze)
+	return r, err
+}
+
+func (s *Session) open(ctx context.Context, pp *PhysPlan, analyze bool) (*Result, *Executable, error) {
+	env, cancel := s.newEnv(ctx)
+	exe, err := Build(pp, BuildOptions{Source: s.db, Analyze: analyze, Budget: env.Budget})
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	r := &Result{root: exe.Root, env: env, cancel: cancel, Schema: resultSchema(pp, exe.Root.Schema()), started: time.Now()}
+	if err := exe.Root.Open(env); err != nil {
+		r.Close()
+		return nil, nil, err
+	}
+	return r, exe, nil
+}
+
+// resultSchema names the root's columns with the query's names.
+func resultSchema(pp *PhysPlan, got *arrow.Schema) *arrow.Schema {
+	fs := make([]arrow.Field, got.NumFields())
+	for i, f := range got.Fields() {
+		fs[i] = f
+		if i < len(pp.Names) {
+			fs[i].Name = pp.Names[i]
+		}
+	}
+	return arrow.NewSchema(fs, nil)
+}
+
+// staticResult is a result of rows built in memory (SHOW, DESCRIBE,
+// EXPLAIN): columns of strings and int64s, one value per row.
+func staticResult(alloc memory.Allocator, names []string, types []arrow.DataType, rows [][]any) *Result {
+	fs := make([]arrow.Field, len(names))
+	for i, n := range names {
+		fs[i] = arrow.Field{Name: n, Type: types[i], Nullable: true}
+	}
+	sch := arrow.NewSchema(fs, nil)
+	b := array.NewRecordBuilder(alloc, sch)
+	defer b.Release()
+	for _, row := range rows {
+		for c, v := range row {
+			switch fb := b.Field(c).(type) {
+			case *array.StringBuilder:
+				if v == nil {
+					fb.AppendNull()
+				} else {
+					fb.Append(v.(string))
+				}
+			case *array.Int64Builder:
+				if v == nil {
+					fb.AppendNull()
+				} else {
+					fb.Append(v.(int64))
+				}
+			}
+		}
+	}
+	rec := b.NewRecordBatch()
+	r := &Result{Schema: sch}
+	if rec.NumRows() > 0 {
+		r.static = []arrow.RecordBatch{rec}
+	} else {
+		rec.Release()
+	}
+	return r
+}
+
+var (
+	typStr = arrow.BinaryTypes.String
+	typI64 = arrow.PrimitiveTypes.Int64
+)
+
+func (s *Session) explain(ctx context.Context, x *ExplainStmt) (*Result, error) {
+	var q *QueryStmt
+	switch inner := x.Stmt.(type) {
+	case *QueryStmt:
+		q = inner
+	case *InsertStmt:
+		q = inner.Query
+	case *CreateTableStmt:
+		q = inner.Query
+	}
+	if q == nil {
+		return nil, nferr.Queryf("EXPLAIN applies to queries, INSERT and CREATE TABLE AS")
+	}
+	if x.Analyze {
+		if _, ok := x.Stmt.(*QueryStmt); !ok {
+			return nil, nferr.Queryf("EXPLAIN ANALYZE applies to queries (it would write the rows of INSERT and CREATE TABLE AS)")
+		}
+	}
+	pp, err := s.plan(q)
+	if err != nil {
+		return nil, err
+	}
+	var text strings.Builder
+	text.WriteString("Logical plan:\n")
+	text.WriteString(ExplainPlan(q.Plan, ExplainOptions{Verbose: x.Verbose}))
+	if !x.Analyze {
+		text.WriteString("Physical plan (parallelism " + strconv.Itoa(s.opts.Parallelism) + "):\n")
+		text.WriteString(ExplainPhysical(pp, nil))
+	} else {
+		r, exe, err := s.open(ctx, pp, true)
+		if err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		err = r.drain()
+		elapsed := time.Since(start)
+		rows := r.rows
+		peak := r.env.Budget.Peak()
+		r.Close()
+		if err != nil {
+			return nil, err
+		}
+		text.WriteString("Physical plan (parallelism " + strconv.Itoa(s.opts.Parallelism) + "), executed:\n")
+		text.WriteString(ExplainPhysical(pp, exe.Stats))
+		text.WriteString("Total: " + strconv.FormatInt(rows, 10) + " rows in " + formatDuration(elapsed) + ", peak memory " + exec.FormatBytes(peak) + "\n")
+	}
+	var rows [][]any
+	for _, line := range strings.Split(strings.TrimRight(text.String(), "\n"), "\n") {
+		rows = append(rows, []any{line})
+	}
+	return staticResult(s.opts.Alloc, []string{"plan"}, []arrow.DataType{typStr}, rows), nil
+}
+
+// ---------------------------------------------------------------- DDL and DML
+
+func (s *Session) createTable(ctx context.Context, x *CreateTableStmt) (*Result, error) {
+	if x.Query == nil {
+		if err := s.db.CreateTable(x.Name, x.Schema, storage.CreateOptions{IfNotExists: x.IfNotExists}); err != nil {
+			return nil, err
+		}
+		return status("CREATE TABLE", 0), nil
+	}
+	if x.IfNotExists {
+		if t, _ := s.cat.LookupTable(x.Name); t != nil {
+			return status("CREATE TABLE", 0), nil
+		}
+	}
+	app, err := s.db.NewAppender(x.Name, storage.AppendOptions{Create: true, Schema: x.Schema})
+	if err != nil {
+		return nil, err
+	}
+	n, err := s.appendQuery(ctx, app, x.Query)
+	if err != nil {
+		return nil, err
+	}
+	return status("CREATE TABLE "+strconv.FormatInt(n, 10), n), nil
+}
+
+func (s *Session) insert(ctx context.Context, x *InsertStmt) (*Result, error) {
+	name := x.Table.Name
+	if st, ok := x.Table.Handle.(*storage.Table); ok {
+		name = st.QualifiedName()
+	}
+	app, err := s.db.NewAppender(name, storage.AppendOptions{})
+	if err != nil {
+		return nil, err
+	}
+	n, err := s.appendQuery(ctx, app, x.Query)
+	if err != nil {
+		return nil, err
+	}
+	return status("INSERT "+strconv.FormatInt(n, 10), n), nil
+}
+
+// appendQuery runs q into an appender and commits (or aborts on error).
+func (s *Session) appendQuery(ctx context.Context, app *storage.Appender, q *QueryStmt) (int64, error) {
+	r, err := s.startQuery(ctx, q, false)
+	if err != nil {
+		app.Abort()
+		return 0, err
+	}
+	defer r.Close()
+	sch := app.Schema()
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			app.Abort()
+			return 0, err
+		}
+		if rec == nil {
+			break
+		}
+		if int(rec.NumCols()) != sch.NumFields() {
+			app.Abort()
+			return 0, nferr.Internalf("insert: the query has %d columns, the table %d", rec.NumCols(), sch.NumFields())
+		}
+		out := array.NewRecordBatch(sch, rec.Columns(), rec.NumRows())
+		err = app.Append(out)
+		out.Release()
+		if err != nil {
+			app.Abort()
+			return 0, err
+		}
+	}
+	return app.Commit()
+}
+
+func (s *Session) copy(ctx context.Context, x *CopyStmt) (*Result, error) {
+	for i, c := range x.Columns {
+		if c != i || len(x.Columns) != x.Table.Schema.NumFields() {
+			return nil, nferr.Queryf("COPY with a column list is not supported: the file must hold every column of %s in table order", x.Table.Name)
+		}
+	}
+	if x.Delimiter > 127 {
+		return nil, nferr.Queryf("COPY delimiter %q must be an ASCII character", x.Delimiter)
+	}
+	name := x.Table.Name
+	if st, ok := x.Table.Handle.(*storage.Table); ok {
+		name = st.QualifiedName()
+	}
+	n, err := s.db.Copy(ctx, name, []string{x.File}, storage.CopyOptions{
+		Format: x.Format, Delimiter: byte(x.Delimiter), Header: x.Header, Null: x.Null,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return status("COPY "+strconv.FormatInt(n, 10), n), nil
+}
+
+func (s *Session) createExternal(ctx context.Context, x *CreateExternalTableStmt) (*Result, error) {
+	if v, _ := s.views.LookupView(x.Name); v != nil {
+		return nil, nferr.Queryf("cannot create table %s: a view of that name exists", x.Name)
+	}
+	if x.IfNotExists {
+		if t, _ := s.cat.LookupTable(x.Name); t != nil {
+			return status("CREATE EXTERNAL TABLE", 0), nil
+		}
+	}
+	if err := s.db.RegisterExternal(ctx, x.Name, x.Location, storage.CreateOptions{IfNotExists: x.IfNotExists}); err != nil {
+		return nil, err
+	}
+	if x.Schema != nil {
+		// The declared columns must be the files' columns.
+		got, err := s.db.Schema(x.Name)
+		if err == nil {
+			err = sameColumns(x.Name, x.Schema, got)
+		}
+		if err != nil {
+			s.db.DropTable(x.Name, true)
+			return nil, err
+		}
+	}
+	return status("CREATE EXTERNAL TABLE", 0), nil
+}
+
+func sameColumns(name string, want, got *arrow.Schema) error {
+	if want.NumFields() != got.NumFields() {
+		return nferr.Queryf("external table %s: %d columns declared, the files have %d", name, want.NumFields(), got.NumFields())
+	}
+	for i, f := range want.Fields() {
+		g := got.Field(i)
+		if !strings.EqualFold(f.Name, g.Name) || !arrow.TypeEqual(f.Type, g.Type) {
+			return nferr.Queryf("external table %s: column %d is declared %s %s, the files have %s %s", name, i+1, f.Name, typeString(f.Type), g.Name, typeString(g.Type))
+		}
+	}
+	return nil
+}
+
+func (s *Session) drop(x *DropStmt) (*Result, error) {
+	for _, name := range x.Names {
+		if x.View {
+			if !s.views.DropView(name) {
+				if t, _ := s.cat.LookupTable(name); t != nil {
+					return nil, nferr.Queryf("%s is a table, not a view (use DROP TABLE)", name)
+				}
+				if !x.IfExists {
+					return nil, nferr.Queryf("view %s does not exist", name)
+				}
+			}
+			continue
+		}
+		if v, _ := s.views.LookupView(name); v != nil {
+			return nil, nferr.Queryf("%s is a view, not a table (use DROP VIEW)", name)
+		}
+		if err := s.db.DropTable(name, x.IfExists); err != nil {
+			return nil, err
+		}
+	}
+	if x.View {
+		return status("DROP VIEW", 0), nil
+	}
+	return status("DROP TABLE", 0), nil
+}
+
+func (s *Session) showTables() (*Result, error) {
+	type entry struct {
+		name, kind string
+		rows       any
+	}
+	var es []entry
+	for _, t := range s.db.Tables() {
+		kind := "table"
+		if t.External {
+			kind = "external table"
+		}
+		name := t.Name
+		if t.Schema != storage.DefaultSchema {
+			name = t.QualifiedName()
+		}
+		es = append(es, entry{name, kind, t.Rows()})
+	}
+	for _, v := range s.viewNames() {
+		es = append(es, entry{v, "view", nil})
+	}
+	sort.Slice(es, func(i, j int) bool { return es[i].name < es[j].name })
+	rows := make([][]any, len(es))
+	for i, e := range es {
+		rows[i] = []any{e.name, e.kind, e.rows}
+	}
+	return staticResult(s.opts.Alloc, []string{"name", "kind", "rows"}, []arrow.DataType{typStr, typStr, typI64}, rows), nil
+}
+
+// viewNames lists the session's views, sorted.
+func (s *Session) viewNames() []string {
+	s.views.mu.RLock()
+	defer s.views.mu.RUnlock()
+	out := make([]string, 0, len(s.views.views))
+	for n := range s.views.views {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (s *Session) describe(x *DescribeStmt) (*Result, error) {
+	var rows [][]any
+	for _, f := range x.Schema.Fields() {
+		null := "NO"
+		if f.Nullable {
+			null = "YES"
+		}
+		rows = append(rows, []any{f.Name, typeString(f.Type), null})
+	}
+	return staticResult(s.opts.Alloc, []string{"column_name", "column_type", "null"}, []arrow.DataType{typStr, typStr, typStr}, rows), nil
+}
+
+// Settings SET and SHOW know.
+const (
+	SettingMemoryLimit = "memory_limit"
+	SettingParallelism = "parallelism"
+	SettingThreads     = "threads" // DuckDB's name for parallelism
+	SettingBatchSize   = "batch_size"
+)
+
+func (s *Session) set(name, value string) error {
+	o := s.opts
+	v := strings.TrimSpace(value)
+	switch strings.ToLower(name) {
+	case SettingMemoryLimit:
+		n, err := exec.ParseBytes(v)
+		if err != nil {
+			return err
+		}
+		if n <= 0 {
+			return nferr.Queryf("memory_limit must be positive, got %q", value)
+		}
+		o.MemoryLimit = n
+	case SettingParallelism, SettingThreads:
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return nferr.Queryf("%s takes a positive integer, got %q", name, value)
+		}
+		o.Parallelism = n
+	case SettingBatchSize:
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return nferr.Queryf("batch_size takes a positive integer, got %q", value)
+		}
+		o.BatchSize = n
+	default:
+		return nferr.Queryf("unknown setting %q (known: memory_limit, parallelism, batch_size)", name)
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	s.opts = o
+	return nil
+}
+
+func (s *Session) show(name string) (*Result, error) {
+	var v string
+	switch strings.ToLower(name) {
+	case SettingMemoryLimit:
+		v = exec.FormatBytes(s.opts.MemoryLimit)
+	case SettingParallelism, SettingThreads:
+		v = strconv.Itoa(s.opts.Parallelism)
+	case SettingBatchSize:
+		v = strconv.Itoa(s.opts.BatchSize)
+	default:
+		return nil, nferr.Queryf("unknown setting %q (known: memory_limit, parallelism, batch_size)", name)
+	}
+	return staticResult(s.opts.Alloc, []string{strings.ToLower(name)}, []arrow.DataType{typStr}, [][]any{{v}}), nil
+}
