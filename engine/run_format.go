@@ -2,7 +2,7 @@ package engine
 
 import (
 	"fmt"
-		"strconv"
+	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -40,7 +40,9 @@ func NewValueFormatter(t arrow.DataType) (*ValueFormatter, error) {
 	case *arrow.Int64Type:
 		fn = func(a arrow.Array, i int) string { return strconv.FormatInt(a.(*array.Int64).Value(i), 10) }
 	case *arrow.Float64Type:
-		fn = func(a arrow.Array, i int) string { return strconv.FormatFloat(a.(*array.Float64).Value(i), 'g', -1, 64) }
+		fn = func(a arrow.Array, i int) string {
+			return strconv.FormatFloat(a.(*array.Float64).Value(i), 'g', -1, 64)
+		}
 	case *arrow.BooleanType:
 		fn = func(a arrow.Array, i int) string { return strconv.FormatBool(a.(*array.Boolean).Value(i)) }
 	case *arrow.StringType:

@@ -287,9 +287,9 @@ type maxOneRow struct {
 	rows int
 }
 
-func (m *maxOneRow) Schema() *arrow.Schema        { return m.in.Schema() }
-func (m *maxOneRow) Open(env *exec.Env) error     { return m.in.Open(env) }
-func (m *maxOneRow) Close() error                 { return m.in.Close() }
+func (m *maxOneRow) Schema() *arrow.Schema    { return m.in.Schema() }
+func (m *maxOneRow) Open(env *exec.Env) error { return m.in.Open(env) }
+func (m *maxOneRow) Close() error             { return m.in.Close() }
 func (m *maxOneRow) Next() (*exec.Batch, error) {
 	b, err := m.in.Next()
 	if err != nil || b == nil {
@@ -417,10 +417,10 @@ func (s *singleCheck) Next() (*exec.Batch, error) {
 // operator only to learn its output schema (and validate its spec).
 type schemaStub struct{ schema *arrow.Schema }
 
-func (s schemaStub) Schema() *arrow.Schema       { return s.schema }
-func (schemaStub) Open(*exec.Env) error          { return nil }
-func (schemaStub) Next() (*exec.Batch, error)    { return nil, nil }
-func (schemaStub) Close() error                  { return nil }
+func (s schemaStub) Schema() *arrow.Schema    { return s.schema }
+func (schemaStub) Open(*exec.Env) error       { return nil }
+func (schemaStub) Next() (*exec.Batch, error) { return nil, nil }
+func (schemaStub) Close() error               { return nil }
 
 // OpStats are what EXPLAIN ANALYZE reports for one physical node, summed
 // over its parallel instances.
