@@ -241,6 +241,7 @@ type colNode struct {
 	v     vec
 	nulls []bool
 	bools []bool
+	zeros []byte // stands in for a missing value buffer
 }
 
 func (c *colNode) dt() arrow.DataType { return c.t }
@@ -264,23 +265,24 @@ func (c *colNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 		*v = vec{off: []int32{0}}
 		return v, nil
 	}
+	vals := c.valueBytes(bufs, off+n)
 	switch c.k {
 	case pBool:
 		c.bools = grow(c.bools, n)
-		unpackBits(c.bools, bufs[1].Bytes(), off, sel, n)
+		unpackBits(c.bools, vals, off, sel, n)
 		v.b = c.bools
 	case pI32:
-		v.i32 = arrow.Int32Traits.CastFromBytes(bufs[1].Bytes())[off : off+n]
+		v.i32 = arrow.Int32Traits.CastFromBytes(vals)[off : off+n]
 	case pI64:
-		v.i64 = arrow.Int64Traits.CastFromBytes(bufs[1].Bytes())[off : off+n]
+		v.i64 = arrow.Int64Traits.CastFromBytes(vals)[off : off+n]
 	case pF64:
-		v.f64 = arrow.Float64Traits.CastFromBytes(bufs[1].Bytes())[off : off+n]
+		v.f64 = arrow.Float64Traits.CastFromBytes(vals)[off : off+n]
 	case pD128:
-		v.d = arrow.Decimal128Traits.CastFromBytes(bufs[1].Bytes())[off : off+n]
+		v.d = arrow.Decimal128Traits.CastFromBytes(vals)[off : off+n]
 	case pIv:
-		v.iv = arrow.MonthDayNanoIntervalTraits.CastFromBytes(bufs[1].Bytes())[off : off+n]
+		v.iv = arrow.MonthDayNanoIntervalTraits.CastFromBytes(vals)[off : off+n]
 	case pStr:
-		v.off = arrow.Int32Traits.CastFromBytes(bufs[1].Bytes())[off : off+n+1]
+		v.off = arrow.Int32Traits.CastFromBytes(vals)[off : off+n+1]
 		v.str = nil
 		if len(bufs) > 2 && bufs[2] != nil {
 			v.str = bufs[2].Bytes()
@@ -304,6 +306,32 @@ func (c *colNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 	return v, nil
 }
 
+// valueBytes returns the value buffer of a column of rows values, or
+// zeros when the array has none (an all-NULL array may be built without
+// one).
+func (c *colNode) valueBytes(bufs []*memory.Buffer, rows int) []byte {
+	var need int
+	switch c.k {
+	case pBool:
+		need = int(bitutil.BytesForBits(int64(rows)))
+	case pI32:
+		need = rows * 4
+	case pI64, pF64:
+		need = rows * 8
+	case pD128, pIv:
+		need = rows * 16
+	case pStr:
+		need = (rows + 1) * 4
+	}
+	if len(bufs) > 1 && bufs[1] != nil && bufs[1].Len() >= need {
+		return bufs[1].Bytes()
+	}
+	if cap(c.zeros) < need {
+		c.zeros = make([]byte, need)
+	}
+	return c.zeros[:need]
+}
+
 // unpackBits sets dst[i] to bit off+i of bm for the rows sel (nil: all n).
 func unpackBits(dst []bool, bm []byte, off int, sel []int32, n int) {
 	if sel == nil {
@@ -317,12 +345,12 @@ func unpackBits(dst []bool, bm []byte, off int, sel []int32, n int) {
 	}
 }
 
-// bitsAt is a boolean column evaluated as a filter without unpacking.
+// filterBool is a boolean column evaluated as a filter without unpacking.
 func (c *colNode) filterBool(b *evalBatch, sel []int32, out []int32) []int32 {
 	a := b.cols[c.idx]
 	d := a.Data()
 	off := d.Offset()
-	vals := d.Buffers()[1].Bytes()
+	vals := c.valueBytes(d.Buffers(), off+d.Len())
 	var valid []byte
 	if a.NullN() > 0 {
 		valid = d.Buffers()[0].Bytes()

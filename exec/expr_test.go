@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -570,6 +571,64 @@ func TestSelectionNotMutated(t *testing.T) {
 		for i := range sel {
 			if sel[i] != keep[i] {
 				t.Fatalf("%s modified the batch selection: %v", e, sel)
+			}
+		}
+	}
+}
+
+// TestAllNullColumns: arrays built without value buffers (all NULL) and
+// of the null type evaluate as NULLs.
+func TestAllNullColumns(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "a", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "b", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "n", Type: arrow.Null, Nullable: true},
+	}, nil)
+	cols := []arrow.Array{
+		array.MakeArrayOfNull(mem, arrow.PrimitiveTypes.Int64, 5),
+		array.MakeArrayOfNull(mem, arrow.FixedWidthTypes.Boolean, 5),
+		array.MakeArrayOfNull(mem, arrow.BinaryTypes.String, 5),
+		array.NewNull(5),
+	}
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	b := &Batch{Cols: cols, N: 5}
+	for _, e := range []Expr{Add(Col(0, "a"), LitInt32(1)), Col(1, "b"), Upper(Col(2, "s")), IsNull(Col(3, "n")), Coalesce(Col(0, "a"), LitInt64(7))} {
+		ce, err := CompileExpr(e, schema)
+		if err != nil {
+			t.Fatalf("%s: %v", e, err)
+		}
+		arr, err := ce.Eval(mem, b)
+		if err != nil {
+			t.Fatalf("%s: %v", e, err)
+		}
+		for i := 0; i < 5; i++ {
+			v := ArrayValue(arr, i)
+			switch e.Fn {
+			case FnIsNull:
+				if v != true {
+					t.Errorf("%s row %d = %v", e, i, v)
+				}
+			case FnCoalesce:
+				if v != int64(7) {
+					t.Errorf("%s row %d = %v", e, i, v)
+				}
+			default:
+				if v != nil {
+					t.Errorf("%s row %d = %v", e, i, v)
+				}
+			}
+		}
+		arr.Release()
+		if ce.Type().ID() == arrow.BOOL {
+			if sel, err := ce.EvalFilter(b); err != nil || (e.Fn != FnIsNull && len(sel) != 0) {
+				t.Errorf("%s filter: %v %v", e, sel, err)
 			}
 		}
 	}
