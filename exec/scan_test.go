@@ -191,3 +191,57 @@ func TestScanOperatorErrorsAndLifecycle(t *testing.T) {
 		t.Fatalf("%d goroutines after Close, %d before: the scan leaked workers", g, before)
 	}
 }
+
+// TestScanOperatorRemote runs the scan operator over a storage node: the
+// same rows as the local scan, through Flight on 127.0.0.1.
+func TestScanOperatorRemote(t *testing.T) {
+	coord := scanTestDB(t, 1000)
+	nodeDB, err := storage.Open(t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nodeDB.Close()
+	srv, err := storage.NewServer(nodeDB, "127.0.0.1:0", storage.ServerOptions{NodeID: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	defer srv.Stop(time.Second)
+	nodes := []storage.Node{{ID: "n1", Addr: srv.Addr()}}
+	if err := coord.Place(context.Background(), "t", nodes, 1, storage.ClientOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rs := storage.NewRemoteScanner(coord, nodes, storage.ClientOptions{})
+	defer rs.Close()
+	spec := storage.ScanSpec{Table: "t", Columns: []string{"k", "s"}, Filter: storage.IsNotNull("s")}
+	count := func(src storage.Source) int {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		defer mem.AssertSize(t, 0)
+		op, err := NewScan(src, spec, ScanConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer op.Close()
+		if err := op.Open(NewTestEnv(mem)); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for {
+			b, err := op.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b == nil {
+				return n
+			}
+			if b.Sel != nil || b.Cols[1].NullN() != 0 {
+				t.Fatalf("remote batch with a selection or NULLs")
+			}
+			n += b.Len()
+		}
+	}
+	local, remote := count(coord), count(rs)
+	if local != 666 || remote != local {
+		t.Fatalf("local scan %d rows, remote %d; want 666 both", local, remote)
+	}
+}
