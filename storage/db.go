@@ -107,6 +107,21 @@ func (db *DB) Dir() string { return db.dir }
 // Tables lists the tables, sorted by qualified name.
 func (db *DB) Tables() []*Table { return db.cat.list() }
 
+// Schemas lists the schema names that hold tables (always including
+// DefaultSchema), sorted.
+func (db *DB) Schemas() []string {
+	seen := map[string]bool{DefaultSchema: true}
+	out := []string{DefaultSchema}
+	for _, t := range db.Tables() {
+		if k := strings.ToLower(t.Schema); !seen[k] {
+			seen[k] = true
+			out = append(out, t.Schema)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Table returns a table by name ("t" or "schema.t", case-insensitive).
 func (db *DB) Table(name string) (*Table, error) { return db.cat.lookup(name) }
 

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -136,5 +137,23 @@ func TestDDLAndAppenders(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(db.Dir(), "ctas")); !os.IsNotExist(err) {
 		t.Fatalf("table directory left after drop: %v", err)
+	}
+}
+
+func TestSchemas(t *testing.T) {
+	db := openTestDB(t, WriteOptions{})
+	mustCreate(t, db, "sales.orders", loadSchema())
+	mustCreate(t, db, "t", loadSchema())
+	if got := fmt.Sprint(db.Schemas()); got != "[main sales]" {
+		t.Fatalf("schemas = %s", got)
+	}
+	if tb := mustTable(t, db, "SALES.Orders"); tb.QualifiedName() != "sales.orders" {
+		t.Fatalf("lookup is not case-insensitive: %s", tb.QualifiedName())
+	}
+	if err := db.DropTable("sales.orders", false); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(db.Schemas()); got != "[main]" {
+		t.Fatalf("schemas after drop = %s", got)
 	}
 }
