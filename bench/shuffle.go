@@ -89,7 +89,7 @@ func (o *ShuffleOptions) setDefaults() {
 		}
 	}
 	// Sizes: a few seconds per run on a 2-core machine at 4 nodes x 4 ranks.
-	def(&o.Updates, 1<<18)
+	def(&o.Updates, 1<<19)
 	def(&o.TableSize, 1<<18) // 2 MiB of counters per rank
 	def(&o.Rows, 1<<14)
 	def(&o.RowDegree, 16)

@@ -66,6 +66,9 @@ type Agent struct {
 	clients  map[*link]*clientState
 	channels map[uint64]*channel
 	closed   map[uint64]time.Time // recently finished channels: late frames are dropped
+	// expired lists channels whose held frames were dropped after
+	// PendingTimeout: opening one later is an error, not a silent hang.
+	expired map[uint64]time.Time
 	shut     bool
 
 	in      chan *frame // the shared receive queue of the routing threads
@@ -209,6 +212,7 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 		clients:  make(map[*link]*clientState),
 		channels: make(map[uint64]*channel),
 		closed:   make(map[uint64]time.Time),
+		expired:  make(map[uint64]time.Time),
 		// 1024 frames: routers drain it continuously; the depth only
 		// absorbs bursts from many links.
 		in: make(chan *frame, 1024),

@@ -126,6 +126,9 @@ func (a *Agent) openChannel(spec *Spec) (*channel, []*frame, error) {
 		return ch, nil, nil
 	}
 	if ch == nil {
+		if t, ok := a.expired[spec.ID]; ok {
+			return nil, nil, nferr.Resourcef("shuffle: channel %#x: node %d dropped its frames at %s, %v after they arrived without a local task to take them (PendingTimeout)", spec.ID, a.node, t.Format(time.RFC3339), a.opts.PendingTimeout)
+		}
 		if len(a.channels) >= a.opts.MaxChannels {
 			return nil, nil, nferr.Resourcef("shuffle: node %d tracks %d channels, the limit (MaxChannels)", a.node, a.opts.MaxChannels)
 		}
@@ -336,8 +339,9 @@ func (a *Agent) sendRemote(node int, f *frame, ch *channel) {
 // finished channels.
 func (a *Agent) janitor() {
 	defer a.wg.Done()
-	// Checking once a second is plenty for timeouts measured in minutes.
-	t := time.NewTicker(time.Second)
+	// Checking once a second is plenty for timeouts measured in minutes
+	// (shorter ones, in tests, are checked four times per timeout).
+	t := time.NewTicker(min(time.Second, max(a.opts.PendingTimeout/4, time.Millisecond)))
 	defer t.Stop()
 	for {
 		select {
@@ -351,6 +355,7 @@ func (a *Agent) janitor() {
 					drop = append(drop, ch.pending...)
 					delete(a.channels, id)
 					a.closed[id] = now
+					a.expired[id] = now
 					a.log.Warn("shuffle: dropped frames of a channel no local task opened", "channel", id, "frames", len(ch.pending))
 				}
 			}
@@ -359,6 +364,7 @@ func (a *Agent) janitor() {
 			for id, t := range a.closed {
 				if now.Sub(t) > 10*time.Minute {
 					delete(a.closed, id)
+					delete(a.expired, id)
 				}
 			}
 			a.mu.Unlock()

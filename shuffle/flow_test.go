@@ -338,3 +338,29 @@ func TestOptionsValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestPendingTimeout: frames for a channel no local task opens are dropped
+// after PendingTimeout, and a receiver opening it afterwards gets an error
+// instead of waiting forever.
+func TestPendingTimeout(t *testing.T) {
+	c := newCluster(t, 2, allModes[0], Options{PendingTimeout: 100 * time.Millisecond})
+	spec := &Spec{ID: nextChanID(), Senders: []int{1}, Receivers: []int{0}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	x1, _ := OpenExchange(c.clients[1], spec)
+	defer x1.Close()
+	s, _ := x1.Sender(0)
+	s.Send(ctx, 0, []byte("lost"))
+	s.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.agents[0].Stats().Dropped == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	x0, _ := OpenExchange(c.clients[0], spec)
+	defer x0.Close()
+	r, _ := x0.Receiver(0)
+	_, err := r.Next(ctx)
+	if !nferr.Is(err, nferr.KindResource) || !strings.Contains(err.Error(), "PendingTimeout") {
+		t.Fatalf("got %v, want a KindResource error naming PendingTimeout", err)
+	}
+}

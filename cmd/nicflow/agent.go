@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -92,6 +93,9 @@ func runAgent(cmd *cobra.Command, _ []string) error {
 		}
 		if err := shuffle.PinProcess(cpus); err != nil {
 			slog.Warn("agent runs unpinned", "err", err)
+		} else {
+			// The runtime sized GOMAXPROCS before the pinning.
+			runtime.GOMAXPROCS(len(cpus))
 		}
 	}
 	var peers []string

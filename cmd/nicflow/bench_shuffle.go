@@ -226,7 +226,7 @@ func init() {
 	f.StringVar(&b.from, "from", "", "print and plot this CSV instead of running")
 	f.StringVar(&b.local, "local", "shm", "worker-to-agent link in offload mode: shm or unix")
 	f.StringVar(&b.pin, "pin", "auto", "CPU pinning in offload mode: auto or none")
-	f.IntVar(&b.updates, "updates", 0, "histogram: updates per rank (default 262144)")
+	f.IntVar(&b.updates, "updates", 0, "histogram: updates per rank (default 524288)")
 	f.IntVar(&b.tableSize, "table-size", 0, "histogram: table slots per rank (default 262144)")
 	f.IntVar(&b.rows, "rows", 0, "transpose: matrix rows per rank (default 16384)")
 	f.IntVar(&b.degree, "degree", 0, "transpose: nonzeros per row (default 16)")
