@@ -69,7 +69,7 @@ type Agent struct {
 	// expired lists channels whose held frames were dropped after
 	// PendingTimeout: opening one later is an error, not a silent hang.
 	expired map[uint64]time.Time
-	shut     bool
+	shut    bool
 
 	in      chan *frame // the shared receive queue of the routing threads
 	routers []*router
