@@ -238,6 +238,98 @@ func floatVecCmp[T float32 | float64, U uint32 | uint64](x, y colVec, i, j int) 
 	return floatOrder(a[i], b[j])
 }
 
+// bind returns a comparator of rows of store s on keys, with every key's
+// typed slice captured (no interface calls per comparison): the sort's
+// inner loop.
+func bindComparer(keys []sortKeyInfo, s *rowStore) func(i, j int) int {
+	fns := make([]cmpFn, len(keys))
+	for k, key := range keys {
+		fns[k] = bindKeyCmp(key, s.vecs[key.Col])
+	}
+	if len(fns) == 1 {
+		return fns[0]
+	}
+	return func(i, j int) int {
+		for _, f := range fns {
+			if c := f(i, j); c != 0 {
+				return c
+			}
+		}
+		return 0
+	}
+}
+
+func bindKeyCmp(k sortKeyInfo, v colVec) cmpFn {
+	var c cmpFn
+	switch k.info.class {
+	case pcBool:
+		vals := v.(*boolVec).vals
+		c = func(i, j int) int { return boolCmp(vals[i], vals[j]) }
+	case pcBytes:
+		bv := v.(*bytesVec)
+		c = func(i, j int) int {
+			return bytes.Compare(bv.data[bv.offs[i]:bv.offs[i+1]], bv.data[bv.offs[j]:bv.offs[j+1]])
+		}
+	case pcDec128:
+		vals := castSlice[i128](v.(*fixedVec[[2]uint64]).vals)
+		c = func(i, j int) int { return vals[i].cmp(vals[j]) }
+	case pcFloat:
+		if k.info.width == 4 {
+			c = boundCmp(castSlice[float32](v.(*fixedVec[uint32]).vals), floatOrder[float32])
+		} else {
+			c = boundCmp(castSlice[float64](v.(*fixedVec[uint64]).vals), floatOrder[float64])
+		}
+	case pcUint:
+		switch k.info.width {
+		case 1:
+			c = boundCmp(v.(*fixedVec[uint8]).vals, cmp.Compare[uint8])
+		case 2:
+			c = boundCmp(v.(*fixedVec[uint16]).vals, cmp.Compare[uint16])
+		case 4:
+			c = boundCmp(v.(*fixedVec[uint32]).vals, cmp.Compare[uint32])
+		default:
+			c = boundCmp(v.(*fixedVec[uint64]).vals, cmp.Compare[uint64])
+		}
+	default:
+		switch k.info.width {
+		case 1:
+			c = boundCmp(castSlice[int8](v.(*fixedVec[uint8]).vals), cmp.Compare[int8])
+		case 2:
+			c = boundCmp(castSlice[int16](v.(*fixedVec[uint16]).vals), cmp.Compare[int16])
+		case 4:
+			c = boundCmp(castSlice[int32](v.(*fixedVec[uint32]).vals), cmp.Compare[int32])
+		default:
+			c = boundCmp(castSlice[int64](v.(*fixedVec[uint64]).vals), cmp.Compare[int64])
+		}
+	}
+	if k.Desc {
+		asc := c
+		c = func(i, j int) int { return -asc(i, j) }
+	}
+	if nm := nullMaskOf(v); nm != nil && nm.nulls > 0 {
+		val, nf := c, k.nullsFirst()
+		c = func(i, j int) int {
+			xn, yn := nm.isNull(i), nm.isNull(j)
+			if xn || yn {
+				switch {
+				case xn && yn:
+					return 0
+				case xn == nf:
+					return -1
+				}
+				return 1
+			}
+			return val(i, j)
+		}
+	}
+	return c
+}
+
+// boundCmp compares vals[i] and vals[j] with cmpf (inlined per type).
+func boundCmp[T any](vals []T, cmpf func(a, b T) int) cmpFn {
+	return func(i, j int) int { return cmpf(vals[i], vals[j]) }
+}
+
 // ------------------------------------------------------- normalized keys
 
 // normOf returns the order-preserving unsigned image of a fixed-width
@@ -358,15 +450,16 @@ type sortEntry struct {
 	row uint32
 }
 
-// prefixBuilder fills the 64-bit prefixes of a store's rows; exact reports
-// whether the prefix orders the rows completely (ties are then true ties).
-func buildPrefixes(s *rowStore, keys []sortKeyInfo, ents []sortEntry, scratch []uint64) (exact bool) {
+// buildPrefixes fills the 64-bit prefixes of a store's rows and returns how
+// many leading keys they capture completely: on equal prefixes those keys
+// are equal, and when full == len(keys) equal prefixes are true ties.
+func buildPrefixes(s *rowStore, keys []sortKeyInfo, ents []sortEntry, scratch []uint64) (full int) {
 	n := s.n
 	for i := range ents[:n] {
 		ents[i] = sortEntry{row: uint32(i)}
 	}
 	avail := uint(64)
-	for _, k := range keys {
+	for ki, k := range keys {
 		v := s.vecs[k.Col]
 		nm := nullMaskOf(v)
 		hasNull := nm.nulls > 0
@@ -375,24 +468,43 @@ func buildPrefixes(s *rowStore, keys []sortKeyInfo, ents []sortEntry, scratch []
 			nullBits = 1
 		}
 		if avail <= nullBits {
-			return false
+			return ki
 		}
 		if k.info.class == pcBytes {
 			bv := v.(*bytesVec)
 			maxLen, zero := 0, false
+			// Bytes every value shares (TPC-H's "Clerk#000000...") order
+			// nothing: the prefix starts after them.
+			var lcp []byte
+			first := true
 			for i := 0; i < n; i++ {
-				if l := int(bv.offs[i+1] - bv.offs[i]); l > maxLen {
+				if hasNull && nm.isNull(i) {
+					continue
+				}
+				b := bv.value(i)
+				if l := len(b); l > maxLen {
 					maxLen = l
 				}
+				if first {
+					lcp, first = b, false
+					continue
+				}
+				m := min(len(lcp), len(b))
+				p := 0
+				for p < m && lcp[p] == b[p] {
+					p++
+				}
+				lcp = lcp[:p]
 			}
+			skip := len(lcp)
 			zero = bytes.IndexByte(bv.data, 0) >= 0
 			room := int(avail-nullBits) / 8
-			take := min(maxLen, room)
+			take := min(maxLen-skip, room)
 			width := uint(8 * take)
 			for i := 0; i < n; i++ {
 				var x uint64
 				if !(hasNull && nm.isNull(i)) {
-					b := bv.value(i)
+					b := bv.value(i)[skip:]
 					for p := 0; p < take; p++ {
 						x <<= 8
 						if p < len(b) {
@@ -408,8 +520,8 @@ func buildPrefixes(s *rowStore, keys []sortKeyInfo, ents []sortEntry, scratch []
 			avail -= width + nullBits
 			// Exact only when every string fit and no string holds a zero
 			// byte (zero padding would tie "a" with "a\x00").
-			if take < maxLen || zero {
-				return false
+			if take < maxLen-skip || zero {
+				return ki
 			}
 			continue
 		}
@@ -447,10 +559,10 @@ func buildPrefixes(s *rowStore, keys []sortKeyInfo, ents []sortEntry, scratch []
 		}
 		avail -= width + nullBits
 		if partial || k.info.class == pcDec128 {
-			return false
+			return ki
 		}
 	}
-	return true
+	return len(keys)
 }
 
 // addField writes a field just below the bits used so far (avail bits are
@@ -517,13 +629,15 @@ func sortStore(env *Env, s *rowStore, keys []sortKeyInfo, rc *rowComparer, acct 
 	defer acct.Shrink(extra)
 	ents := make([]sortEntry, n)
 	scratch := make([]uint64, n)
-	exact := buildPrefixes(s, keys, ents, scratch)
+	full := buildPrefixes(s, keys, ents, scratch)
 	if err := env.Ctx.Err(); err != nil {
 		return nil, nferr.With(nferr.KindCanceled, err)
 	}
-	if exact {
+	if full == len(keys) {
 		ents = radixSort(ents, make([]sortEntry, n))
 	} else {
+		// Equal prefixes mean equal keys[:full]: compare the rest.
+		rest := bindComparer(keys[full:], s)
 		// NB: the comparator cannot observe cancellation; pdqsort on
 		// in-memory rows is bounded (n log n) and checked right after.
 		slices.SortFunc(ents, func(a, b sortEntry) int {
@@ -533,7 +647,7 @@ func sortStore(env *Env, s *rowStore, keys []sortKeyInfo, rc *rowComparer, acct 
 				}
 				return 1
 			}
-			if c := rc.compare(s, s, int(a.row), int(b.row)); c != 0 {
+			if c := rest(int(a.row), int(b.row)); c != 0 {
 				return c
 			}
 			return cmp.Compare(a.row, b.row)

@@ -216,7 +216,7 @@ func TestSortPrefixExact(t *testing.T) {
 			t.Fatal(err)
 		}
 		ents := make([]sortEntry, st.n)
-		if got := buildPrefixes(st, keys, ents, make([]uint64, st.n)); got != tc.exact {
+		if got := buildPrefixes(st, keys, ents, make([]uint64, st.n)) == len(keys); got != tc.exact {
 			t.Errorf("keys %v: exact = %v, want %v", tc.keys, got, tc.exact)
 		}
 	}

@@ -110,7 +110,7 @@ func refWindow(rows [][]any, spec WindowSpec) ([][]any, error) {
 }
 
 func TestWindowHarness(t *testing.T) {
-	rows := aggRows(41, 300, 4)
+	rows := aggRows(41, 150, 4)
 	fb := func(k BoundKind, off int64) FrameBound { return FrameBound{Kind: k, Offset: off} }
 	frames := []*WindowFrame{
 		nil,
