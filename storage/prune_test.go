@@ -171,3 +171,31 @@ func TestExternalTable(t *testing.T) {
 		t.Fatalf("dropping an external table deleted its files: %d left", len(ents))
 	}
 }
+
+func TestSplitShares(t *testing.T) {
+	db := openTestDB(t, WriteOptions{RowGroupRows: 100, FileRows: 300})
+	mustCreate(t, db, "t", crashSchema())
+	appendRows(t, db, "t", crashSchema(), crashRows(0, 1050)) // 11 row groups, the last of 50 rows
+	tb := mustTable(t, db, "t")
+	for _, n := range []int{1, 2, 3, 4, 20} {
+		shares := tb.Split(n)
+		if len(shares) != min(n, 11) {
+			t.Fatalf("Split(%d): %d shares", n, len(shares))
+		}
+		total := 0
+		var counts []int
+		for _, sh := range shares {
+			rows, _ := scanAll(t, db, ScanSpec{Table: "t", Files: sh, Columns: []string{"id"}}, ScanOptions{})
+			total += len(rows)
+			counts = append(counts, len(rows))
+		}
+		if total != 1050 {
+			t.Fatalf("Split(%d): shares cover %d rows, want 1050 (%v)", n, total, counts)
+		}
+		for _, c := range counts {
+			if c > 1050/len(shares)+100 {
+				t.Fatalf("Split(%d): unbalanced shares %v", n, counts)
+			}
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -862,4 +863,55 @@ func interleaveByFile(tasks []task) []task {
 		}
 	}
 	return out
+}
+
+// Split divides a table's row groups into at most n shares of similar row
+// counts, for a planner that runs one scan per pipeline: scan i gets
+// ScanSpec.Files = shares[i]. Row groups are dealt largest first to the
+// share with the fewest rows; within a share, files and row groups keep
+// their order. Empty shares are dropped.
+func (t *Table) Split(n int) [][]FileRange {
+	type rg struct {
+		fi, ri int
+		rows   int64
+	}
+	var all []rg
+	for fi, f := range t.Files {
+		for ri, r := range f.RowGroups {
+			all = append(all, rg{fi, ri, r.Rows})
+		}
+	}
+	if n <= 0 {
+		n = 1
+	}
+	n = min(n, len(all))
+	if n == 0 {
+		return nil
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].rows > all[j].rows })
+	load := make([]int64, n)
+	owner := make(map[[2]int]int, len(all))
+	for _, r := range all {
+		best := 0
+		for i := range load {
+			if load[i] < load[best] {
+				best = i
+			}
+		}
+		load[best] += r.rows
+		owner[[2]int{r.fi, r.ri}] = best
+	}
+	shares := make([][]FileRange, n)
+	for fi, f := range t.Files {
+		for ri := range f.RowGroups {
+			s := owner[[2]int{fi, ri}]
+			sh := shares[s]
+			if len(sh) == 0 || sh[len(sh)-1].Path != f.Path {
+				sh = append(sh, FileRange{Path: f.Path, RowGroups: []int{}})
+			}
+			sh[len(sh)-1].RowGroups = append(sh[len(sh)-1].RowGroups, ri)
+			shares[s] = sh
+		}
+	}
+	return shares
 }
