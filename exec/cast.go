@@ -85,9 +85,6 @@ func newCast(x node, to arrow.DataType, desc string) (node, error) {
 		c.run = castCopy
 	case t == arrow.STRING:
 		c.run = castToString
-		if f == arrow.INTERVAL_MONTH_DAY_NANO {
-			return nil, cannotCast(from, to, desc)
-		}
 	case f == arrow.STRING:
 		switch t {
 		case arrow.INT32, arrow.INT64:
@@ -490,11 +487,69 @@ func castToString(c *castNode, out, a *vec, sel []int32, n int) error {
 			s = strconv.AppendBool(s, a.b[i])
 		case arrow.STRING:
 			s = append(s, a.strAt(i)...)
+		case arrow.INTERVAL_MONTH_DAY_NANO:
+			s = appendInterval(s, a.iv[i])
 		}
 		out.str = s
 	})
 	w.finish(n)
 	return nil
+}
+
+// appendInterval prints an interval as PostgreSQL does: "1 year 2 mons
+// 3 days 04:05:06.5"; the zero interval is "00:00:00".
+func appendInterval(dst []byte, iv arrow.MonthDayNanoInterval) []byte {
+	start := len(dst)
+	unit := func(v int64, one, many string) {
+		if v == 0 {
+			return
+		}
+		if len(dst) > start {
+			dst = append(dst, ' ')
+		}
+		dst = strconv.AppendInt(dst, v, 10)
+		if v == 1 || v == -1 {
+			dst = append(dst, one...)
+		} else {
+			dst = append(dst, many...)
+		}
+	}
+	unit(int64(iv.Months/12), " year", " years")
+	unit(int64(iv.Months%12), " mon", " mons")
+	unit(int64(iv.Days), " day", " days")
+	ns := iv.Nanoseconds
+	if ns == 0 && len(dst) > start {
+		return dst
+	}
+	if len(dst) > start {
+		dst = append(dst, ' ')
+	}
+	u := uint64(ns)
+	if ns < 0 {
+		dst = append(dst, '-')
+		u = uint64(-ns)
+	}
+	secs := u / 1e9
+	two := func(v uint64) { dst = append(dst, byte('0'+v/10), byte('0'+v%10)) }
+	h := secs / 3600
+	if h < 10 {
+		dst = append(dst, '0')
+	}
+	dst = strconv.AppendUint(dst, h, 10)
+	dst = append(dst, ':')
+	two(secs / 60 % 60)
+	dst = append(dst, ':')
+	two(secs % 60)
+	if frac := u % 1e9; frac != 0 {
+		// Microseconds when exact, else nanoseconds, without trailing zeros.
+		digits := []byte(strconv.FormatUint(frac+1e9, 10)[1:])
+		for len(digits) > 0 && digits[len(digits)-1] == '0' {
+			digits = digits[:len(digits)-1]
+		}
+		dst = append(dst, '.')
+		dst = append(dst, digits...)
+	}
+	return dst
 }
 
 // appendFloat prints a double the way PostgreSQL does (shortest exact
