@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // Scan benchmarks. They read lineitem from NICFLOW_BENCH_DIR (a database
@@ -304,4 +306,60 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkPqarrowVsLowLevel reads the 4 Q6 columns of lineitem with
+// pqarrow (which yields decimal128 for the decimal columns; converting
+// them to decimal64 would cost more on top) and with the scanner's
+// low-level decoding into decimal64, both single-threaded, no filter.
+func BenchmarkPqarrowVsLowLevel(b *testing.B) {
+	db := benchData(b)
+	t, _ := db.Table("lineitem")
+	spec := fullSpec()
+	var idx []int
+	for _, c := range spec.Columns {
+		idx = append(idx, t.Files[0].ColumnIndex[t.ColumnIndex(c)])
+	}
+	b.Run("pqarrow", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(scanBytes(db, spec))
+		for i := 0; i < b.N; i++ {
+			var rows int64
+			for _, f := range t.Files {
+				pf, err := file.OpenParquetFile(db.Path(f), false)
+				if err != nil {
+					b.Fatal(err)
+				}
+				fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 8192}, memory.DefaultAllocator)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rr, err := fr.GetRecordReader(context.Background(), idx, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for rr.Next() {
+					rows += rr.RecordBatch().NumRows()
+				}
+				rr.Release()
+				pf.Close()
+			}
+			if rows != t.Rows() {
+				b.Fatalf("pqarrow read %d rows", rows)
+			}
+		}
+	})
+	b.Run("lowlevel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(scanBytes(db, spec))
+		for i := 0; i < b.N; i++ {
+			sc, err := db.NewScanner(spec, ScanOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if rows, _, _ := drainSum(b, sc); rows != t.Rows() {
+				b.Fatalf("scanner read %d rows", rows)
+			}
+		}
+	})
 }
