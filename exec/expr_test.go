@@ -198,7 +198,7 @@ func TestExprValues(t *testing.T) {
 		{Cast(LitInterval(14, 3, 0), StringType), "1 year 2 mons 3 days"},
 		{Cast(LitInterval(1, 1, 0), StringType), "1 mon 1 day"},
 		{Cast(LitInterval(0, 0, 0), StringType), "00:00:00"},
-		{Cast(LitInterval(0, -2, -(3600*1e9 + 61e9 + 5e8)), StringType), "-2 days -01:01:01.5"},
+		{Cast(LitInterval(0, -2, -(3600*1e9+61e9+5e8)), StringType), "-2 days -01:01:01.5"},
 		{Cast(LitInt32(-7), StringType), "-7"},
 		{Cast(LitBool(true), Int32Type), int32(1)},
 		{Cast(LitInt64(0), BoolType), false},
