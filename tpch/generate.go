@@ -678,3 +678,30 @@ func runParquetJob(ctx context.Context, o *GenOptions, sc Scale, j job, tmp stri
 	}
 	return nil
 }
+
+// GeneratedSF returns the scale factor of the complete Parquet TPC-H data
+// that Generate wrote in dir, read from its MarkerFile. It fails with a
+// KindQuery error when dir holds no such data, some table is missing or
+// not Parquet, or the tables have different scale factors.
+func GeneratedSF(dir string) (float64, error) {
+	path := filepath.Join(dir, MarkerFile)
+	if _, err := os.Stat(path); err != nil {
+		return 0, nferr.Queryf("%s has no %s: not TPC-H data from `nicflow tpch gen`", dir, MarkerFile)
+	}
+	m, err := readMarker(dir)
+	if err != nil {
+		return 0, err
+	}
+	sf := -1.0
+	for _, t := range AllTables() {
+		e, ok := m.Tables[t.String()]
+		if !ok || e.Format != FormatParquet {
+			return 0, nferr.Queryf("%s: table %s was not generated as Parquet in %s (run nicflow tpch gen --dir %s)", path, t, dir, dir)
+		}
+		if sf >= 0 && e.SF != sf {
+			return 0, nferr.Queryf("%s: tables of different scale factors (%g and %g)", path, sf, e.SF)
+		}
+		sf = e.SF
+	}
+	return sf, nil
+}

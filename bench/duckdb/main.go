@@ -1,0 +1,289 @@
+// Command duckdb-bench runs the 22 TPC-H queries on the same Parquet data in
+// nicflow (embedded, in this process) and in DuckDB (through cgo), and
+// prints per-query times and their ratio.
+//
+// It is a separate Go module because DuckDB needs cgo: the main nicflow
+// module stays pure Go and never imports this one.
+//
+//	cd bench/duckdb && CGO_ENABLED=1 go run . --dir ../../data/sf1 --runs 3
+//
+// DuckDB reads the tables through views over read_parquet (the files nicflow
+// wrote, DIR/<table>/*.parquet), or from its own in-memory tables with
+// --duckdb-memory. Both engines use --threads threads.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/nicflow/nicflow/engine"
+	"github.com/nicflow/nicflow/tpch"
+)
+
+func main() {
+	dir := flag.String("dir", "", "nicflow database directory written by `nicflow tpch gen` (required)")
+	runs := flag.Int("runs", 3, "runs per query; the minimum is reported")
+	threads := flag.Int("threads", runtime.NumCPU(), "threads for both engines")
+	queries := flag.String("queries", "1-22", "queries to run: 1-22, or a list like 1,3,6")
+	memTables := flag.Bool("duckdb-memory", false, "load the tables into DuckDB's memory first (instead of views over Parquet)")
+	format := flag.String("format", "table", "output: table or csv")
+	flag.Parse()
+	if err := run(*dir, *runs, *threads, *queries, *memTables, *format); err != nil {
+		fmt.Fprintln(os.Stderr, "duckdb-bench:", err)
+		os.Exit(1)
+	}
+}
+
+type timing struct {
+	q            int
+	nicflow      time.Duration
+	duckdb       time.Duration
+	nRows, dRows int
+}
+
+func run(dir string, runs, threads int, qlist string, memTables bool, format string) error {
+	if dir == "" {
+		return fmt.Errorf("--dir is required")
+	}
+	if runs < 1 || threads < 1 {
+		return fmt.Errorf("--runs and --threads must be at least 1")
+	}
+	qs, err := parseQueries(qlist)
+	if err != nil {
+		return err
+	}
+	sf, err := tpch.GeneratedSF(dir)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1) // one connection: views and settings stay visible
+	if _, err := db.Exec(fmt.Sprintf("SET threads = %d", threads)); err != nil {
+		return err
+	}
+	var version string
+	if err := db.QueryRow("select version()").Scan(&version); err != nil {
+		return err
+	}
+	for _, t := range tpch.AllTables() {
+		glob := filepath.Join(dir, t.String(), "*.parquet")
+		kind := "VIEW"
+		if memTables {
+			kind = "TABLE"
+		}
+		stmt := fmt.Sprintf("CREATE %s %s AS SELECT * FROM read_parquet('%s')", kind, t.String(), strings.ReplaceAll(glob, "'", "''"))
+		if _, err := db.Exec(stmt); err != nil {
+			return fmt.Errorf("duckdb: %s: %w", stmt, err)
+		}
+	}
+
+	sess, err := engine.Open(dir, engine.Options{Parallelism: threads})
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+
+	var out []timing
+	for _, q := range qs {
+		text, err := tpch.Query(q, tpch.DefaultParams(q, sf))
+		if err != nil {
+			return err
+		}
+		tm := timing{q: q}
+		for r := 0; r < runs; r++ {
+			d, n, err := runNicflow(ctx, sess, text)
+			if err != nil {
+				return fmt.Errorf("nicflow Q%d: %w", q, err)
+			}
+			if r == 0 || d < tm.nicflow {
+				tm.nicflow = d
+			}
+			tm.nRows = n
+			d, n, err = runDuckDB(db, text)
+			if err != nil {
+				return fmt.Errorf("duckdb Q%d: %w", q, err)
+			}
+			if r == 0 || d < tm.duckdb {
+				tm.duckdb = d
+			}
+			tm.dRows = n
+		}
+		out = append(out, tm)
+	}
+	print(out, format, sf, threads, runs, version, memTables)
+	return nil
+}
+
+// runNicflow runs a script (Q15 is create view; select; drop view) and
+// counts the rows of its row-returning statements.
+func runNicflow(ctx context.Context, s *engine.Session, text string) (time.Duration, int, error) {
+	start := time.Now()
+	sc, err := s.Execute(ctx, text)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer sc.Close()
+	n := 0
+	for {
+		res, err := sc.Next()
+		if err != nil {
+			return 0, 0, err
+		}
+		if res == nil {
+			break
+		}
+		if res.Schema == nil {
+			continue
+		}
+		for {
+			rec, err := res.Next()
+			if err != nil {
+				return 0, 0, err
+			}
+			if rec == nil {
+				break
+			}
+		}
+		n += int(res.Rows())
+	}
+	return time.Since(start), n, nil
+}
+
+// runDuckDB runs the statements of a script (Q15 is create view; select;
+// drop view) and counts the rows of the select.
+func runDuckDB(db *sql.DB, text string) (time.Duration, int, error) {
+	// DuckDB does not take the ANSI interval precision of Q1
+	// ("interval '90' day (3)"); the value is the same without it.
+	text = intervalPrecision.ReplaceAllString(text, "$1")
+	start := time.Now()
+	n := 0
+	for _, stmt := range strings.Split(text, ";") {
+		if strings.TrimSpace(stripComments(stmt)) == "" {
+			continue
+		}
+		if !strings.HasPrefix(strings.ToLower(strings.TrimSpace(stripComments(stmt))), "select") {
+			if _, err := db.Exec(stmt); err != nil {
+				return 0, 0, err
+			}
+			continue
+		}
+		rows, err := db.Query(stmt)
+		if err != nil {
+			return 0, 0, err
+		}
+		cols, _ := rows.Columns()
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
+				rows.Close()
+				return 0, 0, err
+			}
+			n++
+		}
+		if err := rows.Err(); err != nil {
+			return 0, 0, err
+		}
+		rows.Close()
+	}
+	return time.Since(start), n, nil
+}
+
+var intervalPrecision = regexp.MustCompile(`(?i)(interval\s+'[^']*'\s+(?:day|month|year))\s*\(\s*\d+\s*\)`)
+
+func stripComments(s string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(s, "\n") {
+		if i := strings.Index(line, "--"); i >= 0 {
+			line = line[:i]
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func print(ts []timing, format string, sf float64, threads, runs int, version string, memTables bool) {
+	src := "Parquet views"
+	if memTables {
+		src = "in-memory tables"
+	}
+	var totN, totD time.Duration
+	worst := 0.0
+	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) }
+	if format == "csv" {
+		fmt.Println("query,nicflow_ms,duckdb_ms,ratio,nicflow_rows,duckdb_rows")
+	} else {
+		fmt.Printf("TPC-H SF %g, %d threads, min of %d runs; DuckDB %s over %s\n", sf, threads, runs, version, src)
+		fmt.Printf("%-6s %12s %12s %8s %s\n", "query", "nicflow_ms", "duckdb_ms", "ratio", "rows")
+	}
+	for _, t := range ts {
+		totN += t.nicflow
+		totD += t.duckdb
+		ratio := float64(t.nicflow) / float64(max(t.duckdb, time.Microsecond))
+		worst = max(worst, ratio)
+		rows := strconv.Itoa(t.nRows)
+		if t.nRows != t.dRows {
+			rows = fmt.Sprintf("%d (duckdb %d: MISMATCH)", t.nRows, t.dRows)
+		}
+		if format == "csv" {
+			fmt.Printf("Q%d,%s,%s,%.2f,%d,%d\n", t.q, ms(t.nicflow), ms(t.duckdb), ratio, t.nRows, t.dRows)
+		} else {
+			fmt.Printf("Q%-5d %12s %12s %8.2f %s\n", t.q, ms(t.nicflow), ms(t.duckdb), ratio, rows)
+		}
+	}
+	ratio := float64(totN) / float64(max(totD, time.Microsecond))
+	if format == "csv" {
+		fmt.Printf("total,%s,%s,%.2f,,\n", ms(totN), ms(totD), ratio)
+	} else {
+		fmt.Printf("%-6s %12s %12s %8.2f  (worst query %.2fx)\n", "total", ms(totN), ms(totD), ratio, worst)
+	}
+}
+
+func parseQueries(s string) ([]int, error) {
+	var qs []int
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return nil, fmt.Errorf("bad query list %q", s)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil {
+				return nil, fmt.Errorf("bad query list %q", s)
+			}
+		}
+		for q := a; q <= b; q++ {
+			if q < 1 || q > 22 {
+				return nil, fmt.Errorf("query %d out of range 1-22", q)
+			}
+			if !slices.Contains(qs, q) {
+				qs = append(qs, q)
+			}
+		}
+	}
+	return qs, nil
+}
