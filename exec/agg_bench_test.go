@@ -10,19 +10,21 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // q1Schema is the input of TPC-H Q1's aggregation after the projection
-// computes disc_price and charge.
+// computes disc_price and charge, typed as the binder types them (D8):
+// decimal(15,2) * decimal(16,2) products are decimal128.
 var q1Schema = arrow.NewSchema([]arrow.Field{
 	{Name: "l_returnflag", Type: arrow.BinaryTypes.String},
 	{Name: "l_linestatus", Type: arrow.BinaryTypes.String},
 	{Name: "l_quantity", Type: &arrow.Decimal64Type{Precision: 15, Scale: 2}},
 	{Name: "l_extendedprice", Type: &arrow.Decimal64Type{Precision: 15, Scale: 2}},
 	{Name: "l_discount", Type: &arrow.Decimal64Type{Precision: 15, Scale: 2}},
-	{Name: "disc_price", Type: &arrow.Decimal64Type{Precision: 18, Scale: 4}},
-	{Name: "charge", Type: &arrow.Decimal64Type{Precision: 18, Scale: 6}},
+	{Name: "disc_price", Type: &arrow.Decimal128Type{Precision: 31, Scale: 4}},
+	{Name: "charge", Type: &arrow.Decimal128Type{Precision: 38, Scale: 6}},
 }, nil)
 
 // q1Spec is Q1's aggregation: 4 groups, 8 aggregates.
@@ -62,8 +64,8 @@ func q1Records(n int) []arrow.RecordBatch {
 			b.Field(2).(*array.Decimal64Builder).Append(decimal.Decimal64(q))
 			b.Field(3).(*array.Decimal64Builder).Append(decimal.Decimal64(p))
 			b.Field(4).(*array.Decimal64Builder).Append(decimal.Decimal64(d))
-			b.Field(5).(*array.Decimal64Builder).Append(decimal.Decimal64(dp))
-			b.Field(6).(*array.Decimal64Builder).Append(decimal.Decimal64(ch))
+			b.Field(5).(*array.Decimal128Builder).Append(decimal128.FromI64(dp))
+			b.Field(6).(*array.Decimal128Builder).Append(decimal128.FromI64(ch))
 		}
 		recs = append(recs, b.NewRecordBatch())
 		b.Release()

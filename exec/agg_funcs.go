@@ -28,6 +28,7 @@ package exec
 //	min/max        the input type (NULL: no rows yet)
 
 import (
+	"math/bits"
 	"strings"
 	"unsafe"
 
@@ -547,33 +548,58 @@ func sumDecUpdate[T int32 | int64](f *sumDecFn, gids []uint32, vals []T, a arrow
 	}
 }
 
-// addCarry is bits.Add64 without a carry in (kept small to inline).
-func addCarry(a, b uint64) (uint64, uint64) {
-	s := a + b
-	return s, ((a & b) | ((a | b) &^ s)) >> 63
-}
+// addCarry is a+b and the carry out (bits.Add64 is an ADD/ADC intrinsic).
+func addCarry(a, b uint64) (uint64, uint64) { return bits.Add64(a, b, 0) }
 
 // add128 adds decimal128 values (an input or a sum state) with overflow
 // checks.
 func (f *sumDecFn) add128(gids []uint32, a arrow.Array, sel []int32, mark int) error {
 	vals := valuesOf[i128](a)
 	bm, off := validityOf(a)
-	for j, g := range gids {
-		i := rowAt(sel, j)
-		if bm != nil && !bitIsSet(bm, off+i) {
-			continue
+	acc := f.acc
+	var of int64 // sign bit set on overflow
+	if bm == nil && sel == nil && mark != markNone {
+		// Fast path: dense, no NULLs (Q1's decimal128 products).
+		for j, g := range gids {
+			v := vals[j]
+			s := &acc[g]
+			lo, c := addCarry(s.lo, v.lo)
+			hi := s.hi + v.hi + int64(c)
+			// Signed overflow: operands of one sign, result of the other.
+			of |= (s.hi ^ hi) & (v.hi ^ hi)
+			s.lo, s.hi = lo, hi
 		}
-		r, of := f.acc[g].add(vals[i])
-		if of {
-			return errDecOverflow("sum")
+		if mark == markSeen {
+			for _, g := range gids {
+				f.seen[g] = true
+			}
+		} else {
+			for _, g := range gids {
+				f.cnt[g]++
+			}
 		}
-		f.acc[g] = r
-		switch mark {
-		case markSeen:
-			f.seen[g] = true
-		case markCount:
-			f.cnt[g]++
+	} else {
+		for j, g := range gids {
+			i := rowAt(sel, j)
+			if bm != nil && !bitIsSet(bm, off+i) {
+				continue
+			}
+			v := vals[i]
+			s := &acc[g]
+			lo, c := addCarry(s.lo, v.lo)
+			hi := s.hi + v.hi + int64(c)
+			of |= (s.hi ^ hi) & (v.hi ^ hi)
+			s.lo, s.hi = lo, hi
+			switch mark {
+			case markSeen:
+				f.seen[g] = true
+			case markCount:
+				f.cnt[g]++
+			}
 		}
+	}
+	if of < 0 {
+		return errDecOverflow("sum")
 	}
 	return nil
 }
