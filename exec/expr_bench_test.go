@@ -210,6 +210,11 @@ func (c *cpuTimer) report(b *testing.B) {
 	b.ReportMetric(float64((threadCPU()-c.start).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
 }
 
+// reportPerRow reports thread CPU nanoseconds per row.
+func (c *cpuTimer) reportPerRow(b *testing.B, rows int) {
+	b.ReportMetric(float64((threadCPU()-c.start).Nanoseconds())/float64(b.N)/float64(rows), "cpu-ns/row")
+}
+
 func reportQ6Rows(b *testing.B, rows int) {
 	b.SetBytes(int64(rows) * (8 + 8 + 8 + 4)) // the four input columns
 	perOp := b.Elapsed().Seconds() / float64(b.N)
@@ -311,6 +316,7 @@ func benchEval(b *testing.B, e Expr, schema *arrow.Schema, batch *Batch) {
 	b.ReportAllocs()
 	b.SetBytes(int64(batch.Len()) * 8)
 	b.ResetTimer()
+	cpu := startCPU(b)
 	for i := 0; i < b.N; i++ {
 		a, err := ce.Eval(mem, batch)
 		if err != nil {
@@ -318,6 +324,8 @@ func benchEval(b *testing.B, e Expr, schema *arrow.Schema, batch *Batch) {
 		}
 		a.Release()
 	}
+	b.StopTimer()
+	cpu.reportPerRow(b, batch.Len())
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(batch.Len()), "ns/row")
 }
 
@@ -329,11 +337,14 @@ func benchFilter(b *testing.B, e Expr, schema *arrow.Schema, batch *Batch) {
 	b.ReportAllocs()
 	b.SetBytes(int64(batch.Len()) * 4)
 	b.ResetTimer()
+	cpu := startCPU(b)
 	for i := 0; i < b.N; i++ {
 		if _, err := ce.EvalFilter(batch); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.StopTimer()
+	cpu.reportPerRow(b, batch.Len())
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(batch.Len()), "ns/row")
 }
 
@@ -491,6 +502,8 @@ func BenchmarkLikeVsRegexp(b *testing.B) {
 		m, _ := compileLikePattern([]byte(c.like), -1)
 		re := regexp.MustCompile(c.re)
 		b.Run("like/"+c.like, func(b *testing.B) {
+			cpu := startCPU(b)
+			defer cpu.reportPerRow(b, len(byts))
 			for i := 0; i < b.N; i++ {
 				for _, v := range byts {
 					m.match(v)
@@ -499,6 +512,8 @@ func BenchmarkLikeVsRegexp(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*a.Len()), "ns/row")
 		})
 		b.Run("regexp/"+c.like, func(b *testing.B) {
+			cpu := startCPU(b)
+			defer cpu.reportPerRow(b, len(strs))
 			for i := 0; i < b.N; i++ {
 				for _, v := range strs {
 					re.MatchString(v)

@@ -219,6 +219,21 @@ func findSeg(seg *likeSeg, s []byte, pos int) (int, int) {
 		}
 		return pos + i, pos + i + len(lit)
 	}
+	if lit := seg.toks[0].lit; len(lit) > 0 {
+		// Anchor on the leading literal: only its occurrences can start a
+		// match.
+		for p := pos; p <= len(s); {
+			i := bytes.Index(s[p:], lit)
+			if i < 0 {
+				return -1, -1
+			}
+			if e := matchSegAt(seg, s, p+i); e >= 0 {
+				return p + i, e
+			}
+			p += i + 1
+		}
+		return -1, -1
+	}
 	for p := pos; p <= len(s); {
 		if e := matchSegAt(seg, s, p); e >= 0 {
 			return p, e
