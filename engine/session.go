@@ -126,29 +126,24 @@ func (s *Session) Query(ctx context.Context, script string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var last *Result
+	if sc.Len() == 0 {
+		return nil, nferr.Queryf("no statement to run")
+	}
 	for {
 		r, err := sc.Next()
 		if err != nil {
 			sc.Close()
 			return nil, err
 		}
-		if r == nil {
-			break
+		if sc.i == len(sc.stmts) {
+			sc.cur = nil // the caller owns the last result now
+			return r, nil
 		}
-		if sc.i < len(sc.stmts) {
-			if err := r.drain(); err != nil {
-				sc.Close()
-				return nil, err
-			}
+		if err := r.drain(); err != nil {
+			sc.Close()
+			return nil, err
 		}
-		last = r
 	}
-	if last == nil {
-		return nil, nferr.Queryf("no statement to run")
-	}
-	sc.cur = nil // the caller owns the last result now
-	return last, nil
 }
 
 // Script is a parsed script being run.
@@ -245,9 +240,8 @@ func (r *Result) Next() (arrow.RecordBatch, error) {
 			r.done = true
 			return nil, nil
 		}
-		r.rec = r.static[0]
+		r.rec = r.static[0] // ownership moves to r.rec
 		r.static = r.static[1:]
-		r.rec.Retain()
 		r.rows += r.rec.NumRows()
 		return r.rec, nil
 	}

@@ -1,0 +1,326 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// SQL test files (testdata/sqltest/*.test), a sqllogictest-like format:
+//
+//	# comment
+//	statement ok
+//	CREATE TABLE t (a INTEGER, b VARCHAR)
+//
+//	statement error <first line of the error message, exactly>
+//	SELECT nope FROM t
+//
+//	query <types> [rowsort]
+//	SELECT a, b FROM t ORDER BY a
+//	----
+//	1|x
+//	2|NULL
+//
+// A record ends at a blank line. SQL may span lines. <types> has one
+// letter per result column: I integer or bigint, R double, D decimal, T
+// varchar, B boolean, A date. Values are engine's canonical text (decimals
+// with their scale, dates YYYY-MM-DD), separated by '|'; NULL prints as
+// NULL and the empty string as (empty). rowsort sorts the rows (as text)
+// before comparing; otherwise the order must match. Statements run in one
+// session per file, in a fresh database directory; COPY paths are relative
+// to the engine directory (testdata/sqltest/data/...).
+//
+// Every file runs under several setups (parallelism 1 and 3, batch size 7,
+// a small memory budget) and must give the same answers under all. With
+// -rewrite, the expected results and error messages are written from the
+// first setup's run (check the diff!).
+
+type sqlSetup struct {
+	name string
+	opts Options
+}
+
+var sqlSetups = []sqlSetup{
+	{"p1", Options{Parallelism: 1}},
+	{"p3", Options{Parallelism: 3}},
+	{"p4-batch7", Options{Parallelism: 4, BatchSize: 7}},
+	{"p2-mem64MiB", Options{Parallelism: 2, MemoryLimit: 64 << 20}},
+}
+
+type sqlRecord struct {
+	line    int
+	kind    string // statement, query
+	errMsg  *string
+	types   string
+	rowsort bool
+	sql     string
+	want    []string
+	header  string // the record's header line (for rewriting)
+}
+
+func parseSQLTest(t *testing.T, path string) []*sqlRecord {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n")
+	var recs []*sqlRecord
+	for i := 0; i < len(lines); i++ {
+		l := strings.TrimRight(lines[i], " \t")
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		r := &sqlRecord{line: i + 1, header: l}
+		f := strings.Fields(l)
+		switch f[0] {
+		case "statement":
+			r.kind = "statement"
+			switch {
+			case len(f) == 2 && f[1] == "ok":
+			case len(f) >= 2 && f[1] == "error":
+				msg := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(strings.TrimPrefix(l, "statement")), "error"))
+				r.errMsg = &msg
+			default:
+				t.Fatalf("%s:%d: want 'statement ok' or 'statement error <message>'", path, i+1)
+			}
+		case "query":
+			r.kind = "query"
+			if len(f) < 2 {
+				t.Fatalf("%s:%d: query needs result types", path, i+1)
+			}
+			r.types = f[1]
+			for _, o := range f[2:] {
+				if o != "rowsort" {
+					t.Fatalf("%s:%d: unknown query option %q", path, i+1, o)
+				}
+				r.rowsort = true
+			}
+		default:
+			t.Fatalf("%s:%d: unknown record %q", path, i+1, l)
+		}
+		var sqlLines []string
+		i++
+		for ; i < len(lines) && strings.TrimSpace(lines[i]) != "" && strings.TrimSpace(lines[i]) != "----"; i++ {
+			sqlLines = append(sqlLines, lines[i])
+		}
+		r.sql = strings.Join(sqlLines, "\n")
+		if i < len(lines) && strings.TrimSpace(lines[i]) == "----" {
+			if r.kind != "query" {
+				t.Fatalf("%s:%d: ---- after a statement", path, i+1)
+			}
+			r.want = []string{}
+			for i++; i < len(lines) && strings.TrimSpace(lines[i]) != ""; i++ {
+				r.want = append(r.want, strings.TrimRight(lines[i], " \t"))
+			}
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+func typeLetter(t arrow.DataType) byte {
+	switch t.ID() {
+	case arrow.INT32, arrow.INT64:
+		return 'I'
+	case arrow.FLOAT64:
+		return 'R'
+	case arrow.DECIMAL64, arrow.DECIMAL128:
+		return 'D'
+	case arrow.STRING:
+		return 'T'
+	case arrow.BOOL:
+		return 'B'
+	case arrow.DATE32:
+		return 'A'
+	}
+	return '?'
+}
+
+// runSQLRecord runs one record; it returns the result's types and rows
+// (canonical text), or the error.
+func runSQLRecord(ctx context.Context, s *Session, r *sqlRecord) (string, []string, error) {
+	res, err := s.Query(ctx, r.sql)
+	if err != nil {
+		return "", nil, err
+	}
+	defer res.Close()
+	if res.Schema == nil {
+		return "", nil, nil
+	}
+	var types strings.Builder
+	for _, f := range res.Schema.Fields() {
+		types.WriteByte(typeLetter(f.Type))
+	}
+	var rows []string
+	for {
+		rec, err := res.Next()
+		if err != nil {
+			return "", nil, err
+		}
+		if rec == nil {
+			break
+		}
+		text, err := RowsText(rec, "NULL")
+		if err != nil {
+			return "", nil, err
+		}
+		for ri, row := range text {
+			for c := range row {
+				if row[c] == "" && !rec.Column(c).IsNull(ri) {
+					row[c] = "(empty)"
+				}
+			}
+			rows = append(rows, strings.Join(row, "|"))
+		}
+	}
+	if r.rowsort {
+		sort.Strings(rows)
+	}
+	return types.String(), rows, nil
+}
+
+func errFirstLine(err error) string {
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return strings.TrimSpace(msg)
+}
+
+func TestSQLFiles(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "sqltest", "*.test"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no SQL test files: %v", err)
+	}
+	for _, path := range files {
+		recs := parseSQLTest(t, path)
+		name := strings.TrimSuffix(filepath.Base(path), ".test")
+		for si, setup := range sqlSetups {
+			rewriting := *rewrite && si == 0
+			t.Run(name+"/"+setup.name, func(t *testing.T) {
+				runSQLFile(t, path, recs, setup, rewriting)
+			})
+			if rewriting {
+				writeSQLTest(t, path, recs)
+			}
+		}
+	}
+}
+
+func runSQLFile(t *testing.T, path string, recs []*sqlRecord, setup sqlSetup, rewriting bool) {
+	alloc := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	opts := setup.opts
+	opts.Alloc = alloc
+	s, err := Open(t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	failed := 0
+	for _, r := range recs {
+		if failed > 5 {
+			t.Fatalf("too many failures")
+		}
+		types, rows, err := runSQLRecord(ctx, s, r)
+		where := fmt.Sprintf("%s:%d", path, r.line)
+		if nferr.KindOf(err) == nferr.KindInternal && err != nil {
+			t.Errorf("%s: internal error: %v\n%s", where, err, r.sql)
+			failed++
+			continue
+		}
+		if rewriting {
+			if err != nil {
+				msg := errFirstLine(err)
+				r.errMsg = &msg
+				r.kind = "statement"
+			} else if r.kind == "query" || types != "" {
+				r.kind, r.errMsg, r.types, r.want = "query", nil, types, rows
+			} else {
+				r.errMsg = nil
+			}
+			continue
+		}
+		switch {
+		case r.errMsg != nil:
+			if err == nil {
+				t.Errorf("%s: succeeded, want error %q\n%s", where, *r.errMsg, r.sql)
+				failed++
+			} else if got := errFirstLine(err); got != *r.errMsg {
+				t.Errorf("%s: error\n got: %s\nwant: %s\n%s", where, got, *r.errMsg, r.sql)
+				failed++
+			}
+		case err != nil:
+			t.Errorf("%s: %v\n%s", where, err, r.sql)
+			failed++
+		case r.kind == "query":
+			if types != r.types {
+				t.Errorf("%s: result types %s, want %s\n%s", where, types, r.types, r.sql)
+				failed++
+				continue
+			}
+			if strings.Join(rows, "\n") != strings.Join(r.want, "\n") {
+				t.Errorf("%s: wrong result\n%s\n--- got:\n%s\n--- want:\n%s", where, r.sql, strings.Join(rows, "\n"), strings.Join(r.want, "\n"))
+				failed++
+			}
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Error(err)
+	}
+	alloc.AssertSize(t, 0)
+}
+
+func writeSQLTest(t *testing.T, path string, recs []*sqlRecord) {
+	// Keep the file's comments: rebuild it record by record, copying the
+	// text between records as it was.
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	var out []string
+	next := 0
+	for _, r := range recs {
+		start := r.line - 1
+		for ; next < start; next++ {
+			out = append(out, lines[next])
+		}
+		// Skip the old record.
+		end := start + 1
+		for end < len(lines) && strings.TrimSpace(lines[end]) != "" {
+			end++
+		}
+		next = end
+		switch {
+		case r.errMsg != nil:
+			out = append(out, "statement error "+*r.errMsg)
+		case r.kind == "query":
+			h := "query " + r.types
+			if r.rowsort {
+				h += " rowsort"
+			}
+			out = append(out, h)
+		default:
+			out = append(out, "statement ok")
+		}
+		out = append(out, r.sql)
+		if r.kind == "query" && r.errMsg == nil {
+			out = append(out, "----")
+			out = append(out, r.want...)
+		}
+	}
+	out = append(out, lines[next:]...)
+	if err := os.WriteFile(path, []byte(strings.Join(out, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
