@@ -301,11 +301,13 @@ func (b *binder) values(v *sql.Values, s *scope) (Plan, []string, error) {
 }
 
 func (b *binder) setOp(x *sql.SetOp, s *scope) (Plan, []string, error) {
-	left, lnames, err := b.body(x.Left, s)
+	// Each arm is a query level of its own: its FROM names must not clash
+	// with the other arm's (SELECT * FROM t UNION SELECT * FROM t).
+	left, lnames, err := b.body(x.Left, &scope{parent: s.parent, ctes: s.ctes})
 	if err != nil {
 		return nil, nil, err
 	}
-	right, _, err := b.body(x.Right, s)
+	right, _, err := b.body(x.Right, &scope{parent: s.parent, ctes: s.ctes})
 	if err != nil {
 		return nil, nil, err
 	}
