@@ -187,9 +187,20 @@ type ShuffleRow struct {
 	Parks         int64
 }
 
+// MsgsPerCPUS is messages per CPU second of all the run's processes
+// (workers and offloaded agents): the rate the machine would sustain if it
+// were busy with nothing else, and much steadier than the wall-clock rate
+// on a shared machine.
+func (r ShuffleRow) MsgsPerCPUS() float64 {
+	if c := r.WorkerCPUS + r.AgentCPUS; c > 0 {
+		return float64(r.Msgs) / c
+	}
+	return 0
+}
+
 var shuffleColumns = []string{"app", "nodes", "ranks_per_node", "agg_size", "buffers", "threads", "agent", "codec",
 	"msgs", "bytes", "elapsed_s", "msgs_per_s", "mb_per_s", "worker_cpu_s", "agent_cpu_s",
-	"remote_frames", "avg_frame_bytes", "wire_mb", "parks"}
+	"remote_frames", "avg_frame_bytes", "wire_mb", "parks", "msgs_per_cpu_s"}
 
 func (r ShuffleRow) fields() []string {
 	f := func(v float64, p int) string { return strconv.FormatFloat(v, 'f', p, 64) }
@@ -197,7 +208,7 @@ func (r ShuffleRow) fields() []string {
 		strconv.Itoa(r.Buffers), strconv.Itoa(r.Threads), r.Agent, r.Codec,
 		strconv.FormatInt(r.Msgs, 10), strconv.FormatInt(r.Bytes, 10), f(r.ElapsedS, 4), f(r.MsgsPerS, 0),
 		f(r.MBPerS, 2), f(r.WorkerCPUS, 3), f(r.AgentCPUS, 3),
-		strconv.FormatInt(r.RemoteFrames, 10), f(r.AvgFrameBytes, 0), f(r.WireMB, 2), strconv.FormatInt(r.Parks, 10)}
+		strconv.FormatInt(r.RemoteFrames, 10), f(r.AvgFrameBytes, 0), f(r.WireMB, 2), strconv.FormatInt(r.Parks, 10), f(r.MsgsPerCPUS(), 0)}
 }
 
 // WriteShuffleCSV writes rows with a header.
@@ -214,11 +225,11 @@ func WriteShuffleCSV(w io.Writer, rows []ShuffleRow) error {
 // WriteShuffleTable prints rows as an aligned text table.
 func WriteShuffleTable(w io.Writer, rows []ShuffleRow) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "app\tnodes\tranks\tagg\tbufs\tthreads\tagent\tcodec\tmsgs\tMB\tsecs\tmsgs/s\tMB/s\tworker cpu s\tagent cpu s\tframe B\t")
+	fmt.Fprintln(tw, "app\tnodes\tranks\tagg\tbufs\tthreads\tagent\tcodec\tmsgs\tMB\tsecs\tmsgs/s\tMB/s\tworker cpu s\tagent cpu s\tmsgs/cpu s\tframe B\twire MB\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%d\t%.1f\t%.3f\t%s\t%.1f\t%.2f\t%.2f\t%.0f\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%d\t%.1f\t%.3f\t%s\t%.1f\t%.2f\t%.2f\t%s\t%.0f\t%.1f\t\n",
 			r.App, r.Nodes, r.RanksPerNode, sizeLabel(r.AggSize), r.Buffers, r.Threads, r.Agent, r.Codec,
-			r.Msgs, float64(r.Bytes)/1e6, r.ElapsedS, siRate(r.MsgsPerS), r.MBPerS, r.WorkerCPUS, r.AgentCPUS, r.AvgFrameBytes)
+			r.Msgs, float64(r.Bytes)/1e6, r.ElapsedS, siRate(r.MsgsPerS), r.MBPerS, r.WorkerCPUS, r.AgentCPUS, siRate(r.MsgsPerCPUS()), r.AvgFrameBytes, r.WireMB)
 	}
 	return tw.Flush()
 }

@@ -251,62 +251,33 @@ func PlotShuffle(rows []ShuffleRow, dir string) ([]string, error) {
 		files = append(files, p)
 		return nil
 	}
-	for _, d := range []struct {
+	type dimension struct {
 		dim, file, title string
 		x                func(ShuffleRow) float64
 		label            func(float64) string
-	}{
-		{"agg", "msgs_vs_agg_size.svg", "Message rate vs aggregation buffer size", func(r ShuffleRow) float64 { return float64(r.AggSize) }, func(x float64) string { return sizeLabel(int(x)) }},
-		{"buffers", "msgs_vs_buffers.svg", "Message rate vs runtime buffers", func(r ShuffleRow) float64 { return float64(r.Buffers) }, func(x float64) string { return strconv.Itoa(int(x)) }},
-		{"threads", "msgs_vs_threads.svg", "Message rate vs routing threads", func(r ShuffleRow) float64 { return float64(r.Threads) }, func(x float64) string { return strconv.Itoa(int(x)) }},
+	}
+	type measure struct {
+		prefix, title, axis string
+		y                   func(ShuffleRow) float64
+	}
+	for _, m := range []measure{
+		{"msgs", "Message rate", "messages per second", func(r ShuffleRow) float64 { return r.MsgsPerS }},
+		{"msgs_per_cpu", "Messages per CPU second", "messages per CPU second (all processes)", ShuffleRow.MsgsPerCPUS},
 	} {
-		if !vary[d.dim] {
-			continue
-		}
-		groups := map[string]*series{}
-		var order []string
-		for _, r := range rows {
-			k := keyOf(r)
-			switch d.dim {
-			case "agg":
-				k.agg = 0
-			case "buffers":
-				k.buf = 0
-			case "threads":
-				k.thread = 0
+		for _, d := range []dimension{
+			{"agg", "_vs_agg_size.svg", " vs aggregation buffer size", func(r ShuffleRow) float64 { return float64(r.AggSize) }, func(x float64) string { return sizeLabel(int(x)) }},
+			{"buffers", "_vs_buffers.svg", " vs runtime buffers", func(r ShuffleRow) float64 { return float64(r.Buffers) }, func(x float64) string { return strconv.Itoa(int(x)) }},
+			{"threads", "_vs_threads.svg", " vs routing threads", func(r ShuffleRow) float64 { return float64(r.Threads) }, func(x float64) string { return strconv.Itoa(int(x)) }},
+		} {
+			if !vary[d.dim] {
+				continue
 			}
-			v2 := map[string]bool{}
-			for kk, vv := range vary {
-				v2[kk] = vv && kk != d.dim
+			if err := plotDimension(rows, vary, d.dim, d.x, m.y, func(ss []series) error {
+				xTitle := map[string]string{"agg": "aggregation buffer size (AggSize)", "buffers": "runtime buffers per rank (Buffers)", "threads": "routing threads per agent (Threads)"}[d.dim]
+				return write(m.prefix+d.file, lineChart(m.title+d.title, xTitle, m.axis, ss, d.label))
+			}); err != nil {
+				return files, err
 			}
-			name := seriesName(k, v2)
-			s := groups[name]
-			if s == nil {
-				s = &series{name: name}
-				groups[name] = s
-				order = append(order, name)
-			}
-			s.xs = append(s.xs, d.x(r))
-			s.ys = append(s.ys, r.MsgsPerS)
-		}
-		var ss []series
-		for _, n := range order {
-			s := *groups[n]
-			idx := make([]int, len(s.xs))
-			for i := range idx {
-				idx[i] = i
-			}
-			sort.Slice(idx, func(a, b int) bool { return s.xs[idx[a]] < s.xs[idx[b]] })
-			var xs, ys []float64
-			for _, i := range idx {
-				xs = append(xs, s.xs[i])
-				ys = append(ys, s.ys[i])
-			}
-			ss = append(ss, series{name: n, xs: xs, ys: ys})
-		}
-		xTitle := map[string]string{"agg": "aggregation buffer size (AggSize)", "buffers": "runtime buffers per rank (Buffers)", "threads": "routing threads per agent (Threads)"}[d.dim]
-		if err := write(d.file, lineChart(d.title, xTitle, "messages per second", ss, d.label)); err != nil {
-			return files, err
 		}
 	}
 	if vary["agent"] {
@@ -354,4 +325,51 @@ func PlotShuffle(rows []ShuffleRow, dir string) ([]string, error) {
 		}
 	}
 	return files, nil
+}
+
+// plotDimension groups rows into series along one dimension (x) and hands
+// them to draw; the other varying dimensions name the series.
+func plotDimension(rows []ShuffleRow, vary map[string]bool, dim string, x, y func(ShuffleRow) float64, draw func([]series) error) error {
+	groups := map[string]*series{}
+	var order []string
+	v2 := map[string]bool{}
+	for kk, vv := range vary {
+		v2[kk] = vv && kk != dim
+	}
+	for _, r := range rows {
+		k := keyOf(r)
+		switch dim {
+		case "agg":
+			k.agg = 0
+		case "buffers":
+			k.buf = 0
+		case "threads":
+			k.thread = 0
+		}
+		name := seriesName(k, v2)
+		s := groups[name]
+		if s == nil {
+			s = &series{name: name}
+			groups[name] = s
+			order = append(order, name)
+		}
+		s.xs = append(s.xs, x(r))
+		s.ys = append(s.ys, y(r))
+	}
+	var ss []series
+	for _, n := range order {
+		s := *groups[n]
+		idx := make([]int, len(s.xs))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.Slice(idx, func(a, b int) bool { return s.xs[idx[a]] < s.xs[idx[b]] })
+		var xs, ys []float64
+		for _, i := range idx {
+			xs = append(xs, s.xs[i])
+			ys = append(ys, s.ys[i])
+		}
+		ss = append(ss, series{name: n, xs: xs, ys: ys})
+	}
+	return draw(ss)
 }

@@ -127,7 +127,7 @@ func TestRunShuffleEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"msgs_vs_agg_size.svg", "corun_vs_offload.svg", "cpu_corun_vs_offload.svg"}
+	want := []string{"msgs_vs_agg_size.svg", "msgs_per_cpu_vs_agg_size.svg", "corun_vs_offload.svg", "cpu_corun_vs_offload.svg"}
 	for _, w := range want {
 		b, err := os.ReadFile(filepath.Join(dir, w))
 		if err != nil {
