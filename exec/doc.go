@@ -10,7 +10,46 @@
 // Parallelism inside a node is exchange-based: the planner instantiates a
 // pipeline once per core and joins pipelines with local exchange operators
 // (gather, hash repartition, ordered merge), the same shapes the distributed
-// planner uses between nodes. See docs/architecture.md.
+// planner uses between nodes. See docs/architecture.md and docs/decisions.md
+// (D12, D13).
+//
+// Stateful operators (hash*.go, agg*.go, join.go, nljoin.go, sort.go,
+// topn.go, distinct.go, window.go, exchange*.go, parallel.go, compact.go)
+// take column indexes (the planner projects expressions first) and plain
+// spec structs (HashAggSpec, HashJoinSpec, NestedLoopJoinSpec, SortSpec,
+// TopNSpec, DistinctSpec, WindowSpec, ExchangeSpec) that ship to workers as
+// data:
+//   - Rows an operator keeps are copied into typed Go columns (colVec,
+//     rowStore in compact.go) and charged to an Account named after the
+//     operator; output batches are gathered from them into Arrow arrays
+//     allocated with env.Alloc.
+//   - Keys go through one hash table design (hashtable.go): keys packed
+//     into one or two 64-bit words when they fit (ints, dates, decimals,
+//     short strings), byte strings otherwise; open addressing, keys compared
+//     on every hash hit; dense group ids in first-appearance order.
+//   - HashPartitioner (hash.go) is the only partitioning function: local
+//     repartitions and the network shuffle call it, so rows of one key meet
+//     wherever they are routed.
+//   - Aggregates split into Partial and Final phases (SplitAgg) whose states
+//     are ordinary Arrow columns; sums of decimals are exact 128-bit.
+//   - Join output columns are always the left input's then the right
+//     input's, whichever side builds the hash table.
+//   - Sorts are stable; ORDER BY defaults follow PostgreSQL (NULLS LAST for
+//     ASC, FIRST for DESC, NaN above all numbers).
+//
+// How a planner assembles a parallel plan on one node (P = Env.Parallelism):
+//   - scan-filter-project: P pipelines, each over a share of the row groups.
+//   - aggregate: NewParallelHashAgg(pipelines, spec, AggSplitPartial) for
+//     few groups (P partials, a gather, one final), AggSplitRepartition for
+//     many (a hash repartition by group key into P aggregates, a gather).
+//   - join: NewParallelHashJoin(probePipelines, buildPipelines, spec) shares
+//     one hash table among P probers (no repartition of the probe side);
+//     for two large inputs, NewHashRepartition both on the join keys into P
+//     partitions and run P independent HashJoins.
+//   - order by: P Sorts (or TopNs) then NewOrderedMerge (then a TopN for
+//     LIMIT); window: NewHashRepartition on the PARTITION BY keys into P
+//     Windows, then a gather (or a merge when ORDER BY follows).
+//   - the root: NewGather over the last stage's pipelines.
 //
 // Invariants:
 //   - Types are Arrow types. decimal(p<=18, s) is arrow.Decimal64 (scaled

@@ -312,6 +312,20 @@ func (p *HashPartitioner) splitParts(b *Batch, parts []int32) [][]int32 {
 	return p.sels
 }
 
+// SplitBatches returns one batch per partition: b's columns (borrowed,
+// valid as long as b) with a selection of the partition's rows; nil for
+// partitions without rows. Compact a batch to ship it densely.
+func (p *HashPartitioner) SplitBatches(b *Batch) []*Batch {
+	sels := p.Split(b)
+	out := make([]*Batch, len(sels))
+	for q, sel := range sels {
+		if len(sel) > 0 {
+			out[q] = &Batch{Cols: b.Cols, N: b.N, Sel: sel}
+		}
+	}
+	return out
+}
+
 // HashPartition returns the partition in [0, m) of every live row of b by
 // the row hash of its key columns; a convenience over HashPartitioner.
 func HashPartition(b *Batch, schema *arrow.Schema, keys []int, m int) ([]int32, error) {

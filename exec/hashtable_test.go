@@ -272,6 +272,16 @@ func TestHashPartitionConsistent(t *testing.T) {
 	if n != len(sel) {
 		t.Fatalf("split holds %d rows, want %d", n, len(sel))
 	}
+	for q, sb := range p.SplitBatches(&Batch{Cols: rec.Columns(), N: 4000, Sel: sel}) {
+		if sb == nil {
+			continue
+		}
+		for _, got := range p.Partition(sb) {
+			if int(got) != q {
+				t.Fatalf("SplitBatches: a row of partition %d in batch %d", got, q)
+			}
+		}
+	}
 	// int32 and int64 holding the same numbers hash alike.
 	s32 := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int32}}, nil)
 	s64 := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64}}, nil)

@@ -2,7 +2,10 @@ package exec
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/nicflow/nicflow/internal/nferr"
 )
@@ -179,5 +182,73 @@ func TestWindowSpecErrors(t *testing.T) {
 		if _, err := NewWindow(src, spec); !nferr.Is(err, nferr.KindQuery) {
 			t.Errorf("%+v: got %v, want a query error", spec, err)
 		}
+	}
+}
+
+// TestStatefulMemoryLimits: every buffering operator fails cleanly with a
+// KindResource error naming it when the budget is too small, and returns
+// everything to the budget.
+func TestStatefulMemoryLimits(t *testing.T) {
+	checkNoGoroutineLeak(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rows := aggRows(51, 4000, 500)
+	l, r := joinInputs(52, 300, 3000, 1000)
+	for _, tc := range []struct {
+		name string
+		mk   func(a, b Operator) (Operator, error)
+	}{
+		{"window", func(a, b Operator) (Operator, error) {
+			b.Close()
+			return NewWindow(a, WindowSpec{OrderBy: []SortKey{{Col: 1}}, Funcs: []WindowFuncSpec{{Func: WinRank}}})
+		}},
+		{"nested loop join", func(a, b Operator) (Operator, error) {
+			return NewNestedLoopJoin(a, b, NestedLoopJoinSpec{Type: JoinInner})
+		}},
+		{"ordered merge", func(a, b Operator) (Operator, error) {
+			// The merge's inputs run behind one-input gathers, which
+			// charge their queues first: either name is right.
+			b.Close()
+			return NewOrderedMerge([]Operator{a}, []SortKey{{Col: 1}})
+		}},
+		{"gather exchange", func(a, b Operator) (Operator, error) {
+			b.Close()
+			return NewGather([]Operator{a})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var a, b Operator
+			if tc.name == "nested loop join" {
+				lrec := MakeRecord(t, mem, joinLeftSchema, l)
+				rrec := MakeRecord(t, mem, joinRightSchema, r)
+				a, _ = NewBatchSource(joinLeftSchema, lrec)
+				b, _ = NewBatchSource(joinRightSchema, rrec)
+				lrec.Release()
+				rrec.Release()
+			} else {
+				rec := MakeRecord(t, mem, aggTestSchema, rows)
+				a, _ = NewBatchSource(aggTestSchema, rec)
+				b, _ = NewBatchSource(aggTestSchema, rec)
+				rec.Release()
+			}
+			op, err := tc.mk(a, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			env := NewTestEnv(mem)
+			env.Budget = NewBudget(16 << 10)
+			_, err = CollectRows(env, op)
+			if err == nil {
+				t.Fatalf("%s: no error under a 16 KiB budget", tc.name)
+			}
+			named := strings.Contains(err.Error(), "memory limit exceeded in "+tc.name) ||
+				(tc.name == "ordered merge" && strings.Contains(err.Error(), "memory limit exceeded in gather exchange"))
+			if !nferr.Is(err, nferr.KindResource) || !named {
+				t.Fatalf("got %v, want a KindResource error naming the %s", err, tc.name)
+			}
+			if env.Budget.Used() != 0 {
+				t.Fatalf("budget holds %d after Close", env.Budget.Used())
+			}
+		})
 	}
 }
