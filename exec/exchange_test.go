@@ -442,3 +442,100 @@ func TestParallelOperators(t *testing.T) {
 }
 
 var _ = rand.IntN
+
+// TestEarlyClose closes every stateful operator after its first batch:
+// nothing may leak (allocator, budget, goroutines).
+func TestEarlyClose(t *testing.T) {
+	checkNoGoroutineLeak(t)
+	rows := aggRows(61, 3000, 400)
+	l, r := joinInputs(62, 2000, 1500, 300)
+	one := func(mk func(in Operator) (Operator, error)) func(a, b Operator) (Operator, error) {
+		return func(a, b Operator) (Operator, error) { b.Close(); return mk(a) }
+	}
+	for _, tc := range []struct {
+		name string
+		join bool
+		mk   func(a, b Operator) (Operator, error)
+	}{
+		{"agg", false, one(func(in Operator) (Operator, error) {
+			return NewHashAgg(in, HashAggSpec{GroupCols: []int{2}, Aggs: allAggs()})
+		})},
+		{"sort", false, one(func(in Operator) (Operator, error) {
+			return NewSort(in, SortSpec{Keys: []SortKey{{Col: 0}}})
+		})},
+		{"topn", false, one(func(in Operator) (Operator, error) {
+			return NewTopN(in, TopNSpec{Keys: []SortKey{{Col: 0}}, Limit: 500})
+		})},
+		{"distinct", false, one(func(in Operator) (Operator, error) { return NewDistinct(in, DistinctSpec{}) })},
+		{"window", false, one(func(in Operator) (Operator, error) {
+			return NewWindow(in, WindowSpec{PartitionBy: []int{1}, OrderBy: []SortKey{{Col: 5}}, Funcs: []WindowFuncSpec{{Func: WinSum, Arg: 3}}})
+		})},
+		{"parallel-agg", false, one(func(in Operator) (Operator, error) {
+			return NewParallelHashAgg(splitInput(in, 2, 3), HashAggSpec{GroupCols: []int{2}, Aggs: allAggs()}, AggSplitRepartition)
+		})},
+		{"parallel-sort", false, one(func(in Operator) (Operator, error) {
+			parts := splitInput(in, 2, 2)
+			for i, p := range parts {
+				parts[i], _ = NewSort(p, SortSpec{Keys: []SortKey{{Col: 0}}})
+			}
+			return NewOrderedMerge(parts, []SortKey{{Col: 0}})
+		})},
+		{"hash-join", true, func(a, b Operator) (Operator, error) {
+			return NewHashJoin(a, b, HashJoinSpec{Type: JoinFull, LeftKeys: []int{1}, RightKeys: []int{1}})
+		}},
+		{"nl-join", true, func(a, b Operator) (Operator, error) {
+			e := testResidual
+			return NewNestedLoopJoin(a, b, NestedLoopJoinSpec{Type: JoinLeft, Condition: &e})
+		}},
+		{"parallel-join", true, func(a, b Operator) (Operator, error) {
+			ops, err := NewParallelHashJoin(splitInput(a, 0, 2), splitInput(b, 0, 2), HashJoinSpec{Type: JoinRight, LeftKeys: []int{1}, RightKeys: []int{1}})
+			if err != nil {
+				return nil, err
+			}
+			return NewGather(ops)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			var a, b Operator
+			if tc.join {
+				lrec := MakeRecord(t, mem, joinLeftSchema, l)
+				rrec := MakeRecord(t, mem, joinRightSchema, r)
+				a, _ = NewBatchSource(joinLeftSchema, lrec)
+				b, _ = NewBatchSource(joinRightSchema, rrec)
+				lrec.Release()
+				rrec.Release()
+			} else {
+				var recs []arrow.RecordBatch
+				for s := 0; s < len(rows); s += 100 {
+					recs = append(recs, MakeRecord(t, mem, aggTestSchema, rows[s:s+100]))
+				}
+				a, _ = NewBatchSource(aggTestSchema, recs...)
+				b, _ = NewBatchSource(aggTestSchema)
+				releaseRecs(recs)
+			}
+			op, err := tc.mk(a, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			env := NewTestEnv(mem)
+			env.BatchSize = 7
+			if err := op.Open(env); err != nil {
+				t.Fatal(err)
+			}
+			if b, err := op.Next(); err != nil || b == nil {
+				t.Fatalf("first Next: %v, %v", b != nil, err)
+			}
+			if err := op.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := op.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if u := env.Budget.Used(); u != 0 {
+				t.Fatalf("budget holds %d after Close", u)
+			}
+		})
+	}
+}

@@ -754,10 +754,10 @@ func (h *HashJoin) nextPairs() (*Batch, error) {
 		if !h.shape.emitsPairs() {
 			return nil, nil
 		}
-		return h.emitPairs(h.pairRow, h.pairB, nil), nil
+		return h.emitPairs(h.pairRow, h.pairB), nil
 	}
 	// Residual: evaluate the candidate pairs over left ++ right columns.
-	cand := h.emitPairs(h.pairRow, h.pairB, nil)
+	cand := h.emitPairs(h.pairRow, h.pairB)
 	pass, err := h.filter.EvalFilter(cand)
 	if err != nil {
 		return nil, nferr.Wrap(nferr.KindQuery, err, "%s: residual condition", h.shape.op)
@@ -784,9 +784,8 @@ func (h *HashJoin) nextPairs() (*Batch, error) {
 }
 
 // emitPairs builds the batch of left ++ right columns for pairs (physical
-// probe row, build row); -1 on either side gives NULLs. With cols == nil it
-// builds every column of the joined schema.
-func (h *HashJoin) emitPairs(prow, brow []int32, _ []int) *Batch {
+// probe row, build row); -1 on either side gives NULLs.
+func (h *HashJoin) emitPairs(prow, brow []int32) *Batch {
 	n := len(prow)
 	cols := make([]arrow.Array, 0, h.shape.joined.NumFields())
 	alloc := h.env.Alloc
@@ -840,7 +839,7 @@ func (h *HashJoin) probeTail() *Batch {
 		if len(h.pairRow) == 0 {
 			return nil
 		}
-		return h.emitPairs(h.pairRow, h.pairB, nil)
+		return h.emitPairs(h.pairRow, h.pairB)
 	case s.buildLeft || h.tail > 0:
 		return nil
 	case s.typ == JoinSemi || s.typ == JoinAnti:
@@ -893,10 +892,8 @@ func (h *HashJoin) markArray(n int, f func(j int) (bool, bool)) arrow.Array {
 	bits := vb.Bytes()
 	clear(bits)
 	w := validityWriter{alloc: alloc, n: n}
-	live := make([]bool, n)
 	for j := 0; j < lenLive(h.pb.Sel, h.pb.N); j++ {
 		i := rowAt(h.pb.Sel, j)
-		live[i] = true
 		v, ok := f(j)
 		if !ok {
 			w.setNull(i)
@@ -962,7 +959,7 @@ func (h *HashJoin) buildTail() *Batch {
 	for i := range prow {
 		prow[i] = -1
 	}
-	return h.emitPairs(prow, h.idx, nil)
+	return h.emitPairs(prow, h.idx)
 }
 
 // Close implements Operator.
