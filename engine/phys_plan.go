@@ -379,7 +379,7 @@ func (pl *physPlanner) projectExprs(in *pnode, exprs []Expr, cols []Column, est 
 func (pl *physPlanner) exact(in *pnode, cols []Column) (*pnode, error) {
 	same := len(in.layout) == len(cols)
 	for i := 0; same && i < len(cols); i++ {
-		same = in.layout[i] == cols[i].ID && arrow.TypeEqual(in.schema.Field(i).Type, cols[i].Type)
+		same = in.layout[i] == cols[i].ID && arrow.TypeEqual(in.schema.Field(i).Type, cols[i].Type) && !isNullType(cols[i].Type)
 	}
 	if same {
 		return in, nil

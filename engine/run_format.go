@@ -77,7 +77,8 @@ func NewValueFormatter(t arrow.DataType) (*ValueFormatter, error) {
 // Format returns the text of row i of a and whether it is NULL (the text
 // is then empty).
 func (f *ValueFormatter) Format(a arrow.Array, i int) (string, bool) {
-	if a.IsNull(i) {
+	// NB: an arrow Null array has no validity bitmap, so IsNull is false.
+	if a.IsNull(i) || a.DataType().ID() == arrow.NULL {
 		return "", true
 	}
 	return f.fn(a, i), false

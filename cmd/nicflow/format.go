@@ -165,15 +165,18 @@ func (t *tableWriter) end(n int64) error {
 		}
 		return s + p
 	}
+	var lb strings.Builder
 	line := func(cells []string, header bool) {
+		lb.Reset()
 		for i, c := range cells {
 			if i > 0 {
-				bw.WriteString(" | ")
+				lb.WriteString(" | ")
 			} else {
-				bw.WriteString(" ")
+				lb.WriteString(" ")
 			}
-			bw.WriteString(pad(c, width[i], t.right[i] && !header))
+			lb.WriteString(pad(c, width[i], t.right[i] && !header))
 		}
+		bw.WriteString(strings.TrimRight(lb.String(), " "))
 		bw.WriteString("\n")
 	}
 	if len(t.names) > 0 {
