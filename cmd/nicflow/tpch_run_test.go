@@ -132,7 +132,7 @@ func TestTpchRunCommand(t *testing.T) {
 
 func TestParseQueryList(t *testing.T) {
 	for in, want := range map[string]string{
-		"1-22": fmt.Sprint([]int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22}),
+		"1-22":  fmt.Sprint([]int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22}),
 		"3,1,3": "[1 3]", "2-4,9": "[2 3 4 9]", " 7 ": "[7]",
 	} {
 		got, err := parseQueryList(in)
