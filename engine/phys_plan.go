@@ -76,6 +76,10 @@ func (o *PlanOptions) Validate() error {
 	return nil
 }
 
+// rowsPerGroup is the row-group size assumed for tables whose files are
+// unknown (tpch.DefaultRowGroupRows).
+const rowsPerGroup = 256 * 1024
+
 // maxParallelism bounds pipelines per node: far more than any DPU or
 // worker has cores, low enough that a typo does not start a million
 // goroutines.
@@ -297,9 +301,12 @@ func (pl *physPlanner) scan(n *ScanNode, need colSet) (*pnode, error) {
 	default:
 		spec.Filter = storage.And(preds...)
 	}
-	streams := pl.opts.Parallelism
-	if st != nil {
-		streams = max(1, min(streams, len(tasks)))
+	streams := max(1, min(pl.opts.Parallelism, len(tasks)))
+	if st == nil {
+		// Without storage the table's row groups are unknown: assume
+		// groups of rowsPerGroup rows (what `tpch gen` writes), so small
+		// tables stay single-stream in EXPLAIN of test catalogs.
+		streams = max(1, min(pl.opts.Parallelism, int(n.Table.RowCount()/rowsPerGroup)+1))
 	}
 	if st != nil && len(tasks) == 0 {
 		tasks = nil // an empty table: no task at all
