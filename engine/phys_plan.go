@@ -98,6 +98,7 @@ func PlanPhysical(p Plan, names []string, opts PlanOptions) (pp *PhysPlan, err e
 	}()
 	pl := &physPlanner{opts: opts, est: newEstimator(), shared: map[*SharedDef]int{}}
 	cols := p.Columns()
+	p = pl.placeSemiJoins(p)
 	root, err := pl.plan(p, colSetOf(cols))
 	if err != nil {
 		return nil, err
@@ -709,8 +710,16 @@ func (pl *physPlanner) hashJoinNode(n *JoinNode, kind JoinKind, left, right *pno
 	if n.Build == BuildLeft {
 		spec.Build = exec.SideLeft
 	}
-	if n.NullAware {
+	switch {
+	case n.NullAware:
 		spec.Build = exec.SideRight
+	case kind == JoinSemi || kind == JoinAnti || kind == JoinMark:
+		// The optimizer builds these on the right; when the left input is
+		// the smaller, building on it (and probing with the right, marking
+		// the build rows that match) holds less and probes a smaller table.
+		if pl.est.rows(n.Left) < pl.est.rows(n.Right) {
+			spec.Build = exec.SideLeft
+		}
 	}
 	layout := pl.joinLayout(kind, n, left, right)
 	if cond != nil {
@@ -1266,7 +1275,7 @@ func (pl *physPlanner) sharedScan(n *SharedScan) (*pnode, error) {
 	id, ok := pl.shared[n.Def]
 	if !ok {
 		cols := n.Def.Plan.Columns()
-		root, err := pl.plan(n.Def.Plan, colSetOf(cols))
+		root, err := pl.plan(pl.placeSemiJoins(n.Def.Plan), colSetOf(cols))
 		if err != nil {
 			return nil, err
 		}
