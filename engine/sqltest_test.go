@@ -15,7 +15,7 @@ import (
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
-// SQL test files (testdata/sqltest/*.test), a sqllogictest-like format:
+// SQL test files (testdata/sqltest/*.slt), a sqllogictest-like format:
 //
 //	# comment
 //	statement ok
@@ -198,13 +198,13 @@ func errFirstLine(err error) string {
 }
 
 func TestSQLFiles(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "sqltest", "*.test"))
+	files, err := filepath.Glob(filepath.Join("testdata", "sqltest", "*.slt"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no SQL test files: %v", err)
 	}
 	for _, path := range files {
 		recs := parseSQLTest(t, path)
-		name := strings.TrimSuffix(filepath.Base(path), ".test")
+		name := strings.TrimSuffix(filepath.Base(path), ".slt")
 		for si, setup := range sqlSetups {
 			rewriting := *rewrite && si == 0
 			t.Run(name+"/"+setup.name, func(t *testing.T) {
