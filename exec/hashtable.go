@@ -524,11 +524,11 @@ const prefetchSlots = 1 << 16
 // touch loads the first slot of every key: independent loads whose cache
 // misses overlap, where the probe loop's data-dependent branches would take
 // them one at a time. Go has no prefetch instruction; this is the portable
-// equivalent (measured ~1.5x on probes of a 32 MiB table).
+// equivalent. Probes run in chunks of touchChunk rows so that the touched
+// lines and their TLB entries are still there when the probe loop comes
+// (measured on a 32 MiB table: 940 ms without touch, 680 ms touching 8192
+// rows ahead, 550 ms touching 1024 ahead).
 func (t *fixedTable[K]) touch(hashes []uint64) {
-	if len(t.slots) < prefetchSlots {
-		return
-	}
 	var sink uint32
 	for _, h := range hashes {
 		sink += t.slots[h>>t.shift].g
@@ -540,6 +540,9 @@ func (t *fixedTable[K]) touch(hashes []uint64) {
 	}
 }
 
+// touchChunk is the number of probes touched ahead (see touch).
+const touchChunk = 1024
+
 // touchSink is touch's rarely written side effect.
 var touchSink atomic.Uint32
 
@@ -549,9 +552,22 @@ func (t *fixedTable[K]) findOrInsert(keys []K, hashes []uint64, gids []uint32, p
 			return err
 		}
 	}
-	t.touch(hashes)
+	for start := 0; start < len(keys); start += touchChunk {
+		end := min(start+touchChunk, len(keys))
+		if len(t.slots) >= prefetchSlots {
+			t.touch(hashes[start:end])
+		}
+		if err := t.insertRange(keys, hashes, gids, start, end, preGrow); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *fixedTable[K]) insertRange(keys []K, hashes []uint64, gids []uint32, start, end int, preGrow func(int64) error) error {
 	slots, shift, mask := t.slots, t.shift, t.mask
-	for j, k := range keys {
+	for j := start; j < end; j++ {
+		k := keys[j]
 		pos := hashes[j] >> shift
 		for {
 			s := &slots[pos]
@@ -587,25 +603,32 @@ func (t *fixedTable[K]) find(keys []K, hashes []uint64, bad []bool, gids []uint3
 		}
 		return
 	}
-	t.touch(hashes)
 	slots, shift, mask := t.slots, t.shift, t.mask
-	for j, k := range keys {
-		if bad[j] {
-			gids[j] = noGroup
-			continue
+	big := len(slots) >= prefetchSlots
+	for start := 0; start < len(keys); start += touchChunk {
+		end := min(start+touchChunk, len(keys))
+		if big {
+			t.touch(hashes[start:end])
 		}
-		pos := hashes[j] >> shift
-		for {
-			s := &slots[pos]
-			if s.g == 0 {
+		for j := start; j < end; j++ {
+			if bad[j] {
 				gids[j] = noGroup
-				break
+				continue
 			}
-			if s.key == k {
-				gids[j] = s.g - 1
-				break
+			k := keys[j]
+			pos := hashes[j] >> shift
+			for {
+				s := &slots[pos]
+				if s.g == 0 {
+					gids[j] = noGroup
+					break
+				}
+				if s.key == k {
+					gids[j] = s.g - 1
+					break
+				}
+				pos = (pos + 1) & mask
 			}
-			pos = (pos + 1) & mask
 		}
 	}
 }
