@@ -76,6 +76,10 @@ func (o *PlanOptions) Validate() error {
 	return nil
 }
 
+// semiBuildLeftFactor: a semi, anti or mark join builds on its left input
+// only when that is this many times smaller than the right.
+const semiBuildLeftFactor = 4
+
 // rowsPerGroup is the row-group size assumed for tables whose files are
 // unknown (tpch.DefaultRowGroupRows).
 const rowsPerGroup = 256 * 1024
@@ -715,9 +719,11 @@ func (pl *physPlanner) hashJoinNode(n *JoinNode, kind JoinKind, left, right *pno
 		spec.Build = exec.SideRight
 	case kind == JoinSemi || kind == JoinAnti || kind == JoinMark:
 		// The optimizer builds these on the right; when the left input is
-		// the smaller, building on it (and probing with the right, marking
+		// much smaller, building on it (and probing with the right, marking
 		// the build rows that match) holds less and probes a smaller table.
-		if pl.est.rows(n.Left) < pl.est.rows(n.Right) {
+		// NB: "much" because the right side is often a filtered aggregate
+		// (TPC-H Q18: sum(l_quantity) > 300) whose estimate is a guess.
+		if pl.est.rows(n.Left)*semiBuildLeftFactor < pl.est.rows(n.Right) {
 			spec.Build = exec.SideLeft
 		}
 	}
