@@ -33,6 +33,8 @@ package exec
 // set atomically and the last prober to finish emits the build-side tail.
 
 import (
+	"math/bits"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -249,9 +251,50 @@ type joinTable struct {
 	acct       *Account
 	accBytes   int64
 
+	// Partitioned mode (parallel builds): one key table per row-hash
+	// partition, filled concurrently; rows hold (local group << pbits |
+	// partition) until finish turns them into global group ids.
+	parts    []*joinPart
+	pbits    uint
+	partBase []uint32 // global id of each partition's group 0
+	mu       sync.Mutex
+
 	// probersLeft counts probers still running; the one that brings it to
 	// zero emits the build-side tail.
 	probersLeft atomic.Int32
+}
+
+// joinPart is one partition's key table in a partitioned build.
+type joinPart struct {
+	mu   sync.Mutex
+	keys *keyTable
+	acct *Account
+}
+
+// maxJoinParts bounds the partitions of a parallel build (6 bits of a
+// row's group word).
+const maxJoinParts = 64
+
+// partition switches t to partitioned mode with n (a power of two)
+// partitions, each charging its own account from budget.
+func (t *joinTable) partition(n int, budget *Budget) {
+	t.pbits = uint(bits.TrailingZeros(uint(n)))
+	for i := 0; i < n; i++ {
+		a := budget.NewAccount("hash join build")
+		t.parts = append(t.parts, &joinPart{keys: newKeyTable(t.shape.keyInfos, a), acct: a})
+	}
+}
+
+// groups is the number of distinct build keys.
+func (t *joinTable) groups() int {
+	if t.parts == nil {
+		return t.keys.groups()
+	}
+	n := 0
+	for _, p := range t.parts {
+		n += p.keys.groups()
+	}
+	return n
 }
 
 func newJoinTable(shape *joinShape, acct *Account) *joinTable {
@@ -286,6 +329,9 @@ type buildScratch struct {
 	gids    []uint32
 	keyCols []arrow.Array
 	nn      []int32
+	part    *HashPartitioner // partitioned builds
+	live    []int32
+	enc     []uint32
 }
 
 // addBatch adds the live rows of a build batch. Rows get consecutive ids;
@@ -337,6 +383,72 @@ func (t *joinTable) addBatch(b *Batch, sc *buildScratch) error {
 	return t.charge()
 }
 
+// addBatchParallel is addBatch for partitioned tables; build goroutines call
+// it concurrently.
+func (t *joinTable) addBatchParallel(b *Batch, sc *buildScratch) error {
+	sc.keyCols = sc.keyCols[:0]
+	for _, k := range t.shape.buildKeys {
+		sc.keyCols = append(sc.keyCols, b.Cols[k])
+	}
+	m := b.Len()
+	nnSel, nullPos := nonNullKeys(sc.keyCols, b.Sel, b.N, &sc.nn)
+	// Reserve row ids [base, base+m) and store the rows.
+	t.mu.Lock()
+	base := t.nrows
+	if t.shape.storeBuild {
+		t.store.appendBatch(b)
+	}
+	t.nrows += m
+	t.rows = growTo(t.rows, base+m)
+	for _, j := range nullPos {
+		t.rows[base+int(j)] = noGroup
+		t.nullRows = append(t.nullRows, uint32(base)+uint32(j))
+	}
+	t.hasNullKey = t.hasNullKey || len(nullPos) > 0
+	err := t.charge()
+	t.mu.Unlock()
+	if err != nil || (nnSel != nil && len(nnSel) == 0) {
+		return err
+	}
+	// Live index of each physical row.
+	sc.live = resize(sc.live, b.N)
+	for j := 0; j < m; j++ {
+		sc.live[rowAt(b.Sel, j)] = int32(j)
+	}
+	sc.enc = resize(sc.enc, m)
+	for j := range sc.enc {
+		sc.enc[j] = noGroup
+	}
+	for q, sel := range sc.part.Split(&Batch{Cols: b.Cols, N: b.N, Sel: nnSel}) {
+		if len(sel) == 0 {
+			continue
+		}
+		p := t.parts[q]
+		sc.gids = resize(sc.gids, len(sel))
+		p.mu.Lock()
+		err := p.keys.findOrInsert(sc.keyCols, sel, b.N, sc.gids)
+		p.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		for k, phys := range sel {
+			g := sc.gids[k]
+			if g >= 1<<(32-t.pbits)-1 {
+				return nferr.Resourcef("hash join build: more than %d keys in one partition", 1<<(32-t.pbits)-1)
+			}
+			sc.enc[sc.live[phys]] = g<<t.pbits | uint32(q)
+		}
+	}
+	t.mu.Lock()
+	for j, x := range sc.enc {
+		if x != noGroup {
+			t.rows[base+j] = x
+		}
+	}
+	t.mu.Unlock()
+	return nil
+}
+
 // nonNullKeys returns the selection of live rows whose key columns are all
 // non-NULL (nil when that is every row, with sel nil) and the live-row
 // indexes of the others.
@@ -377,7 +489,22 @@ func nonNullKeys(cols []arrow.Array, sel []int32, n int, buf *[]int32) (nn []int
 // finish turns the per-row group ids into per-group row lists (a counting
 // sort: rows of a group stay in build order).
 func (t *joinTable) finish() error {
-	g := t.keys.groups()
+	if t.parts != nil {
+		// Local (partition, group) words become global group ids.
+		t.partBase = make([]uint32, len(t.parts))
+		base := uint32(0)
+		for i, p := range t.parts {
+			t.partBase[i] = base
+			base += uint32(p.keys.groups())
+		}
+		mask := uint32(len(t.parts) - 1)
+		for i, x := range t.rows {
+			if x != noGroup {
+				t.rows[i] = t.partBase[x&mask] + x>>t.pbits
+			}
+		}
+	}
+	g := t.groups()
 	gidOf := t.rows
 	if err := t.acct.Grow(int64(g+1)*4 + int64(len(gidOf))*4); err != nil {
 		return err
@@ -450,6 +577,11 @@ func (t *joinTable) release() {
 		return
 	}
 	t.keys.release()
+	for _, p := range t.parts {
+		p.keys.release()
+		p.acct.Close()
+	}
+	t.parts = nil
 	t.store = newRowStore(nil)
 	t.start, t.rows, t.nullRows, t.matched = nil, nil, nil, nil
 	t.acct.Close()
@@ -500,6 +632,9 @@ type HashJoin struct {
 	opened, closed        bool
 	keyCols               []arrow.Array
 	ksc                   keyScratch // probe keys (the table may be shared)
+	part                  *HashPartitioner
+	live                  []int32
+	tmpGids               []uint32
 }
 
 // NewHashJoin validates spec against the inputs' schemas and builds the
@@ -637,7 +772,11 @@ func (h *HashJoin) startProbe(b *Batch) {
 	for _, k := range h.shape.probeKeys {
 		h.keyCols = append(h.keyCols, b.Cols[k])
 	}
-	h.bt.keys.find(h.keyCols, b.Sel, b.N, h.pgids, &h.ksc)
+	if h.bt.parts == nil {
+		h.bt.keys.find(h.keyCols, b.Sel, b.N, h.pgids, &h.ksc)
+	} else {
+		h.findPartitioned(b)
+	}
 	if h.shape.nullAware {
 		h.pnull = resize(h.pnull, m)
 		h.pkNull = resize(h.pkNull, m)
@@ -665,6 +804,34 @@ func (h *HashJoin) startProbe(b *Batch) {
 		return
 	}
 	h.phase = phPairs
+}
+
+// findPartitioned looks the probe keys up in a partitioned table: rows
+// split by the row hash of their keys, as the build rows were.
+func (h *HashJoin) findPartitioned(b *Batch) {
+	bt := h.bt
+	if h.part == nil {
+		h.part, _ = NewHashPartitioner(h.shape.probeSchema, h.shape.probeKeys, len(bt.parts))
+	}
+	m := b.Len()
+	h.live = resize(h.live, b.N)
+	for j := 0; j < m; j++ {
+		h.live[rowAt(b.Sel, j)] = int32(j)
+	}
+	for q, sel := range h.part.Split(b) {
+		if len(sel) == 0 {
+			continue
+		}
+		h.tmpGids = resize(h.tmpGids, len(sel))
+		bt.parts[q].keys.find(h.keyCols, sel, b.N, h.tmpGids, &h.ksc)
+		for k, phys := range sel {
+			g := h.tmpGids[k]
+			if g != noGroup {
+				g += bt.partBase[q]
+			}
+			h.pgids[h.live[phys]] = g
+		}
+	}
 }
 
 // nullCandidates: with a residual, a null-aware join compares a row with

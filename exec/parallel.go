@@ -8,8 +8,9 @@ package exec
 // shapes that need more than an exchange:
 //
 //   - NewParallelHashJoin: N build pipelines fill ONE shared hash table
-//     (their inputs are drained concurrently; inserts are serialized), and
-//     N probe pipelines probe it concurrently. No repartition of the probe
+//     concurrently (partitioned by the row hash of the key, one key table
+//     per partition, so inserters rarely wait for each other), and N probe
+//     pipelines probe it concurrently. No repartition of the probe
 //     side is needed, which is what makes a broadcast-style local join
 //     cheap: the build side is shared memory, not copied N times.
 //   - NewParallelHashAgg: N partial aggregates, then either one final
@@ -48,6 +49,15 @@ func (s *sharedBuild) get(env *Env) (*joinTable, error) {
 func (s *sharedBuild) build(env *Env) (*joinTable, error) {
 	acct := env.Budget.NewAccount("hash join build")
 	t := newJoinTable(s.shape, acct)
+	parallel := len(s.inputs) > 1
+	if parallel {
+		// Enough partitions that concurrent inserters rarely meet.
+		n := 1
+		for n < 4*len(s.inputs) && n < maxJoinParts {
+			n *= 2
+		}
+		t.partition(n, env.Budget)
+	}
 	s.mu.Lock()
 	for _, in := range s.inputs {
 		if err := in.Open(env); err != nil {
@@ -64,6 +74,9 @@ func (s *sharedBuild) build(env *Env) (*joinTable, error) {
 		go func(i int, in Operator) {
 			defer wg.Done()
 			var sc buildScratch
+			if parallel {
+				sc.part, _ = NewHashPartitioner(s.shape.buildSchema, s.shape.buildKeys, len(t.parts))
+			}
 			for !failed.Load() {
 				if err := env.Ctx.Err(); err != nil {
 					errs[i] = nferr.With(nferr.KindCanceled, err)
@@ -79,9 +92,11 @@ func (s *sharedBuild) build(env *Env) (*joinTable, error) {
 				if b == nil {
 					return
 				}
-				s.mu.Lock()
-				err = t.addBatch(b, &sc)
-				s.mu.Unlock()
+				if parallel {
+					err = t.addBatchParallel(b, &sc)
+				} else {
+					err = t.addBatch(b, &sc)
+				}
 				if err != nil {
 					errs[i] = err
 					failed.Store(true)
