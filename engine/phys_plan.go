@@ -372,6 +372,10 @@ func (pl *physPlanner) project(n *ProjectNode, need colSet) (*pnode, error) {
 
 // projectExprs computes exprs over in; the output layout is cols' IDs.
 func (pl *physPlanner) projectExprs(in *pnode, exprs []Expr, cols []Column, est float64) (*pnode, error) {
+	in, exprs, err := pl.cse(in, append([]Expr(nil), exprs...))
+	if err != nil {
+		return nil, err
+	}
 	op := &ProjectOp{}
 	layout := make([]ColumnID, len(exprs))
 	for i, e := range exprs {
@@ -456,6 +460,19 @@ func (pl *physPlanner) ensure(in *pnode, exprs []Expr) (*pnode, []int, error) {
 	}
 	if len(extra) == 0 {
 		return in, pos, nil
+	}
+	base := len(in.layout)
+	in, extra, err := pl.cse(in, extra)
+	if err != nil {
+		return nil, nil, err
+	}
+	if shift := len(in.layout) - base; shift > 0 {
+		// The shared subexpressions' columns come before the extras.
+		for i := range pos {
+			if pos[i] >= base {
+				pos[i] += shift
+			}
+		}
 	}
 	op := &ProjectOp{}
 	layout := append([]ColumnID(nil), in.layout...)

@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"sort"
+
+	"github.com/nicflow/nicflow/exec"
+)
+
+// Common subexpressions. TPC-H Q1 sums l_extendedprice * (1 - l_discount)
+// and that product times (1 + l_tax): computed separately, the decimal
+// multiplication runs twice per row. Before a projection computes several
+// expressions, the planner finds the subexpressions that occur more than
+// once and computes each once, in a projection below, as a column the
+// expressions then read.
+//
+// Only subexpressions every row evaluates are shared: none inside CASE,
+// AND, OR, COALESCE or NULLIF arguments after the first, which may run
+// for some rows only (and must not fail for the others: CASE WHEN x <> 0
+// THEN y / x).
+
+// cseCandidates counts the shareable subexpressions of es by their key.
+func cseCandidates(es []Expr) (map[string]int, map[string]Expr) {
+	count := map[string]int{}
+	expr := map[string]Expr{}
+	var visit func(e Expr)
+	visit = func(e Expr) {
+		switch x := e.(type) {
+		case *Call:
+			if len(colsOf(x)) > 0 {
+				k := exprKey(x)
+				count[k]++
+				expr[k] = x
+			}
+			switch x.Fn {
+			case fnAnd, fnOr, fnCoalesce, "nullif":
+				if len(x.Args) > 0 {
+					visit(x.Args[0])
+				}
+				return
+			}
+			for _, a := range x.Args {
+				visit(a)
+			}
+		case *CastExpr:
+			if len(colsOf(x)) > 0 {
+				k := exprKey(x)
+				count[k]++
+				expr[k] = x
+			}
+			visit(x.X)
+		case *CaseExpr:
+			if len(x.Whens) > 0 {
+				visit(x.Whens[0])
+			}
+		}
+	}
+	for _, e := range es {
+		visit(e)
+	}
+	return count, expr
+}
+
+// cse computes the common subexpressions of exprs over in (one projection
+// appending them as columns) and returns the expressions rewritten to read
+// them. Without common subexpressions it returns its arguments.
+func (pl *physPlanner) cse(in *pnode, exprs []Expr) (*pnode, []Expr, error) {
+	var hoisted []Expr
+	var ids []ColumnID
+	for {
+		count, byKey := cseCandidates(exprs)
+		var keys []string
+		for k, n := range count {
+			if n >= 2 {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) == 0 {
+			break
+		}
+		// The largest first: sharing it may make its parts unshared.
+		sort.Slice(keys, func(i, j int) bool {
+			if len(keys[i]) != len(keys[j]) {
+				return len(keys[i]) > len(keys[j])
+			}
+			return keys[i] < keys[j]
+		})
+		e := byKey[keys[0]]
+		id := pl.newSynth()
+		ref := &ColRef{ID: id, Name: e.String(), Typ: e.Type()}
+		k := keys[0]
+		for i := range exprs {
+			exprs[i] = mapExpr(exprs[i], func(x Expr) Expr {
+				if exprKey(x) == k {
+					return ref
+				}
+				return x
+			})
+		}
+		hoisted = append(hoisted, e)
+		ids = append(ids, id)
+	}
+	if len(hoisted) == 0 {
+		return in, exprs, nil
+	}
+	// NB: hoisted expressions are not rewritten (each reads only the
+	// input's columns), so one projection computes them all.
+	op := &ProjectOp{}
+	layout := append([]ColumnID(nil), in.layout...)
+	for i, c := range in.n.Columns {
+		op.Exprs = append(op.Exprs, exec.Col(i, c.Name))
+		op.Names = append(op.Names, c.Name)
+	}
+	for i, h := range hoisted {
+		x, err := physExpr(h, in)
+		if err != nil {
+			return nil, nil, err
+		}
+		op.Exprs = append(op.Exprs, x)
+		op.Names = append(op.Names, h.String())
+		layout = append(layout, ids[i])
+	}
+	out, err := pl.node(&PhysNode{Kind: PhysProject, Streams: in.n.Streams, Project: op}, layout, in.n.EstRows, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, exprs, nil
+}
