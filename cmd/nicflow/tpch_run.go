@@ -3,12 +3,9 @@ package main
 import (
 	"context"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -109,37 +106,6 @@ func parseQueryList(s string) ([]int, error) {
 	return out, nil
 }
 
-// generatedSF reads the scale factor from the generator's marker file
-// (tpch.MarkerFile: {"tables": {"lineitem": {"sf": 1, ...}, ...}}).
-func generatedSF(dir string) (float64, error) {
-	path := filepath.Join(dir, tpch.MarkerFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, nferr.Queryf("%s has no %s: not TPC-H data from `nicflow tpch gen` (%v)", dir, tpch.MarkerFile, err)
-	}
-	var m struct {
-		Tables map[string]struct {
-			SF     float64 `json:"sf"`
-			Format string  `json:"format"`
-		} `json:"tables"`
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return 0, nferr.Dataf("%s is corrupt: %v", path, err)
-	}
-	sf := -1.0
-	for _, t := range tpch.AllTables() {
-		e, ok := m.Tables[t.String()]
-		if !ok || e.Format != string(tpch.FormatParquet) {
-			return 0, nferr.Queryf("%s: table %s was not generated as Parquet in %s (run nicflow tpch gen --dir %s)", path, t, dir, dir)
-		}
-		if sf >= 0 && e.SF != sf {
-			return 0, nferr.Queryf("%s: tables of different scale factors (%g and %g)", path, sf, e.SF)
-		}
-		sf = e.SF
-	}
-	return sf, nil
-}
-
 // queryRun is the outcome of one query.
 type queryRun struct {
 	q       int
@@ -168,7 +134,7 @@ func runTpchRun(ctx context.Context, fl tpchRunFlags, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	sf, err := generatedSF(fl.dir)
+	sf, err := tpch.GeneratedSF(fl.dir)
 	if err != nil {
 		return err
 	}
