@@ -32,6 +32,24 @@
 // outer_join, pushdown, join_order (with build sides), prune, topn.
 // Statistics-based estimates live in opt_card.go.
 //
+// # From a logical plan to results
+//
+//	PlanPhysical (phys_plan.go)  optimized Plan -> *PhysPlan (plain data,
+//	                             JSON-serializable: exec specs per node)
+//	Build (phys_build.go)        *PhysPlan -> exec operators (Executable)
+//	ExplainPhysical              *PhysPlan [+ EXPLAIN ANALYZE stats] -> text
+//	Open / Session (session.go)  a database directory, scripts, results
+//
+// A PhysNode has Streams parallel output streams (phys.go lists the rule
+// per operator kind); exchanges (gather, hash repartition, broadcast,
+// ordered merge) change the count, and the distributed planner cuts plans
+// at them. Before lowering, phys_semi.go places semi/anti joins and
+// reduces grouped subqueries by estimated cost; phys_cse.go computes
+// shared subexpressions once. StorageCatalog (catalog_storage.go) adapts
+// the storage catalog to Catalog. ValueFormatter (run_format.go) is the
+// canonical text of values (CLI output, tpch.CheckAnswer, SQL test files
+// under testdata/sqltest).
+//
 // Invariants:
 //   - Bind, Optimize and Parse never panic on any input; a recovered panic
 //     becomes a KindInternal error, which the fuzz targets (FuzzParse,
@@ -44,6 +62,10 @@
 //   - A SharedDef (a view or CTE read twice, TPC-H Q15) is computed once;
 //     its plan is optimized once, separately.
 //   - A null-aware anti or mark join's Equi[0] is its IN comparison.
+//   - A physical plan's root has one stream; every node with several
+//     streams is consumed by goroutines (exchange producers or a shared
+//     join build), and only single-stream paths keep a sort's order.
+//   - Result batches are borrowed until the next Result.Next or Close.
 //   - Optimization preserves results: a reference row-at-a-time evaluator
 //     (evaltest_test.go) runs unoptimized and optimized plans on random
 //     tables with NULLs, over fixed queries and as a fuzz target.
