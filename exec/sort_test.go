@@ -252,3 +252,25 @@ func TestSortMemoryLimit(t *testing.T) {
 	}
 	rec.Release()
 }
+
+// TestIntervalKeys: intervals group and join (equality) but do not sort.
+func TestIntervalKeys(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "iv", Type: arrow.FixedWidthTypes.MonthDayNanoInterval, Nullable: true},
+		{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	}, nil)
+	r := rand.New(rand.NewPCG(71, 1))
+	rows := RandomRows(r, schema, 300, GenOpts{NullProb: 0.05, Range: 6})
+	spec := HashAggSpec{GroupCols: []int{0}, Aggs: []AggSpec{{Func: AggCountStar}, {Func: AggSum, Arg: 1}}}
+	RunOpTest(t, OpTest{
+		Name:       "agg-by-interval",
+		Inputs:     []HarnessInput{{Schema: schema, Rows: rows}},
+		BatchSizes: []int{7, 1024},
+		Build:      func(in []Operator) (Operator, error) { return NewHashAgg(in[0], spec) },
+		Ref:        func(in [][][]any) ([][]any, error) { return refHashAgg(schema, in[0], spec) },
+	})
+	src, _ := NewBatchSource(schema)
+	if _, err := NewSort(src, SortSpec{Keys: []SortKey{{Col: 0}}}); !nferr.Is(err, nferr.KindQuery) {
+		t.Fatalf("sort by interval: got %v, want a query error", err)
+	}
+}
