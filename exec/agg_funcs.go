@@ -532,6 +532,29 @@ func sumDecUpdate[T int32 | int64](f *sumDecFn, gids []uint32, vals []T, a arrow
 			s.hi += v>>63 + int64(c)
 			cnt[g]++
 		}
+	// The same two loops through a selection (rows after a filter).
+	case bm == nil && !f.avg:
+		seen := f.seen
+		sel = sel[:len(gids)]
+		for j, g := range gids {
+			v := int64(vals[sel[j]])
+			s := &acc[g]
+			lo, c := addCarry(s.lo, uint64(v))
+			s.lo = lo
+			s.hi += v>>63 + int64(c)
+			seen[g] = true
+		}
+	case bm == nil:
+		cnt := f.cnt
+		sel = sel[:len(gids)]
+		for j, g := range gids {
+			v := int64(vals[sel[j]])
+			s := &acc[g]
+			lo, c := addCarry(s.lo, uint64(v))
+			s.lo = lo
+			s.hi += v>>63 + int64(c)
+			cnt[g]++
+		}
 	default:
 		for j, g := range gids {
 			i := rowAt(sel, j)
@@ -558,16 +581,28 @@ func (f *sumDecFn) add128(gids []uint32, a arrow.Array, sel []int32, mark int) e
 	bm, off := validityOf(a)
 	acc := f.acc
 	var of int64 // sign bit set on overflow
-	if bm == nil && sel == nil && mark != markNone {
-		// Fast path: dense, no NULLs (Q1's decimal128 products).
-		for j, g := range gids {
-			v := vals[j]
-			s := &acc[g]
-			lo, c := addCarry(s.lo, v.lo)
-			hi := s.hi + v.hi + int64(c)
-			// Signed overflow: operands of one sign, result of the other.
-			of |= (s.hi ^ hi) & (v.hi ^ hi)
-			s.lo, s.hi = lo, hi
+	if bm == nil && mark != markNone {
+		// Fast path: no NULLs (Q1's decimal128 products).
+		if sel == nil {
+			for j, g := range gids {
+				v := vals[j]
+				s := &acc[g]
+				lo, c := addCarry(s.lo, v.lo)
+				hi := s.hi + v.hi + int64(c)
+				// Signed overflow: operands of one sign, result of the other.
+				of |= (s.hi ^ hi) & (v.hi ^ hi)
+				s.lo, s.hi = lo, hi
+			}
+		} else {
+			sel = sel[:len(gids)]
+			for j, g := range gids {
+				v := vals[sel[j]]
+				s := &acc[g]
+				lo, c := addCarry(s.lo, v.lo)
+				hi := s.hi + v.hi + int64(c)
+				of |= (s.hi ^ hi) & (v.hi ^ hi)
+				s.lo, s.hi = lo, hi
+			}
 		}
 		if mark == markSeen {
 			for _, g := range gids {

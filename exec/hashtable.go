@@ -887,12 +887,19 @@ func packBytes(f *keyField, a arrow.Array, sel []int32, n int, dst []uint64, str
 	// Strings starting 8 bytes or more before the end of the data buffer
 	// load with one 8-byte read, masked to their length.
 	safe := int32(len(data) - 8)
-	if bm == nil && sel == nil && stride == 1 && w == 0 {
-		// Fast path (TPC-H flags): dense, no NULLs, one word per key.
-		offs := offs[:n+1]
-		dst := dst[:n]
+	if bm == nil && stride == 1 && w == 0 {
+		// Fast path (TPC-H flags): no NULLs, one word per key.
+		m := lenLive(sel, n)
+		dst := dst[:m]
+		if sel != nil {
+			sel = sel[:m]
+		}
 		for j := range dst {
-			o, e := offs[j], offs[j+1]
+			i := j
+			if sel != nil {
+				i = int(sel[j])
+			}
+			o, e := offs[i], offs[i+1]
 			l := uint(e - o)
 			if l > uint(L) {
 				if bad == nil {
