@@ -568,6 +568,12 @@ func (t *fixedTable[K]) insertRange(keys []K, hashes []uint64, gids []uint32, st
 	slots, shift, mask := t.slots, t.shift, t.mask
 	for j := start; j < end; j++ {
 		k := keys[j]
+		// Runs of one key (lineitem in order key order, sorted or
+		// clustered input) skip the probe: the previous row's group.
+		if j > 0 && k == keys[j-1] {
+			gids[j] = gids[j-1]
+			continue
+		}
 		pos := hashes[j] >> shift
 		for {
 			s := &slots[pos]
@@ -616,6 +622,10 @@ func (t *fixedTable[K]) find(keys []K, hashes []uint64, bad []bool, gids []uint3
 				continue
 			}
 			k := keys[j]
+			if j > 0 && k == keys[j-1] && !bad[j-1] {
+				gids[j] = gids[j-1] // a run of one key: see insertRange
+				continue
+			}
 			pos := hashes[j] >> shift
 			for {
 				s := &slots[pos]
