@@ -32,7 +32,18 @@ type Executable struct {
 
 // Build instantiates plan's operators. It does no I/O: files are opened
 // when the operators are.
-func Build(plan *PhysPlan, opts BuildOptions) (*Executable, error) {
+//
+// A plan received from elsewhere (a coordinator) is checked node by node:
+// a malformed plan is a KindData error, never a panic.
+func Build(plan *PhysPlan, opts BuildOptions) (exe *Executable, err error) {
+	if err := checkPlan(plan); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			exe, err = nil, nferr.Internalf("build bug (please report): %v", r)
+		}
+	}()
 	b := &builder{opts: opts, shared: map[int]*sharedMat{}}
 	if opts.Analyze {
 		if opts.Budget == nil {
@@ -320,4 +331,126 @@ func outputSchema(n *PhysNode, inputs []*arrow.Schema) (*arrow.Schema, error) {
 		return nil, nferr.Internalf("planner: %s node produced no operator", n.Kind)
 	}
 	return ops[0].Schema(), nil
+}
+
+// maxPlanDepth bounds the nesting of a plan checked or built (recursion
+// over a hostile plan must not exhaust the stack); real plans are tens of
+// levels deep.
+const maxPlanDepth = 1000
+
+// maxInstances bounds the operator instances of one plan, and
+// maxExchangeFan the queues of one exchange (inputs x outputs, each queue
+// holding up to max(2, inputs) batches): a coordinator plans a few
+// streams per core, while a hostile plan could ask for millions.
+const (
+	maxInstances   = 1 << 16
+	maxExchangeFan = 1 << 14
+)
+
+// checkPlan verifies that every node has its kind's spec and inputs, and
+// that stream counts are positive and bounded.
+func checkPlan(p *PhysPlan) error {
+	if p == nil || p.Root == nil {
+		return nferr.Dataf("physical plan: no root")
+	}
+	total := 0
+	count := func(n *PhysNode) { total += max(n.Streams, 0) }
+	for _, d := range p.Shared {
+		if d != nil && d.Root != nil {
+			d.Root.walk(count)
+		}
+	}
+	p.Root.walk(count)
+	if total > maxInstances {
+		return nferr.Dataf("physical plan: %d operator instances (limit %d)", total, maxInstances)
+	}
+	ids := map[int]bool{}
+	for _, d := range p.Shared {
+		if d == nil || d.Root == nil {
+			return nferr.Dataf("physical plan: shared subplan without a root")
+		}
+		if ids[d.ID] {
+			return nferr.Dataf("physical plan: shared subplan %d defined twice", d.ID)
+		}
+		ids[d.ID] = true
+		if err := checkNode(d.Root, 0, ids); err != nil {
+			return err
+		}
+	}
+	return checkNode(p.Root, 0, ids)
+}
+
+func checkNode(n *PhysNode, depth int, defs map[int]bool) error {
+	if n == nil {
+		return nferr.Dataf("physical plan: nil node")
+	}
+	if depth > maxPlanDepth {
+		return nferr.Dataf("physical plan nests deeper than %d nodes", maxPlanDepth)
+	}
+	if n.Streams < 1 || n.Streams > maxParallelism {
+		return nferr.Dataf("physical plan: %s node %d has %d streams (want 1..%d)", n.Kind, n.ID, n.Streams, maxParallelism)
+	}
+	inputs, ok := map[PhysKind]int{PhysScan: 0, PhysValues: 0, PhysSharedScan: 0, PhysHashJoin: 2, PhysNLJoin: 2}[n.Kind]
+	if !ok {
+		inputs = 1
+	}
+	if n.Kind == PhysUnion {
+		if len(n.Inputs) < 1 {
+			return nferr.Dataf("physical plan: union node %d has no input", n.ID)
+		}
+	} else if len(n.Inputs) != inputs {
+		return nferr.Dataf("physical plan: %s node %d has %d inputs, want %d", n.Kind, n.ID, len(n.Inputs), inputs)
+	}
+	var spec bool
+	switch n.Kind {
+	case PhysScan:
+		spec = n.Scan != nil
+	case PhysValues:
+		spec = n.Values != nil
+	case PhysFilter:
+		spec = n.Filter != nil
+	case PhysProject:
+		spec = n.Project != nil && len(n.Project.Names) == len(n.Project.Exprs)
+	case PhysHashAgg:
+		spec = n.Agg != nil
+	case PhysHashJoin:
+		spec = n.Join != nil
+	case PhysNLJoin:
+		spec = n.NLJoin != nil
+	case PhysSort:
+		spec = n.Sort != nil
+	case PhysTopN:
+		spec = n.TopN != nil
+	case PhysLimit:
+		spec = n.Limit != nil
+	case PhysDistinct:
+		spec = n.Distinct != nil
+	case PhysWindow:
+		spec = n.Window != nil
+	case PhysExchange:
+		spec = n.Exchange != nil
+		if spec && (n.Exchange.Kind == exec.ExchangeHash || n.Exchange.Kind == exec.ExchangeBroadcast) && (n.Exchange.Outputs < 1 || n.Exchange.Outputs > maxParallelism) {
+			return nferr.Dataf("physical plan: exchange node %d has %d outputs", n.ID, n.Exchange.Outputs)
+		}
+		if spec && len(n.Inputs) == 1 && n.Inputs[0] != nil && n.Inputs[0].Streams*n.Streams > maxExchangeFan {
+			return nferr.Dataf("physical plan: exchange node %d joins %d streams to %d (limit %d queues)", n.ID, n.Inputs[0].Streams, n.Streams, maxExchangeFan)
+		}
+	case PhysSharedScan:
+		spec = n.Shared != nil && defs[n.Shared.Def]
+	case PhysSingleCheck:
+		spec = n.SingleCheck != nil
+	case PhysUnion, PhysMaxOneRow, PhysRowID:
+		spec = true
+	default:
+		return nferr.Dataf("physical plan: unknown node kind %q", n.Kind)
+	}
+	if !spec {
+		return nferr.Dataf("physical plan: %s node %d lacks its spec", n.Kind, n.ID)
+	}
+	for _, in := range n.Inputs {
+		if err := checkNode(in, depth+1, defs); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -5,14 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/nicflow/nicflow/internal/nferr"
+	"github.com/nicflow/nicflow/storage"
 )
 
 // planTPCH binds, optimizes and physically plans TPC-H query q against
@@ -273,4 +277,111 @@ func TestSingleJoinChecks(t *testing.T) {
 			t.Errorf("p%d: got %v, want %q", p, qerr, errTooManyRows)
 		}
 	}
+}
+
+// tpchSource stands in for storage when building plans of the TPC-H test
+// catalog: it knows the schemas and opens nothing.
+type tpchSource struct{ cat *MemCatalog }
+
+func (s tpchSource) ScanSchema(spec storage.ScanSpec) (*arrow.Schema, error) {
+	t, _ := s.cat.LookupTable(spec.Table)
+	if t == nil {
+		return nil, nferr.Queryf("no table %q", spec.Table)
+	}
+	var fs []arrow.Field
+	for _, c := range spec.Columns {
+		i := t.ColumnIndex(c)
+		if i < 0 {
+			return nil, nferr.Queryf("no column %q", c)
+		}
+		fs = append(fs, t.Schema.Field(i))
+	}
+	return arrow.NewSchema(fs, nil), nil
+}
+
+func (s tpchSource) OpenScan(context.Context, storage.ScanSpec, storage.ScanOptions) (storage.RecordIterator, error) {
+	return nil, nferr.Unavailablef("test source opens no scan")
+}
+
+// TestBuildTPCHPlans instantiates every TPC-H plan (after a JSON round
+// trip, as a worker would receive it) and closes it unopened.
+func TestBuildTPCHPlans(t *testing.T) {
+	src := tpchSource{TPCHCatalog()}
+	for q := 1; q <= 22; q++ {
+		for _, p := range []int{1, 4} {
+			_, pp := planTPCH(t, q, p)
+			js, _ := json.Marshal(pp)
+			var back PhysPlan
+			if err := json.Unmarshal(js, &back); err != nil {
+				t.Fatal(err)
+			}
+			exe, err := Build(&back, BuildOptions{Source: src})
+			if err != nil {
+				t.Fatalf("Q%d p%d: %v", q, p, err)
+			}
+			if n := exe.Root.Schema().NumFields(); n != len(pp.Names) {
+				t.Errorf("Q%d: root has %d columns, %d names", q, n, len(pp.Names))
+			}
+			if err := exe.Root.Close(); err != nil {
+				t.Errorf("Q%d: close: %v", q, err)
+			}
+		}
+	}
+}
+
+// FuzzBuildPhysPlan feeds Build with mutated plans (a worker builds what
+// a coordinator sends): errors are fine, panics and internal errors are
+// not.
+func FuzzBuildPhysPlan(f *testing.F) {
+	// NB: small plans only: the fuzzer mutates large inputs slowly.
+	for _, q := range []int{6, 14} {
+		qs := bindQueryFuzz(q)
+		if qs == nil {
+			continue
+		}
+		pp, err := PlanPhysical(qs.Plan, qs.Names, PlanOptions{Parallelism: 2})
+		if err != nil {
+			continue
+		}
+		js, _ := json.Marshal(pp)
+		f.Add(js)
+	}
+	f.Add([]byte(`{"root":{"kind":"filter","streams":1,"inputs":[{"kind":"values","streams":1,"values":{"names":["a"],"rows":[[{"kind":"literal","type":{"id":"int32"},"value":"1"}]]}}],"filter":{"kind":"column","index":7}}}`))
+	f.Add([]byte(`{"root":{"kind":"hash_join","streams":2,"inputs":[{"kind":"scan","streams":2,"scan":{"spec":{"table":"nation","columns":["n_nationkey"]}}},{"kind":"scan","streams":1,"scan":{"spec":{"table":"region","columns":["r_regionkey"]}}}],"join":{"Type":"inner","LeftKeys":[0],"RightKeys":[0]}}}`))
+	src := tpchSource{TPCHCatalog()}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var p PhysPlan
+		if err := json.Unmarshal(data, &p); err != nil {
+			return
+		}
+		exe, err := Build(&p, BuildOptions{Source: src})
+		if err != nil {
+			if nferr.KindOf(err) == nferr.KindInternal && strings.Contains(err.Error(), "bug") {
+				t.Fatalf("build panicked: %v", err)
+			}
+			return
+		}
+		exe.Root.Close()
+	})
+}
+
+// bindQueryFuzz binds and optimizes TPC-H query q without a testing.T.
+func bindQueryFuzz(q int) *QueryStmt {
+	b, err := os.ReadFile(filepath.Join("sql", "testdata", "tpch", fmt.Sprintf("q%02d.sql", q)))
+	if err != nil {
+		return nil
+	}
+	stmts, err := newTestSession().bindScript(string(b))
+	if err != nil {
+		return nil
+	}
+	for _, st := range stmts {
+		if qs, ok := st.(*QueryStmt); ok {
+			if p, err := Optimize(qs.Plan); err == nil {
+				qs.Plan = p
+				return qs
+			}
+		}
+	}
+	return nil
 }
