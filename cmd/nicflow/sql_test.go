@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/nicflow/nicflow/engine"
+)
+
+// TestPrompt drives the interactive shell with a script of lines: a
+// statement split over lines, an error that does not end the session, a
+// comment with a ';' and \q.
+func TestPrompt(t *testing.T) {
+	sess, err := engine.Open(t.TempDir(), engine.Options{Parallelism: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	in := strings.NewReader("create table t (a integer);\ninsert into t\n  values (1), (2);\nselect nope from t;\n-- a comment; still typing\nselect sum(a)\nfrom t;\n\\q\nselect 'never';\n")
+	var out, errb bytes.Buffer
+	if err := runPrompt(sess, formatTable, in, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	o := out.String()
+	for _, want := range []string{"nicflow> ", "     ... ", "CREATE TABLE", "INSERT 2", " sum\n-----\n   3\n(1 row)"} {
+		if !strings.Contains(o, want) {
+			t.Errorf("prompt output lacks %q:\n%s", want, o)
+		}
+	}
+	if strings.Contains(o, "never") {
+		t.Errorf("ran past \\q:\n%s", o)
+	}
+	if !strings.Contains(errb.String(), `error: line 1, column 8: column "nope" does not exist`) {
+		t.Errorf("error output: %q", errb.String())
+	}
+	// End of input without \q ends the shell too.
+	out.Reset()
+	if err := runPrompt(sess, formatCSV, strings.NewReader("select 1 as x;"), &out, &errb); err != nil || !strings.Contains(out.String(), "x\n1\n") {
+		t.Errorf("EOF: %v %q", err, out.String())
+	}
+}
+
+func TestSQLFromFileAndStdin(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	// --create makes the database; the script comes from a file.
+	script := dir + "/s.sql"
+	if err := writeFile(script, "create table t (a varchar); insert into t values ('x'), (NULL); select a from t order by a;"); err != nil {
+		t.Fatal(err)
+	}
+	db := dir + "/db"
+	if err := runSQL(context.Background(), sqlFlags{dir: db, format: formatJSON, file: script, create: true}, nil, nil, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "{\"a\":\"x\"}\n{\"a\":null}\n" || errb.String() != "CREATE TABLE\nINSERT 2\n" {
+		t.Errorf("out %q err %q", out.String(), errb.String())
+	}
+	if err := runSQL(context.Background(), sqlFlags{dir: db, format: formatTable, file: script}, []string{"select 1"}, nil, &out, &errb); err == nil {
+		t.Error("both -f and an argument: no error")
+	}
+}
+
+func writeFile(path, text string) error { return os.WriteFile(path, []byte(text), 0o644) }
