@@ -71,7 +71,7 @@ type link struct {
 // linkStats are cumulative counters, read by Agent.Stats.
 type linkStats struct {
 	framesOut, bytesOut, wireOut atomic.Int64
-	framesIn, bytesIn, wireIn    atomic.Int64
+	framesIn, bytesIn            atomic.Int64
 	compressed, skipped          atomic.Int64
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -494,4 +493,3 @@ func sendReject(c frameConn, err error) {
 	}
 }
 
-var errListenerClosed = errors.New("listener closed")
