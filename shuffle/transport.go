@@ -492,4 +492,3 @@ func sendReject(c frameConn, err error) {
 		f.release()
 	}
 }
-
