@@ -21,7 +21,7 @@ var tpchDirs struct {
 	dirs map[float64]string
 }
 
-func tpchDir(t *testing.T, sf float64) string {
+func tpchDir(t testing.TB, sf float64) string {
 	t.Helper()
 	tpchDirs.Lock()
 	defer tpchDirs.Unlock()
@@ -224,4 +224,56 @@ func TestStatementComplete(t *testing.T) {
 			t.Errorf("%q: got %v, want %v", text, got, want)
 		}
 	}
+}
+
+// BenchmarkTPCH runs the 22 queries on TPC-H data and verifies every
+// answer: the SF 1 check of the official answers is this benchmark
+// (`NICFLOW_BENCH_SF=1 go test -run '^$' -bench TPCH -benchtime 1x
+// ./cmd/nicflow`), too long for `go test`. NICFLOW_BENCH_DIR points it at
+// data already generated (nicflow tpch gen); otherwise it generates
+// NICFLOW_BENCH_SF (default 0.1) into a temp dir first. It reports each
+// query's milliseconds per run and the total.
+func BenchmarkTPCH(b *testing.B) {
+	sf := 0.1
+	if s := os.Getenv("NICFLOW_BENCH_SF"); s != "" {
+		if _, err := fmt.Sscan(s, &sf); err != nil {
+			b.Fatalf("NICFLOW_BENCH_SF=%q: %v", s, err)
+		}
+	}
+	dir := os.Getenv("NICFLOW_BENCH_DIR")
+	if dir == "" {
+		dir = tpchDir(b, sf)
+	} else {
+		var err error
+		if sf, err = tpch.GeneratedSF(dir); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sess, err := engine.Open(dir, engine.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sess.Close()
+	verify := tpch.HasAnswers(sf)
+	per := make([]float64, tpch.NumQueries+1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for q := 1; q <= tpch.NumQueries; q++ {
+			r := runTPCHQuery(context.Background(), sess, q, sf, 1, verify)
+			if r.err != nil {
+				b.Fatalf("Q%d: %v", q, r.err)
+			}
+			if verify && r.verdict != "ok" {
+				b.Fatalf("Q%d: %s", q, r.verdict)
+			}
+			per[q] += float64(r.times[0].Microseconds()) / 1000
+		}
+	}
+	total := 0.0
+	for q := 1; q <= tpch.NumQueries; q++ {
+		b.ReportMetric(per[q]/float64(b.N), fmt.Sprintf("Q%d-ms", q))
+		total += per[q]
+	}
+	b.ReportMetric(total/float64(b.N), "total-ms")
 }
