@@ -3,6 +3,8 @@ package bench
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -61,6 +63,10 @@ type ShuffleOptions struct {
 	// bridge, with a tbf rate limit of Rate on each node's link (root only).
 	Netns bool
 	Rate  string
+	// Secure authenticates and encrypts agent connections with TLS keyed
+	// by a fresh cluster key (instead of running them insecure), to
+	// measure what security costs.
+	Secure bool
 	// Timeout bounds one run. Default 10 minutes.
 	Timeout time.Duration
 	// Progress, when set, gets one line per run.
@@ -525,6 +531,20 @@ func runShuffleOnce(ctx context.Context, o *ShuffleOptions, c shuffleConfig, net
 		}
 		return "127.0.0.1:0"
 	}
+	var key string
+	security := []string{"--insecure"}
+	if o.Secure {
+		raw := make([]byte, 32)
+		if _, err := rand.Read(raw); err != nil {
+			return row, nferr.Internalf("cluster key: %v", err)
+		}
+		key = base64.StdEncoding.EncodeToString(raw)
+		keyFile := filepath.Join(dir, "cluster.key")
+		if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
+			return row, nferr.IOf("writing %s: %v", keyFile, err)
+		}
+		security = []string{"--key-file", keyFile}
+	}
 	agentCPUs, workerCPUs := cpuSplit(o.Pin)
 	if c.agent == "corun" {
 		agentCPUs, workerCPUs = nil, nil
@@ -537,7 +557,8 @@ func runShuffleOnce(ctx context.Context, o *ShuffleOptions, c shuffleConfig, net
 			argv := append(prefix(i), o.Binary, "agent", "--node", strconv.Itoa(i), "--nodes", strconv.Itoa(c.nodes),
 				"--listen", listen(i), "--local", "unix:"+filepath.Join(dir, fmt.Sprintf("agent%d.sock", i)),
 				"--threads", strconv.Itoa(c.threads), "--agg-size", strconv.Itoa(c.agg), "--codec", c.codec, "--device", "nic",
-				"--insecure", "--control")
+				"--control")
+			argv = append(argv, security...)
 			if len(agentCPUs) > 0 {
 				argv = append(argv, "--cpus", cpuList(agentCPUs))
 			}
@@ -576,7 +597,7 @@ func runShuffleOnce(ctx context.Context, o *ShuffleOptions, c shuffleConfig, net
 		cfg := &nodeConfig{Node: i, Nodes: c.nodes, RanksPerNode: c.ranksPerNode, App: c.app, Seed: o.Seed, Agent: c.agent,
 			Listen: listen(i), CPUs: workerCPUs,
 			Params:  appParams{TableSize: c.table, Updates: c.updates, Rows: c.rows, RowDegree: c.degree, Batches: c.batches, BatchRows: c.batchRw},
-			Options: shuffleSettings{AggSize: c.agg, Buffers: c.buffers, Threads: c.threads, Codec: c.codec}}
+			Options: shuffleSettings{AggSize: c.agg, Buffers: c.buffers, Threads: c.threads, Codec: c.codec, Key: key}}
 		if c.agent == "offload" {
 			cfg.AgentAddr = o.Local + ":" + filepath.Join(dir, fmt.Sprintf("agent%d.sock", i))
 		}

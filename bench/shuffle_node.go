@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -75,6 +76,9 @@ type shuffleSettings struct {
 	Codec        string `json:"codec"`
 	FlushUS      int    `json:"flush_us,omitempty"`
 	IdleUS       int    `json:"idle_us,omitempty"`
+	// Key, when set, is a base64 cluster key: agent connections use TLS
+	// keyed by it instead of running insecure.
+	Key string `json:"key,omitempty"`
 }
 
 func (s shuffleSettings) options() (shuffle.Options, error) {
@@ -83,6 +87,13 @@ func (s shuffleSettings) options() (shuffle.Options, error) {
 		return shuffle.Options{}, err
 	}
 	o := shuffle.Options{AggSize: s.AggSize, LocalAggSize: s.LocalAggSize, Buffers: s.Buffers, Threads: s.Threads, Codec: c, Insecure: true}
+	if s.Key != "" {
+		key, err := base64.StdEncoding.DecodeString(s.Key)
+		if err != nil {
+			return o, nferr.Internalf("benchmark cluster key: %v", err)
+		}
+		o.ClusterKey, o.Insecure = key, false
+	}
 	o.FlushTimeout = time.Duration(s.FlushUS) * time.Microsecond
 	o.IdleTimeout = time.Duration(s.IdleUS) * time.Microsecond
 	o.SetDefaults()

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"flag"
 	"fmt"
 	"os"
@@ -43,15 +44,20 @@ func benchChild(args []string) int {
 		codec := fs.String("codec", "none", "")
 		fs.String("device", "cpu", "")
 		fs.String("cpus", "", "")
-		fs.Bool("insecure", false, "")
+		insecure := fs.Bool("insecure", false, "")
+		keyFile := fs.String("key-file", "", "")
 		fs.Bool("control", false, "")
 		if err = fs.Parse(args[1:]); err != nil {
 			break
 		}
 		c, _ := shuffle.ParseCodec(*codec)
+		opts := shuffle.Options{Threads: *threads, AggSize: *agg, Codec: c, Insecure: *insecure}
+		if *keyFile != "" {
+			b, _ := os.ReadFile(*keyFile)
+			opts.ClusterKey, _ = base64.StdEncoding.DecodeString(string(b))
+		}
 		var a *shuffle.Agent
-		a, err = shuffle.NewAgent(shuffle.AgentConfig{Node: *node, Peers: make([]string, *nodes), Listen: *listen, Local: *local,
-			Options: shuffle.Options{Threads: *threads, AggSize: *agg, Codec: c, Insecure: true}})
+		a, err = shuffle.NewAgent(shuffle.AgentConfig{Node: *node, Peers: make([]string, *nodes), Listen: *listen, Local: *local, Options: opts})
 		if err == nil {
 			err = ServeAgentControl(ctx, a, os.Stdin, os.Stdout)
 			a.Close()
@@ -141,6 +147,27 @@ func TestRunShuffleEndToEnd(t *testing.T) {
 	WriteShuffleTable(&table, rows)
 	if !strings.Contains(table.String(), "histogram") || !strings.Contains(table.String(), "offload") {
 		t.Fatalf("table:\n%s", table.String())
+	}
+}
+
+// TestRunShuffleSecure runs the offloaded and corun agents with TLS keyed
+// by a generated cluster key.
+func TestRunShuffleSecure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	exe, _ := os.Executable()
+	t.Setenv("NICFLOW_BENCH_CHILD", "1")
+	rows, err := RunShuffle(context.Background(), ShuffleOptions{
+		Apps: []string{"histogram"}, Nodes: 2, RanksPerNode: 2, AggSizes: []int{4096}, Buffers: []int{4}, Threads: []int{1},
+		Agents: []string{"corun", "offload"}, Codecs: []string{"s2"}, Updates: 2000, TableSize: 100, Binary: exe,
+		Timeout: time.Minute, Pin: "none", Secure: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].Msgs != 8000 || rows[1].Msgs != 8000 {
+		t.Fatalf("rows %+v", rows)
 	}
 }
 

@@ -23,7 +23,7 @@ var benchShuffleFlags struct {
 	updates, tableSize, rows, degree                 int
 	batches, batchRows, repeat                       int
 	seed                                             uint64
-	netns                                            bool
+	netns, secure                                    bool
 	rate                                             string
 }
 
@@ -59,7 +59,9 @@ includes its agent), remote_frames, avg_frame_bytes, wire_mb, parks.
 --plot DIR writes SVG charts (rate vs each varied dimension, corun vs
 offload). --from FILE reprints and replots a CSV from an earlier run.
 --netns (root) puts each node in a network namespace behind a tbf shaper of
---rate, to emulate a NIC's bandwidth instead of loopback.`,
+--rate, to emulate a NIC's bandwidth instead of loopback. Agent connections
+run without authentication unless --secure (TLS 1.3 keyed by a generated
+cluster key).`,
 	Example: `  # the figure in docs/shuffle.md: histogram over 4 nodes, 1 KiB to 64 KiB
   nicflow bench shuffle --app histogram --nodes 4 --ranks-per-node 4 \
       --agg-size 1KiB,4KiB,16KiB,64KiB --agent corun,offload --format csv \
@@ -130,7 +132,7 @@ func runBenchShuffle(cmd *cobra.Command, _ []string) error {
 		o := bench.ShuffleOptions{Apps: splitList(f.apps), Nodes: f.nodes, RanksPerNode: f.ranksPerNode,
 			Agents: splitList(f.agents), Codecs: splitList(f.codecs), Local: f.local, Pin: f.pin,
 			Updates: f.updates, TableSize: f.tableSize, Rows: f.rows, RowDegree: f.degree, Batches: f.batches,
-			BatchRows: f.batchRows, Repeat: f.repeat, Seed: f.seed, Netns: f.netns, Rate: f.rate, Progress: cmd.ErrOrStderr()}
+			BatchRows: f.batchRows, Repeat: f.repeat, Seed: f.seed, Netns: f.netns, Rate: f.rate, Secure: f.secure, Progress: cmd.ErrOrStderr()}
 		var err error
 		if o.AggSizes, err = intList("agg-size", f.aggSizes, true); err != nil {
 			return err
@@ -236,5 +238,6 @@ func init() {
 	f.Uint64Var(&b.seed, "seed", 42, "workload seed")
 	f.BoolVar(&b.netns, "netns", false, "one network namespace per node with a tbf rate limit (root)")
 	f.StringVar(&b.rate, "rate", "1gbit", "tbf rate per node with --netns (tc syntax: 100mbit, 1gbit)")
+	f.BoolVar(&b.secure, "secure", false, "agent connections over TLS keyed by a generated cluster key (default: insecure)")
 	benchCmd.AddCommand(benchShuffleCmd, benchShuffleNodeCmd)
 }
