@@ -307,3 +307,50 @@ func TestExchangeCancellation(t *testing.T) {
 		t.Fatalf("got %v, want KindCanceled", err)
 	}
 }
+
+// TestEmbeddedSingleNode: one agent, no listener, no network, no security
+// needed: the embedded engine's configuration.
+func TestEmbeddedSingleNode(t *testing.T) {
+	a, err := NewAgent(AgentConfig{Node: 0, Peers: []string{""}, Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if a.Addr() != "" {
+		t.Fatalf("single node listens on %q", a.Addr())
+	}
+	c, err := a.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	spec := &Spec{ID: nextChanID(), Senders: []int{0, 0}, Receivers: []int{0}}
+	x, err := OpenExchange(c, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	ctx := context.Background()
+	for i := 0; i < 2; i++ {
+		s, _ := x.Sender(i)
+		for q := 0; q < 10; q++ {
+			s.Send(ctx, 0, payloadFor(i, q, 30))
+		}
+		s.Close()
+	}
+	r, _ := x.Receiver(0)
+	n := 0
+	for {
+		p, err := r.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p == nil {
+			break
+		}
+		n++
+	}
+	if n != 20 {
+		t.Fatalf("got %d of 20 messages", n)
+	}
+}
