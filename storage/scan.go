@@ -419,7 +419,7 @@ func (s *Scanner) start(ctx context.Context) {
 		go func() {
 			defer s.wg.Done()
 			w := newWorker(s)
-			defer w.closeFile()
+			defer w.release()
 			for {
 				i := int(s.taskIdx.Add(1) - 1)
 				if i >= len(s.tasks) || ctx.Err() != nil {
@@ -463,7 +463,7 @@ func (s *Scanner) Close() error {
 		s.wg.Wait()
 	}
 	if s.w != nil {
-		s.w.closeFile()
+		s.w.release()
 	}
 	return nil
 }
@@ -478,6 +478,7 @@ type worker struct {
 	sel     []int32
 	scratch filterScratch
 	props   *parquet.ReaderProperties
+	rec     *recycler
 
 	curPath string
 	osf     *os.File
@@ -500,8 +501,25 @@ func newWorker(s *Scanner) *worker {
 	// per-worker recycling allocator: column readers are rebuilt for every
 	// row group, and fresh zeroed megabyte buffers each time cost more CPU
 	// (memclr, GC) than decoding the small columns of a Q6-like scan.
-	w.props = parquet.NewReaderProperties(&recycler{})
+	w.rec = recyclers.Get().(*recycler)
+	w.props = parquet.NewReaderProperties(w.rec)
 	return w
+}
+
+// recyclers pools the decoder allocators of finished workers: a planner
+// that opens one scan per row group (engine's scan instances take row
+// groups from a shared queue) would otherwise start every row group with
+// fresh zeroed buffers (2.8 GB of the 9.6 GB the 22 TPC-H queries
+// allocated at SF 1).
+var recyclers = sync.Pool{New: func() any { return &recycler{} }}
+
+// release closes the worker's file and returns its allocator to the pool.
+func (w *worker) release() {
+	w.closeFile()
+	if w.rec != nil {
+		recyclers.Put(w.rec)
+		w.rec = nil
+	}
 }
 
 func (w *worker) closeDecoders() {
