@@ -213,3 +213,49 @@ func TestCheckShuffle(t *testing.T) {
 		t.Fatal("a wrong transpose checksum passed")
 	}
 }
+
+var rewriteShuffle = flag.Bool("rewrite-shuffle", false, "rewrite bench/testdata/shuffle_*.golden instead of comparing")
+
+// TestShuffleOutputGolden pins the table, the CSV and one chart for fixed
+// rows (rewrite with -rewrite-shuffle).
+func TestShuffleOutputGolden(t *testing.T) {
+	rows := []ShuffleRow{
+		{App: "histogram", Nodes: 4, RanksPerNode: 4, AggSize: 1024, Buffers: 8, Threads: 2, Agent: "corun", Codec: "none",
+			Msgs: 16777216, Bytes: 134217728, ElapsedS: 4.734, MsgsPerS: 3544088, MBPerS: 28.35, WorkerCPUS: 4.68, RemoteFrames: 232000, AvgFrameBytes: 907, WireMB: 210.6, Parks: 12},
+		{App: "histogram", Nodes: 4, RanksPerNode: 4, AggSize: 16384, Buffers: 8, Threads: 2, Agent: "corun", Codec: "none",
+			Msgs: 16777216, Bytes: 134217728, ElapsedS: 1.815, MsgsPerS: 9243645, MBPerS: 73.9, WorkerCPUS: 2.08, RemoteFrames: 18700, AvgFrameBytes: 10817, WireMB: 202.1},
+		{App: "histogram", Nodes: 4, RanksPerNode: 4, AggSize: 1024, Buffers: 8, Threads: 2, Agent: "offload", Codec: "none",
+			Msgs: 16777216, Bytes: 134217728, ElapsedS: 3.848, MsgsPerS: 4360000, MBPerS: 34.9, WorkerCPUS: 2.67, AgentCPUS: 4.28, RemoteFrames: 207000, AvgFrameBytes: 1014, WireMB: 209.6},
+		{App: "histogram", Nodes: 4, RanksPerNode: 4, AggSize: 16384, Buffers: 8, Threads: 2, Agent: "offload", Codec: "none",
+			Msgs: 16777216, Bytes: 134217728, ElapsedS: 1.749, MsgsPerS: 9590000, MBPerS: 76.7, WorkerCPUS: 1.35, AgentCPUS: 1.20, RemoteFrames: 17300, AvgFrameBytes: 11665, WireMB: 202.0},
+	}
+	var out bytes.Buffer
+	WriteShuffleTable(&out, rows)
+	out.WriteString("---\n")
+	WriteShuffleCSV(&out, rows)
+	dir := t.TempDir()
+	if _, err := PlotShuffle(rows, dir); err != nil {
+		t.Fatal(err)
+	}
+	svg, err := os.ReadFile(filepath.Join(dir, "msgs_vs_agg_size.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string][]byte{"shuffle_output.golden": out.Bytes(), "shuffle_chart.golden": svg} {
+		path := filepath.Join("testdata", name)
+		if *rewriteShuffle {
+			os.MkdirAll("testdata", 0o755)
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run with -rewrite-shuffle to create it)", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs (rerun with -rewrite-shuffle if intended):\n%s", path, got)
+		}
+	}
+}
