@@ -35,19 +35,20 @@ type Endpoint struct {
 	nrecv    int
 
 	// Send side.
-	aggSize  int
-	large    int
-	maxMsg   int
-	buffers  int
-	cur      *frame
-	free     []*frame
-	inflight int
-	sent     []uint64
-	sendDone bool
-	compMu   sync.Mutex
-	comp     []*frame
-	compTmp  []*frame
-	compWake chan struct{}
+	aggSize   int
+	large     int
+	maxMsg    int
+	buffers   int
+	cur       *frame
+	free      []*frame
+	inflight  int
+	sent      []uint64
+	sentBytes int64
+	sendDone  bool
+	compMu    sync.Mutex
+	comp      []*frame
+	compTmp   []*frame
+	compWake  chan struct{}
 
 	// Receive side.
 	inMu     sync.Mutex
@@ -59,6 +60,7 @@ type Endpoint struct {
 	eosCount int
 	expect   uint64
 	got      uint64
+	gotBytes int64
 	recvErr  error
 	recvDone bool
 
@@ -164,6 +166,7 @@ func (e *Endpoint) TrySend(dst int, payload []byte) (bool, error) {
 		cur.body = b
 		cur.count++
 		e.sent[dst]++
+		e.sentBytes += int64(len(payload))
 		return true, nil
 	}
 	if err := e.sendCheck(dst, len(payload)); err != nil {
@@ -186,6 +189,7 @@ func (e *Endpoint) TrySend(dst int, payload []byte) (bool, error) {
 	cur.body = b
 	cur.count = 1
 	e.sent[dst]++
+	e.sentBytes += int64(len(payload))
 	return true, nil
 }
 
@@ -245,6 +249,7 @@ func (e *Endpoint) sendLarge(dst int, payload []byte) (bool, error) {
 	f.extra = payload
 	e.inflight++
 	e.sent[dst]++
+	e.sentBytes += int64(len(payload))
 	e.c.link.enqueue(f)
 	return true, nil
 }
@@ -431,6 +436,7 @@ func (e *Endpoint) TryRecv() ([]byte, bool, error) {
 		switch k {
 		case kindData:
 			e.got++
+			e.gotBytes += int64(len(p))
 			if e.eosCount == len(e.eosFrom) {
 				if e.got > e.expect {
 					return nil, false, e.setErr(nferr.Dataf("shuffle: channel %#x: receiver %d got %d messages, its senders sent %d", e.id, e.receiver, e.got, e.expect))
@@ -521,6 +527,17 @@ func (e *Endpoint) Recv(ctx context.Context) ([]byte, error) {
 		}
 	}
 }
+
+// Sent returns the data messages and payload bytes this endpoint has sent.
+func (e *Endpoint) Sent() (msgs, bytes int64) {
+	for _, n := range e.sent {
+		msgs += int64(n)
+	}
+	return msgs, e.sentBytes
+}
+
+// Received returns the data messages and payload bytes received so far.
+func (e *Endpoint) Received() (msgs, bytes int64) { return int64(e.got), e.gotBytes }
 
 // Done reports whether the receive side has reached the end of the stream.
 func (e *Endpoint) Done() bool { return e.recvDone }

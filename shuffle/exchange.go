@@ -183,6 +183,14 @@ func (s *Sender) Flush() {
 	}
 }
 
+// Sent returns the messages and payload bytes sent so far (for the
+// engine's per-task statistics).
+func (s *Sender) Sent() (msgs, bytes int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ep.Sent()
+}
+
 // Close ends the stream: receivers finish once they have every message.
 func (s *Sender) Close() error {
 	s.mu.Lock()
@@ -256,6 +264,10 @@ func (r *Receiver) Next(ctx context.Context) ([]byte, error) {
 	}
 	return p, err
 }
+
+// Received returns the messages and payload bytes received so far. Call it
+// from the goroutine that calls Next, or after Next returned.
+func (r *Receiver) Received() (msgs, bytes int64) { return r.ep.Received() }
 
 // Close releases the receiver; frames still queued for it are dropped.
 func (r *Receiver) Close() error {

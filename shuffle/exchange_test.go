@@ -337,6 +337,9 @@ func TestEmbeddedSingleNode(t *testing.T) {
 			s.Send(ctx, 0, payloadFor(i, q, 30))
 		}
 		s.Close()
+		if m, b := s.Sent(); m != 10 || b != 300 {
+			t.Fatalf("Sent() = %d messages, %d bytes; want 10, 300", m, b)
+		}
 	}
 	r, _ := x.Receiver(0)
 	n := 0
@@ -352,5 +355,8 @@ func TestEmbeddedSingleNode(t *testing.T) {
 	}
 	if n != 20 {
 		t.Fatalf("got %d of 20 messages", n)
+	}
+	if m, b := r.Received(); m != 20 || b != 20*30 {
+		t.Fatalf("Received() = %d messages, %d bytes; want 20, 600", m, b)
 	}
 }
