@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -46,7 +47,9 @@ func NewValueFormatter(t arrow.DataType) (*ValueFormatter, error) {
 	case *arrow.BooleanType:
 		fn = func(a arrow.Array, i int) string { return strconv.FormatBool(a.(*array.Boolean).Value(i)) }
 	case *arrow.StringType:
-		fn = func(a arrow.Array, i int) string { return a.(*array.String).Value(i) }
+		// NB: String.Value aliases the array's buffer; the copy keeps the
+		// text valid after the batch is released (and its buffer reused).
+		fn = func(a arrow.Array, i int) string { return strings.Clone(a.(*array.String).Value(i)) }
 	case *arrow.Date32Type:
 		fn = func(a arrow.Array, i int) string { return exec.FormatDate(int32(a.(*array.Date32).Value(i))) }
 	case *arrow.Decimal64Type:

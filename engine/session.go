@@ -34,8 +34,9 @@ type Options struct {
 	// Storage configures the database directory (file writing options,
 	// checksum verification).
 	Storage storage.Options
-	// Alloc allocates Arrow buffers (default: Go's allocator; tests pass a
-	// checked allocator to catch leaks).
+	// Alloc allocates Arrow buffers (default: a pool that reuses freed
+	// batch buffers, run_alloc.go; tests pass a checked allocator to catch
+	// leaks).
 	Alloc memory.Allocator
 }
 
@@ -64,7 +65,7 @@ func (o *Options) Validate() error {
 		return nferr.Queryf("batch size %d out of range 1..%d", o.BatchSize, maxBatchSize)
 	}
 	if o.Alloc == nil {
-		o.Alloc = memory.DefaultAllocator
+		o.Alloc = newPoolAllocator()
 	}
 	return o.Storage.Validate()
 }

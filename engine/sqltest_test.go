@@ -54,6 +54,9 @@ var sqlSetups = []sqlSetup{
 	{"p3", Options{Parallelism: 3}},
 	{"p4-batch7", Options{Parallelism: 4, BatchSize: 7}},
 	{"p2-mem64MiB", Options{Parallelism: 2, MemoryLimit: 64 << 20}},
+	// The session's default allocator reuses buffers: a use after release
+	// shows up as wrong results here (no leak check: it is not checked).
+	{"p3-pool-batch100", Options{Parallelism: 3, BatchSize: 100, Alloc: newPoolAllocator()}},
 }
 
 type sqlRecord struct {
@@ -220,7 +223,10 @@ func TestSQLFiles(t *testing.T) {
 func runSQLFile(t *testing.T, path string, recs []*sqlRecord, setup sqlSetup, rewriting bool) {
 	alloc := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	opts := setup.opts
-	opts.Alloc = alloc
+	checked := opts.Alloc == nil
+	if checked {
+		opts.Alloc = alloc
+	}
 	s, err := Open(t.TempDir(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +283,9 @@ func runSQLFile(t *testing.T, path string, recs []*sqlRecord, setup sqlSetup, re
 	if err := s.Close(); err != nil {
 		t.Error(err)
 	}
-	alloc.AssertSize(t, 0)
+	if checked {
+		alloc.AssertSize(t, 0)
+	}
 }
 
 func writeSQLTest(t *testing.T, path string, recs []*sqlRecord) {
