@@ -226,7 +226,9 @@ type Result struct {
 }
 
 // Next returns the next batch of rows, or nil at the end. The batch is
-// valid until the next call of Next or Close (Retain it to keep it).
+// valid until the next call of Next or Close (Retain it to keep it); so
+// are strings read with array.String.Value, which share its buffer (copy
+// them to keep them: buffers are reused).
 // Errors are nferr-kinded; a canceled context gives KindCanceled.
 func (r *Result) Next() (arrow.RecordBatch, error) {
 	r.releaseRec()
