@@ -41,7 +41,8 @@ var sqlCmd = &cobra.Command{
 run in parallel on this machine's cores within a memory budget.
 
 Where the SQL comes from:
-  "SQL"        the argument: one or more statements separated by ';'
+  "SQL"        the argument: one or more statements separated by ';' (put
+               -- before SQL that starts with a dash, such as a comment)
   -f FILE      a script file
   stdin        when it is not a terminal (a pipe or a file)
   prompt       otherwise: an interactive "nicflow> " prompt; a statement may

@@ -61,7 +61,7 @@ the command exit non-zero (3 for a wrong answer).`,
 
 func init() {
 	f := tpchRunCmd.Flags()
-	f.StringVar(&runFlags.dir, "dir", "", "directory holding TPC-H data from `nicflow tpch gen` (required)")
+	f.StringVar(&runFlags.dir, "dir", "", "directory holding TPC-H data written by nicflow tpch gen (required)")
 	f.StringVar(&runFlags.queries, "queries", "1-22", "queries to run: a list and/or ranges, e.g. 1-22, 1,3,5, 2-4,9")
 	f.IntVar(&runFlags.runs, "runs", 1, "runs per query (min and median are reported)")
 	f.BoolVar(&runFlags.verify, "verify", false, "check every answer against the reference answers")
