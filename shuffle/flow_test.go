@@ -364,3 +364,69 @@ func TestPendingTimeout(t *testing.T) {
 		t.Fatalf("got %v, want a KindResource error naming PendingTimeout", err)
 	}
 }
+
+// TestChannelIsolation: an exchange whose receiver stops reading fills its
+// own windows and buffers only; another exchange on the same agents and
+// links runs to completion meanwhile.
+func TestChannelIsolation(t *testing.T) {
+	for _, mode := range []clusterMode{allModes[0], allModes[2]} {
+		t.Run(mode.name, func(t *testing.T) {
+			c := newCluster(t, 2, mode, Options{AggSize: 1024, Credits: 4096, AgentBuffers: 1, Buffers: 2})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			stalled := &Spec{ID: nextChanID(), Senders: []int{0}, Receivers: []int{1}}
+			healthy := &Spec{ID: nextChanID(), Senders: []int{0}, Receivers: []int{1}}
+			sx0, _ := OpenExchange(c.clients[0], stalled)
+			sx1, _ := OpenExchange(c.clients[1], stalled)
+			defer sx0.Close()
+			defer sx1.Close()
+			stuckRecv, _ := sx1.Receiver(0) // opened, never read
+			_ = stuckRecv
+			ss, _ := sx0.Sender(0)
+			sendCtx, stopSend := context.WithCancel(ctx)
+			sendDone := make(chan error, 1)
+			go func() {
+				var err error
+				for q := 0; err == nil; q++ {
+					err = ss.Send(sendCtx, 0, payloadFor(0, q, 100))
+				}
+				sendDone <- err
+			}()
+			// Let the stalled channel fill everything it may.
+			time.Sleep(100 * time.Millisecond)
+
+			hx0, _ := OpenExchange(c.clients[0], healthy)
+			hx1, _ := OpenExchange(c.clients[1], healthy)
+			defer hx0.Close()
+			defer hx1.Close()
+			hs, _ := hx0.Sender(0)
+			hr, _ := hx1.Receiver(0)
+			go func() {
+				for q := 0; q < 2000; q++ {
+					if err := hs.Send(ctx, 0, payloadFor(1, q, 100)); err != nil {
+						return
+					}
+				}
+				hs.Close()
+			}()
+			n := 0
+			for {
+				p, err := hr.Next(ctx)
+				if err != nil {
+					t.Fatalf("healthy channel after %d messages: %v", n, err)
+				}
+				if p == nil {
+					break
+				}
+				n++
+			}
+			if n != 2000 {
+				t.Fatalf("healthy channel got %d of 2000", n)
+			}
+			stopSend()
+			if err := <-sendDone; !nferr.Is(err, nferr.KindCanceled) {
+				t.Fatalf("stalled sender ended with %v, want it blocked until canceled", err)
+			}
+		})
+	}
+}
