@@ -26,7 +26,7 @@ import (
 // ShuffleOptions configure `nicflow bench shuffle`. Every list is a
 // dimension; the benchmark runs their cross product.
 type ShuffleOptions struct {
-	// Apps: histogram, transpose, repartition.
+	// Apps: histogram, transpose, repartition, sssp.
 	Apps []string
 	// Nodes is the number of node processes; RanksPerNode the tasks in each.
 	Nodes        int
@@ -403,6 +403,13 @@ func startChild(ctx context.Context, name string, argv []string) (*child, error)
 	c := &child{name: name, msgs: make(chan controlMsg, 4), errc: make(chan error, 1)}
 	c.cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)
 	c.cmd.Stderr = &c.stderr
+	// NICFLOW_SHUFFLE_STDERR=DIR keeps each child's stderr in DIR/<name>.err
+	// (goroutine dumps after a SIGQUIT, when debugging a stuck run).
+	if d := os.Getenv("NICFLOW_SHUFFLE_STDERR"); d != "" {
+		if fh, err := os.Create(filepath.Join(d, strings.ReplaceAll(name, " ", "")+".err")); err == nil {
+			c.cmd.Stderr = io.MultiWriter(&c.stderr, fh)
+		}
+	}
 	// The children must not inherit a memory limit meant for the parent's
 	// queries, nor compete for GOMAXPROCS beyond the machine.
 	c.cmd.Env = os.Environ()
@@ -726,6 +733,10 @@ func checkShuffle(c shuffleConfig, sent, recv int64, a, b uint64) error {
 	case "transpose":
 		if a != b || recv != sent {
 			return nferr.Internalf("transpose check failed: checksum %d sent, %d received; %d nonzeros sent, %d received", a, b, sent, recv)
+		}
+	case "sssp":
+		if a != b || recv != sent {
+			return nferr.Internalf("sssp check failed: distance sum %d, Dijkstra's %d; %d messages sent, %d received", a, b, sent, recv)
 		}
 	case "repartition":
 		rows := int64(c.nodes * c.ranksPerNode * c.batches * c.batchRw)

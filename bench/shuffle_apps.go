@@ -61,7 +61,15 @@ type appResult struct {
 // rankApp is one rank's workload: prepare (untimed) then run.
 type rankApp interface {
 	prepare(rank, ranks int, seed uint64) error
-	run(ctx context.Context, ep *shuffle.Endpoint) (appResult, error)
+	run(ctx context.Context, c *rankComm) (appResult, error)
+}
+
+// rankComm is a rank's access to the shuffle layer: the endpoint of the
+// run's first channel, opened before the clock starts, and a way to open
+// the channel of a later round (SSSP runs one channel per round).
+type rankComm struct {
+	ep   *shuffle.Endpoint
+	open func(round int) (*shuffle.Endpoint, error)
 }
 
 func newRankApp(name string, p appParams) (rankApp, error) {
@@ -72,8 +80,10 @@ func newRankApp(name string, p appParams) (rankApp, error) {
 		return &transposeApp{p: p}, nil
 	case "repartition":
 		return &repartitionApp{p: p}, nil
+	case "sssp":
+		return &ssspApp{p: p}, nil
 	}
-	return nil, nferr.Queryf("unknown shuffle benchmark app %q: want histogram, transpose or repartition", name)
+	return nil, nferr.Queryf("unknown shuffle benchmark app %q: want histogram, transpose, repartition or sssp", name)
 }
 
 // conveyor sends one message, draining the inbox through recv while all
@@ -173,7 +183,8 @@ func (h *histogramApp) prepare(rank, ranks int, seed uint64) error {
 	return nil
 }
 
-func (h *histogramApp) run(ctx context.Context, ep *shuffle.Endpoint) (appResult, error) {
+func (h *histogramApp) run(ctx context.Context, c *rankComm) (appResult, error) {
+	ep := c.ep
 	var res appResult
 	ts := uint64(h.p.TableSize)
 	global := ts * uint64(h.ranks)
@@ -239,7 +250,8 @@ func (t *transposeApp) prepare(rank, ranks int, seed uint64) error {
 	return nil
 }
 
-func (t *transposeApp) run(ctx context.Context, ep *shuffle.Endpoint) (appResult, error) {
+func (t *transposeApp) run(ctx context.Context, c *rankComm) (appResult, error) {
+	ep := c.ep
 	var res appResult
 	rows := int32(t.p.Rows)
 	base := int32(t.rank) * rows
@@ -429,7 +441,8 @@ func partitionOf(key int64, n int) int {
 	return int(hi)
 }
 
-func (a *repartitionApp) run(ctx context.Context, ep *shuffle.Endpoint) (appResult, error) {
+func (a *repartitionApp) run(ctx context.Context, c *rankComm) (appResult, error) {
+	ep := c.ep
 	var res appResult
 	enc, err := shuffle.NewBatchEncoder(lineitemSchema, a.mem)
 	if err != nil {

@@ -9,9 +9,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"runtime"
 	"runtime/pprof"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -220,6 +222,18 @@ func RunShuffleNode(ctx context.Context, stdin io.Reader, stdout io.Writer) (err
 	}
 	defer client.Close()
 
+	// SIGUSR1 dumps the node's shuffle state to stderr (see NICFLOW_SHUFFLE_STDERR).
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	go func() {
+		for range usr1 {
+			fmt.Fprint(os.Stderr, client.DebugState())
+			if agent != nil {
+				fmt.Fprint(os.Stderr, agent.DebugState())
+			}
+		}
+	}()
 	ranks := cfg.Nodes * cfg.RanksPerNode
 	spec := shuffle.UniformSpec(1, cfg.Nodes, cfg.RanksPerNode)
 	apps := make([]rankApp, cfg.RanksPerNode)
@@ -261,7 +275,12 @@ func RunShuffleNode(ctx context.Context, stdin io.Reader, stdout io.Writer) (err
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			results[i], errs[i] = apps[i].run(ctx, eps[i])
+			rank := cfg.Node*cfg.RanksPerNode + i
+			comm := &rankComm{ep: eps[i], open: func(round int) (*shuffle.Endpoint, error) {
+				// Channel ids: round r of the run is channel r+1.
+				return client.Open(shuffle.UniformSpec(uint64(round+1), cfg.Nodes, cfg.RanksPerNode), rank, rank)
+			}}
+			results[i], errs[i] = apps[i].run(ctx, comm)
 			if errs[i] != nil {
 				eps[i].FailSend(errs[i])
 			}

@@ -2,6 +2,8 @@ package shuffle
 
 import (
 	"encoding/binary"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -440,3 +442,39 @@ func (a *Agent) Stats() AgentStats {
 
 // le32 reads a little-endian u32 (the routing loop's only decoding).
 func le32(b []byte) uint32 { return binary.LittleEndian.Uint32(b) }
+
+// DebugState describes the agent's links, routing threads and channels:
+// queues, windows, parked frames and held deliveries. For diagnosing a
+// stalled exchange (`nicflow agent` prints it on SIGUSR1).
+func (a *Agent) DebugState() string {
+	var b strings.Builder
+	a.mu.Lock()
+	links := make([]*link, 0, len(a.links))
+	for l := range a.links {
+		links = append(links, l)
+	}
+	fmt.Fprintf(&b, "agent of node %d: %d links, %d channels, receive queue %d\n", a.node, len(a.links), len(a.channels), len(a.in))
+	for id, ch := range a.channels {
+		fmt.Fprintf(&b, "channel %#x: refs %d, pending %d, failed %v\n", id, ch.refs, len(ch.pending), ch.failed)
+		for i, d := range ch.deliv {
+			d.mu.Lock()
+			fmt.Fprintf(&b, "  receiver %d: attached %v, closed %v, held %d\n", ch.recv[i], d.link != nil, d.closed, len(d.pending))
+			d.mu.Unlock()
+		}
+	}
+	a.mu.Unlock()
+	for _, l := range links {
+		b.WriteString(l.state())
+	}
+	for _, r := range a.routers {
+		reply := make(chan string, 1)
+		select {
+		case r.dump <- reply:
+			b.WriteString(<-reply)
+		case <-time.After(time.Second):
+			fmt.Fprintf(&b, "router %d: busy, no answer in 1s\n", r.id)
+		case <-a.ctx.Done():
+		}
+	}
+	return b.String()
+}

@@ -3,6 +3,7 @@ package shuffle
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -165,7 +166,13 @@ func (c *Client) Open(spec *Spec, sender, receiver int) (*Endpoint, error) {
 	f := newFrame()
 	f.typ, f.channel = frameOpen, spec.ID
 	f.body = encodeOpen(spec, sender, receiver)
-	c.link.enqueue(f)
+	// INVARIANT: an open travels as a control frame, ahead of any data. In
+	// the channel's queue it could sit behind frames waiting for window
+	// that the agent only returns once this very receiver is open (frames
+	// for it are held until then): a deadlock seen with one channel per
+	// round (sssp) when a rank opened its next round late. Data of this
+	// endpoint is queued after this call returns, so it cannot overtake.
+	c.link.enqueueCtrl(f)
 	return e, nil
 }
 
@@ -236,4 +243,27 @@ func (c *Client) isDown() bool {
 	default:
 		return false
 	}
+}
+
+// DebugState describes the client's link and endpoints (for diagnosing a
+// stalled exchange).
+func (c *Client) DebugState() string {
+	var b strings.Builder
+	b.WriteString(c.link.state())
+	c.mu.Lock()
+	eps := make([]*Endpoint, 0, len(c.eps))
+	for e := range c.eps {
+		eps = append(eps, e)
+	}
+	c.mu.Unlock()
+	for _, e := range eps {
+		e.inMu.Lock()
+		inbox := len(e.inbox)
+		e.inMu.Unlock()
+		e.compMu.Lock()
+		comp := len(e.comp)
+		e.compMu.Unlock()
+		fmt.Fprintf(&b, "endpoint %#x sender %d receiver %d: inbox %d, completions %d\n", e.id, e.sender, e.receiver, inbox, comp)
+	}
+	return b.String()
 }

@@ -430,3 +430,53 @@ func TestChannelIsolation(t *testing.T) {
 		})
 	}
 }
+
+// TestLateReceiverUnderBackPressure: a receiver that opens while its
+// channel's window is exhausted by frames waiting for it must still get
+// its open through (opens are control frames, never queued behind data).
+func TestLateReceiverUnderBackPressure(t *testing.T) {
+	for _, mode := range []clusterMode{allModes[0], allModes[2]} {
+		t.Run(mode.name, func(t *testing.T) {
+			c := newCluster(t, 1, mode, Options{AggSize: 1024, Credits: 4096, AgentBuffers: 1, Buffers: 2})
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			spec := &Spec{ID: nextChanID(), Senders: []int{0}, Receivers: []int{0, 0}}
+			x, _ := OpenExchange(c.clients[0], spec)
+			defer x.Close()
+			s, _ := x.Sender(0)
+			r0, _ := x.Receiver(0)
+			const n = 2000
+			go func() {
+				for q := 0; q < n; q++ {
+					if err := s.Send(ctx, q%2, payloadFor(0, q, 60)); err != nil {
+						return
+					}
+				}
+				s.Close()
+			}()
+			count := func(r *Receiver, got chan<- int) {
+				k := 0
+				for {
+					p, err := r.Next(ctx)
+					if err != nil || p == nil {
+						break
+					}
+					k++
+				}
+				got <- k
+			}
+			got0 := make(chan int, 1)
+			go count(r0, got0)
+			time.Sleep(100 * time.Millisecond) // the window fills with frames for receiver 1
+			r1, err := x.Receiver(1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got1 := make(chan int, 1)
+			go count(r1, got1)
+			if a, b := <-got0, <-got1; a != n/2 || b != n/2 {
+				t.Fatalf("receivers got %d and %d messages, want %d each", a, b, n/2)
+			}
+		})
+	}
+}

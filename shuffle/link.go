@@ -2,6 +2,8 @@ package shuffle
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -235,29 +237,25 @@ func (l *link) addCredit(ch uint64, n int) {
 	l.signal()
 }
 
-// returnCredit is called when a frame received on l is released. Credits
-// are coalesced: the writer is woken once a quarter of the window has come
-// back, or when the channel holds nothing more on this link (so a sender
-// waiting for its window always gets it). Otherwise they ride along with
-// the next write.
+// returnCredit is called when a frame received on l is released. The
+// writer is woken at once; credits coalesce only while it is busy writing.
+//
+// NB: credits must never be withheld waiting for more releases. An earlier
+// version woke the writer only once a quarter of the window had come back
+// (or the channel held nothing): two agents whose held frames each waited
+// for the other's credits then stalled for good (sssp, offload).
 func (l *link) returnCredit(ch uint64, n int) {
 	l.mu.Lock()
-	wake := false
 	if !l.closed {
-		h := l.held[ch] - n
-		if h > 0 {
+		if h := l.held[ch] - n; h > 0 {
 			l.held[ch] = h
 		} else {
 			delete(l.held, ch)
 		}
-		c := l.credits[ch] + n
-		l.credits[ch] = c
-		wake = h <= 0 || c >= l.opts.Credits/4
+		l.credits[ch] += n
 	}
 	l.mu.Unlock()
-	if wake {
-		l.signal()
-	}
+	l.signal()
 }
 
 // hold charges a received frame to its channel's window; a peer that
@@ -625,4 +623,22 @@ func decodeErrorFrame(b []byte, peer string) error {
 		return nferr.Dataf("shuffle: empty error frame from %s", peer)
 	}
 	return nferr.Decode(nferr.Kind(b[0]), string(b[1:]), peer)
+}
+
+// state describes the link's queues and windows (for DebugState).
+func (l *link) state() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	fmt.Fprintf(&b, "link %s: started %v closed %v closing %v window %d ctrl %d ready %d\n", l.name, l.started, l.closed, l.closing, l.window, len(l.ctrl), len(l.ready))
+	for id, oc := range l.out {
+		fmt.Fprintf(&b, "  out %#x: queued %d, credit %d, ready %v\n", id, len(oc.q), oc.credit, oc.inReady)
+	}
+	for id, n := range l.held {
+		fmt.Fprintf(&b, "  held %#x: %d bytes\n", id, n)
+	}
+	for id, n := range l.credits {
+		fmt.Fprintf(&b, "  credits to return %#x: %d bytes\n", id, n)
+	}
+	return b.String()
 }

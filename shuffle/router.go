@@ -1,6 +1,8 @@
 package shuffle
 
 import (
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,6 +42,8 @@ type router struct {
 	comp    []*frame
 	compTmp []*frame
 	wake    chan struct{}
+	// dump asks the thread to describe its state (Agent.DebugState).
+	dump chan chan string
 
 	now, lastInput, lastSweep int64
 	flushTimeout, idleTimeout int64
@@ -80,6 +84,7 @@ func newRouter(a *Agent, id int) *router {
 		maxBufs:      a.opts.AgentBuffers,
 		chans:        make(map[*channel]*routerChan),
 		wake:         make(chan struct{}, 1),
+		dump:         make(chan chan string),
 		flushTimeout: int64(a.opts.FlushTimeout),
 		idleTimeout:  int64(a.opts.IdleTimeout),
 	}
@@ -166,6 +171,8 @@ func (r *router) run() {
 			case <-done:
 				r.shutdown()
 				return
+			case reply := <-r.dump:
+				reply <- r.state()
 			default:
 			}
 			continue
@@ -186,11 +193,32 @@ func (r *router) run() {
 			r.input(f)
 		case <-r.wake:
 		case <-tc:
+		case reply := <-r.dump:
+			reply <- r.state()
 		case <-done:
 			r.shutdown()
 			return
 		}
 	}
+}
+
+// state describes the thread's buffers and blocklist (for DebugState).
+func (r *router) state() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "router %d: %d parked, %d filling, %d free\n", r.id, len(r.block), r.live, len(r.free))
+	for ch, rc := range r.chans {
+		fmt.Fprintf(&b, "  channel %#x: outstanding %d, parked %d, closing %v:", ch.id, rc.outstanding, rc.parked, ch.closing.Load())
+		for i, d := range rc.dests {
+			if d.outstanding > 0 || d.cur != nil {
+				fmt.Fprintf(&b, " slot%d=%d", i, d.outstanding)
+				if d.cur != nil {
+					fmt.Fprintf(&b, "(+%dB)", len(d.cur.body))
+				}
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 func (r *router) input(f *frame) {

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -72,7 +74,11 @@ core to the agents and one to everything else; see docs/shuffle.md.
 Security: agent-to-agent connections need --keys (the cluster's key directory:
 mutual TLS with the cluster CA), --key-file (a shared secret: TLS keyed by it),
 --tls-cert/--tls-key/--tls-ca, or --insecure on a trusted network. The local
-socket is created mode 0600 and only accepts processes of the same user.`,
+socket is created mode 0600 and only accepts processes of the same user.
+
+SIGUSR1 prints the agent's links (queued frames, windows, held bytes),
+routing threads (parked frames, buffers per destination) and channels to
+stderr: the first thing to look at when an exchange stalls.`,
 	Example: `  # node 1 of a three-node cluster, workers on /run/nicflow/agent.sock
   nicflow agent --node 1 --peers 10.0.0.1:7500,10.0.0.2:7500,10.0.0.3:7500 \
       --local unix:/run/nicflow/agent.sock --keys /etc/nicflow/keys
@@ -160,7 +166,16 @@ func runAgent(cmd *cobra.Command, _ []string) error {
 	}
 	defer a.Close()
 	ctx := cmd.Context()
+	// SIGUSR1 prints the agent's queues, windows and parked frames.
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
 	if f.control {
+		go func() {
+			for range usr1 {
+				fmt.Fprint(cmd.ErrOrStderr(), a.DebugState())
+			}
+		}()
 		return bench.ServeAgentControl(ctx, a, cmd.InOrStdin(), cmd.OutOrStdout())
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "nicflow agent: node %d of %d, agents on %s, workers on %s\n", f.node, len(peers), a.Addr(), orNone(a.LocalAddr()))
@@ -174,6 +189,8 @@ func runAgent(cmd *cobra.Command, _ []string) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-usr1:
+			fmt.Fprint(cmd.ErrOrStderr(), a.DebugState())
 		case <-tick:
 			s := a.Stats()
 			fmt.Fprintf(cmd.ErrOrStderr(), "nicflow agent: %d messages, %d frames out (%s), %d in, %d parked, %d channels\n",

@@ -41,6 +41,9 @@ Workloads (--app):
                owner of their column, transposed rows rebuilt on arrival
   repartition  hash repartition of lineitem-shaped Arrow batches by orderkey,
                one Arrow IPC payload per destination, decoded on arrival
+  sssp         single-source shortest paths, synchronous Bellman-Ford on a
+               random graph (--rows vertices per rank, --degree edges each),
+               one channel per round, checked against Dijkstra
 
 Agent placement (--agent):
   corun    the routing agent runs inside each worker process
@@ -50,7 +53,7 @@ Agent placement (--agent):
            workers to the others (a DPU's cores are not the host's).
 
 Every run checks its answer (table sums, checksums of the transposed matrix,
-row counts and key sums) and fails loudly on a lost or duplicated message.
+row counts and key sums, shortest-path sums) and fails loudly on a lost or duplicated message.
 Columns: app, nodes, ranks_per_node, agg_size, buffers, threads, agent, codec,
 msgs, bytes, elapsed_s, msgs_per_s, mb_per_s, worker_cpu_s, agent_cpu_s
 (CPU time of the processes during the run, from getrusage; a corun worker's
@@ -214,7 +217,7 @@ func init() {
 	f := benchShuffleCmd.Flags()
 	b := &benchShuffleFlags
 	d := bench.DefaultShuffleOptions()
-	f.StringVar(&b.apps, "app", strings.Join(d.Apps, ","), "workloads: histogram, transpose, repartition")
+	f.StringVar(&b.apps, "app", strings.Join(d.Apps, ","), "workloads: histogram, transpose, repartition, sssp")
 	f.IntVar(&b.nodes, "nodes", d.Nodes, "node processes")
 	f.IntVar(&b.ranksPerNode, "ranks-per-node", d.RanksPerNode, "tasks (ranks) per node")
 	f.StringVar(&b.aggSizes, "agg-size", "16KiB", "aggregation buffer sizes (AggSize)")
@@ -230,8 +233,8 @@ func init() {
 	f.StringVar(&b.pin, "pin", "auto", "CPU pinning in offload mode: auto or none")
 	f.IntVar(&b.updates, "updates", 0, "histogram: updates per rank (default 524288)")
 	f.IntVar(&b.tableSize, "table-size", 0, "histogram: table slots per rank (default 262144)")
-	f.IntVar(&b.rows, "rows", 0, "transpose: matrix rows per rank (default 16384)")
-	f.IntVar(&b.degree, "degree", 0, "transpose: nonzeros per row (default 16)")
+	f.IntVar(&b.rows, "rows", 0, "transpose: matrix rows per rank; sssp: vertices per rank (default 16384)")
+	f.IntVar(&b.degree, "degree", 0, "transpose: nonzeros per row; sssp: edges per vertex (default 16)")
 	f.IntVar(&b.batches, "batches", 0, "repartition: batches per rank (default 8)")
 	f.IntVar(&b.batchRows, "batch-rows", 0, "repartition: rows per batch (default 8192)")
 	f.IntVar(&b.repeat, "repeat", 1, "runs per configuration (the fastest is reported)")
