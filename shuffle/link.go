@@ -56,8 +56,9 @@ type link struct {
 	ready   []*outChan
 	credits map[uint64]int // credit bytes to return, per channel
 	held    map[uint64]int // bytes of received frames not yet released
-	// carried lists the channels whose data crossed this link: when it
-	// fails, only those may have lost messages.
+	// carried lists the channels whose data crossed this link between
+	// agents: when it fails, only those may have lost messages. The agent
+	// forgets a channel here when the channel ends on its node.
 	carried map[uint64]struct{}
 	started bool
 	closed  bool
@@ -172,7 +173,7 @@ func (l *link) enqueue(f *frame) bool {
 		l.out[f.channel] = oc
 	}
 	oc.q = append(oc.q, f)
-	if f.typ == frameData {
+	if f.typ == frameData && l.peerNode >= 0 {
 		l.carried[f.channel] = struct{}{}
 	}
 	if l.started {
@@ -240,10 +241,9 @@ func (l *link) addCredit(ch uint64, n int) {
 // returnCredit is called when a frame received on l is released. The
 // writer is woken at once; credits coalesce only while it is busy writing.
 //
-// NB: credits must never be withheld waiting for more releases. An earlier
-// version woke the writer only once a quarter of the window had come back
-// (or the channel held nothing): two agents whose held frames each waited
-// for the other's credits then stalled for good (sssp, offload).
+// NB: credits are never withheld to batch them: whether the frames still
+// held get released can depend on what the sender sends next, and a
+// sender short of window sends nothing.
 func (l *link) returnCredit(ch uint64, n int) {
 	l.mu.Lock()
 	if !l.closed {
@@ -269,7 +269,9 @@ func (l *link) hold(ch uint64, n int) error {
 		return nferr.Dataf("shuffle: %s overran the flow-control window of channel %#x (%d bytes held, window %d)", l.name, ch, h, l.opts.Credits)
 	}
 	l.held[ch] = h
-	l.carried[ch] = struct{}{}
+	if l.peerNode >= 0 {
+		l.carried[ch] = struct{}{}
+	}
 	return nil
 }
 

@@ -45,8 +45,8 @@ type router struct {
 	// dump asks the thread to describe its state (Agent.DebugState).
 	dump chan chan string
 
-	now, lastInput, lastSweep int64
-	flushTimeout, idleTimeout int64
+	now, lastInput, lastSweep, lastDrop int64
+	flushTimeout, idleTimeout           int64
 }
 
 type routerChan struct {
@@ -379,9 +379,15 @@ func (r *router) dispatch(rc *routerChan, slot int, f *frame) {
 	ch.deliv[i].deliver(f)
 }
 
-// sweep flushes buffers older than FlushTimeout.
+// sweep flushes buffers older than FlushTimeout, and now and then forgets
+// finished channels (a thread that is never idle would otherwise keep
+// them all).
 func (r *router) sweep() {
 	r.lastSweep = r.now
+	if r.now-r.lastDrop > int64(100*time.Millisecond) {
+		r.lastDrop = r.now
+		r.dropClosed()
+	}
 	for _, rc := range r.chans {
 		for i := range rc.dests {
 			if c := rc.dests[i].cur; c != nil && r.now-c.firstT >= r.flushTimeout {
