@@ -480,3 +480,90 @@ func TestLateReceiverUnderBackPressure(t *testing.T) {
 		})
 	}
 }
+
+// TestChannelPerRound: ranks run rounds, one channel each (as SSSP does),
+// with tiny windows and ranks drifting apart by random delays, so that a
+// rank's next-round traffic reaches nodes where some ranks are still in the
+// previous round.
+func TestChannelPerRound(t *testing.T) {
+	for _, mode := range []clusterMode{allModes[0], allModes[3]} {
+		t.Run(mode.name, func(t *testing.T) {
+			const nodes, perNode, rounds, msgs = 3, 2, 6, 300
+			c := newCluster(t, nodes, mode, Options{AggSize: 512, Credits: 2048, AgentBuffers: 1, Buffers: 1})
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			base := testChanID.Add(rounds)
+			ranks := nodes * perNode
+			errs := make(chan error, ranks)
+			for r := 0; r < ranks; r++ {
+				go func(r int) {
+					rng := rand.New(rand.NewPCG(uint64(r), 7))
+					for round := 0; round < rounds; round++ {
+						if rng.IntN(2) == 0 {
+							time.Sleep(time.Duration(rng.IntN(20)) * time.Millisecond)
+						}
+						ep, err := c.clients[r/perNode].Open(UniformSpec(base-uint64(round), nodes, perNode), r, r)
+						if err != nil {
+							errs <- err
+							return
+						}
+						got := 0
+						recv := func() error {
+							for {
+								_, ok, err := ep.TryRecv()
+								if err != nil || !ok {
+									return err
+								}
+								got++
+							}
+						}
+						for q := 0; q < msgs; q++ {
+							for {
+								ok, err := ep.TrySend(rng.IntN(ranks), payloadFor(r, q, 40))
+								if err != nil {
+									errs <- err
+									return
+								}
+								if ok {
+									break
+								}
+								if err := recv(); err != nil {
+									errs <- err
+									return
+								}
+								in, bufs := ep.Wait()
+								select {
+								case <-in:
+								case <-bufs:
+								case <-time.After(time.Millisecond):
+								case <-ctx.Done():
+									errs <- fmt.Errorf("rank %d round %d: stuck sending: %w", r, round, ctx.Err())
+									return
+								}
+							}
+						}
+						ep.CloseSend()
+						for {
+							_, err := ep.Recv(ctx)
+							if err == io.EOF {
+								break
+							}
+							if err != nil {
+								errs <- fmt.Errorf("rank %d round %d: %w", r, round, err)
+								return
+							}
+							got++
+						}
+						ep.Close()
+					}
+					errs <- nil
+				}(r)
+			}
+			for i := 0; i < ranks; i++ {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
