@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nicflow/nicflow/internal/nferr"
 )
@@ -63,6 +64,9 @@ type Endpoint struct {
 	gotBytes int64
 	recvErr  error
 	recvDone bool
+	// failed is set (once) by the client when the agent refuses the
+	// endpoint or is lost; the send side reports it.
+	failed atomic.Pointer[error]
 
 	closed bool
 }
@@ -195,6 +199,9 @@ func (e *Endpoint) TrySend(dst int, payload []byte) (bool, error) {
 
 // sendErr is the reason sending cannot proceed, if any.
 func (e *Endpoint) sendErr() error {
+	if err := e.failed.Load(); err != nil {
+		return *err
+	}
 	if e.c.isDown() {
 		e.c.mu.Lock()
 		err := e.c.err
@@ -207,7 +214,7 @@ func (e *Endpoint) sendErr() error {
 // acquire makes a fresh buffer current, if one is free.
 func (e *Endpoint) acquire() bool {
 	e.takeCompletions()
-	if e.c.isDown() {
+	if e.sendErr() != nil {
 		return false
 	}
 	var f *frame
@@ -230,8 +237,8 @@ func (e *Endpoint) acquire() bool {
 
 func (e *Endpoint) sendLarge(dst int, payload []byte) (bool, error) {
 	e.takeCompletions()
-	if e.c.isDown() {
-		return false, e.sendErr()
+	if err := e.sendErr(); err != nil {
+		return false, err
 	}
 	if e.inflight >= e.buffers && e.cur != nil {
 		// The buffer being filled counts against Buffers: send it on its
@@ -362,8 +369,12 @@ func (e *Endpoint) deliver(f *frame) {
 }
 
 // fail injects an error into the endpoint's inbox (lost agent, refused
-// open); the receive side reports it in order.
+// open); the receive side reports it in order, the send side at its next
+// buffer.
 func (e *Endpoint) fail(err error) {
+	// A sender learns at its next buffer (an open the agent refused, a lost
+	// agent): its messages would go nowhere.
+	e.failed.CompareAndSwap(nil, &err)
 	f := newFrame()
 	f.typ, f.channel, f.count = frameData, e.id, 1
 	f.body = appendError(nil, max(e.receiver, 0), errorPayload(agentSender, err))

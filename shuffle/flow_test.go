@@ -567,3 +567,31 @@ func TestChannelPerRound(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusedOpen: the agent refuses an endpoint whose spec contradicts the
+// channel's (a planner bug); both its sender and its receiver side learn.
+func TestRefusedOpen(t *testing.T) {
+	c := newCluster(t, 1, allModes[0], Options{AggSize: 1024})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	id := nextChanID()
+	good := &Spec{ID: id, Senders: []int{0}, Receivers: []int{0}}
+	bad := &Spec{ID: id, Senders: []int{0, 0}, Receivers: []int{0}}
+	x, _ := OpenExchange(c.clients[0], good)
+	defer x.Close()
+	ep, err := c.clients[0].Open(bad, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	var sendErr error
+	for i := 0; i < 10000 && sendErr == nil; i++ {
+		sendErr = ep.Send(ctx, 0, make([]byte, 100))
+	}
+	if !nferr.Is(sendErr, nferr.KindInternal) || !strings.Contains(sendErr.Error(), "two different specs") {
+		t.Fatalf("sender: got %v, want the agent's refusal", sendErr)
+	}
+	if _, err := ep.Recv(ctx); !nferr.Is(err, nferr.KindInternal) {
+		t.Fatalf("receiver: got %v, want the agent's refusal", err)
+	}
+}
