@@ -225,8 +225,8 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// secured reports whether agent-to-agent connections are authenticated, and
-// rejects a configuration that is neither secured nor explicitly insecure.
+// checkSecurity requires agent-to-agent connections to be authenticated, and
+// rejects a configuration that is neither secured nor explicitly Insecure.
 func (o *Options) checkSecurity() error {
 	if o.TLS == nil && o.ClusterKey == nil && !o.Insecure {
 		return nferr.Authf("shuffle: agent connections need TLS or a cluster key; set Insecure to run without authentication")
