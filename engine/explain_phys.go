@@ -162,6 +162,9 @@ func physLine(n *PhysNode) string {
 		if n.Scan.RowGroups >= 0 {
 			s += fmt.Sprintf(" row groups=%d", n.Scan.RowGroups)
 		}
+		if n.Scan.Replicated {
+			s += " replicated"
+		}
 		return s
 	case PhysValues:
 		return fmt.Sprintf("Values %d rows", len(n.Values.Rows))
@@ -286,6 +289,13 @@ func physLine(n *PhysNode) string {
 		return "RowID"
 	case PhysSingleCheck:
 		return "SingleCheck"
+	case PhysRemote:
+		r := n.Remote
+		s := fmt.Sprintf("Receive exchange %d from stage %d (%s", r.Exchange, r.Stage, r.Kind)
+		if r.Kind == exec.ExchangeHash {
+			s += " [" + colNames(n.Columns, r.Keys) + "]"
+		}
+		return s + ")"
 	}
 	return string(n.Kind)
 }

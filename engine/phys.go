@@ -72,6 +72,10 @@ const (
 	PhysMaxOneRow   PhysKind = "max_one_row"
 	PhysRowID       PhysKind = "row_id"
 	PhysSingleCheck PhysKind = "single_check"
+	// PhysRemote reads the receivers of a network exchange (distributed
+	// fragments only, dist.go): Streams receivers of channel
+	// Remote.Exchange.
+	PhysRemote PhysKind = "remote"
 )
 
 // PhysPlan is a physical plan: the root node, the shared subplans it reads
@@ -125,6 +129,18 @@ type PhysNode struct {
 	Exchange    *exec.ExchangeSpec       `json:"exchange,omitempty"`
 	Shared      *SharedOp                `json:"shared,omitempty"`
 	SingleCheck *SingleCheckOp           `json:"single_check,omitempty"`
+	Remote      *RemoteOp                `json:"remote,omitempty"`
+}
+
+// RemoteOp is the receiving end of a network exchange in a distributed
+// fragment: the task's Streams receivers of exchange Exchange (a shuffle
+// channel of the query), fed by the tasks of stage Stage.
+type RemoteOp struct {
+	Exchange int               `json:"exchange"`
+	Stage    int               `json:"stage"`
+	Kind     exec.ExchangeKind `json:"kind"`
+	// Keys are the hash columns of a hash exchange (EXPLAIN).
+	Keys []int `json:"keys,omitempty"`
 }
 
 // ScanOp is a table scan: Spec is the template (table, projected columns,
@@ -138,6 +154,10 @@ type ScanOp struct {
 	// Residual is the part of the scan's filter storage cannot evaluate,
 	// run by a filter node above the scan; kept here for EXPLAIN only.
 	Residual string `json:"residual,omitempty"`
+	// Replicated (distributed plans): every task of the stage reads every
+	// row group (a small table joined on every worker) instead of its
+	// share.
+	Replicated bool `json:"replicated,omitempty"`
 }
 
 // ValuesOp is a constant relation: one column-free expression per cell.

@@ -18,6 +18,22 @@ type BuildOptions struct {
 	// with, so that each operator can draw from a child of it.
 	Analyze bool
 	Budget  *exec.Budget
+	// Remote builds the receivers of remote nodes (distributed fragments);
+	// nil: a plan with remote nodes does not build.
+	Remote RemoteBuilder
+	// Task and Tasks (distributed fragments): the scans of a stage of
+	// Tasks tasks read row-group tasks Task, Task+Tasks, ... (all of them
+	// when the scan is replicated). Tasks 0 means 1.
+	Task, Tasks int
+	// StreamBase numbers this fragment's streams after those of the
+	// stage's earlier tasks (row ids stay unique across tasks).
+	StreamBase int
+}
+
+// RemoteBuilder makes the operators reading a remote node's receivers
+// (one per stream), with the node's column schema.
+type RemoteBuilder interface {
+	Receivers(n *PhysNode, schema *arrow.Schema) ([]exec.Operator, error)
 }
 
 // Executable is a physical plan instantiated as exec operators: Root
@@ -75,6 +91,35 @@ func Build(plan *PhysPlan, opts BuildOptions) (exe *Executable, err error) {
 		return nil, err
 	}
 	return &Executable{Root: root, Stats: b.stats}, nil
+}
+
+// BuildStreams instantiates plan's operators like Build but returns the
+// root's streams without gathering them (a distributed fragment sends
+// every stream through its own shuffle sender).
+func BuildStreams(plan *PhysPlan, opts BuildOptions) (ops []exec.Operator, stats map[int]*OpStats, err error) {
+	if err := checkPlan(plan); err != nil {
+		return nil, nil, err
+	}
+	if len(plan.Shared) > 0 {
+		return nil, nil, nferr.Internalf("build: a distributed fragment has shared subplans")
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			ops, stats, err = nil, nil, nferr.Internalf("build bug (please report): %v", r)
+		}
+	}()
+	b := &builder{opts: opts, shared: map[int]*sharedMat{}}
+	if opts.Analyze {
+		if opts.Budget == nil {
+			return nil, nil, nferr.Internalf("build: Analyze needs the query's budget")
+		}
+		b.stats = map[int]*OpStats{}
+	}
+	ops, err = b.build(plan.Root)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ops, b.stats, nil
 }
 
 // gatherOps returns the one operator of ops, or a gather over them.
@@ -138,6 +183,18 @@ func (b *builder) build(n *PhysNode) ([]exec.Operator, error) {
 		}
 		m.refs.Add(1)
 		ops = []exec.Operator{&sharedReader{m: m}}
+	case PhysRemote:
+		if b.opts.Remote == nil {
+			return nil, nferr.Internalf("build: remote node %d outside a distributed fragment", n.ID)
+		}
+		ops, err = b.opts.Remote.Receivers(n, columnsSchema(n.Columns))
+	case PhysRowID:
+		if len(ins) != 1 {
+			return nil, nferr.Internalf("build: row id node %d has %d inputs", n.ID, len(ins))
+		}
+		for i, in := range ins[0] {
+			ops = append(ops, newRowID(in, b.opts.StreamBase+i))
+		}
 	case PhysUnion:
 		// UNION ALL concatenates the streams: nothing to instantiate, and
 		// nothing to count (EXPLAIN ANALYZE sums the inputs).
@@ -178,7 +235,15 @@ func (b *builder) scan(n *PhysNode) ([]exec.Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := &taskQueue{tasks: n.Scan.Tasks}
+	tasks := n.Scan.Tasks
+	if b.opts.Tasks > 1 && !n.Scan.Replicated {
+		var mine []storage.FileRange
+		for i := b.opts.Task; i < len(tasks); i += b.opts.Tasks {
+			mine = append(mine, tasks[i])
+		}
+		tasks = mine
+	}
+	q := &taskQueue{tasks: tasks}
 	ops := make([]exec.Operator, n.Streams)
 	for i := range ops {
 		ops[i] = &morselScan{src: b.opts.Source, spec: n.Scan.Spec, q: q, schema: sch}
@@ -390,7 +455,7 @@ func checkNode(n *PhysNode, depth int, defs map[int]bool) error {
 	if n.Streams < 1 || n.Streams > maxParallelism {
 		return nferr.Dataf("physical plan: %s node %d has %d streams (want 1..%d)", n.Kind, n.ID, n.Streams, maxParallelism)
 	}
-	inputs, ok := map[PhysKind]int{PhysScan: 0, PhysValues: 0, PhysSharedScan: 0, PhysHashJoin: 2, PhysNLJoin: 2}[n.Kind]
+	inputs, ok := map[PhysKind]int{PhysScan: 0, PhysValues: 0, PhysSharedScan: 0, PhysRemote: 0, PhysHashJoin: 2, PhysNLJoin: 2}[n.Kind]
 	if !ok {
 		inputs = 1
 	}
@@ -439,6 +504,8 @@ func checkNode(n *PhysNode, depth int, defs map[int]bool) error {
 		spec = n.Shared != nil && defs[n.Shared.Def]
 	case PhysSingleCheck:
 		spec = n.SingleCheck != nil
+	case PhysRemote:
+		spec = n.Remote != nil
 	case PhysUnion, PhysMaxOneRow, PhysRowID:
 		spec = true
 	default:

@@ -433,11 +433,13 @@ type OpStats struct {
 	Nanos   atomic.Int64
 	budgets []*exec.Budget
 	scan    *taskQueue
+	// peak is memory counted elsewhere (the tasks of a distributed stage).
+	peak int64
 }
 
 // PeakBytes sums the peak memory of the node's instances.
 func (s *OpStats) PeakBytes() int64 {
-	var n int64
+	n := s.peak
 	for _, b := range s.budgets {
 		n += b.Peak()
 	}

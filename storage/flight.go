@@ -904,3 +904,122 @@ func (it *remoteIter) Close() error {
 	it.wg.Wait()
 	return nil
 }
+
+// PlacedTable is what a node without the catalog (a cluster worker) needs
+// to scan a placed table through storage nodes: the columns and, per file,
+// the storage nodes holding a replica (primary first). The coordinator
+// takes it from its catalog (DB.PlacedTable) and ships it in plan
+// fragments.
+type PlacedTable struct {
+	Columns []Column            `json:"columns"`
+	Files   map[string][]string `json:"files"`
+}
+
+// PlacedTable returns the placement of a table's files. A file placed on
+// no storage node is an error naming it.
+func (db *DB) PlacedTable(name string) (*PlacedTable, error) {
+	t, err := db.Table(name)
+	if err != nil {
+		return nil, err
+	}
+	pt := &PlacedTable{Columns: t.Columns, Files: make(map[string][]string, len(t.Files))}
+	for _, f := range t.Files {
+		if len(f.Nodes) == 0 {
+			return nil, nferr.Queryf("table %s: file %s is not placed on any storage node (run `nicflow storage place`)", t.QualifiedName(), f.Path)
+		}
+		pt.Files[f.Path] = append([]string(nil), f.Nodes...)
+	}
+	return pt, nil
+}
+
+// PlacedScanner is a Source for nodes without the catalog: scans whose
+// ScanSpec.Files name the row groups to read (the coordinator pruned them
+// with its statistics) go to the storage nodes holding the files, with
+// the projection and the predicate, so filtering happens at the storage
+// node; like RemoteScanner it fails over to the next replica when a node
+// fails before sending anything.
+type PlacedScanner struct {
+	tables map[string]*Table
+	r      *RemoteScanner
+}
+
+// NewPlacedScanner makes a source over the given tables (by the name used
+// in ScanSpec.Table) and storage nodes.
+func NewPlacedScanner(tables map[string]*PlacedTable, nodes []Node, opts ClientOptions) *PlacedScanner {
+	m := map[string]string{}
+	for _, n := range nodes {
+		m[n.ID] = n.Addr
+	}
+	ts := make(map[string]*Table, len(tables))
+	for name, pt := range tables {
+		t := &Table{Name: name, Columns: pt.Columns}
+		for path, ns := range pt.Files {
+			t.Files = append(t.Files, &File{Path: path, Nodes: ns})
+		}
+		ts[strings.ToLower(name)] = t
+	}
+	return &PlacedScanner{tables: ts, r: &RemoteScanner{nodes: m, cl: &nodeClients{opts: opts}}}
+}
+
+// Close closes the connections.
+func (p *PlacedScanner) Close() error { return p.r.Close() }
+
+func (p *PlacedScanner) table(name string) (*Table, error) {
+	t, ok := p.tables[strings.ToLower(name)]
+	if !ok {
+		return nil, nferr.Internalf("scan of %s: the plan fragment carries no placement for it", name)
+	}
+	return t, nil
+}
+
+// ScanSchema implements Source.
+func (p *PlacedScanner) ScanSchema(spec ScanSpec) (*arrow.Schema, error) {
+	t, err := p.table(spec.Table)
+	if err != nil {
+		return nil, err
+	}
+	return projectSchema(t, spec)
+}
+
+// OpenScan implements Source. spec.Files must name the files (and row
+// groups) to read.
+func (p *PlacedScanner) OpenScan(ctx context.Context, spec ScanSpec, opts ScanOptions) (RecordIterator, error) {
+	t, err := p.table(spec.Table)
+	if err != nil {
+		return nil, err
+	}
+	sch, err := projectSchema(t, spec)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Alloc == nil {
+		opts.Alloc = memory.DefaultAllocator
+	}
+	files := map[string]*File{}
+	for _, f := range t.Files {
+		files[f.Path] = f
+	}
+	it := &remoteIter{r: p.r, schema: sch, alloc: opts.Alloc, spec: spec}
+	groups := map[string][]FileRange{}
+	var nodeOrder []string
+	for _, fr := range spec.Files {
+		f := files[fr.Path]
+		if f == nil || len(f.Nodes) == 0 {
+			return nil, nferr.Queryf("scan of %s: file %s is not placed on any storage node", spec.Table, fr.Path)
+		}
+		node := f.Nodes[0]
+		if _, ok := groups[node]; !ok {
+			nodeOrder = append(nodeOrder, node)
+		}
+		groups[node] = append(groups[node], fr)
+	}
+	ctx, it.cancel = context.WithCancel(ctx)
+	it.ch = make(chan arrow.RecordBatch, 2*max(1, len(groups)))
+	it.errc = make(chan error, len(groups)+1)
+	for _, node := range nodeOrder {
+		it.wg.Add(1)
+		go it.fetch(ctx, node, groups[node], files, map[string]bool{node: true})
+	}
+	go func() { it.wg.Wait(); close(it.ch) }()
+	return it, nil
+}

@@ -1,0 +1,705 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/nicflow/nicflow/exec"
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// Distributed planning: a physical plan becomes stages.
+//
+// PlanDistributed takes the physical plan the embedded session would run
+// (planned with the parallelism of one task, DistOptions.Parallelism) and
+// cuts it into stages connected by network exchanges (shuffle channels).
+// A stage runs as one task or as Workers tasks (one per worker); every
+// task of a stage runs the same fragment (a PhysNode tree whose leaves are
+// scans, values and PhysRemote receivers), with its own share of the
+// row groups of every scan that is not replicated.
+//
+// The planner walks the plan bottom-up and tracks, per subtree, whether it
+// is "wide" (spread over the Workers tasks of a stage) or "single" (in one
+// task), and for wide subtrees the hash distribution a network repartition
+// gave it. The rules:
+//
+//	scan          wide when the embedded plan gave it several streams
+//	              (several row groups); single otherwise
+//	gather/merge  over a wide input: a network gather to one task (an
+//	              ordered merge becomes a gather and a sort there); over a
+//	              single input: the local exchange, inside the task
+//	hash          over a wide input: a network repartition into Workers x
+//	              Parallelism receivers with exec.HashPartitioner; a
+//	              single-phase aggregate above it is split first (partial
+//	              below the repartition, final above), so partial states
+//	              cross the network instead of rows
+//	hash join     both single: one task. Otherwise the build side is
+//	              replicated when that is valid (the join keeps no state
+//	              per build row) and cheap: a small single-task scan
+//	              pipeline is read by every task ("replicated" scan), a
+//	              wide build is broadcast when build x Workers <= probe
+//	              rows (estimates); else both sides are repartitioned by
+//	              the join keys (a side already distributed on its keys
+//	              stays); a null-aware join, which needs every build row,
+//	              is never partitioned
+//	nl join       the right side is replicated or broadcast to the left's
+//	              streams in every task
+//	union         wide when every input is; else the wide ones are
+//	              gathered
+//	shared scan   the shared subplan is planned again at every reader
+//	              (computed once per reader, not once per query)
+//
+// and any node the embedded plan ran as one stream is single here too (a
+// wide input is gathered first), so per-stream semantics (ORDER BY order,
+// LIMIT, global aggregates) survive. The root stage has one task; its
+// output streams to the coordinator.
+
+// DistOptions configure distributed planning.
+type DistOptions struct {
+	// Workers is the number of tasks of a wide stage (one per worker).
+	Workers int
+	// Parallelism is the number of streams per task the physical plan was
+	// planned with; network repartitions have Workers x Parallelism
+	// receivers.
+	Parallelism int
+	// BroadcastFactor: a wide build side is broadcast when its estimated
+	// rows times Workers are at most BroadcastFactor times the probe
+	// side's (default 1: broadcasting moves build x Workers rows,
+	// partitioning moves build + probe rows).
+	BroadcastFactor float64
+}
+
+// Validate fills defaults and checks the options.
+func (o *DistOptions) Validate() error {
+	if o.Workers < 1 || o.Workers > maxParallelism {
+		return nferr.Queryf("distributed plan: %d workers (want 1..%d)", o.Workers, maxParallelism)
+	}
+	if o.Parallelism < 1 || o.Parallelism > maxParallelism {
+		return nferr.Queryf("distributed plan: parallelism %d (want 1..%d)", o.Parallelism, maxParallelism)
+	}
+	if o.BroadcastFactor == 0 {
+		o.BroadcastFactor = 1
+	}
+	return nil
+}
+
+// DistPlan is a distributed plan: stages, producers before consumers; the
+// last stage is the root (one task streaming the result).
+type DistPlan struct {
+	Stages []*Stage `json:"stages"`
+	// Names are the result's column names; Columns its columns.
+	Names   []string     `json:"names"`
+	Columns []PhysColumn `json:"columns"`
+	// Exchanges is the number of network exchanges (channels 1..N).
+	Exchanges int `json:"exchanges"`
+	// Workers and Parallelism are the options it was planned with.
+	Workers     int `json:"workers"`
+	Parallelism int `json:"parallelism"`
+}
+
+// Stage is a fragment run by Tasks tasks.
+type Stage struct {
+	ID    int       `json:"id"`
+	Tasks int       `json:"tasks"`
+	Root  *PhysNode `json:"root"`
+	// Out is where the stage's output goes (nil: the root stage, whose
+	// one task streams to the coordinator).
+	Out *StageOut `json:"out,omitempty"`
+}
+
+// StageOut is a stage's outgoing network exchange.
+type StageOut struct {
+	Exchange int               `json:"exchange"`
+	Kind     exec.ExchangeKind `json:"kind"` // gather, hash or broadcast
+	Keys     []int             `json:"keys,omitempty"`
+	// Consumer is the stage reading it; PerTask its receivers per task.
+	Consumer int `json:"consumer"`
+	PerTask  int `json:"per_task"`
+}
+
+// Root is the root stage.
+func (d *DistPlan) Root() *Stage { return d.Stages[len(d.Stages)-1] }
+
+// Stage returns the stage with the given ID (nil if none).
+func (d *DistPlan) Stage(id int) *Stage {
+	for _, s := range d.Stages {
+		if s.ID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// Receivers is the number of receivers of a stage's output exchange.
+func (d *DistPlan) Receivers(s *Stage) int {
+	if s.Out == nil {
+		return 1
+	}
+	c := d.Stage(s.Out.Consumer)
+	if c == nil {
+		return 0
+	}
+	return c.Tasks * s.Out.PerTask
+}
+
+// Senders is the number of senders of a stage's output exchange: every
+// output stream of every task.
+func (d *DistPlan) Senders(s *Stage) int { return s.Tasks * s.Root.Streams }
+
+// frag is a planned subtree of the stage being built.
+type frag struct {
+	n    *PhysNode
+	wide bool
+	// hash, when set, are the columns a network repartition distributed a
+	// wide subtree on (over Workers x Parallelism partitions).
+	hash []int
+	// pure: a single-task pipeline of scans, values, filters and
+	// projections, which every task may compute for itself (replicated).
+	pure bool
+}
+
+type distPlanner struct {
+	opts   DistOptions
+	plan   *PhysPlan
+	nextID int
+	stages []*Stage
+	nexch  int
+}
+
+// PlanDistributed cuts a physical plan into stages (see the file comment).
+func PlanDistributed(pp *PhysPlan, opts DistOptions) (dp *DistPlan, err error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if pp == nil || pp.Root == nil {
+		return nil, nferr.Internalf("distributed plan: no physical plan")
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			dp, err = nil, nferr.Internalf("distributed planner bug (please report): %v", r)
+		}
+	}()
+	d := &distPlanner{opts: opts, plan: pp}
+	count := func(n *PhysNode) { d.nextID = max(d.nextID, n.ID) }
+	pp.Root.walk(count)
+	for _, s := range pp.Shared {
+		s.Root.walk(count)
+	}
+	f, err := d.walk(pp.Root)
+	if err != nil {
+		return nil, err
+	}
+	if f, err = d.single(f); err != nil {
+		return nil, err
+	}
+	root := &Stage{ID: len(d.stages) + 1, Tasks: 1, Root: f.n}
+	d.stages = append(d.stages, root)
+	// Consumers: the stage holding each remote node.
+	for _, s := range d.stages {
+		s.Root.walk(func(n *PhysNode) {
+			if n.Kind == PhysRemote {
+				if p := d.stageByID(n.Remote.Stage); p != nil && p.Out != nil {
+					p.Out.Consumer = s.ID
+				}
+			}
+		})
+	}
+	return &DistPlan{Stages: d.stages, Names: pp.Names, Columns: pp.Root.Columns, Exchanges: d.nexch, Workers: opts.Workers, Parallelism: opts.Parallelism}, nil
+}
+
+func (d *distPlanner) stageByID(id int) *Stage {
+	for _, s := range d.stages {
+		if s.ID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+func (d *distPlanner) id() int {
+	d.nextID++
+	return d.nextID
+}
+
+// with copies n with new inputs and a stream count.
+func with(n *PhysNode, streams int, inputs ...*PhysNode) *PhysNode {
+	c := *n
+	c.Inputs = inputs
+	c.Streams = streams
+	return &c
+}
+
+// cut ends the stage computing f at a network exchange and returns the
+// receiving node for the consuming stage.
+func (d *distPlanner) cut(f frag, kind exec.ExchangeKind, keys []int, perTask int, consumerWide bool) frag {
+	d.nexch++
+	st := &Stage{ID: len(d.stages) + 1, Tasks: 1, Root: f.n, Out: &StageOut{Exchange: d.nexch, Kind: kind, Keys: keys, PerTask: perTask}}
+	if f.wide {
+		st.Tasks = d.opts.Workers
+	}
+	d.stages = append(d.stages, st)
+	rn := &PhysNode{ID: d.id(), Kind: PhysRemote, Streams: perTask, Columns: f.n.Columns, EstRows: f.n.EstRows,
+		Remote: &RemoteOp{Exchange: d.nexch, Stage: st.ID, Kind: kind, Keys: keys}}
+	out := frag{n: rn, wide: consumerWide}
+	if kind == exec.ExchangeHash && consumerWide {
+		out.hash = keys
+	}
+	return out
+}
+
+// single makes f run in one task with one stream.
+func (d *distPlanner) single(f frag) (frag, error) {
+	if f.wide {
+		f = d.cut(f, exec.ExchangeGather, nil, 1, false)
+	}
+	if f.n.Streams > 1 {
+		g := &PhysNode{ID: d.id(), Kind: PhysExchange, Streams: 1, Columns: f.n.Columns, EstRows: f.n.EstRows,
+			Exchange: &exec.ExchangeSpec{Kind: exec.ExchangeGather}, Inputs: []*PhysNode{f.n}}
+		f = frag{n: g, pure: f.pure}
+	}
+	return f, nil
+}
+
+// gatherWide gathers a wide f into one task (keeping its streams when it
+// is single already).
+func (d *distPlanner) gatherWide(f frag) frag {
+	if f.wide {
+		return d.cut(f, exec.ExchangeGather, nil, 1, false)
+	}
+	return f
+}
+
+// repartition sends f to Workers x Parallelism receivers by keys.
+func (d *distPlanner) repartition(f frag, keys []int) frag {
+	return d.cut(f, exec.ExchangeHash, keys, d.opts.Parallelism, true)
+}
+
+func (d *distPlanner) walk(n *PhysNode) (frag, error) {
+	f, err := d.walkNode(n)
+	if err != nil {
+		return f, err
+	}
+	if n.Streams == 1 && (f.wide || f.n.Streams > 1) {
+		// NB: the embedded plan ran n as one stream: whatever follows
+		// (ORDER BY, LIMIT, a global aggregate) relies on seeing all
+		// rows in one stream.
+		return d.single(f)
+	}
+	return f, nil
+}
+
+func (d *distPlanner) walkNode(n *PhysNode) (frag, error) {
+	switch n.Kind {
+	case PhysScan:
+		return frag{n: with(n, n.Streams), wide: n.Streams > 1, pure: n.Streams == 1}, nil
+	case PhysValues:
+		return frag{n: with(n, 1), pure: true}, nil
+	case PhysSharedScan:
+		def := d.sharedDef(n.Shared.Def)
+		if def == nil {
+			return frag{}, nferr.Internalf("distributed plan: shared subplan %d is not defined", n.Shared.Def)
+		}
+		f, err := d.walk(d.renumber(def.Root))
+		if err != nil {
+			return f, err
+		}
+		return d.single(f)
+	case PhysExchange:
+		return d.exchange(n)
+	case PhysHashJoin:
+		return d.hashJoin(n)
+	case PhysNLJoin:
+		return d.nlJoin(n)
+	case PhysUnion:
+		return d.union(n)
+	case PhysHashAgg:
+		if f, ok, err := d.splitRepartitionedAgg(n); ok || err != nil {
+			return f, err
+		}
+	case PhysRemote:
+		return frag{}, nferr.Internalf("distributed plan: the physical plan has a remote node already")
+	}
+	// One input, one operator per stream.
+	if len(n.Inputs) != 1 {
+		return frag{}, nferr.Internalf("distributed plan: %s node %d has %d inputs", n.Kind, n.ID, len(n.Inputs))
+	}
+	in, err := d.walk(n.Inputs[0])
+	if err != nil {
+		return in, err
+	}
+	out := frag{n: with(n, in.n.Streams, in.n), wide: in.wide}
+	switch n.Kind {
+	case PhysFilter:
+		out.hash, out.pure = in.hash, in.pure
+	case PhysProject:
+		out.pure = in.pure
+		out.hash = projectKeys(n.Project, in.hash)
+	}
+	return out, nil
+}
+
+// projectKeys maps hash columns through a projection (nil when one is not
+// passed through as a bare column).
+func projectKeys(p *ProjectOp, keys []int) []int {
+	if keys == nil {
+		return nil
+	}
+	out := make([]int, len(keys))
+	for i, k := range keys {
+		out[i] = -1
+		for j, x := range p.Exprs {
+			if x.Kind == exec.KindColumn && x.Index == k {
+				out[i] = j
+				break
+			}
+		}
+		if out[i] < 0 {
+			return nil
+		}
+	}
+	return out
+}
+
+func (d *distPlanner) sharedDef(id int) *PhysShared {
+	for _, s := range d.plan.Shared {
+		if s.ID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// renumber copies a subtree with fresh node IDs (a shared subplan planned
+// at several readers).
+func (d *distPlanner) renumber(n *PhysNode) *PhysNode {
+	c := *n
+	c.ID = d.id()
+	c.Inputs = make([]*PhysNode, len(n.Inputs))
+	for i, in := range n.Inputs {
+		c.Inputs[i] = d.renumber(in)
+	}
+	return &c
+}
+
+func (d *distPlanner) exchange(n *PhysNode) (frag, error) {
+	x := n.Exchange
+	if x.Kind == exec.ExchangeBroadcast {
+		// Broadcasts feed nested-loop joins, which plan them (nlJoin); one
+		// found elsewhere runs in one task.
+		in, err := d.walk(n.Inputs[0])
+		if err != nil {
+			return in, err
+		}
+		in = d.gatherWide(in)
+		return frag{n: with(n, x.Outputs, in.n)}, nil
+	}
+	in, err := d.walk(n.Inputs[0])
+	if err != nil {
+		return in, err
+	}
+	if !in.wide {
+		streams := 1
+		if x.Kind == exec.ExchangeHash {
+			streams = x.Outputs
+		}
+		return frag{n: with(n, streams, in.n)}, nil
+	}
+	switch x.Kind {
+	case exec.ExchangeGather:
+		return d.cut(in, exec.ExchangeGather, nil, 1, false), nil
+	case exec.ExchangeMerge:
+		// NB: receivers do not know which sender a payload came from, so
+		// an ordered merge across the network is a gather and a sort.
+		g := d.cut(in, exec.ExchangeGather, nil, 1, false)
+		s := &PhysNode{ID: d.id(), Kind: PhysSort, Streams: 1, Columns: n.Columns, EstRows: n.EstRows,
+			Sort: &exec.SortSpec{Keys: x.SortKeys}, Inputs: []*PhysNode{g.n}}
+		return frag{n: s}, nil
+	case exec.ExchangeHash:
+		return d.repartition(in, x.Keys), nil
+	}
+	return frag{}, nferr.Internalf("distributed plan: exchange kind %q", x.Kind)
+}
+
+// splitRepartitionedAgg plans a single-phase aggregate over a hash
+// repartition of a wide input as partial -> network repartition -> final.
+func (d *distPlanner) splitRepartitionedAgg(n *PhysNode) (frag, bool, error) {
+	x := n.Inputs[0]
+	if n.Agg.Phase != "" && n.Agg.Phase != exec.AggSingle || x.Kind != PhysExchange || x.Exchange.Kind != exec.ExchangeHash {
+		return frag{}, false, nil
+	}
+	for _, a := range n.Agg.Aggs {
+		if a.Distinct {
+			return frag{}, false, nil
+		}
+	}
+	if !equalInts(x.Exchange.Keys, n.Agg.GroupCols) {
+		return frag{}, false, nil
+	}
+	in, err := d.walk(x.Inputs[0])
+	if err != nil {
+		return in, true, err
+	}
+	if !in.wide {
+		return frag{n: with(n, x.Exchange.Outputs, with(x, x.Exchange.Outputs, in.n))}, true, nil
+	}
+	partial, final, err := exec.SplitAgg(*n.Agg)
+	if err != nil {
+		return frag{}, true, err
+	}
+	pn := &PhysNode{ID: d.id(), Kind: PhysHashAgg, Streams: in.n.Streams, Agg: &partial, Inputs: []*PhysNode{in.n}, EstRows: n.EstRows * float64(in.n.Streams*d.opts.Workers)}
+	sch, err := outputSchema(pn, []*arrow.Schema{columnsSchema(in.n.Columns)})
+	if err != nil {
+		return frag{}, true, err
+	}
+	if pn.Columns, err = physColumns(sch); err != nil {
+		return frag{}, true, err
+	}
+	keys := make([]int, len(final.GroupCols))
+	copy(keys, final.GroupCols)
+	r := d.repartition(frag{n: pn, wide: true}, keys)
+	fn := &PhysNode{ID: n.ID, Kind: PhysHashAgg, Streams: r.n.Streams, Agg: &final, Columns: n.Columns, EstRows: n.EstRows, Inputs: []*PhysNode{r.n}}
+	return frag{n: fn, wide: true}, true, nil
+}
+
+func physColumns(sch *arrow.Schema) ([]PhysColumn, error) {
+	cols := make([]PhysColumn, sch.NumFields())
+	for i, f := range sch.Fields() {
+		t, err := exec.TypeOf(f.Type)
+		if err != nil {
+			return nil, err
+		}
+		cols[i] = PhysColumn{Name: f.Name, Type: t, Nullable: f.Nullable}
+	}
+	return cols, nil
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// replicate marks the scans of a pure single-task pipeline as read whole
+// by every task.
+func replicate(f frag) frag {
+	var mark func(n *PhysNode) *PhysNode
+	mark = func(n *PhysNode) *PhysNode {
+		c := *n
+		c.Inputs = make([]*PhysNode, len(n.Inputs))
+		for i, in := range n.Inputs {
+			c.Inputs[i] = mark(in)
+		}
+		if c.Kind == PhysScan {
+			s := *c.Scan
+			s.Replicated = true
+			c.Scan = &s
+		}
+		return &c
+	}
+	return frag{n: mark(f.n), wide: true}
+}
+
+// broadcastable: every task may join its probe rows against all build
+// rows; false when the join keeps state per build row (outer joins
+// preserving the build side, semi/anti/mark joins building on the left).
+func broadcastable(s *exec.HashJoinSpec) bool {
+	buildLeft := s.Build == exec.SideLeft
+	switch s.Type {
+	case exec.JoinFull:
+		return false
+	case exec.JoinLeft:
+		return !buildLeft
+	case exec.JoinRight:
+		return buildLeft
+	case exec.JoinSemi, exec.JoinAnti, exec.JoinMark:
+		return !buildLeft
+	}
+	return true
+}
+
+func (d *distPlanner) hashJoin(n *PhysNode) (frag, error) {
+	l, err := d.walk(n.Inputs[0])
+	if err != nil {
+		return l, err
+	}
+	r, err := d.walk(n.Inputs[1])
+	if err != nil {
+		return r, err
+	}
+	spec := n.Join
+	buildLeft := spec.Build == exec.SideLeft
+	probe, build := l, r
+	pkeys, bkeys := spec.LeftKeys, spec.RightKeys
+	if buildLeft {
+		probe, build = r, l
+		pkeys, bkeys = spec.RightKeys, spec.LeftKeys
+	}
+	canBroadcast := broadcastable(spec)
+	canPartition := !spec.NullAware && len(pkeys) > 0
+	replicateBuild := func() {
+		if build.pure && !build.wide {
+			build = replicate(build)
+		} else {
+			build = d.cut(build, exec.ExchangeBroadcast, nil, 1, true)
+		}
+	}
+	partitionBoth := func() {
+		if !(probe.wide && equalInts(probe.hash, pkeys)) {
+			probe = d.repartition(probe, pkeys)
+		}
+		if !(build.wide && equalInts(build.hash, bkeys)) {
+			build = d.repartition(build, bkeys)
+		}
+	}
+	switch {
+	case !probe.wide && !build.wide:
+	case probe.wide && !build.wide:
+		switch {
+		case canBroadcast:
+			replicateBuild()
+		case canPartition:
+			partitionBoth()
+		default:
+			probe = d.gatherWide(probe)
+		}
+	case !probe.wide && build.wide:
+		if canPartition {
+			partitionBoth()
+		} else {
+			build = d.gatherWide(build)
+		}
+	default:
+		coLocated := probe.hash != nil && build.hash != nil && equalInts(probe.hash, pkeys) && equalInts(build.hash, bkeys)
+		small := build.n.EstRows*float64(d.opts.Workers) <= d.opts.BroadcastFactor*probe.n.EstRows
+		switch {
+		case coLocated:
+		case canBroadcast && (small || !canPartition):
+			replicateBuild()
+		case canPartition:
+			partitionBoth()
+		default:
+			probe, build = d.gatherWide(probe), d.gatherWide(build)
+		}
+	}
+	l, r = probe, build
+	if buildLeft {
+		l, r = build, probe
+	}
+	out := frag{n: with(n, probe.n.Streams, l.n, r.n), wide: probe.wide}
+	if probe.wide && probe.hash != nil {
+		switch {
+		case !buildLeft:
+			out.hash = probe.hash // the probe's columns come first
+		case spec.Type == exec.JoinInner || spec.Type == exec.JoinLeft || spec.Type == exec.JoinRight || spec.Type == exec.JoinFull:
+			out.hash = make([]int, len(probe.hash))
+			for i, k := range probe.hash {
+				out.hash[i] = k + len(l.n.Columns)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (d *distPlanner) nlJoin(n *PhysNode) (frag, error) {
+	l, err := d.walk(n.Inputs[0])
+	if err != nil {
+		return l, err
+	}
+	rn := n.Inputs[1]
+	var bx *PhysNode
+	if rn.Kind == PhysExchange && rn.Exchange.Kind == exec.ExchangeBroadcast {
+		bx, rn = rn, rn.Inputs[0]
+	}
+	r, err := d.walk(rn)
+	if err != nil {
+		return r, err
+	}
+	// The right side must reach every left stream of every task.
+	spread := func(r frag, m int) frag {
+		if r.n.Streams == 1 && m == 1 {
+			return r
+		}
+		r, _ = d.single(r)
+		x := bx
+		if x == nil {
+			x = &PhysNode{ID: d.id(), Kind: PhysExchange, Columns: r.n.Columns, EstRows: r.n.EstRows}
+		}
+		b := with(x, m, r.n)
+		b.Exchange = &exec.ExchangeSpec{Kind: exec.ExchangeBroadcast, Outputs: m}
+		return frag{n: b, pure: r.pure}
+	}
+	m := l.n.Streams
+	switch {
+	case !l.wide:
+		r = spread(d.gatherWide(r), m)
+	case r.pure && !r.wide:
+		r = replicate(spread(r, m))
+	default:
+		r = d.cut(r, exec.ExchangeBroadcast, nil, m, true)
+	}
+	return frag{n: with(n, m, l.n, r.n), wide: l.wide}, nil
+}
+
+func (d *distPlanner) union(n *PhysNode) (frag, error) {
+	fs := make([]frag, len(n.Inputs))
+	allWide := true
+	for i, in := range n.Inputs {
+		f, err := d.walk(in)
+		if err != nil {
+			return f, err
+		}
+		fs[i] = f
+		allWide = allWide && f.wide
+	}
+	var ins []*PhysNode
+	streams := 0
+	for _, f := range fs {
+		if !allWide {
+			f = d.gatherWide(f)
+		}
+		ins = append(ins, f.n)
+		streams += f.n.Streams
+	}
+	return frag{n: with(n, streams, ins...), wide: allWide}, nil
+}
+
+// ExplainDistributed describes the stages of a distributed plan, the root
+// stage first; stats (nil for EXPLAIN) holds EXPLAIN ANALYZE figures.
+func ExplainDistributed(dp *DistPlan, stats *DistStats) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Distributed plan: %d stages, %d workers x %d streams\n", len(dp.Stages), dp.Workers, dp.Parallelism)
+	for i := len(dp.Stages) - 1; i >= 0; i-- {
+		s := dp.Stages[i]
+		out := "to the coordinator"
+		if s.Out != nil {
+			switch s.Out.Kind {
+			case exec.ExchangeHash:
+				out = fmt.Sprintf("hash [%s] to stage %d (exchange %d, %d receivers)", colNames(s.Root.Columns, s.Out.Keys), s.Out.Consumer, s.Out.Exchange, dp.Receivers(s))
+			default:
+				out = fmt.Sprintf("%s to stage %d (exchange %d, %d receivers)", s.Out.Kind, s.Out.Consumer, s.Out.Exchange, dp.Receivers(s))
+			}
+		}
+		fmt.Fprintf(&b, "Stage %d: %d task(s), output %s\n", s.ID, s.Tasks, out)
+		var st map[int]*OpStats
+		if stats != nil {
+			st = stats.Ops[s.ID]
+			for _, t := range stats.Tasks[s.ID] {
+				fmt.Fprintf(&b, "  task %d on %s: %d rows out, sent %s, received %s, time %s\n", t.Task, t.Node, t.Rows, exec.FormatBytes(t.BytesSent), exec.FormatBytes(t.BytesReceived), formatDuration(t.Wall))
+			}
+		}
+		sub := ExplainPhysical(&PhysPlan{Root: s.Root}, st)
+		for _, line := range strings.Split(strings.TrimRight(sub, "\n"), "\n") {
+			b.WriteString("  " + line + "\n")
+		}
+	}
+	return b.String()
+}
+

@@ -1,0 +1,208 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/nicflow/nicflow/engine/sql"
+	"github.com/nicflow/nicflow/exec"
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// DistQuery is one statement prepared for a cluster by a coordinator's
+// session: a query (or EXPLAIN of one) planned into stages, or a statement
+// the coordinator answers from its catalog.
+type DistQuery struct {
+	// SQL is the statement's text.
+	SQL string
+	// Plan is the distributed plan of a query or of EXPLAIN's query; nil
+	// when Local is set.
+	Plan *DistPlan
+	// Explain and Analyze: the statement is EXPLAIN [ANALYZE]; the
+	// result is ExplainText's lines (see ExplainResult).
+	Explain, Analyze bool
+	// Local is the result of a statement the coordinator ran itself
+	// (SHOW TABLES, DESCRIBE, SHOW), or nil.
+	Local *Result
+
+	logical string
+}
+
+// SplitScript splits a script into its statements' texts; a syntax error
+// anywhere is reported here (with line, column and caret).
+func SplitScript(script string) ([]string, error) {
+	stmts, err := sql.Parse(script)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(stmts))
+	for i, s := range stmts {
+		out[i] = s.Text
+	}
+	return out, nil
+}
+
+// PrepareDistributed prepares statement k (0-based) of script for a
+// cluster of opts.Workers workers of opts.Parallelism streams each: it
+// parses the script, replays the CREATE/DROP VIEW statements before k into
+// views of this request only (a coordinator keeps no state between
+// requests: a client sends the whole script with every statement's
+// index), then binds and optimizes statement k against the session's
+// catalog and those views and plans it into stages. Statements that change
+// the database are refused with a KindQuery error: a cluster does not run
+// them yet.
+func (s *Session) PrepareDistributed(ctx context.Context, script string, k int, opts DistOptions) (*DistQuery, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	stmts, err := sql.Parse(script)
+	if err != nil {
+		return nil, err
+	}
+	if k < 0 || k >= len(stmts) {
+		return nil, nferr.Queryf("statement %d of a script of %d", k+1, len(stmts))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	views := NewMemCatalog()
+	cat := OverlayCatalog{Base: s.cat, Views: views}
+	for i := 0; i < k; i++ {
+		if !isViewDDL(stmts[i].Stmt) {
+			continue
+		}
+		st, err := Prepare(cat, script, stmts[i].Stmt)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := applyView(views, s, st); err != nil {
+			return nil, err
+		}
+	}
+	st, err := Prepare(cat, script, stmts[k].Stmt)
+	if err != nil {
+		return nil, err
+	}
+	dq := &DistQuery{SQL: stmts[k].Text}
+	var q *QueryStmt
+	switch x := st.(type) {
+	case *QueryStmt:
+		q = x
+	case *ExplainStmt:
+		inner, ok := x.Stmt.(*QueryStmt)
+		if !ok {
+			return nil, nferr.Queryf("EXPLAIN on a cluster applies to queries (INSERT and CREATE TABLE AS are not supported on a cluster yet)")
+		}
+		q, dq.Explain, dq.Analyze = inner, true, x.Analyze
+		dq.logical = ExplainPlan(q.Plan, ExplainOptions{Verbose: x.Verbose})
+	case *CreateViewStmt, *DropStmt:
+		if !isViewDDL(stmts[k].Stmt) {
+			return nil, nferr.Queryf("%s is not supported on a cluster yet: run it embedded (`nicflow sql --dir DIR`) with the coordinator stopped", statementName(st))
+		}
+		r, err := applyView(views, s, st)
+		if err != nil {
+			return nil, err
+		}
+		dq.Local = r
+		return dq, nil
+	case *ShowTablesStmt, *DescribeStmt, *ShowStmt:
+		r, err := s.runStmt(ctx, st)
+		if err != nil {
+			return nil, err
+		}
+		dq.Local = r
+		return dq, nil
+	default:
+		return nil, nferr.Queryf("%s is not supported on a cluster yet: run it embedded (`nicflow sql --dir DIR`) with the coordinator stopped", statementName(st))
+	}
+	pp, err := PlanPhysical(q.Plan, q.Names, PlanOptions{Parallelism: opts.Parallelism})
+	if err != nil {
+		return nil, err
+	}
+	if dq.Plan, err = PlanDistributed(pp, opts); err != nil {
+		return nil, err
+	}
+	return dq, nil
+}
+
+// isViewDDL: CREATE VIEW or DROP VIEW (which a cluster request replays).
+func isViewDDL(st sql.Statement) bool {
+	switch x := st.(type) {
+	case *sql.CreateView:
+		return true
+	case *sql.Drop:
+		return x.Kind == sql.ObjView
+	}
+	return false
+}
+
+func applyView(views *MemCatalog, s *Session, st Statement) (*Result, error) {
+	switch x := st.(type) {
+	case *CreateViewStmt:
+		if err := views.AddView(&ViewDef{Name: x.Name, Columns: x.Columns, SQL: x.SQL}, x.OrReplace); err != nil {
+			return nil, err
+		}
+		return status("CREATE VIEW", 0), nil
+	case *DropStmt:
+		for _, name := range x.Names {
+			if !views.DropView(name) && !x.IfExists {
+				if t, _ := s.cat.LookupTable(name); t != nil {
+					return nil, nferr.Queryf("%s is a table, not a view (use DROP TABLE)", name)
+				}
+				return nil, nferr.Queryf("view %s does not exist", name)
+			}
+		}
+		return status("DROP VIEW", 0), nil
+	}
+	return nil, nferr.Internalf("not a view statement: %T", st)
+}
+
+func statementName(st Statement) string {
+	switch st.(type) {
+	case *CreateTableStmt:
+		return "CREATE TABLE"
+	case *CreateExternalTableStmt:
+		return "CREATE EXTERNAL TABLE"
+	case *CreateViewStmt:
+		return "CREATE VIEW"
+	case *DropStmt:
+		return "DROP"
+	case *InsertStmt:
+		return "INSERT"
+	case *CopyStmt:
+		return "COPY"
+	case *SetStmt:
+		return "SET"
+	}
+	return strings.TrimPrefix(fmt.Sprintf("%T", st), "*engine.")
+}
+
+// ExplainText is an EXPLAIN's text: the logical plan, then the stages
+// (with the figures of an EXPLAIN ANALYZE run when stats is set).
+func (dq *DistQuery) ExplainText(stats *DistStats, rows int64, elapsed time.Duration) string {
+	var b strings.Builder
+	b.WriteString("Logical plan:\n")
+	b.WriteString(dq.logical)
+	b.WriteString(ExplainDistributed(dq.Plan, stats))
+	if stats != nil {
+		b.WriteString("Total: " + strconv.FormatInt(rows, 10) + " rows in " + formatDuration(elapsed) + ", shuffled " + exec.FormatBytes(stats.BytesShuffled) + "\n")
+	}
+	return b.String()
+}
+
+// ExplainSchema is the schema of EXPLAIN results (one "plan" column).
+var ExplainSchema = arrow.NewSchema([]arrow.Field{{Name: "plan", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+
+// TextResult returns text's lines as a one-column result (EXPLAIN).
+func TextResult(text string) *Result {
+	var rows [][]any
+	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		rows = append(rows, []any{line})
+	}
+	return staticResult(memory.DefaultAllocator, []string{"plan"}, []arrow.DataType{typStr}, rows)
+}

@@ -1,0 +1,286 @@
+package exec
+
+// Network exchanges: the operators that connect the stages of a
+// distributed plan through the shuffle layer (package shuffle).
+//
+// A network exchange is one shuffle channel. Its senders are the output
+// streams of the producing stage's tasks (NetSend drives each stream on
+// its own goroutine, encodes its batches as Arrow IPC payloads and sends
+// them: to receiver 0 for a gather, to every receiver for a broadcast, to
+// the receiver HashPartitioner picks for a hash repartition); its
+// receivers are the input streams of the consuming stage's tasks
+// (NetReceiver, one operator per stream). Both ends know the schema from
+// the plan; payloads carry its fingerprint, so a plan mismatch is an
+// error, not misread columns.
+//
+// INVARIANT: a hash repartition across the network uses NewHashPartitioner
+// over all receivers of the channel, the same function local repartitions
+// use, so equal keys meet in one receiver whatever task sent them.
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+	"github.com/nicflow/nicflow/shuffle"
+)
+
+// NetSendSpec says how NetSend routes rows.
+type NetSendSpec struct {
+	// Kind is ExchangeGather (every row to receiver 0), ExchangeBroadcast
+	// (every row to every receiver) or ExchangeHash (by Keys).
+	Kind ExchangeKind
+	// Keys are the hash columns (ExchangeHash).
+	Keys []int
+	// Receivers is the number of receivers of the channel (the hash
+	// partitions).
+	Receivers int
+}
+
+// NetCounters count what network exchange operators moved (updated
+// atomically; one set may be shared by several operators).
+type NetCounters struct {
+	Rows, Batches, Bytes atomic.Int64
+}
+
+// NetSend drives every input on its own goroutine and sends its batches
+// through the matching sender (senders[i] for inputs[i]); schema is the
+// channel's schema (the inputs' columns, relabeled). Senders are closed
+// when their input ends, or failed with the error. NetSend opens and
+// closes the inputs and returns the first error, after every goroutine
+// has stopped.
+func NetSend(env *Env, inputs []Operator, schema *arrow.Schema, senders []*shuffle.Sender, spec NetSendSpec, sent *NetCounters) error {
+	if len(inputs) != len(senders) {
+		closeOps(inputs)
+		return nferr.Internalf("network exchange: %d inputs, %d senders", len(inputs), len(senders))
+	}
+	switch spec.Kind {
+	case ExchangeGather, ExchangeBroadcast, ExchangeHash:
+	default:
+		closeOps(inputs)
+		return nferr.Internalf("network exchange: kind %q cannot cross the network", spec.Kind)
+	}
+	if spec.Receivers < 1 {
+		closeOps(inputs)
+		return nferr.Internalf("network exchange: %d receivers", spec.Receivers)
+	}
+	ctx, cancel := context.WithCancelCause(env.Ctx)
+	defer cancel(nil)
+	senv := *env
+	senv.Ctx = ctx
+	var wg sync.WaitGroup
+	errs := make([]error, len(inputs))
+	for i := range inputs {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			err := netSendOne(&senv, inputs[i], schema, senders[i], spec, sent)
+			if err != nil {
+				senders[i].Fail(err)
+				cancel(err)
+			} else if cerr := senders[i].Close(); cerr != nil {
+				err = cerr
+				cancel(err)
+			}
+			errs[i] = err
+		}(i)
+	}
+	wg.Wait()
+	if c := context.Cause(ctx); c != nil && env.Ctx.Err() == nil {
+		return c
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	if env.Ctx.Err() != nil {
+		return nferr.With(nferr.KindCanceled, context.Cause(env.Ctx))
+	}
+	return nil
+}
+
+func closeOps(ops []Operator) {
+	for _, o := range ops {
+		if o != nil {
+			o.Close()
+		}
+	}
+}
+
+func netSendOne(env *Env, in Operator, schema *arrow.Schema, s *shuffle.Sender, spec NetSendSpec, sent *NetCounters) (err error) {
+	defer func() {
+		if cerr := in.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	if in.Schema().NumFields() != schema.NumFields() {
+		return nferr.Internalf("network exchange: input has %d columns, the channel %d", in.Schema().NumFields(), schema.NumFields())
+	}
+	if err := in.Open(env); err != nil {
+		return err
+	}
+	enc, err := shuffle.NewBatchEncoder(schema, env.Alloc)
+	if err != nil {
+		return err
+	}
+	var part *HashPartitioner
+	if spec.Kind == ExchangeHash {
+		if part, err = NewHashPartitioner(schema, spec.Keys, spec.Receivers); err != nil {
+			return err
+		}
+	}
+	send := func(b *Batch, sel []int32, dest int, broadcast bool) error {
+		d := Compact(env.Alloc, &Batch{Cols: b.Cols, N: b.N, Sel: sel})
+		rec := array.NewRecordBatch(schema, d.Cols, int64(d.N))
+		p, err := enc.Encode(rec)
+		rec.Release()
+		releaseArrays(d.Cols)
+		if err != nil {
+			return err
+		}
+		n := int64(len(p))
+		if broadcast {
+			err = s.Broadcast(env.Ctx, p)
+		} else {
+			err = s.Send(env.Ctx, dest, p)
+		}
+		if err != nil {
+			return err
+		}
+		if sent != nil {
+			sent.Rows.Add(int64(d.N))
+			sent.Batches.Add(1)
+			sent.Bytes.Add(n)
+		}
+		return nil
+	}
+	for {
+		if err := env.Ctx.Err(); err != nil {
+			return nferr.With(nferr.KindCanceled, context.Cause(env.Ctx))
+		}
+		b, err := in.Next()
+		if err != nil || b == nil {
+			return err
+		}
+		switch spec.Kind {
+		case ExchangeGather:
+			err = send(b, b.Sel, 0, false)
+		case ExchangeBroadcast:
+			err = send(b, b.Sel, 0, true)
+		case ExchangeHash:
+			for q, sel := range part.Split(b) {
+				if len(sel) == 0 {
+					continue
+				}
+				if err = send(b, sel, q, false); err != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// NetReceiver is the operator reading one receiver of a network exchange:
+// it decodes the payloads into batches of its schema.
+type NetReceiver struct {
+	schema *arrow.Schema
+	rcv    *shuffle.Receiver
+	recvd  *NetCounters
+	env    *Env
+	dec    *shuffle.BatchDecoder
+	cur    arrow.RecordBatch
+	out    Batch
+	done   bool
+	err    error
+}
+
+// NewNetReceiver returns the operator reading rcv; recvd (optional)
+// counts the rows, batches and payload bytes received.
+func NewNetReceiver(schema *arrow.Schema, rcv *shuffle.Receiver, recvd *NetCounters) *NetReceiver {
+	return &NetReceiver{schema: schema, rcv: rcv, recvd: recvd}
+}
+
+// Schema implements Operator.
+func (r *NetReceiver) Schema() *arrow.Schema { return r.schema }
+
+// Open implements Operator.
+func (r *NetReceiver) Open(env *Env) error {
+	r.env = env
+	dec, err := shuffle.NewBatchDecoder(r.schema, env.Alloc)
+	if err != nil {
+		return err
+	}
+	r.dec = dec
+	return nil
+}
+
+func (r *NetReceiver) releaseCur() {
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+}
+
+// Next implements Operator.
+func (r *NetReceiver) Next() (*Batch, error) {
+	r.releaseCur()
+	if r.err != nil {
+		return nil, r.err
+	}
+	if r.done {
+		return nil, nil
+	}
+	for {
+		p, err := r.rcv.Next(r.env.Ctx)
+		if err != nil {
+			r.err = err
+			return nil, err
+		}
+		if p == nil {
+			r.done = true
+			return nil, nil
+		}
+		rec, err := r.dec.Decode(p)
+		if err != nil {
+			r.err = err
+			return nil, err
+		}
+		if r.recvd != nil {
+			r.recvd.Rows.Add(rec.NumRows())
+			r.recvd.Batches.Add(1)
+			r.recvd.Bytes.Add(int64(len(p)))
+		}
+		if rec.NumRows() == 0 {
+			rec.Release()
+			continue
+		}
+		r.cur = rec
+		r.out = Batch{Cols: rec.Columns(), N: int(rec.NumRows())}
+		return &r.out, nil
+	}
+}
+
+// Close implements Operator.
+func (r *NetReceiver) Close() error {
+	r.releaseCur()
+	if r.dec != nil {
+		r.dec.Close()
+		r.dec = nil
+	}
+	if r.rcv != nil {
+		r.rcv.Close()
+		r.rcv = nil
+	}
+	if r.err == nil {
+		r.done = true
+	}
+	return nil
+}
