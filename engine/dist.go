@@ -702,4 +702,3 @@ func ExplainDistributed(dp *DistPlan, stats *DistStats) string {
 	}
 	return b.String()
 }
-
