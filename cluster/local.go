@@ -31,7 +31,13 @@ type LocalOptions struct {
 	// created with a fresh key and CA when missing.
 	KeyDir string
 	// Workers and Storage are the numbers of worker and storage nodes.
+	// When Dir holds a database (Dir/catalog), the coordinator serves SQL
+	// over its catalog (`--dir Dir`) and storage node i serves its own
+	// database Dir/cluster/storage-i, into which the coordinator places
+	// Dir's tables.
 	Workers, Storage int
+	// Replication is the coordinator's --replication (default 1).
+	Replication int
 	// Exe is the nicflow binary to run. Default: this executable.
 	Exe string
 	// Args, when set, builds the command line of a node (after Exe) from its
@@ -148,7 +154,11 @@ func StartLocal(ctx context.Context, o LocalOptions) (*LocalCluster, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.StartTimeout)
 	defer cancel()
 
-	coord, err := lc.start(RoleCoordinator, "coordinator", nil)
+	var coordArgs []string
+	if _, err := os.Stat(filepath.Join(o.Dir, "catalog")); err == nil {
+		coordArgs = []string{"--dir", o.Dir, "--replication", strconv.Itoa(max(1, o.Replication))}
+	}
+	coord, err := lc.start(RoleCoordinator, "coordinator", coordArgs)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +177,8 @@ func StartLocal(ctx context.Context, o LocalOptions) (*LocalCluster, error) {
 		started = append(started, p)
 	}
 	for i := 1; i <= o.Storage; i++ {
-		p, err := lc.start(RoleStorage, "storage-"+strconv.Itoa(i), []string{"--join", ci.GossipAddr, "--dir", o.Dir})
+		id := "storage-" + strconv.Itoa(i)
+		p, err := lc.start(RoleStorage, id, []string{"--join", ci.GossipAddr, "--dir", filepath.Join(state, id)})
 		if err != nil {
 			return nil, err
 		}

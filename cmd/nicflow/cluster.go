@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -107,12 +110,13 @@ with --keys NODEDIR and --node-id NAME.`,
 }
 
 var clusterLocalFlags struct {
-	dir      string
-	workers  int
-	storage  int
-	addrFile string
-	keys     string
-	cores    int
+	dir         string
+	workers     int
+	storage     int
+	addrFile    string
+	keys        string
+	cores       int
+	replication int
 }
 
 var clusterLocalCmd = &cobra.Command{
@@ -131,16 +135,23 @@ written to --addr-file (default DIR/cluster/coordinator.addr), where
 	Example: `  nicflow cluster local --dir data --workers 3 --storage 1
   # in another terminal
   nicflow cluster status --dir data
-  nicflow cluster check --dir data --rows 10000000`,
+  nicflow cluster check --dir data --rows 10000000
+
+  nicflow tpch gen --sf 1 --dir sf1
+  nicflow cluster local --dir sf1 --workers 4 --storage 2 --replication 2
+  nicflow tpch run --cluster $(cat sf1/cluster/coordinator.addr) --keys sf1/cluster/keys --verify`,
 	Args: cobra.NoArgs,
 	RunE: func(cmd *cobra.Command, _ []string) error {
 		f := clusterLocalFlags
 		if f.dir == "" {
 			return usagef("--dir is required")
 		}
+		if f.replication < 1 || (f.storage > 0 && f.replication > f.storage) {
+			return usagef("--replication must be between 1 and --storage")
+		}
 		o := cluster.LocalOptions{
 			Dir: f.dir, Workers: f.workers, Storage: f.storage, AddrFile: f.addrFile, KeyDir: f.keys,
-			Out: cmd.ErrOrStderr(),
+			Replication: f.replication, Out: cmd.ErrOrStderr(),
 		}
 		if f.cores > 0 {
 			o.Extra = map[cluster.Role][]string{cluster.RoleWorker: {"--cores", fmt.Sprint(f.cores)}}
@@ -151,6 +162,11 @@ written to --addr-file (default DIR/cluster/coordinator.addr), where
 		}
 		defer lc.Stop()
 		fmt.Fprintf(cmd.ErrOrStderr(), "cluster up: %d nodes; keys %s; address in %s\n", len(lc.Nodes), lc.KeyDir, lc.AddrFile)
+		if _, err := os.Stat(filepath.Join(f.dir, "catalog")); err == nil && f.storage > 0 {
+			if err := placeTables(cmd.Context(), lc, f.replication, cmd.ErrOrStderr()); err != nil {
+				return err
+			}
+		}
 		fmt.Fprintln(cmd.OutOrStdout(), lc.CoordinatorAddr)
 		err = lc.Wait(cmd.Context())
 		fmt.Fprintln(cmd.ErrOrStderr(), "stopping the cluster")
@@ -345,6 +361,7 @@ func init() {
 	f.StringVar(&clusterLocalFlags.addrFile, "addr-file", "", "write the coordinator's client address here (default DIR/cluster/coordinator.addr)")
 	f.StringVar(&clusterLocalFlags.keys, "keys", "", "cluster key directory (default DIR/cluster/keys, created when missing)")
 	f.IntVar(&clusterLocalFlags.cores, "worker-cores", 0, "cores each worker advertises (default: all)")
+	f.IntVar(&clusterLocalFlags.replication, "replication", 1, "storage nodes each table file is copied to")
 
 	addClientFlags(clusterStatusCmd, &statusFlags)
 
@@ -358,4 +375,33 @@ func init() {
 
 	clusterCmd.AddCommand(clusterInitCmd, clusterCertCmd, clusterLocalCmd, clusterStatusCmd, clusterCheckCmd)
 	rootCmd.AddCommand(clusterCmd)
+}
+
+// placeTables asks the coordinator to place every table on the storage
+// nodes and prints what it did.
+func placeTables(ctx context.Context, lc *cluster.LocalCluster, replication int, w io.Writer) error {
+	c, err := cluster.Dial(lc.CoordinatorAddr, cluster.ClientOptions{KeyDir: lc.KeyDir, Name: "nicflow-cluster-local"})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	start := time.Now()
+	res, err := c.Query(ctx, "", cluster.QueryOptions{Kind: cluster.PlaceKind, Params: map[string]string{cluster.ParamReplication: strconv.Itoa(replication)}})
+	if err != nil {
+		return err
+	}
+	defer res.Close()
+	n := 0
+	for {
+		rec, err := res.Next()
+		if err != nil {
+			return err
+		}
+		if rec == nil {
+			break
+		}
+		n += int(rec.NumRows())
+	}
+	fmt.Fprintf(w, "placed %d tables on the storage nodes (replication %d) in %s\n", n, replication, time.Since(start).Round(time.Millisecond))
+	return nil
 }

@@ -4,17 +4,25 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nicflow/nicflow/cluster"
+	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
 var coordFlags nodeFlags
 
-// coordinatorRunners are the request kinds the coordinator serves. The SQL
-// engine's distributed runner registers "sql" here (issue 6, second half).
+var coordSQLFlags struct {
+	dir         string
+	replication int
+	memoryLimit string
+}
+
+// coordinatorRunners are the request kinds every coordinator serves; with
+// --dir, startCoordinatorNode adds the distributed SQL runner
+// (cluster.SQLKind) and table placement (cluster.PlaceKind).
 var coordinatorRunners = cluster.RunnerMux{
 	cluster.CheckKind: cluster.CheckRunner{},
-	"sql": cluster.QueryRunnerFunc(func(q *cluster.Query, _ cluster.ResultWriter) error {
-		return nferr.Unavailablef("query %s: this coordinator has no distributed SQL planner yet; run SQL embedded with `nicflow sql --dir DIR`, or check the cluster with `nicflow cluster check`", q.ID)
+	cluster.SQLKind: cluster.QueryRunnerFunc(func(q *cluster.Query, _ cluster.ResultWriter) error {
+		return nferr.Unavailablef("query %s: this coordinator was started without --dir, so it has no catalog to plan SQL against; restart it with `nicflow coordinator --dir DIR ...`", q.ID)
 	}),
 }
 
@@ -26,17 +34,21 @@ var coordinatorCmd = &cobra.Command{
 default 7400) with mutual TLS; workers and storage nodes join it through
 gossip (--gossip, default 7946) with the cluster key.
 
-The coordinator plans each query, places its tasks on workers according to
-their advertised cores and memory, and fails a query within seconds, naming
-the node, when a node it uses dies. /metrics and /status are served on the
-admin port (default 127.0.0.1:7480).
+With --dir DIR the coordinator holds DIR's catalog (tables, statistics,
+placement of the files on storage nodes) and runs SQL: it plans each query
+into stages, places tables that are not yet on the storage nodes there
+(copying their files, --replication copies each), places the stages' tasks
+on workers according to their advertised cores and memory, streams the
+result to the client, and fails a query within seconds, naming the node,
+when a node it uses dies. No other process may open DIR while it runs.
+/metrics and /status are served on the admin port (default 127.0.0.1:7480).
 
 Every node needs the cluster's key directory (--keys): create it once with
 "nicflow cluster init --dir KEYDIR" and copy it to every machine (see
 docs/cluster.md for per-node certificates instead).`,
 	Example: `  # first machine (10.0.0.1)
   nicflow cluster init --dir /etc/nicflow/keys
-  nicflow coordinator --keys /etc/nicflow/keys --advertise 10.0.0.1
+  nicflow coordinator --keys /etc/nicflow/keys --advertise 10.0.0.1 --dir /data/tpch
 
   # options from a JSON file, one flag overriding it
   nicflow coordinator --config coordinator.json --log-level debug`,
@@ -46,15 +58,31 @@ docs/cluster.md for per-node certificates instead).`,
 		if err != nil {
 			return err
 		}
-		n, err := cluster.StartCoordinator(cmd.Context(), o, coordinatorRunners)
+		so := cluster.SQLOptions{Replication: coordSQLFlags.replication}
+		if coordSQLFlags.memoryLimit != "" {
+			n, err := exec.ParseBytes(coordSQLFlags.memoryLimit)
+			if err != nil || n <= 0 {
+				return usagef("--memory-limit %q: want a size such as 2GiB", coordSQLFlags.memoryLimit)
+			}
+			so.MemoryLimit = n
+		}
+		if coordSQLFlags.replication < 1 {
+			return usagef("--replication must be at least 1")
+		}
+		c, err := startCoordinatorNode(cmd.Context(), o, coordSQLFlags.dir, so)
 		if err != nil {
 			return err
 		}
-		return serveNode(cmd.Context(), n, coordFlags.readyFile)
+		defer c.Close()
+		return serveNode(cmd.Context(), c.node, coordFlags.readyFile)
 	},
 }
 
 func init() {
 	addNodeFlags(coordinatorCmd, &coordFlags, cluster.RoleCoordinator)
+	f := coordinatorCmd.Flags()
+	f.StringVar(&coordSQLFlags.dir, "dir", "", "database directory whose catalog the coordinator plans SQL against (without it, SQL is refused)")
+	f.IntVar(&coordSQLFlags.replication, "replication", 1, "storage nodes each file is copied to when the coordinator places a table")
+	f.StringVar(&coordSQLFlags.memoryLimit, "memory-limit", "", "memory budget of each task on the workers, e.g. 2GiB (default: the worker's)")
 	rootCmd.AddCommand(coordinatorCmd)
 }

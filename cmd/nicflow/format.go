@@ -92,12 +92,18 @@ func isNumberType(t arrow.DataType) bool {
 
 // writeResult prints every row of r; it returns the number of rows.
 func writeResult(w io.Writer, format string, r *engine.Result) (int64, error) {
-	rw, err := newRowWriter(w, format, r.Schema)
+	return writeRecords(w, format, r.Schema, r.Next)
+}
+
+// writeRecords formats the batches next returns (until nil) of schema sch:
+// embedded results and cluster results print the same.
+func writeRecords(w io.Writer, format string, sch *arrow.Schema, next func() (arrow.RecordBatch, error)) (int64, error) {
+	rw, err := newRowWriter(w, format, sch)
 	if err != nil {
 		return 0, err
 	}
-	fs := make([]*engine.ValueFormatter, r.Schema.NumFields())
-	for i, f := range r.Schema.Fields() {
+	fs := make([]*engine.ValueFormatter, sch.NumFields())
+	for i, f := range sch.Fields() {
 		if fs[i], err = engine.NewValueFormatter(f.Type); err != nil {
 			return 0, err
 		}
@@ -106,7 +112,7 @@ func writeResult(w io.Writer, format string, r *engine.Result) (int64, error) {
 	null := make([]bool, len(fs))
 	var n int64
 	for {
-		rec, err := r.Next()
+		rec, err := next()
 		if err != nil {
 			return n, err
 		}

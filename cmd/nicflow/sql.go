@@ -23,6 +23,8 @@ import (
 
 type sqlFlags struct {
 	dir         string
+	cluster     string
+	keys        string
 	format      string
 	memoryLimit string
 	parallel    int
@@ -35,10 +37,18 @@ type sqlFlags struct {
 var sqlF sqlFlags
 
 var sqlCmd = &cobra.Command{
-	Use:   `sql --dir DIR [-f FILE | "SQL"]`,
+	Use:   `sql (--dir DIR | --cluster ADDR --keys KEYDIR) [-f FILE | "SQL"]`,
 	Short: "Run SQL on a database directory (a script, or an interactive prompt)",
 	Long: `Run SQL statements on the database in DIR, embedded in this process: queries
-run in parallel on this machine's cores within a memory budget.
+run in parallel on this machine's cores within a memory budget. With
+--cluster ADDR (and --keys KEYDIR, the cluster's key directory) the
+statements run on a nicflow cluster instead: the coordinator at ADDR plans
+each query into stages over its catalog, its workers run them, and the rows
+stream back here; output, errors and exit codes are the same as embedded,
+and a terminal shows each stage's progress on stderr (docs/cluster.md).
+On a cluster, queries, EXPLAIN [ANALYZE], CREATE/DROP VIEW (for the rest of
+the script), SHOW TABLES and DESCRIBE run; statements that change tables or
+settings are refused.
 
 Where the SQL comes from:
   "SQL"        the argument: one or more statements separated by ';' (put
@@ -76,7 +86,9 @@ load) unless --create is given.`,
   echo "select n_name from nation order by 1" | nicflow sql --dir data --format json
   nicflow sql --dir data "explain analyze select l_returnflag, count(*) from lineitem group by 1"
   nicflow sql --dir scratch --create "create table t (a integer, b varchar); insert into t values (1, 'x'); select * from t"
-  nicflow sql --dir data          # interactive prompt`,
+  nicflow sql --dir data          # interactive prompt
+  nicflow sql --cluster 10.0.0.1:7400 --keys /etc/nicflow/keys -f report.sql
+  nicflow sql --cluster $(cat sf1/cluster/coordinator.addr) --keys sf1/cluster/keys "explain analyze select count(*) from lineitem"`,
 	Args: cobra.ArbitraryArgs,
 	RunE: func(cmd *cobra.Command, args []string) error {
 		return runSQL(cmd.Context(), sqlF, args, os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -85,7 +97,9 @@ load) unless --create is given.`,
 
 func init() {
 	f := sqlCmd.Flags()
-	f.StringVar(&sqlF.dir, "dir", "", "database directory (required)")
+	f.StringVar(&sqlF.dir, "dir", "", "database directory (embedded)")
+	f.StringVar(&sqlF.cluster, "cluster", "", "coordinator client address host:port: run on a cluster instead of --dir")
+	f.StringVar(&sqlF.keys, "keys", "", "cluster key directory (with --cluster)")
 	f.StringVar(&sqlF.format, "format", formatTable, "output format: table, csv or json")
 	f.StringVar(&sqlF.memoryLimit, "memory-limit", "", "memory budget per query, e.g. 2GiB (default: 60% of memory, or NICFLOW_MEMORY_LIMIT)")
 	f.IntVar(&sqlF.parallel, "parallel", 0, "pipelines per query (default: number of CPUs)")
@@ -177,6 +191,13 @@ func runSQL(ctx context.Context, fl sqlFlags, args []string, stdin *os.File, std
 	if fl.file != "" && len(args) > 0 {
 		return usagef("give the SQL either as an argument or with -f, not both")
 	}
+	if fl.cluster != "" {
+		if err := checkClusterSQLFlags(fl); err != nil {
+			return err
+		}
+	} else if fl.keys != "" {
+		return usagef("--keys goes with --cluster ADDR")
+	}
 	opts, err := sessionOptions(fl.memoryLimit, fl.parallel, fl.batchSize)
 	if err != nil {
 		return err
@@ -206,15 +227,35 @@ func runSQL(ctx context.Context, fl sqlFlags, args []string, stdin *os.File, std
 		return err
 	}
 	defer stop()
+	if fl.cluster != "" {
+		cs, err := dialClusterSQL(fl.cluster, fl.keys, stderr)
+		if err != nil {
+			return err
+		}
+		defer cs.Close()
+		if interactive {
+			return runPrompt("the cluster at "+fl.cluster, func(ctx context.Context, text string) error {
+				return cs.runScript(ctx, text, fl.format, stdout, stderr)
+			}, stdin, stdout, stderr)
+		}
+		return cs.runScript(ctx, script, fl.format, stdout, stderr)
+	}
 	sess, err := openSession(fl.dir, fl.create, opts)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
 	if interactive {
-		return runPrompt(sess, fl.format, stdin, stdout, stderr)
+		return sessionPrompt(sess, fl.format, stdin, stdout, stderr)
 	}
 	return runScript(ctx, sess, script, fl.format, stdout, stderr)
+}
+
+// sessionPrompt is the interactive shell on an embedded session.
+func sessionPrompt(sess *engine.Session, format string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return runPrompt(sess.DB().Dir(), func(ctx context.Context, text string) error {
+		return runScript(ctx, sess, text, format, stdout, stderr)
+	}, stdin, stdout, stderr)
 }
 
 // runScript runs every statement of script, printing results; it stops
@@ -254,7 +295,7 @@ func runScript(ctx context.Context, sess *engine.Session, script, format string,
 
 // runPrompt is the interactive shell: statements end at ';', errors are
 // printed and the prompt goes on, Ctrl-C cancels the running statement.
-func runPrompt(sess *engine.Session, format string, stdin io.Reader, stdout, stderr io.Writer) error {
+func runPrompt(where string, run func(ctx context.Context, text string) error, stdin io.Reader, stdout, stderr io.Writer) error {
 	// NB: main's context is canceled by the first SIGINT; the shell
 	// catches SIGINT itself and cancels only the statement running.
 	sigs := make(chan os.Signal, 1)
@@ -264,7 +305,7 @@ func runPrompt(sess *engine.Session, format string, stdin io.Reader, stdout, std
 	signal.Notify(terms, syscall.SIGTERM)
 	defer signal.Stop(terms)
 
-	fmt.Fprintf(stdout, "nicflow SQL on %s: end statements with ';', \\q to quit.\n", sess.DB().Dir())
+	fmt.Fprintf(stdout, "nicflow SQL on %s: end statements with ';', \\q to quit.\n", where)
 	lines := make(chan string)
 	readErr := make(chan error, 1)
 	go func() {
@@ -316,7 +357,7 @@ func runPrompt(sess *engine.Session, format string, stdin io.Reader, stdout, std
 			buf.Reset()
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
-			go func() { done <- runScript(ctx, sess, text, format, stdout, stderr) }()
+			go func() { done <- run(ctx, text) }()
 			var err error
 		wait:
 			for {

@@ -21,7 +21,7 @@ func TestPrompt(t *testing.T) {
 	defer sess.Close()
 	in := strings.NewReader("create table t (a integer);\ninsert into t\n  values (1), (2);\nselect nope from t;\n-- a comment; still typing\nselect sum(a)\nfrom t;\n\\q\nselect 'never';\n")
 	var out, errb bytes.Buffer
-	if err := runPrompt(sess, formatTable, in, &out, &errb); err != nil {
+	if err := sessionPrompt(sess, formatTable, in, &out, &errb); err != nil {
 		t.Fatal(err)
 	}
 	o := out.String()
@@ -38,7 +38,7 @@ func TestPrompt(t *testing.T) {
 	}
 	// End of input without \q ends the shell too.
 	out.Reset()
-	if err := runPrompt(sess, formatCSV, strings.NewReader("select 1 as x;"), &out, &errb); err != nil || !strings.Contains(out.String(), "x\n1\n") {
+	if err := sessionPrompt(sess, formatCSV, strings.NewReader("select 1 as x;"), &out, &errb); err != nil || !strings.Contains(out.String(), "x\n1\n") {
 		t.Errorf("EOF: %v %q", err, out.String())
 	}
 }

@@ -10,18 +10,23 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nicflow/nicflow/cluster"
 	"github.com/nicflow/nicflow/internal/nferr"
 	"github.com/nicflow/nicflow/storage"
 )
 
 var storageFlags struct {
-	dir, listen, nodeID    string
+	dir, listen            string
 	parallel, maxMsgKiB    int
 	tlsCert, tlsKey, tlsCA string
 }
 
+// storageNodeFlags are the cluster flags of `nicflow storage` (--keys
+// makes it a cluster member).
+var storageNodeFlags nodeFlags
+
 var storageCmd = &cobra.Command{
-	Use:   "storage --dir DIR --listen ADDR [--node-id ID]",
+	Use:   "storage --dir DIR (--keys KEYDIR --join ADDR | --listen ADDR)",
 	Short: "Serve a database's tables to the cluster over Arrow Flight (a storage node)",
 	Long: `storage runs a storage node: it serves scans of the tables in --dir over Arrow
 Flight. A scan request carries the table, the columns, the files and row groups
@@ -29,15 +34,47 @@ to read and a filter; the node skips row groups with its statistics, filters
 and projects locally, and streams only the surviving rows, so less data crosses
 the network. Nodes also receive files for placement ("nicflow storage place").
 
-The node holds the database's catalog lock while it runs: stop it before
-loading into the same directory from another process.`,
-	Example: `  nicflow storage --dir /data/n1 --listen 0.0.0.0:7500 --node-id n1
+With --keys the node joins a cluster (gossip through --join, role storage):
+Flight then requires mutual TLS with the cluster's certificates, its address
+(--listen, default 0.0.0.0:7500) is advertised to the members, and the
+coordinator copies table files to it when it places tables. Give every
+storage node a stable --node-id: the coordinator's catalog records which
+node holds which file by that ID. Without --keys it serves alone (plaintext,
+or the --tls-* files).
+
+The node holds the catalog lock of --dir while it runs: give each storage
+node its own directory, never the coordinator's.`,
+	Example: `  # a cluster member (the coordinator places files here)
+  nicflow storage --keys /etc/nicflow/keys --join 10.0.0.1:7946 --advertise 10.0.0.4 \
+      --node-id store-1 --dir /data/store-1
+  # standalone
+  nicflow storage --dir /data/n1 --listen 0.0.0.0:7500 --node-id n1
   nicflow storage --dir /data/n1 --listen :7500 --tls-cert n1.pem --tls-key n1.key --tls-ca ca.pem`,
 	Args: cobra.NoArgs,
 	RunE: func(cmd *cobra.Command, _ []string) error {
 		f := storageFlags
+		so := storage.ServerOptions{ScanParallelism: f.parallel, MaxMessageBytes: f.maxMsgKiB << 10}
+		if cmd.Flags().Changed("keys") || storageNodeFlags.config != "" {
+			if f.tlsCert != "" || f.tlsKey != "" || f.tlsCA != "" {
+				return usagef("--tls-* files are for a standalone node; a cluster member uses the cluster's keys (--keys)")
+			}
+			o, err := storageNodeFlags.options(cmd, cluster.RoleStorage)
+			if err != nil {
+				return err
+			}
+			listen := f.listen
+			if listen == "" {
+				listen = "0.0.0.0:7500"
+			}
+			sn, err := startStorageNode(cmd.Context(), o, f.dir, listen, so)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "nicflow storage %s: %d tables from %s, Flight %s, gossip %s\n", o.NodeID, len(sn.db.Tables()), sn.db.Dir(), sn.node.Self().FlightAddr, sn.node.Self().GossipAddr)
+			return serveStorage(cmd.Context(), sn, storageNodeFlags.readyFile)
+		}
 		if f.dir == "" || f.listen == "" {
-			return usagef("--dir and --listen are required")
+			return usagef("--dir and --listen are required (or --keys to join a cluster)")
 		}
 		tcfg, err := serverTLS(f.tlsCert, f.tlsKey, f.tlsCA)
 		if err != nil {
@@ -49,13 +86,12 @@ loading into the same directory from another process.`,
 		}
 		defer db.Close()
 		reportRecovered(db)
-		srv, err := storage.NewServer(db, f.listen, storage.ServerOptions{
-			NodeID: f.nodeID, TLS: tcfg, ScanParallelism: f.parallel, MaxMessageBytes: f.maxMsgKiB << 10,
-		})
+		so.NodeID, so.TLS = storageNodeFlags.nodeID, tcfg
+		srv, err := storage.NewServer(db, f.listen, so)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "storage node %s serving %d tables from %s on %s\n", f.nodeID, len(db.Tables()), db.Dir(), srv.Addr())
+		fmt.Fprintf(cmd.OutOrStdout(), "storage node %s serving %d tables from %s on %s\n", storageNodeFlags.nodeID, len(db.Tables()), db.Dir(), srv.Addr())
 		errc := make(chan error, 1)
 		go func() { errc <- srv.Serve() }()
 		select {
@@ -140,8 +176,7 @@ Files already on a node are not sent again.`,
 func init() {
 	f := storageCmd.Flags()
 	f.StringVar(&storageFlags.dir, "dir", "", "database directory to serve (required)")
-	f.StringVar(&storageFlags.listen, "listen", "", "address to listen on, host:port (required)")
-	f.StringVar(&storageFlags.nodeID, "node-id", "", "this node's id (default: the host name)")
+	f.StringVar(&storageFlags.listen, "listen", "", "Flight address to listen on, host:port (required standalone; default 0.0.0.0:7500 with --keys)")
 	f.IntVar(&storageFlags.parallel, "scan-parallel", 1, "goroutines decoding each scan")
 	f.IntVar(&storageFlags.maxMsgKiB, "max-message-kib", 2048, "target size of one streamed record message in KiB")
 	f.StringVar(&storageFlags.tlsCert, "tls-cert", "", "PEM certificate (enables TLS)")
@@ -152,6 +187,7 @@ func init() {
 	pf.StringVar(&placeFlags.table, "table", "", "table to place (required)")
 	pf.StringVar(&placeFlags.nodes, "nodes", "", "storage nodes as ID=ADDR,ID=ADDR (required)")
 	pf.IntVar(&placeFlags.replication, "replication", 1, "replicas of each file")
+	addNodeFlags(storageCmd, &storageNodeFlags, cluster.RoleStorage)
 	storageCmd.AddCommand(storagePlaceCmd)
 	rootCmd.AddCommand(storageCmd)
 }

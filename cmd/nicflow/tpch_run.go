@@ -15,12 +15,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nicflow/nicflow/engine"
+	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/internal/nferr"
 	"github.com/nicflow/nicflow/tpch"
 )
 
 type tpchRunFlags struct {
 	dir         string
+	cluster     string
+	keys        string
+	sf          float64
 	queries     string
 	runs        int
 	verify      bool
@@ -34,7 +38,7 @@ type tpchRunFlags struct {
 var runFlags tpchRunFlags
 
 var tpchRunCmd = &cobra.Command{
-	Use:   "run --dir DIR",
+	Use:   "run (--dir DIR | --cluster ADDR --keys KEYDIR [--sf SF])",
 	Short: "Run the 22 TPC-H queries, time them and check their answers",
 	Long: `Run TPC-H queries on the data "nicflow tpch gen" wrote to DIR, embedded in
 this process, and print one line per query: its rows, the minimum and median
@@ -47,12 +51,22 @@ DIR/tpch-gen.json. --verify compares every answer with tpch.CheckAnswer:
 the official TPC-H answers at SF 1 (precision rules of clause 2.1.3.5), and
 reference answers at SF 0.01 and 0.1; other scale factors have no answers to
 check against (said so, and exit 0). Any wrong answer or failed query makes
-the command exit non-zero (3 for a wrong answer).`,
+the command exit non-zero (3 for a wrong answer).
+
+With --cluster ADDR (and --keys KEYDIR) the queries run on a nicflow cluster
+whose coordinator holds the TPC-H database (nicflow coordinator --dir, or
+nicflow cluster local --dir): same output, with a shuffled column (the bytes
+the query's network exchanges moved) instead of cpu_ms (this process's CPU
+means nothing there). The scale factor comes from --sf, else from
+--dir's tpch-gen.json (a local cluster's DIR). A terminal shows each
+stage's progress.`,
 	Example: `  nicflow tpch gen --sf 1 --dir data/sf1
   nicflow tpch run --dir data/sf1 --verify
   nicflow tpch run --dir data/sf1 --queries 1,6,14 --runs 5
   nicflow tpch run --dir data/sf1 --queries 1-5 --format csv > times.csv
-  nicflow tpch run --dir data/sf0.1 --verify --parallel 1 --memory-limit 1GiB`,
+  nicflow tpch run --dir data/sf0.1 --verify --parallel 1 --memory-limit 1GiB
+  nicflow tpch run --cluster $(cat data/sf1/cluster/coordinator.addr) --keys data/sf1/cluster/keys --dir data/sf1 --verify
+  nicflow tpch run --cluster 10.0.0.1:7400 --keys /etc/nicflow/keys --sf 1`,
 	Args: cobra.NoArgs,
 	RunE: func(cmd *cobra.Command, _ []string) error {
 		return runTpchRun(cmd.Context(), runFlags, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -61,7 +75,10 @@ the command exit non-zero (3 for a wrong answer).`,
 
 func init() {
 	f := tpchRunCmd.Flags()
-	f.StringVar(&runFlags.dir, "dir", "", "directory holding TPC-H data written by nicflow tpch gen (required)")
+	f.StringVar(&runFlags.dir, "dir", "", "directory holding TPC-H data written by nicflow tpch gen (with --cluster: only read for the scale factor)")
+	f.StringVar(&runFlags.cluster, "cluster", "", "coordinator client address host:port: run the queries on a cluster")
+	f.StringVar(&runFlags.keys, "keys", "", "cluster key directory (with --cluster)")
+	f.Float64Var(&runFlags.sf, "sf", 0, "scale factor of the cluster's data (with --cluster; default: from --dir)")
 	f.StringVar(&runFlags.queries, "queries", "1-22", "queries to run: a list and/or ranges, e.g. 1-22, 1,3,5, 2-4,9")
 	f.IntVar(&runFlags.runs, "runs", 1, "runs per query (min and median are reported)")
 	f.BoolVar(&runFlags.verify, "verify", false, "check every answer against the reference answers")
@@ -112,7 +129,9 @@ type queryRun struct {
 	rows    int64
 	times   []time.Duration
 	cpu     time.Duration // of the fastest run
-	verdict string
+	// shuffled is the bytes a cluster run's exchanges moved (-1 embedded).
+	shuffled int64
+	verdict  string
 	err     error
 }
 
@@ -120,8 +139,11 @@ func runTpchRun(ctx context.Context, fl tpchRunFlags, stdout, stderr io.Writer) 
 	if err := checkFormat(fl.format, formatTable, formatCSV); err != nil {
 		return err
 	}
-	if fl.dir == "" {
-		return usagef("--dir is required")
+	if fl.dir == "" && fl.cluster == "" {
+		return usagef("--dir is required (or --cluster ADDR --keys KEYDIR)")
+	}
+	if fl.cluster == "" && (fl.keys != "" || fl.sf != 0) {
+		return usagef("--keys and --sf go with --cluster")
 	}
 	if fl.runs < 1 {
 		return usagef("--runs must be at least 1")
@@ -134,20 +156,41 @@ func runTpchRun(ctx context.Context, fl tpchRunFlags, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	sf, err := tpch.GeneratedSF(fl.dir)
-	if err != nil {
-		return err
+	sf := fl.sf
+	if sf == 0 {
+		if fl.dir == "" {
+			return usagef("--sf is required with --cluster when --dir does not name the data's directory")
+		}
+		if sf, err = tpch.GeneratedSF(fl.dir); err != nil {
+			return err
+		}
+	} else if sf < 0 {
+		return usagef("--sf must be positive")
 	}
 	verify := fl.verify
 	if verify && !tpch.HasAnswers(sf) {
 		fmt.Fprintf(stderr, "note: no reference answers at SF %g (only SF 0.01, 0.1 and 1): answers can't be verified\n", sf)
 		verify = false
 	}
-	sess, err := openSession(fl.dir, false, opts)
-	if err != nil {
-		return err
+	var run textRunner
+	if fl.cluster != "" {
+		if fl.memoryLimit != "" || fl.parallel != 0 || fl.batchSize != 0 {
+			return usagef("--memory-limit, --parallel and --batch-size apply to embedded runs")
+		}
+		cs, err := dialClusterSQL(fl.cluster, fl.keys, stderr)
+		if err != nil {
+			return err
+		}
+		defer cs.Close()
+		run = cs.runQueryText
+	} else {
+		sess, err := openSession(fl.dir, false, opts)
+		if err != nil {
+			return err
+		}
+		defer sess.Close()
+		run = sessionRunner(sess)
 	}
-	defer sess.Close()
 	stop, err := startCPUProfile(fl.cpuprofile)
 	if err != nil {
 		return err
@@ -159,13 +202,17 @@ func runTpchRun(ctx context.Context, fl tpchRunFlags, stdout, stderr io.Writer) 
 		if err := ctx.Err(); err != nil {
 			return nferr.With(nferr.KindCanceled, err)
 		}
-		res := runTPCHQuery(ctx, sess, q, sf, fl.runs, verify)
+		res := runTPCHQuery(ctx, run, q, sf, fl.runs, verify)
 		results = append(results, res)
 		if nferr.Is(res.err, nferr.KindCanceled) {
 			return res.err
 		}
 	}
-	printRunTable(stdout, fl.format, sf, opts.Parallelism, results, verify)
+	where := fmt.Sprintf("parallelism %d", opts.Parallelism)
+	if fl.cluster != "" {
+		where = "cluster " + fl.cluster
+	}
+	printRunTable(stdout, fl.format, sf, where, results, verify)
 	var bad, failed int
 	for _, r := range results {
 		switch {
@@ -195,8 +242,20 @@ func firstErr(rs []queryRun) error {
 	return nil
 }
 
+// textRunner runs a TPC-H query text and returns its rows (only their
+// count unless keep) and the bytes it shuffled (-1 when not on a cluster).
+type textRunner func(ctx context.Context, text string, keep bool) (tpch.Result, int64, error)
+
+// sessionRunner runs query texts on an embedded session.
+func sessionRunner(sess *engine.Session) textRunner {
+	return func(ctx context.Context, text string, keep bool) (tpch.Result, int64, error) {
+		r, err := runQueryText(ctx, sess, text, keep)
+		return r, -1, err
+	}
+}
+
 // runTPCHQuery runs query q runs times and checks the last answer.
-func runTPCHQuery(ctx context.Context, sess *engine.Session, q int, sf float64, runs int, verify bool) queryRun {
+func runTPCHQuery(ctx context.Context, run textRunner, q int, sf float64, runs int, verify bool) queryRun {
 	res := queryRun{q: q}
 	params := tpch.DefaultParams(q, sf)
 	if verify {
@@ -212,7 +271,7 @@ func runTPCHQuery(ctx context.Context, sess *engine.Session, q int, sf float64, 
 	for i := 0; i < runs; i++ {
 		cpu0 := cpuTime()
 		start := time.Now()
-		got, err := runQueryText(ctx, sess, text, verify && i == runs-1)
+		got, shuffled, err := run(ctx, text, verify && i == runs-1)
 		elapsed := time.Since(start)
 		cpu := cpuTime() - cpu0
 		if err != nil {
@@ -221,7 +280,7 @@ func runTPCHQuery(ctx context.Context, sess *engine.Session, q int, sf float64, 
 		}
 		res.times = append(res.times, elapsed)
 		if elapsed < best {
-			best, res.cpu = elapsed, cpu
+			best, res.cpu, res.shuffled = elapsed, cpu, shuffled
 		}
 		res.rows = int64(len(got.Rows))
 		answer = got
@@ -312,8 +371,13 @@ func minDur(ts []time.Duration) time.Duration {
 
 func ms(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 1, 64) }
 
-func printRunTable(w io.Writer, format string, sf float64, parallel int, rs []queryRun, verify bool) {
+func printRunTable(w io.Writer, format string, sf float64, where string, rs []queryRun, verify bool) {
 	header := []string{"query", "rows", "min_ms", "median_ms", "cpu_ms"}
+	onCluster := len(rs) > 0 && rs[0].shuffled >= 0 && rs[0].err == nil
+	if onCluster {
+		header[4] = "shuffled"
+	}
+	var totShuffled int64
 	if verify {
 		header = append(header, "answer")
 	}
@@ -332,7 +396,12 @@ func printRunTable(w io.Writer, format string, sf float64, parallel int, rs []qu
 		}
 		mn, md := minDur(r.times), median(r.times)
 		totMin, totMed, totCPU, totRows = totMin+mn, totMed+md, totCPU+r.cpu, totRows+r.rows
-		row = append(row, strconv.FormatInt(r.rows, 10), ms(mn), ms(md), ms(r.cpu))
+		last := ms(r.cpu)
+		if onCluster {
+			totShuffled += max(r.shuffled, 0)
+			last = exec.FormatBytes(max(r.shuffled, 0))
+		}
+		row = append(row, strconv.FormatInt(r.rows, 10), ms(mn), ms(md), last)
 		if verify {
 			v := r.verdict
 			if v != "ok" {
@@ -343,6 +412,9 @@ func printRunTable(w io.Writer, format string, sf float64, parallel int, rs []qu
 		rows = append(rows, row)
 	}
 	total := []string{"total", strconv.FormatInt(totRows, 10), ms(totMin), ms(totMed), ms(totCPU)}
+	if onCluster {
+		total[4] = exec.FormatBytes(totShuffled)
+	}
 	if verify {
 		total = append(total, "")
 	}
@@ -352,7 +424,7 @@ func printRunTable(w io.Writer, format string, sf float64, parallel int, rs []qu
 		cw.WriteAll(append(rows, total))
 		return
 	}
-	fmt.Fprintf(w, "TPC-H SF %g, %d queries, parallelism %d\n", sf, len(rs), parallel)
+	fmt.Fprintf(w, "TPC-H SF %g, %d queries, %s\n", sf, len(rs), where)
 	width := make([]int, len(header))
 	for _, r := range append(append([][]string{header}, rows...), total) {
 		for i, c := range r {

@@ -74,7 +74,7 @@ func TestTPCHAnswers(t *testing.T) {
 			}
 			defer sess.Close()
 			for q := 1; q <= tpch.NumQueries; q++ {
-				r := runTPCHQuery(context.Background(), sess, q, tc.sf, 1, true)
+				r := runTPCHQuery(context.Background(), sessionRunner(sess), q, tc.sf, 1, true)
 				if r.err != nil {
 					t.Errorf("Q%d: %v", q, r.err)
 					continue
@@ -260,7 +260,7 @@ func BenchmarkTPCH(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for q := 1; q <= tpch.NumQueries; q++ {
-			r := runTPCHQuery(context.Background(), sess, q, sf, 1, verify)
+			r := runTPCHQuery(context.Background(), sessionRunner(sess), q, sf, 1, verify)
 			if r.err != nil {
 				b.Fatalf("Q%d: %v", q, r.err)
 			}

@@ -8,8 +8,9 @@ import (
 
 var workerFlags nodeFlags
 
-// workerExecutors are the task kinds workers run. The engine's fragment
-// executor registers its kind here (issue 6, second half).
+// workerExecutors are the task kinds every worker runs; startWorkerNode
+// adds the engine's fragment executor (cluster.FragmentTaskKind) with the
+// worker's own shuffle agent.
 var workerExecutors = cluster.ExecutorMux{
 	cluster.CheckTaskKind: cluster.CheckExecutor{},
 }
@@ -22,6 +23,11 @@ gossip address), advertises its cores, memory and NIC bandwidth, and runs the
 task fragments the coordinator sends to its control port (--listen, default
 7401) over mutual TLS. Tasks stop when their query ends, is canceled, or the
 coordinator dies.
+
+Query stages exchange data through the worker's shuffle agent (mutual TLS),
+which listens on --data-addr's port (advertised as given) or on an
+ephemeral port of the advertise address; scans read from the storage nodes
+holding the files.
 
 Set --cores and --memory to what the node may give to queries (a DPU's ARM
 cores, a container's limits); the scheduler places tasks by them.`,
@@ -37,7 +43,7 @@ cores, a container's limits); the scheduler places tasks by them.`,
 		if err != nil {
 			return err
 		}
-		n, err := cluster.StartWorker(cmd.Context(), o, workerExecutors)
+		n, err := startWorkerNode(cmd.Context(), o)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,761 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/zeebo/xxh3"
+
+	"github.com/nicflow/nicflow/engine"
+	"github.com/nicflow/nicflow/internal/nferr"
+	"github.com/nicflow/nicflow/shuffle"
+	"github.com/nicflow/nicflow/storage"
+)
+
+// Distributed SQL on a cluster: the coordinator's "sql" QueryRunner and
+// the workers' "engine.fragment" Executor.
+//
+// The coordinator holds the database directory's catalog (an
+// engine.Session on DIR: tables, statistics, and which storage nodes hold
+// each file). For a request it plans statement k of the script into stages
+// (engine.PlanDistributed) for the alive workers, places tables whose
+// files are not on alive storage nodes (DB.Place, replication R), assigns
+// wide stages' task t to worker t and single-task stages round-robin,
+// reserves all tasks at once (q.Place, pinned), ships every task its
+// fragment (JSON) with the shuffle channels, the workers' shuffle agent
+// addresses and the placement of the tables it scans, and streams the root
+// task's output to the client.
+//
+// Every worker runs a corun shuffle agent (mutual TLS with the cluster's
+// keys) whose address it advertises as its DataAddr; its node index in
+// shuffle channels is ShuffleIndex(its node ID). Scans read through
+// storage.PlacedScanner from the storage nodes holding the files (mutual
+// TLS), with the projection and predicate, so filtering happens there.
+
+// SQLKind is the request kind of SQL; FragmentTaskKind the task kind of
+// plan fragments; PlaceKind the request that places every table on the
+// storage nodes.
+const (
+	SQLKind          = "sql"
+	FragmentTaskKind = "engine.fragment"
+	PlaceKind        = "nicflow.place"
+)
+
+// Request parameters of SQLKind.
+const (
+	// ParamStatement is the 0-based statement of the script to run (the
+	// earlier ones' CREATE/DROP VIEW are replayed); default the last.
+	ParamStatement = "statement"
+	// ParamReplication (PlaceKind) is the replication factor.
+	ParamReplication = "replication"
+)
+
+// StatusMetadataKey is the result schema metadata key carrying the status
+// of a statement without rows (CREATE VIEW).
+const StatusMetadataKey = "nicflow.status"
+
+// ShuffleIndex is a worker's node index in shuffle channels: a hash of its
+// node ID (stable across restarts, known to every member without
+// coordination). Two workers whose IDs collide are not used together: the
+// coordinator keeps the one that started first and logs the other.
+func ShuffleIndex(nodeID string) int {
+	// NB: 65535 indexes (shuffle's limit is 65536 nodes).
+	return int(xxh3.HashString(nodeID) % 65535)
+}
+
+// SQLOptions configure the coordinator's SQL runner.
+type SQLOptions struct {
+	// Replication is the number of storage nodes each file is placed on
+	// when the coordinator places a table (default 1).
+	Replication int
+	// MemoryLimit is each task's memory budget (0: the worker's default).
+	MemoryLimit int64
+	// BatchSize of the tasks (0: default).
+	BatchSize int
+	// Parallelism overrides the streams per task (0: the smallest core
+	// count the workers advertise, at least 2).
+	Parallelism int
+}
+
+// SQLRunner is the coordinator's QueryRunner for SQL.
+type SQLRunner struct {
+	sess  *engine.Session
+	opts  SQLOptions
+	seq   atomic.Uint64
+	place sync.Mutex
+
+	once    sync.Once
+	metrics *sqlMetrics
+}
+
+// NewSQLRunner returns the runner over a coordinator's session (its
+// catalog; the session must stay open while the runner serves).
+func NewSQLRunner(sess *engine.Session, opts SQLOptions) *SQLRunner {
+	if opts.Replication <= 0 {
+		opts.Replication = 1
+	}
+	r := &SQLRunner{sess: sess, opts: opts}
+	// NB: query numbers name shuffle channels cluster-wide (q<<16 | x);
+	// a random start keeps a restarted coordinator from reusing the
+	// channels of its previous life while they linger.
+	r.seq.Store(uint64(rand.Uint32()) << 8)
+	return r
+}
+
+type sqlMetrics struct {
+	queries  prometheus.Counter
+	shuffled prometheus.Counter
+}
+
+func (r *SQLRunner) metricsOn(n *Node) *sqlMetrics {
+	r.once.Do(func() {
+		m := &sqlMetrics{
+			queries:  prometheus.NewCounter(prometheus.CounterOpts{Name: "nicflow_sql_queries_total", Help: "SQL statements run on the cluster."}),
+			shuffled: prometheus.NewCounter(prometheus.CounterOpts{Name: "nicflow_sql_shuffled_bytes_total", Help: "Payload bytes SQL queries sent through network exchanges."}),
+		}
+		n.Metrics().MustRegister(m.queries, m.shuffled)
+		r.metrics = m
+	})
+	return r.metrics
+}
+
+// RunQuery implements QueryRunner: PlaceKind and SQLKind requests.
+func (r *SQLRunner) RunQuery(q *Query, out ResultWriter) error {
+	if q.Kind == PlaceKind {
+		return r.runPlace(q, out)
+	}
+	m := r.metricsOn(q.c.node)
+	m.queries.Inc()
+	k := -1
+	if s, ok := q.Params[ParamStatement]; ok {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return nferr.Queryf("parameter %s=%q: want a statement index", ParamStatement, s)
+		}
+		k = n
+	}
+	if k < 0 {
+		stmts, err := engine.SplitScript(q.Text)
+		if err != nil {
+			return err
+		}
+		k = len(stmts) - 1
+	}
+	workers := r.workers(q)
+	if len(workers) == 0 {
+		return nferr.Unavailablef("query %s: no worker with a shuffle agent in the cluster (start one with `nicflow worker`)", q.ID)
+	}
+	par := r.opts.Parallelism
+	if par <= 0 {
+		par = workers[0].Cores
+		for _, w := range workers {
+			par = min(par, w.Cores)
+		}
+		par = max(par, 2)
+	}
+	dq, err := r.sess.PrepareDistributed(q.Context(), q.Text, k, engine.DistOptions{Workers: len(workers), Parallelism: par})
+	if err != nil {
+		return err
+	}
+	if dq.Local != nil {
+		return writeLocal(dq.Local, out)
+	}
+	start := time.Now()
+	res, err := r.run(q, dq, workers, out)
+	if err != nil {
+		return err
+	}
+	m.shuffled.Add(float64(res.shuffled))
+	if dq.Explain {
+		text := dq.ExplainText(res.stats, res.rows, time.Since(start))
+		return writeLocal(engine.TextResult(text), out)
+	}
+	return nil
+}
+
+// workers are the alive workers with a shuffle agent, in a stable order,
+// without shuffle-index collisions.
+func (r *SQLRunner) workers(q *Query) []NodeInfo {
+	var ws []NodeInfo
+	for _, w := range q.Workers() {
+		if w.DataAddr != "" && !w.Leaving {
+			ws = append(ws, w)
+		}
+	}
+	sort.Slice(ws, func(i, j int) bool {
+		if !ws[i].Started.Equal(ws[j].Started) {
+			return ws[i].Started.Before(ws[j].Started)
+		}
+		return ws[i].ID < ws[j].ID
+	})
+	seen := map[int]string{}
+	out := ws[:0]
+	for _, w := range ws {
+		i := ShuffleIndex(w.ID)
+		if other, ok := seen[i]; ok {
+			q.c.node.Logger().Warn("two workers share a shuffle index; rename one (--node-id)", "worker", w.ID, "other", other, "index", i)
+			continue
+		}
+		seen[i] = w.ID
+		out = append(out, w)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func writeLocal(res *engine.Result, out ResultWriter) error {
+	defer res.Close()
+	if res.Schema == nil {
+		md := arrow.NewMetadata([]string{StatusMetadataKey}, []string{res.Status})
+		return out.SetSchema(arrow.NewSchema(nil, &md))
+	}
+	if err := out.SetSchema(res.Schema); err != nil {
+		return err
+	}
+	for {
+		rec, err := res.Next()
+		if err != nil || rec == nil {
+			return err
+		}
+		if err := out.Write(rec); err != nil {
+			return err
+		}
+	}
+}
+
+type runResult struct {
+	rows     int64
+	shuffled int64
+	stats    *engine.DistStats
+}
+
+func (r *SQLRunner) run(q *Query, dq *engine.DistQuery, workers []NodeInfo, out ResultWriter) (runResult, error) {
+	var res runResult
+	dp := dq.Plan
+	tables, storageNodes, needs, err := r.placement(q, dp)
+	if err != nil {
+		return res, err
+	}
+	if len(needs) > 0 {
+		if err := q.Watch(needs...); err != nil {
+			return res, err
+		}
+	}
+	w := len(workers)
+	node := func(stage, task int) int {
+		if s := dp.Stage(stage); s != nil && s.Tasks == 1 {
+			return ShuffleIndex(workers[stage%w].ID)
+		}
+		return ShuffleIndex(workers[task%w].ID)
+	}
+	worker := func(stage, task int) NodeInfo {
+		if s := dp.Stage(stage); s != nil && s.Tasks == 1 {
+			return workers[stage%w]
+		}
+		return workers[task%w]
+	}
+	qn := r.seq.Add(1)
+	frags, err := dp.Fragments(q.ID, qn, node)
+	if err != nil {
+		return res, err
+	}
+	peers := map[int]string{}
+	for _, wk := range workers {
+		peers[ShuffleIndex(wk.ID)] = wk.DataAddr
+	}
+	var reqs []TaskRequest
+	type planned struct {
+		f    *engine.Fragment
+		spec TaskSpec
+	}
+	var all []planned
+	for _, s := range dp.Stages {
+		name := fmt.Sprintf("stage %d", s.ID)
+		if s.Out == nil {
+			name += " (result)"
+		} else {
+			name += " (" + string(s.Out.Kind) + ")"
+		}
+		q.DefineStage(s.ID, name, s.Tasks)
+		scans := map[string]*storage.PlacedTable{}
+		s.Root.Walk(func(n *engine.PhysNode) {
+			if n.Kind == engine.PhysScan {
+				scans[n.Scan.Spec.Table] = tables[n.Scan.Spec.Table]
+			}
+		})
+		for t, f := range frags[s.ID] {
+			f.Peers, f.Tables, f.Storage = peers, scans, storageNodes
+			f.MemoryLimit, f.BatchSize, f.Analyze = r.opts.MemoryLimit, r.opts.BatchSize, dq.Analyze
+			b, err := engine.MarshalFragment(f)
+			if err != nil {
+				return res, err
+			}
+			spec := TaskSpec{Kind: FragmentTaskKind, Stage: s.ID, Index: t, Fragment: b}
+			if len(scans) > 0 {
+				spec.Needs = needs
+			}
+			all = append(all, planned{f: f, spec: spec})
+			reqs = append(reqs, TaskRequest{Stage: s.ID, Cores: 1, Node: worker(s.ID, t).ID})
+		}
+	}
+	places, err := q.Place(reqs)
+	if err != nil {
+		return res, err
+	}
+	var tasks []*Task
+	var root *Task
+	for i, p := range places {
+		t, err := q.Start(p, all[i].spec)
+		if err != nil {
+			q.Release(places[i+1:]...)
+			return res, err
+		}
+		tasks = append(tasks, t)
+		if all[i].f.Out == nil {
+			root = t
+		}
+	}
+	if dq.Analyze {
+		reports, rows, err := collectReports(q, tasks)
+		if err != nil {
+			return res, err
+		}
+		res.rows, res.stats = rows, engine.CollectStats(reports)
+	} else {
+		o := root.Output()
+		defer o.Release()
+		schemaSet := false
+		for {
+			rec, err := o.Next()
+			if err != nil {
+				return res, err
+			}
+			if rec == nil {
+				break
+			}
+			if !schemaSet {
+				if err := out.SetSchema(rec.Schema()); err != nil {
+					return res, err
+				}
+				schemaSet = true
+			}
+			res.rows += rec.NumRows()
+			if err := out.Write(rec); err != nil {
+				return res, err
+			}
+		}
+		if !schemaSet {
+			if err := out.SetSchema(resultSchema(dp)); err != nil {
+				return res, err
+			}
+		}
+		if _, err := root.Wait(); err != nil {
+			return res, err
+		}
+	}
+	for _, t := range tasks {
+		if t != root {
+			res.shuffled += t.Stats().BytesOut
+		}
+	}
+	return res, nil
+}
+
+func resultSchema(dp *engine.DistPlan) *arrow.Schema {
+	fs := make([]arrow.Field, len(dp.Columns))
+	for i, c := range dp.Columns {
+		fs[i] = arrow.Field{Name: c.Name, Type: c.Type.Arrow(), Nullable: c.Nullable}
+		if i < len(dp.Names) {
+			fs[i].Name = dp.Names[i]
+		}
+	}
+	return arrow.NewSchema(fs, nil)
+}
+
+// collectReports reads every task's analyze report.
+func collectReports(q *Query, tasks []*Task) ([]engine.TaskReport, int64, error) {
+	reports := make([]engine.TaskReport, len(tasks))
+	errs := make([]error, len(tasks))
+	var wg sync.WaitGroup
+	for i, t := range tasks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := t.Output()
+			defer o.Release()
+			got := false
+			for {
+				rec, err := o.Next()
+				if err != nil {
+					errs[i] = err
+					q.Fail(err)
+					return
+				}
+				if rec == nil {
+					break
+				}
+				rep, err := engine.DecodeReport(rec)
+				if err != nil {
+					errs[i] = err
+					q.Fail(err)
+					return
+				}
+				reports[i], got = rep, true
+			}
+			if !got {
+				errs[i] = nferr.Internalf("task %s sent no analyze report", t.ID())
+			}
+		}()
+	}
+	wg.Wait()
+	var rows int64
+	for i, err := range errs {
+		if err != nil {
+			return nil, 0, err
+		}
+		if tasks[i].Spec().Stage == tasks[len(tasks)-1].Spec().Stage {
+			rows += reports[i].Rows
+		}
+	}
+	return reports, rows, nil
+}
+
+// placement returns the placed tables the plan scans (placing those whose
+// files are not all on alive storage nodes first), the alive storage
+// nodes, and the IDs of the nodes holding the scanned files.
+func (r *SQLRunner) placement(q *Query, dp *engine.DistPlan) (map[string]*storage.PlacedTable, []storage.Node, []string, error) {
+	alive := map[string]NodeInfo{}
+	var nodes []storage.Node
+	for _, s := range q.StorageNodes() {
+		if s.FlightAddr != "" && !s.Leaving {
+			alive[s.ID] = s
+			nodes = append(nodes, storage.Node{ID: s.ID, Addr: s.FlightAddr})
+		}
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
+	tables := map[string]*storage.PlacedTable{}
+	needSet := map[string]bool{}
+	for _, sc := range dp.Scans() {
+		name := sc.Spec.Table
+		if _, ok := tables[name]; ok {
+			continue
+		}
+		pt, err := r.placed(q, name, alive, nodes)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		tables[name] = pt
+		for _, ns := range pt.Files {
+			for _, n := range ns {
+				if _, ok := alive[n]; ok {
+					needSet[n] = true
+					break
+				}
+			}
+		}
+	}
+	var needs []string
+	for n := range needSet {
+		needs = append(needs, n)
+	}
+	sort.Strings(needs)
+	return tables, nodes, needs, nil
+}
+
+// placed returns a table's placement, placing it on the alive storage
+// nodes when a file has no alive replica.
+func (r *SQLRunner) placed(q *Query, name string, alive map[string]NodeInfo, nodes []storage.Node) (*storage.PlacedTable, error) {
+	ok := func(pt *storage.PlacedTable) bool {
+		for _, ns := range pt.Files {
+			have := false
+			for _, n := range ns {
+				if _, a := alive[n]; a {
+					have = true
+				}
+			}
+			if !have {
+				return false
+			}
+		}
+		return true
+	}
+	db := r.sess.DB()
+	if pt, err := db.PlacedTable(name); err == nil && ok(pt) {
+		return pt, nil
+	}
+	if len(nodes) == 0 {
+		return nil, nferr.Unavailablef("query %s: table %s is not on any alive storage node, and no storage node is in the cluster to place it on (start one with `nicflow storage`)", q.ID, name)
+	}
+	r.place.Lock()
+	defer r.place.Unlock()
+	if pt, err := db.PlacedTable(name); err == nil && ok(pt) {
+		return pt, nil
+	}
+	repl := min(r.opts.Replication, len(nodes))
+	q.c.node.Logger().Info("placing table on storage nodes", "table", name, "nodes", len(nodes), "replication", repl)
+	if err := db.Place(q.Context(), name, nodes, repl, storage.ClientOptions{TLS: q.c.node.Keys().ClientTLS()}); err != nil {
+		return nil, err
+	}
+	return db.PlacedTable(name)
+}
+
+// runPlace places every table of the catalog (PlaceKind) and returns one
+// row per table.
+func (r *SQLRunner) runPlace(q *Query, out ResultWriter) error {
+	repl := r.opts.Replication
+	if s, ok := q.Params[ParamReplication]; ok {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return nferr.Queryf("parameter %s=%q: want a positive number", ParamReplication, s)
+		}
+		repl = n
+	}
+	var nodes []storage.Node
+	alive := map[string]NodeInfo{}
+	for _, s := range q.StorageNodes() {
+		if s.FlightAddr != "" && !s.Leaving {
+			nodes = append(nodes, storage.Node{ID: s.ID, Addr: s.FlightAddr})
+			alive[s.ID] = s
+		}
+	}
+	if len(nodes) == 0 {
+		return nferr.Unavailablef("no storage node in the cluster to place tables on")
+	}
+	if repl > len(nodes) {
+		return nferr.Queryf("replication %d exceeds the %d storage nodes", repl, len(nodes))
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
+	sch := arrow.NewSchema([]arrow.Field{{Name: "table", Type: arrow.BinaryTypes.String}, {Name: "files", Type: arrow.PrimitiveTypes.Int64}, {Name: "nodes", Type: arrow.BinaryTypes.String}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sch)
+	defer b.Release()
+	r.place.Lock()
+	defer r.place.Unlock()
+	db := r.sess.DB()
+	for _, t := range db.Tables() {
+		if t.External {
+			continue
+		}
+		name := t.QualifiedName()
+		if err := db.Place(q.Context(), name, nodes, repl, storage.ClientOptions{TLS: q.c.node.Keys().ClientTLS()}); err != nil {
+			return err
+		}
+		pt, err := db.PlacedTable(name)
+		if err != nil {
+			return err
+		}
+		used := map[string]bool{}
+		for _, ns := range pt.Files {
+			for _, n := range ns {
+				used[n] = true
+			}
+		}
+		var ids []string
+		for n := range used {
+			ids = append(ids, n)
+		}
+		sort.Strings(ids)
+		b.Field(0).(*array.StringBuilder).Append(name)
+		b.Field(1).(*array.Int64Builder).Append(int64(len(pt.Files)))
+		b.Field(2).(*array.StringBuilder).Append(fmt.Sprint(ids))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	if err := out.SetSchema(sch); err != nil {
+		return err
+	}
+	return out.Write(rec)
+}
+
+// ---------------------------------------------------------------- worker
+
+// SQLWorker is a worker's Executor for plan fragments. Start its shuffle
+// agent with Start once the node runs; tasks that arrive before fail with
+// KindUnavailable (the coordinator only uses workers advertising a data
+// address, which Start sets).
+type SQLWorker struct {
+	mu    sync.Mutex
+	node  *Node
+	agent *shuffle.Agent
+	xs    *engine.Exchanges
+	cl    *shuffle.Client
+	peers map[int]string
+
+	scanned, scannedBytes, sent, received prometheus.Counter
+}
+
+// NewSQLWorker returns the executor (register it under FragmentTaskKind).
+func NewSQLWorker() *SQLWorker { return &SQLWorker{} }
+
+// Start runs the node's corun shuffle agent on listen (host:port; empty:
+// the advertise host, any port), advertises its address as the node's
+// data address, and registers the shuffle and scan counters on the node's
+// metrics.
+func (w *SQLWorker) Start(n *Node, listen string) error {
+	if listen == "" {
+		listen = net.JoinHostPort(n.opts.AdvertiseHost, "0")
+	}
+	idx := ShuffleIndex(n.ID())
+	peers := make([]string, idx+1)
+	keys := n.Keys()
+	a, err := shuffle.NewAgent(shuffle.AgentConfig{Node: idx, Peers: peers, Listen: listen, Log: n.Logger(),
+		Options: shuffle.Options{TLS: keys.ServerTLS(), TLSClient: keys.ClientTLS()}})
+	if err != nil {
+		return err
+	}
+	cl, err := a.Client()
+	if err != nil {
+		a.Close()
+		return err
+	}
+	addr := a.Addr()
+	if h, p, err := net.SplitHostPort(addr); err == nil {
+		if ip := net.ParseIP(h); h == "" || (ip != nil && ip.IsUnspecified()) {
+			addr = net.JoinHostPort(n.opts.AdvertiseHost, p)
+		}
+	}
+	if n.opts.DataAddr != "" {
+		addr = n.opts.DataAddr
+	}
+	w.mu.Lock()
+	w.node, w.agent, w.cl, w.xs, w.peers = n, a, cl, engine.NewExchanges(cl), map[int]string{idx: addr}
+	w.scanned = prometheus.NewCounter(prometheus.CounterOpts{Name: "nicflow_scan_rows_total", Help: "Rows fragments on this worker read from storage nodes (after filtering there)."})
+	w.scannedBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "nicflow_scan_bytes_total", Help: "Arrow bytes fragments on this worker read from storage nodes."})
+	w.sent = prometheus.NewCounter(prometheus.CounterOpts{Name: "nicflow_shuffle_sent_bytes_total", Help: "Payload bytes this worker's fragments sent through network exchanges."})
+	w.received = prometheus.NewCounter(prometheus.CounterOpts{Name: "nicflow_shuffle_received_bytes_total", Help: "Payload bytes this worker's fragments received from network exchanges."})
+	w.mu.Unlock()
+	reg := n.Metrics()
+	reg.MustRegister(w.scanned, w.scannedBytes, w.sent, w.received)
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nicflow_shuffle_agent_frames_dropped", Help: "Frames the shuffle agent dropped (no local task took them)."},
+		func() float64 { return float64(a.Stats().Dropped) }))
+	go func() {
+		<-n.Done()
+		w.Close()
+	}()
+	return n.SetServiceAddrs(addr, "")
+}
+
+// Close stops the shuffle agent.
+func (w *SQLWorker) Close() {
+	w.mu.Lock()
+	xs, cl, a := w.xs, w.cl, w.agent
+	w.xs, w.cl, w.agent = nil, nil, nil
+	w.mu.Unlock()
+	if xs != nil {
+		xs.Close()
+	}
+	if cl != nil {
+		cl.Close()
+	}
+	if a != nil {
+		a.Close()
+	}
+}
+
+// Execute implements Executor.
+func (w *SQLWorker) Execute(ctx context.Context, tc *TaskContext) error {
+	w.mu.Lock()
+	xs, a := w.xs, w.agent
+	w.mu.Unlock()
+	if xs == nil {
+		return nferr.Unavailablef("worker %s: shuffle agent not running", tc.Node.ID())
+	}
+	f, err := engine.UnmarshalFragment(tc.Spec.Fragment)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	for i, addr := range f.Peers {
+		if w.peers[i] != addr {
+			if err := a.SetPeer(i, addr); err != nil {
+				w.mu.Unlock()
+				return err
+			}
+			w.peers[i] = addr
+		}
+	}
+	w.mu.Unlock()
+	var src storage.Source
+	if len(f.Tables) > 0 {
+		ps := storage.NewPlacedScanner(f.Tables, f.Storage, storage.ClientOptions{TLS: tc.Node.Keys().ClientTLS()})
+		defer ps.Close()
+		src = countingSource{Source: ps, rows: w.scanned, bytes: w.scannedBytes}
+	}
+	ctr := &engine.FragmentCounters{}
+	done := make(chan struct{})
+	var last [2]int64
+	publish := func() {
+		tc.Stats.Rows.Store(ctr.Out.Rows.Load())
+		tc.Stats.Batches.Store(ctr.Out.Batches.Load())
+		s, r := ctr.Sent.Bytes.Load(), ctr.Received.Bytes.Load()
+		tc.Stats.BytesIn.Store(r)
+		if f.Out != nil {
+			tc.Stats.BytesOut.Store(s)
+		}
+		w.sent.Add(float64(s - last[0]))
+		w.received.Add(float64(r - last[1]))
+		last = [2]int64{s, r}
+	}
+	go func() {
+		// NB: heartbeats go out every 500 ms; publishing at twice that
+		// rate keeps progress current.
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				publish()
+			case <-done:
+				return
+			}
+		}
+	}()
+	err = engine.RunFragment(ctx, f, engine.FragmentEnv{Exchanges: xs, Source: src, Alloc: tc.Alloc, Send: tc.Send, Counters: ctr, Node: tc.Node.ID()})
+	close(done)
+	publish()
+	if err != nil && ctx.Err() != nil && !nferr.Is(err, nferr.KindCanceled) {
+		// The query ended (canceled, or failed elsewhere): whatever this
+		// task saw since is a consequence, not the cause.
+		err = nferr.With(nferr.KindCanceled, context.Cause(ctx))
+	}
+	return err
+}
+
+// countingSource counts the rows and bytes scans return (the node's scan
+// counters).
+type countingSource struct {
+	storage.Source
+	rows, bytes prometheus.Counter
+}
+
+func (c countingSource) OpenScan(ctx context.Context, spec storage.ScanSpec, opts storage.ScanOptions) (storage.RecordIterator, error) {
+	it, err := c.Source.OpenScan(ctx, spec, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &countingIter{RecordIterator: it, c: c}, nil
+}
+
+type countingIter struct {
+	storage.RecordIterator
+	c countingSource
+}
+
+func (it *countingIter) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	rec, err := it.RecordIterator.Next(ctx)
+	if rec != nil {
+		it.c.rows.Add(float64(rec.NumRows()))
+		it.c.bytes.Add(float64(recordBytes(rec)))
+	}
+	return rec, err
+}
