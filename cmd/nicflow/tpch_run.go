@@ -125,14 +125,14 @@ func parseQueryList(s string) ([]int, error) {
 
 // queryRun is the outcome of one query.
 type queryRun struct {
-	q       int
-	rows    int64
-	times   []time.Duration
-	cpu     time.Duration // of the fastest run
+	q     int
+	rows  int64
+	times []time.Duration
+	cpu   time.Duration // of the fastest run
 	// shuffled is the bytes a cluster run's exchanges moved (-1 embedded).
 	shuffled int64
 	verdict  string
-	err     error
+	err      error
 }
 
 func runTpchRun(ctx context.Context, fl tpchRunFlags, stdout, stderr io.Writer) error {
