@@ -54,6 +54,15 @@ func materialize(alloc memory.Allocator, t arrow.DataType, v *vector, sel []int3
 		}
 	}
 	var data *array.Data
+	if v.dict != nil {
+		data = materializeDict(alloc, t, v, sel, n, validity, nulls)
+		if validity != nil {
+			validity.Release()
+		}
+		arr := array.MakeFromData(data)
+		data.Release()
+		return arr
+	}
 	switch v.kind {
 	case kInt32:
 		buf := fixedBuffer(alloc, n, 4)
@@ -195,5 +204,98 @@ func arrayToVector(arr arrow.Array, v *vector) {
 		for i := 0; i < n; i++ {
 			v.d128[i] = d.Value(i)
 		}
+	}
+}
+
+// materializeDict builds the array of a vector in dictionary form: the
+// selected rows' entries are gathered from the dictionary (NULL rows point
+// at its zero entry, so the loops have no branch).
+func materializeDict(alloc memory.Allocator, t arrow.DataType, v *vector, sel []int32, n int, validity *memory.Buffer, nulls int) *array.Data {
+	d := v.dict
+	idx := v.idx
+	switch v.kind {
+	case kInt32:
+		buf := fixedBuffer(alloc, n, 4)
+		gatherDict(arrow.Int32Traits.CastFromBytes(buf.Bytes())[:n], d.i32, idx, sel)
+		defer buf.Release()
+		return array.NewData(t, n, []*memory.Buffer{validity, buf}, nil, nulls, 0)
+	case kInt64:
+		buf := fixedBuffer(alloc, n, 8)
+		gatherDict(arrow.Int64Traits.CastFromBytes(buf.Bytes())[:n], d.i64, idx, sel)
+		defer buf.Release()
+		return array.NewData(t, n, []*memory.Buffer{validity, buf}, nil, nulls, 0)
+	case kFloat64:
+		buf := fixedBuffer(alloc, n, 8)
+		gatherDict(arrow.Float64Traits.CastFromBytes(buf.Bytes())[:n], d.f64, idx, sel)
+		defer buf.Release()
+		return array.NewData(t, n, []*memory.Buffer{validity, buf}, nil, nulls, 0)
+	case kDec128:
+		buf := fixedBuffer(alloc, n, 16)
+		dst := unsafe.Slice((*decimal128.Num)(unsafe.Pointer(unsafe.SliceData(buf.Bytes()))), n)
+		gatherDict(dst, d.d128, idx, sel)
+		defer buf.Release()
+		return array.NewData(t, n, []*memory.Buffer{validity, buf}, nil, nulls, 0)
+	case kBool:
+		buf := memory.NewResizableBuffer(alloc)
+		buf.Resize(int(bitutil.BytesForBits(int64(n))))
+		bits := buf.Bytes()
+		clear(bits)
+		for k := 0; k < n; k++ {
+			r := k
+			if sel != nil {
+				r = int(sel[k])
+			}
+			if d.b[idx[r]] {
+				bitutil.SetBit(bits, k)
+			}
+		}
+		defer buf.Release()
+		return array.NewData(t, n, []*memory.Buffer{validity, buf}, nil, nulls, 0)
+	}
+	// Strings: sizes first, then one copy per value.
+	ob := fixedBuffer(alloc, n+1, 4)
+	offs := arrow.Int32Traits.CastFromBytes(ob.Bytes())[:n+1]
+	do := d.offs
+	size := 0
+	if sel == nil {
+		for _, e := range idx[:n] {
+			size += int(do[e+1] - do[e])
+		}
+	} else {
+		for _, r := range sel {
+			e := idx[r]
+			size += int(do[e+1] - do[e])
+		}
+	}
+	db := memory.NewResizableBuffer(alloc)
+	db.Resize(size)
+	out := db.Bytes()
+	pos := int32(0)
+	for k := 0; k < n; k++ {
+		r := k
+		if sel != nil {
+			r = int(sel[k])
+		}
+		e := idx[r]
+		offs[k] = pos
+		pos += int32(copy(out[pos:], d.data[do[e]:do[e+1]]))
+	}
+	offs[n] = pos
+	defer ob.Release()
+	defer db.Release()
+	return array.NewData(t, n, []*memory.Buffer{validity, ob, db}, nil, nulls, 0)
+}
+
+// gatherDict writes dict[idx[r]] for the selected rows r (all rows when
+// sel is nil) into dst.
+func gatherDict[T any](dst, dict []T, idx, sel []int32) {
+	if sel == nil {
+		for k, e := range idx[:len(dst)] {
+			dst[k] = dict[e]
+		}
+		return
+	}
+	for k, r := range sel {
+		dst[k] = dict[idx[r]]
 	}
 }

@@ -49,12 +49,22 @@
 // files and row groups, the projected columns and a Predicate (AND/OR of
 // column-vs-constant tests). Planning prunes row groups with the catalog's
 // min/max/null statistics without opening files. Each row group is decoded
-// with parquet's low-level column readers (not pqarrow) straight into typed
-// Go slices, in chunks of BatchSize rows: filter columns first, conjunct by
-// conjunct, each column decoded only if rows survive so far; the remaining
-// projected columns are decoded only for chunks with survivors (skipped
-// otherwise), and survivors are gathered into dense Arrow arrays (no
-// selection vectors leave storage). Counters: ScanStats.
+// straight into typed Go slices (vectors), in chunks of BatchSize rows:
+// filter columns first, conjunct by conjunct, each column decoded only if
+// rows survive so far; the remaining projected columns are decoded only for
+// chunks with survivors (skipped otherwise), and survivors are gathered
+// into dense Arrow arrays (no selection vectors leave storage). Counters:
+// ScanStats.
+//
+// Decoding: flat columns with PLAIN or dictionary-encoded pages go through
+// our page decoder (parquet_flat.go over parquet_pages.go: the chunk is read
+// into a pooled buffer, pages are decompressed into a reused one, pages
+// whose rows are all skipped are never decompressed); anything else goes
+// through arrow-go's low-level column readers (colDecoder). A chunk whose
+// data pages are all dictionary-encoded yields vectors in dictionary form
+// (the dictionary plus one index per row): filters test each dictionary
+// entry once and look rows up by index, and materialization gathers the
+// survivors from the dictionary.
 //
 // # Integrity
 //

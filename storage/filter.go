@@ -24,6 +24,22 @@ type vector struct {
 	offs  []int32 // strings: value i is data[offs[i]:offs[i+1]]
 	data  []byte
 	d128  []decimal128.Num
+
+	// Dictionary form (the flat decoder, for column chunks whose data
+	// pages are all dictionary-encoded): when dict != nil, row i holds
+	// entry idx[i] of dict, whose values are in the slice of its kind:
+	// dictN real entries, then zero (or empty) ones up to dict.n (NULL
+	// rows point at entry dictN); valid still marks NULL rows. dictID
+	// identifies the dictionary process-wide (filters cache per-entry
+	// results by it).
+	//
+	// INVARIANT: 0 <= idx[i] < dict.n for i < n (flatDecoder.decodeIdx).
+	dict   *vector
+	dictN  int
+	dictID uint64
+	idx    []int32
+
+	validBuf []bool // backing store of valid, kept across chunks
 }
 
 func (v *vector) str(i int) []byte { return v.data[v.offs[i]:v.offs[i+1]] }
@@ -89,6 +105,15 @@ func (n *cnode) filter(vecs []*vector, sel []int32, rows int, out []int32, scrat
 	if isRangeOp(n.op) && n.rangeEmpty() {
 		return out[:0]
 	}
+	if v.dict != nil {
+		return filterDict(v.idx[:rows], scratch.dictMask(n, v), sel, out)
+	}
+	return n.filterValues(v, sel, rows, out)
+}
+
+// filterValues runs a leaf test over a vector of values (not in
+// dictionary form).
+func (n *cnode) filterValues(v *vector, sel []int32, rows int, out []int32) []int32 {
 	switch n.kind {
 	case kInt32:
 		switch n.op {
@@ -401,8 +426,66 @@ func (n *cnode) filterDec128(v *vector, sel []int32, rows int, out []int32) []in
 	return out[:k]
 }
 
-// filterScratch recycles selection buffers used by OR.
-type filterScratch struct{ free [][]int32 }
+// filterDict keeps the rows whose dictionary entry passes: mask[e] is the
+// leaf's result for entry e (false for the NULL entry and the padding).
+func filterDict(idx []int32, mask []bool, sel []int32, out []int32) []int32 {
+	out = out[:cap(out)]
+	k := 0
+	if sel == nil {
+		for i, e := range idx {
+			out[k] = int32(i)
+			k += b2i(mask[e])
+		}
+	} else {
+		for _, i := range sel {
+			out[k] = i
+			k += b2i(mask[idx[i]])
+		}
+	}
+	return out[:k]
+}
+
+// dictMask returns leaf n's result for every entry of v's dictionary (and
+// false for its NULL entry), computed once per dictionary: a string test
+// then runs once per distinct value of a row group instead of once per row.
+func (s *filterScratch) dictMask(n *cnode, v *vector) []bool {
+	if s.masks == nil {
+		s.masks = map[*cnode]*dictMask{}
+	}
+	m := s.masks[n]
+	if m == nil {
+		m = &dictMask{}
+		s.masks[n] = m
+	}
+	if m.id == v.dictID && m.mask != nil {
+		return m.mask
+	}
+	d := *v.dict
+	d.valid, d.dict = nil, nil // the entries themselves; none is NULL
+	m.pass = grow(m.pass, v.dictN)
+	pass := n.filterValues(&d, nil, v.dictN, m.pass)
+	m.mask = grow(m.mask, v.dict.n)
+	clear(m.mask)
+	for _, e := range pass {
+		m.mask[e] = true
+	}
+	m.id = v.dictID
+	return m.mask
+}
+
+// dictMask caches one leaf's per-entry results for one dictionary.
+type dictMask struct {
+	id   uint64
+	mask []bool
+	pass []int32
+}
+
+// filterScratch recycles selection buffers used by OR, and caches
+// dictionary masks (it belongs to one scan worker).
+type filterScratch struct {
+	free  [][]int32
+	masks map[*cnode]*dictMask
+}
 
 func (s *filterScratch) get(n int) []int32 {
 	for i := len(s.free) - 1; i >= 0; i-- {

@@ -615,26 +615,30 @@ func beToDecimal128(b []byte) decimal128.Num {
 // conversion from the Parquet physical type to the vector kind is chosen
 // once, when the decoder is built.
 type colDecoder struct {
-	name   string
-	kind   physKind
-	maxDef int16
-	r      file.ColumnChunkReader
-	i32r   *file.Int32ColumnChunkReader
-	i64r   *file.Int64ColumnChunkReader
-	f32r   *file.Float32ColumnChunkReader
-	f64r   *file.Float64ColumnChunkReader
-	br     *file.BooleanColumnChunkReader
-	bar    *file.ByteArrayColumnChunkReader
-	flr    *file.FixedLenByteArrayColumnChunkReader
-	def    []int16
-	s32    []int32
-	sf32   []float32
-	sba    []parquet.ByteArray
-	sfl    []parquet.FixedLenByteArray
+	name     string
+	kind     physKind
+	maxDef   int16
+	unsigned bool
+	r        file.ColumnChunkReader
+	i32r     *file.Int32ColumnChunkReader
+	i64r     *file.Int64ColumnChunkReader
+	f32r     *file.Float32ColumnChunkReader
+	f64r     *file.Float64ColumnChunkReader
+	br       *file.BooleanColumnChunkReader
+	bar      *file.ByteArrayColumnChunkReader
+	flr      *file.FixedLenByteArrayColumnChunkReader
+	def      []int16
+	s32      []int32
+	sf32     []float32
+	sba      []parquet.ByteArray
+	sfl      []parquet.FixedLenByteArray
 }
 
 func newColDecoder(r file.ColumnChunkReader, t arrow.DataType, name string) (*colDecoder, error) {
 	d := &colDecoder{name: name, kind: kindOf(t), maxDef: r.Descriptor().MaxDefinitionLevel(), r: r}
+	if lt, ok := r.Descriptor().LogicalType().(schema.IntLogicalType); ok && !lt.IsSigned() {
+		d.unsigned = true // UINT_32 read as int64: zero-extended
+	}
 	ok := false
 	switch rr := r.(type) {
 	case *file.Int32ColumnChunkReader:
@@ -661,6 +665,7 @@ func newColDecoder(r file.ColumnChunkReader, t arrow.DataType, name string) (*co
 // read decodes the next n rows into v.
 func (d *colDecoder) read(v *vector, n int) error {
 	v.kind, v.n = d.kind, n
+	v.dict = nil
 	var def []int16
 	if d.maxDef > 0 {
 		d.def = grow(d.def, n)
@@ -680,8 +685,14 @@ func (d *colDecoder) read(v *vector, n int) error {
 		d.s32 = grow(d.s32, n)
 		v.i64 = grow(v.i64, n)
 		total, nv, err = d.i32r.ReadBatch(int64(n), d.s32, def, nil)
-		for i := 0; i < nv; i++ {
-			v.i64[i] = int64(d.s32[i])
+		if d.unsigned {
+			for i := 0; i < nv; i++ {
+				v.i64[i] = int64(uint32(d.s32[i]))
+			}
+		} else {
+			for i := 0; i < nv; i++ {
+				v.i64[i] = int64(d.s32[i])
+			}
 		}
 		if err == nil && nv < n {
 			spread(v.i64[:n], def[:total], nv)
@@ -728,7 +739,10 @@ func (d *colDecoder) read(v *vector, n int) error {
 		}
 	}
 	if err != nil {
-		return err
+		if strings.HasPrefix(err.Error(), "column ") {
+			return err
+		}
+		return fmt.Errorf("column %s: %v", d.name, err)
 	}
 	if d.maxDef == 0 {
 		total = int64(nv)
@@ -841,7 +855,10 @@ func (d *colDecoder) skip(n int) error {
 	case d.flr != nil:
 		_, err = d.flr.Skip(int64(n))
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("column %s: %v", d.name, err)
+	}
+	return nil
 }
 
 var _ = bitutil.BitIsSet

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 
 	"github.com/nicflow/nicflow/internal/nferr"
 )
@@ -469,14 +470,17 @@ func (s *Scanner) Close() error {
 }
 
 // worker decodes row groups; each goroutine has its own (buffers are
-// reused across chunks and row groups).
+// reused across chunks and row groups, and pooled across scans: see
+// workerBufs).
 type worker struct {
 	s       *Scanner
+	bufs    *workerBufs
 	vecs    []*vector
-	decs    []*colDecoder
+	decs    []*colDecoder // arrow-go readers of the current row group (fallback)
+	cols    []colReader   // the reader of each vector in the current row group
 	have    []bool
 	sel     []int32
-	scratch filterScratch
+	scratch *filterScratch
 	props   *parquet.ReaderProperties
 	rec     *recycler
 
@@ -492,33 +496,56 @@ type worker struct {
 	active bool
 }
 
+// colReader reads one column of the current row group: a flatDecoder or,
+// for chunks it does not handle, an arrow-go colDecoder.
+type colReader interface {
+	read(v *vector, n int) error
+	skip(n int) error
+}
+
+// workerBufs are a worker's reusable buffers: vectors, flat decoders (with
+// their chunk, page and dictionary buffers), selection and filter scratch,
+// and the recycling allocator of arrow-go's readers.
+//
+// NB: they are pooled because a planner that opens one scan per row group
+// (engine's scan instances take row groups from a shared queue) would
+// otherwise start every row group with fresh buffers: fresh zeroed
+// megabyte buffers cost more CPU (memclr, GC) than decoding the small
+// columns of a Q6-like scan (2.8 GB of the 9.6 GB the 22 TPC-H queries
+// allocated at SF 1 before pooling).
+type workerBufs struct {
+	rec     *recycler
+	vecs    []*vector
+	flat    []*flatDecoder
+	sel     []int32
+	scratch filterScratch
+}
+
+var workerPool = sync.Pool{New: func() any { return &workerBufs{rec: &recycler{}} }}
+
 func newWorker(s *Scanner) *worker {
-	w := &worker{s: s, vecs: make([]*vector, len(s.need)), decs: make([]*colDecoder, len(s.need)), have: make([]bool, len(s.need))}
-	for i := range w.vecs {
-		w.vecs[i] = &vector{}
+	b := workerPool.Get().(*workerBufs)
+	for len(b.vecs) < len(s.need) {
+		b.vecs = append(b.vecs, &vector{})
+		b.flat = append(b.flat, &flatDecoder{})
 	}
-	// NB: the decoder's page and decompression buffers come from a
-	// per-worker recycling allocator: column readers are rebuilt for every
-	// row group, and fresh zeroed megabyte buffers each time cost more CPU
-	// (memclr, GC) than decoding the small columns of a Q6-like scan.
-	w.rec = recyclers.Get().(*recycler)
+	// NB: the mask cache is keyed by compiled predicate nodes, which are
+	// the previous scan's.
+	clear(b.scratch.masks)
+	w := &worker{s: s, bufs: b, vecs: b.vecs[:len(s.need)], sel: b.sel, scratch: &b.scratch,
+		decs: make([]*colDecoder, len(s.need)), cols: make([]colReader, len(s.need)), have: make([]bool, len(s.need))}
+	w.rec = b.rec
 	w.props = parquet.NewReaderProperties(w.rec)
 	return w
 }
 
-// recyclers pools the decoder allocators of finished workers: a planner
-// that opens one scan per row group (engine's scan instances take row
-// groups from a shared queue) would otherwise start every row group with
-// fresh zeroed buffers (2.8 GB of the 9.6 GB the 22 TPC-H queries
-// allocated at SF 1).
-var recyclers = sync.Pool{New: func() any { return &recycler{} }}
-
-// release closes the worker's file and returns its allocator to the pool.
+// release closes the worker's file and returns its buffers to the pool.
 func (w *worker) release() {
 	w.closeFile()
-	if w.rec != nil {
-		recyclers.Put(w.rec)
-		w.rec = nil
+	if w.bufs != nil {
+		w.bufs.sel = w.sel
+		workerPool.Put(w.bufs)
+		w.bufs, w.rec = nil, nil
 	}
 }
 
@@ -529,6 +556,7 @@ func (w *worker) closeDecoders() {
 			w.decs[i] = nil
 		}
 	}
+	clear(w.cols)
 }
 
 func (w *worker) closeFile() {
@@ -612,28 +640,65 @@ func (w *worker) begin(t task) (err error) {
 	if err := w.open(t.file); err != nil {
 		return err
 	}
-	rgr := w.rdr.RowGroup(t.rg)
-	if rgr.NumRows() != int64(w.rows) {
-		return nferr.Dataf("data file %s row group %d has %d rows, the catalog recorded %d", w.path, t.rg, rgr.NumRows(), w.rows)
+	md := w.rdr.MetaData()
+	if t.rg >= md.NumRowGroups() {
+		return nferr.Dataf("data file %s has no row group %d", w.path, t.rg)
+	}
+	rgm := md.RowGroup(t.rg)
+	if rgm.NumRows() != int64(w.rows) {
+		return nferr.Dataf("data file %s row group %d has %d rows, the catalog recorded %d", w.path, t.rg, rgm.NumRows(), w.rows)
 	}
 	var bytes int64
 	for i, tc := range s.need {
 		pc := t.file.ColumnIndex[tc]
-		cr, err := rgr.Column(pc)
+		name := s.table.Columns[tc].Name
+		cc, err := rgm.ColumnChunk(pc)
 		if err != nil {
-			return nferr.Dataf("data file %s row group %d column %s: %v", w.path, t.rg, s.table.Columns[tc].Name, err)
+			return nferr.Dataf("data file %s row group %d column %s: %v", w.path, t.rg, name, err)
 		}
-		d, err := newColDecoder(cr, s.needT[i], s.table.Columns[tc].Name)
+		bytes += cc.TotalCompressedSize()
+		descr := md.Schema.Column(pc)
+		if flatChunkSupported(md, cc, descr) {
+			fd := w.bufs.flat[i]
+			if err := w.readChunk(fd, cc, t.file.Size); err != nil {
+				return nferr.Dataf("data file %s row group %d column %s: %v", w.path, t.rg, name, err)
+			}
+			if err := fd.reset(name, descr, cc, kindOf(s.needT[i]), int64(w.rows), fd.chunk); err != nil {
+				return nferr.Dataf("data file %s row group %d: %v", w.path, t.rg, err)
+			}
+			w.cols[i] = fd
+			continue
+		}
+		cr, err := w.rdr.RowGroup(t.rg).Column(pc)
+		if err != nil {
+			return nferr.Dataf("data file %s row group %d column %s: %v", w.path, t.rg, name, err)
+		}
+		d, err := newColDecoder(cr, s.needT[i], name)
 		if err != nil {
 			cr.Close()
 			return nferr.Wrap(nferr.KindData, err, "data file %s", w.path)
 		}
-		w.decs[i] = d
-		if cc, err := rgr.MetaData().ColumnChunk(pc); err == nil {
-			bytes += cc.TotalCompressedSize()
-		}
+		w.decs[i], w.cols[i] = d, d
 	}
 	atomic.AddInt64(&s.stats.BytesRead, bytes)
+	return nil
+}
+
+// readChunk reads a column chunk's bytes into the decoder's buffer (which
+// keeps bitReaderSlack bytes of capacity beyond them).
+func (w *worker) readChunk(fd *flatDecoder, cc *metadata.ColumnChunkMetaData, fileSize int64) error {
+	start, length := chunkRange(cc)
+	if start < 0 || length < 0 || start > fileSize || length > fileSize-start {
+		return fmt.Errorf("column chunk at %d+%d lies outside the file of %d bytes", start, length, fileSize)
+	}
+	n := int(length)
+	if cap(fd.chunk) < n+bitReaderSlack {
+		fd.chunk = make([]byte, n, n+n/8+bitReaderSlack)
+	}
+	fd.chunk = fd.chunk[:n]
+	if _, err := w.osf.ReadAt(fd.chunk, start); err != nil {
+		return fmt.Errorf("reading the column chunk: %v", err)
+	}
 	return nil
 }
 
@@ -648,8 +713,8 @@ func (w *worker) decode(i, n int) error {
 		return nil
 	}
 	w.have[i] = true
-	if err := w.decs[i].read(w.vecs[i], n); err != nil {
-		return nferr.Dataf("data file %s row group %d column %s: %v", w.path, w.cur.rg, w.decs[i].name, err)
+	if err := w.cols[i].read(w.vecs[i], n); err != nil {
+		return nferr.Dataf("data file %s row group %d: %v", w.path, w.cur.rg, err)
 	}
 	return nil
 }
@@ -694,8 +759,8 @@ func (w *worker) nextChunk(ctx context.Context) (rec arrow.RecordBatch, err erro
 		if sel != nil && len(sel) == 0 {
 			for i := range s.need {
 				if !w.have[i] {
-					if err := w.decs[i].skip(n); err != nil {
-						return nil, nferr.Dataf("data file %s row group %d column %s: %v", w.path, w.cur.rg, w.decs[i].name, err)
+					if err := w.cols[i].skip(n); err != nil {
+						return nil, nferr.Dataf("data file %s row group %d: %v", w.path, w.cur.rg, err)
 					}
 				}
 			}
@@ -737,7 +802,7 @@ func (w *worker) evalFilter(f *cnode, n int) ([]int32, error) {
 		if err := w.decodeFor(c, n); err != nil {
 			return nil, err
 		}
-		sel = c.filter(w.vecs, sel, n, w.sel[:n], &w.scratch)
+		sel = c.filter(w.vecs, sel, n, w.sel[:n], w.scratch)
 		if len(sel) == 0 {
 			return sel, nil
 		}
