@@ -598,9 +598,12 @@ func (s *flightService) streamProgress(q *Query, stream flight.FlightService_DoA
 		case <-stream.Context().Done():
 			return nil
 		}
-		// NB: at most 10 updates a second: a terminal needs no more.
+		// NB: at most 10 updates a second: a terminal needs no more. The
+		// end of the query is not delayed: the final snapshot goes out at
+		// once (clients wait for it, e.g. for the bytes shuffled).
 		select {
 		case <-time.After(100 * time.Millisecond):
+		case <-q.ctx.Done():
 		case <-stream.Context().Done():
 			return nil
 		}

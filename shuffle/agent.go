@@ -102,14 +102,17 @@ type epKey struct {
 type channel struct {
 	id   uint64
 	spec *Spec // nil while pending: frames arrived before any local open
-	// hop maps a receiver to its next-hop slot: its node for remote
-	// receivers, nodes+i for the i-th local receiver.
-	hop   []int32
-	nodes int
-	recv  []int       // local slot i -> receiver index
-	deliv []*delivery // local slot i -> delivery to the receiver's client
-	local []int32     // receiver -> local slot, -1 when remote
-	refs  int         // open local endpoints (agent.mu)
+	// hop maps a receiver to its next-hop slot: the dense slot of its node
+	// for remote receivers, nodes+i for the i-th local receiver.
+	hop []int32
+	// nodes is the number of remote nodes with receivers; slot i < nodes
+	// of hop sends to node remote[i] (dense, whatever the node indexes).
+	nodes  int
+	remote []int
+	recv   []int       // local slot i -> receiver index
+	deliv  []*delivery // local slot i -> delivery to the receiver's client
+	local  []int32     // receiver -> local slot, -1 when remote
+	refs   int         // open local endpoints (agent.mu)
 
 	pending      []*frame // frames held while spec == nil (agent.mu)
 	pendingSince time.Time

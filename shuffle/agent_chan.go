@@ -139,7 +139,18 @@ func (a *Agent) openChannel(spec *Spec) (*channel, []*frame, error) {
 		a.channels[spec.ID] = ch
 	}
 	ch.spec = spec
-	ch.nodes = spec.nodes()
+	// NB: remote destinations get dense slots: node indexes may be sparse
+	// (a cluster numbers nodes by a hash of their names), and routers walk
+	// every slot of a channel when they flush.
+	slotOf := map[int]int32{}
+	ch.remote = nil
+	for _, n := range spec.Receivers {
+		if _, ok := slotOf[n]; !ok && n != a.node {
+			slotOf[n] = int32(len(ch.remote))
+			ch.remote = append(ch.remote, n)
+		}
+	}
+	ch.nodes = len(ch.remote)
 	ch.hop = make([]int32, len(spec.Receivers))
 	ch.local = make([]int32, len(spec.Receivers))
 	for r, n := range spec.Receivers {
@@ -150,7 +161,7 @@ func (a *Agent) openChannel(spec *Spec) (*channel, []*frame, error) {
 			ch.deliv = append(ch.deliv, &delivery{})
 		} else {
 			ch.local[r] = -1
-			ch.hop[r] = int32(n)
+			ch.hop[r] = slotOf[n]
 		}
 	}
 	p := ch.pending

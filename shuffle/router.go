@@ -249,7 +249,7 @@ func (r *router) route(rc *routerChan, f *frame, off int) bool {
 		}
 		slot := hop[dst]
 		if fromRemote && slot < nodes {
-			r.bad(rc, f, nferr.Dataf("shuffle: %s sent a message for receiver %d, which runs on node %d (do the nodes disagree on the channel?)", f.from.name, dst, slot))
+			r.bad(rc, f, nferr.Dataf("shuffle: %s sent a message for receiver %d, which runs on node %d (do the nodes disagree on the channel?)", f.from.name, dst, ch.remote[slot]))
 			return true
 		}
 		r.a.stats.messages.Add(1)
@@ -270,7 +270,7 @@ func (r *router) route(rc *routerChan, f *frame, off int) bool {
 		}
 		slot := hop[dst]
 		if fromRemote && slot < nodes {
-			r.bad(rc, f, nferr.Dataf("shuffle: %s sent a message for receiver %d, which runs on node %d (do the nodes disagree on the channel?)", f.from.name, dst, slot))
+			r.bad(rc, f, nferr.Dataf("shuffle: %s sent a message for receiver %d, which runs on node %d (do the nodes disagree on the channel?)", f.from.name, dst, ch.remote[slot]))
 			return true
 		}
 		d := &rc.dests[slot]
@@ -369,7 +369,7 @@ func (r *router) dispatch(rc *routerChan, slot int, f *frame) {
 	f.typ, f.channel = frameData, ch.id
 	if slot < ch.nodes {
 		f.aux = 0
-		r.a.sendRemote(slot, f, ch)
+		r.a.sendRemote(ch.remote[slot], f, ch)
 		return
 	}
 	i := slot - ch.nodes

@@ -105,7 +105,12 @@ func NewServer(db *DB, addr string, opts ServerOptions) (*Server, error) {
 	if err != nil {
 		return nil, nferr.IOf("storage node %s: listening on %s: %w", opts.NodeID, addr, err)
 	}
-	gopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(16 << 20)}
+	// NB: scans stream megabytes per request: 1 MiB socket buffers cut
+	// the write syscalls (gRPC's default is 32 KiB) and 16 MiB windows keep
+	// a stream from stalling on flow control between nearby nodes.
+	gopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(16 << 20),
+		grpc.WriteBufferSize(1 << 20), grpc.ReadBufferSize(1 << 20),
+		grpc.InitialWindowSize(16 << 20), grpc.InitialConnWindowSize(32 << 20)}
 	if opts.TLS != nil {
 		gopts = append(gopts, grpc.Creds(credentials.NewTLS(opts.TLS)))
 	}
@@ -531,7 +536,11 @@ func (c *nodeClients) get(addr string) (flight.Client, error) {
 	}
 	cl, err := flight.NewClientWithMiddleware(addr, nil, nil,
 		grpc.WithTransportCredentials(creds),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(max)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(max)),
+		// NB: as the server's (NewServer): big buffers and windows for
+		// streamed scans.
+		grpc.WithWriteBufferSize(1<<20), grpc.WithReadBufferSize(1<<20),
+		grpc.WithInitialWindowSize(16<<20), grpc.WithInitialConnWindowSize(32<<20))
 	if err != nil {
 		return nil, nferr.Unavailablef("storage node %s: %v", addr, err)
 	}
