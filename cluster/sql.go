@@ -171,6 +171,9 @@ func (r *SQLRunner) RunQuery(q *Query, out ResultWriter) error {
 	if dq.Local != nil {
 		return writeLocal(dq.Local, out)
 	}
+	if dq.Explain && !dq.Analyze {
+		return writeLocal(engine.TextResult(dq.ExplainText(nil, 0, 0)), out)
+	}
 	start := time.Now()
 	res, err := r.run(q, dq, workers, out)
 	if err != nil {

@@ -47,6 +47,12 @@ func tpchDir(t testing.TB, sf float64) string {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv(testNodeEnv) == "1" {
+		// A cluster node of a test (cluster_sql_test.go): this binary runs
+		// as `nicflow <role> <flags>`.
+		main()
+		os.Exit(0)
+	}
 	code := m.Run()
 	for _, d := range tpchDirs.dirs {
 		os.RemoveAll(d)

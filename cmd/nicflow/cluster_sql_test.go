@@ -1,0 +1,319 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nicflow/nicflow/cluster"
+	"github.com/nicflow/nicflow/internal/nferr"
+	"github.com/nicflow/nicflow/tpch"
+)
+
+// The cluster SQL tests run real clusters: every node is a process (this
+// test binary re-executed as `nicflow <role>`, see TestMain), with real
+// sockets, gossip and mutual TLS, through cluster.StartLocal, exactly as
+// `nicflow cluster local` runs them.
+
+// testNodeEnv makes a re-executed test binary run nicflow's main.
+const testNodeEnv = "NICFLOW_TEST_MAIN"
+
+// copyTPCH copies a generated TPC-H directory (catalog and Parquet files)
+// so that a cluster can own it (its coordinator holds the catalog lock and
+// records the placement in it).
+func copyTPCH(t testing.TB, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if rel == "catalog.lock" || strings.HasPrefix(rel, "cluster") {
+			return nil
+		}
+		target := filepath.Join(dst, rel)
+		if info.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.Create(target)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// localSQLCluster starts a cluster on dir (which it owns) and returns it
+// with a SQL client.
+func localSQLCluster(t testing.TB, dir string, workers, storageNodes, replication int) (*cluster.LocalCluster, *clusterSQL) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	lc, err := cluster.StartLocal(ctx, cluster.LocalOptions{
+		Dir: dir, Workers: workers, Storage: storageNodes, Replication: replication,
+		Exe: exe, Env: []string{testNodeEnv + "=1"},
+		Extra: map[cluster.Role][]string{cluster.RoleWorker: {"--cores", "2"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lc.Stop() })
+	if storageNodes > 0 {
+		if err := placeTables(ctx, lc, replication, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs, err := dialClusterSQL(lc.CoordinatorAddr, lc.KeyDir, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cs.Close)
+	return lc, cs
+}
+
+// checkTPCHOnCluster runs the 22 queries and checks every answer.
+func checkTPCHOnCluster(t *testing.T, cs *clusterSQL, sf float64, what string) {
+	t.Helper()
+	for q := 1; q <= tpch.NumQueries; q++ {
+		r := runTPCHQuery(context.Background(), cs.runQueryText, q, sf, 1, true)
+		if r.err != nil {
+			t.Errorf("%s Q%d: %v", what, q, r.err)
+			continue
+		}
+		if r.verdict != "ok" {
+			t.Errorf("%s Q%d: %s", what, q, r.verdict)
+		}
+	}
+}
+
+// TestClusterTPCH runs the 22 TPC-H queries on clusters of processes and
+// checks every answer: at SF 0.01 on 1, 2 and 4 workers with 1 and 2
+// storage nodes, and at SF 0.1 on 4 workers and 2 storage nodes with
+// every file on both.
+func TestClusterTPCH(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: cluster runs take tens of seconds")
+	}
+	small := tpchSmallGroups(t, 0.01)
+	for _, c := range []struct{ workers, storage, repl int }{{1, 1, 1}, {2, 1, 1}, {4, 1, 1}, {1, 2, 1}, {2, 2, 2}, {4, 2, 1}} {
+		name := fmt.Sprintf("sf0.01/workers=%d/storage=%d/replication=%d", c.workers, c.storage, c.repl)
+		t.Run(name, func(t *testing.T) {
+			_, cs := localSQLCluster(t, copyTPCH(t, small), c.workers, c.storage, c.repl)
+			checkTPCHOnCluster(t, cs, 0.01, name)
+		})
+	}
+	t.Run("sf0.1/workers=4/storage=2/replication=2", func(t *testing.T) {
+		_, cs := localSQLCluster(t, copyTPCH(t, tpchDir(t, 0.1)), 4, 2, 2)
+		checkTPCHOnCluster(t, cs, 0.1, "SF 0.1")
+	})
+}
+
+// longQuery runs for minutes on SF 0.01 (a nested-loop join of lineitem
+// with itself): something to cancel or to kill a node under.
+const longQuery = "select count(*) from lineitem a, lineitem b where a.l_extendedprice < b.l_extendedprice - 100000.0"
+
+// runningTasks reads a node's running tasks from its admin /status.
+func runningTasks(t *testing.T, info cluster.NodeInfo) int {
+	t.Helper()
+	resp, err := http.Get("http://" + info.AdminAddr + "/status")
+	if err != nil {
+		t.Fatalf("status of %s: %v", info.ID, err)
+	}
+	defer resp.Body.Close()
+	var st cluster.NodeStatus
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatalf("status of %s: %v", info.ID, err)
+	}
+	return len(st.Tasks)
+}
+
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestClusterSQLBehaviour checks what a cluster does besides answering:
+// statements it refuses, EXPLAIN, keys, client cancellation, and a worker
+// and a storage node killed mid-query.
+func TestClusterSQLBehaviour(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: cluster runs take tens of seconds")
+	}
+	dir := copyTPCH(t, tpchSmallGroups(t, 0.01))
+	lc, cs := localSQLCluster(t, dir, 2, 2, 2)
+	ctx := context.Background()
+	run := func(sql string) (string, error) {
+		var out, errb strings.Builder
+		err := cs.runScript(ctx, sql, formatCSV, &out, &errb)
+		return out.String() + errb.String(), err
+	}
+
+	t.Run("statements", func(t *testing.T) {
+		out, err := run("select n_name from nation where n_nationkey < 3 order by 1")
+		if err != nil || out != "n_name\nALGERIA\nARGENTINA\nBRAZIL\n" {
+			t.Fatalf("query: %q, %v", out, err)
+		}
+		for _, ddl := range []string{"create table t (a integer)", "insert into nation select * from nation", "drop table nation", "set parallelism = 1"} {
+			_, err := run(ddl)
+			if !nferr.Is(err, nferr.KindQuery) || !strings.Contains(err.Error(), "not supported on a cluster") {
+				t.Errorf("%s: %v", ddl, err)
+			}
+		}
+		out, err = run("create view v as select n_name from nation where n_regionkey = 0; select count(*) from v; drop view v")
+		if err != nil || !strings.Contains(out, "CREATE VIEW") || !strings.Contains(out, "\n5\n") {
+			t.Errorf("views across a script: %q, %v", out, err)
+		}
+		if _, err := run("select count(*) from v"); !nferr.Is(err, nferr.KindQuery) {
+			t.Errorf("a view outlived its script: %v", err)
+		}
+		if _, err := run("selec 1"); !nferr.Is(err, nferr.KindQuery) || !strings.Contains(err.Error(), "line 1") {
+			t.Errorf("syntax error: %v", err)
+		}
+		out, err = run("explain select l_returnflag, count(*) from lineitem group by 1")
+		if err != nil || !strings.Contains(out, "Distributed plan") || !strings.Contains(out, "Stage 1: 2 task(s), output gather to stage 2") {
+			t.Errorf("explain: %v\n%s", err, out)
+		}
+		out, err = run("explain analyze select l_returnflag, count(*) from lineitem group by 1")
+		if err != nil || !strings.Contains(out, "on worker-1") || !strings.Contains(out, "on worker-2") || !strings.Contains(out, "shuffled") {
+			t.Errorf("explain analyze: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("keys", func(t *testing.T) {
+		if _, err := dialClusterSQL(lc.CoordinatorAddr, "", io.Discard); err == nil {
+			t.Error("dialed without keys")
+		}
+		other := t.TempDir()
+		if err := cluster.InitKeys(other, false); err != nil {
+			t.Fatal(err)
+		}
+		bad, err := dialClusterSQL(lc.CoordinatorAddr, other, io.Discard)
+		if err == nil {
+			defer bad.Close()
+			var out strings.Builder
+			err = bad.runScript(ctx, "select 1", formatCSV, &out, io.Discard)
+		}
+		if err == nil || !(nferr.Is(err, nferr.KindAuth) || nferr.Is(err, nferr.KindUnavailable)) {
+			t.Errorf("a client with another cluster's keys: %v", err)
+		}
+	})
+
+	workerInfo := func(id string) cluster.NodeInfo {
+		for _, n := range lc.Nodes {
+			if n.ID == id {
+				return n
+			}
+		}
+		t.Fatalf("no node %s", id)
+		return cluster.NodeInfo{}
+	}
+
+	t.Run("cancel", func(t *testing.T) {
+		cctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- cs.runScript(cctx, longQuery, formatCSV, io.Discard, io.Discard) }()
+		waitUntil(t, 10*time.Second, "tasks running", func() bool { return runningTasks(t, workerInfo("worker-1")) > 0 })
+		cancel()
+		select {
+		case err := <-done:
+			if !nferr.Is(err, nferr.KindCanceled) {
+				t.Errorf("canceled query: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the canceled query did not return within 5 s")
+		}
+		for _, w := range []string{"worker-1", "worker-2"} {
+			waitUntil(t, 5*time.Second, "no task left on "+w, func() bool { return runningTasks(t, workerInfo(w)) == 0 })
+		}
+	})
+
+	t.Run("storage node killed", func(t *testing.T) {
+		// Every file is on both storage nodes: queries go on without one.
+		if err := lc.Kill("storage-2"); err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		if _, err := cs.c.WaitForMembers(wctx, func(ms []cluster.NodeInfo) bool {
+			for _, m := range ms {
+				if m.ID == "storage-2" {
+					return false
+				}
+			}
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		r := runTPCHQuery(ctx, cs.runQueryText, 3, 0.01, 1, true)
+		if r.err != nil || r.verdict != "ok" {
+			t.Errorf("Q3 without storage-2: %v %s", r.err, r.verdict)
+		}
+	})
+
+	t.Run("worker killed", func(t *testing.T) {
+		done := make(chan error, 1)
+		go func() { done <- cs.runScript(ctx, longQuery, formatCSV, io.Discard, io.Discard) }()
+		waitUntil(t, 10*time.Second, "tasks running", func() bool { return runningTasks(t, workerInfo("worker-2")) > 0 })
+		killed := time.Now()
+		if err := lc.Kill("worker-2"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			if !nferr.Is(err, nferr.KindUnavailable) || !strings.Contains(err.Error(), "worker-2") {
+				t.Errorf("query with a killed worker: %v", err)
+			}
+			t.Logf("failed %v after the kill: %v", time.Since(killed).Round(time.Millisecond), err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the query did not fail within 10 s of the kill")
+		}
+		// Later queries avoid the dead worker.
+		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		if _, err := cs.c.WaitForMembers(wctx, func(ms []cluster.NodeInfo) bool {
+			for _, m := range ms {
+				if m.ID == "worker-2" {
+					return false
+				}
+			}
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		r := runTPCHQuery(ctx, cs.runQueryText, 5, 0.01, 1, true)
+		if r.err != nil || r.verdict != "ok" {
+			t.Errorf("Q5 after the kill: %v %s", r.err, r.verdict)
+		}
+	})
+}
