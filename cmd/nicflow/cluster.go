@@ -385,6 +385,11 @@ func placeTables(ctx context.Context, lc *cluster.LocalCluster, replication int,
 		return err
 	}
 	defer c.Close()
+	return placeWith(ctx, c, replication, w)
+}
+
+// placeWith asks the coordinator c to place every table.
+func placeWith(ctx context.Context, c *cluster.Client, replication int, w io.Writer) error {
 	start := time.Now()
 	res, err := c.Query(ctx, "", cluster.QueryOptions{Kind: cluster.PlaceKind, Params: map[string]string{cluster.ParamReplication: strconv.Itoa(replication)}})
 	if err != nil {
