@@ -39,8 +39,8 @@ import (
 //	              replicated when that is valid (the join keeps no state
 //	              per build row) and cheap: a small single-task scan
 //	              pipeline is read by every task ("replicated" scan), a
-//	              wide build is broadcast when build x Workers <= probe
-//	              rows (estimates); else both sides are repartitioned by
+//	              wide build is broadcast when build x (Workers-1) <=
+//	              probe rows (estimates); else both sides are repartitioned by
 //	              the join keys (a side already distributed on its keys
 //	              stays); a null-aware join, which needs every build row,
 //	              is never partitioned
@@ -65,9 +65,10 @@ type DistOptions struct {
 	// receivers.
 	Parallelism int
 	// BroadcastFactor: a wide build side is broadcast when its estimated
-	// rows times Workers are at most BroadcastFactor times the probe
-	// side's (default 1: broadcasting moves build x Workers rows,
-	// partitioning moves build + probe rows).
+	// rows times (Workers-1) are at most BroadcastFactor times the probe
+	// side's (default 1: broadcasting sends every build row to the
+	// Workers-1 other workers; partitioning sends (build + probe) x
+	// (Workers-1)/Workers rows across, and the probe rows dominate).
 	BroadcastFactor float64
 }
 
@@ -581,7 +582,7 @@ func (d *distPlanner) hashJoin(n *PhysNode) (frag, error) {
 		}
 	default:
 		coLocated := probe.hash != nil && build.hash != nil && equalInts(probe.hash, pkeys) && equalInts(build.hash, bkeys)
-		small := build.n.EstRows*float64(d.opts.Workers) <= d.opts.BroadcastFactor*probe.n.EstRows
+		small := build.n.EstRows*float64(d.opts.Workers-1) <= d.opts.BroadcastFactor*probe.n.EstRows
 		switch {
 		case coLocated:
 		case canBroadcast && (small || !canPartition):
