@@ -40,6 +40,15 @@ type vector struct {
 	idx    []int32
 
 	validBuf []bool // backing store of valid, kept across chunks
+
+	// A string dictionary's entries as 8-byte words and lengths, when all
+	// have at most 8 bytes (shortOK), for dictionary shortFor
+	// (materializeDict).
+	shortFor  uint64
+	shortOK   bool
+	shortMax  int
+	shortWord []uint64
+	shortLen  []int32
 }
 
 func (v *vector) str(i int) []byte { return v.data[v.offs[i]:v.offs[i+1]] }
