@@ -37,8 +37,9 @@ import (
 //	              cross the network instead of rows
 //	hash join     both single: one task. Otherwise the build side is
 //	              replicated when that is valid (the join keeps no state
-//	              per build row) and cheap: a small single-task scan
-//	              pipeline is read by every task ("replicated" scan), a
+//	              per build row) and cheap: a single-task scan pipeline
+//	              over a table of at most ReplicateRows rows is read by
+//	              every task ("replicated" scan), a
 //	              wide build is broadcast when build x (Workers-1) <=
 //	              probe rows (estimates); else both sides are repartitioned by
 //	              the join keys (a side already distributed on its keys
@@ -64,6 +65,12 @@ type DistOptions struct {
 	// planned with; network repartitions have Workers x Parallelism
 	// receivers.
 	Parallelism int
+	// ReplicateRows: a single-task scan pipeline on the build side of a
+	// join with a wide probe is read whole by every task when its table
+	// has at most this many rows (default 50,000: every worker decoding
+	// nation, region or supplier costs less than a broadcast stage; part
+	// or customer are better scanned once and broadcast).
+	ReplicateRows float64
 	// BroadcastFactor: a wide build side is broadcast when its estimated
 	// rows times (Workers-1) are at most BroadcastFactor times the probe
 	// side's (default 1: broadcasting sends every build row to the
@@ -82,6 +89,9 @@ func (o *DistOptions) Validate() error {
 	}
 	if o.BroadcastFactor == 0 {
 		o.BroadcastFactor = 1
+	}
+	if o.ReplicateRows == 0 {
+		o.ReplicateRows = 50_000
 	}
 	return nil
 }
@@ -160,8 +170,10 @@ type frag struct {
 	// wide subtree on (over Workers x Parallelism partitions).
 	hash []int
 	// pure: a single-task pipeline of scans, values, filters and
-	// projections, which every task may compute for itself (replicated).
+	// projections, which every task may compute for itself (replicated);
+	// rows is the largest table it scans.
 	pure bool
+	rows float64
 }
 
 type distPlanner struct {
@@ -297,7 +309,7 @@ func (d *distPlanner) walk(n *PhysNode) (frag, error) {
 func (d *distPlanner) walkNode(n *PhysNode) (frag, error) {
 	switch n.Kind {
 	case PhysScan:
-		return frag{n: with(n, n.Streams), wide: n.Streams > 1, pure: n.Streams == 1}, nil
+		return frag{n: with(n, n.Streams), wide: n.Streams > 1, pure: n.Streams == 1, rows: n.Scan.TableRows}, nil
 	case PhysValues:
 		return frag{n: with(n, 1), pure: true}, nil
 	case PhysSharedScan:
@@ -336,9 +348,9 @@ func (d *distPlanner) walkNode(n *PhysNode) (frag, error) {
 	out := frag{n: with(n, in.n.Streams, in.n), wide: in.wide}
 	switch n.Kind {
 	case PhysFilter:
-		out.hash, out.pure = in.hash, in.pure
+		out.hash, out.pure, out.rows = in.hash, in.pure, in.rows
 	case PhysProject:
-		out.pure = in.pure
+		out.pure, out.rows = in.pure, in.rows
 		out.hash = projectKeys(n.Project, in.hash)
 	}
 	return out, nil
@@ -549,7 +561,7 @@ func (d *distPlanner) hashJoin(n *PhysNode) (frag, error) {
 	canBroadcast := broadcastable(spec)
 	canPartition := !spec.NullAware && len(pkeys) > 0
 	replicateBuild := func() {
-		if build.pure && !build.wide {
+		if build.pure && !build.wide && build.rows <= d.opts.ReplicateRows {
 			build = replicate(build)
 		} else {
 			build = d.cut(build, exec.ExchangeBroadcast, nil, 1, true)
@@ -644,7 +656,7 @@ func (d *distPlanner) nlJoin(n *PhysNode) (frag, error) {
 	switch {
 	case !l.wide:
 		r = spread(d.gatherWide(r), m)
-	case r.pure && !r.wide:
+	case r.pure && !r.wide && r.rows <= d.opts.ReplicateRows:
 		r = replicate(spread(r, m))
 	default:
 		r = d.cut(r, exec.ExchangeBroadcast, nil, m, true)

@@ -154,6 +154,9 @@ type ScanOp struct {
 	// Residual is the part of the scan's filter storage cannot evaluate,
 	// run by a filter node above the scan; kept here for EXPLAIN only.
 	Residual string `json:"residual,omitempty"`
+	// TableRows is the table's row count (statistics), which decides
+	// whether a distributed plan may read the table on every worker.
+	TableRows float64 `json:"table_rows,omitempty"`
 	// Replicated (distributed plans): every task of the stage reads every
 	// row group (a small table joined on every worker) instead of its
 	// share.

@@ -316,7 +316,7 @@ func (pl *physPlanner) scan(n *ScanNode, need colSet) (*pnode, error) {
 	if st != nil && len(tasks) == 0 {
 		tasks = nil // an empty table: no task at all
 	}
-	op := &ScanOp{Spec: spec, Tasks: tasks, RowGroups: groups}
+	op := &ScanOp{Spec: spec, Tasks: tasks, RowGroups: groups, TableRows: float64(n.Table.RowCount())}
 	if len(residual) > 0 {
 		op.Residual = logicalExprList(residual)
 	}
