@@ -262,6 +262,30 @@ func castToDecimal(c *castNode, out, a *vec, sel []int32, n int) error {
 		}
 		return nil
 	}
+	// Fast path: an integer or decimal64 widened to decimal128 (scale up by
+	// at most 18 digits): one exact 64x64-bit product per value, checked
+	// against the target's digits only when it has fewer integer digits
+	// than the source (Q1's (1 + l_tax) beside a decimal128 product).
+	if (fk == arrow.DECIMAL64 || fk == arrow.INT64 || fk == arrow.INT32) && tk == arrow.DECIMAL128 && delta >= 0 && delta <= 18 {
+		out.d = grow(out.d, n)
+		if fk == arrow.INT32 {
+			widenToD128(out.d, a.i32, pow10i64[delta], sel, n)
+		} else {
+			widenToD128(out.d, a.i64, pow10i64[delta], sel, n)
+		}
+		if c.tp < c.fp-c.fs+c.ts {
+			bad := int32(-1)
+			each(sel, n, func(i int32) {
+				if bad < 0 && !fitsPrecision(out.d[i], c.tp) {
+					bad = i
+				}
+			})
+			if bad >= 0 {
+				return c.overflow(c.decText(a, bad))
+			}
+		}
+		return nil
+	}
 	// General path through decimal128.
 	var bad = int32(-1)
 	if tk == arrow.DECIMAL64 {
@@ -287,6 +311,32 @@ func castToDecimal(c *castNode, out, a *vec, sel []int32, n int) error {
 		return c.overflow(c.decText(a, bad))
 	}
 	return nil
+}
+
+// widenToD128 writes a[i] * m as decimal128 (exact: |a| < 2^63, m <= 10^18).
+func widenToD128[T int32 | int64](o []decimal128.Num, a []T, m int64, sel []int32, n int) {
+	if m == 1 {
+		if sel == nil {
+			for i, v := range a[:n] {
+				o[i] = decimal128.New(int64(v)>>63, uint64(int64(v)))
+			}
+			return
+		}
+		for _, i := range sel {
+			v := int64(a[i])
+			o[i] = decimal128.New(v>>63, uint64(v))
+		}
+		return
+	}
+	if sel == nil {
+		for i, v := range a[:n] {
+			o[i] = mul64to128(int64(v), m)
+		}
+		return
+	}
+	for _, i := range sel {
+		o[i] = mul64to128(int64(a[i]), m)
+	}
 }
 
 func (c *castNode) firstOverflow(a *vec, sel []int32, n int) error {

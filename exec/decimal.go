@@ -177,6 +177,14 @@ func (c *compiler) compileDecimalArith(fn string, a, b node, desc string) (node,
 		case a.dt().ID() == arrow.DECIMAL64 && b.dt().ID() == arrow.DECIMAL64:
 			// Two int64 multiply exactly into 128 bits: no overflow check.
 			n = &arithNode{a: a, b: b, t: &arrow.Decimal128Type{Precision: max(p, s), Scale: s}, kern: mulI64toD128, desc: desc, ovfText: ovf}
+		case s <= MaxDecimalPrecision && (a.dt().ID() == arrow.DECIMAL64) != (b.dt().ID() == arrow.DECIMAL64):
+			// decimal128 * decimal64 (Q1's l_extendedprice * (1 -
+			// l_discount) * (1 + l_tax)): no widening cast of the narrow
+			// operand, and an int64 fast path per value.
+			if b.dt().ID() != arrow.DECIMAL64 {
+				a, b = b, a
+			}
+			n = &arithNode{a: a, b: b, t: &arrow.Decimal128Type{Precision: max(p, s), Scale: s}, kern: mulD128I64, desc: desc, ovfText: ovf}
 		default:
 			if a, err = c.rescale(a, s1, true, desc); err != nil {
 				return nil, err
@@ -290,20 +298,57 @@ func subD128(out, a, b *vec, sel []int32, n int) kcode {
 	return okIf(!ok, kOverflow)
 }
 
+// fits64 reports whether x is an int64 in 128 bits.
+func fits64(x decimal128.Num) bool { return x.HighBits() == int64(x.LowBits())>>63 }
+
+// mulD128 multiplies decimal128 values. NB: values that fit int64 (most
+// money products) take the exact 64x64->128-bit product: |a*b| < 2^126 <
+// 10^38, so it cannot overflow; others take mul128 with its checks.
 func mulD128(out, a, b *vec, sel []int32, n int) kcode {
 	out.d = grow(out.d, n)
 	ok := true
+	one := func(x, y decimal128.Num) decimal128.Num {
+		if fits64(x) && fits64(y) {
+			return mul64to128(int64(x.LowBits()), int64(y.LowBits()))
+		}
+		r, good := mul128(x, y)
+		ok = ok && good
+		return r
+	}
 	if sel == nil {
-		for i := 0; i < n; i++ {
-			r, good := mul128(a.d[i], b.d[i])
-			ok = ok && good
-			out.d[i] = r
+		x, y, o := a.d[:n], b.d[:n], out.d[:n]
+		for i := range o {
+			o[i] = one(x[i], y[i])
 		}
 	} else {
 		for _, i := range sel {
-			r, good := mul128(a.d[i], b.d[i])
-			ok = ok && good
-			out.d[i] = r
+			out.d[i] = one(a.d[i], b.d[i])
+		}
+	}
+	return okIf(!ok, kOverflow)
+}
+
+// mulD128I64 multiplies decimal128 a by decimal64 b, with mulD128's int64
+// fast path.
+func mulD128I64(out, a, b *vec, sel []int32, n int) kcode {
+	out.d = grow(out.d, n)
+	ok := true
+	one := func(x decimal128.Num, y int64) decimal128.Num {
+		if fits64(x) {
+			return mul64to128(int64(x.LowBits()), y)
+		}
+		r, good := mul128(x, decimal128.FromI64(y))
+		ok = ok && good
+		return r
+	}
+	if sel == nil {
+		x, y, o := a.d[:n], b.i64[:n], out.d[:n]
+		for i := range o {
+			o[i] = one(x[i], y[i])
+		}
+	} else {
+		for _, i := range sel {
+			out.d[i] = one(a.d[i], b.i64[i])
 		}
 	}
 	return okIf(!ok, kOverflow)

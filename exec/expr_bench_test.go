@@ -364,6 +364,14 @@ func BenchmarkKernelDiscPrice(b *testing.B) {
 	benchEval(b, Mul(Col(1, "p"), Sub(LitInt32(1), Col(2, "d"))), q6Schema, kernelBatch(b))
 }
 
+// BenchmarkKernelCharge: l_extendedprice * (1 - l_discount) * (1 +
+// l_tax) (Q1's sum_charge; l_discount stands in for l_tax): a decimal128
+// times a decimal64.
+func BenchmarkKernelCharge(b *testing.B) {
+	e := Mul(Mul(Col(1, "p"), Sub(LitInt32(1), Col(2, "d"))), Add(LitInt32(1), Col(2, "d")))
+	benchEval(b, e, q6Schema, kernelBatch(b))
+}
+
 // BenchmarkKernelDateCompare: l_shipdate >= date '1994-01-01' as a filter.
 func BenchmarkKernelDateCompare(b *testing.B) {
 	benchFilter(b, Ge(Col(3, "s"), LitDate(mustDate("1994-01-01"))), q6Schema, kernelBatch(b))
