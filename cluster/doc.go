@@ -16,6 +16,9 @@
 //	scheduler.go    gang placement by advertised cores (soft) and memory (hard)
 //	client.go       Go client of the coordinator
 //	check.go        the built-in "nicflow.check" request: reference QueryRunner and Executor
+//	sql.go          distributed SQL: SQLRunner (coordinator: plan into stages, place tables,
+//	                start fragments, stream the result) and SQLWorker (worker: shuffle agent,
+//	                fragment executor, scan and shuffle metrics)
 //	local.go        LocalCluster: a whole cluster as child processes (process group, Pdeathsig)
 //	admin.go        /metrics, /status, /debug/pprof
 //

@@ -50,6 +50,26 @@
 // canonical text of values (CLI output, tpch.CheckAnswer, SQL test files
 // under testdata/sqltest).
 //
+// # Distributed plans
+//
+//	PlanDistributed (dist.go)     *PhysPlan -> *DistPlan: stages cut at
+//	                              exchanges (network gather, hash repartition
+//	                              with partial/final aggregates, broadcast or
+//	                              replicated build sides, repartitioned joins)
+//	DistPlan.Fragments            one Fragment per task (JSON, shipped)
+//	RunFragment (dist_exec.go)    runs a fragment: scans from a Source,
+//	                              PhysRemote from shuffle receivers, output to
+//	                              shuffle senders or the coordinator
+//	Session.PrepareDistributed    a coordinator's statement -> DistQuery
+//	RunDistributedLocal           a distributed plan in one process (tests)
+//	ExplainDistributed            stages [+ EXPLAIN ANALYZE task reports]
+//
+// INVARIANT: a node the embedded plan ran as one stream runs in one task
+// with one stream in a distributed plan; a hash exchange across the network
+// has Workers x Parallelism receivers and uses exec.HashPartitioner over all
+// of them; two sides of a co-located join are distributed on their join
+// keys over the same receivers.
+//
 // Invariants:
 //   - Bind, Optimize and Parse never panic on any input; a recovered panic
 //     becomes a KindInternal error, which the fuzz targets (FuzzParse,

@@ -14,7 +14,9 @@
 // (D12, D13).
 //
 // Stateful operators (hash*.go, agg*.go, join.go, nljoin.go, sort.go,
-// topn.go, distinct.go, window.go, exchange*.go, parallel.go, compact.go)
+// topn.go, distinct.go, window.go, exchange*.go, parallel.go, compact.go,
+// netexchange.go: NetSend and NetReceiver, the ends of a network exchange
+// between the stages of a distributed plan, over package shuffle)
 // take column indexes (the planner projects expressions first) and plain
 // spec structs (HashAggSpec, HashJoinSpec, NestedLoopJoinSpec, SortSpec,
 // TopNSpec, DistinctSpec, WindowSpec, ExchangeSpec) that ship to workers as
