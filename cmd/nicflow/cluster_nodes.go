@@ -60,6 +60,10 @@ func startCoordinatorNode(ctx context.Context, o cluster.Options, dir string, so
 // startWorkerNode starts a worker with the fragment executor and its
 // shuffle agent (listening on o.DataAddr's port when set).
 func startWorkerNode(ctx context.Context, o cluster.Options) (*cluster.Node, error) {
+	// NB: a worker allocates Arrow buffers as fast as an embedded query
+	// (same collector settings: sql.go's gcPercent), bounded by the memory
+	// it offers.
+	tuneGC(o.Memory)
 	sw := cluster.NewSQLWorker()
 	execs := cluster.ExecutorMux{}
 	for k, e := range workerExecutors {
@@ -111,6 +115,7 @@ func startStorageNode(ctx context.Context, o cluster.Options, dir, listen string
 	if o.NodeID == "" {
 		return nil, usagef("--node-id is required for a storage node in a cluster (the catalog records placement by node ID)")
 	}
+	tuneGC(o.Memory) // decoding scans allocates like a query does
 	keys, err := cluster.LoadKeys(o.KeyDir, o.NodeID, cluster.RoleStorage)
 	if err != nil {
 		return nil, err
