@@ -198,7 +198,7 @@ func StartLocal(ctx context.Context, o LocalOptions) (*LocalCluster, error) {
 	}
 	defer cl.Close()
 	want := 1 + o.Workers + o.Storage
-	if _, err := cl.WaitForMembers(ctx, func(ms []NodeInfo) bool { return len(ms) >= want }); err != nil {
+	if _, err := cl.WaitForMembers(ctx, func(ms []NodeInfo) bool { return countServing(ms) >= want }); err != nil {
 		return nil, lc.withExits(nferr.Wrap(nferr.KindUnavailable, err, "local cluster: waiting for %d members", want))
 	}
 	if err := writeFilesAtomically(filepath.Dir(o.AddrFile), []fileSpec{{filepath.Base(o.AddrFile), []byte(ci.ControlAddr + "\n"), 0o644}}); err != nil {
@@ -428,4 +428,22 @@ func WriteReadyFile(path string, n NodeInfo) error {
 		return nferr.IOf("ready file: %v", err)
 	}
 	return writeFilesAtomically(dir, []fileSpec{{filepath.Base(path), append(b, '\n'), 0o644}})
+}
+
+// countServing counts the members that are up and, for storage nodes,
+// advertise their Flight service: a storage node joins gossip first and
+// advertises that address a gossip round later, so counting members alone
+// races placing tables on them. (Workers that run SQL advertise their
+// shuffle agent the same way; the scheduler skips a worker without one.)
+func countServing(ms []NodeInfo) int {
+	n := 0
+	for _, m := range ms {
+		switch {
+		case m.Leaving:
+		case m.Role == RoleStorage && m.FlightAddr == "":
+		default:
+			n++
+		}
+	}
+	return n
 }
