@@ -158,6 +158,13 @@ type Options struct {
 	// directions. Default 64 MiB, enough for an 8192-row batch of wide rows.
 	MaxMessageSize int `json:"max_message_size"`
 
+	// NoLocalReads turns off short-circuit local reads (storage package,
+	// localread.go): a worker then receives every scan over Flight even
+	// when it sees the storage node's files (same machine and filesystem),
+	// and a storage node refuses to offer them. Default false: workers read
+	// co-located files themselves.
+	NoLocalReads bool `json:"no_local_reads"`
+
 	// Logger receives the node's logs. Default: slog.Default().
 	Logger *slog.Logger `json:"-"`
 }

@@ -595,10 +595,14 @@ type SQLWorker struct {
 	peers map[int]string
 
 	scanned, scannedBytes, sent, received prometheus.Counter
+
+	// alloc is shared by the worker's fragments: buffers freed by one task
+	// are reused by the next (engine.NewPoolAllocator).
+	alloc memory.Allocator
 }
 
 // NewSQLWorker returns the executor (register it under FragmentTaskKind).
-func NewSQLWorker() *SQLWorker { return &SQLWorker{} }
+func NewSQLWorker() *SQLWorker { return &SQLWorker{alloc: engine.NewPoolAllocator()} }
 
 // Start runs the node's corun shuffle agent on listen (host:port; empty:
 // the advertise host, any port), advertises its address as the node's
@@ -690,7 +694,7 @@ func (w *SQLWorker) Execute(ctx context.Context, tc *TaskContext) error {
 	w.mu.Unlock()
 	var src storage.Source
 	if len(f.Tables) > 0 {
-		ps := storage.NewPlacedScanner(f.Tables, f.Storage, storage.ClientOptions{TLS: tc.Node.Keys().ClientTLS()})
+		ps := storage.NewPlacedScanner(f.Tables, f.Storage, storage.ClientOptions{TLS: tc.Node.Keys().ClientTLS(), LocalReads: !tc.Node.opts.NoLocalReads})
 		defer ps.Close()
 		src = countingSource{Source: ps, rows: w.scanned, bytes: w.scannedBytes}
 	}
@@ -723,7 +727,7 @@ func (w *SQLWorker) Execute(ctx context.Context, tc *TaskContext) error {
 			}
 		}
 	}()
-	err = engine.RunFragment(ctx, f, engine.FragmentEnv{Exchanges: xs, Source: src, Alloc: tc.Alloc, Send: tc.Send, Counters: ctr, Node: tc.Node.ID()})
+	err = engine.RunFragment(ctx, f, engine.FragmentEnv{Exchanges: xs, Source: src, Alloc: w.alloc, Send: tc.Send, Counters: ctr, Node: tc.Node.ID()})
 	close(done)
 	publish()
 	if err != nil && ctx.Err() != nil && !nferr.Is(err, nferr.KindCanceled) {

@@ -297,6 +297,9 @@ type OpFigures struct {
 type ScanTotals struct {
 	RowGroupsTotal  int64 `json:"rg_total"`
 	RowGroupsPruned int64 `json:"rg_pruned"`
+	// LocalScans counts reads of a storage node's files done by the
+	// worker itself (storage.ScanStats.LocalScans).
+	LocalScans int64 `json:"local,omitempty"`
 }
 
 // ReportSchema is the schema of an analyze report batch: one row, the
@@ -347,7 +350,7 @@ func CollectStats(reports []TaskReport) *DistStats {
 			if st.scan == nil {
 				st.scan = &taskQueue{}
 			}
-			st.scan.addStats(storage.ScanStats{RowGroupsTotal: s.RowGroupsTotal, RowGroupsPruned: s.RowGroupsPruned})
+			st.scan.addStats(storage.ScanStats{RowGroupsTotal: s.RowGroupsTotal, RowGroupsPruned: s.RowGroupsPruned, LocalScans: s.LocalScans})
 		}
 	}
 	return ds
@@ -530,7 +533,7 @@ func sendReport(f *Fragment, fe FragmentEnv, stats map[int]*OpStats, ctr *Fragme
 		r.Ops[id] = OpFigures{Instances: st.Instances, Rows: st.Rows.Load(), Batches: st.Batches.Load(), Nanos: st.Nanos.Load(), Peak: st.PeakBytes()}
 		if st.scan != nil {
 			t := st.scan.totals()
-			r.Scans[id] = ScanTotals{RowGroupsTotal: t.RowGroupsTotal, RowGroupsPruned: t.RowGroupsPruned}
+			r.Scans[id] = ScanTotals{RowGroupsTotal: t.RowGroupsTotal, RowGroupsPruned: t.RowGroupsPruned, LocalScans: t.LocalScans}
 		}
 	}
 	b, err := json.Marshal(r)

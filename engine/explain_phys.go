@@ -66,6 +66,9 @@ func (e *physExplainer) figures(n *PhysNode) string {
 	if st.scan != nil {
 		t := st.scan.totals()
 		s += fmt.Sprintf(", row groups %d/%d", t.RowGroupsTotal-t.RowGroupsPruned, t.RowGroupsTotal)
+		if t.LocalScans > 0 {
+			s += fmt.Sprintf(", %d read locally", t.LocalScans)
+		}
 	}
 	return s
 }

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"math/bits"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"sync"
 	"unsafe"
 )
@@ -31,6 +33,11 @@ const (
 )
 
 func newPoolAllocator() *poolAllocator { return &poolAllocator{} }
+
+// NewPoolAllocator returns an Arrow allocator that reuses freed buffers by
+// size class (what embedded sessions use). It is safe for concurrent use;
+// a worker shares one among its tasks (FragmentEnv.Alloc).
+func NewPoolAllocator() memory.Allocator { return newPoolAllocator() }
 
 // class is the pool index of a size, or -1.
 func class(n int) int {

@@ -46,6 +46,7 @@ func (q *taskQueue) addStats(s storage.ScanStats) {
 	q.stats.RowsRead += s.RowsRead
 	q.stats.RowsReturned += s.RowsReturned
 	q.stats.BytesRead += s.BytesRead
+	q.stats.LocalScans += s.LocalScans
 	q.mu.Unlock()
 }
 

@@ -43,7 +43,8 @@ type DB struct {
 	// before committing, or of deletions interrupted by a crash.
 	Recovered []string
 
-	footers   sync.Map // abs path -> *footerEntry
+	fs        *fileSet
+	filesOnce sync.Once
 	verified  sync.Map // abs path -> error (nil: verified)
 	closeOnce sync.Once
 }
@@ -485,9 +486,40 @@ func (db *DB) Verify(ctx context.Context, names ...string) ([]VerifyResult, erro
 	return out, nil
 }
 
-func (db *DB) verifyFile(f *File) error {
-	p := db.Path(f)
-	if err := db.checkSize(f); err != nil {
+func (db *DB) verifyFile(f *File) error { return db.files().verifyFile(f) }
+
+func (db *DB) checkSize(f *File) error { return db.files().checkSize(f) }
+
+// footer returns a file's parsed footer, cached for the process. The file's
+// size is checked against the catalog first, and with
+// Options.VerifyChecksums its whole-file checksum on first use.
+func (db *DB) footer(f *File) (*metadata.FileMetaData, error) { return db.files().footer(f) }
+
+// files is the file set of the database directory.
+func (db *DB) files() *fileSet {
+	db.filesOnce.Do(func() {
+		db.fs = &fileSet{abs: db.cat.abs, verify: db.opts.VerifyChecksums}
+	})
+	return db.fs
+}
+
+// fileSet resolves a table's data files under one directory, checks them
+// against their catalog entries and caches their parsed footers: what a
+// Scanner needs from the files, whether the catalog is open in this process
+// (DB) or was sent by the storage node that owns the directory (a worker's
+// short-circuit read, localFiles).
+type fileSet struct {
+	abs     func(string) string
+	verify  bool
+	footers sync.Map // abs path + checksum -> *footerEntry
+}
+
+// Path is the absolute path of f.
+func (fs *fileSet) Path(f *File) string { return fs.abs(f.Path) }
+
+func (fs *fileSet) verifyFile(f *File) error {
+	p := fs.Path(f)
+	if err := fs.checkSize(f); err != nil {
 		return err
 	}
 	sum, _, err := fileChecksum(p)
@@ -503,8 +535,8 @@ func (db *DB) verifyFile(f *File) error {
 	return nil
 }
 
-func (db *DB) checkSize(f *File) error {
-	p := db.Path(f)
+func (fs *fileSet) checkSize(f *File) error {
+	p := fs.Path(f)
 	st, err := os.Stat(p)
 	if err != nil {
 		return fileErr(p, err)
@@ -518,21 +550,18 @@ func (db *DB) checkSize(f *File) error {
 	return nil
 }
 
-// footer returns a file's parsed footer, cached for the process. The file's
-// size is checked against the catalog first, and with
-// Options.VerifyChecksums its whole-file checksum on first use.
-func (db *DB) footer(f *File) (*metadata.FileMetaData, error) {
-	p := db.Path(f)
+func (fs *fileSet) footer(f *File) (*metadata.FileMetaData, error) {
+	p := fs.Path(f)
 	key := p + "\x00" + f.Checksum
-	v, _ := db.footers.LoadOrStore(key, &footerEntry{})
+	v, _ := fs.footers.LoadOrStore(key, &footerEntry{})
 	e := v.(*footerEntry)
 	e.once.Do(func() {
-		if err := db.checkSize(f); err != nil {
+		if err := fs.checkSize(f); err != nil {
 			e.err = err
 			return
 		}
-		if db.opts.VerifyChecksums {
-			if err := db.verifyFile(f); err != nil {
+		if fs.verify {
+			if err := fs.verifyFile(f); err != nil {
 				e.err = err
 				return
 			}
@@ -551,7 +580,7 @@ func (db *DB) footer(f *File) (*metadata.FileMetaData, error) {
 	})
 	if e.err != nil {
 		// Do not cache failures: the file may be repaired.
-		db.footers.Delete(key)
+		fs.footers.Delete(key)
 	}
 	return e.md, e.err
 }

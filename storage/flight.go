@@ -55,6 +55,9 @@ type ServerOptions struct {
 	// 2 MiB, half of gRPC's default 4 MiB receive limit, so a slightly
 	// underestimated record still fits).
 	MaxMessageBytes int
+	// DisableLocalReads refuses short-circuit local reads (see
+	// localread.go): every client then receives its scans over Flight.
+	DisableLocalReads bool
 	// ScanParallelism is the number of goroutines decoding each scan
 	// (default 1).
 	ScanParallelism int
@@ -87,6 +90,9 @@ type Server struct {
 	lis  net.Listener
 	done chan struct{}
 	err  error
+	// localToken proves a client shares the node's directory ("": local
+	// reads are off).
+	localToken string
 }
 
 const statsTrailer = "nicflow-scan-stats"
@@ -115,6 +121,13 @@ func NewServer(db *DB, addr string, opts ServerOptions) (*Server, error) {
 		gopts = append(gopts, grpc.Creds(credentials.NewTLS(opts.TLS)))
 	}
 	s := &Server{db: db, opts: opts, lis: lis, grpc: grpc.NewServer(gopts...), done: make(chan struct{})}
+	if !opts.DisableLocalReads {
+		// NB: a directory we cannot write a token to only disables local
+		// reads; the service itself still works.
+		if tok, err := writeLocalToken(db.Dir()); err == nil {
+			s.localToken = tok
+		}
+	}
 	flight.RegisterFlightServiceServer(s.grpc, s)
 	return s, nil
 }
@@ -493,9 +506,9 @@ func (db *DB) ReceiveFile(ctx context.Context, h putHeader, body io.Reader) erro
 	if err := tx.commit(); err != nil {
 		return err
 	}
-	db.footers.Range(func(k, _ any) bool {
+	db.files().footers.Range(func(k, _ any) bool {
 		if strings.HasPrefix(k.(string), final+"\x00") {
-			db.footers.Delete(k)
+			db.files().footers.Delete(k)
 		}
 		return true
 	})
@@ -511,6 +524,12 @@ type ClientOptions struct {
 	TLS *tls.Config
 	// MaxMessageBytes is the largest message accepted (default 64 MiB).
 	MaxMessageBytes int
+	// LocalReads lets scans read a storage node's files directly when this
+	// process sees the node's directory (same machine and filesystem,
+	// proved by a token the node writes there): the node then does no work
+	// and nothing crosses the network. Scans fall back to Flight whenever
+	// that is not so. See localread.go.
+	LocalReads bool
 }
 
 // nodeClients caches one Flight client per node address.
@@ -713,7 +732,7 @@ func (r *RemoteScanner) OpenScan(ctx context.Context, spec ScanSpec, opts ScanOp
 	if opts.Alloc == nil {
 		opts.Alloc = memory.DefaultAllocator
 	}
-	it := &remoteIter{r: r, schema: plan.Schema(), alloc: opts.Alloc, spec: spec}
+	it := &remoteIter{r: r, schema: plan.Schema(), alloc: opts.Alloc, spec: spec, parallelism: opts.Parallelism}
 	it.stats.RowGroupsTotal = plan.stats.RowGroupsTotal
 	it.stats.RowGroupsPruned = plan.stats.RowGroupsPruned
 	// Group surviving row groups by file, files by replica.
@@ -765,13 +784,18 @@ type remoteIter struct {
 	schema *arrow.Schema
 	alloc  memory.Allocator
 	spec   ScanSpec
-	stats  ScanStats
-	cancel context.CancelFunc
-	ch     chan arrow.RecordBatch
-	errc   chan error
-	wg     sync.WaitGroup
-	err    error
-	closed bool
+	// parallelism of a local scan (ScanOptions.Parallelism).
+	parallelism int
+	// keepRG keeps the row-group counts of the node's scans (PlacedScanner:
+	// the client planned nothing; RemoteScanner counted them already).
+	keepRG bool
+	stats       ScanStats
+	cancel      context.CancelFunc
+	ch          chan arrow.RecordBatch
+	errc        chan error
+	wg          sync.WaitGroup
+	err         error
+	closed      bool
 }
 
 // fetch streams one node's share; on a failure before the first record
@@ -839,6 +863,15 @@ func (it *remoteIter) stream(ctx context.Context, node string, frs []FileRange) 
 	if err != nil {
 		return 0, err
 	}
+	if it.r.cl.opts.LocalReads {
+		sc, err := it.localScanner(ctx, c, spec, tkt)
+		if err != nil {
+			return 0, err
+		}
+		if sc != nil {
+			return it.streamLocal(ctx, sc)
+		}
+	}
 	name := node + " (" + addr + ")"
 	st, err := c.DoGet(ctx, &flight.Ticket{Ticket: tkt})
 	if err != nil {
@@ -867,8 +900,10 @@ func (it *remoteIter) stream(ctx context.Context, node string, frs []FileRange) 
 	if tr := st.Trailer(); len(tr.Get(statsTrailer)) == 1 {
 		var s ScanStats
 		if json.Unmarshal([]byte(tr.Get(statsTrailer)[0]), &s) == nil {
-			// Row groups were counted (and pruned) here already.
-			s.RowGroupsTotal, s.RowGroupsPruned = 0, 0
+			if !it.keepRG {
+				// Row groups were counted (and pruned) here already.
+				s.RowGroupsTotal, s.RowGroupsPruned = 0, 0
+			}
 			it.stats.add(&s)
 		}
 	}
@@ -1008,7 +1043,7 @@ func (p *PlacedScanner) OpenScan(ctx context.Context, spec ScanSpec, opts ScanOp
 	for _, f := range t.Files {
 		files[f.Path] = f
 	}
-	it := &remoteIter{r: p.r, schema: sch, alloc: opts.Alloc, spec: spec}
+	it := &remoteIter{r: p.r, schema: sch, alloc: opts.Alloc, spec: spec, parallelism: opts.Parallelism, keepRG: true}
 	groups := map[string][]FileRange{}
 	var nodeOrder []string
 	for _, fr := range spec.Files {

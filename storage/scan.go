@@ -128,6 +128,9 @@ type ScanStats struct {
 	RowsRead        int64 `json:"rows_read"`
 	RowsReturned    int64 `json:"rows_returned"`
 	BytesRead       int64 `json:"bytes_read"`
+	// LocalScans counts the storage-node scans a client ran itself on the
+	// node's files (short-circuit local reads) instead of over Flight.
+	LocalScans int64 `json:"local_scans,omitempty"`
 }
 
 func (s *ScanStats) add(o *ScanStats) {
@@ -136,6 +139,7 @@ func (s *ScanStats) add(o *ScanStats) {
 	atomic.AddInt64(&s.RowsRead, o.RowsRead)
 	atomic.AddInt64(&s.RowsReturned, o.RowsReturned)
 	atomic.AddInt64(&s.BytesRead, o.BytesRead)
+	atomic.AddInt64(&s.LocalScans, o.LocalScans)
 }
 
 func (s *ScanStats) load() ScanStats {
@@ -143,6 +147,7 @@ func (s *ScanStats) load() ScanStats {
 		RowGroupsTotal:  atomic.LoadInt64(&s.RowGroupsTotal),
 		RowGroupsPruned: atomic.LoadInt64(&s.RowGroupsPruned),
 		RowsRead:        atomic.LoadInt64(&s.RowsRead),
+		LocalScans:      atomic.LoadInt64(&s.LocalScans),
 		RowsReturned:    atomic.LoadInt64(&s.RowsReturned),
 		BytesRead:       atomic.LoadInt64(&s.BytesRead),
 	}
@@ -172,7 +177,7 @@ type task struct {
 // down filter. Construction plans the scan (prunes with catalog statistics,
 // without opening files); Next does the I/O.
 type Scanner struct {
-	db      *DB
+	files   *fileSet
 	table   *Table
 	spec    ScanSpec
 	opts    ScanOptions
@@ -211,6 +216,11 @@ func (db *DB) NewScanner(spec ScanSpec, opts ScanOptions) (*Scanner, error) {
 }
 
 func (db *DB) newScanner(t *Table, spec ScanSpec, opts ScanOptions) (*Scanner, error) {
+	return newScanner(db.files(), t, spec, opts)
+}
+
+// newScanner plans a scan of t's files in fs.
+func newScanner(fs *fileSet, t *Table, spec ScanSpec, opts ScanOptions) (*Scanner, error) {
 	if opts.Alloc == nil {
 		opts.Alloc = memory.DefaultAllocator
 	}
@@ -224,7 +234,7 @@ func (db *DB) newScanner(t *Table, spec ScanSpec, opts ScanOptions) (*Scanner, e
 	if err != nil {
 		return nil, err
 	}
-	s := &Scanner{db: db, table: t, spec: spec, opts: opts, batch: spec.BatchSize}
+	s := &Scanner{files: fs, table: t, spec: spec, opts: opts, batch: spec.BatchSize}
 	if s.batch <= 0 {
 		s.batch = 8192 // exec.DefaultBatchSize (storage does not import exec)
 	}
@@ -572,17 +582,17 @@ func (w *worker) closeFile() {
 }
 
 func (w *worker) open(f *File) error {
-	p := w.s.db.Path(f)
+	p := w.s.files.Path(f)
 	if w.curPath == p && w.rdr != nil {
 		return nil
 	}
 	w.closeFile()
 	// NB: one stat per file per scan: a file truncated or replaced since
 	// its footer was cached is caught here, not by the decoder.
-	if err := w.s.db.checkSize(f); err != nil {
+	if err := w.s.files.checkSize(f); err != nil {
 		return err
 	}
-	md, err := w.s.db.footer(f)
+	md, err := w.s.files.footer(f)
 	if err != nil {
 		return err
 	}
@@ -622,7 +632,7 @@ func (w *worker) begin(t task) (err error) {
 	w.end()
 	w.cur, w.off, w.active = t, 0, true
 	w.rows = int(t.file.RowGroups[t.rg].Rows)
-	w.path = w.s.db.Path(t.file)
+	w.path = w.s.files.Path(t.file)
 	defer func() {
 		if r := recover(); r != nil {
 			err = nferr.Dataf("data file %s row group %d is corrupt (the Parquet decoder failed: %v)", w.path, t.rg, r)

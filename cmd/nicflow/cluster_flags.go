@@ -35,6 +35,7 @@ type nodeFlags struct {
 	gossipMode   string
 	readyFile    string
 	logLevel     string
+	noLocalReads bool
 }
 
 func addNodeFlags(cmd *cobra.Command, f *nodeFlags, role cluster.Role) {
@@ -63,6 +64,12 @@ func addNodeFlags(cmd *cobra.Command, f *nodeFlags, role cluster.Role) {
 	fs.StringVar(&f.gossipMode, "gossip-profile", "", "gossip timing: lan (default, failures seen in ~1-3 s) or wan")
 	fs.StringVar(&f.readyFile, "ready-file", "", "write this node's advertised addresses (JSON) here once it has joined")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	switch role {
+	case cluster.RoleWorker:
+		fs.BoolVar(&f.noLocalReads, "no-local-reads", false, "always receive scans over Flight, even when a storage node's files are visible on this machine")
+	case cluster.RoleStorage:
+		fs.BoolVar(&f.noLocalReads, "no-local-reads", false, "do not let co-located workers read this node's files directly (every scan runs here)")
+	}
 }
 
 // options builds validated cluster options from the config file and flags.
@@ -94,6 +101,9 @@ func (f *nodeFlags) options(cmd *cobra.Command, role cluster.Role) (cluster.Opti
 	set("gossip-profile", &o.Gossip, f.gossipMode)
 	if changed("join") {
 		o.Join = f.join
+	}
+	if changed("no-local-reads") {
+		o.NoLocalReads = f.noLocalReads
 	}
 	if changed("cores") {
 		o.Cores = f.cores

@@ -126,6 +126,7 @@ func startStorageNode(ctx context.Context, o cluster.Options, dir, listen string
 	}
 	reportRecovered(db)
 	so.NodeID, so.TLS = o.NodeID, keys.ServerTLS()
+	so.DisableLocalReads = so.DisableLocalReads || o.NoLocalReads
 	if listen == "" {
 		listen = net.JoinHostPort(o.AdvertiseHost, "0")
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -66,7 +67,7 @@ func copyTPCH(t testing.TB, src string) string {
 
 // localSQLCluster starts a cluster on dir (which it owns) and returns it
 // with a SQL client.
-func localSQLCluster(t testing.TB, dir string, workers, storageNodes, replication int) (*cluster.LocalCluster, *clusterSQL) {
+func localSQLCluster(t testing.TB, dir string, workers, storageNodes, replication int, workerArgs ...string) (*cluster.LocalCluster, *clusterSQL) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -77,7 +78,7 @@ func localSQLCluster(t testing.TB, dir string, workers, storageNodes, replicatio
 	lc, err := cluster.StartLocal(ctx, cluster.LocalOptions{
 		Dir: dir, Workers: workers, Storage: storageNodes, Replication: replication,
 		Exe: exe, Env: []string{testNodeEnv + "=1"},
-		Extra: map[cluster.Role][]string{cluster.RoleWorker: {"--cores", "2"}},
+		Extra: map[cluster.Role][]string{cluster.RoleWorker: append([]string{"--cores", "2"}, workerArgs...)},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -114,23 +115,47 @@ func checkTPCHOnCluster(t *testing.T, cs *clusterSQL, sf float64, what string) {
 // TestClusterTPCH runs the 22 TPC-H queries on clusters of processes and
 // checks every answer: at SF 0.01 on 1, 2 and 4 workers with 1 and 2
 // storage nodes, and at SF 0.1 on 4 workers and 2 storage nodes with
-// every file on both.
+// every file on both. Workers read the storage nodes' files themselves
+// (they share this machine) except in the configurations marked flight,
+// where every scan crosses Flight.
 func TestClusterTPCH(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: cluster runs take tens of seconds")
 	}
 	small := tpchSmallGroups(t, 0.01)
-	for _, c := range []struct{ workers, storage, repl int }{{1, 1, 1}, {2, 1, 1}, {4, 1, 1}, {1, 2, 1}, {2, 2, 2}, {4, 2, 1}} {
+	for _, c := range []struct {
+		workers, storage, repl int
+		flight                 bool
+	}{{1, 1, 1, false}, {2, 1, 1, true}, {4, 1, 1, false}, {1, 2, 1, false}, {2, 2, 2, true}, {4, 2, 1, false}} {
 		name := fmt.Sprintf("sf0.01/workers=%d/storage=%d/replication=%d", c.workers, c.storage, c.repl)
+		var args []string
+		if c.flight {
+			name += "/flight"
+			args = []string{"--no-local-reads"}
+		}
 		t.Run(name, func(t *testing.T) {
-			_, cs := localSQLCluster(t, copyTPCH(t, small), c.workers, c.storage, c.repl)
+			_, cs := localSQLCluster(t, copyTPCH(t, small), c.workers, c.storage, c.repl, args...)
 			checkTPCHOnCluster(t, cs, 0.01, name)
+			checkLocalReads(t, cs, !c.flight)
 		})
 	}
-	t.Run("sf0.1/workers=4/storage=2/replication=2", func(t *testing.T) {
-		_, cs := localSQLCluster(t, copyTPCH(t, tpchDir(t, 0.1)), 4, 2, 2)
+	t.Run("sf0.1/workers=4/storage=2/replication=2/flight", func(t *testing.T) {
+		_, cs := localSQLCluster(t, copyTPCH(t, tpchDir(t, 0.1)), 4, 2, 2, "--no-local-reads")
 		checkTPCHOnCluster(t, cs, 0.1, "SF 0.1")
 	})
+}
+
+// checkLocalReads checks from EXPLAIN ANALYZE whether the workers read the
+// storage nodes' files themselves (they share this machine) or over Flight.
+func checkLocalReads(t *testing.T, cs *clusterSQL, want bool) {
+	t.Helper()
+	var out bytes.Buffer
+	if err := cs.runScript(context.Background(), "explain analyze select count(*) from lineitem where l_quantity < 10", formatCSV, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Contains(out.String(), "read locally"); got != want {
+		t.Errorf("workers read locally: %v, want %v; EXPLAIN ANALYZE:\n%s", got, want, out.String())
+	}
 }
 
 // longQuery runs for minutes on SF 0.01 (a nested-loop join of lineitem
