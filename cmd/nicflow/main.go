@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -57,44 +56,10 @@ func exitCodeFor(err error) int {
 	}
 }
 
-// cpuProfile is the --cpuprofile flag: a file for a Go CPU profile of the
-// whole command (read it with "go tool pprof nicflow FILE").
-var cpuProfile string
-
-func init() {
-	rootCmd.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of this command to `FILE` (for go tool pprof)")
-	rootCmd.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
-		if cpuProfile == "" {
-			return nil
-		}
-		f, err := os.Create(cpuProfile)
-		if err != nil {
-			return usagef("--cpuprofile: %v", err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-			return usagef("--cpuprofile: %v", err)
-		}
-		profileFile = f
-		return nil
-	}
-}
-
-var profileFile *os.File
-
-func stopProfile() {
-	if profileFile != nil {
-		pprof.StopCPUProfile()
-		profileFile.Close()
-		profileFile = nil
-	}
-}
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := rootCmd.ExecuteContext(ctx)
 	stop()
-	stopProfile()
 	if err != nil {
 		var usage *usageError
 		if errors.As(err, &usage) || isCobraUsageError(err) {
