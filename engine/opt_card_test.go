@@ -20,7 +20,9 @@ func TestRangeSelectivity(t *testing.T) {
 		2: {ndv: 100, min: 0, max: 100, hasRange: true},
 	}}
 	k := func(v int64) *Const { return &Const{Typ: i64, Val: v} }
-	cmp := func(fn string, x, y Expr) Expr { return &Call{Fn: fn, Args: []Expr{x, y}, Typ: arrow.FixedWidthTypes.Boolean} }
+	cmp := func(fn string, x, y Expr) Expr {
+		return &Call{Fn: fn, Args: []Expr{x, y}, Typ: arrow.FixedWidthTypes.Boolean}
+	}
 	and := func(xs ...Expr) Expr { return &Call{Fn: fnAnd, Args: xs, Typ: arrow.FixedWidthTypes.Boolean} }
 	e := newEstimator()
 	for _, c := range []struct {

@@ -9,6 +9,7 @@
 //	DIR/catalog/             Pebble: the catalog (FormatVersion, keys in catalog.go)
 //	DIR/catalog.lock         flock held by the one process that has DIR open
 //	DIR/<table>/*.parquet    files nicflow wrote (tpch gen, COPY, appenders)
+//	DIR/.nicflow-local-read  token of a running storage service (short-circuit reads)
 //
 // Entry point: Open(dir) returns a *DB. DB.Tables/Table/Schema list tables,
 // columns, files, row groups and statistics (Table.ColumnStats merges them
@@ -76,6 +77,17 @@
 // read the whole file. arrow-go exposes no page CRCs. Panics of the Parquet
 // decoder on malformed input are recovered and returned as KindData errors
 // naming the file and row group.
+//
+// # Storage service and short-circuit reads
+//
+// Server (flight.go) serves scans over Flight; RemoteScanner and
+// PlacedScanner (for workers without the catalog) are their clients, with
+// failover to the next replica. A client with ClientOptions.LocalReads that
+// proves it sees a node's directory (a token file the node writes there,
+// localread.go) runs the node's own Scanner over the node's files instead:
+// the same pruning, filters and integrity checks, through a fileSet (path
+// resolution, size checks, footer cache) built from the catalog entries the
+// node sent. Anything else falls back to Flight.
 //
 // Dependencies: storage imports only Arrow, Parquet, Pebble and Flight
 // (gRPC); exec builds on it, never the reverse.

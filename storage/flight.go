@@ -789,13 +789,13 @@ type remoteIter struct {
 	// keepRG keeps the row-group counts of the node's scans (PlacedScanner:
 	// the client planned nothing; RemoteScanner counted them already).
 	keepRG bool
-	stats       ScanStats
-	cancel      context.CancelFunc
-	ch          chan arrow.RecordBatch
-	errc        chan error
-	wg          sync.WaitGroup
-	err         error
-	closed      bool
+	stats  ScanStats
+	cancel context.CancelFunc
+	ch     chan arrow.RecordBatch
+	errc   chan error
+	wg     sync.WaitGroup
+	err    error
+	closed bool
 }
 
 // fetch streams one node's share; on a failure before the first record

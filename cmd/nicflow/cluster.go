@@ -110,13 +110,14 @@ with --keys NODEDIR and --node-id NAME.`,
 }
 
 var clusterLocalFlags struct {
-	dir         string
-	workers     int
-	storage     int
-	addrFile    string
-	keys        string
-	cores       int
-	replication int
+	dir          string
+	workers      int
+	storage      int
+	addrFile     string
+	keys         string
+	cores        int
+	replication  int
+	noLocalReads bool
 }
 
 var clusterLocalCmd = &cobra.Command{
@@ -153,9 +154,14 @@ written to --addr-file (default DIR/cluster/coordinator.addr), where
 			Dir: f.dir, Workers: f.workers, Storage: f.storage, AddrFile: f.addrFile, KeyDir: f.keys,
 			Replication: f.replication, Out: cmd.ErrOrStderr(),
 		}
+		var workerArgs []string
 		if f.cores > 0 {
-			o.Extra = map[cluster.Role][]string{cluster.RoleWorker: {"--cores", fmt.Sprint(f.cores)}}
+			workerArgs = append(workerArgs, "--cores", fmt.Sprint(f.cores))
 		}
+		if f.noLocalReads {
+			workerArgs = append(workerArgs, "--no-local-reads")
+		}
+		o.Extra = map[cluster.Role][]string{cluster.RoleWorker: workerArgs}
 		lc, err := cluster.StartLocal(cmd.Context(), o)
 		if err != nil {
 			return err
@@ -362,6 +368,7 @@ func init() {
 	f.StringVar(&clusterLocalFlags.keys, "keys", "", "cluster key directory (default DIR/cluster/keys, created when missing)")
 	f.IntVar(&clusterLocalFlags.cores, "worker-cores", 0, "cores each worker advertises (default: all)")
 	f.IntVar(&clusterLocalFlags.replication, "replication", 1, "storage nodes each table file is copied to")
+	f.BoolVar(&clusterLocalFlags.noLocalReads, "no-local-reads", false, "workers receive every scan over Flight instead of reading the storage nodes' files on this machine")
 
 	addClientFlags(clusterStatusCmd, &statusFlags)
 

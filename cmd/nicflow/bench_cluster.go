@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nicflow/nicflow/cluster"
+	"github.com/nicflow/nicflow/exec"
+	"github.com/nicflow/nicflow/internal/nferr"
+	"github.com/nicflow/nicflow/tpch"
+)
+
+var benchClusterFlags struct {
+	dir          string
+	configs      string
+	runs         int
+	queries      string
+	format       string
+	noLocalReads bool
+	workerCores  int
+}
+
+var benchClusterCmd = &cobra.Command{
+	Use:   "cluster --dir DIR",
+	Short: "Run TPC-H embedded and on local clusters: times, ratios, bytes shuffled, answers checked",
+	Long: `Run the TPC-H queries on the data in DIR (from "nicflow tpch gen") embedded,
+then on each local cluster of --configs (WORKERSxSTORAGE: a coordinator, that
+many worker and storage processes on this machine, as "nicflow cluster
+local" starts them), and print one table: per query the best time of --runs
+runs embedded and on each cluster, the bytes the cluster shuffled, and per
+cluster the total divided by the embedded total.
+
+Every answer is checked against the reference answers (SF 0.01, 0.1 and 1):
+the command exits non-zero if any cluster or embedded answer is wrong, so at
+SF 1 it is also the test that clusters of every shape give the official
+answers.
+
+Workers read the storage nodes' files directly (they share this machine:
+short-circuit local reads) unless --no-local-reads, which sends every scan
+over Flight as on separate machines.`,
+	Example: `  nicflow tpch gen --sf 1 --dir sf1
+  nicflow bench cluster --dir sf1 --configs 4x1 --runs 3
+
+  # every shape the tests use at SF 0.1, scans over Flight
+  nicflow bench cluster --dir sf1 --configs 1x1,2x1,4x1,1x2,2x2,4x2 --no-local-reads`,
+	Args: cobra.NoArgs,
+	RunE: func(cmd *cobra.Command, _ []string) error {
+		return runBenchCluster(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+	},
+}
+
+func init() {
+	f := benchClusterCmd.Flags()
+	f.StringVar(&benchClusterFlags.dir, "dir", "", "TPC-H data from `nicflow tpch gen` (required)")
+	f.StringVar(&benchClusterFlags.configs, "configs", "4x1", "clusters to run, WORKERSxSTORAGE, comma-separated")
+	f.IntVar(&benchClusterFlags.runs, "runs", 3, "runs per query (the best counts)")
+	f.StringVar(&benchClusterFlags.queries, "queries", "1-22", "queries to run, e.g. 1,3,5-7")
+	f.StringVar(&benchClusterFlags.format, "format", formatTable, "output format: table or csv")
+	f.BoolVar(&benchClusterFlags.noLocalReads, "no-local-reads", false, "workers receive every scan over Flight")
+	f.IntVar(&benchClusterFlags.workerCores, "worker-cores", 0, "cores each worker advertises (default: all)")
+	benchCmd.AddCommand(benchClusterCmd)
+}
+
+type clusterShape struct{ workers, storage int }
+
+func (s clusterShape) String() string { return fmt.Sprintf("%dx%d", s.workers, s.storage) }
+
+func parseShapes(s string) ([]clusterShape, error) {
+	var out []clusterShape
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		w, st, ok := strings.Cut(part, "x")
+		nw, err1 := strconv.Atoi(w)
+		ns, err2 := strconv.Atoi(st)
+		if !ok || err1 != nil || err2 != nil || nw < 1 || ns < 1 || nw > 64 || ns > 16 {
+			return nil, usagef("--configs: %q is not WORKERSxSTORAGE (e.g. 4x1; 1-64 workers, 1-16 storage nodes)", part)
+		}
+		out = append(out, clusterShape{nw, ns})
+	}
+	if len(out) == 0 {
+		return nil, usagef("--configs names no cluster")
+	}
+	return out, nil
+}
+
+func runBenchCluster(ctx context.Context, stdout, stderr io.Writer) error {
+	fl := benchClusterFlags
+	if fl.dir == "" {
+		return usagef("--dir is required")
+	}
+	if err := checkFormat(fl.format, formatTable, formatCSV); err != nil {
+		return err
+	}
+	if fl.runs < 1 {
+		return usagef("--runs must be at least 1")
+	}
+	shapes, err := parseShapes(fl.configs)
+	if err != nil {
+		return err
+	}
+	qs, err := parseQueryList(fl.queries)
+	if err != nil {
+		return err
+	}
+	sf, err := tpch.GeneratedSF(fl.dir)
+	if err != nil {
+		return err
+	}
+	verify := tpch.HasAnswers(sf)
+	if !verify {
+		fmt.Fprintf(stderr, "note: no reference answers at SF %g (only SF 0.01, 0.1 and 1): answers can't be verified\n", sf)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nferr.Internalf("bench cluster: %v", err)
+	}
+
+	runAll := func(what string, run textRunner) ([]queryRun, error) {
+		var rs []queryRun
+		for _, q := range qs {
+			if err := ctx.Err(); err != nil {
+				return nil, nferr.With(nferr.KindCanceled, err)
+			}
+			r := runTPCHQuery(ctx, run, q, sf, fl.runs, verify)
+			if r.err != nil {
+				return nil, nferr.Wrap(nferr.KindOf(r.err), r.err, "%s Q%d", what, q)
+			}
+			rs = append(rs, r)
+		}
+		fmt.Fprintf(stderr, "%s: done\n", what)
+		return rs, nil
+	}
+
+	// Embedded first: the cluster's coordinator takes the catalog after.
+	opts, err := sessionOptions("", 0, 0)
+	if err != nil {
+		return err
+	}
+	sess, err := openSession(fl.dir, false, opts)
+	if err != nil {
+		return err
+	}
+	emb, err := runAll("embedded", sessionRunner(sess))
+	sess.Close()
+	if err != nil {
+		return err
+	}
+	results := [][]queryRun{emb}
+	for _, sh := range shapes {
+		rs, err := benchOneCluster(ctx, exe, fl.dir, sh, fl.noLocalReads, fl.workerCores, stderr, runAll)
+		if err != nil {
+			return err
+		}
+		results = append(results, rs)
+	}
+	printBenchCluster(stdout, fl.format, sf, shapes, results, fl.noLocalReads)
+	bad := 0
+	for i, rs := range results {
+		for _, r := range rs {
+			if verify && r.verdict != "ok" {
+				what := "embedded"
+				if i > 0 {
+					what = "cluster " + shapes[i-1].String()
+				}
+				fmt.Fprintf(stderr, "%s Q%d: %s\n", what, r.q, r.verdict)
+				bad++
+			}
+		}
+	}
+	if bad > 0 {
+		return nferr.Dataf("%d answers are wrong", bad)
+	}
+	return nil
+}
+
+func benchOneCluster(ctx context.Context, exe, dir string, sh clusterShape, noLocal bool, cores int, stderr io.Writer,
+	runAll func(string, textRunner) ([]queryRun, error)) ([]queryRun, error) {
+	var workerArgs []string
+	if noLocal {
+		workerArgs = append(workerArgs, "--no-local-reads")
+	}
+	if cores > 0 {
+		workerArgs = append(workerArgs, "--cores", strconv.Itoa(cores))
+	}
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	fmt.Fprintf(stderr, "cluster %s: starting\n", sh)
+	lc, err := cluster.StartLocal(sctx, cluster.LocalOptions{
+		Dir: dir, Workers: sh.workers, Storage: sh.storage, Exe: exe, Out: io.Discard,
+		Extra: map[cluster.Role][]string{cluster.RoleWorker: workerArgs},
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer lc.Stop()
+	if err := placeTables(sctx, lc, 1, stderr); err != nil {
+		return nil, err
+	}
+	cs, err := dialClusterSQL(lc.CoordinatorAddr, lc.KeyDir, io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	defer cs.Close()
+	return runAll("cluster "+sh.String(), cs.runQueryText)
+}
+
+func printBenchCluster(w io.Writer, format string, sf float64, shapes []clusterShape, results [][]queryRun, noLocal bool) {
+	header := []string{"query", "embedded_ms"}
+	for _, sh := range shapes {
+		header = append(header, sh.String()+"_ms", sh.String()+"_shuffled")
+	}
+	best := func(r queryRun) time.Duration { return minDur(r.times) }
+	var rows [][]string
+	totals := make([]time.Duration, len(results))
+	shuffled := make([]int64, len(results))
+	for i := range results[0] {
+		row := []string{fmt.Sprintf("Q%d", results[0][i].q), ms(best(results[0][i]))}
+		totals[0] += best(results[0][i])
+		for c := 1; c < len(results); c++ {
+			r := results[c][i]
+			totals[c] += best(r)
+			shuffled[c] += max(r.shuffled, 0)
+			row = append(row, ms(best(r)), exec.FormatBytes(max(r.shuffled, 0)))
+		}
+		rows = append(rows, row)
+	}
+	total := []string{"total", ms(totals[0])}
+	ratio := []string{"ratio", "1.00"}
+	for c := 1; c < len(results); c++ {
+		total = append(total, ms(totals[c]), exec.FormatBytes(shuffled[c]))
+		ratio = append(ratio, fmt.Sprintf("%.2f", float64(totals[c])/float64(max(totals[0], 1))), "")
+	}
+	rows = append(rows, total, ratio)
+	if format == formatCSV {
+		cw := csv.NewWriter(w)
+		cw.Write(header)
+		cw.WriteAll(rows)
+		return
+	}
+	scans := "scans read locally"
+	if noLocal {
+		scans = "scans over Flight"
+	}
+	fmt.Fprintf(w, "TPC-H SF %g, best of the runs, clusters WORKERSxSTORAGE on this machine (%s); ratio = cluster total / embedded total\n", sf, scans)
+	width := make([]int, len(header))
+	for _, r := range append([][]string{header}, rows...) {
+		for i, c := range r {
+			width[i] = max(width[i], len(c))
+		}
+	}
+	for _, r := range append([][]string{header}, rows...) {
+		var b strings.Builder
+		for i, c := range r {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			if i == 0 {
+				fmt.Fprintf(&b, "%-*s", width[i], c)
+			} else {
+				fmt.Fprintf(&b, "%*s", width[i], c)
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}
