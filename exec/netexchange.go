@@ -7,7 +7,9 @@ package exec
 // streams of the producing stage's tasks (NetSend drives each stream on
 // its own goroutine, encodes its batches as Arrow IPC payloads and sends
 // them: to receiver 0 for a gather, to every receiver for a broadcast, to
-// the receiver HashPartitioner picks for a hash repartition); its
+// the receiver HashPartitioner picks for a hash repartition, where slices
+// smaller than half a batch are first collected per receiver into batches
+// of about Env.BatchSize rows: coalescer); its
 // receivers are the input streams of the consuming stage's tasks
 // (NetReceiver, one operator per stream). Both ends know the schema from
 // the plan; payloads carry its fingerprint, so a plan mismatch is an
@@ -134,12 +136,13 @@ func netSendOne(env *Env, in Operator, schema *arrow.Schema, s *shuffle.Sender, 
 			return err
 		}
 	}
-	send := func(b *Batch, sel []int32, dest int, broadcast bool) error {
-		d := Compact(env.Alloc, &Batch{Cols: b.Cols, N: b.N, Sel: sel})
-		rec := array.NewRecordBatch(schema, d.Cols, int64(d.N))
+	// sendColsTo encodes n rows (cols, released here) and sends them to
+	// dest, or to every receiver.
+	sendColsTo := func(cols []arrow.Array, rows int, dest int, broadcast bool) error {
+		rec := array.NewRecordBatch(schema, cols, int64(rows))
 		p, err := enc.Encode(rec)
 		rec.Release()
-		releaseArrays(d.Cols)
+		releaseArrays(cols)
 		if err != nil {
 			return err
 		}
@@ -153,19 +156,43 @@ func netSendOne(env *Env, in Operator, schema *arrow.Schema, s *shuffle.Sender, 
 			return err
 		}
 		if sent != nil {
-			sent.Rows.Add(int64(d.N))
+			sent.Rows.Add(int64(rows))
 			sent.Batches.Add(1)
 			sent.Bytes.Add(n)
 		}
 		return nil
+	}
+	sendCols := func(cols []arrow.Array, rows int, dest int) error { return sendColsTo(cols, rows, dest, false) }
+	send := func(b *Batch, sel []int32, dest int, broadcast bool) error {
+		d := Compact(env.Alloc, &Batch{Cols: b.Cols, N: b.N, Sel: sel})
+		return sendColsTo(d.Cols, d.N, dest, broadcast)
+	}
+	var co *coalescer
+	if spec.Kind == ExchangeHash && spec.Receivers > 1 {
+		target := env.BatchSize
+		if target <= 0 {
+			target = DefaultBatchSize
+		}
+		co = newCoalescer(schema, spec.Receivers, target, func(q, n int) error {
+			st := co.stores[q]
+			cols := st.gather(env.Alloc, co.idx[:n], nil)
+			st.reset()
+			return sendCols(cols, n, q)
+		})
 	}
 	for {
 		if err := env.Ctx.Err(); err != nil {
 			return nferr.With(nferr.KindCanceled, context.Cause(env.Ctx))
 		}
 		b, err := in.Next()
-		if err != nil || b == nil {
+		if err != nil {
 			return err
+		}
+		if b == nil {
+			if co != nil {
+				return co.flushAll()
+			}
+			return nil
 		}
 		switch spec.Kind {
 		case ExchangeGather:
@@ -177,7 +204,12 @@ func netSendOne(env *Env, in Operator, schema *arrow.Schema, s *shuffle.Sender, 
 				if len(sel) == 0 {
 					continue
 				}
-				if err = send(b, sel, q, false); err != nil {
+				if co != nil && len(sel) < co.target/2 {
+					err = co.add(q, b, sel)
+				} else {
+					err = send(b, sel, q, false)
+				}
+				if err != nil {
 					break
 				}
 			}
@@ -186,6 +218,66 @@ func netSendOne(env *Env, in Operator, schema *arrow.Schema, s *shuffle.Sender, 
 			return err
 		}
 	}
+}
+
+// coalescer collects the small slices a hash repartition cuts from each
+// batch (a batch split over R receivers leaves about 1/R of it for each)
+// into one batch per receiver of about target rows before they are
+// encoded: fewer, larger messages cost less to encode, route and decode,
+// and the receiving operators see full batches.
+type coalescer struct {
+	target int
+	stores []*rowStore
+	idx    []int32              // 0..target-1, the gather of a whole store
+	flush  func(q, n int) error // sends store q's n rows (gather with idx[:n]) and resets it
+}
+
+// newCoalescer returns nil when a column type cannot be stored (the
+// exchange then sends slices as they come).
+func newCoalescer(schema *arrow.Schema, receivers, target int, flush func(q, n int) error) *coalescer {
+	cols := make([]colInfo, schema.NumFields())
+	for i := range cols {
+		c, ok := classify(schema.Field(i).Type)
+		if !ok {
+			return nil
+		}
+		cols[i] = c
+	}
+	c := &coalescer{target: target, stores: make([]*rowStore, receivers), flush: flush}
+	for q := range c.stores {
+		c.stores[q] = newRowStore(cols)
+	}
+	return c
+}
+
+func (c *coalescer) add(q int, b *Batch, sel []int32) error {
+	st := c.stores[q]
+	st.appendCols(b.Cols, sel, b.N)
+	if st.n >= c.target {
+		return c.send(q)
+	}
+	return nil
+}
+
+func (c *coalescer) send(q int) error {
+	st := c.stores[q]
+	if st.n == 0 {
+		return nil
+	}
+	for len(c.idx) < st.n {
+		c.idx = append(c.idx, int32(len(c.idx)))
+	}
+	return c.flush(q, st.n)
+}
+
+// flushAll sends what every receiver's store holds.
+func (c *coalescer) flushAll() error {
+	for q := range c.stores {
+		if err := c.send(q); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // NetReceiver is the operator reading one receiver of a network exchange:
