@@ -38,6 +38,8 @@ test-short:
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x -timeout 60m $(PKGS)
 	$(BIN) bench gen --sf 1
+	$(BIN) tpch gen --sf 1 --dir data/sf1 --if-missing
+	$(BIN) bench cluster --dir data/sf1 --configs 1x1,2x1,4x1,1x2,2x2,4x2 --runs 3
 
 lint:
 	$(GO) vet $(PKGS)
