@@ -537,6 +537,8 @@ type nodeClients struct {
 	opts ClientOptions
 	mu   sync.Mutex
 	m    map[string]flight.Client
+	// local caches the local-read handshake per node address and table.
+	local map[string]*localTable
 }
 
 func (c *nodeClients) get(addr string) (flight.Client, error) {
@@ -864,7 +866,7 @@ func (it *remoteIter) stream(ctx context.Context, node string, frs []FileRange) 
 		return 0, err
 	}
 	if it.r.cl.opts.LocalReads {
-		sc, err := it.localScanner(ctx, c, spec, tkt)
+		sc, err := it.localScanner(ctx, c, addr, spec)
 		if err != nil {
 			return 0, err
 		}

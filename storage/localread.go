@@ -29,9 +29,10 @@ import (
 //
 // Protocol: the storage service writes a random token to
 // DIR/localReadToken at start. A client with ClientOptions.LocalReads sends
-// the DoAction "nicflow.local-scan" with the scan's ticket; the node answers
-// with its directory, the token and the catalog entries of the files the
-// ticket names. If the client can read DIR/localReadToken and it holds the
+// the DoAction "nicflow.local-scan" with a ticket naming a table (once per
+// client, node and table: a worker task asks once for all its scans); the
+// node answers with its directory, the token and the table's catalog entry
+// (only the files the ticket names, if it names any). If the client can read DIR/localReadToken and it holds the
 // same token, the directory it sees is the node's own, and it scans the
 // files there with the same Scanner (pruning, filters, checks of size and
 // footer against the catalog entry) the node would have run. Anything else
@@ -153,17 +154,44 @@ func (d *localDir) sees(dir, token string) bool {
 	return true
 }
 
-// localScanner returns a Scanner over node's files for spec when this
-// process sees the node's directory, or nil (use DoGet). An error is one
-// of the scan itself (bad spec, a file failing its checks).
-func (it *remoteIter) localScanner(ctx context.Context, c flight.Client, spec ScanSpec, tkt []byte) (*Scanner, error) {
+// localTable is what a client learned about reading one table of one
+// node locally: nil table when it cannot.
+type localTable struct {
+	files *fileSet
+	table *Table
+}
+
+// localTableOf asks the node at addr (once per client and table) whether
+// this process sees its directory, and for the table's catalog entry.
+func (it *remoteIter) localTableOf(ctx context.Context, c flight.Client, addr, table string) *localTable {
+	cl := it.r.cl
+	key := addr + "\x00" + strings.ToLower(table)
+	cl.mu.Lock()
+	lt, ok := cl.local[key]
+	cl.mu.Unlock()
+	if ok {
+		return lt
+	}
+	lt = &localTable{}
+	defer func() {
+		cl.mu.Lock()
+		if cl.local == nil {
+			cl.local = map[string]*localTable{}
+		}
+		cl.local[key] = lt
+		cl.mu.Unlock()
+	}()
+	tkt, err := MarshalScanSpec(ScanSpec{Table: table})
+	if err != nil {
+		return lt
+	}
 	st, err := c.DoAction(ctx, &flight.Action{Type: localScanAction, Body: tkt})
 	if err != nil {
-		return nil, nil
+		return lt
 	}
 	res, err := st.Recv()
 	if err != nil {
-		return nil, nil
+		return lt
 	}
 	// Drain to the end of the stream so the call completes.
 	for {
@@ -173,12 +201,12 @@ func (it *remoteIter) localScanner(ctx context.Context, c flight.Client, spec Sc
 	}
 	var r localScanReply
 	if err := json.Unmarshal(res.GetBody(), &r); err != nil || r.Table == nil || r.Dir == "" || r.Token == "" {
-		return nil, nil
+		return lt
 	}
 	v, _ := localDirs.LoadOrStore(r.Dir, &localDir{})
 	d := v.(*localDir)
 	if !d.sees(r.Dir, r.Token) {
-		return nil, nil
+		return lt
 	}
 	d.mu.Lock()
 	if d.files == nil {
@@ -190,9 +218,25 @@ func (it *remoteIter) localScanner(ctx context.Context, c flight.Client, spec Sc
 			return filepath.Join(dir, p)
 		}}
 	}
-	fs := d.files
+	lt.files, lt.table = d.files, r.Table
 	d.mu.Unlock()
-	sc, err := newScanner(fs, r.Table, spec, ScanOptions{Alloc: it.alloc, Parallelism: it.parallelism})
+	return lt
+}
+
+// localScanner returns a Scanner over the node's files for spec when this
+// process sees the node's directory, or nil (use DoGet). An error is one
+// of the scan itself (bad spec, a file failing its checks).
+func (it *remoteIter) localScanner(ctx context.Context, c flight.Client, addr string, spec ScanSpec) (*Scanner, error) {
+	lt := it.localTableOf(ctx, c, addr, spec.Table)
+	if lt.table == nil {
+		return nil, nil
+	}
+	for _, fr := range spec.Files {
+		if !lt.table.hasFile(fr.Path) {
+			return nil, nil // placed there after we asked: let the node answer
+		}
+	}
+	sc, err := newScanner(lt.files, lt.table, spec, ScanOptions{Alloc: it.alloc, Parallelism: it.parallelism})
 	if err != nil {
 		return nil, err
 	}
@@ -244,4 +288,13 @@ func (it *remoteIter) streamLocal(ctx context.Context, sc *Scanner) (int, error)
 	s.LocalScans = 1
 	it.stats.add(&s)
 	return n, nil
+}
+
+func (t *Table) hasFile(path string) bool {
+	for _, f := range t.Files {
+		if f.Path == path {
+			return true
+		}
+	}
+	return false
 }
