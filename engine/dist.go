@@ -55,7 +55,8 @@ import (
 // and any node the embedded plan ran as one stream is single here too (a
 // wide input is gathered first), so per-stream semantics (ORDER BY order,
 // LIMIT, global aggregates) survive. The root stage has one task; its
-// output streams to the coordinator.
+// output streams to the coordinator. With one worker the plan is that one
+// task: the embedded plan whole, its exchanges local.
 
 // DistOptions configure distributed planning.
 type DistOptions struct {
@@ -202,6 +203,22 @@ func PlanDistributed(pp *PhysPlan, opts DistOptions) (dp *DistPlan, err error) {
 	pp.Root.walk(count)
 	for _, s := range pp.Shared {
 		s.Root.walk(count)
+	}
+	if opts.Workers == 1 {
+		// One worker: a network exchange would only move rows from the
+		// worker to itself (and split aggregates into partial and final
+		// passes), so the embedded plan runs whole in one task, its
+		// exchanges local.
+		n, err := d.inline(pp.Root)
+		if err != nil {
+			return nil, err
+		}
+		f, err := d.single(frag{n: n})
+		if err != nil {
+			return nil, err
+		}
+		return &DistPlan{Stages: []*Stage{{ID: 1, Tasks: 1, Root: f.n}}, Names: pp.Names, Columns: pp.Root.Columns,
+			Workers: opts.Workers, Parallelism: opts.Parallelism}, nil
 	}
 	f, err := d.walk(pp.Root)
 	if err != nil {
@@ -385,6 +402,36 @@ func (d *distPlanner) sharedDef(id int) *PhysShared {
 		}
 	}
 	return nil
+}
+
+// inline copies a plan for one task: shared subplans are planned again at
+// each reader, as in walk, and nothing else changes.
+func (d *distPlanner) inline(n *PhysNode) (*PhysNode, error) {
+	switch n.Kind {
+	case PhysSharedScan:
+		def := d.sharedDef(n.Shared.Def)
+		if def == nil {
+			return nil, nferr.Internalf("distributed plan: shared subplan %d is not defined", n.Shared.Def)
+		}
+		r, err := d.inline(d.renumber(def.Root))
+		if err != nil {
+			return nil, err
+		}
+		f, err := d.single(frag{n: r})
+		return f.n, err
+	case PhysRemote:
+		return nil, nferr.Internalf("distributed plan: the physical plan has a remote node already")
+	}
+	c := *n
+	c.Inputs = make([]*PhysNode, len(n.Inputs))
+	for i, in := range n.Inputs {
+		r, err := d.inline(in)
+		if err != nil {
+			return nil, err
+		}
+		c.Inputs[i] = r
+	}
+	return &c, nil
 }
 
 // renumber copies a subtree with fresh node IDs (a shared subplan planned
