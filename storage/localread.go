@@ -120,7 +120,11 @@ func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoAction
 			sub.Files = append(sub.Files, f)
 		}
 	}
-	body, err := json.Marshal(localScanReply{Dir: s.db.Dir(), Token: s.localToken, Table: &sub})
+	dir, err := filepath.Abs(s.db.Dir())
+	if err != nil {
+		return s.statusErr(nferr.IOf("storage node %s: %v", s.opts.NodeID, err))
+	}
+	body, err := json.Marshal(localScanReply{Dir: dir, Token: s.localToken, Table: &sub})
 	if err != nil {
 		return s.statusErr(nferr.Internalf("storage node %s: %v", s.opts.NodeID, err))
 	}
