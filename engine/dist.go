@@ -175,6 +175,109 @@ type frag struct {
 	// rows is the largest table it scans.
 	pure bool
 	rows float64
+	// cands are columns a range split of one of the subtree's scans could
+	// distribute the wide subtree on (not applied yet: the scans still
+	// read their row groups round-robin); ranged is the split applied.
+	cands  []rangeCand
+	ranged *rangedOn
+}
+
+// rangeCand: output column col follows clustered column cc of scan node
+// scanID.
+type rangeCand struct {
+	col    int
+	scanID int
+	cc     ClusterCol
+}
+
+// rangedOn: a wide subtree whose task t holds exactly the rows with
+// columns cols (equal after an equi-join) in part t of rp.
+type rangedOn struct {
+	cols []int
+	rp   *RangePart
+}
+
+func (r *rangedOn) has(col int) bool {
+	for _, c := range r.cols {
+		if c == col {
+			return true
+		}
+	}
+	return false
+}
+
+// mapRange carries range information through a column mapping (nil
+// drops a column).
+func (f frag) mapRange(m func(col int) int) ([]rangeCand, *rangedOn) {
+	var cands []rangeCand
+	for _, c := range f.cands {
+		if j := m(c.col); j >= 0 {
+			c.col = j
+			cands = append(cands, c)
+		}
+	}
+	var r *rangedOn
+	if f.ranged != nil {
+		var cols []int
+		for _, c := range f.ranged.cols {
+			if j := m(c); j >= 0 {
+				cols = append(cols, j)
+			}
+		}
+		if len(cols) > 0 {
+			r = &rangedOn{cols: cols, rp: f.ranged.rp}
+		}
+	}
+	return cands, r
+}
+
+// rangeFor is how f is, or could be, range-split on column col.
+func (d *distPlanner) rangeFor(f frag, col int) *RangePart {
+	if !f.wide || d.opts.Workers < 2 {
+		return nil
+	}
+	if f.ranged != nil {
+		if f.ranged.has(col) {
+			return f.ranged.rp
+		}
+		return nil // split on another column already
+	}
+	for _, c := range f.cands {
+		if c.col == col {
+			return &RangePart{Col: c.cc, Parts: d.opts.Workers}
+		}
+	}
+	return nil
+}
+
+// applyRange splits f on col (rangeFor(f, col) != nil): the scan the
+// column comes from reads by value range.
+func (d *distPlanner) applyRange(f frag, col int) frag {
+	if f.ranged != nil {
+		return f
+	}
+	for _, c := range f.cands {
+		if c.col != col {
+			continue
+		}
+		rp := &RangePart{Col: c.cc, Parts: d.opts.Workers}
+		var mark func(n *PhysNode) *PhysNode
+		mark = func(n *PhysNode) *PhysNode {
+			cp := *n
+			cp.Inputs = make([]*PhysNode, len(n.Inputs))
+			for i, in := range n.Inputs {
+				cp.Inputs[i] = mark(in)
+			}
+			if cp.Kind == PhysScan && cp.ID == c.scanID {
+				s := *cp.Scan
+				s.Range = rp
+				cp.Scan = &s
+			}
+			return &cp
+		}
+		return frag{n: mark(f.n), wide: true, ranged: &rangedOn{cols: []int{col}, rp: rp}}
+	}
+	return f
 }
 
 type distPlanner struct {
@@ -326,7 +429,13 @@ func (d *distPlanner) walk(n *PhysNode) (frag, error) {
 func (d *distPlanner) walkNode(n *PhysNode) (frag, error) {
 	switch n.Kind {
 	case PhysScan:
-		return frag{n: with(n, n.Streams), wide: n.Streams > 1, pure: n.Streams == 1, rows: n.Scan.TableRows}, nil
+		f := frag{n: with(n, n.Streams), wide: n.Streams > 1, pure: n.Streams == 1, rows: n.Scan.TableRows}
+		if f.wide {
+			for _, cc := range n.Scan.Clustered {
+				f.cands = append(f.cands, rangeCand{col: cc.Out, scanID: n.ID, cc: cc})
+			}
+		}
+		return f, nil
 	case PhysValues:
 		return frag{n: with(n, 1), pure: true}, nil
 	case PhysSharedScan:
@@ -366,9 +475,16 @@ func (d *distPlanner) walkNode(n *PhysNode) (frag, error) {
 	switch n.Kind {
 	case PhysFilter:
 		out.hash, out.pure, out.rows = in.hash, in.pure, in.rows
+		out.cands, out.ranged = in.cands, in.ranged
 	case PhysProject:
 		out.pure, out.rows = in.pure, in.rows
 		out.hash = projectKeys(n.Project, in.hash)
+		out.cands, out.ranged = in.mapRange(func(col int) int {
+			if m := projectKeys(n.Project, []int{col}); m != nil {
+				return m[0]
+			}
+			return -1
+		})
 	}
 	return out, nil
 }
@@ -507,6 +623,17 @@ func (d *distPlanner) splitRepartitionedAgg(n *PhysNode) (frag, bool, error) {
 	if !in.wide {
 		return frag{n: with(n, x.Exchange.Outputs, with(x, x.Exchange.Outputs, in.n))}, true, nil
 	}
+	for i, g := range n.Agg.GroupCols {
+		if d.rangeFor(in, g) == nil {
+			continue
+		}
+		// Split by value range on a group column, every group is whole in
+		// one task: one phase, the exchange between its streams local.
+		in = d.applyRange(in, g)
+		out := frag{n: with(n, x.Exchange.Outputs, with(x, x.Exchange.Outputs, in.n)), wide: true}
+		out.ranged = &rangedOn{cols: []int{i}, rp: in.ranged.rp} // group columns come first
+		return out, true, nil
+	}
 	partial, final, err := exec.SplitAgg(*n.Agg)
 	if err != nil {
 		return frag{}, true, err
@@ -607,6 +734,7 @@ func (d *distPlanner) hashJoin(n *PhysNode) (frag, error) {
 	}
 	canBroadcast := broadcastable(spec)
 	canPartition := !spec.NullAware && len(pkeys) > 0
+	ranged := false
 	replicateBuild := func() {
 		if build.pure && !build.wide && build.rows <= d.opts.ReplicateRows {
 			build = replicate(build)
@@ -642,8 +770,17 @@ func (d *distPlanner) hashJoin(n *PhysNode) (frag, error) {
 	default:
 		coLocated := probe.hash != nil && build.hash != nil && equalInts(probe.hash, pkeys) && equalInts(build.hash, bkeys)
 		small := build.n.EstRows*float64(d.opts.Workers-1) <= d.opts.BroadcastFactor*probe.n.EstRows
+		var pr, br *RangePart
+		if len(pkeys) == 1 && !spec.NullAware {
+			pr, br = d.rangeFor(probe, pkeys[0]), d.rangeFor(build, bkeys[0])
+		}
 		switch {
 		case coLocated:
+		case pr != nil && br != nil && pr.Same(br):
+			// Both sides split alike by value range on the keys: equal
+			// keys are in the same task already.
+			probe, build = d.applyRange(probe, pkeys[0]), d.applyRange(build, bkeys[0])
+			ranged = true
 		case canBroadcast && (small || !canPartition):
 			replicateBuild()
 		case canPartition:
@@ -657,6 +794,28 @@ func (d *distPlanner) hashJoin(n *PhysNode) (frag, error) {
 		l, r = build, probe
 	}
 	out := frag{n: with(n, probe.n.Streams, l.n, r.n), wide: probe.wide}
+	switch {
+	case ranged:
+		// Output columns start with the left input's, then (inner and
+		// outer joins) the right input's: both keys hold the split value.
+		// A key an outer join fills with NULLs for unmatched rows of the
+		// other side no longer says where its rows are.
+		lk, rk := spec.LeftKeys[0], len(l.n.Columns)+spec.RightKeys[0]
+		switch spec.Type {
+		case exec.JoinInner:
+			out.ranged = &rangedOn{cols: []int{lk, rk}, rp: l.ranged.rp}
+		case exec.JoinRight:
+			out.ranged = &rangedOn{cols: []int{rk}, rp: l.ranged.rp}
+		case exec.JoinFull:
+		default: // left, semi, anti, mark: the left input's rows, left key intact
+			out.ranged = &rangedOn{cols: []int{lk}, rp: l.ranged.rp}
+		}
+	case probe.wide && !buildLeft:
+		// The probe rows stay where they are, its columns first.
+		out.cands, out.ranged = probe.mapRange(func(col int) int { return col })
+	case probe.wide && (spec.Type == exec.JoinInner || spec.Type == exec.JoinLeft || spec.Type == exec.JoinRight || spec.Type == exec.JoinFull):
+		out.cands, out.ranged = probe.mapRange(func(col int) int { return col + len(l.n.Columns) })
+	}
 	if probe.wide && probe.hash != nil {
 		switch {
 		case !buildLeft:

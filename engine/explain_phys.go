@@ -168,6 +168,9 @@ func physLine(n *PhysNode) string {
 		if n.Scan.Replicated {
 			s += " replicated"
 		}
+		if r := n.Scan.Range; r != nil {
+			s += fmt.Sprintf(" split by %s range into %d", r.Col.Name, r.Parts)
+		}
 		return s
 	case PhysValues:
 		return fmt.Sprintf("Values %d rows", len(n.Values.Rows))

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"math/bits"
+
 	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/storage"
 )
@@ -161,6 +163,51 @@ type ScanOp struct {
 	// row group (a small table joined on every worker) instead of its
 	// share.
 	Replicated bool `json:"replicated,omitempty"`
+	// Clustered lists the integer output columns without NULLs whose row
+	// groups hold disjoint value ranges (a table stored in key order, as
+	// dbgen writes lineitem and orders by order key): a distributed plan
+	// may split the scan by value range instead of by row group (Range).
+	Clustered []ClusterCol `json:"clustered,omitempty"`
+	// Range (distributed plans): the task of index t of Range.Parts reads
+	// only the rows whose column lies in part t of [Lo, Hi] and only the
+	// row groups that may hold such rows, so that two scans ranged alike
+	// put equal keys in the same task (a join or aggregate on the column
+	// needs no network exchange).
+	Range *RangePart `json:"range,omitempty"`
+}
+
+// ClusterCol is a clustered column of a scan: Out is its output column,
+// Name its storage column, [Lo, Hi] the table's value range, and Min and
+// Max its range in each entry of ScanOp.Tasks.
+type ClusterCol struct {
+	Out  int     `json:"out"`
+	Name string  `json:"name"`
+	Lo   int64   `json:"lo"`
+	Hi   int64   `json:"hi"`
+	Min  []int64 `json:"min"`
+	Max  []int64 `json:"max"`
+}
+
+// RangePart splits a scan by the value of a clustered column: part i of
+// Parts holds values from Bound(i) to Bound(i+1)-1 (the first part
+// everything below Bound(1), the last everything from Bound(Parts-1)).
+type RangePart struct {
+	Col   ClusterCol `json:"col"`
+	Parts int        `json:"parts"`
+}
+
+// Bound is the lowest value of part i (1 <= i < Parts).
+func (r *RangePart) Bound(i int) int64 {
+	// NB: 128-bit product: the span may be as wide as int64.
+	span := uint64(r.Col.Hi-r.Col.Lo) + 1
+	hi, lo := bits.Mul64(span, uint64(i))
+	q, _ := bits.Div64(hi, lo, uint64(r.Parts))
+	return r.Col.Lo + int64(q)
+}
+
+// Same reports whether two range splits put equal values in the same part.
+func (r *RangePart) Same(o *RangePart) bool {
+	return r.Parts == o.Parts && r.Col.Lo == o.Col.Lo && r.Col.Hi == o.Col.Hi
 }
 
 // ValuesOp is a constant relation: one column-free expression per cell.

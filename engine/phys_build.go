@@ -2,6 +2,7 @@ package engine
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
+	"math"
 
 	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -236,7 +237,14 @@ func (b *builder) scan(n *PhysNode) ([]exec.Operator, error) {
 		return nil, err
 	}
 	tasks := n.Scan.Tasks
-	if b.opts.Tasks > 1 && !n.Scan.Replicated {
+	spec := n.Scan.Spec
+	switch {
+	case b.opts.Tasks <= 1 || n.Scan.Replicated:
+	case n.Scan.Range != nil:
+		if tasks, spec, err = rangeTasks(n.Scan, b.opts.Task, b.opts.Tasks); err != nil {
+			return nil, err
+		}
+	default:
 		var mine []storage.FileRange
 		for i := b.opts.Task; i < len(tasks); i += b.opts.Tasks {
 			mine = append(mine, tasks[i])
@@ -246,9 +254,49 @@ func (b *builder) scan(n *PhysNode) ([]exec.Operator, error) {
 	q := &taskQueue{tasks: tasks}
 	ops := make([]exec.Operator, n.Streams)
 	for i := range ops {
-		ops[i] = &morselScan{src: b.opts.Source, spec: n.Scan.Spec, q: q, schema: sch}
+		ops[i] = &morselScan{src: b.opts.Source, spec: spec, q: q, schema: sch}
 	}
 	return ops, nil
+}
+
+// rangeTasks is task t's share of a range-split scan: the row groups whose
+// value range meets part t, and the scan's filter with the part's bounds
+// (so a row group straddling two parts gives each its own rows).
+func rangeTasks(s *ScanOp, t, tasks int) ([]storage.FileRange, storage.ScanSpec, error) {
+	r := s.Range
+	spec := s.Spec
+	if r.Parts != tasks || len(r.Col.Min) != len(s.Tasks) || len(r.Col.Max) != len(s.Tasks) {
+		return nil, spec, nferr.Internalf("build: scan of %s split in %d ranges over %d row groups, for %d tasks and %d row groups",
+			spec.Table, r.Parts, len(r.Col.Min), tasks, len(s.Tasks))
+	}
+	var preds []*storage.Predicate
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	if t > 0 {
+		lo = r.Bound(t)
+		preds = append(preds, storage.Cmp(r.Col.Name, storage.OpGe, storage.Int(lo)))
+	}
+	last := t == r.Parts-1
+	if !last {
+		hi = r.Bound(t + 1)
+		preds = append(preds, storage.Cmp(r.Col.Name, storage.OpLt, storage.Int(hi)))
+	}
+	var mine []storage.FileRange
+	for i, fr := range s.Tasks {
+		if r.Col.Max[i] >= lo && (last || r.Col.Min[i] < hi) {
+			mine = append(mine, fr)
+		}
+	}
+	if spec.Filter != nil {
+		preds = append([]*storage.Predicate{spec.Filter}, preds...)
+	}
+	switch len(preds) {
+	case 0:
+	case 1:
+		spec.Filter = preds[0]
+	default:
+		spec.Filter = storage.And(preds...)
+	}
+	return mine, spec, nil
 }
 
 // instantiate builds the exec operators of a node over its inputs'

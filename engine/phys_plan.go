@@ -317,6 +317,9 @@ func (pl *physPlanner) scan(n *ScanNode, need colSet) (*pnode, error) {
 		tasks = nil // an empty table: no task at all
 	}
 	op := &ScanOp{Spec: spec, Tasks: tasks, RowGroups: groups, TableRows: float64(n.Table.RowCount())}
+	if st != nil && len(tasks) > 1 {
+		op.Clustered = clusteredCols(st, spec.Columns, pcols)
+	}
 	if len(residual) > 0 {
 		op.Residual = logicalExprList(residual)
 	}
@@ -1333,4 +1336,58 @@ func sortedNodeIDs(p *PhysPlan) []int {
 	p.Root.walk(visit)
 	sort.Ints(ids)
 	return ids
+}
+
+// clusteredCols finds the scan's integer output columns without NULLs
+// whose row groups hold disjoint value ranges once sorted (a neighbour may
+// share its edge value: dbgen's lineitem rows of one order can straddle two
+// row groups). One row group per task, in st's file order.
+func clusteredCols(st *storage.Table, names []string, cols []PhysColumn) []ClusterCol {
+	var out []ClusterCol
+	for i, name := range names {
+		if k := cols[i].Type.ID; k != exec.TypeInt32 && k != exec.TypeInt64 {
+			continue
+		}
+		tc := st.ColumnIndex(name)
+		if tc < 0 {
+			continue
+		}
+		cc := ClusterCol{Out: i, Name: name}
+		ok := true
+		for _, f := range st.Files {
+			for g := range f.RowGroups {
+				if tc >= len(f.RowGroups[g].Columns) {
+					ok = false
+					break
+				}
+				cs := f.RowGroups[g].Columns[tc]
+				if cs.Nulls != 0 || cs.Min == nil || cs.Max == nil || cs.Min.Kind != storage.KindInt || cs.Max.Kind != storage.KindInt {
+					ok = false
+					break
+				}
+				cc.Min = append(cc.Min, cs.Min.Int)
+				cc.Max = append(cc.Max, cs.Max.Int)
+			}
+		}
+		if !ok || len(cc.Min) < 2 {
+			continue
+		}
+		order := make([]int, len(cc.Min))
+		for j := range order {
+			order[j] = j
+		}
+		sort.Slice(order, func(a, b int) bool { return cc.Min[order[a]] < cc.Min[order[b]] })
+		for j := 1; j < len(order) && ok; j++ {
+			ok = cc.Max[order[j-1]] <= cc.Min[order[j]]
+		}
+		if !ok {
+			continue
+		}
+		cc.Lo, cc.Hi = cc.Min[order[0]], cc.Max[order[len(order)-1]]
+		for _, j := range order {
+			cc.Hi = max(cc.Hi, cc.Max[j])
+		}
+		out = append(out, cc)
+	}
+	return out
 }

@@ -140,6 +140,7 @@ func TestClusterTPCH(t *testing.T) {
 			_, cs := localSQLCluster(t, copyTPCH(t, small), c.workers, c.storage, c.repl, args...)
 			checkTPCHOnCluster(t, cs, 0.1, name)
 			checkLocalReads(t, cs, !c.flight)
+			checkRangeSplit(t, cs, c.workers > 1)
 		})
 	}
 	t.Run("sf0.1/default-row-groups/workers=4/storage=2/replication=2/flight", func(t *testing.T) {
@@ -158,6 +159,22 @@ func checkLocalReads(t *testing.T, cs *clusterSQL, want bool) {
 	}
 	if got := strings.Contains(out.String(), "read locally"); got != want {
 		t.Errorf("workers read locally: %v, want %v; EXPLAIN ANALYZE:\n%s", got, want, out.String())
+	}
+}
+
+// checkRangeSplit checks from EXPLAIN that a join of orders and lineitem
+// on the order key (both stored in key order) runs without an exchange,
+// both scans split by key range, when there are several workers.
+func checkRangeSplit(t *testing.T, cs *clusterSQL, want bool) {
+	t.Helper()
+	var out bytes.Buffer
+	if err := cs.runScript(context.Background(), "explain select o_orderpriority, count(*) from orders, lineitem where o_orderkey = l_orderkey group by o_orderpriority", formatCSV, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	got := strings.Contains(text, "split by o_orderkey range") && strings.Contains(text, "split by l_orderkey range") && !strings.Contains(text, "hash [orders.o_orderkey]")
+	if got != want {
+		t.Errorf("orders and lineitem split by key range: %v, want %v; EXPLAIN:\n%s", got, want, text)
 	}
 }
 
