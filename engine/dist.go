@@ -26,7 +26,14 @@ import (
 // gave it. The rules:
 //
 //	scan          wide when the embedded plan gave it several streams
-//	              (several row groups); single otherwise
+//	              (several row groups); single otherwise. A wide scan
+//	              reads its row groups round-robin by task, unless a join
+//	              or aggregate above splits it by value range on a
+//	              clustered column (ScanOp.Clustered: integer, no NULLs,
+//	              row groups holding disjoint ranges, as a table stored in
+//	              key order): task t then reads part t of the column's
+//	              [min, max], row groups that may hold it, filtered to it
+//	              (ScanOp.Range)
 //	gather/merge  over a wide input: a network gather to one task (an
 //	              ordered merge becomes a gather and a sort there); over a
 //	              single input: the local exchange, inside the task
@@ -34,8 +41,14 @@ import (
 //	              Parallelism receivers with exec.HashPartitioner; a
 //	              single-phase aggregate above it is split first (partial
 //	              below the repartition, final above), so partial states
-//	              cross the network instead of rows
-//	hash join     both single: one task. Otherwise the build side is
+//	              cross the network instead of rows; an aggregate whose
+//	              input is (or can be) split by value range on a group
+//	              column stays single-phase, its exchange local
+//	hash join     both single: one task. Both wide and split alike (or
+//	              splittable alike) by value range on the one join key:
+//	              the join runs where the rows are, no exchange; the
+//	              output is split on both keys (inner) or the preserved
+//	              side's. Otherwise the build side is
 //	              replicated when that is valid (the join keeps no state
 //	              per build row) and cheap: a single-task scan pipeline
 //	              over a table of at most ReplicateRows rows is read by

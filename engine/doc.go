@@ -55,7 +55,10 @@
 //	PlanDistributed (dist.go)     *PhysPlan -> *DistPlan: stages cut at
 //	                              exchanges (network gather, hash repartition
 //	                              with partial/final aggregates, broadcast or
-//	                              replicated build sides, repartitioned joins)
+//	                              replicated build sides, repartitioned joins,
+//	                              scans split by key range on clustered
+//	                              columns for joins and aggregates in place;
+//	                              one worker: the embedded plan, one task)
 //	DistPlan.Fragments            one Fragment per task (JSON, shipped)
 //	RunFragment (dist_exec.go)    runs a fragment: scans from a Source,
 //	                              PhysRemote from shuffle receivers, output to
@@ -68,7 +71,9 @@
 // with one stream in a distributed plan; a hash exchange across the network
 // has Workers x Parallelism receivers and uses exec.HashPartitioner over all
 // of them; two sides of a co-located join are distributed on their join
-// keys over the same receivers.
+// keys over the same receivers, or split by value range on them into the
+// same parts (RangePart.Same), every part of a range split read by exactly
+// one task with the part's bounds in its scan filter.
 //
 // Invariants:
 //   - Bind, Optimize and Parse never panic on any input; a recovered panic

@@ -513,29 +513,14 @@ func eqSel(a, b Expr, in *relStats) float64 {
 
 // rangeSel interpolates col op const between the column's min and max.
 func rangeSel(x *Call, in *relStats) float64 {
-	col, okc := x.Args[0].(*ColRef)
-	k, okk := x.Args[1].(*Const)
-	fn := x.Fn
-	if !okc || !okk {
-		col, okc = x.Args[1].(*ColRef)
-		k, okk = x.Args[0].(*Const)
-		// const op col: flip
-		fn = map[string]string{fnLt: fnGt, fnLe: fnGe, fnGt: fnLt, fnGe: fnLe}[fn]
-	}
-	if !okc || !okk || k.IsNull() {
-		return defaultSel
-	}
-	cs, ok := in.cols[col.ID]
-	if !ok || !cs.hasRange || cs.max <= cs.min {
-		return defaultSel
-	}
-	v, ok := numeric(k.Val, k.Typ)
+	id, v, lower, ok := rangeBound(x, in)
 	if !ok {
 		return defaultSel
 	}
+	cs := in.cols[id]
 	frac := (v - cs.min) / (cs.max - cs.min) // fraction below v
 	frac = math.Max(0, math.Min(1, frac))
-	if fn == fnGt || fn == fnGe {
+	if lower {
 		frac = 1 - frac
 	}
 	return frac

@@ -289,13 +289,7 @@ func rangeTasks(s *ScanOp, t, tasks int) ([]storage.FileRange, storage.ScanSpec,
 	if spec.Filter != nil {
 		preds = append([]*storage.Predicate{spec.Filter}, preds...)
 	}
-	switch len(preds) {
-	case 0:
-	case 1:
-		spec.Filter = preds[0]
-	default:
-		spec.Filter = storage.And(preds...)
-	}
+	spec.Filter = andPreds(preds)
 	return mine, spec, nil
 }
 
@@ -568,4 +562,15 @@ func checkNode(n *PhysNode, depth int, defs map[int]bool) error {
 		}
 	}
 	return nil
+}
+
+// andPreds is the conjunction of preds (nil for none).
+func andPreds(preds []*storage.Predicate) *storage.Predicate {
+	switch len(preds) {
+	case 0:
+		return nil
+	case 1:
+		return preds[0]
+	}
+	return storage.And(preds...)
 }

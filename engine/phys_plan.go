@@ -299,13 +299,7 @@ func (pl *physPlanner) scan(n *ScanNode, need colSet) (*pnode, error) {
 		layout = append(layout, c.ID)
 		pcols = append(pcols, PhysColumn{Name: c.QualifiedName(), Type: t, Nullable: f.Nullable})
 	}
-	switch len(preds) {
-	case 0:
-	case 1:
-		spec.Filter = preds[0]
-	default:
-		spec.Filter = storage.And(preds...)
-	}
+	spec.Filter = andPreds(preds)
 	streams := max(1, min(pl.opts.Parallelism, len(tasks)))
 	if st == nil {
 		// Without storage the table's row groups are unknown: assume
