@@ -810,9 +810,9 @@ func (d *distPlanner) hashJoin(n *PhysNode) (frag, error) {
 	switch {
 	case ranged:
 		// Output columns start with the left input's, then (inner and
-		// outer joins) the right input's: both keys hold the split value.
-		// A key an outer join fills with NULLs for unmatched rows of the
-		// other side no longer says where its rows are.
+		// outer joins) the right input's. Both keys hold the split value,
+		// except a key an outer join fills with NULLs for unmatched rows of
+		// the other side: it no longer says where its rows are.
 		lk, rk := spec.LeftKeys[0], len(l.n.Columns)+spec.RightKeys[0]
 		switch spec.Type {
 		case exec.JoinInner:
@@ -825,7 +825,7 @@ func (d *distPlanner) hashJoin(n *PhysNode) (frag, error) {
 		}
 	case probe.wide && !buildLeft:
 		// The probe rows stay where they are, its columns first.
-		out.cands, out.ranged = probe.mapRange(func(col int) int { return col })
+		out.cands, out.ranged = probe.cands, probe.ranged
 	case probe.wide && (spec.Type == exec.JoinInner || spec.Type == exec.JoinLeft || spec.Type == exec.JoinRight || spec.Type == exec.JoinFull):
 		out.cands, out.ranged = probe.mapRange(func(col int) int { return col + len(l.n.Columns) })
 	}

@@ -270,6 +270,9 @@ func rangeTasks(s *ScanOp, t, tasks int) ([]storage.FileRange, storage.ScanSpec,
 			spec.Table, r.Parts, len(r.Col.Min), tasks, len(s.Tasks))
 	}
 	var preds []*storage.Predicate
+	if spec.Filter != nil {
+		preds = append(preds, spec.Filter)
+	}
 	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
 	if t > 0 {
 		lo = r.Bound(t)
@@ -285,9 +288,6 @@ func rangeTasks(s *ScanOp, t, tasks int) ([]storage.FileRange, storage.ScanSpec,
 		if r.Col.Max[i] >= lo && (last || r.Col.Min[i] < hi) {
 			mine = append(mine, fr)
 		}
-	}
-	if spec.Filter != nil {
-		preds = append([]*storage.Predicate{spec.Filter}, preds...)
 	}
 	spec.Filter = andPreds(preds)
 	return mine, spec, nil

@@ -1349,18 +1349,14 @@ func clusteredCols(st *storage.Table, names []string, cols []PhysColumn) []Clust
 		cc := ClusterCol{Out: i, Name: name}
 		ok := true
 		for _, f := range st.Files {
-			for g := range f.RowGroups {
-				if tc >= len(f.RowGroups[g].Columns) {
-					ok = false
-					break
+			for g := 0; g < len(f.RowGroups) && ok; g++ {
+				stats := f.RowGroups[g].Columns
+				ok = tc < len(stats) && stats[tc].Nulls == 0 && stats[tc].Min != nil && stats[tc].Max != nil &&
+					stats[tc].Min.Kind == storage.KindInt && stats[tc].Max.Kind == storage.KindInt
+				if ok {
+					cc.Min = append(cc.Min, stats[tc].Min.Int)
+					cc.Max = append(cc.Max, stats[tc].Max.Int)
 				}
-				cs := f.RowGroups[g].Columns[tc]
-				if cs.Nulls != 0 || cs.Min == nil || cs.Max == nil || cs.Min.Kind != storage.KindInt || cs.Max.Kind != storage.KindInt {
-					ok = false
-					break
-				}
-				cc.Min = append(cc.Min, cs.Min.Int)
-				cc.Max = append(cc.Max, cs.Max.Int)
 			}
 		}
 		if !ok || len(cc.Min) < 2 {
@@ -1377,10 +1373,8 @@ func clusteredCols(st *storage.Table, names []string, cols []PhysColumn) []Clust
 		if !ok {
 			continue
 		}
+		// NB: sorted and disjoint, the last range ends highest.
 		cc.Lo, cc.Hi = cc.Min[order[0]], cc.Max[order[len(order)-1]]
-		for _, j := range order {
-			cc.Hi = max(cc.Hi, cc.Max[j])
-		}
 		out = append(out, cc)
 	}
 	return out

@@ -685,11 +685,15 @@ func (c *catalog) collect(g *garbage, ref map[string]bool) []string {
 	return removed
 }
 
-func (c *catalog) abs(p string) string {
+func (c *catalog) abs(p string) string { return absIn(c.dir, p) }
+
+// absIn resolves a catalog path: relative to the database directory dir,
+// or absolute (external tables).
+func absIn(dir, p string) string {
 	if filepath.IsAbs(p) {
 		return p
 	}
-	return filepath.Join(c.dir, p)
+	return filepath.Join(dir, p)
 }
 
 func removeIfEmpty(dir string) {

@@ -44,7 +44,6 @@ type DB struct {
 	Recovered []string
 
 	fs        *fileSet
-	filesOnce sync.Once
 	verified  sync.Map // abs path -> error (nil: verified)
 	closeOnce sync.Once
 }
@@ -76,7 +75,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{dir: abs, opts: opts, cat: cat}
+	db := &DB{dir: abs, opts: opts, cat: cat, fs: &fileSet{dir: abs, verify: opts.VerifyChecksums}}
 	removed, err := cat.recover()
 	if err != nil {
 		cat.close()
@@ -486,36 +485,28 @@ func (db *DB) Verify(ctx context.Context, names ...string) ([]VerifyResult, erro
 	return out, nil
 }
 
-func (db *DB) verifyFile(f *File) error { return db.files().verifyFile(f) }
+func (db *DB) verifyFile(f *File) error { return db.fs.verifyFile(f) }
 
-func (db *DB) checkSize(f *File) error { return db.files().checkSize(f) }
+func (db *DB) checkSize(f *File) error { return db.fs.checkSize(f) }
 
 // footer returns a file's parsed footer, cached for the process. The file's
 // size is checked against the catalog first, and with
 // Options.VerifyChecksums its whole-file checksum on first use.
-func (db *DB) footer(f *File) (*metadata.FileMetaData, error) { return db.files().footer(f) }
-
-// files is the file set of the database directory.
-func (db *DB) files() *fileSet {
-	db.filesOnce.Do(func() {
-		db.fs = &fileSet{abs: db.cat.abs, verify: db.opts.VerifyChecksums}
-	})
-	return db.fs
-}
+func (db *DB) footer(f *File) (*metadata.FileMetaData, error) { return db.fs.footer(f) }
 
 // fileSet resolves a table's data files under one directory, checks them
 // against their catalog entries and caches their parsed footers: what a
 // Scanner needs from the files, whether the catalog is open in this process
 // (DB) or was sent by the storage node that owns the directory (a worker's
-// short-circuit read, localFiles).
+// short-circuit read, localread.go).
 type fileSet struct {
-	abs     func(string) string
+	dir     string // absolute
 	verify  bool
 	footers sync.Map // abs path + checksum -> *footerEntry
 }
 
 // Path is the absolute path of f.
-func (fs *fileSet) Path(f *File) string { return fs.abs(f.Path) }
+func (fs *fileSet) Path(f *File) string { return absIn(fs.dir, f.Path) }
 
 func (fs *fileSet) verifyFile(f *File) error {
 	p := fs.Path(f)

@@ -506,9 +506,9 @@ func (db *DB) ReceiveFile(ctx context.Context, h putHeader, body io.Reader) erro
 	if err := tx.commit(); err != nil {
 		return err
 	}
-	db.files().footers.Range(func(k, _ any) bool {
+	db.fs.footers.Range(func(k, _ any) bool {
 		if strings.HasPrefix(k.(string), final+"\x00") {
-			db.files().footers.Delete(k)
+			db.fs.footers.Delete(k)
 		}
 		return true
 	})
@@ -888,13 +888,10 @@ func (it *remoteIter) stream(ctx context.Context, node string, frs []FileRange) 
 	for rdr.Next() {
 		rec := rdr.RecordBatch()
 		rec.Retain()
-		select {
-		case it.ch <- rec:
-			n++
-		case <-ctx.Done():
-			rec.Release()
-			return n, nferr.With(nferr.KindCanceled, ctx.Err())
+		if err := it.deliver(ctx, rec); err != nil {
+			return n, err
 		}
+		n++
 	}
 	if err := rdr.Err(); err != nil && !errors.Is(err, io.EOF) {
 		return n, decodeStatus(err, name)
@@ -910,6 +907,18 @@ func (it *remoteIter) stream(ctx context.Context, node string, frs []FileRange) 
 		}
 	}
 	return n, nil
+}
+
+// deliver hands rec (owned by the iterator) to Next, or releases it when
+// the scan is canceled first.
+func (it *remoteIter) deliver(ctx context.Context, rec arrow.RecordBatch) error {
+	select {
+	case it.ch <- rec:
+		return nil
+	case <-ctx.Done():
+		rec.Release()
+		return nferr.With(nferr.KindCanceled, ctx.Err())
+	}
 }
 
 func (it *remoteIter) Schema() *arrow.Schema { return it.schema }

@@ -245,7 +245,7 @@ func TestIntegrity(t *testing.T) {
 			b[pos] ^= 0xff
 			b[pos+1] ^= 0x5a
 			os.WriteFile(p, b, 0o644)
-			fs := db.files()
+			fs := db.fs
 			fs.footers.Range(func(k, v any) bool { fs.footers.Delete(k); return true })
 			if err := scanErr(db); err != nil && !nferr.Is(err, nferr.KindData) {
 				t.Fatalf("flip at %d: error of kind %v: %v", pos, nferr.KindOf(err), err)

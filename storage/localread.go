@@ -31,8 +31,8 @@ import (
 // DIR/localReadToken at start. A client with ClientOptions.LocalReads sends
 // the DoAction "nicflow.local-scan" with a ticket naming a table (once per
 // client, node and table: a worker task asks once for all its scans); the
-// node answers with its directory, the token and the table's catalog entry
-// (only the files the ticket names, if it names any). If the client can read DIR/localReadToken and it holds the
+// node answers with its directory, the token and the table's catalog
+// entry. If the client can read DIR/localReadToken and it holds the
 // same token, the directory it sees is the node's own, and it scans the
 // files there with the same Scanner (pruning, filters, checks of size and
 // footer against the catalog entry) the node would have run. Anything else
@@ -54,8 +54,7 @@ const localScanAction = "nicflow.local-scan"
 type localScanReply struct {
 	Dir   string `json:"dir"`
 	Token string `json:"token"`
-	// Table is the catalog entry of the scanned table with only the files
-	// the ticket names.
+	// Table is the catalog entry of the table the ticket names.
 	Table *Table `json:"table"`
 }
 
@@ -109,22 +108,8 @@ func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoAction
 	if err != nil {
 		return s.statusErr(err)
 	}
-	want := map[string]bool{}
-	for _, fr := range spec.Files {
-		want[fr.Path] = true
-	}
-	sub := *t
-	sub.Files = nil
-	for _, f := range t.Files {
-		if len(want) == 0 || want[f.Path] {
-			sub.Files = append(sub.Files, f)
-		}
-	}
-	dir, err := filepath.Abs(s.db.Dir())
-	if err != nil {
-		return s.statusErr(nferr.IOf("storage node %s: %v", s.opts.NodeID, err))
-	}
-	body, err := json.Marshal(localScanReply{Dir: dir, Token: s.localToken, Table: &sub})
+	// NB: Open made the directory absolute.
+	body, err := json.Marshal(localScanReply{Dir: s.db.Dir(), Token: s.localToken, Table: t})
 	if err != nil {
 		return s.statusErr(nferr.Internalf("storage node %s: %v", s.opts.NodeID, err))
 	}
@@ -214,13 +199,7 @@ func (it *remoteIter) localTableOf(ctx context.Context, c flight.Client, addr, t
 	}
 	d.mu.Lock()
 	if d.files == nil {
-		dir := r.Dir
-		d.files = &fileSet{abs: func(p string) string {
-			if filepath.IsAbs(p) {
-				return p
-			}
-			return filepath.Join(dir, p)
-		}}
+		d.files = &fileSet{dir: r.Dir}
 	}
 	lt.files, lt.table = d.files, r.Table
 	d.mu.Unlock()
@@ -276,13 +255,10 @@ func (it *remoteIter) streamLocal(ctx context.Context, sc *Scanner) (int, error)
 		if rec == nil {
 			break
 		}
-		select {
-		case it.ch <- rec:
-			n++
-		case <-ctx.Done():
-			rec.Release()
-			return n, nferr.With(nferr.KindCanceled, ctx.Err())
+		if err := it.deliver(ctx, rec); err != nil {
+			return n, err
 		}
+		n++
 	}
 	s := sc.Stats()
 	if !it.keepRG {

@@ -216,7 +216,7 @@ func (db *DB) NewScanner(spec ScanSpec, opts ScanOptions) (*Scanner, error) {
 }
 
 func (db *DB) newScanner(t *Table, spec ScanSpec, opts ScanOptions) (*Scanner, error) {
-	return newScanner(db.files(), t, spec, opts)
+	return newScanner(db.fs, t, spec, opts)
 }
 
 // newScanner plans a scan of t's files in fs.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"fmt"
 	"io"
 	"os"
@@ -242,35 +241,10 @@ func printBenchCluster(w io.Writer, format string, sf float64, shapes []clusterS
 		ratio = append(ratio, fmt.Sprintf("%.2f", float64(totals[c])/float64(max(totals[0], 1))), "")
 	}
 	rows = append(rows, total, ratio)
-	if format == formatCSV {
-		cw := csv.NewWriter(w)
-		cw.Write(header)
-		cw.WriteAll(rows)
-		return
-	}
 	scans := "scans read locally"
 	if noLocal {
 		scans = "scans over Flight"
 	}
-	fmt.Fprintf(w, "TPC-H SF %g, best of the runs, clusters WORKERSxSTORAGE on this machine (%s); ratio = cluster total / embedded total\n", sf, scans)
-	width := make([]int, len(header))
-	for _, r := range append([][]string{header}, rows...) {
-		for i, c := range r {
-			width[i] = max(width[i], len(c))
-		}
-	}
-	for _, r := range append([][]string{header}, rows...) {
-		var b strings.Builder
-		for i, c := range r {
-			if i > 0 {
-				b.WriteString("  ")
-			}
-			if i == 0 {
-				fmt.Fprintf(&b, "%-*s", width[i], c)
-			} else {
-				fmt.Fprintf(&b, "%*s", width[i], c)
-			}
-		}
-		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
-	}
+	title := fmt.Sprintf("TPC-H SF %g, best of the runs, clusters WORKERSxSTORAGE on this machine (%s); ratio = cluster total / embedded total", sf, scans)
+	writeFigures(w, format, title, header, rows, func(col int) bool { return col == 0 })
 }

@@ -153,13 +153,20 @@ func TestClusterTPCH(t *testing.T) {
 // storage nodes' files themselves (they share this machine) or over Flight.
 func checkLocalReads(t *testing.T, cs *clusterSQL, want bool) {
 	t.Helper()
+	text := scriptOutput(t, cs, "explain analyze select count(*) from lineitem where l_quantity < 10")
+	if got := strings.Contains(text, "read locally"); got != want {
+		t.Errorf("workers read locally: %v, want %v; EXPLAIN ANALYZE:\n%s", got, want, text)
+	}
+}
+
+// scriptOutput runs a script on the cluster and returns its CSV output.
+func scriptOutput(t *testing.T, cs *clusterSQL, script string) string {
+	t.Helper()
 	var out bytes.Buffer
-	if err := cs.runScript(context.Background(), "explain analyze select count(*) from lineitem where l_quantity < 10", formatCSV, &out, io.Discard); err != nil {
+	if err := cs.runScript(context.Background(), script, formatCSV, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Contains(out.String(), "read locally"); got != want {
-		t.Errorf("workers read locally: %v, want %v; EXPLAIN ANALYZE:\n%s", got, want, out.String())
-	}
+	return out.String()
 }
 
 // checkRangeSplit checks from EXPLAIN that a join of orders and lineitem
@@ -167,11 +174,7 @@ func checkLocalReads(t *testing.T, cs *clusterSQL, want bool) {
 // both scans split by key range, when there are several workers.
 func checkRangeSplit(t *testing.T, cs *clusterSQL, want bool) {
 	t.Helper()
-	var out bytes.Buffer
-	if err := cs.runScript(context.Background(), "explain select o_orderpriority, count(*) from orders, lineitem where o_orderkey = l_orderkey group by o_orderpriority", formatCSV, &out, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	text := out.String()
+	text := scriptOutput(t, cs, "explain select o_orderpriority, count(*) from orders, lineitem where o_orderkey = l_orderkey group by o_orderpriority")
 	got := strings.Contains(text, "split by o_orderkey range") && strings.Contains(text, "split by l_orderkey range") && !strings.Contains(text, "hash [orders.o_orderkey]")
 	if got != want {
 		t.Errorf("orders and lineitem split by key range: %v, want %v; EXPLAIN:\n%s", got, want, text)

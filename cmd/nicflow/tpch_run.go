@@ -418,26 +418,35 @@ func printRunTable(w io.Writer, format string, sf float64, where string, rs []qu
 	if verify {
 		total = append(total, "")
 	}
+	title := fmt.Sprintf("TPC-H SF %g, %d queries, %s", sf, len(rs), where)
+	writeFigures(w, format, title, header, append(rows, total), func(col int) bool { return col == 0 || col == len(header)-1 && verify })
+}
+
+// writeFigures prints a table of figures: CSV with a header line, or the
+// title then aligned columns (left-aligned where left(col), right-aligned
+// otherwise).
+func writeFigures(w io.Writer, format, title string, header []string, rows [][]string, left func(col int) bool) {
 	if format == formatCSV {
 		cw := csv.NewWriter(w)
 		cw.Write(header)
-		cw.WriteAll(append(rows, total))
+		cw.WriteAll(rows)
 		return
 	}
-	fmt.Fprintf(w, "TPC-H SF %g, %d queries, %s\n", sf, len(rs), where)
+	fmt.Fprintln(w, title)
+	all := append([][]string{header}, rows...)
 	width := make([]int, len(header))
-	for _, r := range append(append([][]string{header}, rows...), total) {
+	for _, r := range all {
 		for i, c := range r {
 			width[i] = max(width[i], len(c))
 		}
 	}
-	line := func(r []string) {
+	for _, r := range all {
 		var b strings.Builder
 		for i, c := range r {
 			if i > 0 {
 				b.WriteString("  ")
 			}
-			if i == 0 || i == len(header)-1 && verify {
+			if left(i) {
 				b.WriteString(c + strings.Repeat(" ", width[i]-len(c)))
 			} else {
 				b.WriteString(strings.Repeat(" ", width[i]-len(c)) + c)
@@ -445,9 +454,4 @@ func printRunTable(w io.Writer, format string, sf float64, where string, rs []qu
 		}
 		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
 	}
-	line(header)
-	for _, r := range rows {
-		line(r)
-	}
-	line(total)
 }
