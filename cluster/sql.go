@@ -599,10 +599,15 @@ type SQLWorker struct {
 	// alloc is shared by the worker's fragments: buffers freed by one task
 	// are reused by the next (engine.NewPoolAllocator).
 	alloc memory.Allocator
+	// storage is shared by the worker's fragments too: one connection per
+	// storage node, and local-read handshakes reused across tasks.
+	storage *storage.ClientPool
 }
 
 // NewSQLWorker returns the executor (register it under FragmentTaskKind).
-func NewSQLWorker() *SQLWorker { return &SQLWorker{alloc: engine.NewPoolAllocator()} }
+func NewSQLWorker() *SQLWorker {
+	return &SQLWorker{alloc: engine.NewPoolAllocator(), storage: storage.NewClientPool()}
+}
 
 // Start runs the node's corun shuffle agent on listen (host:port; empty:
 // the advertise host, any port), advertises its address as the node's
@@ -667,6 +672,7 @@ func (w *SQLWorker) Close() {
 	if a != nil {
 		a.Close()
 	}
+	w.storage.Close()
 }
 
 // Execute implements Executor.
@@ -694,7 +700,7 @@ func (w *SQLWorker) Execute(ctx context.Context, tc *TaskContext) error {
 	w.mu.Unlock()
 	var src storage.Source
 	if len(f.Tables) > 0 {
-		ps := storage.NewPlacedScanner(f.Tables, f.Storage, storage.ClientOptions{TLS: tc.Node.Keys().ClientTLS(), LocalReads: !tc.Node.opts.NoLocalReads})
+		ps := storage.NewPlacedScanner(f.Tables, f.Storage, storage.ClientOptions{TLS: tc.Node.Keys().ClientTLS(), LocalReads: !tc.Node.opts.NoLocalReads, Pool: w.storage})
 		defer ps.Close()
 		src = countingSource{Source: ps, rows: w.scanned, bytes: w.scannedBytes}
 	}

@@ -127,6 +127,10 @@ func NewServer(db *DB, addr string, opts ServerOptions) (*Server, error) {
 		if tok, err := writeLocalToken(db.Dir()); err == nil {
 			s.localToken = tok
 		}
+	} else {
+		// A token left by an earlier run would let pooled clients keep
+		// reading locally.
+		os.Remove(filepath.Join(db.Dir(), localReadToken))
 	}
 	flight.RegisterFlightServiceServer(s.grpc, s)
 	return s, nil
@@ -530,9 +534,61 @@ type ClientOptions struct {
 	// and nothing crosses the network. Scans fall back to Flight whenever
 	// that is not so. See localread.go.
 	LocalReads bool
+	// Pool, when set, lends the connections to storage nodes (and keeps
+	// what local-read handshakes learned) across scanners: a worker's tasks
+	// then share one TLS connection per node instead of dialing their own.
+	// The pool must be used with one TLS configuration only.
+	Pool *ClientPool
 }
 
-// nodeClients caches one Flight client per node address.
+// ClientPool holds connections to storage nodes, shared by every scanner
+// given it in ClientOptions.Pool, and the local-read handshakes they made
+// (each reuse checked against the plan's file checksums and the node's
+// token file; see localread.go). It is safe for concurrent use. Close it
+// when the process stops serving.
+type ClientPool struct {
+	mu     sync.Mutex
+	m      map[string]flight.Client
+	local  map[string]*localTable
+	closed bool
+}
+
+// NewClientPool returns an empty pool.
+func NewClientPool() *ClientPool { return &ClientPool{} }
+
+func (p *ClientPool) get(addr string, opts ClientOptions) (flight.Client, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, nferr.Unavailablef("storage node %s: the connection pool is closed", addr)
+	}
+	if cl, ok := p.m[addr]; ok {
+		return cl, nil
+	}
+	cl, err := dialNode(addr, opts)
+	if err != nil {
+		return nil, err
+	}
+	if p.m == nil {
+		p.m = map[string]flight.Client{}
+	}
+	p.m[addr] = cl
+	return cl, nil
+}
+
+// Close closes the pooled connections; later scans through the pool fail.
+func (p *ClientPool) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, cl := range p.m {
+		cl.Close()
+	}
+	p.m, p.local, p.closed = nil, nil, true
+	return nil
+}
+
+// nodeClients caches one Flight client per node address for one scanner
+// (or lends them from ClientOptions.Pool).
 type nodeClients struct {
 	opts ClientOptions
 	mu   sync.Mutex
@@ -542,16 +598,32 @@ type nodeClients struct {
 }
 
 func (c *nodeClients) get(addr string) (flight.Client, error) {
+	if c.opts.Pool != nil {
+		return c.opts.Pool.get(addr, c.opts)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cl, ok := c.m[addr]; ok {
 		return cl, nil
 	}
-	creds := insecure.NewCredentials()
-	if c.opts.TLS != nil {
-		creds = credentials.NewTLS(c.opts.TLS)
+	cl, err := dialNode(addr, c.opts)
+	if err != nil {
+		return nil, err
 	}
-	max := c.opts.MaxMessageBytes
+	if c.m == nil {
+		c.m = map[string]flight.Client{}
+	}
+	c.m[addr] = cl
+	return cl, nil
+}
+
+// dialNode makes a Flight client for a storage node.
+func dialNode(addr string, opts ClientOptions) (flight.Client, error) {
+	creds := insecure.NewCredentials()
+	if opts.TLS != nil {
+		creds = credentials.NewTLS(opts.TLS)
+	}
+	max := opts.MaxMessageBytes
 	if max <= 0 {
 		max = 64 << 20
 	}
@@ -565,10 +637,6 @@ func (c *nodeClients) get(addr string) (flight.Client, error) {
 	if err != nil {
 		return nil, nferr.Unavailablef("storage node %s: %v", addr, err)
 	}
-	if c.m == nil {
-		c.m = map[string]flight.Client{}
-	}
-	c.m[addr] = cl
 	return cl, nil
 }
 
@@ -804,7 +872,7 @@ type remoteIter struct {
 // it retries each file on a replica not yet tried.
 func (it *remoteIter) fetch(ctx context.Context, node string, frs []FileRange, files map[string]*File, tried map[string]bool) {
 	defer it.wg.Done()
-	got, err := it.stream(ctx, node, frs)
+	got, err := it.stream(ctx, node, frs, files)
 	if err == nil || ctx.Err() != nil {
 		if err != nil && ctx.Err() == nil {
 			it.fail(err)
@@ -850,7 +918,7 @@ func (it *remoteIter) fail(err error) {
 }
 
 // stream runs one DoGet; it returns the number of records received.
-func (it *remoteIter) stream(ctx context.Context, node string, frs []FileRange) (int, error) {
+func (it *remoteIter) stream(ctx context.Context, node string, frs []FileRange, files map[string]*File) (int, error) {
 	addr, ok := it.r.nodes[node]
 	if !ok {
 		return 0, nferr.Unavailablef("storage node %s has no known address", node)
@@ -866,7 +934,7 @@ func (it *remoteIter) stream(ctx context.Context, node string, frs []FileRange) 
 		return 0, err
 	}
 	if it.r.cl.opts.LocalReads {
-		sc, err := it.localScanner(ctx, c, addr, spec)
+		sc, err := it.localScanner(ctx, c, addr, spec, files)
 		if err != nil {
 			return 0, err
 		}
@@ -968,6 +1036,9 @@ func (it *remoteIter) Close() error {
 type PlacedTable struct {
 	Columns []Column            `json:"columns"`
 	Files   map[string][]string `json:"files"`
+	// Checksums are the files' checksums (File.Checksum) by path: a worker
+	// reuses a local-read handshake only for files whose checksum it knows.
+	Checksums map[string]string `json:"checksums,omitempty"`
 }
 
 // PlacedTable returns the placement of a table's files. A file placed on
@@ -983,6 +1054,12 @@ func (db *DB) PlacedTable(name string) (*PlacedTable, error) {
 			return nil, nferr.Queryf("table %s: file %s is not placed on any storage node (run `nicflow storage place`)", t.QualifiedName(), f.Path)
 		}
 		pt.Files[f.Path] = append([]string(nil), f.Nodes...)
+		if f.Checksum != "" {
+			if pt.Checksums == nil {
+				pt.Checksums = make(map[string]string, len(t.Files))
+			}
+			pt.Checksums[f.Path] = f.Checksum
+		}
 	}
 	return pt, nil
 }
@@ -1009,7 +1086,7 @@ func NewPlacedScanner(tables map[string]*PlacedTable, nodes []Node, opts ClientO
 	for name, pt := range tables {
 		t := &Table{Name: name, Columns: pt.Columns}
 		for path, ns := range pt.Files {
-			t.Files = append(t.Files, &File{Path: path, Nodes: ns})
+			t.Files = append(t.Files, &File{Path: path, Nodes: ns, Checksum: pt.Checksums[path]})
 		}
 		ts[strings.ToLower(name)] = t
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -30,8 +31,9 @@ import (
 // Protocol: the storage service writes a random token to
 // DIR/localReadToken at start. A client with ClientOptions.LocalReads sends
 // the DoAction "nicflow.local-scan" with a ticket naming a table (once per
-// client, node and table: a worker task asks once for all its scans); the
-// node answers with its directory, the token and the table's catalog
+// client, node and table: a worker task asks once for all its scans; with
+// a ClientPool a worker's tasks share the answer while the token file and
+// the checksums of the files they read still match it); the node answers with its directory, the token and the table's catalog
 // entry. If the client can read DIR/localReadToken and it holds the
 // same token, the directory it sees is the node's own, and it scans the
 // files there with the same Scanner (pruning, filters, checks of size and
@@ -116,31 +118,14 @@ func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoAction
 	return stream.Send(&flight.Result{Body: body})
 }
 
-// localDirs caches, per directory a storage node announced, whether this
-// process sees it (the token matched) and the footers read from it. It is
-// process-wide so that every task of a worker shares the footer cache.
+// localDirs holds, per directory a storage node announced and this
+// process was shown to see, the footers read from it. It is process-wide
+// so that every task of a worker shares the footer cache.
 var localDirs sync.Map // dir -> *localDir
 
 type localDir struct {
 	mu    sync.Mutex
-	token string // last token that matched ("" none)
 	files *fileSet
-}
-
-// sees reports whether dir holds token, reading the token file only when
-// the token changed (a restarted node writes a new one).
-func (d *localDir) sees(dir, token string) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.token == token {
-		return true
-	}
-	b, err := os.ReadFile(filepath.Join(dir, localReadToken))
-	if err != nil || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(string(b))), []byte(token)) != 1 {
-		return false
-	}
-	d.token = token
-	return true
 }
 
 // localTable is what a client learned about reading one table of one
@@ -148,28 +133,80 @@ func (d *localDir) sees(dir, token string) bool {
 type localTable struct {
 	files *fileSet
 	table *Table
+	// dir and token are the node's directory and the token that matched.
+	dir, token string
+	// at is when the node answered (a pooled "cannot" is asked again later).
+	at time.Time
 }
 
-// localTableOf asks the node at addr (once per client and table) whether
-// this process sees its directory, and for the table's catalog entry.
-func (it *remoteIter) localTableOf(ctx context.Context, c flight.Client, addr, table string) *localTable {
+// localRetry is how long a pooled "cannot read locally" answer stands
+// before the node is asked again (it may have been restarting).
+const localRetry = 10 * time.Second
+
+// reusable reports whether a pooled answer still holds for the files a
+// scan reads: the node's token file is unchanged (a restarted node, or one
+// that turned local reads off, invalidates it) and every file has the
+// checksum the plan expects (a table replaced under the same file names
+// does not reuse a stale catalog entry).
+func (lt *localTable) reusable(frs []FileRange, files map[string]*File) bool {
+	if lt.table == nil {
+		return time.Since(lt.at) < localRetry
+	}
+	for _, fr := range frs {
+		f := files[fr.Path]
+		if f == nil || f.Checksum == "" {
+			return false
+		}
+		ok := false
+		for _, have := range lt.table.Files {
+			if have.Path == fr.Path {
+				ok = have.Checksum == f.Checksum
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return holdsToken(lt.dir, lt.token)
+}
+
+// holdsToken reports whether dir's token file holds token.
+func holdsToken(dir, token string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, localReadToken))
+	return err == nil && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(string(b))), []byte(token)) == 1
+}
+
+// localTableOf returns whether this process sees the directory of the node
+// at addr, and the table's catalog entry there. It asks the node once per
+// client and table; with a ClientPool the answer serves later scanners too
+// while it stays valid for their files (localTable.reusable).
+func (it *remoteIter) localTableOf(ctx context.Context, c flight.Client, addr string, spec ScanSpec, files map[string]*File) *localTable {
 	cl := it.r.cl
-	key := addr + "\x00" + strings.ToLower(table)
-	cl.mu.Lock()
-	lt, ok := cl.local[key]
-	cl.mu.Unlock()
-	if ok {
+	key := addr + "\x00" + strings.ToLower(spec.Table)
+	mu, cache := &cl.mu, &cl.local
+	if p := cl.opts.Pool; p != nil {
+		mu, cache = &p.mu, &p.local
+	}
+	mu.Lock()
+	lt, ok := (*cache)[key]
+	mu.Unlock()
+	if ok && (cl.opts.Pool == nil || lt.reusable(spec.Files, files)) {
 		return lt
 	}
-	lt = &localTable{}
-	defer func() {
-		cl.mu.Lock()
-		if cl.local == nil {
-			cl.local = map[string]*localTable{}
-		}
-		cl.local[key] = lt
-		cl.mu.Unlock()
-	}()
+	lt = askLocal(ctx, c, spec.Table)
+	mu.Lock()
+	if *cache == nil {
+		*cache = map[string]*localTable{}
+	}
+	(*cache)[key] = lt
+	mu.Unlock()
+	return lt
+}
+
+// askLocal runs the local-read handshake for a table.
+func askLocal(ctx context.Context, c flight.Client, table string) *localTable {
+	lt := &localTable{at: time.Now()}
 	tkt, err := MarshalScanSpec(ScanSpec{Table: table})
 	if err != nil {
 		return lt
@@ -192,16 +229,16 @@ func (it *remoteIter) localTableOf(ctx context.Context, c flight.Client, addr, t
 	if err := json.Unmarshal(res.GetBody(), &r); err != nil || r.Table == nil || r.Dir == "" || r.Token == "" {
 		return lt
 	}
-	v, _ := localDirs.LoadOrStore(r.Dir, &localDir{})
-	d := v.(*localDir)
-	if !d.sees(r.Dir, r.Token) {
+	if !holdsToken(r.Dir, r.Token) {
 		return lt
 	}
+	v, _ := localDirs.LoadOrStore(r.Dir, &localDir{})
+	d := v.(*localDir)
 	d.mu.Lock()
 	if d.files == nil {
 		d.files = &fileSet{dir: r.Dir}
 	}
-	lt.files, lt.table = d.files, r.Table
+	lt.files, lt.table, lt.dir, lt.token = d.files, r.Table, r.Dir, r.Token
 	d.mu.Unlock()
 	return lt
 }
@@ -209,8 +246,8 @@ func (it *remoteIter) localTableOf(ctx context.Context, c flight.Client, addr, t
 // localScanner returns a Scanner over the node's files for spec when this
 // process sees the node's directory, or nil (use DoGet). An error is one
 // of the scan itself (bad spec, a file failing its checks).
-func (it *remoteIter) localScanner(ctx context.Context, c flight.Client, addr string, spec ScanSpec) (*Scanner, error) {
-	lt := it.localTableOf(ctx, c, addr, spec.Table)
+func (it *remoteIter) localScanner(ctx context.Context, c flight.Client, addr string, spec ScanSpec, files map[string]*File) (*Scanner, error) {
+	lt := it.localTableOf(ctx, c, addr, spec, files)
 	if lt.table == nil {
 		return nil, nil
 	}

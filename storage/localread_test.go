@@ -130,3 +130,92 @@ func TestLocalReads(t *testing.T) {
 		t.Fatalf("local read of a truncated file: %v (kind %v), want a data error naming %s", err, nferr.KindOf(err), p)
 	}
 }
+
+// TestClientPool checks that scanners sharing a ClientPool share one
+// connection per node and reuse a local-read handshake only while it is
+// valid: a table replaced under the same file names, or a token file
+// rewritten (a restarted node), makes the next scan ask again.
+func TestClientPool(t *testing.T) {
+	n1 := startNode(t, "n1", 4<<10)
+	coord := placedOn(t, n1, "n1")
+	alloc := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer alloc.AssertSize(t, 0)
+	pool := NewClientPool()
+	defer pool.Close()
+	key := n1.srv.Addr() + "\x00t"
+	cached := func() *localTable {
+		pool.mu.Lock()
+		defer pool.mu.Unlock()
+		return pool.local[key]
+	}
+	scan := func(co *DB) ([]row, ScanStats) {
+		t.Helper()
+		rs := NewRemoteScanner(co, nil, ClientOptions{LocalReads: true, Pool: pool})
+		defer rs.Close()
+		spec := ScanSpec{Table: "t"}.AllColumns(mustTable(t, co, "t"))
+		got, st, err := remoteScan(t, rs, spec, ScanOptions{Alloc: alloc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := scanAll(t, co, spec, ScanOptions{})
+		sortRows(got)
+		sortRows(want)
+		if !equalRows(got, want) {
+			t.Fatalf("pooled scan: %d rows, want %d", len(got), len(want))
+		}
+		return got, st
+	}
+	_, st := scan(coord)
+	first := cached()
+	if st.LocalScans == 0 || first == nil || first.table == nil {
+		t.Fatalf("first pooled scan: local scans %d, handshake %+v", st.LocalScans, first)
+	}
+	_, st = scan(coord)
+	if st.LocalScans == 0 || cached() != first {
+		t.Fatalf("second pooled scan: local scans %d, handshake reused %v", st.LocalScans, cached() == first)
+	}
+	pool.mu.Lock()
+	conns := len(pool.m)
+	pool.mu.Unlock()
+	if conns != 1 {
+		t.Fatalf("pool holds %d connections, want 1", conns)
+	}
+
+	// The table replaced under the same file names: new checksums, a new
+	// handshake, the new rows.
+	if err := coord.DropTable("t", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := n1.db.DropTable("t", false); err != nil {
+		t.Fatal(err)
+	}
+	sch := testSchema()
+	mustCreate(t, coord, "t", sch)
+	appendRows(t, coord, "t", sch, randomRows(rand.New(rand.NewSource(12)), 0, 2000, 0.1))
+	if err := coord.Place(context.Background(), "t", []Node{{ID: "n1", Addr: n1.srv.Addr()}}, 1, ClientOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rows, st := scan(coord)
+	second := cached()
+	if len(rows) != 2000 || st.LocalScans == 0 || second == first {
+		t.Fatalf("scan of the replaced table: %d rows, local scans %d, handshake reused %v", len(rows), st.LocalScans, second == first)
+	}
+
+	// A rewritten token file: the pooled answer no longer holds; the node
+	// still announces its own token, which now fails to match, so the scan
+	// goes over Flight.
+	if _, err := writeLocalToken(n1.db.Dir()); err != nil {
+		t.Fatal(err)
+	}
+	if _, st = scan(coord); st.LocalScans != 0 || cached() == second {
+		t.Fatalf("scan after the token changed: local scans %d (want 0), handshake reused %v", st.LocalScans, cached() == second)
+	}
+
+	pool.Close()
+	rs := NewRemoteScanner(coord, nil, ClientOptions{Pool: pool})
+	defer rs.Close()
+	_, _, err := remoteScan(t, rs, ScanSpec{Table: "t", Columns: []string{"id"}}, ScanOptions{Alloc: alloc})
+	if !nferr.Is(err, nferr.KindUnavailable) {
+		t.Fatalf("scan through a closed pool: %v, want unavailable", err)
+	}
+}
