@@ -430,13 +430,22 @@ func (d *distPlanner) walk(n *PhysNode) (frag, error) {
 	if err != nil {
 		return f, err
 	}
-	if n.Streams == 1 && (f.wide || f.n.Streams > 1) {
+	if n.Streams == 1 && (f.wide || f.n.Streams > 1) && !streamFree(n.Kind) {
 		// NB: the embedded plan ran n as one stream: whatever follows
 		// (ORDER BY, LIMIT, a global aggregate) relies on seeing all
 		// rows in one stream.
 		return d.single(f)
 	}
 	return f, nil
+}
+
+// streamFree: the node's rows do not depend on how its input is split
+// into streams or tasks (filters and projections work row by row; a hash
+// join distributes its inputs itself), so a wide input stays wide through
+// it even where the embedded plan ran it as one stream. The first node
+// above that needs one stream gathers (walkNode), as does the root.
+func streamFree(k PhysKind) bool {
+	return k == PhysFilter || k == PhysProject || k == PhysHashJoin
 }
 
 func (d *distPlanner) walkNode(n *PhysNode) (frag, error) {
@@ -483,6 +492,11 @@ func (d *distPlanner) walkNode(n *PhysNode) (frag, error) {
 	in, err := d.walk(n.Inputs[0])
 	if err != nil {
 		return in, err
+	}
+	if n.Streams == 1 && !streamFree(n.Kind) && (in.wide || in.n.Streams > 1) {
+		if in, err = d.single(in); err != nil {
+			return in, err
+		}
 	}
 	out := frag{n: with(n, in.n.Streams, in.n), wide: in.wide}
 	switch n.Kind {

@@ -21,6 +21,7 @@ var benchClusterFlags struct {
 	dir          string
 	configs      string
 	runs         int
+	rounds       int
 	queries      string
 	format       string
 	noLocalReads bool
@@ -30,12 +31,17 @@ var benchClusterFlags struct {
 var benchClusterCmd = &cobra.Command{
 	Use:   "cluster --dir DIR",
 	Short: "Run TPC-H embedded and on local clusters: times, ratios, bytes shuffled, answers checked",
-	Long: `Run the TPC-H queries on the data in DIR (from "nicflow tpch gen") embedded,
-then on each local cluster of --configs (WORKERSxSTORAGE: a coordinator, that
+	Long: `Run the TPC-H queries on the data in DIR (from "nicflow tpch gen") embedded
+and on each local cluster of --configs (WORKERSxSTORAGE: a coordinator, that
 many worker and storage processes on this machine, as "nicflow cluster
-local" starts them), and print one table: per query the best time of --runs
+local" starts them), and print one table: per query the best time of the
 runs embedded and on each cluster, the bytes the cluster shuffled, and per
 cluster the total divided by the embedded total.
+
+The whole sequence (every query embedded, then on each cluster in turn)
+runs --rounds times, and each query's best time over all rounds counts: a
+machine that slows down for a while (a busy neighbour on a VM) then slows
+both sides alike instead of whichever ran at that moment.
 
 Every answer is checked against the reference answers (SF 0.01, 0.1 and 1):
 the command exits non-zero if any cluster or embedded answer is wrong, so at
@@ -60,7 +66,8 @@ func init() {
 	f := benchClusterCmd.Flags()
 	f.StringVar(&benchClusterFlags.dir, "dir", "", "TPC-H data from `nicflow tpch gen` (required)")
 	f.StringVar(&benchClusterFlags.configs, "configs", "4x1", "clusters to run, WORKERSxSTORAGE, comma-separated")
-	f.IntVar(&benchClusterFlags.runs, "runs", 3, "runs per query (the best counts)")
+	f.IntVar(&benchClusterFlags.runs, "runs", 3, "runs of each query in a row (the best counts)")
+	f.IntVar(&benchClusterFlags.rounds, "rounds", 2, "times the whole sequence (embedded, then each cluster) runs")
 	f.StringVar(&benchClusterFlags.queries, "queries", "1-22", "queries to run, e.g. 1,3,5-7")
 	f.StringVar(&benchClusterFlags.format, "format", formatTable, "output format: table or csv")
 	f.BoolVar(&benchClusterFlags.noLocalReads, "no-local-reads", false, "workers receive every scan over Flight")
@@ -101,8 +108,8 @@ func runBenchCluster(ctx context.Context, stdout, stderr io.Writer) error {
 	if err := checkFormat(fl.format, formatTable, formatCSV); err != nil {
 		return err
 	}
-	if fl.runs < 1 {
-		return usagef("--runs must be at least 1")
+	if fl.runs < 1 || fl.rounds < 1 {
+		return usagef("--runs and --rounds must be at least 1")
 	}
 	shapes, err := parseShapes(fl.configs)
 	if err != nil {
@@ -125,43 +132,45 @@ func runBenchCluster(ctx context.Context, stdout, stderr io.Writer) error {
 		return nferr.Internalf("bench cluster: %v", err)
 	}
 
-	runAll := func(what string, run textRunner) ([]queryRun, error) {
-		var rs []queryRun
+	results := make([][]queryRun, 1+len(shapes))
+	pass := func(c int, what string, r textRunner) error {
 		for _, q := range qs {
 			if err := ctx.Err(); err != nil {
-				return nil, nferr.With(nferr.KindCanceled, err)
+				return nferr.With(nferr.KindCanceled, err)
 			}
-			r := runTPCHQuery(ctx, run, q, sf, fl.runs, verify)
-			if r.err != nil {
-				return nil, nferr.Wrap(nferr.KindOf(r.err), r.err, "%s Q%d", what, q)
+			res := runTPCHQuery(ctx, r, q, sf, fl.runs, verify)
+			if res.err != nil {
+				return nferr.Wrap(nferr.KindOf(res.err), res.err, "%s Q%d", what, q)
 			}
-			rs = append(rs, r)
+			results[c] = mergeRun(results[c], res)
 		}
-		fmt.Fprintf(stderr, "%s: done\n", what)
-		return rs, nil
+		return nil
 	}
-
-	// Embedded first: the cluster's coordinator takes the catalog after.
-	opts, err := sessionOptions("", 0, 0)
-	if err != nil {
-		return err
-	}
-	sess, err := openSession(fl.dir, false, opts)
-	if err != nil {
-		return err
-	}
-	emb, err := runAll("embedded", sessionRunner(sess))
-	sess.Close()
-	if err != nil {
-		return err
-	}
-	results := [][]queryRun{emb}
-	for _, sh := range shapes {
-		rs, err := benchOneCluster(ctx, exe, fl.dir, sh, fl.noLocalReads, fl.workerCores, stderr, runAll)
+	for round := 1; round <= fl.rounds; round++ {
+		// Embedded first: the cluster's coordinator takes the catalog after.
+		opts, err := sessionOptions("", 0, 0)
 		if err != nil {
 			return err
 		}
-		results = append(results, rs)
+		sess, err := openSession(fl.dir, false, opts)
+		if err != nil {
+			return err
+		}
+		err = pass(0, "embedded", sessionRunner(sess))
+		sess.Close()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "round %d: embedded done\n", round)
+		for i, sh := range shapes {
+			err := benchOneCluster(ctx, exe, fl.dir, sh, fl.noLocalReads, fl.workerCores, stderr, func(cl textRunner) error {
+				return pass(i+1, "cluster "+sh.String(), cl)
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "round %d: cluster %s done\n", round, sh)
+		}
 	}
 	printBenchCluster(stdout, fl.format, sf, shapes, results, fl.noLocalReads)
 	bad := 0
@@ -184,7 +193,7 @@ func runBenchCluster(ctx context.Context, stdout, stderr io.Writer) error {
 }
 
 func benchOneCluster(ctx context.Context, exe, dir string, sh clusterShape, noLocal bool, cores int, stderr io.Writer,
-	runAll func(string, textRunner) ([]queryRun, error)) ([]queryRun, error) {
+	runAll func(textRunner) error) error {
 	var workerArgs []string
 	if noLocal {
 		workerArgs = append(workerArgs, "--no-local-reads")
@@ -200,18 +209,42 @@ func benchOneCluster(ctx context.Context, exe, dir string, sh clusterShape, noLo
 		Extra: map[cluster.Role][]string{cluster.RoleWorker: workerArgs},
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer lc.Stop()
 	if err := placeTables(sctx, lc, 1, stderr); err != nil {
-		return nil, err
+		return err
 	}
 	cs, err := dialClusterSQL(lc.CoordinatorAddr, lc.KeyDir, io.Discard)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer cs.Close()
-	return runAll("cluster "+sh.String(), cs.runQueryText)
+	if err := runAll(cs.runQueryText); err != nil {
+		return err
+	}
+	return nil
+}
+
+// mergeRun adds a query's runs to rs: a query seen before (embedded runs
+// next to every cluster) keeps all its times, the fastest run's figures
+// and the first wrong answer.
+func mergeRun(rs []queryRun, r queryRun) []queryRun {
+	for i := range rs {
+		if rs[i].q != r.q {
+			continue
+		}
+		old := &rs[i]
+		if minDur(r.times) < minDur(old.times) {
+			old.cpu, old.shuffled, old.rows = r.cpu, r.shuffled, r.rows
+		}
+		old.times = append(old.times, r.times...)
+		if old.verdict == "ok" || old.verdict == "" {
+			old.verdict = r.verdict
+		}
+		return rs
+	}
+	return append(rs, r)
 }
 
 func printBenchCluster(w io.Writer, format string, sf float64, shapes []clusterShape, results [][]queryRun, noLocal bool) {
