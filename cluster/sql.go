@@ -292,7 +292,7 @@ func (r *SQLRunner) run(q *Query, dq *engine.DistQuery, workers []NodeInfo, out 
 		}
 		q.DefineStage(s.ID, name, s.Tasks)
 		scans := map[string]*storage.PlacedTable{}
-		s.Root.Walk(func(n *engine.PhysNode) {
+		s.Walk(func(n *engine.PhysNode) {
 			if n.Kind == engine.PhysScan {
 				scans[n.Scan.Spec.Table] = tables[n.Scan.Spec.Table]
 			}

@@ -62,8 +62,10 @@ import (
 //	              streams in every task
 //	union         wide when every input is; else the wide ones are
 //	              gathered
-//	shared scan   the shared subplan is planned again at every reader
-//	              (computed once per reader, not once per query)
+//	shared scan   the shared subplan is planned once, in one task, and
+//	              goes with the stage holding its readers (Stage.Shared),
+//	              computed once there; when its readers are in different
+//	              stages it is planned again at every reader instead
 //
 // and any node the embedded plan ran as one stream is single here too (a
 // wide input is gathered first), so per-stream semantics (ORDER BY order,
@@ -129,6 +131,9 @@ type Stage struct {
 	ID    int       `json:"id"`
 	Tasks int       `json:"tasks"`
 	Root  *PhysNode `json:"root"`
+	// Shared are the subplans the stage's PhysSharedScan nodes read: each
+	// computed once in the task, however many readers it has.
+	Shared []*PhysShared `json:"shared,omitempty"`
 	// Out is where the stage's output goes (nil: the root stage, whose
 	// one task streams to the coordinator).
 	Out *StageOut `json:"out,omitempty"`
@@ -146,6 +151,15 @@ type StageOut struct {
 
 // Root is the root stage.
 func (d *DistPlan) Root() *Stage { return d.Stages[len(d.Stages)-1] }
+
+// Walk calls fn on every node of the stage: its root's tree and its
+// shared subplans'.
+func (s *Stage) Walk(fn func(*PhysNode)) {
+	s.Root.walk(fn)
+	for _, d := range s.Shared {
+		d.Root.walk(fn)
+	}
+}
 
 // Stage returns the stage with the given ID (nil if none).
 func (d *DistPlan) Stage(id int) *Stage {
@@ -299,6 +313,12 @@ type distPlanner struct {
 	nextID int
 	stages []*Stage
 	nexch  int
+	// shared holds each shared subplan planned so far (by definition ID):
+	// its readers read it as a PhysSharedScan, and the stage holding them
+	// computes it once. unshared lists the definitions whose readers ended
+	// up in different stages: planned again at every reader.
+	shared   map[int]*PhysShared
+	unshared map[int]bool
 }
 
 // PlanDistributed cuts a physical plan into stages (see the file comment).
@@ -314,40 +334,87 @@ func PlanDistributed(pp *PhysPlan, opts DistOptions) (dp *DistPlan, err error) {
 			dp, err = nil, nferr.Internalf("distributed planner bug (please report): %v", r)
 		}
 	}()
-	d := &distPlanner{opts: opts, plan: pp}
-	count := func(n *PhysNode) { d.nextID = max(d.nextID, n.ID) }
-	pp.Root.walk(count)
-	for _, s := range pp.Shared {
-		s.Root.walk(count)
-	}
 	if opts.Workers == 1 {
 		// One worker: a network exchange would only move rows from the
 		// worker to itself (and split aggregates into partial and final
 		// passes), so the embedded plan runs whole in one task, its
-		// exchanges local.
-		n, err := d.inline(pp.Root)
+		// exchanges local and its shared subplans computed once.
+		d := &distPlanner{opts: opts, plan: pp}
+		d.countIDs()
+		f, err := d.single(frag{n: pp.Root})
 		if err != nil {
 			return nil, err
 		}
-		f, err := d.single(frag{n: n})
-		if err != nil {
-			return nil, err
-		}
-		return &DistPlan{Stages: []*Stage{{ID: 1, Tasks: 1, Root: f.n}}, Names: pp.Names, Columns: pp.Root.Columns,
+		return &DistPlan{Stages: []*Stage{{ID: 1, Tasks: 1, Root: f.n, Shared: pp.Shared}}, Names: pp.Names, Columns: pp.Root.Columns,
 			Workers: opts.Workers, Parallelism: opts.Parallelism}, nil
 	}
+	unshared := map[int]bool{}
+	for {
+		d := &distPlanner{opts: opts, plan: pp, shared: map[int]*PhysShared{}, unshared: unshared}
+		d.countIDs()
+		dp, split, err := d.plan1()
+		if err != nil || split == nil {
+			return dp, err
+		}
+		// A shared subplan whose readers are in different stages would
+		// receive its exchanges in each: plan it again at every reader.
+		unshared[split.ID] = true
+	}
+}
+
+func (d *distPlanner) countIDs() {
+	count := func(n *PhysNode) { d.nextID = max(d.nextID, n.ID) }
+	d.plan.Root.walk(count)
+	for _, s := range d.plan.Shared {
+		s.Root.walk(count)
+	}
+}
+
+// plan1 plans the stages; split is a shared subplan read from several
+// stages (nil: none).
+func (d *distPlanner) plan1() (*DistPlan, *PhysShared, error) {
+	pp := d.plan
 	f, err := d.walk(pp.Root)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if f, err = d.single(f); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	root := &Stage{ID: len(d.stages) + 1, Tasks: 1, Root: f.n}
 	d.stages = append(d.stages, root)
+	// Each shared subplan goes to the one stage reading it; the last
+	// definitions first, as a subplan may read an earlier one (its readers
+	// are then in the later one's tree).
+	for i := len(pp.Shared) - 1; i >= 0; i-- {
+		def := pp.Shared[i]
+		sh := d.shared[def.ID]
+		if sh == nil {
+			continue
+		}
+		var at *Stage
+		for _, s := range d.stages {
+			s.Walk(func(n *PhysNode) {
+				if n.Kind == PhysSharedScan && n.Shared.Def == def.ID {
+					if at != nil && at != s {
+						at = &Stage{ID: -1}
+					} else if at == nil {
+						at = s
+					}
+				}
+			})
+		}
+		if at == nil {
+			continue
+		}
+		if at.ID < 0 || at.Tasks != 1 {
+			return nil, def, nil
+		}
+		at.Shared = append([]*PhysShared{sh}, at.Shared...) // definition order: built in turn
+	}
 	// Consumers: the stage holding each remote node.
 	for _, s := range d.stages {
-		s.Root.walk(func(n *PhysNode) {
+		s.Walk(func(n *PhysNode) {
 			if n.Kind == PhysRemote {
 				if p := d.stageByID(n.Remote.Stage); p != nil && p.Out != nil {
 					p.Out.Consumer = s.ID
@@ -355,7 +422,7 @@ func PlanDistributed(pp *PhysPlan, opts DistOptions) (dp *DistPlan, err error) {
 			}
 		})
 	}
-	return &DistPlan{Stages: d.stages, Names: pp.Names, Columns: pp.Root.Columns, Exchanges: d.nexch, Workers: opts.Workers, Parallelism: opts.Parallelism}, nil
+	return &DistPlan{Stages: d.stages, Names: pp.Names, Columns: pp.Root.Columns, Exchanges: d.nexch, Workers: d.opts.Workers, Parallelism: d.opts.Parallelism}, nil, nil
 }
 
 func (d *distPlanner) stageByID(id int) *Stage {
@@ -465,11 +532,25 @@ func (d *distPlanner) walkNode(n *PhysNode) (frag, error) {
 		if def == nil {
 			return frag{}, nferr.Internalf("distributed plan: shared subplan %d is not defined", n.Shared.Def)
 		}
-		f, err := d.walk(d.renumber(def.Root))
-		if err != nil {
-			return f, err
+		if d.unshared[def.ID] {
+			f, err := d.walk(d.renumber(def.Root))
+			if err != nil {
+				return f, err
+			}
+			return d.single(f)
 		}
-		return d.single(f)
+		if d.shared[def.ID] == nil {
+			// Planned once, in one task (its readers' stage; see plan1).
+			f, err := d.walk(def.Root)
+			if err != nil {
+				return f, err
+			}
+			if f, err = d.single(f); err != nil {
+				return f, err
+			}
+			d.shared[def.ID] = &PhysShared{ID: def.ID, Name: def.Name, Root: f.n}
+		}
+		return frag{n: with(n, 1)}, nil
 	case PhysExchange:
 		return d.exchange(n)
 	case PhysHashJoin:
@@ -545,36 +626,6 @@ func (d *distPlanner) sharedDef(id int) *PhysShared {
 		}
 	}
 	return nil
-}
-
-// inline copies a plan for one task: shared subplans are planned again at
-// each reader, as in walk, and nothing else changes.
-func (d *distPlanner) inline(n *PhysNode) (*PhysNode, error) {
-	switch n.Kind {
-	case PhysSharedScan:
-		def := d.sharedDef(n.Shared.Def)
-		if def == nil {
-			return nil, nferr.Internalf("distributed plan: shared subplan %d is not defined", n.Shared.Def)
-		}
-		r, err := d.inline(d.renumber(def.Root))
-		if err != nil {
-			return nil, err
-		}
-		f, err := d.single(frag{n: r})
-		return f.n, err
-	case PhysRemote:
-		return nil, nferr.Internalf("distributed plan: the physical plan has a remote node already")
-	}
-	c := *n
-	c.Inputs = make([]*PhysNode, len(n.Inputs))
-	for i, in := range n.Inputs {
-		r, err := d.inline(in)
-		if err != nil {
-			return nil, err
-		}
-		c.Inputs[i] = r
-	}
-	return &c, nil
 }
 
 // renumber copies a subtree with fresh node IDs (a shared subplan planned
@@ -944,7 +995,7 @@ func ExplainDistributed(dp *DistPlan, stats *DistStats) string {
 				fmt.Fprintf(&b, "  task %d on %s: %d rows out, sent %s, received %s, time %s\n", t.Task, t.Node, t.Rows, exec.FormatBytes(t.BytesSent), exec.FormatBytes(t.BytesReceived), formatDuration(t.Wall))
 			}
 		}
-		sub := ExplainPhysical(&PhysPlan{Root: s.Root}, st)
+		sub := ExplainPhysical(&PhysPlan{Root: s.Root, Shared: s.Shared}, st)
 		for _, line := range strings.Split(strings.TrimRight(sub, "\n"), "\n") {
 			b.WriteString("  " + line + "\n")
 		}

@@ -40,7 +40,9 @@ type Fragment struct {
 	Tasks       int       `json:"tasks"`
 	Parallelism int       `json:"parallelism"`
 	Root        *PhysNode `json:"root"`
-	Out         *StageOut `json:"out,omitempty"`
+	// Shared are the stage's shared subplans (Stage.Shared).
+	Shared []*PhysShared `json:"shared,omitempty"`
+	Out    *StageOut     `json:"out,omitempty"`
 	// Names are the result's column names (root stage).
 	Names []string `json:"names,omitempty"`
 	// Channels are the shuffle channels of the exchanges this task uses,
@@ -100,13 +102,13 @@ func (dp *DistPlan) Fragments(query string, q uint64, node func(stage, task int)
 		if s.Out != nil {
 			used[s.Out.Exchange] = chans[s.Out.Exchange]
 		}
-		s.Root.walk(func(n *PhysNode) {
+		s.Walk(func(n *PhysNode) {
 			if n.Kind == PhysRemote {
 				used[n.Remote.Exchange] = chans[n.Remote.Exchange]
 			}
 		})
 		for t := 0; t < s.Tasks; t++ {
-			f := &Fragment{Query: query, Stage: s.ID, Task: t, Tasks: s.Tasks, Parallelism: dp.Parallelism, Root: s.Root, Out: s.Out, Channels: used}
+			f := &Fragment{Query: query, Stage: s.ID, Task: t, Tasks: s.Tasks, Parallelism: dp.Parallelism, Root: s.Root, Shared: s.Shared, Out: s.Out, Channels: used}
 			if s.Out == nil {
 				f.Names = dp.Names
 			}
@@ -121,7 +123,7 @@ func (dp *DistPlan) Fragments(query string, q uint64, node func(stage, task int)
 func (dp *DistPlan) Scans() []*ScanOp {
 	var out []*ScanOp
 	for _, s := range dp.Stages {
-		s.Root.walk(func(n *PhysNode) {
+		s.Walk(func(n *PhysNode) {
 			if n.Kind == PhysScan {
 				out = append(out, n.Scan)
 			}
@@ -155,7 +157,7 @@ func UnmarshalFragment(b []byte) (*Fragment, error) {
 	if f.Parallelism < 1 || f.Parallelism > maxParallelism {
 		return nil, nferr.Dataf("plan fragment: parallelism %d", f.Parallelism)
 	}
-	if err := checkPlan(&PhysPlan{Root: f.Root}); err != nil {
+	if err := checkPlan(&PhysPlan{Root: f.Root, Shared: f.Shared}); err != nil {
 		return nil, err
 	}
 	return &f, nil
@@ -435,7 +437,7 @@ func RunFragment(ctx context.Context, f *Fragment, fe FragmentEnv) (err error) {
 	if env.BatchSize <= 0 {
 		env.BatchSize = exec.DefaultBatchSize
 	}
-	ops, stats, err := BuildStreams(&PhysPlan{Root: f.Root}, BuildOptions{
+	ops, stats, err := BuildStreams(&PhysPlan{Root: f.Root, Shared: f.Shared}, BuildOptions{
 		Source: fe.Source, Analyze: f.Analyze, Budget: env.Budget,
 		Remote: &remoteBuilder{f: f, xs: xs, recvd: &ctr.Received},
 		Task:   f.Task, Tasks: f.Tasks, StreamBase: f.Task * maxParallelism,

@@ -68,9 +68,13 @@ func checkDistPlan(t *testing.T, what string, dp *DistPlan) {
 		}
 		// Every remote node reads an earlier stage's exchange with as many
 		// streams as that stage sends each task.
-		s.Root.walk(func(n *PhysNode) {
-			if n.Kind == PhysSharedScan {
-				t.Errorf("%s: stage %d reads a shared subplan", what, s.ID)
+		defs := map[int]bool{}
+		for _, d := range s.Shared {
+			defs[d.ID] = true
+		}
+		s.Walk(func(n *PhysNode) {
+			if n.Kind == PhysSharedScan && (!defs[n.Shared.Def] || s.Tasks != 1) {
+				t.Errorf("%s: stage %d (%d tasks) reads shared subplan %d, defined there: %v", what, s.ID, s.Tasks, n.Shared.Def, defs[n.Shared.Def])
 			}
 			if n.Kind != PhysRemote {
 				return
@@ -110,7 +114,7 @@ func checkDistPlan(t *testing.T, what string, dp *DistPlan) {
 			if err != nil {
 				t.Fatalf("%s: stage %d task %d: %v", what, s.ID, f.Task, err)
 			}
-			if got, want := ExplainPhysical(&PhysPlan{Root: back.Root}, nil), ExplainPhysical(&PhysPlan{Root: s.Root}, nil); got != want {
+			if got, want := ExplainPhysical(&PhysPlan{Root: back.Root, Shared: back.Shared}, nil), ExplainPhysical(&PhysPlan{Root: s.Root, Shared: s.Shared}, nil); got != want {
 				t.Errorf("%s: stage %d changes in a JSON round trip:\n%s\nwant:\n%s", what, s.ID, got, want)
 			}
 			if s.Out != nil {

@@ -68,17 +68,7 @@ func Build(plan *PhysPlan, opts BuildOptions) (exe *Executable, err error) {
 		}
 		b.stats = map[int]*OpStats{}
 	}
-	for _, d := range plan.Shared {
-		ops, err := b.build(d.Root)
-		if err == nil {
-			var root exec.Operator
-			root, err = gatherOps(ops)
-			if err == nil {
-				b.shared[d.ID] = &sharedMat{def: d, schema: root.Schema(), root: root}
-				continue
-			}
-		}
-		b.abandon()
+	if err := b.buildShared(plan.Shared); err != nil {
 		return nil, err
 	}
 	ops, err := b.build(plan.Root)
@@ -101,9 +91,6 @@ func BuildStreams(plan *PhysPlan, opts BuildOptions) (ops []exec.Operator, stats
 	if err := checkPlan(plan); err != nil {
 		return nil, nil, err
 	}
-	if len(plan.Shared) > 0 {
-		return nil, nil, nferr.Internalf("build: a distributed fragment has shared subplans")
-	}
 	defer func() {
 		if r := recover(); r != nil {
 			ops, stats, err = nil, nil, nferr.Internalf("build bug (please report): %v", r)
@@ -116,11 +103,34 @@ func BuildStreams(plan *PhysPlan, opts BuildOptions) (ops []exec.Operator, stats
 		}
 		b.stats = map[int]*OpStats{}
 	}
+	if err := b.buildShared(plan.Shared); err != nil {
+		return nil, nil, err
+	}
 	ops, err = b.build(plan.Root)
 	if err != nil {
+		b.abandon()
 		return nil, nil, err
 	}
 	return ops, b.stats, nil
+}
+
+// buildShared instantiates the shared subplans, in order (one may read an
+// earlier one); on error it abandons those built.
+func (b *builder) buildShared(defs []*PhysShared) error {
+	for _, d := range defs {
+		ops, err := b.build(d.Root)
+		if err == nil {
+			var root exec.Operator
+			root, err = gatherOps(ops)
+			if err == nil {
+				b.shared[d.ID] = &sharedMat{def: d, schema: root.Schema(), root: root}
+				continue
+			}
+		}
+		b.abandon()
+		return err
+	}
+	return nil
 }
 
 // gatherOps returns the one operator of ops, or a gather over them.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sort"
 	"sync"
 	"testing"
 
@@ -116,6 +117,57 @@ func TestDistributedPlansInProcess(t *testing.T) {
 				if err := tpch.CheckAnswer(q, sf, got); err != nil {
 					t.Errorf("Q%d on %d workers: %v", q, w, err)
 				}
+			}
+		})
+	}
+}
+
+// TestDistributedSharedSubplans checks both ways a shared subplan (a CTE
+// read twice) runs on several workers: computed once in the stage holding
+// both its readers, or, when its readers are in different stages, planned
+// again at each; the answers match the embedded ones either way.
+func TestDistributedSharedSubplans(t *testing.T) {
+	dir := tpchSmallGroups(t, 0.01)
+	sess, err := engine.Open(dir, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	for _, tc := range []struct {
+		name, sql string
+		once      bool
+	}{
+		{"one stage", `with t as (select l_suppkey, sum(l_quantity) q from lineitem group by l_suppkey)
+			select count(*), sum(a.q) from t a, t b where a.l_suppkey = b.l_suppkey and b.q > 100`, true},
+		{"two stages", `with m as (select max(o_orderkey) k from orders)
+			select count(*) from lineitem where l_orderkey > (select k from m) - 1000
+			union all
+			select count(*) from orders where o_orderkey > (select k from m) - 2000`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			opts := engine.DistOptions{Workers: 4, Parallelism: 2}
+			dq, err := sess.PrepareDistributed(context.Background(), tc.sql, 0, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			shared := 0
+			for _, s := range dq.Plan.Stages {
+				shared += len(s.Shared)
+			}
+			if once := shared > 0; once != tc.once {
+				t.Fatalf("shared subplans in stages: %d, want computed once: %v\n%s", shared, tc.once, engine.ExplainDistributed(dq.Plan, nil))
+			}
+			got, _ := distLocalAnswer(t, sess, tc.sql, opts, mem)
+			want, err := runQueryText(context.Background(), sess, tc.sql, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sort.Slice(got.Rows, func(i, j int) bool { return fmt.Sprint(got.Rows[i]) < fmt.Sprint(got.Rows[j]) })
+			sort.Slice(want.Rows, func(i, j int) bool { return fmt.Sprint(want.Rows[i]) < fmt.Sprint(want.Rows[j]) })
+			if fmt.Sprint(got.Rows) != fmt.Sprint(want.Rows) || len(want.Rows) == 0 {
+				t.Fatalf("distributed %v, embedded %v", got.Rows, want.Rows)
 			}
 		})
 	}
