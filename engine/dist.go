@@ -271,15 +271,15 @@ func (d *distPlanner) rangeFor(f frag, col int) *RangePart {
 	}
 	for _, c := range f.cands {
 		if c.col == col {
-			return &RangePart{Col: c.cc, Parts: d.opts.Workers}
+			return newRangePart(c.cc, d.opts.Workers)
 		}
 	}
 	return nil
 }
 
-// applyRange splits f on col (rangeFor(f, col) != nil): the scan the
-// column comes from reads by value range.
-func (d *distPlanner) applyRange(f frag, col int) frag {
+// applyRange splits f on col (rangeFor(f, col) != nil) at cuts: the scan
+// the column comes from reads by value range.
+func (d *distPlanner) applyRange(f frag, col int, cuts []int64) frag {
 	if f.ranged != nil {
 		return f
 	}
@@ -287,7 +287,7 @@ func (d *distPlanner) applyRange(f frag, col int) frag {
 		if c.col != col {
 			continue
 		}
-		rp := &RangePart{Col: c.cc, Parts: d.opts.Workers}
+		rp := &RangePart{Col: c.cc, Parts: d.opts.Workers, Cuts: cuts}
 		var mark func(n *PhysNode) *PhysNode
 		mark = func(n *PhysNode) *PhysNode {
 			cp := *n
@@ -702,12 +702,13 @@ func (d *distPlanner) splitRepartitionedAgg(n *PhysNode) (frag, bool, error) {
 		return frag{n: with(n, x.Exchange.Outputs, with(x, x.Exchange.Outputs, in.n))}, true, nil
 	}
 	for i, g := range n.Agg.GroupCols {
-		if d.rangeFor(in, g) == nil {
+		rp := d.rangeFor(in, g)
+		if rp == nil {
 			continue
 		}
 		// Split by value range on a group column, every group is whole in
 		// one task: one phase, the exchange between its streams local.
-		in = d.applyRange(in, g)
+		in = d.applyRange(in, g, rp.Cuts)
 		out := frag{n: with(n, x.Exchange.Outputs, with(x, x.Exchange.Outputs, in.n)), wide: true}
 		out.ranged = &rangedOn{cols: []int{i}, rp: in.ranged.rp} // group columns come first
 		return out, true, nil
@@ -852,12 +853,28 @@ func (d *distPlanner) hashJoin(n *PhysNode) (frag, error) {
 		if len(pkeys) == 1 && !spec.NullAware {
 			pr, br = d.rangeFor(probe, pkeys[0]), d.rangeFor(build, bkeys[0])
 		}
+		var cuts []int64
+		switch {
+		case pr == nil || br == nil:
+		case probe.ranged != nil && build.ranged != nil:
+			if pr.Same(br) {
+				cuts = pr.Cuts
+			}
+		case probe.ranged != nil:
+			cuts = pr.Cuts
+		case build.ranged != nil:
+			cuts = br.Cuts
+		case len(br.Col.Min) > len(pr.Col.Min):
+			cuts = br.Cuts // the finer row groups set the bounds
+		default:
+			cuts = pr.Cuts
+		}
 		switch {
 		case coLocated:
-		case pr != nil && br != nil && pr.Same(br):
-			// Both sides split alike by value range on the keys: equal
-			// keys are in the same task already.
-			probe, build = d.applyRange(probe, pkeys[0]), d.applyRange(build, bkeys[0])
+		case cuts != nil:
+			// Both sides split alike by value range on the keys (or can
+			// be): equal keys are in the same task already.
+			probe, build = d.applyRange(probe, pkeys[0], cuts), d.applyRange(build, bkeys[0], cuts)
 			ranged = true
 		case canBroadcast && (small || !canPartition):
 			replicateBuild()

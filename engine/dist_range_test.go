@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -71,5 +72,75 @@ func TestRangeSplit(t *testing.T) {
 	}
 	if _, _, err := rangeTasks(s, 0, 3); err == nil {
 		t.Error("a split into 7 parts built for 3 tasks: no error")
+	}
+}
+
+// TestRangeCuts checks the bounds of a range split: with at least two row
+// groups per part they fall on row-group boundaries, balanced by rows, so
+// every row group is read by exactly one task; with fewer they cut the
+// value range in equal widths. A scan split at another scan's bounds (a
+// join of tables with different key ranges) still puts every value in
+// one part.
+func TestRangeCuts(t *testing.T) {
+	// Eight row groups of disjoint keys, listed out of order; 100 rows
+	// each but the fourth (400).
+	cc := ClusterCol{Name: "k",
+		Min:  []int64{701, 1, 101, 201, 301, 401, 501, 601},
+		Max:  []int64{800, 100, 200, 300, 400, 500, 600, 700},
+		Rows: []int64{100, 100, 100, 400, 100, 100, 100, 100}}
+	cc.Lo, cc.Hi = 1, 800
+	s := &ScanOp{Spec: storage.ScanSpec{Table: "t", Columns: []string{"k"}}}
+	for g := range cc.Min {
+		s.Tasks = append(s.Tasks, storage.FileRange{Path: "f", RowGroups: []int{g}})
+	}
+	rp := newRangePart(cc, 4)
+	// 1100 rows: parts near 275 rows, cut at row-group starts.
+	if want := []int64{201, 301, 501}; fmt.Sprint(rp.Cuts) != fmt.Sprint(want) {
+		t.Fatalf("cuts %v, want %v", rp.Cuts, want)
+	}
+	s.Range = rp
+	reads := map[int]int{}
+	for task := 0; task < 4; task++ {
+		frs, _, err := rangeTasks(s, task, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fr := range frs {
+			reads[fr.RowGroups[0]]++
+		}
+	}
+	for g := range cc.Min {
+		if reads[g] != 1 {
+			t.Errorf("row group %d read by %d tasks, want 1", g, reads[g])
+		}
+	}
+
+	// Three row groups for two parts: equal widths of [1, 800].
+	few := ClusterCol{Name: "k", Lo: 1, Hi: 800, Min: []int64{1, 301, 601}, Max: []int64{300, 600, 800}, Rows: []int64{1, 1, 1}}
+	if got := newRangePart(few, 2); fmt.Sprint(got.Cuts) != "[401]" {
+		t.Errorf("equal-width cuts %v, want [401]", got.Cuts)
+	}
+
+	// Another table with keys [150, 5000] split at cc's bounds.
+	other := &ScanOp{Spec: s.Spec, Range: &RangePart{Col: ClusterCol{Name: "k", Lo: 150, Hi: 5000,
+		Min: []int64{150, 1000}, Max: []int64{999, 5000}, Rows: []int64{10, 10}}, Parts: 4, Cuts: rp.Cuts}}
+	other.Tasks = s.Tasks[:2]
+	if !other.Range.Same(rp) {
+		t.Fatal("a split at the same cuts is not the same split")
+	}
+	got := map[int]int{}
+	for task := 0; task < 4; task++ {
+		frs, _, err := rangeTasks(other, task, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fr := range frs {
+			got[fr.RowGroups[0]] |= 1 << task
+		}
+	}
+	// [150, 999] meets parts 0 (..200), 1, 2 and 3 (501..); [1000, 5000]
+	// only part 3.
+	if got[0] != 0b1111 || got[1] != 0b1000 {
+		t.Errorf("row groups by task %b %b, want 1111 1000", got[0], got[1])
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math/bits"
+	"sort"
 
 	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/storage"
@@ -177,8 +178,8 @@ type ScanOp struct {
 }
 
 // ClusterCol is a clustered column of a scan: Out is its output column,
-// Name its storage column, [Lo, Hi] the table's value range, and Min and
-// Max its range in each entry of ScanOp.Tasks.
+// Name its storage column, [Lo, Hi] the table's value range, and Min, Max
+// and Rows its range and row count in each entry of ScanOp.Tasks.
 type ClusterCol struct {
 	Out  int     `json:"out"`
 	Name string  `json:"name"`
@@ -186,18 +187,86 @@ type ClusterCol struct {
 	Hi   int64   `json:"hi"`
 	Min  []int64 `json:"min"`
 	Max  []int64 `json:"max"`
+	Rows []int64 `json:"rows,omitempty"`
 }
 
 // RangePart splits a scan by the value of a clustered column: part i of
 // Parts holds values from Bound(i) to Bound(i+1)-1 (the first part
 // everything below Bound(1), the last everything from Bound(Parts-1)).
+// Cuts, when set, are those bounds; otherwise Col's [Lo, Hi] is cut in
+// equal widths. Two scans joined on their clustered columns share one
+// RangePart (its Cuts chosen on one of them), so their ranges need not
+// be equal.
 type RangePart struct {
 	Col   ClusterCol `json:"col"`
 	Parts int        `json:"parts"`
+	Cuts  []int64    `json:"cuts,omitempty"`
+}
+
+// newRangePart splits cc into parts: at row-group boundaries (so that no
+// row group is read by two tasks) balanced by rows, when cc has at least
+// two row groups per part; else in equal widths (whole row groups would
+// leave the parts too unequal).
+func newRangePart(cc ClusterCol, parts int) *RangePart {
+	r := &RangePart{Col: cc, Parts: parts}
+	n := len(cc.Min)
+	if n < 2*parts || len(cc.Rows) != n {
+		return r.equalWidths()
+	}
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return cc.Min[order[a]] < cc.Min[order[b]] })
+	// cum[j]: rows in the row groups before sorted position j.
+	cum := make([]int64, n+1)
+	for j, g := range order {
+		cum[j+1] = cum[j] + cc.Rows[g]
+	}
+	prev := 0
+	for i := 1; i < parts; i++ {
+		target := cum[n] * int64(i) / int64(parts)
+		// The boundary nearest the target, after the previous cut and
+		// leaving one row group for each later part.
+		best := prev + 1
+		for j := prev + 1; j <= n-(parts-i); j++ {
+			if abs64(cum[j]-target) < abs64(cum[best]-target) {
+				best = j
+			}
+		}
+		cut := cc.Min[order[best]]
+		if len(r.Cuts) > 0 && cut <= r.Cuts[len(r.Cuts)-1] {
+			return (&RangePart{Col: cc, Parts: parts}).equalWidths() // duplicate minimums
+		}
+		r.Cuts = append(r.Cuts, cut)
+		prev = best
+	}
+	return r
+}
+
+// equalWidths sets Cuts to the equal-width bounds of [Col.Lo, Col.Hi].
+func (r *RangePart) equalWidths() *RangePart {
+	r.Cuts = nil
+	cuts := make([]int64, 0, r.Parts-1)
+	for i := 1; i < r.Parts; i++ {
+		cuts = append(cuts, r.Bound(i))
+	}
+	r.Cuts = cuts
+	return r
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 // Bound is the lowest value of part i (1 <= i < Parts).
 func (r *RangePart) Bound(i int) int64 {
+	if len(r.Cuts) == r.Parts-1 {
+		return r.Cuts[i-1]
+	}
 	// NB: 128-bit product: the span may be as wide as int64.
 	span := uint64(r.Col.Hi-r.Col.Lo) + 1
 	hi, lo := bits.Mul64(span, uint64(i))
@@ -207,7 +276,15 @@ func (r *RangePart) Bound(i int) int64 {
 
 // Same reports whether two range splits put equal values in the same part.
 func (r *RangePart) Same(o *RangePart) bool {
-	return r.Parts == o.Parts && r.Col.Lo == o.Col.Lo && r.Col.Hi == o.Col.Hi
+	if r.Parts != o.Parts {
+		return false
+	}
+	for i := 1; i < r.Parts; i++ {
+		if r.Bound(i) != o.Bound(i) {
+			return false
+		}
+	}
+	return true
 }
 
 // ValuesOp is a constant relation: one column-free expression per cell.

@@ -1356,6 +1356,7 @@ func clusteredCols(st *storage.Table, names []string, cols []PhysColumn) []Clust
 				if ok {
 					cc.Min = append(cc.Min, stats[tc].Min.Int)
 					cc.Max = append(cc.Max, stats[tc].Max.Int)
+					cc.Rows = append(cc.Rows, f.RowGroups[g].Rows)
 				}
 			}
 		}
