@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -41,9 +42,11 @@ import (
 //	              Parallelism receivers with exec.HashPartitioner; a
 //	              single-phase aggregate above it is split first (partial
 //	              below the repartition, final above), so partial states
-//	              cross the network instead of rows; an aggregate whose
-//	              input is (or can be) split by value range on a group
-//	              column stays single-phase, its exchange local
+//	              cross the network instead of rows, unless the partial
+//	              pass would hardly reduce them (DistOptions.PartialRatio);
+//	              an aggregate whose input is (or can be) split by value
+//	              range on a group column stays single-phase, its
+//	              exchange local
 //	hash join     both single: one task. Both wide and split alike (or
 //	              splittable alike) by value range on the one join key:
 //	              the join runs where the rows are, no exchange; the
@@ -93,6 +96,12 @@ type DistOptions struct {
 	// Workers-1 other workers; partitioning sends (build + probe) x
 	// (Workers-1)/Workers rows across, and the probe rows dominate).
 	BroadcastFactor float64
+	// PartialRatio: an aggregate over a network repartition is split into
+	// partial and final phases unless the partial phase would keep more
+	// than this fraction of each task's rows (estimated; default 0.8, as
+	// Trino's adaptive partial aggregation): then the rows are sent as they
+	// are and aggregated once.
+	PartialRatio float64
 }
 
 // Validate fills defaults and checks the options.
@@ -108,6 +117,9 @@ func (o *DistOptions) Validate() error {
 	}
 	if o.ReplicateRows == 0 {
 		o.ReplicateRows = 50_000
+	}
+	if o.PartialRatio == 0 {
+		o.PartialRatio = 0.8
 	}
 	return nil
 }
@@ -713,6 +725,12 @@ func (d *distPlanner) splitRepartitionedAgg(n *PhysNode) (frag, bool, error) {
 		out.ranged = &rangedOn{cols: []int{i}, rp: in.ranged.rp} // group columns come first
 		return out, true, nil
 	}
+	if d.partialUseless(n, in) {
+		// Nearly one group per row in each task: a partial pass would
+		// cost a hash table and send as many rows; repartition the rows.
+		r := d.repartition(in, x.Exchange.Keys)
+		return frag{n: with(n, r.n.Streams, r.n), wide: true}, true, nil
+	}
 	partial, final, err := exec.SplitAgg(*n.Agg)
 	if err != nil {
 		return frag{}, true, err
@@ -730,6 +748,19 @@ func (d *distPlanner) splitRepartitionedAgg(n *PhysNode) (frag, bool, error) {
 	r := d.repartition(frag{n: pn, wide: true}, keys)
 	fn := &PhysNode{ID: n.ID, Kind: PhysHashAgg, Streams: r.n.Streams, Agg: &final, Columns: n.Columns, EstRows: n.EstRows, Inputs: []*PhysNode{r.n}}
 	return frag{n: fn, wide: true}, true, nil
+}
+
+// partialUseless: the partial phase of aggregate n would hardly reduce
+// its input in each of the Workers tasks (estimated distinct groups per
+// task above PartialRatio of the task's rows; groups spread uniformly
+// over the rows).
+func (d *distPlanner) partialUseless(n *PhysNode, in frag) bool {
+	groups, rows := n.EstRows, in.n.EstRows/float64(d.opts.Workers)
+	if len(n.Agg.GroupCols) == 0 || groups <= 0 || rows <= 0 {
+		return false
+	}
+	distinct := groups * -math.Expm1(-rows/groups)
+	return distinct > d.opts.PartialRatio*rows
 }
 
 func physColumns(sch *arrow.Schema) ([]PhysColumn, error) {
