@@ -68,12 +68,17 @@
 //	ExplainDistributed            stages [+ EXPLAIN ANALYZE task reports]
 //
 // INVARIANT: a node the embedded plan ran as one stream runs in one task
-// with one stream in a distributed plan; a hash exchange across the network
-// has Workers x Parallelism receivers and uses exec.HashPartitioner over all
-// of them; two sides of a co-located join are distributed on their join
-// keys over the same receivers, or split by value range on them into the
-// same parts (RangePart.Same), every part of a range split read by exactly
-// one task with the part's bounds in its scan filter.
+// with one stream in a distributed plan (filters, projections and hash
+// joins excepted: their rows do not depend on how the input is split, and
+// the first node above that needs one stream gathers); a shared subplan
+// sits in exactly one stage (Stage.Shared), the one-task stage holding all
+// its readers, or is planned again at each reader; a hash exchange across
+// the network has Workers x Parallelism receivers and uses
+// exec.HashPartitioner over all of them; two sides of a co-located join
+// are distributed on their join keys over the same receivers, or split by
+// value range on them at the same bounds (RangePart.Same), every part of a
+// range split read by exactly one task with the part's bounds in its scan
+// filter.
 //
 // Invariants:
 //   - Bind, Optimize and Parse never panic on any input; a recovered panic

@@ -87,7 +87,10 @@
 // localread.go) runs the node's own Scanner over the node's files instead:
 // the same pruning, filters and integrity checks, through a fileSet (path
 // resolution, size checks, footer cache) built from the catalog entries the
-// node sent. Anything else falls back to Flight.
+// node sent. Anything else falls back to Flight. A ClientPool shares one
+// connection per node between scanners (a worker's tasks) and reuses a
+// handshake only while the node's token file and the checksums of the
+// files read still match it.
 //
 // Dependencies: storage imports only Arrow, Parquet, Pebble and Flight
 // (gRPC); exec builds on it, never the reverse.

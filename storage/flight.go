@@ -587,34 +587,35 @@ func (p *ClientPool) Close() error {
 	return nil
 }
 
-// nodeClients caches one Flight client per node address for one scanner
-// (or lends them from ClientOptions.Pool).
+// nodeClients are a scanner's connections: those of ClientOptions.Pool,
+// or of a pool of its own, closed with it.
 type nodeClients struct {
 	opts ClientOptions
-	mu   sync.Mutex
-	m    map[string]flight.Client
-	// local caches the local-read handshake per node address and table.
-	local map[string]*localTable
+	once sync.Once
+	pool *ClientPool
+}
+
+func newNodeClients(opts ClientOptions) *nodeClients {
+	return &nodeClients{opts: opts, pool: opts.Pool}
+}
+
+func (c *nodeClients) clients() *ClientPool {
+	c.once.Do(func() {
+		if c.pool == nil {
+			c.pool = NewClientPool()
+		}
+	})
+	return c.pool
 }
 
 func (c *nodeClients) get(addr string) (flight.Client, error) {
-	if c.opts.Pool != nil {
-		return c.opts.Pool.get(addr, c.opts)
+	return c.clients().get(addr, c.opts)
+}
+
+func (c *nodeClients) close() {
+	if c.opts.Pool == nil {
+		c.clients().Close()
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cl, ok := c.m[addr]; ok {
-		return cl, nil
-	}
-	cl, err := dialNode(addr, c.opts)
-	if err != nil {
-		return nil, err
-	}
-	if c.m == nil {
-		c.m = map[string]flight.Client{}
-	}
-	c.m[addr] = cl
-	return cl, nil
 }
 
 // dialNode makes a Flight client for a storage node.
@@ -640,15 +641,6 @@ func dialNode(addr string, opts ClientOptions) (flight.Client, error) {
 	return cl, nil
 }
 
-func (c *nodeClients) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, cl := range c.m {
-		cl.Close()
-	}
-	c.m = nil
-}
-
 // Place copies the files of a table to storage nodes (round-robin, each
 // file on `replication` consecutive nodes) and records the placement in
 // the catalog in one batch. Files already on a node are not sent again.
@@ -669,7 +661,7 @@ func (db *DB) Place(ctx context.Context, table string, nodes []Node, replication
 	if t.External {
 		return nferr.Queryf("place %s: external tables are not placed", table)
 	}
-	cl := &nodeClients{opts: opts}
+	cl := newNodeClients(opts)
 	defer cl.close()
 	placed := make(map[uint64][]string, len(t.Files))
 	for i, f := range t.Files {
@@ -781,7 +773,7 @@ func NewRemoteScanner(db *DB, nodes []Node, opts ClientOptions) *RemoteScanner {
 	for _, n := range nodes {
 		m[n.ID] = n.Addr
 	}
-	return &RemoteScanner{db: db, nodes: m, cl: &nodeClients{opts: opts}}
+	return &RemoteScanner{db: db, nodes: m, cl: newNodeClients(opts)}
 }
 
 // Close closes the connections.
@@ -1090,7 +1082,7 @@ func NewPlacedScanner(tables map[string]*PlacedTable, nodes []Node, opts ClientO
 		}
 		ts[strings.ToLower(name)] = t
 	}
-	return &PlacedScanner{tables: ts, r: &RemoteScanner{nodes: m, cl: &nodeClients{opts: opts}}}
+	return &PlacedScanner{tables: ts, r: &RemoteScanner{nodes: m, cl: newNodeClients(opts)}}
 }
 
 // Close closes the connections.

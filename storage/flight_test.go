@@ -148,7 +148,7 @@ func TestRemoteScansMatchLocal(t *testing.T) {
 func TestServerSurvivesGarbage(t *testing.T) {
 	n := startNode(t, "g1", 0)
 	mustCreate(t, n.db, "t", loadSchema())
-	cl := &nodeClients{}
+	cl := newNodeClients(ClientOptions{})
 	defer cl.close()
 	c, err := cl.get(n.srv.Addr())
 	if err != nil {

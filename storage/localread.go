@@ -30,10 +30,10 @@ import (
 //
 // Protocol: the storage service writes a random token to
 // DIR/localReadToken at start. A client with ClientOptions.LocalReads sends
-// the DoAction "nicflow.local-scan" with a ticket naming a table (once per
-// client, node and table: a worker task asks once for all its scans; with
-// a ClientPool a worker's tasks share the answer while the token file and
-// the checksums of the files they read still match it); the node answers with its directory, the token and the table's catalog
+// the DoAction "nicflow.local-scan" with a ticket naming a table (the
+// answer is kept in the client's ClientPool, which a worker's tasks share,
+// and reused while the token file and the checksums of the files read
+// still match it); the node answers with its directory, the token and the table's catalog
 // entry. If the client can read DIR/localReadToken and it holds the
 // same token, the directory it sees is the node's own, and it scans the
 // files there with the same Scanner (pruning, filters, checks of size and
@@ -178,29 +178,26 @@ func holdsToken(dir, token string) bool {
 }
 
 // localTableOf returns whether this process sees the directory of the node
-// at addr, and the table's catalog entry there. It asks the node once per
-// client and table; with a ClientPool the answer serves later scanners too
-// while it stays valid for their files (localTable.reusable).
+// at addr, and the table's catalog entry there. The answer is kept in the
+// client pool (the scanner's own, or a worker's shared one) and serves
+// later scans while it stays valid for their files
+// (localTable.reusable).
 func (it *remoteIter) localTableOf(ctx context.Context, c flight.Client, addr string, spec ScanSpec, files map[string]*File) *localTable {
-	cl := it.r.cl
+	p := it.r.cl.clients()
 	key := addr + "\x00" + strings.ToLower(spec.Table)
-	mu, cache := &cl.mu, &cl.local
-	if p := cl.opts.Pool; p != nil {
-		mu, cache = &p.mu, &p.local
-	}
-	mu.Lock()
-	lt, ok := (*cache)[key]
-	mu.Unlock()
-	if ok && (cl.opts.Pool == nil || lt.reusable(spec.Files, files)) {
+	p.mu.Lock()
+	lt, ok := p.local[key]
+	p.mu.Unlock()
+	if ok && lt.reusable(spec.Files, files) {
 		return lt
 	}
 	lt = askLocal(ctx, c, spec.Table)
-	mu.Lock()
-	if *cache == nil {
-		*cache = map[string]*localTable{}
+	p.mu.Lock()
+	if p.local == nil {
+		p.local = map[string]*localTable{}
 	}
-	(*cache)[key] = lt
-	mu.Unlock()
+	p.local[key] = lt
+	p.mu.Unlock()
 	return lt
 }
 
