@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -45,7 +46,9 @@ import (
 //	              cross the network instead of rows, unless the partial
 //	              pass would hardly reduce them (DistOptions.PartialRatio);
 //	              an aggregate whose input is (or can be) split by value
-//	              range on a group column stays single-phase, its
+//	              range on a group column, or is co-located by task on
+//	              some of its group columns (a repartition's keys, kept
+//	              through joins: frag.keyed), stays single-phase, its
 //	              exchange local
 //	hash join     both single: one task. Both wide and split alike (or
 //	              splittable alike) by value range on the one join key:
@@ -209,6 +212,11 @@ type frag struct {
 	// hash, when set, are the columns a network repartition distributed a
 	// wide subtree on (over Workers x Parallelism partitions).
 	hash []int
+	// keyed lists column sets on which the rows of a wide subtree are
+	// co-located by task (equal values in one task): a repartition's keys,
+	// and after a join of two repartitioned inputs the keys of each side
+	// whose values survive (both for an inner join).
+	keyed [][]int
 	// pure: a single-task pipeline of scans, values, filters and
 	// projections, which every task may compute for itself (replicated);
 	// rows is the largest table it scans.
@@ -473,6 +481,43 @@ func (d *distPlanner) cut(f frag, kind exec.ExchangeKind, keys []int, perTask in
 	out := frag{n: rn, wide: consumerWide}
 	if kind == exec.ExchangeHash && consumerWide {
 		out.hash = keys
+		out.keyed = [][]int{keys}
+	}
+	return out
+}
+
+// keyedOn reports whether equal values of cols are in one task of f: f
+// is co-located on a set of columns among them.
+func (f frag) keyedOn(cols []int) bool {
+	if !f.wide {
+		return false
+	}
+	for _, set := range f.keyed {
+		all := len(set) > 0
+		for _, c := range set {
+			all = all && slices.Contains(cols, c)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+// shiftKeyed maps keyed column sets through m (a negative result drops
+// the set).
+func shiftKeyed(keyed [][]int, m func(int) int) [][]int {
+	var out [][]int
+	for _, set := range keyed {
+		ns := make([]int, 0, len(set))
+		for _, c := range set {
+			if j := m(c); j >= 0 {
+				ns = append(ns, j)
+			}
+		}
+		if len(ns) == len(set) {
+			out = append(out, ns)
+		}
 	}
 	return out
 }
@@ -595,10 +640,16 @@ func (d *distPlanner) walkNode(n *PhysNode) (frag, error) {
 	switch n.Kind {
 	case PhysFilter:
 		out.hash, out.pure, out.rows = in.hash, in.pure, in.rows
-		out.cands, out.ranged = in.cands, in.ranged
+		out.cands, out.ranged, out.keyed = in.cands, in.ranged, in.keyed
 	case PhysProject:
 		out.pure, out.rows = in.pure, in.rows
 		out.hash = projectKeys(n.Project, in.hash)
+		out.keyed = shiftKeyed(in.keyed, func(col int) int {
+			if m := projectKeys(n.Project, []int{col}); m != nil {
+				return m[0]
+			}
+			return -1
+		})
 		out.cands, out.ranged = in.mapRange(func(col int) int {
 			if m := projectKeys(n.Project, []int{col}); m != nil {
 				return m[0]
@@ -712,6 +763,12 @@ func (d *distPlanner) splitRepartitionedAgg(n *PhysNode) (frag, bool, error) {
 	}
 	if !in.wide {
 		return frag{n: with(n, x.Exchange.Outputs, with(x, x.Exchange.Outputs, in.n))}, true, nil
+	}
+	if in.keyedOn(n.Agg.GroupCols) {
+		// Every group is whole in one task already (its rows were
+		// repartitioned on some of its columns): one phase, the exchange
+		// between the task's streams local.
+		return frag{n: with(n, x.Exchange.Outputs, with(x, x.Exchange.Outputs, in.n)), wide: true}, true, nil
 	}
 	for i, g := range n.Agg.GroupCols {
 		rp := d.rangeFor(in, g)
@@ -852,7 +909,9 @@ func (d *distPlanner) hashJoin(n *PhysNode) (frag, error) {
 			build = d.cut(build, exec.ExchangeBroadcast, nil, 1, true)
 		}
 	}
+	partitioned := false
 	partitionBoth := func() {
+		partitioned = true
 		if !(probe.wide && equalInts(probe.hash, pkeys)) {
 			probe = d.repartition(probe, pkeys)
 		}
@@ -902,6 +961,7 @@ func (d *distPlanner) hashJoin(n *PhysNode) (frag, error) {
 		}
 		switch {
 		case coLocated:
+			partitioned = true
 		case cuts != nil:
 			// Both sides split alike by value range on the keys (or can
 			// be): equal keys are in the same task already.
@@ -941,6 +1001,27 @@ func (d *distPlanner) hashJoin(n *PhysNode) (frag, error) {
 		out.cands, out.ranged = probe.cands, probe.ranged
 	case probe.wide && (spec.Type == exec.JoinInner || spec.Type == exec.JoinLeft || spec.Type == exec.JoinRight || spec.Type == exec.JoinFull):
 		out.cands, out.ranged = probe.mapRange(func(col int) int { return col + len(l.n.Columns) })
+	}
+	shift := func(col int) int { return col + len(l.n.Columns) }
+	keepRight := spec.Type == exec.JoinInner || spec.Type == exec.JoinLeft || spec.Type == exec.JoinRight || spec.Type == exec.JoinFull
+	switch {
+	case partitioned && probe.wide:
+		// Both sides distributed on their keys: a key keeps saying where
+		// its row is unless an outer join fills it with NULLs.
+		lk, rk := spec.LeftKeys, shiftKeyed([][]int{spec.RightKeys}, shift)[0]
+		switch spec.Type {
+		case exec.JoinInner:
+			out.keyed = [][]int{lk, rk}
+		case exec.JoinRight:
+			out.keyed = [][]int{rk}
+		case exec.JoinFull:
+		default: // left, semi, anti, mark: the left input's rows
+			out.keyed = [][]int{lk}
+		}
+	case probe.wide && !buildLeft:
+		out.keyed = probe.keyed
+	case probe.wide && keepRight:
+		out.keyed = shiftKeyed(probe.keyed, shift)
 	}
 	if probe.wide && probe.hash != nil {
 		switch {

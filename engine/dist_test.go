@@ -144,6 +144,12 @@ func TestDistributedJoinChoices(t *testing.T) {
 		{"select count(*) from lineitem, orders where l_orderkey = o_orderkey", []string{"output broadcast"}, []string{"hash [lineitem.l_orderkey]"}},
 		// A filtered orders side is small: broadcast.
 		{"select count(*) from lineitem, orders where l_orderkey = o_orderkey and o_orderdate < date '1992-02-01'", []string{"output broadcast"}, []string{"hash [lineitem.l_orderkey]"}},
+		// Grouped by the key both join inputs were repartitioned on: the
+		// groups are whole in each task, one phase, no exchange after the join but the gather.
+		{"select c_custkey, count(o_orderkey) from customer left join orders on c_custkey = o_custkey group by c_custkey", []string{"hash [customer.c_custkey]", "hash [orders.o_custkey]"}, []string{"partial", "exchange 4"}},
+		// A full join's keys may be NULL-filled on either side: the
+		// aggregate repartitions again.
+		{"select c_custkey, count(o_orderkey) from customer full join orders on c_custkey = o_custkey group by c_custkey", []string{"partial", "exchange 4"}, nil},
 		// nation is one small row group: every task reads it.
 		{"select count(*) from supplier, nation where s_nationkey = n_nationkey", nil, []string{"broadcast"}},
 	} {
