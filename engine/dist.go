@@ -62,8 +62,10 @@ import (
 //	              wide build is broadcast when build x (Workers-1) <=
 //	              probe rows (estimates); else both sides are repartitioned by
 //	              the join keys (a side already distributed on its keys
-//	              stays); a null-aware join, which needs every build row,
-//	              is never partitioned
+//	              stays); a wide build smaller than a single-task probe
+//	              (rows x columns) is gathered to the probe's task; a
+//	              null-aware join, which needs every build row, is never
+//	              partitioned
 //	nl join       the right side is replicated or broadcast to the left's
 //	              streams in every task
 //	union         wide when every input is; else the wide ones are
@@ -931,7 +933,10 @@ func (d *distPlanner) hashJoin(n *PhysNode) (frag, error) {
 			probe = d.gatherWide(probe)
 		}
 	case !probe.wide && build.wide:
-		if canPartition {
+		// The probe is in one task: bring the build there when it is the
+		// smaller side (Q10's filtered orders to the customer scan),
+		// rather than repartitioning both.
+		if canPartition && estSize(build.n) > estSize(probe.n) {
 			partitionBoth()
 		} else {
 			build = d.gatherWide(build)
@@ -1036,6 +1041,10 @@ func (d *distPlanner) hashJoin(n *PhysNode) (frag, error) {
 	}
 	return out, nil
 }
+
+// estSize estimates the size of n's output in column values (rows x
+// columns): what moving it across the network costs, roughly.
+func estSize(n *PhysNode) float64 { return n.EstRows * float64(max(len(n.Columns), 1)) }
 
 func (d *distPlanner) nlJoin(n *PhysNode) (frag, error) {
 	l, err := d.walk(n.Inputs[0])
