@@ -34,8 +34,8 @@ import (
 //	              clustered column (ScanOp.Clustered: integer, no NULLs,
 //	              row groups holding disjoint ranges, as a table stored in
 //	              key order): task t then reads part t of the column's
-//	              [min, max], row groups that may hold it, filtered to it
-//	              (ScanOp.Range)
+//	              values (RangePart bounds), from the row groups that may
+//	              hold it, filtered to it (ScanOp.Range)
 //	gather/merge  over a wide input: a network gather to one task (an
 //	              ordered merge becomes a gather and a sort there); over a
 //	              single input: the local exchange, inside the task
@@ -246,15 +246,6 @@ type rangedOn struct {
 	rp   *RangePart
 }
 
-func (r *rangedOn) has(col int) bool {
-	for _, c := range r.cols {
-		if c == col {
-			return true
-		}
-	}
-	return false
-}
-
 // mapRange carries range information through a column mapping (nil
 // drops a column).
 func (f frag) mapRange(m func(col int) int) ([]rangeCand, *rangedOn) {
@@ -286,7 +277,7 @@ func (d *distPlanner) rangeFor(f frag, col int) *RangePart {
 		return nil
 	}
 	if f.ranged != nil {
-		if f.ranged.has(col) {
+		if slices.Contains(f.ranged.cols, col) {
 			return f.ranged.rp
 		}
 		return nil // split on another column already
@@ -310,21 +301,12 @@ func (d *distPlanner) applyRange(f frag, col int, cuts []int64) frag {
 			continue
 		}
 		rp := &RangePart{Col: c.cc, Parts: d.opts.Workers, Cuts: cuts}
-		var mark func(n *PhysNode) *PhysNode
-		mark = func(n *PhysNode) *PhysNode {
-			cp := *n
-			cp.Inputs = make([]*PhysNode, len(n.Inputs))
-			for i, in := range n.Inputs {
-				cp.Inputs[i] = mark(in)
-			}
-			if cp.Kind == PhysScan && cp.ID == c.scanID {
-				s := *cp.Scan
+		n := withScans(f.n, func(n *PhysNode, s *ScanOp) {
+			if n.ID == c.scanID {
 				s.Range = rp
-				cp.Scan = &s
 			}
-			return &cp
-		}
-		return frag{n: mark(f.n), wide: true, ranged: &rangedOn{cols: []int{col}, rp: rp}}
+		})
+		return frag{n: n, wide: true, ranged: &rangedOn{cols: []int{col}, rp: rp}}
 	}
 	return f
 }
@@ -646,18 +628,14 @@ func (d *distPlanner) walkNode(n *PhysNode) (frag, error) {
 	case PhysProject:
 		out.pure, out.rows = in.pure, in.rows
 		out.hash = projectKeys(n.Project, in.hash)
-		out.keyed = shiftKeyed(in.keyed, func(col int) int {
-			if m := projectKeys(n.Project, []int{col}); m != nil {
+		col := func(c int) int {
+			if m := projectKeys(n.Project, []int{c}); m != nil {
 				return m[0]
 			}
 			return -1
-		})
-		out.cands, out.ranged = in.mapRange(func(col int) int {
-			if m := projectKeys(n.Project, []int{col}); m != nil {
-				return m[0]
-			}
-			return -1
-		})
+		}
+		out.keyed = shiftKeyed(in.keyed, col)
+		out.cands, out.ranged = in.mapRange(col)
 	}
 	return out, nil
 }
@@ -849,21 +827,23 @@ func equalInts(a, b []int) bool {
 // replicate marks the scans of a pure single-task pipeline as read whole
 // by every task.
 func replicate(f frag) frag {
-	var mark func(n *PhysNode) *PhysNode
-	mark = func(n *PhysNode) *PhysNode {
-		c := *n
-		c.Inputs = make([]*PhysNode, len(n.Inputs))
-		for i, in := range n.Inputs {
-			c.Inputs[i] = mark(in)
-		}
-		if c.Kind == PhysScan {
-			s := *c.Scan
-			s.Replicated = true
-			c.Scan = &s
-		}
-		return &c
+	return frag{n: withScans(f.n, func(_ *PhysNode, s *ScanOp) { s.Replicated = true }), wide: true}
+}
+
+// withScans copies the tree n with every scan's ScanOp copied and passed
+// to set (with its node) to change.
+func withScans(n *PhysNode, set func(n *PhysNode, s *ScanOp)) *PhysNode {
+	c := *n
+	c.Inputs = make([]*PhysNode, len(n.Inputs))
+	for i, in := range n.Inputs {
+		c.Inputs[i] = withScans(in, set)
 	}
-	return frag{n: mark(f.n), wide: true}
+	if c.Kind == PhysScan {
+		s := *c.Scan
+		set(&c, &s)
+		c.Scan = &s
+	}
+	return &c
 }
 
 // broadcastable: every task may join its probe rows against all build
@@ -985,61 +965,61 @@ func (d *distPlanner) hashJoin(n *PhysNode) (frag, error) {
 		l, r = build, probe
 	}
 	out := frag{n: with(n, probe.n.Streams, l.n, r.n), wide: probe.wide}
-	switch {
-	case ranged:
-		// Output columns start with the left input's, then (inner and
-		// outer joins) the right input's. Both keys hold the split value,
-		// except a key an outer join fills with NULLs for unmatched rows of
-		// the other side: it no longer says where its rows are.
-		lk, rk := spec.LeftKeys[0], len(l.n.Columns)+spec.RightKeys[0]
-		switch spec.Type {
-		case exec.JoinInner:
-			out.ranged = &rangedOn{cols: []int{lk, rk}, rp: l.ranged.rp}
-		case exec.JoinRight:
-			out.ranged = &rangedOn{cols: []int{rk}, rp: l.ranged.rp}
-		case exec.JoinFull:
-		default: // left, semi, anti, mark: the left input's rows, left key intact
-			out.ranged = &rangedOn{cols: []int{lk}, rp: l.ranged.rp}
-		}
-	case probe.wide && !buildLeft:
-		// The probe rows stay where they are, its columns first.
-		out.cands, out.ranged = probe.cands, probe.ranged
-	case probe.wide && (spec.Type == exec.JoinInner || spec.Type == exec.JoinLeft || spec.Type == exec.JoinRight || spec.Type == exec.JoinFull):
-		out.cands, out.ranged = probe.mapRange(func(col int) int { return col + len(l.n.Columns) })
-	}
+	// The probe rows stay where they were: what is known of their
+	// distribution carries over (their columns first, or after the left
+	// input's when the build is on the left and the join keeps them).
 	shift := func(col int) int { return col + len(l.n.Columns) }
 	keepRight := spec.Type == exec.JoinInner || spec.Type == exec.JoinLeft || spec.Type == exec.JoinRight || spec.Type == exec.JoinFull
 	switch {
-	case partitioned && probe.wide:
-		// Both sides distributed on their keys: a key keeps saying where
-		// its row is unless an outer join fills it with NULLs.
-		lk, rk := spec.LeftKeys, shiftKeyed([][]int{spec.RightKeys}, shift)[0]
-		switch spec.Type {
-		case exec.JoinInner:
-			out.keyed = [][]int{lk, rk}
-		case exec.JoinRight:
-			out.keyed = [][]int{rk}
-		case exec.JoinFull:
-		default: // left, semi, anti, mark: the left input's rows
-			out.keyed = [][]int{lk}
-		}
-	case probe.wide && !buildLeft:
-		out.keyed = probe.keyed
-	case probe.wide && keepRight:
+	case !probe.wide:
+	case !buildLeft:
+		out.cands, out.ranged, out.keyed, out.hash = probe.cands, probe.ranged, probe.keyed, probe.hash
+	case keepRight:
+		out.cands, out.ranged = probe.mapRange(shift)
 		out.keyed = shiftKeyed(probe.keyed, shift)
+		out.hash = shiftCols(probe.hash, shift)
 	}
-	if probe.wide && probe.hash != nil {
-		switch {
-		case !buildLeft:
-			out.hash = probe.hash // the probe's columns come first
-		case spec.Type == exec.JoinInner || spec.Type == exec.JoinLeft || spec.Type == exec.JoinRight || spec.Type == exec.JoinFull:
-			out.hash = make([]int, len(probe.hash))
-			for i, k := range probe.hash {
-				out.hash[i] = k + len(l.n.Columns)
-			}
+	// Both sides split by range, or repartitioned, on the keys: the keys
+	// say where a row is, except a key an outer join fills with NULLs for
+	// unmatched rows of the other side.
+	switch {
+	case ranged:
+		out.cands, out.ranged = nil, nil
+		if cols := joinKeyCols(spec.Type, spec.LeftKeys[:1], shiftCols(spec.RightKeys[:1], shift)); cols != nil {
+			out.ranged = &rangedOn{cols: slices.Concat(cols...), rp: l.ranged.rp}
 		}
+	case partitioned && probe.wide:
+		out.keyed = joinKeyCols(spec.Type, spec.LeftKeys, shiftCols(spec.RightKeys, shift))
 	}
 	return out, nil
+}
+
+// joinKeyCols are the join key columns of the output (left's, right's)
+// that still hold every row's key: both for an inner join, the right
+// ones for a right join, none for a full join, the left ones otherwise
+// (left, semi, anti and mark joins output the left input's rows).
+func joinKeyCols(t exec.JoinType, left, right []int) [][]int {
+	switch t {
+	case exec.JoinInner:
+		return [][]int{left, right}
+	case exec.JoinRight:
+		return [][]int{right}
+	case exec.JoinFull:
+		return nil
+	}
+	return [][]int{left}
+}
+
+// shiftCols maps columns through m (nil stays nil).
+func shiftCols(cols []int, m func(int) int) []int {
+	if cols == nil {
+		return nil
+	}
+	out := make([]int, len(cols))
+	for i, c := range cols {
+		out[i] = m(c)
+	}
+	return out
 }
 
 // estSize estimates the size of n's output in column values (rows x

@@ -170,10 +170,10 @@ type ScanOp struct {
 	// may split the scan by value range instead of by row group (Range).
 	Clustered []ClusterCol `json:"clustered,omitempty"`
 	// Range (distributed plans): the task of index t of Range.Parts reads
-	// only the rows whose column lies in part t of [Lo, Hi] and only the
-	// row groups that may hold such rows, so that two scans ranged alike
-	// put equal keys in the same task (a join or aggregate on the column
-	// needs no network exchange).
+	// only the rows whose column lies in part t (RangePart.Bound) and only
+	// the row groups that may hold such rows, so that two scans ranged
+	// alike put equal keys in the same task (a join or aggregate on the
+	// column needs no network exchange).
 	Range *RangePart `json:"range,omitempty"`
 }
 
@@ -188,6 +188,16 @@ type ClusterCol struct {
 	Min  []int64 `json:"min"`
 	Max  []int64 `json:"max"`
 	Rows []int64 `json:"rows,omitempty"`
+}
+
+// byMin lists the row groups (indexes of Min) by ascending minimum.
+func (cc ClusterCol) byMin() []int {
+	order := make([]int, len(cc.Min))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return cc.Min[order[a]] < cc.Min[order[b]] })
+	return order
 }
 
 // RangePart splits a scan by the value of a clustered column: part i of
@@ -213,11 +223,7 @@ func newRangePart(cc ClusterCol, parts int) *RangePart {
 	if n < 2*parts || len(cc.Rows) != n {
 		return r.equalWidths()
 	}
-	order := make([]int, n)
-	for i := range order {
-		order[i] = i
-	}
-	sort.Slice(order, func(a, b int) bool { return cc.Min[order[a]] < cc.Min[order[b]] })
+	order := cc.byMin()
 	// cum[j]: rows in the row groups before sorted position j.
 	cum := make([]int64, n+1)
 	for j, g := range order {

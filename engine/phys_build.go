@@ -1,8 +1,9 @@
 package engine
 
 import (
-	"github.com/apache/arrow-go/v18/arrow"
 	"math"
+
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/internal/nferr"

@@ -1363,11 +1363,7 @@ func clusteredCols(st *storage.Table, names []string, cols []PhysColumn) []Clust
 		if !ok || len(cc.Min) < 2 {
 			continue
 		}
-		order := make([]int, len(cc.Min))
-		for j := range order {
-			order[j] = j
-		}
-		sort.Slice(order, func(a, b int) bool { return cc.Min[order[a]] < cc.Min[order[b]] })
+		order := cc.byMin()
 		for j := 1; j < len(order) && ok; j++ {
 			ok = cc.Max[order[j-1]] <= cc.Min[order[j]]
 		}

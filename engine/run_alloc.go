@@ -2,10 +2,10 @@ package engine
 
 import (
 	"math/bits"
-
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"sync"
 	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // poolAllocator is an Arrow allocator that reuses freed buffers: a query

@@ -26,6 +26,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/nicflow/nicflow/internal/nferr"
 	"github.com/nicflow/nicflow/shuffle"
@@ -162,7 +163,6 @@ func netSendOne(env *Env, in Operator, schema *arrow.Schema, s *shuffle.Sender, 
 		}
 		return nil
 	}
-	sendCols := func(cols []arrow.Array, rows int, dest int) error { return sendColsTo(cols, rows, dest, false) }
 	send := func(b *Batch, sel []int32, dest int, broadcast bool) error {
 		d := Compact(env.Alloc, &Batch{Cols: b.Cols, N: b.N, Sel: sel})
 		return sendColsTo(d.Cols, d.N, dest, broadcast)
@@ -173,11 +173,8 @@ func netSendOne(env *Env, in Operator, schema *arrow.Schema, s *shuffle.Sender, 
 		if target <= 0 {
 			target = DefaultBatchSize
 		}
-		co = newCoalescer(schema, spec.Receivers, target, func(q, n int) error {
-			st := co.stores[q]
-			cols := st.gather(env.Alloc, co.idx[:n], nil)
-			st.reset()
-			return sendCols(cols, n, q)
+		co = newCoalescer(env.Alloc, schema, spec.Receivers, target, func(q int, cols []arrow.Array, n int) error {
+			return sendColsTo(cols, n, q, false)
 		})
 	}
 	for {
@@ -226,15 +223,17 @@ func netSendOne(env *Env, in Operator, schema *arrow.Schema, s *shuffle.Sender, 
 // encoded: fewer, larger messages cost less to encode, route and decode,
 // and the receiving operators see full batches.
 type coalescer struct {
+	alloc  memory.Allocator
 	target int
 	stores []*rowStore
-	idx    []int32              // 0..target-1, the gather of a whole store
-	flush  func(q, n int) error // sends store q's n rows (gather with idx[:n]) and resets it
+	idx    []int32 // the identity selection gathering a whole store
+	// flush sends n rows (cols, owned by flush) to receiver q.
+	flush func(q int, cols []arrow.Array, n int) error
 }
 
 // newCoalescer returns nil when a column type cannot be stored (the
 // exchange then sends slices as they come).
-func newCoalescer(schema *arrow.Schema, receivers, target int, flush func(q, n int) error) *coalescer {
+func newCoalescer(alloc memory.Allocator, schema *arrow.Schema, receivers, target int, flush func(q int, cols []arrow.Array, n int) error) *coalescer {
 	cols := make([]colInfo, schema.NumFields())
 	for i := range cols {
 		c, ok := classify(schema.Field(i).Type)
@@ -243,7 +242,7 @@ func newCoalescer(schema *arrow.Schema, receivers, target int, flush func(q, n i
 		}
 		cols[i] = c
 	}
-	c := &coalescer{target: target, stores: make([]*rowStore, receivers), flush: flush}
+	c := &coalescer{alloc: alloc, target: target, stores: make([]*rowStore, receivers), flush: flush}
 	for q := range c.stores {
 		c.stores[q] = newRowStore(cols)
 	}
@@ -264,10 +263,10 @@ func (c *coalescer) send(q int) error {
 	if st.n == 0 {
 		return nil
 	}
-	for len(c.idx) < st.n {
-		c.idx = append(c.idx, int32(len(c.idx)))
-	}
-	return c.flush(q, st.n)
+	n := st.n
+	cols := st.gather(c.alloc, selAll(&c.idx, nil, n), nil)
+	st.reset()
+	return c.flush(q, cols, n)
 }
 
 // flushAll sends what every receiver's store holds.

@@ -22,11 +22,7 @@ func TestCoalescer(t *testing.T) {
 	const receivers, target, batches, rows = 3, 100, 40, 37
 	got := make([][]string, receivers)
 	sizes := make([][]int, receivers)
-	var co *coalescer
-	co = newCoalescer(schema, receivers, target, func(q, n int) error {
-		st := co.stores[q]
-		cols := st.gather(alloc, co.idx[:n], nil)
-		st.reset()
+	co := newCoalescer(alloc, schema, receivers, target, func(q int, cols []arrow.Array, n int) error {
 		defer releaseArrays(cols)
 		k, s := cols[0].(*array.Int64), cols[1].(*array.String)
 		for i := 0; i < n; i++ {

@@ -591,30 +591,24 @@ func (p *ClientPool) Close() error {
 // or of a pool of its own, closed with it.
 type nodeClients struct {
 	opts ClientOptions
-	once sync.Once
 	pool *ClientPool
 }
 
 func newNodeClients(opts ClientOptions) *nodeClients {
-	return &nodeClients{opts: opts, pool: opts.Pool}
-}
-
-func (c *nodeClients) clients() *ClientPool {
-	c.once.Do(func() {
-		if c.pool == nil {
-			c.pool = NewClientPool()
-		}
-	})
-	return c.pool
+	c := &nodeClients{opts: opts, pool: opts.Pool}
+	if c.pool == nil {
+		c.pool = NewClientPool()
+	}
+	return c
 }
 
 func (c *nodeClients) get(addr string) (flight.Client, error) {
-	return c.clients().get(addr, c.opts)
+	return c.pool.get(addr, c.opts)
 }
 
 func (c *nodeClients) close() {
 	if c.opts.Pool == nil {
-		c.clients().Close()
+		c.pool.Close()
 	}
 }
 
@@ -921,10 +915,6 @@ func (it *remoteIter) stream(ctx context.Context, node string, frs []FileRange, 
 	}
 	spec := it.spec
 	spec.Files = frs
-	tkt, err := MarshalScanSpec(spec)
-	if err != nil {
-		return 0, err
-	}
 	if it.r.cl.opts.LocalReads {
 		sc, err := it.localScanner(ctx, c, addr, spec, files)
 		if err != nil {
@@ -933,6 +923,10 @@ func (it *remoteIter) stream(ctx context.Context, node string, frs []FileRange, 
 		if sc != nil {
 			return it.streamLocal(ctx, sc)
 		}
+	}
+	tkt, err := MarshalScanSpec(spec)
+	if err != nil {
+		return 0, err
 	}
 	name := node + " (" + addr + ")"
 	st, err := c.DoGet(ctx, &flight.Ticket{Ticket: tkt})
@@ -959,14 +953,19 @@ func (it *remoteIter) stream(ctx context.Context, node string, frs []FileRange, 
 	if tr := st.Trailer(); len(tr.Get(statsTrailer)) == 1 {
 		var s ScanStats
 		if json.Unmarshal([]byte(tr.Get(statsTrailer)[0]), &s) == nil {
-			if !it.keepRG {
-				// Row groups were counted (and pruned) here already.
-				s.RowGroupsTotal, s.RowGroupsPruned = 0, 0
-			}
-			it.stats.add(&s)
+			it.addStats(s)
 		}
 	}
 	return n, nil
+}
+
+// addStats adds the figures of one node's scan (over Flight or local).
+func (it *remoteIter) addStats(s ScanStats) {
+	if !it.keepRG {
+		// Row groups were counted (and pruned) by this client's plan.
+		s.RowGroupsTotal, s.RowGroupsPruned = 0, 0
+	}
+	it.stats.add(&s)
 }
 
 // deliver hands rec (owned by the iterator) to Next, or releases it when

@@ -94,14 +94,7 @@ func TestRemoteScansMatchLocal(t *testing.T) {
 	defer rs.Close()
 	all := ScanSpec{Table: "t"}.AllColumns(tb)
 	for i := 0; i < 40; i++ {
-		spec := all
-		spec.Filter = randomPredicate(rng, 2)
-		if i%5 == 0 {
-			spec.Columns = []string{"s", "id"}
-		}
-		if i%7 == 0 {
-			spec.Columns = nil // count(*)
-		}
+		spec := variedSpec(all, rng, i)
 		want, _ := scanAll(t, coord, spec, ScanOptions{})
 		it, err := rs.OpenScan(context.Background(), spec, ScanOptions{Alloc: alloc})
 		if err != nil {

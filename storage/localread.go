@@ -119,14 +119,9 @@ func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoAction
 }
 
 // localDirs holds, per directory a storage node announced and this
-// process was shown to see, the footers read from it. It is process-wide
-// so that every task of a worker shares the footer cache.
-var localDirs sync.Map // dir -> *localDir
-
-type localDir struct {
-	mu    sync.Mutex
-	files *fileSet
-}
+// process was shown to see, the files (and footers) read from it. It is
+// process-wide so that every task of a worker shares the footer cache.
+var localDirs sync.Map // dir -> *fileSet
 
 // localTable is what a client learned about reading one table of one
 // node locally: nil table when it cannot.
@@ -153,18 +148,8 @@ func (lt *localTable) reusable(frs []FileRange, files map[string]*File) bool {
 		return time.Since(lt.at) < localRetry
 	}
 	for _, fr := range frs {
-		f := files[fr.Path]
-		if f == nil || f.Checksum == "" {
-			return false
-		}
-		ok := false
-		for _, have := range lt.table.Files {
-			if have.Path == fr.Path {
-				ok = have.Checksum == f.Checksum
-				break
-			}
-		}
-		if !ok {
+		f, have := files[fr.Path], lt.table.file(fr.Path)
+		if f == nil || f.Checksum == "" || have == nil || have.Checksum != f.Checksum {
 			return false
 		}
 	}
@@ -183,7 +168,7 @@ func holdsToken(dir, token string) bool {
 // later scans while it stays valid for their files
 // (localTable.reusable).
 func (it *remoteIter) localTableOf(ctx context.Context, c flight.Client, addr string, spec ScanSpec, files map[string]*File) *localTable {
-	p := it.r.cl.clients()
+	p := it.r.cl.pool
 	key := addr + "\x00" + strings.ToLower(spec.Table)
 	p.mu.Lock()
 	lt, ok := p.local[key]
@@ -229,14 +214,8 @@ func askLocal(ctx context.Context, c flight.Client, table string) *localTable {
 	if !holdsToken(r.Dir, r.Token) {
 		return lt
 	}
-	v, _ := localDirs.LoadOrStore(r.Dir, &localDir{})
-	d := v.(*localDir)
-	d.mu.Lock()
-	if d.files == nil {
-		d.files = &fileSet{dir: r.Dir}
-	}
-	lt.files, lt.table, lt.dir, lt.token = d.files, r.Table, r.Dir, r.Token
-	d.mu.Unlock()
+	v, _ := localDirs.LoadOrStore(r.Dir, &fileSet{dir: r.Dir})
+	lt.files, lt.table, lt.dir, lt.token = v.(*fileSet), r.Table, r.Dir, r.Token
 	return lt
 }
 
@@ -249,7 +228,7 @@ func (it *remoteIter) localScanner(ctx context.Context, c flight.Client, addr st
 		return nil, nil
 	}
 	for _, fr := range spec.Files {
-		if !lt.table.hasFile(fr.Path) {
+		if lt.table.file(fr.Path) == nil {
 			return nil, nil // placed there after we asked: let the node answer
 		}
 	}
@@ -295,20 +274,17 @@ func (it *remoteIter) streamLocal(ctx context.Context, sc *Scanner) (int, error)
 		n++
 	}
 	s := sc.Stats()
-	if !it.keepRG {
-		// Row groups were counted (and pruned) by the caller's plan already.
-		s.RowGroupsTotal, s.RowGroupsPruned = 0, 0
-	}
 	s.LocalScans = 1
-	it.stats.add(&s)
+	it.addStats(s)
 	return n, nil
 }
 
-func (t *Table) hasFile(path string) bool {
+// file is the table's file at path (nil: none).
+func (t *Table) file(path string) *File {
 	for _, f := range t.Files {
 		if f.Path == path {
-			return true
+			return f
 		}
 	}
-	return false
+	return nil
 }

@@ -58,14 +58,7 @@ func TestLocalReads(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
 	all := ScanSpec{Table: "t"}.AllColumns(tb)
 	for i := 0; i < 30; i++ {
-		spec := all
-		spec.Filter = randomPredicate(rng, 2)
-		if i%5 == 0 {
-			spec.Columns = []string{"s", "id"}
-		}
-		if i%7 == 0 {
-			spec.Columns = nil // count(*)
-		}
+		spec := variedSpec(all, rng, i)
 		want, _ := scanAll(t, coord, spec, ScanOptions{})
 		for _, par := range []int{1, 3} {
 			got, st, err := remoteScan(t, local, spec, ScanOptions{Alloc: alloc, Parallelism: par})

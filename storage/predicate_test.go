@@ -43,6 +43,21 @@ func constRat(c Value) *big.Rat {
 }
 
 // randomPredicate builds a random predicate over testSchema.
+// variedSpec is scan i of a series over the test schema: all's columns
+// with a random filter, every fifth reading two columns, every seventh
+// none (count(*)).
+func variedSpec(all ScanSpec, rng *rand.Rand, i int) ScanSpec {
+	spec := all
+	spec.Filter = randomPredicate(rng, 2)
+	if i%5 == 0 {
+		spec.Columns = []string{"s", "id"}
+	}
+	if i%7 == 0 {
+		spec.Columns = nil // count(*)
+	}
+	return spec
+}
+
 func randomPredicate(rng *rand.Rand, depth int) *Predicate {
 	if depth > 0 && rng.Intn(3) == 0 {
 		n := 2 + rng.Intn(2)

@@ -194,19 +194,12 @@ func runBenchCluster(ctx context.Context, stdout, stderr io.Writer) error {
 
 func benchOneCluster(ctx context.Context, exe, dir string, sh clusterShape, noLocal bool, cores int, stderr io.Writer,
 	runAll func(textRunner) error) error {
-	var workerArgs []string
-	if noLocal {
-		workerArgs = append(workerArgs, "--no-local-reads")
-	}
-	if cores > 0 {
-		workerArgs = append(workerArgs, "--cores", strconv.Itoa(cores))
-	}
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	fmt.Fprintf(stderr, "cluster %s: starting\n", sh)
 	lc, err := cluster.StartLocal(sctx, cluster.LocalOptions{
 		Dir: dir, Workers: sh.workers, Storage: sh.storage, Exe: exe, Out: io.Discard,
-		Extra: map[cluster.Role][]string{cluster.RoleWorker: workerArgs},
+		Extra: map[cluster.Role][]string{cluster.RoleWorker: localWorkerArgs(cores, noLocal)},
 	})
 	if err != nil {
 		return err

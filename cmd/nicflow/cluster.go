@@ -154,14 +154,7 @@ written to --addr-file (default DIR/cluster/coordinator.addr), where
 			Dir: f.dir, Workers: f.workers, Storage: f.storage, AddrFile: f.addrFile, KeyDir: f.keys,
 			Replication: f.replication, Out: cmd.ErrOrStderr(),
 		}
-		var workerArgs []string
-		if f.cores > 0 {
-			workerArgs = append(workerArgs, "--cores", fmt.Sprint(f.cores))
-		}
-		if f.noLocalReads {
-			workerArgs = append(workerArgs, "--no-local-reads")
-		}
-		o.Extra = map[cluster.Role][]string{cluster.RoleWorker: workerArgs}
+		o.Extra = map[cluster.Role][]string{cluster.RoleWorker: localWorkerArgs(f.cores, f.noLocalReads)}
 		lc, err := cluster.StartLocal(cmd.Context(), o)
 		if err != nil {
 			return err
@@ -416,4 +409,16 @@ func placeWith(ctx context.Context, c *cluster.Client, replication int, w io.Wri
 	}
 	fmt.Fprintf(w, "placed %d tables on the storage nodes (replication %d) in %s\n", n, replication, time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// localWorkerArgs are the extra flags of a local cluster's workers.
+func localWorkerArgs(cores int, noLocalReads bool) []string {
+	var args []string
+	if cores > 0 {
+		args = append(args, "--cores", strconv.Itoa(cores))
+	}
+	if noLocalReads {
+		args = append(args, "--no-local-reads")
+	}
+	return args
 }
