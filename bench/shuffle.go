@@ -263,62 +263,20 @@ func siRate(v float64) string {
 // ReadShuffleCSV reads a CSV written by WriteShuffleCSV (columns may come
 // in any order; unknown ones are ignored).
 func ReadShuffleCSV(r io.Reader) ([]ShuffleRow, error) {
-	recs, err := csv.NewReader(r).ReadAll()
+	t, err := readCSVTable(r, "shuffle", "app", "agg_size", "buffers", "threads", "agent", "msgs_per_s")
 	if err != nil {
-		return nil, nferr.Dataf("shuffle CSV: %v", err)
-	}
-	if len(recs) == 0 {
-		return nil, nferr.Dataf("shuffle CSV is empty")
-	}
-	col := map[string]int{}
-	for i, h := range recs[0] {
-		col[h] = i
-	}
-	for _, c := range []string{"app", "agg_size", "buffers", "threads", "agent", "msgs_per_s"} {
-		if _, ok := col[c]; !ok {
-			return nil, nferr.Dataf("shuffle CSV lacks column %q", c)
-		}
+		return nil, err
 	}
 	var rows []ShuffleRow
-	for li, rec := range recs[1:] {
-		get := func(c string) string {
-			if i, ok := col[c]; ok && i < len(rec) {
-				return rec[i]
-			}
-			return ""
-		}
-		var bad error
-		atoi := func(c string) int {
-			s := get(c)
-			if s == "" {
-				return 0
-			}
-			v, err := strconv.Atoi(s)
-			if err != nil && bad == nil {
-				bad = nferr.Dataf("shuffle CSV line %d, column %s: %q is not an integer", li+2, c, s)
-			}
-			return v
-		}
-		atof := func(c string) float64 {
-			s := get(c)
-			if s == "" {
-				return 0
-			}
-			v, err := strconv.ParseFloat(s, 64)
-			if err != nil && bad == nil {
-				bad = nferr.Dataf("shuffle CSV line %d, column %s: %q is not a number", li+2, c, s)
-			}
-			return v
-		}
-		r := ShuffleRow{App: get("app"), Nodes: atoi("nodes"), RanksPerNode: atoi("ranks_per_node"), AggSize: atoi("agg_size"),
-			Buffers: atoi("buffers"), Threads: atoi("threads"), Agent: get("agent"), Codec: get("codec"),
-			Msgs: int64(atof("msgs")), Bytes: int64(atof("bytes")), ElapsedS: atof("elapsed_s"), MsgsPerS: atof("msgs_per_s"),
-			MBPerS: atof("mb_per_s"), WorkerCPUS: atof("worker_cpu_s"), AgentCPUS: atof("agent_cpu_s"),
-			RemoteFrames: int64(atof("remote_frames")), AvgFrameBytes: atof("avg_frame_bytes"), WireMB: atof("wire_mb"), Parks: int64(atof("parks"))}
-		if bad != nil {
-			return nil, bad
-		}
-		rows = append(rows, r)
+	err = t.each(func(c *csvRow) {
+		rows = append(rows, ShuffleRow{App: c.str("app"), Nodes: c.int("nodes"), RanksPerNode: c.int("ranks_per_node"), AggSize: c.int("agg_size"),
+			Buffers: c.int("buffers"), Threads: c.int("threads"), Agent: c.str("agent"), Codec: c.str("codec"),
+			Msgs: int64(c.float("msgs")), Bytes: int64(c.float("bytes")), ElapsedS: c.float("elapsed_s"), MsgsPerS: c.float("msgs_per_s"),
+			MBPerS: c.float("mb_per_s"), WorkerCPUS: c.float("worker_cpu_s"), AgentCPUS: c.float("agent_cpu_s"),
+			RemoteFrames: int64(c.float("remote_frames")), AvgFrameBytes: c.float("avg_frame_bytes"), WireMB: c.float("wire_mb"), Parks: int64(c.float("parks"))})
+	})
+	if err != nil {
+		return nil, err
 	}
 	return rows, nil
 }

@@ -144,32 +144,70 @@ func lineChart(title, xTitle, yTitle string, ss []series, xLabel func(float64) s
 	return b.Bytes()
 }
 
-// barChart draws groups of bars, one bar per series in each group.
-func barChart(title, yTitle string, groups, seriesNames []string, values [][]float64) []byte {
+// barChart draws groups of bars, one bar per series in each group, or,
+// stacked, one bar per group made of its series' values piled up.
+// values[group][series].
+func barChart(title, yTitle string, groups, seriesNames []string, values [][]float64, stacked bool) []byte {
 	var b bytes.Buffer
 	svgHeader(&b, title)
 	ymax := 0.0
 	for _, g := range values {
+		total := 0.0
 		for _, v := range g {
 			ymax = math.Max(ymax, v)
+			total += v
+		}
+		if stacked {
+			ymax = math.Max(ymax, total)
 		}
 	}
 	top := yAxis(&b, ymax*1.05, yTitle)
 	gw := plotW / float64(max(len(groups), 1))
 	bw := gw * 0.8 / float64(max(len(seriesNames), 1))
+	if stacked {
+		bw = gw * 0.6
+	}
 	for gi, g := range groups {
 		x0 := padL + float64(gi)*gw + gw*0.1
+		base := 0.0
 		for si := range seriesNames {
 			v := values[gi][si]
 			h := v / top * plotH
+			x, y := x0+float64(si)*bw, padT+plotH-h
+			if stacked {
+				x, y = padL+float64(gi)*gw+gw*0.2, padT+plotH-base-h
+				base += h
+			}
 			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s</title></rect>`+"\n",
-				x0+float64(si)*bw, padT+plotH-h, bw-2, h, palette[si%len(palette)], html.EscapeString(fmtTick(math.Round(v))))
+				x, y, bw-2, h, palette[si%len(palette)], html.EscapeString(fmtTick(math.Round(v*100)/100)))
 		}
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" %s font-size="11" text-anchor="middle" fill="%s">%s</text>`+"\n", padL+float64(gi)*gw+gw/2, padT+plotH+16, fontAttr, txtColor, html.EscapeString(g))
 	}
 	legend(&b, seriesNames)
 	b.WriteString("</svg>\n")
 	return b.Bytes()
+}
+
+// plotFiles writes charts into a directory and remembers their paths.
+type plotFiles struct {
+	dir   string
+	files []string
+}
+
+func newPlotFiles(dir string) (*plotFiles, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nferr.IOf("plot directory: %v", err)
+	}
+	return &plotFiles{dir: dir}, nil
+}
+
+func (p *plotFiles) write(name string, svg []byte) error {
+	path := filepath.Join(p.dir, name)
+	if err := os.WriteFile(path, svg, 0o644); err != nil {
+		return nferr.IOf("writing %s: %v", path, err)
+	}
+	p.files = append(p.files, path)
+	return nil
 }
 
 // dims of a row other than the measured values.
@@ -238,19 +276,12 @@ func PlotShuffle(rows []ShuffleRow, dir string) ([]string, error) {
 	if len(rows) == 0 {
 		return nil, nferr.Queryf("nothing to plot")
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, nferr.IOf("plot directory: %v", err)
+	pf, err := newPlotFiles(dir)
+	if err != nil {
+		return nil, err
 	}
 	vary := varying(rows)
-	var files []string
-	write := func(name string, svg []byte) error {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, svg, 0o644); err != nil {
-			return nferr.IOf("writing %s: %v", p, err)
-		}
-		files = append(files, p)
-		return nil
-	}
+	write := pf.write
 	type dimension struct {
 		dim, file, title string
 		x                func(ShuffleRow) float64
@@ -276,7 +307,7 @@ func PlotShuffle(rows []ShuffleRow, dir string) ([]string, error) {
 				xTitle := map[string]string{"agg": "aggregation buffer size (AggSize)", "buffers": "runtime buffers per rank (Buffers)", "threads": "routing threads per agent (Threads)"}[d.dim]
 				return write(m.prefix+d.file, lineChart(m.title+d.title, xTitle, m.axis, ss, d.label))
 			}); err != nil {
-				return files, err
+				return pf.files, err
 			}
 		}
 	}
@@ -316,15 +347,15 @@ func PlotShuffle(rows []ShuffleRow, dir string) ([]string, error) {
 			cpu = append(cpu, []float64{p.corun.WorkerCPUS, p.offload.WorkerCPUS, p.offload.AgentCPUS})
 		}
 		if len(groups) > 0 {
-			if err := write("corun_vs_offload.svg", barChart("Corun vs offloaded agent: message rate", "messages per second", groups, []string{"corun", "offload"}, rate)); err != nil {
-				return files, err
+			if err := write("corun_vs_offload.svg", barChart("Corun vs offloaded agent: message rate", "messages per second", groups, []string{"corun", "offload"}, rate, false)); err != nil {
+				return pf.files, err
 			}
-			if err := write("cpu_corun_vs_offload.svg", barChart("CPU seconds: worker processes and offloaded agents", "CPU seconds", groups, []string{"corun worker (incl. agent)", "offload worker", "offload agent"}, cpu)); err != nil {
-				return files, err
+			if err := write("cpu_corun_vs_offload.svg", barChart("CPU seconds: worker processes and offloaded agents", "CPU seconds", groups, []string{"corun worker (incl. agent)", "offload worker", "offload agent"}, cpu, false)); err != nil {
+				return pf.files, err
 			}
 		}
 	}
-	return files, nil
+	return pf.files, nil
 }
 
 // plotDimension groups rows into series along one dimension (x) and hands

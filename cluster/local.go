@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +51,12 @@ type LocalOptions struct {
 	Extra map[Role][]string
 	// Host is the address every node binds and advertises. Default 127.0.0.1.
 	Host string
+	// Place, when set, puts each node on a host of its own (an emulated
+	// host, bench/emu): given the node's role and ID ("coordinator",
+	// "worker-1", "storage-2"), it returns the address the node binds and
+	// advertises (instead of Host) and a command prefix that starts a
+	// program on that host (the node's command line follows it).
+	Place func(role Role, id string) (addr string, wrap []string)
 	// AddrFile receives the coordinator's client address. Default
 	// Dir/cluster/coordinator.addr.
 	AddrFile string
@@ -211,6 +218,10 @@ func StartLocal(ctx context.Context, o LocalOptions) (*LocalCluster, error) {
 func (lc *LocalCluster) start(role Role, id string, extra []string) (*localProc, error) {
 	o := lc.o
 	host := o.Host
+	var wrap []string
+	if o.Place != nil {
+		host, wrap = o.Place(role, id)
+	}
 	p := &localProc{
 		role: role, id: id,
 		logPath: filepath.Join(o.Dir, "cluster", "logs", id+".log"),
@@ -230,7 +241,8 @@ func (lc *LocalCluster) start(role Role, id string, extra []string) (*localProc,
 	if err != nil {
 		return nil, nferr.IOf("local cluster: log file: %v", err)
 	}
-	cmd := exec.Command(o.Exe, o.Args(role, common)...)
+	argv := slices.Concat(wrap, []string{o.Exe}, o.Args(role, common))
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), o.Env...)
 	lc.mu.Lock()

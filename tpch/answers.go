@@ -269,6 +269,18 @@ func CheckAnswer(q int, sf float64, got Result) error {
 	return compareResults(q, sf, want, got, check)
 }
 
+// CompareAnswers compares got with want, two answers to query q at scale
+// factor sf computed by different runs (a cluster's and a server's, at a
+// scale factor without reference answers), with CheckAnswer's rules for
+// reference answers: the ORDER BY order, ties in any order, numbers within
+// 1e-6 relative or 0.01 absolute.
+func CompareAnswers(q int, sf float64, want, got Result) error {
+	if q < 1 || q > NumQueries {
+		return nferr.Queryf("no TPC-H query %d", q)
+	}
+	return compareResults(q, sf, want, got, referenceCell)
+}
+
 func compareResults(q int, sf float64, want, got Result, check cellCheck) error {
 	where := fmt.Sprintf("Q%d at SF %g", q, sf)
 	if len(got.Columns) != len(want.Columns) {

@@ -216,3 +216,20 @@ func FuzzParseAnswers(f *testing.F) {
 		}
 	})
 }
+
+// TestCompareAnswers compares two runs' answers where no reference exists.
+func TestCompareAnswers(t *testing.T) {
+	want, _ := ExpectedAnswer(3, 0.1)
+	got := cloneResult(want)
+	if err := CompareAnswers(3, 7, want, got); err != nil {
+		t.Fatalf("an answer differs from itself: %v", err)
+	}
+	got.Rows[2][1] = "9" + got.Rows[2][1] // far beyond 0.01 and 1e-6 relative
+	mustFail(t, CompareAnswers(3, 7, want, got), "Q3 at SF 7", "row 3", "revenue")
+	got = cloneResult(want)
+	got.Rows = got.Rows[:len(got.Rows)-1]
+	mustFail(t, CompareAnswers(3, 7, want, got), "rows")
+	if err := CompareAnswers(23, 7, want, want); err == nil {
+		t.Error("query 23 compared")
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nicflow/nicflow/bench"
 	"github.com/nicflow/nicflow/engine"
 	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -433,25 +434,5 @@ func writeFigures(w io.Writer, format, title string, header []string, rows [][]s
 		return
 	}
 	fmt.Fprintln(w, title)
-	all := append([][]string{header}, rows...)
-	width := make([]int, len(header))
-	for _, r := range all {
-		for i, c := range r {
-			width[i] = max(width[i], len(c))
-		}
-	}
-	for _, r := range all {
-		var b strings.Builder
-		for i, c := range r {
-			if i > 0 {
-				b.WriteString("  ")
-			}
-			if left(i) {
-				b.WriteString(c + strings.Repeat(" ", width[i]-len(c)))
-			} else {
-				b.WriteString(strings.Repeat(" ", width[i]-len(c)) + c)
-			}
-		}
-		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
-	}
+	bench.WriteAligned(w, header, rows, left)
 }
