@@ -19,6 +19,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/nicflow/nicflow/bench/emu"
 	"github.com/nicflow/nicflow/internal/nferr"
 	"github.com/nicflow/nicflow/shuffle"
 )
@@ -59,10 +60,21 @@ type ShuffleOptions struct {
 	// Binary is the nicflow executable re-executed for node and agent
 	// processes. Default: this process's executable.
 	Binary string
-	// Netns runs every node in its own network namespace, linked by a
-	// bridge, with a tbf rate limit of Rate on each node's link (root only).
+	// Netns runs every node on its own emulated host (bench/emu, root
+	// only): a network namespace, linked by a bridge, its NIC shaped with
+	// tbf to Rate (tc syntax: 200mbit, 1gbit) in both directions.
 	Netns bool
 	Rate  string
+	// EmulateDPU gives every node a host and a DPU (bench/emu, root only):
+	// the node's worker runs in the host's CPU quota (HostCPUs cores), an
+	// offloaded agent in the DPU's (DPUCPUs) on top of it, as a DPU's
+	// cores come on top of its host's; a corun agent stays in the host's
+	// quota with the worker. Pinning is off (the quotas replace it). The
+	// nodes run in network namespaces, their NICs shaped only with Netns.
+	// Defaults: half of this machine's cores for the hosts and half for
+	// the DPUs, shared by the nodes (so the quotas add up to the machine).
+	EmulateDPU        bool
+	HostCPUs, DPUCPUs float64
 	// Secure authenticates and encrypts agent connections with TLS keyed
 	// by a fresh cluster key (instead of running them insecure), to
 	// measure what security costs.
@@ -117,6 +129,14 @@ func (o *ShuffleOptions) setDefaults() {
 	if o.Rate == "" {
 		o.Rate = "1gbit"
 	}
+	if o.EmulateDPU && o.Nodes > 0 {
+		if o.HostCPUs == 0 {
+			o.HostCPUs = float64(runtime.NumCPU()) / 2 / float64(o.Nodes)
+		}
+		if o.DPUCPUs == 0 {
+			o.DPUCPUs = float64(runtime.NumCPU()) / 2 / float64(o.Nodes)
+		}
+	}
 }
 
 // Validate checks the options (KindQuery errors name the flag's field).
@@ -161,10 +181,44 @@ func (o *ShuffleOptions) Validate() error {
 	if o.Pin != "auto" && o.Pin != "none" {
 		return nferr.Queryf("pin %q: want auto or none", o.Pin)
 	}
-	if o.Netns && os.Geteuid() != 0 {
-		return nferr.Queryf("network namespaces need root")
+	if o.Netns || o.EmulateDPU {
+		if err := emu.Check(); err != nil {
+			return err
+		}
+		if _, err := emu.ParseRate(o.Rate); err != nil {
+			return err
+		}
+	}
+	if o.EmulateDPU && (o.HostCPUs < 0.01 || o.DPUCPUs < 0.01) {
+		return nferr.Queryf("host and DPU quotas must be at least 0.01 cores (got %g and %g)", o.HostCPUs, o.DPUCPUs)
 	}
 	return nil
+}
+
+// ShufflePrefix names the emulated hosts of `bench shuffle --netns` and
+// `--emulate-dpu`.
+const ShufflePrefix = "nfsh"
+
+// shuffleLab makes one emulated host per node (with a DPU device when
+// emulating DPUs).
+func shuffleLab(ctx context.Context, o *ShuffleOptions) (*emu.Lab, error) {
+	mbit := 0.0
+	if o.Netns {
+		var err error
+		if mbit, err = emu.ParseRate(o.Rate); err != nil {
+			return nil, err
+		}
+	}
+	var hosts []emu.HostSpec
+	for i := 0; i < o.Nodes; i++ {
+		h := emu.HostSpec{Name: fmt.Sprintf("n%d", i), NICMbit: mbit}
+		if o.EmulateDPU {
+			h.CPUs = o.HostCPUs
+			h.Devices = []emu.DeviceSpec{{Name: "dpu", CPUs: o.DPUCPUs}}
+		}
+		hosts = append(hosts, h)
+	}
+	return emu.New(ctx, emu.Options{Prefix: ShufflePrefix, Hosts: hosts})
 }
 
 // ShuffleRow is one measured configuration (one CSV line).
@@ -191,6 +245,9 @@ type ShuffleRow struct {
 	AvgFrameBytes float64
 	WireMB        float64
 	Parks         int64
+	// HostCPUs and DPUCPUs are the emulated host's and DPU's CPU quotas
+	// per node (EmulateDPU), 0 otherwise.
+	HostCPUs, DPUCPUs float64
 }
 
 // MsgsPerCPUS is messages per CPU second of all the run's processes
@@ -206,7 +263,7 @@ func (r ShuffleRow) MsgsPerCPUS() float64 {
 
 var shuffleColumns = []string{"app", "nodes", "ranks_per_node", "agg_size", "buffers", "threads", "agent", "codec",
 	"msgs", "bytes", "elapsed_s", "msgs_per_s", "mb_per_s", "worker_cpu_s", "agent_cpu_s",
-	"remote_frames", "avg_frame_bytes", "wire_mb", "parks", "msgs_per_cpu_s"}
+	"remote_frames", "avg_frame_bytes", "wire_mb", "parks", "msgs_per_cpu_s", "host_cpus", "dpu_cpus"}
 
 func (r ShuffleRow) fields() []string {
 	f := func(v float64, p int) string { return strconv.FormatFloat(v, 'f', p, 64) }
@@ -214,7 +271,8 @@ func (r ShuffleRow) fields() []string {
 		strconv.Itoa(r.Buffers), strconv.Itoa(r.Threads), r.Agent, r.Codec,
 		strconv.FormatInt(r.Msgs, 10), strconv.FormatInt(r.Bytes, 10), f(r.ElapsedS, 4), f(r.MsgsPerS, 0),
 		f(r.MBPerS, 2), f(r.WorkerCPUS, 3), f(r.AgentCPUS, 3),
-		strconv.FormatInt(r.RemoteFrames, 10), f(r.AvgFrameBytes, 0), f(r.WireMB, 2), strconv.FormatInt(r.Parks, 10), f(r.MsgsPerCPUS(), 0)}
+		strconv.FormatInt(r.RemoteFrames, 10), f(r.AvgFrameBytes, 0), f(r.WireMB, 2), strconv.FormatInt(r.Parks, 10), f(r.MsgsPerCPUS(), 0),
+		f(r.HostCPUs, 3), f(r.DPUCPUs, 3)}
 }
 
 // WriteShuffleCSV writes rows with a header.
@@ -273,7 +331,8 @@ func ReadShuffleCSV(r io.Reader) ([]ShuffleRow, error) {
 			Buffers: c.int("buffers"), Threads: c.int("threads"), Agent: c.str("agent"), Codec: c.str("codec"),
 			Msgs: int64(c.float("msgs")), Bytes: int64(c.float("bytes")), ElapsedS: c.float("elapsed_s"), MsgsPerS: c.float("msgs_per_s"),
 			MBPerS: c.float("mb_per_s"), WorkerCPUS: c.float("worker_cpu_s"), AgentCPUS: c.float("agent_cpu_s"),
-			RemoteFrames: int64(c.float("remote_frames")), AvgFrameBytes: c.float("avg_frame_bytes"), WireMB: c.float("wire_mb"), Parks: int64(c.float("parks"))})
+			RemoteFrames: int64(c.float("remote_frames")), AvgFrameBytes: c.float("avg_frame_bytes"), WireMB: c.float("wire_mb"), Parks: int64(c.float("parks")),
+			HostCPUs: c.float("host_cpus"), DPUCPUs: c.float("dpu_cpus")})
 	})
 	if err != nil {
 		return nil, err
@@ -304,13 +363,13 @@ func RunShuffle(ctx context.Context, o ShuffleOptions) ([]ShuffleRow, error) {
 		}
 		o.Binary = exe
 	}
-	var net *netnsSetup
-	if o.Netns {
+	var net *emu.Lab
+	if o.Netns || o.EmulateDPU {
 		var err error
-		if net, err = setupNetns(ctx, o.Nodes, o.Rate); err != nil {
+		if net, err = shuffleLab(ctx, &o); err != nil {
 			return nil, err
 		}
-		defer net.teardown()
+		defer net.Close()
 	}
 	var rows []ShuffleRow
 	for _, app := range o.Apps {
@@ -469,10 +528,13 @@ func cpuList(c []int) string {
 	return strings.Join(s, ",")
 }
 
-func runShuffleOnce(ctx context.Context, o *ShuffleOptions, c shuffleConfig, net *netnsSetup) (ShuffleRow, error) {
+func runShuffleOnce(ctx context.Context, o *ShuffleOptions, c shuffleConfig, net *emu.Lab) (ShuffleRow, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	row := ShuffleRow{App: c.app, Nodes: c.nodes, RanksPerNode: c.ranksPerNode, AggSize: c.agg, Buffers: c.buffers, Threads: c.threads, Agent: c.agent, Codec: c.codec}
+	if o.EmulateDPU {
+		row.HostCPUs, row.DPUCPUs = o.HostCPUs, o.DPUCPUs
+	}
 	dir, err := os.MkdirTemp("", "nicflow-shuffle-bench-")
 	if err != nil {
 		return row, nferr.IOf("temporary directory: %v", err)
@@ -484,15 +546,20 @@ func runShuffleOnce(ctx context.Context, o *ShuffleOptions, c shuffleConfig, net
 			children[i].stop()
 		}
 	}()
-	prefix := func(node int) []string {
-		if net != nil {
-			return net.exec(node)
+	// Workers run on their node's host; offloaded agents on its DPU when
+	// emulating DPUs.
+	prefix := func(node int, agent bool) []string {
+		switch {
+		case net == nil:
+			return nil
+		case agent && o.EmulateDPU:
+			return net.Hosts()[node].WrapDevice("dpu")
 		}
-		return nil
+		return net.Hosts()[node].Wrap()
 	}
 	listen := func(node int) string {
 		if net != nil {
-			return net.addr(node) + ":0"
+			return net.Hosts()[node].Addr() + ":0"
 		}
 		return "127.0.0.1:0"
 	}
@@ -511,7 +578,7 @@ func runShuffleOnce(ctx context.Context, o *ShuffleOptions, c shuffleConfig, net
 		security = []string{"--key-file", keyFile}
 	}
 	agentCPUs, workerCPUs := cpuSplit(o.Pin)
-	if c.agent == "corun" {
+	if c.agent == "corun" || o.EmulateDPU {
 		agentCPUs, workerCPUs = nil, nil
 	}
 	// Offloaded agents first.
@@ -519,7 +586,7 @@ func runShuffleOnce(ctx context.Context, o *ShuffleOptions, c shuffleConfig, net
 	var agentAddrs []string
 	if c.agent == "offload" {
 		for i := 0; i < c.nodes; i++ {
-			argv := append(prefix(i), o.Binary, "agent", "--node", strconv.Itoa(i), "--nodes", strconv.Itoa(c.nodes),
+			argv := append(prefix(i, true), o.Binary, "agent", "--node", strconv.Itoa(i), "--nodes", strconv.Itoa(c.nodes),
 				"--listen", listen(i), "--local", "unix:"+filepath.Join(dir, fmt.Sprintf("agent%d.sock", i)),
 				"--threads", strconv.Itoa(c.threads), "--agg-size", strconv.Itoa(c.agg), "--codec", c.codec, "--device", "nic",
 				"--control")
@@ -552,7 +619,7 @@ func runShuffleOnce(ctx context.Context, o *ShuffleOptions, c shuffleConfig, net
 	}
 	var nodes []*child
 	for i := 0; i < c.nodes; i++ {
-		argv := append(prefix(i), o.Binary, "bench", "shuffle-node")
+		argv := append(prefix(i, false), o.Binary, "bench", "shuffle-node")
 		ch, err := startChild(ctx, fmt.Sprintf("node %d", i), argv)
 		if err != nil {
 			return row, err

@@ -167,6 +167,11 @@ func barChart(title, yTitle string, groups, seriesNames []string, values [][]flo
 	if stacked {
 		bw = gw * 0.6
 	}
+	// Labels wider than their group (about 6 px a character) are slanted.
+	rotate := false
+	for _, g := range groups {
+		rotate = rotate || float64(len(g))*6 > gw
+	}
 	for gi, g := range groups {
 		x0 := padL + float64(gi)*gw + gw*0.1
 		base := 0.0
@@ -181,7 +186,12 @@ func barChart(title, yTitle string, groups, seriesNames []string, values [][]flo
 			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s</title></rect>`+"\n",
 				x, y, bw-2, h, palette[si%len(palette)], html.EscapeString(fmtTick(math.Round(v*100)/100)))
 		}
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" %s font-size="11" text-anchor="middle" fill="%s">%s</text>`+"\n", padL+float64(gi)*gw+gw/2, padT+plotH+16, fontAttr, txtColor, html.EscapeString(g))
+		x := padL + float64(gi)*gw + gw/2
+		if rotate {
+			fmt.Fprintf(&b, `<text transform="translate(%.1f %.1f) rotate(-30)" %s font-size="10" text-anchor="end" fill="%s">%s</text>`+"\n", x+3, padT+plotH+12, fontAttr, txtColor, html.EscapeString(g))
+		} else {
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" %s font-size="11" text-anchor="middle" fill="%s">%s</text>`+"\n", x, padT+plotH+16, fontAttr, txtColor, html.EscapeString(g))
+		}
 	}
 	legend(&b, seriesNames)
 	b.WriteString("</svg>\n")
@@ -214,10 +224,11 @@ func (p *plotFiles) write(name string, svg []byte) error {
 type rowKey struct {
 	app, agent, codec              string
 	nodes, ranks, agg, buf, thread int
+	host, dpu                      float64
 }
 
 func keyOf(r ShuffleRow) rowKey {
-	return rowKey{r.App, r.Agent, r.Codec, r.Nodes, r.RanksPerNode, r.AggSize, r.Buffers, r.Threads}
+	return rowKey{r.App, r.Agent, r.Codec, r.Nodes, r.RanksPerNode, r.AggSize, r.Buffers, r.Threads, r.HostCPUs, r.DPUCPUs}
 }
 
 // seriesName names a series by the dimensions that vary in the data set
@@ -237,6 +248,8 @@ func seriesName(k rowKey, vary map[string]bool) string {
 	add("agg", sizeLabel(k.agg))
 	add("buffers", fmt.Sprintf("%d bufs", k.buf))
 	add("threads", fmt.Sprintf("%d thr", k.thread))
+	add("host", fmt.Sprintf("host %g", k.host))
+	add("dpu", fmt.Sprintf("DPU %g", k.dpu))
 	if len(parts) == 0 {
 		return k.app
 	}
@@ -260,6 +273,8 @@ func varying(rows []ShuffleRow) map[string]bool {
 		note("agg", strconv.Itoa(r.AggSize))
 		note("buffers", strconv.Itoa(r.Buffers))
 		note("threads", strconv.Itoa(r.Threads))
+		note("host", strconv.FormatFloat(r.HostCPUs, 'g', -1, 64))
+		note("dpu", strconv.FormatFloat(r.DPUCPUs, 'g', -1, 64))
 	}
 	vary := map[string]bool{}
 	for d, vs := range seen {

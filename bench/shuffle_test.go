@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nicflow/nicflow/bench/emu"
 	"github.com/nicflow/nicflow/internal/nferr"
 	"github.com/nicflow/nicflow/shuffle"
 )
@@ -168,6 +169,43 @@ func TestRunShuffleSecure(t *testing.T) {
 	}
 	if len(rows) != 2 || rows[0].Msgs != 8000 || rows[1].Msgs != 8000 {
 		t.Fatalf("rows %+v", rows)
+	}
+}
+
+// TestRunShuffleEmulatedDPU runs both agent modes with each node a host
+// and a DPU (network namespaces and CPU quotas; root only): the offloaded
+// agents run in the DPU's cgroup, the rows carry the quotas, and nothing
+// of the lab is left.
+func TestRunShuffleEmulatedDPU(t *testing.T) {
+	if err := emu.Check(); err != nil {
+		t.Skipf("no emulated hosts here: %v", err)
+	}
+	if testing.Short() || os.Getenv("NICFLOW_SKIP_NETNS") != "" {
+		t.Skip("-short or NICFLOW_SKIP_NETNS is set")
+	}
+	exe, _ := os.Executable()
+	t.Setenv("NICFLOW_BENCH_CHILD", "1")
+	rows, err := RunShuffle(context.Background(), ShuffleOptions{
+		Apps: []string{"histogram"}, Nodes: 2, RanksPerNode: 2, AggSizes: []int{4096}, Buffers: []int{4}, Threads: []int{1},
+		Agents: []string{"corun", "offload"}, Codecs: []string{"none"}, Updates: 20000, TableSize: 100, Binary: exe,
+		Timeout: time.Minute, EmulateDPU: true, HostCPUs: 0.3, DPUCPUs: 0.2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].Msgs != 80000 || rows[1].Msgs != 80000 {
+		t.Fatalf("rows %+v", rows)
+	}
+	for _, r := range rows {
+		if r.HostCPUs != 0.3 || r.DPUCPUs != 0.2 {
+			t.Errorf("%s: quotas %g/%g in the row", r.Agent, r.HostCPUs, r.DPUCPUs)
+		}
+	}
+	if rows[1].AgentCPUS <= 0 {
+		t.Errorf("offloaded agents' CPU not measured: %+v", rows[1])
+	}
+	if left, _ := emu.Leftovers(ShufflePrefix); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
 	}
 }
 

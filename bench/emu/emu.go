@@ -848,3 +848,26 @@ func (c cgroupFS) remove(prefix string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// ParseRate reads a NIC rate in tc's bit units ("200mbit", "1gbit",
+// "500kbit", "1.5gbit"; a bare number is bits per second) and returns it
+// in Mbit/s.
+func ParseRate(s string) (float64, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	units := []struct {
+		suffix string
+		mbit   float64
+	}{{"tbit", 1e6}, {"gbit", 1e3}, {"mbit", 1}, {"kbit", 1e-3}, {"bit", 1e-6}, {"", 1e-6}}
+	for _, u := range units {
+		num, ok := strings.CutSuffix(t, u.suffix)
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(num, 64)
+		if err != nil || v <= 0 || math.IsInf(v, 0) {
+			break
+		}
+		return v * u.mbit, nil
+	}
+	return 0, nferr.Queryf("rate %q: want a positive number of bit/s with a tc unit, e.g. 200mbit or 1gbit", s)
+}

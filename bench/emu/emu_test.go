@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -123,7 +124,7 @@ func TestLab(t *testing.T) {
 	const prefix = "nfet"
 	ctx := context.Background()
 	lab, err := New(ctx, Options{Prefix: prefix, Hosts: []HostSpec{
-		{Name: "a", NICMbit: 40, CPUs: 0.25},
+		{Name: "a", NICMbit: 40, CPUs: 0.25, Devices: []DeviceSpec{{Name: "dpu", CPUs: 0.5}}},
 		{Name: "b", NICMbit: 40},
 	}})
 	if err != nil {
@@ -191,6 +192,22 @@ func TestLab(t *testing.T) {
 		t.Logf("1 s of spinning with a 0.25 CPU quota used %v", used)
 	}
 
+	// The device's quota is its own, and its CPU is accounted apart.
+	d0, _ := a.DeviceCPUTime("dpu")
+	spin = exec.Command(a.WrapDevice("dpu")[0], append(a.WrapDevice("dpu")[1:], exe, "1s")...)
+	spin.Env = append(os.Environ(), helperEnv+"=spin")
+	if msg, err := spin.CombinedOutput(); err != nil {
+		t.Fatalf("spin on the device: %v %s", err, msg)
+	}
+	d1, _ := a.DeviceCPUTime("dpu")
+	c2, _ := a.CPUTime()
+	if used := d1 - d0; used < 350*time.Millisecond || used > 700*time.Millisecond || c2-c1 > 50*time.Millisecond {
+		t.Errorf("1 s of spinning on a 0.5 CPU device used %v there and %v on the host", used, c2-c1)
+	}
+	if _, err := a.DeviceCPUTime("gpu"); err == nil {
+		t.Error("a device the host lacks has a CPU time")
+	}
+
 	// An abandoned lab (no Close: its lock dies with the file) is cleaned
 	// up by the next New with the prefix, live processes included.
 	sleeper := a.Command(context.Background(), "/bin/sleep", "600")
@@ -226,4 +243,17 @@ type zeros struct{}
 func (zeros) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
+}
+
+func TestParseRate(t *testing.T) {
+	for s, want := range map[string]float64{"200mbit": 200, "1gbit": 1000, "1.5Gbit": 1500, "500kbit": 0.5, "1000000": 1, "2tbit": 2e6} {
+		if got, err := ParseRate(s); err != nil || got != want {
+			t.Errorf("ParseRate(%q) = %v, %v; want %v", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"", "fast", "-1mbit", "0gbit", "10mbps", "mbit"} {
+		if _, err := ParseRate(s); err == nil {
+			t.Errorf("ParseRate(%q) accepted", s)
+		}
+	}
 }

@@ -23,8 +23,9 @@ var benchShuffleFlags struct {
 	updates, tableSize, rows, degree                 int
 	batches, batchRows, repeat                       int
 	seed                                             uint64
-	netns, secure                                    bool
+	netns, secure, emulateDPU                        bool
 	rate                                             string
+	hostCPUs, dpuCPUs                                float64
 }
 
 var benchShuffleCmd = &cobra.Command{
@@ -61,8 +62,16 @@ includes its agent), remote_frames, avg_frame_bytes, wire_mb, parks.
 
 --plot DIR writes SVG charts (rate vs each varied dimension, corun vs
 offload). --from FILE reprints and replots a CSV from an earlier run.
---netns (root) puts each node in a network namespace behind a tbf shaper of
---rate, to emulate a NIC's bandwidth instead of loopback. Agent connections
+--netns (root) puts each node on an emulated host: a network namespace whose
+NIC is shaped with tbf to --rate both ways, instead of loopback.
+
+--emulate-dpu (root) gives each node a host and a DPU, as cgroup CPU quotas:
+the node's worker gets --host-cpus cores; an offloaded agent runs on the
+DPU's --dpu-cpus cores, on top of the host's, as a real DPU's cores are; a
+corun agent shares the host's quota with its worker. Pinning is off. This
+is how offload can be faster than corun on one machine (docs/shuffle.md).
+
+Agent connections
 run without authentication unless --secure (TLS 1.3 keyed by a generated
 cluster key).`,
 	Example: `  # the figure in docs/shuffle.md: histogram over 4 nodes, 1 KiB to 64 KiB
@@ -75,6 +84,9 @@ cluster key).`,
 
   # compressed repartition over a 1 Gbit/s emulated link
   sudo nicflow bench shuffle --app repartition --codec none,s2,zstd --netns --rate 1gbit
+
+  # corun against offload with the agent on an emulated DPU
+  sudo nicflow bench shuffle --app histogram,transpose,sssp --agent corun,offload --emulate-dpu
 
   # replot an earlier run
   nicflow bench shuffle --from shuffle.csv --plot /tmp/plots`,
@@ -135,7 +147,8 @@ func runBenchShuffle(cmd *cobra.Command, _ []string) error {
 		o := bench.ShuffleOptions{Apps: splitList(f.apps), Nodes: f.nodes, RanksPerNode: f.ranksPerNode,
 			Agents: splitList(f.agents), Codecs: splitList(f.codecs), Local: f.local, Pin: f.pin,
 			Updates: f.updates, TableSize: f.tableSize, Rows: f.rows, RowDegree: f.degree, Batches: f.batches,
-			BatchRows: f.batchRows, Repeat: f.repeat, Seed: f.seed, Netns: f.netns, Rate: f.rate, Secure: f.secure, Progress: cmd.ErrOrStderr()}
+			BatchRows: f.batchRows, Repeat: f.repeat, Seed: f.seed, Netns: f.netns, Rate: f.rate, Secure: f.secure, Progress: cmd.ErrOrStderr(),
+			EmulateDPU: f.emulateDPU, HostCPUs: f.hostCPUs, DPUCPUs: f.dpuCPUs}
 		var err error
 		if o.AggSizes, err = intList("agg-size", f.aggSizes, true); err != nil {
 			return err
@@ -241,6 +254,9 @@ func init() {
 	f.Uint64Var(&b.seed, "seed", 42, "workload seed")
 	f.BoolVar(&b.netns, "netns", false, "one network namespace per node with a tbf rate limit (root)")
 	f.StringVar(&b.rate, "rate", "1gbit", "tbf rate per node with --netns (tc syntax: 100mbit, 1gbit)")
+	f.BoolVar(&b.emulateDPU, "emulate-dpu", false, "each node a host and a DPU with CPU quotas; offloaded agents on the DPU (root)")
+	f.Float64Var(&b.hostCPUs, "host-cpus", 0, "with --emulate-dpu: each node's host quota in cores (default: half the machine's cores / nodes)")
+	f.Float64Var(&b.dpuCPUs, "dpu-cpus", 0, "with --emulate-dpu: each node's DPU quota in cores (default: half the machine's cores / nodes)")
 	f.BoolVar(&b.secure, "secure", false, "agent connections over TLS keyed by a generated cluster key (default: insecure)")
 	benchCmd.AddCommand(benchShuffleCmd, benchShuffleNodeCmd)
 }
