@@ -16,6 +16,8 @@ import (
 	"github.com/nicflow/nicflow/bench/emu"
 	"github.com/nicflow/nicflow/cluster"
 	"github.com/nicflow/nicflow/internal/nferr"
+	"github.com/nicflow/nicflow/shuffle"
+	"github.com/nicflow/nicflow/storage"
 	"github.com/nicflow/nicflow/tpch"
 )
 
@@ -56,7 +58,8 @@ type LovelockRunOptions struct {
 	// median, Figure 3).
 	CPURatio float64
 	// ServerCores is the server's CPU quota in cores. Default: every core
-	// of this machine.
+	// of this machine (it then overlaps the storage hosts' quotas, which
+	// matters only while both are busy: the rows' CPU figures tell).
 	ServerCores float64
 	// Storage is the number of storage hosts. Default 1.
 	Storage int
@@ -64,6 +67,16 @@ type LovelockRunOptions struct {
 	// so storage is never the bottleneck (a disaggregated storage service
 	// spread over many machines, as BigQuery's is).
 	StorageMbit float64
+	// StorageCPUs is each storage host's CPU quota in cores: the same in
+	// every configuration, so the storage service is the same for the
+	// server and for every Lovelock cluster. Default: a quarter of this
+	// machine's cores, shared by the storage hosts.
+	StorageCPUs float64
+	// ScanCodec is the compression the workers ask the storage hosts to
+	// apply to scans ("none", "lz4", "zstd"; cluster.Options.ScanCodec),
+	// and ShuffleCodec the one their shuffle agents apply between workers
+	// ("none", "s2", "zstd"; cluster.Options.ShuffleCodec). Default "none".
+	ScanCodec, ShuffleCodec string
 	// CS, PS, CP, PP and CF are the cost model's inputs (relative to one
 	// smart NIC) for the cost and energy ratios. Defaults: the paper's 7,
 	// 11, 0, 0, 0.7.
@@ -104,6 +117,10 @@ func (o *LovelockRunOptions) setDefaults() {
 	}
 	def(&o.NICMbit, 200)
 	def(&o.CPURatio, PaperCPURatio)
+	if o.Storage == 0 {
+		o.Storage = 1
+	}
+	def(&o.StorageCPUs, float64(runtime.NumCPU())/4/float64(o.Storage))
 	def(&o.ServerCores, float64(runtime.NumCPU()))
 	def(&o.CS, PaperCS)
 	def(&o.PS, PaperPS)
@@ -111,14 +128,17 @@ func (o *LovelockRunOptions) setDefaults() {
 	if o.Runs == 0 {
 		o.Runs = 1
 	}
-	if o.Storage == 0 {
-		o.Storage = 1
-	}
 	if o.Prefix == "" {
 		o.Prefix = LovelockPrefix
 	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
+	}
+	if o.ScanCodec == "" {
+		o.ScanCodec = "none"
+	}
+	if o.ShuffleCodec == "" {
+		o.ShuffleCodec = "none"
 	}
 }
 
@@ -144,8 +164,16 @@ func (o *LovelockRunOptions) Validate() error {
 		return nferr.Queryf("lovelock: CPU ratio %g: want 1 to 100 (smart NICs per server's CPU)", o.CPURatio)
 	case o.ServerCores < 0.1 || o.ServerCores > 1024:
 		return nferr.Queryf("lovelock: server cores %g: want 0.1 to 1024", o.ServerCores)
+	case o.StorageCPUs < 0.05 || o.StorageCPUs > 1024:
+		return nferr.Queryf("lovelock: storage CPUs %g: want 0.05 to 1024", o.StorageCPUs)
 	case o.ServerCores/o.CPURatio < 0.01:
 		return nferr.Queryf("lovelock: a smart NIC would get %.4f cores: raise the server's cores or lower the CPU ratio", o.ServerCores/o.CPURatio)
+	}
+	if err := storage.CheckScanCodec(o.ScanCodec); err != nil {
+		return err
+	}
+	if _, err := shuffle.ParseCodec(o.ShuffleCodec); err != nil {
+		return err
 	}
 	for _, p := range o.Phi {
 		if p < 1 || p > 32 {
@@ -260,8 +288,9 @@ func RunLovelock(ctx context.Context, o LovelockRunOptions) ([]LovelockRow, erro
 	for _, p := range o.Phi {
 		maxPhi = max(maxPhi, p)
 	}
-	if q := float64(maxPhi) * o.ServerCores / o.CPURatio; q > float64(runtime.NumCPU()) {
-		fmt.Fprintf(o.Progress, "warning: phi %d needs %.2f cores of worker quota, more than this machine's %d: the Lovelock workers will compete for CPU, not get their quota\n",
+	storageCPUs := o.StorageCPUs * float64(o.Storage)
+	if q := float64(maxPhi)*o.ServerCores/o.CPURatio + storageCPUs; q > float64(runtime.NumCPU())+1e-9 {
+		fmt.Fprintf(o.Progress, "warning: at phi %d the workers and storage ask for %.2f cores, more than this machine's %d: hosts will compete for CPU instead of getting their quotas\n",
 			maxPhi, q, runtime.NumCPU())
 	}
 	configs := o.configs()
@@ -284,12 +313,12 @@ func RunLovelock(ctx context.Context, o LovelockRunOptions) ([]LovelockRow, erro
 func runLovelockConfig(ctx context.Context, o *LovelockRunOptions, c lovelockConfig, reference map[int]tpch.Result) (map[int]measured, error) {
 	hosts := []emu.HostSpec{{Name: "coord", NICMbit: o.NICMbit}}
 	for i := 1; i <= o.Storage; i++ {
-		hosts = append(hosts, emu.HostSpec{Name: fmt.Sprintf("store%d", i), NICMbit: o.StorageMbit})
+		hosts = append(hosts, emu.HostSpec{Name: fmt.Sprintf("store%d", i), NICMbit: o.StorageMbit, CPUs: o.StorageCPUs})
 	}
 	for i := 1; i <= c.workers; i++ {
 		hosts = append(hosts, emu.HostSpec{Name: fmt.Sprintf("w%d", i), NICMbit: o.NICMbit, CPUs: c.cpus})
 	}
-	fmt.Fprintf(o.Progress, "%s: %d worker host(s) with %.2f cores and a %g Mbit/s NIC each, %d storage host(s)\n", c.name, c.workers, c.cpus, o.NICMbit, o.Storage)
+	fmt.Fprintf(o.Progress, "%s: %d worker host(s) with %.2f cores and a %g Mbit/s NIC each, %d storage host(s) with %.2f cores\n", c.name, c.workers, c.cpus, o.NICMbit, o.Storage, o.StorageCPUs)
 	lab, err := emu.New(ctx, emu.Options{Prefix: o.Prefix, Hosts: hosts})
 	if err != nil {
 		return nil, err
@@ -311,7 +340,7 @@ func runLovelockConfig(ctx context.Context, o *LovelockRunOptions, c lovelockCon
 		Extra: map[cluster.Role][]string{
 			// Scans must cross the NICs: no short-circuit reads of the
 			// storage hosts' files (which share this machine's disk).
-			cluster.RoleWorker:  {"--cores", cores, "--no-local-reads"},
+			cluster.RoleWorker:  {"--cores", cores, "--no-local-reads", "--scan-codec", o.ScanCodec, "--shuffle-codec", o.ShuffleCodec},
 			cluster.RoleStorage: {"--no-local-reads"},
 		},
 	})

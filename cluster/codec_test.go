@@ -227,6 +227,8 @@ func TestOptionsValidate(t *testing.T) {
 		{func(o *Options) { o.NodeID = "a b" }, nferr.KindQuery, "node_id"},
 		{func(o *Options) { o.Gossip = "fast" }, nferr.KindQuery, "gossip"},
 		{func(o *Options) { o.Role = RoleStorage }, nferr.KindQuery, "control_addr is not used"},
+		{func(o *Options) { o.ScanCodec = "gzip" }, nferr.KindQuery, "scan_codec"},
+		{func(o *Options) { o.ShuffleCodec = "brotli" }, nferr.KindQuery, "shuffle_codec"},
 	} {
 		o := base()
 		c.mut(&o)

@@ -14,6 +14,8 @@ import (
 
 	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/internal/nferr"
+	"github.com/nicflow/nicflow/shuffle"
+	"github.com/nicflow/nicflow/storage"
 )
 
 // Role is what a node does in the cluster.
@@ -164,6 +166,18 @@ type Options struct {
 	// and a storage node refuses to offer them. Default false: workers read
 	// co-located files themselves.
 	NoLocalReads bool `json:"no_local_reads"`
+	// ScanCodec is the compression a worker asks storage nodes to apply to
+	// the batches of its Flight scans: "none", "lz4" or "zstd" (Arrow IPC
+	// body compression). It trades storage and worker CPU for network
+	// bytes: on a slow network (a NIC shared with shuffles, storage across
+	// a data-center fabric) it shortens scans several-fold; on loopback it
+	// only costs CPU. Default "none".
+	ScanCodec string `json:"scan_codec"`
+	// ShuffleCodec compresses the frames a worker's shuffle agent sends to
+	// other workers: "none", "s2" or "zstd" (shuffle.Options.Codec;
+	// adaptive: data that does not compress is sent as it is). Default
+	// "none".
+	ShuffleCodec string `json:"shuffle_codec"`
 
 	// Logger receives the node's logs. Default: slog.Default().
 	Logger *slog.Logger `json:"-"`
@@ -263,6 +277,12 @@ func (o *Options) Validate() error {
 		if err := checkHostPort("admin_addr", o.AdminAddr, false); err != nil {
 			return err
 		}
+	}
+	if err := storage.CheckScanCodec(o.ScanCodec); err != nil {
+		return nferr.Queryf("options: scan_codec: %v", err)
+	}
+	if _, err := shuffle.ParseCodec(o.ShuffleCodec); err != nil {
+		return nferr.Queryf("options: shuffle_codec: %v", err)
 	}
 	for i, j := range o.Join {
 		if err := checkHostPort(fmt.Sprintf("join[%d]", i), j, true); err != nil {

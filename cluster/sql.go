@@ -620,8 +620,12 @@ func (w *SQLWorker) Start(n *Node, listen string) error {
 	idx := ShuffleIndex(n.ID())
 	peers := make([]string, idx+1)
 	keys := n.Keys()
+	codec, err := shuffle.ParseCodec(n.opts.ShuffleCodec)
+	if err != nil {
+		return err
+	}
 	a, err := shuffle.NewAgent(shuffle.AgentConfig{Node: idx, Peers: peers, Listen: listen, Log: n.Logger(),
-		Options: shuffle.Options{TLS: keys.ServerTLS(), TLSClient: keys.ClientTLS()}})
+		Options: shuffle.Options{TLS: keys.ServerTLS(), TLSClient: keys.ClientTLS(), Codec: codec}})
 	if err != nil {
 		return err
 	}
@@ -700,7 +704,7 @@ func (w *SQLWorker) Execute(ctx context.Context, tc *TaskContext) error {
 	w.mu.Unlock()
 	var src storage.Source
 	if len(f.Tables) > 0 {
-		ps := storage.NewPlacedScanner(f.Tables, f.Storage, storage.ClientOptions{TLS: tc.Node.Keys().ClientTLS(), LocalReads: !tc.Node.opts.NoLocalReads, Pool: w.storage})
+		ps := storage.NewPlacedScanner(f.Tables, f.Storage, storage.ClientOptions{TLS: tc.Node.Keys().ClientTLS(), LocalReads: !tc.Node.opts.NoLocalReads, Pool: w.storage, Codec: tc.Node.opts.ScanCodec})
 		defer ps.Close()
 		src = countingSource{Source: ps, rows: w.scanned, bytes: w.scannedBytes}
 	}

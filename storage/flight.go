@@ -232,7 +232,7 @@ func (s *Server) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServ
 	}
 	defer sc.Close()
 	ctx := stream.Context()
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(sc.Schema()))
+	w := flight.NewRecordWriter(stream, scanWriterOptions(sc.Schema(), spec.Codec)...)
 	defer w.Close()
 	for {
 		rec, err := sc.Next(ctx)
@@ -251,6 +251,20 @@ func (s *Server) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServ
 	st, _ := json.Marshal(sc.Stats())
 	stream.SetTrailer(metadata.Pairs(statsTrailer, string(st)))
 	return nil
+}
+
+// scanWriterOptions are the IPC writer options of a scan stream: its
+// schema and the body compression the client asked for. A buffer that
+// compression would shrink by less than a tenth is sent as it is.
+func scanWriterOptions(schema *arrow.Schema, codec string) []ipc.Option {
+	opts := []ipc.Option{ipc.WithSchema(schema)}
+	switch codec {
+	case "lz4":
+		opts = append(opts, ipc.WithLZ4(), ipc.WithMinSpaceSavings(0.1))
+	case "zstd":
+		opts = append(opts, ipc.WithZstd(), ipc.WithMinSpaceSavings(0.1))
+	}
+	return opts
 }
 
 // recordBytes estimates a record's IPC body size.
@@ -539,6 +553,10 @@ type ClientOptions struct {
 	// then share one TLS connection per node instead of dialing their own.
 	// The pool must be used with one TLS configuration only.
 	Pool *ClientPool
+	// Codec is the compression storage nodes apply to the batches of this
+	// client's Flight scans (ScanSpec.Codec): "" or "none", "lz4", "zstd".
+	// It trades the nodes' and this client's CPU for network bytes.
+	Codec string
 }
 
 // ClientPool holds connections to storage nodes, shared by every scanner
@@ -915,6 +933,7 @@ func (it *remoteIter) stream(ctx context.Context, node string, frs []FileRange, 
 	}
 	spec := it.spec
 	spec.Files = frs
+	spec.Codec = it.r.cl.opts.Codec
 	if it.r.cl.opts.LocalReads {
 		sc, err := it.localScanner(ctx, c, addr, spec, files)
 		if err != nil {

@@ -3,12 +3,15 @@ package storage
 import (
 	"math/big"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/nicflow/nicflow/internal/nferr"
 )
 
 func decimal64Num(v int64) decimal.Decimal64 { return decimal.Decimal64(v) }
@@ -274,5 +277,24 @@ func TestParseDecimal(t *testing.T) {
 		if why != c.why || (why == "" && got != c.want) {
 			t.Errorf("parseDate(%q) = %d, %q; want %d, %q", c.in, got, why, c.want, c.why)
 		}
+	}
+}
+
+// TestScanTicketCodec: a ticket carries the codec the client asks for, and
+// a ticket asking for an unknown codec is bad data.
+func TestScanTicketCodec(t *testing.T) {
+	for _, c := range []string{"", "none", "lz4", "zstd"} {
+		b, err := MarshalScanSpec(ScanSpec{Table: "t", Codec: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := UnmarshalScanSpec(b)
+		if err != nil || back.Codec != c {
+			t.Errorf("codec %q: %v, %q", c, err, back.Codec)
+		}
+	}
+	b, _ := MarshalScanSpec(ScanSpec{Table: "t", Codec: "gzip"})
+	if _, err := UnmarshalScanSpec(b); !nferr.Is(err, nferr.KindData) || !strings.Contains(err.Error(), "gzip") {
+		t.Errorf("codec gzip: %v", err)
 	}
 }

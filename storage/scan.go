@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -38,6 +39,22 @@ type ScanSpec struct {
 	Filter *Predicate `json:"filter,omitempty"`
 	// BatchSize bounds the rows of each produced record (default 8192).
 	BatchSize int `json:"batch_size,omitempty"`
+	// Codec asks a storage node to compress the batches it sends for this
+	// scan over Flight (Arrow IPC body compression): "" or "none", "lz4"
+	// or "zstd". Readers decompress whatever they receive; a local scan
+	// ignores it.
+	Codec string `json:"codec,omitempty"`
+}
+
+// ScanCodecs are the values of ScanSpec.Codec.
+var ScanCodecs = []string{"none", "lz4", "zstd"}
+
+// CheckScanCodec validates a scan codec name ("" is none).
+func CheckScanCodec(c string) error {
+	if c == "" || slices.Contains(ScanCodecs, c) {
+		return nil
+	}
+	return nferr.Queryf("scan codec %q: want none, lz4 or zstd", c)
 }
 
 // FileRange selects one file and optionally some of its row groups (nil:
@@ -98,6 +115,9 @@ func UnmarshalScanSpec(b []byte) (ScanSpec, error) {
 	}
 	if s.BatchSize < 0 || s.BatchSize > 1<<20 {
 		return ScanSpec{}, nferr.Dataf("malformed scan ticket: batch size %d out of range", s.BatchSize)
+	}
+	if err := CheckScanCodec(s.Codec); err != nil {
+		return ScanSpec{}, nferr.Dataf("malformed scan ticket: %v", err)
 	}
 	for _, f := range s.Files {
 		for _, rg := range f.RowGroups {

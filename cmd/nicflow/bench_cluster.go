@@ -26,6 +26,7 @@ var benchClusterFlags struct {
 	format       string
 	noLocalReads bool
 	workerCores  int
+	scanCodec    string
 }
 
 var benchClusterCmd = &cobra.Command{
@@ -72,6 +73,7 @@ func init() {
 	f.StringVar(&benchClusterFlags.format, "format", formatTable, "output format: table or csv")
 	f.BoolVar(&benchClusterFlags.noLocalReads, "no-local-reads", false, "workers receive every scan over Flight")
 	f.IntVar(&benchClusterFlags.workerCores, "worker-cores", 0, "cores each worker advertises (default: all)")
+	f.StringVar(&benchClusterFlags.scanCodec, "scan-codec", "", "compression of scans over Flight (with --no-local-reads): none, lz4 or zstd")
 	benchCmd.AddCommand(benchClusterCmd)
 }
 
@@ -163,7 +165,7 @@ func runBenchCluster(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stderr, "round %d: embedded done\n", round)
 		for i, sh := range shapes {
-			err := benchOneCluster(ctx, exe, fl.dir, sh, fl.noLocalReads, fl.workerCores, stderr, func(cl textRunner) error {
+			err := benchOneCluster(ctx, exe, fl.dir, sh, localWorkerArgs(fl.workerCores, fl.noLocalReads, fl.scanCodec), stderr, func(cl textRunner) error {
 				return pass(i+1, "cluster "+sh.String(), cl)
 			})
 			if err != nil {
@@ -192,14 +194,14 @@ func runBenchCluster(ctx context.Context, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func benchOneCluster(ctx context.Context, exe, dir string, sh clusterShape, noLocal bool, cores int, stderr io.Writer,
+func benchOneCluster(ctx context.Context, exe, dir string, sh clusterShape, workerArgs []string, stderr io.Writer,
 	runAll func(textRunner) error) error {
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	fmt.Fprintf(stderr, "cluster %s: starting\n", sh)
 	lc, err := cluster.StartLocal(sctx, cluster.LocalOptions{
 		Dir: dir, Workers: sh.workers, Storage: sh.storage, Exe: exe, Out: io.Discard,
-		Extra: map[cluster.Role][]string{cluster.RoleWorker: localWorkerArgs(cores, noLocal)},
+		Extra: map[cluster.Role][]string{cluster.RoleWorker: workerArgs},
 	})
 	if err != nil {
 		return err

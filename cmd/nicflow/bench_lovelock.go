@@ -117,8 +117,10 @@ func floatList(flag, s string) ([]float64, error) {
 
 var lovelockRunFlags struct {
 	dir, sf, phi, queries, format, plot, from, out string
+	scanCodec, shuffleCodec                        string
 	runs, storage                                  int
 	nicMbit, cpuRatio, serverCores, storageMbit    float64
+	storageCPUs                                    float64
 	cs, ps, cp, pp, cf                             float64
 }
 
@@ -136,9 +138,14 @@ this machine, with every host emulated (root only):
             its own --nic-mbit NIC (the same port speed as the server's)
   storage   --storage hosts serving the tables over Arrow Flight, NICs
             unshaped unless --storage-mbit (a disaggregated storage service
-            is not the bottleneck); workers never read the files directly,
-            so storage reads and shuffles both cross the emulated NICs
+            is not the bottleneck), each with --storage-cpus cores (the same
+            in every configuration; default a quarter of the machine);
+            workers never read the files directly, so storage reads and
+            shuffles both cross the emulated NICs
   coord     the coordinator, on a host with a --nic-mbit NIC
+
+--scan-codec compresses storage reads (lz4, zstd) and --shuffle-codec the
+shuffles between workers (s2, zstd): fewer bytes on the NICs for more CPU.
 
 Every answer is checked (against the reference answers at SF 0.01, 0.1 and
 1, else against the server's); a wrong answer makes the command exit 3.
@@ -206,6 +213,9 @@ func init() {
 	r.Float64Var(&rf.cpuRatio, "cpu-ratio", d.CPURatio, "smart NICs per server's CPU: a NIC host gets server-cores / this")
 	r.Float64Var(&rf.serverCores, "server-cores", 0, "the server's CPU quota in cores (default: all cores of this machine)")
 	r.IntVar(&rf.storage, "storage", d.Storage, "storage hosts")
+	r.StringVar(&rf.scanCodec, "scan-codec", d.ScanCodec, "compression of storage reads: none, lz4 or zstd (workers' --scan-codec)")
+	r.StringVar(&rf.shuffleCodec, "shuffle-codec", d.ShuffleCodec, "compression of shuffles between workers: none, s2 or zstd (workers' --shuffle-codec)")
+	r.Float64Var(&rf.storageCPUs, "storage-cpus", 0, "each storage host's CPU quota, the same in every configuration (default: a quarter of this machine's cores over the storage hosts)")
 	r.Float64Var(&rf.storageMbit, "storage-mbit", 0, "storage hosts' NIC rate in Mbit/s (default 0: unshaped)")
 	r.Float64Var(&rf.cs, "cs", d.CS, "server cost relative to a NIC, for the cost ratio")
 	r.Float64Var(&rf.ps, "ps", d.PS, "server power relative to a NIC, for the energy ratio")
@@ -242,7 +252,7 @@ func runBenchLovelock(cmd *cobra.Command, _ []string) error {
 		}
 	} else {
 		o := bench.LovelockRunOptions{Runs: f.runs, NICMbit: f.nicMbit, CPURatio: f.cpuRatio, ServerCores: f.serverCores,
-			Storage: f.storage, StorageMbit: f.storageMbit, CS: f.cs, PS: f.ps, CP: f.cp, PP: f.pp, CF: f.cf, Progress: stderr}
+			Storage: f.storage, StorageMbit: f.storageMbit, ScanCodec: f.scanCodec, ShuffleCodec: f.shuffleCodec, StorageCPUs: f.storageCPUs, CS: f.cs, PS: f.ps, CP: f.cp, PP: f.pp, CF: f.cf, Progress: stderr}
 		phis, err := intList("phi", f.phi, false)
 		if err != nil {
 			return err
@@ -279,8 +289,8 @@ func runBenchLovelock(cmd *cobra.Command, _ []string) error {
 		if rows, err = bench.RunLovelock(ctx, o); err != nil {
 			return err
 		}
-		title = fmt.Sprintf("TPC-H SF %g: a server (%g cores, one %g Mbit/s NIC) against Lovelock clusters of phi smart NICs (%.2f cores and a %g Mbit/s NIC each; cpu ratio %g), storage on %d host(s)",
-			o.SF, o.ServerCores, o.NICMbit, o.ServerCores/o.CPURatio, o.NICMbit, o.CPURatio, o.Storage)
+		title = fmt.Sprintf("TPC-H SF %g: a server (%g cores, one %g Mbit/s NIC) against Lovelock clusters of phi smart NICs (%.2f cores and a %g Mbit/s NIC each; cpu ratio %g), storage on %d host(s) of %.2f cores; codecs: scans %s, shuffles %s",
+			o.SF, o.ServerCores, o.NICMbit, o.ServerCores/o.CPURatio, o.NICMbit, o.CPURatio, o.Storage, o.StorageCPUs, o.ScanCodec, o.ShuffleCodec)
 	}
 	var buf bytes.Buffer
 	if err := bench.WriteLovelockRun(&buf, f.format, rows, title); err != nil {

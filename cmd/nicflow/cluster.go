@@ -118,6 +118,7 @@ var clusterLocalFlags struct {
 	cores        int
 	replication  int
 	noLocalReads bool
+	scanCodec    string
 }
 
 var clusterLocalCmd = &cobra.Command{
@@ -154,7 +155,7 @@ written to --addr-file (default DIR/cluster/coordinator.addr), where
 			Dir: f.dir, Workers: f.workers, Storage: f.storage, AddrFile: f.addrFile, KeyDir: f.keys,
 			Replication: f.replication, Out: cmd.ErrOrStderr(),
 		}
-		o.Extra = map[cluster.Role][]string{cluster.RoleWorker: localWorkerArgs(f.cores, f.noLocalReads)}
+		o.Extra = map[cluster.Role][]string{cluster.RoleWorker: localWorkerArgs(f.cores, f.noLocalReads, f.scanCodec)}
 		lc, err := cluster.StartLocal(cmd.Context(), o)
 		if err != nil {
 			return err
@@ -362,6 +363,7 @@ func init() {
 	f.IntVar(&clusterLocalFlags.cores, "worker-cores", 0, "cores each worker advertises (default: all)")
 	f.IntVar(&clusterLocalFlags.replication, "replication", 1, "storage nodes each table file is copied to")
 	f.BoolVar(&clusterLocalFlags.noLocalReads, "no-local-reads", false, "workers receive every scan over Flight instead of reading the storage nodes' files on this machine")
+	f.StringVar(&clusterLocalFlags.scanCodec, "scan-codec", "", "compression of scans over Flight: none, lz4 or zstd (workers' --scan-codec)")
 
 	addClientFlags(clusterStatusCmd, &statusFlags)
 
@@ -412,13 +414,16 @@ func placeWith(ctx context.Context, c *cluster.Client, replication int, w io.Wri
 }
 
 // localWorkerArgs are the extra flags of a local cluster's workers.
-func localWorkerArgs(cores int, noLocalReads bool) []string {
+func localWorkerArgs(cores int, noLocalReads bool, scanCodec string) []string {
 	var args []string
 	if cores > 0 {
 		args = append(args, "--cores", strconv.Itoa(cores))
 	}
 	if noLocalReads {
 		args = append(args, "--no-local-reads")
+	}
+	if scanCodec != "" {
+		args = append(args, "--scan-codec", scanCodec)
 	}
 	return args
 }

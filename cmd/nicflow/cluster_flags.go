@@ -36,6 +36,8 @@ type nodeFlags struct {
 	readyFile    string
 	logLevel     string
 	noLocalReads bool
+	scanCodec    string
+	shuffleCodec string
 }
 
 func addNodeFlags(cmd *cobra.Command, f *nodeFlags, role cluster.Role) {
@@ -67,6 +69,8 @@ func addNodeFlags(cmd *cobra.Command, f *nodeFlags, role cluster.Role) {
 	switch role {
 	case cluster.RoleWorker:
 		fs.BoolVar(&f.noLocalReads, "no-local-reads", false, "always receive scans over Flight, even when a storage node's files are visible on this machine")
+		fs.StringVar(&f.scanCodec, "scan-codec", "", "compression storage nodes apply to this worker's scans: none (default), lz4 or zstd; pays on slow networks")
+		fs.StringVar(&f.shuffleCodec, "shuffle-codec", "", "compression of this worker's shuffle frames to other workers: none (default), s2 or zstd")
 	case cluster.RoleStorage:
 		fs.BoolVar(&f.noLocalReads, "no-local-reads", false, "do not let co-located workers read this node's files directly (every scan runs here)")
 	}
@@ -99,6 +103,8 @@ func (f *nodeFlags) options(cmd *cobra.Command, role cluster.Role) (cluster.Opti
 	set("data-addr", &o.DataAddr, f.data)
 	set("flight-addr", &o.FlightAddr, f.flight)
 	set("gossip-profile", &o.Gossip, f.gossipMode)
+	set("scan-codec", &o.ScanCodec, f.scanCodec)
+	set("shuffle-codec", &o.ShuffleCodec, f.shuffleCodec)
 	if changed("join") {
 		o.Join = f.join
 	}

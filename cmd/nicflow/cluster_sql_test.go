@@ -118,7 +118,8 @@ func checkTPCHOnCluster(t *testing.T, cs *clusterSQL, sf float64, what string) {
 // worker), and with the default row groups on 4 workers and 2 storage
 // nodes with every file on both. Workers read the storage nodes' files themselves
 // (they share this machine) except in the configurations marked flight,
-// where every scan crosses Flight.
+// where every scan crosses Flight (with compressed scans and shuffles in
+// two of them).
 func TestClusterTPCH(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: cluster runs take tens of seconds")
@@ -129,12 +130,18 @@ func TestClusterTPCH(t *testing.T) {
 	for _, c := range []struct {
 		workers, storage, repl int
 		flight                 bool
-	}{{1, 1, 1, false}, {2, 1, 1, true}, {4, 1, 1, false}, {1, 2, 1, false}, {2, 2, 2, true}, {4, 2, 1, false}} {
+		codecs                 []string
+	}{{1, 1, 1, false, nil}, {2, 1, 1, true, nil}, {4, 1, 1, false, nil}, {1, 2, 1, false, nil},
+		{2, 2, 2, true, []string{"--scan-codec", "zstd", "--shuffle-codec", "s2"}}, {4, 2, 1, false, nil}} {
 		name := fmt.Sprintf("sf0.1/workers=%d/storage=%d/replication=%d", c.workers, c.storage, c.repl)
 		var args []string
 		if c.flight {
 			name += "/flight"
 			args = []string{"--no-local-reads"}
+		}
+		if c.codecs != nil {
+			name += "/compressed"
+			args = append(args, c.codecs...)
 		}
 		t.Run(name, func(t *testing.T) {
 			_, cs := localSQLCluster(t, copyTPCH(t, small), c.workers, c.storage, c.repl, args...)
@@ -143,8 +150,8 @@ func TestClusterTPCH(t *testing.T) {
 			checkRangeSplit(t, cs, c.workers > 1)
 		})
 	}
-	t.Run("sf0.1/default-row-groups/workers=4/storage=2/replication=2/flight", func(t *testing.T) {
-		_, cs := localSQLCluster(t, copyTPCH(t, tpchDir(t, 0.1)), 4, 2, 2, "--no-local-reads")
+	t.Run("sf0.1/default-row-groups/workers=4/storage=2/replication=2/flight/lz4", func(t *testing.T) {
+		_, cs := localSQLCluster(t, copyTPCH(t, tpchDir(t, 0.1)), 4, 2, 2, "--no-local-reads", "--scan-codec", "lz4", "--shuffle-codec", "zstd")
 		checkTPCHOnCluster(t, cs, 0.1, "SF 0.1")
 	})
 }
