@@ -40,6 +40,9 @@ bench: build
 	$(BIN) bench gen --sf 1
 	$(BIN) tpch gen --sf 1 --dir data/sf1 --if-missing
 	$(BIN) bench cluster --dir data/sf1 --configs 1x1,2x1,4x1,1x2,2x2,4x2 --runs 3
+	$(BIN) bench lovelock model
+	@if [ "$$(id -u)" = 0 ]; then $(BIN) bench lovelock run --dir data/sf1 --phi 1,2,3 --nic-mbit 200; \
+	else echo "bench lovelock run skipped: it needs root (network namespaces, tc, cgroups)"; fi
 
 lint:
 	$(GO) vet $(PKGS)
