@@ -224,20 +224,11 @@ func (r ModelResult) fields() []string {
 
 // WriteModel prints model results as "table", "csv" or "json".
 func WriteModel(w io.Writer, format string, rs []ModelResult) error {
-	switch format {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rs)
-	case "csv":
-		cw := csv.NewWriter(w)
-		cw.Write(ModelColumns)
-		for _, r := range rs {
-			cw.Write(r.fields())
-		}
-		cw.Flush()
-		return cw.Error()
-	case "table", "":
+	rows := make([][]string, len(rs))
+	for i, r := range rs {
+		rows[i] = r.fields()
+	}
+	return writeFormatted(w, format, rs, ModelColumns, rows, func() {
 		header := []string{"scenario", "phi", "mu", "cs", "ps", "cp", "pp", "cf", "cost", "energy", "cost+fabric", "the paper says"}
 		var rows [][]string
 		for _, r := range rs {
@@ -253,6 +244,25 @@ func WriteModel(w io.Writer, format string, rs []ModelResult) error {
 		WriteAligned(w, header, rows, func(c int) bool { return c == 0 || c == 2 || c == len(header)-1 })
 		fmt.Fprintln(w, "\ncost = (cs + cp) / (phi + cp); energy = (ps + pp) / (mu (phi + pp)); cost+fabric = (cs + cf + cp) / (phi (1 + cf) + cp);")
 		fmt.Fprintln(w, "projected mu = (k c + (1 - c)) / phi for a CPU share c and a server/NIC CPU ratio k (Lovelock, eq. 1-2 and Figure 4).")
+	})
+}
+
+// writeFormatted prints figures in one of the benchmark formats: v as
+// indented JSON, or a CSV of header and rows, or (format "table" or "")
+// whatever table prints.
+func writeFormatted(w io.Writer, format string, v any, header []string, rows [][]string, table func()) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	case "csv":
+		cw := csv.NewWriter(w)
+		cw.Write(header)
+		cw.WriteAll(rows)
+		return cw.Error()
+	case "table", "":
+		table()
 		return nil
 	}
 	return nferr.Queryf("format %q: want table, csv or json", format)

@@ -2,12 +2,9 @@ package bench
 
 import (
 	"context"
-	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -277,12 +274,9 @@ func RunLovelock(ctx context.Context, o LovelockRunOptions) ([]LovelockRow, erro
 	if err := emu.Check(); err != nil {
 		return nil, err
 	}
-	if o.Exe == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, nferr.IOf("lovelock: finding the nicflow executable: %v", err)
-		}
-		o.Exe = exe
+	var err error
+	if o.Exe, err = executable(o.Exe); err != nil {
+		return nil, err
 	}
 	maxPhi := 0
 	for _, p := range o.Phi {
@@ -524,20 +518,11 @@ func lovelockRows(o *LovelockRunOptions, configs []lovelockConfig, results []map
 // WriteLovelockRun prints the rows as "table", "csv" or "json"; the table
 // ends with the summary.
 func WriteLovelockRun(w io.Writer, format string, rows []LovelockRow, title string) error {
-	switch format {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
-	case "csv":
-		cw := csv.NewWriter(w)
-		cw.Write(LovelockColumns)
-		for _, r := range rows {
-			cw.Write(r.fields())
-		}
-		cw.Flush()
-		return cw.Error()
-	case "table", "":
+	fields := make([][]string, len(rows))
+	for i, r := range rows {
+		fields[i] = r.fields()
+	}
+	return writeFormatted(w, format, rows, LovelockColumns, fields, func() {
 		if title != "" {
 			fmt.Fprintln(w, title)
 		}
@@ -557,9 +542,7 @@ func WriteLovelockRun(w io.Writer, format string, rows []LovelockRow, title stri
 		for _, line := range LovelockSummary(rows) {
 			fmt.Fprintln(w, line)
 		}
-		return nil
-	}
-	return nferr.Queryf("format %q: want table, csv or json", format)
+	})
 }
 
 func mb(b int64) string      { return fmt.Sprintf("%.1f", float64(b)/1e6) }

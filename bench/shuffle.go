@@ -195,6 +195,19 @@ func (o *ShuffleOptions) Validate() error {
 	return nil
 }
 
+// executable returns exe, or this process's executable when exe is empty:
+// the nicflow binary that benchmark nodes re-execute.
+func executable(exe string) (string, error) {
+	if exe != "" {
+		return exe, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", nferr.IOf("finding the nicflow executable: %v", err)
+	}
+	return exe, nil
+}
+
 // ShufflePrefix names the emulated hosts of `bench shuffle --netns` and
 // `--emulate-dpu`.
 const ShufflePrefix = "nfsh"
@@ -356,16 +369,12 @@ func RunShuffle(ctx context.Context, o ShuffleOptions) ([]ShuffleRow, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	if o.Binary == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, nferr.IOf("finding the nicflow executable: %v", err)
-		}
-		o.Binary = exe
+	var err error
+	if o.Binary, err = executable(o.Binary); err != nil {
+		return nil, err
 	}
 	var net *emu.Lab
 	if o.Netns || o.EmulateDPU {
-		var err error
 		if net, err = shuffleLab(ctx, &o); err != nil {
 			return nil, err
 		}

@@ -503,7 +503,8 @@ func Leftovers(prefix string) ([]string, error) {
 	files, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, f := range files {
 		b, err := os.ReadFile(f)
-		if err == nil && (strings.Contains(string(b), "nicflow-emu-") || strings.Contains(string(b), "\x00"+prefix+"-")) {
+		c := string(b)
+		if err == nil && (strings.Contains(c, "nicflow-emu-") && strings.Contains(c, "/"+prefix+"/") || strings.Contains(c, "\x00"+prefix+"-")) {
 			if p, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil {
 				pids[p] = true
 			}

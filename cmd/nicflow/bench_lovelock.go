@@ -241,14 +241,9 @@ func runBenchLovelock(cmd *cobra.Command, _ []string) error {
 	var rows []bench.LovelockRow
 	title := ""
 	if f.from != "" {
-		fh, err := os.Open(f.from)
-		if err != nil {
-			return nferr.IOf("--from: %v", err)
-		}
-		rows, err = bench.ReadLovelockCSV(fh)
-		fh.Close()
-		if err != nil {
-			return nferr.Wrap(nferr.KindData, err, "%s", f.from)
+		var err error
+		if rows, err = readFromCSV(f.from, bench.ReadLovelockCSV); err != nil {
+			return err
 		}
 	} else {
 		o := bench.LovelockRunOptions{Runs: f.runs, NICMbit: f.nicMbit, CPURatio: f.cpuRatio, ServerCores: f.serverCores,

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -134,14 +135,9 @@ func runBenchShuffle(cmd *cobra.Command, _ []string) error {
 	}
 	var rows []bench.ShuffleRow
 	if f.from != "" {
-		fh, err := os.Open(f.from)
-		if err != nil {
-			return nferr.IOf("--from: %v", err)
-		}
-		rows, err = bench.ReadShuffleCSV(fh)
-		fh.Close()
-		if err != nil {
-			return nferr.Wrap(nferr.KindData, err, "%s", f.from)
+		var err error
+		if rows, err = readFromCSV(f.from, bench.ReadShuffleCSV); err != nil {
+			return err
 		}
 	} else {
 		o := bench.ShuffleOptions{Apps: splitList(f.apps), Nodes: f.nodes, RanksPerNode: f.ranksPerNode,
@@ -193,6 +189,20 @@ func runBenchShuffle(cmd *cobra.Command, _ []string) error {
 		}
 	}
 	return nil
+}
+
+// readFromCSV reads the --from CSV of an earlier benchmark run.
+func readFromCSV[T any](path string, read func(io.Reader) ([]T, error)) ([]T, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, nferr.IOf("--from: %v", err)
+	}
+	defer fh.Close()
+	rows, err := read(fh)
+	if err != nil {
+		return nil, nferr.Wrap(nferr.KindData, err, "%s", path)
+	}
+	return rows, nil
 }
 
 // writeFileAtomic writes path through a temporary file and a rename, so an
