@@ -54,7 +54,11 @@ type File struct {
 	Size int64  `json:"size"`
 	// Checksum of the whole file ("xxh3:<16 hex digits>").
 	Checksum string `json:"checksum"`
-	Rows     int64  `json:"rows"`
+	// FooterSum is the xxh3-64 of the footer (the Thrift metadata, its
+	// length and the closing magic), checked before the footer is parsed.
+	// 0: not recorded (an older catalog).
+	FooterSum uint64 `json:"footer_sum,omitempty"`
+	Rows      int64  `json:"rows"`
 	// ColumnIndex maps each table column to its Parquet leaf index.
 	ColumnIndex []int      `json:"colidx"`
 	RowGroups   []RowGroup `json:"rowgroups"`
@@ -69,6 +73,11 @@ type RowGroup struct {
 	Rows    int64         `json:"rows"`
 	Bytes   int64         `json:"bytes"`
 	Columns []ColumnStats `json:"cols"`
+	// Sums are the xxh3-64 checksums of each table column's chunk (its
+	// pages' bytes, in table column order), checked every time a scan
+	// reads the chunk. Nil: not recorded (an older catalog; the whole
+	// file is then verified on its first use in a process).
+	Sums []uint64 `json:"sums,omitempty"`
 }
 
 // QualifiedName is "schema.name".
@@ -259,28 +268,31 @@ type catalog struct {
 	pdb  *pebble.DB
 	lock *dirLock
 
-	mu     sync.Mutex // serializes writers and guards the fields below
-	seq    uint64
-	tables map[string]*Table // by lower-case qualified name
-	nodes  map[string]Node
+	mu      sync.Mutex // serializes writers and guards the fields below
+	seq     uint64
+	commits uint64            // committed changes (keyCommits; catalog_seal.go)
+	tables  map[string]*Table // by lower-case qualified name
+	nodes   map[string]Node
 }
 
 func openCatalog(dir string) (*catalog, error) {
 	cdir := filepath.Join(dir, "catalog")
-	if err := os.MkdirAll(cdir, 0o755); err != nil {
-		return nil, nferr.IOf("creating catalog directory %s: %w", cdir, err)
-	}
 	lk, err := lockDir(dir, filepath.Join(dir, "catalog.lock"))
 	if err != nil {
 		return nil, err
 	}
-	pdb, err := pebble.Open(cdir, &pebble.Options{Logger: quietLogger{}})
+	if err := checkExisting(dir, cdir); err != nil {
+		lk.unlock()
+		return nil, err
+	}
+	if err := os.MkdirAll(cdir, 0o755); err != nil {
+		lk.unlock()
+		return nil, nferr.IOf("creating catalog directory %s: %w", cdir, err)
+	}
+	pdb, err := openPebble(dir, cdir)
 	if err != nil {
 		lk.unlock()
-		if strings.Contains(err.Error(), "lock") {
-			return nil, nferr.Unavailablef("catalog %s is in use by another process: %v", dir, err)
-		}
-		return nil, nferr.Dataf("opening catalog %s: %v", cdir, err)
+		return nil, err
 	}
 	c := &catalog{dir: dir, pdb: pdb, lock: lk, tables: map[string]*Table{}, nodes: map[string]Node{}}
 	if err := c.migrate(); err != nil {
@@ -291,13 +303,47 @@ func openCatalog(dir string) (*catalog, error) {
 		c.close()
 		return nil, err
 	}
+	if err := c.checkSeal(); err != nil {
+		c.close()
+		return nil, err
+	}
 	return c, nil
+}
+
+// openPebble opens the store. NB: our own flock (catalog.lock) keeps other
+// processes out, so whatever Pebble refuses here, or panics on, is about
+// its files: the catalog is damaged.
+func openPebble(dir, cdir string) (pdb *pebble.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			pdb, err = nil, damaged(dir, "opening it: %v", r)
+		}
+	}()
+	pdb, err = pebble.Open(cdir, &pebble.Options{
+		Logger: quietLogger{},
+		// Damage Pebble finds is reported by the read that found it (a
+		// KindData error, storeErr), not by its default handler, which
+		// ends the process.
+		EventListener: &pebble.EventListener{DataCorruption: func(pebble.DataCorruptionInfo) {}},
+		// No background reads of the catalog's tables for statistics
+		// nobody uses (they too would end the process on damage).
+		DisableTableStats: true,
+	})
+	if err != nil {
+		return nil, damaged(dir, "opening it: %v", err)
+	}
+	return pdb, nil
 }
 
 func (c *catalog) close() error {
 	var err error
 	if c.pdb != nil {
-		err = c.pdb.Close()
+		// Flushed, the catalog lives in checksummed tables and its log
+		// holds nothing a damaged log could lose.
+		err = c.pdb.Flush()
+		if cerr := c.pdb.Close(); err == nil {
+			err = cerr
+		}
 		c.pdb = nil
 	}
 	c.lock.unlock()
@@ -321,7 +367,7 @@ func (c *catalog) get(key string) ([]byte, bool, error) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, nferr.IOf("reading catalog key %s: %v", key, err)
+		return nil, false, storeErr(c.dir, "reading key "+key, err)
 	}
 	out := append([]byte(nil), v...)
 	closer.Close()
@@ -332,7 +378,7 @@ func (c *catalog) get(key string) ([]byte, bool, error) {
 func (c *catalog) scan(prefix string, fn func(k, v []byte) error) error {
 	it, err := c.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte(prefix), UpperBound: prefixEnd([]byte(prefix))})
 	if err != nil {
-		return nferr.IOf("reading catalog: %v", err)
+		return storeErr(c.dir, "reading it", err)
 	}
 	defer it.Close()
 	for it.First(); it.Valid(); it.Next() {
@@ -341,7 +387,7 @@ func (c *catalog) scan(prefix string, fn func(k, v []byte) error) error {
 		}
 	}
 	if err := it.Error(); err != nil {
-		return nferr.IOf("reading catalog: %v", err)
+		return storeErr(c.dir, "reading it", err)
 	}
 	return nil
 }
@@ -421,6 +467,11 @@ func (c *catalog) load() error {
 		return err
 	} else if ok && len(v) == 8 {
 		c.seq = binary.BigEndian.Uint64(v)
+	}
+	if v, ok, err := c.get(keyCommits); err != nil {
+		return err
+	} else if ok && len(v) == 8 {
+		c.commits = binary.BigEndian.Uint64(v)
 	}
 	tables := map[string]*Table{}
 	err := c.scan(pfxTable, func(k, v []byte) error {
@@ -541,13 +592,18 @@ func (t *txn) commit() error {
 		binary.BigEndian.PutUint64(sb[:], t.c.seq)
 		t.b.Set([]byte(keySeq), sb[:], nil)
 	}
+	t.b.Set([]byte(keyCommits), encodeCount(t.c.commits+1), nil)
 	if err := crashPoint("before-commit"); err != nil {
 		return err
 	}
 	if err := t.b.Commit(pebble.Sync); err != nil {
 		return nferr.IOf("committing catalog change in %s: %v", t.c.dir, err)
 	}
+	t.c.commits++
 	if err := crashPoint("after-commit"); err != nil {
+		return err
+	}
+	if err := writeSeal(t.c.dir, t.c.commits); err != nil {
 		return err
 	}
 	for qn, tb := range t.publish {

@@ -382,6 +382,9 @@ func (db *DB) describeFile(path string, cols []Column) (*File, []Column, error) 
 		return nil, nil, nferr.Dataf("%s changed while it was being registered", path)
 	}
 	f.Size, f.Checksum = size, sum
+	if err := recordChecksums(path, md, f); err != nil {
+		return nil, nil, err
+	}
 	addDistinctFromDictionaries(path, md, f)
 	return f, cols, nil
 }
@@ -526,6 +529,19 @@ func (fs *fileSet) verifyFile(f *File) error {
 	return nil
 }
 
+func (fs *fileSet) checkFooterOf(f *File) error {
+	if f.FooterSum == 0 {
+		return nil
+	}
+	p := fs.Path(f)
+	fh, err := os.Open(p)
+	if err != nil {
+		return fileErr(p, err)
+	}
+	defer fh.Close()
+	return checkFooter(p, fh, f)
+}
+
 func (fs *fileSet) checkSize(f *File) error {
 	p := fs.Path(f)
 	st, err := os.Stat(p)
@@ -551,11 +567,15 @@ func (fs *fileSet) footer(f *File) (*metadata.FileMetaData, error) {
 			e.err = err
 			return
 		}
-		if fs.verify {
+		if fs.verify || needsWholeFileCheck(f) {
 			if err := fs.verifyFile(f); err != nil {
 				e.err = err
 				return
 			}
+		}
+		if err := fs.checkFooterOf(f); err != nil {
+			e.err = err
+			return
 		}
 		md, _, err := readFooter(p)
 		if err != nil {

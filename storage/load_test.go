@@ -132,6 +132,8 @@ func TestMigrateV0(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(dir, "catalog")); err != nil {
 		t.Fatal(err)
 	}
+	// A v0 database had no seal either (catalog_seal.go).
+	os.Remove(filepath.Join(dir, sealFile))
 	pdb, err := pebble.Open(filepath.Join(dir, "catalog"), &pebble.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -100,6 +100,49 @@ func fileChecksum(path string) (string, int64, error) {
 	return formatChecksum(h.Sum64()), n, nil
 }
 
+// recordChecksums fills f.FooterSum and every row group's chunk Sums from
+// the file at path, whose footer is md: what scans check before they trust
+// a footer or a chunk (integrity.go).
+func recordChecksums(path string, md *metadata.FileMetaData, f *File) error {
+	fh, err := os.Open(path)
+	if err != nil {
+		return fileErr(path, err)
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return nferr.IOf("stat %s: %w", path, err)
+	}
+	if f.FooterSum, err = footerSum(fh, st.Size()); err != nil {
+		return nferr.Wrap(nferr.KindData, err, "%s", path)
+	}
+	var buf []byte
+	for r := range f.RowGroups {
+		rgm := md.RowGroup(r)
+		sums := make([]uint64, len(f.ColumnIndex))
+		for i, pc := range f.ColumnIndex {
+			cc, err := rgm.ColumnChunk(pc)
+			if err != nil {
+				return nferr.Dataf("%s row group %d: %v", path, r, err)
+			}
+			start, length := chunkRange(cc)
+			if start < 0 || length < 0 || length > st.Size()-start {
+				return nferr.Dataf("%s row group %d: column chunk at %d+%d lies outside the file of %d bytes", path, r, start, length, st.Size())
+			}
+			if int64(cap(buf)) < length {
+				buf = make([]byte, length)
+			}
+			buf = buf[:length]
+			if _, err := fh.ReadAt(buf, start); err != nil {
+				return nferr.IOf("reading %s: %w", path, err)
+			}
+			sums[i] = xxh3.Hash(buf)
+		}
+		f.RowGroups[r].Sums = sums
+	}
+	return nil
+}
+
 func fileErr(path string, err error) error {
 	if os.IsNotExist(err) {
 		return nferr.Dataf("data file %s is missing", path)

@@ -517,6 +517,8 @@ type worker struct {
 	curPath string
 	osf     *os.File
 	rdr     *file.Reader
+	// sized is the last file whose size a column-less scan checked.
+	sized string
 
 	// the row group being read
 	cur    task
@@ -665,7 +667,15 @@ func (w *worker) begin(t task) (err error) {
 	}()
 	s := w.s
 	if len(s.need) == 0 {
-		return nil // count(*): no column is read
+		// count(*): no column is read, but a missing or truncated file
+		// is still an error, not a count from the catalog.
+		if w.sized != w.path {
+			if err := s.files.checkSize(t.file); err != nil {
+				return err
+			}
+			w.sized = w.path
+		}
+		return nil
 	}
 	if err := w.open(t.file); err != nil {
 		return err
@@ -693,11 +703,17 @@ func (w *worker) begin(t task) (err error) {
 			if err := w.readChunk(fd, cc, t.file.Size); err != nil {
 				return nferr.Dataf("data file %s row group %d column %s: %v", w.path, t.rg, name, err)
 			}
+			if err := checkChunk(t.file, t.rg, tc, fd.chunk); err != nil {
+				return nferr.Dataf("data file %s row group %d column %s is corrupt: %v", w.path, t.rg, name, err)
+			}
 			if err := fd.reset(name, descr, cc, kindOf(s.needT[i]), int64(w.rows), fd.chunk); err != nil {
 				return nferr.Dataf("data file %s row group %d: %v", w.path, t.rg, err)
 			}
 			w.cols[i] = fd
 			continue
+		}
+		if err := checkChunkAt(w.osf, t.file, t.rg, tc, cc); err != nil {
+			return nferr.Dataf("data file %s row group %d column %s is corrupt: %v", w.path, t.rg, name, err)
 		}
 		cr, err := w.rdr.RowGroup(t.rg).Column(pc)
 		if err != nil {

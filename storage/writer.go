@@ -192,6 +192,9 @@ func (a *Appender) finishFile() error {
 		return err
 	}
 	last := a.done[len(a.done)-1]
+	if err := recordChecksums(w.path, md, f); err != nil {
+		return err
+	}
 	addDistinctFromDictionaries(w.path, md, f)
 	f.Path, f.Size, f.Checksum = last.Path, size, sum
 	a.done[len(a.done)-1] = f
