@@ -32,6 +32,7 @@ type nodeMetrics struct {
 	queriesStarted  prometheus.Counter
 	queriesFinished *prometheus.CounterVec // by result
 	queriesRunning  prometheus.Gauge
+	queryRetries    prometheus.Counter
 
 	bytesSent     prometheus.Counter // task output and results sent over the control plane
 	bytesReceived prometheus.Counter
@@ -55,12 +56,13 @@ func newNodeMetrics(self NodeInfo) *nodeMetrics {
 		queriesStarted:  prometheus.NewCounter(prometheus.CounterOpts(f("queries_started_total", "Queries accepted by the coordinator."))),
 		queriesFinished: prometheus.NewCounterVec(prometheus.CounterOpts(f("queries_finished_total", "Queries finished, by result.")), []string{"result"}),
 		queriesRunning:  prometheus.NewGauge(prometheus.GaugeOpts(f("queries_running", "Queries running now."))),
+		queryRetries:    prometheus.NewCounter(prometheus.CounterOpts(f("query_retries_total", "Query attempts run again after a node failure."))),
 		bytesSent:       prometheus.NewCounter(prometheus.CounterOpts(f("control_bytes_sent_total", "Bytes of task output and query results sent."))),
 		bytesReceived:   prometheus.NewCounter(prometheus.CounterOpts(f("control_bytes_received_total", "Bytes of task output received."))),
 		taskRows:        prometheus.NewCounter(prometheus.CounterOpts(f("task_rows_total", "Rows produced by finished tasks."))),
 	}
 	reg.MustRegister(m.members, m.memberEvents, m.tasksStarted, m.tasksFinished, m.tasksRunning,
-		m.queriesStarted, m.queriesFinished, m.queriesRunning, m.bytesSent, m.bytesReceived, m.taskRows)
+		m.queriesStarted, m.queriesFinished, m.queriesRunning, m.queryRetries, m.bytesSent, m.bytesReceived, m.taskRows)
 	return m
 }
 

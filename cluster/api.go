@@ -37,6 +37,11 @@ type QueryRunnerFunc func(q *Query, out ResultWriter) error
 // RunQuery calls f.
 func (f QueryRunnerFunc) RunQuery(q *Query, out ResultWriter) error { return f(q, out) }
 
+// ParamRetries is the request parameter that sets how many times the
+// query is run again after a node failure (0 to 100), overriding the
+// coordinator's QueryRetries; a script's SET query_retries overrides both.
+const ParamRetries = "retries"
+
 // ResultWriter streams a query's result to the client.
 type ResultWriter interface {
 	// SetSchema declares the result schema; call it before the first Write
@@ -58,6 +63,25 @@ func (m RunnerMux) RunQuery(q *Query, out ResultWriter) error {
 		return errUnknownKind(q.Kind, m)
 	}
 	return r.RunQuery(q, out)
+}
+
+// MemberWatcher is implemented by runners that react to membership changes
+// (the SQL runner repairs placements when storage nodes come and go). The
+// coordinator calls it from its event loop: it must not block.
+type MemberWatcher interface {
+	MemberChanged(c *Coordinator, ev MemberEvent)
+}
+
+// MemberChanged forwards the event to every runner that watches members
+// (each once).
+func (m RunnerMux) MemberChanged(c *Coordinator, ev MemberEvent) {
+	seen := map[MemberWatcher]bool{}
+	for _, r := range m {
+		if w, ok := r.(MemberWatcher); ok && !seen[w] {
+			seen[w] = true
+			w.MemberChanged(c, ev)
+		}
+	}
 }
 
 // Executor runs task fragments on a worker. The engine implements it: decode
@@ -180,6 +204,11 @@ type Progress struct {
 	Elapsed time.Duration   `json:"elapsed"`
 	Stages  []StageProgress `json:"stages"`
 	Error   string          `json:"error,omitempty"`
+	// Attempt is the number of the current (or last) attempt, 0 for the
+	// first; Retried says why each earlier attempt failed (a node died,
+	// hung or became unreachable). Stages are the current attempt's.
+	Attempt int      `json:"attempt,omitempty"`
+	Retried []string `json:"retried,omitempty"`
 }
 
 // StageProgress sums the tasks of one stage.

@@ -92,6 +92,7 @@ func parseCheckParams(m map[string]string) (CheckParams, error) {
 			}
 		case "discard":
 			p.Discard, err = strconv.ParseBool(v)
+		case ParamRetries: // the coordinator's (coordinator.go)
 		default:
 			return p, nferr.Queryf("cluster check: unknown parameter %q (tasks, rows, batch, pace, discard)", k)
 		}

@@ -262,7 +262,8 @@ func TestWorkerCrashFailsQueryAndIsAvoided(t *testing.T) {
 	ctx := context.Background()
 	done := make(chan error, 1)
 	go func() {
-		_, err := tc.runKind(ctx, kindSleep, map[string]string{"tasks": "4"})
+		// Retries off: sleeping tasks would sleep on the survivor forever.
+		_, err := tc.runKind(ctx, kindSleep, map[string]string{"tasks": "4", ParamRetries: "0"})
 		done <- err
 	}()
 	waitFor(t, 10*time.Second, "4 sleeping tasks", func() bool { return liveTasks.Load() == 4 })
@@ -306,6 +307,56 @@ func TestWorkerCrashFailsQueryAndIsAvoided(t *testing.T) {
 	}
 }
 
+// TestQueryRetriedAfterWorkerCrash: a query whose worker dies mid-way is
+// run again without it and succeeds; the client sees one result. Errors
+// that are the query's own are never retried, and a client's retry limit
+// is kept.
+func TestQueryRetriedAfterWorkerCrash(t *testing.T) {
+	tc := startCluster(t, 3)
+	ctx := context.Background()
+	done := make(chan error, 1)
+	var rows int64
+	go func() {
+		var err error
+		rows, err = tc.runKind(ctx, kindSlow, map[string]string{"tasks": "3"})
+		done <- err
+	}()
+	waitFor(t, 10*time.Second, "3 slow tasks", func() bool { return liveTasks.Load() == 3 })
+	start := time.Now()
+	tc.workers[2].crash()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("query with a worker crash: %v", err)
+		}
+		t.Logf("query finished %v after the crash", time.Since(start).Round(time.Millisecond))
+	case <-time.After(30 * time.Second):
+		t.Fatal("query did not finish within 30 s of a worker crash")
+	}
+	if rows != 3 {
+		t.Errorf("%d result rows, want 3 (one per task of the successful attempt)", rows)
+	}
+	last := func() Progress {
+		c := tc.coord.Coordinator()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.recent[len(c.recent)-1]
+	}
+	p := last()
+	if p.Attempt != 1 || len(p.Retried) != 1 || !strings.Contains(p.Retried[0], "w3") {
+		t.Errorf("final progress: attempt %d, retried %q; want one retry naming w3", p.Attempt, p.Retried)
+	}
+	// The query's own error: at once, no retry, whatever the limit.
+	start = time.Now()
+	_, err := tc.runKind(ctx, kindFail, map[string]string{ParamRetries: "5"})
+	if !nferr.Is(err, nferr.KindData) || time.Since(start) > 5*time.Second {
+		t.Errorf("failing query: %v after %v", err, time.Since(start))
+	}
+	if p := last(); p.Attempt != 0 {
+		t.Errorf("a data error was retried %d times", p.Attempt)
+	}
+}
+
 func TestStorageNodeFailureFailsQuery(t *testing.T) {
 	tc := startCluster(t, 1)
 	so := testOptions(t, RoleStorage, "s1", tc.keys, tc.coord.Self().GossipAddr)
@@ -322,7 +373,7 @@ func TestStorageNodeFailureFailsQuery(t *testing.T) {
 	})
 	done := make(chan error, 1)
 	go func() {
-		_, err := tc.runKind(context.Background(), kindSleep, map[string]string{"tasks": "2", "needs": "s1"})
+		_, err := tc.runKind(context.Background(), kindSleep, map[string]string{"tasks": "2", "needs": "s1", ParamRetries: "0"})
 		done <- err
 	}()
 	waitFor(t, 10*time.Second, "2 sleeping tasks", func() bool { return liveTasks.Load() == 2 })
@@ -338,7 +389,8 @@ func TestStorageNodeFailureFailsQuery(t *testing.T) {
 		t.Fatal("query did not fail within 15 s of a storage node death")
 	}
 	waitFor(t, 5*time.Second, "tasks to stop", func() bool { return liveTasks.Load() == 0 })
-	// A task needing a node that is gone fails at once.
+	// A task needing a node that is gone fails at once (and every retry
+	// with it).
 	_, err = tc.runKind(context.Background(), kindSleep, map[string]string{"tasks": "1", "needs": "s1"})
 	if !nferr.Is(err, nferr.KindUnavailable) || !strings.Contains(err.Error(), "s1") {
 		t.Errorf("task needing a dead node: %v", err)
@@ -352,10 +404,11 @@ func TestWrongOrMissingKeyCannotJoin(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := testOptions(t, RoleWorker, "intruder", other, tc.coord.Self().GossipAddr)
-	o.JoinTimeout = Duration(2 * time.Second)
+	o.JoinTimeout = Duration(20 * time.Second)
+	start := time.Now()
 	_, err := StartWorker(context.Background(), o, testExecutors())
-	if !nferr.Is(err, nferr.KindUnavailable) || !strings.Contains(err.Error(), "could not join") {
-		t.Errorf("worker with another cluster's key: %v", err)
+	if !nferr.Is(err, nferr.KindAuth) || !strings.Contains(err.Error(), "another cluster key") || time.Since(start) > 3*time.Second {
+		t.Errorf("worker with another cluster's key: %v after %v; want an auth error at once", err, time.Since(start))
 	}
 	o.KeyDir = ""
 	_, err = StartWorker(context.Background(), o, testExecutors())
@@ -481,6 +534,43 @@ func TestPlainHTTP2WithoutTLSRejected(t *testing.T) {
 	if _, err := io.Copy(io.Discard, conn); err != nil {
 		if ne, ok := err.(net.Error); ok && ne.Timeout() {
 			t.Error("plaintext HTTP/2 connection kept open")
+		}
+	}
+}
+
+// TestRestartedNodeRejoinsUnderItsID: a worker that dies and comes back
+// under the same ID on another port (a container rescheduled) is listed
+// and used again within seconds, before and after its old incarnation is
+// declared dead.
+func TestRestartedNodeRejoinsUnderItsID(t *testing.T) {
+	tc := startCluster(t, 2)
+	old, _ := tc.coord.Member("w2")
+	for round, wait := range []time.Duration{0, 3 * time.Second} {
+		tc.workers[1].crash()
+		time.Sleep(wait) // 0: back before anyone noticed; 3 s: after it was declared dead
+		wo := testOptions(t, RoleWorker, "w2", tc.keys, tc.coord.Self().GossipAddr)
+		w, err := StartNode(context.Background(), wo, testServices(RoleWorker))
+		if err != nil {
+			t.Fatalf("round %d: restarting w2: %v", round, err)
+		}
+		tc.workers[1] = w
+		start := time.Now()
+		waitFor(t, 15*time.Second, "the coordinator to list the new w2", func() bool {
+			m, ok := tc.coord.Member("w2")
+			return ok && m.ControlAddr == w.Self().ControlAddr && m.ControlAddr != old.ControlAddr
+		})
+		t.Logf("round %d: w2 back %v after its restart", round, time.Since(start).Round(time.Millisecond))
+		old, _ = tc.coord.Member("w2")
+		waitFor(t, 15*time.Second, "the scheduler to use the new w2", func() bool {
+			for _, l := range tc.coord.Coordinator().Workers() {
+				if l.Node.ID == "w2" && l.Node.ControlAddr == w.Self().ControlAddr {
+					return true
+				}
+			}
+			return false
+		})
+		if _, err := tc.runKind(context.Background(), CheckKind, CheckParams{Tasks: 4, Rows: 1000}.Params()); err != nil {
+			t.Fatalf("round %d: check after the restart: %v", round, err)
 		}
 	}
 }

@@ -189,7 +189,8 @@ func TestStatusKeepsKinds(t *testing.T) {
 	// Foreign statuses map by code; TLS failures are auth errors.
 	cases := map[error]nferr.Kind{
 		status.Error(codes.Unavailable, "connection refused"): nferr.KindUnavailable,
-		status.Error(codes.Unavailable, "connection error: desc = \"transport: authentication handshake failed: x509: certificate signed by unknown authority\""): nferr.KindAuth,
+		status.Error(codes.Unavailable, "connection error: desc = \"transport: authentication handshake failed: x509: certificate signed by unknown authority\""):                     nferr.KindAuth,
+		status.Error(codes.Unavailable, "connection error: desc = \"transport: authentication handshake failed: read tcp 127.0.0.1:1->127.0.0.1:2: read: connection reset by peer\""): nferr.KindUnavailable,
 		status.Error(codes.Canceled, "context canceled"): nferr.KindCanceled,
 		status.Error(codes.InvalidArgument, "bad"):       nferr.KindQuery,
 		errors.New("plain"):                              nferr.KindUnavailable,

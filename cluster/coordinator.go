@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"runtime/debug"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -106,6 +107,17 @@ type Coordinator struct {
 	stopDog  chan struct{}
 	dogDone  chan struct{}
 	querySeq uint64
+	// suspects are workers a task just failed on by their fault: no new
+	// tasks go there until the time given, unless the worker restarts.
+	// NB: their own mutex: the scheduler asks while holding its own.
+	smu      sync.Mutex
+	suspects map[string]suspectEntry
+}
+
+type suspectEntry struct {
+	until   time.Time
+	started time.Time // the worker's Started when it became suspect
+	why     string
 }
 
 type workerConn struct {
@@ -120,9 +132,10 @@ const recentQueries = 64
 func newCoordinator(n *Node, r QueryRunner) *Coordinator {
 	c := &Coordinator{
 		node: n, runner: r, sched: newScheduler(),
-		queries: map[string]*Query{}, conns: map[string]*workerConn{},
+		queries: map[string]*Query{}, conns: map[string]*workerConn{}, suspects: map[string]suspectEntry{},
 		regWait: make(chan struct{}), stopDog: make(chan struct{}), dogDone: make(chan struct{}),
 	}
+	c.sched.exclude = c.isSuspect
 	go c.watchdog()
 	return c
 }
@@ -138,11 +151,24 @@ func (c *Coordinator) Node() *Node { return c.node }
 func (c *Coordinator) Workers() []WorkerLoad { return c.sched.loads() }
 
 func (c *Coordinator) onMemberEvent(ev MemberEvent) {
+	if w, ok := c.runner.(MemberWatcher); ok {
+		w.MemberChanged(c, ev)
+	}
 	switch ev.Type {
 	case EventJoin, EventUpdate:
 		c.sched.update(ev.Node)
+		c.smu.Lock()
+		if s, ok := c.suspects[ev.Node.ID]; ok && (ev.Type == EventJoin || !s.started.Equal(ev.Node.Started)) {
+			// Back after gossip declared it dead (a hung process that
+			// resumed), or restarted: alive again.
+			delete(c.suspects, ev.Node.ID)
+		}
+		c.smu.Unlock()
 	case EventLeave, EventFail:
 		c.sched.remove(ev.Node.ID)
+		if ev.Node.Role == RoleWorker {
+			c.suspect(ev.Node, nferr.Unavailablef("worker %s left the cluster", ev.Node.ID))
+		}
 		c.mu.Lock()
 		wc := c.conns[ev.Node.ID]
 		delete(c.conns, ev.Node.ID)
@@ -164,6 +190,31 @@ func (c *Coordinator) onMemberEvent(ev MemberEvent) {
 			}
 		}
 	}
+}
+
+// suspect keeps new tasks off worker n for Options.SuspectFor after a task
+// failed by its fault (or it left), until it restarts.
+func (c *Coordinator) suspect(n NodeInfo, why error) {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	if _, ok := c.suspects[n.ID]; !ok {
+		c.node.log.Info("worker suspected: no new tasks for a while", "worker", n.ID, "for", time.Duration(c.node.opts.SuspectFor), "why", why)
+	}
+	c.suspects[n.ID] = suspectEntry{until: time.Now().Add(time.Duration(c.node.opts.SuspectFor)), started: n.Started, why: why.Error()}
+}
+
+func (c *Coordinator) isSuspect(n NodeInfo) bool {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	s, ok := c.suspects[n.ID]
+	switch {
+	case !ok:
+		return false
+	case time.Now().After(s.until) || !s.started.Equal(n.Started):
+		delete(c.suspects, n.ID)
+		return false
+	}
+	return true
 }
 
 // conn returns the (shared) gRPC connection to a worker.
@@ -213,10 +264,18 @@ func (c *Coordinator) newQuery(ctx context.Context, req QueryRequest) (*Query, e
 	if req.ID == "" {
 		req.ID = newQueryID()
 	}
+	retries := -1
+	if v, ok := req.Params[ParamRetries]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 100 {
+			return nil, nferr.Queryf("parameter %s=%q: want 0 to 100 retries", ParamRetries, v)
+		}
+		retries = n
+	}
 	qctx, cancel := context.WithCancelCause(ctx)
 	q := &Query{
 		ID: req.ID, Kind: req.Kind, Text: req.Text, Params: req.Params,
-		c: c, ctx: qctx, cancel: cancel, started: time.Now(),
+		c: c, parent: ctx, ctx: qctx, cancel: cancel, maxRetries: retries, started: time.Now(),
 		stages: map[int]*StageProgress{}, placements: map[uint64]Placement{}, watch: map[string]bool{},
 		changed: make(chan struct{}), state: "running",
 	}
@@ -246,6 +305,50 @@ func (c *Coordinator) newQuery(ctx context.Context, req QueryRequest) (*Query, e
 
 func (c *Coordinator) runRegistered(q *Query, out ResultWriter) (err error) {
 	c.node.log.Debug("query started", "query", q.ID, "kind", q.Kind)
+	rw := &retryWriter{out: out, limit: c.node.opts.RetryBuffer}
+	for {
+		err = c.runAttempt(q, rw)
+		if err == nil {
+			err = rw.flush()
+		}
+		if !c.retryable(q, rw, err) {
+			break
+		}
+		c.stopTasks(q, time.Second)
+		rw.reset()
+		c.node.log.Info("retrying query after a node failure", "query", q.ID, "attempt", q.Attempt()+1, "err", err)
+		q.nextAttempt(err)
+		c.node.metrics.queryRetries.Inc()
+		// Give membership a moment to see a dead node as dead, so that
+		// the next attempt plans without it.
+		select {
+		case <-time.After(retryPause(q.Attempt())):
+		case <-q.parent.Done():
+		}
+	}
+	rw.release()
+	c.finish(q, err)
+	return err
+}
+
+// retryPause is the wait before a query's attempt n (1 for the first
+// retry). The workers that failed are suspects already (stopTasks probes
+// them), so the first retry waits only for a burst of reports to settle;
+// later ones wait longer, for gossip to declare a dead node dead (a storage
+// node that died mid-scan is still listed for a second or two).
+func retryPause(n int) time.Duration {
+	switch {
+	case n <= 1:
+		return 50 * time.Millisecond
+	case n == 2:
+		return time.Second
+	}
+	return 2 * time.Second
+}
+
+// runAttempt runs the query's current attempt and returns its error: the
+// failure that ended it rather than the cancellation the runner saw.
+func (c *Coordinator) runAttempt(q *Query, out ResultWriter) (err error) {
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -260,20 +363,42 @@ func (c *Coordinator) runRegistered(q *Query, out ResultWriter) (err error) {
 		// or a node death caused; the client must get the cause.
 		err = f
 	} else if err != nil && nferr.Is(err, nferr.KindCanceled) {
-		if cause := context.Cause(q.ctx); cause != nil && !nferr.Is(cause, nferr.KindCanceled) && cause != context.Canceled {
+		if cause := context.Cause(q.Context()); cause != nil && !nferr.Is(cause, nferr.KindCanceled) && cause != context.Canceled {
 			err = cause
 		}
 	}
-	c.finish(q, err)
 	return err
 }
 
-// finish stops every task of q and waits for them, releases resources and
-// publishes the final progress.
-func (c *Coordinator) finish(q *Query, err error) {
-	q.cancel(errQueryEnded)
-	// Ask every worker that may still run one of q's tasks to cancel them
-	// and confirm; the stream cancellation above usually got there first.
+// retryable says whether a failed attempt is run again: a node failure
+// (KindUnavailable), retries left, nothing of the result sent to the
+// client, the client still there and the coordinator not shutting down.
+func (c *Coordinator) retryable(q *Query, rw *retryWriter, err error) bool {
+	if err == nil || !nferr.Is(err, nferr.KindUnavailable) || rw.sent || q.parent.Err() != nil {
+		return false
+	}
+	q.mu.Lock()
+	limit, attempt, canceled := q.maxRetries, q.attempt, q.canceled
+	q.mu.Unlock()
+	if limit < 0 {
+		limit = c.node.opts.QueryRetries
+	}
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	return !canceled && !closed && attempt < limit
+}
+
+// stopTasks ends the query's current attempt: cancels its context, asks
+// every worker that may still run one of its tasks to cancel them and
+// confirm within wait, waits for the tasks and releases the placements. A
+// worker that does not answer (dead, hung) becomes a suspect: the next
+// attempt runs without it.
+func (c *Coordinator) stopTasks(q *Query, wait time.Duration) {
+	q.mu.Lock()
+	cancel := q.cancel
+	q.mu.Unlock()
+	cancel(errQueryEnded)
 	byWorker := map[string]NodeInfo{}
 	q.mu.Lock()
 	for _, t := range q.tasks {
@@ -295,7 +420,9 @@ func (c *Coordinator) finish(q *Query, err error) {
 		wg.Add(1)
 		go func(n NodeInfo) {
 			defer wg.Done()
-			c.cancelOn(n, q.ID, errQueryEnded, 3*time.Second)
+			if err := c.cancelOn(n, q.ID, errQueryEnded, wait); err != nil {
+				c.suspect(n, nferr.Unavailablef("worker %s did not answer the cancel of query %s: %v", n.ID, q.ID, err))
+			}
 		}(n)
 	}
 	wg.Wait()
@@ -305,6 +432,14 @@ func (c *Coordinator) finish(q *Query, err error) {
 		c.sched.release(id)
 	}
 	q.placements = map[uint64]Placement{}
+	q.mu.Unlock()
+}
+
+// finish stops every task of q and waits for them, releases resources and
+// publishes the final progress.
+func (c *Coordinator) finish(q *Query, err error) {
+	c.stopTasks(q, 3*time.Second)
+	q.mu.Lock()
 	switch {
 	case err == nil:
 		q.state = "done"
@@ -333,24 +468,26 @@ func (c *Coordinator) finish(q *Query, err error) {
 
 var errQueryEnded = nferr.With(nferr.KindCanceled, context.Canceled)
 
-// cancelOn sends Cancel for a query to one worker and waits for its reply.
-func (c *Coordinator) cancelOn(n NodeInfo, queryID string, reason error, wait time.Duration) {
+// cancelOn sends Cancel for a query to one worker and waits for its reply;
+// the error says the worker did not answer.
+func (c *Coordinator) cancelOn(n NodeInfo, queryID string, reason error, wait time.Duration) error {
 	cc, err := c.conn(n)
 	if err != nil {
-		return
+		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), wait+time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), wait+wait/2)
 	defer cancel()
 	var rep frame
 	err = cc.Invoke(ctx, "/"+controlService+"/Cancel", jsonFrame(ftCancel, cancelRequest{QueryID: queryID, Reason: toWireError(reason), Wait: wait}), &rep, grpc.CallContentSubtype(codecName))
 	if err != nil {
 		c.node.log.Debug("cancel failed", "worker", n.ID, "query", queryID, "err", err)
-		return
+		return err
 	}
 	var r cancelReply
 	if rep.decodeHeader(ftAck, &r) == nil && r.StillRunning > 0 {
 		c.node.log.Warn("tasks did not stop in time", "worker", n.ID, "query", queryID, "still_running", r.StillRunning)
 	}
+	return nil
 }
 
 // watchdog fails tasks whose worker has been silent for HeartbeatTimeout
@@ -379,8 +516,10 @@ func (c *Coordinator) watchdog() {
 					continue
 				}
 				if silent := time.Duration(now - tk.lastSeen.Load()); silent > timeout {
-					tk.abort(nferr.Unavailablef("worker %s (%s) sent nothing for %v during task %s of query %s",
-						tk.node.ID, tk.node.ControlAddr, silent.Round(time.Millisecond), tk.id, q.ID))
+					err := nferr.Unavailablef("worker %s (%s) sent nothing for %v during task %s of query %s",
+						tk.node.ID, tk.node.ControlAddr, silent.Round(time.Millisecond), tk.id, q.ID)
+					c.suspect(tk.node, err)
+					tk.abort(err)
 				}
 			}
 		}
@@ -603,7 +742,7 @@ func (s *flightService) streamProgress(q *Query, stream flight.FlightService_DoA
 		// once (clients wait for it, e.g. for the bytes shuffled).
 		select {
 		case <-time.After(100 * time.Millisecond):
-		case <-q.ctx.Done():
+		case <-q.Context().Done():
 		case <-stream.Context().Done():
 			return nil
 		}

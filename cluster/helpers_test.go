@@ -4,6 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"io"
 	"log/slog"
 	"net"
@@ -103,6 +106,7 @@ const (
 	kindFail  = "test.fail"  // tasks fail with a KindData error
 	kindPanic = "test.panic" // tasks panic
 	kindQuery = "test.badquery"
+	kindSlow  = "test.slow" // tasks run 2 s, then send one row
 )
 
 // liveTasks counts test tasks running in this process (all in-process
@@ -125,6 +129,23 @@ func testExecutors() ExecutorMux {
 					tc.Stats.Rows.Add(1)
 				}
 			}
+		}),
+		kindSlow: ExecutorFunc(func(ctx context.Context, tc *TaskContext) error {
+			liveTasks.Add(1)
+			defer liveTasks.Add(-1)
+			select {
+			case <-ctx.Done():
+				return nferr.With(nferr.KindCanceled, context.Cause(ctx))
+			case <-time.After(2 * time.Second):
+			}
+			b := array.NewInt64Builder(memory.DefaultAllocator)
+			defer b.Release()
+			b.Append(int64(tc.Spec.Index))
+			col := b.NewArray()
+			defer col.Release()
+			rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "task", Type: arrow.PrimitiveTypes.Int64}}, nil), []arrow.Array{col}, 1)
+			defer rec.Release()
+			return tc.Send(rec)
 		}),
 		kindFail: ExecutorFunc(func(ctx context.Context, tc *TaskContext) error {
 			return nferr.Dataf("bad row 42 in file part-%d.parquet", tc.Spec.Index)
@@ -166,6 +187,22 @@ func runTasksRunner(kind string) QueryRunner {
 			tasks = append(tasks, t)
 		}
 		for _, t := range tasks {
+			o := t.Output()
+			for {
+				rec, err := o.Next()
+				if err != nil {
+					o.Release()
+					return err
+				}
+				if rec == nil {
+					break
+				}
+				if err := out.Write(rec); err != nil {
+					o.Release()
+					return err
+				}
+			}
+			o.Release()
 			if _, err := t.Wait(); err != nil {
 				return err
 			}
@@ -181,6 +218,7 @@ func testServices(role Role) Services {
 			CheckKind: CheckRunner{},
 			kindSleep: runTasksRunner(kindSleep),
 			kindFail:  runTasksRunner(kindFail),
+			kindSlow:  runTasksRunner(kindSlow),
 			kindPanic: runTasksRunner(kindPanic),
 			kindQuery: QueryRunnerFunc(func(q *Query, _ ResultWriter) error {
 				return nferr.Queryf("syntax error at 1:8 near %q", q.Text)

@@ -66,6 +66,15 @@ type LocalOptions struct {
 	// Out receives progress lines ("started worker-1 (pid 1234)"). Default
 	// io.Discard.
 	Out io.Writer
+	// Restart starts a worker or storage node again (same ID and flags,
+	// new ports) when it exits on its own, instead of ending the cluster:
+	// the others keep running, and Wait returns only when the coordinator
+	// exits or a node fails MaxRestarts times in a row, each within a
+	// minute of its start. Default false: Wait returns at the first exit.
+	Restart bool
+	// MaxRestarts bounds Restart's quick successive restarts of one node.
+	// Default 5.
+	MaxRestarts int
 }
 
 // LocalCluster is a running local cluster.
@@ -90,11 +99,14 @@ type LocalCluster struct {
 type localProc struct {
 	role    Role
 	id      string
+	extra   []string // the role-specific flags it was started with
 	cmd     *exec.Cmd
 	logPath string
 	ready   string
 	done    chan struct{}
 	err     error
+	started time.Time
+	quick   int // restarts in a row that ended within a minute
 }
 
 // StartLocal starts a local cluster and waits until every node has joined.
@@ -115,6 +127,9 @@ func StartLocal(ctx context.Context, o LocalOptions) (*LocalCluster, error) {
 	}
 	if o.Out == nil {
 		o.Out = io.Discard
+	}
+	if o.MaxRestarts == 0 {
+		o.MaxRestarts = 5
 	}
 	if o.Exe == "" {
 		exe, err := os.Executable()
@@ -216,18 +231,21 @@ func StartLocal(ctx context.Context, o LocalOptions) (*LocalCluster, error) {
 }
 
 func (lc *LocalCluster) start(role Role, id string, extra []string) (*localProc, error) {
+	return lc.spawn(&localProc{role: role, id: id, extra: extra}, os.O_TRUNC)
+}
+
+// spawn starts p's process (a new one, or again after it exited).
+func (lc *LocalCluster) spawn(p *localProc, logMode int) (*localProc, error) {
 	o := lc.o
+	role, id, extra := p.role, p.id, p.extra
 	host := o.Host
 	var wrap []string
 	if o.Place != nil {
 		host, wrap = o.Place(role, id)
 	}
-	p := &localProc{
-		role: role, id: id,
-		logPath: filepath.Join(o.Dir, "cluster", "logs", id+".log"),
-		ready:   filepath.Join(o.Dir, "cluster", "run", id+".json"),
-		done:    make(chan struct{}),
-	}
+	p.logPath = filepath.Join(o.Dir, "cluster", "logs", id+".log")
+	p.ready = filepath.Join(o.Dir, "cluster", "run", id+".json")
+	os.Remove(p.ready)
 	common := []string{
 		"--node-id", id, "--keys", o.KeyDir, "--advertise", host,
 		"--gossip", host + ":0", "--admin", host + ":0", "--ready-file", p.ready,
@@ -237,7 +255,7 @@ func (lc *LocalCluster) start(role Role, id string, extra []string) (*localProc,
 	}
 	common = append(common, extra...)
 	common = append(common, o.Extra[role]...)
-	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|logMode, 0o644)
 	if err != nil {
 		return nil, nferr.IOf("local cluster: log file: %v", err)
 	}
@@ -245,29 +263,76 @@ func (lc *LocalCluster) start(role Role, id string, extra []string) (*localProc,
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), o.Env...)
+	// NB: under the lock from the stopped check to the registration, so
+	// that Stop either signals this process or sees it never started.
 	lc.mu.Lock()
+	if lc.stopped {
+		lc.mu.Unlock()
+		logf.Close()
+		return nil, nferr.Unavailablef("local cluster: stopped before %s started", id)
+	}
 	pgid := 0
 	if len(lc.procs) > 0 {
 		pgid = lc.procs[0].cmd.Process.Pid
 	}
-	lc.mu.Unlock()
 	cmd.SysProcAttr = childAttr(pgid)
 	if err := lc.spawner.start(cmd); err != nil {
+		lc.mu.Unlock()
 		logf.Close()
 		return nil, nferr.IOf("local cluster: starting %s: %v", id, err)
 	}
 	logf.Close()
-	p.cmd = cmd
-	lc.mu.Lock()
-	lc.procs = append(lc.procs, p)
+	p.cmd, p.err, p.started = cmd, nil, time.Now()
+	p.done = make(chan struct{})
+	known := false
+	for _, q := range lc.procs {
+		known = known || q == p
+	}
+	if !known {
+		lc.procs = append(lc.procs, p)
+	}
+	done := p.done
 	lc.mu.Unlock()
 	fmt.Fprintf(o.Out, "started %s %s (pid %d), log %s\n", role, id, cmd.Process.Pid, p.logPath)
 	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-		lc.exited <- p
+		err := cmd.Wait()
+		lc.mu.Lock()
+		p.err = err
+		lc.mu.Unlock()
+		close(done)
+		if !lc.restart(p) {
+			lc.exited <- p
+		}
 	}()
 	return p, nil
+}
+
+// restart starts p again when the cluster restarts nodes, it is a worker
+// or storage node that exited on its own, and it has not failed too often
+// in a row; it reports whether it did.
+func (lc *LocalCluster) restart(p *localProc) bool {
+	lc.mu.Lock()
+	stopped := lc.stopped
+	lc.mu.Unlock()
+	if !lc.o.Restart || stopped || p.role == RoleCoordinator {
+		return false
+	}
+	if time.Since(p.started) < time.Minute {
+		p.quick++
+	} else {
+		p.quick = 0
+	}
+	if p.quick > lc.o.MaxRestarts {
+		fmt.Fprintf(lc.o.Out, "%s %s exited %d times within a minute of its start: not restarting it%s\n", p.role, p.id, p.quick, logTail(p.logPath))
+		return false
+	}
+	fmt.Fprintf(lc.o.Out, "%s %s exited (%v); restarting it\n", p.role, p.id, p.err)
+	time.Sleep(min(time.Duration(p.quick)*200*time.Millisecond, 2*time.Second))
+	if _, err := lc.spawn(p, os.O_APPEND); err != nil {
+		fmt.Fprintf(lc.o.Out, "restarting %s %s: %v\n", p.role, p.id, err)
+		return false
+	}
+	return true
 }
 
 func (lc *LocalCluster) waitReady(ctx context.Context, p *localProc) (NodeInfo, error) {

@@ -101,10 +101,12 @@ func TestLocalClusterProcesses(t *testing.T) {
 	}
 
 	// A hung worker (SIGSTOP: connections stay open, nothing answers) fails
-	// the query through gossip probes or task heartbeats, never a hang.
+	// the query through gossip probes or task heartbeats, never a hang
+	// (retries off: this query would run forever on the others).
+	noRetry := func(p map[string]string) map[string]string { p[ParamRetries] = "0"; return p }
 	done := make(chan error, 1)
 	go func() {
-		_, err := run(CheckParams{Tasks: 6, Rows: 1 << 40, Batch: 1000, Pace: 20 * time.Millisecond}.Params(), CheckKind)
+		_, err := run(noRetry(CheckParams{Tasks: 6, Rows: 1 << 40, Batch: 1000, Pace: 20 * time.Millisecond}.Params()), CheckKind)
 		done <- err
 	}()
 	time.Sleep(500 * time.Millisecond)
@@ -128,7 +130,7 @@ func TestLocalClusterProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() {
-		_, err := run(CheckParams{Tasks: 4, Rows: 1 << 40, Batch: 1000, Pace: 20 * time.Millisecond}.Params(), CheckKind)
+		_, err := run(noRetry(CheckParams{Tasks: 4, Rows: 1 << 40, Batch: 1000, Pace: 20 * time.Millisecond}.Params()), CheckKind)
 		done <- err
 	}()
 	time.Sleep(500 * time.Millisecond)
@@ -216,4 +218,68 @@ func runTestLauncher(dir, pidFile string) int {
 	}
 	os.Rename(pidFile+".tmp", pidFile)
 	select {} // until killed
+}
+
+// TestLocalClusterRestartsNodes: with Restart, a killed worker (and a
+// killed storage node) comes back under its ID, rejoins, and queries use
+// it again; the cluster keeps running.
+func TestLocalClusterRestartsNodes(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("process groups are tested on Linux")
+	}
+	o := localTestOptions(t, t.TempDir(), 2, 1)
+	o.Restart = true
+	ctx := context.Background()
+	lc, err := StartLocal(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Stop()
+	c, err := Dial(lc.CoordinatorAddr, ClientOptions{KeyDir: lc.KeyDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, id := range []string{"worker-2", "storage-1"} {
+		before, _ := c.Members(ctx)
+		var old NodeInfo
+		for _, m := range before {
+			if m.ID == id {
+				old = m
+			}
+		}
+		oldPid := lc.Pids()[id]
+		if err := lc.Kill(id); err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_, err := c.WaitForMembers(wctx, func(ms []NodeInfo) bool {
+			for _, m := range ms {
+				if m.ID == id && !m.Started.Equal(old.Started) && (m.Role != RoleStorage || m.FlightAddr != "") {
+					return true
+				}
+			}
+			return false
+		})
+		cancel()
+		if err != nil {
+			t.Fatalf("%s did not come back: %v", id, err)
+		}
+		if p := lc.Pids()[id]; p == oldPid || !alive(p) {
+			t.Errorf("%s: pid %d after restart, was %d", id, p, oldPid)
+		}
+	}
+	select {
+	case p := <-lc.exited:
+		t.Fatalf("Wait would have ended the cluster: %s exited", p.id)
+	default:
+	}
+	res, err := c.Query(ctx, "", QueryOptions{Kind: CheckKind, Params: CheckParams{Tasks: 4, Rows: 1000}.Params()})
+	if err == nil {
+		_, err = drain(res)
+		res.Close()
+	}
+	if err != nil {
+		t.Fatalf("check after the restarts: %v", err)
+	}
 }

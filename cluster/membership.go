@@ -8,7 +8,9 @@ import (
 	"net"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -69,6 +71,14 @@ type membership struct {
 	queue  []MemberEvent
 	closed bool
 	done   chan struct{}
+
+	// lastConflict is when gossip last told of another incarnation of this
+	// node at another address (unix ns); reclaiming is set while
+	// reannounce runs.
+	lastConflict atomic.Int64
+	reclaiming   atomic.Bool
+	probe        time.Duration
+	name         string // this node's gossip name
 }
 
 // gossipConfig builds memberlist's configuration from the node options.
@@ -88,6 +98,11 @@ func gossipConfig(o *Options, keys *Keys, logw io.Writer) (*memberlist.Config, e
 		c.TCPTimeout = 3 * time.Second
 		c.PushPullInterval = 15 * time.Second
 	}
+	// A node restarted under the same ID on another address (a container
+	// rescheduled, a DPU rebooted onto a new port) takes its name back as
+	// soon as its old incarnation is declared dead; memberlist's default
+	// never lets it ("conflicting address").
+	c.DeadNodeReclaimTime = time.Nanosecond
 	host, port, err := net.SplitHostPort(o.GossipAddr)
 	if err != nil {
 		return nil, nferr.Queryf("gossip address %q: %v", o.GossipAddr, err)
@@ -130,6 +145,21 @@ func resolveIP(host string) (string, error) {
 	return ips[0].String(), nil
 }
 
+// wrongKey recognizes memberlist's errors for gossip under another key.
+func wrongKey(msg string) bool {
+	return strings.Contains(msg, "no installed keys could decrypt") || strings.Contains(msg, "remote state is not encrypted") ||
+		strings.Contains(msg, "encryption is not configured")
+}
+
+// oneLine flattens a multi-line error (memberlist's joined errors).
+func oneLine(err error) string {
+	if err == nil {
+		return "no answer"
+	}
+	f := strings.Fields(strings.ReplaceAll(err.Error(), "1 error occurred:", ""))
+	return strings.TrimPrefix(strings.Join(f, " "), "* ")
+}
+
 // newMembership prepares the membership of self; subscribe before start so
 // that no event is missed.
 func newMembership(c *memberlist.Config, self NodeInfo, logger *slog.Logger) (*membership, error) {
@@ -153,6 +183,8 @@ func newMembership(c *memberlist.Config, self NodeInfo, logger *slog.Logger) (*m
 func (m *membership) start(c *memberlist.Config) error {
 	c.Delegate = (*metaDelegate)(m)
 	c.Events = (*eventDelegate)(m)
+	c.Conflict = (*conflictDelegate)(m)
+	m.probe, m.name = c.ProbeInterval, c.Name
 	ml, err := memberlist.Create(c)
 	if err != nil {
 		return nferr.Unavailablef("starting gossip on %s:%d: %v", c.BindAddr, c.BindPort, err)
@@ -179,8 +211,12 @@ func (m *membership) join(seeds []string, timeout time.Duration, stop <-chan str
 		if n > 0 {
 			return nil
 		}
+		if err != nil && wrongKey(err.Error()) {
+			// The seed answered, but under another key: waiting will not help.
+			return nferr.Authf("the cluster at %v answered with another cluster key: this node's keys are not the cluster's (copy the cluster's key directory, or issue one with `nicflow cluster cert`)", seeds)
+		}
 		if time.Now().After(deadline) {
-			return nferr.Unavailablef("could not join the cluster through %v within %v: %v (is the seed up, and does this node have the same cluster key?)", seeds, timeout, err)
+			return nferr.Unavailablef("could not join the cluster through %v within %v: %s (is the seed up and reachable?)", seeds, timeout, oneLine(err))
 		}
 		m.log.Debug("join failed, retrying", "seeds", seeds, "err", err)
 		select {
@@ -314,6 +350,50 @@ func (d *metaDelegate) NotifyMsg([]byte)                           {}
 func (d *metaDelegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
 func (d *metaDelegate) LocalState(join bool) []byte                { return nil }
 func (d *metaDelegate) MergeRemoteState(buf []byte, join bool)     {}
+
+// conflictDelegate hears of another node under this node's name at
+// another address: this node restarted (a new port, a new host) while the
+// cluster still knows its old incarnation. The others refuse the new
+// address until they declare the old one dead, and they say so only to
+// the old address; so this node announces itself again, with a higher
+// incarnation, until the conflict has been quiet for a few seconds: the
+// first announcement after the old incarnation's death takes its name
+// back (Config.DeadNodeReclaimTime).
+type conflictDelegate membership
+
+// NB: memberlist calls it holding its node lock: no memberlist method may
+// be called here.
+func (d *conflictDelegate) NotifyConflict(existing, other *memberlist.Node) {
+	m := (*membership)(d)
+	if existing.Name != m.name || existing.Address() == other.Address() {
+		return
+	}
+	m.lastConflict.Store(time.Now().UnixNano())
+	if m.reclaiming.CompareAndSwap(false, true) {
+		m.log.Info("an older incarnation of this node is still in the cluster; announcing this one until it is taken", "old", other.Address())
+		go m.reannounce()
+	}
+}
+
+// reannounce re-broadcasts this node's alive state every probe interval
+// while conflicts keep coming, and for a few seconds after the last one.
+func (m *membership) reannounce() {
+	defer m.reclaiming.Store(false)
+	quiet := 5 * time.Second
+	t := time.NewTicker(max(m.probe, 100*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-m.done:
+			return
+		case <-t.C:
+		}
+		if time.Since(time.Unix(0, m.lastConflict.Load())) > quiet {
+			return
+		}
+		m.ml.UpdateNode(time.Second) //nolint:errcheck // best effort: the next tick tries again
+	}
+}
 
 type eventDelegate membership
 

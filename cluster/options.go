@@ -179,6 +179,23 @@ type Options struct {
 	// "none".
 	ShuffleCodec string `json:"shuffle_codec"`
 
+	// QueryRetries is how many more times a coordinator runs a query
+	// whose attempt failed because a node died, hung or its connection
+	// broke (KindUnavailable; the query's own errors are never retried),
+	// each time without the nodes that failed. Default 2; negative: none.
+	// A request may lower or raise it (SET query_retries).
+	QueryRetries int `json:"query_retries"`
+	// RetryBuffer is how many bytes of a query's result the coordinator
+	// holds back while the query may still be retried: a result that
+	// outgrows it is streamed to the client, and the query is then no
+	// longer retried (rows already sent cannot be taken back). Default
+	// 64 MiB.
+	RetryBuffer int64 `json:"retry_buffer"`
+	// SuspectFor is how long a worker whose task failed by its fault
+	// (died, hung, broken connection) gets no new tasks, unless it
+	// restarts first. Default 30s.
+	SuspectFor Duration `json:"suspect_for"`
+
 	// Logger receives the node's logs. Default: slog.Default().
 	Logger *slog.Logger `json:"-"`
 }
@@ -223,6 +240,15 @@ func (o *Options) SetDefaults() {
 	}
 	if o.HeartbeatInterval == 0 {
 		o.HeartbeatInterval = Duration(500 * time.Millisecond)
+	}
+	if o.QueryRetries == 0 {
+		o.QueryRetries = 2
+	}
+	if o.RetryBuffer == 0 {
+		o.RetryBuffer = 64 << 20
+	}
+	if o.SuspectFor == 0 {
+		o.SuspectFor = Duration(30 * time.Second)
 	}
 	if o.HeartbeatTimeout == 0 {
 		o.HeartbeatTimeout = Duration(5 * time.Second)
@@ -277,6 +303,12 @@ func (o *Options) Validate() error {
 		if err := checkHostPort("admin_addr", o.AdminAddr, false); err != nil {
 			return err
 		}
+	}
+	if o.QueryRetries > 100 {
+		return nferr.Queryf("options: query_retries %d: at most 100", o.QueryRetries)
+	}
+	if o.RetryBuffer < 0 || o.SuspectFor < 0 {
+		return nferr.Queryf("options: retry_buffer and suspect_for must not be negative")
 	}
 	if err := storage.CheckScanCodec(o.ScanCodec); err != nil {
 		return nferr.Queryf("options: scan_codec: %v", err)

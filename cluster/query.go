@@ -27,6 +27,14 @@ import (
 // the confirmation (bounded), and releases all placements. A failure of any
 // task, or the death of a node the query depends on, cancels Context() with
 // that error as its cause and is what the client receives.
+//
+// Attempts: when an attempt fails because a node died, hung or its
+// connection broke (KindUnavailable), the coordinator ends it as above and
+// calls RunQuery again on the same Query (same ID, progress and client),
+// up to the query's retry limit, while none of the result has reached the
+// client (coordinator.go, runRegistered). Each attempt has its own
+// Context, tasks, placements and watched nodes; the runner must not keep
+// any of them across calls.
 type Query struct {
 	// ID names the query (in errors, progress and on workers).
 	ID string
@@ -38,13 +46,18 @@ type Query struct {
 	Params map[string]string
 
 	c       *Coordinator
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
+	parent  context.Context // the client's: the query's whole life
 	started time.Time
 	wg      sync.WaitGroup
 	seq     atomic.Uint64
 
 	mu         sync.Mutex
+	ctx        context.Context // the current attempt's
+	cancel     context.CancelCauseFunc
+	attempt    int      // 0 for the first attempt
+	retried    []string // why each earlier attempt failed
+	maxRetries int      // -1: the coordinator's QueryRetries
+	canceled   bool     // the client canceled: never retried
 	tasks      []*Task
 	stages     map[int]*StageProgress
 	placements map[uint64]Placement
@@ -55,18 +68,42 @@ type Query struct {
 	changed    chan struct{}
 }
 
-// Context is canceled when the query ends, fails or is canceled; its cause
-// (context.Cause) is the error.
-func (q *Query) Context() context.Context { return q.ctx }
+// Context is canceled when the query's current attempt ends, fails or is
+// canceled; its cause (context.Cause) is the error.
+func (q *Query) Context() context.Context {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.ctx
+}
 
-// Coordinator is the coordinator running the query.
-func (q *Query) Coordinator() *Coordinator { return q.c }
+// Attempt is the number of the current attempt: 0 for the first, 1 for
+// the first retry.
+func (q *Query) Attempt() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.attempt
+}
 
-// Members returns the alive cluster members.
-func (q *Query) Members() []NodeInfo { return q.c.node.Members() }
+// SetRetries sets how many times the query may be retried after a node
+// failure (a request's SET query_retries), overriding the coordinator's
+// default; negative: never.
+func (q *Query) SetRetries(n int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.maxRetries = max(n, 0)
+}
 
-// Workers returns the alive workers.
-func (q *Query) Workers() []NodeInfo { return q.membersOf(RoleWorker) }
+// Workers returns the alive workers the query may use: not those a task
+// failed on a moment ago (suspects, see Coordinator).
+func (q *Query) Workers() []NodeInfo {
+	var out []NodeInfo
+	for _, w := range q.membersOf(RoleWorker) {
+		if !q.c.isSuspect(w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
 
 // StorageNodes returns the alive storage nodes.
 func (q *Query) StorageNodes() []NodeInfo { return q.membersOf(RoleStorage) }
@@ -128,8 +165,11 @@ func (q *Query) dependsOn(id string) bool {
 	if q.watch[id] {
 		return true
 	}
+	// NB: a task that has ended may still have output in flight in its
+	// node's shuffle agent: the query depends on every node it ran a task
+	// on until it ends.
 	for _, t := range q.tasks {
-		if t.node.ID == id && !t.isDone() {
+		if t.node.ID == id {
 			return true
 		}
 		for _, n := range t.spec.Needs {
@@ -152,8 +192,27 @@ func (q *Query) Fail(err error) {
 	if q.failErr == nil {
 		q.failErr = err
 	}
+	if nferr.Is(err, nferr.KindCanceled) {
+		q.canceled = true
+	}
+	cancel := q.cancel
 	q.mu.Unlock()
-	q.cancel(err)
+	cancel(err)
+}
+
+// nextAttempt prepares the query for another run after an attempt that
+// failed with err and has been ended (tasks stopped, placements released).
+func (q *Query) nextAttempt(err error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.attempt++
+	q.retried = append(q.retried, err.Error())
+	q.tasks, q.failErr = nil, nil
+	q.stages = map[int]*StageProgress{}
+	q.placements = map[uint64]Placement{}
+	q.watch = map[string]bool{}
+	q.ctx, q.cancel = context.WithCancelCause(q.parent)
+	q.signalLocked()
 }
 
 func (q *Query) failure() error {
@@ -166,12 +225,13 @@ func (q *Query) failure() error {
 // while memory is short. Placements not passed to Start are released with
 // Release or when the query ends.
 func (q *Query) Place(reqs []TaskRequest) ([]Placement, error) {
-	if err := q.ctx.Err(); err != nil {
+	ctx := q.Context()
+	if err := ctx.Err(); err != nil {
 		return nil, q.ctxErr()
 	}
-	ps, err := q.c.sched.place(q.ctx, append([]TaskRequest(nil), reqs...))
+	ps, err := q.c.sched.place(ctx, append([]TaskRequest(nil), reqs...))
 	if err != nil {
-		if q.ctx.Err() != nil {
+		if ctx.Err() != nil {
 			return nil, q.ctxErr()
 		}
 		return nil, err
@@ -196,11 +256,13 @@ func (q *Query) Release(ps ...Placement) {
 	q.mu.Unlock()
 }
 
-func (q *Query) ctxErr() error {
-	if c := context.Cause(q.ctx); c != nil {
+func (q *Query) ctxErr() error { return ctxErrOf(q.Context()) }
+
+func ctxErrOf(ctx context.Context) error {
+	if c := context.Cause(ctx); c != nil {
 		return nferr.With(nferr.KindCanceled, c)
 	}
-	return nferr.With(nferr.KindCanceled, q.ctx.Err())
+	return nferr.With(nferr.KindCanceled, ctx.Err())
 }
 
 // Start ships spec to the worker of p and returns the running task. The
@@ -212,14 +274,15 @@ func (q *Query) Start(p Placement, spec TaskSpec) (*Task, error) {
 		return nil, nferr.Internalf("query %s: placement on %s was not made by this query or is already used", q.ID, p.Node.ID)
 	}
 	delete(q.placements, p.id)
+	ctx := q.ctx
 	q.mu.Unlock()
-	if q.ctx.Err() != nil {
+	if ctx.Err() != nil {
 		q.c.sched.release(p.id)
-		return nil, q.ctxErr()
+		return nil, ctxErrOf(ctx)
 	}
 	n := q.c.node
 	t := &Task{
-		q: q, node: p.Node, spec: spec, placement: p.id,
+		q: q, ctx: ctx, node: p.Node, spec: spec, placement: p.id,
 		id:   fmt.Sprintf("%s/s%d.t%d.%d", q.ID, spec.Stage, spec.Index, q.seq.Add(1)),
 		out:  make(chan *frame, 8),
 		done: make(chan struct{}),
@@ -231,7 +294,7 @@ func (q *Query) Start(p Placement, spec TaskSpec) (*Task, error) {
 		q.c.sched.release(p.id)
 		return nil, err
 	}
-	stream, err := cc.NewStream(q.ctx, &runTaskDesc, "/"+controlService+"/RunTask", grpc.CallContentSubtype(codecName))
+	stream, err := cc.NewStream(ctx, &runTaskDesc, "/"+controlService+"/RunTask", grpc.CallContentSubtype(codecName))
 	if err == nil {
 		err = stream.SendMsg(jsonFrame(ftTaskSpec, taskRequest{QueryID: q.ID, TaskID: t.id, Coordinator: n.ID(), Spec: spec}))
 		if err == nil {
@@ -240,10 +303,11 @@ func (q *Query) Start(p Placement, spec TaskSpec) (*Task, error) {
 	}
 	if err != nil {
 		q.c.sched.release(p.id)
-		if q.ctx.Err() != nil {
-			return nil, q.ctxErr()
+		if ctx.Err() != nil {
+			return nil, ctxErrOf(ctx)
 		}
 		err = t.remoteErr(err)
+		q.c.suspect(t.node, err)
 		q.Fail(err)
 		return nil, err
 	}
@@ -289,7 +353,8 @@ func (q *Query) Progress() Progress {
 func (q *Query) progressAndWait() (Progress, <-chan struct{}) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	p := Progress{QueryID: q.ID, Kind: q.Kind, State: q.state, Elapsed: time.Since(q.started).Round(time.Millisecond), Error: q.errMsg}
+	p := Progress{QueryID: q.ID, Kind: q.Kind, State: q.state, Elapsed: time.Since(q.started).Round(time.Millisecond), Error: q.errMsg,
+		Attempt: q.attempt, Retried: append([]string(nil), q.retried...)}
 	for _, sp := range q.stages {
 		s := *sp
 		s.Rows, s.BytesIn, s.BytesOut = 0, 0, 0
@@ -318,6 +383,7 @@ func (q *Query) signalLocked() {
 // Task is a task running on a worker, as the coordinator sees it.
 type Task struct {
 	q         *Query
+	ctx       context.Context // its attempt's
 	id        string
 	node      NodeInfo
 	spec      TaskSpec
@@ -371,11 +437,11 @@ func (t *Task) Stats() TaskStats {
 func (t *Task) Wait() (TaskStats, error) {
 	select {
 	case <-t.done:
-	case <-t.q.ctx.Done():
+	case <-t.ctx.Done():
 		select {
 		case <-t.done:
 		case <-time.After(100 * time.Millisecond):
-			return t.Stats(), t.q.ctxErr()
+			return t.Stats(), ctxErrOf(t.ctx)
 		}
 	}
 	t.mu.Lock()
@@ -403,6 +469,11 @@ func (t *Task) abort(err error) {
 func (t *Task) remoteErr(err error) error {
 	remote := fmt.Sprintf("worker %s (%s)", t.node.ID, t.node.ControlAddr)
 	e := FromStatus(err, "")
+	if nferr.Is(e, nferr.KindCanceled) && t.ctx.Err() == nil && !reportedByPeer(err) {
+		// Not our cancel: the connection to the worker was closed under
+		// us (the worker was declared dead a moment ago).
+		e = nferr.Unavailablef("%v", err)
+	}
 	if nferr.Is(e, nferr.KindUnavailable) {
 		return nferr.Unavailablef("%s failed during task %s of query %s: %v", remote, t.id, t.q.ID, e)
 	}
@@ -412,6 +483,7 @@ func (t *Task) remoteErr(err error) error {
 
 func (t *Task) recvLoop(stream grpc.ClientStream) {
 	q := t.q
+	ctx := t.ctx
 	n := q.c.node
 	defer q.wg.Done()
 	var result error
@@ -425,12 +497,18 @@ func (t *Task) recvLoop(stream grpc.ClientStream) {
 			t.mu.Unlock()
 			switch {
 			case got && errors.Is(err, io.EOF):
-			case q.ctx.Err() != nil:
-				result = q.ctxErr()
+			case ctx.Err() != nil:
+				result = ctxErrOf(ctx)
 			case errors.Is(err, io.EOF):
 				result = nferr.Unavailablef("worker %s (%s) ended task %s without a result", t.node.ID, t.node.ControlAddr, t.id)
+				q.c.suspect(t.node, result)
 			default:
+				// The stream broke: the worker died, or the network
+				// between us did.
 				result = t.remoteErr(err)
+				if nferr.Is(result, nferr.KindUnavailable) && !reportedByPeer(err) {
+					q.c.suspect(t.node, result)
+				}
 			}
 			break
 		}
@@ -461,7 +539,7 @@ func (t *Task) recvLoop(stream grpc.ClientStream) {
 			t.blocked.Store(true)
 			select {
 			case t.out <- &f:
-			case <-q.ctx.Done():
+			case <-ctx.Done():
 			}
 			t.blocked.Store(false)
 			t.lastSeen.Store(time.Now().UnixNano())
@@ -471,7 +549,7 @@ func (t *Task) recvLoop(stream grpc.ClientStream) {
 		}
 		break
 	}
-	if result != nil && nferr.Is(result, nferr.KindCanceled) && q.ctx.Err() == nil {
+	if result != nil && nferr.Is(result, nferr.KindCanceled) && ctx.Err() == nil {
 		// A worker-side cancellation we did not ask for (the worker is
 		// shutting down, or saw a node die): not the client's doing.
 		result = nferr.Unavailablef("worker %s canceled task %s: %v", t.node.ID, t.id, result)
@@ -497,7 +575,7 @@ func (t *Task) recvLoop(stream grpc.ClientStream) {
 	n.metrics.tasksFinished.WithLabelValues(resultLabel(result)).Inc()
 	close(t.done)
 	close(t.out)
-	if result != nil && !(nferr.Is(result, nferr.KindCanceled) && q.ctx.Err() != nil) {
+	if result != nil && !(nferr.Is(result, nferr.KindCanceled) && ctx.Err() != nil) {
 		q.Fail(result)
 	}
 }

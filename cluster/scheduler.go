@@ -31,6 +31,9 @@ type scheduler struct {
 	nextID  uint64
 	held    map[uint64]heldPlacement
 	changed chan struct{} // closed and replaced whenever capacity grows
+	// exclude, when set, keeps unpinned tasks off workers it reports
+	// (the coordinator's suspects); set once before use.
+	exclude func(NodeInfo) bool
 }
 
 // WorkerLoad is the scheduler's view of one worker (shown in /status).
@@ -166,7 +169,12 @@ func (s *scheduler) tryPlaceLocked(reqs []TaskRequest) ([]Placement, bool, error
 	ids := make([]string, 0, len(s.workers))
 	for id, w := range s.workers {
 		tent[id] = &tl{w: w, cores: w.UsedCores, mem: w.UsedMemory, tasks: w.RunningTasks}
-		ids = append(ids, id)
+		if s.exclude == nil || !s.exclude(w.Node) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, false, nferr.Unavailablef("every worker failed a task a moment ago; none is trusted with new tasks yet")
 	}
 	sort.Strings(ids)
 	chosen := make([]string, len(reqs))

@@ -97,6 +97,9 @@ type SQLRunner struct {
 
 	once    sync.Once
 	metrics *sqlMetrics
+
+	repairMu  sync.Mutex
+	repairDue *time.Timer // a repair of placements is scheduled
 }
 
 // NewSQLRunner returns the runner over a coordinator's session (its
@@ -128,6 +131,57 @@ func (r *SQLRunner) metricsOn(n *Node) *sqlMetrics {
 		r.metrics = m
 	})
 	return r.metrics
+}
+
+// repairDelay gathers a burst of storage membership changes (a node's join
+// and its Flight address arriving a gossip round later, several nodes
+// restarting) into one repair.
+const repairDelay = time.Second
+
+// MemberChanged implements MemberWatcher: when storage nodes come, go or
+// change, the placements of the catalog's tables are repaired (files a node
+// lost or that were only on a node that left are sent again, up to the
+// replication factor: storage.DB.Repair).
+func (r *SQLRunner) MemberChanged(c *Coordinator, ev MemberEvent) {
+	if ev.Node.Role != RoleStorage {
+		return
+	}
+	r.repairMu.Lock()
+	defer r.repairMu.Unlock()
+	if r.repairDue != nil {
+		r.repairDue.Reset(repairDelay)
+		return
+	}
+	r.repairDue = time.AfterFunc(repairDelay, func() {
+		r.repairMu.Lock()
+		r.repairDue = nil
+		r.repairMu.Unlock()
+		r.repair(c)
+	})
+}
+
+// repair brings every placed table back to the replication factor on the
+// alive storage nodes.
+func (r *SQLRunner) repair(c *Coordinator) {
+	var nodes []storage.Node
+	for _, m := range c.node.Members() {
+		if m.Role == RoleStorage && m.FlightAddr != "" && !m.Leaving {
+			nodes = append(nodes, storage.Node{ID: m.ID, Addr: m.FlightAddr})
+		}
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
+	r.place.Lock()
+	defer r.place.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	rep, err := r.sess.DB().Repair(ctx, nodes, r.opts.Replication, storage.ClientOptions{TLS: c.node.Keys().ClientTLS()})
+	log := c.node.Logger()
+	switch {
+	case err != nil:
+		log.Warn("repairing placements failed; the next storage change or query placement tries again", "err", err)
+	case rep.Copied > 0 || len(rep.Unreachable) > 0:
+		log.Info("repaired placements", "files_copied", rep.Copied, "unreachable", rep.Unreachable, "nodes", len(nodes))
+	}
 }
 
 // RunQuery implements QueryRunner: PlaceKind and SQLKind requests.
@@ -167,6 +221,9 @@ func (r *SQLRunner) RunQuery(q *Query, out ResultWriter) error {
 	dq, err := r.sess.PrepareDistributed(q.Context(), q.Text, k, engine.DistOptions{Workers: len(workers), Parallelism: par})
 	if err != nil {
 		return err
+	}
+	if dq.Retries >= 0 {
+		q.SetRetries(dq.Retries)
 	}
 	if dq.Local != nil {
 		return writeLocal(dq.Local, out)
@@ -545,14 +602,26 @@ func (r *SQLRunner) runPlace(q *Query, out ResultWriter) error {
 	r.place.Lock()
 	defer r.place.Unlock()
 	db := r.sess.DB()
+	copts := storage.ClientOptions{TLS: q.c.node.Keys().ClientTLS()}
+	for _, t := range db.Tables() {
+		if t.External {
+			continue
+		}
+		if err := db.Place(q.Context(), t.QualifiedName(), nodes, repl, copts); err != nil {
+			return err
+		}
+	}
+	// The catalog's placement may be stale (a node restarted with an empty
+	// directory, a database copied without its nodes' state): check what
+	// the nodes hold and send what they lack.
+	if _, err := db.Repair(q.Context(), nodes, repl, copts); err != nil {
+		return err
+	}
 	for _, t := range db.Tables() {
 		if t.External {
 			continue
 		}
 		name := t.QualifiedName()
-		if err := db.Place(q.Context(), name, nodes, repl, storage.ClientOptions{TLS: q.c.node.Keys().ClientTLS()}); err != nil {
-			return err
-		}
 		pt, err := db.PlacedTable(name)
 		if err != nil {
 			return err

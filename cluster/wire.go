@@ -206,6 +206,22 @@ func kindCode(k nferr.Kind) codes.Code {
 	return codes.Internal
 }
 
+// reportedByPeer reports whether err is an error the remote node itself
+// sent (a status carrying nicflow's error details), as opposed to a broken
+// connection or a dead peer.
+func reportedByPeer(err error) bool {
+	st, ok := status.FromError(err)
+	if !ok {
+		return false
+	}
+	for _, d := range st.Details() {
+		if ei, ok := d.(*errdetails.ErrorInfo); ok && ei.Domain == errorDomain {
+			return true
+		}
+	}
+	return false
+}
+
 // FromStatus turns an error returned by a gRPC or Flight call to remote back
 // into an nferr error: the kind carried in the status details when the peer
 // is nicflow, otherwise a kind derived from the status code (a refused or
@@ -267,6 +283,13 @@ func FromStatus(err error, remote string) error {
 // isTLSFailure recognizes gRPC's messages for a failed TLS handshake
 // (wrong CA, missing or rejected certificate).
 func isTLSFailure(msg string) bool {
+	// A handshake cut short by the network (the peer died or restarted
+	// mid-handshake) is not a refused identity.
+	for _, s := range []string{"connection reset by peer", "broken pipe", "connection refused", ": EOF", "i/o timeout", "use of closed network connection"} {
+		if strings.Contains(msg, s) {
+			return false
+		}
+	}
 	for _, s := range []string{"authentication handshake failed", "x509:", "tls: ", "certificate required", "bad certificate", "unknown certificate authority"} {
 		if strings.Contains(msg, s) {
 			return true

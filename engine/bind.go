@@ -255,18 +255,22 @@ func (b *binder) stmt(stmt sql.Statement) (Statement, error) {
 		}
 		return &DescribeStmt{Name: name, Schema: queryArrowSchema(q), View: true}, nil
 	case *sql.Set:
-		var v string
-		switch x := s.Value.(type) {
-		case *sql.Literal:
-			v = x.Text
-		case *sql.UnaryExpr:
-			v = x.Op + x.X.(*sql.Literal).Text
-		case *sql.ColumnRef:
-			v = x.Parts[0].Name
-		}
-		return &SetStmt{Name: s.Name.Name, Value: v}, nil
+		return &SetStmt{Name: s.Name.Name, Value: setValue(s)}, nil
 	}
 	return nil, b.errorf(stmt, "statement %T is not supported", stmt)
+}
+
+// setValue is the text of a SET statement's value.
+func setValue(s *sql.Set) string {
+	switch x := s.Value.(type) {
+	case *sql.Literal:
+		return x.Text
+	case *sql.UnaryExpr:
+		return x.Op + x.X.(*sql.Literal).Text
+	case *sql.ColumnRef:
+		return x.Parts[0].Name
+	}
+	return ""
 }
 
 // objName returns the catalog name of a possibly qualified name.

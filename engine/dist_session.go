@@ -28,8 +28,11 @@ type DistQuery struct {
 	// result is ExplainText's lines (see ExplainResult).
 	Explain, Analyze bool
 	// Local is the result of a statement the coordinator ran itself
-	// (SHOW TABLES, DESCRIBE, SHOW), or nil.
+	// (SHOW TABLES, DESCRIBE, SHOW, SET), or nil.
 	Local *Result
+	// Retries is the script's SET query_retries before this statement
+	// (-1: not set; the coordinator's default applies).
+	Retries int
 
 	logical string
 }
@@ -72,7 +75,14 @@ func (s *Session) PrepareDistributed(ctx context.Context, script string, k int, 
 	defer s.mu.Unlock()
 	views := NewMemCatalog()
 	cat := OverlayCatalog{Base: s.cat, Views: views}
+	dq := &DistQuery{SQL: stmts[k].Text, Retries: -1}
 	for i := 0; i < k; i++ {
+		if n, ok, err := clusterSetting(stmts[i].Stmt); err != nil {
+			return nil, err
+		} else if ok {
+			dq.Retries = n
+			continue
+		}
 		if !isViewDDL(stmts[i].Stmt) {
 			continue
 		}
@@ -84,11 +94,16 @@ func (s *Session) PrepareDistributed(ctx context.Context, script string, k int, 
 			return nil, err
 		}
 	}
+	if _, ok, err := clusterSetting(stmts[k].Stmt); err != nil {
+		return nil, err
+	} else if ok {
+		dq.Local = status("SET", 0)
+		return dq, nil
+	}
 	st, err := Prepare(cat, script, stmts[k].Stmt)
 	if err != nil {
 		return nil, err
 	}
-	dq := &DistQuery{SQL: stmts[k].Text}
 	var q *QueryStmt
 	switch x := st.(type) {
 	case *QueryStmt:
@@ -128,6 +143,21 @@ func (s *Session) PrepareDistributed(ctx context.Context, script string, k int, 
 		return nil, err
 	}
 	return dq, nil
+}
+
+// clusterSetting recognizes SET query_retries (task_retries), the setting a
+// cluster request replays, and returns its value.
+func clusterSetting(st sql.Statement) (int, bool, error) {
+	x, ok := st.(*sql.Set)
+	if !ok {
+		return 0, false, nil
+	}
+	name := strings.ToLower(x.Name.Name)
+	if name != SettingQueryRetries && name != SettingTaskRetries {
+		return 0, false, nil
+	}
+	n, err := parseRetries(name, setValue(x))
+	return n, err == nil, err
 }
 
 // isViewDDL: CREATE VIEW or DROP VIEW (which a cluster request replays).

@@ -80,6 +80,8 @@ type Session struct {
 	views *MemCatalog
 	opts  Options
 	mu    sync.Mutex
+	// queryRetries is SET query_retries (-1: not set).
+	queryRetries int
 }
 
 // Open opens the database in dir (creating an empty one when dir holds
@@ -92,7 +94,7 @@ func Open(dir string, opts Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Session{db: db, cat: NewStorageCatalog(db), views: NewMemCatalog(), opts: opts}, nil
+	return &Session{db: db, cat: NewStorageCatalog(db), views: NewMemCatalog(), opts: opts, queryRetries: -1}, nil
 }
 
 // Close closes the database. Results still open must be closed first.
@@ -742,7 +744,21 @@ const (
 	SettingParallelism = "parallelism"
 	SettingThreads     = "threads" // DuckDB's name for parallelism
 	SettingBatchSize   = "batch_size"
+	// SettingQueryRetries is how many times a cluster runs a query again
+	// after a node failure (cluster.Options.QueryRetries); embedded it is
+	// kept and shown but has nothing to retry. task_retries is its alias.
+	SettingQueryRetries = "query_retries"
+	SettingTaskRetries  = "task_retries"
 )
+
+// parseRetries validates a query_retries value.
+func parseRetries(name, value string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(value))
+	if err != nil || n < 0 || n > 100 {
+		return 0, nferr.Queryf("%s takes an integer from 0 to 100, got %q", name, value)
+	}
+	return n, nil
+}
 
 func (s *Session) set(name, value string) error {
 	o := s.opts
@@ -769,8 +785,15 @@ func (s *Session) set(name, value string) error {
 			return nferr.Queryf("batch_size takes a positive integer, got %q", value)
 		}
 		o.BatchSize = n
+	case SettingQueryRetries, SettingTaskRetries:
+		n, err := parseRetries(name, v)
+		if err != nil {
+			return err
+		}
+		s.queryRetries = n
+		return nil
 	default:
-		return nferr.Queryf("unknown setting %q (known: memory_limit, parallelism, batch_size)", name)
+		return nferr.Queryf("unknown setting %q (known: memory_limit, parallelism, batch_size, query_retries)", name)
 	}
 	if err := o.Validate(); err != nil {
 		return err
@@ -788,8 +811,13 @@ func (s *Session) show(name string) (*Result, error) {
 		v = strconv.Itoa(s.opts.Parallelism)
 	case SettingBatchSize:
 		v = strconv.Itoa(s.opts.BatchSize)
+	case SettingQueryRetries, SettingTaskRetries:
+		v = "default"
+		if s.queryRetries >= 0 {
+			v = strconv.Itoa(s.queryRetries)
+		}
 	default:
-		return nil, nferr.Queryf("unknown setting %q (known: memory_limit, parallelism, batch_size)", name)
+		return nil, nferr.Queryf("unknown setting %q (known: memory_limit, parallelism, batch_size, query_retries)", name)
 	}
 	return staticResult(s.opts.Alloc, []string{strings.ToLower(name)}, []arrow.DataType{typStr}, [][]any{{v}}), nil
 }

@@ -276,19 +276,31 @@ func (a *Agent) LocalAddr() string {
 	return a.lnLocal.addr()
 }
 
-// SetPeer sets (or changes) node's agent address. Connections already open
-// stay; the next connection to that node uses the new address.
+// SetPeer sets (or changes) node's agent address. A changed address means
+// the node restarted (its old agent is gone): the outbound link to the old
+// address, open or still dialing, is taken down, so that nothing is queued
+// for a dead agent and the next frame for the node dials the new address.
+// Channels that crossed the old link fail (KindUnavailable).
 func (a *Agent) SetPeer(node int, addr string) error {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	if node < 0 || node >= maxSpecNodes {
+		a.mu.Unlock()
 		return nferr.Queryf("shuffle: node %d out of range", node)
 	}
 	for len(a.peers) <= node {
 		a.peers = append(a.peers, "")
 		a.out = append(a.out, nil)
 	}
+	var stale *link
+	old := a.peers[node]
+	if old != "" && old != addr {
+		stale, a.out[node] = a.out[node], nil
+	}
 	a.peers[node] = addr
+	a.mu.Unlock()
+	if stale != nil {
+		stale.fail(nferr.Unavailablef("shuffle: node %d moved from %s to %s (it restarted)", node, old, addr))
+	}
 	return nil
 }
 

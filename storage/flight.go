@@ -226,6 +226,9 @@ func (s *Server) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServ
 	if err != nil {
 		return s.statusErr(err)
 	}
+	if err := s.holds(spec); err != nil {
+		return s.statusErr(err)
+	}
 	sc, err := s.db.NewScanner(spec, ScanOptions{Parallelism: s.opts.ScanParallelism})
 	if err != nil {
 		return s.statusErr(err)
@@ -697,11 +700,17 @@ func (db *DB) Place(ctx context.Context, table string, nodes []Node, replication
 	if err := db.SetNodes(nodes); err != nil {
 		return err
 	}
+	return db.setPlacement(t, placed)
+}
+
+// setPlacement records the nodes holding each file of t (by file ID),
+// unless t changed since it was read.
+func (db *DB) setPlacement(t *Table, placed map[uint64][]string) error {
 	db.cat.mu.Lock()
 	defer db.cat.mu.Unlock()
 	cur := db.cat.tables[tableKeyName(t.Schema, t.Name)]
 	if cur == nil || cur.Generation != t.Generation {
-		return nferr.Queryf("place %s: the table changed while its files were being sent; run it again", table)
+		return nferr.Queryf("place %s: the table changed while its files were being sent; run it again", t.QualifiedName())
 	}
 	nt := *cur
 	nt.Files = make([]*File, len(cur.Files))
@@ -883,7 +892,9 @@ func (it *remoteIter) fetch(ctx context.Context, node string, frs []FileRange, f
 		}
 		return
 	}
-	if got > 0 || !nferr.Is(err, nferr.KindUnavailable) {
+	// NB: a damaged or missing file at one replica (KindData) is read
+	// from another as well: only a replica's good bytes are ever used.
+	if got > 0 || !(nferr.Is(err, nferr.KindUnavailable) || nferr.Is(err, nferr.KindData)) {
 		it.fail(err)
 		return
 	}

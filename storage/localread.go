@@ -96,6 +96,9 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 
 // DoAction serves localScanAction.
 func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoActionServer) error {
+	if a.GetType() == inventoryAction {
+		return s.inventory(stream)
+	}
 	if a.GetType() != localScanAction {
 		return status.Errorf(codes.Unimplemented, "storage node %s: unknown action %q", s.opts.NodeID, a.GetType())
 	}

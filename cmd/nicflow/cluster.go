@@ -119,6 +119,7 @@ var clusterLocalFlags struct {
 	replication  int
 	noLocalReads bool
 	scanCodec    string
+	onFailure    string
 }
 
 var clusterLocalCmd = &cobra.Command{
@@ -129,6 +130,11 @@ and M storage nodes, each a separate process running this binary with its
 role subcommand and automatically chosen ports. Returns to the prompt only when
 stopped: Ctrl-C or SIGTERM stops every node; the nodes also die with this
 process if it is killed (Linux parent-death signal).
+
+A worker or storage node that dies is started again under the same ID
+(--on-failure restart, the default; it rejoins and queries use it again;
+queries running when it died are retried by the coordinator); with
+--on-failure stop, or when the coordinator dies, every node stops.
 
 Keys are created in DIR/cluster/keys on first use; node logs go to
 DIR/cluster/logs/<node>.log; the coordinator's client address is printed and
@@ -151,9 +157,12 @@ written to --addr-file (default DIR/cluster/coordinator.addr), where
 		if f.replication < 1 || (f.storage > 0 && f.replication > f.storage) {
 			return usagef("--replication must be between 1 and --storage")
 		}
+		if f.onFailure != "restart" && f.onFailure != "stop" {
+			return usagef("--on-failure %q: want restart or stop", f.onFailure)
+		}
 		o := cluster.LocalOptions{
 			Dir: f.dir, Workers: f.workers, Storage: f.storage, AddrFile: f.addrFile, KeyDir: f.keys,
-			Replication: f.replication, Out: cmd.ErrOrStderr(),
+			Replication: f.replication, Out: cmd.ErrOrStderr(), Restart: f.onFailure == "restart",
 		}
 		o.Extra = map[cluster.Role][]string{cluster.RoleWorker: localWorkerArgs(f.cores, f.noLocalReads, f.scanCodec)}
 		lc, err := cluster.StartLocal(cmd.Context(), o)
@@ -316,6 +325,9 @@ check and every task on the cluster.`,
 func progressLine(p cluster.Progress) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s", p.State, p.Elapsed.Round(100*time.Millisecond))
+	if p.Attempt > 0 {
+		fmt.Fprintf(&b, " (retry %d after: %s)", p.Attempt, p.Retried[len(p.Retried)-1])
+	}
 	for _, s := range p.Stages {
 		name := s.Name
 		if name == "" {
@@ -364,6 +376,7 @@ func init() {
 	f.IntVar(&clusterLocalFlags.replication, "replication", 1, "storage nodes each table file is copied to")
 	f.BoolVar(&clusterLocalFlags.noLocalReads, "no-local-reads", false, "workers receive every scan over Flight instead of reading the storage nodes' files on this machine")
 	f.StringVar(&clusterLocalFlags.scanCodec, "scan-codec", "", "compression of scans over Flight: none, lz4 or zstd (workers' --scan-codec)")
+	f.StringVar(&clusterLocalFlags.onFailure, "on-failure", "restart", "when a worker or storage node exits: restart it (the others keep running) or stop the whole cluster")
 
 	addClientFlags(clusterStatusCmd, &statusFlags)
 

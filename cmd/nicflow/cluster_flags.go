@@ -38,6 +38,7 @@ type nodeFlags struct {
 	noLocalReads bool
 	scanCodec    string
 	shuffleCodec string
+	queryRetries int
 }
 
 func addNodeFlags(cmd *cobra.Command, f *nodeFlags, role cluster.Role) {
@@ -66,6 +67,9 @@ func addNodeFlags(cmd *cobra.Command, f *nodeFlags, role cluster.Role) {
 	fs.StringVar(&f.gossipMode, "gossip-profile", "", "gossip timing: lan (default, failures seen in ~1-3 s) or wan")
 	fs.StringVar(&f.readyFile, "ready-file", "", "write this node's advertised addresses (JSON) here once it has joined")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	if role == cluster.RoleCoordinator {
+		fs.IntVar(&f.queryRetries, "query-retries", 2, "times a query runs again, without the failed nodes, after a node died, hung or became unreachable (0: never)")
+	}
 	switch role {
 	case cluster.RoleWorker:
 		fs.BoolVar(&f.noLocalReads, "no-local-reads", false, "always receive scans over Flight, even when a storage node's files are visible on this machine")
@@ -110,6 +114,15 @@ func (f *nodeFlags) options(cmd *cobra.Command, role cluster.Role) (cluster.Opti
 	}
 	if changed("no-local-reads") {
 		o.NoLocalReads = f.noLocalReads
+	}
+	if changed("query-retries") {
+		if f.queryRetries < 0 || f.queryRetries > 100 {
+			return o, usagef("--query-retries: want 0 to 100")
+		}
+		o.QueryRetries = f.queryRetries
+		if f.queryRetries == 0 {
+			o.QueryRetries = -1
+		}
 	}
 	if changed("cores") {
 		o.Cores = f.cores

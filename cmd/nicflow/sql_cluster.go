@@ -28,6 +28,9 @@ type clusterSQL struct {
 	c        *cluster.Client
 	addr     string
 	progress io.Writer // terminal for per-stage progress, or nil
+	// retried is how many times the coordinator ran the statements of the
+	// last runQueryText again after node failures.
+	retried int
 }
 
 func dialClusterSQL(addr, keys string, stderr io.Writer) (*clusterSQL, error) {
@@ -73,6 +76,14 @@ func (sr *statementResult) Shuffled() int64 {
 		}
 	}
 	return n
+}
+
+// Retried is how many times the coordinator ran the statement again after
+// a node failure (the final progress's attempt number).
+func (sr *statementResult) Retried() int {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	return sr.last.Attempt
 }
 
 // run starts statement k of script and waits for its schema.
@@ -172,6 +183,7 @@ func (cs *clusterSQL) runQueryText(ctx context.Context, text string, keep bool) 
 	}
 	var out tpch.Result
 	var shuffled int64
+	cs.retried = 0
 	for k := range stmts {
 		sr, err := cs.run(ctx, text, k)
 		if err != nil {
@@ -207,6 +219,7 @@ func (cs *clusterSQL) runQueryText(ctx context.Context, text string, keep bool) 
 		}
 		sr.res.Close()
 		shuffled += sr.Shuffled()
+		cs.retried += sr.Retried()
 	}
 	return out, shuffled, nil
 }

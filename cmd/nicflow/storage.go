@@ -167,6 +167,11 @@ Files already on a node are not sent again.`,
 		if err := db.Place(cmd.Context(), f.table, nodes, f.replication, storage.ClientOptions{}); err != nil {
 			return err
 		}
+		// The nodes may have lost files the catalog says they hold: check
+		// and send them again.
+		if _, err := db.Repair(cmd.Context(), nodes, f.replication, storage.ClientOptions{}); err != nil {
+			return err
+		}
 		t, _ := db.Table(f.table)
 		fmt.Fprintf(cmd.OutOrStdout(), "placed %d files of %s on %d nodes (replication %d)\n", len(t.Files), t.QualifiedName(), len(nodes), max(f.replication, 1))
 		return nil
