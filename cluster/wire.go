@@ -177,7 +177,7 @@ func ToStatus(err error) error {
 		}
 	}
 	k, msg := nferr.Encode(err)
-	st := status.New(kindCode(k), msg)
+	st := status.New(nferr.GRPCCode(k), msg)
 	if d, derr := st.WithDetails(&errdetails.ErrorInfo{
 		Reason:   strings.ToUpper(strings.ReplaceAll(k.String(), " ", "_")),
 		Domain:   errorDomain,
@@ -186,24 +186,6 @@ func ToStatus(err error) error {
 		st = d
 	}
 	return st.Err()
-}
-
-func kindCode(k nferr.Kind) codes.Code {
-	switch k {
-	case nferr.KindQuery:
-		return codes.InvalidArgument
-	case nferr.KindData:
-		return codes.DataLoss
-	case nferr.KindResource:
-		return codes.ResourceExhausted
-	case nferr.KindUnavailable:
-		return codes.Unavailable
-	case nferr.KindCanceled:
-		return codes.Canceled
-	case nferr.KindAuth:
-		return codes.Unauthenticated
-	}
-	return codes.Internal
 }
 
 // reportedByPeer reports whether err is an error the remote node itself

@@ -480,7 +480,8 @@ func checkPlan(p *PhysPlan) error {
 	}
 	p.Root.walk(count)
 	if total > maxInstances {
-		return nferr.Dataf("physical plan: %d operator instances (limit %d)", total, maxInstances)
+		// A limit the query's size hits: the query's fault.
+		return nferr.Queryf("query too large: its plan needs %d operator instances (limit %d)", total, maxInstances)
 	}
 	ids := map[int]bool{}
 	for _, d := range p.Shared {
@@ -503,7 +504,7 @@ func checkNode(n *PhysNode, depth int, defs map[int]bool) error {
 		return nferr.Dataf("physical plan: nil node")
 	}
 	if depth > maxPlanDepth {
-		return nferr.Dataf("physical plan nests deeper than %d nodes", maxPlanDepth)
+		return nferr.Queryf("query too complex: its plan nests deeper than %d operators", maxPlanDepth)
 	}
 	if n.Streams < 1 || n.Streams > maxParallelism {
 		return nferr.Dataf("physical plan: %s node %d has %d streams (want 1..%d)", n.Kind, n.ID, n.Streams, maxParallelism)

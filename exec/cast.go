@@ -20,7 +20,7 @@ import (
 //     half away from zero (0.285 -> 0.29, not 0.28 from binary noise).
 //   - decimal/integer -> double: nearest double.
 //   - string -> integer/decimal/double/date/boolean: surrounding spaces
-//     allowed; anything else is "invalid input syntax" (KindQuery) naming
+//     allowed; anything else is "invalid input syntax" (KindData) naming
 //     the value and the expression.
 //   - anything -> string: canonical text (dates YYYY-MM-DD, decimals with
 //     exactly s fraction digits, doubles in shortest round-trip form,
@@ -62,11 +62,11 @@ func (c *castNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 func (c *castNode) typeText() string { return typeName(c.to) }
 
 func (c *castNode) overflow(val string) error {
-	return nferr.Queryf("value %s is out of range for type %s in %s", val, c.typeText(), c.desc)
+	return nferr.Dataf("value %s is out of range for type %s in %s", val, c.typeText(), c.desc)
 }
 
 func (c *castNode) invalid(val []byte) error {
-	return nferr.Queryf("invalid input syntax for type %s: %q in %s", c.typeText(), string(val), c.desc)
+	return nferr.Dataf("invalid input syntax for type %s: %q in %s", c.typeText(), string(val), c.desc)
 }
 
 // newCast builds the cast of x to type to, or a KindQuery error when no
@@ -792,7 +792,7 @@ func castStringToDate(c *castNode, out, a *vec, sel []int32, n int) error {
 			return
 		}
 		if d < minDate || d > maxDate {
-			err = nferr.Queryf("date out of range: %q in %s", string(s), c.desc)
+			err = nferr.Dataf("date out of range: %q in %s", string(s), c.desc)
 			return
 		}
 		out.i32[i] = d

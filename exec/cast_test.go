@@ -41,7 +41,7 @@ func FuzzCastString(f *testing.F) {
 		check := func(tp Type) (any, bool) {
 			v, err := castString(s, tp)
 			if err != nil {
-				if nferr.KindOf(err) != nferr.KindQuery {
+				if nferr.KindOf(err) != nferr.KindData {
 					t.Fatalf("CAST(%q AS %s): error of kind %s: %v", s, tp, nferr.KindOf(err), err)
 				}
 				return nil, false

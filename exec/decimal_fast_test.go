@@ -132,7 +132,7 @@ func TestDecimalFastPathsMatchBigInt(t *testing.T) {
 			}
 			got, err := evalRows(t, fastSchema, batch, c.e)
 			if overflow {
-				if err == nil || nferr.KindOf(err) != nferr.KindQuery || !strings.Contains(err.Error(), "overflow") {
+				if err == nil || nferr.KindOf(err) != nferr.KindData || !strings.Contains(err.Error(), "overflow") {
 					t.Fatalf("%s rows %d..: got %v, want a decimal overflow error", c.name, start, err)
 				}
 				overflows++

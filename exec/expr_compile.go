@@ -699,6 +699,12 @@ func CompileExpr(e Expr, input *arrow.Schema) (*CompiledExpr, error) {
 	c := &compiler{schema: input}
 	n, err := c.compile(&e)
 	if err != nil {
+		// A value that fails before any row is read (a literal that does
+		// not cast) is in the query's text: the query's fault, where the
+		// same failure on a row is the data's.
+		if nferr.Is(err, nferr.KindData) {
+			err = &nferr.Error{Kind: nferr.KindQuery, Msg: err.Error(), Cause: err}
+		}
 		return nil, err
 	}
 	ce := &CompiledExpr{expr: e, root: n, colIdx: -1}
@@ -1252,6 +1258,9 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 }
 
 // errAt builds the KindQuery error of a failed kernel.
+// errAt is an error evaluating an expression over the data (division by
+// zero, overflow, a date out of range): KindData, like SQL's data
+// exceptions (SQLSTATE class 22).
 func errAt(what, desc string) error {
-	return nferr.Queryf("%s in %s", what, desc)
+	return nferr.Dataf("%s in %s", what, desc)
 }

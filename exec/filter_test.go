@@ -72,7 +72,7 @@ func TestFilterErrors(t *testing.T) {
 		Ref: func(in [][][]any) ([][]any, error) {
 			for _, r := range in[0] {
 				if r[1] == int32(0) && r[0] != nil {
-					return nil, nferr.Queryf("division by zero in (a / b)")
+					return nil, nferr.Dataf("division by zero in (a / b)")
 				}
 			}
 			var out [][]any

@@ -33,7 +33,7 @@
 //   - Tables handed out (*Table) are immutable snapshots; a change publishes
 //     a new one after its batch committed.
 //   - One process has DIR open at a time (flock on DIR/catalog.lock, holder
-//     pid and command recorded): others get KindUnavailable "catalog DIR is
+//     pid and command recorded): others get KindBusy "catalog DIR is
 //     in use by another process (pid N: ...)".
 //
 // # Types

@@ -161,27 +161,9 @@ func (s *Server) Stop(timeout time.Duration) {
 	}
 }
 
-func grpcCode(k nferr.Kind) codes.Code {
-	switch k {
-	case nferr.KindQuery:
-		return codes.InvalidArgument
-	case nferr.KindData:
-		return codes.DataLoss
-	case nferr.KindResource:
-		return codes.ResourceExhausted
-	case nferr.KindUnavailable:
-		return codes.Unavailable
-	case nferr.KindCanceled:
-		return codes.Canceled
-	case nferr.KindAuth:
-		return codes.PermissionDenied
-	}
-	return codes.Internal
-}
-
 func (s *Server) statusErr(err error) error {
 	k, msg := nferr.Encode(err)
-	return status.Error(grpcCode(k), fmt.Sprintf("nicflow/%d: %s", k, msg))
+	return status.Error(nferr.GRPCCode(k), fmt.Sprintf("nicflow/%d: %s", k, msg))
 }
 
 // decodeStatus rebuilds an nferr error from a gRPC error of node.

@@ -26,7 +26,7 @@ func lockDir(dir, path string) (*dirLock, error) {
 			holder = strings.TrimSpace(string(b))
 		}
 		f.Close()
-		return nil, nferr.Unavailablef("catalog %s is in use by another process (%s); wait for it to finish or stop it", dir, holder)
+		return nil, nferr.Busyf("catalog %s is in use by another process (%s); wait for it to finish or stop it", dir, holder)
 	}
 	// Record the holder for the error above (best effort).
 	_ = f.Truncate(0)

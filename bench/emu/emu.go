@@ -629,7 +629,7 @@ func lockPrefix(prefix string) (*os.File, error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		b, _ := os.ReadFile(path)
 		f.Close()
-		return nil, nferr.Resourcef("emu: another run with prefix %s is in progress (pid %s, lock %s)", prefix, strings.TrimSpace(string(b)), path)
+		return nil, nferr.Busyf("emu: another run with prefix %s is in progress (pid %s, lock %s)", prefix, strings.TrimSpace(string(b)), path)
 	}
 	f.Truncate(0)
 	f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -31,34 +32,31 @@ Quick start (embedded, one process):
   nicflow tpch run --dir data --verify      # run the 22 TPC-H queries, check answers
   nicflow sql --dir data "select count(*) from lineitem"
 
-Every command explains itself: nicflow <command> --help.`,
+Every command explains itself: nicflow <command> --help.
+
+Exit status says who is at fault:
+  0    success
+  1    local I/O error (disk, permissions)
+  2    bad query or usage (syntax, unknown names, bad flags, query too large)
+  3    bad data (a damaged file or catalog, division by zero or a bad cast
+       on the data, a wrong TPC-H answer)
+  4    resource exhausted (memory limit, disk full)
+  5    unavailable (a node dead or unreachable, a stale placement)
+  6    authentication (another cluster's keys, certificates)
+  7    busy (the database is in use by another process)
+  70   internal error (a bug in nicflow)
+  130  canceled (Ctrl-C)`,
 	SilenceUsage:  true,
 	SilenceErrors: true,
 }
 
-// exitCodeFor maps an error's blame to the process exit code, so scripts can
-// tell a bad query (2) from bad data (3), exhausted resources (4), an
-// unreachable node (5), cancellation (130) and everything else (1).
-func exitCodeFor(err error) int {
-	switch nferr.KindOf(err) {
-	case nferr.KindQuery:
-		return 2
-	case nferr.KindData:
-		return 3
-	case nferr.KindResource:
-		return 4
-	case nferr.KindUnavailable:
-		return 5
-	case nferr.KindCanceled:
-		return 130
-	default:
-		return 1
-	}
-}
+// exitCodeFor maps an error's blame to the process exit status
+// (nferr.ExitStatus; the table is in the root command's help).
+func exitCodeFor(err error) int { return nferr.ExitStatus(nferr.KindOf(err)) }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := rootCmd.ExecuteContext(ctx)
+	err := execute(ctx)
 	stop()
 	if err != nil {
 		var usage *usageError
@@ -69,4 +67,16 @@ func main() {
 		fmt.Fprintf(os.Stderr, "nicflow: %v\n", err)
 		os.Exit(exitCodeFor(err))
 	}
+}
+
+// execute runs the command line; a panic (a bug) becomes an internal error
+// with its stack on stderr, not Go's exit status 2, which means a bad query.
+func execute(ctx context.Context) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(os.Stderr, "%s\n", debug.Stack())
+			err = nferr.Internalf("nicflow panicked (a bug; please report it with the stack above): %v", r)
+		}
+	}()
+	return rootCmd.ExecuteContext(ctx)
 }

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"google.golang.org/grpc/codes"
 	"strings"
 )
 
@@ -22,10 +23,12 @@ const (
 	// unclassified error is treated as our fault, never the user's.
 	KindInternal Kind = iota
 	// KindQuery is a bad query: syntax, unknown names, wrong types, a
-	// division by zero or an invalid cast requested by the query.
+	// query too large or nested too deeply for the limits.
 	KindQuery
 	// KindData is bad input data: a malformed or corrupt file, a row that does
-	// not parse, a checksum mismatch, a garbage network frame.
+	// not parse, a checksum mismatch, a garbage network frame, and errors
+	// evaluating expressions over the data (division by zero, overflow, a
+	// value that does not cast: SQL's data exceptions).
 	KindData
 	// KindResource is an exhausted resource: memory budget, disk, limits.
 	KindResource
@@ -38,6 +41,9 @@ const (
 	KindIO
 	// KindAuth is a failed authentication or authorization (cluster key, TLS).
 	KindAuth
+	// KindBusy is a resource another process holds (a database opened by
+	// another process, a benchmark's emulated hosts in use): retry later.
+	KindBusy
 	numKinds
 )
 
@@ -50,6 +56,7 @@ var kindNames = [...]string{
 	KindCanceled:    "canceled",
 	KindIO:          "i/o error",
 	KindAuth:        "authentication error",
+	KindBusy:        "busy",
 }
 
 func (k Kind) String() string {
@@ -87,6 +94,7 @@ func Resourcef(format string, args ...any) error    { return newf(KindResource, 
 func Unavailablef(format string, args ...any) error { return newf(KindUnavailable, format, args...) }
 func IOf(format string, args ...any) error          { return newf(KindIO, format, args...) }
 func Authf(format string, args ...any) error        { return newf(KindAuth, format, args...) }
+func Busyf(format string, args ...any) error        { return newf(KindBusy, format, args...) }
 
 // As returns the outermost kinded error in err's chain, if any.
 func As(err error) (*Error, bool) {
@@ -148,6 +156,56 @@ func contextKind(err error) (Kind, bool) {
 
 // Is reports whether err is of kind k.
 func Is(err error, k Kind) bool { return err != nil && KindOf(err) == k }
+
+// GRPCCode is the gRPC status code that carries kind k (the kind itself
+// travels in the status details; the code is for generic clients).
+func GRPCCode(k Kind) codes.Code {
+	switch k {
+	case KindQuery:
+		return codes.InvalidArgument
+	case KindData:
+		return codes.DataLoss
+	case KindResource:
+		return codes.ResourceExhausted
+	case KindUnavailable:
+		return codes.Unavailable
+	case KindCanceled:
+		return codes.Canceled
+	case KindAuth:
+		return codes.Unauthenticated
+	case KindBusy:
+		return codes.Aborted
+	case KindIO:
+		return codes.Internal
+	}
+	return codes.Internal
+}
+
+// ExitStatus is the process exit status for an error of kind k, the table
+// that docs/cluster.md and `nicflow --help` print: 1 local I/O, 2 bad query
+// or usage, 3 bad data, 4 resource exhausted, 5 unavailable, 6
+// authentication, 7 busy, 70 internal error (a bug), 130 canceled.
+func ExitStatus(k Kind) int {
+	switch k {
+	case KindIO:
+		return 1
+	case KindQuery:
+		return 2
+	case KindData:
+		return 3
+	case KindResource:
+		return 4
+	case KindUnavailable:
+		return 5
+	case KindAuth:
+		return 6
+	case KindBusy:
+		return 7
+	case KindCanceled:
+		return 130
+	}
+	return 70
+}
 
 // Encode flattens err for the wire: its kind and its full message.
 func Encode(err error) (Kind, string) { return KindOf(err), err.Error() }

@@ -45,3 +45,20 @@ func TestEncodeDecode(t *testing.T) {
 		t.Fatal("unknown kind must decode as internal")
 	}
 }
+
+func TestExitStatusDistinct(t *testing.T) {
+	seen := map[int]Kind{}
+	for k := Kind(0); k < numKinds; k++ {
+		s := ExitStatus(k)
+		if other, ok := seen[s]; ok {
+			t.Errorf("%s and %s share exit status %d", k, other, s)
+		}
+		seen[s] = k
+		if s == 0 || s == 2 && k != KindQuery {
+			t.Errorf("%s: exit status %d", k, s)
+		}
+	}
+	if ExitStatus(KindInternal) != 70 || ExitStatus(KindBusy) != 7 {
+		t.Error("internal errors and busy resources have their own statuses")
+	}
+}
