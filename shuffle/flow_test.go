@@ -595,3 +595,52 @@ func TestRefusedOpen(t *testing.T) {
 		t.Fatalf("receiver: got %v, want the agent's refusal", err)
 	}
 }
+
+// TestRestartedPeer: a node whose agent restarts at a new address gets new
+// channels' frames at once. Frames for its old incarnation, queued on a
+// link still dialing the dead address, do not hold the new channel behind
+// that dial (SetPeer drops the stale link).
+func TestRestartedPeer(t *testing.T) {
+	c := newCluster(t, 2, tcpCorun, Options{AggSize: 1024})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c.agents[1].Close()
+	// A sender to the dead node: its link keeps dialing the old address.
+	old := &Spec{ID: nextChanID(), Senders: []int{0}, Receivers: []int{1}}
+	xo, _ := OpenExchange(c.clients[0], old)
+	defer xo.Close()
+	so, _ := xo.Sender(0)
+	so.Send(ctx, 0, []byte("for the dead"))
+	so.Flush()
+	time.Sleep(100 * time.Millisecond)
+
+	// The node comes back at another address.
+	a1, err := NewAgent(AgentConfig{Node: 1, Peers: []string{c.agents[0].Addr(), "127.0.0.1:0"}, Options: Options{AggSize: 1024, Insecure: true}, Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a1.Close()
+	cl1, err := a1.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.agents[0].SetPeer(1, a1.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	spec := &Spec{ID: nextChanID(), Senders: []int{0}, Receivers: []int{1}}
+	x0, _ := OpenExchange(c.clients[0], spec)
+	x1, _ := OpenExchange(cl1, spec)
+	defer x0.Close()
+	defer x1.Close()
+	s, _ := x0.Sender(0)
+	r, _ := x1.Receiver(0)
+	start := time.Now()
+	s.Send(ctx, 0, []byte("hello again"))
+	s.Close()
+	if p, err := r.Next(ctx); err != nil || string(p) != "hello again" {
+		t.Fatalf("after the restart: %q %v", p, err)
+	}
+	if el := time.Since(start); el > 3*time.Second {
+		t.Errorf("the new incarnation got its frame after %v: it waited behind the dead one's dial", el)
+	}
+}
