@@ -19,7 +19,9 @@
 //	sql.go          distributed SQL: SQLRunner (coordinator: plan into stages, place tables,
 //	                start fragments, stream the result) and SQLWorker (worker: shuffle agent,
 //	                fragment executor, scan and shuffle metrics)
-//	local.go        LocalCluster: a whole cluster as child processes (process group, Pdeathsig)
+//	retry.go        retryWriter: a query's result held back while the query may be retried
+//	local.go        LocalCluster: a whole cluster as child processes (process group, Pdeathsig,
+//	                restart of dead workers and storage nodes)
 //	admin.go        /metrics, /status, /debug/pprof
 //
 // # Invariants
@@ -30,9 +32,18 @@
 //     when a QueryRunner returns, the coordinator cancels every task of the
 //     query and waits (bounded) for the workers to confirm.
 //   - INVARIANT: the first failure wins. A task error, a node death or a
-//     client cancel is recorded once on the Query and is what the client
-//     receives, with its nferr kind, even though the runner usually only
-//     sees the resulting cancellation.
+//     client cancel is recorded once on the Query's attempt and is what the
+//     client receives, with its nferr kind, even though the runner usually
+//     only sees the resulting cancellation.
+//   - INVARIANT: a node failure is retried, a query's own error never. An
+//     attempt that fails with KindUnavailable is stopped and the query runs
+//     again (same ID, new context, tasks and channels) without the workers
+//     that failed (suspects), up to its retry limit, as long as none of its
+//     result reached the client. A query depends on every node that ran one
+//     of its tasks until it ends (shuffle output may still be in flight).
+//   - INVARIANT: placements are repaired. When storage membership changes
+//     the SQL runner asks the alive storage nodes what they hold and sends
+//     what is missing (storage.DB.Repair).
 //   - INVARIANT: nothing unauthenticated gets in. Gossip is encrypted and
 //     authenticated with the cluster key (memberlist drops other packets);
 //     every gRPC port requires TLS 1.3 client certificates of the cluster CA;

@@ -8,10 +8,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
 	"io"
 	"math/big"
 	"net"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -205,4 +208,17 @@ func eventually(cond func() bool) bool {
 		}
 	}
 	return cond()
+}
+
+func TestHandshakeErrKinds(t *testing.T) {
+	reset := &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
+	if err := handshakeErr("p", reset); !nferr.Is(err, nferr.KindUnavailable) {
+		t.Errorf("reset: %v", err)
+	}
+	if err := handshakeErr("p", io.EOF); !nferr.Is(err, nferr.KindUnavailable) {
+		t.Errorf("EOF: %v", err)
+	}
+	if err := handshakeErr("p", errors.New("remote error: tls: bad certificate")); !nferr.Is(err, nferr.KindAuth) {
+		t.Errorf("bad certificate: %v", err)
+	}
 }

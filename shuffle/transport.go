@@ -4,11 +4,14 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -244,7 +247,7 @@ func (l *netListener) accept() (func() (frameConn, error), error) {
 			_ = c.SetDeadline(time.Now().Add(l.timeout))
 			if err := t.Handshake(); err != nil {
 				c.Close()
-				return nil, nferr.Authf("shuffle: TLS handshake with %s failed: %v", name, err)
+				return nil, handshakeErr(name, err)
 			}
 			_ = c.SetDeadline(time.Time{})
 			return newStreamConn(t, name, l.maxFrame, l.aggSize), nil
@@ -349,7 +352,7 @@ func dialAddr(ctx context.Context, addr string, tlsConf *tls.Config, opts *Optio
 			t := tls.Client(c, conf)
 			if err := t.HandshakeContext(ctx); err != nil {
 				c.Close()
-				return nil, nferr.Authf("shuffle: TLS handshake with %s failed: %v", addr, err)
+				return nil, handshakeErr(addr, err)
 			}
 			return newStreamConn(t, addr, opts.MaxFrame, opts.AggSize), nil
 		}
@@ -491,4 +494,16 @@ func sendReject(c frameConn, err error) {
 	if c.isWire() {
 		f.release()
 	}
+}
+
+// handshakeErr classifies a failed TLS handshake: cut short by the network
+// (the peer died or restarted mid-handshake: reset, closed, timed out) it
+// is KindUnavailable; refused credentials are KindAuth.
+func handshakeErr(peer string, err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return nferr.Unavailablef("shuffle: TLS handshake with %s cut short: %v", peer, err)
+	}
+	return nferr.Authf("shuffle: TLS handshake with %s failed: %v", peer, err)
 }

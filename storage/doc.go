@@ -106,6 +106,12 @@
 // handshake only while the node's token file and the checksums of the
 // files read still match it.
 //
+// Placements stay true (repair.go): a node asked for a table or file it
+// does not hold answers KindUnavailable (a stale placement) so that scans
+// fail over to another replica, as they do when a node is unreachable or
+// its copy is damaged; DB.Repair asks the nodes what they hold and sends
+// what is missing to restore the replication factor.
+//
 // Dependencies: storage imports only Arrow, Parquet, Pebble and Flight
 // (gRPC); exec builds on it, never the reverse.
 package storage
