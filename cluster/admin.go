@@ -33,6 +33,7 @@ type nodeMetrics struct {
 	queriesFinished *prometheus.CounterVec // by result
 	queriesRunning  prometheus.Gauge
 	queryRetries    prometheus.Counter
+	hangsDetected   prometheus.Counter
 
 	bytesSent     prometheus.Counter // task output and results sent over the control plane
 	bytesReceived prometheus.Counter
@@ -57,12 +58,13 @@ func newNodeMetrics(self NodeInfo) *nodeMetrics {
 		queriesFinished: prometheus.NewCounterVec(prometheus.CounterOpts(f("queries_finished_total", "Queries finished, by result.")), []string{"result"}),
 		queriesRunning:  prometheus.NewGauge(prometheus.GaugeOpts(f("queries_running", "Queries running now."))),
 		queryRetries:    prometheus.NewCounter(prometheus.CounterOpts(f("query_retries_total", "Query attempts run again after a node failure."))),
+		hangsDetected:   prometheus.NewCounter(prometheus.CounterOpts(f("hangs_detected_total", "Workers found hanging: silent during a task and not answering a direct gossip ping."))),
 		bytesSent:       prometheus.NewCounter(prometheus.CounterOpts(f("control_bytes_sent_total", "Bytes of task output and query results sent."))),
 		bytesReceived:   prometheus.NewCounter(prometheus.CounterOpts(f("control_bytes_received_total", "Bytes of task output received."))),
 		taskRows:        prometheus.NewCounter(prometheus.CounterOpts(f("task_rows_total", "Rows produced by finished tasks."))),
 	}
 	reg.MustRegister(m.members, m.memberEvents, m.tasksStarted, m.tasksFinished, m.tasksRunning,
-		m.queriesStarted, m.queriesFinished, m.queriesRunning, m.queryRetries, m.bytesSent, m.bytesReceived, m.taskRows)
+		m.queriesStarted, m.queriesFinished, m.queriesRunning, m.queryRetries, m.hangsDetected, m.bytesSent, m.bytesReceived, m.taskRows)
 	return m
 }
 

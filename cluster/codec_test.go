@@ -225,6 +225,7 @@ func TestOptionsValidate(t *testing.T) {
 		{func(o *Options) { o.Memory = 10 }, nferr.KindQuery, "memory"},
 		{func(o *Options) { o.AdvertiseHost = "0.0.0.0" }, nferr.KindQuery, "wildcard"},
 		{func(o *Options) { o.HeartbeatTimeout = o.HeartbeatInterval }, nferr.KindQuery, "heartbeat_timeout"},
+		{func(o *Options) { o.HangAfter = o.HeartbeatInterval }, nferr.KindQuery, "hang_after"},
 		{func(o *Options) { o.NodeID = "a b" }, nferr.KindQuery, "node_id"},
 		{func(o *Options) { o.Gossip = "fast" }, nferr.KindQuery, "gossip"},
 		{func(o *Options) { o.Role = RoleStorage }, nferr.KindQuery, "control_addr is not used"},

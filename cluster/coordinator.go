@@ -118,6 +118,7 @@ type suspectEntry struct {
 	until   time.Time
 	started time.Time // the worker's Started when it became suspect
 	why     string
+	hung    *NodeInfo // set when it hung: pardoned once it answers pings again
 }
 
 type workerConn struct {
@@ -201,6 +202,43 @@ func (c *Coordinator) suspect(n NodeInfo, why error) {
 		c.node.log.Info("worker suspected: no new tasks for a while", "worker", n.ID, "for", time.Duration(c.node.opts.SuspectFor), "why", why)
 	}
 	c.suspects[n.ID] = suspectEntry{until: time.Now().Add(time.Duration(c.node.opts.SuspectFor)), started: n.Started, why: why.Error()}
+}
+
+// suspectHung makes hung worker n a suspect until it answers gossip pings
+// again (a stopped process resumed, a frozen VM thawed) or SuspectFor ends.
+func (c *Coordinator) suspectHung(n NodeInfo, why error) {
+	c.suspect(n, why)
+	c.smu.Lock()
+	e := c.suspects[n.ID]
+	e.hung = &n
+	c.suspects[n.ID] = e
+	c.smu.Unlock()
+}
+
+// hungSuspects lists the workers suspected because they hung.
+func (c *Coordinator) hungSuspects() []NodeInfo {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	var out []NodeInfo
+	for _, e := range c.suspects {
+		if e.hung != nil {
+			out = append(out, *e.hung)
+		}
+	}
+	return out
+}
+
+// pardon lifts the suspicion of worker n when it answers a ping again.
+func (c *Coordinator) pardon(n NodeInfo) {
+	if c.node.members.ping(n) != nil {
+		return
+	}
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	if e, ok := c.suspects[n.ID]; ok && e.hung != nil {
+		delete(c.suspects, n.ID)
+		c.node.log.Info("worker answers again: suspicion lifted", "worker", n.ID)
+	}
 }
 
 func (c *Coordinator) isSuspect(n NodeInfo) bool {
@@ -414,7 +452,10 @@ func (c *Coordinator) stopTasks(q *Query, wait time.Duration) {
 	q.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, n := range byWorker {
-		if _, alive := c.node.Member(n.ID); !alive {
+		if _, alive := c.node.Member(n.ID); !alive || c.isSuspect(n) {
+			// NB: a suspect (dead, hung) would keep the retry waiting
+			// for a cancel it cannot answer; its tasks see their streams
+			// canceled when it runs again.
 			continue
 		}
 		wg.Add(1)
@@ -490,18 +531,41 @@ func (c *Coordinator) cancelOn(n NodeInfo, queryID string, reason error, wait ti
 	return nil
 }
 
-// watchdog fails tasks whose worker has been silent for HeartbeatTimeout
-// while the coordinator was waiting on it.
+// watchdog fails tasks whose worker hangs: silent for HangAfter and not
+// answering a direct gossip ping, or silent for HeartbeatTimeout whatever
+// the ping says. A worker that answers the ping is busy, not hung.
 func (c *Coordinator) watchdog() {
 	defer close(c.dogDone)
 	timeout := time.Duration(c.node.opts.HeartbeatTimeout)
+	hangAfter := time.Duration(c.node.opts.HangAfter)
 	t := time.NewTicker(time.Duration(c.node.opts.HeartbeatInterval))
 	defer t.Stop()
+	probing := map[string]bool{} // nodes with a ping in flight
+	probed := make(chan string, 16)
+	lastPardon := time.Now()
 	for {
 		select {
 		case <-c.stopDog:
 			return
+		case id := <-probed:
+			delete(probing, id)
+			continue
 		case <-t.C:
+		}
+		if time.Since(lastPardon) >= time.Second {
+			lastPardon = time.Now()
+			for _, n := range c.hungSuspects() {
+				if !probing[n.ID] {
+					probing[n.ID] = true
+					go func() {
+						c.pardon(n)
+						select {
+						case probed <- n.ID:
+						case <-c.stopDog:
+						}
+					}()
+				}
+			}
 		}
 		now := time.Now().UnixNano()
 		c.mu.Lock()
@@ -510,19 +574,64 @@ func (c *Coordinator) watchdog() {
 			qs = append(qs, q)
 		}
 		c.mu.Unlock()
+		silentOn := map[string][]*Task{}
 		for _, q := range qs {
 			for _, tk := range q.Tasks() {
 				if tk.isDone() || tk.blocked.Load() {
 					continue
 				}
-				if silent := time.Duration(now - tk.lastSeen.Load()); silent > timeout {
+				silent := time.Duration(now - tk.lastSeen.Load())
+				switch {
+				case silent > timeout:
 					err := nferr.Unavailablef("worker %s (%s) sent nothing for %v during task %s of query %s",
 						tk.node.ID, tk.node.ControlAddr, silent.Round(time.Millisecond), tk.id, q.ID)
 					c.suspect(tk.node, err)
 					tk.abort(err)
+				case silent > hangAfter:
+					silentOn[tk.node.ID] = append(silentOn[tk.node.ID], tk)
 				}
 			}
 		}
+		for id, tasks := range silentOn {
+			if probing[id] {
+				continue
+			}
+			probing[id] = true
+			go c.probeHang(tasks, probed)
+		}
+	}
+}
+
+// probeHang pings the worker of tasks (all on one node, silent for
+// HangAfter); when it does not answer, the worker hangs: it becomes a
+// suspect and its tasks fail as unavailable, so the query retries without
+// it. done receives the node's ID when the probe is over.
+func (c *Coordinator) probeHang(tasks []*Task, done chan<- string) {
+	n := tasks[0].node
+	defer func() {
+		select {
+		case done <- n.ID:
+		case <-c.stopDog:
+		}
+	}()
+	start := time.Now()
+	perr := c.node.members.ping(n)
+	if perr == nil {
+		return
+	}
+	c.node.metrics.hangsDetected.Inc()
+	for _, tk := range tasks {
+		if tk.isDone() {
+			continue
+		}
+		silent := time.Since(time.Unix(0, tk.lastSeen.Load()))
+		if silent < time.Since(start) {
+			continue // it spoke while we pinged: not hung after all
+		}
+		err := nferr.Unavailablef("worker %s (%s) hangs: silent for %v during task %s of query %s and %v",
+			n.ID, n.ControlAddr, silent.Round(time.Millisecond), tk.id, tk.q.ID, perr)
+		c.suspectHung(n, err)
+		tk.abort(err)
 	}
 }
 

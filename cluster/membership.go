@@ -459,3 +459,18 @@ func (w slogWriter) Write(p []byte) (int, error) {
 	w.log.Log(context.Background(), lvl, line, "component", "gossip")
 	return len(p), nil
 }
+
+// ping asks node id's gossip agent directly whether it is alive (one UDP
+// ping, answered by memberlist's own goroutines, timing out after the
+// probe timeout). A process stopped (SIGSTOP), frozen or cut off does not
+// answer; a busy one does.
+func (m *membership) ping(info NodeInfo) error {
+	addr, err := net.ResolveUDPAddr("udp", info.GossipAddr)
+	if err != nil {
+		return nferr.Unavailablef("node %s: gossip address %q: %v", info.ID, info.GossipAddr, err)
+	}
+	if _, err := m.ml.Ping(info.ID, addr); err != nil {
+		return nferr.Unavailablef("node %s (%s) does not answer gossip pings: %v", info.ID, info.GossipAddr, err)
+	}
+	return nil
+}

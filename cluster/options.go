@@ -151,8 +151,16 @@ type Options struct {
 	// failure suspected within ~1-3s) or "wan" (memberlist's WAN profile).
 	Gossip string `json:"gossip"`
 	// HeartbeatInterval is how often a worker reports each running task's
-	// statistics to the coordinator. Default 500ms.
+	// statistics to the coordinator. Default 100ms.
 	HeartbeatInterval Duration `json:"heartbeat_interval"`
+	// HangAfter: when a task's worker has been silent this long (no data,
+	// no heartbeat) while the coordinator waited for it, the coordinator
+	// pings the worker's gossip agent directly; no answer within the gossip
+	// probe timeout (250ms on LAN) means the worker hangs (stopped, frozen,
+	// cut off): its tasks fail as unavailable and the query retries
+	// without it. A busy worker answers and is left alone. Default 400ms;
+	// at least twice HeartbeatInterval.
+	HangAfter Duration `json:"hang_after"`
 	// HeartbeatTimeout fails a task whose worker has been silent this long
 	// while the coordinator waited for it. Default 5s (10 heartbeats).
 	HeartbeatTimeout Duration `json:"heartbeat_timeout"`
@@ -239,7 +247,7 @@ func (o *Options) SetDefaults() {
 		o.Gossip = "lan"
 	}
 	if o.HeartbeatInterval == 0 {
-		o.HeartbeatInterval = Duration(500 * time.Millisecond)
+		o.HeartbeatInterval = Duration(100 * time.Millisecond)
 	}
 	if o.QueryRetries == 0 {
 		o.QueryRetries = 2
@@ -249,6 +257,9 @@ func (o *Options) SetDefaults() {
 	}
 	if o.SuspectFor == 0 {
 		o.SuspectFor = Duration(30 * time.Second)
+	}
+	if o.HangAfter == 0 {
+		o.HangAfter = max(Duration(400*time.Millisecond), 4*o.HeartbeatInterval)
 	}
 	if o.HeartbeatTimeout == 0 {
 		o.HeartbeatTimeout = Duration(5 * time.Second)
@@ -345,6 +356,10 @@ func (o *Options) Validate() error {
 	if o.HeartbeatInterval <= 0 || o.HeartbeatTimeout < 2*o.HeartbeatInterval {
 		return nferr.Queryf("options: heartbeat_timeout (%v) must be at least twice heartbeat_interval (%v)",
 			time.Duration(o.HeartbeatTimeout), time.Duration(o.HeartbeatInterval))
+	}
+	if o.HangAfter < 2*o.HeartbeatInterval || o.HangAfter > o.HeartbeatTimeout {
+		return nferr.Queryf("options: hang_after (%v) must be between twice heartbeat_interval (%v) and heartbeat_timeout (%v)",
+			time.Duration(o.HangAfter), time.Duration(o.HeartbeatInterval), time.Duration(o.HeartbeatTimeout))
 	}
 	// NB: 1 MiB floor so that one default-sized batch of a narrow table fits.
 	if o.MaxMessageSize < 1<<20 || o.MaxMessageSize > 1<<30 {

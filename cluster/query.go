@@ -94,13 +94,19 @@ func (q *Query) SetRetries(n int) {
 }
 
 // Workers returns the alive workers the query may use: not those a task
-// failed on a moment ago (suspects, see Coordinator).
+// failed on a moment ago (suspects, see Coordinator), unless every alive
+// worker is a suspect: then all of them (trying beats refusing; a worker
+// still dead or hung fails the attempt again).
 func (q *Query) Workers() []NodeInfo {
+	all := q.membersOf(RoleWorker)
 	var out []NodeInfo
-	for _, w := range q.membersOf(RoleWorker) {
+	for _, w := range all {
 		if !q.c.isSuspect(w) {
 			out = append(out, w)
 		}
+	}
+	if len(out) == 0 {
+		return all
 	}
 	return out
 }

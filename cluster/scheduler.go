@@ -174,7 +174,11 @@ func (s *scheduler) tryPlaceLocked(reqs []TaskRequest) ([]Placement, bool, error
 		}
 	}
 	if len(ids) == 0 {
-		return nil, false, nferr.Unavailablef("every worker failed a task a moment ago; none is trusted with new tasks yet")
+		// Every worker is a suspect: trust them all again rather than
+		// refuse the query (see Query.Workers).
+		for id := range s.workers {
+			ids = append(ids, id)
+		}
 	}
 	sort.Strings(ids)
 	chosen := make([]string, len(reqs))

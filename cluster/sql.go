@@ -793,8 +793,8 @@ func (w *SQLWorker) Execute(ctx context.Context, tc *TaskContext) error {
 		last = [2]int64{s, r}
 	}
 	go func() {
-		// NB: heartbeats go out every 500 ms; publishing at twice that
-		// rate keeps progress current.
+		// NB: heartbeats go out every 100 ms by default; publishing four
+		// times a second keeps progress current without flooding clients.
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
 		for {

@@ -2,11 +2,15 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -17,6 +21,7 @@ import (
 	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/internal/nferr"
 	"github.com/nicflow/nicflow/storage"
+	"golang.org/x/sys/unix"
 )
 
 // Options configure an embedded session.
@@ -31,6 +36,15 @@ type Options struct {
 	MemoryLimit int64
 	// BatchSize is the target rows per batch (default exec.DefaultBatchSize).
 	BatchSize int
+	// SpillDir is where queries write what does not fit in MemoryLimit
+	// (hash aggregates, sorts; see exec.Spill). Default: the tmp/
+	// directory of the database directory, or the OS temporary directory
+	// when the database cannot be written. "off" turns spilling off:
+	// queries then fail with a memory limit error instead.
+	SpillDir string
+	// SpillLimit caps the bytes one query keeps on disk at once (0: no
+	// cap); a query needing more fails with a resource error.
+	SpillLimit int64
 	// Storage configures the database directory (file writing options,
 	// checksum verification).
 	Storage storage.Options
@@ -61,6 +75,9 @@ func (o *Options) Validate() error {
 	if o.BatchSize == 0 {
 		o.BatchSize = exec.DefaultBatchSize
 	}
+	if o.SpillLimit < 0 {
+		return nferr.Queryf("spill limit %d must not be negative", o.SpillLimit)
+	}
 	if o.BatchSize < 1 || o.BatchSize > maxBatchSize {
 		return nferr.Queryf("batch size %d out of range 1..%d", o.BatchSize, maxBatchSize)
 	}
@@ -82,6 +99,38 @@ type Session struct {
 	mu    sync.Mutex
 	// queryRetries is SET query_retries (-1: not set).
 	queryRetries int
+	// spillRoot is the spill directory in use ("" until the first query;
+	// leftovers of killed processes are removed then).
+	spillRoot string
+	nquery    atomic.Int64
+}
+
+// spillRootFor resolves Options.SpillDir for database directory dir.
+func spillRootFor(opt, dir string) string {
+	switch opt {
+	case "off":
+		return ""
+	case "":
+		tmp := filepath.Join(dir, "tmp")
+		if err := os.MkdirAll(tmp, 0o700); err == nil && unix.Access(tmp, unix.W_OK) == nil {
+			return tmp
+		}
+		return os.TempDir()
+	}
+	return opt
+}
+
+// newSpill returns the spill space of a new query (nil: spilling off).
+func (s *Session) newSpill() *exec.Spill {
+	root := spillRootFor(s.opts.SpillDir, s.db.Dir())
+	if root == "" {
+		return nil
+	}
+	if root != s.spillRoot {
+		s.spillRoot = root
+		exec.CleanSpillLeftovers(root) //nolint:errcheck // best effort: a leftover only takes space
+	}
+	return exec.NewSpill(root, fmt.Sprintf("q%d", s.nquery.Add(1)), s.opts.SpillLimit)
 }
 
 // Open opens the database in dir (creating an empty one when dir holds
@@ -298,6 +347,11 @@ func (r *Result) Close() error {
 		err = r.root.Close()
 		r.root = nil
 	}
+	if r.env != nil && r.env.Spill != nil {
+		if serr := r.env.Spill.Close(); err == nil {
+			err = serr
+		}
+	}
 	for _, rec := range r.static {
 		rec.Release()
 	}
@@ -388,6 +442,7 @@ func (s *Session) newEnv(ctx context.Context) (*exec.Env, context.CancelFunc) {
 		Budget:      exec.NewBudget(s.opts.MemoryLimit),
 		BatchSize:   s.opts.BatchSize,
 		Parallelism: s.opts.Parallelism,
+		Spill:       s.newSpill(),
 	}, cancel
 }
 
@@ -407,6 +462,9 @@ func (s *Session) open(ctx context.Context, pp *PhysPlan, analyze bool) (*Result
 	exe, err := Build(pp, BuildOptions{Source: s.db, Analyze: analyze, Budget: env.Budget})
 	if err != nil {
 		cancel()
+		if env.Spill != nil {
+			env.Spill.Close()
+		}
 		return nil, nil, err
 	}
 	r := &Result{root: exe.Root, env: env, cancel: cancel, Schema: resultSchema(pp, exe.Root.Schema()), started: time.Now()}
@@ -749,7 +807,13 @@ const (
 	// kept and shown but has nothing to retry. task_retries is its alias.
 	SettingQueryRetries = "query_retries"
 	SettingTaskRetries  = "task_retries"
+	// SettingSpillDir and SettingSpillLimit are Options.SpillDir and
+	// SpillLimit ("off" / 0 as there).
+	SettingSpillDir   = "spill_dir"
+	SettingSpillLimit = "spill_limit"
 )
+
+const knownSettings = "memory_limit, parallelism, batch_size, query_retries, spill_dir, spill_limit"
 
 // parseRetries validates a query_retries value.
 func parseRetries(name, value string) (int, error) {
@@ -792,8 +856,24 @@ func (s *Session) set(name, value string) error {
 		}
 		s.queryRetries = n
 		return nil
+	case SettingSpillDir:
+		if v == "" {
+			return nferr.Queryf("spill_dir takes a directory, or off")
+		}
+		if v != "off" {
+			if st, err := os.Stat(v); err != nil || !st.IsDir() {
+				return nferr.Queryf("spill_dir %q is not a directory", v)
+			}
+		}
+		o.SpillDir = v
+	case SettingSpillLimit:
+		n, err := exec.ParseBytes(v)
+		if err != nil {
+			return err
+		}
+		o.SpillLimit = n
 	default:
-		return nferr.Queryf("unknown setting %q (known: memory_limit, parallelism, batch_size, query_retries)", name)
+		return nferr.Queryf("unknown setting %q (known: %s)", name, knownSettings)
 	}
 	if err := o.Validate(); err != nil {
 		return err
@@ -816,8 +896,18 @@ func (s *Session) show(name string) (*Result, error) {
 		if s.queryRetries >= 0 {
 			v = strconv.Itoa(s.queryRetries)
 		}
+	case SettingSpillDir:
+		v = spillRootFor(s.opts.SpillDir, s.db.Dir())
+		if v == "" {
+			v = "off"
+		}
+	case SettingSpillLimit:
+		v = "0"
+		if s.opts.SpillLimit > 0 {
+			v = exec.FormatBytes(s.opts.SpillLimit)
+		}
 	default:
-		return nil, nferr.Queryf("unknown setting %q (known: memory_limit, parallelism, batch_size, query_retries)", name)
+		return nil, nferr.Queryf("unknown setting %q (known: %s)", name, knownSettings)
 	}
 	return staticResult(s.opts.Alloc, []string{strings.ToLower(name)}, []arrow.DataType{typStr}, [][]any{{v}}), nil
 }

@@ -132,6 +132,13 @@ type HashAgg struct {
 	subSel               []int32
 	keyCols, stCols      []arrow.Array
 	zeros                []uint32
+
+	level    int       // spill recursion depth: 0 for the planned operator
+	sp       *aggSpill // set once the aggregate spills
+	distAcct *Account  // DISTINCT sets of a spilling aggregate
+	pending  *Batch    // partial phase: the batch to aggregate after a flush
+	flushing bool      // partial phase: emitting early to free memory
+	flushes  int       // partial phase: early flushes so far
 }
 
 // NewHashAgg validates spec against the input schema and builds the
@@ -220,7 +227,17 @@ func (a *HashAgg) Open(env *Env) error {
 		a.fns[i] = fn
 		if ag.Distinct {
 			c, _ := classify(a.argDT[i])
-			a.dist[i] = newKeyTable([]colInfo{{dt: arrow.PrimitiveTypes.Uint32, class: pcUint, width: 4}, c}, a.acct)
+			acct := a.acct
+			if env.Spill != nil {
+				// NB: a spilling aggregate keeps the groups it has in
+				// memory, and their DISTINCT sets keep growing; they
+				// make the table's next growth fail and spill instead.
+				if a.distAcct == nil {
+					a.distAcct = env.Budget.NewForcedAccount(a.op + " distinct values")
+				}
+				acct = a.distAcct
+			}
+			a.dist[i] = newKeyTable([]colInfo{{dt: arrow.PrimitiveTypes.Uint32, class: pcUint, width: 4}, c}, acct)
 		}
 	}
 	if len(a.keys) == 0 {
@@ -240,6 +257,8 @@ func (a *HashAgg) Next() (*Batch, error) {
 	if a.closed {
 		return nil, nil
 	}
+	releaseArrays(a.out.Cols)
+	a.out = Batch{}
 	if !a.consumed {
 		if err := a.consume(); err != nil {
 			a.err = err
@@ -247,9 +266,29 @@ func (a *HashAgg) Next() (*Batch, error) {
 		}
 		a.consumed = true
 	}
-	releaseArrays(a.out.Cols)
-	a.out = Batch{}
+	for a.flushing && a.emitted >= a.ngroups {
+		// A partial aggregate emitted its groups early to free memory:
+		// start afresh with the rest of the input.
+		if err := a.restart(); err != nil {
+			a.err = err
+			return nil, err
+		}
+		if err := a.consume(); err != nil {
+			a.err = err
+			return nil, err
+		}
+	}
 	if a.emitted >= a.ngroups {
+		if a.sp != nil {
+			b, err := a.sp.next(a)
+			if err != nil {
+				a.err = err
+			}
+			return b, err
+		}
+		// NB: free the memory now, not at Close: the operators above
+		// may still need it.
+		a.releaseState()
 		return nil, nil
 	}
 	if err := a.env.Ctx.Err(); err != nil {
@@ -290,17 +329,29 @@ func (a *HashAgg) emit(start, end int) ([]arrow.Array, error) {
 }
 
 func (a *HashAgg) consume() error {
-	final := a.spec.phase() == AggFinal
 	for {
 		if err := a.env.Ctx.Err(); err != nil {
 			return nferr.With(nferr.KindCanceled, err)
 		}
-		b, err := a.in.Next()
-		if err != nil {
-			return err
+		b := a.pending
+		a.pending = nil
+		if b == nil {
+			var err error
+			if b, err = a.in.Next(); err != nil {
+				return err
+			}
 		}
 		if b == nil {
+			if a.sp != nil {
+				return a.sp.finish(a)
+			}
 			return nil
+		}
+		if a.sp != nil {
+			if err := a.sp.consume(a, b); err != nil {
+				return err
+			}
+			continue
 		}
 		m := b.Len()
 		var gids []uint32
@@ -311,8 +362,45 @@ func (a *HashAgg) consume() error {
 			for _, g := range a.spec.GroupCols {
 				a.keyCols = append(a.keyCols, b.Cols[g])
 			}
-			if err := a.table.findOrInsert(a.keyCols, b.Sel, b.N, gids); err != nil {
-				return err
+			before := a.table.groups()
+			if a.spec.phase() == AggPartial && before == 0 && (a.env.Spill != nil || a.flushes > 0) {
+				// NB: a fresh partial table holds at least one batch's
+				// groups, whatever the budget says: otherwise a flush
+				// could free nothing and the batch would never fit.
+				a.acct.force = true
+			}
+			err := a.table.findOrInsert(a.keyCols, b.Sel, b.N, gids)
+			a.acct.force = false
+			if err != nil {
+				if a.canFlush(err) {
+					// NB: the batch's keys inserted so far are emitted
+					// with empty states (harmless to the final phase);
+					// the batch is aggregated after the restart.
+					a.ngroups = a.table.groups()
+					for _, fn := range a.fns {
+						fn.grow(a.ngroups)
+					}
+					a.forceChargeFns()
+					a.pending, a.flushing = b, true
+					return nil
+				}
+				if !a.canSpill(err) {
+					return err
+				}
+				// The batch is not aggregated yet (its new keys may be):
+				// spill from here on, starting with it.
+				a.ngroups = a.table.groups()
+				for _, fn := range a.fns {
+					fn.grow(a.ngroups)
+				}
+				a.forceChargeFns()
+				if err := a.startSpill(); err != nil {
+					return err
+				}
+				if err := a.sp.consume(a, b); err != nil {
+					return err
+				}
+				continue
 			}
 			a.ngroups = a.table.groups()
 			for _, fn := range a.fns {
@@ -324,36 +412,100 @@ func (a *HashAgg) consume() error {
 			}
 			gids = a.zeros[:m]
 		}
-		for i, ag := range a.spec.Aggs {
-			fn := a.fns[i]
-			if final {
-				a.stCols = a.stCols[:0]
-				for k := 0; k < numStates(ag.Func); k++ {
-					a.stCols = append(a.stCols, b.Cols[ag.Arg+k])
-				}
-				if err := fn.merge(gids, a.stCols, b.Sel, b.N); err != nil {
-					return nferr.Wrap(nferr.KindQuery, err, "%s", a.op)
-				}
-				continue
-			}
-			var arg arrow.Array
-			if ag.Func != AggCountStar {
-				arg = b.Cols[ag.Arg]
-			}
-			if a.dist[i] != nil {
-				if err := a.updateDistinct(i, gids, b); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := fn.update(gids, arg, b.Sel, b.N); err != nil {
-				return nferr.Wrap(nferr.KindQuery, err, "%s", a.op)
-			}
-		}
-		if err := a.chargeFns(); err != nil {
+		if err := a.update(b, gids); err != nil {
 			return err
 		}
+		if err := a.chargeFns(); err != nil {
+			if a.canFlush(err) {
+				a.forceChargeFns()
+				a.flushing = true
+				return nil
+			}
+			if !a.canSpill(err) {
+				return err
+			}
+			a.forceChargeFns()
+			if err := a.startSpill(); err != nil {
+				return err
+			}
+		}
 	}
+}
+
+// releaseState drops the groups and states once they are emitted.
+func (a *HashAgg) releaseState() {
+	if a.fns == nil {
+		return
+	}
+	if a.table != nil {
+		a.table.release()
+	}
+	for _, d := range a.dist {
+		if d != nil {
+			d.release()
+		}
+	}
+	a.fns, a.dist = nil, nil
+	a.acct.Shrink(a.fnBytes)
+	a.fnBytes = 0
+}
+
+// canFlush says whether a partial aggregate out of memory can emit its
+// groups early (the final phase merges them with later ones) and start
+// afresh: memory relief without disk.
+func (a *HashAgg) canFlush(err error) bool {
+	return nferr.Is(err, nferr.KindResource) && a.spec.phase() == AggPartial && a.table != nil && a.table.groups() > 0
+}
+
+// restart drops the emitted groups of an early flush.
+func (a *HashAgg) restart() error {
+	a.flushing = false
+	a.table.release()
+	a.table = newKeyTable(a.keys, a.acct)
+	for i, ag := range a.spec.Aggs {
+		fn, _, err := newAggFn(ag.Func, a.argDT[i], false, a.op)
+		if err != nil {
+			return err
+		}
+		a.fns[i] = fn
+	}
+	a.acct.Shrink(a.fnBytes)
+	a.fnBytes = 0
+	a.ngroups, a.emitted = 0, 0
+	a.flushes++
+	return nil
+}
+
+// update folds the live rows of b into the groups gids (one per live row).
+func (a *HashAgg) update(b *Batch, gids []uint32) error {
+	final := a.spec.phase() == AggFinal
+	for i, ag := range a.spec.Aggs {
+		fn := a.fns[i]
+		if final {
+			a.stCols = a.stCols[:0]
+			for k := 0; k < numStates(ag.Func); k++ {
+				a.stCols = append(a.stCols, b.Cols[ag.Arg+k])
+			}
+			if err := fn.merge(gids, a.stCols, b.Sel, b.N); err != nil {
+				return nferr.Wrap(nferr.KindQuery, err, "%s", a.op)
+			}
+			continue
+		}
+		var arg arrow.Array
+		if ag.Func != AggCountStar {
+			arg = b.Cols[ag.Arg]
+		}
+		if a.dist[i] != nil {
+			if err := a.updateDistinct(i, gids, b); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := fn.update(gids, arg, b.Sel, b.N); err != nil {
+			return nferr.Wrap(nferr.KindQuery, err, "%s", a.op)
+		}
+	}
+	return nil
 }
 
 // updateDistinct passes to aggregate i only the rows whose (group, value)
@@ -393,13 +545,27 @@ func (a *HashAgg) updateDistinct(i int, gids []uint32, b *Batch) error {
 	return nil
 }
 
-// chargeFns brings the account up to date with the aggregate states.
-func (a *HashAgg) chargeFns() error {
+// fnsBytes is the memory of the aggregate states and scratch.
+func (a *HashAgg) fnsBytes() int64 {
 	var n int64
 	for _, fn := range a.fns {
 		n += fn.bytes()
 	}
-	n += int64(cap(a.gids)+cap(a.dgids)+cap(a.subGids)+cap(a.gphys)+cap(a.subSel)+cap(a.zeros)) * 4
+	return n + int64(cap(a.gids)+cap(a.dgids)+cap(a.subGids)+cap(a.gphys)+cap(a.subSel)+cap(a.zeros))*4
+}
+
+// forceChargeFns charges the states even beyond the budget: they exist
+// already (a spilling aggregate adds no groups, so this is bounded).
+func (a *HashAgg) forceChargeFns() {
+	if n := a.fnsBytes(); n > a.fnBytes {
+		a.acct.ForceGrow(n - a.fnBytes)
+		a.fnBytes = n
+	}
+}
+
+// chargeFns brings the account up to date with the aggregate states.
+func (a *HashAgg) chargeFns() error {
+	n := a.fnsBytes()
 	if n > a.fnBytes {
 		if err := a.acct.Grow(n - a.fnBytes); err != nil {
 			return err
@@ -419,9 +585,15 @@ func (a *HashAgg) Close() error {
 	a.closed = true
 	releaseArrays(a.out.Cols)
 	a.out = Batch{}
+	if a.sp != nil {
+		a.sp.close()
+	}
 	a.fns, a.dist, a.table = nil, nil, nil
 	if a.acct != nil {
 		a.acct.Close()
+	}
+	if a.distAcct != nil {
+		a.distAcct.Close()
 	}
 	return a.in.Close()
 }

@@ -66,6 +66,8 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"io/fs"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -770,6 +772,14 @@ type OpTest struct {
 	NoCancel bool
 	// Seed seeds layouts and null injection (default: fixed per test name).
 	Seed uint64
+	// Budget, when positive, is the memory budget of every run (tiny ones
+	// force spilling).
+	Budget int64
+	// Spill gives every run a spill space in a temporary directory and
+	// checks that every file is gone after Close; SpillRuns counts the runs
+	// that spilled.
+	Spill     bool
+	SpillRuns *int
 }
 
 type layout int
@@ -1037,10 +1047,36 @@ func runOpOnce(t *testing.T, name string, tc *OpTest, inputs [][][]any, bs int, 
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	env := NewTestEnv(mem)
 	env.BatchSize = bs
+	if tc.Budget > 0 {
+		env.Budget = NewBudget(tc.Budget)
+	}
+	var spillRoot string
+	if tc.Spill {
+		spillRoot = t.TempDir()
+		env.Spill = NewSpill(spillRoot, "test", 0)
+	}
 	srcs := buildSources(t, mem, tc, inputs, bs, l, rng)
 	defer func() {
 		for _, s := range srcs {
 			s.Close()
+		}
+		if env.Spill != nil {
+			if env.Spill.Written() > 0 && tc.SpillRuns != nil {
+				*tc.SpillRuns++
+			}
+			var left []string
+			filepath.WalkDir(spillRoot, func(path string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					left = append(left, path)
+				}
+				return nil
+			})
+			if len(left) > 0 {
+				t.Fatalf("%s: spill files left after the operator's Close: %v", name, left)
+			}
+			if err := env.Spill.Close(); err != nil {
+				t.Fatalf("%s: closing the spill space: %v", name, err)
+			}
 		}
 		if t.Failed() {
 			return

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -266,5 +267,66 @@ func TestHashJoinMemoryLimit(t *testing.T) {
 	}
 	if env.Budget.Used() != 0 {
 		t.Fatalf("budget holds %d bytes after Close", env.Budget.Used())
+	}
+}
+
+// TestSharedBuildInputFails: one input of a shared join build fails (an
+// aggregate out of memory) while its sibling waits for rows that a hash
+// repartition can only deliver once the failed input stops holding its
+// output: the query fails with the memory error instead of hanging (the
+// shape of TPC-H Q18 at SF 1 under a 32 MiB limit).
+func TestSharedBuildInputFails(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var srcs []Operator
+	for s := 0; s < 2; s++ {
+		var recs []arrow.RecordBatch
+		for b := 0; b < 512; b++ {
+			rows := make([][]any, 1024)
+			for i := range rows {
+				rows[i] = []any{int64(s<<20 | b<<10 | i)}
+			}
+			recs = append(recs, MakeRecord(t, mem, schema, rows))
+		}
+		src, _ := NewBatchSource(schema, recs...)
+		for _, r := range recs {
+			r.Release()
+		}
+		srcs = append(srcs, src)
+	}
+	parts, err := NewHashRepartition(srcs, []int{0}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Build input 0 aggregates (and runs out of memory); input 1 passes
+	// its partition through.
+	agg, err := NewHashAgg(parts[0], HashAggSpec{GroupCols: []int{0}, Aggs: []AggSpec{{Func: AggCountStar}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass, err := NewProject(parts[1], []Expr{Col(0, "k"), LitInt64(1)}, []string{"k", "n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe, _ := NewBatchSource(schema)
+	joins, err := NewParallelHashJoin([]Operator{probe}, []Operator{agg, pass}, HashJoinSpec{Type: JoinInner, LeftKeys: []int{0}, RightKeys: []int{0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := NewTestEnv(mem)
+	env.Budget = NewBudget(2 << 20)
+	done := make(chan error, 1)
+	go func() {
+		_, err := CollectRows(env, joins[0])
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !nferr.Is(err, nferr.KindResource) {
+			t.Fatalf("got %v, want a memory limit error", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the query hangs after a build input failed")
 	}
 }

@@ -60,13 +60,16 @@ func (b *Budget) root() *Budget {
 	return b
 }
 
-func (b *Budget) reserve(n int64) bool {
-	if b.parent != nil && !b.parent.reserve(n) {
+func (b *Budget) reserve(n int64) bool { return b.reserveMaybe(n, false) }
+
+// reserveMaybe reserves n bytes; force reserves beyond the limit.
+func (b *Budget) reserveMaybe(n int64, force bool) bool {
+	if b.parent != nil && !b.parent.reserveMaybe(n, force) {
 		return false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.limit > 0 && b.used+n > b.limit {
+	if !force && b.limit > 0 && b.used+n > b.limit {
 		if b.parent != nil {
 			b.parent.release(n)
 		}
@@ -95,6 +98,15 @@ type Account struct {
 	name   string
 	used   int64
 	peak   int64
+	force  bool // Grow never fails (see NewForcedAccount)
+}
+
+// NewForcedAccount opens an account whose Grow always succeeds, reserving
+// beyond the limit when it must: for memory an operator cannot give back
+// at the moment it grows but that makes the budget's other accounts fail
+// (and spill) sooner.
+func (b *Budget) NewForcedAccount(name string) *Account {
+	return &Account{budget: b, name: name, force: true}
 }
 
 // NewAccount opens an account named after the operator that uses it
@@ -109,6 +121,10 @@ func (a *Account) Grow(n int64) error {
 	if n <= 0 {
 		return nil
 	}
+	if a.force {
+		a.ForceGrow(n)
+		return nil
+	}
 	if !a.budget.reserve(n) {
 		return nferr.Resourcef("memory limit exceeded in %s: needs %s more, %s of %s in use (raise --memory-limit)",
 			a.name, FormatBytes(n), FormatBytes(a.budget.root().Used()), FormatBytes(a.budget.root().limit))
@@ -118,6 +134,20 @@ func (a *Account) Grow(n int64) error {
 		a.peak = a.used
 	}
 	return nil
+}
+
+// ForceGrow reserves n more bytes even beyond the limit: for the memory an
+// operator must hold to make room (a spilling operator's write buffers,
+// the states of groups a failed batch already added). Callers bound it.
+func (a *Account) ForceGrow(n int64) {
+	if n <= 0 {
+		return
+	}
+	a.budget.reserveMaybe(n, true)
+	a.used += n
+	if a.used > a.peak {
+		a.peak = a.used
+	}
 }
 
 // Shrink returns n bytes to the budget.

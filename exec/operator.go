@@ -93,6 +93,11 @@ type Env struct {
 	BatchSize int
 	// Parallelism is the number of pipelines a fragment runs on this node.
 	Parallelism int
+	// Spill, when set, lets the operators that hold state (hash aggregate,
+	// sort) write what does not fit in Budget to disk instead of failing
+	// with a memory limit error. Nil: no spilling. The query's owner
+	// closes it (removing the files) when the query ends.
+	Spill *Spill
 }
 
 // DefaultBatchSize is the default number of rows per batch: 8192 rows of a

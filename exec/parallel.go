@@ -36,7 +36,23 @@ type sharedBuild struct {
 	probers  int32
 	closed   atomic.Int32
 	inClosed bool
+	closedIn []bool     // inputs closed early (they failed)
 	mu       sync.Mutex // serializes inserts and input lifecycle
+}
+
+// closeInput closes input i as soon as it failed. NB: its siblings may be
+// waiting for rows that an exchange can only deliver once the failed
+// input stops holding its share of that exchange (a repartition blocks
+// on a full output nobody reads): closing it now breaks that wait cycle
+// (TestSharedBuildInputFails).
+func (s *sharedBuild) closeInput(i int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inClosed || s.closedIn[i] {
+		return
+	}
+	s.closedIn[i] = true
+	s.inputs[i].Close()
 }
 
 // get builds the table on first call (draining every build input in its
@@ -87,6 +103,7 @@ func (s *sharedBuild) build(env *Env) (*joinTable, error) {
 				if err != nil {
 					errs[i] = err
 					failed.Store(true)
+					s.closeInput(i)
 					return
 				}
 				if b == nil {
@@ -100,6 +117,7 @@ func (s *sharedBuild) build(env *Env) (*joinTable, error) {
 				if err != nil {
 					errs[i] = err
 					failed.Store(true)
+					s.closeInput(i)
 					return
 				}
 			}
@@ -127,7 +145,10 @@ func (s *sharedBuild) closeInputs() error {
 	}
 	s.inClosed = true
 	var first error
-	for _, in := range s.inputs {
+	for i, in := range s.inputs {
+		if s.closedIn[i] {
+			continue
+		}
 		if err := in.Close(); err != nil && first == nil {
 			first = err
 		}
@@ -183,7 +204,7 @@ func NewParallelHashJoin(probes, builds []Operator, spec HashJoinSpec) ([]Operat
 	if err != nil {
 		return nil, err
 	}
-	sb := &sharedBuild{shape: shape, inputs: builds, probers: int32(len(probes))}
+	sb := &sharedBuild{shape: shape, inputs: builds, probers: int32(len(probes)), closedIn: make([]bool, len(builds))}
 	ops := make([]Operator, len(probes))
 	for i, p := range probes {
 		ops[i] = &HashJoin{shape: shape, probe: p, shared: sb}

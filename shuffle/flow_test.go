@@ -2,6 +2,7 @@ package shuffle
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -642,5 +643,90 @@ func TestRestartedPeer(t *testing.T) {
 	}
 	if el := time.Since(start); el > 3*time.Second {
 		t.Errorf("the new incarnation got its frame after %v: it waited behind the dead one's dial", el)
+	}
+}
+
+// TestRetriedAttemptNoDuplicates: a query attempt that failed leaves a
+// sender still running on a worker (hung, then resumed); the retry opens
+// the same exchange under a new channel id (engine.ChannelID takes a fresh
+// query number per attempt). The retry's receiver gets exactly the retry's
+// messages: the old sender's late frames land on the finished old channel
+// and are dropped, never counted twice.
+func TestRetriedAttemptNoDuplicates(t *testing.T) {
+	c := newCluster(t, 2, allModes[0], Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	old := &Spec{ID: nextChanID(), Senders: []int{0}, Receivers: []int{1}}
+	retry := &Spec{ID: nextChanID(), Senders: []int{0}, Receivers: []int{1}}
+
+	// Attempt 1: the receiver gets a few messages, then the attempt is
+	// canceled and its receiver's exchange closed.
+	ox0, _ := OpenExchange(c.clients[0], old)
+	ox1, _ := OpenExchange(c.clients[1], old)
+	os, _ := ox0.Sender(0)
+	or, _ := ox1.Receiver(0)
+	for q := 0; q < 3; q++ {
+		if err := os.Send(ctx, 0, payloadFor(0, q, 64)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for q := 0; q < 3; q++ {
+		if p, err := or.Next(ctx); err != nil || p == nil {
+			t.Fatalf("attempt 1, message %d: %v", q, err)
+		}
+	}
+	ox1.Close()
+
+	// Attempt 2 runs while the old sender wakes up and sends the rest.
+	rx0, _ := OpenExchange(c.clients[0], retry)
+	rx1, _ := OpenExchange(c.clients[1], retry)
+	defer rx0.Close()
+	defer rx1.Close()
+	rs, _ := rx0.Sender(0)
+	rr, _ := rx1.Receiver(0)
+	const n = 50
+	go func() {
+		for q := 3; q < n; q++ {
+			if os.Send(ctx, 0, payloadFor(0, q, 64)) != nil {
+				break
+			}
+		}
+		os.Close()
+		ox0.Close()
+	}()
+	go func() {
+		for q := 0; q < n; q++ {
+			if rs.Send(ctx, 0, payloadFor(1, q, 64)) != nil {
+				return
+			}
+		}
+		rs.Close()
+	}()
+	seen := map[string]bool{}
+	for {
+		p, err := rr.Next(ctx)
+		if err != nil {
+			t.Fatalf("attempt 2 after %d messages: %v", len(seen), err)
+		}
+		if p == nil {
+			break
+		}
+		if binary.LittleEndian.Uint32(p[:4]) != 1 {
+			t.Fatalf("attempt 2 received a message of attempt 1")
+		}
+		if seen[string(p)] {
+			t.Fatalf("attempt 2 received a message twice")
+		}
+		seen[string(p)] = true
+	}
+	if len(seen) != n {
+		t.Fatalf("attempt 2 received %d messages, want %d", len(seen), n)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.agents[1].Stats().Dropped == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if c.agents[1].Stats().Dropped == 0 {
+		t.Errorf("the old sender's late frames were not dropped")
 	}
 }

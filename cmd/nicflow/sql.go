@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/nicflow/nicflow/engine"
@@ -27,6 +28,7 @@ type sqlFlags struct {
 	keys        string
 	format      string
 	memoryLimit string
+	spill       spillFlags
 	parallel    int
 	batchSize   int
 	file        string
@@ -104,11 +106,40 @@ func init() {
 	f.StringVar(&sqlF.memoryLimit, "memory-limit", "", "memory budget per query, e.g. 2GiB (default: 60% of memory, or NICFLOW_MEMORY_LIMIT)")
 	f.IntVar(&sqlF.parallel, "parallel", 0, "pipelines per query (default: number of CPUs)")
 	f.IntVar(&sqlF.batchSize, "batch-size", 0, fmt.Sprintf("rows per batch (default %d)", exec.DefaultBatchSize))
+	addSpillFlags(f, &sqlF.spill)
 	f.StringVarP(&sqlF.file, "file", "f", "", "read the SQL script from FILE")
 	f.BoolVar(&sqlF.create, "create", false, "create the database in DIR if it holds none")
 	f.StringVar(&sqlF.cpuprofile, "cpuprofile", "", "write a CPU profile (pprof) to this file")
 	f.MarkHidden("cpuprofile")
 	rootCmd.AddCommand(sqlCmd)
+}
+
+// spillFlags are the spilling flags of the embedded commands.
+type spillFlags struct {
+	dir, limit string
+}
+
+func addSpillFlags(f *pflag.FlagSet, sf *spillFlags) {
+	f.StringVar(&sf.dir, "spill-dir", "", "where queries write what does not fit in --memory-limit (default: DIR/tmp, or the OS temporary directory for a read-only database; off: fail instead)")
+	f.StringVar(&sf.limit, "spill-limit", "", "most bytes one query may keep on disk when spilling, e.g. 20GiB (default: no cap)")
+}
+
+// apply sets the spill options of o.
+func (sf *spillFlags) apply(o *engine.Options) error {
+	o.SpillDir = sf.dir
+	if sf.limit != "" {
+		n, err := exec.ParseBytes(sf.limit)
+		if err != nil || n <= 0 {
+			return usagef("--spill-limit %q: want a size such as 20GiB", sf.limit)
+		}
+		o.SpillLimit = n
+	}
+	if sf.dir != "" && sf.dir != "off" {
+		if st, err := os.Stat(sf.dir); err != nil || !st.IsDir() {
+			return usagef("--spill-dir %q is not a directory", sf.dir)
+		}
+	}
+	return nil
 }
 
 // sessionOptions turns the shared flags into session options.
@@ -199,6 +230,9 @@ func runSQL(ctx context.Context, fl sqlFlags, args []string, stdin *os.File, std
 		return usagef("--keys goes with --cluster ADDR")
 	}
 	opts, err := sessionOptions(fl.memoryLimit, fl.parallel, fl.batchSize)
+	if err == nil {
+		err = fl.spill.apply(&opts)
+	}
 	if err != nil {
 		return err
 	}

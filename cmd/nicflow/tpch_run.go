@@ -31,6 +31,7 @@ type tpchRunFlags struct {
 	verify      bool
 	format      string
 	memoryLimit string
+	spill       spillFlags
 	parallel    int
 	batchSize   int
 	cpuprofile  string
@@ -85,6 +86,7 @@ func init() {
 	f.BoolVar(&runFlags.verify, "verify", false, "check every answer against the reference answers")
 	f.StringVar(&runFlags.format, "format", formatTable, "output format: table or csv")
 	f.StringVar(&runFlags.memoryLimit, "memory-limit", "", "memory budget per query, e.g. 2GiB (default: 60% of memory)")
+	addSpillFlags(f, &runFlags.spill)
 	f.IntVar(&runFlags.parallel, "parallel", 0, "pipelines per query (default: number of CPUs)")
 	f.IntVar(&runFlags.batchSize, "batch-size", 0, "rows per batch (default 8192)")
 	f.StringVar(&runFlags.cpuprofile, "cpuprofile", "", "write a CPU profile (pprof) of all runs to this file")
@@ -154,6 +156,9 @@ func runTpchRun(ctx context.Context, fl tpchRunFlags, stdout, stderr io.Writer) 
 		return err
 	}
 	opts, err := sessionOptions(fl.memoryLimit, fl.parallel, fl.batchSize)
+	if err == nil {
+		err = fl.spill.apply(&opts)
+	}
 	if err != nil {
 		return err
 	}
