@@ -212,7 +212,7 @@ func (a *HashAgg) Schema() *arrow.Schema { return a.schema }
 // Open implements Operator.
 func (a *HashAgg) Open(env *Env) error {
 	a.env = env
-	a.acct = env.Budget.NewAccount(a.op)
+	a.acct = env.NewSpillableAccount(a.op)
 	if len(a.keys) > 0 {
 		a.table = newKeyTable(a.keys, a.acct)
 	}

@@ -3,7 +3,9 @@ package exec
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -438,6 +440,231 @@ func TestParallelOperators(t *testing.T) {
 				})
 			})
 		}
+	}
+}
+
+// TestParallelSpills: a shared join build and parallel aggregates spill
+// at tiny budgets (a shared build spills for every join type whose build
+// rows are not emitted at the end; with one prober for all of them).
+func TestParallelSpills(t *testing.T) {
+	rows := aggRows(23, 48000, 20000)
+	spec := HashAggSpec{GroupCols: []int{0}, Aggs: allAggs()[:8]}
+	// NB: AggSplitPartial's partials flush early (TestHashAggSpills); its
+	// gather's queue of flushed groups needs more than this budget.
+	for _, strat := range []ParallelAggStrategy{AggSplitRepartition} {
+		t.Run(fmt.Sprintf("agg/%s", strat), func(t *testing.T) {
+			runSpillCase(t, 3<<20, func(mem memory.Allocator) (Operator, error) {
+				return NewParallelHashAgg(splitSources(t, mem, aggTestSchema, rows, 2), spec, strat)
+			}, func() ([][]any, error) { return refHashAgg(aggTestSchema, canonicalRows(t, aggTestSchema, rows), spec) })
+		})
+	}
+	// A partitioned build (two build inputs filling one table) spills, with
+	// two probers. NB: not through RunOpTest: its layouts feed one batch of
+	// the whole input, which no exchange queue holds in so small a budget.
+	bl, br := joinInputs(25, 8000, 8000, 3000)
+	for _, typ := range []JoinType{JoinInner, JoinLeft, JoinSemi, JoinAnti, JoinRight} {
+		t.Run("join/parallel-build/"+string(typ), func(t *testing.T) {
+			bspec := HashJoinSpec{Type: typ, LeftKeys: []int{0}, RightKeys: []int{0}}
+			budget := int64(384 << 10)
+			if typ == JoinSemi || typ == JoinAnti {
+				budget = 224 << 10 // keys only
+			}
+			runSpillCase(t, budget, func(mem memory.Allocator) (Operator, error) {
+				ops, err := NewParallelHashJoin(splitSources(t, mem, joinLeftSchema, bl, 2), splitSources(t, mem, joinRightSchema, br, 2), bspec)
+				if err != nil {
+					return nil, err
+				}
+				return &concat{ops: ops}, nil
+			}, func() ([][]any, error) {
+				if typ == JoinRight {
+					// Build rows emitted at the end by two probers: no spilling.
+					return nil, nferr.Resourcef("memory limit exceeded")
+				}
+				return refHashJoin(canonicalRows(t, joinLeftSchema, bl), canonicalRows(t, joinRightSchema, br), bspec), nil
+			})
+		})
+	}
+	l, r := joinInputs(24, 5000, 5000, 2000)
+	for _, typ := range []JoinType{JoinInner, JoinLeft, JoinRight, JoinFull, JoinSemi, JoinAnti, JoinMark} {
+		for _, build := range []JoinSide{SideRight, SideLeft} {
+			for _, probers := range []int{1} {
+				jspec := HashJoinSpec{Type: typ, LeftKeys: []int{0}, RightKeys: []int{0}, Build: build}
+				e := testResidual
+				jspec.Residual = &e
+				sh := &joinShape{typ: typ, buildLeft: build == SideLeft}
+				spills := probers == 1 || !sh.tracksBuild()
+				name := fmt.Sprintf("join/%s/build=%s/probers=%d", typ, build, probers)
+				t.Run(name, func(t *testing.T) {
+					var spilled int
+					RunOpTest(t, OpTest{
+						Name:            name,
+						Inputs:          []HarnessInput{{Schema: joinLeftSchema, Rows: l}, {Schema: joinRightSchema, Rows: r}},
+						BatchSizes:      []int{1024},
+						NoNullInjection: true,
+						Budget:          288 << 10,
+						Spill:           true,
+						SpillRuns:       &spilled,
+						Build: func(in []Operator) (Operator, error) {
+							// NB: builds unsplit: a repartition's queues would
+							// take much of so small a budget.
+							probes, builds := []Operator{in[0]}, []Operator{in[1]}
+							if build == SideLeft {
+								probes, builds = []Operator{in[1]}, []Operator{in[0]}
+							}
+							if probers > 1 {
+								probes = splitInput(probes[0], 2, probers)
+							}
+							ops, err := NewParallelHashJoin(probes, builds, jspec)
+							if err != nil {
+								return nil, err
+							}
+							return ops[0], nil
+						},
+						Ref: func(in [][][]any) ([][]any, error) {
+							if !spills {
+								return nil, nferr.Resourcef("memory limit exceeded")
+							}
+							return refHashJoin(in[0], in[1], jspec), nil
+						},
+					})
+					if spills && spilled == 0 {
+						t.Fatal("no run spilled")
+					}
+				})
+			}
+		}
+	}
+}
+
+// concat drains its inputs concurrently (each in its own goroutine, as
+// parallel probers must be) into memory, without an exchange's accounted
+// queue, and emits their rows.
+type concat struct {
+	ops  []Operator
+	rows [][][]any
+	done bool
+	out  []*Batch
+}
+
+func (c *concat) Schema() *arrow.Schema { return c.ops[0].Schema() }
+func (c *concat) Open(env *Env) error {
+	for _, op := range c.ops {
+		if err := op.Open(env); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+func (c *concat) Next() (*Batch, error) {
+	if c.done {
+		return nil, nil
+	}
+	c.done = true
+	errs := make([]error, len(c.ops))
+	c.rows = make([][][]any, len(c.ops))
+	var wg sync.WaitGroup
+	for i, op := range c.ops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				b, err := op.Next()
+				if err != nil || b == nil {
+					errs[i] = err
+					return
+				}
+				c.rows[i] = append(c.rows[i], BatchRows(b)...)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+func (c *concat) Close() error {
+	for _, op := range c.ops {
+		op.Close()
+	}
+	return nil
+}
+
+// all is the rows the inputs produced.
+func (c *concat) all() [][]any {
+	var out [][]any
+	for _, r := range c.rows {
+		out = append(out, r...)
+	}
+	return out
+}
+
+// splitSources deals rows, 1024 at a time, to n batch sources (parallel
+// inputs without an exchange, whose queues would not fit tiny budgets).
+func splitSources(t *testing.T, mem memory.Allocator, schema *arrow.Schema, rows [][]any, n int) []Operator {
+	var ops []Operator
+	for i := 0; i < n; i++ {
+		var recs []arrow.RecordBatch
+		for off := i * 1024; off < len(rows); off += n * 1024 {
+			recs = append(recs, MakeRecord(t, mem, schema, rows[off:min(off+1024, len(rows))]))
+		}
+		src, _ := NewBatchSource(schema, recs...)
+		for _, r := range recs {
+			r.Release()
+		}
+		ops = append(ops, src)
+	}
+	return ops
+}
+
+// runSpillCase runs op under budget with a spill space and checks its rows
+// (or error) against want, that something spilled (when rows are
+// expected), and that no memory, reservation or file is left.
+func runSpillCase(t *testing.T, budget int64, build func(memory.Allocator) (Operator, error), want func() ([][]any, error)) {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	op, err := build(mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := NewTestEnv(mem)
+	env.Budget = NewBudget(budget)
+	root := t.TempDir()
+	env.Spill = NewSpill(root, "t", 0)
+	defer env.Spill.Close()
+	got, err := CollectRows(env, op)
+	if c, ok := op.(*concat); ok {
+		got = c.all()
+	}
+	wantRows, wantErr := want()
+	switch {
+	case wantErr != nil:
+		if nferr.KindOf(err) != nferr.KindOf(wantErr) || !strings.Contains(fmt.Sprint(err), wantErr.Error()) {
+			t.Fatalf("got %v, want %v", err, wantErr)
+		}
+	case err != nil:
+		t.Fatal(err)
+	default:
+		AssertRowsEqual(t, got, wantRows, false)
+		if env.Spill.Written() == 0 {
+			t.Fatal("nothing spilled")
+		}
+	}
+	if u := env.Budget.Used(); u != 0 {
+		t.Fatalf("%d bytes still reserved", u)
+	}
+	var left []string
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			left = append(left, p)
+		}
+		return nil
+	})
+	if len(left) > 0 {
+		t.Fatalf("spill files left: %v", left)
 	}
 }
 

@@ -63,10 +63,10 @@ package exec
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"math"
 	"math/big"
 	"math/rand/v2"
-	"io/fs"
 	"path/filepath"
 	"sort"
 	"strings"

@@ -277,10 +277,10 @@ const maxJoinParts = 64
 
 // partition switches t to partitioned mode with n (a power of two)
 // partitions, each charging its own account from budget.
-func (t *joinTable) partition(n int, budget *Budget) {
+func (t *joinTable) partition(n int, env *Env) {
 	t.pbits = uint(bits.TrailingZeros(uint(n)))
 	for i := 0; i < n; i++ {
-		a := budget.NewAccount("hash join build")
+		a := env.NewSpillableAccount("hash join build")
 		t.parts = append(t.parts, &joinPart{keys: newKeyTable(t.shape.keyInfos, a), acct: a})
 	}
 }
@@ -549,28 +549,6 @@ func (t *joinTable) isMatched(r uint32) bool {
 	return atomic.LoadUint32(&t.matched[r>>5])&(1<<(r&31)) != 0
 }
 
-// buildJoinTable drains in into a new joinTable.
-func buildJoinTable(env *Env, shape *joinShape, in Operator, acct *Account) (*joinTable, error) {
-	t := newJoinTable(shape, acct)
-	var sc buildScratch
-	for {
-		if err := env.Ctx.Err(); err != nil {
-			return t, nferr.With(nferr.KindCanceled, err)
-		}
-		b, err := in.Next()
-		if err != nil {
-			return t, err
-		}
-		if b == nil {
-			break
-		}
-		if err := t.addBatch(b, &sc); err != nil {
-			return t, err
-		}
-	}
-	return t, t.finish()
-}
-
 // release returns the table's memory.
 func (t *joinTable) release() {
 	if t == nil {
@@ -635,6 +613,10 @@ type HashJoin struct {
 	part                  *HashPartitioner
 	live                  []int32
 	tmpGids               []uint32
+
+	spec  HashJoinSpec
+	level int         // spill recursion depth (0: the planned operator)
+	grace *graceProbe // set once the build spilled
 }
 
 // NewHashJoin validates spec against the inputs' schemas and builds the
@@ -644,7 +626,7 @@ func NewHashJoin(left, right Operator, spec HashJoinSpec) (*HashJoin, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &HashJoin{shape: shape, left: left, right: right, ownTable: true}
+	h := &HashJoin{shape: shape, left: left, right: right, ownTable: true, spec: spec}
 	h.probe, h.buildIn = left, right
 	if shape.buildLeft {
 		h.probe, h.buildIn = right, left
@@ -693,10 +675,20 @@ func (h *HashJoin) Next() (*Batch, error) {
 	if h.closed || h.phase == phDone {
 		return nil, nil
 	}
-	if h.bt == nil {
+	if h.bt == nil && h.grace == nil {
 		if err := h.acquireBuild(); err != nil {
 			return h.fail(err)
 		}
+	}
+	if h.grace != nil {
+		b, err := h.nextGrace()
+		if err != nil {
+			return h.fail(err)
+		}
+		if b == nil {
+			h.phase = phDone
+		}
+		return b, nil
 	}
 	for {
 		if err := h.env.Ctx.Err(); err != nil {
@@ -742,24 +734,80 @@ func (h *HashJoin) Next() (*Batch, error) {
 	}
 }
 
-// acquireBuild builds the table (or waits for the shared one).
+// acquireBuild builds the table (or waits for the shared one); a build
+// that spills leaves h.grace set instead (join_spill.go).
 func (h *HashJoin) acquireBuild() error {
 	if h.shared != nil {
-		bt, err := h.shared.get(h.env)
+		bt, gb, err := h.shared.get(h.env)
 		if err != nil {
 			return err
+		}
+		if gb != nil {
+			return h.startGrace(gb)
 		}
 		h.bt = bt
 		return nil
 	}
-	acct := h.env.Budget.NewAccount("hash join build")
-	bt, err := buildJoinTable(h.env, h.shape, h.buildIn, acct)
-	h.bt = bt
+	env := h.env
+	t := newJoinTable(h.shape, env.NewSpillableAccount("hash join build"))
+	var sc buildScratch
+	for {
+		if err := env.Ctx.Err(); err != nil {
+			h.bt = t
+			return nferr.With(nferr.KindCanceled, err)
+		}
+		b, err := h.buildIn.Next()
+		if err != nil {
+			h.bt = t
+			return err
+		}
+		if b == nil {
+			break
+		}
+		if err := t.addBatch(b, &sc); err != nil {
+			if !joinCanSpill(env, h.shape, false, h.level, err) {
+				h.bt = t
+				return err
+			}
+			return h.spillOwnBuild(t, b)
+		}
+	}
+	if err := t.finish(); err != nil {
+		if !joinCanSpill(env, h.shape, false, h.level, err) {
+			h.bt = t
+			return err
+		}
+		return h.spillOwnBuild(t, nil)
+	}
+	h.bt = t
+	t.probersLeft.Store(1)
+	return nil
+}
+
+// spillOwnBuild spills a build out of memory: pending is the batch t
+// could not take (nil at the end of the input).
+func (h *HashJoin) spillOwnBuild(t *joinTable, pending *Batch) error {
+	w, err := newPartWriters(h.env, "hash join build", h.shape.buildSchema, h.shape.buildKeys, h.level)
+	if err != nil {
+		t.release()
+		return err
+	}
+	if pending != nil && !h.shape.storeBuild {
+		err = w.write(pending)
+	}
+	if err == nil && pending != nil {
+		err = drainTo(h.env, h.buildIn, w)
+	}
+	if err != nil {
+		w.abort()
+		t.release()
+		return err
+	}
+	gb, err := finishBuildSpill(h.env, t, w, 1)
 	if err != nil {
 		return err
 	}
-	bt.probersLeft.Store(1)
-	return nil
+	return h.startGrace(gb)
 }
 
 func (h *HashJoin) startProbe(b *Batch) {
@@ -1136,6 +1184,10 @@ func (h *HashJoin) Close() error {
 	}
 	h.closed = true
 	h.releaseOut()
+	if h.grace != nil {
+		h.grace.close()
+		h.grace = nil
+	}
 	if h.ownTable && h.bt != nil {
 		h.bt.release()
 	}

@@ -60,16 +60,27 @@ func (b *Budget) root() *Budget {
 	return b
 }
 
-func (b *Budget) reserve(n int64) bool { return b.reserveMaybe(n, false) }
+func (b *Budget) reserve(n int64) bool { return b.reserveMaybe(n, false, false) }
 
-// reserveMaybe reserves n bytes; force reserves beyond the limit.
-func (b *Budget) reserveMaybe(n int64, force bool) bool {
-	if b.parent != nil && !b.parent.reserveMaybe(n, force) {
+// spillHeadroom is the share of a budget that spillable accounts leave to
+// the others (exchange queues, scans, operators that cannot spill): a
+// spilling operator spills once the budget is 3/4 used, instead of taking
+// the last byte and making a queue fail.
+const spillHeadroom = 4
+
+// reserveMaybe reserves n bytes; force reserves beyond the limit; soft
+// fails beyond the limit less the spill headroom.
+func (b *Budget) reserveMaybe(n int64, force, soft bool) bool {
+	if b.parent != nil && !b.parent.reserveMaybe(n, force, soft) {
 		return false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !force && b.limit > 0 && b.used+n > b.limit {
+	limit := b.limit
+	if soft {
+		limit -= limit / spillHeadroom
+	}
+	if !force && b.limit > 0 && b.used+n > limit {
 		if b.parent != nil {
 			b.parent.release(n)
 		}
@@ -99,6 +110,17 @@ type Account struct {
 	used   int64
 	peak   int64
 	force  bool // Grow never fails (see NewForcedAccount)
+	soft   bool // Grow fails at the spill headroom (see NewSpillableAccount)
+}
+
+// NewSpillableAccount opens the account of an operator that spills when
+// Grow fails (env.Spill set): it fails once the budget is 3/4 used, so
+// that what cannot spill keeps room. Without spilling it is a plain
+// account.
+func (env *Env) NewSpillableAccount(name string) *Account {
+	a := env.Budget.NewAccount(name)
+	a.soft = env.Spill != nil
+	return a
 }
 
 // NewForcedAccount opens an account whose Grow always succeeds, reserving
@@ -125,7 +147,7 @@ func (a *Account) Grow(n int64) error {
 		a.ForceGrow(n)
 		return nil
 	}
-	if !a.budget.reserve(n) {
+	if !a.budget.reserveMaybe(n, false, a.soft) {
 		return nferr.Resourcef("memory limit exceeded in %s: needs %s more, %s of %s in use (raise --memory-limit)",
 			a.name, FormatBytes(n), FormatBytes(a.budget.root().Used()), FormatBytes(a.budget.root().limit))
 	}
@@ -143,7 +165,7 @@ func (a *Account) ForceGrow(n int64) {
 	if n <= 0 {
 		return
 	}
-	a.budget.reserveMaybe(n, true)
+	a.budget.reserveMaybe(n, true, false)
 	a.used += n
 	if a.used > a.peak {
 		a.peak = a.used

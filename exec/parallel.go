@@ -32,6 +32,8 @@ type sharedBuild struct {
 
 	once     sync.Once
 	bt       *joinTable
+	gb       *graceBuild // the build spilled (join_spill.go)
+	spillW   atomic.Pointer[partWriters]
 	err      error
 	probers  int32
 	closed   atomic.Int32
@@ -57,13 +59,29 @@ func (s *sharedBuild) closeInput(i int) {
 
 // get builds the table on first call (draining every build input in its
 // own goroutine) and returns it; later callers wait for the build.
-func (s *sharedBuild) get(env *Env) (*joinTable, error) {
+func (s *sharedBuild) get(env *Env) (*joinTable, *graceBuild, error) {
 	s.once.Do(func() { s.bt, s.err = s.build(env) })
-	return s.bt, s.err
+	return s.bt, s.gb, s.err
+}
+
+// spillWriters returns the partition writers of a build that spills,
+// creating them for the first input that runs out of memory.
+func (s *sharedBuild) spillWriters(env *Env) (*partWriters, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w := s.spillW.Load(); w != nil {
+		return w, nil
+	}
+	w, err := newPartWriters(env, "hash join build", s.shape.buildSchema, s.shape.buildKeys, 0)
+	if err != nil {
+		return nil, err
+	}
+	s.spillW.Store(w)
+	return w, nil
 }
 
 func (s *sharedBuild) build(env *Env) (*joinTable, error) {
-	acct := env.Budget.NewAccount("hash join build")
+	acct := env.NewSpillableAccount("hash join build")
 	t := newJoinTable(s.shape, acct)
 	parallel := len(s.inputs) > 1
 	if parallel {
@@ -72,7 +90,7 @@ func (s *sharedBuild) build(env *Env) (*joinTable, error) {
 		for n < 4*len(s.inputs) && n < maxJoinParts {
 			n *= 2
 		}
-		t.partition(n, env.Budget)
+		t.partition(n, env)
 	}
 	s.mu.Lock()
 	for _, in := range s.inputs {
@@ -99,6 +117,15 @@ func (s *sharedBuild) build(env *Env) (*joinTable, error) {
 					failed.Store(true)
 					return
 				}
+				if w := s.spillW.Load(); w != nil {
+					// A sibling ran out of memory: the rest goes to disk.
+					if err := drainTo(env, in, w); err != nil {
+						errs[i] = err
+						failed.Store(true)
+						s.closeInput(i)
+					}
+					return
+				}
 				b, err := in.Next()
 				if err != nil {
 					errs[i] = err
@@ -114,6 +141,17 @@ func (s *sharedBuild) build(env *Env) (*joinTable, error) {
 				} else {
 					err = t.addBatch(b, &sc)
 				}
+				if err != nil && joinCanSpill(env, s.shape, s.probers > 1, 0, err) {
+					// NB: keep reading this input (into partition files):
+					// siblings may wait on an exchange it shares.
+					var w *partWriters
+					if w, err = s.spillWriters(env); err == nil && !s.shape.storeBuild {
+						err = w.write(b)
+					}
+					if err == nil {
+						err = drainTo(env, in, w)
+					}
+				}
 				if err != nil {
 					errs[i] = err
 					failed.Store(true)
@@ -125,13 +163,32 @@ func (s *sharedBuild) build(env *Env) (*joinTable, error) {
 	}
 	wg.Wait()
 	s.closeInputs()
+	w := s.spillW.Load()
 	for _, err := range errs {
 		if err != nil {
+			if w != nil {
+				w.abort()
+			}
 			return t, err
 		}
 	}
-	if err := t.finish(); err != nil {
-		return t, err
+	if w == nil {
+		if err := t.finish(); err != nil {
+			if !joinCanSpill(env, s.shape, s.probers > 1, 0, err) {
+				return t, err
+			}
+			if w, err = s.spillWriters(env); err != nil {
+				return t, err
+			}
+		}
+	}
+	if w != nil {
+		gb, err := finishBuildSpill(env, t, w, s.probers)
+		if err != nil {
+			return nil, err
+		}
+		s.gb = gb
+		return nil, nil
 	}
 	t.probersLeft.Store(s.probers)
 	return t, nil
@@ -168,6 +225,13 @@ func (s *sharedBuild) done() {
 	if s.bt != nil {
 		s.bt.release()
 		s.bt = nil
+	}
+	if s.gb != nil {
+		for _, r := range s.gb.runs {
+			if r != nil {
+				r.remove()
+			}
+		}
 	}
 }
 
@@ -207,7 +271,7 @@ func NewParallelHashJoin(probes, builds []Operator, spec HashJoinSpec) ([]Operat
 	sb := &sharedBuild{shape: shape, inputs: builds, probers: int32(len(probes)), closedIn: make([]bool, len(builds))}
 	ops := make([]Operator, len(probes))
 	for i, p := range probes {
-		ops[i] = &HashJoin{shape: shape, probe: p, shared: sb}
+		ops[i] = &HashJoin{shape: shape, probe: p, shared: sb, spec: spec}
 		if shape.buildLeft {
 			ops[i].(*HashJoin).right = p
 		} else {

@@ -432,6 +432,13 @@ func (r *spillReader) Next() (*Batch, error) {
 }
 
 func (r *spillReader) Close() error {
+	r.closeKeep()
+	r.run.remove()
+	return nil
+}
+
+// closeKeep closes the reader but leaves the file.
+func (r *spillReader) closeKeep() error {
 	if r.rec != nil {
 		r.rec.Release()
 		r.rec = nil
@@ -444,7 +451,6 @@ func (r *spillReader) Close() error {
 		r.f.Close()
 		r.f = nil
 	}
-	r.run.remove()
 	return nil
 }
 

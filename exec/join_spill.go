@@ -1,0 +1,399 @@
+package exec
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// Spilling hash join (grace hash join).
+//
+// When the build side does not fit in the budget and Env.Spill is set,
+// the build stops filling its table: the rows it holds (its row store, or
+// for joins that keep only keys, one row per distinct key) and every
+// later build row are written to partition files by the row hash of their
+// keys (remixed per level, spillPart). Each prober then writes its probe
+// input to its own partition files by the same hash, and joins partition
+// p of its probe side with partition p of the build side by a new
+// HashJoin of the same spec one level down, which spills again if the
+// partition still does not fit. Equal keys meet in the same partition; a
+// NULL key, which matches nothing, lands in one partition like any value.
+//
+// Every join type spills this way except: NOT IN (null-aware) joins,
+// whose answer depends on the whole build side; and, for builds shared by
+// several probers, joins that emit build rows at the end (outer joins
+// keeping the build side, semi/anti/mark built on the left), whose
+// matches would be split among the probers. Those keep failing with the
+// memory limit error.
+
+// graceBuild is a build side written to partition files.
+type graceBuild struct {
+	bits  int
+	runs  []*spillRun // per partition; nil when empty
+	users atomic.Int32
+}
+
+// release drops one user's hold on the files; the last removes them.
+func (g *graceBuild) release() {
+	if g == nil || g.users.Add(-1) > 0 {
+		return
+	}
+	for _, r := range g.runs {
+		if r != nil {
+			r.remove()
+		}
+	}
+}
+
+// partWriters writes batches to one file per partition; safe for
+// concurrent use.
+type partWriters struct {
+	mu     sync.Mutex
+	env    *Env
+	op     string
+	schema *arrow.Schema
+	keys   []int
+	level  int
+	bits   int
+	part   *HashPartitioner
+	ws     []*spillWriter
+	acct   *Account
+	by     [][]int32
+	err    error
+}
+
+func newPartWriters(env *Env, op string, schema *arrow.Schema, keys []int, level int) (*partWriters, error) {
+	n, bits := spillFanout(env.Budget.root().Limit())
+	p, err := NewHashPartitioner(schema, keys, n)
+	if err != nil {
+		return nil, err
+	}
+	return &partWriters{env: env, op: op, schema: schema, keys: keys, level: level, bits: bits, part: p,
+		ws: make([]*spillWriter, n), acct: env.Budget.NewForcedAccount(op + " spill buffers"), by: make([][]int32, n)}, nil
+}
+
+// write appends the live rows of b to their partitions.
+func (w *partWriters) write(b *Batch) error {
+	if b.Len() == 0 {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	hashes := w.part.Hash(b)
+	for p := range w.by {
+		w.by[p] = w.by[p][:0]
+	}
+	for j, h := range hashes {
+		p := spillPart(h, w.level, w.bits)
+		w.by[p] = append(w.by[p], int32(rowAt(b.Sel, j)))
+	}
+	for p, sel := range w.by {
+		if len(sel) == 0 {
+			continue
+		}
+		if w.ws[p] == nil {
+			sw, err := w.env.Spill.create(w.schema, w.op)
+			if err != nil {
+				w.err = err
+				return err
+			}
+			w.ws[p] = sw
+			w.acct.Grow(spillWriterBytes) //nolint:errcheck // forced account
+		}
+		if err := w.ws[p].write(w.env.Alloc, b.Cols, b.N, sel); err != nil {
+			w.err = err
+			return err
+		}
+	}
+	return nil
+}
+
+// finish closes the files and returns the runs, one per partition (nil
+// for an empty one).
+func (w *partWriters) finish() ([]*spillRun, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	runs := make([]*spillRun, len(w.ws))
+	var first error
+	for p, sw := range w.ws {
+		if sw == nil {
+			continue
+		}
+		w.ws[p] = nil
+		if first != nil {
+			sw.abort()
+			continue
+		}
+		r, err := sw.finish()
+		if err != nil {
+			first = err
+			continue
+		}
+		runs[p] = r
+	}
+	w.acct.Close()
+	if first != nil {
+		for _, r := range runs {
+			if r != nil {
+				r.remove()
+			}
+		}
+		return nil, first
+	}
+	return runs, nil
+}
+
+// abort removes everything written.
+func (w *partWriters) abort() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for p, sw := range w.ws {
+		if sw != nil {
+			sw.abort()
+			w.ws[p] = nil
+		}
+	}
+	w.acct.Close()
+}
+
+// joinCanSpill says whether a build that failed with err spills.
+func joinCanSpill(env *Env, shape *joinShape, shared bool, level int, err error) bool {
+	if !nferr.Is(err, nferr.KindResource) || env.Spill == nil || shape.nullAware {
+		return false
+	}
+	if shared && shape.tracksBuild() {
+		return false
+	}
+	_, bits := spillFanout(env.Budget.root().Limit())
+	return (level+1)*bits <= spillLevelBits
+}
+
+// dumpTable writes the rows a build table holds to w: its stored rows, or
+// (for joins that keep only keys and never emit build columns) one row per
+// distinct key with the other columns NULL.
+func dumpTable(env *Env, t *joinTable, w *partWriters) error {
+	shape := t.shape
+	bs := max(env.BatchSize, 1)
+	if shape.storeBuild {
+		idx := make([]int32, 0, bs)
+		for off := 0; off < t.store.n; off += bs {
+			idx = idx[:0]
+			for r := off; r < min(off+bs, t.store.n); r++ {
+				idx = append(idx, int32(r))
+			}
+			cols := t.store.gather(env.Alloc, idx, nil)
+			err := w.write(&Batch{Cols: cols, N: len(idx)})
+			releaseArrays(cols)
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tables := []*keyTable{t.keys}
+	for _, p := range t.parts {
+		tables = append(tables, p.keys)
+	}
+	for _, kt := range tables {
+		g := kt.groups()
+		for off := 0; off < g; off += bs {
+			end := min(off+bs, g)
+			keys := kt.decodeKeys(env.Alloc, off, end)
+			cols := make([]arrow.Array, shape.buildSchema.NumFields())
+			for i, k := range shape.buildKeys {
+				cols[k] = keys[i]
+			}
+			for i := range cols {
+				if cols[i] == nil {
+					cols[i] = array.MakeArrayOfNull(env.Alloc, shape.buildSchema.Field(i).Type, end-off)
+				}
+			}
+			err := w.write(&Batch{Cols: cols, N: end - off})
+			releaseArrays(cols)
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// drainTo writes the rest of in to w.
+func drainTo(env *Env, in Operator, w *partWriters) error {
+	for {
+		if err := env.Ctx.Err(); err != nil {
+			return nferr.With(nferr.KindCanceled, err)
+		}
+		b, err := in.Next()
+		if err != nil || b == nil {
+			return err
+		}
+		if err := w.write(b); err != nil {
+			return err
+		}
+	}
+}
+
+// finishBuildSpill completes a build that spilled once every input is
+// drained into w: t's rows go to w too, t is released, and the files are
+// the build's partitions.
+func finishBuildSpill(env *Env, t *joinTable, w *partWriters, users int32) (*graceBuild, error) {
+	if err := dumpTable(env, t, w); err != nil {
+		w.abort()
+		return nil, err
+	}
+	t.release()
+	runs, err := w.finish()
+	if err != nil {
+		return nil, err
+	}
+	g := &graceBuild{bits: w.bits, runs: runs}
+	g.users.Store(users)
+	return g, nil
+}
+
+// keepsUnmatchedProbe: probe rows without a match are output rows.
+func (s *joinShape) keepsUnmatchedProbe() bool {
+	return s.probePreserve() || (!s.buildLeft && (s.typ == JoinAnti || s.typ == JoinMark))
+}
+
+// keepsUnmatchedBuild: build rows without a match are output rows.
+func (s *joinShape) keepsUnmatchedBuild() bool {
+	return s.buildPreserve() || (s.buildLeft && (s.typ == JoinAnti || s.typ == JoinMark))
+}
+
+// graceProbe is a prober's side of a spilled join.
+type graceProbe struct {
+	build *graceBuild
+	runs  []*spillRun
+	p     int
+	sub   Operator
+}
+
+// startGrace writes the probe input to partition files.
+func (h *HashJoin) startGrace(g *graceBuild) error {
+	h.grace = &graceProbe{build: g}
+	w, err := newPartWriters(h.env, "hash join probe", h.shape.probeSchema, h.shape.probeKeys, h.level)
+	if err != nil {
+		return err
+	}
+	for {
+		if err := h.env.Ctx.Err(); err != nil {
+			w.abort()
+			return nferr.With(nferr.KindCanceled, err)
+		}
+		b, err := h.probe.Next()
+		if err != nil {
+			w.abort()
+			return err
+		}
+		if b == nil {
+			break
+		}
+		if err := w.write(b); err != nil {
+			w.abort()
+			return err
+		}
+	}
+	runs, err := w.finish()
+	if err != nil {
+		return err
+	}
+	h.grace.runs = runs
+	return nil
+}
+
+// nextGrace returns the next batch of the partitions' joins.
+func (h *HashJoin) nextGrace() (*Batch, error) {
+	g := h.grace
+	for {
+		if g.sub == nil {
+			if g.p >= len(g.build.runs) {
+				return nil, nil
+			}
+			p := g.p
+			g.p++
+			br, pr := g.build.runs[p], g.runs[p]
+			if br == nil && (pr == nil || !h.shape.keepsUnmatchedProbe()) || pr == nil && !h.shape.keepsUnmatchedBuild() {
+				// Nothing can come out of this partition.
+				if pr != nil {
+					pr.remove()
+				}
+				continue
+			}
+			var bin, pin Operator
+			if br != nil {
+				bin = &sharedRunReader{r: newSpillReader(br)}
+			} else {
+				bin = emptyOp(h.shape.buildSchema)
+			}
+			if pr != nil {
+				pin = newSpillReader(pr)
+			} else {
+				pin = emptyOp(h.shape.probeSchema)
+			}
+			left, right := pin, bin
+			if h.shape.buildLeft {
+				left, right = bin, pin
+			}
+			sub, err := NewHashJoin(left, right, h.spec)
+			if err != nil {
+				bin.Close()
+				pin.Close()
+				return nil, err
+			}
+			sub.level = h.level + 1
+			g.sub = sub
+			if err := sub.Open(h.env); err != nil {
+				return nil, err
+			}
+		}
+		b, err := g.sub.Next()
+		if err != nil {
+			return nil, err
+		}
+		if b != nil {
+			return b, nil
+		}
+		g.sub.Close()
+		g.sub = nil
+	}
+}
+
+// close removes what the prober still holds.
+func (g *graceProbe) close() {
+	if g.sub != nil {
+		g.sub.Close()
+		g.sub = nil
+	}
+	for _, r := range g.runs {
+		if r != nil {
+			r.remove()
+		}
+	}
+	g.build.release()
+}
+
+// sharedRunReader reads a build partition several probers read: Close
+// leaves the file (graceBuild.release removes it).
+type sharedRunReader struct {
+	r *spillReader
+}
+
+func (s *sharedRunReader) Schema() *arrow.Schema { return s.r.Schema() }
+func (s *sharedRunReader) Open(env *Env) error   { return s.r.Open(env) }
+func (s *sharedRunReader) Next() (*Batch, error) { return s.r.Next() }
+func (s *sharedRunReader) Close() error          { return s.r.closeKeep() }
+
+// emptyOp is an input with no rows.
+func emptyOp(schema *arrow.Schema) Operator {
+	src, _ := NewBatchSource(schema)
+	return src
+}
