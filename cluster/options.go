@@ -186,6 +186,12 @@ type Options struct {
 	// adaptive: data that does not compress is sent as it is). Default
 	// "none".
 	ShuffleCodec string `json:"shuffle_codec"`
+	// SpillDir is where a worker's tasks write what does not fit in their
+	// memory budget (hash aggregates and joins spill; engine.FragmentEnv).
+	// Default: the OS temporary directory; "off": tasks fail with a memory
+	// limit error instead. Leftovers of a killed worker are removed when
+	// the worker starts.
+	SpillDir string `json:"spill_dir"`
 
 	// QueryRetries is how many more times a coordinator runs a query
 	// whose attempt failed because a node died, hung or its connection

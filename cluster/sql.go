@@ -806,7 +806,7 @@ func (w *SQLWorker) Execute(ctx context.Context, tc *TaskContext) error {
 			}
 		}
 	}()
-	err = engine.RunFragment(ctx, f, engine.FragmentEnv{Exchanges: xs, Source: src, Alloc: w.alloc, Send: tc.Send, Counters: ctr, Node: tc.Node.ID()})
+	err = engine.RunFragment(ctx, f, engine.FragmentEnv{Exchanges: xs, Source: src, Alloc: w.alloc, Send: tc.Send, Counters: ctr, Node: tc.Node.ID(), SpillDir: tc.Node.opts.SpillDir})
 	close(done)
 	publish()
 	if err != nil && ctx.Err() != nil && !nferr.Is(err, nferr.KindCanceled) {

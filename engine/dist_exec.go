@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -262,6 +264,9 @@ type FragmentEnv struct {
 	Counters *FragmentCounters
 	// Node names the node in analyze reports.
 	Node string
+	// SpillDir is where the fragment's operators spill (exec.Spill): ""
+	// for the OS temporary directory, "off" for no spilling.
+	SpillDir string
 }
 
 // FragmentCounters are a task's live figures.
@@ -434,6 +439,14 @@ func RunFragment(ctx context.Context, f *Fragment, fe FragmentEnv) (err error) {
 		limit = exec.DefaultMemoryLimit()
 	}
 	env := &exec.Env{Ctx: ctx, Alloc: fe.Alloc, Budget: exec.NewBudget(limit), BatchSize: f.BatchSize, Parallelism: f.Parallelism}
+	if fe.SpillDir != "off" {
+		dir := fe.SpillDir
+		if dir == "" {
+			dir = os.TempDir()
+		}
+		env.Spill = exec.NewSpill(dir, fmt.Sprintf("%s-s%d-t%d", f.Query, f.Stage, f.Task), 0)
+		defer env.Spill.Close()
+	}
 	if env.BatchSize <= 0 {
 		env.BatchSize = exec.DefaultBatchSize
 	}

@@ -38,6 +38,7 @@ type nodeFlags struct {
 	noLocalReads bool
 	scanCodec    string
 	shuffleCodec string
+	spillDir     string
 	queryRetries int
 }
 
@@ -75,6 +76,7 @@ func addNodeFlags(cmd *cobra.Command, f *nodeFlags, role cluster.Role) {
 		fs.BoolVar(&f.noLocalReads, "no-local-reads", false, "always receive scans over Flight, even when a storage node's files are visible on this machine")
 		fs.StringVar(&f.scanCodec, "scan-codec", "", "compression storage nodes apply to this worker's scans: none (default), lz4 or zstd; pays on slow networks")
 		fs.StringVar(&f.shuffleCodec, "shuffle-codec", "", "compression of this worker's shuffle frames to other workers: none (default), s2 or zstd")
+		fs.StringVar(&f.spillDir, "spill-dir", "", "where tasks write what does not fit in their memory budget (default: the OS temporary directory; off: fail instead)")
 	case cluster.RoleStorage:
 		fs.BoolVar(&f.noLocalReads, "no-local-reads", false, "do not let co-located workers read this node's files directly (every scan runs here)")
 	}
@@ -109,6 +111,7 @@ func (f *nodeFlags) options(cmd *cobra.Command, role cluster.Role) (cluster.Opti
 	set("gossip-profile", &o.Gossip, f.gossipMode)
 	set("scan-codec", &o.ScanCodec, f.scanCodec)
 	set("shuffle-codec", &o.ShuffleCodec, f.shuffleCodec)
+	set("spill-dir", &o.SpillDir, f.spillDir)
 	if changed("join") {
 		o.Join = f.join
 	}

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"net"
+	"os"
 	"time"
 
 	"github.com/nicflow/nicflow/cluster"
 	"github.com/nicflow/nicflow/engine"
+	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/internal/nferr"
 	"github.com/nicflow/nicflow/storage"
 )
@@ -64,6 +66,14 @@ func startWorkerNode(ctx context.Context, o cluster.Options) (*cluster.Node, err
 	// (same collector settings: sql.go's gcPercent), bounded by the memory
 	// it offers.
 	tuneGC(o.Memory)
+	if o.SpillDir != "off" {
+		dir := o.SpillDir
+		if dir == "" {
+			dir = os.TempDir()
+		}
+		// Spill files of a worker killed while spilling.
+		exec.CleanSpillLeftovers(dir) //nolint:errcheck // best effort
+	}
 	sw := cluster.NewSQLWorker()
 	execs := cluster.ExecutorMux{}
 	for k, e := range workerExecutors {

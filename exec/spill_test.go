@@ -1,0 +1,170 @@
+package exec
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// spillAgg runs a grouping aggregate over 50,000 distinct keys at a 64 KiB
+// budget with spill space sp.
+func spillAgg(t *testing.T, sp *Spill) ([][]any, error) {
+	t.Helper()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "s", Type: arrow.BinaryTypes.String}}, nil)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var rows [][]any
+	for i := 0; i < 50000; i++ {
+		rows = append(rows, []any{int64(i), strings.Repeat("x", i%40)})
+	}
+	rec := MakeRecord(t, mem, schema, rows)
+	src, _ := NewBatchSource(schema, rec)
+	rec.Release()
+	agg, err := NewHashAgg(src, HashAggSpec{GroupCols: []int{0}, Aggs: []AggSpec{{Func: AggCountStar}, {Func: AggMax, Arg: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := NewTestEnv(mem)
+	env.Budget = NewBudget(64 << 10)
+	env.Spill = sp
+	out, err := CollectRows(env, agg)
+	if env.Budget.Used() != 0 {
+		t.Errorf("budget still holds %d bytes", env.Budget.Used())
+	}
+	return out, err
+}
+
+func filesUnder(root string) []string {
+	var out []string
+	filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+// TestSpillLimit: a query that needs more disk than its spill limit fails
+// with a resource error naming the limit, and leaves no file.
+func TestSpillLimit(t *testing.T) {
+	root := t.TempDir()
+	sp := NewSpill(root, "q1", 32<<10)
+	_, err := spillAgg(t, sp)
+	if !nferr.Is(err, nferr.KindResource) || !strings.Contains(err.Error(), "spill limit") {
+		t.Fatalf("got %v, want a resource error naming the spill limit", err)
+	}
+	if f := filesUnder(root); len(f) > 0 {
+		t.Fatalf("files left after the failed query: %v", f)
+	}
+	sp.Close()
+	// Unlimited, the same query answers.
+	sp = NewSpill(root, "q2", 0)
+	rows, err := spillAgg(t, sp)
+	if err != nil || len(rows) != 50000 {
+		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+	if sp.Written() == 0 {
+		t.Fatal("nothing spilled")
+	}
+	sp.Close()
+	if ents, _ := os.ReadDir(root); len(ents) != 0 {
+		t.Fatalf("Close left %d entries", len(ents))
+	}
+}
+
+// TestSpillDiskFull: on a full file system (a 256 KiB tmpfs; needs root)
+// the query fails with "no space left" as a resource error, no crash, and
+// nothing is left on the device.
+func TestSpillDiskFull(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a tmpfs")
+	}
+	root := t.TempDir()
+	if err := syscall.Mount("tmpfs", root, "tmpfs", 0, "size=256k"); err != nil {
+		t.Skipf("mount tmpfs: %v", err)
+	}
+	defer syscall.Unmount(root, 0)
+	sp := NewSpill(root, "q", 0)
+	_, err := spillAgg(t, sp)
+	if !nferr.Is(err, nferr.KindResource) || !strings.Contains(err.Error(), "no space left on device") {
+		t.Fatalf("got %v, want a resource error saying no space is left", err)
+	}
+	if f := filesUnder(root); len(f) > 0 {
+		t.Fatalf("files left: %v", f)
+	}
+	sp.Close()
+}
+
+// TestSpillFileDamaged: a flipped byte or a truncation in a spill file is
+// a data error naming the file, never wrong rows.
+func TestSpillFileDamaged(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var rows [][]any
+	for i := 0; i < 20000; i++ {
+		rows = append(rows, []any{int64(i * 7)})
+	}
+	for _, damage := range []string{"flip", "truncate"} {
+		root := t.TempDir()
+		sp := NewSpill(root, "q", 0)
+		w, err := sp.create(schema, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := MakeRecord(t, mem, schema, rows)
+		if err := w.write(mem, rec.Columns(), int(rec.NumRows()), nil); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+		run, err := w.finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(run.path)
+		if damage == "flip" {
+			b[len(b)/2] ^= 0x40
+		} else {
+			b = b[:len(b)-100]
+		}
+		os.WriteFile(run.path, b, 0o600)
+		env := NewTestEnv(mem)
+		_, err = CollectRows(env, newSpillReader(run))
+		if !nferr.Is(err, nferr.KindData) || !strings.Contains(err.Error(), run.path) {
+			t.Fatalf("%s: got %v, want a data error naming the file", damage, err)
+		}
+		sp.Close()
+	}
+}
+
+// TestCleanSpillLeftovers: directories of dead processes go, this
+// process's and others' files stay.
+func TestCleanSpillLeftovers(t *testing.T) {
+	root := t.TempDir()
+	dead := filepath.Join(root, SpillPrefix+"999999999-q1")
+	mine := filepath.Join(root, SpillPrefix+strconv.Itoa(os.Getpid())+"-q2")
+	other := filepath.Join(root, "not-ours")
+	for _, d := range []string{dead, mine, other} {
+		os.MkdirAll(d, 0o700)
+		os.WriteFile(filepath.Join(d, "f"), []byte("x"), 0o600)
+	}
+	n, err := CleanSpillLeftovers(root)
+	if err != nil || n != 1 {
+		t.Fatalf("removed %d, %v; want 1", n, err)
+	}
+	for d, want := range map[string]bool{dead: false, mine: true, other: true} {
+		if _, err := os.Stat(d); (err == nil) != want {
+			t.Errorf("%s: exists %v, want %v", d, err == nil, want)
+		}
+	}
+}
+
