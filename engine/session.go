@@ -103,7 +103,12 @@ type Session struct {
 	// leftovers of killed processes are removed then).
 	spillRoot string
 	nquery    atomic.Int64
+	spilled   atomic.Int64 // bytes the session's finished queries spilled
 }
+
+// Spilled is the number of bytes the session's finished queries have
+// written to spill files.
+func (s *Session) Spilled() int64 { return s.spilled.Load() }
 
 // spillRootFor resolves Options.SpillDir for database directory dir.
 func spillRootFor(opt, dir string) string {
@@ -264,6 +269,7 @@ type Result struct {
 	// rows
 	root    exec.Operator
 	env     *exec.Env
+	spilled *atomic.Int64 // the session's spill total, added to at Close
 	cancel  context.CancelFunc
 	static  []arrow.RecordBatch
 	rec     arrow.RecordBatch
@@ -348,6 +354,9 @@ func (r *Result) Close() error {
 		r.root = nil
 	}
 	if r.env != nil && r.env.Spill != nil {
+		if r.spilled != nil {
+			r.spilled.Add(r.env.Spill.Written())
+		}
 		if serr := r.env.Spill.Close(); err == nil {
 			err = serr
 		}
@@ -467,7 +476,7 @@ func (s *Session) open(ctx context.Context, pp *PhysPlan, analyze bool) (*Result
 		}
 		return nil, nil, err
 	}
-	r := &Result{root: exe.Root, env: env, cancel: cancel, Schema: resultSchema(pp, exe.Root.Schema()), started: time.Now()}
+	r := &Result{root: exe.Root, env: env, cancel: cancel, Schema: resultSchema(pp, exe.Root.Schema()), started: time.Now(), spilled: &s.spilled}
 	if err := exe.Root.Open(env); err != nil {
 		r.Close()
 		return nil, nil, err

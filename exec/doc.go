@@ -53,6 +53,14 @@
 //     Windows, then a gather (or a merge when ORDER BY follows).
 //   - the root: NewGather over the last stage's pipelines.
 //
+// Spilling (spill.go, agg_spill.go, join_spill.go; docs/decisions.md D19):
+// with Env.Spill set, HashAgg and HashJoin charge spillable accounts that
+// fail at 3/4 of the budget; on that failure they write partitions of
+// their input to checksummed Arrow IPC files and process the partitions
+// one level down (recursively, other hash bits per level) instead of
+// failing. Partial aggregates flush early instead. Sort, window, distinct
+// and exchange queues do not spill.
+//
 // Invariants:
 //   - Types are Arrow types. decimal(p<=18, s) is arrow.Decimal64 (scaled
 //     int64), wider decimals are arrow.Decimal128; money is never a float.

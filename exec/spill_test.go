@@ -167,4 +167,3 @@ func TestCleanSpillLeftovers(t *testing.T) {
 		}
 	}
 }
-

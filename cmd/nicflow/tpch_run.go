@@ -134,8 +134,10 @@ type queryRun struct {
 	cpu   time.Duration // of the fastest run
 	// shuffled is the bytes a cluster run's exchanges moved (-1 embedded).
 	shuffled int64
-	verdict  string
-	err      error
+	// spilled is the bytes the fastest run wrote to spill files (embedded).
+	spilled int64
+	verdict string
+	err     error
 }
 
 func runTpchRun(ctx context.Context, fl tpchRunFlags, stdout, stderr io.Writer) error {
@@ -252,8 +254,12 @@ func firstErr(rs []queryRun) error {
 // count unless keep) and the bytes it shuffled (-1 when not on a cluster).
 type textRunner func(ctx context.Context, text string, keep bool) (tpch.Result, int64, error)
 
+// spillCounter, when set, totals the bytes an embedded session spilled.
+var spillCounter func() int64
+
 // sessionRunner runs query texts on an embedded session.
 func sessionRunner(sess *engine.Session) textRunner {
+	spillCounter = sess.Spilled
 	return func(ctx context.Context, text string, keep bool) (tpch.Result, int64, error) {
 		r, err := runQueryText(ctx, sess, text, keep)
 		return r, -1, err
@@ -277,8 +283,16 @@ func runTPCHQuery(ctx context.Context, run textRunner, q int, sf float64, runs i
 	for i := 0; i < runs; i++ {
 		cpu0 := cpuTime()
 		start := time.Now()
+		var spill0 int64
+		if spillCounter != nil {
+			spill0 = spillCounter()
+		}
 		got, shuffled, err := run(ctx, text, verify && i == runs-1)
 		elapsed := time.Since(start)
+		var spilled int64
+		if spillCounter != nil {
+			spilled = spillCounter() - spill0
+		}
 		cpu := cpuTime() - cpu0
 		if err != nil {
 			res.err = err
@@ -286,7 +300,7 @@ func runTPCHQuery(ctx context.Context, run textRunner, q int, sf float64, runs i
 		}
 		res.times = append(res.times, elapsed)
 		if elapsed < best {
-			best, res.cpu, res.shuffled = elapsed, cpu, shuffled
+			best, res.cpu, res.shuffled, res.spilled = elapsed, cpu, shuffled, spilled
 		}
 		res.rows = int64(len(got.Rows))
 		answer = got
@@ -383,7 +397,14 @@ func printRunTable(w io.Writer, format string, sf float64, where string, rs []qu
 	if onCluster {
 		header[4] = "shuffled"
 	}
-	var totShuffled int64
+	var totShuffled, totSpilled int64
+	spilled := false
+	for _, r := range rs {
+		spilled = spilled || r.spilled > 0
+	}
+	if spilled {
+		header = append(header, "spilled")
+	}
 	if verify {
 		header = append(header, "answer")
 	}
@@ -394,6 +415,9 @@ func printRunTable(w io.Writer, format string, sf float64, where string, rs []qu
 		row := []string{fmt.Sprintf("Q%d", r.q)}
 		if r.err != nil {
 			row = append(row, "", "", "", "")
+			if spilled {
+				row = append(row, "")
+			}
 			if verify {
 				row = append(row, "error")
 			}
@@ -408,6 +432,10 @@ func printRunTable(w io.Writer, format string, sf float64, where string, rs []qu
 			last = exec.FormatBytes(max(r.shuffled, 0))
 		}
 		row = append(row, strconv.FormatInt(r.rows, 10), ms(mn), ms(md), last)
+		if spilled {
+			totSpilled += r.spilled
+			row = append(row, exec.FormatBytes(r.spilled))
+		}
 		if verify {
 			v := r.verdict
 			if v != "ok" {
@@ -420,6 +448,9 @@ func printRunTable(w io.Writer, format string, sf float64, where string, rs []qu
 	total := []string{"total", strconv.FormatInt(totRows, 10), ms(totMin), ms(totMed), ms(totCPU)}
 	if onCluster {
 		total[4] = exec.FormatBytes(totShuffled)
+	}
+	if spilled {
+		total = append(total, exec.FormatBytes(totSpilled))
 	}
 	if verify {
 		total = append(total, "")
