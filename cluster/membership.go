@@ -376,10 +376,13 @@ func (d *conflictDelegate) NotifyConflict(existing, other *memberlist.Node) {
 }
 
 // reannounce re-broadcasts this node's alive state every probe interval
-// while conflicts keep coming, and for a few seconds after the last one.
+// while conflicts keep coming, and for 15 s after the last one. NB: the
+// others take the new address only once they declare the old incarnation
+// dead, which on a loaded machine can take well over the LAN profile's
+// ~2 s; 5 s was too short under `make test` load.
 func (m *membership) reannounce() {
 	defer m.reclaiming.Store(false)
-	quiet := 5 * time.Second
+	quiet := 15 * time.Second
 	t := time.NewTicker(max(m.probe, 100*time.Millisecond))
 	defer t.Stop()
 	for {
