@@ -213,4 +213,3 @@ func makeFuzzRecord(t testing.TB, mem memory.Allocator, schema *arrow.Schema) ar
 	}
 	return MakeRecord(t, mem, schema, rows)
 }
-
