@@ -99,11 +99,14 @@ type Session struct {
 	mu    sync.Mutex
 	// queryRetries is SET query_retries (-1: not set).
 	queryRetries int
-	// spillRoot is the spill directory in use ("" until the first query;
-	// leftovers of killed processes are removed then).
-	spillRoot string
-	nquery    atomic.Int64
-	spilled   atomic.Int64 // bytes the session's finished queries spilled
+	// spillRoot is the spill directory in use ("": spilling off), resolved
+	// from the SpillDir setting spillFor at the first query after it
+	// changed; leftovers of killed processes are removed then.
+	spillRoot     string
+	spillFor      string
+	spillResolved bool
+	nquery        atomic.Int64
+	spilled       atomic.Int64 // bytes the session's finished queries spilled
 }
 
 // Spilled is the number of bytes the session's finished queries have
@@ -127,15 +130,19 @@ func spillRootFor(opt, dir string) string {
 
 // newSpill returns the spill space of a new query (nil: spilling off).
 func (s *Session) newSpill() *exec.Spill {
-	root := spillRootFor(s.opts.SpillDir, s.db.Dir())
-	if root == "" {
+	if !s.spillResolved || s.spillFor != s.opts.SpillDir {
+		// NB: resolved (a mkdir and an access check) when the setting
+		// changes, not for every query.
+		root := spillRootFor(s.opts.SpillDir, s.db.Dir())
+		if root != "" && root != s.spillRoot {
+			exec.CleanSpillLeftovers(root) //nolint:errcheck // best effort: a leftover only takes space
+		}
+		s.spillRoot, s.spillFor, s.spillResolved = root, s.opts.SpillDir, true
+	}
+	if s.spillRoot == "" {
 		return nil
 	}
-	if root != s.spillRoot {
-		s.spillRoot = root
-		exec.CleanSpillLeftovers(root) //nolint:errcheck // best effort: a leftover only takes space
-	}
-	return exec.NewSpill(root, fmt.Sprintf("q%d", s.nquery.Add(1)), s.opts.SpillLimit)
+	return exec.NewSpill(s.spillRoot, fmt.Sprintf("q%d", s.nquery.Add(1)), s.opts.SpillLimit)
 }
 
 // Open opens the database in dir (creating an empty one when dir holds

@@ -47,17 +47,13 @@ func spillFanout(limit int64) (int, int) {
 }
 
 type aggSpill struct {
-	bits    int // log2 of the fan-out
-	parts   []*spillWriter
-	hasher  *HashPartitioner
-	runs    []*spillRun
-	sub     *HashAgg // the partition being aggregated
-	charged int64
-	sc      keyScratch
+	w    *partWriters // the partitions of rows of new groups
+	runs []*spillRun
+	sub  *HashAgg // the partition being aggregated
+	sc   keyScratch
 
 	inSel, outSel []int32
 	inGids        []uint32
-	bySel         [aggSpillFanout][]int32
 }
 
 // canSpill says whether err (from growing the table or states) is a
@@ -72,12 +68,11 @@ func (a *HashAgg) canSpill(err error) bool {
 
 // startSpill switches the aggregate to spilling.
 func (a *HashAgg) startSpill() error {
-	n, bits := spillFanout(a.env.Budget.root().Limit())
-	h, err := NewHashPartitioner(a.in.Schema(), a.spec.GroupCols, n)
+	w, err := newPartWriters(a.env, a.op, a.in.Schema(), a.spec.GroupCols, a.level)
 	if err != nil {
 		return err
 	}
-	a.sp = &aggSpill{hasher: h, bits: bits, parts: make([]*spillWriter, n)}
+	a.sp = &aggSpill{w: w}
 	return nil
 }
 
@@ -117,54 +112,20 @@ func (s *aggSpill) consume(a *HashAgg, b *Batch) error {
 	if len(s.outSel) == 0 {
 		return nil
 	}
-	out := Batch{Cols: b.Cols, N: b.N, Sel: s.outSel}
-	hashes := s.hasher.Hash(&out)
-	for p := range s.bySel {
-		s.bySel[p] = s.bySel[p][:0]
-	}
-	for j, h := range hashes {
-		p := spillPart(h, a.level, s.bits)
-		s.bySel[p] = append(s.bySel[p], s.outSel[j])
-	}
-	for p, sel := range s.bySel {
-		if len(sel) == 0 {
-			continue
-		}
-		if s.parts[p] == nil {
-			w, err := a.env.Spill.create(a.in.Schema(), a.op)
-			if err != nil {
-				return err
-			}
-			s.parts[p] = w
-			a.acct.ForceGrow(spillWriterBytes)
-			s.charged += spillWriterBytes
-		}
-		if err := s.parts[p].write(a.env.Alloc, b.Cols, b.N, sel); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.w.write(&Batch{Cols: b.Cols, N: b.N, Sel: s.outSel})
 }
 
 // finish closes the partition files at the end of the input.
 func (s *aggSpill) finish(a *HashAgg) error {
-	for p, w := range s.parts {
-		if w == nil {
-			continue
-		}
-		s.parts[p] = nil
-		run, err := w.finish()
-		if err != nil {
-			return err
-		}
-		if run.rows == 0 {
-			run.remove()
-			continue
-		}
-		s.runs = append(s.runs, run)
+	runs, err := s.w.finish()
+	if err != nil {
+		return err
 	}
-	a.acct.Shrink(s.charged)
-	s.charged = 0
+	for _, r := range runs {
+		if r != nil {
+			s.runs = append(s.runs, r)
+		}
+	}
 	return nil
 }
 
@@ -194,7 +155,7 @@ func (s *aggSpill) next(a *HashAgg) (*Batch, error) {
 		}
 		b, err := s.sub.Next()
 		if err != nil {
-			if nferr.Is(err, nferr.KindResource) && (s.sub.level+1)*s.bits > spillLevelBits {
+			if nferr.Is(err, nferr.KindResource) && (s.sub.level+1)*s.w.bits > spillLevelBits {
 				return nil, nferr.Resourcef("%s: a partition spilled %d times and still does not fit in memory (one group key holds most rows?): %v", a.op, s.sub.level, err)
 			}
 			return nil, err
@@ -213,12 +174,7 @@ func (s *aggSpill) close() {
 		s.sub.Close()
 		s.sub = nil
 	}
-	for p, w := range s.parts {
-		if w != nil {
-			w.abort()
-			s.parts[p] = nil
-		}
-	}
+	s.w.abort()
 	for _, r := range s.runs {
 		r.remove()
 	}

@@ -3,9 +3,7 @@ package exec
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -656,14 +654,7 @@ func runSpillCase(t *testing.T, budget int64, build func(memory.Allocator) (Oper
 	if u := env.Budget.Used(); u != 0 {
 		t.Fatalf("%d bytes still reserved", u)
 	}
-	var left []string
-	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			left = append(left, p)
-		}
-		return nil
-	})
-	if len(left) > 0 {
+	if left := filesUnder(root); len(left) > 0 {
 		t.Fatalf("spill files left: %v", left)
 	}
 }

@@ -63,11 +63,9 @@ package exec
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"math"
 	"math/big"
 	"math/rand/v2"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -1064,14 +1062,7 @@ func runOpOnce(t *testing.T, name string, tc *OpTest, inputs [][][]any, bs int, 
 			if env.Spill.Written() > 0 && tc.SpillRuns != nil {
 				*tc.SpillRuns++
 			}
-			var left []string
-			filepath.WalkDir(spillRoot, func(path string, d fs.DirEntry, err error) error {
-				if err == nil && !d.IsDir() {
-					left = append(left, path)
-				}
-				return nil
-			})
-			if len(left) > 0 {
+			if left := filesUnder(spillRoot); len(left) > 0 {
 				t.Fatalf("%s: spill files left after the operator's Close: %v", name, left)
 			}
 			if err := env.Spill.Close(); err != nil {

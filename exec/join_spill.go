@@ -1,7 +1,6 @@
 package exec
 
 import (
-	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -32,7 +31,6 @@ import (
 
 // graceBuild is a build side written to partition files.
 type graceBuild struct {
-	bits  int
 	runs  []*spillRun // per partition; nil when empty
 	users atomic.Int32
 }
@@ -47,120 +45,6 @@ func (g *graceBuild) release() {
 			r.remove()
 		}
 	}
-}
-
-// partWriters writes batches to one file per partition; safe for
-// concurrent use.
-type partWriters struct {
-	mu     sync.Mutex
-	env    *Env
-	op     string
-	schema *arrow.Schema
-	keys   []int
-	level  int
-	bits   int
-	part   *HashPartitioner
-	ws     []*spillWriter
-	acct   *Account
-	by     [][]int32
-	err    error
-}
-
-func newPartWriters(env *Env, op string, schema *arrow.Schema, keys []int, level int) (*partWriters, error) {
-	n, bits := spillFanout(env.Budget.root().Limit())
-	p, err := NewHashPartitioner(schema, keys, n)
-	if err != nil {
-		return nil, err
-	}
-	return &partWriters{env: env, op: op, schema: schema, keys: keys, level: level, bits: bits, part: p,
-		ws: make([]*spillWriter, n), acct: env.Budget.NewForcedAccount(op + " spill buffers"), by: make([][]int32, n)}, nil
-}
-
-// write appends the live rows of b to their partitions.
-func (w *partWriters) write(b *Batch) error {
-	if b.Len() == 0 {
-		return nil
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err != nil {
-		return w.err
-	}
-	hashes := w.part.Hash(b)
-	for p := range w.by {
-		w.by[p] = w.by[p][:0]
-	}
-	for j, h := range hashes {
-		p := spillPart(h, w.level, w.bits)
-		w.by[p] = append(w.by[p], int32(rowAt(b.Sel, j)))
-	}
-	for p, sel := range w.by {
-		if len(sel) == 0 {
-			continue
-		}
-		if w.ws[p] == nil {
-			sw, err := w.env.Spill.create(w.schema, w.op)
-			if err != nil {
-				w.err = err
-				return err
-			}
-			w.ws[p] = sw
-			w.acct.Grow(spillWriterBytes) //nolint:errcheck // forced account
-		}
-		if err := w.ws[p].write(w.env.Alloc, b.Cols, b.N, sel); err != nil {
-			w.err = err
-			return err
-		}
-	}
-	return nil
-}
-
-// finish closes the files and returns the runs, one per partition (nil
-// for an empty one).
-func (w *partWriters) finish() ([]*spillRun, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	runs := make([]*spillRun, len(w.ws))
-	var first error
-	for p, sw := range w.ws {
-		if sw == nil {
-			continue
-		}
-		w.ws[p] = nil
-		if first != nil {
-			sw.abort()
-			continue
-		}
-		r, err := sw.finish()
-		if err != nil {
-			first = err
-			continue
-		}
-		runs[p] = r
-	}
-	w.acct.Close()
-	if first != nil {
-		for _, r := range runs {
-			if r != nil {
-				r.remove()
-			}
-		}
-		return nil, first
-	}
-	return runs, nil
-}
-
-// abort removes everything written.
-func (w *partWriters) abort() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for p, sw := range w.ws {
-		if sw != nil {
-			sw.abort()
-			w.ws[p] = nil
-		}
-	}
-	w.acct.Close()
 }
 
 // joinCanSpill says whether a build that failed with err spills.
@@ -254,7 +138,7 @@ func finishBuildSpill(env *Env, t *joinTable, w *partWriters, users int32) (*gra
 	if err != nil {
 		return nil, err
 	}
-	g := &graceBuild{bits: w.bits, runs: runs}
+	g := &graceBuild{runs: runs}
 	g.users.Store(users)
 	return g, nil
 }

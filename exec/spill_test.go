@@ -42,6 +42,7 @@ func spillAgg(t *testing.T, sp *Spill) ([][]any, error) {
 	return out, err
 }
 
+// filesUnder lists the files (not directories) below root.
 func filesUnder(root string) []string {
 	var out []string
 	filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
