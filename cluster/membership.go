@@ -467,6 +467,15 @@ func (w slogWriter) Write(p []byte) (int, error) {
 // ping, answered by memberlist's own goroutines, timing out after the
 // probe timeout). A process stopped (SIGSTOP), frozen or cut off does not
 // answer; a busy one does.
+// sync merges the full membership state of the node at addr (a gossip
+// push-pull) into this one's.
+func (m *membership) sync(addr string) error {
+	if _, err := m.ml.Join([]string{addr}); err != nil {
+		return nferr.Unavailablef("membership sync with %s: %s", addr, oneLine(err))
+	}
+	return nil
+}
+
 func (m *membership) ping(info NodeInfo) error {
 	addr, err := net.ResolveUDPAddr("udp", info.GossipAddr)
 	if err != nil {

@@ -330,6 +330,17 @@ func (q *Query) Start(p Placement, spec TaskSpec) (*Task, error) {
 	n.metrics.tasksRunning.Inc()
 	q.wg.Add(1)
 	go t.recvLoop(stream)
+	// A node the task needs may have died before the task was started: the
+	// membership event that fails the query for it (MemberChanged and
+	// depends) came before the task was in q.tasks. Checked after the append,
+	// so that no death falls between the check and the watch. NB: the
+	// coordinator's view decides; a worker's may lag (see checkNeeds).
+	for _, id := range spec.Needs {
+		if _, ok := n.Member(id); !ok {
+			q.Fail(nferr.Unavailablef("task %s needs node %s, which is not in the cluster", t.id, id))
+			break
+		}
+	}
 	return t, nil
 }
 

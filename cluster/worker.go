@@ -298,12 +298,7 @@ func (w *worker) runTask(stream grpc.ServerStream) error {
 		delete(w.tasks, req.TaskID)
 		w.mu.Unlock()
 	}()
-	// A node the task needs may have died before the task arrived.
-	for _, id := range req.Spec.Needs {
-		if _, ok := w.node.Member(id); !ok {
-			return ToStatus(nferr.Unavailablef("task %s needs node %s, which is not in the cluster", req.TaskID, id))
-		}
-	}
+	w.checkNeeds(tc)
 	m := w.node.metrics
 	m.tasksStarted.Inc()
 	m.tasksRunning.Inc()
@@ -435,6 +430,39 @@ func (w *worker) onMemberEvent(ev MemberEvent) {
 		}
 		return false
 	}, reason, 0)
+}
+
+// checkNeeds makes sure this worker's membership knows the nodes the task
+// needs, so that (c) of the invariant above cancels the task when one of
+// them fails. Gossip is eventually consistent: the coordinator that
+// scheduled the task saw them alive, but this worker may not have heard of
+// one yet (a lost gossip packet on a loaded machine), or may still hold an
+// older incarnation as dead. So an unknown node is not a failure: the worker
+// syncs its membership with the coordinator's once and runs the task. If the
+// node is really gone, the task's connection to it fails (naming it) and the
+// coordinator, which sees the node fail, cancels the query.
+func (w *worker) checkNeeds(tc *TaskContext) {
+	var missing []string
+	for _, id := range tc.Spec.Needs {
+		if _, ok := w.node.Member(id); !ok {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	coord, ok := w.node.Member(tc.Coordinator)
+	if !ok {
+		return
+	}
+	if err := w.node.members.sync(coord.GossipAddr); err != nil {
+		w.node.log.Debug("membership sync with the coordinator failed", "task", tc.TaskID, "err", err)
+	}
+	for _, id := range missing {
+		if _, ok := w.node.Member(id); !ok {
+			w.node.log.Warn("running a task that needs a node this worker does not see; the coordinator does", "task", tc.TaskID, "node", id)
+		}
+	}
 }
 
 func roleOr(r Role, def string) string {

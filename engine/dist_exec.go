@@ -298,6 +298,7 @@ type OpFigures struct {
 	Batches   int64 `json:"batches"`
 	Nanos     int64 `json:"nanos"`
 	Peak      int64 `json:"peak"`
+	Spilled   int64 `json:"spilled,omitempty"`
 }
 
 // ScanTotals are one scan's row-group counts in one task.
@@ -348,6 +349,7 @@ func CollectStats(reports []TaskReport) *DistStats {
 				st.Nanos.Store(f.Nanos)
 			}
 			st.peak += f.Peak
+			st.spilled += f.Spilled
 		}
 		for id, s := range r.Scans {
 			st := m[id]
@@ -545,7 +547,7 @@ func sendReport(f *Fragment, fe FragmentEnv, stats map[int]*OpStats, ctr *Fragme
 		BytesSent: ctr.Sent.Bytes.Load(), BytesReceived: ctr.Received.Bytes.Load(), Wall: wall,
 		Ops: map[int]OpFigures{}, Scans: map[int]ScanTotals{}}
 	for id, st := range stats {
-		r.Ops[id] = OpFigures{Instances: st.Instances, Rows: st.Rows.Load(), Batches: st.Batches.Load(), Nanos: st.Nanos.Load(), Peak: st.PeakBytes()}
+		r.Ops[id] = OpFigures{Instances: st.Instances, Rows: st.Rows.Load(), Batches: st.Batches.Load(), Nanos: st.Nanos.Load(), Peak: st.PeakBytes(), Spilled: st.SpilledBytes()}
 		if st.scan != nil {
 			t := st.scan.totals()
 			r.Scans[id] = ScanTotals{RowGroupsTotal: t.RowGroupsTotal, RowGroupsPruned: t.RowGroupsPruned, LocalScans: t.LocalScans}

@@ -29,7 +29,8 @@
 //
 // Optimizer rules run in this order (AllRules), each in its own file with
 // a golden test under testdata/rules: inline_shared, decorrelate, fold,
-// outer_join, pushdown, join_order (with build sides), prune, topn.
+// outer_join, pushdown, join_order (with build sides), prune,
+// distinct_agg, topn.
 // Statistics-based estimates live in opt_card.go.
 //
 // # From a logical plan to results

@@ -63,6 +63,9 @@ func (e *physExplainer) figures(n *PhysNode) string {
 	if peak := st.PeakBytes(); peak > 0 {
 		s += ", peak " + exec.FormatBytes(peak)
 	}
+	if sp := st.SpilledBytes(); sp > 0 {
+		s += ", spilled " + exec.FormatBytes(sp)
+	}
 	if st.scan != nil {
 		t := st.scan.totals()
 		s += fmt.Sprintf(", row groups %d/%d", t.RowGroupsTotal-t.RowGroupsPruned, t.RowGroupsTotal)

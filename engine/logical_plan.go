@@ -123,6 +123,10 @@ type AggregateNode struct {
 	GroupCols []Column
 	Aggs      []*AggCall
 	AggCols   []Column
+	// Dedup marks the inner aggregate of the distinct_agg rewrite: it only
+	// makes rows distinct, with about as many groups as rows, so a parallel
+	// plan repartitions its input rather than pre-aggregating it.
+	Dedup bool
 }
 
 // JoinKind is the kind of a logical join.

@@ -16,11 +16,12 @@ const (
 	RulePushdown     = "pushdown"      // filters move down, into joins and scans
 	RuleJoinOrder    = "join_order"    // inner joins reordered, build sides chosen
 	RulePrune        = "prune"         // unused columns and aggregates dropped
+	RuleDistinctAgg  = "distinct_agg"  // aggregates of DISTINCT x become two grouping aggregates
 	RuleTopN         = "topn"          // Limit over Sort becomes TopN
 )
 
 // AllRules lists every rule in application order.
-var AllRules = []string{RuleInlineShared, RuleDecorrelate, RuleFold, RuleOuterJoin, RulePushdown, RuleJoinOrder, RulePrune, RuleTopN}
+var AllRules = []string{RuleInlineShared, RuleDecorrelate, RuleFold, RuleOuterJoin, RulePushdown, RuleJoinOrder, RulePrune, RuleDistinctAgg, RuleTopN}
 
 // optimizer holds what rules share: the next free column ID.
 type optimizer struct {
@@ -121,6 +122,9 @@ func (o *optimizer) optimizeBody(p Plan, on map[string]bool, root bool) (Plan, e
 	}
 	if on[RulePrune] {
 		p = prune(p, colSetOf(p.Columns()))
+	}
+	if on[RuleDistinctAgg] {
+		p = o.distinctAggs(p)
 	}
 	if on[RuleTopN] {
 		p = topN(p)

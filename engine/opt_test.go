@@ -20,6 +20,7 @@ var rulePrereqs = map[string][]string{
 	RulePushdown:     {RuleInlineShared, RuleDecorrelate, RuleFold, RuleOuterJoin},
 	RuleJoinOrder:    {RuleInlineShared, RuleDecorrelate, RuleFold, RuleOuterJoin, RulePushdown},
 	RulePrune:        {RuleInlineShared, RuleDecorrelate, RuleFold, RuleOuterJoin, RulePushdown, RuleJoinOrder},
+	RuleDistinctAgg:  {RuleInlineShared, RuleDecorrelate, RuleFold, RuleOuterJoin, RulePushdown, RuleJoinOrder, RulePrune},
 	RuleTopN:         nil,
 }
 

@@ -576,7 +576,7 @@ func (pl *physPlanner) aggregate(n *AggregateNode) (*pnode, error) {
 		out, err = pl.node(&PhysNode{Kind: PhysHashAgg, Streams: 1, Agg: &spec}, layout, groups, in)
 	case distinct && len(spec.GroupCols) == 0:
 		out, err = pl.node(&PhysNode{Kind: PhysHashAgg, Streams: 1, Agg: &spec}, layout, groups, pl.gather(in))
-	case len(spec.GroupCols) > 0 && (distinct || groups > pl.opts.RepartitionGroups):
+	case len(spec.GroupCols) > 0 && (distinct || n.Dedup || groups > pl.opts.RepartitionGroups):
 		var rp *pnode
 		if rp, err = pl.repartition(in, spec.GroupCols); err == nil {
 			out, err = pl.node(&PhysNode{Kind: PhysHashAgg, Streams: rp.n.Streams, Agg: &spec}, layout, groups, rp)

@@ -434,8 +434,23 @@ type OpStats struct {
 	Nanos   atomic.Int64
 	budgets []*exec.Budget
 	scan    *taskQueue
-	// peak is memory counted elsewhere (the tasks of a distributed stage).
-	peak int64
+	// peak and spilled are counted elsewhere (the tasks of a distributed
+	// stage).
+	peak, spilled int64
+
+	mu     sync.Mutex
+	spills []*exec.Spill // the instances' views of the query's spill space
+}
+
+// SpilledBytes sums what the node's instances wrote to spill files.
+func (s *OpStats) SpilledBytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.spilled
+	for _, sp := range s.spills {
+		n += sp.Written()
+	}
+	return n
 }
 
 // PeakBytes sums the peak memory of the node's instances.
@@ -462,6 +477,12 @@ func (w *instrumented) Open(env *exec.Env) error {
 	t := time.Now()
 	w.env = *env
 	w.env.Budget = w.budget
+	if env.Spill != nil {
+		w.env.Spill = env.Spill.Child()
+		w.st.mu.Lock()
+		w.st.spills = append(w.st.spills, w.env.Spill)
+		w.st.mu.Unlock()
+	}
 	err := w.op.Open(&w.env)
 	w.st.Nanos.Add(int64(time.Since(t)))
 	return err

@@ -212,9 +212,13 @@ func (a *HashAgg) Schema() *arrow.Schema { return a.schema }
 // Open implements Operator.
 func (a *HashAgg) Open(env *Env) error {
 	a.env = env
-	a.acct = env.NewSpillableAccount(a.op)
 	if len(a.keys) > 0 {
+		a.acct = env.NewSpillableAccount(a.op)
 		a.table = newKeyTable(a.keys, a.acct)
+	} else {
+		// NB: a global aggregate holds one group and cannot spill: it
+		// must not stop at the spill headroom.
+		a.acct = env.Budget.NewAccount(a.op)
 	}
 	final := a.spec.phase() == AggFinal
 	a.fns = make([]aggFn, len(a.spec.Aggs))
@@ -228,7 +232,7 @@ func (a *HashAgg) Open(env *Env) error {
 		if ag.Distinct {
 			c, _ := classify(a.argDT[i])
 			acct := a.acct
-			if env.Spill != nil {
+			if env.Spill != nil && a.table != nil {
 				// NB: a spilling aggregate keeps the groups it has in
 				// memory, and their DISTINCT sets keep growing; they
 				// make the table's next growth fail and spill instead.

@@ -53,13 +53,17 @@
 //     Windows, then a gather (or a merge when ORDER BY follows).
 //   - the root: NewGather over the last stage's pipelines.
 //
-// Spilling (spill.go, agg_spill.go, join_spill.go; docs/decisions.md D19):
-// with Env.Spill set, HashAgg and HashJoin charge spillable accounts that
-// fail at 3/4 of the budget; on that failure they write partitions of
-// their input to checksummed Arrow IPC files and process the partitions
-// one level down (recursively, other hash bits per level) instead of
-// failing. Partial aggregates flush early instead. Sort, window, distinct
-// and exchange queues do not spill.
+// Spilling (spill.go, agg_spill.go, join_spill.go, sort_spill.go;
+// docs/decisions.md D19): with Env.Spill set, HashAgg, HashJoin, Distinct,
+// Sort and Window charge spillable accounts that fail at 3/4 of the
+// budget. On that failure HashAgg, HashJoin and Distinct write partitions
+// of their input to checksummed Arrow IPC files and process the
+// partitions one level down (recursively, other hash bits per level);
+// Sort and Window (extSort) write sorted runs and merge them with a
+// bounded fan-in, and Window then evaluates whole partitions a chunk at a
+// time. Partial aggregates flush early instead. TopN is bounded by its
+// limit; a global aggregate holds one group; NOT IN joins, one window
+// partition larger than the budget and exchange queues do not spill.
 //
 // Invariants:
 //   - Types are Arrow types. decimal(p<=18, s) is arrow.Decimal64 (scaled

@@ -19,6 +19,7 @@ import (
 // stable sort of their concatenation.
 type OrderedMerge struct {
 	srcs   []Operator
+	direct bool // inputs read in place, memory on a forced account (newRunMerge)
 	keys   []sortKeyInfo
 	infos  []colInfo
 	schema *arrow.Schema
@@ -39,6 +40,19 @@ type OrderedMerge struct {
 
 // NewOrderedMerge returns the merge of inputs sorted by keys.
 func NewOrderedMerge(inputs []Operator, keys []SortKey) (*OrderedMerge, error) {
+	return newOrderedMerge(inputs, keys, false)
+}
+
+// newRunMerge returns the merge of the sorted runs of an external sort:
+// the inputs (spill files) are read in place, without a goroutine each,
+// and the merge's memory (a batch per input) is charged beyond the budget
+// if it must be: the sort has given back what it held, and a merge that
+// failed here could not spill its way out.
+func newRunMerge(inputs []Operator, keys []SortKey) (*OrderedMerge, error) {
+	return newOrderedMerge(inputs, keys, true)
+}
+
+func newOrderedMerge(inputs []Operator, keys []SortKey, direct bool) (*OrderedMerge, error) {
 	if len(inputs) == 0 {
 		return nil, nferr.Internalf("ordered merge: no inputs")
 	}
@@ -47,7 +61,7 @@ func NewOrderedMerge(inputs []Operator, keys []SortKey) (*OrderedMerge, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &OrderedMerge{keys: ks, schema: schema, rc: newRowComparer(ks)}
+	m := &OrderedMerge{keys: ks, schema: schema, rc: newRowComparer(ks), direct: direct}
 	for i := 0; i < schema.NumFields(); i++ {
 		c, err := classifyCol(schema, i, "ordered merge", "input")
 		if err != nil {
@@ -60,6 +74,10 @@ func NewOrderedMerge(inputs []Operator, keys []SortKey) (*OrderedMerge, error) {
 			if err := checkSchemaTypes(schema, in.Schema()); err != nil {
 				return nil, nferr.Wrap(nferr.KindInternal, err, "ordered merge: input %d", i)
 			}
+		}
+		if direct {
+			m.srcs = append(m.srcs, in)
+			continue
 		}
 		g, err := NewGather([]Operator{in})
 		if err != nil {
@@ -76,7 +94,11 @@ func (m *OrderedMerge) Schema() *arrow.Schema { return m.schema }
 // Open implements Operator.
 func (m *OrderedMerge) Open(env *Env) error {
 	m.env = env
-	m.acct = env.Budget.NewAccount("ordered merge")
+	if m.direct {
+		m.acct = env.Budget.NewForcedAccount("sort merge")
+	} else {
+		m.acct = env.Budget.NewAccount("ordered merge")
+	}
 	m.out = newRowStore(m.infos)
 	m.stores = make([]*rowStore, len(m.srcs))
 	m.pos = make([]int, len(m.srcs))

@@ -18,8 +18,8 @@ package exec
 //     key type) on equal prefixes, then to the row number: the sort is
 //     stable.
 //
-// External sort (not implemented yet) fits this design: when the budget
-// runs out, the sorted store becomes a run written as Arrow IPC, and the
+// External sort (sort_spill.go): when the budget runs out and the query may
+// spill, the sorted store becomes a run written to a spill file, and the
 // runs are merged with the k-way merge of OrderedMerge (exchange_merge.go),
 // which compares rows with the same typed comparators.
 //
@@ -619,14 +619,21 @@ func radixSort(ents, tmp []sortEntry) []sortEntry {
 	return ents
 }
 
-// sortStore returns the rows of s in sorted order (stable).
+// sortRowOverhead is the memory sortStore needs per row beyond the rows
+// themselves: two sortEntry slices and a uint64 scratch.
+const sortRowOverhead = 16*2 + 8
+
+// sortStore returns the rows of s in sorted order (stable). It charges its
+// working memory to acct; nil means the caller has reserved it already.
 func sortStore(env *Env, s *rowStore, keys []sortKeyInfo, rc *rowComparer, acct *Account) ([]uint32, error) {
 	n := s.n
-	extra := int64(n) * (16*2 + 8)
-	if err := acct.Grow(extra); err != nil {
-		return nil, err
+	if acct != nil {
+		extra := int64(n) * sortRowOverhead
+		if err := acct.Grow(extra); err != nil {
+			return nil, err
+		}
+		defer acct.Shrink(extra)
 	}
-	defer acct.Shrink(extra)
 	ents := make([]sortEntry, n)
 	scratch := make([]uint64, n)
 	full := buildPrefixes(s, keys, ents, scratch)
@@ -664,17 +671,18 @@ func sortStore(env *Env, s *rowStore, keys []sortKeyInfo, rc *rowComparer, acct 
 }
 
 // Sort is the sort operator: it materializes its input, sorts it (stable)
-// and emits it in batches of env.BatchSize.
+// and emits it in batches of env.BatchSize. With Env.Spill set it sorts
+// more than the budget holds (sort_spill.go).
 type Sort struct {
 	in     Operator
+	spec   []SortKey
 	keys   []sortKeyInfo
 	infos  []colInfo
 	schema *arrow.Schema
 	rc     *rowComparer
 
 	env    *Env
-	acct   *Account
-	store  *rowStore
+	x      *extSort
 	perm   []uint32
 	pos    int
 	sorted bool
@@ -690,7 +698,7 @@ func NewSort(in Operator, spec SortSpec) (*Sort, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sort{in: in, keys: keys, schema: in.Schema(), rc: newRowComparer(keys)}
+	s := &Sort{in: in, spec: spec.Keys, keys: keys, schema: in.Schema(), rc: newRowComparer(keys)}
 	for i := 0; i < s.schema.NumFields(); i++ {
 		c, err := classifyCol(s.schema, i, "sort", "input")
 		if err != nil {
@@ -707,8 +715,7 @@ func (s *Sort) Schema() *arrow.Schema { return s.schema }
 // Open implements Operator.
 func (s *Sort) Open(env *Env) error {
 	s.env = env
-	s.acct = env.Budget.NewAccount("sort")
-	s.store = newRowStore(s.infos)
+	s.x = newExtSort(env, "sort", s.schema, s.spec, s.keys, s.infos, s.rc)
 	return s.in.Open(env)
 }
 
@@ -747,16 +754,22 @@ func (s *Sort) Next() (*Batch, error) {
 		return nil, nil
 	}
 	if !s.sorted {
-		if err := drainInto(s.env, s.in, s.store, s.acct); err != nil {
-			s.err = err
-			return nil, err
+		err := s.x.drain(s.in)
+		if err == nil {
+			s.perm, err = s.x.finish()
 		}
-		perm, err := sortStore(s.env, s.store, s.keys, s.rc, s.acct)
 		if err != nil {
 			s.err = err
 			return nil, err
 		}
-		s.perm, s.sorted = perm, true
+		s.sorted = true
+	}
+	if s.x.merge != nil {
+		b, err := s.x.merge.Next()
+		if err != nil {
+			s.err = err
+		}
+		return b, err
 	}
 	if s.pos >= len(s.perm) {
 		return nil, nil
@@ -771,7 +784,7 @@ func (s *Sort) Next() (*Batch, error) {
 		s.idx = append(s.idx, int32(r))
 	}
 	s.pos = end
-	s.out = Batch{Cols: s.store.gather(s.env.Alloc, s.idx, nil), N: len(s.idx)}
+	s.out = Batch{Cols: s.x.store.gather(s.env.Alloc, s.idx, nil), N: len(s.idx)}
 	return &s.out, nil
 }
 
@@ -783,9 +796,9 @@ func (s *Sort) Close() error {
 	s.closed = true
 	releaseArrays(s.out.Cols)
 	s.out = Batch{}
-	s.store, s.perm = nil, nil
-	if s.acct != nil {
-		s.acct.Close()
+	s.perm = nil
+	if s.x != nil {
+		s.x.close()
 	}
 	return s.in.Close()
 }

@@ -117,6 +117,64 @@ func TestSortHarness(t *testing.T) {
 	}
 }
 
+// TestSortSpills forces external sorts: at 24 KiB the runs are a few
+// hundred rows and the merge fan-in is 2 (several merge passes); at 160 KiB
+// the runs are merged in one pass. Ordered: the output must equal a stable
+// sort of the input, so ties keep input order across runs.
+func TestSortSpills(t *testing.T) {
+	rows := sortRows(5, 4000)
+	for i, keys := range sortKeySets {
+		for _, budget := range []int64{24 << 10, 160 << 10} {
+			if i%2 == 1 && budget > 24<<10 {
+				continue
+			}
+			// NB: batches of 7 make thousands of tiny spill batches (slow
+			// under the checked allocator): one key set takes them.
+			sizes := []int{1024}
+			if i == 0 {
+				sizes = []int{7, 1024}
+			}
+			spec := SortSpec{Keys: keys}
+			name := fmt.Sprintf("sort/%s/budget=%dKiB", keysName(keys), budget>>10)
+			t.Run(name, func(t *testing.T) {
+				var spilled int
+				RunOpTest(t, OpTest{
+					Name:       name,
+					Inputs:     []HarnessInput{{Schema: sortTestSchema, Rows: rows}},
+					Ordered:    true,
+					BatchSizes: sizes,
+					Budget:     budget,
+					Spill:      true,
+					SpillRuns:  &spilled,
+					Build:      func(in []Operator) (Operator, error) { return NewSort(in[0], spec) },
+					Ref:        func(in [][][]any) ([][]any, error) { return refSort(in[0], keys), nil },
+				})
+				if spilled == 0 {
+					t.Fatalf("no run spilled at a budget of %d bytes", budget)
+				}
+			})
+		}
+	}
+}
+
+// TestSortMergeFanIn pins the merge fan-in: bounded by a quarter of the
+// budget, never below 2 nor above sortMaxFanIn.
+func TestSortMergeFanIn(t *testing.T) {
+	for _, tc := range []struct {
+		limit, batch int64
+		want         int
+	}{
+		{0, 1 << 20, sortMaxFanIn},
+		{24 << 10, 1 << 10, 2},
+		{32 << 20, 100 << 10, 32 << 20 / 4 / (200<<10 + sortRunReaderBytes)},
+		{1 << 30, 100 << 10, sortMaxFanIn},
+	} {
+		if got := sortMergeFanIn(tc.limit, tc.batch); got != tc.want {
+			t.Errorf("sortMergeFanIn(%d, %d) = %d, want %d", tc.limit, tc.batch, got, tc.want)
+		}
+	}
+}
+
 func TestTopNHarness(t *testing.T) {
 	rows := sortRows(2, 400)
 	for i, keys := range sortKeySets {
@@ -159,30 +217,60 @@ func TestDistinctHarness(t *testing.T) {
 				Inputs:  []HarnessInput{{Schema: sortTestSchema, Rows: rows}},
 				Ordered: true,
 				Build:   func(in []Operator) (Operator, error) { return NewDistinct(in[0], spec) },
-				Ref: func(in [][][]any) ([][]any, error) {
-					kc := cols
-					if kc == nil {
-						for i := 0; i < sortTestSchema.NumFields(); i++ {
-							kc = append(kc, i)
-						}
-					}
-					seen := map[string]bool{}
-					var out [][]any
-					for _, row := range in[0] {
-						var key []any
-						for _, c := range kc {
-							key = append(key, row[c])
-						}
-						if k := rowKey(key); !seen[k] {
-							seen[k] = true
-							out = append(out, row)
-						}
-					}
-					return out, nil
-				},
+				Ref:     func(in [][][]any) ([][]any, error) { return refDistinct(in[0], cols), nil },
 			})
 		})
 	}
+}
+
+// TestDistinctSpills forces DISTINCT to spill: rows of keys not in the
+// table go to partitions, made distinct one level down. Not Ordered: a
+// spilled key comes out after the in-memory ones.
+func TestDistinctSpills(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 6))
+	rows := RandomRows(r, sortTestSchema, 5000, GenOpts{NullProb: 0.05, Distinct: 2500})
+	for _, cols := range [][]int{nil, {2}, {1, 8}} {
+		spec := DistinctSpec{Cols: cols}
+		name := fmt.Sprintf("distinct/%v", cols)
+		t.Run(name, func(t *testing.T) {
+			var spilled int
+			RunOpTest(t, OpTest{
+				Name:       name,
+				Inputs:     []HarnessInput{{Schema: sortTestSchema, Rows: rows}},
+				BatchSizes: []int{7, 1024},
+				Budget:     48 << 10,
+				Spill:      true,
+				SpillRuns:  &spilled,
+				Build:      func(in []Operator) (Operator, error) { return NewDistinct(in[0], spec) },
+				Ref:        func(in [][][]any) ([][]any, error) { return refDistinct(in[0], cols), nil },
+			})
+			if spilled == 0 {
+				t.Fatal("no run spilled")
+			}
+		})
+	}
+}
+
+// refDistinct keeps the first row of each key of cols (nil: all columns).
+func refDistinct(rows [][]any, cols []int) [][]any {
+	if cols == nil {
+		for i := 0; i < sortTestSchema.NumFields(); i++ {
+			cols = append(cols, i)
+		}
+	}
+	seen := map[string]bool{}
+	var out [][]any
+	for _, row := range rows {
+		var key []any
+		for _, c := range cols {
+			key = append(key, row[c])
+		}
+		if k := rowKey(key); !seen[k] {
+			seen[k] = true
+			out = append(out, row)
+		}
+	}
+	return out
 }
 
 // TestSortPrefixExact checks the radix path is taken when keys fit, and

@@ -39,10 +39,14 @@ import (
 // read once and removed.
 //
 // A Spill is safe for concurrent use: the pipelines of a query share it.
+// Child views of it (EXPLAIN ANALYZE gives one to each operator) count
+// what they write apart and write into the same directory under the same
+// cap.
 type Spill struct {
-	root  string
-	name  string
-	limit int64
+	parent *Spill // nil: the query's spill space itself
+	root   string
+	name   string
+	limit  int64
 
 	used    atomic.Int64 // bytes on disk now
 	written atomic.Int64 // bytes written in total
@@ -85,6 +89,19 @@ func NewSpill(root, query string, limit int64) *Spill {
 	return &Spill{root: root, name: fmt.Sprintf("%s%d-%s", SpillPrefix, os.Getpid(), q), limit: limit}
 }
 
+// Child returns a view of the query's spill space that counts its own
+// Written and Files (the space counts them too, a view's parent view does
+// not); its Close does nothing.
+func (s *Spill) Child() *Spill { return &Spill{parent: s.top(), root: s.root, limit: s.limit} }
+
+// top is the query's spill space.
+func (s *Spill) top() *Spill {
+	for s.parent != nil {
+		s = s.parent
+	}
+	return s
+}
+
 // Root is the directory spill directories are made in.
 func (s *Spill) Root() string { return s.root }
 
@@ -99,27 +116,30 @@ func (s *Spill) Files() int64 { return s.files.Load() }
 
 // create opens a new spill file for batches of schema.
 func (s *Spill) create(schema *arrow.Schema, op string) (*spillWriter, error) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	t := s.top()
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
 		return nil, nferr.With(nferr.KindCanceled, errors.New("spill: the query has ended"))
 	}
-	if s.dir == "" {
-		dir := filepath.Join(s.root, s.name)
+	if t.dir == "" {
+		dir := filepath.Join(t.root, t.name)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			s.mu.Unlock()
-			return nil, spillIOError(err, s.root)
+			t.mu.Unlock()
+			return nil, spillIOError(err, t.root)
 		}
-		s.dir = dir
+		t.dir = dir
 	}
-	s.seq++
-	path := filepath.Join(s.dir, fmt.Sprintf("%06d-%s.arrows", s.seq, strings.ReplaceAll(op, " ", "-")))
-	s.mu.Unlock()
+	t.seq++
+	path := filepath.Join(t.dir, fmt.Sprintf("%06d-%s.arrows", t.seq, strings.ReplaceAll(op, " ", "-")))
+	t.mu.Unlock()
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return nil, spillIOError(err, path)
 	}
-	s.files.Add(1)
+	for v := s; v != nil; v = v.parent {
+		v.files.Add(1)
+	}
 	w := &spillWriter{spill: s, f: f, path: path, schema: schema}
 	w.blocks = &blockWriter{w: w}
 	w.ipc = ipc.NewWriter(w.blocks, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
@@ -129,6 +149,9 @@ func (s *Spill) create(schema *arrow.Schema, op string) (*spillWriter, error) {
 // Close removes the query's spill directory and every file in it. Safe to
 // call more than once; files created afterwards are refused.
 func (s *Spill) Close() error {
+	if s.parent != nil {
+		return nil
+	}
 	s.mu.Lock()
 	dir := s.dir
 	s.closed, s.dir = true, ""
@@ -144,8 +167,10 @@ func (s *Spill) Close() error {
 
 // charge counts n more bytes on disk against the cap.
 func (s *Spill) charge(n int64, path string) error {
-	used := s.used.Add(n)
-	s.written.Add(n)
+	used := s.top().used.Add(n)
+	for v := s; v != nil; v = v.parent {
+		v.written.Add(n)
+	}
 	if s.limit > 0 && used > s.limit {
 		return nferr.Resourcef("spill: the query needs more than its spill limit of %s on disk (writing %s; raise --spill-limit or SET spill_limit, or give it more memory)",
 			FormatBytes(s.limit), path)
@@ -153,7 +178,7 @@ func (s *Spill) charge(n int64, path string) error {
 	return nil
 }
 
-func (s *Spill) uncharge(n int64) { s.used.Add(-n) }
+func (s *Spill) uncharge(n int64) { s.top().used.Add(-n) }
 
 // spillIOError turns a failed spill write into the query's error: a full
 // disk is a resource error naming the device's path.

@@ -14,9 +14,20 @@ import (
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
-// spillAgg runs a grouping aggregate over 50,000 distinct keys at a 64 KiB
-// budget with spill space sp.
-func spillAgg(t *testing.T, sp *Spill) ([][]any, error) {
+// spillOps are the spilling operators the spill-space tests run: a
+// grouping aggregate and a sort, each over 50,000 distinct keys.
+var spillOps = map[string]func(Operator) (Operator, error){
+	"agg": func(in Operator) (Operator, error) {
+		return NewHashAgg(in, HashAggSpec{GroupCols: []int{0}, Aggs: []AggSpec{{Func: AggCountStar}, {Func: AggMax, Arg: 1}}})
+	},
+	"sort": func(in Operator) (Operator, error) {
+		return NewSort(in, SortSpec{Keys: []SortKey{{Col: 1}, {Col: 0, Desc: true}}})
+	},
+}
+
+// runSpilling runs a spillOps operator over 50,000 rows at a 64 KiB budget
+// with spill space sp.
+func runSpilling(t *testing.T, sp *Spill, op string) ([][]any, error) {
 	t.Helper()
 	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "s", Type: arrow.BinaryTypes.String}}, nil)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -28,7 +39,7 @@ func spillAgg(t *testing.T, sp *Spill) ([][]any, error) {
 	rec := MakeRecord(t, mem, schema, rows)
 	src, _ := NewBatchSource(schema, rec)
 	rec.Release()
-	agg, err := NewHashAgg(src, HashAggSpec{GroupCols: []int{0}, Aggs: []AggSpec{{Func: AggCountStar}, {Func: AggMax, Arg: 1}}})
+	agg, err := spillOps[op](src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,28 +68,30 @@ func filesUnder(root string) []string {
 // TestSpillLimit: a query that needs more disk than its spill limit fails
 // with a resource error naming the limit, and leaves no file.
 func TestSpillLimit(t *testing.T) {
-	root := t.TempDir()
-	sp := NewSpill(root, "q1", 32<<10)
-	_, err := spillAgg(t, sp)
-	if !nferr.Is(err, nferr.KindResource) || !strings.Contains(err.Error(), "spill limit") {
-		t.Fatalf("got %v, want a resource error naming the spill limit", err)
-	}
-	if f := filesUnder(root); len(f) > 0 {
-		t.Fatalf("files left after the failed query: %v", f)
-	}
-	sp.Close()
-	// Unlimited, the same query answers.
-	sp = NewSpill(root, "q2", 0)
-	rows, err := spillAgg(t, sp)
-	if err != nil || len(rows) != 50000 {
-		t.Fatalf("%d rows, %v", len(rows), err)
-	}
-	if sp.Written() == 0 {
-		t.Fatal("nothing spilled")
-	}
-	sp.Close()
-	if ents, _ := os.ReadDir(root); len(ents) != 0 {
-		t.Fatalf("Close left %d entries", len(ents))
+	for op := range spillOps {
+		root := t.TempDir()
+		sp := NewSpill(root, "q1", 32<<10)
+		_, err := runSpilling(t, sp, op)
+		if !nferr.Is(err, nferr.KindResource) || !strings.Contains(err.Error(), "spill limit") {
+			t.Fatalf("%s: got %v, want a resource error naming the spill limit", op, err)
+		}
+		if f := filesUnder(root); len(f) > 0 {
+			t.Fatalf("%s: files left after the failed query: %v", op, f)
+		}
+		sp.Close()
+		// Unlimited, the same query answers.
+		sp = NewSpill(root, "q2", 0)
+		rows, err := runSpilling(t, sp, op)
+		if err != nil || len(rows) != 50000 {
+			t.Fatalf("%s: %d rows, %v", op, len(rows), err)
+		}
+		if sp.Written() == 0 {
+			t.Fatalf("%s: nothing spilled", op)
+		}
+		sp.Close()
+		if ents, _ := os.ReadDir(root); len(ents) != 0 {
+			t.Fatalf("%s: Close left %d entries", op, len(ents))
+		}
 	}
 }
 
@@ -94,15 +107,17 @@ func TestSpillDiskFull(t *testing.T) {
 		t.Skipf("mount tmpfs: %v", err)
 	}
 	defer syscall.Unmount(root, 0)
-	sp := NewSpill(root, "q", 0)
-	_, err := spillAgg(t, sp)
-	if !nferr.Is(err, nferr.KindResource) || !strings.Contains(err.Error(), "no space left on device") {
-		t.Fatalf("got %v, want a resource error saying no space is left", err)
+	for op := range spillOps {
+		sp := NewSpill(root, "q", 0)
+		_, err := runSpilling(t, sp, op)
+		if !nferr.Is(err, nferr.KindResource) || !strings.Contains(err.Error(), "no space left on device") {
+			t.Fatalf("%s: got %v, want a resource error saying no space is left", op, err)
+		}
+		if f := filesUnder(root); len(f) > 0 {
+			t.Fatalf("%s: files left: %v", op, f)
+		}
+		sp.Close()
 	}
-	if f := filesUnder(root); len(f) > 0 {
-		t.Fatalf("files left: %v", f)
-	}
-	sp.Close()
 }
 
 // TestSpillFileDamaged: a flipped byte or a truncation in a spill file is

@@ -2,10 +2,18 @@ package exec
 
 // Window functions.
 //
-// The operator materializes its input (charged to the "window" account),
-// sorts it by (PARTITION BY keys, ORDER BY keys) with the stable sort of
-// sort.go, computes every function over each partition, and emits the
-// input columns followed by one column per function, in that sorted order.
+// The operator materializes its input, sorts it by (PARTITION BY keys,
+// ORDER BY keys) with the stable sort of sort.go, computes every function
+// over each partition, and emits the input columns followed by one column
+// per function, in that sorted order.
+//
+// Out of core: with Env.Spill set, the sort is external (sort_spill.go).
+// When it spilled, the sorted rows arrive from its merge, and the operator
+// works through them a chunk at a time: whole partitions, as many as fit
+// in a quarter of the budget (at least one), evaluated and emitted before
+// the next chunk is read. A single partition larger than the budget fails
+// with a memory error naming it; so does a window without PARTITION BY
+// over more rows than fit (the whole input is one partition).
 //
 // Frames. Without a frame clause a function with ORDER BY sees RANGE
 // BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW: the rows up to the current
@@ -119,15 +127,20 @@ type Window struct {
 	spec     WindowSpec
 	schema   *arrow.Schema
 	infos    []colInfo
+	sortSpec []SortKey
 	sortKeys []sortKeyInfo
 	partRC   *rowComparer
 	peerRC   *rowComparer
 	funcs    []winFunc
 
 	env      *Env
-	acct     *Account
+	acct     *Account // the results; without a sort, the store too
+	x        *extSort // the sort (nil without keys)
+	chunk    *Account // spilled: the chunk's rows
 	store    *rowStore
 	perm     []uint32
+	tail     *rowStore // spilled: rows of a partition the next chunk continues
+	drained  bool      // spilled: the merge has ended
 	results  []winResult
 	computed bool
 	ps, pe   []int32 // peer bounds of the current partition
@@ -170,7 +183,7 @@ func NewWindow(in Operator, spec WindowSpec) (*Window, error) {
 		if err != nil {
 			return nil, err
 		}
-		w.sortKeys = sk
+		w.sortKeys, w.sortSpec = sk, keys
 		w.partRC = newRowComparer(sk[:len(spec.PartitionBy)])
 		w.peerRC = newRowComparer(sk[len(spec.PartitionBy):])
 	}
@@ -267,7 +280,12 @@ func (w *Window) Schema() *arrow.Schema { return w.schema }
 func (w *Window) Open(env *Env) error {
 	w.env = env
 	w.acct = env.Budget.NewAccount("window")
-	w.store = newRowStore(w.infos)
+	if w.sortKeys != nil {
+		w.x = newExtSort(env, "window", w.in.Schema(), w.sortSpec, w.sortKeys, w.infos, newRowComparer(w.sortKeys))
+		w.chunk = env.Budget.NewForcedAccount("window partitions")
+	} else {
+		w.store = newRowStore(w.infos)
+	}
 	return w.in.Open(env)
 }
 
@@ -289,7 +307,16 @@ func (w *Window) Next() (*Batch, error) {
 		w.computed = true
 	}
 	if w.pos >= len(w.perm) {
-		return nil, nil
+		if w.x == nil || w.x.merge == nil {
+			return nil, nil
+		}
+		if err := w.nextChunk(); err != nil {
+			w.err = err
+			return nil, err
+		}
+		if len(w.perm) == 0 {
+			return nil, nil
+		}
 	}
 	if err := w.env.Ctx.Err(); err != nil {
 		w.err = nferr.With(nferr.KindCanceled, err)
@@ -328,26 +355,119 @@ func (w *Window) resultArray(alloc memory.Allocator, i, start, end int) arrow.Ar
 	return arrayFromSlice(alloc, f.result, r.i64[start:end], valid)
 }
 
-// compute materializes, sorts and evaluates every function.
+// compute materializes and sorts the input, then evaluates every function
+// (over the first chunk when the sort spilled).
 func (w *Window) compute() error {
-	if err := drainInto(w.env, w.in, w.store, w.acct); err != nil {
+	if w.x == nil {
+		if err := drainInto(w.env, w.in, w.store, w.acct); err != nil {
+			return err
+		}
+		w.perm = identityPerm(w.perm, w.store.n)
+		return w.evaluate()
+	}
+	if err := w.x.drain(w.in); err != nil {
 		return err
 	}
-	n := w.store.n
-	if w.sortKeys != nil {
-		perm, err := sortStore(w.env, w.store, w.sortKeys, newRowComparer(w.sortKeys), w.acct)
+	perm, err := w.x.finish()
+	if err != nil {
+		return err
+	}
+	if w.x.merge != nil {
+		return w.nextChunk()
+	}
+	w.store, w.perm = w.x.store, perm
+	return w.evaluate()
+}
+
+func identityPerm(p []uint32, n int) []uint32 {
+	p = resize(p, n)
+	for i := range p {
+		p[i] = uint32(i)
+	}
+	return p
+}
+
+// nextChunk reads the next whole partitions from the spilled sort's merge
+// into a new store (w.perm empty at the end) and evaluates them.
+func (w *Window) nextChunk() error {
+	w.chunk.Shrink(w.chunk.Used()) // the previous chunk and its results
+	w.store, w.perm, w.results, w.pos = nil, w.perm[:0], nil, 0
+	st := w.tail
+	if st == nil {
+		st = newRowStore(w.infos)
+	}
+	w.tail = nil
+	// NB: the chunk is charged beyond the budget if it must (the merge's
+	// batches may already fill a small one); what bounds it is the target
+	// and, for a partition that goes on, the spillable share of the budget.
+	w.chunk.ForceGrow(st.bytes() - w.chunk.Used())
+	limit := w.env.Budget.root().Limit()
+	target := max(limit/4, 1)
+	cut := 0
+	for {
+		if st.n > 0 && (w.drained || st.bytes() >= target) {
+			cut = st.n
+			if !w.drained {
+				cut = w.lastPartitionStart(st)
+			}
+			if cut > 0 {
+				break
+			}
+			// One partition so far, and it goes on: read on.
+		}
+		if w.drained {
+			break
+		}
+		b, err := w.x.merge.Next()
 		if err != nil {
 			return err
 		}
-		w.perm = perm
-	} else {
-		w.perm = make([]uint32, n)
-		for i := range w.perm {
-			w.perm[i] = uint32(i)
+		if b == nil {
+			w.drained = true
+			continue
+		}
+		st.appendBatch(b)
+		w.chunk.ForceGrow(st.bytes() - w.chunk.Used())
+		if limit > 0 && st.bytes() > limit-limit/spillHeadroom && w.lastPartitionStart(st) == 0 {
+			return nferr.Resourcef("memory limit exceeded in window: a partition of more than %d rows (%s) does not fit in the %s budget (raise --memory-limit)",
+				st.n, FormatBytes(st.bytes()), FormatBytes(limit))
 		}
 	}
-	// Result memory: at most 17 bytes per row per function (i128 + valid).
-	if err := w.acct.Grow(int64(n) * 17 * int64(len(w.funcs))); err != nil {
+	if cut < st.n {
+		// The last partition may go on in the next batches: it starts the
+		// next chunk. NB: its rows stay in st too, unused.
+		w.tail = newRowStore(w.infos)
+		for c, v := range w.tail.vecs {
+			v.AppendVec(st.vecs[c], cut, st.n)
+		}
+		w.tail.n = st.n - cut
+	}
+	w.store, w.perm = st, identityPerm(w.perm, cut)
+	return w.evaluate()
+}
+
+// lastPartitionStart returns the row where the last partition of st
+// (sorted) starts.
+func (w *Window) lastPartitionStart(st *rowStore) int {
+	if w.partRC == nil || len(w.partRC.fns) == 0 {
+		return 0
+	}
+	last, k := st.n-1, st.n-1
+	for k > 0 && w.partRC.compare(st, st, k-1, last) == 0 {
+		k--
+	}
+	return k
+}
+
+// evaluate computes every function over the rows of w.perm.
+func (w *Window) evaluate() error {
+	n := len(w.perm)
+	// Result memory: at most 17 bytes per row per function (i128 + valid);
+	// a chunk's is bounded with the chunk.
+	res := int64(n) * 17 * int64(len(w.funcs))
+	if w.x != nil && w.x.merge != nil {
+		w.chunk.ForceGrow(res)
+	} else if err := w.acct.Grow(res); err != nil {
 		return err
 	}
 	w.results = make([]winResult, len(w.funcs))
@@ -746,7 +866,11 @@ func (w *Window) Close() error {
 	w.closed = true
 	releaseArrays(w.out.Cols)
 	w.out = Batch{}
-	w.store, w.perm, w.results = nil, nil, nil
+	w.store, w.perm, w.results, w.tail = nil, nil, nil, nil
+	if w.x != nil {
+		w.x.close()
+		w.chunk.Close()
+	}
 	if w.acct != nil {
 		w.acct.Close()
 	}

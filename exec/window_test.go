@@ -188,6 +188,79 @@ func TestWindowSpecErrors(t *testing.T) {
 // TestStatefulMemoryLimits: every buffering operator fails cleanly with a
 // KindResource error naming it when the budget is too small, and returns
 // everything to the budget.
+// TestWindowSpills forces the window's sort to spill, so that it works
+// through the sorted runs a chunk of whole partitions at a time: many
+// partitions of a few rows (most chunks cut within a batch), and a few
+// partitions of hundreds of rows (a partition spans several batches).
+func TestWindowSpills(t *testing.T) {
+	fb := func(k BoundKind, off int64) FrameBound { return FrameBound{Kind: k, Offset: off} }
+	sliding := &WindowFrame{Mode: FrameRows, Start: fb(Preceding, 2), End: fb(Following, 1)}
+	funcs := []WindowFuncSpec{{Func: WinRowNumber}, {Func: WinRank}, {Func: WinDenseRank},
+		{Func: WinSum, Arg: 3}, {Func: WinCount, Arg: 2, Frame: sliding}, {Func: WinMax, Arg: 0, Frame: sliding},
+		{Func: WinAvg, Arg: 4, Frame: &WindowFrame{Mode: FrameRange, Start: fb(UnboundedPreceding, 0), End: fb(UnboundedFollowing, 0)}}}
+	for _, tc := range []struct {
+		name     string
+		distinct int
+		part     []int
+		order    []SortKey
+	}{
+		{"small-partitions", 1500, []int{1}, []SortKey{{Col: 5}, {Col: 2}}},
+		{"large-partitions", 6, []int{1, 6}, []SortKey{{Col: 2, Desc: true}}},
+	} {
+		rows := aggRows(61, 4000, tc.distinct)
+		spec := WindowSpec{PartitionBy: tc.part, OrderBy: tc.order, Funcs: funcs}
+		t.Run(tc.name, func(t *testing.T) {
+			var spilled int
+			RunOpTest(t, OpTest{
+				Name:       "window/" + tc.name,
+				Inputs:     []HarnessInput{{Schema: aggTestSchema, Rows: rows}},
+				Ordered:    true,
+				BatchSizes: []int{7, 1024},
+				Budget:     160 << 10,
+				Spill:      true,
+				SpillRuns:  &spilled,
+				Build:      func(in []Operator) (Operator, error) { return NewWindow(in[0], spec) },
+				Ref:        func(in [][][]any) ([][]any, error) { return refWindow(in[0], spec) },
+			})
+			if spilled == 0 {
+				t.Fatal("no run spilled")
+			}
+		})
+	}
+}
+
+// TestWindowPartitionTooLarge: a partition that does not fit is a memory
+// error naming the window, not a crash or a wrong answer; spill files go.
+func TestWindowPartitionTooLarge(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rows := aggRows(71, 20000, 3)
+	rec := MakeRecord(t, mem, aggTestSchema, rows)
+	defer rec.Release()
+	for _, part := range [][]int{nil, {6}} {
+		src, _ := NewBatchSource(aggTestSchema, rec)
+		op, err := NewWindow(src, WindowSpec{PartitionBy: part, OrderBy: []SortKey{{Col: 2}}, Funcs: []WindowFuncSpec{{Func: WinRank}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		root := t.TempDir()
+		env := NewTestEnv(mem)
+		env.Budget = NewBudget(64 << 10)
+		env.Spill = NewSpill(root, "q", 0)
+		_, err = CollectRows(env, op)
+		if !nferr.Is(err, nferr.KindResource) || !strings.Contains(err.Error(), "window") {
+			t.Fatalf("partition by %v: got %v, want a memory error naming the window", part, err)
+		}
+		if env.Budget.Used() != 0 {
+			t.Fatalf("budget holds %d after Close", env.Budget.Used())
+		}
+		env.Spill.Close()
+		if f := filesUnder(root); len(f) > 0 {
+			t.Fatalf("files left: %v", f)
+		}
+	}
+}
+
 func TestStatefulMemoryLimits(t *testing.T) {
 	checkNoGoroutineLeak(t)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())

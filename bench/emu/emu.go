@@ -556,10 +556,15 @@ func cleanup(prefix string, cg cgroupFS) error {
 		errs = append(errs, err)
 	}
 	for _, l := range ls {
-		// A host end's veth may have gone with its peer's namespace.
-		if _, err := os.Stat(filepath.Join("/sys/class/net", l)); err == nil {
+		// A host end's veth goes with its peer's namespace, but the kernel
+		// removes it in the background: it may vanish between the check
+		// and the delete, which is no error.
+		sys := filepath.Join("/sys/class/net", l)
+		if _, err := os.Stat(sys); err == nil {
 			if err := run(context.Background(), "ip", "link", "del", l); err != nil {
-				errs = append(errs, err)
+				if _, serr := os.Stat(sys); serr == nil {
+					errs = append(errs, err)
+				}
 			}
 		}
 	}

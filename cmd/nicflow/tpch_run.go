@@ -216,7 +216,7 @@ func runTpchRun(ctx context.Context, fl tpchRunFlags, stdout, stderr io.Writer) 
 			return res.err
 		}
 	}
-	where := fmt.Sprintf("parallelism %d", opts.Parallelism)
+	where := fmt.Sprintf("parallelism %d, memory limit %s, peak RSS %s", opts.Parallelism, exec.FormatBytes(opts.MemoryLimit), peakRSS())
 	if fl.cluster != "" {
 		where = "cluster " + fl.cluster
 	}
@@ -471,4 +471,14 @@ func writeFigures(w io.Writer, format, title string, header []string, rows [][]s
 	}
 	fmt.Fprintln(w, title)
 	bench.WriteAligned(w, header, rows, left)
+}
+
+// peakRSS is this process's peak resident set size so far ("?" where the
+// system does not say).
+func peakRSS() string {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil || ru.Maxrss <= 0 {
+		return "?"
+	}
+	return exec.FormatBytes(int64(ru.Maxrss) << 10) // NB: Linux reports KiB
 }

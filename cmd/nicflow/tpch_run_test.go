@@ -283,3 +283,45 @@ func BenchmarkTPCH(b *testing.B) {
 	}
 	b.ReportMetric(total/float64(b.N), "total-ms")
 }
+
+// TestSQLSpills runs queries whose every stateful operator must spill
+// (sort, window, DISTINCT, count(DISTINCT), join and aggregate) at SF 0.01
+// under a 256 KiB budget, checks their answers against the unlimited run,
+// that EXPLAIN ANALYZE names the operators that spilled, and that no spill
+// file is left behind.
+func TestSQLSpills(t *testing.T) {
+	dir := tpchDir(t, 0.01)
+	spillDir := t.TempDir()
+	run := func(limit, q string) (string, error) {
+		var out, errb bytes.Buffer
+		f := sqlFlags{dir: dir, format: formatCSV, memoryLimit: limit, parallel: 2, spill: spillFlags{dir: spillDir}}
+		err := runSQL(context.Background(), f, []string{q}, nil, &out, &errb)
+		return out.String(), err
+	}
+	for _, q := range []string{
+		"select l_orderkey, l_linenumber, l_comment from lineitem order by l_comment desc, l_orderkey, l_linenumber",
+		"select l_suppkey, l_orderkey, l_linenumber, rank() over (partition by l_suppkey order by l_extendedprice desc, l_orderkey, l_linenumber) r, sum(l_quantity) over (partition by l_suppkey) s from lineitem order by 1, 2, 3",
+		"select count(*), sum(l_orderkey) from (select distinct l_orderkey, l_comment from lineitem) t",
+		"select l_returnflag, count(distinct l_comment), max(distinct l_comment) from lineitem group by 1 order by 1",
+		"select o_orderpriority, count(*), sum(l_extendedprice) from orders join lineitem on o_orderkey = l_orderkey group by 1 order by 1",
+	} {
+		want, err := run("", q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		got, err := run("256KiB", q)
+		if err != nil {
+			t.Fatalf("%s under 256 KiB: %v", q, err)
+		}
+		if got != want {
+			t.Errorf("%s: %d bytes of answer under 256 KiB, %d without a limit; they differ", q, len(got), len(want))
+		}
+		plan, err := run("256KiB", "explain analyze "+q)
+		if err != nil || !strings.Contains(plan, "spilled") {
+			t.Errorf("EXPLAIN ANALYZE %s shows no spilled operator (%v):\n%s", q, err, plan)
+		}
+		if ents, _ := os.ReadDir(spillDir); len(ents) != 0 {
+			t.Fatalf("%s: %d entries left in the spill directory", q, len(ents))
+		}
+	}
+}

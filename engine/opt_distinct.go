@@ -1,0 +1,69 @@
+package engine
+
+// ---------------------------------------------------------------- distinct_agg
+
+// distinctAggs rewrites an aggregate whose aggregates all take DISTINCT
+// of one argument x (min and max of x may come without DISTINCT: they are
+// the same) into two aggregates: the inner groups by the groups and x
+// (making x distinct within each group), the outer groups by the groups
+// and applies the functions without DISTINCT:
+//
+//	Aggregate group=[g] aggs=[count(DISTINCT x), sum(DISTINCT x)]
+//	=> Aggregate group=[g] aggs=[count(x'), sum(x')]
+//	     Aggregate group=[g', x']
+//
+// Both are plain grouping aggregates: they split into partial and final
+// phases that run in parallel and across a cluster, and they spill, where
+// the per-group DISTINCT sets of one aggregate do neither. NULL x forms an
+// inner group that the outer functions skip, as DISTINCT does; an empty
+// input gives the same empty groups (or the one global row). The outer
+// aggregate keeps the original columns, so its parents are unchanged.
+func (o *optimizer) distinctAggs(p Plan) Plan {
+	return mapPlan(p, func(n Plan) Plan {
+		a, ok := n.(*AggregateNode)
+		if !ok {
+			return n
+		}
+		x := singleDistinctArg(a.Aggs)
+		if x == nil {
+			return n
+		}
+		inner := &AggregateNode{Input: a.Input, Dedup: true}
+		outer := &AggregateNode{GroupCols: a.GroupCols, AggCols: a.AggCols}
+		for i, g := range a.Groups {
+			c := o.newCol(a.GroupCols[i].Name, g.Type(), a.GroupCols[i].Nullable)
+			c.Table = a.GroupCols[i].Table
+			inner.Groups = append(inner.Groups, g)
+			inner.GroupCols = append(inner.GroupCols, c)
+			outer.Groups = append(outer.Groups, colRef(c))
+		}
+		xc := o.newCol(x.String(), x.Type(), true)
+		inner.Groups = append(inner.Groups, x)
+		inner.GroupCols = append(inner.GroupCols, xc)
+		for _, ag := range a.Aggs {
+			outer.Aggs = append(outer.Aggs, &AggCall{Fn: ag.Fn, Arg: colRef(xc), Typ: ag.Typ})
+		}
+		outer.Input = inner
+		return outer
+	})
+}
+
+// singleDistinctArg returns x when every aggregate is fn(DISTINCT x), or
+// min(x) or max(x), with at least one DISTINCT; nil otherwise.
+func singleDistinctArg(aggs []*AggCall) Expr {
+	var x Expr
+	distinct := false
+	for _, ag := range aggs {
+		if ag.Arg == nil || (!ag.Distinct && ag.Fn != aggMin && ag.Fn != aggMax) {
+			return nil
+		}
+		if x != nil && !exprEqual(x, ag.Arg) {
+			return nil
+		}
+		x, distinct = ag.Arg, distinct || ag.Distinct
+	}
+	if !distinct {
+		return nil
+	}
+	return x
+}
