@@ -18,6 +18,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/nicflow/nicflow/engine"
+	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/internal/nferr"
 	"github.com/nicflow/nicflow/shuffle"
 	"github.com/nicflow/nicflow/storage"
@@ -663,7 +664,11 @@ type SQLWorker struct {
 	cl    *shuffle.Client
 	peers map[int]string
 
-	scanned, scannedBytes, sent, received prometheus.Counter
+	scanned, scannedBytes, sent, received, spilled prometheus.Counter
+
+	// memory is the node's --memory, shared by the tasks of every query
+	// on it: each task's budget draws from it (engine.FragmentEnv.Memory).
+	memory *exec.Budget
 
 	// alloc is shared by the worker's fragments: buffers freed by one task
 	// are reused by the next (engine.NewPoolAllocator).
@@ -718,9 +723,13 @@ func (w *SQLWorker) Start(n *Node, listen string) error {
 	w.scannedBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "nicflow_scan_bytes_total", Help: "Arrow bytes fragments on this worker read from storage nodes."})
 	w.sent = prometheus.NewCounter(prometheus.CounterOpts{Name: "nicflow_shuffle_sent_bytes_total", Help: "Payload bytes this worker's fragments sent through network exchanges."})
 	w.received = prometheus.NewCounter(prometheus.CounterOpts{Name: "nicflow_shuffle_received_bytes_total", Help: "Payload bytes this worker's fragments received from network exchanges."})
+	w.spilled = prometheus.NewCounter(prometheus.CounterOpts{Name: "nicflow_spilled_bytes_total", Help: "Bytes this worker's fragments wrote to spill files (what did not fit in memory)."})
+	w.memory = exec.NewNodeBudget(n.opts.Memory, "the worker's --memory")
 	w.mu.Unlock()
 	reg := n.Metrics()
-	reg.MustRegister(w.scanned, w.scannedBytes, w.sent, w.received)
+	reg.MustRegister(w.scanned, w.scannedBytes, w.sent, w.received, w.spilled)
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nicflow_task_memory_bytes", Help: "Memory the tasks on this worker hold now (of its --memory)."},
+		func() float64 { return float64(w.memory.Used()) }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nicflow_shuffle_agent_frames_dropped", Help: "Frames the shuffle agent dropped (no local task took them)."},
 		func() float64 { return float64(a.Stats().Dropped) }))
 	go func() {
@@ -751,7 +760,7 @@ func (w *SQLWorker) Close() {
 // Execute implements Executor.
 func (w *SQLWorker) Execute(ctx context.Context, tc *TaskContext) error {
 	w.mu.Lock()
-	xs, a := w.xs, w.agent
+	xs, a, mem := w.xs, w.agent, w.memory
 	w.mu.Unlock()
 	if xs == nil {
 		return nferr.Unavailablef("worker %s: shuffle agent not running", tc.Node.ID())
@@ -806,9 +815,11 @@ func (w *SQLWorker) Execute(ctx context.Context, tc *TaskContext) error {
 			}
 		}
 	}()
-	err = engine.RunFragment(ctx, f, engine.FragmentEnv{Exchanges: xs, Source: src, Alloc: w.alloc, Send: tc.Send, Counters: ctr, Node: tc.Node.ID(), SpillDir: tc.Node.opts.SpillDir})
+	err = engine.RunFragment(ctx, f, engine.FragmentEnv{Exchanges: xs, Source: src, Alloc: w.alloc, Send: tc.Send, Counters: ctr, Node: tc.Node.ID(),
+		SpillDir: tc.Node.opts.SpillDir, Memory: mem})
 	close(done)
 	publish()
+	w.spilled.Add(float64(ctr.Spilled.Load()))
 	if err != nil && ctx.Err() != nil && !nferr.Is(err, nferr.KindCanceled) {
 		// The query ended (canceled, or failed elsewhere): whatever this
 		// task saw since is a consequence, not the cause.

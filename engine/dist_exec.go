@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -267,6 +268,11 @@ type FragmentEnv struct {
 	// SpillDir is where the fragment's operators spill (exec.Spill): ""
 	// for the OS temporary directory, "off" for no spilling.
 	SpillDir string
+	// Memory, when set, is the node's memory shared by the tasks of every
+	// query it runs (exec.NewNodeBudget): the task's budget (the query's
+	// memory limit) draws from it too, so its operators spill when the
+	// node is short even if the query's limit is not reached.
+	Memory *exec.Budget
 }
 
 // FragmentCounters are a task's live figures.
@@ -276,6 +282,8 @@ type FragmentCounters struct {
 	// exchanges' payloads.
 	Out            exec.NetCounters
 	Sent, Received exec.NetCounters
+	// Spilled is what the task wrote to spill files (set when it ends).
+	Spilled atomic.Int64
 }
 
 // TaskReport is one task's EXPLAIN ANALYZE figures.
@@ -299,6 +307,7 @@ type OpFigures struct {
 	Nanos     int64 `json:"nanos"`
 	Peak      int64 `json:"peak"`
 	Spilled   int64 `json:"spilled,omitempty"`
+	SpillFile int64 `json:"spill_files,omitempty"`
 }
 
 // ScanTotals are one scan's row-group counts in one task.
@@ -350,6 +359,7 @@ func CollectStats(reports []TaskReport) *DistStats {
 			}
 			st.peak += f.Peak
 			st.spilled += f.Spilled
+			st.spillFiles += f.SpillFile
 		}
 		for id, s := range r.Scans {
 			st := m[id]
@@ -437,17 +447,22 @@ func RunFragment(ctx context.Context, f *Fragment, fe FragmentEnv) (err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	limit := f.MemoryLimit
-	if limit <= 0 {
+	if limit <= 0 && fe.Memory == nil {
 		limit = exec.DefaultMemoryLimit()
 	}
-	env := &exec.Env{Ctx: ctx, Alloc: fe.Alloc, Budget: exec.NewBudget(limit), BatchSize: f.BatchSize, Parallelism: f.Parallelism}
+	env := &exec.Env{Ctx: ctx, Alloc: fe.Alloc, Budget: exec.NewBudgetUnder(fe.Memory, limit), BatchSize: f.BatchSize, Parallelism: f.Parallelism}
 	if fe.SpillDir != "off" {
 		dir := fe.SpillDir
 		if dir == "" {
 			dir = os.TempDir()
 		}
 		env.Spill = exec.NewSpill(dir, fmt.Sprintf("%s-s%d-t%d", f.Query, f.Stage, f.Task), 0)
-		defer env.Spill.Close()
+		defer func() {
+			if ctr != nil {
+				ctr.Spilled.Store(env.Spill.Written())
+			}
+			env.Spill.Close()
+		}()
 	}
 	if env.BatchSize <= 0 {
 		env.BatchSize = exec.DefaultBatchSize
@@ -547,7 +562,9 @@ func sendReport(f *Fragment, fe FragmentEnv, stats map[int]*OpStats, ctr *Fragme
 		BytesSent: ctr.Sent.Bytes.Load(), BytesReceived: ctr.Received.Bytes.Load(), Wall: wall,
 		Ops: map[int]OpFigures{}, Scans: map[int]ScanTotals{}}
 	for id, st := range stats {
-		r.Ops[id] = OpFigures{Instances: st.Instances, Rows: st.Rows.Load(), Batches: st.Batches.Load(), Nanos: st.Nanos.Load(), Peak: st.PeakBytes(), Spilled: st.SpilledBytes()}
+		sp, files := st.Spilled()
+		r.Ops[id] = OpFigures{Instances: st.Instances, Rows: st.Rows.Load(), Batches: st.Batches.Load(), Nanos: st.Nanos.Load(), Peak: st.PeakBytes(),
+			Spilled: sp, SpillFile: files}
 		if st.scan != nil {
 			t := st.scan.totals()
 			r.Scans[id] = ScanTotals{RowGroupsTotal: t.RowGroupsTotal, RowGroupsPruned: t.RowGroupsPruned, LocalScans: t.LocalScans}

@@ -63,8 +63,8 @@ func (e *physExplainer) figures(n *PhysNode) string {
 	if peak := st.PeakBytes(); peak > 0 {
 		s += ", peak " + exec.FormatBytes(peak)
 	}
-	if sp := st.SpilledBytes(); sp > 0 {
-		s += ", spilled " + exec.FormatBytes(sp)
+	if sp, files := st.Spilled(); sp > 0 {
+		s += fmt.Sprintf(", spilled %s in %d files", exec.FormatBytes(sp), files)
 	}
 	if st.scan != nil {
 		t := st.scan.totals()

@@ -434,23 +434,25 @@ type OpStats struct {
 	Nanos   atomic.Int64
 	budgets []*exec.Budget
 	scan    *taskQueue
-	// peak and spilled are counted elsewhere (the tasks of a distributed
-	// stage).
-	peak, spilled int64
+	// peak, spilled and spillFiles are counted elsewhere (the tasks of a
+	// distributed stage).
+	peak, spilled, spillFiles int64
 
 	mu     sync.Mutex
 	spills []*exec.Spill // the instances' views of the query's spill space
 }
 
-// SpilledBytes sums what the node's instances wrote to spill files.
-func (s *OpStats) SpilledBytes() int64 {
+// Spilled sums what the node's instances wrote to spill files: bytes, and
+// files (a sorted run, a partition, a merge pass's output each).
+func (s *OpStats) Spilled() (bytes, files int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := s.spilled
+	bytes, files = s.spilled, s.spillFiles
 	for _, sp := range s.spills {
-		n += sp.Written()
+		bytes += sp.Written()
+		files += sp.Files()
 	}
-	return n
+	return bytes, files
 }
 
 // PeakBytes sums the peak memory of the node's instances.

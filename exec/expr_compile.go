@@ -413,7 +413,10 @@ func (c *constNode) eval(b *evalBatch, _ []int32) (*vec, error) {
 	if c.filled >= n {
 		return &c.v, nil
 	}
-	m := max(n, 1024) // broadcast a little more so small batches refill rarely
+	// NB: exactly n, not more: a wide SELECT list holds one broadcast per
+	// constant (300,000 columns of x + 1 held 1024 rows each: 2 GB), and
+	// refilling costs O(n) only when a batch is larger than any before.
+	m := n
 	v := &c.v
 	if c.null {
 		v.nulls = grow(v.nulls, m)

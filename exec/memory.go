@@ -11,10 +11,13 @@ import (
 )
 
 // Budget is a per-query memory budget on one node. Operators draw from it
-// through Accounts; the sum of all accounts never exceeds Limit.
+// through Accounts; the sum of all accounts never exceeds Limit. A query's
+// budget may itself draw from a node's (NewBudgetUnder): the memory a
+// worker offers, shared by the tasks of every query it runs.
 type Budget struct {
 	limit  int64
 	parent *Budget
+	hint   string // what to raise when this budget is exhausted
 
 	mu   sync.Mutex
 	used int64
@@ -23,6 +26,25 @@ type Budget struct {
 
 // NewBudget returns a budget of limit bytes; limit <= 0 means no limit.
 func NewBudget(limit int64) *Budget { return &Budget{limit: limit} }
+
+// NewNodeBudget returns a node's memory of limit bytes, shared by the
+// budgets made under it; hint says what to raise when it runs out ("the
+// worker's --memory").
+func NewNodeBudget(limit int64, hint string) *Budget { return &Budget{limit: limit, hint: hint} }
+
+// NewBudgetUnder returns a query's budget of limit bytes (<= 0: as much as
+// the node has) that also draws from node: a reservation fails when
+// either is exhausted, and spilling operators spill when either is 3/4
+// used.
+func NewBudgetUnder(node *Budget, limit int64) *Budget {
+	if node == nil {
+		return NewBudget(limit)
+	}
+	if limit <= 0 || (node.Limit() > 0 && limit > node.Limit()) {
+		limit = node.Limit()
+	}
+	return &Budget{limit: limit, parent: node}
+}
 
 // Limit is the budget's size in bytes (0: unlimited).
 func (b *Budget) Limit() int64 {
@@ -52,15 +74,14 @@ func (b *Budget) Peak() int64 {
 // measure its peak memory.
 func (b *Budget) Child() *Budget { return &Budget{parent: b} }
 
-// root is the budget at the top of b's chain of parents (the query's).
+// root is the query's budget: the first of b and its parents with a
+// limit of its own (EXPLAIN ANALYZE's children have none), or the top.
 func (b *Budget) root() *Budget {
-	for b.parent != nil {
+	for b.limit <= 0 && b.parent != nil {
 		b = b.parent
 	}
 	return b
 }
-
-func (b *Budget) reserve(n int64) bool { return b.reserveMaybe(n, false, false) }
 
 // spillHeadroom is the share of a budget that spillable accounts leave to
 // the others (exchange queues, scans, operators that cannot spill): a
@@ -69,10 +90,13 @@ func (b *Budget) reserve(n int64) bool { return b.reserveMaybe(n, false, false) 
 const spillHeadroom = 4
 
 // reserveMaybe reserves n bytes; force reserves beyond the limit; soft
-// fails beyond the limit less the spill headroom.
-func (b *Budget) reserveMaybe(n int64, force, soft bool) bool {
-	if b.parent != nil && !b.parent.reserveMaybe(n, force, soft) {
-		return false
+// fails beyond the limit less the spill headroom. It returns nil, or the
+// budget (b or a parent) that could not cover n.
+func (b *Budget) reserveMaybe(n int64, force, soft bool) *Budget {
+	if b.parent != nil {
+		if full := b.parent.reserveMaybe(n, force, soft); full != nil {
+			return full
+		}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -84,13 +108,13 @@ func (b *Budget) reserveMaybe(n int64, force, soft bool) bool {
 		if b.parent != nil {
 			b.parent.release(n)
 		}
-		return false
+		return b
 	}
 	b.used += n
 	if b.used > b.peak {
 		b.peak = b.used
 	}
-	return true
+	return nil
 }
 
 func (b *Budget) release(n int64) {
@@ -147,9 +171,13 @@ func (a *Account) Grow(n int64) error {
 		a.ForceGrow(n)
 		return nil
 	}
-	if !a.budget.reserveMaybe(n, false, a.soft) {
-		return nferr.Resourcef("memory limit exceeded in %s: needs %s more, %s of %s in use (raise --memory-limit)",
-			a.name, FormatBytes(n), FormatBytes(a.budget.root().Used()), FormatBytes(a.budget.root().limit))
+	if full := a.budget.reserveMaybe(n, false, a.soft); full != nil {
+		hint := full.hint
+		if hint == "" {
+			hint = "--memory-limit"
+		}
+		return nferr.Resourcef("memory limit exceeded in %s: needs %s more, %s of %s in use (raise %s)",
+			a.name, FormatBytes(n), FormatBytes(full.Used()), FormatBytes(full.limit), hint)
 	}
 	a.used += n
 	if a.used > a.peak {

@@ -26,9 +26,10 @@ import (
 	"strings"
 	"time"
 
-	_ "github.com/duckdb/duckdb-go/v2"
+	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/nicflow/nicflow/engine"
+	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/tpch"
 )
 
@@ -39,11 +40,29 @@ func main() {
 	queries := flag.String("queries", "1-22", "queries to run: 1-22, or a list like 1,3,6")
 	memTables := flag.Bool("duckdb-memory", false, "load the tables into DuckDB's memory first (instead of views over Parquet)")
 	format := flag.String("format", "table", "output: table or csv")
+	memLimit := flag.String("memory-limit", "", "memory limit of both engines, e.g. 1GiB (nicflow's per-query budget, spilling beyond it; DuckDB's memory_limit); default: each engine's own")
+	verify := flag.Bool("verify", false, "compare nicflow's answers with DuckDB's (ORDER BY order, ties in any order, numbers within 1e-6 relative or 0.01)")
 	flag.Parse()
-	if err := run(*dir, *runs, *threads, *queries, *memTables, *format); err != nil {
+	o := options{runs: *runs, threads: *threads, memTables: *memTables, format: *format, verify: *verify}
+	if *memLimit != "" {
+		n, err := exec.ParseBytes(*memLimit)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "duckdb-bench: --memory-limit:", err)
+			os.Exit(2)
+		}
+		o.memLimit = n
+	}
+	if err := run(*dir, *queries, o); err != nil {
 		fmt.Fprintln(os.Stderr, "duckdb-bench:", err)
 		os.Exit(1)
 	}
+}
+
+type options struct {
+	runs, threads     int
+	memTables, verify bool
+	format            string
+	memLimit          int64 // bytes; 0: each engine's default
 }
 
 type timing struct {
@@ -51,9 +70,11 @@ type timing struct {
 	nicflow      time.Duration
 	duckdb       time.Duration
 	nRows, dRows int
+	answer       string // with --verify: "ok" or the first difference
 }
 
-func run(dir string, runs, threads int, qlist string, memTables bool, format string) error {
+func run(dir string, qlist string, o options) error {
+	runs, threads, memTables, format := o.runs, o.threads, o.memTables, o.format
 	if dir == "" {
 		return fmt.Errorf("--dir is required")
 	}
@@ -79,6 +100,14 @@ func run(dir string, runs, threads int, qlist string, memTables bool, format str
 	if _, err := db.Exec(fmt.Sprintf("SET threads = %d", threads)); err != nil {
 		return err
 	}
+	if o.memLimit > 0 {
+		tmp := filepath.Join(dir, "tmp", "duckdb")
+		for _, set := range []string{fmt.Sprintf("SET memory_limit = '%dKiB'", o.memLimit>>10), fmt.Sprintf("SET temp_directory = '%s'", strings.ReplaceAll(tmp, "'", "''"))} {
+			if _, err := db.Exec(set); err != nil {
+				return fmt.Errorf("duckdb: %s: %w", set, err)
+			}
+		}
+	}
 	var version string
 	if err := db.QueryRow("select version()").Scan(&version); err != nil {
 		return err
@@ -95,7 +124,7 @@ func run(dir string, runs, threads int, qlist string, memTables bool, format str
 		}
 	}
 
-	sess, err := engine.Open(dir, engine.Options{Parallelism: threads})
+	sess, err := engine.Open(dir, engine.Options{Parallelism: threads, MemoryLimit: o.memLimit})
 	if err != nil {
 		return err
 	}
@@ -108,44 +137,61 @@ func run(dir string, runs, threads int, qlist string, memTables bool, format str
 			return err
 		}
 		tm := timing{q: q}
+		var nRes, dRes tpch.Result
 		for r := 0; r < runs; r++ {
-			d, n, err := runNicflow(ctx, sess, text)
+			d, res, err := runNicflow(ctx, sess, text, o.verify && r == 0)
 			if err != nil {
 				return fmt.Errorf("nicflow Q%d: %w", q, err)
 			}
 			if r == 0 || d < tm.nicflow {
 				tm.nicflow = d
 			}
-			tm.nRows = n
-			d, n, err = runDuckDB(db, text)
+			tm.nRows = len(res.Rows)
+			if r == 0 {
+				nRes = res
+			}
+			d, res, err = runDuckDB(db, text, o.verify && r == 0)
 			if err != nil {
 				return fmt.Errorf("duckdb Q%d: %w", q, err)
 			}
 			if r == 0 || d < tm.duckdb {
 				tm.duckdb = d
 			}
-			tm.dRows = n
+			tm.dRows = len(res.Rows)
+			if r == 0 {
+				dRes = res
+			}
+		}
+		if o.verify {
+			// NB: the engines name expression columns differently; the
+			// values are what is compared.
+			dRes.Columns = nRes.Columns
+			tm.answer = "ok"
+			if err := tpch.CompareAnswers(q, sf, dRes, nRes); err != nil {
+				tm.answer = "DIFFERS: " + err.Error()
+			}
 		}
 		out = append(out, tm)
 	}
-	print(out, format, sf, threads, runs, version, memTables)
+	print(out, format, sf, threads, runs, version, memTables, o.memLimit)
 	return nil
 }
 
 // runNicflow runs a script (Q15 is create view; select; drop view) and
-// counts the rows of its row-returning statements.
-func runNicflow(ctx context.Context, s *engine.Session, text string) (time.Duration, int, error) {
+// returns the rows of its query (canonical text when keep, else empty
+// rows that only count).
+func runNicflow(ctx context.Context, s *engine.Session, text string, keep bool) (time.Duration, tpch.Result, error) {
+	var out tpch.Result
 	start := time.Now()
 	sc, err := s.Execute(ctx, text)
 	if err != nil {
-		return 0, 0, err
+		return 0, out, err
 	}
 	defer sc.Close()
-	n := 0
 	for {
 		res, err := sc.Next()
 		if err != nil {
-			return 0, 0, err
+			return 0, out, err
 		}
 		if res == nil {
 			break
@@ -153,43 +199,56 @@ func runNicflow(ctx context.Context, s *engine.Session, text string) (time.Durat
 		if res.Schema == nil {
 			continue
 		}
+		out = tpch.Result{}
+		for _, f := range res.Schema.Fields() {
+			out.Columns = append(out.Columns, f.Name)
+		}
 		for {
 			rec, err := res.Next()
 			if err != nil {
-				return 0, 0, err
+				return 0, out, err
 			}
 			if rec == nil {
 				break
 			}
+			if !keep {
+				out.Rows = append(out.Rows, make([][]string, rec.NumRows())...)
+				continue
+			}
+			rows, err := engine.RowsText(rec, "")
+			if err != nil {
+				return 0, out, err
+			}
+			out.Rows = append(out.Rows, rows...)
 		}
-		n += int(res.Rows())
 	}
-	return time.Since(start), n, nil
+	return time.Since(start), out, nil
 }
 
 // runDuckDB runs the statements of a script (Q15 is create view; select;
 // drop view) and counts the rows of the select.
-func runDuckDB(db *sql.DB, text string) (time.Duration, int, error) {
+func runDuckDB(db *sql.DB, text string, keep bool) (time.Duration, tpch.Result, error) {
 	// DuckDB does not take the ANSI interval precision of Q1
 	// ("interval '90' day (3)"); the value is the same without it.
 	text = intervalPrecision.ReplaceAllString(text, "$1")
+	var out tpch.Result
 	start := time.Now()
-	n := 0
 	for _, stmt := range strings.Split(text, ";") {
 		if strings.TrimSpace(stripComments(stmt)) == "" {
 			continue
 		}
 		if !strings.HasPrefix(strings.ToLower(strings.TrimSpace(stripComments(stmt))), "select") {
 			if _, err := db.Exec(stmt); err != nil {
-				return 0, 0, err
+				return 0, out, err
 			}
 			continue
 		}
 		rows, err := db.Query(stmt)
 		if err != nil {
-			return 0, 0, err
+			return 0, out, err
 		}
 		cols, _ := rows.Columns()
+		out = tpch.Result{Columns: cols}
 		vals := make([]any, len(cols))
 		ptrs := make([]any, len(cols))
 		for i := range vals {
@@ -198,16 +257,42 @@ func runDuckDB(db *sql.DB, text string) (time.Duration, int, error) {
 		for rows.Next() {
 			if err := rows.Scan(ptrs...); err != nil {
 				rows.Close()
-				return 0, 0, err
+				return 0, out, err
 			}
-			n++
+			var row []string
+			if keep {
+				row = make([]string, len(vals))
+				for i, v := range vals {
+					row[i] = cellText(v)
+				}
+			}
+			out.Rows = append(out.Rows, row)
 		}
 		if err := rows.Err(); err != nil {
-			return 0, 0, err
+			return 0, out, err
 		}
 		rows.Close()
 	}
-	return time.Since(start), n, nil
+	return time.Since(start), out, nil
+}
+
+// cellText renders a DuckDB value in tpch.Result's canonical text.
+func cellText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case duckdb.Decimal:
+		return x.String()
+	case time.Time:
+		return x.Format("2006-01-02")
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case float32:
+		return strconv.FormatFloat(float64(x), 'g', -1, 32)
+	case []byte:
+		return string(x)
+	}
+	return fmt.Sprint(v)
 }
 
 var intervalPrecision = regexp.MustCompile(`(?i)(interval\s+'[^']*'\s+(?:day|month|year))\s*\(\s*\d+\s*\)`)
@@ -224,7 +309,7 @@ func stripComments(s string) string {
 	return b.String()
 }
 
-func print(ts []timing, format string, sf float64, threads, runs int, version string, memTables bool) {
+func print(ts []timing, format string, sf float64, threads, runs int, version string, memTables bool, memLimit int64) {
 	src := "Parquet views"
 	if memTables {
 		src = "in-memory tables"
@@ -233,9 +318,13 @@ func print(ts []timing, format string, sf float64, threads, runs int, version st
 	worst := 0.0
 	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) }
 	if format == "csv" {
-		fmt.Println("query,nicflow_ms,duckdb_ms,ratio,nicflow_rows,duckdb_rows")
+		fmt.Println("query,nicflow_ms,duckdb_ms,ratio,nicflow_rows,duckdb_rows,answer")
 	} else {
-		fmt.Printf("TPC-H SF %g, %d threads, min of %d runs; DuckDB %s over %s\n", sf, threads, runs, version, src)
+		limit := "each engine's default memory limit"
+		if memLimit > 0 {
+			limit = "memory limit " + exec.FormatBytes(memLimit)
+		}
+		fmt.Printf("TPC-H SF %g, %d threads, min of %d runs, %s; DuckDB %s over %s\n", sf, threads, runs, limit, version, src)
 		fmt.Printf("%-6s %12s %12s %8s %s\n", "query", "nicflow_ms", "duckdb_ms", "ratio", "rows")
 	}
 	for _, t := range ts {
@@ -248,9 +337,9 @@ func print(ts []timing, format string, sf float64, threads, runs int, version st
 			rows = fmt.Sprintf("%d (duckdb %d: MISMATCH)", t.nRows, t.dRows)
 		}
 		if format == "csv" {
-			fmt.Printf("Q%d,%s,%s,%.2f,%d,%d\n", t.q, ms(t.nicflow), ms(t.duckdb), ratio, t.nRows, t.dRows)
+			fmt.Printf("Q%d,%s,%s,%.2f,%d,%d,%q\n", t.q, ms(t.nicflow), ms(t.duckdb), ratio, t.nRows, t.dRows, t.answer)
 		} else {
-			fmt.Printf("Q%-5d %12s %12s %8.2f %s\n", t.q, ms(t.nicflow), ms(t.duckdb), ratio, rows)
+			fmt.Printf("Q%-5d %12s %12s %8.2f %s %s\n", t.q, ms(t.nicflow), ms(t.duckdb), ratio, rows, t.answer)
 		}
 	}
 	ratio := float64(totN) / float64(max(totD, time.Microsecond))

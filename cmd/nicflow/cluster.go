@@ -116,6 +116,7 @@ var clusterLocalFlags struct {
 	addrFile     string
 	keys         string
 	cores        int
+	memory       string
 	replication  int
 	noLocalReads bool
 	scanCodec    string
@@ -164,7 +165,7 @@ written to --addr-file (default DIR/cluster/coordinator.addr), where
 			Dir: f.dir, Workers: f.workers, Storage: f.storage, AddrFile: f.addrFile, KeyDir: f.keys,
 			Replication: f.replication, Out: cmd.ErrOrStderr(), Restart: f.onFailure == "restart",
 		}
-		o.Extra = map[cluster.Role][]string{cluster.RoleWorker: localWorkerArgs(f.cores, f.noLocalReads, f.scanCodec)}
+		o.Extra = map[cluster.Role][]string{cluster.RoleWorker: localWorkerArgs(f.cores, f.memory, f.noLocalReads, f.scanCodec)}
 		lc, err := cluster.StartLocal(cmd.Context(), o)
 		if err != nil {
 			return err
@@ -373,6 +374,7 @@ func init() {
 	f.StringVar(&clusterLocalFlags.addrFile, "addr-file", "", "write the coordinator's client address here (default DIR/cluster/coordinator.addr)")
 	f.StringVar(&clusterLocalFlags.keys, "keys", "", "cluster key directory (default DIR/cluster/keys, created when missing)")
 	f.IntVar(&clusterLocalFlags.cores, "worker-cores", 0, "cores each worker advertises (default: all)")
+	f.StringVar(&clusterLocalFlags.memory, "worker-memory", "", "memory each worker gives its tasks, e.g. 1GiB (workers' --memory; their operators spill beyond it; default: 60% of this machine's)")
 	f.IntVar(&clusterLocalFlags.replication, "replication", 1, "storage nodes each table file is copied to")
 	f.BoolVar(&clusterLocalFlags.noLocalReads, "no-local-reads", false, "workers receive every scan over Flight instead of reading the storage nodes' files on this machine")
 	f.StringVar(&clusterLocalFlags.scanCodec, "scan-codec", "", "compression of scans over Flight: none, lz4 or zstd (workers' --scan-codec)")
@@ -427,10 +429,13 @@ func placeWith(ctx context.Context, c *cluster.Client, replication int, w io.Wri
 }
 
 // localWorkerArgs are the extra flags of a local cluster's workers.
-func localWorkerArgs(cores int, noLocalReads bool, scanCodec string) []string {
+func localWorkerArgs(cores int, memory string, noLocalReads bool, scanCodec string) []string {
 	var args []string
 	if cores > 0 {
 		args = append(args, "--cores", strconv.Itoa(cores))
+	}
+	if memory != "" {
+		args = append(args, "--memory", memory)
 	}
 	if noLocalReads {
 		args = append(args, "--no-local-reads")
