@@ -486,7 +486,7 @@ func (t *Task) abort(err error) {
 func (t *Task) remoteErr(err error) error {
 	remote := fmt.Sprintf("worker %s (%s)", t.node.ID, t.node.ControlAddr)
 	e := FromStatus(err, "")
-	if nferr.Is(e, nferr.KindCanceled) && t.ctx.Err() == nil && !reportedByPeer(err) {
+	if nferr.Is(e, nferr.KindCanceled) && t.ctx.Err() == nil && !nferr.ReportedByPeer(err) {
 		// Not our cancel: the connection to the worker was closed under
 		// us (the worker was declared dead a moment ago).
 		e = nferr.Unavailablef("%v", err)
@@ -523,7 +523,7 @@ func (t *Task) recvLoop(stream grpc.ClientStream) {
 				// The stream broke: the worker died, or the network
 				// between us did.
 				result = t.remoteErr(err)
-				if nferr.Is(result, nferr.KindUnavailable) && !reportedByPeer(err) {
+				if nferr.Is(result, nferr.KindUnavailable) && !nferr.ReportedByPeer(err) {
 					q.c.suspect(t.node, result)
 				}
 			}

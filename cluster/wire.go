@@ -1,18 +1,11 @@
 package cluster
 
 import (
-	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
-	"strconv"
-	"strings"
 
 	"github.com/zeebo/xxh3"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
-	"google.golang.org/grpc/status"
 
 	"github.com/nicflow/nicflow/internal/nferr"
 )
@@ -161,121 +154,10 @@ func (w *wireError) err(remote string) error {
 	return nferr.Decode(w.Kind, w.Msg, remote)
 }
 
-// errorDomain marks gRPC status details that carry an nferr kind.
-const errorDomain = "nicflow"
+// ToStatus turns an error into a gRPC status error that keeps its nferr
+// kind (nferr.ToStatus).
+func ToStatus(err error) error { return nferr.ToStatus(err) }
 
-// ToStatus turns an error into a gRPC status error that keeps its nferr kind
-// (as an errdetails.ErrorInfo with domain "nicflow" and metadata "kind"),
-// with a status code that generic gRPC and Flight clients understand.
-func ToStatus(err error) error {
-	if err == nil {
-		return nil
-	}
-	if _, ok := status.FromError(err); ok {
-		if _, isNF := nferr.As(err); !isNF {
-			return err
-		}
-	}
-	k, msg := nferr.Encode(err)
-	st := status.New(nferr.GRPCCode(k), msg)
-	if d, derr := st.WithDetails(&errdetails.ErrorInfo{
-		Reason:   strings.ToUpper(strings.ReplaceAll(k.String(), " ", "_")),
-		Domain:   errorDomain,
-		Metadata: map[string]string{"kind": strconv.Itoa(int(k))},
-	}); derr == nil {
-		st = d
-	}
-	return st.Err()
-}
-
-// reportedByPeer reports whether err is an error the remote node itself
-// sent (a status carrying nicflow's error details), as opposed to a broken
-// connection or a dead peer.
-func reportedByPeer(err error) bool {
-	st, ok := status.FromError(err)
-	if !ok {
-		return false
-	}
-	for _, d := range st.Details() {
-		if ei, ok := d.(*errdetails.ErrorInfo); ok && ei.Domain == errorDomain {
-			return true
-		}
-	}
-	return false
-}
-
-// FromStatus turns an error returned by a gRPC or Flight call to remote back
-// into an nferr error: the kind carried in the status details when the peer
-// is nicflow, otherwise a kind derived from the status code (a refused or
-// broken connection is KindUnavailable, a failed TLS handshake KindAuth).
-// remote names the peer in the message ("worker w1 (10.0.0.7:7401)").
-func FromStatus(err error, remote string) error {
-	if err == nil {
-		return nil
-	}
-	if _, ok := nferr.As(err); ok {
-		return err
-	}
-	st, ok := status.FromError(err)
-	if !ok {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return nferr.Wrap(nferr.KindCanceled, err, "%s", remote)
-		}
-		return nferr.Unavailablef("%s: %v", remote, err)
-	}
-	for _, d := range st.Details() {
-		if ei, ok := d.(*errdetails.ErrorInfo); ok && ei.Domain == errorDomain {
-			if k, err := strconv.Atoi(ei.Metadata["kind"]); err == nil && k >= 0 && k < 256 {
-				return nferr.Decode(nferr.Kind(k), st.Message(), remote)
-			}
-		}
-	}
-	msg := st.Message()
-	// The storage Flight service writes kinds as "nicflow/<kind>: <message>".
-	if rest, ok := strings.CutPrefix(msg, "nicflow/"); ok {
-		if i := strings.Index(rest, ": "); i > 0 {
-			if k, err := strconv.Atoi(rest[:i]); err == nil && k >= 0 && k < 256 {
-				return nferr.Decode(nferr.Kind(k), rest[i+2:], remote)
-			}
-		}
-	}
-	var k nferr.Kind
-	switch st.Code() {
-	case codes.Canceled, codes.DeadlineExceeded:
-		k = nferr.KindCanceled
-	case codes.Unavailable:
-		k = nferr.KindUnavailable
-		if isTLSFailure(msg) {
-			k = nferr.KindAuth
-		}
-	case codes.Unauthenticated, codes.PermissionDenied:
-		k = nferr.KindAuth
-	case codes.InvalidArgument, codes.NotFound, codes.AlreadyExists, codes.FailedPrecondition, codes.OutOfRange, codes.Unimplemented:
-		k = nferr.KindQuery
-	case codes.ResourceExhausted:
-		k = nferr.KindResource
-	case codes.DataLoss:
-		k = nferr.KindData
-	default:
-		k = nferr.KindInternal
-	}
-	return nferr.Decode(k, msg, remote)
-}
-
-// isTLSFailure recognizes gRPC's messages for a failed TLS handshake
-// (wrong CA, missing or rejected certificate).
-func isTLSFailure(msg string) bool {
-	// A handshake cut short by the network (the peer died or restarted
-	// mid-handshake) is not a refused identity.
-	for _, s := range []string{"connection reset by peer", "broken pipe", "connection refused", ": EOF", "i/o timeout", "use of closed network connection"} {
-		if strings.Contains(msg, s) {
-			return false
-		}
-	}
-	for _, s := range []string{"authentication handshake failed", "x509:", "tls: ", "certificate required", "bad certificate", "unknown certificate authority"} {
-		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-	return false
-}
+// FromStatus turns an error of a gRPC or Flight call to remote back into
+// an nferr error (nferr.FromStatus).
+func FromStatus(err error, remote string) error { return nferr.FromStatus(err, remote) }

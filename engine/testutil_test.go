@@ -2,13 +2,13 @@ package engine
 
 import (
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/nicflow/nicflow/engine/sql"
+	"github.com/nicflow/nicflow/internal/tpchq"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite golden files in testdata instead of comparing")
@@ -47,14 +47,14 @@ func checkGolden(t *testing.T, name, got string) {
 	}
 }
 
-// tpchQuery reads TPC-H query n (1..22) from the parser's test data.
+// tpchQuery returns TPC-H query n (1..22) with its validation parameters.
 func tpchQuery(t testing.TB, n int) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("sql", "testdata", "tpch", fmt.Sprintf("q%02d.sql", n)))
+	q, err := tpchq.Text(n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	return q
 }
 
 // session applies DDL of views to an overlay, as the embedded session does,

@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -21,11 +20,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/zeebo/xxh3"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 
 	"github.com/nicflow/nicflow/internal/nferr"
 )
@@ -161,40 +158,13 @@ func (s *Server) Stop(timeout time.Duration) {
 	}
 }
 
-func (s *Server) statusErr(err error) error {
-	k, msg := nferr.Encode(err)
-	return status.Error(nferr.GRPCCode(k), fmt.Sprintf("nicflow/%d: %s", k, msg))
-}
+func (s *Server) statusErr(err error) error { return nferr.ToStatus(err) }
 
-// decodeStatus rebuilds an nferr error from a gRPC error of node.
+// decodeStatus rebuilds an nferr error from a gRPC error of node: the kind
+// the node sent, or the kind of the status code (a node that cannot be
+// reached is unavailable: scans fail over to a replica).
 func decodeStatus(err error, node string) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return nferr.With(nferr.KindCanceled, err)
-	}
-	st, ok := status.FromError(err)
-	if !ok {
-		return nferr.Unavailablef("storage node %s: %v", node, err)
-	}
-	msg := st.Message()
-	if rest, ok := strings.CutPrefix(msg, "nicflow/"); ok {
-		if i := strings.Index(rest, ": "); i > 0 {
-			if k, err := strconv.Atoi(rest[:i]); err == nil {
-				return nferr.Decode(nferr.Kind(k), rest[i+2:], "storage node "+node)
-			}
-		}
-	}
-	switch st.Code() {
-	case codes.Canceled, codes.DeadlineExceeded:
-		return nferr.Decode(nferr.KindCanceled, msg, "storage node "+node)
-	case codes.Unavailable:
-		return nferr.Unavailablef("storage node %s is unreachable: %s", node, msg)
-	case codes.Unauthenticated, codes.PermissionDenied:
-		return nferr.Authf("storage node %s: %s", node, msg)
-	}
-	return nferr.Unavailablef("storage node %s: %s", node, msg)
+	return nferr.FromStatus(err, "storage node "+node)
 }
 
 // DoGet streams a scan.

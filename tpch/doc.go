@@ -38,7 +38,7 @@
 //
 // # Queries and answers
 //
-// queries/qNN.sql are the validation texts; Query substitutes clause 2.4
+// internal/tpchq/queries/qNN.sql are the validation texts; Query substitutes clause 2.4
 // parameters (DefaultParams, AnswerParams, RandomParams). answers/ holds the
 // official SF 1 answers and DuckDB's SF 0.01/0.1 answers; CheckAnswer
 // compares an engine's Result (canonical text, see Result) with them,

@@ -1,7 +1,6 @@
 package tpch
 
 import (
-	"embed"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -10,15 +9,11 @@ import (
 	"strings"
 
 	"github.com/nicflow/nicflow/internal/nferr"
+	"github.com/nicflow/nicflow/internal/tpchq"
 )
 
-// queryFS holds the 22 validation query texts (see queries/README.md).
-//
-//go:embed queries/*.sql
-var queryFS embed.FS
-
 // NumQueries is the number of TPC-H queries.
-const NumQueries = 22
+const NumQueries = tpchq.NumQueries
 
 // Params holds a query's substitution parameters, keyed by the names of
 // TPC-H clause 2.4 ("DATE", "REGION", "NATION1", "SIZE3", "FRACTION"...),
@@ -98,12 +93,11 @@ var (
 
 func init() {
 	for q := 1; q <= NumQueries; q++ {
-		b, err := queryFS.ReadFile(fmt.Sprintf("queries/q%02d.sql", q))
+		text, err := tpchq.Text(q)
 		if err != nil {
 			templateErr = err
 			return
 		}
-		text := string(b)
 		validationTexts[q] = text
 		for _, s := range templSubst[q] {
 			if c := strings.Count(text, s.old); c != s.n {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/nicflow/nicflow/internal/nferr"
+	"github.com/nicflow/nicflow/internal/tpchq"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite golden files in testdata instead of comparing")
@@ -58,7 +59,11 @@ func readFile(t testing.TB, path string) string {
 func tpchQueries(t testing.TB) []string {
 	var qs []string
 	for i := 1; i <= 22; i++ {
-		qs = append(qs, readFile(t, filepath.Join("testdata", "tpch", fmt.Sprintf("q%02d.sql", i))))
+		q, err := tpchq.Text(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs = append(qs, q)
 	}
 	return qs
 }
