@@ -31,6 +31,8 @@ type Statement interface{ boundStmt() }
 type QueryStmt struct {
 	Plan  Plan
 	Names []string
+	// Rules is what each optimizer rule did, when traced (EXPLAIN VERBOSE).
+	Rules []RuleRun
 }
 
 // CreateTableStmt is CREATE TABLE; Query is set for CREATE TABLE ... AS

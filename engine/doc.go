@@ -27,11 +27,15 @@
 // Typing rules (decimal precision and scale, sum/avg result types,
 // implicit casts) are listed in logical_types.go and docs/decisions.md.
 //
-// Optimizer rules run in this order (AllRules), each in its own file with
-// a golden test under testdata/rules: inline_shared, decorrelate, fold,
-// outer_join, pushdown, join_order (with build sides), prune,
-// distinct_agg, topn.
-// Statistics-based estimates live in opt_card.go.
+// Optimizer rules are values (Rule: name, shapes, Required, WholeQuery,
+// function), each in its own file with a golden test under testdata/rules,
+// run in the order of Rules by the driver in opt.go: inline_shared
+// (opt_inline.go), decorrelate, fold, outer_join (opt_outerjoin.go),
+// pushdown, join_order (with build sides), prune, distinct_agg, topn. A
+// session disables any but decorrelate with SET disabled_rules (every .slt
+// file and the TPC-H answers are tested with each disabled in turn);
+// EXPLAIN VERBOSE shows what each did (RuleRun). docs/contributing.md walks
+// through adding one. Statistics-based estimates live in opt_card.go.
 //
 // # From a logical plan to results
 //

@@ -1,13 +1,18 @@
 package engine
 
 import (
+	"slices"
+	"strings"
+	"time"
+
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/nicflow/nicflow/engine/sql"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
-// Rule names, in the order Optimize applies them.
+// Rule names, in the order Optimize applies them (each rule is a *Rule in
+// its own file; Rules lists them).
 const (
 	RuleInlineShared = "inline_shared" // a view or CTE used once is inlined
 	RuleDecorrelate  = "decorrelate"   // subqueries become joins
@@ -20,13 +25,69 @@ const (
 	RuleTopN         = "topn"          // Limit over Sort becomes TopN
 )
 
-// AllRules lists every rule in application order.
-var AllRules = []string{RuleInlineShared, RuleDecorrelate, RuleFold, RuleOuterJoin, RulePushdown, RuleJoinOrder, RulePrune, RuleDistinctAgg, RuleTopN}
+// Rule is one optimizer rewrite: a named value the driver (OptimizeWith)
+// runs in the order of Rules, which a session can disable by name (SET
+// disabled_rules) unless it is Required, and which EXPLAIN VERBOSE
+// reports (RuleRun).
+type Rule struct {
+	Name string
+	// Shapes says which plan shapes the rule rewrites.
+	Shapes string
+	// Required rules cannot be disabled: the plans after them could not
+	// run without them (subqueries are only executed once decorrelated).
+	Required bool
+	// WholeQuery rules run once, on the whole query; the others run on the
+	// query and on each shared subplan (a view or CTE used twice or more).
+	WholeQuery bool
+	apply      func(o *optimizer, p Plan) (Plan, error)
+}
 
-// optimizer holds what rules share: the next free column ID.
+// Rules lists every rule in application order.
+var Rules = []*Rule{ruleInlineShared, ruleDecorrelate, ruleFold, ruleOuterJoin, rulePushdown, ruleJoinOrder, rulePrune, ruleDistinctAgg, ruleTopN}
+
+// AllRules lists every rule's name in application order.
+var AllRules = func() []string {
+	var out []string
+	for _, r := range Rules {
+		out = append(out, r.Name)
+	}
+	return out
+}()
+
+// RuleRun is what one rule did to a query: whether it changed the plan (or
+// a shared subplan) and the time it took, summed over its applications.
+type RuleRun struct {
+	Rule    string
+	Changed bool
+	Time    time.Duration
+}
+
+// CheckDisabledRules validates a list of rule names to disable: each must
+// name a rule that is not Required.
+func CheckDisabledRules(names []string) error {
+	for _, n := range names {
+		var r *Rule
+		for _, k := range Rules {
+			if k.Name == n {
+				r = k
+			}
+		}
+		switch {
+		case r == nil:
+			return nferr.Queryf("unknown optimizer rule %q (rules: %s)", n, strings.Join(AllRules, ", "))
+		case r.Required:
+			return nferr.Queryf("optimizer rule %q cannot be disabled: %s", n, r.Shapes)
+		}
+	}
+	return nil
+}
+
+// optimizer holds what rules share: the next free column ID, the
+// estimator, and (when traced) what each rule did.
 type optimizer struct {
 	nextID ColumnID
 	est    *estimator
+	trace  []RuleRun // nil: not traced
 }
 
 func (o *optimizer) newCol(name string, t arrow.DataType, nullable bool) Column {
@@ -38,12 +99,20 @@ func (o *optimizer) newCol(name string, t arrow.DataType, nullable bool) Column 
 // subqueries left; its output columns are those of p, in order.
 func Optimize(p Plan) (Plan, error) { return OptimizeWith(p, AllRules) }
 
-// OptimizeWith applies the named rules, in AllRules order (tests use it to
+// OptimizeWith applies the named rules, in Rules order (tests use it to
 // look at one rule at a time). Unknown names are an internal error.
-func OptimizeWith(p Plan, rules []string) (out Plan, err error) {
+func OptimizeWith(p Plan, rules []string) (Plan, error) {
+	out, _, err := optimize(p, rules, false)
+	return out, err
+}
+
+// optimize is the driver: the whole-query rules on the query, then the
+// others on the query and on each shared subplan it reads. With trace it
+// also returns what each rule did.
+func optimize(p Plan, rules []string, trace bool) (out Plan, runs []RuleRun, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			out, err = nil, nferr.Internalf("optimizer bug (please report): %v", r)
+			out, runs, err = nil, nil, nferr.Internalf("optimizer bug (please report): %v", r)
 		}
 	}()
 	on := map[string]bool{}
@@ -53,23 +122,27 @@ func OptimizeWith(p Plan, rules []string) (out Plan, err error) {
 			known = known || k == r
 		}
 		if !known {
-			return nil, nferr.Internalf("unknown optimizer rule %q", r)
+			return nil, nil, nferr.Internalf("unknown optimizer rule %q", r)
 		}
 		on[r] = true
 	}
 	o := &optimizer{nextID: maxColumnID(p)}
-	want := p.Columns()
-	if on[RuleInlineShared] {
-		p = inlineShared(p)
-	}
-	if on[RuleDecorrelate] {
-		if p, err = o.decorrelate(p); err != nil {
-			return nil, err
+	if trace {
+		o.trace = make([]RuleRun, len(Rules))
+		for i, r := range Rules {
+			o.trace[i].Rule = r.Name
 		}
 	}
-	p, err = o.optimizeBody(p, on, true)
-	if err != nil {
-		return nil, err
+	want := p.Columns()
+	for i, r := range Rules {
+		if r.WholeQuery && on[r.Name] {
+			if p, err = o.run(i, p); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	if p, err = o.optimizeBody(p, on); err != nil {
+		return nil, nil, err
 	}
 	// Shared subplans (used twice or more) are optimized once each.
 	seen := map[*SharedDef]bool{}
@@ -79,17 +152,13 @@ func OptimizeWith(p Plan, rules []string) (out Plan, err error) {
 		walkPlan(q, func(n Plan) bool {
 			if s, ok := n.(*SharedScan); ok && !seen[s.Def] {
 				seen[s.Def] = true
-				dp := s.Def.Plan
 				// INVARIANT: SharedScans read the def's columns by position.
-				defCols := dp.Columns()
-				if on[RuleDecorrelate] {
-					if dp, err = o.decorrelate(dp); err != nil && defErr == nil {
+				defCols := s.Def.Plan.Columns()
+				dp, err := o.optimizeBody(s.Def.Plan, on)
+				if err != nil {
+					if defErr == nil {
 						defErr = err
-						return false
 					}
-				}
-				if dp, err = o.optimizeBody(dp, on, true); err != nil && defErr == nil {
-					defErr = err
 					return false
 				}
 				s.Def.Plan = restoreColumns(dp, defCols)
@@ -100,36 +169,39 @@ func OptimizeWith(p Plan, rules []string) (out Plan, err error) {
 	}
 	visit(p)
 	if defErr != nil {
-		return nil, defErr
+		return nil, nil, defErr
 	}
-	return restoreColumns(p, want), nil
+	return restoreColumns(p, want), o.trace, nil
 }
 
-// optimizeBody applies the rules after decorrelation.
-func (o *optimizer) optimizeBody(p Plan, on map[string]bool, root bool) (Plan, error) {
-	if on[RuleFold] {
-		p = foldConstants(p)
-	}
-	if on[RuleOuterJoin] {
-		p = simplifyOuterJoins(p, colSet{})
-	}
-	if on[RulePushdown] {
-		p = o.pushdown(p)
-	}
-	if on[RuleJoinOrder] {
-		o.est = newEstimator()
-		p = o.reorderJoins(p)
-	}
-	if on[RulePrune] {
-		p = prune(p, colSetOf(p.Columns()))
-	}
-	if on[RuleDistinctAgg] {
-		p = o.distinctAggs(p)
-	}
-	if on[RuleTopN] {
-		p = topN(p)
+// optimizeBody applies, in order, the rules that are not whole-query.
+func (o *optimizer) optimizeBody(p Plan, on map[string]bool) (Plan, error) {
+	for i, r := range Rules {
+		if r.WholeQuery || !on[r.Name] {
+			continue
+		}
+		var err error
+		if p, err = o.run(i, p); err != nil {
+			return nil, err
+		}
 	}
 	return p, nil
+}
+
+// run applies Rules[i] to p, tracing it when asked.
+func (o *optimizer) run(i int, p Plan) (Plan, error) {
+	if o.trace == nil {
+		return Rules[i].apply(o, p)
+	}
+	before := ExplainPlan(p, ExplainOptions{Verbose: true, NoRows: true})
+	start := time.Now()
+	out, err := Rules[i].apply(o, p)
+	t := &o.trace[i]
+	t.Time += time.Since(start)
+	if err == nil && ExplainPlan(out, ExplainOptions{Verbose: true, NoRows: true}) != before {
+		t.Changed = true
+	}
+	return out, err
 }
 
 // restoreColumns wraps p in a projection when rules changed its output
@@ -180,373 +252,31 @@ func maxColumnID(p Plan) ColumnID {
 	return m
 }
 
-// ---------------------------------------------------------------- inline_shared
-
-// inlineShared replaces the scans of a SharedDef read only once by its plan
-// (renamed to the scan's column IDs).
-func inlineShared(p Plan) Plan {
-	uses := map[*SharedDef]int{}
-	var count func(Plan)
-	count = func(q Plan) {
-		walkPlan(q, func(n Plan) bool {
-			if s, ok := n.(*SharedScan); ok {
-				uses[s.Def]++
-				if uses[s.Def] == 1 {
-					count(s.Def.Plan)
-				}
-			}
-			for _, e := range nodeExprs(n) {
-				walkExpr(e, func(x Expr) bool {
-					if s, ok := x.(*SubqueryExpr); ok {
-						count(s.Plan)
-					}
-					return true
-				})
-			}
-			return true
-		})
-	}
-	count(p)
-	var inline func(Plan) Plan
-	inline = func(q Plan) Plan {
-		return mapPlan(q, func(n Plan) Plan {
-			if s, ok := n.(*SharedScan); ok {
-				if uses[s.Def] == 1 {
-					in := inline(s.Def.Plan)
-					cols := in.Columns()
-					exprs := make([]Expr, len(cols))
-					for i, c := range cols {
-						exprs[i] = colRef(c)
-					}
-					return &ProjectNode{Input: in, Exprs: exprs, Cols: s.Cols}
-				}
-				s.Def.Plan = inline(s.Def.Plan)
-				return n
-			}
-			return mapNodeExprs(n, func(e Expr) Expr {
-				return mapExpr(e, func(x Expr) Expr {
-					if s, ok := x.(*SubqueryExpr); ok {
-						c := *s
-						c.Plan = inline(s.Plan)
-						return &c
-					}
-					return x
-				})
-			})
-		})
-	}
-	return inline(p)
-}
-
-// ---------------------------------------------------------------- outer_join
-
-// strictCols returns the columns for which e is NULL (or not TRUE) when
-// the column is NULL: e rejects rows where those columns are NULL.
-func strictCols(e Expr) colSet {
-	out := colSet{}
-	switch x := e.(type) {
-	case *ColRef:
-		out.add(x.ID)
-	case *CastExpr:
-		return strictCols(x.X)
-	case *Call:
-		switch x.Fn {
-		case fnCoalesce, fnIsNull, fnDistinct, fnNotDist, fnOr, "nullif":
-			return out
-		case fnNotNull:
-			return strictCols(x.Args[0])
-		case fnAnd:
-			for _, a := range x.Args {
-				out.addAll(strictCols(a))
-			}
-			return out
-		}
-		for _, a := range x.Args {
-			out.addAll(strictCols(a))
-		}
-	}
-	return out
-}
-
-// simplifyOuterJoins turns outer joins into inner (or full into left or
-// right) when a filter above rejects the NULLs the outer join would add.
-// rejected holds the columns that filters above reject NULLs of.
-func simplifyOuterJoins(p Plan, rejected colSet) Plan {
-	switch n := p.(type) {
-	case *FilterNode:
-		r := colSet{}
-		r.addAll(rejected)
-		for _, c := range conjuncts(n.Cond) {
-			r.addAll(strictCols(c))
-		}
-		return &FilterNode{Input: simplifyOuterJoins(n.Input, r), Cond: n.Cond}
-	case *ProjectNode:
-		r := colSet{}
-		for i, e := range n.Exprs {
-			if rejected.has(n.Cols[i].ID) {
-				r.addAll(strictCols(e))
-			}
-		}
-		return &ProjectNode{Input: simplifyOuterJoins(n.Input, r), Exprs: n.Exprs, Cols: n.Cols}
-	case *JoinNode:
-		j := *n
-		lc, rc := colSetOf(n.Left.Columns()), colSetOf(n.Right.Columns())
-		lRej, rRej := rejected.intersects(lc), rejected.intersects(rc)
-		switch n.Kind {
-		case JoinLeft:
-			if rRej {
-				j.Kind = JoinInner
-			}
-		case JoinRight:
-			if lRej {
-				j.Kind = JoinInner
-			}
-		case JoinSingle:
-			// A single join whose right side cannot have two rows is a left
-			// join; with its NULLs rejected, an inner join (TPC-H Q11, Q15,
-			// Q22: a comparison with an uncorrelated aggregate).
-			if rRej && atMostOneRow(n.Right) {
-				j.Kind = JoinInner
-			}
-		case JoinFull:
-			switch {
-			case lRej && rRej:
-				j.Kind = JoinInner
-			case lRej:
-				j.Kind = JoinLeft
-			case rRej:
-				j.Kind = JoinRight
-			}
-		}
-		// Below an inner join, its condition rejects NULLs too.
-		r := colSet{}
-		r.addAll(rejected)
-		if j.Kind == JoinInner {
-			for _, c := range conjuncts(j.Cond) {
-				r.addAll(strictCols(c))
-			}
-			for _, q := range j.Equi {
-				r.addAll(strictCols(q.Left))
-				r.addAll(strictCols(q.Right))
-			}
-		}
-		left, right := colSet{}, colSet{}
-		switch j.Kind {
-		case JoinInner, JoinSemi, JoinAnti, JoinMark, JoinSingle, JoinLeft:
-			left = r
-		}
-		if j.Kind == JoinInner || j.Kind == JoinRight {
-			right = r
-		}
-		j.Left = simplifyOuterJoins(n.Left, left)
-		j.Right = simplifyOuterJoins(n.Right, right)
-		return &j
-	case *SortNode, *DistinctNode:
-		return p.withInputs([]Plan{simplifyOuterJoins(p.Inputs()[0], rejected)})
-	}
-	in := p.Inputs()
-	if len(in) == 0 {
-		return p
-	}
-	nin := make([]Plan, len(in))
-	for i, c := range in {
-		nin[i] = simplifyOuterJoins(c, colSet{})
-	}
-	return p.withInputs(nin)
-}
-
-// atMostOneRow reports plans that never return two rows: an aggregate
-// without GROUP BY, LIMIT 0 or 1, one VALUES row, under filters and
-// projections.
-func atMostOneRow(p Plan) bool {
-	for {
-		switch n := p.(type) {
-		case *ProjectNode:
-			p = n.Input
-		case *FilterNode:
-			p = n.Input
-		case *AggregateNode:
-			return len(n.Groups) == 0
-		case *LimitNode:
-			return n.Limit >= 0 && n.Limit <= 1
-		case *TopNNode:
-			return n.Limit <= 1
-		case *ValuesNode:
-			return len(n.Rows) <= 1
-		default:
-			return false
-		}
-	}
-}
-
-// ---------------------------------------------------------------- topn
-
-// topN turns Limit over Sort (possibly through projections) into TopN.
-func topN(p Plan) Plan {
-	return mapPlan(p, func(n Plan) Plan {
-		l, ok := n.(*LimitNode)
-		if !ok || l.Limit < 0 {
-			return n
-		}
-		switch in := l.Input.(type) {
-		case *SortNode:
-			return &TopNNode{Input: in.Input, Keys: in.Keys, Limit: l.Limit, Offset: l.Offset}
-		case *ProjectNode:
-			if s, ok := in.Input.(*SortNode); ok {
-				return &ProjectNode{Input: &TopNNode{Input: s.Input, Keys: s.Keys, Limit: l.Limit, Offset: l.Offset}, Exprs: in.Exprs, Cols: in.Cols}
-			}
-		}
-		return n
-	})
-}
-
-// ---------------------------------------------------------------- prune
-
-// prune drops columns no ancestor needs: scans read only needed columns,
-// projections and aggregates drop unused outputs. required are the
-// columns p's parent uses.
-func prune(p Plan, required colSet) Plan {
-	need := func(es ...Expr) colSet {
-		s := colSet{}
-		s.addAll(required)
-		for _, e := range es {
-			if e != nil {
-				exprCols(e, s)
-			}
-		}
-		return s
-	}
-	switch n := p.(type) {
-	case *ScanNode:
-		fc := colSet{}
-		for _, f := range n.Filters {
-			exprCols(f, fc)
-		}
-		c := *n
-		c.Cols, c.Fields = nil, nil
-		for i, col := range n.Cols {
-			if required.has(col.ID) || fc.has(col.ID) {
-				c.Cols = append(c.Cols, col)
-				c.Fields = append(c.Fields, n.Fields[i])
-			}
-		}
-		if len(c.Cols) == 0 && len(n.Cols) > 0 {
-			// NB: keep one column so the scan still yields row counts
-			// (count(*)); the narrowest is the cheapest to read.
-			i := narrowest(n.Cols)
-			c.Cols, c.Fields = []Column{n.Cols[i]}, []int{n.Fields[i]}
-		}
-		return &c
-	case *FilterNode:
-		return &FilterNode{Input: prune(n.Input, need(n.Cond)), Cond: n.Cond}
-	case *ProjectNode:
-		c := &ProjectNode{}
-		for i, e := range n.Exprs {
-			if required.has(n.Cols[i].ID) {
-				c.Exprs = append(c.Exprs, e)
-				c.Cols = append(c.Cols, n.Cols[i])
-			}
-		}
-		s := colSet{}
-		for _, e := range c.Exprs {
-			exprCols(e, s)
-		}
-		c.Input = prune(n.Input, s)
-		return c
-	case *AggregateNode:
-		c := *n
-		c.Aggs, c.AggCols = nil, nil
-		s := colSet{}
-		for _, g := range n.Groups {
-			exprCols(g, s)
-		}
-		for i, a := range n.Aggs {
-			if required.has(n.AggCols[i].ID) {
-				c.Aggs = append(c.Aggs, a)
-				c.AggCols = append(c.AggCols, n.AggCols[i])
-				if a.Arg != nil {
-					exprCols(a.Arg, s)
-				}
-			}
-		}
-		c.Input = prune(n.Input, s)
-		return &c
-	case *JoinNode:
-		s := need(nodeExprs(n)...)
-		j := *n
-		j.Left = prune(n.Left, s)
-		j.Right = prune(n.Right, s)
-		return &j
-	case *SortNode:
-		return &SortNode{Input: prune(n.Input, need(sortKeyExprs(n.Keys)...)), Keys: n.Keys}
-	case *TopNNode:
-		c := *n
-		c.Input = prune(n.Input, need(sortKeyExprs(n.Keys)...))
-		return &c
-	case *LimitNode:
-		c := *n
-		c.Input = prune(n.Input, required)
-		return &c
-	case *WindowNode:
-		c := *n
-		c.Funcs, c.FuncCols = nil, nil
-		s := colSet{}
-		s.addAll(required)
-		for i, w := range n.Funcs {
-			if required.has(n.FuncCols[i].ID) {
-				c.Funcs = append(c.Funcs, w)
-				c.FuncCols = append(c.FuncCols, n.FuncCols[i])
-				for _, e := range append(append(append([]Expr(nil), w.Args...), w.PartitionBy...), sortKeyExprs(w.OrderBy)...) {
-					exprCols(e, s)
-				}
-			}
-		}
-		if len(c.Funcs) == 0 {
-			return prune(n.Input, required)
-		}
-		c.Input = prune(n.Input, s)
-		return &c
-	case *DistinctNode:
-		return &DistinctNode{Input: prune(n.Input, colSetOf(n.Input.Columns()))}
-	case *SetOpNode:
-		c := *n
-		c.Left = prune(n.Left, colSetOf(n.Left.Columns()))
-		c.Right = prune(n.Right, colSetOf(n.Right.Columns()))
-		return &c
-	}
-	return p
-}
-
-// narrowest picks the column cheapest to read (fixed width first).
-func narrowest(cols []Column) int {
-	best, bestW := 0, 1<<30
-	for i, c := range cols {
-		w := 16
-		if fw, ok := c.Type.(arrow.FixedWidthDataType); ok {
-			w = fw.BitWidth()
-		}
-		if w < bestW {
-			best, bestW = i, w
-		}
-	}
-	return best
-}
-
 // Prepare binds stmt and optimizes every query plan it carries (a query,
 // INSERT ... query, CREATE TABLE ... AS, and the statement of an EXPLAIN):
-// the one call a session makes per parsed statement.
-func Prepare(cat Catalog, src string, stmt sql.Statement) (Statement, error) {
+// the one call a session makes per parsed statement. disabled names rules
+// not to apply (SET disabled_rules; checked by CheckDisabledRules).
+func Prepare(cat Catalog, src string, stmt sql.Statement, disabled ...string) (Statement, error) {
 	st, err := Bind(cat, src, stmt)
 	if err != nil {
 		return nil, err
 	}
-	if err := optimizeStatement(st); err != nil {
+	rules := AllRules
+	if len(disabled) > 0 {
+		rules = nil
+		for _, r := range AllRules {
+			if !slices.Contains(disabled, r) {
+				rules = append(rules, r)
+			}
+		}
+	}
+	if err := optimizeStatement(st, rules, false); err != nil {
 		return nil, err
 	}
 	return st, nil
 }
 
-func optimizeStatement(st Statement) error {
+func optimizeStatement(st Statement, rules []string, trace bool) error {
 	var q *QueryStmt
 	switch x := st.(type) {
 	case *QueryStmt:
@@ -556,15 +286,16 @@ func optimizeStatement(st Statement) error {
 	case *CreateTableStmt:
 		q = x.Query
 	case *ExplainStmt:
-		return optimizeStatement(x.Stmt)
+		// EXPLAIN VERBOSE shows what each rule did.
+		return optimizeStatement(x.Stmt, rules, x.Verbose)
 	}
 	if q == nil {
 		return nil
 	}
-	p, err := Optimize(q.Plan)
+	p, runs, err := optimize(q.Plan, rules, trace)
 	if err != nil {
 		return err
 	}
-	q.Plan = p
+	q.Plan, q.Rules = p, runs
 	return nil
 }

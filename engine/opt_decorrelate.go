@@ -4,6 +4,13 @@ import (
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
+var ruleDecorrelate = &Rule{
+	Name:     RuleDecorrelate,
+	Shapes:   "subqueries (scalar, IN, EXISTS, correlated or not) become joins; required: subqueries only run as joins",
+	Required: true,
+	apply:    func(o *optimizer, p Plan) (Plan, error) { return o.decorrelate(p) },
+}
+
 // Rule: subquery decorrelation. Every SubqueryExpr becomes a join:
 //
 //   - a conjunct EXISTS (q) / NOT EXISTS (q) of a filter: semi / anti join

@@ -1,5 +1,11 @@
 package engine
 
+var ruleDistinctAgg = &Rule{
+	Name:   RuleDistinctAgg,
+	Shapes: "an aggregate whose functions all take DISTINCT of one argument becomes two grouping aggregates",
+	apply:  func(o *optimizer, p Plan) (Plan, error) { return o.distinctAggs(p), nil },
+}
+
 // ---------------------------------------------------------------- distinct_agg
 
 // distinctAggs rewrites an aggregate whose aggregates all take DISTINCT

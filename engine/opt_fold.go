@@ -11,6 +11,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
+var ruleFold = &Rule{
+	Name:   RuleFold,
+	Shapes: "constant expressions are evaluated, boolean expressions simplified, always-true filters dropped",
+	apply:  func(_ *optimizer, p Plan) (Plan, error) { return foldConstants(p), nil },
+}
+
 // Rule: constant folding and boolean simplification.
 //
 //   - calls and casts over constants are evaluated

@@ -5,6 +5,15 @@ import (
 	"math/bits"
 )
 
+var ruleJoinOrder = &Rule{
+	Name:   RuleJoinOrder,
+	Shapes: "chains of inner joins are reordered by estimated cost, and the build side of each join is chosen",
+	apply: func(o *optimizer, p Plan) (Plan, error) {
+		o.est = newEstimator()
+		return o.reorderJoins(p), nil
+	},
+}
+
 // Rule: join ordering and build sides.
 //
 // Each maximal tree of inner joins is flattened into its relations and

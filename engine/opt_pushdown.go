@@ -1,5 +1,11 @@
 package engine
 
+var rulePushdown = &Rule{
+	Name:   RulePushdown,
+	Shapes: "filters move down through projections, sorts and set operations, into joins (equalities become equi-join keys) and into scans",
+	apply:  func(o *optimizer, p Plan) (Plan, error) { return o.pushdown(p), nil },
+}
+
 // Rule: predicate pushdown. Filter conjuncts move as far down as their
 // columns allow: through projections (substituting the projected
 // expressions), sorts, DISTINCT and set operations, below aggregates when

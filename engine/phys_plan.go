@@ -671,6 +671,12 @@ func (pl *physPlanner) join(n *JoinNode, need colSet) (*pnode, error) {
 	}
 	est := pl.est.rows(n)
 	equi, cond := n.Equi, n.Cond
+	if len(equi) == 0 && cond != nil {
+		// NB: pushdown makes a join condition's equalities between the sides
+		// equi-join keys; with that rule disabled (SET disabled_rules) they
+		// are still keys here, since some joins (FULL) run only on keys.
+		equi, cond = splitEqui(conjuncts(cond), lcols, rcols)
+	}
 	if n.NullAware && len(equi) > 1 {
 		// NB: exec's null-aware joins take one key (the IN comparison,
 		// Equi[0]); correlation equalities become residual conditions,

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,6 +46,10 @@ type Options struct {
 	// SpillLimit caps the bytes one query keeps on disk at once (0: no
 	// cap); a query needing more fails with a resource error.
 	SpillLimit int64
+	// DisabledRules names optimizer rules not to apply (engine.Rules; for
+	// tests, and for users hit by a planner bug). Required rules cannot be
+	// disabled.
+	DisabledRules []string
 	// Storage configures the database directory (file writing options,
 	// checksum verification).
 	Storage storage.Options
@@ -77,6 +82,9 @@ func (o *Options) Validate() error {
 	}
 	if o.SpillLimit < 0 {
 		return nferr.Queryf("spill limit %d must not be negative", o.SpillLimit)
+	}
+	if err := CheckDisabledRules(o.DisabledRules); err != nil {
+		return err
 	}
 	if o.BatchSize < 1 || o.BatchSize > maxBatchSize {
 		return nferr.Queryf("batch size %d out of range 1..%d", o.BatchSize, maxBatchSize)
@@ -397,7 +405,7 @@ func (s *Session) run(ctx context.Context, src string, raw sql.RawStmt) (*Result
 	if err := checkPlanSize(raw.Stmt, s.opts.MemoryLimit); err != nil {
 		return nil, err
 	}
-	st, err := Prepare(s.catalog(), src, raw.Stmt)
+	st, err := Prepare(s.catalog(), src, raw.Stmt, s.opts.DisabledRules...)
 	if err != nil {
 		return nil, err
 	}
@@ -574,6 +582,9 @@ func (s *Session) explain(ctx context.Context, x *ExplainStmt) (*Result, error) 
 	var text strings.Builder
 	text.WriteString("Logical plan:\n")
 	text.WriteString(ExplainPlan(q.Plan, ExplainOptions{Verbose: x.Verbose}))
+	if x.Verbose {
+		text.WriteString(explainRules(q.Rules, s.opts.DisabledRules))
+	}
 	if !x.Analyze {
 		text.WriteString("Physical plan (parallelism " + strconv.Itoa(s.opts.Parallelism) + "):\n")
 		text.WriteString(ExplainPhysical(pp, nil))
@@ -830,9 +841,23 @@ const (
 	// SpillLimit ("off" / 0 as there).
 	SettingSpillDir   = "spill_dir"
 	SettingSpillLimit = "spill_limit"
+	// SettingDisabledRules is Options.DisabledRules, comma-separated ('' or
+	// 'none': every rule on).
+	SettingDisabledRules = "disabled_rules"
 )
 
-const knownSettings = "memory_limit, parallelism, batch_size, query_retries, spill_dir, spill_limit"
+const knownSettings = "memory_limit, parallelism, batch_size, query_retries, spill_dir, spill_limit, disabled_rules"
+
+// parseRuleList reads SET disabled_rules' value.
+func parseRuleList(v string) []string {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.ToLower(strings.TrimSpace(f)); f != "" && f != "none" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
 
 // parseRetries validates a query_retries value.
 func parseRetries(name, value string) (int, error) {
@@ -891,6 +916,8 @@ func (s *Session) set(name, value string) error {
 			return err
 		}
 		o.SpillLimit = n
+	case SettingDisabledRules:
+		o.DisabledRules = parseRuleList(v)
 	default:
 		return nferr.Queryf("unknown setting %q (known: %s)", name, knownSettings)
 	}
@@ -925,6 +952,11 @@ func (s *Session) show(name string) (*Result, error) {
 		if s.opts.SpillLimit > 0 {
 			v = exec.FormatBytes(s.opts.SpillLimit)
 		}
+	case SettingDisabledRules:
+		v = strings.Join(s.opts.DisabledRules, ",")
+		if v == "" {
+			v = "none"
+		}
 	default:
 		return nil, nferr.Queryf("unknown setting %q (known: %s)", name, knownSettings)
 	}
@@ -955,4 +987,26 @@ func checkPlanSize(stmt sql.Statement, limit int64) error {
 			nodes, exec.FormatBytes(need), exec.FormatBytes(limit))
 	}
 	return nil
+}
+
+// explainRules is EXPLAIN VERBOSE's account of the optimizer: each rule in
+// order, whether it changed the plan, and its time.
+func explainRules(runs []RuleRun, disabled []string) string {
+	var b strings.Builder
+	b.WriteString("Optimizer rules:\n")
+	for _, r := range runs {
+		what := "no change"
+		switch {
+		case slices.Contains(disabled, r.Rule):
+			what = "disabled"
+		case r.Changed:
+			what = "changed the plan"
+		}
+		fmt.Fprintf(&b, "  %-14s %s", r.Rule, what)
+		if what != "disabled" {
+			b.WriteString(", " + formatDuration(r.Time))
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
 }

@@ -59,6 +59,18 @@ var sqlSetups = []sqlSetup{
 	{"p3-pool-batch100", Options{Parallelism: 3, BatchSize: 100, Alloc: newPoolAllocator()}},
 }
 
+// ruleSetups run every file once more with each optimizer rule that may
+// be disabled turned off in turn: no rule may be needed for a right answer.
+func ruleSetups() []sqlSetup {
+	var out []sqlSetup
+	for _, r := range Rules {
+		if !r.Required {
+			out = append(out, sqlSetup{"no-" + r.Name, Options{Parallelism: 2, DisabledRules: []string{r.Name}}})
+		}
+	}
+	return out
+}
+
 type sqlRecord struct {
 	line    int
 	kind    string // statement, query
@@ -208,7 +220,7 @@ func TestSQLFiles(t *testing.T) {
 	for _, path := range files {
 		recs := parseSQLTest(t, path)
 		name := strings.TrimSuffix(filepath.Base(path), ".slt")
-		for si, setup := range sqlSetups {
+		for si, setup := range append(sqlSetups, ruleSetups()...) {
 			rewriting := *rewrite && si == 0
 			t.Run(name+"/"+setup.name, func(t *testing.T) {
 				runSQLFile(t, path, recs, setup, rewriting)

@@ -47,10 +47,10 @@ func spillFanout(limit int64) (int, int) {
 }
 
 type aggSpill struct {
-	w    *partWriters // the partitions of rows of new groups
-	runs []*spillRun
-	sub  *HashAgg // the partition being aggregated
-	sc   keyScratch
+	w     *partWriters // the partitions of rows of new groups
+	runs  []*spillRun
+	parts partitionRun // the partitions' aggregates
+	sc    keyScratch
 
 	inSel, outSel []int32
 	inGids        []uint32
@@ -135,45 +135,29 @@ func (s *aggSpill) next(a *HashAgg) (*Batch, error) {
 	// The in-memory groups are emitted: give their memory to the
 	// partitions.
 	a.releaseState()
-	for {
-		if s.sub == nil {
-			if len(s.runs) == 0 {
-				return nil, nil
-			}
-			run := s.runs[0]
-			s.runs = s.runs[1:]
-			sub, err := NewHashAgg(newSpillReader(run), a.spec)
-			if err != nil {
-				run.remove()
-				return nil, err
-			}
-			sub.level = a.level + 1
-			s.sub = sub
-			if err := sub.Open(a.env); err != nil {
-				return nil, err
-			}
+	b, err := s.parts.next(a.env, func() (Operator, error) {
+		if len(s.runs) == 0 {
+			return nil, nil
 		}
-		b, err := s.sub.Next()
+		run := s.runs[0]
+		s.runs = s.runs[1:]
+		sub, err := NewHashAgg(newSpillReader(run), a.spec)
 		if err != nil {
-			if nferr.Is(err, nferr.KindResource) && (s.sub.level+1)*s.w.bits > spillLevelBits {
-				return nil, nferr.Resourcef("%s: a partition spilled %d times and still does not fit in memory (one group key holds most rows?): %v", a.op, s.sub.level, err)
-			}
+			run.remove()
 			return nil, err
 		}
-		if b != nil {
-			return b, nil
-		}
-		s.sub.Close()
-		s.sub = nil
+		sub.level = a.level + 1
+		return sub, nil
+	})
+	if nferr.Is(err, nferr.KindResource) && (a.level+2)*s.w.bits > spillLevelBits {
+		return nil, nferr.Resourcef("%s: a partition spilled %d times and still does not fit in memory (one group key holds most rows?): %v", a.op, a.level+1, err)
 	}
+	return b, err
 }
 
 // close removes what is left (on error or early Close).
 func (s *aggSpill) close() {
-	if s.sub != nil {
-		s.sub.Close()
-		s.sub = nil
-	}
+	s.parts.close()
 	s.w.abort()
 	for _, r := range s.runs {
 		r.remove()

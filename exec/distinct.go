@@ -50,7 +50,7 @@ type Distinct struct {
 	sc      keyScratch
 	spSel   []int32
 	runs    []*spillRun
-	sub     *Distinct
+	parts   partitionRun
 	drained bool
 }
 
@@ -178,10 +178,7 @@ func (d *Distinct) Close() error {
 	if d.table != nil {
 		d.table.release()
 	}
-	if d.sub != nil {
-		d.sub.Close()
-		d.sub = nil
-	}
+	d.parts.close()
 	if d.sp != nil {
 		d.sp.abort()
 	}
@@ -257,29 +254,18 @@ func (d *Distinct) finishSpill() error {
 
 // nextPartition returns the next batch of the partitions' distinct rows.
 func (d *Distinct) nextPartition() (*Batch, error) {
-	for {
-		if d.sub == nil {
-			if len(d.runs) == 0 {
-				return nil, nil
-			}
-			run := d.runs[0]
-			d.runs = d.runs[1:]
-			sub, err := NewDistinct(newSpillReader(run), DistinctSpec{Cols: d.cols})
-			if err != nil {
-				run.remove()
-				return nil, err
-			}
-			sub.level = d.level + 1
-			d.sub = sub
-			if err := sub.Open(d.env); err != nil {
-				return nil, err
-			}
+	return d.parts.next(d.env, func() (Operator, error) {
+		if len(d.runs) == 0 {
+			return nil, nil
 		}
-		b, err := d.sub.Next()
-		if err != nil || b != nil {
-			return b, err
+		run := d.runs[0]
+		d.runs = d.runs[1:]
+		sub, err := NewDistinct(newSpillReader(run), DistinctSpec{Cols: d.cols})
+		if err != nil {
+			run.remove()
+			return nil, err
 		}
-		d.sub.Close()
-		d.sub = nil
-	}
+		sub.level = d.level + 1
+		return sub, nil
+	})
 }

@@ -110,20 +110,7 @@ func dumpTable(env *Env, t *joinTable, w *partWriters) error {
 }
 
 // drainTo writes the rest of in to w.
-func drainTo(env *Env, in Operator, w *partWriters) error {
-	for {
-		if err := env.Ctx.Err(); err != nil {
-			return nferr.With(nferr.KindCanceled, err)
-		}
-		b, err := in.Next()
-		if err != nil || b == nil {
-			return err
-		}
-		if err := w.write(b); err != nil {
-			return err
-		}
-	}
-}
+func drainTo(env *Env, in Operator, w *partWriters) error { return forEachBatch(env, in, w.write) }
 
 // finishBuildSpill completes a build that spilled once every input is
 // drained into w: t's rows go to w too, t is released, and the files are
@@ -157,8 +144,8 @@ func (s *joinShape) keepsUnmatchedBuild() bool {
 type graceProbe struct {
 	build *graceBuild
 	runs  []*spillRun
-	p     int
-	sub   Operator
+	p     int // the next partition
+	parts partitionRun
 }
 
 // startGrace writes the probe input to partition files.
@@ -168,23 +155,9 @@ func (h *HashJoin) startGrace(g *graceBuild) error {
 	if err != nil {
 		return err
 	}
-	for {
-		if err := h.env.Ctx.Err(); err != nil {
-			w.abort()
-			return nferr.With(nferr.KindCanceled, err)
-		}
-		b, err := h.probe.Next()
-		if err != nil {
-			w.abort()
-			return err
-		}
-		if b == nil {
-			break
-		}
-		if err := w.write(b); err != nil {
-			w.abort()
-			return err
-		}
+	if err := forEachBatch(h.env, h.probe, w.write); err != nil {
+		w.abort()
+		return err
 	}
 	runs, err := w.finish()
 	if err != nil {
@@ -197,14 +170,9 @@ func (h *HashJoin) startGrace(g *graceBuild) error {
 // nextGrace returns the next batch of the partitions' joins.
 func (h *HashJoin) nextGrace() (*Batch, error) {
 	g := h.grace
-	for {
-		if g.sub == nil {
-			if g.p >= len(g.build.runs) {
-				return nil, nil
-			}
-			p := g.p
-			g.p++
-			br, pr := g.build.runs[p], g.runs[p]
+	return g.parts.next(h.env, func() (Operator, error) {
+		for ; g.p < len(g.build.runs); g.p++ {
+			br, pr := g.build.runs[g.p], g.runs[g.p]
 			if br == nil && (pr == nil || !h.shape.keepsUnmatchedProbe()) || pr == nil && !h.shape.keepsUnmatchedBuild() {
 				// Nothing can come out of this partition.
 				if pr != nil {
@@ -212,6 +180,7 @@ func (h *HashJoin) nextGrace() (*Batch, error) {
 				}
 				continue
 			}
+			g.p++
 			var bin, pin Operator
 			if br != nil {
 				bin = &sharedRunReader{r: newSpillReader(br)}
@@ -234,29 +203,15 @@ func (h *HashJoin) nextGrace() (*Batch, error) {
 				return nil, err
 			}
 			sub.level = h.level + 1
-			g.sub = sub
-			if err := sub.Open(h.env); err != nil {
-				return nil, err
-			}
+			return sub, nil
 		}
-		b, err := g.sub.Next()
-		if err != nil {
-			return nil, err
-		}
-		if b != nil {
-			return b, nil
-		}
-		g.sub.Close()
-		g.sub = nil
-	}
+		return nil, nil
+	})
 }
 
 // close removes what the prober still holds.
 func (g *graceProbe) close() {
-	if g.sub != nil {
-		g.sub.Close()
-		g.sub = nil
-	}
+	g.parts.close()
 	for _, r := range g.runs {
 		if r != nil {
 			r.remove()

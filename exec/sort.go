@@ -722,17 +722,7 @@ func (s *Sort) Open(env *Env) error {
 // drainInto drains in into store, charging acct.
 func drainInto(env *Env, in Operator, store *rowStore, acct *Account) error {
 	var charged int64
-	for {
-		if err := env.Ctx.Err(); err != nil {
-			return nferr.With(nferr.KindCanceled, err)
-		}
-		b, err := in.Next()
-		if err != nil {
-			return err
-		}
-		if b == nil {
-			return nil
-		}
+	return forEachBatch(env, in, func(b *Batch) error {
 		store.appendBatch(b)
 		if n := store.bytes(); n > charged {
 			if err := acct.Grow(n - charged); err != nil {
@@ -740,7 +730,8 @@ func drainInto(env *Env, in Operator, store *rowStore, acct *Account) error {
 			}
 			charged = n
 		}
-	}
+		return nil
+	})
 }
 
 // Next implements Operator.

@@ -94,20 +94,7 @@ func (x *extSort) add(b *Batch) error {
 }
 
 // drain adds every batch of in.
-func (x *extSort) drain(in Operator) error {
-	for {
-		if err := x.env.Ctx.Err(); err != nil {
-			return nferr.With(nferr.KindCanceled, err)
-		}
-		b, err := in.Next()
-		if err != nil || b == nil {
-			return err
-		}
-		if err := x.add(b); err != nil {
-			return err
-		}
-	}
-}
+func (x *extSort) drain(in Operator) error { return forEachBatch(x.env, in, x.add) }
 
 // finish ends the input. Without a spill it returns the sorted
 // permutation of x.store; otherwise it returns nil and x.merge emits the
@@ -215,18 +202,10 @@ func (x *extSort) mergeToRun(runs []*spillRun) (*spillRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	for {
-		b, err := m.Next()
-		if err == nil && b == nil {
-			break
-		}
-		if err == nil {
-			err = w.write(x.env.Alloc, b.Cols, b.N, b.Sel)
-		}
-		if err != nil {
-			w.abort()
-			return nil, err
-		}
+	err = forEachBatch(x.env, m, func(b *Batch) error { return w.write(x.env.Alloc, b.Cols, b.N, b.Sel) })
+	if err != nil {
+		w.abort()
+		return nil, err
 	}
 	return w.finish()
 }

@@ -635,3 +635,55 @@ func (w *partWriters) abort() {
 	}
 	w.acct.Close()
 }
+
+// partitionRun returns the batches of one operator per spilled partition,
+// one partition after another: the second phase of the hybrid aggregate,
+// the grace join and DISTINCT. open makes the next partition's operator,
+// or returns nil when none is left.
+type partitionRun struct{ sub Operator }
+
+func (p *partitionRun) next(env *Env, open func() (Operator, error)) (*Batch, error) {
+	for {
+		if p.sub == nil {
+			sub, err := open()
+			if err != nil || sub == nil {
+				return nil, err
+			}
+			p.sub = sub
+			if err := sub.Open(env); err != nil {
+				return nil, err
+			}
+		}
+		b, err := p.sub.Next()
+		if err != nil || b != nil {
+			return b, err
+		}
+		p.sub.Close()
+		p.sub = nil
+	}
+}
+
+// close closes the partition being read, if any.
+func (p *partitionRun) close() {
+	if p.sub != nil {
+		p.sub.Close()
+		p.sub = nil
+	}
+}
+
+// forEachBatch calls fn on every batch of in until its end, checking for
+// cancellation between batches. The batch is borrowed until fn returns.
+func forEachBatch(env *Env, in Operator, fn func(*Batch) error) error {
+	for {
+		if err := env.Ctx.Err(); err != nil {
+			return nferr.With(nferr.KindCanceled, err)
+		}
+		b, err := in.Next()
+		if err != nil || b == nil {
+			return err
+		}
+		if err := fn(b); err != nil {
+			return err
+		}
+	}
+}

@@ -76,8 +76,13 @@ operations), VALUES, CREATE/DROP TABLE, CREATE TABLE AS, INSERT INTO ...
 SELECT/VALUES, COPY t FROM 'file' [WITH (FORMAT csv|tbl|parquet, HEADER,
 DELIMITER 'c', NULL 'text')], CREATE EXTERNAL TABLE t STORED AS PARQUET
 LOCATION 'dir', CREATE/DROP VIEW (views live for the session), EXPLAIN
-[ANALYZE] [VERBOSE], SHOW TABLES, DESCRIBE t, SET/SHOW memory_limit,
-parallelism, batch_size.
+[ANALYZE] [VERBOSE], SHOW TABLES, DESCRIBE t.
+
+Settings (SET name = value; SHOW name): memory_limit (what does not fit
+spills to spill_dir), parallelism, batch_size, spill_dir (a directory, or
+off), spill_limit (bytes on disk per query), query_retries (on a cluster),
+disabled_rules (optimizer rules to skip, e.g. 'pushdown,topn': for a
+planner bug; EXPLAIN VERBOSE lists the rules and what each did).
 
 A script stops at the first error, which is printed on stderr; the exit
 status tells a bad query (2) from bad data (3), exhausted memory (4) and
