@@ -4,20 +4,26 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/nicflow/nicflow/exec"
 )
 
 // Types of the logical plan are Arrow types (docs/architecture.md). These
-// helpers classify them and implement the typing rules of the binder:
+// helpers classify them; the rules of arithmetic and common types are
+// exec's (exec/types.go: ArithType, DecimalResult, CommonType), which the
+// binder calls, so that a plan's types are what execution produces. The
+// rules, for reference:
 //
 //	numbers widen int32 -> int64 -> decimal -> float64
 //	int32 viewed as a decimal is decimal(10,0), int64 decimal(19,0); an
 //	  integer literal is the smallest decimal that holds it (24 -> decimal(2,0))
 //	decimal(p1,s1) + - decimal(p2,s2): s = max(s1,s2),
 //	  p = min(max(p1-s1, p2-s2) + s + 1, 38)
-//	decimal * decimal: s = s1+s2, p = min(p1+p2, 38)
+//	decimal * decimal: s = s1+s2, p = min(p1+p2, 38) (decimal(38,38) when
+//	  s1+s2 > 38: the product is rounded)
 //	decimal / decimal: s = max(s1, 6), p = min(p1-s1+s2+s, 38), rounded half
 //	  away from zero (PostgreSQL-like: at least six fractional digits)
-//	decimal % decimal: s = max(s1,s2), p = min(min(p1-s1, p2-s2)+s, 38)
+//	decimal % decimal: s = max(s1,s2), p = max(min(min(p1-s1, p2-s2)+s, 38), 1)
 //	integer / integer truncates (PostgreSQL)
 //	sum(int32|int64) int64; sum(decimal(p,s)) decimal(38,s); sum(float) float64
 //	avg(int|float) float64; avg(decimal(p,s)) decimal(38, min(s+4, 38))
@@ -77,89 +83,14 @@ func isNullType(t arrow.DataType) bool {
 }
 func isInterval(t arrow.DataType) bool { return t.ID() == arrow.INTERVAL_MONTH_DAY_NANO }
 
-// decimalPS returns the precision and scale of a decimal, or of an integer
-// viewed as a decimal.
-func decimalPS(t arrow.DataType) (p, s int32, ok bool) {
-	switch t := t.(type) {
-	case *arrow.Decimal64Type:
-		return t.Precision, t.Scale, true
-	case *arrow.Decimal128Type:
-		return t.Precision, t.Scale, true
-	case *arrow.Int32Type:
-		return 10, 0, true
-	case *arrow.Int64Type:
-		return 19, 0, true
-	}
-	return 0, 0, false
-}
+// decimalPS, commonType and arithType are exec's typing rules
+// (exec/types.go): the one authority the binder and the compiler share.
+func decimalPS(t arrow.DataType) (p, s int32, ok bool) { return exec.DecimalPS(t) }
 
-// commonType is the type both operands of a comparison (CASE branches,
-// COALESCE, IN lists, set operations) are converted to.
-func commonType(a, b arrow.DataType) (arrow.DataType, bool) {
-	if arrow.TypeEqual(a, b) {
-		return a, true
-	}
-	if isNullType(a) {
-		return b, true
-	}
-	if isNullType(b) {
-		return a, true
-	}
-	if !isNumeric(a) || !isNumeric(b) {
-		return nil, false
-	}
-	if isFloat(a) || isFloat(b) {
-		return typFloat64, true
-	}
-	if isInteger(a) && isInteger(b) {
-		return typInt64, true
-	}
-	p1, s1, _ := decimalPS(a)
-	p2, s2, _ := decimalPS(b)
-	s := max(s1, s2)
-	return decimalType(min(max(p1-s1, p2-s2)+s, maxDecimalPrecision), s), true
-}
+func commonType(a, b arrow.DataType) (arrow.DataType, bool) { return exec.CommonType(a, b) }
 
-// arithType is the result type of a binary arithmetic operator fn (add,
-// sub, mul, div, mod) on numbers, or false.
 func arithType(fn string, a, b arrow.DataType) (arrow.DataType, bool) {
-	if isNullType(a) {
-		a = b
-	}
-	if isNullType(b) {
-		b = a
-	}
-	if isNullType(a) {
-		return typInt32, true
-	}
-	if !isNumeric(a) || !isNumeric(b) {
-		return nil, false
-	}
-	if isFloat(a) || isFloat(b) {
-		return typFloat64, true
-	}
-	if isInteger(a) && isInteger(b) {
-		if a.ID() == arrow.INT64 || b.ID() == arrow.INT64 {
-			return typInt64, true
-		}
-		return typInt32, true
-	}
-	p1, s1, _ := decimalPS(a)
-	p2, s2, _ := decimalPS(b)
-	switch fn {
-	case fnAdd, fnSub:
-		s := max(s1, s2)
-		return decimalType(min(max(p1-s1, p2-s2)+s+1, maxDecimalPrecision), s), true
-	case fnMul:
-		return decimalType(min(p1+p2, maxDecimalPrecision), min(s1+s2, maxDecimalPrecision)), true
-	case fnDiv:
-		s := max(s1, 6)
-		return decimalType(min(p1-s1+s2+s, maxDecimalPrecision), s), true
-	case fnMod:
-		s := max(s1, s2)
-		return decimalType(min(min(p1-s1, p2-s2)+s, maxDecimalPrecision), s), true
-	}
-	return nil, false
+	return exec.ArithType(fn, a, b)
 }
 
 // typeString prints a type the way SQL users know it.

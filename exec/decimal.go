@@ -140,8 +140,7 @@ func (c *compiler) compileDecimalArith(fn string, a, b node, desc string) (node,
 	const ovf = "decimal overflow"
 	switch fn {
 	case FnAdd, FnSub:
-		s := max(s1, s2)
-		p := min(max(p1-s1, p2-s2)+s+1, MaxDecimalPrecision)
+		p, s := DecimalResult(fn, p1, s1, p2, s2)
 		wide := p > MaxDecimal64Precision
 		if a, err = c.rescale(a, s, wide, desc); err != nil {
 			return nil, err
@@ -163,7 +162,7 @@ func (c *compiler) compileDecimalArith(fn string, a, b node, desc string) (node,
 		return &arithNode{a: a, b: b, t: decType(p, s), kern: k, desc: desc, ovfText: ovf}, nil
 	case FnMul:
 		s := s1 + s2 // the exact product's scale
-		p := min(p1+p2, MaxDecimalPrecision)
+		p, _ := DecimalResult(fn, p1, s1, p2, s2)
 		var n node
 		switch {
 		case p1+p2 <= MaxDecimal64Precision:
@@ -176,7 +175,7 @@ func (c *compiler) compileDecimalArith(fn string, a, b node, desc string) (node,
 			n = &arithNode{a: a, b: b, t: decType(p, s), kern: mulI64, desc: desc, ovfText: ovf}
 		case a.dt().ID() == arrow.DECIMAL64 && b.dt().ID() == arrow.DECIMAL64:
 			// Two int64 multiply exactly into 128 bits: no overflow check.
-			n = &arithNode{a: a, b: b, t: &arrow.Decimal128Type{Precision: max(p, s), Scale: s}, kern: mulI64toD128, desc: desc, ovfText: ovf}
+			n = &arithNode{a: a, b: b, t: &arrow.Decimal128Type{Precision: p, Scale: s}, kern: mulI64toD128, desc: desc, ovfText: ovf}
 		case s <= MaxDecimalPrecision && (a.dt().ID() == arrow.DECIMAL64) != (b.dt().ID() == arrow.DECIMAL64):
 			// decimal128 * decimal64 (Q1's l_extendedprice * (1 -
 			// l_discount) * (1 + l_tax)): no widening cast of the narrow
@@ -184,7 +183,7 @@ func (c *compiler) compileDecimalArith(fn string, a, b node, desc string) (node,
 			if b.dt().ID() != arrow.DECIMAL64 {
 				a, b = b, a
 			}
-			n = &arithNode{a: a, b: b, t: &arrow.Decimal128Type{Precision: max(p, s), Scale: s}, kern: mulD128I64, desc: desc, ovfText: ovf}
+			n = &arithNode{a: a, b: b, t: &arrow.Decimal128Type{Precision: p, Scale: s}, kern: mulD128I64, desc: desc, ovfText: ovf}
 		default:
 			if a, err = c.rescale(a, s1, true, desc); err != nil {
 				return nil, err
@@ -197,13 +196,12 @@ func (c *compiler) compileDecimalArith(fn string, a, b node, desc string) (node,
 				// scale 38 (rare: both operands carry many fraction digits).
 				n = &arithNode{a: a, b: b, t: decType(MaxDecimalPrecision, MaxDecimalPrecision), kern: mulScaledKernel(s - MaxDecimalPrecision), desc: desc, ovfText: ovf}
 			} else {
-				n = &arithNode{a: a, b: b, t: &arrow.Decimal128Type{Precision: max(p, s), Scale: s}, kern: mulD128, desc: desc, ovfText: ovf}
+				n = &arithNode{a: a, b: b, t: &arrow.Decimal128Type{Precision: p, Scale: s}, kern: mulD128, desc: desc, ovfText: ovf}
 			}
 		}
 		return n, nil
 	case FnDiv:
-		s := max(s1, 6)
-		p := min(p1-s1+s2+s, MaxDecimalPrecision)
+		p, s := DecimalResult(fn, p1, s1, p2, s2)
 		if a, err = c.rescale(a, s1, true, desc); err != nil {
 			return nil, err
 		}
@@ -214,8 +212,7 @@ func (c *compiler) compileDecimalArith(fn string, a, b node, desc string) (node,
 		t := decType(p, s)
 		return &arithNode{a: a, b: b, t: t, kern: divDecKernel(shift, t.ID() == arrow.DECIMAL64), desc: desc, ovfText: ovf}, nil
 	case FnMod:
-		s := max(s1, s2)
-		p := max(min(min(p1-s1, p2-s2)+s, MaxDecimalPrecision), 1)
+		p, s := DecimalResult(fn, p1, s1, p2, s2)
 		wide := max(p1-s1, p2-s2)+s > MaxDecimal64Precision
 		if a, err = c.rescale(a, s, wide, desc); err != nil {
 			return nil, err

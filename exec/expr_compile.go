@@ -1009,22 +1009,6 @@ func isInteger(dt arrow.DataType) bool {
 	return dt.ID() == arrow.INT32 || dt.ID() == arrow.INT64
 }
 
-// decimalPS returns the precision and scale of a decimal type, and of an
-// integer type viewed as a decimal (int32: 10 digits, int64: 19).
-func decimalPS(dt arrow.DataType) (p, s int32, ok bool) {
-	switch t := dt.(type) {
-	case *arrow.Decimal64Type:
-		return t.Precision, t.Scale, true
-	case *arrow.Decimal128Type:
-		return t.Precision, t.Scale, true
-	case *arrow.Int32Type:
-		return 10, 0, true
-	case *arrow.Int64Type:
-		return 19, 0, true
-	}
-	return 0, 0, false
-}
-
 func isDecimal(dt arrow.DataType) bool {
 	return dt.ID() == arrow.DECIMAL64 || dt.ID() == arrow.DECIMAL128
 }
@@ -1032,36 +1016,6 @@ func isDecimal(dt arrow.DataType) bool {
 // decType is decimal(p, s) in its storage width (decimal64 for p <= 18).
 func decType(p, s int32) arrow.DataType {
 	return DecimalType(p, s).Arrow()
-}
-
-// commonType is the type two operands of a comparison, CASE branches,
-// COALESCE or IN are converted to: equal types stay; NULL takes the other
-// type; numbers widen int32 -> int64 -> decimal -> double; decimals take the
-// larger scale and the larger integer part.
-func commonType(a, b arrow.DataType) (arrow.DataType, bool) {
-	if arrow.TypeEqual(a, b) {
-		return a, true
-	}
-	if a.ID() == arrow.NULL {
-		return b, true
-	}
-	if b.ID() == arrow.NULL {
-		return a, true
-	}
-	if !isNumeric(a) || !isNumeric(b) {
-		return nil, false
-	}
-	if a.ID() == arrow.FLOAT64 || b.ID() == arrow.FLOAT64 {
-		return arrow.PrimitiveTypes.Float64, true
-	}
-	if isInteger(a) && isInteger(b) {
-		return arrow.PrimitiveTypes.Int64, true
-	}
-	p1, s1, _ := decimalPS(a)
-	p2, s2, _ := decimalPS(b)
-	s := max(s1, s2)
-	p := min(max(p1-s1, p2-s2)+s, MaxDecimalPrecision)
-	return decType(p, s), true
 }
 
 func typeName(dt arrow.DataType) string {
