@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"fmt"
 	"math"
+	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -236,6 +238,11 @@ func (b *builder) build(n *PhysNode) ([]exec.Operator, error) {
 			}
 		}
 	}
+	if checkContracts {
+		for i, o := range ops {
+			ops[i] = exec.Checked(o, fmt.Sprintf("%s node %d", n.Kind, n.ID))
+		}
+	}
 	return ops, nil
 }
 
@@ -308,6 +315,10 @@ func rangeTasks(s *ScanOp, t, tasks int) ([]storage.FileRange, storage.ScanSpec,
 // operators (ins[i] holds input i's streams). It owns the inputs: on error
 // it closes them. The planner calls it with schema stubs to learn a
 // node's output schema; the builder with the real inputs.
+// checkContracts wraps every operator in a checker of the Operator
+// contract (exec.Checked) when the code runs under go test.
+var checkContracts = testing.Testing()
+
 func instantiate(n *PhysNode, ins [][]exec.Operator) ([]exec.Operator, error) {
 	one := func(f func(in exec.Operator, stream int) (exec.Operator, error)) ([]exec.Operator, error) {
 		if len(ins) != 1 {

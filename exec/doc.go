@@ -65,6 +65,14 @@
 // limit; a global aggregate holds one group; NOT IN joins, one window
 // partition larger than the budget and exchange queues do not spill.
 //
+// The Operator contract (operator.go) is checked, not only written: under
+// go test, engine's builder wraps every operator it makes in Checked
+// (checked.go: Open once, batches with live rows matching the schema,
+// ascending selections, the end repeated, no Next after Close, no two
+// calls at once), and so does the operator harness (harness_test.go).
+// Expression typing rules live in types.go, the one authority the binder
+// shares.
+//
 // Invariants:
 //   - Types are Arrow types. decimal(p<=18, s) is arrow.Decimal64 (scaled
 //     int64), wider decimals are arrow.Decimal128; money is never a float.

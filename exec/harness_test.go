@@ -1081,6 +1081,7 @@ func runOpOnce(t *testing.T, name string, tc *OpTest, inputs [][][]any, bs int, 
 	if err != nil {
 		t.Fatalf("%s: build: %v", name, err)
 	}
+	op = Checked(op, name) // the Operator contract, checked on every batch
 	schema := op.Schema()
 	runErr = func() error {
 		if err := op.Open(env); err != nil {
