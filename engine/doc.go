@@ -31,7 +31,9 @@
 // function), each in its own file with a golden test under testdata/rules,
 // run in the order of Rules by the driver in opt.go: inline_shared
 // (opt_inline.go), decorrelate, fold, outer_join (opt_outerjoin.go),
-// pushdown, join_order (with build sides), prune, distinct_agg, topn. A
+// pushdown, join_order (with build sides), prune, distinct_agg, topn, and
+// the cost-based semi_lift and reduce_grouped (opt_semi.go; they were the
+// first step of physical planning, which no longer calls the optimizer). A
 // session disables any but decorrelate with SET disabled_rules (every .slt
 // file and the TPC-H answers are tested with each disabled in turn);
 // EXPLAIN VERBOSE shows what each did (RuleRun). docs/contributing.md walks

@@ -14,15 +14,17 @@ import (
 // Rule names, in the order Optimize applies them (each rule is a *Rule in
 // its own file; Rules lists them).
 const (
-	RuleInlineShared = "inline_shared" // a view or CTE used once is inlined
-	RuleDecorrelate  = "decorrelate"   // subqueries become joins
-	RuleFold         = "fold"          // constant folding, boolean simplification
-	RuleOuterJoin    = "outer_join"    // null-rejected outer joins become inner
-	RulePushdown     = "pushdown"      // filters move down, into joins and scans
-	RuleJoinOrder    = "join_order"    // inner joins reordered, build sides chosen
-	RulePrune        = "prune"         // unused columns and aggregates dropped
-	RuleDistinctAgg  = "distinct_agg"  // aggregates of DISTINCT x become two grouping aggregates
-	RuleTopN         = "topn"          // Limit over Sort becomes TopN
+	RuleInlineShared  = "inline_shared"  // a view or CTE used once is inlined
+	RuleDecorrelate   = "decorrelate"    // subqueries become joins
+	RuleFold          = "fold"           // constant folding, boolean simplification
+	RuleOuterJoin     = "outer_join"     // null-rejected outer joins become inner
+	RulePushdown      = "pushdown"       // filters move down, into joins and scans
+	RuleJoinOrder     = "join_order"     // inner joins reordered, build sides chosen
+	RulePrune         = "prune"          // unused columns and aggregates dropped
+	RuleDistinctAgg   = "distinct_agg"   // aggregates of DISTINCT x become two grouping aggregates
+	RuleTopN          = "topn"           // Limit over Sort becomes TopN
+	RuleSemiLift      = "semi_lift"      // semi/anti joins lifted above inner joins when cheaper
+	RuleReduceGrouped = "reduce_grouped" // grouped subqueries reduced by the join's other side first
 )
 
 // Rule is one optimizer rewrite: a named value the driver (OptimizeWith)
@@ -43,7 +45,7 @@ type Rule struct {
 }
 
 // Rules lists every rule in application order.
-var Rules = []*Rule{ruleInlineShared, ruleDecorrelate, ruleFold, ruleOuterJoin, rulePushdown, ruleJoinOrder, rulePrune, ruleDistinctAgg, ruleTopN}
+var Rules = []*Rule{ruleInlineShared, ruleDecorrelate, ruleFold, ruleOuterJoin, rulePushdown, ruleJoinOrder, rulePrune, ruleDistinctAgg, ruleTopN, ruleSemiLift, ruleReduceGrouped}
 
 // AllRules lists every rule's name in application order.
 var AllRules = func() []string {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -13,15 +14,17 @@ import (
 // rulePrereqs are the rules applied before a rule's golden "before" plan:
 // each rule is shown on the plans it is meant to see.
 var rulePrereqs = map[string][]string{
-	RuleInlineShared: nil,
-	RuleDecorrelate:  {RuleInlineShared},
-	RuleFold:         nil,
-	RuleOuterJoin:    {RuleInlineShared, RuleDecorrelate, RuleFold},
-	RulePushdown:     {RuleInlineShared, RuleDecorrelate, RuleFold, RuleOuterJoin},
-	RuleJoinOrder:    {RuleInlineShared, RuleDecorrelate, RuleFold, RuleOuterJoin, RulePushdown},
-	RulePrune:        {RuleInlineShared, RuleDecorrelate, RuleFold, RuleOuterJoin, RulePushdown, RuleJoinOrder},
-	RuleDistinctAgg:  {RuleInlineShared, RuleDecorrelate, RuleFold, RuleOuterJoin, RulePushdown, RuleJoinOrder, RulePrune},
-	RuleTopN:         nil,
+	RuleInlineShared:  nil,
+	RuleDecorrelate:   {RuleInlineShared},
+	RuleFold:          nil,
+	RuleOuterJoin:     {RuleInlineShared, RuleDecorrelate, RuleFold},
+	RulePushdown:      {RuleInlineShared, RuleDecorrelate, RuleFold, RuleOuterJoin},
+	RuleJoinOrder:     {RuleInlineShared, RuleDecorrelate, RuleFold, RuleOuterJoin, RulePushdown},
+	RulePrune:         {RuleInlineShared, RuleDecorrelate, RuleFold, RuleOuterJoin, RulePushdown, RuleJoinOrder},
+	RuleDistinctAgg:   {RuleInlineShared, RuleDecorrelate, RuleFold, RuleOuterJoin, RulePushdown, RuleJoinOrder, RulePrune},
+	RuleTopN:          nil,
+	RuleSemiLift:      {RuleInlineShared, RuleDecorrelate, RuleFold, RuleOuterJoin, RulePushdown, RuleJoinOrder, RulePrune},
+	RuleReduceGrouped: {RuleInlineShared, RuleDecorrelate, RuleFold, RuleOuterJoin, RulePushdown, RuleJoinOrder, RulePrune},
 }
 
 // TestRulesGolden shows each rule on its own: for every query of
@@ -36,6 +39,14 @@ func TestRulesGolden(t *testing.T) {
 			var b strings.Builder
 			for _, c := range strings.Split(string(src), "\n----\n") {
 				c = strings.TrimSpace(c)
+				// "tpch N" stands for TPC-H query N (internal/tpchq).
+				if n, ok := strings.CutPrefix(c, "tpch "); ok {
+					k, err := strconv.Atoi(strings.TrimSpace(n))
+					if err != nil {
+						t.Fatalf("%s: %v", c, err)
+					}
+					c = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(tpchQuery(t, k)), ";"))
+				}
 				q := bindQuery(t, c)
 				pre := rulePrereqs[rule]
 				before, err := OptimizeWith(q.Plan, pre)

@@ -102,7 +102,6 @@ func PlanPhysical(p Plan, names []string, opts PlanOptions) (pp *PhysPlan, err e
 	}()
 	pl := &physPlanner{opts: opts, est: newEstimator(), shared: map[*SharedDef]int{}}
 	cols := p.Columns()
-	p = pl.reduceGroupedJoins(pl.placeSemiJoins(p))
 	root, err := pl.plan(p, colSetOf(cols))
 	if err != nil {
 		return nil, err
@@ -1301,7 +1300,7 @@ func (pl *physPlanner) sharedScan(n *SharedScan) (*pnode, error) {
 	id, ok := pl.shared[n.Def]
 	if !ok {
 		cols := n.Def.Plan.Columns()
-		root, err := pl.plan(pl.reduceGroupedJoins(pl.placeSemiJoins(n.Def.Plan)), colSetOf(cols))
+		root, err := pl.plan(n.Def.Plan, colSetOf(cols))
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,34 @@
 package engine
 
-// Semi-join placement: the first step of physical planning.
+var ruleSemiLift = &Rule{
+	Name:   RuleSemiLift,
+	Shapes: "a chain of semi/anti joins under inner joins is lifted above them when the joins filter harder (estimated join work)",
+	apply: func(o *optimizer, p Plan) (Plan, error) {
+		o.ensureEstimator()
+		return o.placeSemiJoins(p), nil
+	},
+}
+
+var ruleReduceGrouped = &Rule{
+	Name:   RuleReduceGrouped,
+	Shapes: "a join with a grouped subquery on its keys is first reduced to the keys the other side has, when that cuts the aggregate's input",
+	apply: func(o *optimizer, p Plan) (Plan, error) {
+		o.ensureEstimator()
+		return o.reduceGroupedJoins(p), nil
+	},
+}
+
+// ensureEstimator gives the cost-based rules an estimator when join_order
+// (which makes one) is disabled.
+func (o *optimizer) ensureEstimator() {
+	if o.est == nil {
+		o.est = newEstimator()
+	}
+}
+
+// Semi-join placement and grouped-join reduction: cost-based rules that
+// run after every other rule (they were the first step of physical
+// planning, on the plan the other rules leave).
 //
 // The optimizer's pushdown rule moves a semi or anti join (EXISTS, IN,
 // NOT EXISTS, NOT IN) down to the relation its condition uses, below the
@@ -18,15 +46,12 @@ package engine
 // keeps or drops rows of its left input by their own values, and inner
 // joins above carry each such row through unchanged.
 //
-// NB: this is a logical rewrite, kept next to the physical planner because
-// it is a costing decision about where filters run; it would fit the
-// optimizer's join ordering equally well.
 
 // placeSemiJoins returns p with semi/anti join chains lifted where that is
 // estimated cheaper.
-func (pl *physPlanner) placeSemiJoins(p Plan) Plan {
+func (o *optimizer) placeSemiJoins(p Plan) Plan {
 	if j, ok := p.(*JoinNode); ok && j.Kind == JoinInner {
-		p = pl.liftSemis(j)
+		p = o.liftSemis(j)
 	}
 	in := p.Inputs()
 	if len(in) == 0 {
@@ -35,7 +60,7 @@ func (pl *physPlanner) placeSemiJoins(p Plan) Plan {
 	changed := false
 	nin := make([]Plan, len(in))
 	for i, c := range in {
-		nin[i] = pl.placeSemiJoins(c)
+		nin[i] = o.placeSemiJoins(c)
 		changed = changed || nin[i] != c
 	}
 	if !changed {
@@ -87,11 +112,11 @@ func replaceLeaf(p, old, new Plan) Plan {
 }
 
 // joinWork estimates the rows a plan's joins read and write.
-func (pl *physPlanner) joinWork(p Plan) float64 {
+func (o *optimizer) joinWork(p Plan) float64 {
 	var w float64
 	walkPlan(p, func(n Plan) bool {
 		if j, ok := n.(*JoinNode); ok {
-			w += pl.est.rows(j.Left) + pl.est.rows(j.Right) + pl.est.rows(j)
+			w += o.est.rows(j.Left) + o.est.rows(j.Right) + o.est.rows(j)
 		}
 		return true
 	})
@@ -102,7 +127,7 @@ func (pl *physPlanner) joinWork(p Plan) float64 {
 // in the estimates does not flip plans that are close.
 const liftMargin = 0.9
 
-func (pl *physPlanner) liftSemis(j *JoinNode) Plan {
+func (o *optimizer) liftSemis(j *JoinNode) Plan {
 	var leaves []Plan
 	innerLeaves(j, &leaves)
 	for _, leaf := range leaves {
@@ -126,7 +151,6 @@ func (pl *physPlanner) liftSemis(j *JoinNode) Plan {
 			continue
 		}
 		tree := replaceLeaf(j, leaf, base)
-		o := &optimizer{nextID: maxColumnID(j), est: pl.est}
 		tree = o.reorderJoins(tree)
 		cand := tree
 		for i := len(chain) - 1; i >= 0; i-- {
@@ -134,7 +158,7 @@ func (pl *physPlanner) liftSemis(j *JoinNode) Plan {
 			c.Left = cand
 			cand = &c
 		}
-		if pl.joinWork(cand) < liftMargin*pl.joinWork(j) {
+		if o.joinWork(cand) < liftMargin*o.joinWork(j) {
 			// Parents may read the tree's columns by position (set
 			// operations, shared subplans): keep their order.
 			return restoreColumns(cand, j.Columns())
@@ -160,18 +184,18 @@ func (pl *physPlanner) liftSemis(j *JoinNode) Plan {
 const reduceFactor = 10
 
 // reduceGroupedJoins applies the semi-join reduction everywhere in p.
-func (pl *physPlanner) reduceGroupedJoins(p Plan) Plan {
+func (o *optimizer) reduceGroupedJoins(p Plan) Plan {
 	return mapPlan(p, func(n Plan) Plan {
 		j, ok := n.(*JoinNode)
 		if !ok || j.Kind != JoinInner || len(j.Equi) == 0 {
 			return n
 		}
-		if nl, ok := pl.reduceSide(j.Left, j.Right, j.Equi, true); ok {
+		if nl, ok := o.reduceSide(j.Left, j.Right, j.Equi, true); ok {
 			c := *j
 			c.Left = nl
 			return &c
 		}
-		if nr, ok := pl.reduceSide(j.Right, j.Left, j.Equi, false); ok {
+		if nr, ok := o.reduceSide(j.Right, j.Left, j.Equi, false); ok {
 			c := *j
 			c.Right = nr
 			return &c
@@ -183,7 +207,7 @@ func (pl *physPlanner) reduceGroupedJoins(p Plan) Plan {
 // reduceSide rewrites side a (an aggregate, possibly under projections
 // and filters that pass its group keys through) when b is a small scan
 // and an equality joins a group key with a column of b.
-func (pl *physPlanner) reduceSide(a, b Plan, equi []EquiCond, aIsLeft bool) (Plan, bool) {
+func (o *optimizer) reduceSide(a, b Plan, equi []EquiCond, aIsLeft bool) (Plan, bool) {
 	if !isSmallScan(b) {
 		return nil, false
 	}
@@ -207,7 +231,7 @@ func (pl *physPlanner) reduceSide(a, b Plan, equi []EquiCond, aIsLeft bool) (Pla
 	if !ok || len(agg.Groups) == 0 {
 		return nil, false
 	}
-	if pl.est.rows(b)*reduceFactor > pl.est.rows(agg.Input) {
+	if o.est.rows(b)*reduceFactor > o.est.rows(agg.Input) {
 		return nil, false
 	}
 	var semi []EquiCond
