@@ -209,6 +209,7 @@ func (m *membership) join(seeds []string, timeout time.Duration, stop <-chan str
 	for {
 		n, err := m.ml.Join(seeds)
 		if n > 0 {
+			m.announceAfterJoin()
 			return nil
 		}
 		if err != nil && wrongKey(err.Error()) {
@@ -395,6 +396,23 @@ func (m *membership) reannounce() {
 			return
 		}
 		m.ml.UpdateNode(time.Second) //nolint:errcheck // best effort: the next tick tries again
+	}
+}
+
+// announceAfterJoin re-broadcasts this node's alive state for the quiet
+// period after it joined, as reannounce does after a conflict. NB: a node
+// restarted under its ID while the others still suspect its old
+// incarnation hears of itself as suspect, not alive: memberlist refutes
+// once, the others drop that refutation as a conflicting address, declare
+// the old incarnation dead a moment later with its old incarnation number
+// (which the new node ignores), and then nothing tells them of the new
+// address until a push-pull, up to 15 s later (TestRestartedNodeRejoinsUnderItsID
+// failed so under load). Announcing for a while after every join costs
+// one small broadcast per probe interval.
+func (m *membership) announceAfterJoin() {
+	m.lastConflict.Store(time.Now().UnixNano())
+	if m.reclaiming.CompareAndSwap(false, true) {
+		go m.reannounce()
 	}
 }
 
