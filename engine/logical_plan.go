@@ -452,6 +452,33 @@ func mapPlan(p Plan, f func(Plan) Plan) Plan {
 	return f(p)
 }
 
+// walkPlanDeep calls fn on every node of p, of the plans of its subqueries
+// and of the SharedDefs its scans read (each def entered once; fn sees
+// every SharedScan).
+func walkPlanDeep(p Plan, fn func(Plan)) {
+	seen := map[*SharedDef]bool{}
+	var visit func(Plan)
+	visit = func(q Plan) {
+		walkPlan(q, func(n Plan) bool {
+			fn(n)
+			if s, ok := n.(*SharedScan); ok && !seen[s.Def] {
+				seen[s.Def] = true
+				visit(s.Def.Plan)
+			}
+			for _, e := range nodeExprs(n) {
+				walkExpr(e, func(x Expr) bool {
+					if s, ok := x.(*SubqueryExpr); ok {
+						visit(s.Plan)
+					}
+					return true
+				})
+			}
+			return true
+		})
+	}
+	visit(p)
+}
+
 // walkPlan calls fn on p and its descendants (pre-order) while fn returns
 // true. It does not enter SharedDefs or subquery plans.
 func walkPlan(p Plan, fn func(Plan) bool) {

@@ -228,29 +228,11 @@ func restoreColumns(p Plan, want []Column) Plan {
 // shared subplans.
 func maxColumnID(p Plan) ColumnID {
 	var m ColumnID
-	seen := map[*SharedDef]bool{}
-	var visit func(Plan)
-	visit = func(q Plan) {
-		walkPlan(q, func(n Plan) bool {
-			for _, c := range n.Columns() {
-				m = max(m, c.ID)
-			}
-			if s, ok := n.(*SharedScan); ok && !seen[s.Def] {
-				seen[s.Def] = true
-				visit(s.Def.Plan)
-			}
-			for _, e := range nodeExprs(n) {
-				walkExpr(e, func(x Expr) bool {
-					if s, ok := x.(*SubqueryExpr); ok {
-						visit(s.Plan)
-					}
-					return true
-				})
-			}
-			return true
-		})
-	}
-	visit(p)
+	walkPlanDeep(p, func(n Plan) {
+		for _, c := range n.Columns() {
+			m = max(m, c.ID)
+		}
+	})
 	return m
 }
 

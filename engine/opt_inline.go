@@ -11,27 +11,11 @@ var ruleInlineShared = &Rule{
 // (renamed to the scan's column IDs).
 func inlineShared(p Plan) Plan {
 	uses := map[*SharedDef]int{}
-	var count func(Plan)
-	count = func(q Plan) {
-		walkPlan(q, func(n Plan) bool {
-			if s, ok := n.(*SharedScan); ok {
-				uses[s.Def]++
-				if uses[s.Def] == 1 {
-					count(s.Def.Plan)
-				}
-			}
-			for _, e := range nodeExprs(n) {
-				walkExpr(e, func(x Expr) bool {
-					if s, ok := x.(*SubqueryExpr); ok {
-						count(s.Plan)
-					}
-					return true
-				})
-			}
-			return true
-		})
-	}
-	count(p)
+	walkPlanDeep(p, func(n Plan) {
+		if s, ok := n.(*SharedScan); ok {
+			uses[s.Def]++
+		}
+	})
 	var inline func(Plan) Plan
 	inline = func(q Plan) Plan {
 		return mapPlan(q, func(n Plan) Plan {
