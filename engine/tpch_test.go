@@ -54,7 +54,7 @@ func resultSignature(q *QueryStmt) string {
 func checkOptimizedShape(t *testing.T, q int, p Plan) {
 	t.Helper()
 	est := newEstimator()
-	walkAll(p, func(n Plan) {
+	walkPlanDeep(p, func(n Plan) {
 		for _, e := range nodeExprs(n) {
 			if hasSubquery(e) {
 				t.Errorf("Q%d: subquery left after optimization in %T", q, n)
@@ -86,22 +86,6 @@ func checkOptimizedShape(t *testing.T, q int, p Plan) {
 	})
 }
 
-// walkAll visits p and shared subplans.
-func walkAll(p Plan, fn func(Plan)) {
-	seen := map[*SharedDef]bool{}
-	var visit func(Plan)
-	visit = func(q Plan) {
-		walkPlan(q, func(n Plan) bool {
-			fn(n)
-			if s, ok := n.(*SharedScan); ok && !seen[s.Def] {
-				seen[s.Def] = true
-				visit(s.Def.Plan)
-			}
-			return true
-		})
-	}
-	visit(p)
-}
 
 func TestTPCHSpecifics(t *testing.T) {
 	opt := func(n int) Plan {
@@ -114,7 +98,7 @@ func TestTPCHSpecifics(t *testing.T) {
 	// Q1: the date arithmetic folds to a literal in the scan's filter.
 	q1 := opt(1)
 	found := false
-	walkAll(q1, func(n Plan) {
+	walkPlanDeep(q1, func(n Plan) {
 		if s, ok := n.(*ScanNode); ok {
 			for _, f := range s.Filters {
 				found = found || f.String() == "lineitem.l_shipdate <= date '1998-09-02'"
@@ -129,7 +113,7 @@ func TestTPCHSpecifics(t *testing.T) {
 	}
 	// Q15: the view is computed once and read twice.
 	defs := map[*SharedDef]int{}
-	walkAll(opt(15), func(n Plan) {
+	walkPlanDeep(opt(15), func(n Plan) {
 		if s, ok := n.(*SharedScan); ok {
 			defs[s.Def]++
 		}
@@ -146,7 +130,7 @@ func TestTPCHSpecifics(t *testing.T) {
 	// semi and anti joins; Q17, Q20: correlated aggregates become joins.
 	kinds := func(p Plan) map[string]int {
 		m := map[string]int{}
-		walkAll(p, func(n Plan) {
+		walkPlanDeep(p, func(n Plan) {
 			if j, ok := n.(*JoinNode); ok {
 				k := j.Kind.String()
 				if j.NullAware {
@@ -168,7 +152,7 @@ func TestTPCHSpecifics(t *testing.T) {
 	}
 	for _, n := range []int{2, 17, 20} {
 		agg := false
-		walkAll(opt(n), func(p Plan) {
+		walkPlanDeep(opt(n), func(p Plan) {
 			if j, ok := p.(*JoinNode); ok && j.Kind == JoinInner {
 				for _, side := range []Plan{j.Left, j.Right} {
 					if a, ok := side.(*AggregateNode); ok && len(a.Groups) > 0 {
@@ -184,7 +168,7 @@ func TestTPCHSpecifics(t *testing.T) {
 	// Q3, Q10, Q18, Q21, Q2: ORDER BY ... LIMIT is a TopN.
 	for _, n := range []int{2, 3, 10, 18, 21} {
 		top := false
-		walkAll(opt(n), func(p Plan) {
+		walkPlanDeep(opt(n), func(p Plan) {
 			_, ok := p.(*TopNNode)
 			top = top || ok
 		})
