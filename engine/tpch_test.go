@@ -86,7 +86,6 @@ func checkOptimizedShape(t *testing.T, q int, p Plan) {
 	})
 }
 
-
 func TestTPCHSpecifics(t *testing.T) {
 	opt := func(n int) Plan {
 		p, err := Optimize(bindQuery(t, tpchQuery(t, n)).Plan)
