@@ -200,36 +200,9 @@ func filterNull(valid []bool, sel []int32, rows int, out []int32, wantValid bool
 	return out[:k]
 }
 
-// filterRange64 keeps rows with lo <= x <= hi. The test is one unsigned
-// comparison: x-lo <= hi-lo in wrapping arithmetic.
+// filterRange64 keeps rows with lo <= x <= hi.
 func filterRange64(x []int64, valid []bool, sel []int32, out []int32, lo, hi int64) []int32 {
-	out = out[:cap(out)]
-	w := uint64(hi - lo)
-	k := 0
-	switch {
-	case sel == nil && valid == nil:
-		out = out[:len(x)]
-		for i, v := range x {
-			out[k] = int32(i)
-			k += b2i(uint64(v-lo) <= w)
-		}
-	case sel == nil:
-		for i, v := range x {
-			out[k] = int32(i)
-			k += b2i(uint64(v-lo) <= w && valid[i])
-		}
-	case valid == nil:
-		for _, i := range sel {
-			out[k] = i
-			k += b2i(uint64(x[i]-lo) <= w)
-		}
-	default:
-		for _, i := range sel {
-			out[k] = i
-			k += b2i(uint64(x[i]-lo) <= w && valid[i])
-		}
-	}
-	return out[:k]
+	return filterRangeInt(x, valid, sel, out, lo, uint64(hi-lo))
 }
 
 func filterRange32(x []int32, valid []bool, sel []int32, out []int32, lo64, hi64 int64) []int32 {
@@ -245,7 +218,12 @@ func filterRange32(x []int32, valid []bool, sel []int32, out []int32, lo64, hi64
 		hi64 = 1<<31 - 1
 	}
 	lo := int32(lo64)
-	w := uint32(int32(hi64) - lo)
+	return filterRangeInt(x, valid, sel, out, lo, uint32(int32(hi64)-lo))
+}
+
+// filterRangeInt keeps rows with lo <= x <= lo+w. The test is one unsigned
+// comparison: x-lo <= w in wrapping arithmetic (U is T's unsigned twin).
+func filterRangeInt[T int32 | int64, U uint32 | uint64](x []T, valid []bool, sel []int32, out []int32, lo T, w U) []int32 {
 	out = out[:cap(out)]
 	k := 0
 	switch {
@@ -253,22 +231,22 @@ func filterRange32(x []int32, valid []bool, sel []int32, out []int32, lo64, hi64
 		out = out[:len(x)]
 		for i, v := range x {
 			out[k] = int32(i)
-			k += b2i(uint32(v-lo) <= w)
+			k += b2i(U(v-lo) <= w)
 		}
 	case sel == nil:
 		for i, v := range x {
 			out[k] = int32(i)
-			k += b2i(uint32(v-lo) <= w && valid[i])
+			k += b2i(U(v-lo) <= w && valid[i])
 		}
 	case valid == nil:
 		for _, i := range sel {
 			out[k] = i
-			k += b2i(uint32(x[i]-lo) <= w)
+			k += b2i(U(x[i]-lo) <= w)
 		}
 	default:
 		for _, i := range sel {
 			out[k] = i
-			k += b2i(uint32(x[i]-lo) <= w && valid[i])
+			k += b2i(U(x[i]-lo) <= w && valid[i])
 		}
 	}
 	return out[:k]
