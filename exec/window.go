@@ -406,11 +406,12 @@ func (w *Window) nextChunk() error {
 	cut := 0
 	for {
 		if st.n > 0 && (w.drained || st.bytes() >= target) {
-			cut = st.n
-			if !w.drained {
-				cut = w.lastPartitionStart(st)
+			if w.drained {
+				cut = st.n
+				break
 			}
-			if cut > 0 {
+			if !w.onePartition(st) {
+				cut = w.lastPartitionStart(st)
 				break
 			}
 			// One partition so far, and it goes on: read on.
@@ -428,7 +429,7 @@ func (w *Window) nextChunk() error {
 		}
 		st.appendBatch(b)
 		w.chunk.ForceGrow(st.bytes() - w.chunk.Used())
-		if limit > 0 && st.bytes() > limit-limit/spillHeadroom && w.lastPartitionStart(st) == 0 {
+		if limit > 0 && st.bytes() > limit-limit/spillHeadroom && w.onePartition(st) {
 			return nferr.Resourcef("memory limit exceeded in window: a partition of more than %d rows (%s) does not fit in the %s budget (raise --memory-limit)",
 				st.n, FormatBytes(st.bytes()), FormatBytes(limit))
 		}
@@ -446,12 +447,16 @@ func (w *Window) nextChunk() error {
 	return w.evaluate()
 }
 
+// onePartition says whether the rows of st (sorted, at least one) are all
+// of one partition: its first and last row are. NB: checked per batch
+// while a partition goes on, so it must not scan the partition.
+func (w *Window) onePartition(st *rowStore) bool {
+	return w.partRC == nil || len(w.partRC.fns) == 0 || w.partRC.compare(st, st, 0, st.n-1) == 0
+}
+
 // lastPartitionStart returns the row where the last partition of st
-// (sorted) starts.
+// (sorted, more than one partition) starts.
 func (w *Window) lastPartitionStart(st *rowStore) int {
-	if w.partRC == nil || len(w.partRC.fns) == 0 {
-		return 0
-	}
 	last, k := st.n-1, st.n-1
 	for k > 0 && w.partRC.compare(st, st, k-1, last) == 0 {
 		k--
