@@ -287,14 +287,8 @@ func TestHashAggHarness(t *testing.T) {
 				Name:       tc.name + "/split",
 				Inputs:     []HarnessInput{{Schema: aggTestSchema, Rows: rows}},
 				BatchSizes: []int{7, 1024},
-				Build: func(in []Operator) (Operator, error) {
-					pa, err := NewHashAgg(in[0], p)
-					if err != nil {
-						return nil, err
-					}
-					return NewHashAgg(pa, f)
-				},
-				Ref: func(in [][][]any) ([][]any, error) { return refHashAgg(aggTestSchema, in[0], spec) },
+				Build:      buildSplitAgg(p, f),
+				Ref:        func(in [][][]any) ([][]any, error) { return refHashAgg(aggTestSchema, in[0], spec) },
 			})
 		})
 	}
@@ -324,14 +318,8 @@ func TestHashAggEmptyInput(t *testing.T) {
 		Name:     "empty-global-split",
 		Inputs:   []HarnessInput{{Schema: aggTestSchema}},
 		NoCancel: true,
-		Build: func(in []Operator) (Operator, error) {
-			pa, err := NewHashAgg(in[0], p)
-			if err != nil {
-				return nil, err
-			}
-			return NewHashAgg(pa, f)
-		},
-		Ref: func(in [][][]any) ([][]any, error) { return [][]any{{int64(0), nil, nil, nil}}, nil },
+		Build:    buildSplitAgg(p, f),
+		Ref:      func(in [][][]any) ([][]any, error) { return [][]any{{int64(0), nil, nil, nil}}, nil },
 	})
 }
 
@@ -520,18 +508,24 @@ func TestHashAggSpills(t *testing.T) {
 				Budget:     tc.budget * 2,
 				Spill:      true,
 				SpillRuns:  &spilled,
-				Build: func(in []Operator) (Operator, error) {
-					pa, err := NewHashAgg(in[0], p)
-					if err != nil {
-						return nil, err
-					}
-					return NewHashAgg(pa, f)
-				},
-				Ref: func(in [][][]any) ([][]any, error) { return refHashAgg(aggTestSchema, in[0], spec) },
+				Build:      buildSplitAgg(p, f),
+				Ref:        func(in [][][]any) ([][]any, error) { return refHashAgg(aggTestSchema, in[0], spec) },
 			})
 			if spilled == 0 {
 				t.Fatalf("no run spilled")
 			}
 		})
+	}
+}
+
+// buildSplitAgg builds a partial aggregate feeding a final one (SplitAgg's
+// two phases) over the first input.
+func buildSplitAgg(partial, final HashAggSpec) func([]Operator) (Operator, error) {
+	return func(in []Operator) (Operator, error) {
+		pa, err := NewHashAgg(in[0], partial)
+		if err != nil {
+			return nil, err
+		}
+		return NewHashAgg(pa, final)
 	}
 }
