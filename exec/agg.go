@@ -380,10 +380,7 @@ func (a *HashAgg) consume() error {
 					// NB: the batch's keys inserted so far are emitted
 					// with empty states (harmless to the final phase);
 					// the batch is aggregated after the restart.
-					a.ngroups = a.table.groups()
-					for _, fn := range a.fns {
-						fn.grow(a.ngroups)
-					}
+					a.growStates()
 					a.forceChargeFns()
 					a.pending, a.flushing = b, true
 					return nil
@@ -393,10 +390,7 @@ func (a *HashAgg) consume() error {
 				}
 				// The batch is not aggregated yet (its new keys may be):
 				// spill from here on, starting with it.
-				a.ngroups = a.table.groups()
-				for _, fn := range a.fns {
-					fn.grow(a.ngroups)
-				}
+				a.growStates()
 				a.forceChargeFns()
 				if err := a.startSpill(); err != nil {
 					return err
@@ -406,10 +400,7 @@ func (a *HashAgg) consume() error {
 				}
 				continue
 			}
-			a.ngroups = a.table.groups()
-			for _, fn := range a.fns {
-				fn.grow(a.ngroups)
-			}
+			a.growStates()
 		} else {
 			if len(a.zeros) < m {
 				a.zeros = make([]uint32, m)
@@ -433,6 +424,15 @@ func (a *HashAgg) consume() error {
 				return err
 			}
 		}
+	}
+}
+
+// growStates sizes the aggregate states for the table's groups (after an
+// insert, also one that failed part way: the keys it added are groups).
+func (a *HashAgg) growStates() {
+	a.ngroups = a.table.groups()
+	for _, fn := range a.fns {
+		fn.grow(a.ngroups)
 	}
 }
 
