@@ -68,17 +68,22 @@ type RuleRun struct {
 // name a rule that is not Required.
 func CheckDisabledRules(names []string) error {
 	for _, n := range names {
-		var r *Rule
-		for _, k := range Rules {
-			if k.Name == n {
-				r = k
-			}
-		}
+		r := ruleNamed(n)
 		switch {
 		case r == nil:
 			return nferr.Queryf("unknown optimizer rule %q (rules: %s)", n, strings.Join(AllRules, ", "))
 		case r.Required:
 			return nferr.Queryf("optimizer rule %q cannot be disabled: %s", n, r.Shapes)
+		}
+	}
+	return nil
+}
+
+// ruleNamed returns the rule called name, or nil.
+func ruleNamed(name string) *Rule {
+	for _, r := range Rules {
+		if r.Name == name {
+			return r
 		}
 	}
 	return nil
@@ -119,11 +124,7 @@ func optimize(p Plan, rules []string, trace bool) (out Plan, runs []RuleRun, err
 	}()
 	on := map[string]bool{}
 	for _, r := range rules {
-		known := false
-		for _, k := range AllRules {
-			known = known || k == r
-		}
-		if !known {
+		if ruleNamed(r) == nil {
 			return nil, nil, nferr.Internalf("unknown optimizer rule %q", r)
 		}
 		on[r] = true
