@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -129,4 +130,51 @@ func RowsText(rec arrow.RecordBatch, null string) ([][]string, error) {
 		out[r] = row
 	}
 	return out, nil
+}
+
+// ScriptText runs script on s and returns the column names and rows of its
+// last row-returning statement (earlier statements run for their effect:
+// TPC-H's Q15 is create view, select, drop view), each row in the
+// canonical text with NULL as "", or, when keep is false, as many nil rows
+// (a count without formatting).
+func ScriptText(ctx context.Context, s *Session, script string, keep bool) (cols []string, rows [][]string, err error) {
+	sc, err := s.Execute(ctx, script)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer sc.Close()
+	for {
+		r, err := sc.Next()
+		if err != nil {
+			return nil, nil, err
+		}
+		if r == nil {
+			return cols, rows, nil
+		}
+		if r.Schema == nil {
+			continue
+		}
+		cols, rows = nil, nil
+		for _, f := range r.Schema.Fields() {
+			cols = append(cols, f.Name)
+		}
+		for {
+			rec, err := r.Next()
+			if err != nil {
+				return nil, nil, err
+			}
+			if rec == nil {
+				break
+			}
+			if !keep {
+				rows = append(rows, make([][]string, rec.NumRows())...)
+				continue
+			}
+			text, err := RowsText(rec, "")
+			if err != nil {
+				return nil, nil, err
+			}
+			rows = append(rows, text...)
+		}
+	}
 }

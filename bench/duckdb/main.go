@@ -181,48 +181,9 @@ func run(dir string, qlist string, o options) error {
 // returns the rows of its query (canonical text when keep, else empty
 // rows that only count).
 func runNicflow(ctx context.Context, s *engine.Session, text string, keep bool) (time.Duration, tpch.Result, error) {
-	var out tpch.Result
 	start := time.Now()
-	sc, err := s.Execute(ctx, text)
-	if err != nil {
-		return 0, out, err
-	}
-	defer sc.Close()
-	for {
-		res, err := sc.Next()
-		if err != nil {
-			return 0, out, err
-		}
-		if res == nil {
-			break
-		}
-		if res.Schema == nil {
-			continue
-		}
-		out = tpch.Result{}
-		for _, f := range res.Schema.Fields() {
-			out.Columns = append(out.Columns, f.Name)
-		}
-		for {
-			rec, err := res.Next()
-			if err != nil {
-				return 0, out, err
-			}
-			if rec == nil {
-				break
-			}
-			if !keep {
-				out.Rows = append(out.Rows, make([][]string, rec.NumRows())...)
-				continue
-			}
-			rows, err := engine.RowsText(rec, "")
-			if err != nil {
-				return 0, out, err
-			}
-			out.Rows = append(out.Rows, rows...)
-		}
-	}
-	return time.Since(start), out, nil
+	cols, rows, err := engine.ScriptText(ctx, s, text, keep)
+	return time.Since(start), tpch.Result{Columns: cols, Rows: rows}, err
 }
 
 // runDuckDB runs the statements of a script (Q15 is create view; select;

@@ -329,48 +329,8 @@ func runTPCHQuery(ctx context.Context, run textRunner, q int, sf float64, runs i
 // select, drop view) and returns the rows of its query in canonical text
 // (NULL as ""), or only their count when keep is false.
 func runQueryText(ctx context.Context, sess *engine.Session, text string, keep bool) (tpch.Result, error) {
-	sc, err := sess.Execute(ctx, text)
-	if err != nil {
-		return tpch.Result{}, err
-	}
-	defer sc.Close()
-	var out tpch.Result
-	for {
-		r, err := sc.Next()
-		if err != nil {
-			return tpch.Result{}, err
-		}
-		if r == nil {
-			return out, nil
-		}
-		if r.Schema == nil {
-			continue
-		}
-		out = tpch.Result{}
-		for _, f := range r.Schema.Fields() {
-			out.Columns = append(out.Columns, f.Name)
-		}
-		for {
-			rec, err := r.Next()
-			if err != nil {
-				return tpch.Result{}, err
-			}
-			if rec == nil {
-				break
-			}
-			if !keep {
-				for i := int64(0); i < rec.NumRows(); i++ {
-					out.Rows = append(out.Rows, nil)
-				}
-				continue
-			}
-			rows, err := engine.RowsText(rec, "")
-			if err != nil {
-				return tpch.Result{}, err
-			}
-			out.Rows = append(out.Rows, rows...)
-		}
-	}
+	cols, rows, err := engine.ScriptText(ctx, sess, text, keep)
+	return tpch.Result{Columns: cols, Rows: rows}, err
 }
 
 // cpuTime is the process's user+sys CPU time so far.
