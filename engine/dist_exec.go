@@ -458,9 +458,7 @@ func RunFragment(ctx context.Context, f *Fragment, fe FragmentEnv) (err error) {
 		}
 		env.Spill = exec.NewSpill(dir, fmt.Sprintf("%s-s%d-t%d", f.Query, f.Stage, f.Task), 0)
 		defer func() {
-			if ctr != nil {
-				ctr.Spilled.Store(env.Spill.Written())
-			}
+			ctr.Spilled.Store(env.Spill.Written())
 			env.Spill.Close()
 		}()
 	}
