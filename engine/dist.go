@@ -204,9 +204,6 @@ func (d *DistPlan) Receivers(s *Stage) int {
 // output stream of every task.
 func (d *DistPlan) Senders(s *Stage) int { return s.Tasks * s.Root.Streams }
 
-// Walk calls fn on n and every node below it (pre-order).
-func (n *PhysNode) Walk(fn func(*PhysNode)) { n.walk(fn) }
-
 // frag is a planned subtree of the stage being built.
 type frag struct {
 	n    *PhysNode

@@ -576,3 +576,63 @@ func freeCols(p Plan) colSet {
 	})
 	return free
 }
+
+// PruningPredicates returns the scan filters storage can use to skip row
+// groups by their min/max statistics: column op constant (=, <>, <, <=,
+// >, >=, with the constant on either side), IN lists of constants, IS
+// [NOT] NULL, and LIKE 'prefix%'. BETWEEN arrives as two range conjuncts.
+// Every filter, pushable or not, must still be applied to the rows.
+func (n *ScanNode) PruningPredicates() []Expr {
+	var out []Expr
+	for _, f := range n.Filters {
+		if isPruningPredicate(f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func isPruningPredicate(e Expr) bool {
+	c, ok := e.(*Call)
+	if !ok {
+		return false
+	}
+	isCol := func(x Expr) bool { _, ok := x.(*ColRef); return ok }
+	isConst := func(x Expr) bool { _, ok := x.(*Const); return ok }
+	switch c.Fn {
+	case fnEq, fnNe, fnLt, fnLe, fnGt, fnGe:
+		return (isCol(c.Args[0]) && isConst(c.Args[1])) || (isConst(c.Args[0]) && isCol(c.Args[1]))
+	case fnIn:
+		if !isCol(c.Args[0]) {
+			return false
+		}
+		for _, a := range c.Args[1:] {
+			if !isConst(a) {
+				return false
+			}
+		}
+		return true
+	case fnIsNull, fnNotNull:
+		return isCol(c.Args[0])
+	case fnLike:
+		if len(c.Args) != 2 || !isCol(c.Args[0]) || !isConst(c.Args[1]) {
+			return false
+		}
+		s, ok := c.Args[1].(*Const).Val.(string)
+		if !ok {
+			return false
+		}
+		i := indexAnyWildcard(s)
+		return i > 0 && i == len(s)-1 && s[i] == '%'
+	}
+	return false
+}
+
+func indexAnyWildcard(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' || s[i] == '_' || s[i] == '\\' {
+			return i
+		}
+	}
+	return -1
+}

@@ -332,3 +332,6 @@ func (n *PhysNode) walk(fn func(*PhysNode)) {
 		in.walk(fn)
 	}
 }
+
+// Walk calls fn on n and every node below it (pre-order).
+func (n *PhysNode) Walk(fn func(*PhysNode)) { n.walk(fn) }

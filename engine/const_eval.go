@@ -1,0 +1,414 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// evalCall evaluates a call over constant arguments. It returns nil (and
+// no error) for functions it does not evaluate at plan time.
+func evalCall(c *Call) (*Const, error) {
+	args := make([]*Const, len(c.Args))
+	anyNull := false
+	for i, a := range c.Args {
+		k, ok := a.(*Const)
+		if !ok {
+			return nil, nil
+		}
+		args[i] = k
+		anyNull = anyNull || k.IsNull()
+	}
+	switch c.Fn {
+	case fnAnd, fnOr:
+		res := c.Fn == fnAnd // the neutral value
+		null := false
+		for _, a := range args {
+			if a.IsNull() {
+				null = true
+				continue
+			}
+			if a.Val.(bool) != res {
+				return boolConst(!res), nil
+			}
+		}
+		if null {
+			return nullConst(typBool), nil
+		}
+		return boolConst(res), nil
+	case fnNot:
+		if anyNull {
+			return nullConst(typBool), nil
+		}
+		return boolConst(!args[0].Val.(bool)), nil
+	case fnIsNull:
+		return boolConst(args[0].IsNull()), nil
+	case fnNotNull:
+		return boolConst(!args[0].IsNull()), nil
+	case fnDistinct, fnNotDist:
+		a, b := args[0], args[1]
+		var same bool
+		switch {
+		case a.IsNull() || b.IsNull():
+			same = a.IsNull() && b.IsNull()
+		default:
+			cmp, ok := compareConst(a, b)
+			if !ok {
+				return nil, nil
+			}
+			same = cmp == 0
+		}
+		return boolConst(same == (c.Fn == fnNotDist)), nil
+	case fnCoalesce:
+		for _, a := range args {
+			if !a.IsNull() {
+				return castConst(a, c.Typ)
+			}
+		}
+		return nullConst(c.Typ), nil
+	case fnIn:
+		if args[0].IsNull() {
+			return nullConst(typBool), nil
+		}
+		null := false
+		for _, v := range args[1:] {
+			if v.IsNull() {
+				null = true
+				continue
+			}
+			if cmp, ok := compareConst(args[0], v); !ok {
+				return nil, nil
+			} else if cmp == 0 {
+				return boolConst(true), nil
+			}
+		}
+		if null {
+			return nullConst(typBool), nil
+		}
+		return boolConst(false), nil
+	}
+	if anyNull {
+		return nullConst(c.Typ), nil
+	}
+	switch c.Fn {
+	case fnEq, fnNe, fnLt, fnLe, fnGt, fnGe:
+		cmp, ok := compareConst(args[0], args[1])
+		if !ok {
+			return nil, nil
+		}
+		var r bool
+		switch c.Fn {
+		case fnEq:
+			r = cmp == 0
+		case fnNe:
+			r = cmp != 0
+		case fnLt:
+			r = cmp < 0
+		case fnLe:
+			r = cmp <= 0
+		case fnGt:
+			r = cmp > 0
+		case fnGe:
+			r = cmp >= 0
+		}
+		return boolConst(r), nil
+	case fnNeg:
+		return evalNeg(args[0])
+	case fnAdd, fnSub, fnMul, fnDiv, fnMod:
+		return evalArith(c.Fn, args[0], args[1], c.Typ)
+	case fnConcat:
+		return &Const{Typ: typString, Val: args[0].Val.(string) + args[1].Val.(string)}, nil
+	case "upper":
+		return &Const{Typ: typString, Val: strings.ToUpper(args[0].Val.(string))}, nil
+	case fnLower:
+		return &Const{Typ: typString, Val: strings.ToLower(args[0].Val.(string))}, nil
+	case "length":
+		return &Const{Typ: typInt32, Val: int32(utf8.RuneCountInString(args[0].Val.(string)))}, nil
+	case fnExtract:
+		d, ok := args[1].Val.(arrow.Date32)
+		if !ok {
+			return nil, nil
+		}
+		return extractConst(args[0].Val.(string), d)
+	case fnLike:
+		if len(args) != 2 {
+			return nil, nil
+		}
+		return boolConst(likeMatch(args[0].Val.(string), args[1].Val.(string))), nil
+	}
+	return nil, nil
+}
+
+// compareConst compares two non-NULL constants of comparable types.
+func compareConst(a, b *Const) (int, bool) {
+	switch av := a.Val.(type) {
+	case string:
+		bv, ok := b.Val.(string)
+		if !ok {
+			return 0, false
+		}
+		return strings.Compare(av, bv), true
+	case bool:
+		bv, ok := b.Val.(bool)
+		if !ok {
+			return 0, false
+		}
+		switch {
+		case av == bv:
+			return 0, true
+		case !av:
+			return -1, true
+		}
+		return 1, true
+	case arrow.Date32:
+		bv, ok := b.Val.(arrow.Date32)
+		if !ok {
+			return 0, false
+		}
+		switch {
+		case av < bv:
+			return -1, true
+		case av > bv:
+			return 1, true
+		}
+		return 0, true
+	}
+	if !isNumeric(a.Typ) || !isNumeric(b.Typ) {
+		return 0, false
+	}
+	if isFloat(a.Typ) || isFloat(b.Typ) {
+		x, y := constFloat(a), constFloat(b)
+		switch {
+		case x < y:
+			return -1, true
+		case x > y:
+			return 1, true
+		}
+		return 0, true
+	}
+	ua, sa, _ := unscaled(a)
+	ub, sb, _ := unscaled(b)
+	s := max(sa, sb)
+	return rescale(ua, sa, s).Cmp(rescale(ub, sb, s)), true
+}
+
+func evalNeg(a *Const) (*Const, error) {
+	switch v := a.Val.(type) {
+	case int32:
+		if v == math.MinInt32 {
+			return nil, fmt.Errorf("integer out of range")
+		}
+		return &Const{Typ: a.Typ, Val: -v}, nil
+	case float64:
+		return &Const{Typ: a.Typ, Val: -v}, nil
+	case arrow.MonthDayNanoInterval:
+		return &Const{Typ: a.Typ, Val: arrow.MonthDayNanoInterval{Months: -v.Months, Days: -v.Days, Nanoseconds: -v.Nanoseconds}}, nil
+	}
+	if isInteger(a.Typ) {
+		v := a.Val.(int64)
+		if v == math.MinInt64 {
+			return nil, fmt.Errorf("bigint out of range")
+		}
+		return &Const{Typ: a.Typ, Val: -v}, nil
+	}
+	u, _, ok := unscaled(a)
+	if !ok {
+		return nil, nil
+	}
+	return bigToConst(new(big.Int).Neg(u), a.Typ)
+}
+
+func evalArith(fn string, a, b *Const, t arrow.DataType) (*Const, error) {
+	if isDate(t) {
+		return evalDateArith(fn, a, b)
+	}
+	if isInterval(t) {
+		x, y := a.Val.(arrow.MonthDayNanoInterval), b.Val.(arrow.MonthDayNanoInterval)
+		if fn == fnSub {
+			y = arrow.MonthDayNanoInterval{Months: -y.Months, Days: -y.Days, Nanoseconds: -y.Nanoseconds}
+		}
+		return &Const{Typ: t, Val: arrow.MonthDayNanoInterval{Months: x.Months + y.Months, Days: x.Days + y.Days, Nanoseconds: x.Nanoseconds + y.Nanoseconds}}, nil
+	}
+	if da, ok := a.Val.(arrow.Date32); ok {
+		// date - date: days
+		db := b.Val.(arrow.Date32)
+		return &Const{Typ: typInt32, Val: int32(da - db)}, nil
+	}
+	if isFloat(t) {
+		x, y := constFloat(a), constFloat(b)
+		var r float64
+		switch fn {
+		case fnAdd:
+			r = x + y
+		case fnSub:
+			r = x - y
+		case fnMul:
+			r = x * y
+		case fnDiv:
+			if y == 0 {
+				return nil, fmt.Errorf("division by zero")
+			}
+			r = x / y
+		case fnMod:
+			if y == 0 {
+				return nil, fmt.Errorf("division by zero")
+			}
+			r = math.Mod(x, y)
+		}
+		return &Const{Typ: t, Val: r}, nil
+	}
+	ua, sa, ok1 := unscaled(a)
+	ub, sb, ok2 := unscaled(b)
+	if !ok1 || !ok2 {
+		return nil, nil
+	}
+	_, st, _ := decimalPS(t)
+	if isInteger(t) {
+		st = 0
+	}
+	var r *big.Int
+	switch fn {
+	case fnAdd:
+		r = new(big.Int).Add(rescale(ua, sa, st), rescale(ub, sb, st))
+	case fnSub:
+		r = new(big.Int).Sub(rescale(ua, sa, st), rescale(ub, sb, st))
+	case fnMul:
+		r = rescale(new(big.Int).Mul(ua, ub), sa+sb, st)
+	case fnDiv, fnMod:
+		if ub.Sign() == 0 {
+			return nil, fmt.Errorf("division by zero")
+		}
+		if fn == fnMod {
+			s := max(sa, sb)
+			r = new(big.Int).Rem(rescale(ua, sa, s), rescale(ub, sb, s))
+			r = rescale(r, s, st)
+			break
+		}
+		if isInteger(t) {
+			r = new(big.Int).Quo(ua, ub) // truncates, as PostgreSQL
+			break
+		}
+		// a/b at scale st: (ua * 10^(st+sb-sa)) / ub, rounded.
+		num := new(big.Int).Set(ua)
+		if k := st + sb - sa; k >= 0 {
+			num.Mul(num, new(big.Int).Exp(bigTen, big.NewInt(int64(k)), nil))
+			r = divRound(num, ub)
+		} else {
+			den := new(big.Int).Mul(ub, new(big.Int).Exp(bigTen, big.NewInt(int64(-k)), nil))
+			r = divRound(num, den)
+		}
+	}
+	if isInteger(t) {
+		if !r.IsInt64() || (t.ID() == arrow.INT32 && (r.Int64() < math.MinInt32 || r.Int64() > math.MaxInt32)) {
+			return nil, fmt.Errorf("%s out of range", typeString(t))
+		}
+		if t.ID() == arrow.INT32 {
+			return &Const{Typ: t, Val: int32(r.Int64())}, nil
+		}
+		return &Const{Typ: t, Val: r.Int64()}, nil
+	}
+	return bigToConst(r, t)
+}
+
+// evalDateArith computes date +/- days or interval.
+func evalDateArith(fn string, a, b *Const) (*Const, error) {
+	d, other := a, b
+	if _, ok := a.Val.(arrow.Date32); !ok {
+		d, other = b, a
+	}
+	day := d.Val.(arrow.Date32)
+	sign := int64(1)
+	if fn == fnSub {
+		sign = -1
+	}
+	var out int64
+	switch v := other.Val.(type) {
+	case arrow.MonthDayNanoInterval:
+		t := time.Unix(int64(day)*86400, 0).UTC()
+		y, m, dd := t.Date()
+		months := int(m) - 1 + int(sign)*int(v.Months)
+		y += months / 12
+		months %= 12
+		if months < 0 {
+			months += 12
+			y--
+		}
+		// PostgreSQL clamps the day to the target month's length.
+		last := time.Date(y, time.Month(months+2), 0, 0, 0, 0, 0, time.UTC).Day()
+		dd = min(dd, last)
+		t = time.Date(y, time.Month(months+1), dd, 0, 0, 0, 0, time.UTC)
+		out = t.Unix()/86400 + sign*int64(v.Days)
+	default:
+		out = int64(day) + sign*constInt(other)
+	}
+	if out < math.MinInt32 || out > math.MaxInt32 {
+		return nil, fmt.Errorf("date out of range")
+	}
+	return &Const{Typ: typDate, Val: arrow.Date32(out)}, nil
+}
+
+func extractConst(field string, d arrow.Date32) (*Const, error) {
+	t := time.Unix(int64(d)*86400, 0).UTC()
+	var v int64
+	switch field {
+	case "year":
+		v = int64(t.Year())
+	case "month":
+		v = int64(t.Month())
+	case "day":
+		v = int64(t.Day())
+	case "quarter":
+		v = int64(t.Month()-1)/3 + 1
+	case "dow":
+		v = int64(t.Weekday())
+	case "isodow":
+		v = int64(t.Weekday())
+		if v == 0 {
+			v = 7
+		}
+	case "doy":
+		v = int64(t.YearDay())
+	case "week":
+		_, w := t.ISOWeek()
+		v = int64(w)
+	case "epoch":
+		v = int64(d) * 86400
+	default:
+		return nil, nil
+	}
+	return &Const{Typ: typInt64, Val: v}, nil
+}
+
+// likeMatch matches s against a LIKE pattern (% any run, _ one character,
+// backslash escapes the next character).
+func likeMatch(s, pat string) bool {
+	sr, pr := []rune(s), []rune(pat)
+	var rec func(i, j int) bool
+	// NB: memoized on (i, j) so '%%%%...' patterns stay polynomial.
+	memo := map[[2]int]bool{}
+	rec = func(i, j int) bool {
+		key := [2]int{i, j}
+		if v, ok := memo[key]; ok {
+			return v
+		}
+		var r bool
+		switch {
+		case j == len(pr):
+			r = i == len(sr)
+		case pr[j] == '%':
+			r = rec(i, j+1) || (i < len(sr) && rec(i+1, j))
+		case pr[j] == '\\' && j+1 < len(pr):
+			r = i < len(sr) && sr[i] == pr[j+1] && rec(i+1, j+2)
+		case i < len(sr) && (pr[j] == '_' || pr[j] == sr[i]):
+			r = rec(i+1, j+1)
+		}
+		memo[key] = r
+		return r
+	}
+	return rec(0, 0)
+}

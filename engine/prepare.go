@@ -1,0 +1,55 @@
+package engine
+
+import (
+	"slices"
+
+	"github.com/nicflow/nicflow/engine/sql"
+)
+
+// Prepare binds stmt and optimizes every query plan it carries (a query,
+// INSERT ... query, CREATE TABLE ... AS, and the statement of an EXPLAIN):
+// the one call a session makes per parsed statement. disabled names rules
+// not to apply (SET disabled_rules; checked by CheckDisabledRules).
+func Prepare(cat Catalog, src string, stmt sql.Statement, disabled ...string) (Statement, error) {
+	st, err := Bind(cat, src, stmt)
+	if err != nil {
+		return nil, err
+	}
+	rules := AllRules
+	if len(disabled) > 0 {
+		rules = nil
+		for _, r := range AllRules {
+			if !slices.Contains(disabled, r) {
+				rules = append(rules, r)
+			}
+		}
+	}
+	if err := optimizeStatement(st, rules, false); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+func optimizeStatement(st Statement, rules []string, trace bool) error {
+	var q *QueryStmt
+	switch x := st.(type) {
+	case *QueryStmt:
+		q = x
+	case *InsertStmt:
+		q = x.Query
+	case *CreateTableStmt:
+		q = x.Query
+	case *ExplainStmt:
+		// EXPLAIN VERBOSE shows what each rule did.
+		return optimizeStatement(x.Stmt, rules, x.Verbose)
+	}
+	if q == nil {
+		return nil
+	}
+	p, runs, err := optimize(q.Plan, rules, trace)
+	if err != nil {
+		return err
+	}
+	q.Plan, q.Rules = p, runs
+	return nil
+}
