@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nicflow/nicflow/engine/plan"
+
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/nicflow/nicflow/engine/sql"
@@ -29,10 +31,10 @@ type Statement interface{ boundStmt() }
 // QueryStmt is a query: a logical plan whose output columns, in order, are
 // the result; Names are the result's column names.
 type QueryStmt struct {
-	Plan  Plan
+	Plan  plan.Plan
 	Names []string
 	// Rules is what each optimizer rule did, when traced (EXPLAIN VERBOSE).
-	Rules []RuleRun
+	Rules []plan.RuleRun
 }
 
 // CreateTableStmt is CREATE TABLE; Query is set for CREATE TABLE ... AS
@@ -75,13 +77,13 @@ type DropStmt struct {
 // InsertStmt appends the rows of Query to Table. Query's columns are in
 // the table's schema order and types (missing columns are NULL).
 type InsertStmt struct {
-	Table *TableDef
+	Table *plan.TableDef
 	Query *QueryStmt
 }
 
 // CopyStmt loads a file into Table.
 type CopyStmt struct {
-	Table *TableDef
+	Table *plan.TableDef
 	// Columns are the schema indexes of the file's columns, in file order.
 	Columns []int
 	File    string
@@ -135,16 +137,16 @@ const maxViewDepth = 32
 
 // binder resolves one statement against a catalog.
 type binder struct {
-	cat Catalog
+	cat plan.Catalog
 	// src is the text positions refer to (the script, or a view's SQL while
 	// binding the view).
 	src     string
 	srcName string // "" or "view v" for errors inside a view's text
-	nextID  ColumnID
+	nextID  plan.ColumnID
 	nextSub int
 	// views maps a view name to its SharedDef within this statement, so a
 	// view used twice is computed once.
-	views     map[string]*SharedDef
+	views     map[string]*plan.SharedDef
 	viewStack []string
 	nextDef   int
 }
@@ -152,7 +154,7 @@ type binder struct {
 // Bind resolves a parsed statement against cat. src is the text the
 // statement was parsed from (its positions index into it), for errors with
 // a caret. Errors are KindQuery errors naming the position of the culprit.
-func Bind(cat Catalog, src string, stmt sql.Statement) (st Statement, err error) {
+func Bind(cat plan.Catalog, src string, stmt sql.Statement) (st Statement, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			// NB: a panic here is a binder bug; it must not take a server
@@ -160,7 +162,7 @@ func Bind(cat Catalog, src string, stmt sql.Statement) (st Statement, err error)
 			st, err = nil, nferr.Internalf("binder bug (please report): %v", r)
 		}
 	}()
-	b := &binder{cat: cat, src: src, views: map[string]*SharedDef{}}
+	b := &binder{cat: cat, src: src, views: map[string]*plan.SharedDef{}}
 	return b.stmt(stmt)
 }
 
@@ -177,9 +179,9 @@ func (b *binder) errorAt(p sql.Pos, format string, args ...any) error {
 	return err
 }
 
-func (b *binder) newCol(name, table string, t arrow.DataType, nullable bool) Column {
+func (b *binder) newCol(name, table string, t arrow.DataType, nullable bool) plan.Column {
 	b.nextID++
-	return Column{ID: b.nextID, Name: name, Table: table, Type: t, Nullable: nullable}
+	return plan.Column{ID: b.nextID, Name: name, Table: table, Type: t, Nullable: nullable}
 }
 
 func (b *binder) stmt(stmt sql.Statement) (Statement, error) {
@@ -284,7 +286,7 @@ func (b *binder) objName(n sql.ObjName) (string, error) {
 	if len(parts) > 2 || (len(parts) == 2 && parts[0] != "public") {
 		return "", b.errorf(n, "schema-qualified name %s is not supported (nicflow has one schema, public)", strings.Join(parts, "."))
 	}
-	return qualifiedLookupName(parts), nil
+	return plan.QualifiedLookupName(parts), nil
 }
 
 func (b *binder) queryStmt(q *sql.Query) (*QueryStmt, error) {
@@ -301,8 +303,8 @@ func queryArrowSchema(q *QueryStmt) *arrow.Schema {
 	fields := make([]arrow.Field, len(cols))
 	for i, c := range cols {
 		t := c.Type
-		if isNullType(t) {
-			t = typString // an untyped NULL column is stored as text
+		if plan.IsNullType(t) {
+			t = plan.TypString // an untyped NULL column is stored as text
 		}
 		fields[i] = arrow.Field{Name: q.Names[i], Type: t, Nullable: c.Nullable}
 	}
@@ -379,14 +381,14 @@ func (b *binder) createTable(s *sql.CreateTable) (Statement, error) {
 	cols := q.Plan.Columns()
 	needCast := false
 	for _, c := range cols {
-		needCast = needCast || isNullType(c.Type)
+		needCast = needCast || plan.IsNullType(c.Type)
 	}
 	if needCast {
-		exprs := make([]Expr, len(cols))
+		exprs := make([]plan.Expr, len(cols))
 		for i, c := range cols {
-			exprs[i] = colRef(c)
-			if isNullType(c.Type) {
-				exprs[i] = nullConst(typString)
+			exprs[i] = plan.NewColRef(c)
+			if plan.IsNullType(c.Type) {
+				exprs[i] = plan.NullConst(plan.TypString)
 			}
 		}
 		q.Plan = b.castProject(q.Plan, exprs)
@@ -424,11 +426,11 @@ func (b *binder) typeOf(t *sql.TypeName) (arrow.DataType, error) {
 	switch t.Name {
 	case "integer", "smallint":
 		// NB: smallint is stored as int32: the engine has no int16.
-		return typInt32, args(0)
+		return plan.TypInt32, args(0)
 	case "bigint":
-		return typInt64, args(0)
+		return plan.TypInt64, args(0)
 	case "real", "double precision":
-		return typFloat64, args(0)
+		return plan.TypFloat64, args(0)
 	case "decimal":
 		if err := args(2); err != nil {
 			return nil, err
@@ -441,19 +443,19 @@ func (b *binder) typeOf(t *sql.TypeName) (arrow.DataType, error) {
 		if len(t.Args) == 2 {
 			s = int32(t.Args[1])
 		}
-		if p < 1 || p > maxDecimalPrecision {
-			return nil, b.errorf(t, "decimal precision %d must be between 1 and %d", p, maxDecimalPrecision)
+		if p < 1 || p > plan.MaxDecimalPrecision {
+			return nil, b.errorf(t, "decimal precision %d must be between 1 and %d", p, plan.MaxDecimalPrecision)
 		}
 		if s < 0 || s > p {
 			return nil, b.errorf(t, "decimal scale %d must be between 0 and the precision %d", s, p)
 		}
-		return decimalType(p, s), nil
+		return plan.DecimalType(p, s), nil
 	case "varchar", "char", "text":
-		return typString, args(1)
+		return plan.TypString, args(1)
 	case "date":
-		return typDate, args(0)
+		return plan.TypDate, args(0)
 	case "boolean":
-		return typBool, args(0)
+		return plan.TypBool, args(0)
 	case "timestamp", "timestamptz", "time", "interval":
 		return nil, b.errorf(t, "type %s is not supported yet (nicflow computes on integer, bigint, double, decimal, varchar, date and boolean)", strings.ToUpper(t.Name))
 	}
@@ -502,22 +504,22 @@ func (b *binder) insert(s *sql.Insert) (Statement, error) {
 	}
 	// Build a projection in table order with assignment casts.
 	fields := t.Schema.Fields()
-	exprs := make([]Expr, len(fields))
-	cols := make([]Column, len(fields))
+	exprs := make([]plan.Expr, len(fields))
+	cols := make([]plan.Column, len(fields))
 	for i, f := range fields {
-		exprs[i] = nullConst(f.Type)
+		exprs[i] = plan.NullConst(f.Type)
 		cols[i] = b.newCol(f.Name, "", f.Type, true)
 	}
 	for qi, ti := range target {
 		f := fields[ti]
-		e, err := b.assignCast(colRef(qcols[qi]), f.Type)
+		e, err := b.assignCast(plan.NewColRef(qcols[qi]), f.Type)
 		if err != nil {
-			return nil, b.errorf(s.Query, "column %s is of type %s but the query gives %s", f.Name, typeString(f.Type), typeString(qcols[qi].Type))
+			return nil, b.errorf(s.Query, "column %s is of type %s but the query gives %s", f.Name, plan.TypeString(f.Type), plan.TypeString(qcols[qi].Type))
 		}
 		exprs[ti] = e
 	}
 	for i, f := range fields {
-		if c, ok := exprs[i].(*Const); ok && c.IsNull() && !f.Nullable {
+		if c, ok := exprs[i].(*plan.Const); ok && c.IsNull() && !f.Nullable {
 			return nil, b.errorf(s.Query, "column %s of table %s is NOT NULL and gets no value", f.Name, name)
 		}
 	}
@@ -525,23 +527,23 @@ func (b *binder) insert(s *sql.Insert) (Statement, error) {
 	for i, f := range fields {
 		names[i] = f.Name
 	}
-	return &InsertStmt{Table: t, Query: &QueryStmt{Plan: &ProjectNode{Input: q.Plan, Exprs: exprs, Cols: cols}, Names: names}}, nil
+	return &InsertStmt{Table: t, Query: &QueryStmt{Plan: &plan.ProjectNode{Input: q.Plan, Exprs: exprs, Cols: cols}, Names: names}}, nil
 }
 
 // assignCast converts e to a column's type for INSERT: any numeric type to
 // any numeric type (with range and rounding checks at run time), and
 // strings to anything (parsed at run time), as PostgreSQL's assignment
 // casts.
-func (b *binder) assignCast(e Expr, t arrow.DataType) (Expr, error) {
+func (b *binder) assignCast(e plan.Expr, t arrow.DataType) (plan.Expr, error) {
 	if arrow.TypeEqual(e.Type(), t) {
 		return e, nil
 	}
 	src := e.Type()
-	ok := isNullType(src) || (isNumeric(src) && isNumeric(t)) || isString(src) || isString(t)
+	ok := plan.IsNullType(src) || (plan.IsNumeric(src) && plan.IsNumeric(t)) || plan.IsString(src) || plan.IsString(t)
 	if !ok {
 		return nil, fmt.Errorf("no assignment cast")
 	}
-	return &CastExpr{X: e, Typ: t}, nil
+	return &plan.CastExpr{X: e, Typ: t}, nil
 }
 
 func (b *binder) copyStmt(s *sql.Copy) (Statement, error) {

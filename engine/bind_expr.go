@@ -4,20 +4,22 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nicflow/nicflow/engine/plan"
+
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/nicflow/nicflow/engine/sql"
 )
 
 // expr binds an expression in scope s.
-func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (Expr, error) {
+func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 	switch x := e.(type) {
 	case *sql.ColumnRef:
 		c, err := b.resolve(s, x)
 		if err != nil {
 			return nil, err
 		}
-		return colRef(c), nil
+		return plan.NewColRef(c), nil
 	case *sql.Star:
 		return nil, b.errorf(x, "* is only allowed in a select list or in count(*)")
 	case *sql.Literal:
@@ -27,17 +29,17 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		c, err := castConst(&Const{Typ: typString, Val: x.Value}, t)
+		c, err := plan.CastConst(&plan.Const{Typ: plan.TypString, Val: x.Value}, t)
 		if err != nil {
 			return nil, b.errorf(x, "%v", err)
 		}
 		return c, nil
 	case *sql.IntervalLit:
-		iv, err := parseInterval(x.Value, x.Unit, x.ToUnit)
+		iv, err := plan.ParseInterval(x.Value, x.Unit, x.ToUnit)
 		if err != nil {
 			return nil, b.errorf(x, "%v", err)
 		}
-		return &Const{Typ: typInterval, Val: iv}, nil
+		return &plan.Const{Typ: plan.TypInterval, Val: iv}, nil
 	case *sql.UnaryExpr:
 		arg, err := b.expr(x.X, s, ctx)
 		if err != nil {
@@ -48,16 +50,16 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (Expr, error) {
 			if arg, err = b.boolCheck(arg, x.X, "NOT"); err != nil {
 				return nil, err
 			}
-			return call(fnNot, typBool, arg), nil
+			return plan.NewCall(plan.FnNot, plan.TypBool, arg), nil
 		case "-":
-			arg = resolveUntyped(arg, typInt32)
-			if !isNumeric(arg.Type()) && !isNullType(arg.Type()) && !isInterval(arg.Type()) {
-				return nil, b.errorf(x, "operator does not exist: -%s", typeString(arg.Type()))
+			arg = plan.ResolveUntyped(arg, plan.TypInt32)
+			if !plan.IsNumeric(arg.Type()) && !plan.IsNullType(arg.Type()) && !plan.IsInterval(arg.Type()) {
+				return nil, b.errorf(x, "operator does not exist: -%s", plan.TypeString(arg.Type()))
 			}
-			return foldNow(call(fnNeg, arg.Type(), arg)), nil
+			return plan.FoldNow(plan.NewCall(plan.FnNeg, arg.Type(), arg)), nil
 		default: // "+"
-			if !isNumeric(arg.Type()) {
-				return nil, b.errorf(x, "operator does not exist: +%s", typeString(arg.Type()))
+			if !plan.IsNumeric(arg.Type()) {
+				return nil, b.errorf(x, "operator does not exist: +%s", plan.TypeString(arg.Type()))
 			}
 			return arg, nil
 		}
@@ -74,30 +76,30 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (Expr, error) {
 					return nil, err
 				}
 			}
-			fn := fnIsNull
+			fn := plan.FnIsNull
 			if x.Not {
-				fn = fnNotNull
+				fn = plan.FnNotNull
 			}
-			return call(fn, typBool, arg), nil
+			return plan.NewCall(fn, plan.TypBool, arg), nil
 		}
 		if arg, err = b.boolCheck(arg, x.X, "IS TRUE/FALSE"); err != nil {
 			return nil, err
 		}
-		fn := fnNotDist
+		fn := plan.FnNotDist
 		if x.Not {
-			fn = fnDistinct
+			fn = plan.FnDistinct
 		}
-		return call(fn, typBool, arg, boolConst(x.What == sql.IsTrue)), nil
+		return plan.NewCall(fn, plan.TypBool, arg, plan.BoolConst(x.What == sql.IsTrue)), nil
 	case *sql.IsDistinct:
 		l, r, err := b.comparable(x.L, x.R, s, ctx, x, "IS DISTINCT FROM")
 		if err != nil {
 			return nil, err
 		}
-		fn := fnDistinct
+		fn := plan.FnDistinct
 		if x.Not {
-			fn = fnNotDist
+			fn = plan.FnNotDist
 		}
-		return call(fn, typBool, l, r), nil
+		return plan.NewCall(fn, plan.TypBool, l, r), nil
 	case *sql.Between:
 		xe, err := b.expr(x.X, s, ctx)
 		if err != nil {
@@ -111,19 +113,19 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		t, ok := commonTypeOf(typNull, xe, lo, hi)
+		t, ok := plan.CommonTypeOf(plan.TypNull, xe, lo, hi)
 		if !ok {
-			return nil, b.errorf(x, "BETWEEN types %s, %s and %s cannot be compared", typeString(xe.Type()), typeString(lo.Type()), typeString(hi.Type()))
+			return nil, b.errorf(x, "BETWEEN types %s, %s and %s cannot be compared", plan.TypeString(xe.Type()), plan.TypeString(lo.Type()), plan.TypeString(hi.Type()))
 		}
-		var cs [3]Expr
-		for i, v := range []Expr{xe, lo, hi} {
-			if cs[i], err = coerce(v, t); err != nil {
+		var cs [3]plan.Expr
+		for i, v := range []plan.Expr{xe, lo, hi} {
+			if cs[i], err = plan.Coerce(v, t); err != nil {
 				return nil, b.errorf(x, "%v", err)
 			}
 		}
-		e := Expr(andOf([]Expr{call(fnGe, typBool, cs[0], cs[1]), call(fnLe, typBool, cs[0], cs[2])}))
+		e := plan.Expr(plan.AndOf([]plan.Expr{plan.NewCall(plan.FnGe, plan.TypBool, cs[0], cs[1]), plan.NewCall(plan.FnLe, plan.TypBool, cs[0], cs[2])}))
 		if x.Not {
-			e = call(fnNot, typBool, e)
+			e = plan.NewCall(plan.FnNot, plan.TypBool, e)
 		}
 		return e, nil
 	case *sql.InList:
@@ -131,7 +133,7 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		list := []Expr{xe}
+		list := []plan.Expr{xe}
 		for _, le := range x.List {
 			v, err := b.expr(le, s, ctx)
 			if err != nil {
@@ -139,18 +141,18 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (Expr, error) {
 			}
 			list = append(list, v)
 		}
-		t, ok := commonTypeOf(typNull, list...)
+		t, ok := plan.CommonTypeOf(plan.TypNull, list...)
 		if !ok {
-			return nil, b.errorf(x, "IN list types cannot be matched with %s", typeString(xe.Type()))
+			return nil, b.errorf(x, "IN list types cannot be matched with %s", plan.TypeString(xe.Type()))
 		}
 		for i := range list {
-			if list[i], err = coerce(list[i], t); err != nil {
+			if list[i], err = plan.Coerce(list[i], t); err != nil {
 				return nil, b.errorf(x, "%v", err)
 			}
 		}
-		e := Expr(call(fnIn, typBool, list...))
+		e := plan.Expr(plan.NewCall(plan.FnIn, plan.TypBool, list...))
 		if x.Not {
-			e = call(fnNot, typBool, e)
+			e = plan.NewCall(plan.FnNot, plan.TypBool, e)
 		}
 		return e, nil
 	case *sql.InSubquery:
@@ -158,38 +160,38 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		plan, err := b.subquery(x.Query, s, 1, "IN")
+		lp, err := b.subquery(x.Query, s, 1, "IN")
 		if err != nil {
 			return nil, err
 		}
-		sc := plan.Columns()[0]
-		t, ok := commonTypeOf(sc.Type, xe)
+		sc := lp.Columns()[0]
+		t, ok := plan.CommonTypeOf(sc.Type, xe)
 		if !ok {
-			return nil, b.errorf(x, "IN: types %s and %s cannot be compared", typeString(xe.Type()), typeString(sc.Type))
+			return nil, b.errorf(x, "IN: types %s and %s cannot be compared", plan.TypeString(xe.Type()), plan.TypeString(sc.Type))
 		}
-		if xe, err = coerce(xe, t); err != nil {
+		if xe, err = plan.Coerce(xe, t); err != nil {
 			return nil, b.errorf(x, "%v", err)
 		}
 		if !arrow.TypeEqual(t, sc.Type) {
-			plan = b.castProject(plan, []Expr{&CastExpr{X: colRef(sc), Typ: t}})
+			lp = b.castProject(lp, []plan.Expr{&plan.CastExpr{X: plan.NewColRef(sc), Typ: t}})
 		}
-		e := Expr(b.newSubquery(SubIn, xe, plan, typBool))
+		e := plan.Expr(b.newSubquery(plan.SubIn, xe, lp, plan.TypBool))
 		if x.Not {
-			e = call(fnNot, typBool, e)
+			e = plan.NewCall(plan.FnNot, plan.TypBool, e)
 		}
 		return e, nil
 	case *sql.Exists:
-		plan, err := b.subquery(x.Query, s, -1, "EXISTS")
+		lp, err := b.subquery(x.Query, s, -1, "EXISTS")
 		if err != nil {
 			return nil, err
 		}
-		return b.newSubquery(SubExists, nil, plan, typBool), nil
+		return b.newSubquery(plan.SubExists, nil, lp, plan.TypBool), nil
 	case *sql.Subquery:
-		plan, err := b.subquery(x.Query, s, 1, "a scalar subquery")
+		lp, err := b.subquery(x.Query, s, 1, "a scalar subquery")
 		if err != nil {
 			return nil, err
 		}
-		return b.newSubquery(SubScalar, nil, plan, plan.Columns()[0].Type), nil
+		return b.newSubquery(plan.SubScalar, nil, lp, lp.Columns()[0].Type), nil
 	case *sql.Like:
 		xe, err := b.expr(x.X, s, ctx)
 		if err != nil {
@@ -199,27 +201,27 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		args := []Expr{resolveUntyped(xe, typString), resolveUntyped(pat, typString)}
+		args := []plan.Expr{plan.ResolveUntyped(xe, plan.TypString), plan.ResolveUntyped(pat, plan.TypString)}
 		if x.Escape != nil {
 			esc, err := b.expr(x.Escape, s, ctx)
 			if err != nil {
 				return nil, err
 			}
-			args = append(args, resolveUntyped(esc, typString))
+			args = append(args, plan.ResolveUntyped(esc, plan.TypString))
 		}
 		for i, a := range args {
-			if !isString(a.Type()) && !isNullType(a.Type()) {
+			if !plan.IsString(a.Type()) && !plan.IsNullType(a.Type()) {
 				what := []string{"operand", "pattern", "escape"}[i]
-				return nil, b.errorf(x, "LIKE %s must be a string, not %s", what, typeString(a.Type()))
+				return nil, b.errorf(x, "LIKE %s must be a string, not %s", what, plan.TypeString(a.Type()))
 			}
 		}
 		if x.ILike {
-			args[0] = call(fnLower, typString, args[0])
-			args[1] = foldNow(call(fnLower, typString, args[1]))
+			args[0] = plan.NewCall(plan.FnLower, plan.TypString, args[0])
+			args[1] = plan.FoldNow(plan.NewCall(plan.FnLower, plan.TypString, args[1]))
 		}
-		e := Expr(call(fnLike, typBool, args...))
+		e := plan.Expr(plan.NewCall(plan.FnLike, plan.TypBool, args...))
 		if x.Not {
-			e = call(fnNot, typBool, e)
+			e = plan.NewCall(plan.FnNot, plan.TypBool, e)
 		}
 		return e, nil
 	case *sql.Case:
@@ -233,11 +235,11 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !canCast(arg.Type(), t) {
-			return nil, b.errorf(x, "cannot cast type %s to %s", typeString(arg.Type()), typeString(t))
+		if !plan.CanCast(arg.Type(), t) {
+			return nil, b.errorf(x, "cannot cast type %s to %s", plan.TypeString(arg.Type()), plan.TypeString(t))
 		}
-		if c, ok := arg.(*Const); ok {
-			v, err := castConst(c, t)
+		if c, ok := arg.(*plan.Const); ok {
+			v, err := plan.CastConst(c, t)
 			if err != nil {
 				return nil, b.errorf(x, "%v", err)
 			}
@@ -246,22 +248,22 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (Expr, error) {
 		if arrow.TypeEqual(arg.Type(), t) {
 			return arg, nil
 		}
-		return &CastExpr{X: arg, Typ: t}, nil
+		return &plan.CastExpr{X: arg, Typ: t}, nil
 	case *sql.Extract:
 		arg, err := b.expr(x.X, s, ctx)
 		if err != nil {
 			return nil, err
 		}
-		arg = resolveUntyped(arg, typDate)
+		arg = plan.ResolveUntyped(arg, plan.TypDate)
 		switch x.Field {
 		case "year", "month", "day", "quarter", "dow", "doy", "week", "isodow", "epoch":
 		default:
 			return nil, b.errorf(x, "EXTRACT field %q is not supported for dates (want year, quarter, month, week, day, dow, doy, isodow or epoch)", x.Field)
 		}
-		if !isDate(arg.Type()) && !isNullType(arg.Type()) {
-			return nil, b.errorf(x, "EXTRACT needs a date, not %s", typeString(arg.Type()))
+		if !plan.IsDate(arg.Type()) && !plan.IsNullType(arg.Type()) {
+			return nil, b.errorf(x, "EXTRACT needs a date, not %s", plan.TypeString(arg.Type()))
 		}
-		return foldNow(call(fnExtract, typInt64, &Const{Typ: typString, Val: x.Field}, arg)), nil
+		return plan.FoldNow(plan.NewCall(plan.FnExtract, plan.TypInt64, &plan.Const{Typ: plan.TypString, Val: x.Field}, arg)), nil
 	case *sql.FuncCall:
 		return b.funcCall(x, s, ctx)
 	}
@@ -270,7 +272,7 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (Expr, error) {
 
 // subquery binds a subquery in scope s; want is the number of columns it
 // must return (-1: any).
-func (b *binder) subquery(q *sql.Query, s *scope, want int, what string) (Plan, error) {
+func (b *binder) subquery(q *sql.Query, s *scope, want int, what string) (plan.Plan, error) {
 	plan, _, err := b.query(q, s)
 	if err != nil {
 		return nil, err
@@ -281,27 +283,27 @@ func (b *binder) subquery(q *sql.Query, s *scope, want int, what string) (Plan, 
 	return plan, nil
 }
 
-func (b *binder) newSubquery(kind SubqueryKind, x Expr, plan Plan, t arrow.DataType) *SubqueryExpr {
+func (b *binder) newSubquery(kind plan.SubqueryKind, x plan.Expr, lp plan.Plan, t arrow.DataType) *plan.SubqueryExpr {
 	b.nextSub++
-	free := freeCols(plan)
-	outer := make([]ColumnID, 0, len(free))
+	free := plan.FreeCols(lp)
+	outer := make([]plan.ColumnID, 0, len(free))
 	for id := range free {
 		outer = append(outer, id)
 	}
-	sortIDs(outer)
-	return &SubqueryExpr{Kind: kind, X: x, Plan: plan, Outer: outer, Typ: t, ID: b.nextSub}
+	plan.SortIDs(outer)
+	return &plan.SubqueryExpr{Kind: kind, X: x, Plan: lp, Outer: outer, Typ: t, ID: b.nextSub}
 }
 
-func (b *binder) literal(x *sql.Literal) (Expr, error) {
+func (b *binder) literal(x *sql.Literal) (plan.Expr, error) {
 	switch x.Kind {
 	case sql.LitNull:
-		return nullConst(typNull), nil
+		return plan.NullConst(plan.TypNull), nil
 	case sql.LitBool:
-		return boolConst(x.Text == "true"), nil
+		return plan.BoolConst(x.Text == "true"), nil
 	case sql.LitString:
-		return &Const{Typ: typString, Val: x.Text, untyped: true}, nil
+		return &plan.Const{Typ: plan.TypString, Val: x.Text, Untyped: true}, nil
 	}
-	c, err := parseNumber(x.Text)
+	c, err := plan.ParseNumber(x.Text)
 	if err != nil {
 		return nil, b.errorf(x, "%v", err)
 	}
@@ -309,26 +311,26 @@ func (b *binder) literal(x *sql.Literal) (Expr, error) {
 }
 
 // boolCheck requires a boolean (or NULL) expression.
-func (b *binder) boolCheck(e Expr, at sql.Node, clause string) (Expr, error) {
-	e = resolveUntyped(e, typBool)
-	if c, ok := e.(*Const); ok && isString(c.Typ) {
-		v, err := castConst(c, typBool)
+func (b *binder) boolCheck(e plan.Expr, at sql.Node, clause string) (plan.Expr, error) {
+	e = plan.ResolveUntyped(e, plan.TypBool)
+	if c, ok := e.(*plan.Const); ok && plan.IsString(c.Typ) {
+		v, err := plan.CastConst(c, plan.TypBool)
 		if err != nil {
 			return nil, b.errorf(at, "argument of %s must be boolean: %v", clause, err)
 		}
 		return v, nil
 	}
-	if isNullType(e.Type()) {
-		return nullConst(typBool), nil
+	if plan.IsNullType(e.Type()) {
+		return plan.NullConst(plan.TypBool), nil
 	}
-	if !isBool(e.Type()) {
-		return nil, b.errorf(at, "argument of %s must be boolean, not %s", clause, typeString(e.Type()))
+	if !plan.IsBool(e.Type()) {
+		return nil, b.errorf(at, "argument of %s must be boolean, not %s", clause, plan.TypeString(e.Type()))
 	}
 	return e, nil
 }
 
 // comparable binds two operands and converts them to their common type.
-func (b *binder) comparable(le, re sql.Expr, s *scope, ctx *exprCtx, at sql.Node, op string) (Expr, Expr, error) {
+func (b *binder) comparable(le, re sql.Expr, s *scope, ctx *exprCtx, at sql.Node, op string) (plan.Expr, plan.Expr, error) {
 	l, err := b.expr(le, s, ctx)
 	if err != nil {
 		return nil, nil, err
@@ -337,32 +339,32 @@ func (b *binder) comparable(le, re sql.Expr, s *scope, ctx *exprCtx, at sql.Node
 	if err != nil {
 		return nil, nil, err
 	}
-	t, ok := commonTypeOf(typNull, l, r)
+	t, ok := plan.CommonTypeOf(plan.TypNull, l, r)
 	if !ok {
-		return nil, nil, b.errorf(at, "operator does not exist: %s %s %s", typeString(l.Type()), op, typeString(r.Type()))
+		return nil, nil, b.errorf(at, "operator does not exist: %s %s %s", plan.TypeString(l.Type()), op, plan.TypeString(r.Type()))
 	}
-	if l, err = coerce(l, t); err != nil {
+	if l, err = plan.Coerce(l, t); err != nil {
 		return nil, nil, b.errorf(le, "%v", err)
 	}
-	if r, err = coerce(r, t); err != nil {
+	if r, err = plan.Coerce(r, t); err != nil {
 		return nil, nil, b.errorf(re, "%v", err)
 	}
 	return l, r, nil
 }
 
-var cmpFns = map[string]string{"=": fnEq, "<>": fnNe, "<": fnLt, "<=": fnLe, ">": fnGt, ">=": fnGe}
-var arithFns = map[string]string{"+": fnAdd, "-": fnSub, "*": fnMul, "/": fnDiv, "%": fnMod}
+var cmpFns = map[string]string{"=": plan.FnEq, "<>": plan.FnNe, "<": plan.FnLt, "<=": plan.FnLe, ">": plan.FnGt, ">=": plan.FnGe}
+var arithFns = map[string]string{"+": plan.FnAdd, "-": plan.FnSub, "*": plan.FnMul, "/": plan.FnDiv, "%": plan.FnMod}
 
-func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (Expr, error) {
+func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 	if fn, ok := cmpFns[x.Op]; ok {
 		l, r, err := b.comparable(x.L, x.R, s, ctx, x, x.Op)
 		if err != nil {
 			return nil, err
 		}
-		if isInterval(l.Type()) {
+		if plan.IsInterval(l.Type()) {
 			return nil, b.errorf(x, "comparing intervals is not supported")
 		}
-		return foldNow(call(fn, typBool, l, r)), nil
+		return plan.FoldNow(plan.NewCall(fn, plan.TypBool, l, r)), nil
 	}
 	l, err := b.expr(x.L, s, ctx)
 	if err != nil {
@@ -381,67 +383,67 @@ func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (Expr, error)
 			return nil, err
 		}
 		if x.Op == "AND" {
-			return andOf([]Expr{l, r}), nil
+			return plan.AndOf([]plan.Expr{l, r}), nil
 		}
-		return orOf([]Expr{l, r}), nil
+		return plan.OrOf([]plan.Expr{l, r}), nil
 	case "||":
-		l, r = resolveUntyped(l, typString), resolveUntyped(r, typString)
-		if !isString(l.Type()) && !isString(r.Type()) && !isNullType(l.Type()) && !isNullType(r.Type()) {
-			return nil, b.errorf(x, "operator does not exist: %s || %s", typeString(l.Type()), typeString(r.Type()))
+		l, r = plan.ResolveUntyped(l, plan.TypString), plan.ResolveUntyped(r, plan.TypString)
+		if !plan.IsString(l.Type()) && !plan.IsString(r.Type()) && !plan.IsNullType(l.Type()) && !plan.IsNullType(r.Type()) {
+			return nil, b.errorf(x, "operator does not exist: %s || %s", plan.TypeString(l.Type()), plan.TypeString(r.Type()))
 		}
-		toStr := func(e Expr) Expr {
-			if isString(e.Type()) {
+		toStr := func(e plan.Expr) plan.Expr {
+			if plan.IsString(e.Type()) {
 				return e
 			}
-			if c, ok := e.(*Const); ok {
-				if v, err := castConst(c, typString); err == nil {
+			if c, ok := e.(*plan.Const); ok {
+				if v, err := plan.CastConst(c, plan.TypString); err == nil {
 					return v
 				}
 			}
-			return &CastExpr{X: e, Typ: typString}
+			return &plan.CastExpr{X: e, Typ: plan.TypString}
 		}
-		return foldNow(call(fnConcat, typString, toStr(l), toStr(r))), nil
+		return plan.FoldNow(plan.NewCall(plan.FnConcat, plan.TypString, toStr(l), toStr(r))), nil
 	case "^":
 		return nil, b.errorf(x, "operator ^ is not supported")
 	}
 	fn := arithFns[x.Op]
 	// Untyped string literals take the other side's type ('1' + 1 is 2).
-	l, r = resolveUntyped(l, r.Type()), resolveUntyped(r, l.Type())
+	l, r = plan.ResolveUntyped(l, r.Type()), plan.ResolveUntyped(r, l.Type())
 	lt, rt := l.Type(), r.Type()
 	// Dates and intervals.
 	switch {
-	case isDate(lt) && (isInteger(rt) || isInterval(rt)) && (fn == fnAdd || fn == fnSub),
-		isInteger(lt) && isDate(rt) && fn == fnAdd,
-		isInterval(lt) && isDate(rt) && fn == fnAdd:
+	case plan.IsDate(lt) && (plan.IsInteger(rt) || plan.IsInterval(rt)) && (fn == plan.FnAdd || fn == plan.FnSub),
+		plan.IsInteger(lt) && plan.IsDate(rt) && fn == plan.FnAdd,
+		plan.IsInterval(lt) && plan.IsDate(rt) && fn == plan.FnAdd:
 		if iv, ok := intervalOf(l, r); ok && (iv.Nanoseconds != 0) {
 			return nil, b.errorf(x, "adding an interval with hours, minutes or seconds to a date is not supported")
 		}
-		return foldNow(call(fn, typDate, l, r)), nil
-	case isDate(lt) && isDate(rt) && fn == fnSub:
-		return foldNow(call(fn, typInt32, l, r)), nil
-	case isInterval(lt) && isInterval(rt) && (fn == fnAdd || fn == fnSub):
-		return foldNow(call(fn, typInterval, l, r)), nil
+		return plan.FoldNow(plan.NewCall(fn, plan.TypDate, l, r)), nil
+	case plan.IsDate(lt) && plan.IsDate(rt) && fn == plan.FnSub:
+		return plan.FoldNow(plan.NewCall(fn, plan.TypInt32, l, r)), nil
+	case plan.IsInterval(lt) && plan.IsInterval(rt) && (fn == plan.FnAdd || fn == plan.FnSub):
+		return plan.FoldNow(plan.NewCall(fn, plan.TypInterval, l, r)), nil
 	}
-	t, ok := arithType(fn, lt, rt)
+	t, ok := plan.ArithType(fn, lt, rt)
 	if !ok {
-		return nil, b.errorf(x, "operator does not exist: %s %s %s", typeString(lt), x.Op, typeString(rt))
+		return nil, b.errorf(x, "operator does not exist: %s %s %s", plan.TypeString(lt), x.Op, plan.TypeString(rt))
 	}
 	// Operands: integer literals next to decimals become the smallest
 	// decimal that holds them, so "1 - l_discount" stays decimal(15,2)-ish.
 	l, r = shrinkIntLiteral(l, rt), shrinkIntLiteral(r, lt)
-	if t2, ok := arithType(fn, l.Type(), r.Type()); ok {
+	if t2, ok := plan.ArithType(fn, l.Type(), r.Type()); ok {
 		t = t2
 	}
-	if isFloat(t) {
-		l, _ = coerce(l, typFloat64)
-		r, _ = coerce(r, typFloat64)
+	if plan.IsFloat(t) {
+		l, _ = plan.Coerce(l, plan.TypFloat64)
+		r, _ = plan.Coerce(r, plan.TypFloat64)
 	}
-	return foldNow(call(fn, t, l, r)), nil
+	return plan.FoldNow(plan.NewCall(fn, t, l, r)), nil
 }
 
-func intervalOf(a, b Expr) (arrow.MonthDayNanoInterval, bool) {
-	for _, e := range []Expr{a, b} {
-		if c, ok := e.(*Const); ok {
+func intervalOf(a, b plan.Expr) (arrow.MonthDayNanoInterval, bool) {
+	for _, e := range []plan.Expr{a, b} {
+		if c, ok := e.(*plan.Const); ok {
 			if v, ok := c.Val.(arrow.MonthDayNanoInterval); ok {
 				return v, true
 			}
@@ -452,14 +454,14 @@ func intervalOf(a, b Expr) (arrow.MonthDayNanoInterval, bool) {
 
 // shrinkIntLiteral turns an integer constant used with a decimal into the
 // smallest decimal(p, 0) holding it.
-func shrinkIntLiteral(e Expr, other arrow.DataType) Expr {
-	c, ok := e.(*Const)
-	if !ok || c.IsNull() || !isInteger(c.Typ) || !isDecimal(other) {
+func shrinkIntLiteral(e plan.Expr, other arrow.DataType) plan.Expr {
+	c, ok := e.(*plan.Const)
+	if !ok || c.IsNull() || !plan.IsInteger(c.Typ) || !plan.IsDecimal(other) {
 		return e
 	}
-	v := constInt(c)
+	v := plan.ConstInt(c)
 	digits := int32(len(fmt.Sprint(absInt64(v))))
-	d, err := castConst(c, decimalType(digits, 0))
+	d, err := plan.CastConst(c, plan.DecimalType(digits, 0))
 	if err != nil {
 		return e
 	}
@@ -473,31 +475,31 @@ func absInt64(v int64) uint64 {
 	return uint64(v)
 }
 
-func (b *binder) caseExpr(x *sql.Case, s *scope, ctx *exprCtx) (Expr, error) {
-	var operand Expr
+func (b *binder) caseExpr(x *sql.Case, s *scope, ctx *exprCtx) (plan.Expr, error) {
+	var operand plan.Expr
 	var err error
 	if x.Operand != nil {
 		if operand, err = b.expr(x.Operand, s, ctx); err != nil {
 			return nil, err
 		}
 	}
-	c := &CaseExpr{}
-	var results []Expr
+	c := &plan.CaseExpr{}
+	var results []plan.Expr
 	for _, w := range x.Whens {
 		cond, err := b.expr(w.Cond, s, ctx)
 		if err != nil {
 			return nil, err
 		}
 		if operand != nil {
-			t, ok := commonTypeOf(typNull, operand, cond)
+			t, ok := plan.CommonTypeOf(plan.TypNull, operand, cond)
 			if !ok {
-				return nil, b.errorf(w, "CASE operand of type %s cannot be compared with %s", typeString(operand.Type()), typeString(cond.Type()))
+				return nil, b.errorf(w, "CASE operand of type %s cannot be compared with %s", plan.TypeString(operand.Type()), plan.TypeString(cond.Type()))
 			}
-			o, _ := coerce(operand, t)
-			if cond, err = coerce(cond, t); err != nil {
+			o, _ := plan.Coerce(operand, t)
+			if cond, err = plan.Coerce(cond, t); err != nil {
 				return nil, b.errorf(w.Cond, "%v", err)
 			}
-			cond = call(fnEq, typBool, o, cond)
+			cond = plan.NewCall(plan.FnEq, plan.TypBool, o, cond)
 		} else if cond, err = b.boolCheck(cond, w.Cond, "CASE WHEN"); err != nil {
 			return nil, err
 		}
@@ -516,15 +518,15 @@ func (b *binder) caseExpr(x *sql.Case, s *scope, ctx *exprCtx) (Expr, error) {
 		results = append(results, e)
 	}
 	// Untyped string results stay text; other results unify.
-	t, ok := commonTypeOf(typNull, results...)
+	t, ok := plan.CommonTypeOf(plan.TypNull, results...)
 	if !ok {
 		return nil, b.errorf(x, "CASE types cannot be matched: %s", typeList(results))
 	}
-	if isNullType(t) {
-		t = typString
+	if plan.IsNullType(t) {
+		t = plan.TypString
 	}
 	for i := range results {
-		if results[i], err = coerce(results[i], t); err != nil {
+		if results[i], err = plan.Coerce(results[i], t); err != nil {
 			return nil, b.errorf(x, "%v", err)
 		}
 	}
@@ -536,16 +538,16 @@ func (b *binder) caseExpr(x *sql.Case, s *scope, ctx *exprCtx) (Expr, error) {
 	return c, nil
 }
 
-func typeList(es []Expr) string {
+func typeList(es []plan.Expr) string {
 	s := make([]string, len(es))
 	for i, e := range es {
-		s[i] = typeString(e.Type())
+		s[i] = plan.TypeString(e.Type())
 	}
 	return strings.Join(s, ", ")
 }
 
 // funcCall binds aggregates, window functions and scalar functions.
-func (b *binder) funcCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (Expr, error) {
+func (b *binder) funcCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, error) {
 	name := x.Name.Name
 	if x.Over != nil {
 		return b.windowCall(x, s, ctx)
@@ -562,7 +564,7 @@ func (b *binder) funcCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (Expr, error)
 	if name == "row_number" || name == "rank" || name == "dense_rank" {
 		return nil, b.errorf(x, "window function %s requires an OVER clause", name)
 	}
-	args := make([]Expr, len(x.Args))
+	args := make([]plan.Expr, len(x.Args))
 	for i, a := range x.Args {
 		e, err := b.expr(a, s, ctx)
 		if err != nil {
@@ -574,12 +576,12 @@ func (b *binder) funcCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (Expr, error)
 	if err != nil {
 		return nil, b.errorf(x, "%v", err)
 	}
-	return foldNow(e), nil
+	return plan.FoldNow(e), nil
 }
 
 // aggregateCall binds count/sum/avg/min/max into the SELECT's aggregate
 // context and returns a reference to the aggregate's output column.
-func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (Expr, error) {
+func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, error) {
 	name := x.Name.Name
 	if ctx.inAgg {
 		return nil, b.errorf(x, "aggregate function calls cannot be nested")
@@ -590,7 +592,7 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (Expr, e
 	// agg(x) FILTER (WHERE c) is agg(CASE WHEN c THEN x END): aggregates
 	// skip NULLs, so the rows failing c do not count (count(*) counts the
 	// constant 1 instead).
-	var filter Expr
+	var filter plan.Expr
 	if x.Filter != nil {
 		f, err := b.expr(x.Filter, s, &exprCtx{clause: "FILTER", inAgg: true})
 		if err != nil {
@@ -599,25 +601,25 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (Expr, e
 		if filter, err = b.boolCheck(f, x.Filter, "FILTER"); err != nil {
 			return nil, err
 		}
-		if hasSubquery(filter) {
+		if plan.HasSubquery(filter) {
 			return nil, b.errorf(x.Filter, "subqueries inside FILTER are not supported")
 		}
 	}
-	withFilter := func(arg Expr) Expr {
+	withFilter := func(arg plan.Expr) plan.Expr {
 		if filter == nil {
 			return arg
 		}
-		return &CaseExpr{Whens: []Expr{filter}, Thens: []Expr{arg}, Typ: arg.Type()}
+		return &plan.CaseExpr{Whens: []plan.Expr{filter}, Thens: []plan.Expr{arg}, Typ: arg.Type()}
 	}
-	ac := &AggCall{Fn: name, Distinct: x.Distinct}
+	ac := &plan.AggCall{Fn: name, Distinct: x.Distinct}
 	switch {
 	case x.Star:
 		if name != "count" {
 			return nil, b.errorf(x, "%s(*) is not valid; only count(*)", name)
 		}
-		ac.Fn, ac.Typ = aggCountStar, typInt64
+		ac.Fn, ac.Typ = plan.AggCountStar, plan.TypInt64
 		if filter != nil {
-			ac.Fn, ac.Arg = aggCount, withFilter(&Const{Typ: typInt32, Val: int32(1)})
+			ac.Fn, ac.Arg = plan.AggCount, withFilter(&plan.Const{Typ: plan.TypInt32, Val: int32(1)})
 		}
 	case len(x.Args) != 1:
 		return nil, b.errorf(x, "%s takes exactly one argument, got %d", name, len(x.Args))
@@ -630,22 +632,22 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (Expr, e
 			}
 			return nil, err
 		}
-		if hasSubquery(arg) {
+		if plan.HasSubquery(arg) {
 			return nil, b.errorf(x.Args[0], "subqueries inside aggregate arguments are not supported")
 		}
-		arg = resolveUntyped(arg, typString)
+		arg = plan.ResolveUntyped(arg, plan.TypString)
 		t := arg.Type()
 		switch name {
 		case "count":
-			ac.Typ = typInt64
+			ac.Typ = plan.TypInt64
 		case "sum", "avg":
-			if !isNumeric(t) && !isNullType(t) {
-				return nil, b.errorf(x, "function %s(%s) does not exist", name, typeString(t))
+			if !plan.IsNumeric(t) && !plan.IsNullType(t) {
+				return nil, b.errorf(x, "function %s(%s) does not exist", name, plan.TypeString(t))
 			}
 			ac.Typ = aggResultType(name, t)
 		case "min", "max":
-			if isNullType(t) {
-				t = typInt32
+			if plan.IsNullType(t) {
+				t = plan.TypInt32
 			}
 			ac.Typ = t
 		}
@@ -653,40 +655,40 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (Expr, e
 	}
 	key := ac.Fn + "|" + fmt.Sprint(ac.Distinct) + "|"
 	if ac.Arg != nil {
-		key += exprKey(ac.Arg)
+		key += plan.ExprKey(ac.Arg)
 	}
 	a := ctx.agg
 	if i, ok := a.aggKeys[key]; ok {
-		return colRef(a.aggCols[i]), nil
+		return plan.NewColRef(a.aggCols[i]), nil
 	}
 	text := ac.String()
-	col := b.newCol(text, "", ac.Typ, ac.Fn != aggCount && ac.Fn != aggCountStar)
+	col := b.newCol(text, "", ac.Typ, ac.Fn != plan.AggCount && ac.Fn != plan.AggCountStar)
 	a.aggKeys[key] = len(a.aggs)
 	a.aggs = append(a.aggs, ac)
 	a.aggCols = append(a.aggCols, col)
-	return colRef(col), nil
+	return plan.NewColRef(col), nil
 }
 
 // aggResultType is the result type of sum or avg over t.
 func aggResultType(fn string, t arrow.DataType) arrow.DataType {
 	switch {
-	case isNullType(t), isInteger(t):
-		if fn == aggAvg {
-			return typFloat64
+	case plan.IsNullType(t), plan.IsInteger(t):
+		if fn == plan.AggAvg {
+			return plan.TypFloat64
 		}
-		return typInt64
-	case isFloat(t):
-		return typFloat64
+		return plan.TypInt64
+	case plan.IsFloat(t):
+		return plan.TypFloat64
 	}
-	_, s, _ := decimalPS(t)
-	if fn == aggAvg {
-		return decimalType(maxDecimalPrecision, min(s+4, maxDecimalPrecision))
+	_, s, _ := plan.DecimalPS(t)
+	if fn == plan.AggAvg {
+		return plan.DecimalType(plan.MaxDecimalPrecision, min(s+4, plan.MaxDecimalPrecision))
 	}
-	return decimalType(maxDecimalPrecision, s)
+	return plan.DecimalType(plan.MaxDecimalPrecision, s)
 }
 
 // windowCall binds a window function into the SELECT's window context.
-func (b *binder) windowCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (Expr, error) {
+func (b *binder) windowCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, error) {
 	name := x.Name.Name
 	if ctx.win == nil || ctx.inAgg {
 		return nil, b.errorf(x, "window functions are not allowed in %s", ctx.clause)
@@ -698,7 +700,7 @@ func (b *binder) windowCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (Expr, erro
 	// (if any): bind them in the same context (aggregates allowed), then
 	// map group keys.
 	inner := &exprCtx{clause: "window function", agg: ctx.agg}
-	bindAbove := func(e sql.Expr) (Expr, error) {
+	bindAbove := func(e sql.Expr) (plan.Expr, error) {
 		v, err := b.expr(e, s, inner)
 		if err != nil {
 			return nil, err
@@ -708,19 +710,19 @@ func (b *binder) windowCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (Expr, erro
 		}
 		return v, nil
 	}
-	wc := &WindowCall{Fn: name}
+	wc := &plan.WindowCall{Fn: name}
 	switch name {
 	case "row_number", "rank", "dense_rank":
 		if len(x.Args) != 0 || x.Star {
 			return nil, b.errorf(x, "%s takes no arguments", name)
 		}
-		wc.Typ = typInt64
+		wc.Typ = plan.TypInt64
 	case "count", "sum", "avg", "min", "max":
 		if x.Star {
 			if name != "count" {
 				return nil, b.errorf(x, "%s(*) is not valid", name)
 			}
-			wc.Fn, wc.Typ = aggCountStar, typInt64
+			wc.Fn, wc.Typ = plan.AggCountStar, plan.TypInt64
 			break
 		}
 		if len(x.Args) != 1 {
@@ -733,16 +735,16 @@ func (b *binder) windowCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (Expr, erro
 		t := arg.Type()
 		switch name {
 		case "count":
-			wc.Typ = typInt64
+			wc.Typ = plan.TypInt64
 		case "sum", "avg":
-			if !isNumeric(t) && !isNullType(t) {
-				return nil, b.errorf(x, "function %s(%s) does not exist", name, typeString(t))
+			if !plan.IsNumeric(t) && !plan.IsNullType(t) {
+				return nil, b.errorf(x, "function %s(%s) does not exist", name, plan.TypeString(t))
 			}
 			wc.Typ = aggResultType(name, t)
 		default:
 			wc.Typ = t
 		}
-		wc.Args = []Expr{arg}
+		wc.Args = []plan.Expr{arg}
 	default:
 		return nil, b.errorf(x, "window function %s does not exist (want row_number, rank, dense_rank, count, sum, avg, min or max)", name)
 	}
@@ -761,18 +763,18 @@ func (b *binder) windowCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (Expr, erro
 		wc.OrderBy = append(wc.OrderBy, sortKey(e, o))
 	}
 	if f := x.Over.Frame; f != nil {
-		wf := &WindowFrame{Mode: strings.ToLower(f.Mode.String())}
+		wf := &plan.WindowFrame{Mode: strings.ToLower(f.Mode.String())}
 		var err error
 		if wf.Start, wf.StartOffset, err = b.frameBound(f.Start, s); err != nil {
 			return nil, err
 		}
-		wf.End, wf.EndOffset = BoundCurrentRow, nil
+		wf.End, wf.EndOffset = plan.BoundCurrentRow, nil
 		if f.End != nil {
 			if wf.End, wf.EndOffset, err = b.frameBound(f.End, s); err != nil {
 				return nil, err
 			}
 		}
-		if wf.Start == BoundUnboundedFollowing || wf.End == BoundUnboundedPreceding || wf.Start > wf.End {
+		if wf.Start == plan.BoundUnboundedFollowing || wf.End == plan.BoundUnboundedPreceding || wf.Start > wf.End {
 			return nil, b.errorf(f, "window frame starts after it ends")
 		}
 		if wf.Mode != "rows" && (wf.StartOffset != nil || wf.EndOffset != nil) {
@@ -782,54 +784,54 @@ func (b *binder) windowCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (Expr, erro
 	}
 	key := wc.Fn
 	for _, a := range wc.Args {
-		key += "|" + exprKey(a)
+		key += "|" + plan.ExprKey(a)
 	}
 	key += "|" + fmt.Sprint(len(wc.PartitionBy), len(wc.OrderBy))
 	for _, p := range wc.PartitionBy {
-		key += "|" + exprKey(p)
+		key += "|" + plan.ExprKey(p)
 	}
 	for _, o := range wc.OrderBy {
-		key += "|" + o.String() + exprKey(o.Expr)
+		key += "|" + o.String() + plan.ExprKey(o.Expr)
 	}
 	if wc.Frame != nil {
 		key += fmt.Sprintf("|%+v", *wc.Frame)
 	}
 	if i, ok := ctx.win.keys[key]; ok {
-		return colRef(ctx.win.cols[i]), nil
+		return plan.NewColRef(ctx.win.cols[i]), nil
 	}
 	col := b.newCol(name, "", wc.Typ, true)
 	ctx.win.keys[key] = len(ctx.win.calls)
 	ctx.win.calls = append(ctx.win.calls, wc)
 	ctx.win.cols = append(ctx.win.cols, col)
-	return colRef(col), nil
+	return plan.NewColRef(col), nil
 }
 
-func (b *binder) frameBound(fb *sql.FrameBound, s *scope) (FrameBoundKind, Expr, error) {
+func (b *binder) frameBound(fb *sql.FrameBound, s *scope) (plan.FrameBoundKind, plan.Expr, error) {
 	switch fb.Kind {
 	case sql.UnboundedPreceding:
-		return BoundUnboundedPreceding, nil, nil
+		return plan.BoundUnboundedPreceding, nil, nil
 	case sql.UnboundedFollowing:
-		return BoundUnboundedFollowing, nil, nil
+		return plan.BoundUnboundedFollowing, nil, nil
 	case sql.CurrentRow:
-		return BoundCurrentRow, nil, nil
+		return plan.BoundCurrentRow, nil, nil
 	}
 	e, err := b.expr(fb.Offset, s, &exprCtx{clause: "window frame"})
 	if err != nil {
 		return 0, nil, err
 	}
-	c, ok, err := foldToConst(e)
-	if err != nil || !ok || !isInteger(c.Typ) || c.IsNull() || constInt(c) < 0 {
+	c, ok, err := plan.FoldToConst(e)
+	if err != nil || !ok || !plan.IsInteger(c.Typ) || c.IsNull() || plan.ConstInt(c) < 0 {
 		return 0, nil, b.errorf(fb, "window frame offset must be a constant non-negative integer")
 	}
-	kind := BoundPreceding
+	kind := plan.BoundPreceding
 	if fb.Kind == sql.Following {
-		kind = BoundFollowing
+		kind = plan.BoundFollowing
 	}
 	return kind, c, nil
 }
 
 // scalarFunc types a call of a scalar function.
-func scalarFunc(name string, args []Expr) (Expr, error) {
+func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 	n := len(args)
 	arity := func(lo, hi int) error {
 		if n < lo || n > hi {
@@ -841,16 +843,16 @@ func scalarFunc(name string, args []Expr) (Expr, error) {
 		return nil
 	}
 	str := func(i int) error {
-		args[i] = resolveUntyped(args[i], typString)
-		if t := args[i].Type(); !isString(t) && !isNullType(t) {
-			return fmt.Errorf("function %s: argument %d must be a string, not %s", name, i+1, typeString(t))
+		args[i] = plan.ResolveUntyped(args[i], plan.TypString)
+		if t := args[i].Type(); !plan.IsString(t) && !plan.IsNullType(t) {
+			return fmt.Errorf("function %s: argument %d must be a string, not %s", name, i+1, plan.TypeString(t))
 		}
 		return nil
 	}
 	integer := func(i int) error {
-		args[i] = resolveUntyped(args[i], typInt64)
-		if t := args[i].Type(); !isInteger(t) && !isNullType(t) {
-			return fmt.Errorf("function %s: argument %d must be an integer, not %s", name, i+1, typeString(t))
+		args[i] = plan.ResolveUntyped(args[i], plan.TypInt64)
+		if t := args[i].Type(); !plan.IsInteger(t) && !plan.IsNullType(t) {
+			return fmt.Errorf("function %s: argument %d must be an integer, not %s", name, i+1, plan.TypeString(t))
 		}
 		return nil
 	}
@@ -859,57 +861,57 @@ func scalarFunc(name string, args []Expr) (Expr, error) {
 		if n == 0 {
 			return nil, fmt.Errorf("coalesce needs at least one argument")
 		}
-		t, ok := commonTypeOf(typNull, args...)
+		t, ok := plan.CommonTypeOf(plan.TypNull, args...)
 		if !ok {
 			return nil, fmt.Errorf("COALESCE types cannot be matched: %s", typeList(args))
 		}
 		for i := range args {
-			args[i], _ = coerce(args[i], t)
+			args[i], _ = plan.Coerce(args[i], t)
 		}
-		return call(fnCoalesce, t, args...), nil
+		return plan.NewCall(plan.FnCoalesce, t, args...), nil
 	case "nullif":
 		if err := arity(2, 2); err != nil {
 			return nil, err
 		}
-		t, ok := commonTypeOf(typNull, args...)
+		t, ok := plan.CommonTypeOf(plan.TypNull, args...)
 		if !ok {
 			return nil, fmt.Errorf("NULLIF types cannot be matched: %s", typeList(args))
 		}
 		for i := range args {
-			args[i], _ = coerce(args[i], t)
+			args[i], _ = plan.Coerce(args[i], t)
 		}
-		return call("nullif", t, args...), nil
+		return plan.NewCall("nullif", t, args...), nil
 	case "abs":
 		if err := arity(1, 1); err != nil {
 			return nil, err
 		}
-		if !isNumeric(args[0].Type()) {
-			return nil, fmt.Errorf("function abs(%s) does not exist", typeString(args[0].Type()))
+		if !plan.IsNumeric(args[0].Type()) {
+			return nil, fmt.Errorf("function abs(%s) does not exist", plan.TypeString(args[0].Type()))
 		}
-		return call("abs", args[0].Type(), args...), nil
+		return plan.NewCall("abs", args[0].Type(), args...), nil
 	case "round":
 		if err := arity(1, 2); err != nil {
 			return nil, err
 		}
 		t := args[0].Type()
-		if !isNumeric(t) {
-			return nil, fmt.Errorf("function round(%s) does not exist", typeString(t))
+		if !plan.IsNumeric(t) {
+			return nil, fmt.Errorf("function round(%s) does not exist", plan.TypeString(t))
 		}
 		digits := int64(0)
 		if n == 2 {
-			c, ok := args[1].(*Const)
-			if !ok || !isInteger(c.Typ) || c.IsNull() {
+			c, ok := args[1].(*plan.Const)
+			if !ok || !plan.IsInteger(c.Typ) || c.IsNull() {
 				return nil, fmt.Errorf("round: the number of digits must be an integer constant")
 			}
-			digits = constInt(c)
-			args[1] = &Const{Typ: typInt32, Val: int32(digits)}
+			digits = plan.ConstInt(c)
+			args[1] = &plan.Const{Typ: plan.TypInt32, Val: int32(digits)}
 		}
-		if isDecimal(t) {
-			p, s, _ := decimalPS(t)
+		if plan.IsDecimal(t) {
+			p, s, _ := plan.DecimalPS(t)
 			ns := min(max(int32(digits), 0), s)
-			t = decimalType(min(p-s+ns+1, maxDecimalPrecision), ns)
+			t = plan.DecimalType(min(p-s+ns+1, plan.MaxDecimalPrecision), ns)
 		}
-		return call("round", t, args...), nil
+		return plan.NewCall("round", t, args...), nil
 	case "upper", "lower":
 		if err := arity(1, 1); err != nil {
 			return nil, err
@@ -917,7 +919,7 @@ func scalarFunc(name string, args []Expr) (Expr, error) {
 		if err := str(0); err != nil {
 			return nil, err
 		}
-		return call(name, typString, args...), nil
+		return plan.NewCall(name, plan.TypString, args...), nil
 	case "length", "char_length", "character_length":
 		if err := arity(1, 1); err != nil {
 			return nil, err
@@ -925,7 +927,7 @@ func scalarFunc(name string, args []Expr) (Expr, error) {
 		if err := str(0); err != nil {
 			return nil, err
 		}
-		return call("length", typInt32, args...), nil
+		return plan.NewCall("length", plan.TypInt32, args...), nil
 	case "btrim", "trim", "ltrim", "rtrim":
 		if err := arity(1, 2); err != nil {
 			return nil, err
@@ -939,7 +941,7 @@ func scalarFunc(name string, args []Expr) (Expr, error) {
 		if fn == "btrim" {
 			fn = "trim"
 		}
-		return call(fn, typString, args...), nil
+		return plan.NewCall(fn, plan.TypString, args...), nil
 	case "substring", "substr":
 		if err := arity(2, 3); err != nil {
 			return nil, err
@@ -952,7 +954,7 @@ func scalarFunc(name string, args []Expr) (Expr, error) {
 				return nil, err
 			}
 		}
-		return call("substring", typString, args...), nil
+		return plan.NewCall("substring", plan.TypString, args...), nil
 	case "strpos", "position":
 		if err := arity(2, 2); err != nil {
 			return nil, err
@@ -966,23 +968,23 @@ func scalarFunc(name string, args []Expr) (Expr, error) {
 				return nil, err
 			}
 		}
-		return call("strpos", typInt32, args...), nil
+		return plan.NewCall("strpos", plan.TypInt32, args...), nil
 	case "concat":
 		if n == 0 {
 			return nil, fmt.Errorf("concat needs at least one argument")
 		}
 		// concat() skips NULLs, unlike ||.
-		var out Expr
+		var out plan.Expr
 		for _, a := range args {
-			a = resolveUntyped(a, typString)
-			if !isString(a.Type()) {
-				a = &CastExpr{X: a, Typ: typString}
+			a = plan.ResolveUntyped(a, plan.TypString)
+			if !plan.IsString(a.Type()) {
+				a = &plan.CastExpr{X: a, Typ: plan.TypString}
 			}
-			a = call(fnCoalesce, typString, a, &Const{Typ: typString, Val: ""})
+			a = plan.NewCall(plan.FnCoalesce, plan.TypString, a, &plan.Const{Typ: plan.TypString, Val: ""})
 			if out == nil {
 				out = a
 			} else {
-				out = call(fnConcat, typString, out, a)
+				out = plan.NewCall(plan.FnConcat, plan.TypString, out, a)
 			}
 		}
 		return out, nil

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nicflow/nicflow/engine/plan"
+
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/nicflow/nicflow/engine/sql"
@@ -22,7 +24,7 @@ type scope struct {
 // table or one side of a join.
 type scopeItem struct {
 	name string
-	cols []Column
+	cols []plan.Column
 	// hidden marks columns an unqualified name does not see (the right
 	// copy of a JOIN ... USING column).
 	hidden []bool
@@ -30,7 +32,7 @@ type scopeItem struct {
 
 // cteBinding is a WITH entry: bound once, shared by its references.
 type cteBinding struct {
-	def   *SharedDef
+	def   *plan.SharedDef
 	names []string
 }
 
@@ -45,14 +47,14 @@ func (s *scope) lookupCTE(name string) *cteBinding {
 
 // resolve finds a column reference. It returns the column and whether it
 // belongs to an enclosing query.
-func (b *binder) resolve(s *scope, ref *sql.ColumnRef) (Column, error) {
+func (b *binder) resolve(s *scope, ref *sql.ColumnRef) (plan.Column, error) {
 	parts := ref.Parts
 	if len(parts) == 3 {
 		parts = parts[1:] // schema.table.column: one schema
 	}
 	colName := parts[len(parts)-1].Name
 	for sc := s; sc != nil; sc = sc.parent {
-		var found []Column
+		var found []plan.Column
 		tableSeen := false
 		for _, it := range sc.items {
 			if len(parts) == 2 && it.name != parts[0].Name {
@@ -71,20 +73,20 @@ func (b *binder) resolve(s *scope, ref *sql.ColumnRef) (Column, error) {
 				same = same && f.ID == found[0].ID
 			}
 			if !same {
-				return Column{}, b.errorf(ref, "column reference %q is ambiguous", refText(ref))
+				return plan.Column{}, b.errorf(ref, "column reference %q is ambiguous", refText(ref))
 			}
 		}
 		if len(found) > 0 {
 			return found[0], nil
 		}
 		if len(parts) == 2 && tableSeen {
-			return Column{}, b.errorf(ref, "column %s does not exist", refText(ref))
+			return plan.Column{}, b.errorf(ref, "column %s does not exist", refText(ref))
 		}
 	}
 	if len(parts) == 2 {
-		return Column{}, b.errorf(ref, "missing FROM-clause entry for table %q", parts[0].Name)
+		return plan.Column{}, b.errorf(ref, "missing FROM-clause entry for table %q", parts[0].Name)
 	}
-	return Column{}, b.errorf(ref, "column %q does not exist", colName)
+	return plan.Column{}, b.errorf(ref, "column %q does not exist", colName)
 }
 
 func refText(ref *sql.ColumnRef) string {
@@ -97,7 +99,7 @@ func refText(ref *sql.ColumnRef) string {
 
 // query binds a full query (WITH, body, ORDER BY, LIMIT) in the scope
 // outer (nil at top level) and returns its plan and column names.
-func (b *binder) query(q *sql.Query, outer *scope) (Plan, []string, error) {
+func (b *binder) query(q *sql.Query, outer *scope) (plan.Plan, []string, error) {
 	s := &scope{parent: outer}
 	if len(q.With) > 0 {
 		s.ctes = map[string]*cteBinding{}
@@ -106,11 +108,11 @@ func (b *binder) query(q *sql.Query, outer *scope) (Plan, []string, error) {
 				return nil, nil, b.errorf(c, "WITH query name %q specified more than once", c.Name.Name)
 			}
 			// A CTE sees the CTEs before it and the enclosing queries.
-			plan, names, err := b.query(c.Query, s)
+			lp, names, err := b.query(c.Query, s)
 			if err != nil {
 				return nil, nil, err
 			}
-			if free := freeCols(plan); len(free) > 0 {
+			if free := plan.FreeCols(lp); len(free) > 0 {
 				return nil, nil, b.errorf(c, "WITH query %q refers to columns of an enclosing query, which is not supported", c.Name.Name)
 			}
 			if len(c.Columns) > len(names) {
@@ -121,7 +123,7 @@ func (b *binder) query(q *sql.Query, outer *scope) (Plan, []string, error) {
 				names[i] = n.Name
 			}
 			b.nextDef++
-			s.ctes[c.Name.Name] = &cteBinding{def: &SharedDef{ID: b.nextDef, Name: c.Name.Name, Plan: plan}, names: names}
+			s.ctes[c.Name.Name] = &cteBinding{def: &plan.SharedDef{ID: b.nextDef, Name: c.Name.Name, Plan: lp}, names: names}
 		}
 	}
 	// A plain SELECT binds its own ORDER BY (which may use input columns);
@@ -129,13 +131,13 @@ func (b *binder) query(q *sql.Query, outer *scope) (Plan, []string, error) {
 	if sel, ok := q.Body.(*sql.Select); ok {
 		return b.selectQuery(sel, q, s)
 	}
-	plan, names, err := b.body(q.Body, s)
+	lp, names, err := b.body(q.Body, s)
 	if err != nil {
 		return nil, nil, err
 	}
 	if len(q.OrderBy) > 0 {
-		cols := plan.Columns()
-		var keys []SortKey
+		cols := lp.Columns()
+		var keys []plan.SortKey
 		for _, o := range q.OrderBy {
 			idx, err := b.outputColumn(o.Expr, names, nil)
 			if err != nil {
@@ -144,16 +146,16 @@ func (b *binder) query(q *sql.Query, outer *scope) (Plan, []string, error) {
 			if idx < 0 {
 				return nil, nil, b.errorf(o, "ORDER BY of a UNION, INTERSECT, EXCEPT or VALUES result must name an output column or give its position")
 			}
-			keys = append(keys, sortKey(colRef(cols[idx]), o))
+			keys = append(keys, sortKey(plan.NewColRef(cols[idx]), o))
 		}
-		plan = &SortNode{Input: plan, Keys: keys}
+		lp = &plan.SortNode{Input: lp, Keys: keys}
 	}
-	plan, err = b.limit(plan, q, s)
-	return plan, names, err
+	lp, err = b.limit(lp, q, s)
+	return lp, names, err
 }
 
-func sortKey(e Expr, o *sql.OrderItem) SortKey {
-	k := SortKey{Expr: e, Desc: o.Desc, NullsFirst: o.Desc}
+func sortKey(e plan.Expr, o *sql.OrderItem) plan.SortKey {
+	k := plan.SortKey{Expr: e, Desc: o.Desc, NullsFirst: o.Desc}
 	if o.NullsFirst != nil {
 		k.NullsFirst = *o.NullsFirst
 	}
@@ -164,7 +166,7 @@ func sortKey(e Expr, o *sql.OrderItem) SortKey {
 // GROUP BY) item names: a position (1-based) or an output name; -1 when it
 // is neither. exprs, when given, lets an output name that is ambiguous
 // between two identical expressions pass.
-func (b *binder) outputColumn(e sql.Expr, names []string, exprs []Expr) (int, error) {
+func (b *binder) outputColumn(e sql.Expr, names []string, exprs []plan.Expr) (int, error) {
 	switch x := e.(type) {
 	case *sql.Literal:
 		if x.Kind != sql.LitNumber {
@@ -187,7 +189,7 @@ func (b *binder) outputColumn(e sql.Expr, names []string, exprs []Expr) (int, er
 			if n != x.Parts[0].Name {
 				continue
 			}
-			if found >= 0 && (exprs == nil || !exprEqual(exprs[i], exprs[found])) {
+			if found >= 0 && (exprs == nil || !plan.ExprEqual(exprs[i], exprs[found])) {
 				return -1, b.errorf(x, "ORDER BY %q is ambiguous", n)
 			}
 			if found < 0 {
@@ -200,9 +202,9 @@ func (b *binder) outputColumn(e sql.Expr, names []string, exprs []Expr) (int, er
 }
 
 // limit adds LIMIT/OFFSET; both must be constant non-negative integers.
-func (b *binder) limit(plan Plan, q *sql.Query, s *scope) (Plan, error) {
+func (b *binder) limit(lp plan.Plan, q *sql.Query, s *scope) (plan.Plan, error) {
 	if q.Limit == nil && q.Offset == nil {
-		return plan, nil
+		return lp, nil
 	}
 	get := func(e sql.Expr, what string) (int64, error) {
 		if e == nil {
@@ -212,17 +214,17 @@ func (b *binder) limit(plan Plan, q *sql.Query, s *scope) (Plan, error) {
 		if err != nil {
 			return 0, err
 		}
-		c, ok, err := foldToConst(be)
+		c, ok, err := plan.FoldToConst(be)
 		if err != nil {
 			return 0, b.errorf(e, "%s: %v", what, err)
 		}
-		if !ok || !isInteger(c.Typ) {
+		if !ok || !plan.IsInteger(c.Typ) {
 			return 0, b.errorf(e, "%s must be a constant integer", what)
 		}
 		if c.IsNull() {
 			return -1, nil
 		}
-		v := constInt(c)
+		v := plan.ConstInt(c)
 		if v < 0 {
 			return 0, b.errorf(e, "%s must not be negative", what)
 		}
@@ -239,11 +241,11 @@ func (b *binder) limit(plan Plan, q *sql.Query, s *scope) (Plan, error) {
 	if off < 0 {
 		off = 0
 	}
-	return &LimitNode{Input: plan, Limit: lim, Offset: off}, nil
+	return &plan.LimitNode{Input: lp, Limit: lim, Offset: off}, nil
 }
 
 // body binds a query body that is not a plain SELECT with its own ORDER BY.
-func (b *binder) body(body sql.QueryBody, s *scope) (Plan, []string, error) {
+func (b *binder) body(body sql.QueryBody, s *scope) (plan.Plan, []string, error) {
 	switch x := body.(type) {
 	case *sql.Select:
 		return b.selectQuery(x, nil, s)
@@ -257,50 +259,50 @@ func (b *binder) body(body sql.QueryBody, s *scope) (Plan, []string, error) {
 	return nil, nil, b.errorf(body, "unsupported query form %T", body)
 }
 
-func (b *binder) values(v *sql.Values, s *scope) (Plan, []string, error) {
+func (b *binder) values(v *sql.Values, s *scope) (plan.Plan, []string, error) {
 	n := len(v.Rows[0])
-	rows := make([][]Expr, len(v.Rows))
+	rows := make([][]plan.Expr, len(v.Rows))
 	types := make([]arrow.DataType, n)
 	for i := range types {
-		types[i] = typNull
+		types[i] = plan.TypNull
 	}
 	for r, row := range v.Rows {
-		rows[r] = make([]Expr, n)
+		rows[r] = make([]plan.Expr, n)
 		for c, e := range row {
 			be, err := b.expr(e, s, &exprCtx{clause: "VALUES"})
 			if err != nil {
 				return nil, nil, err
 			}
 			rows[r][c] = be
-			t, ok := commonTypeOf(types[c], be)
+			t, ok := plan.CommonTypeOf(types[c], be)
 			if !ok {
-				return nil, nil, b.errorf(e, "VALUES types %s and %s cannot be matched", typeString(types[c]), typeString(be.Type()))
+				return nil, nil, b.errorf(e, "VALUES types %s and %s cannot be matched", plan.TypeString(types[c]), plan.TypeString(be.Type()))
 			}
 			types[c] = t
 		}
 	}
-	cols := make([]Column, n)
+	cols := make([]plan.Column, n)
 	names := make([]string, n)
 	for c := range cols {
 		t := types[c]
 		nullable := false
 		for r := range rows {
-			ce, err := coerce(rows[r][c], t)
+			ce, err := plan.Coerce(rows[r][c], t)
 			if err != nil {
 				return nil, nil, b.errorf(v.Rows[r][c], "%v", err)
 			}
 			rows[r][c] = ce
-			if k, ok := ce.(*Const); !ok || k.IsNull() {
+			if k, ok := ce.(*plan.Const); !ok || k.IsNull() {
 				nullable = true
 			}
 		}
 		names[c] = "column" + strconv.Itoa(c+1)
 		cols[c] = b.newCol(names[c], "", t, nullable)
 	}
-	return &ValuesNode{Rows: rows, Cols: cols}, names, nil
+	return &plan.ValuesNode{Rows: rows, Cols: cols}, names, nil
 }
 
-func (b *binder) setOp(x *sql.SetOp, s *scope) (Plan, []string, error) {
+func (b *binder) setOp(x *sql.SetOp, s *scope) (plan.Plan, []string, error) {
 	// Each arm is a query level of its own: its FROM names must not clash
 	// with the other arm's (SELECT * FROM t UNION SELECT * FROM t).
 	left, lnames, err := b.body(x.Left, &scope{parent: s.parent, ctes: s.ctes})
@@ -315,17 +317,17 @@ func (b *binder) setOp(x *sql.SetOp, s *scope) (Plan, []string, error) {
 	if len(lc) != len(rc) {
 		return nil, nil, b.errorf(x, "each %s query must have the same number of columns: %d and %d", x.Op, len(lc), len(rc))
 	}
-	cols := make([]Column, len(lc))
-	lexprs := make([]Expr, len(lc))
-	rexprs := make([]Expr, len(lc))
+	cols := make([]plan.Column, len(lc))
+	lexprs := make([]plan.Expr, len(lc))
+	rexprs := make([]plan.Expr, len(lc))
 	lcast, rcast := false, false
 	for i := range lc {
-		t, ok := commonType(lc[i].Type, rc[i].Type)
+		t, ok := plan.CommonType(lc[i].Type, rc[i].Type)
 		if !ok {
-			return nil, nil, b.errorf(x, "%s types %s and %s cannot be matched (column %d)", x.Op, typeString(lc[i].Type), typeString(rc[i].Type), i+1)
+			return nil, nil, b.errorf(x, "%s types %s and %s cannot be matched (column %d)", x.Op, plan.TypeString(lc[i].Type), plan.TypeString(rc[i].Type), i+1)
 		}
-		lexprs[i], _ = coerce(colRef(lc[i]), t)
-		rexprs[i], _ = coerce(colRef(rc[i]), t)
+		lexprs[i], _ = plan.Coerce(plan.NewColRef(lc[i]), t)
+		rexprs[i], _ = plan.Coerce(plan.NewColRef(rc[i]), t)
 		lcast = lcast || !arrow.TypeEqual(t, lc[i].Type)
 		rcast = rcast || !arrow.TypeEqual(t, rc[i].Type)
 		cols[i] = b.newCol(lnames[i], "", t, lc[i].Nullable || rc[i].Nullable)
@@ -336,31 +338,31 @@ func (b *binder) setOp(x *sql.SetOp, s *scope) (Plan, []string, error) {
 	if rcast {
 		right = b.castProject(right, rexprs)
 	}
-	kind := map[sql.SetOpKind]SetOpKind{sql.Union: SetUnion, sql.Intersect: SetIntersect, sql.Except: SetExcept}[x.Op]
-	return &SetOpNode{Kind: kind, All: x.All, Left: left, Right: right, Cols: cols}, lnames, nil
+	kind := map[sql.SetOpKind]plan.SetOpKind{sql.Union: plan.SetUnion, sql.Intersect: plan.SetIntersect, sql.Except: plan.SetExcept}[x.Op]
+	return &plan.SetOpNode{Kind: kind, All: x.All, Left: left, Right: right, Cols: cols}, lnames, nil
 }
 
 // castProject projects exprs (casts of p's columns) with fresh IDs.
-func (b *binder) castProject(p Plan, exprs []Expr) Plan {
+func (b *binder) castProject(p plan.Plan, exprs []plan.Expr) plan.Plan {
 	in := p.Columns()
-	cols := make([]Column, len(exprs))
+	cols := make([]plan.Column, len(exprs))
 	for i, e := range exprs {
-		if c, ok := e.(*ColRef); ok {
+		if c, ok := e.(*plan.ColRef); ok {
 			cols[i] = in[i]
 			cols[i].ID = c.ID
 			continue
 		}
 		cols[i] = b.newCol(in[i].Name, in[i].Table, e.Type(), in[i].Nullable)
 	}
-	return &ProjectNode{Input: p, Exprs: exprs, Cols: cols}
+	return &plan.ProjectNode{Input: p, Exprs: exprs, Cols: cols}
 }
 
 // ---------------------------------------------------------------- FROM
 
 // from binds the FROM list into one plan (comma-separated items are cross
 // joined; the optimizer orders joins) and fills s.items.
-func (b *binder) from(items []sql.TableExpr, s *scope) (Plan, error) {
-	var plan Plan
+func (b *binder) from(items []sql.TableExpr, s *scope) (plan.Plan, error) {
+	var lp plan.Plan
 	for _, te := range items {
 		p, its, err := b.tableExpr(te, s)
 		if err != nil {
@@ -369,17 +371,17 @@ func (b *binder) from(items []sql.TableExpr, s *scope) (Plan, error) {
 		if err := b.addItems(s, its, te); err != nil {
 			return nil, err
 		}
-		if plan == nil {
-			plan = p
+		if lp == nil {
+			lp = p
 		} else {
-			plan = &JoinNode{Kind: JoinInner, Left: plan, Right: p}
+			lp = &plan.JoinNode{Kind: plan.JoinInner, Left: lp, Right: p}
 		}
 	}
-	if plan == nil {
+	if lp == nil {
 		// SELECT without FROM: one row, no columns.
-		plan = &ValuesNode{Rows: [][]Expr{{}}}
+		lp = &plan.ValuesNode{Rows: [][]plan.Expr{{}}}
 	}
-	return plan, nil
+	return lp, nil
 }
 
 func (b *binder) addItems(s *scope, its []*scopeItem, at sql.Node) error {
@@ -398,7 +400,7 @@ func (b *binder) addItems(s *scope, its []*scopeItem, at sql.Node) error {
 
 // tableExpr binds one FROM entry. The scope s is the query's (being
 // built): derived tables see only the enclosing queries (no LATERAL).
-func (b *binder) tableExpr(te sql.TableExpr, s *scope) (Plan, []*scopeItem, error) {
+func (b *binder) tableExpr(te sql.TableExpr, s *scope) (plan.Plan, []*scopeItem, error) {
 	switch t := te.(type) {
 	case *sql.TableName:
 		return b.tableName(t, s)
@@ -425,11 +427,11 @@ func (b *binder) tableExpr(te sql.TableExpr, s *scope) (Plan, []*scopeItem, erro
 
 // aliasItem names the columns of a relation for its scope item, applying
 // an alias column list.
-func (b *binder) aliasItem(cols []Column, names []string, alias string, aliasCols []sql.Ident, at sql.Node, what string) (*scopeItem, error) {
+func (b *binder) aliasItem(cols []plan.Column, names []string, alias string, aliasCols []sql.Ident, at sql.Node, what string) (*scopeItem, error) {
 	if len(aliasCols) > len(cols) {
 		return nil, b.errorf(aliasCols[len(cols)], "%s has %d columns available but %d column aliases were given", strings.TrimSpace(what), len(cols), len(aliasCols))
 	}
-	it := &scopeItem{name: alias, cols: make([]Column, len(cols))}
+	it := &scopeItem{name: alias, cols: make([]plan.Column, len(cols))}
 	for i, c := range cols {
 		c.Name = names[i]
 		if i < len(aliasCols) {
@@ -441,7 +443,7 @@ func (b *binder) aliasItem(cols []Column, names []string, alias string, aliasCol
 	return it, nil
 }
 
-func (b *binder) tableName(t *sql.TableName, s *scope) (Plan, []*scopeItem, error) {
+func (b *binder) tableName(t *sql.TableName, s *scope) (plan.Plan, []*scopeItem, error) {
 	var alias string
 	var aliasCols []sql.Ident
 	if t.Alias != nil {
@@ -474,7 +476,7 @@ func (b *binder) tableName(t *sql.TableName, s *scope) (Plan, []*scopeItem, erro
 	}
 	if tab != nil {
 		fields := tab.Schema.Fields()
-		scan := &ScanNode{Table: tab, Alias: alias, Cols: make([]Column, len(fields)), Fields: make([]int, len(fields))}
+		scan := &plan.ScanNode{Table: tab, Alias: alias, Cols: make([]plan.Column, len(fields)), Fields: make([]int, len(fields))}
 		names := make([]string, len(fields))
 		for i, f := range fields {
 			scan.Cols[i] = b.newCol(f.Name, alias, f.Type, f.Nullable)
@@ -510,9 +512,9 @@ func (b *binder) tableName(t *sql.TableName, s *scope) (Plan, []*scopeItem, erro
 }
 
 // sharedScan reads def with fresh column IDs.
-func (b *binder) sharedScan(def *SharedDef, names []string, alias string) *SharedScan {
+func (b *binder) sharedScan(def *plan.SharedDef, names []string, alias string) *plan.SharedScan {
 	in := def.Plan.Columns()
-	sc := &SharedScan{Def: def, Cols: make([]Column, len(in))}
+	sc := &plan.SharedScan{Def: def, Cols: make([]plan.Column, len(in))}
 	for i, c := range in {
 		sc.Cols[i] = b.newCol(names[i], alias, c.Type, c.Nullable)
 	}
@@ -520,7 +522,7 @@ func (b *binder) sharedScan(def *SharedDef, names []string, alias string) *Share
 }
 
 // viewDef binds a view once per statement.
-func (b *binder) viewDef(v *ViewDef, at sql.Node) (*SharedDef, []string, error) {
+func (b *binder) viewDef(v *plan.ViewDef, at sql.Node) (*plan.SharedDef, []string, error) {
 	if def, ok := b.views[v.Name]; ok {
 		return def, viewNames(def, v), nil
 	}
@@ -529,12 +531,12 @@ func (b *binder) viewDef(v *ViewDef, at sql.Node) (*SharedDef, []string, error) 
 		return nil, nil, err
 	}
 	b.nextDef++
-	def := &SharedDef{ID: b.nextDef, Name: v.Name, Plan: q.Plan}
+	def := &plan.SharedDef{ID: b.nextDef, Name: v.Name, Plan: q.Plan}
 	b.views[v.Name] = def
 	return def, q.Names, nil
 }
 
-func viewNames(def *SharedDef, v *ViewDef) []string {
+func viewNames(def *plan.SharedDef, v *plan.ViewDef) []string {
 	cols := def.Plan.Columns()
 	names := make([]string, len(cols))
 	for i, c := range cols {
@@ -547,7 +549,7 @@ func viewNames(def *SharedDef, v *ViewDef) []string {
 }
 
 // bindViewQuery parses and binds a view's SQL in a fresh top-level scope.
-func (b *binder) bindViewQuery(v *ViewDef, at sql.Node) (*QueryStmt, error) {
+func (b *binder) bindViewQuery(v *plan.ViewDef, at sql.Node) (*QueryStmt, error) {
 	for _, n := range b.viewStack {
 		if n == v.Name {
 			return nil, b.errorf(at, "view %s refers to itself", v.Name)
@@ -567,7 +569,7 @@ func (b *binder) bindViewQuery(v *ViewDef, at sql.Node) (*QueryStmt, error) {
 	savedSrc, savedName := b.src, b.srcName
 	b.src, b.srcName = v.SQL, "view "+v.Name
 	b.viewStack = append(b.viewStack, v.Name)
-	plan, names, err := b.query(q, nil)
+	lp, names, err := b.query(q, nil)
 	b.viewStack = b.viewStack[:len(b.viewStack)-1]
 	b.src, b.srcName = savedSrc, savedName
 	if err != nil {
@@ -580,19 +582,19 @@ func (b *binder) bindViewQuery(v *ViewDef, at sql.Node) (*QueryStmt, error) {
 	copy(names, v.Columns)
 	// Rename the plan's output columns so that every reader sees the
 	// view's names.
-	cols := plan.Columns()
-	exprs := make([]Expr, len(cols))
-	out := make([]Column, len(cols))
+	cols := lp.Columns()
+	exprs := make([]plan.Expr, len(cols))
+	out := make([]plan.Column, len(cols))
 	for i, c := range cols {
-		exprs[i] = colRef(c)
+		exprs[i] = plan.NewColRef(c)
 		out[i] = c
 		out[i].Name, out[i].Table = names[i], v.Name
 	}
-	return &QueryStmt{Plan: &ProjectNode{Input: plan, Exprs: exprs, Cols: out}, Names: names}, nil
+	return &QueryStmt{Plan: &plan.ProjectNode{Input: lp, Exprs: exprs, Cols: out}, Names: names}, nil
 }
 
 // join binds an explicit JOIN.
-func (b *binder) join(j *sql.Join, s *scope) (Plan, []*scopeItem, error) {
+func (b *binder) join(j *sql.Join, s *scope) (plan.Plan, []*scopeItem, error) {
 	lp, litems, err := b.tableExpr(j.Left, s)
 	if err != nil {
 		return nil, nil, err
@@ -609,8 +611,8 @@ func (b *binder) join(j *sql.Join, s *scope) (Plan, []*scopeItem, error) {
 	if err := b.addItems(js, ritems, j.Right); err != nil {
 		return nil, nil, err
 	}
-	kind := map[sql.JoinKind]JoinKind{sql.InnerJoin: JoinInner, sql.LeftJoin: JoinLeft, sql.RightJoin: JoinRight, sql.FullJoin: JoinFull, sql.CrossJoin: JoinInner}[j.Kind]
-	node := &JoinNode{Kind: kind, Left: lp, Right: rp}
+	kind := map[sql.JoinKind]plan.JoinKind{sql.InnerJoin: plan.JoinInner, sql.LeftJoin: plan.JoinLeft, sql.RightJoin: plan.JoinRight, sql.FullJoin: plan.JoinFull, sql.CrossJoin: plan.JoinInner}[j.Kind]
+	node := &plan.JoinNode{Kind: kind, Left: lp, Right: rp}
 	items := append(append([]*scopeItem(nil), litems...), ritems...)
 	switch {
 	case j.On != nil:
@@ -628,8 +630,8 @@ func (b *binder) join(j *sql.Join, s *scope) (Plan, []*scopeItem, error) {
 		// left copy for inner and left joins, the right copy for right
 		// joins, COALESCE(l.x, r.x) for full joins (and when the two
 		// copies' types differ, the common type).
-		var conds, computed []Expr
-		var merged, computedCols []Column
+		var conds, computed []plan.Expr
+		var merged, computedCols []plan.Column
 		for _, u := range j.Using {
 			lc, li, err := findUsing(litems, u.Name)
 			if err != nil || li == nil {
@@ -639,28 +641,28 @@ func (b *binder) join(j *sql.Join, s *scope) (Plan, []*scopeItem, error) {
 			if err != nil || ri == nil {
 				return nil, nil, b.errorf(u, "column %q specified in USING clause does not exist in right table", u.Name)
 			}
-			t, ok := commonType(lc.Type, rc.Type)
+			t, ok := plan.CommonType(lc.Type, rc.Type)
 			if !ok {
-				return nil, nil, b.errorf(u, "JOIN/USING types %s and %s for column %q cannot be matched", typeString(lc.Type), typeString(rc.Type), u.Name)
+				return nil, nil, b.errorf(u, "JOIN/USING types %s and %s for column %q cannot be matched", plan.TypeString(lc.Type), plan.TypeString(rc.Type), u.Name)
 			}
-			le, _ := coerce(colRef(lc), t)
-			re, _ := coerce(colRef(rc), t)
-			conds = append(conds, call(fnEq, typBool, le, re))
+			le, _ := plan.Coerce(plan.NewColRef(lc), t)
+			re, _ := plan.Coerce(plan.NewColRef(rc), t)
+			conds = append(conds, plan.NewCall(plan.FnEq, plan.TypBool, le, re))
 			markHidden(li, lc.ID)
 			markHidden(ri, rc.ID)
-			var m Column
+			var m plan.Column
 			switch {
-			case kind == JoinFull:
+			case kind == plan.JoinFull:
 				m = b.newCol(u.Name, "", t, lc.Nullable || rc.Nullable)
-				computed = append(computed, call(fnCoalesce, t, le, re))
+				computed = append(computed, plan.NewCall(plan.FnCoalesce, t, le, re))
 				computedCols = append(computedCols, m)
-			case kind == JoinRight && arrow.TypeEqual(rc.Type, t):
+			case kind == plan.JoinRight && arrow.TypeEqual(rc.Type, t):
 				m = rc
-			case kind != JoinRight && arrow.TypeEqual(lc.Type, t):
+			case kind != plan.JoinRight && arrow.TypeEqual(lc.Type, t):
 				m = lc
 			default:
 				src := le
-				if kind == JoinRight {
+				if kind == plan.JoinRight {
 					src = re
 				}
 				m = b.newCol(u.Name, "", t, true)
@@ -670,29 +672,29 @@ func (b *binder) join(j *sql.Join, s *scope) (Plan, []*scopeItem, error) {
 			m.Name, m.Table = u.Name, ""
 			merged = append(merged, m)
 		}
-		node.Cond = andOf(conds)
+		node.Cond = plan.AndOf(conds)
 		items = append([]*scopeItem{{cols: merged}}, items...)
 		if len(computed) > 0 {
 			in := node.Columns()
-			exprs := make([]Expr, 0, len(in)+len(computed))
+			exprs := make([]plan.Expr, 0, len(in)+len(computed))
 			for _, c := range in {
-				exprs = append(exprs, colRef(c))
+				exprs = append(exprs, plan.NewColRef(c))
 			}
 			exprs = append(exprs, computed...)
-			return &ProjectNode{Input: node, Exprs: exprs, Cols: append(append([]Column(nil), in...), computedCols...)}, items, nil
+			return &plan.ProjectNode{Input: node, Exprs: exprs, Cols: append(append([]plan.Column(nil), in...), computedCols...)}, items, nil
 		}
 	}
 	return node, items, nil
 }
 
-func findUsing(items []*scopeItem, name string) (Column, *scopeItem, error) {
+func findUsing(items []*scopeItem, name string) (plan.Column, *scopeItem, error) {
 	var found *scopeItem
-	var col Column
+	var col plan.Column
 	for _, it := range items {
 		for i, c := range it.cols {
 			if c.Name == name && (it.hidden == nil || !it.hidden[i]) {
 				if found != nil {
-					return Column{}, nil, errAmbiguous
+					return plan.Column{}, nil, errAmbiguous
 				}
 				found, col = it, c
 			}
@@ -707,7 +709,7 @@ func (e constErr) Error() string { return string(e) }
 
 const errAmbiguous = constErr("ambiguous")
 
-func markHidden(it *scopeItem, id ColumnID) {
+func markHidden(it *scopeItem, id plan.ColumnID) {
 	if it.hidden == nil {
 		it.hidden = make([]bool, len(it.cols))
 	}

@@ -2,27 +2,28 @@ package engine
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/nicflow/nicflow/engine/plan"
 
 	"github.com/nicflow/nicflow/engine/sql"
 )
 
 // aggCtx collects the GROUP BY keys and aggregates of one SELECT.
 type aggCtx struct {
-	groups    []Expr
-	groupCols []Column
+	groups    []plan.Expr
+	groupCols []plan.Column
 	groupKeys map[string]int
-	aggs      []*AggCall
-	aggCols   []Column
+	aggs      []*plan.AggCall
+	aggCols   []plan.Column
 	aggKeys   map[string]int
 	// input are the columns below the aggregate: a reference to one of
 	// them above the aggregate must be a group key.
-	input colSet
+	input plan.ColSet
 }
 
 // winCtx collects the window functions of one SELECT.
 type winCtx struct {
-	calls []*WindowCall
-	cols  []Column
+	calls []*plan.WindowCall
+	cols  []plan.Column
 	keys  map[string]int
 }
 
@@ -37,8 +38,8 @@ type exprCtx struct {
 
 // selectQuery binds a SELECT with, when q is non-nil, q's ORDER BY, LIMIT
 // and OFFSET.
-func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (Plan, []string, error) {
-	plan, err := b.from(sel.From, s)
+func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (plan.Plan, []string, error) {
+	lp, err := b.from(sel.From, s)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -50,7 +51,7 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (Plan, []s
 		if cond, err = b.boolCheck(cond, sel.Where, "WHERE"); err != nil {
 			return nil, nil, err
 		}
-		plan = &FilterNode{Input: plan, Cond: cond}
+		lp = &plan.FilterNode{Input: lp, Cond: cond}
 	}
 
 	// Aggregation: GROUP BY, HAVING or an aggregate call anywhere in the
@@ -62,22 +63,22 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (Plan, []s
 	grouped := len(sel.GroupBy) > 0 || sel.Having != nil || b.hasAggregate(sel.Items, orderBy)
 	ctx := &exprCtx{clause: "SELECT", win: &winCtx{keys: map[string]int{}}}
 	if grouped {
-		ac := &aggCtx{groupKeys: map[string]int{}, aggKeys: map[string]int{}, input: colSetOf(plan.Columns())}
+		ac := &aggCtx{groupKeys: map[string]int{}, aggKeys: map[string]int{}, input: plan.ColSetOf(lp.Columns())}
 		// Columns of enclosing queries are constants here, never "ungrouped".
 		for _, g := range sel.GroupBy {
 			e, err := b.groupKey(g, sel, s)
 			if err != nil {
 				return nil, nil, err
 			}
-			k := exprKey(e)
+			k := plan.ExprKey(e)
 			if _, dup := ac.groupKeys[k]; dup {
 				continue
 			}
 			ac.groupKeys[k] = len(ac.groups)
 			ac.groups = append(ac.groups, e)
-			var col Column
-			if c, ok := e.(*ColRef); ok && ac.input.has(c.ID) {
-				col = findCol(plan.Columns(), c.ID)
+			var col plan.Column
+			if c, ok := e.(*plan.ColRef); ok && ac.input.Has(c.ID) {
+				col = findCol(lp.Columns(), c.ID)
 			} else {
 				col = b.newCol(e.String(), "", e.Type(), true)
 			}
@@ -87,7 +88,7 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (Plan, []s
 	}
 
 	// The select list.
-	var exprs []Expr
+	var exprs []plan.Expr
 	var names []string
 	for _, it := range sel.Items {
 		if st, ok := it.Expr.(*sql.Star); ok {
@@ -96,7 +97,7 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (Plan, []s
 				return nil, nil, err
 			}
 			for _, c := range cols {
-				e := Expr(colRef(c))
+				e := plan.Expr(plan.NewColRef(c))
 				if grouped {
 					if e, err = b.aboveAgg(e, ctx.agg, it); err != nil {
 						return nil, nil, err
@@ -120,7 +121,7 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (Plan, []s
 		names = append(names, itemName(it, e))
 	}
 
-	var having Expr
+	var having plan.Expr
 	if sel.Having != nil {
 		hctx := &exprCtx{clause: "HAVING", agg: ctx.agg}
 		h, err := b.expr(sel.Having, s, hctx)
@@ -140,8 +141,8 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (Plan, []s
 	// input (added as hidden columns).
 	type orderRef struct {
 		item *sql.OrderItem
-		idx  int  // output column, or -1
-		expr Expr // when idx < 0
+		idx  int       // output column, or -1
+		expr plan.Expr // when idx < 0
 	}
 	var orders []orderRef
 	for _, o := range orderBy {
@@ -171,17 +172,17 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (Plan, []s
 	// Limit.
 	if grouped {
 		ac := ctx.agg
-		plan = &AggregateNode{Input: plan, Groups: ac.groups, GroupCols: ac.groupCols, Aggs: ac.aggs, AggCols: ac.aggCols}
+		lp = &plan.AggregateNode{Input: lp, Groups: ac.groups, GroupCols: ac.groupCols, Aggs: ac.aggs, AggCols: ac.aggCols}
 		if having != nil {
-			plan = &FilterNode{Input: plan, Cond: having}
+			lp = &plan.FilterNode{Input: lp, Cond: having}
 		}
 	}
 	if len(ctx.win.calls) > 0 {
-		plan = &WindowNode{Input: plan, Funcs: ctx.win.calls, FuncCols: ctx.win.cols}
+		lp = &plan.WindowNode{Input: lp, Funcs: ctx.win.calls, FuncCols: ctx.win.cols}
 	}
 	visible := len(exprs)
-	projExprs := append([]Expr(nil), exprs...)
-	var keys []SortKey
+	projExprs := append([]plan.Expr(nil), exprs...)
+	var keys []plan.SortKey
 	for _, o := range orders {
 		if o.idx >= 0 {
 			keys = append(keys, sortKey(nil, o.item))
@@ -190,7 +191,7 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (Plan, []s
 		}
 		found := -1
 		for i, pe := range projExprs {
-			if exprEqual(pe, o.expr) {
+			if plan.ExprEqual(pe, o.expr) {
 				found = i
 				break
 			}
@@ -205,14 +206,14 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (Plan, []s
 		keys = append(keys, sortKey(nil, o.item))
 		keys[len(keys)-1].Expr = &outputRef{idx: found}
 	}
-	inCols := plan.Columns()
-	projCols := make([]Column, len(projExprs))
+	inCols := lp.Columns()
+	projCols := make([]plan.Column, len(projExprs))
 	for i, e := range projExprs {
 		name := ""
 		if i < visible {
 			name = names[i]
 		}
-		if c, ok := e.(*ColRef); ok && colSetOf(inCols).has(c.ID) {
+		if c, ok := e.(*plan.ColRef); ok && plan.ColSetOf(inCols).Has(c.ID) {
 			col := findCol(inCols, c.ID)
 			if name != "" && name != col.Name {
 				col.Name, col.Table = name, ""
@@ -221,34 +222,34 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (Plan, []s
 			continue
 		}
 		projCols[i] = b.newCol(name, "", e.Type(), true)
-		if k, ok := e.(*Const); ok && !k.IsNull() {
+		if k, ok := e.(*plan.Const); ok && !k.IsNull() {
 			projCols[i].Nullable = false
 		}
 	}
-	plan = &ProjectNode{Input: plan, Exprs: projExprs, Cols: projCols}
+	lp = &plan.ProjectNode{Input: lp, Exprs: projExprs, Cols: projCols}
 	if sel.Distinct {
-		plan = &DistinctNode{Input: plan}
+		lp = &plan.DistinctNode{Input: lp}
 	}
 	if len(keys) > 0 {
 		for i := range keys {
-			keys[i].Expr = colRef(projCols[keys[i].Expr.(*outputRef).idx])
+			keys[i].Expr = plan.NewColRef(projCols[keys[i].Expr.(*outputRef).idx])
 		}
-		plan = &SortNode{Input: plan, Keys: keys}
+		lp = &plan.SortNode{Input: lp, Keys: keys}
 	}
 	if q != nil {
-		if plan, err = b.limit(plan, q, s); err != nil {
+		if lp, err = b.limit(lp, q, s); err != nil {
 			return nil, nil, err
 		}
 	}
 	if len(projExprs) > visible {
 		// Drop the hidden ORDER BY columns.
-		out := make([]Expr, visible)
+		out := make([]plan.Expr, visible)
 		for i := range out {
-			out[i] = colRef(projCols[i])
+			out[i] = plan.NewColRef(projCols[i])
 		}
-		plan = &ProjectNode{Input: plan, Exprs: out, Cols: projCols[:visible]}
+		lp = &plan.ProjectNode{Input: lp, Exprs: out, Cols: projCols[:visible]}
 	}
-	return plan, names, nil
+	return lp, names, nil
 }
 
 // outputRef is a placeholder for "output column idx" while a SELECT is
@@ -257,20 +258,20 @@ type outputRef struct{ idx int }
 
 func (*outputRef) Type() arrow.DataType { return nil }
 func (*outputRef) String() string       { return "?" }
-func (*outputRef) isExpr()              {}
+func (*outputRef) ExprNode()              {}
 
-func findCol(cols []Column, id ColumnID) Column {
+func findCol(cols []plan.Column, id plan.ColumnID) plan.Column {
 	for _, c := range cols {
 		if c.ID == id {
 			return c
 		}
 	}
-	return Column{ID: id}
+	return plan.Column{ID: id}
 }
 
 // itemName is the output name of a select item, as PostgreSQL names it:
 // its alias, a column's name, a function's name, or ?column?.
-func itemName(it *sql.SelectItem, e Expr) string {
+func itemName(it *sql.SelectItem, e plan.Expr) string {
 	if it.Alias != nil {
 		return it.Alias.Name
 	}
@@ -295,7 +296,7 @@ func itemName(it *sql.SelectItem, e Expr) string {
 // groupKey binds a GROUP BY item: a select-list position, an input
 // column, a select-list alias (when no input column has that name), or an
 // expression over the input.
-func (b *binder) groupKey(g sql.Expr, sel *sql.Select, s *scope) (Expr, error) {
+func (b *binder) groupKey(g sql.Expr, sel *sql.Select, s *scope) (plan.Expr, error) {
 	target := g
 	if lit, ok := g.(*sql.Literal); ok && lit.Kind == sql.LitNumber {
 		n := 0
@@ -329,7 +330,7 @@ func (b *binder) groupKey(g sql.Expr, sel *sql.Select, s *scope) (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	if hasSubquery(e) {
+	if plan.HasSubquery(e) {
 		return nil, b.errorf(g, "subqueries are not supported in GROUP BY")
 	}
 	return e, nil
@@ -338,27 +339,27 @@ func (b *binder) groupKey(g sql.Expr, sel *sql.Select, s *scope) (Expr, error) {
 // aboveAgg rewrites e, bound over the aggregate's input, to be evaluated
 // above the aggregate: group-key expressions become the group columns, and
 // any other reference to an input column is an error.
-func (b *binder) aboveAgg(e Expr, ac *aggCtx, at sql.Node) (Expr, error) {
-	var bad *ColRef
-	var rewrite func(x Expr) Expr
-	rewrite = func(x Expr) Expr {
-		if i, ok := ac.groupKeys[exprKey(x)]; ok {
-			return colRef(ac.groupCols[i])
+func (b *binder) aboveAgg(e plan.Expr, ac *aggCtx, at sql.Node) (plan.Expr, error) {
+	var bad *plan.ColRef
+	var rewrite func(x plan.Expr) plan.Expr
+	rewrite = func(x plan.Expr) plan.Expr {
+		if i, ok := ac.groupKeys[plan.ExprKey(x)]; ok {
+			return plan.NewColRef(ac.groupCols[i])
 		}
 		switch y := x.(type) {
-		case *ColRef:
-			if ac.input.has(y.ID) && bad == nil {
+		case *plan.ColRef:
+			if ac.input.Has(y.ID) && bad == nil {
 				bad = y
 			}
 			return y
-		case *Call:
-			args := make([]Expr, len(y.Args))
+		case *plan.Call:
+			args := make([]plan.Expr, len(y.Args))
 			for i, a := range y.Args {
 				args[i] = rewrite(a)
 			}
-			return &Call{Fn: y.Fn, Args: args, Typ: y.Typ}
-		case *CaseExpr:
-			c := &CaseExpr{Typ: y.Typ, Whens: make([]Expr, len(y.Whens)), Thens: make([]Expr, len(y.Thens))}
+			return &plan.Call{Fn: y.Fn, Args: args, Typ: y.Typ}
+		case *plan.CaseExpr:
+			c := &plan.CaseExpr{Typ: y.Typ, Whens: make([]plan.Expr, len(y.Whens)), Thens: make([]plan.Expr, len(y.Thens))}
 			for i := range y.Whens {
 				c.Whens[i], c.Thens[i] = rewrite(y.Whens[i]), rewrite(y.Thens[i])
 			}
@@ -366,9 +367,9 @@ func (b *binder) aboveAgg(e Expr, ac *aggCtx, at sql.Node) (Expr, error) {
 				c.Else = rewrite(y.Else)
 			}
 			return c
-		case *CastExpr:
-			return &CastExpr{X: rewrite(y.X), Typ: y.Typ}
-		case *SubqueryExpr:
+		case *plan.CastExpr:
+			return &plan.CastExpr{X: rewrite(y.X), Typ: y.Typ}
+		case *plan.SubqueryExpr:
 			c := *y
 			if y.X != nil {
 				c.X = rewrite(y.X)
@@ -376,13 +377,13 @@ func (b *binder) aboveAgg(e Expr, ac *aggCtx, at sql.Node) (Expr, error) {
 			// A correlated subquery above the aggregate may only use group
 			// keys of this query.
 			for _, id := range y.Outer {
-				if ac.input.has(id) {
+				if ac.input.Has(id) {
 					isKey := false
 					for _, g := range ac.groupCols {
 						isKey = isKey || g.ID == id
 					}
 					if !isKey && bad == nil {
-						bad = &ColRef{ID: id, Name: findColName(y.Plan, id)}
+						bad = &plan.ColRef{ID: id, Name: findColName(y.Plan, id)}
 					}
 				}
 			}
@@ -398,12 +399,12 @@ func (b *binder) aboveAgg(e Expr, ac *aggCtx, at sql.Node) (Expr, error) {
 }
 
 // findColName finds the display name of a column referenced inside p.
-func findColName(p Plan, id ColumnID) string {
+func findColName(p plan.Plan, id plan.ColumnID) string {
 	name := "?"
-	walkPlan(p, func(n Plan) bool {
-		for _, e := range nodeExprs(n) {
-			walkExpr(e, func(x Expr) bool {
-				if c, ok := x.(*ColRef); ok && c.ID == id {
+	plan.WalkPlan(p, func(n plan.Plan) bool {
+		for _, e := range plan.NodeExprs(n) {
+			plan.WalkExpr(e, func(x plan.Expr) bool {
+				if c, ok := x.(*plan.ColRef); ok && c.ID == id {
 					name = c.Name
 				}
 				return true
@@ -415,8 +416,8 @@ func findColName(p Plan, id ColumnID) string {
 }
 
 // expandStar lists the columns of * or t.*.
-func (b *binder) expandStar(st *sql.Star, s *scope) ([]Column, error) {
-	var out []Column
+func (b *binder) expandStar(st *sql.Star, s *scope) ([]plan.Column, error) {
+	var out []plan.Column
 	if st.Table == nil {
 		if len(s.items) == 0 {
 			return nil, b.errorf(st, "SELECT * with no tables specified is not valid")

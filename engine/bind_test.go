@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nicflow/nicflow/engine/plan"
+
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/nicflow/nicflow/engine/sql"
@@ -80,12 +82,12 @@ func TestTypes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.expr, err)
 		}
-		pr, ok := p.(*ProjectNode)
+		pr, ok := p.(*plan.ProjectNode)
 		if !ok {
 			t.Fatalf("%s: plan %T", c.expr, p)
 		}
 		e := pr.Exprs[0]
-		got := typeString(e.Type()) + " " + e.String()
+		got := plan.TypeString(e.Type()) + " " + e.String()
 		if got != c.want {
 			t.Errorf("%s: got %s, want %s", c.expr, got, c.want)
 		}
@@ -113,7 +115,7 @@ func TestTypes(t *testing.T) {
 	for _, c := range colCases {
 		q := bindQuery(t, "select "+c.expr+" from lineitem, partsupp")
 		cols := q.Plan.Columns()
-		if got := typeString(cols[0].Type); got != c.want {
+		if got := plan.TypeString(cols[0].Type); got != c.want {
 			t.Errorf("%s: got %s, want %s", c.expr, got, c.want)
 		}
 	}
@@ -166,14 +168,14 @@ func TestStatements(t *testing.T) {
 		}
 	}
 	// The INSERT casts to the table's types and fills missing columns with NULL.
-	s.views.AddTable(&TableDef{Name: "tn", Schema: arrow.NewSchema([]arrow.Field{
-		{Name: "k", Type: typInt64}, {Name: "v", Type: typString, Nullable: true}}, nil)})
+	s.views.AddTable(&plan.TableDef{Name: "tn", Schema: arrow.NewSchema([]arrow.Field{
+		{Name: "k", Type: plan.TypInt64}, {Name: "v", Type: plan.TypString, Nullable: true}}, nil)})
 	stmts, err := s.bindScript("insert into tn (k) values (99)")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ins := stmts[0].(*InsertStmt)
-	if err := ValidatePlan(ins.Query.Plan); err != nil {
+	if err := plan.ValidatePlan(ins.Query.Plan); err != nil {
 		t.Fatal(err)
 	}
 	p, err := Optimize(ins.Query.Plan)
@@ -275,7 +277,7 @@ func TestBindShapes(t *testing.T) {
 	}
 	for _, c := range cases {
 		q := bindQuery(t, c.sql)
-		if err := ValidatePlan(q.Plan); err != nil {
+		if err := plan.ValidatePlan(q.Plan); err != nil {
 			t.Fatalf("%s: %v", c.sql, err)
 		}
 		if got := ExplainPlan(q.Plan, ExplainOptions{NoRows: true}); got != c.want {
@@ -292,7 +294,7 @@ func TestBindFromScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Bind(TPCHCatalog(), src, stmts[1].Stmt)
+	_, err = Bind(plan.TPCHCatalog(), src, stmts[1].Stmt)
 	want := "line 3, column 3: column \"nope\" does not exist\n  nope\n  ^"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %s", err, want)
@@ -305,11 +307,11 @@ func TestCreateTableAsNull(t *testing.T) {
 		t.Fatal(err)
 	}
 	ct := stmts[0].(*CreateTableStmt)
-	if err := ValidatePlan(ct.Query.Plan); err != nil {
+	if err := plan.ValidatePlan(ct.Query.Plan); err != nil {
 		t.Fatal(err)
 	}
 	cols := ct.Query.Plan.Columns()
-	if !isString(cols[0].Type) || !isString(ct.Schema.Field(0).Type) || !isInteger(cols[1].Type) {
+	if !plan.IsString(cols[0].Type) || !plan.IsString(ct.Schema.Field(0).Type) || !plan.IsInteger(cols[1].Type) {
 		t.Fatalf("columns %v schema %v", cols, ct.Schema)
 	}
 }

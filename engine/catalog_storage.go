@@ -5,6 +5,8 @@ import (
 	"math/big"
 	"sync"
 
+	"github.com/nicflow/nicflow/engine/plan"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 
@@ -31,7 +33,7 @@ type StorageCatalog struct {
 
 type cachedDef struct {
 	t   *storage.Table
-	def *TableDef
+	def *plan.TableDef
 }
 
 // NewStorageCatalog returns the Catalog view of db.
@@ -42,7 +44,7 @@ func NewStorageCatalog(db *storage.DB) *StorageCatalog {
 // LookupTable implements Catalog. A name storage rejects or does not know
 // is "no such table" (nil, nil): the binder then reports it at its
 // position in the query.
-func (c *StorageCatalog) LookupTable(name string) (*TableDef, error) {
+func (c *StorageCatalog) LookupTable(name string) (*plan.TableDef, error) {
 	t, err := c.db.Table(name)
 	if err != nil {
 		if nferr.Is(err, nferr.KindQuery) {
@@ -64,22 +66,22 @@ func (c *StorageCatalog) LookupTable(name string) (*TableDef, error) {
 }
 
 // LookupView implements Catalog: storage keeps no views.
-func (c *StorageCatalog) LookupView(string) (*ViewDef, error) { return nil, nil }
+func (c *StorageCatalog) LookupView(string) (*plan.ViewDef, error) { return nil, nil }
 
 // tableDefOf converts a storage table snapshot into a TableDef with
 // statistics.
-func tableDefOf(name string, t *storage.Table) (*TableDef, error) {
+func tableDefOf(name string, t *storage.Table) (*plan.TableDef, error) {
 	sch, err := storage.ArrowSchema(t.Columns)
 	if err != nil {
 		return nil, err
 	}
 	rows := t.Rows()
-	st := &TableStats{Rows: rows, Columns: make([]ColumnStats, len(t.Columns))}
+	st := &plan.TableStats{Rows: rows, Columns: make([]plan.ColumnStats, len(t.Columns))}
 	groups := int64(t.RowGroupCount())
 	for i := range t.Columns {
 		cs := t.ColumnStats(i)
 		typ := sch.Field(i).Type
-		out := ColumnStats{Nulls: max(cs.Nulls, 0)}
+		out := plan.ColumnStats{Nulls: max(cs.Nulls, 0)}
 		if cs.Min != nil && cs.Max != nil {
 			lo, ok1 := constOfValue(*cs.Min, typ)
 			hi, ok2 := constOfValue(*cs.Max, typ)
@@ -90,7 +92,7 @@ func tableDefOf(name string, t *storage.Table) (*TableDef, error) {
 		out.Distinct = distinctEstimate(cs, typ, rows, groups, out.Min, out.Max)
 		st.Columns[i] = out
 	}
-	return &TableDef{Name: name, Schema: sch, Stats: st, Handle: t}, nil
+	return &plan.TableDef{Name: name, Schema: sch, Stats: st, Handle: t}, nil
 }
 
 // distinctEstimate turns storage's per-row-group distinct counts into a

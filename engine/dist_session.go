@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nicflow/nicflow/engine/plan"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -73,8 +75,8 @@ func (s *Session) PrepareDistributed(ctx context.Context, script string, k int, 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	views := NewMemCatalog()
-	cat := OverlayCatalog{Base: s.cat, Views: views}
+	views := plan.NewMemCatalog()
+	cat := plan.OverlayCatalog{Base: s.cat, Views: views}
 	dq := &DistQuery{SQL: stmts[k].Text, Retries: -1}
 	for i := 0; i < k; i++ {
 		if n, ok, err := clusterSetting(stmts[i].Stmt); err != nil {
@@ -171,10 +173,10 @@ func isViewDDL(st sql.Statement) bool {
 	return false
 }
 
-func applyView(views *MemCatalog, s *Session, st Statement) (*Result, error) {
+func applyView(views *plan.MemCatalog, s *Session, st Statement) (*Result, error) {
 	switch x := st.(type) {
 	case *CreateViewStmt:
-		if err := views.AddView(&ViewDef{Name: x.Name, Columns: x.Columns, SQL: x.SQL}, x.OrReplace); err != nil {
+		if err := views.AddView(&plan.ViewDef{Name: x.Name, Columns: x.Columns, SQL: x.SQL}, x.OrReplace); err != nil {
 			return nil, err
 		}
 		return status("CREATE VIEW", 0), nil

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nicflow/nicflow/engine/plan"
+
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -19,7 +21,7 @@ import (
 // equal. Expressions are evaluated with the constant folder's evaluator,
 // so SQL's three-valued logic and NULL handling are the binder's own.
 
-type row []*Const
+type row []*plan.Const
 
 type evaluator struct {
 	t testing.TB
@@ -30,18 +32,18 @@ type evaluator struct {
 	budget int
 	data   map[string][]row // table name -> rows in schema order
 	// shared caches the rows of SharedDefs.
-	shared map[*SharedDef]*result
+	shared map[*plan.SharedDef]*result
 }
 
 type result struct {
-	cols []Column
+	cols []plan.Column
 	rows []row
 }
 
 // env binds column IDs to values: the current row and enclosing rows.
-type env map[ColumnID]*Const
+type env map[plan.ColumnID]*plan.Const
 
-func (e env) with(cols []Column, r row) env {
+func (e env) with(cols []plan.Column, r row) env {
 	out := make(env, len(e)+len(cols))
 	for k, v := range e {
 		out[k] = v
@@ -65,68 +67,68 @@ func (ev *evaluator) fail(format string, args ...any) {
 	ev.t.Fatalf(format, args...)
 }
 
-func (ev *evaluator) expr(e Expr, en env) *Const {
+func (ev *evaluator) expr(e plan.Expr, en env) *plan.Const {
 	switch x := e.(type) {
-	case *Const:
+	case *plan.Const:
 		return x
-	case *ColRef:
+	case *plan.ColRef:
 		v, ok := en[x.ID]
 		if !ok {
 			ev.fail("column %s#%d unbound", x.Name, x.ID)
 		}
 		return v
-	case *CastExpr:
-		c, err := castConst(ev.expr(x.X, en), x.Typ)
+	case *plan.CastExpr:
+		c, err := plan.CastConst(ev.expr(x.X, en), x.Typ)
 		if err != nil {
 			ev.fail("cast: %v", err)
 		}
 		return c
-	case *CaseExpr:
+	case *plan.CaseExpr:
 		for i, w := range x.Whens {
 			if c := ev.expr(w, en); c.Val == true {
 				return ev.coerce(ev.expr(x.Thens[i], en), x.Typ)
 			}
 		}
 		if x.Else == nil {
-			return nullConst(x.Typ)
+			return plan.NullConst(x.Typ)
 		}
 		return ev.coerce(ev.expr(x.Else, en), x.Typ)
-	case *Call:
-		if x.Fn == fnAnd || x.Fn == fnOr {
+	case *plan.Call:
+		if x.Fn == plan.FnAnd || x.Fn == plan.FnOr {
 			// Evaluate all arms: three-valued AND/OR over constants.
-			args := make([]Expr, len(x.Args))
+			args := make([]plan.Expr, len(x.Args))
 			for i, a := range x.Args {
 				args[i] = ev.expr(a, en)
 			}
-			c, err := evalCall(&Call{Fn: x.Fn, Args: args, Typ: x.Typ})
+			c, err := plan.EvalCall(&plan.Call{Fn: x.Fn, Args: args, Typ: x.Typ})
 			if err != nil || c == nil {
 				ev.fail("eval %s: %v", x, err)
 			}
 			return c
 		}
-		args := make([]Expr, len(x.Args))
+		args := make([]plan.Expr, len(x.Args))
 		for i, a := range x.Args {
 			args[i] = ev.expr(a, en)
 		}
 		switch x.Fn {
 		case "substring":
-			s := args[0].(*Const)
-			if s.IsNull() || args[1].(*Const).IsNull() {
-				return nullConst(typString)
+			s := args[0].(*plan.Const)
+			if s.IsNull() || args[1].(*plan.Const).IsNull() {
+				return plan.NullConst(plan.TypString)
 			}
 			r := []rune(s.Val.(string))
-			from := int(constInt(args[1].(*Const))) - 1
+			from := int(plan.ConstInt(args[1].(*plan.Const))) - 1
 			to := len(r)
 			if len(args) == 3 {
-				to = from + int(constInt(args[2].(*Const)))
+				to = from + int(plan.ConstInt(args[2].(*plan.Const)))
 			}
 			from, to = max(from, 0), min(to, len(r))
 			if to < from {
 				to = from
 			}
-			return &Const{Typ: typString, Val: string(r[from:to])}
+			return &plan.Const{Typ: plan.TypString, Val: string(r[from:to])}
 		}
-		c, err := evalCall(&Call{Fn: x.Fn, Args: args, Typ: x.Typ})
+		c, err := plan.EvalCall(&plan.Call{Fn: x.Fn, Args: args, Typ: x.Typ})
 		if err != nil {
 			ev.fail("eval %s: %v", x, err)
 		}
@@ -134,28 +136,28 @@ func (ev *evaluator) expr(e Expr, en env) *Const {
 			ev.fail("cannot evaluate %s", x)
 		}
 		return ev.coerce(c, x.Typ)
-	case *SubqueryExpr:
+	case *plan.SubqueryExpr:
 		res := ev.plan(x.Plan, en)
 		switch x.Kind {
-		case SubExists:
-			return boolConst(len(res.rows) > 0)
-		case SubScalar:
+		case plan.SubExists:
+			return plan.BoolConst(len(res.rows) > 0)
+		case plan.SubScalar:
 			if len(res.rows) > 1 {
 				ev.fail("scalar subquery returned %d rows", len(res.rows))
 			}
 			if len(res.rows) == 0 {
-				return nullConst(x.Typ)
+				return plan.NullConst(x.Typ)
 			}
 			return res.rows[0][0]
 		default: // IN
-			list := []Expr{ev.expr(x.X, en)}
+			list := []plan.Expr{ev.expr(x.X, en)}
 			for _, r := range res.rows {
 				list = append(list, r[0])
 			}
 			if len(list) == 1 {
-				return boolConst(false)
+				return plan.BoolConst(false)
 			}
-			c, _ := evalCall(&Call{Fn: fnIn, Args: list, Typ: typBool})
+			c, _ := plan.EvalCall(&plan.Call{Fn: plan.FnIn, Args: list, Typ: plan.TypBool})
 			return c
 		}
 	}
@@ -163,28 +165,28 @@ func (ev *evaluator) expr(e Expr, en env) *Const {
 	return nil
 }
 
-func (ev *evaluator) coerce(c *Const, t arrow.DataType) *Const {
+func (ev *evaluator) coerce(c *plan.Const, t arrow.DataType) *plan.Const {
 	if c.IsNull() || arrow.TypeEqual(c.Typ, t) {
-		return &Const{Typ: t, Val: c.Val}
+		return &plan.Const{Typ: t, Val: c.Val}
 	}
-	v, err := castConst(c, t)
+	v, err := plan.CastConst(c, t)
 	if err != nil {
-		ev.fail("coerce %s to %s: %v", c, typeString(t), err)
+		ev.fail("coerce %s to %s: %v", c, plan.TypeString(t), err)
 	}
 	return v
 }
 
-func isTrue(c *Const) bool { return c.Val == true }
+func isTrue(c *plan.Const) bool { return c.Val == true }
 
 func rowKey(r row) string {
 	s := make([]string, len(r))
 	for i, c := range r {
-		s[i] = formatConst(c)
+		s[i] = plan.FormatConst(c)
 	}
 	return strings.Join(s, "|")
 }
 
-func (ev *evaluator) plan(p Plan, en env) *result {
+func (ev *evaluator) plan(p plan.Plan, en env) *result {
 	cols := p.Columns()
 	out := &result{cols: cols}
 	defer func() {
@@ -194,7 +196,7 @@ func (ev *evaluator) plan(p Plan, en env) *result {
 		}
 	}()
 	switch n := p.(type) {
-	case *ScanNode:
+	case *plan.ScanNode:
 		for _, r := range ev.data[n.Table.Name] {
 			sr := make(row, len(n.Fields))
 			for i, f := range n.Fields {
@@ -209,14 +211,14 @@ func (ev *evaluator) plan(p Plan, en env) *result {
 				out.rows = append(out.rows, sr)
 			}
 		}
-	case *FilterNode:
+	case *plan.FilterNode:
 		in := ev.plan(n.Input, en)
 		for _, r := range in.rows {
 			if isTrue(ev.expr(n.Cond, en.with(in.cols, r))) {
 				out.rows = append(out.rows, r)
 			}
 		}
-	case *ProjectNode:
+	case *plan.ProjectNode:
 		in := ev.plan(n.Input, en)
 		for _, r := range in.rows {
 			e2 := en.with(in.cols, r)
@@ -226,7 +228,7 @@ func (ev *evaluator) plan(p Plan, en env) *result {
 			}
 			out.rows = append(out.rows, nr)
 		}
-	case *AggregateNode:
+	case *plan.AggregateNode:
 		in := ev.plan(n.Input, en)
 		type group struct {
 			keys row
@@ -259,19 +261,19 @@ func (ev *evaluator) plan(p Plan, en env) *result {
 			}
 			out.rows = append(out.rows, nr)
 		}
-	case *JoinNode:
+	case *plan.JoinNode:
 		l, r := ev.plan(n.Left, en), ev.plan(n.Right, en)
 		ev.join(n, l, r, en, out)
-	case *SortNode:
+	case *plan.SortNode:
 		in := ev.plan(n.Input, en)
 		out.rows = ev.sorted(in, n.Keys, en)
-	case *TopNNode:
+	case *plan.TopNNode:
 		in := ev.plan(n.Input, en)
 		out.rows = limitRows(ev.sorted(in, n.Keys, en), n.Limit, n.Offset)
-	case *LimitNode:
+	case *plan.LimitNode:
 		in := ev.plan(n.Input, en)
 		out.rows = limitRows(in.rows, n.Limit, n.Offset)
-	case *DistinctNode:
+	case *plan.DistinctNode:
 		in := ev.plan(n.Input, en)
 		seen := map[string]bool{}
 		for _, r := range in.rows {
@@ -280,10 +282,10 @@ func (ev *evaluator) plan(p Plan, en env) *result {
 				out.rows = append(out.rows, r)
 			}
 		}
-	case *SetOpNode:
+	case *plan.SetOpNode:
 		l, r := ev.plan(n.Left, en), ev.plan(n.Right, en)
 		out.rows = setOp(n, l.rows, r.rows)
-	case *ValuesNode:
+	case *plan.ValuesNode:
 		for _, vr := range n.Rows {
 			nr := make(row, len(vr))
 			for i, x := range vr {
@@ -291,7 +293,7 @@ func (ev *evaluator) plan(p Plan, en env) *result {
 			}
 			out.rows = append(out.rows, nr)
 		}
-	case *SharedScan:
+	case *plan.SharedScan:
 		res, ok := ev.shared[n.Def]
 		if !ok {
 			res = ev.plan(n.Def.Plan, env{})
@@ -315,9 +317,9 @@ func limitRows(rows []row, limit, offset int64) []row {
 	return rows
 }
 
-func (ev *evaluator) sorted(in *result, keys []SortKey, en env) []row {
+func (ev *evaluator) sorted(in *result, keys []plan.SortKey, en env) []row {
 	rows := append([]row(nil), in.rows...)
-	vals := make(map[int][]*Const, len(rows))
+	vals := make(map[int][]*plan.Const, len(rows))
 	idx := make([]int, len(rows))
 	for i, r := range rows {
 		idx[i] = i
@@ -335,7 +337,7 @@ func (ev *evaluator) sorted(in *result, keys []SortKey, en env) []row {
 				}
 				return x.IsNull() == k.NullsFirst
 			}
-			c, _ := compareConst(x, y)
+			c, _ := plan.CompareConst(x, y)
 			if c != 0 {
 				return (c < 0) != k.Desc
 			}
@@ -349,7 +351,7 @@ func (ev *evaluator) sorted(in *result, keys []SortKey, en env) []row {
 	return out
 }
 
-func setOp(n *SetOpNode, l, r []row) []row {
+func setOp(n *plan.SetOpNode, l, r []row) []row {
 	count := func(rows []row) (map[string]int, []string, map[string]row) {
 		m, ex := map[string]int{}, map[string]row{}
 		var order []string
@@ -375,7 +377,7 @@ func setOp(n *SetOpNode, l, r []row) []row {
 		}
 	}
 	switch n.Kind {
-	case SetUnion:
+	case plan.SetUnion:
 		if n.All {
 			return append(append([]row(nil), l...), r...)
 		}
@@ -387,11 +389,11 @@ func setOp(n *SetOpNode, l, r []row) []row {
 				emit(k, rex[k], 1)
 			}
 		}
-	case SetIntersect:
+	case plan.SetIntersect:
 		for _, k := range lorder {
 			emit(k, lex[k], min(lc[k], rc[k]))
 		}
-	case SetExcept:
+	case plan.SetExcept:
 		for _, k := range lorder {
 			if n.All {
 				emit(k, lex[k], max(lc[k]-rc[k], 0))
@@ -403,11 +405,11 @@ func setOp(n *SetOpNode, l, r []row) []row {
 	return out
 }
 
-func (ev *evaluator) aggregate(a *AggCall, rows []env) *Const {
-	if a.Fn == aggCountStar {
-		return &Const{Typ: typInt64, Val: int64(len(rows))}
+func (ev *evaluator) aggregate(a *plan.AggCall, rows []env) *plan.Const {
+	if a.Fn == plan.AggCountStar {
+		return &plan.Const{Typ: plan.TypInt64, Val: int64(len(rows))}
 	}
-	var vals []*Const
+	var vals []*plan.Const
 	seen := map[string]bool{}
 	for _, e := range rows {
 		v := ev.expr(a.Arg, e)
@@ -415,7 +417,7 @@ func (ev *evaluator) aggregate(a *AggCall, rows []env) *Const {
 			continue
 		}
 		if a.Distinct {
-			if k := formatConst(v); seen[k] {
+			if k := plan.FormatConst(v); seen[k] {
 				continue
 			} else {
 				seen[k] = true
@@ -424,44 +426,44 @@ func (ev *evaluator) aggregate(a *AggCall, rows []env) *Const {
 		vals = append(vals, v)
 	}
 	switch a.Fn {
-	case aggCount:
-		return &Const{Typ: typInt64, Val: int64(len(vals))}
-	case aggMin, aggMax:
+	case plan.AggCount:
+		return &plan.Const{Typ: plan.TypInt64, Val: int64(len(vals))}
+	case plan.AggMin, plan.AggMax:
 		if len(vals) == 0 {
-			return nullConst(a.Typ)
+			return plan.NullConst(a.Typ)
 		}
 		best := vals[0]
 		for _, v := range vals[1:] {
-			c, _ := compareConst(v, best)
-			if (a.Fn == aggMin && c < 0) || (a.Fn == aggMax && c > 0) {
+			c, _ := plan.CompareConst(v, best)
+			if (a.Fn == plan.AggMin && c < 0) || (a.Fn == plan.AggMax && c > 0) {
 				best = v
 			}
 		}
 		return ev.coerce(best, a.Typ)
 	}
 	if len(vals) == 0 {
-		return nullConst(a.Typ)
+		return plan.NullConst(a.Typ)
 	}
 	sumType := a.Typ
-	if a.Fn == aggAvg {
-		sumType = aggResultType(aggSum, vals[0].Typ)
+	if a.Fn == plan.AggAvg {
+		sumType = aggResultType(plan.AggSum, vals[0].Typ)
 	}
 	sum := ev.coerce(vals[0], sumType)
 	for _, v := range vals[1:] {
-		s, err := evalArith(fnAdd, sum, ev.coerce(v, sumType), sumType)
+		s, err := plan.EvalArith(plan.FnAdd, sum, ev.coerce(v, sumType), sumType)
 		if err != nil {
 			ev.fail("sum: %v", err)
 		}
 		sum = s
 	}
-	if a.Fn == aggSum {
+	if a.Fn == plan.AggSum {
 		return sum
 	}
-	cnt := &Const{Typ: typInt64, Val: int64(len(vals))}
-	if isFloat(a.Typ) {
-		return &Const{Typ: typFloat64, Val: constFloat(sum) / float64(len(vals))}
+	cnt := &plan.Const{Typ: plan.TypInt64, Val: int64(len(vals))}
+	if plan.IsFloat(a.Typ) {
+		return &plan.Const{Typ: plan.TypFloat64, Val: plan.ConstFloat(sum) / float64(len(vals))}
 	}
-	c, err := evalArith(fnDiv, ev.coerce(sum, a.Typ), ev.coerce(cnt, a.Typ), a.Typ)
+	c, err := plan.EvalArith(plan.FnDiv, ev.coerce(sum, a.Typ), ev.coerce(cnt, a.Typ), a.Typ)
 	if err != nil {
 		ev.fail("avg: %v", err)
 	}
@@ -469,28 +471,28 @@ func (ev *evaluator) aggregate(a *AggCall, rows []env) *Const {
 }
 
 // join evaluates all join kinds by nested loops.
-func (ev *evaluator) join(n *JoinNode, l, r *result, en env, out *result) {
-	nullRow := func(cols []Column) row {
+func (ev *evaluator) join(n *plan.JoinNode, l, r *result, en env, out *result) {
+	nullRow := func(cols []plan.Column) row {
 		x := make(row, len(cols))
 		for i, c := range cols {
-			x[i] = nullConst(c.Type)
+			x[i] = plan.NullConst(c.Type)
 		}
 		return x
 	}
 	// match returns TRUE, FALSE or NULL (unknown) for a pair.
-	match := func(lr, rr row) *Const {
+	match := func(lr, rr row) *plan.Const {
 		e2 := en.with(l.cols, lr).with(r.cols, rr)
-		var parts []Expr
+		var parts []plan.Expr
 		for _, q := range n.Equi {
-			parts = append(parts, ev.expr(call(fnEq, typBool, q.Left, q.Right), e2))
+			parts = append(parts, ev.expr(plan.NewCall(plan.FnEq, plan.TypBool, q.Left, q.Right), e2))
 		}
 		if n.Cond != nil {
 			parts = append(parts, ev.expr(n.Cond, e2))
 		}
 		if len(parts) == 0 {
-			return boolConst(true)
+			return plan.BoolConst(true)
 		}
-		c, _ := evalCall(&Call{Fn: fnAnd, Args: append(parts, boolConst(true)), Typ: typBool})
+		c, _ := plan.EvalCall(&plan.Call{Fn: plan.FnAnd, Args: append(parts, plan.BoolConst(true)), Typ: plan.TypBool})
 		return c
 	}
 	rightMatched := make([]bool, len(r.rows))
@@ -509,33 +511,33 @@ func (ev *evaluator) join(n *JoinNode, l, r *result, en env, out *result) {
 			}
 		}
 		switch n.Kind {
-		case JoinInner, JoinLeft, JoinRight, JoinFull, JoinSingle:
-			if n.Kind == JoinSingle && len(matches) > 1 {
+		case plan.JoinInner, plan.JoinLeft, plan.JoinRight, plan.JoinFull, plan.JoinSingle:
+			if n.Kind == plan.JoinSingle && len(matches) > 1 {
 				ev.fail("single join: %d matches", len(matches))
 			}
 			for _, rr := range matches {
 				out.rows = append(out.rows, append(append(row(nil), lr...), rr...))
 			}
-			if !matched && (n.Kind == JoinLeft || n.Kind == JoinFull || n.Kind == JoinSingle) {
+			if !matched && (n.Kind == plan.JoinLeft || n.Kind == plan.JoinFull || n.Kind == plan.JoinSingle) {
 				out.rows = append(out.rows, append(append(row(nil), lr...), nullRow(r.cols)...))
 			}
-		case JoinSemi:
+		case plan.JoinSemi:
 			if matched {
 				out.rows = append(out.rows, lr)
 			}
-		case JoinAnti:
+		case plan.JoinAnti:
 			if !matched && !(n.NullAware && unknown) {
 				out.rows = append(out.rows, lr)
 			}
-		case JoinMark:
-			mark := boolConst(matched)
+		case plan.JoinMark:
+			mark := plan.BoolConst(matched)
 			if !matched && n.NullAware && unknown {
-				mark = nullConst(typBool)
+				mark = plan.NullConst(plan.TypBool)
 			}
 			out.rows = append(out.rows, append(append(row(nil), lr...), mark))
 		}
 	}
-	if n.Kind == JoinRight || n.Kind == JoinFull {
+	if n.Kind == plan.JoinRight || n.Kind == plan.JoinFull {
 		for j, rr := range r.rows {
 			if !rightMatched[j] {
 				out.rows = append(out.rows, append(nullRow(l.cols), rr...))
@@ -546,11 +548,11 @@ func (ev *evaluator) join(n *JoinNode, l, r *result, en env, out *result) {
 
 // evalCatalog is a small catalog with NULLs and duplicates for the
 // differential test.
-func evalCatalog(rng *rand.Rand) (*MemCatalog, map[string][]row) {
-	cat := NewMemCatalog()
+func evalCatalog(rng *rand.Rand) (*plan.MemCatalog, map[string][]row) {
+	cat := plan.NewMemCatalog()
 	data := map[string][]row{}
-	mk := func(name string, nrows int, fields []arrow.Field, gen func(col int) *Const) {
-		cat.AddTable(&TableDef{Name: name, Schema: arrow.NewSchema(fields, nil), Stats: &TableStats{Rows: int64(nrows)}})
+	mk := func(name string, nrows int, fields []arrow.Field, gen func(col int) *plan.Const) {
+		cat.AddTable(&plan.TableDef{Name: name, Schema: arrow.NewSchema(fields, nil), Stats: &plan.TableStats{Rows: int64(nrows)}})
 		for i := 0; i < nrows; i++ {
 			r := make(row, len(fields))
 			for c := range fields {
@@ -559,32 +561,32 @@ func evalCatalog(rng *rand.Rand) (*MemCatalog, map[string][]row) {
 			data[name] = append(data[name], r)
 		}
 	}
-	intOrNull := func(n int) *Const {
+	intOrNull := func(n int) *plan.Const {
 		if rng.Intn(8) == 0 {
-			return nullConst(typInt64)
+			return plan.NullConst(plan.TypInt64)
 		}
-		return &Const{Typ: typInt64, Val: int64(rng.Intn(n))}
+		return &plan.Const{Typ: plan.TypInt64, Val: int64(rng.Intn(n))}
 	}
 	money := &arrow.Decimal64Type{Precision: 15, Scale: 2}
-	mk("a", 12, []arrow.Field{{Name: "ak", Type: typInt64, Nullable: true}, {Name: "av", Type: money, Nullable: true}, {Name: "as_", Type: typString, Nullable: true}}, func(c int) *Const {
+	mk("a", 12, []arrow.Field{{Name: "ak", Type: plan.TypInt64, Nullable: true}, {Name: "av", Type: money, Nullable: true}, {Name: "as_", Type: plan.TypString, Nullable: true}}, func(c int) *plan.Const {
 		switch c {
 		case 0:
 			return intOrNull(6)
 		case 1:
 			if rng.Intn(8) == 0 {
-				return nullConst(money)
+				return plan.NullConst(money)
 			}
-			return &Const{Typ: money, Val: int64(rng.Intn(2000) - 500)}
+			return &plan.Const{Typ: money, Val: int64(rng.Intn(2000) - 500)}
 		}
 		if rng.Intn(8) == 0 {
-			return nullConst(typString)
+			return plan.NullConst(plan.TypString)
 		}
-		return &Const{Typ: typString, Val: []string{"x", "y", "zz", "xy"}[rng.Intn(4)]}
+		return &plan.Const{Typ: plan.TypString, Val: []string{"x", "y", "zz", "xy"}[rng.Intn(4)]}
 	})
-	mk("b", 10, []arrow.Field{{Name: "bk", Type: typInt64, Nullable: true}, {Name: "bv", Type: typInt64, Nullable: true}}, func(c int) *Const {
+	mk("b", 10, []arrow.Field{{Name: "bk", Type: plan.TypInt64, Nullable: true}, {Name: "bv", Type: plan.TypInt64, Nullable: true}}, func(c int) *plan.Const {
 		return intOrNull(6)
 	})
-	mk("c", 6, []arrow.Field{{Name: "ck", Type: typInt64, Nullable: true}, {Name: "cv", Type: typInt64, Nullable: true}}, func(c int) *Const {
+	mk("c", 6, []arrow.Field{{Name: "ck", Type: plan.TypInt64, Nullable: true}, {Name: "cv", Type: plan.TypInt64, Nullable: true}}, func(c int) *plan.Const {
 		return intOrNull(4)
 	})
 	return cat, data
@@ -608,9 +610,9 @@ func TestOptimizerKeepsResults(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", qs, err)
 			}
-			ev := &evaluator{t: t, data: data, shared: map[*SharedDef]*result{}}
+			ev := &evaluator{t: t, data: data, shared: map[*plan.SharedDef]*result{}}
 			want := ev.plan(q.Plan, env{})
-			ev.shared = map[*SharedDef]*result{}
+			ev.shared = map[*plan.SharedDef]*result{}
 			got := ev.plan(opt, env{})
 			total += len(want.rows)
 			if len(want.rows) == 0 {
@@ -707,7 +709,7 @@ func FuzzOptimizerKeepsResults(f *testing.F) {
 			}
 			return
 		}
-		run := func(p Plan) (r *result, skipped bool) {
+		run := func(p plan.Plan) (r *result, skipped bool) {
 			defer func() {
 				if x := recover(); x != nil {
 					if _, ok := x.(skipEval); !ok {
@@ -717,7 +719,7 @@ func FuzzOptimizerKeepsResults(f *testing.F) {
 				}
 			}()
 			// NB: 100k rows keep one evaluation in milliseconds.
-			ev := &evaluator{t: t, data: data, shared: map[*SharedDef]*result{}, skip: true, budget: 100_000}
+			ev := &evaluator{t: t, data: data, shared: map[*plan.SharedDef]*result{}, skip: true, budget: 100_000}
 			return ev.plan(p, env{}), false
 		}
 		want, s1 := run(q.Plan)

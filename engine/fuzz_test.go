@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nicflow/nicflow/engine/plan"
+
 	"github.com/nicflow/nicflow/engine/sql"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
@@ -62,7 +64,7 @@ func FuzzBind(f *testing.F) {
 			if q == nil {
 				continue
 			}
-			if err := ValidatePlan(q.Plan); err != nil {
+			if err := plan.ValidatePlan(q.Plan); err != nil {
 				t.Fatalf("invalid bound plan for %q: %v", rs.Text, err)
 			}
 			p, err := Optimize(q.Plan)
@@ -72,7 +74,7 @@ func FuzzBind(f *testing.F) {
 				}
 				continue
 			}
-			if err := ValidatePlan(p); err != nil {
+			if err := plan.ValidatePlan(p); err != nil {
 				t.Fatalf("invalid optimized plan for %q: %v\n%s", rs.Text, err, ExplainPlan(p, ExplainOptions{Verbose: true}))
 			}
 			_ = ExplainPlan(p, ExplainOptions{Verbose: true})

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"strings"
+
+	"github.com/nicflow/nicflow/engine/plan"
 )
 
 // ExplainOptions control ExplainPlan.
@@ -17,8 +19,8 @@ type ExplainOptions struct {
 // line, each with its estimated row count (from catalog statistics). The
 // plans of subqueries not yet decorrelated follow their node; shared
 // subplans (a view used twice) are printed once, after the main plan.
-func ExplainPlan(p Plan, opts ExplainOptions) string {
-	e := &explainer{opts: opts, est: newEstimator(), shared: map[*SharedDef]bool{}}
+func ExplainPlan(p plan.Plan, opts ExplainOptions) string {
+	e := &explainer{opts: opts, est: newEstimator(), shared: map[*plan.SharedDef]bool{}}
 	e.node(p, 0)
 	for i := 0; i < len(e.defs); i++ {
 		d := e.defs[i]
@@ -32,19 +34,19 @@ type explainer struct {
 	b      strings.Builder
 	opts   ExplainOptions
 	est    *estimator
-	shared map[*SharedDef]bool
-	defs   []*SharedDef
+	shared map[*plan.SharedDef]bool
+	defs   []*plan.SharedDef
 }
 
 // x prints an expression, with column IDs in verbose mode.
-func (e *explainer) x(x Expr) string {
+func (e *explainer) x(x plan.Expr) string {
 	if e.opts.Verbose {
-		return exprVerbose(x)
+		return plan.ExprVerbose(x)
 	}
 	return x.String()
 }
 
-func (e *explainer) exprList(es []Expr) string {
+func (e *explainer) exprList(es []plan.Expr) string {
 	s := make([]string, len(es))
 	for i, x := range es {
 		s[i] = e.x(x)
@@ -52,23 +54,23 @@ func (e *explainer) exprList(es []Expr) string {
 	return strings.Join(s, ", ")
 }
 
-func (e *explainer) keyList(ks []SortKey) string {
+func (e *explainer) keyList(ks []plan.SortKey) string {
 	s := make([]string, len(ks))
 	for i, k := range ks {
 		s[i] = k.String()
 		if e.opts.Verbose {
-			s[i] = exprVerbose(k.Expr) + strings.TrimPrefix(s[i], k.Expr.String())
+			s[i] = plan.ExprVerbose(k.Expr) + strings.TrimPrefix(s[i], k.Expr.String())
 		}
 	}
 	return strings.Join(s, ", ")
 }
 
-func (e *explainer) colList(cols []Column) string {
+func (e *explainer) colList(cols []plan.Column) string {
 	s := make([]string, len(cols))
 	for i, c := range cols {
 		s[i] = c.QualifiedName()
 		if e.opts.Verbose {
-			s[i] = fmt.Sprintf("#%d %s %s", c.ID, s[i], typeString(c.Type))
+			s[i] = fmt.Sprintf("#%d %s %s", c.ID, s[i], plan.TypeString(c.Type))
 			if c.Nullable {
 				s[i] += " null"
 			}
@@ -89,14 +91,14 @@ func formatRows(r float64) string {
 	return fmt.Sprintf("%.0f", r)
 }
 
-func (e *explainer) node(p Plan, depth int) {
+func (e *explainer) node(p plan.Plan, depth int) {
 	ind := strings.Repeat("  ", depth)
 	var line string
-	var subs []*SubqueryExpr
-	collect := func(es ...Expr) {
+	var subs []*plan.SubqueryExpr
+	collect := func(es ...plan.Expr) {
 		for _, x := range es {
-			walkExpr(x, func(y Expr) bool {
-				if s, ok := y.(*SubqueryExpr); ok {
+			plan.WalkExpr(x, func(y plan.Expr) bool {
+				if s, ok := y.(*plan.SubqueryExpr); ok {
 					subs = append(subs, s)
 				}
 				return true
@@ -104,7 +106,7 @@ func (e *explainer) node(p Plan, depth int) {
 		}
 	}
 	switch n := p.(type) {
-	case *ScanNode:
+	case *plan.ScanNode:
 		line = fmt.Sprintf("Scan %s", n.Table.Name)
 		if n.Alias != n.Table.Name {
 			line += " AS " + n.Alias
@@ -114,29 +116,29 @@ func (e *explainer) node(p Plan, depth int) {
 			line += " filter=[" + e.exprList(n.Filters) + "]"
 			collect(n.Filters...)
 		}
-	case *FilterNode:
+	case *plan.FilterNode:
 		line = "Filter " + e.x(n.Cond)
 		collect(n.Cond)
-	case *ProjectNode:
+	case *plan.ProjectNode:
 		items := make([]string, len(n.Exprs))
 		for i, x := range n.Exprs {
 			c := n.Cols[i]
-			if r, ok := x.(*ColRef); ok && r.ID == c.ID {
-				items[i] = e.colList([]Column{c})
+			if r, ok := x.(*plan.ColRef); ok && r.ID == c.ID {
+				items[i] = e.colList([]plan.Column{c})
 			} else {
-				items[i] = e.colList([]Column{c}) + " := " + e.x(x)
+				items[i] = e.colList([]plan.Column{c}) + " := " + e.x(x)
 			}
 		}
 		line = "Project [" + strings.Join(items, ", ") + "]"
 		collect(n.Exprs...)
-	case *AggregateNode:
+	case *plan.AggregateNode:
 		line = "Aggregate"
 		if len(n.Groups) > 0 {
 			items := make([]string, len(n.Groups))
 			for i, g := range n.Groups {
 				items[i] = e.x(g)
 				if e.opts.Verbose {
-					items[i] = e.colList([]Column{n.GroupCols[i]}) + " := " + items[i]
+					items[i] = e.colList([]plan.Column{n.GroupCols[i]}) + " := " + items[i]
 				}
 			}
 			line += " group=[" + strings.Join(items, ", ") + "]"
@@ -146,12 +148,12 @@ func (e *explainer) node(p Plan, depth int) {
 			for i, a := range n.Aggs {
 				items[i] = a.String()
 				if e.opts.Verbose {
-					items[i] = e.colList([]Column{n.AggCols[i]}) + " := " + aggVerbose(a)
+					items[i] = e.colList([]plan.Column{n.AggCols[i]}) + " := " + aggVerbose(a)
 				}
 			}
 			line += " aggs=[" + strings.Join(items, ", ") + "]"
 		}
-	case *JoinNode:
+	case *plan.JoinNode:
 		line = "Join " + n.Kind.String()
 		if n.NullAware {
 			line += " null-aware"
@@ -168,14 +170,14 @@ func (e *explainer) node(p Plan, depth int) {
 			collect(n.Cond)
 		}
 		if n.Mark != nil {
-			line += " mark=" + e.colList([]Column{*n.Mark})
+			line += " mark=" + e.colList([]plan.Column{*n.Mark})
 		}
-		if len(n.Equi) > 0 && (n.Kind == JoinInner || n.Kind == JoinLeft || n.Kind == JoinRight || n.Kind == JoinFull) {
-			line += " build=" + map[BuildSide]string{BuildRight: "right", BuildLeft: "left"}[n.Build]
+		if len(n.Equi) > 0 && (n.Kind == plan.JoinInner || n.Kind == plan.JoinLeft || n.Kind == plan.JoinRight || n.Kind == plan.JoinFull) {
+			line += " build=" + map[plan.BuildSide]string{plan.BuildRight: "right", plan.BuildLeft: "left"}[n.Build]
 		}
-	case *SortNode:
+	case *plan.SortNode:
 		line = "Sort [" + e.keyList(n.Keys) + "]"
-	case *LimitNode:
+	case *plan.LimitNode:
 		line = "Limit"
 		if n.Limit >= 0 {
 			line += fmt.Sprintf(" %d", n.Limit)
@@ -183,21 +185,21 @@ func (e *explainer) node(p Plan, depth int) {
 		if n.Offset > 0 {
 			line += fmt.Sprintf(" offset %d", n.Offset)
 		}
-	case *TopNNode:
+	case *plan.TopNNode:
 		line = fmt.Sprintf("TopN %d", n.Limit)
 		if n.Offset > 0 {
 			line += fmt.Sprintf(" offset %d", n.Offset)
 		}
 		line += " [" + e.keyList(n.Keys) + "]"
-	case *SetOpNode:
+	case *plan.SetOpNode:
 		line = "SetOp " + n.Kind.String()
 		if n.All {
 			line += " all"
 		}
 		line += " [" + e.colList(n.Cols) + "]"
-	case *DistinctNode:
+	case *plan.DistinctNode:
 		line = "Distinct"
-	case *WindowNode:
+	case *plan.WindowNode:
 		items := make([]string, len(n.Funcs))
 		for i, w := range n.Funcs {
 			s := w.Fn + "(" + e.exprList(w.Args) + ") OVER ("
@@ -211,15 +213,15 @@ func (e *explainer) node(p Plan, depth int) {
 			if w.Frame != nil {
 				parts = append(parts, fmt.Sprintf("%s %s..%s", strings.ToUpper(w.Frame.Mode), boundString(w.Frame.Start, w.Frame.StartOffset), boundString(w.Frame.End, w.Frame.EndOffset)))
 			}
-			items[i] = e.colList([]Column{n.FuncCols[i]}) + " := " + s + strings.Join(parts, " ") + ")"
+			items[i] = e.colList([]plan.Column{n.FuncCols[i]}) + " := " + s + strings.Join(parts, " ") + ")"
 		}
 		line = "Window [" + strings.Join(items, ", ") + "]"
-	case *ValuesNode:
+	case *plan.ValuesNode:
 		line = fmt.Sprintf("Values %d rows", len(n.Rows))
 		if len(n.Cols) > 0 {
 			line += " [" + e.colList(n.Cols) + "]"
 		}
-	case *SharedScan:
+	case *plan.SharedScan:
 		line = fmt.Sprintf("SharedScan %d (%s) [%s]", n.Def.ID, n.Def.Name, e.colList(n.Cols))
 		if !e.shared[n.Def] {
 			e.shared[n.Def] = true
@@ -233,7 +235,7 @@ func (e *explainer) node(p Plan, depth int) {
 	}
 	e.b.WriteString(ind + line + "\n")
 	for _, s := range subs {
-		kind := map[SubqueryKind]string{SubScalar: "scalar", SubExists: "exists", SubIn: "in"}[s.Kind]
+		kind := map[plan.SubqueryKind]string{plan.SubScalar: "scalar", plan.SubExists: "exists", plan.SubIn: "in"}[s.Kind]
 		fmt.Fprintf(&e.b, "%s  Subquery %d (%s", ind, s.ID, kind)
 		if len(s.Outer) > 0 {
 			fmt.Fprintf(&e.b, ", correlated")
@@ -246,27 +248,27 @@ func (e *explainer) node(p Plan, depth int) {
 	}
 }
 
-func boundString(k FrameBoundKind, off Expr) string {
+func boundString(k plan.FrameBoundKind, off plan.Expr) string {
 	switch k {
-	case BoundUnboundedPreceding:
+	case plan.BoundUnboundedPreceding:
 		return "unbounded preceding"
-	case BoundUnboundedFollowing:
+	case plan.BoundUnboundedFollowing:
 		return "unbounded following"
-	case BoundCurrentRow:
+	case plan.BoundCurrentRow:
 		return "current row"
-	case BoundPreceding:
+	case plan.BoundPreceding:
 		return off.String() + " preceding"
 	}
 	return off.String() + " following"
 }
 
-func aggVerbose(a *AggCall) string {
-	if a.Fn == aggCountStar {
+func aggVerbose(a *plan.AggCall) string {
+	if a.Fn == plan.AggCountStar {
 		return "count(*)"
 	}
 	d := ""
 	if a.Distinct {
 		d = "DISTINCT "
 	}
-	return a.Fn + "(" + d + exprVerbose(a.Arg) + ")"
+	return a.Fn + "(" + d + plan.ExprVerbose(a.Arg) + ")"
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nicflow/nicflow/engine/plan"
+
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -39,7 +41,7 @@ type Rule struct {
 	// WholeQuery rules run once, on the whole query; the others run on the
 	// query and on each shared subplan (a view or CTE used twice or more).
 	WholeQuery bool
-	apply      func(o *optimizer, p Plan) (Plan, error)
+	apply      func(o *optimizer, p plan.Plan) (plan.Plan, error)
 }
 
 // Rules lists every rule in application order.
@@ -82,23 +84,23 @@ func ruleNamed(name string) *Rule {
 // optimizer holds what rules share: the next free column ID, the
 // estimator, and (when traced) what each rule did.
 type optimizer struct {
-	nextID ColumnID
+	nextID plan.ColumnID
 	est    *estimator
-	trace  []RuleRun // nil: not traced
+	trace  []plan.RuleRun // nil: not traced
 }
 
-func (o *optimizer) newCol(name string, t arrow.DataType, nullable bool) Column {
+func (o *optimizer) newCol(name string, t arrow.DataType, nullable bool) plan.Column {
 	o.nextID++
-	return Column{ID: o.nextID, Name: name, Type: t, Nullable: nullable}
+	return plan.Column{ID: o.nextID, Name: name, Type: t, Nullable: nullable}
 }
 
 // Optimize rewrites a query plan with all rules. The result has no
 // subqueries left; its output columns are those of p, in order.
-func Optimize(p Plan) (Plan, error) { return OptimizeWith(p, AllRules) }
+func Optimize(p plan.Plan) (plan.Plan, error) { return OptimizeWith(p, AllRules) }
 
 // OptimizeWith applies the named rules, in Rules order (tests use it to
 // look at one rule at a time). Unknown names are an internal error.
-func OptimizeWith(p Plan, rules []string) (Plan, error) {
+func OptimizeWith(p plan.Plan, rules []string) (plan.Plan, error) {
 	out, _, err := optimize(p, rules, false)
 	return out, err
 }
@@ -106,7 +108,7 @@ func OptimizeWith(p Plan, rules []string) (Plan, error) {
 // optimize is the driver: the whole-query rules on the query, then the
 // others on the query and on each shared subplan it reads. With trace it
 // also returns what each rule did.
-func optimize(p Plan, rules []string, trace bool) (out Plan, runs []RuleRun, err error) {
+func optimize(p plan.Plan, rules []string, trace bool) (out plan.Plan, runs []plan.RuleRun, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			out, runs, err = nil, nil, nferr.Internalf("optimizer bug (please report): %v", r)
@@ -121,7 +123,7 @@ func optimize(p Plan, rules []string, trace bool) (out Plan, runs []RuleRun, err
 	}
 	o := &optimizer{nextID: maxColumnID(p)}
 	if trace {
-		o.trace = make([]RuleRun, len(Rules))
+		o.trace = make([]plan.RuleRun, len(Rules))
 		for i, r := range Rules {
 			o.trace[i].Rule = r.Name
 		}
@@ -138,12 +140,12 @@ func optimize(p Plan, rules []string, trace bool) (out Plan, runs []RuleRun, err
 		return nil, nil, err
 	}
 	// Shared subplans (used twice or more) are optimized once each.
-	seen := map[*SharedDef]bool{}
+	seen := map[*plan.SharedDef]bool{}
 	var defErr error
-	var visit func(Plan)
-	visit = func(q Plan) {
-		walkPlan(q, func(n Plan) bool {
-			if s, ok := n.(*SharedScan); ok && !seen[s.Def] {
+	var visit func(plan.Plan)
+	visit = func(q plan.Plan) {
+		plan.WalkPlan(q, func(n plan.Plan) bool {
+			if s, ok := n.(*plan.SharedScan); ok && !seen[s.Def] {
 				seen[s.Def] = true
 				// INVARIANT: SharedScans read the def's columns by position.
 				defCols := s.Def.Plan.Columns()
@@ -168,7 +170,7 @@ func optimize(p Plan, rules []string, trace bool) (out Plan, runs []RuleRun, err
 }
 
 // optimizeBody applies, in order, the rules that are not whole-query.
-func (o *optimizer) optimizeBody(p Plan, on map[string]bool) (Plan, error) {
+func (o *optimizer) optimizeBody(p plan.Plan, on map[string]bool) (plan.Plan, error) {
 	for i, r := range Rules {
 		if r.WholeQuery || !on[r.Name] {
 			continue
@@ -182,7 +184,7 @@ func (o *optimizer) optimizeBody(p Plan, on map[string]bool) (Plan, error) {
 }
 
 // run applies Rules[i] to p, tracing it when asked.
-func (o *optimizer) run(i int, p Plan) (Plan, error) {
+func (o *optimizer) run(i int, p plan.Plan) (plan.Plan, error) {
 	if o.trace == nil {
 		return Rules[i].apply(o, p)
 	}
@@ -199,7 +201,7 @@ func (o *optimizer) run(i int, p Plan) (Plan, error) {
 
 // restoreColumns wraps p in a projection when rules changed its output
 // columns or their order (a reordered join at the root).
-func restoreColumns(p Plan, want []Column) Plan {
+func restoreColumns(p plan.Plan, want []plan.Column) plan.Plan {
 	got := p.Columns()
 	same := len(got) == len(want)
 	for i := 0; same && i < len(got); i++ {
@@ -208,18 +210,18 @@ func restoreColumns(p Plan, want []Column) Plan {
 	if same {
 		return p
 	}
-	exprs := make([]Expr, len(want))
+	exprs := make([]plan.Expr, len(want))
 	for i, c := range want {
-		exprs[i] = colRef(c)
+		exprs[i] = plan.NewColRef(c)
 	}
-	return &ProjectNode{Input: p, Exprs: exprs, Cols: want}
+	return &plan.ProjectNode{Input: p, Exprs: exprs, Cols: want}
 }
 
 // maxColumnID is the largest column ID used in p, its subqueries and its
 // shared subplans.
-func maxColumnID(p Plan) ColumnID {
-	var m ColumnID
-	walkPlanDeep(p, func(n Plan) {
+func maxColumnID(p plan.Plan) plan.ColumnID {
+	var m plan.ColumnID
+	plan.WalkPlanDeep(p, func(n plan.Plan) {
 		for _, c := range n.Columns() {
 			m = max(m, c.ID)
 		}

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 
+	"github.com/nicflow/nicflow/engine/plan"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 )
@@ -36,19 +38,19 @@ type colStat struct {
 
 type relStats struct {
 	rows float64
-	cols map[ColumnID]*colStat
+	cols map[plan.ColumnID]*colStat
 }
 
 type estimator struct {
-	memo map[Plan]*relStats
+	memo map[plan.Plan]*relStats
 }
 
-func newEstimator() *estimator { return &estimator{memo: map[Plan]*relStats{}} }
+func newEstimator() *estimator { return &estimator{memo: map[plan.Plan]*relStats{}} }
 
-func (e *estimator) rows(p Plan) float64 { return e.stats(p).rows }
+func (e *estimator) rows(p plan.Plan) float64 { return e.stats(p).rows }
 
 // ndv is the distinct count of column id in p's output (rows when unknown).
-func (r *relStats) ndv(id ColumnID) float64 {
+func (r *relStats) ndv(id plan.ColumnID) float64 {
 	if c, ok := r.cols[id]; ok && c.ndv > 0 {
 		return math.Min(c.ndv, math.Max(r.rows, 1))
 	}
@@ -63,8 +65,8 @@ func numeric(v any, t arrow.DataType) (float64, bool) {
 	case int32:
 		return float64(x), true
 	case int64:
-		if isDecimal(t) {
-			_, s, _ := decimalPS(t)
+		if plan.IsDecimal(t) {
+			_, s, _ := plan.DecimalPS(t)
 			return float64(x) / math.Pow10(int(s)), true
 		}
 		return float64(x), true
@@ -73,13 +75,13 @@ func numeric(v any, t arrow.DataType) (float64, bool) {
 	case arrow.Date32:
 		return float64(x), true
 	case decimal128.Num:
-		_, s, _ := decimalPS(t)
+		_, s, _ := plan.DecimalPS(t)
 		return x.ToFloat64(s), true
 	}
 	return 0, false
 }
 
-func (e *estimator) stats(p Plan) *relStats {
+func (e *estimator) stats(p plan.Plan) *relStats {
 	if s, ok := e.memo[p]; ok {
 		return s
 	}
@@ -91,8 +93,8 @@ func (e *estimator) stats(p Plan) *relStats {
 	return s
 }
 
-func copyCols(m map[ColumnID]*colStat) map[ColumnID]*colStat {
-	out := make(map[ColumnID]*colStat, len(m))
+func copyCols(m map[plan.ColumnID]*colStat) map[plan.ColumnID]*colStat {
+	out := make(map[plan.ColumnID]*colStat, len(m))
 	for k, v := range m {
 		c := *v
 		out[k] = &c
@@ -111,11 +113,11 @@ func withRows(in *relStats, rows float64) *relStats {
 	return out
 }
 
-func (e *estimator) compute(p Plan) *relStats {
+func (e *estimator) compute(p plan.Plan) *relStats {
 	switch n := p.(type) {
-	case *ScanNode:
+	case *plan.ScanNode:
 		rows := n.Table.RowCount()
-		s := &relStats{rows: rows, cols: map[ColumnID]*colStat{}}
+		s := &relStats{rows: rows, cols: map[plan.ColumnID]*colStat{}}
 		for i, c := range n.Cols {
 			cs := &colStat{ndv: rows}
 			if st := n.Table.ColStats(n.Fields[i]); st != nil {
@@ -134,17 +136,17 @@ func (e *estimator) compute(p Plan) *relStats {
 			s.cols[c.ID] = cs
 		}
 		if len(n.Filters) > 0 {
-			return withRows(s, rows*e.sel(andOf(n.Filters), s))
+			return withRows(s, rows*e.sel(plan.AndOf(n.Filters), s))
 		}
 		return s
-	case *FilterNode:
+	case *plan.FilterNode:
 		in := e.stats(n.Input)
 		return withRows(in, in.rows*e.sel(n.Cond, in))
-	case *ProjectNode:
+	case *plan.ProjectNode:
 		in := e.stats(n.Input)
-		out := &relStats{rows: in.rows, cols: map[ColumnID]*colStat{}}
+		out := &relStats{rows: in.rows, cols: map[plan.ColumnID]*colStat{}}
 		for i, x := range n.Exprs {
-			if r, ok := x.(*ColRef); ok {
+			if r, ok := x.(*plan.ColRef); ok {
 				if c, ok := in.cols[r.ID]; ok {
 					cc := *c
 					out.cols[n.Cols[i].ID] = &cc
@@ -154,15 +156,15 @@ func (e *estimator) compute(p Plan) *relStats {
 			out.cols[n.Cols[i].ID] = &colStat{ndv: exprNDV(x, in)}
 		}
 		return out
-	case *AggregateNode:
+	case *plan.AggregateNode:
 		in := e.stats(n.Input)
-		out := &relStats{cols: map[ColumnID]*colStat{}}
+		out := &relStats{cols: map[plan.ColumnID]*colStat{}}
 		groups := 1.0
 		for i, g := range n.Groups {
 			d := exprNDV(g, in)
 			groups *= d
 			cs := &colStat{ndv: d}
-			if r, ok := g.(*ColRef); ok {
+			if r, ok := g.(*plan.ColRef); ok {
 				if c, ok := in.cols[r.ID]; ok {
 					cc := *c
 					cs = &cc
@@ -179,7 +181,7 @@ func (e *estimator) compute(p Plan) *relStats {
 			out.cols[c.ID] = &colStat{ndv: out.rows}
 		}
 		return out
-	case *JoinNode:
+	case *plan.JoinNode:
 		l, r := e.stats(n.Left), e.stats(n.Right)
 		both := &relStats{rows: l.rows * r.rows, cols: copyCols(l.cols)}
 		for k, v := range r.cols {
@@ -218,15 +220,15 @@ func (e *estimator) compute(p Plan) *relStats {
 		}
 		var rows float64
 		switch n.Kind {
-		case JoinInner:
+		case plan.JoinInner:
 			rows = inner
-		case JoinLeft, JoinSingle:
+		case plan.JoinLeft, plan.JoinSingle:
 			rows = math.Max(inner, l.rows)
-		case JoinRight:
+		case plan.JoinRight:
 			rows = math.Max(inner, r.rows)
-		case JoinFull:
+		case plan.JoinFull:
 			rows = math.Max(inner, l.rows+r.rows)
-		case JoinSemi, JoinAnti, JoinMark:
+		case plan.JoinSemi, plan.JoinAnti, plan.JoinMark:
 			frac := 0.5
 			if len(n.Equi) > 0 {
 				frac = math.Min(1, ndvR/math.Max(ndvL, 1))
@@ -235,9 +237,9 @@ func (e *estimator) compute(p Plan) *relStats {
 				frac *= 0.5 // the residual rejects some matches
 			}
 			switch n.Kind {
-			case JoinSemi:
+			case plan.JoinSemi:
 				rows = l.rows * frac
-			case JoinAnti:
+			case plan.JoinAnti:
 				rows = l.rows * math.Max(1-frac, 0.1)
 			default:
 				rows = l.rows
@@ -245,17 +247,17 @@ func (e *estimator) compute(p Plan) *relStats {
 			return withRows(l, rows)
 		}
 		out := withRows(both, rows)
-		if n.Kind == JoinInner || n.Kind == JoinSemi {
+		if n.Kind == plan.JoinInner || n.Kind == plan.JoinSemi {
 			// Matching rows share their key values: after the join a key
 			// has at most the smaller side's distinct count.
 			for _, q := range n.Equi {
-				lr, ok1 := q.Left.(*ColRef)
-				rr, ok2 := q.Right.(*ColRef)
+				lr, ok1 := q.Left.(*plan.ColRef)
+				rr, ok2 := q.Right.(*plan.ColRef)
 				if !ok1 || !ok2 {
 					continue
 				}
 				d := math.Min(l.ndv(lr.ID), r.ndv(rr.ID))
-				for _, id := range []ColumnID{lr.ID, rr.ID} {
+				for _, id := range []plan.ColumnID{lr.ID, rr.ID} {
 					if c, ok := out.cols[id]; ok && c.ndv > d {
 						c.ndv = d
 					}
@@ -263,57 +265,57 @@ func (e *estimator) compute(p Plan) *relStats {
 			}
 		}
 		return out
-	case *SortNode:
+	case *plan.SortNode:
 		return e.stats(n.Input)
-	case *LimitNode:
+	case *plan.LimitNode:
 		in := e.stats(n.Input)
 		if n.Limit >= 0 && float64(n.Limit) < in.rows {
 			return withRows(in, float64(n.Limit))
 		}
 		return in
-	case *TopNNode:
+	case *plan.TopNNode:
 		in := e.stats(n.Input)
 		if float64(n.Limit) < in.rows {
 			return withRows(in, float64(n.Limit))
 		}
 		return in
-	case *SetOpNode:
+	case *plan.SetOpNode:
 		l, r := e.stats(n.Left), e.stats(n.Right)
 		rows := l.rows + r.rows
 		switch n.Kind {
-		case SetIntersect:
+		case plan.SetIntersect:
 			rows = math.Min(l.rows, r.rows)
-		case SetExcept:
+		case plan.SetExcept:
 			rows = l.rows
 		}
-		out := &relStats{rows: rows, cols: map[ColumnID]*colStat{}}
+		out := &relStats{rows: rows, cols: map[plan.ColumnID]*colStat{}}
 		for _, c := range n.Cols {
 			out.cols[c.ID] = &colStat{ndv: rows}
 		}
 		return out
-	case *DistinctNode:
+	case *plan.DistinctNode:
 		in := e.stats(n.Input)
 		d := 1.0
 		for _, c := range n.Input.Columns() {
 			d *= in.ndv(c.ID)
 		}
 		return withRows(in, math.Min(d, in.rows))
-	case *WindowNode:
+	case *plan.WindowNode:
 		in := e.stats(n.Input)
 		out := &relStats{rows: in.rows, cols: copyCols(in.cols)}
 		for _, c := range n.FuncCols {
 			out.cols[c.ID] = &colStat{ndv: in.rows}
 		}
 		return out
-	case *ValuesNode:
-		out := &relStats{rows: float64(len(n.Rows)), cols: map[ColumnID]*colStat{}}
+	case *plan.ValuesNode:
+		out := &relStats{rows: float64(len(n.Rows)), cols: map[plan.ColumnID]*colStat{}}
 		for _, c := range n.Cols {
 			out.cols[c.ID] = &colStat{ndv: float64(len(n.Rows))}
 		}
 		return out
-	case *SharedScan:
+	case *plan.SharedScan:
 		in := e.stats(n.Def.Plan)
-		out := &relStats{rows: in.rows, cols: map[ColumnID]*colStat{}}
+		out := &relStats{rows: in.rows, cols: map[plan.ColumnID]*colStat{}}
 		for i, c := range n.Def.Plan.Columns() {
 			if cs, ok := in.cols[c.ID]; ok {
 				cc := *cs
@@ -322,25 +324,25 @@ func (e *estimator) compute(p Plan) *relStats {
 		}
 		return out
 	}
-	return &relStats{rows: DefaultTableRows, cols: map[ColumnID]*colStat{}}
+	return &relStats{rows: plan.DefaultTableRows, cols: map[plan.ColumnID]*colStat{}}
 }
 
 // exprNDV estimates the distinct count of an expression's values.
-func exprNDV(x Expr, in *relStats) float64 {
+func exprNDV(x plan.Expr, in *relStats) float64 {
 	switch y := x.(type) {
-	case *ColRef:
+	case *plan.ColRef:
 		return in.ndv(y.ID)
-	case *Const:
+	case *plan.Const:
 		return 1
-	case *CastExpr:
+	case *plan.CastExpr:
 		return exprNDV(y.X, in)
-	case *Call:
+	case *plan.Call:
 		switch y.Fn {
-		case fnExtract:
+		case plan.FnExtract:
 			// extract(year ...) of TPC-H's seven years: the year count is the
 			// date range in years; without a range, 10.
-			if c, ok := y.Args[0].(*Const); ok && c.Val == "year" {
-				if r, ok := y.Args[1].(*ColRef); ok {
+			if c, ok := y.Args[0].(*plan.Const); ok && c.Val == "year" {
+				if r, ok := y.Args[1].(*plan.ColRef); ok {
 					if cs, ok := in.cols[r.ID]; ok && cs.hasRange {
 						return math.Max(1, math.Min((cs.max-cs.min)/365.25+1, in.ndv(r.ID)))
 					}
@@ -361,59 +363,59 @@ func exprNDV(x Expr, in *relStats) float64 {
 }
 
 // sel estimates the fraction of rows for which cond is TRUE.
-func (e *estimator) sel(cond Expr, in *relStats) float64 {
+func (e *estimator) sel(cond plan.Expr, in *relStats) float64 {
 	s := e.selRaw(cond, in)
 	return math.Max(math.Min(s, 1), 1e-9)
 }
 
-func (e *estimator) selRaw(cond Expr, in *relStats) float64 {
+func (e *estimator) selRaw(cond plan.Expr, in *relStats) float64 {
 	switch x := cond.(type) {
-	case *Const:
+	case *plan.Const:
 		if x.Val == true {
 			return 1
 		}
 		return 0
-	case *ColRef:
+	case *plan.ColRef:
 		return 0.5
-	case *Call:
+	case *plan.Call:
 		switch x.Fn {
-		case fnAnd:
+		case plan.FnAnd:
 			return e.andSel(x.Args, in)
-		case fnOr:
+		case plan.FnOr:
 			s := 1.0
 			for _, a := range x.Args {
 				s *= 1 - e.sel(a, in)
 			}
 			return 1 - s
-		case fnNot:
+		case plan.FnNot:
 			return 1 - e.sel(x.Args[0], in)
-		case fnIsNull, fnNotNull:
+		case plan.FnIsNull, plan.FnNotNull:
 			f := defaultNullSel
-			if r, ok := x.Args[0].(*ColRef); ok {
+			if r, ok := x.Args[0].(*plan.ColRef); ok {
 				if c, ok := in.cols[r.ID]; ok {
 					f = c.nullFrac
 				}
 			}
-			if x.Fn == fnNotNull {
+			if x.Fn == plan.FnNotNull {
 				return 1 - f
 			}
 			return f
-		case fnEq, fnNe, fnNotDist, fnDistinct:
+		case plan.FnEq, plan.FnNe, plan.FnNotDist, plan.FnDistinct:
 			s := eqSel(x.Args[0], x.Args[1], in)
-			if x.Fn == fnNe || x.Fn == fnDistinct {
+			if x.Fn == plan.FnNe || x.Fn == plan.FnDistinct {
 				return 1 - s
 			}
 			return s
-		case fnLt, fnLe, fnGt, fnGe:
+		case plan.FnLt, plan.FnLe, plan.FnGt, plan.FnGe:
 			return rangeSel(x, in)
-		case fnIn:
+		case plan.FnIn:
 			s := 0.0
 			for _, v := range x.Args[1:] {
 				s += eqSel(x.Args[0], v, in)
 			}
 			return s
-		case fnLike:
-			if c, ok := x.Args[1].(*Const); ok {
+		case plan.FnLike:
+			if c, ok := x.Args[1].(*plan.Const); ok {
 				if p, ok := c.Val.(string); ok && !strings.ContainsAny(p, "%_") {
 					return eqSel(x.Args[0], c, in)
 				}
@@ -429,10 +431,10 @@ func (e *estimator) selRaw(cond Expr, in *relStats) float64 {
 // predicates: each alone keeps much of the table, together a slice, and
 // multiplying them overestimates a one-month window of a seven-year date
 // column twentyfold (PostgreSQL's clauselist_selectivity pairs them too).
-func (e *estimator) andSel(args []Expr, in *relStats) float64 {
+func (e *estimator) andSel(args []plan.Expr, in *relStats) float64 {
 	type bounds struct{ lo, hi float64 }
-	ranges := map[ColumnID]*bounds{}
-	var order []ColumnID
+	ranges := map[plan.ColumnID]*bounds{}
+	var order []plan.ColumnID
 	s := 1.0
 	for _, a := range args {
 		id, v, lower, ok := rangeBound(a, in)
@@ -469,18 +471,18 @@ func (e *estimator) andSel(args []Expr, in *relStats) float64 {
 // rangeBound reads col op const (either way round) as a bound on a column
 // with a known range: its value on the statistics' scale and whether it is
 // a lower bound.
-func rangeBound(a Expr, in *relStats) (ColumnID, float64, bool, bool) {
-	x, ok := a.(*Call)
-	if !ok || (x.Fn != fnLt && x.Fn != fnLe && x.Fn != fnGt && x.Fn != fnGe) {
+func rangeBound(a plan.Expr, in *relStats) (plan.ColumnID, float64, bool, bool) {
+	x, ok := a.(*plan.Call)
+	if !ok || (x.Fn != plan.FnLt && x.Fn != plan.FnLe && x.Fn != plan.FnGt && x.Fn != plan.FnGe) {
 		return 0, 0, false, false
 	}
-	col, okc := x.Args[0].(*ColRef)
-	k, okk := x.Args[1].(*Const)
+	col, okc := x.Args[0].(*plan.ColRef)
+	k, okk := x.Args[1].(*plan.Const)
 	fn := x.Fn
 	if !okc || !okk {
-		col, okc = x.Args[1].(*ColRef)
-		k, okk = x.Args[0].(*Const)
-		fn = map[string]string{fnLt: fnGt, fnLe: fnGe, fnGt: fnLt, fnGe: fnLe}[fn]
+		col, okc = x.Args[1].(*plan.ColRef)
+		k, okk = x.Args[0].(*plan.Const)
+		fn = map[string]string{plan.FnLt: plan.FnGt, plan.FnLe: plan.FnGe, plan.FnGt: plan.FnLt, plan.FnGe: plan.FnLe}[fn]
 	}
 	if !okc || !okk || k.IsNull() {
 		return 0, 0, false, false
@@ -493,13 +495,13 @@ func rangeBound(a Expr, in *relStats) (ColumnID, float64, bool, bool) {
 	if !ok {
 		return 0, 0, false, false
 	}
-	return col.ID, v, fn == fnGt || fn == fnGe, true
+	return col.ID, v, fn == plan.FnGt || fn == plan.FnGe, true
 }
 
 // eqSel is the selectivity of a = b.
-func eqSel(a, b Expr, in *relStats) float64 {
-	_, ca := a.(*Const)
-	_, cb := b.(*Const)
+func eqSel(a, b plan.Expr, in *relStats) float64 {
+	_, ca := a.(*plan.Const)
+	_, cb := b.(*plan.Const)
 	switch {
 	case ca && cb:
 		return defaultEqSel
@@ -512,7 +514,7 @@ func eqSel(a, b Expr, in *relStats) float64 {
 }
 
 // rangeSel interpolates col op const between the column's min and max.
-func rangeSel(x *Call, in *relStats) float64 {
+func rangeSel(x *plan.Call, in *relStats) float64 {
 	id, v, lower, ok := rangeBound(x, in)
 	if !ok {
 		return defaultSel

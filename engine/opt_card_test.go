@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/nicflow/nicflow/engine/plan"
+
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
@@ -13,29 +15,31 @@ import (
 // stay independent, and that an empty range keeps one value's share.
 func TestRangeSelectivity(t *testing.T) {
 	i64 := arrow.PrimitiveTypes.Int64
-	a := &ColRef{ID: 1, Name: "a", Typ: i64}
-	b := &ColRef{ID: 2, Name: "b", Typ: i64}
-	in := &relStats{rows: 1000, cols: map[ColumnID]*colStat{
+	a := &plan.ColRef{ID: 1, Name: "a", Typ: i64}
+	b := &plan.ColRef{ID: 2, Name: "b", Typ: i64}
+	in := &relStats{rows: 1000, cols: map[plan.ColumnID]*colStat{
 		1: {ndv: 84, min: 0, max: 84, hasRange: true},
 		2: {ndv: 100, min: 0, max: 100, hasRange: true},
 	}}
-	k := func(v int64) *Const { return &Const{Typ: i64, Val: v} }
-	cmp := func(fn string, x, y Expr) Expr {
-		return &Call{Fn: fn, Args: []Expr{x, y}, Typ: arrow.FixedWidthTypes.Boolean}
+	k := func(v int64) *plan.Const { return &plan.Const{Typ: i64, Val: v} }
+	cmp := func(fn string, x, y plan.Expr) plan.Expr {
+		return &plan.Call{Fn: fn, Args: []plan.Expr{x, y}, Typ: arrow.FixedWidthTypes.Boolean}
 	}
-	and := func(xs ...Expr) Expr { return &Call{Fn: fnAnd, Args: xs, Typ: arrow.FixedWidthTypes.Boolean} }
+	and := func(xs ...plan.Expr) plan.Expr {
+		return &plan.Call{Fn: plan.FnAnd, Args: xs, Typ: arrow.FixedWidthTypes.Boolean}
+	}
 	e := newEstimator()
 	for _, c := range []struct {
 		name string
-		cond Expr
+		cond plan.Expr
 		want float64
 	}{
-		{"one bound", cmp(fnGe, a, k(42)), 0.5},
-		{"window", and(cmp(fnGe, a, k(42)), cmp(fnLt, a, k(43))), 1.0 / 84},
-		{"window written const first", and(cmp(fnLe, k(42), a), cmp(fnGt, k(43), a)), 1.0 / 84},
-		{"two columns", and(cmp(fnGe, a, k(42)), cmp(fnLt, b, k(50))), 0.25},
-		{"window and another column", and(cmp(fnGe, a, k(0)), cmp(fnLt, a, k(21)), cmp(fnGe, b, k(90))), 0.25 * 0.1},
-		{"empty range", and(cmp(fnGt, a, k(50)), cmp(fnLt, a, k(40))), 1.0 / 84},
+		{"one bound", cmp(plan.FnGe, a, k(42)), 0.5},
+		{"window", and(cmp(plan.FnGe, a, k(42)), cmp(plan.FnLt, a, k(43))), 1.0 / 84},
+		{"window written const first", and(cmp(plan.FnLe, k(42), a), cmp(plan.FnGt, k(43), a)), 1.0 / 84},
+		{"two columns", and(cmp(plan.FnGe, a, k(42)), cmp(plan.FnLt, b, k(50))), 0.25},
+		{"window and another column", and(cmp(plan.FnGe, a, k(0)), cmp(plan.FnLt, a, k(21)), cmp(plan.FnGe, b, k(90))), 0.25 * 0.1},
+		{"empty range", and(cmp(plan.FnGt, a, k(50)), cmp(plan.FnLt, a, k(40))), 1.0 / 84},
 	} {
 		if got := e.sel(c.cond, in); math.Abs(got-c.want) > 1e-9 {
 			t.Errorf("%s: selectivity %g, want %g", c.name, got, c.want)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/nicflow/nicflow/engine/plan"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -8,7 +9,7 @@ var ruleDecorrelate = &Rule{
 	Name:     RuleDecorrelate,
 	Shapes:   "subqueries (scalar, IN, EXISTS, correlated or not) become joins; required: subqueries only run as joins",
 	Required: true,
-	apply:    func(o *optimizer, p Plan) (Plan, error) { return o.decorrelate(p) },
+	apply:    func(o *optimizer, p plan.Plan) (plan.Plan, error) { return o.decorrelate(p) },
 }
 
 // Rule: subquery decorrelation. Every SubqueryExpr becomes a join:
@@ -31,36 +32,36 @@ var ruleDecorrelate = &Rule{
 // group keys, equalities only). Other shapes (a correlated reference below
 // a LIMIT, a window or a set operation, or a non-equality under an
 // aggregate) are a KindQuery "not supported" error naming the subquery.
-func (o *optimizer) decorrelate(p Plan) (Plan, error) {
+func (o *optimizer) decorrelate(p plan.Plan) (plan.Plan, error) {
 	var err error
-	out := mapPlan(p, func(n Plan) Plan {
+	out := plan.MapPlan(p, func(n plan.Plan) plan.Plan {
 		if err != nil {
 			return n
 		}
-		var r Plan
+		var r plan.Plan
 		r, err = o.decorrelateNode(n)
 		return r
 	})
 	return out, err
 }
 
-func (o *optimizer) decorrelateNode(n Plan) (Plan, error) {
+func (o *optimizer) decorrelateNode(n plan.Plan) (plan.Plan, error) {
 	switch x := n.(type) {
-	case *FilterNode:
-		if !hasSubquery(x.Cond) {
+	case *plan.FilterNode:
+		if !plan.HasSubquery(x.Cond) {
 			return n, nil
 		}
 		input := x.Input
-		var rest []Expr
-		for _, c := range conjuncts(x.Cond) {
+		var rest []plan.Expr
+		for _, c := range plan.Conjuncts(x.Cond) {
 			not := false
 			inner := c
-			if call, ok := c.(*Call); ok && call.Fn == fnNot {
-				if s, ok := call.Args[0].(*SubqueryExpr); ok && s.Kind != SubScalar {
+			if call, ok := c.(*plan.Call); ok && call.Fn == plan.FnNot {
+				if s, ok := call.Args[0].(*plan.SubqueryExpr); ok && s.Kind != plan.SubScalar {
 					not, inner = true, s
 				}
 			}
-			if s, ok := inner.(*SubqueryExpr); ok && s.Kind != SubScalar && !hasSubquery(s.X) {
+			if s, ok := inner.(*plan.SubqueryExpr); ok && s.Kind != plan.SubScalar && !plan.HasSubquery(s.X) {
 				j, err := o.semiJoin(input, s, not)
 				if err != nil {
 					return nil, err
@@ -78,13 +79,13 @@ func (o *optimizer) decorrelateNode(n Plan) (Plan, error) {
 		if len(rest) == 0 {
 			return input, nil
 		}
-		return &FilterNode{Input: input, Cond: andOf(rest)}, nil
-	case *ProjectNode:
+		return &plan.FilterNode{Input: input, Cond: plan.AndOf(rest)}, nil
+	case *plan.ProjectNode:
 		input := x.Input
-		exprs := make([]Expr, len(x.Exprs))
+		exprs := make([]plan.Expr, len(x.Exprs))
 		changed := false
 		for i, e := range x.Exprs {
-			if !hasSubquery(e) {
+			if !plan.HasSubquery(e) {
 				exprs[i] = e
 				continue
 			}
@@ -97,66 +98,66 @@ func (o *optimizer) decorrelateNode(n Plan) (Plan, error) {
 		if !changed {
 			return n, nil
 		}
-		return &ProjectNode{Input: input, Exprs: exprs, Cols: x.Cols}, nil
+		return &plan.ProjectNode{Input: input, Exprs: exprs, Cols: x.Cols}, nil
 	}
-	for _, e := range nodeExprs(n) {
-		if hasSubquery(e) {
+	for _, e := range plan.NodeExprs(n) {
+		if plan.HasSubquery(e) {
 			return nil, nferr.Queryf("subqueries are not supported in %s", nodeName(n))
 		}
 	}
 	return n, nil
 }
 
-func nodeName(n Plan) string {
+func nodeName(n plan.Plan) string {
 	switch n.(type) {
-	case *JoinNode:
+	case *plan.JoinNode:
 		return "JOIN conditions"
-	case *AggregateNode:
+	case *plan.AggregateNode:
 		return "GROUP BY or aggregate arguments"
-	case *SortNode, *TopNNode:
+	case *plan.SortNode, *plan.TopNNode:
 		return "ORDER BY"
-	case *WindowNode:
+	case *plan.WindowNode:
 		return "window functions"
-	case *ValuesNode:
+	case *plan.ValuesNode:
 		return "VALUES"
 	}
 	return "this position"
 }
 
 // subPlan returns a subquery's plan with its own subqueries decorrelated.
-func (o *optimizer) subPlan(s *SubqueryExpr) (Plan, error) {
+func (o *optimizer) subPlan(s *plan.SubqueryExpr) (plan.Plan, error) {
 	return o.decorrelate(s.Plan)
 }
 
 // semiJoin turns a conjunct [NOT] EXISTS / [NOT] IN into a semi or anti join.
-func (o *optimizer) semiJoin(input Plan, s *SubqueryExpr, not bool) (Plan, error) {
-	plan, err := o.subPlan(s)
+func (o *optimizer) semiJoin(input plan.Plan, s *plan.SubqueryExpr, not bool) (plan.Plan, error) {
+	lp, err := o.subPlan(s)
 	if err != nil {
 		return nil, err
 	}
-	var inEqui []EquiCond
-	if s.Kind == SubIn {
-		inEqui = []EquiCond{{Left: s.X, Right: colRef(plan.Columns()[0])}}
+	var inEqui []plan.EquiCond
+	if s.Kind == plan.SubIn {
+		inEqui = []plan.EquiCond{{Left: s.X, Right: plan.NewColRef(lp.Columns()[0])}}
 	} else {
-		plan = stripProjects(plan)
-		if alwaysOneRow(plan) {
+		lp = stripProjects(lp)
+		if alwaysOneRow(lp) {
 			// EXISTS over an aggregate without GROUP BY is always true.
 			if not {
-				return &FilterNode{Input: input, Cond: boolConst(false)}, nil
+				return &plan.FilterNode{Input: input, Cond: plan.BoolConst(false)}, nil
 			}
 			return input, nil
 		}
 	}
-	right, preds, err := o.pullCorrelated(plan, colSetOf(input.Columns()), s)
+	right, preds, err := o.pullCorrelated(lp, plan.ColSetOf(input.Columns()), s)
 	if err != nil {
 		return nil, err
 	}
-	kind := JoinSemi
+	kind := plan.JoinSemi
 	if not {
-		kind = JoinAnti
+		kind = plan.JoinAnti
 	}
-	j := &JoinNode{Kind: kind, Left: input, Right: right, Equi: inEqui, Cond: andOf(preds)}
-	if not && s.Kind == SubIn {
+	j := &plan.JoinNode{Kind: kind, Left: input, Right: right, Equi: inEqui, Cond: plan.AndOf(preds)}
+	if not && s.Kind == plan.SubIn {
 		j.NullAware = true
 	}
 	return j, nil
@@ -164,10 +165,10 @@ func (o *optimizer) semiJoin(input Plan, s *SubqueryExpr, not bool) (Plan, error
 
 // stripProjects removes projections on top of an EXISTS subquery: only
 // the existence of rows matters.
-func stripProjects(p Plan) Plan {
+func stripProjects(p plan.Plan) plan.Plan {
 	for {
-		pr, ok := p.(*ProjectNode)
-		if !ok || hasSubquery(andOf(pr.Exprs)) {
+		pr, ok := p.(*plan.ProjectNode)
+		if !ok || plan.HasSubquery(plan.AndOf(pr.Exprs)) {
 			return p
 		}
 		p = pr.Input
@@ -176,87 +177,87 @@ func stripProjects(p Plan) Plan {
 
 // alwaysOneRow reports a plan that returns exactly one row whatever its
 // input (an aggregate without GROUP BY).
-func alwaysOneRow(p Plan) bool {
-	a, ok := p.(*AggregateNode)
+func alwaysOneRow(p plan.Plan) bool {
+	a, ok := p.(*plan.AggregateNode)
 	return ok && len(a.Groups) == 0
 }
 
 // rewriteSubqueries replaces the subqueries in e (evaluated over input) by
 // columns of joins added on top of input.
-func (o *optimizer) rewriteSubqueries(input Plan, e Expr) (Plan, Expr, error) {
+func (o *optimizer) rewriteSubqueries(input plan.Plan, e plan.Expr) (plan.Plan, plan.Expr, error) {
 	var err error
-	out := mapExpr(e, func(x Expr) Expr {
-		s, ok := x.(*SubqueryExpr)
+	out := plan.MapExpr(e, func(x plan.Expr) plan.Expr {
+		s, ok := x.(*plan.SubqueryExpr)
 		if !ok || err != nil {
 			return x
 		}
-		var r Expr
+		var r plan.Expr
 		input, r, err = o.rewriteOne(input, s)
 		return r
 	})
 	return input, out, err
 }
 
-func (o *optimizer) rewriteOne(input Plan, s *SubqueryExpr) (Plan, Expr, error) {
-	plan, err := o.subPlan(s)
+func (o *optimizer) rewriteOne(input plan.Plan, s *plan.SubqueryExpr) (plan.Plan, plan.Expr, error) {
+	lp, err := o.subPlan(s)
 	if err != nil {
 		return nil, nil, err
 	}
-	inputCols := colSetOf(input.Columns())
-	if s.Kind != SubScalar {
+	inputCols := plan.ColSetOf(input.Columns())
+	if s.Kind != plan.SubScalar {
 		// A mark join: the mark column is the predicate's value.
-		var inEqui []EquiCond
-		if s.Kind == SubIn {
-			inEqui = []EquiCond{{Left: s.X, Right: colRef(plan.Columns()[0])}}
+		var inEqui []plan.EquiCond
+		if s.Kind == plan.SubIn {
+			inEqui = []plan.EquiCond{{Left: s.X, Right: plan.NewColRef(lp.Columns()[0])}}
 		} else {
-			plan = stripProjects(plan)
-			if alwaysOneRow(plan) {
-				return input, boolConst(true), nil
+			lp = stripProjects(lp)
+			if alwaysOneRow(lp) {
+				return input, plan.BoolConst(true), nil
 			}
 		}
-		right, preds, err := o.pullCorrelated(plan, inputCols, s)
+		right, preds, err := o.pullCorrelated(lp, inputCols, s)
 		if err != nil {
 			return nil, nil, err
 		}
-		mark := o.newCol("mark", typBool, s.Kind == SubIn)
-		j := &JoinNode{Kind: JoinMark, Left: input, Right: right, Equi: inEqui, Cond: andOf(preds), Mark: &mark, NullAware: s.Kind == SubIn}
-		return j, colRef(mark), nil
+		mark := o.newCol("mark", plan.TypBool, s.Kind == plan.SubIn)
+		j := &plan.JoinNode{Kind: plan.JoinMark, Left: input, Right: right, Equi: inEqui, Cond: plan.AndOf(preds), Mark: &mark, NullAware: s.Kind == plan.SubIn}
+		return j, plan.NewColRef(mark), nil
 	}
 	// Scalar: the top projection is evaluated above the join.
-	top := Expr(colRef(plan.Columns()[0]))
-	below := plan
-	if pr, ok := plan.(*ProjectNode); ok && len(pr.Exprs) == 1 {
+	top := plan.Expr(plan.NewColRef(lp.Columns()[0]))
+	below := lp
+	if pr, ok := lp.(*plan.ProjectNode); ok && len(pr.Exprs) == 1 {
 		top, below = pr.Exprs[0], pr.Input
 	}
-	if !freeCols(below).intersects(inputCols) {
-		if !colsOf(top).intersects(inputCols) {
+	if !plan.FreeCols(below).Intersects(inputCols) {
+		if !plan.ColsOf(top).Intersects(inputCols) {
 			// Uncorrelated: a single join with the whole subquery.
-			return &JoinNode{Kind: JoinSingle, Left: input, Right: plan}, colRef(plan.Columns()[0]), nil
+			return &plan.JoinNode{Kind: plan.JoinSingle, Left: input, Right: lp}, plan.NewColRef(lp.Columns()[0]), nil
 		}
 		below, top = o.presentMarker(below, top)
-		return &JoinNode{Kind: JoinSingle, Left: input, Right: below}, top, nil
+		return &plan.JoinNode{Kind: plan.JoinSingle, Left: input, Right: below}, top, nil
 	}
 	right, preds, err := o.pullCorrelated(below, inputCols, s)
 	if err != nil {
 		return nil, nil, err
 	}
-	kind := JoinSingle
-	if agg, ok := right.(*AggregateNode); ok && groupedByEquiKeys(agg, preds, inputCols) {
+	kind := plan.JoinSingle
+	if agg, ok := right.(*plan.AggregateNode); ok && groupedByEquiKeys(agg, preds, inputCols) {
 		// Grouping on the join keys makes matches unique: a plain left join.
-		kind = JoinLeft
+		kind = plan.JoinLeft
 		// The count bug: an absent group means count 0, not NULL.
-		m := map[ColumnID]Expr{}
+		m := map[plan.ColumnID]plan.Expr{}
 		for i, a := range agg.Aggs {
-			if a.Fn == aggCount || a.Fn == aggCountStar {
+			if a.Fn == plan.AggCount || a.Fn == plan.AggCountStar {
 				c := agg.AggCols[i]
-				m[c.ID] = call(fnCoalesce, c.Type, colRef(c), &Const{Typ: typInt64, Val: int64(0)})
+				m[c.ID] = plan.NewCall(plan.FnCoalesce, c.Type, plan.NewColRef(c), &plan.Const{Typ: plan.TypInt64, Val: int64(0)})
 			}
 		}
-		top = substitute(top, m)
+		top = plan.Substitute(top, m)
 	} else {
 		right, top = o.presentMarker(right, top)
 	}
-	return &JoinNode{Kind: kind, Left: input, Right: right, Cond: andOf(preds)}, top, nil
+	return &plan.JoinNode{Kind: kind, Left: input, Right: right, Cond: plan.AndOf(preds)}, top, nil
 }
 
 // presentMarker makes a scalar subquery's top expression, evaluated above
@@ -264,39 +265,39 @@ func (o *optimizer) rewriteOne(input Plan, s *SubqueryExpr) (Plan, Expr, error) 
 // whenever the right side's columns are (a constant, an outer column,
 // COALESCE), the right side gets a TRUE "present" column and top becomes
 // CASE WHEN present THEN top END.
-func (o *optimizer) presentMarker(right Plan, top Expr) (Plan, Expr) {
+func (o *optimizer) presentMarker(right plan.Plan, top plan.Expr) (plan.Plan, plan.Expr) {
 	rc := right.Columns()
-	if strictCols(top).intersects(colSetOf(rc)) {
+	if strictCols(top).Intersects(plan.ColSetOf(rc)) {
 		return right, top
 	}
-	present := o.newCol("present", typBool, false)
-	exprs := make([]Expr, 0, len(rc)+1)
+	present := o.newCol("present", plan.TypBool, false)
+	exprs := make([]plan.Expr, 0, len(rc)+1)
 	for _, c := range rc {
-		exprs = append(exprs, colRef(c))
+		exprs = append(exprs, plan.NewColRef(c))
 	}
-	exprs = append(exprs, boolConst(true))
-	right = &ProjectNode{Input: right, Exprs: exprs, Cols: append(append([]Column(nil), rc...), present)}
-	return right, &CaseExpr{Whens: []Expr{colRef(present)}, Thens: []Expr{top}, Typ: top.Type()}
+	exprs = append(exprs, plan.BoolConst(true))
+	right = &plan.ProjectNode{Input: right, Exprs: exprs, Cols: append(append([]plan.Column(nil), rc...), present)}
+	return right, &plan.CaseExpr{Whens: []plan.Expr{plan.NewColRef(present)}, Thens: []plan.Expr{top}, Typ: top.Type()}
 }
 
 // groupedByEquiKeys reports whether every group key of agg is equated by
 // preds to an expression over the outer columns, so each outer row matches
 // at most one group.
-func groupedByEquiKeys(agg *AggregateNode, preds []Expr, outer colSet) bool {
-	keyed := colSet{}
+func groupedByEquiKeys(agg *plan.AggregateNode, preds []plan.Expr, outer plan.ColSet) bool {
+	keyed := plan.ColSet{}
 	for _, p := range preds {
-		c, ok := p.(*Call)
-		if !ok || c.Fn != fnEq {
+		c, ok := p.(*plan.Call)
+		if !ok || c.Fn != plan.FnEq {
 			continue
 		}
 		for i := 0; i < 2; i++ {
-			if r, ok := c.Args[i].(*ColRef); ok && colsOf(c.Args[1-i]).subsetOf(outer) {
-				keyed.add(r.ID)
+			if r, ok := c.Args[i].(*plan.ColRef); ok && plan.ColsOf(c.Args[1-i]).SubsetOf(outer) {
+				keyed.Add(r.ID)
 			}
 		}
 	}
 	for _, g := range agg.GroupCols {
-		if !keyed.has(g.ID) {
+		if !keyed.Has(g.ID) {
 			return false
 		}
 	}
@@ -305,33 +306,33 @@ func groupedByEquiKeys(agg *AggregateNode, preds []Expr, outer colSet) bool {
 
 // pullCorrelated removes the predicates of p that refer to outer columns
 // and returns them, with p changed to output every inner column they use.
-func (o *optimizer) pullCorrelated(p Plan, outer colSet, s *SubqueryExpr) (Plan, []Expr, error) {
+func (o *optimizer) pullCorrelated(p plan.Plan, outer plan.ColSet, s *plan.SubqueryExpr) (plan.Plan, []plan.Expr, error) {
 	out, preds, err := o.pull(p, outer)
 	if err != nil {
 		return nil, nil, nferr.Queryf("subquery %d: %v", s.ID, err)
 	}
-	if freeCols(out).intersects(outer) {
+	if plan.FreeCols(out).Intersects(outer) {
 		return nil, nil, nferr.Queryf("subquery %d: this form of correlated subquery is not supported (an outer column is used where it cannot be pulled up)", s.ID)
 	}
 	return out, preds, nil
 }
 
-func refsOuter(e Expr, outer colSet) bool { return colsOf(e).intersects(outer) }
+func refsOuter(e plan.Expr, outer plan.ColSet) bool { return plan.ColsOf(e).Intersects(outer) }
 
-func (o *optimizer) pull(p Plan, outer colSet) (Plan, []Expr, error) {
-	if !freeCols(p).intersects(outer) {
+func (o *optimizer) pull(p plan.Plan, outer plan.ColSet) (plan.Plan, []plan.Expr, error) {
+	if !plan.FreeCols(p).Intersects(outer) {
 		return p, nil, nil
 	}
 	switch n := p.(type) {
-	case *FilterNode:
+	case *plan.FilterNode:
 		in, preds, err := o.pull(n.Input, outer)
 		if err != nil {
 			return nil, nil, err
 		}
-		var keep []Expr
-		for _, c := range conjuncts(n.Cond) {
+		var keep []plan.Expr
+		for _, c := range plan.Conjuncts(n.Cond) {
 			if refsOuter(c, outer) {
-				if hasSubquery(c) {
+				if plan.HasSubquery(c) {
 					return nil, nil, errString("a correlated predicate holds another subquery")
 				}
 				preds = append(preds, c)
@@ -342,8 +343,8 @@ func (o *optimizer) pull(p Plan, outer colSet) (Plan, []Expr, error) {
 		if len(keep) == 0 {
 			return in, preds, nil
 		}
-		return &FilterNode{Input: in, Cond: andOf(keep)}, preds, nil
-	case *ProjectNode:
+		return &plan.FilterNode{Input: in, Cond: plan.AndOf(keep)}, preds, nil
+	case *plan.ProjectNode:
 		for _, e := range n.Exprs {
 			if refsOuter(e, outer) {
 				return nil, nil, errString("an outer column is used in a select list below the top of the subquery")
@@ -353,56 +354,56 @@ func (o *optimizer) pull(p Plan, outer colSet) (Plan, []Expr, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		exprs, cols := append([]Expr(nil), n.Exprs...), append([]Column(nil), n.Cols...)
-		have := colSetOf(cols)
+		exprs, cols := append([]plan.Expr(nil), n.Exprs...), append([]plan.Column(nil), n.Cols...)
+		have := plan.ColSetOf(cols)
 		inCols := in.Columns()
-		inSet := colSetOf(inCols)
+		inSet := plan.ColSetOf(inCols)
 		for _, pr := range preds {
-			for id := range colsOf(pr) {
+			for id := range plan.ColsOf(pr) {
 				// NB: columns of queries further out stay free references.
-				if outer.has(id) || have.has(id) || !inSet.has(id) {
+				if outer.Has(id) || have.Has(id) || !inSet.Has(id) {
 					continue
 				}
 				c := findCol(inCols, id)
-				exprs = append(exprs, colRef(c))
+				exprs = append(exprs, plan.NewColRef(c))
 				cols = append(cols, c)
-				have.add(id)
+				have.Add(id)
 			}
 		}
-		return &ProjectNode{Input: in, Exprs: exprs, Cols: cols}, preds, nil
-	case *JoinNode:
+		return &plan.ProjectNode{Input: in, Exprs: exprs, Cols: cols}, preds, nil
+	case *plan.JoinNode:
 		l, lp, err := o.pull(n.Left, outer)
 		if err != nil {
 			return nil, nil, err
 		}
-		r, rp := n.Right, []Expr(nil)
-		if n.Kind == JoinInner {
+		r, rp := n.Right, []plan.Expr(nil)
+		if n.Kind == plan.JoinInner {
 			if r, rp, err = o.pull(n.Right, outer); err != nil {
 				return nil, nil, err
 			}
-		} else if freeCols(n.Right).intersects(outer) {
+		} else if plan.FreeCols(n.Right).Intersects(outer) {
 			return nil, nil, errString("an outer column is used on the inner side of an outer, semi or anti join")
 		}
 		j := *n
 		j.Left, j.Right = l, r
 		preds := append(lp, rp...)
 		if n.Cond != nil && refsOuter(n.Cond, outer) {
-			if n.Kind != JoinInner {
+			if n.Kind != plan.JoinInner {
 				return nil, nil, errString("an outer column is used in an outer join's condition")
 			}
-			var keep []Expr
-			for _, c := range conjuncts(n.Cond) {
+			var keep []plan.Expr
+			for _, c := range plan.Conjuncts(n.Cond) {
 				if refsOuter(c, outer) {
 					preds = append(preds, c)
 				} else {
 					keep = append(keep, c)
 				}
 			}
-			j.Cond = andOf(keep)
+			j.Cond = plan.AndOf(keep)
 		}
 		return &j, preds, nil
-	case *AggregateNode:
-		for _, e := range nodeExprs(n) {
+	case *plan.AggregateNode:
+		for _, e := range plan.NodeExprs(n) {
 			if refsOuter(e, outer) {
 				return nil, nil, errString("an outer column is used inside an aggregate or GROUP BY")
 			}
@@ -413,19 +414,19 @@ func (o *optimizer) pull(p Plan, outer colSet) (Plan, []Expr, error) {
 		}
 		agg := *n
 		agg.Input = in
-		agg.Groups = append([]Expr(nil), n.Groups...)
-		agg.GroupCols = append([]Column(nil), n.GroupCols...)
+		agg.Groups = append([]plan.Expr(nil), n.Groups...)
+		agg.GroupCols = append([]plan.Column(nil), n.GroupCols...)
 		inCols := in.Columns()
-		var out []Expr
+		var out []plan.Expr
 		for _, pr := range preds {
-			c, ok := pr.(*Call)
-			if !ok || c.Fn != fnEq {
+			c, ok := pr.(*plan.Call)
+			if !ok || c.Fn != plan.FnEq {
 				return nil, nil, errString("a correlated predicate below an aggregate must be an equality (inner = outer)")
 			}
 			innerIdx := -1
-			inSet := colSetOf(inCols)
+			inSet := plan.ColSetOf(inCols)
 			for i := 0; i < 2; i++ {
-				if ic := colsOf(c.Args[i]); len(ic) > 0 && ic.subsetOf(inSet) && colsOf(c.Args[1-i]).subsetOf(outer) {
+				if ic := plan.ColsOf(c.Args[i]); len(ic) > 0 && ic.SubsetOf(inSet) && plan.ColsOf(c.Args[1-i]).SubsetOf(outer) {
 					innerIdx = i
 				}
 			}
@@ -433,15 +434,15 @@ func (o *optimizer) pull(p Plan, outer colSet) (Plan, []Expr, error) {
 				return nil, nil, errString("a correlated predicate below an aggregate must compare an inner expression with an outer one")
 			}
 			inner := c.Args[innerIdx]
-			var gc Column
+			var gc plan.Column
 			found := false
 			for i, g := range agg.Groups {
-				if exprEqual(g, inner) {
+				if plan.ExprEqual(g, inner) {
 					gc, found = agg.GroupCols[i], true
 				}
 			}
 			if !found {
-				if r, ok := inner.(*ColRef); ok {
+				if r, ok := inner.(*plan.ColRef); ok {
 					gc = findCol(inCols, r.ID)
 				} else {
 					gc = o.newCol("key", inner.Type(), true)
@@ -449,11 +450,11 @@ func (o *optimizer) pull(p Plan, outer colSet) (Plan, []Expr, error) {
 				agg.Groups = append(agg.Groups, inner)
 				agg.GroupCols = append(agg.GroupCols, gc)
 			}
-			args := []Expr{colRef(gc), c.Args[1-innerIdx]}
+			args := []plan.Expr{plan.NewColRef(gc), c.Args[1-innerIdx]}
 			if innerIdx == 1 {
 				args[0], args[1] = args[1], args[0]
 			}
-			out = append(out, call(fnEq, typBool, args...))
+			out = append(out, plan.NewCall(plan.FnEq, plan.TypBool, args...))
 		}
 		return &agg, out, nil
 	}
@@ -464,15 +465,15 @@ type errString string
 
 func (e errString) Error() string { return string(e) }
 
-func planKindName(p Plan) string {
+func planKindName(p plan.Plan) string {
 	switch p.(type) {
-	case *SortNode, *LimitNode, *TopNNode:
+	case *plan.SortNode, *plan.LimitNode, *plan.TopNNode:
 		return "ORDER BY or LIMIT"
-	case *SetOpNode:
+	case *plan.SetOpNode:
 		return "a set operation"
-	case *WindowNode:
+	case *plan.WindowNode:
 		return "a window function"
-	case *DistinctNode:
+	case *plan.DistinctNode:
 		return "DISTINCT"
 	}
 	return "this operator"

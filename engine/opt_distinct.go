@@ -1,9 +1,11 @@
 package engine
 
+import "github.com/nicflow/nicflow/engine/plan"
+
 var ruleDistinctAgg = &Rule{
 	Name:   RuleDistinctAgg,
 	Shapes: "an aggregate whose functions all take DISTINCT of one argument becomes two grouping aggregates",
-	apply:  func(o *optimizer, p Plan) (Plan, error) { return o.distinctAggs(p), nil },
+	apply:  func(o *optimizer, p plan.Plan) (plan.Plan, error) { return o.distinctAggs(p), nil },
 }
 
 // ---------------------------------------------------------------- distinct_agg
@@ -24,9 +26,9 @@ var ruleDistinctAgg = &Rule{
 // inner group that the outer functions skip, as DISTINCT does; an empty
 // input gives the same empty groups (or the one global row). The outer
 // aggregate keeps the original columns, so its parents are unchanged.
-func (o *optimizer) distinctAggs(p Plan) Plan {
-	return mapPlan(p, func(n Plan) Plan {
-		a, ok := n.(*AggregateNode)
+func (o *optimizer) distinctAggs(p plan.Plan) plan.Plan {
+	return plan.MapPlan(p, func(n plan.Plan) plan.Plan {
+		a, ok := n.(*plan.AggregateNode)
 		if !ok {
 			return n
 		}
@@ -34,20 +36,20 @@ func (o *optimizer) distinctAggs(p Plan) Plan {
 		if x == nil {
 			return n
 		}
-		inner := &AggregateNode{Input: a.Input, Dedup: true}
-		outer := &AggregateNode{GroupCols: a.GroupCols, AggCols: a.AggCols}
+		inner := &plan.AggregateNode{Input: a.Input, Dedup: true}
+		outer := &plan.AggregateNode{GroupCols: a.GroupCols, AggCols: a.AggCols}
 		for i, g := range a.Groups {
 			c := o.newCol(a.GroupCols[i].Name, g.Type(), a.GroupCols[i].Nullable)
 			c.Table = a.GroupCols[i].Table
 			inner.Groups = append(inner.Groups, g)
 			inner.GroupCols = append(inner.GroupCols, c)
-			outer.Groups = append(outer.Groups, colRef(c))
+			outer.Groups = append(outer.Groups, plan.NewColRef(c))
 		}
 		xc := o.newCol(x.String(), x.Type(), true)
 		inner.Groups = append(inner.Groups, x)
 		inner.GroupCols = append(inner.GroupCols, xc)
 		for _, ag := range a.Aggs {
-			outer.Aggs = append(outer.Aggs, &AggCall{Fn: ag.Fn, Arg: colRef(xc), Typ: ag.Typ})
+			outer.Aggs = append(outer.Aggs, &plan.AggCall{Fn: ag.Fn, Arg: plan.NewColRef(xc), Typ: ag.Typ})
 		}
 		outer.Input = inner
 		return outer
@@ -56,14 +58,14 @@ func (o *optimizer) distinctAggs(p Plan) Plan {
 
 // singleDistinctArg returns x when every aggregate is fn(DISTINCT x), or
 // min(x) or max(x), with at least one DISTINCT; nil otherwise.
-func singleDistinctArg(aggs []*AggCall) Expr {
-	var x Expr
+func singleDistinctArg(aggs []*plan.AggCall) plan.Expr {
+	var x plan.Expr
 	distinct := false
 	for _, ag := range aggs {
-		if ag.Arg == nil || (!ag.Distinct && ag.Fn != aggMin && ag.Fn != aggMax) {
+		if ag.Arg == nil || (!ag.Distinct && ag.Fn != plan.AggMin && ag.Fn != plan.AggMax) {
 			return nil
 		}
-		if x != nil && !exprEqual(x, ag.Arg) {
+		if x != nil && !plan.ExprEqual(x, ag.Arg) {
 			return nil
 		}
 		x, distinct = ag.Arg, distinct || ag.Distinct

@@ -2,12 +2,13 @@ package engine
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/nicflow/nicflow/engine/plan"
 )
 
 var ruleFold = &Rule{
 	Name:   RuleFold,
 	Shapes: "constant expressions are evaluated, boolean expressions simplified, always-true filters dropped",
-	apply:  func(_ *optimizer, p Plan) (Plan, error) { return foldConstants(p), nil },
+	apply:  func(_ *optimizer, p plan.Plan) (plan.Plan, error) { return foldConstants(p), nil },
 }
 
 // Rule: constant folding and boolean simplification.
@@ -21,31 +22,31 @@ var ruleFold = &Rule{
 //     (a AND b) OR (a AND c) is a AND (b OR c), which lets TPC-H Q19's
 //     join condition p_partkey = l_partkey become a join key
 //   - a Filter whose condition folds to TRUE disappears
-func foldConstants(p Plan) Plan {
-	return mapPlan(p, func(n Plan) Plan {
+func foldConstants(p plan.Plan) plan.Plan {
+	return plan.MapPlan(p, func(n plan.Plan) plan.Plan {
 		switch x := n.(type) {
-		case *FilterNode:
+		case *plan.FilterNode:
 			c := simplify(x.Cond)
-			if k, ok := c.(*Const); ok && k.Val == true {
+			if k, ok := c.(*plan.Const); ok && k.Val == true {
 				return x.Input
 			}
-			return &FilterNode{Input: x.Input, Cond: c}
+			return &plan.FilterNode{Input: x.Input, Cond: c}
 		}
 		return mapNodeExprs(n, simplify)
 	})
 }
 
 // mapNodeExprs returns n with f applied to every expression it evaluates.
-func mapNodeExprs(n Plan, f func(Expr) Expr) Plan {
-	mapList := func(es []Expr) []Expr {
-		out := make([]Expr, len(es))
+func mapNodeExprs(n plan.Plan, f func(plan.Expr) plan.Expr) plan.Plan {
+	mapList := func(es []plan.Expr) []plan.Expr {
+		out := make([]plan.Expr, len(es))
 		for i, e := range es {
 			out[i] = f(e)
 		}
 		return out
 	}
-	mapKeys := func(ks []SortKey) []SortKey {
-		out := make([]SortKey, len(ks))
+	mapKeys := func(ks []plan.SortKey) []plan.SortKey {
+		out := make([]plan.SortKey, len(ks))
 		for i, k := range ks {
 			out[i] = k
 			out[i].Expr = f(k.Expr)
@@ -53,20 +54,20 @@ func mapNodeExprs(n Plan, f func(Expr) Expr) Plan {
 		return out
 	}
 	switch x := n.(type) {
-	case *ScanNode:
+	case *plan.ScanNode:
 		c := *x
 		c.Filters = mapList(x.Filters)
 		return &c
-	case *FilterNode:
-		return &FilterNode{Input: x.Input, Cond: f(x.Cond)}
-	case *ProjectNode:
+	case *plan.FilterNode:
+		return &plan.FilterNode{Input: x.Input, Cond: f(x.Cond)}
+	case *plan.ProjectNode:
 		c := *x
 		c.Exprs = mapList(x.Exprs)
 		return &c
-	case *AggregateNode:
+	case *plan.AggregateNode:
 		c := *x
 		c.Groups = mapList(x.Groups)
-		c.Aggs = make([]*AggCall, len(x.Aggs))
+		c.Aggs = make([]*plan.AggCall, len(x.Aggs))
 		for i, a := range x.Aggs {
 			na := *a
 			if a.Arg != nil {
@@ -75,28 +76,28 @@ func mapNodeExprs(n Plan, f func(Expr) Expr) Plan {
 			c.Aggs[i] = &na
 		}
 		return &c
-	case *JoinNode:
+	case *plan.JoinNode:
 		c := *x
-		c.Equi = make([]EquiCond, len(x.Equi))
+		c.Equi = make([]plan.EquiCond, len(x.Equi))
 		for i, e := range x.Equi {
-			c.Equi[i] = EquiCond{Left: f(e.Left), Right: f(e.Right)}
+			c.Equi[i] = plan.EquiCond{Left: f(e.Left), Right: f(e.Right)}
 		}
 		if x.Cond != nil {
 			c.Cond = f(x.Cond)
-			if k, ok := c.Cond.(*Const); ok && k.Val == true {
+			if k, ok := c.Cond.(*plan.Const); ok && k.Val == true {
 				c.Cond = nil
 			}
 		}
 		return &c
-	case *SortNode:
-		return &SortNode{Input: x.Input, Keys: mapKeys(x.Keys)}
-	case *TopNNode:
+	case *plan.SortNode:
+		return &plan.SortNode{Input: x.Input, Keys: mapKeys(x.Keys)}
+	case *plan.TopNNode:
 		c := *x
 		c.Keys = mapKeys(x.Keys)
 		return &c
-	case *WindowNode:
+	case *plan.WindowNode:
 		c := *x
-		c.Funcs = make([]*WindowCall, len(x.Funcs))
+		c.Funcs = make([]*plan.WindowCall, len(x.Funcs))
 		for i, w := range x.Funcs {
 			nw := *w
 			nw.Args = mapList(w.Args)
@@ -105,9 +106,9 @@ func mapNodeExprs(n Plan, f func(Expr) Expr) Plan {
 			c.Funcs[i] = &nw
 		}
 		return &c
-	case *ValuesNode:
+	case *plan.ValuesNode:
 		c := *x
-		c.Rows = make([][]Expr, len(x.Rows))
+		c.Rows = make([][]plan.Expr, len(x.Rows))
 		for i, r := range x.Rows {
 			c.Rows[i] = mapList(r)
 		}
@@ -117,25 +118,25 @@ func mapNodeExprs(n Plan, f func(Expr) Expr) Plan {
 }
 
 // simplify folds constants and simplifies boolean structure, bottom-up.
-func simplify(e Expr) Expr {
-	return mapExpr(e, simplifyNode)
+func simplify(e plan.Expr) plan.Expr {
+	return plan.MapExpr(e, simplifyNode)
 }
 
-func simplifyNode(e Expr) Expr {
+func simplifyNode(e plan.Expr) plan.Expr {
 	switch x := e.(type) {
-	case *CastExpr:
-		if c, ok := x.X.(*Const); ok {
-			if v, err := castConst(c, x.Typ); err == nil {
+	case *plan.CastExpr:
+		if c, ok := x.X.(*plan.Const); ok {
+			if v, err := plan.CastConst(c, x.Typ); err == nil {
 				return v
 			}
 		}
 		if arrow.TypeEqual(x.X.Type(), x.Typ) {
 			return x.X
 		}
-	case *CaseExpr:
-		c := &CaseExpr{Typ: x.Typ, Else: x.Else}
+	case *plan.CaseExpr:
+		c := &plan.CaseExpr{Typ: x.Typ, Else: x.Else}
 		for i, w := range x.Whens {
-			if k, ok := w.(*Const); ok {
+			if k, ok := w.(*plan.Const); ok {
 				if k.Val == true {
 					if len(c.Whens) == 0 {
 						return x.Thens[i]
@@ -150,37 +151,37 @@ func simplifyNode(e Expr) Expr {
 		}
 		if len(c.Whens) == 0 {
 			if c.Else == nil {
-				return nullConst(x.Typ)
+				return plan.NullConst(x.Typ)
 			}
 			return c.Else
 		}
 		return c
-	case *Call:
+	case *plan.Call:
 		switch x.Fn {
-		case fnAnd:
+		case plan.FnAnd:
 			return simplifyAnd(x)
-		case fnOr:
+		case plan.FnOr:
 			return simplifyOr(x)
-		case fnNot:
-			if inner, ok := x.Args[0].(*Call); ok && inner.Fn == fnNot {
+		case plan.FnNot:
+			if inner, ok := x.Args[0].(*plan.Call); ok && inner.Fn == plan.FnNot {
 				return inner.Args[0]
 			}
 		}
-		return foldNow(x)
+		return plan.FoldNow(x)
 	}
 	return e
 }
 
-func simplifyAnd(x *Call) Expr {
-	var args []Expr
+func simplifyAnd(x *plan.Call) plan.Expr {
+	var args []plan.Expr
 	seen := map[string]bool{}
 	sawNull := false
 	for _, a := range x.Args {
-		for _, c := range conjuncts(a) {
-			if k, ok := c.(*Const); ok {
+		for _, c := range plan.Conjuncts(a) {
+			if k, ok := c.(*plan.Const); ok {
 				switch {
 				case k.Val == false:
-					return boolConst(false)
+					return plan.BoolConst(false)
 				case k.Val == true:
 					continue
 				case k.IsNull():
@@ -188,34 +189,34 @@ func simplifyAnd(x *Call) Expr {
 					continue
 				}
 			}
-			if key := exprKey(c); !seen[key] {
+			if key := plan.ExprKey(c); !seen[key] {
 				seen[key] = true
 				args = append(args, c)
 			}
 		}
 	}
 	if sawNull {
-		args = append(args, nullConst(typBool))
+		args = append(args, plan.NullConst(plan.TypBool))
 	}
 	switch len(args) {
 	case 0:
-		return boolConst(true)
+		return plan.BoolConst(true)
 	case 1:
 		return args[0]
 	}
-	return &Call{Fn: fnAnd, Args: args, Typ: typBool}
+	return &plan.Call{Fn: plan.FnAnd, Args: args, Typ: plan.TypBool}
 }
 
-func simplifyOr(x *Call) Expr {
-	var args []Expr
+func simplifyOr(x *plan.Call) plan.Expr {
+	var args []plan.Expr
 	seen := map[string]bool{}
 	sawNull := false
 	for _, a := range x.Args {
-		for _, d := range disjuncts(a) {
-			if k, ok := d.(*Const); ok {
+		for _, d := range plan.Disjuncts(a) {
+			if k, ok := d.(*plan.Const); ok {
 				switch {
 				case k.Val == true:
-					return boolConst(true)
+					return plan.BoolConst(true)
 				case k.Val == false:
 					continue
 				case k.IsNull():
@@ -223,48 +224,48 @@ func simplifyOr(x *Call) Expr {
 					continue
 				}
 			}
-			if key := exprKey(d); !seen[key] {
+			if key := plan.ExprKey(d); !seen[key] {
 				seen[key] = true
 				args = append(args, d)
 			}
 		}
 	}
 	if sawNull {
-		args = append(args, nullConst(typBool))
+		args = append(args, plan.NullConst(plan.TypBool))
 	}
 	switch len(args) {
 	case 0:
-		return boolConst(false)
+		return plan.BoolConst(false)
 	case 1:
 		return args[0]
 	}
 	if f := factorOr(args); f != nil {
 		return f
 	}
-	return &Call{Fn: fnOr, Args: args, Typ: typBool}
+	return &plan.Call{Fn: plan.FnOr, Args: args, Typ: plan.TypBool}
 }
 
 // factorOr pulls the conjuncts common to every disjunct out of an OR:
 // (a AND b) OR (a AND c) becomes a AND (b OR c). It returns nil when no
 // conjunct is common.
-func factorOr(disj []Expr) Expr {
-	sets := make([][]Expr, len(disj))
+func factorOr(disj []plan.Expr) plan.Expr {
+	sets := make([][]plan.Expr, len(disj))
 	counts := map[string]int{}
 	for i, d := range disj {
-		sets[i] = conjuncts(d)
+		sets[i] = plan.Conjuncts(d)
 		local := map[string]bool{}
 		for _, c := range sets[i] {
-			k := exprKey(c)
+			k := plan.ExprKey(c)
 			if !local[k] {
 				local[k] = true
 				counts[k]++
 			}
 		}
 	}
-	var common []Expr
+	var common []plan.Expr
 	commonKeys := map[string]bool{}
 	for _, c := range sets[0] {
-		k := exprKey(c)
+		k := plan.ExprKey(c)
 		if counts[k] == len(disj) && !commonKeys[k] {
 			commonKeys[k] = true
 			common = append(common, c)
@@ -273,21 +274,21 @@ func factorOr(disj []Expr) Expr {
 	if len(common) == 0 {
 		return nil
 	}
-	var rest []Expr
+	var rest []plan.Expr
 	for _, s := range sets {
-		var r []Expr
+		var r []plan.Expr
 		for _, c := range s {
-			if !commonKeys[exprKey(c)] {
+			if !commonKeys[plan.ExprKey(c)] {
 				r = append(r, c)
 			}
 		}
 		if len(r) == 0 {
 			// One arm is just the common part: the OR is implied by it.
-			return andOf(common)
+			return plan.AndOf(common)
 		}
-		rest = append(rest, andOf(r))
+		rest = append(rest, plan.AndOf(r))
 	}
-	return andOf(append(common, simplifyOr(&Call{Fn: fnOr, Args: rest, Typ: typBool})))
+	return plan.AndOf(append(common, simplifyOr(&plan.Call{Fn: plan.FnOr, Args: rest, Typ: plan.TypBool})))
 }
 
 // ---------------------------------------------------------------- evaluation

@@ -3,12 +3,14 @@ package engine
 import (
 	"math"
 	"math/bits"
+
+	"github.com/nicflow/nicflow/engine/plan"
 )
 
 var ruleJoinOrder = &Rule{
 	Name:   RuleJoinOrder,
 	Shapes: "chains of inner joins are reordered by estimated cost, and the build side of each join is chosen",
-	apply: func(o *optimizer, p Plan) (Plan, error) {
+	apply: func(o *optimizer, p plan.Plan) (plan.Plan, error) {
 		o.est = newEstimator()
 		return o.reorderJoins(p), nil
 	},
@@ -37,11 +39,11 @@ const maxDPRelations = 10
 // columns, so that a generated 500-table FROM list plans in bounded time.
 const maxGreedyRelations = 32
 
-func (o *optimizer) reorderJoins(p Plan) Plan {
-	if j, ok := p.(*JoinNode); ok {
-		if j.Kind == JoinInner {
-			var leaves []Plan
-			var preds []Expr
+func (o *optimizer) reorderJoins(p plan.Plan) plan.Plan {
+	if j, ok := p.(*plan.JoinNode); ok {
+		if j.Kind == plan.JoinInner {
+			var leaves []plan.Plan
+			var preds []plan.Expr
 			flattenInner(j, &leaves, &preds)
 			for i := range leaves {
 				leaves[i] = o.reorderJoins(leaves[i])
@@ -57,63 +59,63 @@ func (o *optimizer) reorderJoins(p Plan) Plan {
 	if len(in) == 0 {
 		return p
 	}
-	nin := make([]Plan, len(in))
+	nin := make([]plan.Plan, len(in))
 	for i, c := range in {
 		nin[i] = o.reorderJoins(c)
 	}
-	return p.withInputs(nin)
+	return p.WithInputs(nin)
 }
 
-func flattenInner(p Plan, leaves *[]Plan, preds *[]Expr) {
-	j, ok := p.(*JoinNode)
-	if !ok || j.Kind != JoinInner {
+func flattenInner(p plan.Plan, leaves *[]plan.Plan, preds *[]plan.Expr) {
+	j, ok := p.(*plan.JoinNode)
+	if !ok || j.Kind != plan.JoinInner {
 		*leaves = append(*leaves, p)
 		return
 	}
 	flattenInner(j.Left, leaves, preds)
 	flattenInner(j.Right, leaves, preds)
 	for _, q := range j.Equi {
-		*preds = append(*preds, call(fnEq, typBool, q.Left, q.Right))
+		*preds = append(*preds, plan.NewCall(plan.FnEq, plan.TypBool, q.Left, q.Right))
 	}
-	*preds = append(*preds, conjuncts(j.Cond)...)
+	*preds = append(*preds, plan.Conjuncts(j.Cond)...)
 }
 
 // chooseBuild picks the smaller input as a hash join's build side.
-func (o *optimizer) chooseBuild(j *JoinNode) {
+func (o *optimizer) chooseBuild(j *plan.JoinNode) {
 	switch j.Kind {
-	case JoinInner, JoinLeft, JoinRight, JoinFull:
+	case plan.JoinInner, plan.JoinLeft, plan.JoinRight, plan.JoinFull:
 		if o.est.rows(j.Left) < o.est.rows(j.Right) {
-			j.Build = BuildLeft
+			j.Build = plan.BuildLeft
 		} else {
-			j.Build = BuildRight
+			j.Build = plan.BuildRight
 		}
 	default:
-		j.Build = BuildRight
+		j.Build = plan.BuildRight
 	}
 }
 
 type dpEntry struct {
-	plan Plan
+	plan plan.Plan
 	rows float64
 	cost float64
 }
 
 // orderJoins joins leaves under preds in the cheapest order found.
-func (o *optimizer) orderJoins(leaves []Plan, preds []Expr) Plan {
+func (o *optimizer) orderJoins(leaves []plan.Plan, preds []plan.Expr) plan.Plan {
 	n := len(leaves)
-	lcols := make([]colSet, n)
+	lcols := make([]plan.ColSet, n)
 	for i, l := range leaves {
-		lcols[i] = colSetOf(l.Columns())
+		lcols[i] = plan.ColSetOf(l.Columns())
 	}
 	// Classify predicates by how many leaves they touch.
-	var constPreds, multi []Expr
+	var constPreds, multi []plan.Expr
 	var touched [][]int
-	single := make([][]Expr, n)
+	single := make([][]plan.Expr, n)
 	for _, p := range preds {
-		cs := colsOf(p)
+		cs := plan.ColsOf(p)
 		var ts []int
 		for i := range leaves {
-			if cs.intersects(lcols[i]) {
+			if cs.Intersects(lcols[i]) {
 				ts = append(ts, i)
 			}
 		}
@@ -133,7 +135,7 @@ func (o *optimizer) orderJoins(leaves []Plan, preds []Expr) Plan {
 			leaves[i] = o.push(leaves[i], single[i])
 		}
 	}
-	var plan Plan
+	var plan plan.Plan
 	if n > maxGreedyRelations {
 		plan = o.asWritten(leaves, multi)
 	} else {
@@ -158,8 +160,8 @@ func (o *optimizer) orderJoins(leaves []Plan, preds []Expr) Plan {
 
 // joinPreds returns the predicates to apply when joining s1 and s2: those
 // within s1|s2 that touch both.
-func joinPreds(preds []Expr, masks []uint64, s1, s2 uint64) []Expr {
-	var out []Expr
+func joinPreds(preds []plan.Expr, masks []uint64, s1, s2 uint64) []plan.Expr {
+	var out []plan.Expr
 	for k, m := range masks {
 		if m&^(s1|s2) == 0 && m&s1 != 0 && m&s2 != 0 {
 			out = append(out, preds[k])
@@ -170,16 +172,16 @@ func joinPreds(preds []Expr, masks []uint64, s1, s2 uint64) []Expr {
 
 // makeJoin builds an inner join of a and b on preds, the larger input as
 // the probe (left) side.
-func (o *optimizer) makeJoin(a, b dpEntry, preds []Expr) *JoinNode {
+func (o *optimizer) makeJoin(a, b dpEntry, preds []plan.Expr) *plan.JoinNode {
 	l, r := a.plan, b.plan
 	if a.rows < b.rows {
 		l, r = r, l
 	}
-	equi, cond := splitEqui(preds, colSetOf(l.Columns()), colSetOf(r.Columns()))
-	return &JoinNode{Kind: JoinInner, Left: l, Right: r, Equi: equi, Cond: cond, Build: BuildRight}
+	equi, cond := splitEqui(preds, plan.ColSetOf(l.Columns()), plan.ColSetOf(r.Columns()))
+	return &plan.JoinNode{Kind: plan.JoinInner, Left: l, Right: r, Equi: equi, Cond: cond, Build: plan.BuildRight}
 }
 
-func (o *optimizer) dp(leaves []Plan, preds []Expr, masks []uint64, allowCross bool) Plan {
+func (o *optimizer) dp(leaves []plan.Plan, preds []plan.Expr, masks []uint64, allowCross bool) plan.Plan {
 	n := len(leaves)
 	full := uint64(1)<<n - 1
 	best := make([]dpEntry, full+1)
@@ -215,7 +217,7 @@ func (o *optimizer) dp(leaves []Plan, preds []Expr, masks []uint64, allowCross b
 	return best[full].plan
 }
 
-func (o *optimizer) greedy(leaves []Plan, preds []Expr, masks []uint64) Plan {
+func (o *optimizer) greedy(leaves []plan.Plan, preds []plan.Expr, masks []uint64) plan.Plan {
 	type part struct {
 		e    dpEntry
 		mask uint64
@@ -226,7 +228,7 @@ func (o *optimizer) greedy(leaves []Plan, preds []Expr, masks []uint64) Plan {
 	}
 	for len(parts) > 1 {
 		bi, bj := -1, -1
-		var bestJ *JoinNode
+		var bestJ *plan.JoinNode
 		bestRows, bestConnected := math.Inf(1), false
 		for i := range parts {
 			for j := i + 1; j < len(parts); j++ {
@@ -252,19 +254,19 @@ func (o *optimizer) greedy(leaves []Plan, preds []Expr, masks []uint64) Plan {
 // asWritten joins the leaves left-deep in their written order; each
 // predicate joins at the first step that has all its columns. (Bitmasks
 // cannot name more than 64 relations, so it works on column sets.)
-func (o *optimizer) asWritten(leaves []Plan, preds []Expr) Plan {
+func (o *optimizer) asWritten(leaves []plan.Plan, preds []plan.Expr) plan.Plan {
 	used := make([]bool, len(preds))
-	pcols := make([]colSet, len(preds))
+	pcols := make([]plan.ColSet, len(preds))
 	for k, p := range preds {
-		pcols[k] = colsOf(p)
+		pcols[k] = plan.ColsOf(p)
 	}
 	acc := dpEntry{plan: leaves[0], rows: o.est.rows(leaves[0])}
-	have := colSetOf(leaves[0].Columns())
+	have := plan.ColSetOf(leaves[0].Columns())
 	for i := 1; i < len(leaves); i++ {
-		have.addAll(colSetOf(leaves[i].Columns()))
-		var jp []Expr
+		have.AddAll(plan.ColSetOf(leaves[i].Columns()))
+		var jp []plan.Expr
 		for k := range preds {
-			if !used[k] && pcols[k].subsetOf(have) {
+			if !used[k] && pcols[k].SubsetOf(have) {
 				used[k] = true
 				jp = append(jp, preds[k])
 			}

@@ -1,37 +1,40 @@
 package engine
 
-import "github.com/apache/arrow-go/v18/arrow"
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/nicflow/nicflow/engine/plan"
+)
 
 var rulePrune = &Rule{
 	Name:   RulePrune,
 	Shapes: "columns and aggregates no ancestor reads are dropped; scans read only the columns used",
-	apply:  func(_ *optimizer, p Plan) (Plan, error) { return prune(p, colSetOf(p.Columns())), nil },
+	apply:  func(_ *optimizer, p plan.Plan) (plan.Plan, error) { return prune(p, plan.ColSetOf(p.Columns())), nil },
 }
 
 // prune drops columns no ancestor needs: scans read only needed columns,
 // projections and aggregates drop unused outputs. required are the
 // columns p's parent uses.
-func prune(p Plan, required colSet) Plan {
-	need := func(es ...Expr) colSet {
-		s := colSet{}
-		s.addAll(required)
+func prune(p plan.Plan, required plan.ColSet) plan.Plan {
+	need := func(es ...plan.Expr) plan.ColSet {
+		s := plan.ColSet{}
+		s.AddAll(required)
 		for _, e := range es {
 			if e != nil {
-				exprCols(e, s)
+				plan.ExprCols(e, s)
 			}
 		}
 		return s
 	}
 	switch n := p.(type) {
-	case *ScanNode:
-		fc := colSet{}
+	case *plan.ScanNode:
+		fc := plan.ColSet{}
 		for _, f := range n.Filters {
-			exprCols(f, fc)
+			plan.ExprCols(f, fc)
 		}
 		c := *n
 		c.Cols, c.Fields = nil, nil
 		for i, col := range n.Cols {
-			if required.has(col.ID) || fc.has(col.ID) {
+			if required.Has(col.ID) || fc.Has(col.ID) {
 				c.Cols = append(c.Cols, col)
 				c.Fields = append(c.Fields, n.Fields[i])
 			}
@@ -40,70 +43,70 @@ func prune(p Plan, required colSet) Plan {
 			// NB: keep one column so the scan still yields row counts
 			// (count(*)); the narrowest is the cheapest to read.
 			i := narrowest(n.Cols)
-			c.Cols, c.Fields = []Column{n.Cols[i]}, []int{n.Fields[i]}
+			c.Cols, c.Fields = []plan.Column{n.Cols[i]}, []int{n.Fields[i]}
 		}
 		return &c
-	case *FilterNode:
-		return &FilterNode{Input: prune(n.Input, need(n.Cond)), Cond: n.Cond}
-	case *ProjectNode:
-		c := &ProjectNode{}
+	case *plan.FilterNode:
+		return &plan.FilterNode{Input: prune(n.Input, need(n.Cond)), Cond: n.Cond}
+	case *plan.ProjectNode:
+		c := &plan.ProjectNode{}
 		for i, e := range n.Exprs {
-			if required.has(n.Cols[i].ID) {
+			if required.Has(n.Cols[i].ID) {
 				c.Exprs = append(c.Exprs, e)
 				c.Cols = append(c.Cols, n.Cols[i])
 			}
 		}
-		s := colSet{}
+		s := plan.ColSet{}
 		for _, e := range c.Exprs {
-			exprCols(e, s)
+			plan.ExprCols(e, s)
 		}
 		c.Input = prune(n.Input, s)
 		return c
-	case *AggregateNode:
+	case *plan.AggregateNode:
 		c := *n
 		c.Aggs, c.AggCols = nil, nil
-		s := colSet{}
+		s := plan.ColSet{}
 		for _, g := range n.Groups {
-			exprCols(g, s)
+			plan.ExprCols(g, s)
 		}
 		for i, a := range n.Aggs {
-			if required.has(n.AggCols[i].ID) {
+			if required.Has(n.AggCols[i].ID) {
 				c.Aggs = append(c.Aggs, a)
 				c.AggCols = append(c.AggCols, n.AggCols[i])
 				if a.Arg != nil {
-					exprCols(a.Arg, s)
+					plan.ExprCols(a.Arg, s)
 				}
 			}
 		}
 		c.Input = prune(n.Input, s)
 		return &c
-	case *JoinNode:
-		s := need(nodeExprs(n)...)
+	case *plan.JoinNode:
+		s := need(plan.NodeExprs(n)...)
 		j := *n
 		j.Left = prune(n.Left, s)
 		j.Right = prune(n.Right, s)
 		return &j
-	case *SortNode:
-		return &SortNode{Input: prune(n.Input, need(sortKeyExprs(n.Keys)...)), Keys: n.Keys}
-	case *TopNNode:
+	case *plan.SortNode:
+		return &plan.SortNode{Input: prune(n.Input, need(plan.SortKeyExprs(n.Keys)...)), Keys: n.Keys}
+	case *plan.TopNNode:
 		c := *n
-		c.Input = prune(n.Input, need(sortKeyExprs(n.Keys)...))
+		c.Input = prune(n.Input, need(plan.SortKeyExprs(n.Keys)...))
 		return &c
-	case *LimitNode:
+	case *plan.LimitNode:
 		c := *n
 		c.Input = prune(n.Input, required)
 		return &c
-	case *WindowNode:
+	case *plan.WindowNode:
 		c := *n
 		c.Funcs, c.FuncCols = nil, nil
-		s := colSet{}
-		s.addAll(required)
+		s := plan.ColSet{}
+		s.AddAll(required)
 		for i, w := range n.Funcs {
-			if required.has(n.FuncCols[i].ID) {
+			if required.Has(n.FuncCols[i].ID) {
 				c.Funcs = append(c.Funcs, w)
 				c.FuncCols = append(c.FuncCols, n.FuncCols[i])
-				for _, e := range append(append(append([]Expr(nil), w.Args...), w.PartitionBy...), sortKeyExprs(w.OrderBy)...) {
-					exprCols(e, s)
+				for _, e := range append(append(append([]plan.Expr(nil), w.Args...), w.PartitionBy...), plan.SortKeyExprs(w.OrderBy)...) {
+					plan.ExprCols(e, s)
 				}
 			}
 		}
@@ -112,19 +115,19 @@ func prune(p Plan, required colSet) Plan {
 		}
 		c.Input = prune(n.Input, s)
 		return &c
-	case *DistinctNode:
-		return &DistinctNode{Input: prune(n.Input, colSetOf(n.Input.Columns()))}
-	case *SetOpNode:
+	case *plan.DistinctNode:
+		return &plan.DistinctNode{Input: prune(n.Input, plan.ColSetOf(n.Input.Columns()))}
+	case *plan.SetOpNode:
 		c := *n
-		c.Left = prune(n.Left, colSetOf(n.Left.Columns()))
-		c.Right = prune(n.Right, colSetOf(n.Right.Columns()))
+		c.Left = prune(n.Left, plan.ColSetOf(n.Left.Columns()))
+		c.Right = prune(n.Right, plan.ColSetOf(n.Right.Columns()))
 		return &c
 	}
 	return p
 }
 
 // narrowest picks the column cheapest to read (fixed width first).
-func narrowest(cols []Column) int {
+func narrowest(cols []plan.Column) int {
 	best, bestW := 0, 1<<30
 	for i, c := range cols {
 		w := 16

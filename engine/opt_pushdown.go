@@ -1,9 +1,11 @@
 package engine
 
+import "github.com/nicflow/nicflow/engine/plan"
+
 var rulePushdown = &Rule{
 	Name:   RulePushdown,
 	Shapes: "filters move down through projections, sorts and set operations, into joins (equalities become equi-join keys) and into scans",
-	apply:  func(o *optimizer, p Plan) (Plan, error) { return o.pushdown(p), nil },
+	apply:  func(o *optimizer, p plan.Plan) (plan.Plan, error) { return o.pushdown(p), nil },
 }
 
 // Rule: predicate pushdown. Filter conjuncts move as far down as their
@@ -15,50 +17,50 @@ var rulePushdown = &Rule{
 // the two sides become equi-join keys (EquiCond), the rest a residual.
 // Comma-separated FROM lists thus become equi-joins.
 
-func (o *optimizer) pushdown(p Plan) Plan { return o.push(p, nil) }
+func (o *optimizer) pushdown(p plan.Plan) plan.Plan { return o.push(p, nil) }
 
 // filterOver puts the predicates that could not be pushed above p.
-func filterOver(p Plan, preds []Expr) Plan {
+func filterOver(p plan.Plan, preds []plan.Expr) plan.Plan {
 	if len(preds) == 0 {
 		return p
 	}
-	return &FilterNode{Input: p, Cond: andOf(preds)}
+	return &plan.FilterNode{Input: p, Cond: plan.AndOf(preds)}
 }
 
-func (o *optimizer) push(p Plan, preds []Expr) Plan {
+func (o *optimizer) push(p plan.Plan, preds []plan.Expr) plan.Plan {
 	switch n := p.(type) {
-	case *FilterNode:
-		return o.push(n.Input, append(preds, conjuncts(n.Cond)...))
-	case *ScanNode:
+	case *plan.FilterNode:
+		return o.push(n.Input, append(preds, plan.Conjuncts(n.Cond)...))
+	case *plan.ScanNode:
 		c := *n
-		c.Filters = append(append([]Expr(nil), n.Filters...), preds...)
+		c.Filters = append(append([]plan.Expr(nil), n.Filters...), preds...)
 		return &c
-	case *ProjectNode:
-		m := map[ColumnID]Expr{}
+	case *plan.ProjectNode:
+		m := map[plan.ColumnID]plan.Expr{}
 		for i, e := range n.Exprs {
 			m[n.Cols[i].ID] = e
 		}
-		var down []Expr
+		var down []plan.Expr
 		for _, pr := range preds {
-			down = append(down, substitute(pr, m))
+			down = append(down, plan.Substitute(pr, m))
 		}
-		return &ProjectNode{Input: o.push(n.Input, down), Exprs: n.Exprs, Cols: n.Cols}
-	case *SortNode:
-		return &SortNode{Input: o.push(n.Input, preds), Keys: n.Keys}
-	case *DistinctNode:
-		return &DistinctNode{Input: o.push(n.Input, preds)}
-	case *AggregateNode:
-		groups := map[ColumnID]Expr{}
+		return &plan.ProjectNode{Input: o.push(n.Input, down), Exprs: n.Exprs, Cols: n.Cols}
+	case *plan.SortNode:
+		return &plan.SortNode{Input: o.push(n.Input, preds), Keys: n.Keys}
+	case *plan.DistinctNode:
+		return &plan.DistinctNode{Input: o.push(n.Input, preds)}
+	case *plan.AggregateNode:
+		groups := map[plan.ColumnID]plan.Expr{}
 		for i, g := range n.Groups {
 			groups[n.GroupCols[i].ID] = g
 		}
-		aggCols := colSetOf(n.AggCols)
-		var down, keep []Expr
+		aggCols := plan.ColSetOf(n.AggCols)
+		var down, keep []plan.Expr
 		for _, pr := range preds {
 			// Without GROUP BY a filter cannot move below: the aggregate
 			// returns one row even over no input.
-			if len(n.Groups) > 0 && !colsOf(pr).intersects(aggCols) {
-				down = append(down, substitute(pr, groups))
+			if len(n.Groups) > 0 && !plan.ColsOf(pr).Intersects(aggCols) {
+				down = append(down, plan.Substitute(pr, groups))
 			} else {
 				keep = append(keep, pr)
 			}
@@ -66,58 +68,58 @@ func (o *optimizer) push(p Plan, preds []Expr) Plan {
 		c := *n
 		c.Input = o.push(n.Input, down)
 		return filterOver(&c, keep)
-	case *SetOpNode:
-		lm, rm := map[ColumnID]Expr{}, map[ColumnID]Expr{}
+	case *plan.SetOpNode:
+		lm, rm := map[plan.ColumnID]plan.Expr{}, map[plan.ColumnID]plan.Expr{}
 		lc, rc := n.Left.Columns(), n.Right.Columns()
 		for i, c := range n.Cols {
-			lm[c.ID], rm[c.ID] = colRef(lc[i]), colRef(rc[i])
+			lm[c.ID], rm[c.ID] = plan.NewColRef(lc[i]), plan.NewColRef(rc[i])
 		}
-		var lp, rp []Expr
+		var lp, rp []plan.Expr
 		for _, pr := range preds {
-			lp = append(lp, substitute(pr, lm))
-			rp = append(rp, substitute(pr, rm))
+			lp = append(lp, plan.Substitute(pr, lm))
+			rp = append(rp, plan.Substitute(pr, rm))
 		}
 		c := *n
 		c.Left, c.Right = o.push(n.Left, lp), o.push(n.Right, rp)
 		return &c
-	case *JoinNode:
+	case *plan.JoinNode:
 		return o.pushJoin(n, preds)
 	}
 	// Limit, TopN, Window, Values, SharedScan: predicates stay above;
 	// their inputs get their own pushdown.
 	in := p.Inputs()
 	if len(in) > 0 {
-		nin := make([]Plan, len(in))
+		nin := make([]plan.Plan, len(in))
 		for i, c := range in {
 			nin[i] = o.push(c, nil)
 		}
-		p = p.withInputs(nin)
+		p = p.WithInputs(nin)
 	}
 	return filterOver(p, preds)
 }
 
-func (o *optimizer) pushJoin(n *JoinNode, above []Expr) Plan {
-	lc, rc := colSetOf(n.Left.Columns()), colSetOf(n.Right.Columns())
+func (o *optimizer) pushJoin(n *plan.JoinNode, above []plan.Expr) plan.Plan {
+	lc, rc := plan.ColSetOf(n.Left.Columns()), plan.ColSetOf(n.Right.Columns())
 	// The join's own condition, as conjuncts (equi keys included).
 	// INVARIANT: a null-aware join's first equi condition is its IN
 	// comparison; it stays first and is never moved.
-	var on []Expr
-	var pinned []EquiCond
+	var on []plan.Expr
+	var pinned []plan.EquiCond
 	equi := n.Equi
 	if n.NullAware && len(equi) > 0 {
 		pinned, equi = equi[:1], equi[1:]
 	}
 	for _, q := range equi {
-		on = append(on, call(fnEq, typBool, q.Left, q.Right))
+		on = append(on, plan.NewCall(plan.FnEq, plan.TypBool, q.Left, q.Right))
 	}
-	on = append(on, conjuncts(n.Cond)...)
-	var toLeft, toRight, keepOn, keepAbove []Expr
-	side := func(e Expr) (onlyL, onlyR bool) {
-		cs := colsOf(e)
-		return cs.subsetOf(lc) && len(cs) > 0, cs.subsetOf(rc) && len(cs) > 0
+	on = append(on, plan.Conjuncts(n.Cond)...)
+	var toLeft, toRight, keepOn, keepAbove []plan.Expr
+	side := func(e plan.Expr) (onlyL, onlyR bool) {
+		cs := plan.ColsOf(e)
+		return cs.SubsetOf(lc) && len(cs) > 0, cs.SubsetOf(rc) && len(cs) > 0
 	}
 	switch n.Kind {
-	case JoinInner:
+	case plan.JoinInner:
 		for _, e := range append(above, on...) {
 			l, r := side(e)
 			switch {
@@ -137,7 +139,7 @@ func (o *optimizer) pushJoin(n *JoinNode, above []Expr) Plan {
 				}
 			}
 		}
-	case JoinLeft, JoinSemi, JoinAnti, JoinMark, JoinSingle:
+	case plan.JoinLeft, plan.JoinSemi, plan.JoinAnti, plan.JoinMark, plan.JoinSingle:
 		for _, e := range above {
 			if l, _ := side(e); l {
 				toLeft = append(toLeft, e)
@@ -150,13 +152,13 @@ func (o *optimizer) pushJoin(n *JoinNode, above []Expr) Plan {
 			switch {
 			case r:
 				toRight = append(toRight, e)
-			case l && n.Kind == JoinSemi:
+			case l && n.Kind == plan.JoinSemi:
 				toLeft = append(toLeft, e)
 			default:
 				keepOn = append(keepOn, e)
 			}
 		}
-	case JoinRight:
+	case plan.JoinRight:
 		for _, e := range above {
 			if _, r := side(e); r {
 				toRight = append(toRight, e)
@@ -178,60 +180,60 @@ func (o *optimizer) pushJoin(n *JoinNode, above []Expr) Plan {
 	j := *n
 	j.Left = o.push(n.Left, toLeft)
 	j.Right = o.push(n.Right, toRight)
-	j.Equi, j.Cond = splitEqui(keepOn, colSetOf(j.Left.Columns()), colSetOf(j.Right.Columns()))
-	j.Equi = append(append([]EquiCond(nil), pinned...), j.Equi...)
+	j.Equi, j.Cond = splitEqui(keepOn, plan.ColSetOf(j.Left.Columns()), plan.ColSetOf(j.Right.Columns()))
+	j.Equi = append(append([]plan.EquiCond(nil), pinned...), j.Equi...)
 	return filterOver(pushSemiDown(&j), keepAbove)
 }
 
 // deriveSide returns, for an OR whose every arm has conjuncts over cols
 // only, the OR of those conjuncts: a predicate implied by e that uses cols
 // only. It returns nil when some arm says nothing about cols.
-func deriveSide(e Expr, cols colSet) Expr {
-	c, ok := e.(*Call)
-	if !ok || c.Fn != fnOr {
+func deriveSide(e plan.Expr, cols plan.ColSet) plan.Expr {
+	c, ok := e.(*plan.Call)
+	if !ok || c.Fn != plan.FnOr {
 		return nil
 	}
-	var arms []Expr
-	for _, d := range disjuncts(e) {
-		var parts []Expr
-		for _, k := range conjuncts(d) {
-			if cs := colsOf(k); len(cs) > 0 && cs.subsetOf(cols) && !hasSubquery(k) {
+	var arms []plan.Expr
+	for _, d := range plan.Disjuncts(e) {
+		var parts []plan.Expr
+		for _, k := range plan.Conjuncts(d) {
+			if cs := plan.ColsOf(k); len(cs) > 0 && cs.SubsetOf(cols) && !plan.HasSubquery(k) {
 				parts = append(parts, k)
 			}
 		}
 		if len(parts) == 0 {
 			return nil
 		}
-		arms = append(arms, andOf(parts))
+		arms = append(arms, plan.AndOf(parts))
 	}
-	return simplify(orOf(arms))
+	return simplify(plan.OrOf(arms))
 }
 
 // pushSemiDown moves a semi or anti join below an inner join when it only
 // uses columns of one of that join's inputs: it then filters that input
 // before the (larger) join (TPC-H Q18's IN subquery filters orders, not
 // the orders-lineitem join).
-func pushSemiDown(j *JoinNode) Plan {
-	if j.Kind != JoinSemi && j.Kind != JoinAnti {
+func pushSemiDown(j *plan.JoinNode) plan.Plan {
+	if j.Kind != plan.JoinSemi && j.Kind != plan.JoinAnti {
 		return j
 	}
-	inner, ok := j.Left.(*JoinNode)
-	if !ok || inner.Kind != JoinInner {
+	inner, ok := j.Left.(*plan.JoinNode)
+	if !ok || inner.Kind != plan.JoinInner {
 		return j
 	}
-	need := colSet{}
-	for _, e := range nodeExprs(j) {
-		exprCols(e, need)
+	need := plan.ColSet{}
+	for _, e := range plan.NodeExprs(j) {
+		plan.ExprCols(e, need)
 	}
-	for i, child := range []Plan{inner.Left, inner.Right} {
-		cc := colSetOf(child.Columns())
-		used := colSet{}
+	for i, child := range []plan.Plan{inner.Left, inner.Right} {
+		cc := plan.ColSetOf(child.Columns())
+		used := plan.ColSet{}
 		for id := range need {
-			if colSetOf(inner.Columns()).has(id) {
-				used.add(id)
+			if plan.ColSetOf(inner.Columns()).Has(id) {
+				used.Add(id)
 			}
 		}
-		if len(used) > 0 && used.subsetOf(cc) {
+		if len(used) > 0 && used.SubsetOf(cc) {
 			nj := *j
 			nj.Left = child
 			ni := *inner
@@ -248,24 +250,24 @@ func pushSemiDown(j *JoinNode) Plan {
 
 // splitEqui separates equalities between the two sides (join keys, left
 // expression first) from the residual condition.
-func splitEqui(conds []Expr, lc, rc colSet) ([]EquiCond, Expr) {
-	var equi []EquiCond
-	var rest []Expr
+func splitEqui(conds []plan.Expr, lc, rc plan.ColSet) ([]plan.EquiCond, plan.Expr) {
+	var equi []plan.EquiCond
+	var rest []plan.Expr
 	for _, e := range conds {
-		if c, ok := e.(*Call); ok && c.Fn == fnEq {
-			a, b := colsOf(c.Args[0]), colsOf(c.Args[1])
-			if len(a) > 0 && len(b) > 0 && !hasSubquery(e) {
+		if c, ok := e.(*plan.Call); ok && c.Fn == plan.FnEq {
+			a, b := plan.ColsOf(c.Args[0]), plan.ColsOf(c.Args[1])
+			if len(a) > 0 && len(b) > 0 && !plan.HasSubquery(e) {
 				switch {
-				case a.subsetOf(lc) && b.subsetOf(rc):
-					equi = append(equi, EquiCond{Left: c.Args[0], Right: c.Args[1]})
+				case a.SubsetOf(lc) && b.SubsetOf(rc):
+					equi = append(equi, plan.EquiCond{Left: c.Args[0], Right: c.Args[1]})
 					continue
-				case a.subsetOf(rc) && b.subsetOf(lc):
-					equi = append(equi, EquiCond{Left: c.Args[1], Right: c.Args[0]})
+				case a.SubsetOf(rc) && b.SubsetOf(lc):
+					equi = append(equi, plan.EquiCond{Left: c.Args[1], Right: c.Args[0]})
 					continue
 				}
 			}
 		}
 		rest = append(rest, e)
 	}
-	return equi, andOf(rest)
+	return equi, plan.AndOf(rest)
 }

@@ -1,9 +1,11 @@
 package engine
 
+import "github.com/nicflow/nicflow/engine/plan"
+
 var ruleSemiLift = &Rule{
 	Name:   RuleSemiLift,
 	Shapes: "a chain of semi/anti joins under inner joins is lifted above them when the joins filter harder (estimated join work)",
-	apply: func(o *optimizer, p Plan) (Plan, error) {
+	apply: func(o *optimizer, p plan.Plan) (plan.Plan, error) {
 		o.ensureEstimator()
 		return o.placeSemiJoins(p), nil
 	},
@@ -12,7 +14,7 @@ var ruleSemiLift = &Rule{
 var ruleReduceGrouped = &Rule{
 	Name:   RuleReduceGrouped,
 	Shapes: "a join with a grouped subquery on its keys is first reduced to the keys the other side has, when that cuts the aggregate's input",
-	apply: func(o *optimizer, p Plan) (Plan, error) {
+	apply: func(o *optimizer, p plan.Plan) (plan.Plan, error) {
 		o.ensureEstimator()
 		return o.reduceGroupedJoins(p), nil
 	},
@@ -49,8 +51,8 @@ func (o *optimizer) ensureEstimator() {
 
 // placeSemiJoins returns p with semi/anti join chains lifted where that is
 // estimated cheaper.
-func (o *optimizer) placeSemiJoins(p Plan) Plan {
-	if j, ok := p.(*JoinNode); ok && j.Kind == JoinInner {
+func (o *optimizer) placeSemiJoins(p plan.Plan) plan.Plan {
+	if j, ok := p.(*plan.JoinNode); ok && j.Kind == plan.JoinInner {
 		p = o.liftSemis(j)
 	}
 	in := p.Inputs()
@@ -58,7 +60,7 @@ func (o *optimizer) placeSemiJoins(p Plan) Plan {
 		return p
 	}
 	changed := false
-	nin := make([]Plan, len(in))
+	nin := make([]plan.Plan, len(in))
 	for i, c := range in {
 		nin[i] = o.placeSemiJoins(c)
 		changed = changed || nin[i] != c
@@ -66,12 +68,12 @@ func (o *optimizer) placeSemiJoins(p Plan) Plan {
 	if !changed {
 		return p
 	}
-	return p.withInputs(nin)
+	return p.WithInputs(nin)
 }
 
 // innerLeaves lists the leaves of the inner-join tree rooted at j.
-func innerLeaves(p Plan, out *[]Plan) {
-	if j, ok := p.(*JoinNode); ok && j.Kind == JoinInner {
+func innerLeaves(p plan.Plan, out *[]plan.Plan) {
+	if j, ok := p.(*plan.JoinNode); ok && j.Kind == plan.JoinInner {
 		innerLeaves(j.Left, out)
 		innerLeaves(j.Right, out)
 		return
@@ -81,11 +83,11 @@ func innerLeaves(p Plan, out *[]Plan) {
 
 // semiChain splits a leaf into its chain of semi/anti joins (outermost
 // first) and the relation under them.
-func semiChain(p Plan) ([]*JoinNode, Plan) {
-	var chain []*JoinNode
+func semiChain(p plan.Plan) ([]*plan.JoinNode, plan.Plan) {
+	var chain []*plan.JoinNode
 	for {
-		j, ok := p.(*JoinNode)
-		if !ok || (j.Kind != JoinSemi && j.Kind != JoinAnti) {
+		j, ok := p.(*plan.JoinNode)
+		if !ok || (j.Kind != plan.JoinSemi && j.Kind != plan.JoinAnti) {
 			return chain, p
 		}
 		chain = append(chain, j)
@@ -94,12 +96,12 @@ func semiChain(p Plan) ([]*JoinNode, Plan) {
 }
 
 // replaceLeaf rebuilds the inner-join tree p with leaf old replaced.
-func replaceLeaf(p, old, new Plan) Plan {
+func replaceLeaf(p, old, new plan.Plan) plan.Plan {
 	if p == old {
 		return new
 	}
-	j, ok := p.(*JoinNode)
-	if !ok || j.Kind != JoinInner {
+	j, ok := p.(*plan.JoinNode)
+	if !ok || j.Kind != plan.JoinInner {
 		return p
 	}
 	l, r := replaceLeaf(j.Left, old, new), replaceLeaf(j.Right, old, new)
@@ -112,10 +114,10 @@ func replaceLeaf(p, old, new Plan) Plan {
 }
 
 // joinWork estimates the rows a plan's joins read and write.
-func (o *optimizer) joinWork(p Plan) float64 {
+func (o *optimizer) joinWork(p plan.Plan) float64 {
 	var w float64
-	walkPlan(p, func(n Plan) bool {
-		if j, ok := n.(*JoinNode); ok {
+	plan.WalkPlan(p, func(n plan.Plan) bool {
+		if j, ok := n.(*plan.JoinNode); ok {
 			w += o.est.rows(j.Left) + o.est.rows(j.Right) + o.est.rows(j)
 		}
 		return true
@@ -127,8 +129,8 @@ func (o *optimizer) joinWork(p Plan) float64 {
 // in the estimates does not flip plans that are close.
 const liftMargin = 0.9
 
-func (o *optimizer) liftSemis(j *JoinNode) Plan {
-	var leaves []Plan
+func (o *optimizer) liftSemis(j *plan.JoinNode) plan.Plan {
+	var leaves []plan.Plan
 	innerLeaves(j, &leaves)
 	for _, leaf := range leaves {
 		chain, base := semiChain(leaf)
@@ -137,13 +139,13 @@ func (o *optimizer) liftSemis(j *JoinNode) Plan {
 		}
 		// The chain's conditions must only use the base relation's columns
 		// (and their right sides'), which pushdown guarantees.
-		baseCols := colSetOf(base.Columns())
+		baseCols := plan.ColSetOf(base.Columns())
 		ok := true
 		for _, s := range chain {
-			rc := colSetOf(s.Right.Columns())
-			for _, e := range nodeExprs(s) {
-				for id := range colsOf(e) {
-					ok = ok && (baseCols.has(id) || rc.has(id))
+			rc := plan.ColSetOf(s.Right.Columns())
+			for _, e := range plan.NodeExprs(s) {
+				for id := range plan.ColsOf(e) {
+					ok = ok && (baseCols.Has(id) || rc.Has(id))
 				}
 			}
 		}
@@ -184,10 +186,10 @@ func (o *optimizer) liftSemis(j *JoinNode) Plan {
 const reduceFactor = 10
 
 // reduceGroupedJoins applies the semi-join reduction everywhere in p.
-func (o *optimizer) reduceGroupedJoins(p Plan) Plan {
-	return mapPlan(p, func(n Plan) Plan {
-		j, ok := n.(*JoinNode)
-		if !ok || j.Kind != JoinInner || len(j.Equi) == 0 {
+func (o *optimizer) reduceGroupedJoins(p plan.Plan) plan.Plan {
+	return plan.MapPlan(p, func(n plan.Plan) plan.Plan {
+		j, ok := n.(*plan.JoinNode)
+		if !ok || j.Kind != plan.JoinInner || len(j.Equi) == 0 {
 			return n
 		}
 		if nl, ok := o.reduceSide(j.Left, j.Right, j.Equi, true); ok {
@@ -207,40 +209,40 @@ func (o *optimizer) reduceGroupedJoins(p Plan) Plan {
 // reduceSide rewrites side a (an aggregate, possibly under projections
 // and filters that pass its group keys through) when b is a small scan
 // and an equality joins a group key with a column of b.
-func (o *optimizer) reduceSide(a, b Plan, equi []EquiCond, aIsLeft bool) (Plan, bool) {
+func (o *optimizer) reduceSide(a, b plan.Plan, equi []plan.EquiCond, aIsLeft bool) (plan.Plan, bool) {
 	if !isSmallScan(b) {
 		return nil, false
 	}
 	// Find the aggregate under projections and filters.
-	var path []Plan
+	var path []plan.Plan
 	cur := a
 	for {
 		switch x := cur.(type) {
-		case *ProjectNode:
+		case *plan.ProjectNode:
 			path = append(path, x)
 			cur = x.Input
 			continue
-		case *FilterNode:
+		case *plan.FilterNode:
 			path = append(path, x)
 			cur = x.Input
 			continue
 		}
 		break
 	}
-	agg, ok := cur.(*AggregateNode)
+	agg, ok := cur.(*plan.AggregateNode)
 	if !ok || len(agg.Groups) == 0 {
 		return nil, false
 	}
 	if o.est.rows(b)*reduceFactor > o.est.rows(agg.Input) {
 		return nil, false
 	}
-	var semi []EquiCond
+	var semi []plan.EquiCond
 	for _, e := range equi {
 		ae, be := e.Left, e.Right
 		if !aIsLeft {
 			ae, be = e.Right, e.Left
 		}
-		r, ok := ae.(*ColRef)
+		r, ok := ae.(*plan.ColRef)
 		if !ok {
 			continue
 		}
@@ -250,8 +252,8 @@ func (o *optimizer) reduceSide(a, b Plan, equi []EquiCond, aIsLeft bool) (Plan, 
 		}
 		for i, g := range agg.GroupCols {
 			if g.ID == r.ID {
-				if _, isCol := agg.Groups[i].(*ColRef); isCol || colsOf(agg.Groups[i]).subsetOf(colSetOf(agg.Input.Columns())) {
-					semi = append(semi, EquiCond{Left: agg.Groups[i], Right: be})
+				if _, isCol := agg.Groups[i].(*plan.ColRef); isCol || plan.ColsOf(agg.Groups[i]).SubsetOf(plan.ColSetOf(agg.Input.Columns())) {
+					semi = append(semi, plan.EquiCond{Left: agg.Groups[i], Right: be})
 				}
 			}
 		}
@@ -260,23 +262,23 @@ func (o *optimizer) reduceSide(a, b Plan, equi []EquiCond, aIsLeft bool) (Plan, 
 		return nil, false
 	}
 	na := *agg
-	na.Input = &JoinNode{Kind: JoinSemi, Left: agg.Input, Right: b, Equi: semi, Build: BuildRight}
-	var out Plan = &na
+	na.Input = &plan.JoinNode{Kind: plan.JoinSemi, Left: agg.Input, Right: b, Equi: semi, Build: plan.BuildRight}
+	var out plan.Plan = &na
 	for i := len(path) - 1; i >= 0; i-- {
-		out = path[i].withInputs([]Plan{out})
+		out = path[i].WithInputs([]plan.Plan{out})
 	}
 	return out, true
 }
 
 // isSmallScan reports a scan, possibly under filters and projections.
-func isSmallScan(p Plan) bool {
+func isSmallScan(p plan.Plan) bool {
 	for {
 		switch x := p.(type) {
-		case *ScanNode:
+		case *plan.ScanNode:
 			return true
-		case *FilterNode:
+		case *plan.FilterNode:
 			p = x.Input
-		case *ProjectNode:
+		case *plan.ProjectNode:
 			p = x.Input
 		default:
 			return false
@@ -287,12 +289,12 @@ func isSmallScan(p Plan) bool {
 // passesThrough reports whether column id leaves path (projections and
 // filters, outermost first) as it entered: a projection must output it
 // as a bare reference (which keeps the ID).
-func passesThrough(path []Plan, id ColumnID) bool {
+func passesThrough(path []plan.Plan, id plan.ColumnID) bool {
 	for _, p := range path {
-		if pr, ok := p.(*ProjectNode); ok {
+		if pr, ok := p.(*plan.ProjectNode); ok {
 			found := false
 			for i, c := range pr.Cols {
-				if r, ok := pr.Exprs[i].(*ColRef); ok && c.ID == id && r.ID == id {
+				if r, ok := pr.Exprs[i].(*plan.ColRef); ok && c.ID == id && r.ID == id {
 					found = true
 				}
 			}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nicflow/nicflow/engine/plan"
+
 	"github.com/nicflow/nicflow/engine/sql"
 )
 
@@ -57,8 +59,8 @@ func TestRulesGolden(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %v", c, err)
 				}
-				for _, p := range []Plan{before, after} {
-					if err := ValidatePlan(p); err != nil {
+				for _, p := range []plan.Plan{before, after} {
+					if err := plan.ValidatePlan(p); err != nil {
 						t.Fatalf("%s: %v\n%s", c, err, ExplainPlan(p, ExplainOptions{Verbose: true}))
 					}
 				}
@@ -107,12 +109,12 @@ func TestManyRelations(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := ValidatePlan(p); err != nil {
+		if err := plan.ValidatePlan(p); err != nil {
 			t.Fatal(err)
 		}
 		joins := 0
-		walkPlan(p, func(x Plan) bool {
-			if j, ok := x.(*JoinNode); ok {
+		plan.WalkPlan(p, func(x plan.Plan) bool {
+			if j, ok := x.(*plan.JoinNode); ok {
 				joins++
 				if len(j.Equi) == 0 {
 					t.Errorf("%d relations: cross product in the plan", n)
@@ -163,14 +165,14 @@ func TestMiscQueries(t *testing.T) {
 		default:
 			continue
 		}
-		if err := ValidatePlan(q.Plan); err != nil {
+		if err := plan.ValidatePlan(q.Plan); err != nil {
 			t.Fatalf("%s: bound: %v", c, err)
 		}
 		p, err := Optimize(q.Plan)
 		if err != nil {
 			t.Fatalf("%s: %v", c, err)
 		}
-		if err := ValidatePlan(p); err != nil {
+		if err := plan.ValidatePlan(p); err != nil {
 			t.Fatalf("%s: optimized: %v\n%s", c, err, ExplainPlan(p, ExplainOptions{Verbose: true}))
 		}
 	}
@@ -182,20 +184,20 @@ func TestPrepare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bound, err := Prepare(TPCHCatalog(), src, st)
+	bound, err := Prepare(plan.TPCHCatalog(), src, st)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ins := bound.(*ExplainStmt).Stmt.(*InsertStmt)
-	walkPlan(ins.Query.Plan, func(p Plan) bool {
-		for _, e := range nodeExprs(p) {
-			if hasSubquery(e) {
+	plan.WalkPlan(ins.Query.Plan, func(p plan.Plan) bool {
+		for _, e := range plan.NodeExprs(p) {
+			if plan.HasSubquery(e) {
 				t.Fatal("Prepare left a subquery")
 			}
 		}
 		return true
 	})
-	if err := ValidatePlan(ins.Query.Plan); err != nil {
+	if err := plan.ValidatePlan(ins.Query.Plan); err != nil {
 		t.Fatal(err)
 	}
 }

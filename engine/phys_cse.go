@@ -3,6 +3,8 @@ package engine
 import (
 	"sort"
 
+	"github.com/nicflow/nicflow/engine/plan"
+
 	"github.com/nicflow/nicflow/exec"
 )
 
@@ -19,20 +21,20 @@ import (
 // THEN y / x).
 
 // cseCandidates counts the shareable subexpressions of es by their key.
-func cseCandidates(es []Expr) (map[string]int, map[string]Expr) {
+func cseCandidates(es []plan.Expr) (map[string]int, map[string]plan.Expr) {
 	count := map[string]int{}
-	expr := map[string]Expr{}
-	var visit func(e Expr)
-	visit = func(e Expr) {
+	expr := map[string]plan.Expr{}
+	var visit func(e plan.Expr)
+	visit = func(e plan.Expr) {
 		switch x := e.(type) {
-		case *Call:
-			if len(colsOf(x)) > 0 {
-				k := exprKey(x)
+		case *plan.Call:
+			if len(plan.ColsOf(x)) > 0 {
+				k := plan.ExprKey(x)
 				count[k]++
 				expr[k] = x
 			}
 			switch x.Fn {
-			case fnAnd, fnOr, fnCoalesce, "nullif":
+			case plan.FnAnd, plan.FnOr, plan.FnCoalesce, "nullif":
 				if len(x.Args) > 0 {
 					visit(x.Args[0])
 				}
@@ -41,14 +43,14 @@ func cseCandidates(es []Expr) (map[string]int, map[string]Expr) {
 			for _, a := range x.Args {
 				visit(a)
 			}
-		case *CastExpr:
-			if len(colsOf(x)) > 0 {
-				k := exprKey(x)
+		case *plan.CastExpr:
+			if len(plan.ColsOf(x)) > 0 {
+				k := plan.ExprKey(x)
 				count[k]++
 				expr[k] = x
 			}
 			visit(x.X)
-		case *CaseExpr:
+		case *plan.CaseExpr:
 			if len(x.Whens) > 0 {
 				visit(x.Whens[0])
 			}
@@ -63,9 +65,9 @@ func cseCandidates(es []Expr) (map[string]int, map[string]Expr) {
 // cse computes the common subexpressions of exprs over in (one projection
 // appending them as columns) and returns the expressions rewritten to read
 // them. Without common subexpressions it returns its arguments.
-func (pl *physPlanner) cse(in *pnode, exprs []Expr) (*pnode, []Expr, error) {
-	var hoisted []Expr
-	var ids []ColumnID
+func (pl *physPlanner) cse(in *pnode, exprs []plan.Expr) (*pnode, []plan.Expr, error) {
+	var hoisted []plan.Expr
+	var ids []plan.ColumnID
 	for {
 		count, byKey := cseCandidates(exprs)
 		var keys []string
@@ -86,11 +88,11 @@ func (pl *physPlanner) cse(in *pnode, exprs []Expr) (*pnode, []Expr, error) {
 		})
 		e := byKey[keys[0]]
 		id := pl.newSynth()
-		ref := &ColRef{ID: id, Name: e.String(), Typ: e.Type()}
+		ref := &plan.ColRef{ID: id, Name: e.String(), Typ: e.Type()}
 		k := keys[0]
 		for i := range exprs {
-			exprs[i] = mapExpr(exprs[i], func(x Expr) Expr {
-				if exprKey(x) == k {
+			exprs[i] = plan.MapExpr(exprs[i], func(x plan.Expr) plan.Expr {
+				if plan.ExprKey(x) == k {
 					return ref
 				}
 				return x
@@ -105,7 +107,7 @@ func (pl *physPlanner) cse(in *pnode, exprs []Expr) (*pnode, []Expr, error) {
 	// NB: hoisted expressions are not rewritten (each reads only the
 	// input's columns), so one projection computes them all.
 	op := &ProjectOp{}
-	layout := append([]ColumnID(nil), in.layout...)
+	layout := append([]plan.ColumnID(nil), in.layout...)
 	for i, c := range in.n.Columns {
 		op.Exprs = append(op.Exprs, exec.Col(i, c.Name))
 		op.Names = append(op.Names, c.Name)

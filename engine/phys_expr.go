@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nicflow/nicflow/engine/plan"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 
@@ -25,7 +27,7 @@ import (
 // types are always the binder's.
 
 // physExpr translates e over the input in and checks it compiles there.
-func physExpr(e Expr, in *pnode) (exec.Expr, error) {
+func physExpr(e plan.Expr, in *pnode) (exec.Expr, error) {
 	x, err := toExecExpr(e, in.layout)
 	if err != nil {
 		return exec.Expr{}, err
@@ -35,7 +37,7 @@ func physExpr(e Expr, in *pnode) (exec.Expr, error) {
 	if err != nil {
 		return exec.Expr{}, nferr.Wrap(nferr.KindQuery, err, "planning %s", e)
 	}
-	if !isNullType(want) && !arrow.TypeEqual(ce.Type(), want) {
+	if !plan.IsNullType(want) && !arrow.TypeEqual(ce.Type(), want) {
 		t, err := exec.TypeOf(want)
 		if err != nil {
 			return exec.Expr{}, err
@@ -49,7 +51,7 @@ func physExpr(e Expr, in *pnode) (exec.Expr, error) {
 }
 
 // layoutPos is the position of column id in layout, or -1.
-func layoutPos(layout []ColumnID, id ColumnID) int {
+func layoutPos(layout []plan.ColumnID, id plan.ColumnID) int {
 	for i, c := range layout {
 		if c == id {
 			return i
@@ -58,17 +60,17 @@ func layoutPos(layout []ColumnID, id ColumnID) int {
 	return -1
 }
 
-func toExecExpr(e Expr, layout []ColumnID) (exec.Expr, error) {
+func toExecExpr(e plan.Expr, layout []plan.ColumnID) (exec.Expr, error) {
 	switch x := e.(type) {
-	case *ColRef:
+	case *plan.ColRef:
 		i := layoutPos(layout, x.ID)
 		if i < 0 {
 			return exec.Expr{}, nferr.Internalf("physical planner: column %s (#%d) is not in the input", x.Name, x.ID)
 		}
 		return exec.Col(i, x.Name), nil
-	case *Const:
+	case *plan.Const:
 		return constExpr(x)
-	case *CastExpr:
+	case *plan.CastExpr:
 		arg, err := toExecExpr(x.X, layout)
 		if err != nil {
 			return exec.Expr{}, err
@@ -78,7 +80,7 @@ func toExecExpr(e Expr, layout []ColumnID) (exec.Expr, error) {
 			return exec.Expr{}, err
 		}
 		return exec.Cast(arg, t), nil
-	case *CaseExpr:
+	case *plan.CaseExpr:
 		whens := make([]exec.Expr, len(x.Whens))
 		thens := make([]exec.Expr, len(x.Thens))
 		for i := range x.Whens {
@@ -101,7 +103,7 @@ func toExecExpr(e Expr, layout []ColumnID) (exec.Expr, error) {
 			els = &e
 		}
 		return exec.Case(whens, thens, els), nil
-	case *Call:
+	case *plan.Call:
 		args := make([]exec.Expr, len(x.Args))
 		for i, a := range x.Args {
 			ea, err := toExecExpr(a, layout)
@@ -111,14 +113,14 @@ func toExecExpr(e Expr, layout []ColumnID) (exec.Expr, error) {
 			args[i] = ea
 		}
 		return exec.Call(x.Fn, args...), nil
-	case *SubqueryExpr:
+	case *plan.SubqueryExpr:
 		return exec.Expr{}, nferr.Internalf("physical planner: subquery %d was not decorrelated", x.ID)
 	}
 	return exec.Expr{}, nferr.Internalf("physical planner: unknown expression %T", e)
 }
 
 // constExpr is the exec literal of a constant.
-func constExpr(c *Const) (exec.Expr, error) {
+func constExpr(c *plan.Const) (exec.Expr, error) {
 	t, err := exec.TypeOf(c.Typ)
 	if err != nil {
 		return exec.Expr{}, err
@@ -164,13 +166,13 @@ type scanColumn struct {
 // tests), or reports that it cannot. Storage applies the predicate with
 // WHERE semantics (a row passes only when it is TRUE), so a translated
 // conjunct needs no re-check in exec.
-func scanPredicate(e Expr, cols map[ColumnID]scanColumn) (*storage.Predicate, bool) {
-	c, ok := e.(*Call)
+func scanPredicate(e plan.Expr, cols map[plan.ColumnID]scanColumn) (*storage.Predicate, bool) {
+	c, ok := e.(*plan.Call)
 	if !ok {
 		return nil, false
 	}
 	switch c.Fn {
-	case fnAnd, fnOr:
+	case plan.FnAnd, plan.FnOr:
 		args := make([]*storage.Predicate, len(c.Args))
 		for i, a := range c.Args {
 			p, ok := scanPredicate(a, cols)
@@ -179,11 +181,11 @@ func scanPredicate(e Expr, cols map[ColumnID]scanColumn) (*storage.Predicate, bo
 			}
 			args[i] = p
 		}
-		if c.Fn == fnAnd {
+		if c.Fn == plan.FnAnd {
 			return storage.And(args...), true
 		}
 		return storage.Or(args...), true
-	case fnEq, fnNe, fnLt, fnLe, fnGt, fnGe:
+	case plan.FnEq, plan.FnNe, plan.FnLt, plan.FnLe, plan.FnGt, plan.FnGe:
 		col, k, flipped, ok := colConst(c.Args[0], c.Args[1], cols)
 		if !ok {
 			return nil, false
@@ -192,13 +194,13 @@ func scanPredicate(e Expr, cols map[ColumnID]scanColumn) (*storage.Predicate, bo
 		if !ok {
 			return nil, false
 		}
-		op := map[string]storage.Op{fnEq: storage.OpEq, fnNe: storage.OpNe, fnLt: storage.OpLt, fnLe: storage.OpLe, fnGt: storage.OpGt, fnGe: storage.OpGe}[c.Fn]
+		op := map[string]storage.Op{plan.FnEq: storage.OpEq, plan.FnNe: storage.OpNe, plan.FnLt: storage.OpLt, plan.FnLe: storage.OpLe, plan.FnGt: storage.OpGt, plan.FnGe: storage.OpGe}[c.Fn]
 		if flipped {
 			op = map[storage.Op]storage.Op{storage.OpEq: storage.OpEq, storage.OpNe: storage.OpNe, storage.OpLt: storage.OpGt, storage.OpLe: storage.OpGe, storage.OpGt: storage.OpLt, storage.OpGe: storage.OpLe}[op]
 		}
 		return storage.Cmp(col.name, op, v), true
-	case fnIn:
-		r, ok := c.Args[0].(*ColRef)
+	case plan.FnIn:
+		r, ok := c.Args[0].(*plan.ColRef)
 		if !ok {
 			return nil, false
 		}
@@ -208,7 +210,7 @@ func scanPredicate(e Expr, cols map[ColumnID]scanColumn) (*storage.Predicate, bo
 		}
 		var vs []storage.Value
 		for _, a := range c.Args[1:] {
-			k, ok := a.(*Const)
+			k, ok := a.(*plan.Const)
 			if !ok {
 				return nil, false
 			}
@@ -227,8 +229,8 @@ func scanPredicate(e Expr, cols map[ColumnID]scanColumn) (*storage.Predicate, bo
 			return nil, false
 		}
 		return storage.In(col.name, vs...), true
-	case fnIsNull, fnNotNull:
-		r, ok := c.Args[0].(*ColRef)
+	case plan.FnIsNull, plan.FnNotNull:
+		r, ok := c.Args[0].(*plan.ColRef)
 		if !ok {
 			return nil, false
 		}
@@ -236,16 +238,16 @@ func scanPredicate(e Expr, cols map[ColumnID]scanColumn) (*storage.Predicate, bo
 		if !ok {
 			return nil, false
 		}
-		if c.Fn == fnIsNull {
+		if c.Fn == plan.FnIsNull {
 			return storage.IsNull(col.name), true
 		}
 		return storage.IsNotNull(col.name), true
-	case fnLike:
+	case plan.FnLike:
 		if len(c.Args) != 2 {
 			return nil, false
 		}
-		r, ok1 := c.Args[0].(*ColRef)
-		k, ok2 := c.Args[1].(*Const)
+		r, ok1 := c.Args[0].(*plan.ColRef)
+		k, ok2 := c.Args[1].(*plan.Const)
 		if !ok1 || !ok2 {
 			return nil, false
 		}
@@ -254,7 +256,7 @@ func scanPredicate(e Expr, cols map[ColumnID]scanColumn) (*storage.Predicate, bo
 		if !ok || !isStr || col.typ.ID() != arrow.STRING {
 			return nil, false
 		}
-		i := indexAnyWildcard(s)
+		i := plan.IndexAnyWildcard(s)
 		switch {
 		case i < 0:
 			return storage.Cmp(col.name, storage.OpEq, storage.Str(s)), true
@@ -266,15 +268,15 @@ func scanPredicate(e Expr, cols map[ColumnID]scanColumn) (*storage.Predicate, bo
 }
 
 // colConst matches "column op constant" in either order.
-func colConst(a, b Expr, cols map[ColumnID]scanColumn) (scanColumn, *Const, bool, bool) {
-	if r, ok := a.(*ColRef); ok {
-		if k, ok := b.(*Const); ok {
+func colConst(a, b plan.Expr, cols map[plan.ColumnID]scanColumn) (scanColumn, *plan.Const, bool, bool) {
+	if r, ok := a.(*plan.ColRef); ok {
+		if k, ok := b.(*plan.Const); ok {
 			c, ok := cols[r.ID]
 			return c, k, false, ok
 		}
 	}
-	if r, ok := b.(*ColRef); ok {
-		if k, ok := a.(*Const); ok {
+	if r, ok := b.(*plan.ColRef); ok {
+		if k, ok := a.(*plan.Const); ok {
 			c, ok := cols[r.ID]
 			return c, k, true, ok
 		}
@@ -284,11 +286,11 @@ func colConst(a, b Expr, cols map[ColumnID]scanColumn) (scanColumn, *Const, bool
 
 // predValue converts a constant compared with a column of type col into a
 // storage value of the column's family (storage.Predicate's rules).
-func predValue(k *Const, col arrow.DataType) (storage.Value, bool) {
+func predValue(k *plan.Const, col arrow.DataType) (storage.Value, bool) {
 	if k.Val == nil {
 		return storage.Value{}, false
 	}
-	numCol := isNumeric(col)
+	numCol := plan.IsNumeric(col)
 	switch v := k.Val.(type) {
 	case int32:
 		if numCol {
@@ -298,8 +300,8 @@ func predValue(k *Const, col arrow.DataType) (storage.Value, bool) {
 		if !numCol {
 			break
 		}
-		if isDecimal(k.Typ) {
-			_, s, _ := decimalPS(k.Typ)
+		if plan.IsDecimal(k.Typ) {
+			_, s, _ := plan.DecimalPS(k.Typ)
 			return storage.Decimal(v, s), true
 		}
 		return storage.Int(v), true
@@ -307,24 +309,24 @@ func predValue(k *Const, col arrow.DataType) (storage.Value, bool) {
 		if !numCol {
 			break
 		}
-		_, s, _ := decimalPS(k.Typ)
+		_, s, _ := plan.DecimalPS(k.Typ)
 		if b := v.BigInt(); b.IsInt64() {
 			return storage.Decimal(b.Int64(), s), true
 		}
 	case float64:
-		if isFloat(col) {
+		if plan.IsFloat(col) {
 			return storage.Float(v), true
 		}
 	case string:
-		if isString(col) {
+		if plan.IsString(col) {
 			return storage.Str(v), true
 		}
 	case arrow.Date32:
-		if isDate(col) {
+		if plan.IsDate(col) {
 			return storage.Date(int32(v)), true
 		}
 	case bool:
-		if isBool(col) {
+		if plan.IsBool(col) {
 			return storage.Bool(v), true
 		}
 	}
@@ -332,7 +334,7 @@ func predValue(k *Const, col arrow.DataType) (storage.Value, bool) {
 }
 
 // logicalExprList prints logical expressions, comma-separated.
-func logicalExprList(es []Expr) string {
+func logicalExprList(es []plan.Expr) string {
 	s := make([]string, len(es))
 	for i, e := range es {
 		s[i] = e.String()

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/nicflow/nicflow/engine/plan"
+
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/nicflow/nicflow/exec"
@@ -91,7 +93,7 @@ const maxParallelism = 1024
 
 // PlanPhysical lowers an optimized query plan to a physical plan; names
 // are the result's column names.
-func PlanPhysical(p Plan, names []string, opts PlanOptions) (pp *PhysPlan, err error) {
+func PlanPhysical(p plan.Plan, names []string, opts PlanOptions) (pp *PhysPlan, err error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -100,9 +102,9 @@ func PlanPhysical(p Plan, names []string, opts PlanOptions) (pp *PhysPlan, err e
 			pp, err = nil, nferr.Internalf("physical planner bug (please report): %v", r)
 		}
 	}()
-	pl := &physPlanner{opts: opts, est: newEstimator(), shared: map[*SharedDef]int{}}
+	pl := &physPlanner{opts: opts, est: newEstimator(), shared: map[*plan.SharedDef]int{}}
 	cols := p.Columns()
-	root, err := pl.plan(p, colSetOf(cols))
+	root, err := pl.plan(p, plan.ColSetOf(cols))
 	if err != nil {
 		return nil, err
 	}
@@ -125,26 +127,26 @@ type physPlanner struct {
 	nextID int
 	// synth numbers columns the physical plan adds (computed keys, row
 	// ids): negative, so they never collide with logical IDs.
-	synth  ColumnID
-	shared map[*SharedDef]int
+	synth  plan.ColumnID
+	shared map[*plan.SharedDef]int
 	defs   []*PhysShared
 }
 
 // pnode is a planned subtree: its top node and output layout.
 type pnode struct {
 	n      *PhysNode
-	layout []ColumnID
+	layout []plan.ColumnID
 	schema *arrow.Schema
 }
 
-func (pl *physPlanner) newSynth() ColumnID {
+func (pl *physPlanner) newSynth() plan.ColumnID {
 	pl.synth--
 	return pl.synth
 }
 
 // node finishes a physical node: ID, output schema (from exec's
 // constructor over its inputs' schemas) and columns.
-func (pl *physPlanner) node(n *PhysNode, layout []ColumnID, est float64, inputs ...*pnode) (*pnode, error) {
+func (pl *physPlanner) node(n *PhysNode, layout []plan.ColumnID, est float64, inputs ...*pnode) (*pnode, error) {
 	pl.nextID++
 	n.ID = pl.nextID
 	n.EstRows = est
@@ -189,34 +191,34 @@ func columnsSchema(cols []PhysColumn) *arrow.Schema {
 	return arrow.NewSchema(fs, nil)
 }
 
-func (pl *physPlanner) plan(p Plan, need colSet) (*pnode, error) {
+func (pl *physPlanner) plan(p plan.Plan, need plan.ColSet) (*pnode, error) {
 	switch n := p.(type) {
-	case *ScanNode:
+	case *plan.ScanNode:
 		return pl.scan(n, need)
-	case *FilterNode:
-		in, err := pl.plan(n.Input, union(need, colsOf(n.Cond)))
+	case *plan.FilterNode:
+		in, err := pl.plan(n.Input, union(need, plan.ColsOf(n.Cond)))
 		if err != nil {
 			return nil, err
 		}
 		return pl.filter(in, n.Cond, pl.est.rows(n))
-	case *ProjectNode:
+	case *plan.ProjectNode:
 		return pl.project(n, need)
-	case *AggregateNode:
+	case *plan.AggregateNode:
 		return pl.aggregate(n)
-	case *JoinNode:
+	case *plan.JoinNode:
 		return pl.join(n, need)
-	case *SortNode:
+	case *plan.SortNode:
 		return pl.sort(n.Input, n.Keys, -1, 0, need, pl.est.rows(n))
-	case *TopNNode:
+	case *plan.TopNNode:
 		return pl.sort(n.Input, n.Keys, n.Limit, n.Offset, need, pl.est.rows(n))
-	case *LimitNode:
+	case *plan.LimitNode:
 		in, err := pl.plan(n.Input, need)
 		if err != nil {
 			return nil, err
 		}
 		return pl.limit(in, n.Limit, n.Offset, pl.est.rows(n))
-	case *DistinctNode:
-		in, err := pl.plan(n.Input, colSetOf(n.Input.Columns()))
+	case *plan.DistinctNode:
+		in, err := pl.plan(n.Input, plan.ColSetOf(n.Input.Columns()))
 		if err != nil {
 			return nil, err
 		}
@@ -224,35 +226,35 @@ func (pl *physPlanner) plan(p Plan, need colSet) (*pnode, error) {
 			return nil, err
 		}
 		return pl.distinct(in, pl.est.rows(n))
-	case *SetOpNode:
+	case *plan.SetOpNode:
 		return pl.setOp(n)
-	case *WindowNode:
+	case *plan.WindowNode:
 		return pl.window(n, need)
-	case *ValuesNode:
+	case *plan.ValuesNode:
 		return pl.values(n)
-	case *SharedScan:
+	case *plan.SharedScan:
 		return pl.sharedScan(n)
 	}
 	return nil, nferr.Internalf("physical planner: unknown plan node %T", p)
 }
 
-func union(a, b colSet) colSet {
-	out := colSet{}
-	out.addAll(a)
-	out.addAll(b)
+func union(a, b plan.ColSet) plan.ColSet {
+	out := plan.ColSet{}
+	out.AddAll(a)
+	out.AddAll(b)
 	return out
 }
 
 // ---------------------------------------------------------------- scans
 
-func (pl *physPlanner) scan(n *ScanNode, need colSet) (*pnode, error) {
-	cols := map[ColumnID]scanColumn{}
+func (pl *physPlanner) scan(n *plan.ScanNode, need plan.ColSet) (*pnode, error) {
+	cols := map[plan.ColumnID]scanColumn{}
 	for i, c := range n.Cols {
 		f := n.Table.Schema.Field(n.Fields[i])
 		cols[c.ID] = scanColumn{name: f.Name, typ: f.Type}
 	}
 	var preds []*storage.Predicate
-	var residual []Expr
+	var residual []plan.Expr
 	for _, f := range n.Filters {
 		if p, ok := scanPredicate(f, cols); ok {
 			preds = append(preds, p)
@@ -260,9 +262,9 @@ func (pl *physPlanner) scan(n *ScanNode, need colSet) (*pnode, error) {
 			residual = append(residual, f)
 		}
 	}
-	keep := union(need, colSet{})
+	keep := union(need, plan.ColSet{})
 	for _, r := range residual {
-		keep.addAll(colsOf(r))
+		keep.AddAll(plan.ColsOf(r))
 	}
 	table := n.Table.Name
 	var tasks []storage.FileRange
@@ -283,10 +285,10 @@ func (pl *physPlanner) scan(n *ScanNode, need colSet) (*pnode, error) {
 		groups = -1
 	}
 	spec := storage.ScanSpec{Table: table, Columns: []string{}}
-	var layout []ColumnID
+	var layout []plan.ColumnID
 	var pcols []PhysColumn
 	for i, c := range n.Cols {
-		if !keep.has(c.ID) {
+		if !keep.Has(c.ID) {
 			continue
 		}
 		f := n.Table.Schema.Field(n.Fields[i])
@@ -322,14 +324,14 @@ func (pl *physPlanner) scan(n *ScanNode, need colSet) (*pnode, error) {
 		return nil, err
 	}
 	if len(residual) > 0 {
-		return pl.filter(out, andOf(residual), rows)
+		return pl.filter(out, plan.AndOf(residual), rows)
 	}
 	return out, nil
 }
 
 // ---------------------------------------------------------------- row-wise operators
 
-func (pl *physPlanner) filter(in *pnode, cond Expr, est float64) (*pnode, error) {
+func (pl *physPlanner) filter(in *pnode, cond plan.Expr, est float64) (*pnode, error) {
 	x, err := physExpr(cond, in)
 	if err != nil {
 		return nil, err
@@ -337,10 +339,10 @@ func (pl *physPlanner) filter(in *pnode, cond Expr, est float64) (*pnode, error)
 	return pl.node(&PhysNode{Kind: PhysFilter, Streams: in.n.Streams, Filter: &x}, in.layout, est, in)
 }
 
-func (pl *physPlanner) project(n *ProjectNode, need colSet) (*pnode, error) {
+func (pl *physPlanner) project(n *plan.ProjectNode, need plan.ColSet) (*pnode, error) {
 	var idx []int
 	for i, c := range n.Cols {
-		if need.has(c.ID) {
+		if need.Has(c.ID) {
 			idx = append(idx, i)
 		}
 	}
@@ -350,16 +352,16 @@ func (pl *physPlanner) project(n *ProjectNode, need colSet) (*pnode, error) {
 		// through operators that expect a column.
 		idx = []int{narrowest(n.Cols)}
 	}
-	inNeed := colSet{}
+	inNeed := plan.ColSet{}
 	for _, i := range idx {
-		inNeed.addAll(colsOf(n.Exprs[i]))
+		inNeed.AddAll(plan.ColsOf(n.Exprs[i]))
 	}
 	in, err := pl.plan(n.Input, inNeed)
 	if err != nil {
 		return nil, err
 	}
-	exprs := make([]Expr, len(idx))
-	cols := make([]Column, len(idx))
+	exprs := make([]plan.Expr, len(idx))
+	cols := make([]plan.Column, len(idx))
 	for k, i := range idx {
 		exprs[k], cols[k] = n.Exprs[i], n.Cols[i]
 	}
@@ -367,13 +369,13 @@ func (pl *physPlanner) project(n *ProjectNode, need colSet) (*pnode, error) {
 }
 
 // projectExprs computes exprs over in; the output layout is cols' IDs.
-func (pl *physPlanner) projectExprs(in *pnode, exprs []Expr, cols []Column, est float64) (*pnode, error) {
-	in, exprs, err := pl.cse(in, append([]Expr(nil), exprs...))
+func (pl *physPlanner) projectExprs(in *pnode, exprs []plan.Expr, cols []plan.Column, est float64) (*pnode, error) {
+	in, exprs, err := pl.cse(in, append([]plan.Expr(nil), exprs...))
 	if err != nil {
 		return nil, err
 	}
 	op := &ProjectOp{}
-	layout := make([]ColumnID, len(exprs))
+	layout := make([]plan.ColumnID, len(exprs))
 	for i, e := range exprs {
 		x, err := physExpr(e, in)
 		if err != nil {
@@ -388,21 +390,21 @@ func (pl *physPlanner) projectExprs(in *pnode, exprs []Expr, cols []Column, est 
 
 // exact projects in to exactly cols (IDs, order and types), unless it
 // already is.
-func (pl *physPlanner) exact(in *pnode, cols []Column) (*pnode, error) {
+func (pl *physPlanner) exact(in *pnode, cols []plan.Column) (*pnode, error) {
 	same := len(in.layout) == len(cols)
 	for i := 0; same && i < len(cols); i++ {
-		same = in.layout[i] == cols[i].ID && arrow.TypeEqual(in.schema.Field(i).Type, cols[i].Type) && !isNullType(cols[i].Type)
+		same = in.layout[i] == cols[i].ID && arrow.TypeEqual(in.schema.Field(i).Type, cols[i].Type) && !plan.IsNullType(cols[i].Type)
 	}
 	if same {
 		return in, nil
 	}
-	cols = append([]Column(nil), cols...)
-	exprs := make([]Expr, len(cols))
+	cols = append([]plan.Column(nil), cols...)
+	exprs := make([]plan.Expr, len(cols))
 	for i, c := range cols {
-		exprs[i] = colRef(c)
-		if isNullType(c.Type) {
-			exprs[i] = nullConst(typString)
-			cols[i].Type = typString
+		exprs[i] = plan.NewColRef(c)
+		if plan.IsNullType(c.Type) {
+			exprs[i] = plan.NullConst(plan.TypString)
+			cols[i].Type = plan.TypString
 		}
 	}
 	return pl.projectExprs(in, exprs, cols, in.n.EstRows)
@@ -411,10 +413,10 @@ func (pl *physPlanner) exact(in *pnode, cols []Column) (*pnode, error) {
 // keepOnly projects in to the columns of keep (in layout order) when it
 // carries others: a zero-copy projection that saves a copying consumer
 // (join build, sort, aggregate states) from carrying dead columns.
-func (pl *physPlanner) keepOnly(in *pnode, keep colSet) (*pnode, error) {
+func (pl *physPlanner) keepOnly(in *pnode, keep plan.ColSet) (*pnode, error) {
 	var idx []int
 	for i, id := range in.layout {
-		if keep.has(id) && layoutPos(in.layout, id) == i {
+		if keep.Has(id) && layoutPos(in.layout, id) == i {
 			idx = append(idx, i)
 		}
 	}
@@ -422,7 +424,7 @@ func (pl *physPlanner) keepOnly(in *pnode, keep colSet) (*pnode, error) {
 		return in, nil
 	}
 	op := &ProjectOp{}
-	layout := make([]ColumnID, len(idx))
+	layout := make([]plan.ColumnID, len(idx))
 	for k, i := range idx {
 		op.Exprs = append(op.Exprs, exec.Col(i, in.n.Columns[i].Name))
 		op.Names = append(op.Names, in.n.Columns[i].Name)
@@ -434,18 +436,18 @@ func (pl *physPlanner) keepOnly(in *pnode, keep colSet) (*pnode, error) {
 // ensure makes every expression of exprs a column of in: bare column
 // references are found in the layout, other expressions are appended by
 // one projection (identical ones once). It returns the positions.
-func (pl *physPlanner) ensure(in *pnode, exprs []Expr) (*pnode, []int, error) {
+func (pl *physPlanner) ensure(in *pnode, exprs []plan.Expr) (*pnode, []int, error) {
 	pos := make([]int, len(exprs))
-	var extra []Expr
+	var extra []plan.Expr
 	keys := map[string]int{}
 	for i, e := range exprs {
-		if r, ok := e.(*ColRef); ok {
+		if r, ok := e.(*plan.ColRef); ok {
 			if p := layoutPos(in.layout, r.ID); p >= 0 {
 				pos[i] = p
 				continue
 			}
 		}
-		k := exprKey(e)
+		k := plan.ExprKey(e)
 		if j, ok := keys[k]; ok {
 			pos[i] = j
 			continue
@@ -471,7 +473,7 @@ func (pl *physPlanner) ensure(in *pnode, exprs []Expr) (*pnode, []int, error) {
 		}
 	}
 	op := &ProjectOp{}
-	layout := append([]ColumnID(nil), in.layout...)
+	layout := append([]plan.ColumnID(nil), in.layout...)
 	for i, c := range in.n.Columns {
 		op.Exprs = append(op.Exprs, exec.Col(i, c.Name))
 		op.Names = append(op.Names, c.Name)
@@ -491,10 +493,10 @@ func (pl *physPlanner) ensure(in *pnode, exprs []Expr) (*pnode, []int, error) {
 
 // dropSynth projects away the columns the physical plan added.
 func (pl *physPlanner) dropSynth(in *pnode) (*pnode, error) {
-	keep := colSet{}
+	keep := plan.ColSet{}
 	for _, id := range in.layout {
 		if id > 0 {
-			keep.add(id)
+			keep.Add(id)
 		}
 	}
 	return pl.keepOnly(in, keep)
@@ -528,16 +530,16 @@ func (pl *physPlanner) broadcast(in *pnode, m int) (*pnode, error) {
 
 // ---------------------------------------------------------------- aggregates
 
-func (pl *physPlanner) aggregate(n *AggregateNode) (*pnode, error) {
-	inNeed := colSet{}
-	var exprs []Expr
+func (pl *physPlanner) aggregate(n *plan.AggregateNode) (*pnode, error) {
+	inNeed := plan.ColSet{}
+	var exprs []plan.Expr
 	for _, g := range n.Groups {
-		inNeed.addAll(colsOf(g))
+		inNeed.AddAll(plan.ColsOf(g))
 		exprs = append(exprs, g)
 	}
 	for _, a := range n.Aggs {
 		if a.Arg != nil {
-			inNeed.addAll(colsOf(a.Arg))
+			inNeed.AddAll(plan.ColsOf(a.Arg))
 			exprs = append(exprs, a.Arg)
 		}
 	}
@@ -561,7 +563,7 @@ func (pl *physPlanner) aggregate(n *AggregateNode) (*pnode, error) {
 		distinct = distinct || a.Distinct
 		spec.Aggs = append(spec.Aggs, as)
 	}
-	var layout []ColumnID
+	var layout []plan.ColumnID
 	for _, c := range n.GroupCols {
 		layout = append(layout, c.ID)
 	}
@@ -586,7 +588,7 @@ func (pl *physPlanner) aggregate(n *AggregateNode) (*pnode, error) {
 			return nil, serr
 		}
 		// The partial's layout: group keys, then each aggregate's states.
-		var pLayout []ColumnID
+		var pLayout []plan.ColumnID
 		pLayout = append(pLayout, layout[:len(n.GroupCols)]...)
 		for range partialWidth(partial, in.schema) - len(n.GroupCols) {
 			pLayout = append(pLayout, pl.newSynth())
@@ -615,43 +617,43 @@ func partialWidth(spec exec.HashAggSpec, in *arrow.Schema) int {
 
 // castTo casts the columns of in whose types differ from cols' (same
 // layout) to the logical types.
-func (pl *physPlanner) castTo(in *pnode, cols []Column) (*pnode, error) {
+func (pl *physPlanner) castTo(in *pnode, cols []plan.Column) (*pnode, error) {
 	differ := false
 	for i, c := range cols {
-		if i < in.schema.NumFields() && !isNullType(c.Type) && !arrow.TypeEqual(in.schema.Field(i).Type, c.Type) {
+		if i < in.schema.NumFields() && !plan.IsNullType(c.Type) && !arrow.TypeEqual(in.schema.Field(i).Type, c.Type) {
 			differ = true
 		}
 	}
 	if !differ {
 		return in, nil
 	}
-	exprs := make([]Expr, len(cols))
+	exprs := make([]plan.Expr, len(cols))
 	for i, c := range cols {
-		exprs[i] = colRef(c)
+		exprs[i] = plan.NewColRef(c)
 	}
 	return pl.projectExprs(in, exprs, cols, in.n.EstRows)
 }
 
 // ---------------------------------------------------------------- joins
 
-var joinTypes = map[JoinKind]exec.JoinType{
-	JoinInner: exec.JoinInner, JoinLeft: exec.JoinLeft, JoinRight: exec.JoinRight, JoinFull: exec.JoinFull,
-	JoinSemi: exec.JoinSemi, JoinAnti: exec.JoinAnti, JoinMark: exec.JoinMark, JoinSingle: exec.JoinLeft,
+var joinTypes = map[plan.JoinKind]exec.JoinType{
+	plan.JoinInner: exec.JoinInner, plan.JoinLeft: exec.JoinLeft, plan.JoinRight: exec.JoinRight, plan.JoinFull: exec.JoinFull,
+	plan.JoinSemi: exec.JoinSemi, plan.JoinAnti: exec.JoinAnti, plan.JoinMark: exec.JoinMark, plan.JoinSingle: exec.JoinLeft,
 }
 
-func (pl *physPlanner) join(n *JoinNode, need colSet) (*pnode, error) {
-	lcols, rcols := colSetOf(n.Left.Columns()), colSetOf(n.Right.Columns())
-	all := union(need, colSet{})
-	for _, e := range nodeExprs(n) {
-		all.addAll(colsOf(e))
+func (pl *physPlanner) join(n *plan.JoinNode, need plan.ColSet) (*pnode, error) {
+	lcols, rcols := plan.ColSetOf(n.Left.Columns()), plan.ColSetOf(n.Right.Columns())
+	all := union(need, plan.ColSet{})
+	for _, e := range plan.NodeExprs(n) {
+		all.AddAll(plan.ColsOf(e))
 	}
-	lneed, rneed := colSet{}, colSet{}
+	lneed, rneed := plan.ColSet{}, plan.ColSet{}
 	for id := range all {
-		if lcols.has(id) {
-			lneed.add(id)
+		if lcols.Has(id) {
+			lneed.Add(id)
 		}
-		if rcols.has(id) {
-			rneed.add(id)
+		if rcols.Has(id) {
+			rneed.Add(id)
 		}
 	}
 	left, err := pl.plan(n.Left, lneed)
@@ -674,23 +676,23 @@ func (pl *physPlanner) join(n *JoinNode, need colSet) (*pnode, error) {
 		// NB: pushdown makes a join condition's equalities between the sides
 		// equi-join keys; with that rule disabled (SET disabled_rules) they
 		// are still keys here, since some joins (FULL) run only on keys.
-		equi, cond = splitEqui(conjuncts(cond), lcols, rcols)
+		equi, cond = splitEqui(plan.Conjuncts(cond), lcols, rcols)
 	}
 	if n.NullAware && len(equi) > 1 {
 		// NB: exec's null-aware joins take one key (the IN comparison,
 		// Equi[0]); correlation equalities become residual conditions,
 		// which exec applies before deciding that a NULL makes the
 		// comparison unknown.
-		var extra []Expr
+		var extra []plan.Expr
 		for _, e := range equi[1:] {
-			extra = append(extra, call(fnEq, typBool, e.Left, e.Right))
+			extra = append(extra, plan.NewCall(plan.FnEq, plan.TypBool, e.Left, e.Right))
 		}
 		if cond != nil {
 			extra = append(extra, cond)
 		}
-		equi, cond = equi[:1], andOf(extra)
+		equi, cond = equi[:1], plan.AndOf(extra)
 	}
-	if n.Kind == JoinSingle {
+	if n.Kind == plan.JoinSingle {
 		return pl.singleJoin(n, left, right, equi, cond, est)
 	}
 	if len(equi) == 0 {
@@ -699,7 +701,7 @@ func (pl *physPlanner) join(n *JoinNode, need colSet) (*pnode, error) {
 	return pl.hashJoin(n, n.Kind, left, right, equi, cond, est)
 }
 
-func (pl *physPlanner) hashJoin(n *JoinNode, kind JoinKind, left, right *pnode, equi []EquiCond, cond Expr, est float64) (*pnode, error) {
+func (pl *physPlanner) hashJoin(n *plan.JoinNode, kind plan.JoinKind, left, right *pnode, equi []plan.EquiCond, cond plan.Expr, est float64) (*pnode, error) {
 	out, err := pl.hashJoinNode(n, kind, left, right, equi, cond, est)
 	if err != nil {
 		return nil, err
@@ -709,9 +711,9 @@ func (pl *physPlanner) hashJoin(n *JoinNode, kind JoinKind, left, right *pnode, 
 
 // hashJoinNode plans the hash join node itself; computed key columns stay
 // in its output.
-func (pl *physPlanner) hashJoinNode(n *JoinNode, kind JoinKind, left, right *pnode, equi []EquiCond, cond Expr, est float64) (*pnode, error) {
-	lk := make([]Expr, len(equi))
-	rk := make([]Expr, len(equi))
+func (pl *physPlanner) hashJoinNode(n *plan.JoinNode, kind plan.JoinKind, left, right *pnode, equi []plan.EquiCond, cond plan.Expr, est float64) (*pnode, error) {
+	lk := make([]plan.Expr, len(equi))
+	rk := make([]plan.Expr, len(equi))
 	for i, e := range equi {
 		lk[i], rk[i] = e.Left, e.Right
 	}
@@ -726,17 +728,17 @@ func (pl *physPlanner) hashJoinNode(n *JoinNode, kind JoinKind, left, right *pno
 	for i := range equi {
 		lt, rt := left.schema.Field(lpos[i]).Type, right.schema.Field(rpos[i]).Type
 		if !arrow.TypeEqual(lt, rt) {
-			return nil, nferr.Internalf("physical planner: join key %s = %s has types %s and %s", equi[i].Left, equi[i].Right, typeString(lt), typeString(rt))
+			return nil, nferr.Internalf("physical planner: join key %s = %s has types %s and %s", equi[i].Left, equi[i].Right, plan.TypeString(lt), plan.TypeString(rt))
 		}
 	}
 	spec := &exec.HashJoinSpec{Type: joinTypes[kind], LeftKeys: lpos, RightKeys: rpos, NullAware: n.NullAware, Build: exec.SideRight}
-	if n.Build == BuildLeft {
+	if n.Build == plan.BuildLeft {
 		spec.Build = exec.SideLeft
 	}
 	switch {
 	case n.NullAware:
 		spec.Build = exec.SideRight
-	case kind == JoinSemi || kind == JoinAnti || kind == JoinMark:
+	case kind == plan.JoinSemi || kind == plan.JoinAnti || kind == plan.JoinMark:
 		// The optimizer builds these on the right; when the left input is
 		// much smaller, building on it (and probing with the right, marking
 		// the build rows that match) holds less and probes a smaller table.
@@ -748,14 +750,14 @@ func (pl *physPlanner) hashJoinNode(n *JoinNode, kind JoinKind, left, right *pno
 	}
 	layout := pl.joinLayout(kind, n, left, right)
 	if cond != nil {
-		joined := &pnode{layout: append(append([]ColumnID(nil), left.layout...), right.layout...), schema: concatSchemas(left.schema, right.schema)}
+		joined := &pnode{layout: append(append([]plan.ColumnID(nil), left.layout...), right.layout...), schema: concatSchemas(left.schema, right.schema)}
 		x, err := physExpr(cond, joined)
 		if err != nil {
 			return nil, err
 		}
 		spec.Residual = &x
 	}
-	if kind == JoinMark {
+	if kind == plan.JoinMark {
 		spec.MarkName = n.Mark.Name
 	}
 	probe := left
@@ -765,11 +767,11 @@ func (pl *physPlanner) hashJoinNode(n *JoinNode, kind JoinKind, left, right *pno
 	return pl.node(&PhysNode{Kind: PhysHashJoin, Streams: probe.n.Streams, Join: spec}, layout, est, left, right)
 }
 
-func (pl *physPlanner) joinLayout(kind JoinKind, n *JoinNode, left, right *pnode) []ColumnID {
-	layout := append([]ColumnID(nil), left.layout...)
+func (pl *physPlanner) joinLayout(kind plan.JoinKind, n *plan.JoinNode, left, right *pnode) []plan.ColumnID {
+	layout := append([]plan.ColumnID(nil), left.layout...)
 	switch kind {
-	case JoinSemi, JoinAnti:
-	case JoinMark:
+	case plan.JoinSemi, plan.JoinAnti:
+	case plan.JoinMark:
 		layout = append(layout, n.Mark.ID)
 	default:
 		layout = append(layout, right.layout...)
@@ -783,24 +785,24 @@ func concatSchemas(a, b *arrow.Schema) *arrow.Schema {
 
 // nlJoin plans a join without equi keys as a nested loop join (its right
 // side broadcast to every left stream).
-func (pl *physPlanner) nlJoin(n *JoinNode, kind JoinKind, left, right *pnode, cond Expr, est float64) (*pnode, error) {
+func (pl *physPlanner) nlJoin(n *plan.JoinNode, kind plan.JoinKind, left, right *pnode, cond plan.Expr, est float64) (*pnode, error) {
 	switch kind {
-	case JoinRight:
+	case plan.JoinRight:
 		// A right join is the left join with the inputs swapped; layouts
 		// keep the IDs, so nothing above notices the order.
-		kind, left, right = JoinLeft, right, left
-	case JoinFull:
+		kind, left, right = plan.JoinLeft, right, left
+	case plan.JoinFull:
 		return nil, nferr.Queryf("FULL JOIN is only supported with an equality condition between the two sides")
 	}
 	if n.NullAware {
 		return nil, nferr.Internalf("physical planner: null-aware join without an equality")
 	}
 	spec := &exec.NestedLoopJoinSpec{Type: joinTypes[kind]}
-	if kind == JoinMark {
+	if kind == plan.JoinMark {
 		spec.MarkName = n.Mark.Name
 	}
 	if cond != nil {
-		joined := &pnode{layout: append(append([]ColumnID(nil), left.layout...), right.layout...), schema: concatSchemas(left.schema, right.schema)}
+		joined := &pnode{layout: append(append([]plan.ColumnID(nil), left.layout...), right.layout...), schema: concatSchemas(left.schema, right.schema)}
 		x, err := physExpr(cond, joined)
 		if err != nil {
 			return nil, err
@@ -827,7 +829,7 @@ func (pl *physPlanner) spread(in *pnode, m int) (*pnode, error) {
 
 // singleJoin plans a JoinSingle (a scalar subquery): a left join whose
 // right side must match each left row at most once.
-func (pl *physPlanner) singleJoin(n *JoinNode, left, right *pnode, equi []EquiCond, cond Expr, est float64) (*pnode, error) {
+func (pl *physPlanner) singleJoin(n *plan.JoinNode, left, right *pnode, equi []plan.EquiCond, cond plan.Expr, est float64) (*pnode, error) {
 	if len(equi) == 0 && cond == nil {
 		// Uncorrelated: the subquery yields at most one row for all.
 		if right.n.Streams > 1 {
@@ -837,10 +839,10 @@ func (pl *physPlanner) singleJoin(n *JoinNode, left, right *pnode, equi []EquiCo
 		if err != nil {
 			return nil, err
 		}
-		return pl.nlJoin(n, JoinLeft, left, one, nil, est)
+		return pl.nlJoin(n, plan.JoinLeft, left, one, nil, est)
 	}
 	rid := pl.newSynth()
-	idLayout := append(append([]ColumnID(nil), left.layout...), rid)
+	idLayout := append(append([]plan.ColumnID(nil), left.layout...), rid)
 	numbered, err := pl.node(&PhysNode{Kind: PhysRowID, Streams: left.n.Streams}, idLayout, left.n.EstRows, left)
 	if err != nil {
 		return nil, err
@@ -848,10 +850,10 @@ func (pl *physPlanner) singleJoin(n *JoinNode, left, right *pnode, equi []EquiCo
 	var joined *pnode
 	if len(equi) > 0 {
 		j := *n
-		j.Build = BuildRight
-		joined, err = pl.hashJoinNode(&j, JoinLeft, numbered, right, equi, cond, est)
+		j.Build = plan.BuildRight
+		joined, err = pl.hashJoinNode(&j, plan.JoinLeft, numbered, right, equi, cond, est)
 	} else {
-		joined, err = pl.nlJoin(n, JoinLeft, numbered, right, cond, est)
+		joined, err = pl.nlJoin(n, plan.JoinLeft, numbered, right, cond, est)
 	}
 	if err != nil {
 		return nil, err
@@ -866,11 +868,11 @@ func (pl *physPlanner) singleJoin(n *JoinNode, left, right *pnode, equi []EquiCo
 // ---------------------------------------------------------------- sort, limit, distinct
 
 // sort plans ORDER BY keys, with a LIMIT when limit >= 0 (top-N).
-func (pl *physPlanner) sort(input Plan, keys []SortKey, limit, offset int64, need colSet, est float64) (*pnode, error) {
-	kneed := union(need, colSet{})
-	exprs := make([]Expr, len(keys))
+func (pl *physPlanner) sort(input plan.Plan, keys []plan.SortKey, limit, offset int64, need plan.ColSet, est float64) (*pnode, error) {
+	kneed := union(need, plan.ColSet{})
+	exprs := make([]plan.Expr, len(keys))
 	for i, k := range keys {
-		kneed.addAll(colsOf(k.Expr))
+		kneed.AddAll(plan.ColsOf(k.Expr))
 		exprs[i] = k.Expr
 	}
 	in, err := pl.plan(input, kneed)
@@ -946,9 +948,9 @@ func (pl *physPlanner) distinct(in *pnode, est float64) (*pnode, error) {
 
 // ---------------------------------------------------------------- set operations
 
-func (pl *physPlanner) setOp(n *SetOpNode) (*pnode, error) {
-	side := func(p Plan) (*pnode, error) {
-		in, err := pl.plan(p, colSetOf(p.Columns()))
+func (pl *physPlanner) setOp(n *plan.SetOpNode) (*pnode, error) {
+	side := func(p plan.Plan) (*pnode, error) {
+		in, err := pl.plan(p, plan.ColSetOf(p.Columns()))
 		if err != nil {
 			return nil, err
 		}
@@ -956,12 +958,12 @@ func (pl *physPlanner) setOp(n *SetOpNode) (*pnode, error) {
 			return nil, err
 		}
 		// Positional: both sides take the set operation's types.
-		cols := make([]Column, len(n.Cols))
+		cols := make([]plan.Column, len(n.Cols))
 		for i, c := range p.Columns() {
 			cols[i] = c
 			cols[i].Type = n.Cols[i].Type
-			if isNullType(cols[i].Type) {
-				cols[i].Type = typString
+			if plan.IsNullType(cols[i].Type) {
+				cols[i].Type = plan.TypString
 			}
 		}
 		return pl.castTo(in, cols)
@@ -975,12 +977,12 @@ func (pl *physPlanner) setOp(n *SetOpNode) (*pnode, error) {
 		return nil, err
 	}
 	est := pl.est.rows(n)
-	layout := make([]ColumnID, len(n.Cols))
+	layout := make([]plan.ColumnID, len(n.Cols))
 	for i, c := range n.Cols {
 		layout[i] = c.ID
 	}
 	left.layout, right.layout = layout, layout
-	if n.Kind == SetUnion {
+	if n.Kind == plan.SetUnion {
 		u, err := pl.node(&PhysNode{Kind: PhysUnion, Streams: left.n.Streams + right.n.Streams}, layout, est, left, right)
 		if err != nil {
 			return nil, err
@@ -1014,7 +1016,7 @@ func (pl *physPlanner) setOp(n *SetOpNode) (*pnode, error) {
 		return nil, err
 	}
 	jt := exec.JoinSemi
-	if n.Kind == SetExcept {
+	if n.Kind == plan.SetExcept {
 		jt = exec.JoinAnti
 	}
 	spec := &exec.HashJoinSpec{Type: jt, LeftKeys: lk, RightKeys: rk, Build: exec.SideRight}
@@ -1038,7 +1040,7 @@ func (pl *physPlanner) numberCopies(in *pnode) (*pnode, error) {
 		}
 	}
 	spec := &exec.WindowSpec{PartitionBy: keys, Funcs: []exec.WindowFuncSpec{{Func: exec.WinRowNumber, Name: "copy"}}}
-	layout := append(append([]ColumnID(nil), in.layout...), pl.newSynth())
+	layout := append(append([]plan.ColumnID(nil), in.layout...), pl.newSynth())
 	return pl.node(&PhysNode{Kind: PhysWindow, Streams: in.n.Streams, Window: spec}, layout, in.n.EstRows, in)
 }
 
@@ -1046,10 +1048,10 @@ func (pl *physPlanner) numberCopies(in *pnode) (*pnode, error) {
 // as equal: a nullable column c becomes two keys, coalesce(c, zero) and
 // c IS NULL.
 func (pl *physPlanner) nullSafeKeys(in *pnode) (*pnode, []int, error) {
-	var exprs []Expr
+	var exprs []plan.Expr
 	for i, id := range in.layout {
 		f := in.schema.Field(i)
-		c := &ColRef{ID: id, Name: f.Name, Typ: f.Type}
+		c := &plan.ColRef{ID: id, Name: f.Name, Typ: f.Type}
 		if id < 0 {
 			// NB: a synthetic column here is a copy number (never NULL);
 			// give it a positive stand-in ID for the translation.
@@ -1062,53 +1064,53 @@ func (pl *physPlanner) nullSafeKeys(in *pnode) (*pnode, []int, error) {
 		}
 		zero, ok := zeroConst(f.Type)
 		if !ok {
-			return nil, nil, nferr.Queryf("set operation over a column of type %s is not supported", typeString(f.Type))
+			return nil, nil, nferr.Queryf("set operation over a column of type %s is not supported", plan.TypeString(f.Type))
 		}
-		exprs = append(exprs, call(fnCoalesce, f.Type, c, zero), call(fnIsNull, typBool, c))
+		exprs = append(exprs, plan.NewCall(plan.FnCoalesce, f.Type, c, zero), plan.NewCall(plan.FnIsNull, plan.TypBool, c))
 	}
 	return pl.ensure(in, exprs)
 }
 
-func zeroConst(t arrow.DataType) (*Const, bool) {
+func zeroConst(t arrow.DataType) (*plan.Const, bool) {
 	switch t.ID() {
 	case arrow.INT32:
-		return &Const{Typ: t, Val: int32(0)}, true
+		return &plan.Const{Typ: t, Val: int32(0)}, true
 	case arrow.INT64, arrow.DECIMAL64:
-		return &Const{Typ: t, Val: int64(0)}, true
+		return &plan.Const{Typ: t, Val: int64(0)}, true
 	case arrow.DECIMAL128:
-		c, err := castConst(&Const{Typ: typInt64, Val: int64(0)}, t)
+		c, err := plan.CastConst(&plan.Const{Typ: plan.TypInt64, Val: int64(0)}, t)
 		return c, err == nil
 	case arrow.FLOAT64:
-		return &Const{Typ: t, Val: float64(0)}, true
+		return &plan.Const{Typ: t, Val: float64(0)}, true
 	case arrow.STRING:
-		return &Const{Typ: t, Val: ""}, true
+		return &plan.Const{Typ: t, Val: ""}, true
 	case arrow.DATE32:
-		return &Const{Typ: t, Val: arrow.Date32(0)}, true
+		return &plan.Const{Typ: t, Val: arrow.Date32(0)}, true
 	case arrow.BOOL:
-		return &Const{Typ: t, Val: false}, true
+		return &plan.Const{Typ: t, Val: false}, true
 	case arrow.NULL:
-		return &Const{Typ: typString, Val: ""}, true
+		return &plan.Const{Typ: plan.TypString, Val: ""}, true
 	}
 	return nil, false
 }
 
 // ---------------------------------------------------------------- windows
 
-var frameBounds = map[FrameBoundKind]exec.BoundKind{
-	BoundUnboundedPreceding: exec.UnboundedPreceding, BoundPreceding: exec.Preceding, BoundCurrentRow: exec.CurrentRow,
-	BoundFollowing: exec.Following, BoundUnboundedFollowing: exec.UnboundedFollowing,
+var frameBounds = map[plan.FrameBoundKind]exec.BoundKind{
+	plan.BoundUnboundedPreceding: exec.UnboundedPreceding, plan.BoundPreceding: exec.Preceding, plan.BoundCurrentRow: exec.CurrentRow,
+	plan.BoundFollowing: exec.Following, plan.BoundUnboundedFollowing: exec.UnboundedFollowing,
 }
 
-func (pl *physPlanner) window(n *WindowNode, need colSet) (*pnode, error) {
-	inCols := colSetOf(n.Input.Columns())
-	inNeed := colSet{}
+func (pl *physPlanner) window(n *plan.WindowNode, need plan.ColSet) (*pnode, error) {
+	inCols := plan.ColSetOf(n.Input.Columns())
+	inNeed := plan.ColSet{}
 	for id := range need {
-		if inCols.has(id) {
-			inNeed.add(id)
+		if inCols.Has(id) {
+			inNeed.Add(id)
 		}
 	}
-	for _, e := range nodeExprs(n) {
-		inNeed.addAll(colsOf(e))
+	for _, e := range plan.NodeExprs(n) {
+		inNeed.AddAll(plan.ColsOf(e))
 	}
 	in, err := pl.plan(n.Input, inNeed)
 	if err != nil {
@@ -1127,11 +1129,11 @@ func (pl *physPlanner) window(n *WindowNode, need colSet) (*pnode, error) {
 	for i, f := range n.Funcs {
 		var b strings.Builder
 		for _, p := range f.PartitionBy {
-			b.WriteString(exprKey(p) + ";")
+			b.WriteString(plan.ExprKey(p) + ";")
 		}
 		b.WriteString("|")
 		for _, k := range f.OrderBy {
-			fmt.Fprintf(&b, "%s %v %v;", exprKey(k.Expr), k.Desc, k.NullsFirst)
+			fmt.Fprintf(&b, "%s %v %v;", plan.ExprKey(k.Expr), k.Desc, k.NullsFirst)
 		}
 		g := byKey[b.String()]
 		if g == nil {
@@ -1146,7 +1148,7 @@ func (pl *physPlanner) window(n *WindowNode, need colSet) (*pnode, error) {
 	for _, f := range n.Funcs[1:] {
 		samePart = samePart && len(f.PartitionBy) == len(n.Funcs[0].PartitionBy)
 		for j := 0; samePart && j < len(f.PartitionBy); j++ {
-			samePart = exprEqual(f.PartitionBy[j], n.Funcs[0].PartitionBy[j])
+			samePart = plan.ExprEqual(f.PartitionBy[j], n.Funcs[0].PartitionBy[j])
 		}
 	}
 	if in.n.Streams > 1 {
@@ -1165,7 +1167,7 @@ func (pl *physPlanner) window(n *WindowNode, need colSet) (*pnode, error) {
 	est := pl.est.rows(n)
 	for _, g := range groups {
 		f0 := n.Funcs[g.funcs[0]]
-		var exprs []Expr
+		var exprs []plan.Expr
 		exprs = append(exprs, f0.PartitionBy...)
 		for _, k := range f0.OrderBy {
 			exprs = append(exprs, k.Expr)
@@ -1187,7 +1189,7 @@ func (pl *physPlanner) window(n *WindowNode, need colSet) (*pnode, error) {
 			spec.OrderBy = append(spec.OrderBy, key)
 			k++
 		}
-		layout := append([]ColumnID(nil), in.layout...)
+		layout := append([]plan.ColumnID(nil), in.layout...)
 		for _, fi := range g.funcs {
 			f := n.Funcs[fi]
 			ws := exec.WindowFuncSpec{Func: exec.WindowFunc(f.Fn), Name: n.FuncCols[fi].Name}
@@ -1213,7 +1215,7 @@ func (pl *physPlanner) window(n *WindowNode, need colSet) (*pnode, error) {
 		return nil, err
 	}
 	// Window results take the binder's types.
-	var cols []Column
+	var cols []plan.Column
 	for _, id := range in.layout {
 		for i, c := range n.FuncCols {
 			if c.ID == id {
@@ -1232,7 +1234,7 @@ func (pl *physPlanner) window(n *WindowNode, need colSet) (*pnode, error) {
 	return in, nil
 }
 
-func windowFrame(f *WindowFrame) (*exec.WindowFrame, error) {
+func windowFrame(f *plan.WindowFrame) (*exec.WindowFrame, error) {
 	var mode exec.FrameMode
 	switch f.Mode {
 	case "rows":
@@ -1242,14 +1244,14 @@ func windowFrame(f *WindowFrame) (*exec.WindowFrame, error) {
 	default:
 		return nil, nferr.Queryf("%s window frames are not supported (use ROWS or RANGE)", strings.ToUpper(f.Mode))
 	}
-	bound := func(k FrameBoundKind, off Expr) (exec.FrameBound, error) {
+	bound := func(k plan.FrameBoundKind, off plan.Expr) (exec.FrameBound, error) {
 		b := exec.FrameBound{Kind: frameBounds[k]}
 		if off != nil {
-			c, ok := off.(*Const)
-			if !ok || !isInteger(c.Typ) || c.IsNull() {
+			c, ok := off.(*plan.Const)
+			if !ok || !plan.IsInteger(c.Typ) || c.IsNull() {
 				return b, nferr.Queryf("window frame offset %s must be an integer constant", off)
 			}
-			b.Offset = constInt(c)
+			b.Offset = plan.ConstInt(c)
 		}
 		return b, nil
 	}
@@ -1266,10 +1268,10 @@ func windowFrame(f *WindowFrame) (*exec.WindowFrame, error) {
 
 // ---------------------------------------------------------------- leaves
 
-func (pl *physPlanner) values(n *ValuesNode) (*pnode, error) {
+func (pl *physPlanner) values(n *plan.ValuesNode) (*pnode, error) {
 	empty := &pnode{schema: arrow.NewSchema(nil, nil)}
 	op := &ValuesOp{Names: make([]string, len(n.Cols))}
-	layout := make([]ColumnID, len(n.Cols))
+	layout := make([]plan.ColumnID, len(n.Cols))
 	for i, c := range n.Cols {
 		op.Names[i] = c.Name
 		layout[i] = c.ID
@@ -1282,8 +1284,8 @@ func (pl *physPlanner) values(n *ValuesNode) (*pnode, error) {
 				return nil, err
 			}
 			t := n.Cols[i].Type
-			if isNullType(t) {
-				t = typString
+			if plan.IsNullType(t) {
+				t = plan.TypString
 			}
 			et, err := exec.TypeOf(t)
 			if err != nil {
@@ -1296,11 +1298,11 @@ func (pl *physPlanner) values(n *ValuesNode) (*pnode, error) {
 	return pl.node(&PhysNode{Kind: PhysValues, Streams: 1, Values: op}, layout, float64(len(n.Rows)))
 }
 
-func (pl *physPlanner) sharedScan(n *SharedScan) (*pnode, error) {
+func (pl *physPlanner) sharedScan(n *plan.SharedScan) (*pnode, error) {
 	id, ok := pl.shared[n.Def]
 	if !ok {
 		cols := n.Def.Plan.Columns()
-		root, err := pl.plan(n.Def.Plan, colSetOf(cols))
+		root, err := pl.plan(n.Def.Plan, plan.ColSetOf(cols))
 		if err != nil {
 			return nil, err
 		}
@@ -1312,7 +1314,7 @@ func (pl *physPlanner) sharedScan(n *SharedScan) (*pnode, error) {
 		pl.defs = append(pl.defs, &PhysShared{ID: id, Name: n.Def.Name, Root: root.n})
 	}
 	def := pl.defs[id]
-	layout := make([]ColumnID, len(n.Cols))
+	layout := make([]plan.ColumnID, len(n.Cols))
 	for i, c := range n.Cols {
 		layout[i] = c.ID
 	}

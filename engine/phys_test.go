@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nicflow/nicflow/engine/plan"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -281,7 +283,7 @@ func TestSingleJoinChecks(t *testing.T) {
 
 // tpchSource stands in for storage when building plans of the TPC-H test
 // catalog: it knows the schemas and opens nothing.
-type tpchSource struct{ cat *MemCatalog }
+type tpchSource struct{ cat *plan.MemCatalog }
 
 func (s tpchSource) ScanSchema(spec storage.ScanSpec) (*arrow.Schema, error) {
 	t, _ := s.cat.LookupTable(spec.Table)
@@ -306,7 +308,7 @@ func (s tpchSource) OpenScan(context.Context, storage.ScanSpec, storage.ScanOpti
 // TestBuildTPCHPlans instantiates every TPC-H plan (after a JSON round
 // trip, as a worker would receive it) and closes it unopened.
 func TestBuildTPCHPlans(t *testing.T) {
-	src := tpchSource{TPCHCatalog()}
+	src := tpchSource{plan.TPCHCatalog()}
 	for q := 1; q <= 22; q++ {
 		for _, p := range []int{1, 4} {
 			_, pp := planTPCH(t, q, p)
@@ -348,7 +350,7 @@ func FuzzBuildPhysPlan(f *testing.F) {
 	}
 	f.Add([]byte(`{"root":{"kind":"filter","streams":1,"inputs":[{"kind":"values","streams":1,"values":{"names":["a"],"rows":[[{"kind":"literal","type":{"id":"int32"},"value":"1"}]]}}],"filter":{"kind":"column","index":7}}}`))
 	f.Add([]byte(`{"root":{"kind":"hash_join","streams":2,"inputs":[{"kind":"scan","streams":2,"scan":{"spec":{"table":"nation","columns":["n_nationkey"]}}},{"kind":"scan","streams":1,"scan":{"spec":{"table":"region","columns":["r_regionkey"]}}}],"join":{"Type":"inner","LeftKeys":[0],"RightKeys":[0]}}}`))
-	src := tpchSource{TPCHCatalog()}
+	src := tpchSource{plan.TPCHCatalog()}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var p PhysPlan
 		if err := json.Unmarshal(data, &p); err != nil {

@@ -3,6 +3,8 @@ package engine
 import (
 	"slices"
 
+	"github.com/nicflow/nicflow/engine/plan"
+
 	"github.com/nicflow/nicflow/engine/sql"
 )
 
@@ -10,7 +12,7 @@ import (
 // INSERT ... query, CREATE TABLE ... AS, and the statement of an EXPLAIN):
 // the one call a session makes per parsed statement. disabled names rules
 // not to apply (SET disabled_rules; checked by CheckDisabledRules).
-func Prepare(cat Catalog, src string, stmt sql.Statement, disabled ...string) (Statement, error) {
+func Prepare(cat plan.Catalog, src string, stmt sql.Statement, disabled ...string) (Statement, error) {
 	st, err := Bind(cat, src, stmt)
 	if err != nil {
 		return nil, err

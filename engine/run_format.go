@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nicflow/nicflow/engine/plan"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
@@ -63,7 +65,7 @@ func NewValueFormatter(t arrow.DataType) (*ValueFormatter, error) {
 			if v.HighBits() == 0 && v.LowBits() < 1<<63 || v.HighBits() == -1 && v.LowBits() >= 1<<63 {
 				return formatScaled64(int64(v.LowBits()), s) // fits an int64: no big.Int
 			}
-			return formatUnscaled(v.BigInt(), s)
+			return plan.FormatUnscaled(v.BigInt(), s)
 		}
 	case *arrow.MonthDayNanoIntervalType:
 		fn = func(a arrow.Array, i int) string {

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nicflow/nicflow/engine/plan"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -102,7 +104,7 @@ func (o *Options) Validate() error {
 type Session struct {
 	db    *storage.DB
 	cat   *StorageCatalog
-	views *MemCatalog
+	views *plan.MemCatalog
 	opts  Options
 	mu    sync.Mutex
 	// queryRetries is SET query_retries (-1: not set).
@@ -163,7 +165,7 @@ func Open(dir string, opts Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Session{db: db, cat: NewStorageCatalog(db), views: NewMemCatalog(), opts: opts, queryRetries: -1}, nil
+	return &Session{db: db, cat: NewStorageCatalog(db), views: plan.NewMemCatalog(), opts: opts, queryRetries: -1}, nil
 }
 
 // Close closes the database. Results still open must be closed first.
@@ -177,7 +179,7 @@ func (s *Session) Options() Options { return s.opts }
 
 // catalog is what statements bind against: the session's views over the
 // database's tables.
-func (s *Session) catalog() Catalog { return OverlayCatalog{Base: s.cat, Views: s.views} }
+func (s *Session) catalog() plan.Catalog { return plan.OverlayCatalog{Base: s.cat, Views: s.views} }
 
 // Execute parses a script (statements separated by semicolons) and
 // returns it ready to run statement by statement with Script.Next. A
@@ -431,7 +433,7 @@ func (s *Session) runStmt(ctx context.Context, st Statement) (*Result, error) {
 	case *CreateExternalTableStmt:
 		return s.createExternal(ctx, x)
 	case *CreateViewStmt:
-		if err := s.views.AddView(&ViewDef{Name: x.Name, Columns: x.Columns, SQL: x.SQL}, x.OrReplace); err != nil {
+		if err := s.views.AddView(&plan.ViewDef{Name: x.Name, Columns: x.Columns, SQL: x.SQL}, x.OrReplace); err != nil {
 			return nil, err
 		}
 		return status("CREATE VIEW", 0), nil
@@ -742,7 +744,7 @@ func sameColumns(name string, want, got *arrow.Schema) error {
 	for i, f := range want.Fields() {
 		g := got.Field(i)
 		if !strings.EqualFold(f.Name, g.Name) || !arrow.TypeEqual(f.Type, g.Type) {
-			return nferr.Queryf("external table %s: column %d is declared %s %s, the files have %s %s", name, i+1, f.Name, typeString(f.Type), g.Name, typeString(g.Type))
+			return nferr.Queryf("external table %s: column %d is declared %s %s, the files have %s %s", name, i+1, f.Name, plan.TypeString(f.Type), g.Name, plan.TypeString(g.Type))
 		}
 	}
 	return nil
@@ -804,10 +806,10 @@ func (s *Session) showTables() (*Result, error) {
 
 // viewNames lists the session's views, sorted.
 func (s *Session) viewNames() []string {
-	s.views.mu.RLock()
-	defer s.views.mu.RUnlock()
-	out := make([]string, 0, len(s.views.views))
-	for n := range s.views.views {
+	s.views.Mu.RLock()
+	defer s.views.Mu.RUnlock()
+	out := make([]string, 0, len(s.views.Views))
+	for n := range s.views.Views {
 		out = append(out, n)
 	}
 	sort.Strings(out)
@@ -821,7 +823,7 @@ func (s *Session) describe(x *DescribeStmt) (*Result, error) {
 		if f.Nullable {
 			null = "YES"
 		}
-		rows = append(rows, []any{f.Name, typeString(f.Type), null})
+		rows = append(rows, []any{f.Name, plan.TypeString(f.Type), null})
 	}
 	return staticResult(s.opts.Alloc, []string{"column_name", "column_type", "null"}, []arrow.DataType{typStr, typStr, typStr}, rows), nil
 }
@@ -991,7 +993,7 @@ func checkPlanSize(stmt sql.Statement, limit int64) error {
 
 // explainRules is EXPLAIN VERBOSE's account of the optimizer: each rule in
 // order, whether it changed the plan, and its time.
-func explainRules(runs []RuleRun, disabled []string) string {
+func explainRules(runs []plan.RuleRun, disabled []string) string {
 	var b strings.Builder
 	b.WriteString("Optimizer rules:\n")
 	for _, r := range runs {

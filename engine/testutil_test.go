@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nicflow/nicflow/engine/plan"
+
 	"github.com/nicflow/nicflow/engine/sql"
 	"github.com/nicflow/nicflow/internal/tpchq"
 )
@@ -60,13 +62,13 @@ func tpchQuery(t testing.TB, n int) string {
 // session applies DDL of views to an overlay, as the embedded session does,
 // so that scripts like Q15 (create view; select; drop view) bind.
 type testSession struct {
-	cat   Catalog
-	views *MemCatalog
+	cat   plan.Catalog
+	views *plan.MemCatalog
 }
 
 func newTestSession() *testSession {
-	views := NewMemCatalog()
-	return &testSession{cat: OverlayCatalog{Base: TPCHCatalog(), Views: views}, views: views}
+	views := plan.NewMemCatalog()
+	return &testSession{cat: plan.OverlayCatalog{Base: plan.TPCHCatalog(), Views: views}, views: views}
 }
 
 // bindScript binds every statement of src, applying CREATE/DROP VIEW as it
@@ -84,7 +86,7 @@ func (s *testSession) bindScript(src string) ([]Statement, error) {
 		}
 		switch x := st.(type) {
 		case *CreateViewStmt:
-			if err := s.views.AddView(&ViewDef{Name: x.Name, Columns: x.Columns, SQL: x.SQL}, x.OrReplace); err != nil {
+			if err := s.views.AddView(&plan.ViewDef{Name: x.Name, Columns: x.Columns, SQL: x.SQL}, x.OrReplace); err != nil {
 				return nil, err
 			}
 		case *DropStmt:
@@ -124,7 +126,7 @@ func bindQuery(t testing.TB, src string) *QueryStmt {
 func readFileBytes(path string) ([]byte, error) { return os.ReadFile(path) }
 
 // newTestSessionWith is newTestSession over another base catalog.
-func newTestSessionWith(base Catalog) *testSession {
-	views := NewMemCatalog()
-	return &testSession{cat: OverlayCatalog{Base: base, Views: views}, views: views}
+func newTestSessionWith(base plan.Catalog) *testSession {
+	views := plan.NewMemCatalog()
+	return &testSession{cat: plan.OverlayCatalog{Base: base, Views: views}, views: views}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/nicflow/nicflow/engine/plan"
 )
 
 // TestTPCHPlans binds and optimizes the 22 TPC-H queries, validates every
@@ -12,14 +14,14 @@ func TestTPCHPlans(t *testing.T) {
 	var b strings.Builder
 	for i := 1; i <= 22; i++ {
 		q := bindQuery(t, tpchQuery(t, i))
-		if err := ValidatePlan(q.Plan); err != nil {
+		if err := plan.ValidatePlan(q.Plan); err != nil {
 			t.Fatalf("Q%d bound plan: %v", i, err)
 		}
 		p, err := Optimize(q.Plan)
 		if err != nil {
 			t.Fatalf("Q%d: %v", i, err)
 		}
-		if err := ValidatePlan(p); err != nil {
+		if err := plan.ValidatePlan(p); err != nil {
 			t.Fatalf("Q%d optimized plan: %v\n%s", i, err, ExplainPlan(p, ExplainOptions{Verbose: true}))
 		}
 		// The result columns are unchanged by optimization.
@@ -43,7 +45,7 @@ func resultSignature(q *QueryStmt) string {
 	cols := q.Plan.Columns()
 	s := make([]string, len(cols))
 	for i, c := range cols {
-		s[i] = q.Names[i] + " " + typeString(c.Type)
+		s[i] = q.Names[i] + " " + plan.TypeString(c.Type)
 	}
 	return "(" + strings.Join(s, ", ") + ")"
 }
@@ -51,34 +53,34 @@ func resultSignature(q *QueryStmt) string {
 // checkOptimizedShape asserts what every optimized TPC-H plan must look
 // like: no subqueries, no cross products, filters inside scans, hash joins
 // building on the smaller estimated side, only needed columns scanned.
-func checkOptimizedShape(t *testing.T, q int, p Plan) {
+func checkOptimizedShape(t *testing.T, q int, p plan.Plan) {
 	t.Helper()
 	est := newEstimator()
-	walkPlanDeep(p, func(n Plan) {
-		for _, e := range nodeExprs(n) {
-			if hasSubquery(e) {
+	plan.WalkPlanDeep(p, func(n plan.Plan) {
+		for _, e := range plan.NodeExprs(n) {
+			if plan.HasSubquery(e) {
 				t.Errorf("Q%d: subquery left after optimization in %T", q, n)
 			}
 		}
 		switch x := n.(type) {
-		case *JoinNode:
-			if len(x.Equi) == 0 && x.Kind != JoinSingle && !atMostOneRow(x.Left) && !atMostOneRow(x.Right) {
+		case *plan.JoinNode:
+			if len(x.Equi) == 0 && x.Kind != plan.JoinSingle && !atMostOneRow(x.Left) && !atMostOneRow(x.Right) {
 				t.Errorf("Q%d: join without equi keys (cross product): %s", q, ExplainPlan(x, ExplainOptions{NoRows: true}))
 			}
-			if x.Kind == JoinInner {
+			if x.Kind == plan.JoinInner {
 				l, r := est.rows(x.Left), est.rows(x.Right)
-				if (x.Build == BuildRight && r > l) || (x.Build == BuildLeft && l > r) {
+				if (x.Build == plan.BuildRight && r > l) || (x.Build == plan.BuildLeft && l > r) {
 					t.Errorf("Q%d: join builds on the larger side (left %.0f, right %.0f)", q, l, r)
 				}
 			}
-		case *FilterNode:
+		case *plan.FilterNode:
 			// Filters remain only above joins or aggregates (residuals on
 			// subquery results, HAVING).
 			switch x.Input.(type) {
-			case *ScanNode:
+			case *plan.ScanNode:
 				t.Errorf("Q%d: filter left above a scan: %s", q, x.Cond)
 			}
-		case *ScanNode:
+		case *plan.ScanNode:
 			if x.Table.Name == "lineitem" && len(x.Cols) > 8 {
 				t.Errorf("Q%d: lineitem scan reads %d columns", q, len(x.Cols))
 			}
@@ -87,7 +89,7 @@ func checkOptimizedShape(t *testing.T, q int, p Plan) {
 }
 
 func TestTPCHSpecifics(t *testing.T) {
-	opt := func(n int) Plan {
+	opt := func(n int) plan.Plan {
 		p, err := Optimize(bindQuery(t, tpchQuery(t, n)).Plan)
 		if err != nil {
 			t.Fatal(err)
@@ -97,8 +99,8 @@ func TestTPCHSpecifics(t *testing.T) {
 	// Q1: the date arithmetic folds to a literal in the scan's filter.
 	q1 := opt(1)
 	found := false
-	walkPlanDeep(q1, func(n Plan) {
-		if s, ok := n.(*ScanNode); ok {
+	plan.WalkPlanDeep(q1, func(n plan.Plan) {
+		if s, ok := n.(*plan.ScanNode); ok {
 			for _, f := range s.Filters {
 				found = found || f.String() == "lineitem.l_shipdate <= date '1998-09-02'"
 			}
@@ -111,9 +113,9 @@ func TestTPCHSpecifics(t *testing.T) {
 		t.Errorf("Q1: folded shipdate filter not found:\n%s", ExplainPlan(q1, ExplainOptions{}))
 	}
 	// Q15: the view is computed once and read twice.
-	defs := map[*SharedDef]int{}
-	walkPlanDeep(opt(15), func(n Plan) {
-		if s, ok := n.(*SharedScan); ok {
+	defs := map[*plan.SharedDef]int{}
+	plan.WalkPlanDeep(opt(15), func(n plan.Plan) {
+		if s, ok := n.(*plan.SharedScan); ok {
 			defs[s.Def]++
 		}
 	})
@@ -127,10 +129,10 @@ func TestTPCHSpecifics(t *testing.T) {
 	}
 	// Q16: NOT IN is a null-aware anti join; Q21: EXISTS / NOT EXISTS are
 	// semi and anti joins; Q17, Q20: correlated aggregates become joins.
-	kinds := func(p Plan) map[string]int {
+	kinds := func(p plan.Plan) map[string]int {
 		m := map[string]int{}
-		walkPlanDeep(p, func(n Plan) {
-			if j, ok := n.(*JoinNode); ok {
+		plan.WalkPlanDeep(p, func(n plan.Plan) {
+			if j, ok := n.(*plan.JoinNode); ok {
 				k := j.Kind.String()
 				if j.NullAware {
 					k += "-null-aware"
@@ -151,10 +153,10 @@ func TestTPCHSpecifics(t *testing.T) {
 	}
 	for _, n := range []int{2, 17, 20} {
 		agg := false
-		walkPlanDeep(opt(n), func(p Plan) {
-			if j, ok := p.(*JoinNode); ok && j.Kind == JoinInner {
-				for _, side := range []Plan{j.Left, j.Right} {
-					if a, ok := side.(*AggregateNode); ok && len(a.Groups) > 0 {
+		plan.WalkPlanDeep(opt(n), func(p plan.Plan) {
+			if j, ok := p.(*plan.JoinNode); ok && j.Kind == plan.JoinInner {
+				for _, side := range []plan.Plan{j.Left, j.Right} {
+					if a, ok := side.(*plan.AggregateNode); ok && len(a.Groups) > 0 {
 						agg = true
 					}
 				}
@@ -167,8 +169,8 @@ func TestTPCHSpecifics(t *testing.T) {
 	// Q3, Q10, Q18, Q21, Q2: ORDER BY ... LIMIT is a TopN.
 	for _, n := range []int{2, 3, 10, 18, 21} {
 		top := false
-		walkPlanDeep(opt(n), func(p Plan) {
-			_, ok := p.(*TopNNode)
+		plan.WalkPlanDeep(opt(n), func(p plan.Plan) {
+			_, ok := p.(*plan.TopNNode)
 			top = top || ok
 		})
 		if !top {

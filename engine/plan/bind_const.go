@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"fmt"
@@ -19,20 +19,20 @@ import (
 // else int64, else decimal(p,0); a literal with a point is the smallest
 // decimal(p,s) holding it (0.06 is decimal(2,2)); a literal with an
 // exponent is float64.
-func parseNumber(text string) (*Const, error) {
+func ParseNumber(text string) (*Const, error) {
 	if strings.ContainsAny(text, "eE") {
 		f, err := strconv.ParseFloat(text, 64)
 		if err != nil || math.IsInf(f, 0) {
 			return nil, fmt.Errorf("number %s is out of range for double precision", text)
 		}
-		return &Const{Typ: typFloat64, Val: f}, nil
+		return &Const{Typ: TypFloat64, Val: f}, nil
 	}
 	if !strings.Contains(text, ".") {
 		if v, err := strconv.ParseInt(text, 10, 64); err == nil {
 			if v >= math.MinInt32 && v <= math.MaxInt32 {
-				return &Const{Typ: typInt32, Val: int32(v)}, nil
+				return &Const{Typ: TypInt32, Val: int32(v)}, nil
 			}
-			return &Const{Typ: typInt64, Val: v}, nil
+			return &Const{Typ: TypInt64, Val: v}, nil
 		}
 	}
 	intPart, frac, _ := strings.Cut(text, ".")
@@ -42,22 +42,22 @@ func parseNumber(text string) (*Const, error) {
 	if p == 0 {
 		p = 1
 	}
-	if p > maxDecimalPrecision {
-		return nil, fmt.Errorf("number %s has more than %d digits", text, maxDecimalPrecision)
+	if p > MaxDecimalPrecision {
+		return nil, fmt.Errorf("number %s has more than %d digits", text, MaxDecimalPrecision)
 	}
 	u, ok := new(big.Int).SetString(intPart+frac, 10)
 	if !ok {
 		u = new(big.Int)
 	}
-	return bigToConst(u, decimalType(p, s))
+	return bigToConst(u, DecimalType(p, s))
 }
 
 // bigToConst builds a decimal constant of type t from an unscaled value,
 // checking that it fits t's precision.
 func bigToConst(u *big.Int, t arrow.DataType) (*Const, error) {
-	p, _, _ := decimalPS(t)
+	p, _, _ := DecimalPS(t)
 	if len(new(big.Int).Abs(u).String()) > int(p) && u.Sign() != 0 {
-		return nil, fmt.Errorf("numeric value out of range for %s", typeString(t))
+		return nil, fmt.Errorf("numeric value out of range for %s", TypeString(t))
 	}
 	if t.ID() == arrow.DECIMAL64 {
 		return &Const{Typ: t, Val: u.Int64()}, nil
@@ -72,13 +72,13 @@ func unscaled(c *Const) (*big.Int, int32, bool) {
 	case int32:
 		return big.NewInt(int64(v)), 0, true
 	case int64:
-		_, s, _ := decimalPS(c.Typ)
-		if !isDecimal(c.Typ) {
+		_, s, _ := DecimalPS(c.Typ)
+		if !IsDecimal(c.Typ) {
 			s = 0
 		}
 		return big.NewInt(v), s, true
 	case decimal128.Num:
-		_, s, _ := decimalPS(c.Typ)
+		_, s, _ := DecimalPS(c.Typ)
 		return v.BigInt(), s, true
 	}
 	return nil, 0, false
@@ -115,7 +115,7 @@ func divRound(a, b *big.Int) *big.Int {
 }
 
 // constInt returns an integer constant's value.
-func constInt(c *Const) int64 {
+func ConstInt(c *Const) int64 {
 	switch v := c.Val.(type) {
 	case int32:
 		return int64(v)
@@ -126,7 +126,7 @@ func constInt(c *Const) int64 {
 }
 
 // constFloat returns a numeric constant as a float64.
-func constFloat(c *Const) float64 {
+func ConstFloat(c *Const) float64 {
 	if f, ok := c.Val.(float64); ok {
 		return f
 	}
@@ -139,30 +139,30 @@ func constFloat(c *Const) float64 {
 }
 
 // canCast reports whether CAST(x AS to) is allowed for x of type from.
-func canCast(from, to arrow.DataType) bool {
+func CanCast(from, to arrow.DataType) bool {
 	switch {
-	case arrow.TypeEqual(from, to), isNullType(from), isString(from), isString(to):
+	case arrow.TypeEqual(from, to), IsNullType(from), IsString(from), IsString(to):
 		return true
-	case isNumeric(from) && isNumeric(to):
+	case IsNumeric(from) && IsNumeric(to):
 		return true
-	case isBool(from) && isInteger(to), isInteger(from) && isBool(to):
+	case IsBool(from) && IsInteger(to), IsInteger(from) && IsBool(to):
 		return true
 	}
 	return false
 }
 
 // castConst converts a constant to type t, as CAST would.
-func castConst(c *Const, t arrow.DataType) (*Const, error) {
+func CastConst(c *Const, t arrow.DataType) (*Const, error) {
 	if arrow.TypeEqual(c.Typ, t) {
 		return &Const{Typ: t, Val: c.Val}, nil
 	}
 	if c.IsNull() {
-		return nullConst(t), nil
+		return NullConst(t), nil
 	}
 	if s, ok := c.Val.(string); ok {
 		return parseAs(s, t)
 	}
-	if isString(t) {
+	if IsString(t) {
 		switch v := c.Val.(type) {
 		case string:
 			return &Const{Typ: t, Val: v}, nil
@@ -171,22 +171,22 @@ func castConst(c *Const, t arrow.DataType) (*Const, error) {
 		case bool:
 			return &Const{Typ: t, Val: strconv.FormatBool(v)}, nil
 		}
-		return &Const{Typ: t, Val: strings.Trim(formatConst(c), "'")}, nil
+		return &Const{Typ: t, Val: strings.Trim(FormatConst(c), "'")}, nil
 	}
 	switch {
-	case isNumeric(c.Typ) && isInteger(t):
+	case IsNumeric(c.Typ) && IsInteger(t):
 		var v int64
 		if f, ok := c.Val.(float64); ok {
 			r := math.RoundToEven(f)
 			if math.IsNaN(r) || r < math.MinInt64 || r >= math.MaxInt64 {
-				return nil, fmt.Errorf("value %v is out of range for %s", f, typeString(t))
+				return nil, fmt.Errorf("value %v is out of range for %s", f, TypeString(t))
 			}
 			v = int64(r)
 		} else {
 			u, s, _ := unscaled(c)
 			r := rescale(u, s, 0)
 			if !r.IsInt64() {
-				return nil, fmt.Errorf("value %s is out of range for %s", formatConst(c), typeString(t))
+				return nil, fmt.Errorf("value %s is out of range for %s", FormatConst(c), TypeString(t))
 			}
 			v = r.Int64()
 		}
@@ -197,13 +197,13 @@ func castConst(c *Const, t arrow.DataType) (*Const, error) {
 			return &Const{Typ: t, Val: int32(v)}, nil
 		}
 		return &Const{Typ: t, Val: v}, nil
-	case isNumeric(c.Typ) && isDecimal(t):
-		_, ts, _ := decimalPS(t)
+	case IsNumeric(c.Typ) && IsDecimal(t):
+		_, ts, _ := DecimalPS(t)
 		var u *big.Int
 		if f, ok := c.Val.(float64); ok {
 			r, ok := new(big.Rat).SetString(strconv.FormatFloat(f, 'f', -1, 64))
 			if !ok {
-				return nil, fmt.Errorf("value %v cannot be converted to %s", f, typeString(t))
+				return nil, fmt.Errorf("value %v cannot be converted to %s", f, TypeString(t))
 			}
 			m := new(big.Int).Exp(bigTen, big.NewInt(int64(ts)), nil)
 			r.Mul(r, new(big.Rat).SetInt(m))
@@ -213,74 +213,74 @@ func castConst(c *Const, t arrow.DataType) (*Const, error) {
 			u = rescale(v, s, ts)
 		}
 		return bigToConst(u, t)
-	case isNumeric(c.Typ) && isFloat(t):
-		return &Const{Typ: t, Val: constFloat(c)}, nil
-	case isBool(c.Typ) && isInteger(t):
+	case IsNumeric(c.Typ) && IsFloat(t):
+		return &Const{Typ: t, Val: ConstFloat(c)}, nil
+	case IsBool(c.Typ) && IsInteger(t):
 		v := int64(0)
 		if c.Val.(bool) {
 			v = 1
 		}
-		return castConst(&Const{Typ: typInt64, Val: v}, t)
-	case isInteger(c.Typ) && isBool(t):
-		return boolConst(constInt(c) != 0), nil
+		return CastConst(&Const{Typ: TypInt64, Val: v}, t)
+	case IsInteger(c.Typ) && IsBool(t):
+		return BoolConst(ConstInt(c) != 0), nil
 	}
-	return nil, fmt.Errorf("cannot cast %s to %s", typeString(c.Typ), typeString(t))
+	return nil, fmt.Errorf("cannot cast %s to %s", TypeString(c.Typ), TypeString(t))
 }
 
 // parseAs parses a string as a value of type t (PostgreSQL input syntax).
 func parseAs(s string, t arrow.DataType) (*Const, error) {
 	in := strings.TrimSpace(s)
 	bad := func() (*Const, error) {
-		return nil, fmt.Errorf("invalid input syntax for type %s: %q", typeString(t), s)
+		return nil, fmt.Errorf("invalid input syntax for type %s: %q", TypeString(t), s)
 	}
 	switch {
-	case isString(t):
+	case IsString(t):
 		return &Const{Typ: t, Val: s}, nil
-	case isDate(t):
+	case IsDate(t):
 		d, err := time.Parse("2006-01-02", in)
 		if err != nil {
 			return bad()
 		}
 		return &Const{Typ: t, Val: arrow.Date32(d.Unix() / 86400)}, nil
-	case isBool(t):
+	case IsBool(t):
 		switch strings.ToLower(in) {
 		case "t", "true", "yes", "y", "on", "1":
-			return boolConst(true), nil
+			return BoolConst(true), nil
 		case "f", "false", "no", "n", "off", "0":
-			return boolConst(false), nil
+			return BoolConst(false), nil
 		}
 		return bad()
-	case isInteger(t):
+	case IsInteger(t):
 		v, err := strconv.ParseInt(in, 10, 64)
 		if err != nil {
 			return bad()
 		}
-		return castConst(&Const{Typ: typInt64, Val: v}, t)
-	case isFloat(t):
+		return CastConst(&Const{Typ: TypInt64, Val: v}, t)
+	case IsFloat(t):
 		f, err := strconv.ParseFloat(in, 64)
 		if err != nil {
 			return bad()
 		}
 		return &Const{Typ: t, Val: f}, nil
-	case isDecimal(t):
+	case IsDecimal(t):
 		neg := strings.HasPrefix(in, "-")
 		num := strings.TrimPrefix(strings.TrimPrefix(in, "-"), "+")
 		if num == "" || strings.Trim(num, "0123456789.") != "" || strings.Count(num, ".") > 1 || num == "." {
 			return bad()
 		}
-		c, err := parseNumber(num)
+		c, err := ParseNumber(num)
 		if err != nil {
 			return nil, err
 		}
 		if neg {
-			c, err = evalCall(call(fnNeg, c.Typ, c))
+			c, err = EvalCall(NewCall(FnNeg, c.Typ, c))
 			if err != nil {
 				return nil, err
 			}
 		}
-		return castConst(c, t)
-	case isInterval(t):
-		iv, err := parseInterval(s, "", "")
+		return CastConst(c, t)
+	case IsInterval(t):
+		iv, err := ParseInterval(s, "", "")
 		if err != nil {
 			return nil, err
 		}
@@ -301,7 +301,7 @@ var intervalUnitNames = map[string]string{
 
 // parseInterval parses an interval literal: INTERVAL '90' DAY (value and
 // unit) or INTERVAL '3 months 2 days' (PostgreSQL's unit list).
-func parseInterval(value, unit, toUnit string) (arrow.MonthDayNanoInterval, error) {
+func ParseInterval(value, unit, toUnit string) (arrow.MonthDayNanoInterval, error) {
 	var iv arrow.MonthDayNanoInterval
 	add := func(n int64, u string) error {
 		switch u {
@@ -365,21 +365,21 @@ func parseInterval(value, unit, toUnit string) (arrow.MonthDayNanoInterval, erro
 // isUntyped reports whether e is a string literal whose type is still open.
 func isUntyped(e Expr) bool {
 	c, ok := e.(*Const)
-	return ok && c.untyped
+	return ok && c.Untyped
 }
 
 // resolveUntyped converts an untyped string literal to t when t is a
 // concrete non-string type and the text parses; otherwise e is returned
 // as is (typed as text).
-func resolveUntyped(e Expr, t arrow.DataType) Expr {
+func ResolveUntyped(e Expr, t arrow.DataType) Expr {
 	c, ok := e.(*Const)
-	if !ok || !c.untyped || t == nil || isNullType(t) {
+	if !ok || !c.Untyped || t == nil || IsNullType(t) {
 		return e
 	}
-	if isString(t) {
-		return &Const{Typ: typString, Val: c.Val}
+	if IsString(t) {
+		return &Const{Typ: TypString, Val: c.Val}
 	}
-	v, err := castConst(&Const{Typ: typString, Val: c.Val}, t)
+	v, err := CastConst(&Const{Typ: TypString, Val: c.Val}, t)
 	if err != nil {
 		return e
 	}
@@ -388,7 +388,7 @@ func resolveUntyped(e Expr, t arrow.DataType) Expr {
 
 // commonTypeOf folds commonType over the types of es, starting from t. An
 // untyped string literal adopts the others' type; all-untyped is text.
-func commonTypeOf(t arrow.DataType, es ...Expr) (arrow.DataType, bool) {
+func CommonTypeOf(t arrow.DataType, es ...Expr) (arrow.DataType, bool) {
 	sawUntyped := false
 	for _, e := range es {
 		if isUntyped(e) {
@@ -396,27 +396,27 @@ func commonTypeOf(t arrow.DataType, es ...Expr) (arrow.DataType, bool) {
 			continue
 		}
 		var ok bool
-		if t, ok = commonType(t, e.Type()); !ok {
+		if t, ok = CommonType(t, e.Type()); !ok {
 			return nil, false
 		}
 	}
-	if sawUntyped && isNullType(t) {
-		t = typString
+	if sawUntyped && IsNullType(t) {
+		t = TypString
 	}
 	return t, true
 }
 
 // coerce converts e to type t (an implicit conversion the binder decided
 // on): constants are converted now, other expressions get a CastExpr.
-func coerce(e Expr, t arrow.DataType) (Expr, error) {
+func Coerce(e Expr, t arrow.DataType) (Expr, error) {
 	if arrow.TypeEqual(e.Type(), t) {
-		if c, ok := e.(*Const); ok && c.untyped {
+		if c, ok := e.(*Const); ok && c.Untyped {
 			return &Const{Typ: c.Typ, Val: c.Val}, nil
 		}
 		return e, nil
 	}
 	if c, ok := e.(*Const); ok {
-		return castConst(c, t)
+		return CastConst(c, t)
 	}
 	return &CastExpr{X: e, Typ: t}, nil
 }
@@ -424,7 +424,7 @@ func coerce(e Expr, t arrow.DataType) (Expr, error) {
 // foldNow folds a freshly built call whose arguments are all constants;
 // an evaluation error (1/0) leaves the call for run time, where it fails
 // only if a row reaches it.
-func foldNow(e Expr) Expr {
+func FoldNow(e Expr) Expr {
 	c, ok := e.(*Call)
 	if !ok {
 		return e
@@ -434,7 +434,7 @@ func foldNow(e Expr) Expr {
 			return e
 		}
 	}
-	v, err := evalCall(c)
+	v, err := EvalCall(c)
 	if err != nil || v == nil {
 		return e
 	}
@@ -442,9 +442,9 @@ func foldNow(e Expr) Expr {
 }
 
 // foldToConst folds e completely, if it is constant.
-func foldToConst(e Expr) (*Const, bool, error) {
+func FoldToConst(e Expr) (*Const, bool, error) {
 	var ferr error
-	out := mapExpr(e, func(x Expr) Expr {
+	out := MapExpr(e, func(x Expr) Expr {
 		switch y := x.(type) {
 		case *Call:
 			for _, a := range y.Args {
@@ -452,7 +452,7 @@ func foldToConst(e Expr) (*Const, bool, error) {
 					return x
 				}
 			}
-			v, err := evalCall(y)
+			v, err := EvalCall(y)
 			if err != nil {
 				if ferr == nil {
 					ferr = err
@@ -464,7 +464,7 @@ func foldToConst(e Expr) (*Const, bool, error) {
 			}
 		case *CastExpr:
 			if c, ok := y.X.(*Const); ok {
-				v, err := castConst(c, y.Typ)
+				v, err := CastConst(c, y.Typ)
 				if err != nil {
 					if ferr == nil {
 						ferr = err

@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 
 // evalCall evaluates a call over constant arguments. It returns nil (and
 // no error) for functions it does not evaluate at plan time.
-func evalCall(c *Call) (*Const, error) {
+func EvalCall(c *Call) (*Const, error) {
 	args := make([]*Const, len(c.Args))
 	anyNull := false
 	for i, a := range c.Args {
@@ -25,8 +25,8 @@ func evalCall(c *Call) (*Const, error) {
 		anyNull = anyNull || k.IsNull()
 	}
 	switch c.Fn {
-	case fnAnd, fnOr:
-		res := c.Fn == fnAnd // the neutral value
+	case FnAnd, FnOr:
+		res := c.Fn == FnAnd // the neutral value
 		null := false
 		for _, a := range args {
 			if a.IsNull() {
@@ -34,46 +34,46 @@ func evalCall(c *Call) (*Const, error) {
 				continue
 			}
 			if a.Val.(bool) != res {
-				return boolConst(!res), nil
+				return BoolConst(!res), nil
 			}
 		}
 		if null {
-			return nullConst(typBool), nil
+			return NullConst(TypBool), nil
 		}
-		return boolConst(res), nil
-	case fnNot:
+		return BoolConst(res), nil
+	case FnNot:
 		if anyNull {
-			return nullConst(typBool), nil
+			return NullConst(TypBool), nil
 		}
-		return boolConst(!args[0].Val.(bool)), nil
-	case fnIsNull:
-		return boolConst(args[0].IsNull()), nil
-	case fnNotNull:
-		return boolConst(!args[0].IsNull()), nil
-	case fnDistinct, fnNotDist:
+		return BoolConst(!args[0].Val.(bool)), nil
+	case FnIsNull:
+		return BoolConst(args[0].IsNull()), nil
+	case FnNotNull:
+		return BoolConst(!args[0].IsNull()), nil
+	case FnDistinct, FnNotDist:
 		a, b := args[0], args[1]
 		var same bool
 		switch {
 		case a.IsNull() || b.IsNull():
 			same = a.IsNull() && b.IsNull()
 		default:
-			cmp, ok := compareConst(a, b)
+			cmp, ok := CompareConst(a, b)
 			if !ok {
 				return nil, nil
 			}
 			same = cmp == 0
 		}
-		return boolConst(same == (c.Fn == fnNotDist)), nil
-	case fnCoalesce:
+		return BoolConst(same == (c.Fn == FnNotDist)), nil
+	case FnCoalesce:
 		for _, a := range args {
 			if !a.IsNull() {
-				return castConst(a, c.Typ)
+				return CastConst(a, c.Typ)
 			}
 		}
-		return nullConst(c.Typ), nil
-	case fnIn:
+		return NullConst(c.Typ), nil
+	case FnIn:
 		if args[0].IsNull() {
-			return nullConst(typBool), nil
+			return NullConst(TypBool), nil
 		}
 		null := false
 		for _, v := range args[1:] {
@@ -81,71 +81,71 @@ func evalCall(c *Call) (*Const, error) {
 				null = true
 				continue
 			}
-			if cmp, ok := compareConst(args[0], v); !ok {
+			if cmp, ok := CompareConst(args[0], v); !ok {
 				return nil, nil
 			} else if cmp == 0 {
-				return boolConst(true), nil
+				return BoolConst(true), nil
 			}
 		}
 		if null {
-			return nullConst(typBool), nil
+			return NullConst(TypBool), nil
 		}
-		return boolConst(false), nil
+		return BoolConst(false), nil
 	}
 	if anyNull {
-		return nullConst(c.Typ), nil
+		return NullConst(c.Typ), nil
 	}
 	switch c.Fn {
-	case fnEq, fnNe, fnLt, fnLe, fnGt, fnGe:
-		cmp, ok := compareConst(args[0], args[1])
+	case FnEq, FnNe, FnLt, FnLe, FnGt, FnGe:
+		cmp, ok := CompareConst(args[0], args[1])
 		if !ok {
 			return nil, nil
 		}
 		var r bool
 		switch c.Fn {
-		case fnEq:
+		case FnEq:
 			r = cmp == 0
-		case fnNe:
+		case FnNe:
 			r = cmp != 0
-		case fnLt:
+		case FnLt:
 			r = cmp < 0
-		case fnLe:
+		case FnLe:
 			r = cmp <= 0
-		case fnGt:
+		case FnGt:
 			r = cmp > 0
-		case fnGe:
+		case FnGe:
 			r = cmp >= 0
 		}
-		return boolConst(r), nil
-	case fnNeg:
+		return BoolConst(r), nil
+	case FnNeg:
 		return evalNeg(args[0])
-	case fnAdd, fnSub, fnMul, fnDiv, fnMod:
-		return evalArith(c.Fn, args[0], args[1], c.Typ)
-	case fnConcat:
-		return &Const{Typ: typString, Val: args[0].Val.(string) + args[1].Val.(string)}, nil
+	case FnAdd, FnSub, FnMul, FnDiv, FnMod:
+		return EvalArith(c.Fn, args[0], args[1], c.Typ)
+	case FnConcat:
+		return &Const{Typ: TypString, Val: args[0].Val.(string) + args[1].Val.(string)}, nil
 	case "upper":
-		return &Const{Typ: typString, Val: strings.ToUpper(args[0].Val.(string))}, nil
-	case fnLower:
-		return &Const{Typ: typString, Val: strings.ToLower(args[0].Val.(string))}, nil
+		return &Const{Typ: TypString, Val: strings.ToUpper(args[0].Val.(string))}, nil
+	case FnLower:
+		return &Const{Typ: TypString, Val: strings.ToLower(args[0].Val.(string))}, nil
 	case "length":
-		return &Const{Typ: typInt32, Val: int32(utf8.RuneCountInString(args[0].Val.(string)))}, nil
-	case fnExtract:
+		return &Const{Typ: TypInt32, Val: int32(utf8.RuneCountInString(args[0].Val.(string)))}, nil
+	case FnExtract:
 		d, ok := args[1].Val.(arrow.Date32)
 		if !ok {
 			return nil, nil
 		}
 		return extractConst(args[0].Val.(string), d)
-	case fnLike:
+	case FnLike:
 		if len(args) != 2 {
 			return nil, nil
 		}
-		return boolConst(likeMatch(args[0].Val.(string), args[1].Val.(string))), nil
+		return BoolConst(likeMatch(args[0].Val.(string), args[1].Val.(string))), nil
 	}
 	return nil, nil
 }
 
 // compareConst compares two non-NULL constants of comparable types.
-func compareConst(a, b *Const) (int, bool) {
+func CompareConst(a, b *Const) (int, bool) {
 	switch av := a.Val.(type) {
 	case string:
 		bv, ok := b.Val.(string)
@@ -178,11 +178,11 @@ func compareConst(a, b *Const) (int, bool) {
 		}
 		return 0, true
 	}
-	if !isNumeric(a.Typ) || !isNumeric(b.Typ) {
+	if !IsNumeric(a.Typ) || !IsNumeric(b.Typ) {
 		return 0, false
 	}
-	if isFloat(a.Typ) || isFloat(b.Typ) {
-		x, y := constFloat(a), constFloat(b)
+	if IsFloat(a.Typ) || IsFloat(b.Typ) {
+		x, y := ConstFloat(a), ConstFloat(b)
 		switch {
 		case x < y:
 			return -1, true
@@ -209,7 +209,7 @@ func evalNeg(a *Const) (*Const, error) {
 	case arrow.MonthDayNanoInterval:
 		return &Const{Typ: a.Typ, Val: arrow.MonthDayNanoInterval{Months: -v.Months, Days: -v.Days, Nanoseconds: -v.Nanoseconds}}, nil
 	}
-	if isInteger(a.Typ) {
+	if IsInteger(a.Typ) {
 		v := a.Val.(int64)
 		if v == math.MinInt64 {
 			return nil, fmt.Errorf("bigint out of range")
@@ -223,13 +223,13 @@ func evalNeg(a *Const) (*Const, error) {
 	return bigToConst(new(big.Int).Neg(u), a.Typ)
 }
 
-func evalArith(fn string, a, b *Const, t arrow.DataType) (*Const, error) {
-	if isDate(t) {
+func EvalArith(fn string, a, b *Const, t arrow.DataType) (*Const, error) {
+	if IsDate(t) {
 		return evalDateArith(fn, a, b)
 	}
-	if isInterval(t) {
+	if IsInterval(t) {
 		x, y := a.Val.(arrow.MonthDayNanoInterval), b.Val.(arrow.MonthDayNanoInterval)
-		if fn == fnSub {
+		if fn == FnSub {
 			y = arrow.MonthDayNanoInterval{Months: -y.Months, Days: -y.Days, Nanoseconds: -y.Nanoseconds}
 		}
 		return &Const{Typ: t, Val: arrow.MonthDayNanoInterval{Months: x.Months + y.Months, Days: x.Days + y.Days, Nanoseconds: x.Nanoseconds + y.Nanoseconds}}, nil
@@ -237,24 +237,24 @@ func evalArith(fn string, a, b *Const, t arrow.DataType) (*Const, error) {
 	if da, ok := a.Val.(arrow.Date32); ok {
 		// date - date: days
 		db := b.Val.(arrow.Date32)
-		return &Const{Typ: typInt32, Val: int32(da - db)}, nil
+		return &Const{Typ: TypInt32, Val: int32(da - db)}, nil
 	}
-	if isFloat(t) {
-		x, y := constFloat(a), constFloat(b)
+	if IsFloat(t) {
+		x, y := ConstFloat(a), ConstFloat(b)
 		var r float64
 		switch fn {
-		case fnAdd:
+		case FnAdd:
 			r = x + y
-		case fnSub:
+		case FnSub:
 			r = x - y
-		case fnMul:
+		case FnMul:
 			r = x * y
-		case fnDiv:
+		case FnDiv:
 			if y == 0 {
 				return nil, fmt.Errorf("division by zero")
 			}
 			r = x / y
-		case fnMod:
+		case FnMod:
 			if y == 0 {
 				return nil, fmt.Errorf("division by zero")
 			}
@@ -267,29 +267,29 @@ func evalArith(fn string, a, b *Const, t arrow.DataType) (*Const, error) {
 	if !ok1 || !ok2 {
 		return nil, nil
 	}
-	_, st, _ := decimalPS(t)
-	if isInteger(t) {
+	_, st, _ := DecimalPS(t)
+	if IsInteger(t) {
 		st = 0
 	}
 	var r *big.Int
 	switch fn {
-	case fnAdd:
+	case FnAdd:
 		r = new(big.Int).Add(rescale(ua, sa, st), rescale(ub, sb, st))
-	case fnSub:
+	case FnSub:
 		r = new(big.Int).Sub(rescale(ua, sa, st), rescale(ub, sb, st))
-	case fnMul:
+	case FnMul:
 		r = rescale(new(big.Int).Mul(ua, ub), sa+sb, st)
-	case fnDiv, fnMod:
+	case FnDiv, FnMod:
 		if ub.Sign() == 0 {
 			return nil, fmt.Errorf("division by zero")
 		}
-		if fn == fnMod {
+		if fn == FnMod {
 			s := max(sa, sb)
 			r = new(big.Int).Rem(rescale(ua, sa, s), rescale(ub, sb, s))
 			r = rescale(r, s, st)
 			break
 		}
-		if isInteger(t) {
+		if IsInteger(t) {
 			r = new(big.Int).Quo(ua, ub) // truncates, as PostgreSQL
 			break
 		}
@@ -303,9 +303,9 @@ func evalArith(fn string, a, b *Const, t arrow.DataType) (*Const, error) {
 			r = divRound(num, den)
 		}
 	}
-	if isInteger(t) {
+	if IsInteger(t) {
 		if !r.IsInt64() || (t.ID() == arrow.INT32 && (r.Int64() < math.MinInt32 || r.Int64() > math.MaxInt32)) {
-			return nil, fmt.Errorf("%s out of range", typeString(t))
+			return nil, fmt.Errorf("%s out of range", TypeString(t))
 		}
 		if t.ID() == arrow.INT32 {
 			return &Const{Typ: t, Val: int32(r.Int64())}, nil
@@ -323,7 +323,7 @@ func evalDateArith(fn string, a, b *Const) (*Const, error) {
 	}
 	day := d.Val.(arrow.Date32)
 	sign := int64(1)
-	if fn == fnSub {
+	if fn == FnSub {
 		sign = -1
 	}
 	var out int64
@@ -344,12 +344,12 @@ func evalDateArith(fn string, a, b *Const) (*Const, error) {
 		t = time.Date(y, time.Month(months+1), dd, 0, 0, 0, 0, time.UTC)
 		out = t.Unix()/86400 + sign*int64(v.Days)
 	default:
-		out = int64(day) + sign*constInt(other)
+		out = int64(day) + sign*ConstInt(other)
 	}
 	if out < math.MinInt32 || out > math.MaxInt32 {
 		return nil, fmt.Errorf("date out of range")
 	}
-	return &Const{Typ: typDate, Val: arrow.Date32(out)}, nil
+	return &Const{Typ: TypDate, Val: arrow.Date32(out)}, nil
 }
 
 func extractConst(field string, d arrow.Date32) (*Const, error) {
@@ -381,7 +381,7 @@ func extractConst(field string, d arrow.Date32) (*Const, error) {
 	default:
 		return nil, nil
 	}
-	return &Const{Typ: typInt64, Val: v}, nil
+	return &Const{Typ: TypInt64, Val: v}, nil
 }
 
 // likeMatch matches s against a LIKE pattern (% any run, _ one character,

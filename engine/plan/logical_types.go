@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"fmt"
@@ -38,27 +38,27 @@ import (
 // Decimals with p <= 18 are arrow decimal64, wider ones decimal128.
 
 var (
-	typBool     = arrow.FixedWidthTypes.Boolean
-	typInt32    = arrow.PrimitiveTypes.Int32
-	typInt64    = arrow.PrimitiveTypes.Int64
-	typFloat64  = arrow.PrimitiveTypes.Float64
-	typString   = arrow.BinaryTypes.String
-	typDate     = arrow.FixedWidthTypes.Date32
-	typInterval = arrow.FixedWidthTypes.MonthDayNanoInterval
-	typNull     = arrow.Null
+	TypBool     = arrow.FixedWidthTypes.Boolean
+	TypInt32    = arrow.PrimitiveTypes.Int32
+	TypInt64    = arrow.PrimitiveTypes.Int64
+	TypFloat64  = arrow.PrimitiveTypes.Float64
+	TypString   = arrow.BinaryTypes.String
+	TypDate     = arrow.FixedWidthTypes.Date32
+	TypInterval = arrow.FixedWidthTypes.MonthDayNanoInterval
+	TypNull     = arrow.Null
 )
 
 // maxDecimalPrecision is decimal128's limit; maxDecimal64Precision the
 // largest precision an int64 always holds.
 const (
-	maxDecimalPrecision   = 38
+	MaxDecimalPrecision   = 38
 	maxDecimal64Precision = 18
 )
 
 // decimalType is decimal(p, s) in its storage width.
-func decimalType(p, s int32) arrow.DataType {
-	if p > maxDecimalPrecision {
-		p = maxDecimalPrecision
+func DecimalType(p, s int32) arrow.DataType {
+	if p > MaxDecimalPrecision {
+		p = MaxDecimalPrecision
 	}
 	if s > p {
 		s = p
@@ -69,32 +69,32 @@ func decimalType(p, s int32) arrow.DataType {
 	return &arrow.Decimal128Type{Precision: p, Scale: s}
 }
 
-func isInteger(t arrow.DataType) bool { return t.ID() == arrow.INT32 || t.ID() == arrow.INT64 }
-func isDecimal(t arrow.DataType) bool {
+func IsInteger(t arrow.DataType) bool { return t.ID() == arrow.INT32 || t.ID() == arrow.INT64 }
+func IsDecimal(t arrow.DataType) bool {
 	return t.ID() == arrow.DECIMAL64 || t.ID() == arrow.DECIMAL128
 }
-func isFloat(t arrow.DataType) bool   { return t.ID() == arrow.FLOAT64 }
-func isNumeric(t arrow.DataType) bool { return isInteger(t) || isDecimal(t) || isFloat(t) }
-func isString(t arrow.DataType) bool  { return t.ID() == arrow.STRING }
-func isDate(t arrow.DataType) bool    { return t.ID() == arrow.DATE32 }
-func isBool(t arrow.DataType) bool    { return t.ID() == arrow.BOOL }
-func isNullType(t arrow.DataType) bool {
+func IsFloat(t arrow.DataType) bool   { return t.ID() == arrow.FLOAT64 }
+func IsNumeric(t arrow.DataType) bool { return IsInteger(t) || IsDecimal(t) || IsFloat(t) }
+func IsString(t arrow.DataType) bool  { return t.ID() == arrow.STRING }
+func IsDate(t arrow.DataType) bool    { return t.ID() == arrow.DATE32 }
+func IsBool(t arrow.DataType) bool    { return t.ID() == arrow.BOOL }
+func IsNullType(t arrow.DataType) bool {
 	return t.ID() == arrow.NULL
 }
-func isInterval(t arrow.DataType) bool { return t.ID() == arrow.INTERVAL_MONTH_DAY_NANO }
+func IsInterval(t arrow.DataType) bool { return t.ID() == arrow.INTERVAL_MONTH_DAY_NANO }
 
 // decimalPS, commonType and arithType are exec's typing rules
 // (exec/types.go): the one authority the binder and the compiler share.
-func decimalPS(t arrow.DataType) (p, s int32, ok bool) { return exec.DecimalPS(t) }
+func DecimalPS(t arrow.DataType) (p, s int32, ok bool) { return exec.DecimalPS(t) }
 
-func commonType(a, b arrow.DataType) (arrow.DataType, bool) { return exec.CommonType(a, b) }
+func CommonType(a, b arrow.DataType) (arrow.DataType, bool) { return exec.CommonType(a, b) }
 
-func arithType(fn string, a, b arrow.DataType) (arrow.DataType, bool) {
+func ArithType(fn string, a, b arrow.DataType) (arrow.DataType, bool) {
 	return exec.ArithType(fn, a, b)
 }
 
 // typeString prints a type the way SQL users know it.
-func typeString(t arrow.DataType) string {
+func TypeString(t arrow.DataType) string {
 	if t == nil {
 		return "?"
 	}

@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"sort"
@@ -104,56 +104,56 @@ func (t *TableDef) ColStats(i int) *ColumnStats {
 
 // MemCatalog is an in-memory Catalog. It is safe for concurrent use.
 type MemCatalog struct {
-	mu     sync.RWMutex
+	Mu     sync.RWMutex
 	tables map[string]*TableDef
-	views  map[string]*ViewDef
+	Views  map[string]*ViewDef
 }
 
 // NewMemCatalog returns an empty catalog.
 func NewMemCatalog() *MemCatalog {
-	return &MemCatalog{tables: map[string]*TableDef{}, views: map[string]*ViewDef{}}
+	return &MemCatalog{tables: map[string]*TableDef{}, Views: map[string]*ViewDef{}}
 }
 
 // LookupTable implements Catalog.
 func (c *MemCatalog) LookupTable(name string) (*TableDef, error) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	c.Mu.RLock()
+	defer c.Mu.RUnlock()
 	return c.tables[name], nil
 }
 
 // LookupView implements Catalog.
 func (c *MemCatalog) LookupView(name string) (*ViewDef, error) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.views[name], nil
+	c.Mu.RLock()
+	defer c.Mu.RUnlock()
+	return c.Views[name], nil
 }
 
 // AddTable adds or replaces a table.
 func (c *MemCatalog) AddTable(t *TableDef) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
 	c.tables[t.Name] = t
 }
 
 // AddView adds a view; it fails when a table or (unless replace) a view of
 // that name exists.
 func (c *MemCatalog) AddView(v *ViewDef, replace bool) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
 	if _, ok := c.tables[v.Name]; ok {
 		return nferr.Queryf("cannot create view %s: a table of that name exists", v.Name)
 	}
-	if _, ok := c.views[v.Name]; ok && !replace {
+	if _, ok := c.Views[v.Name]; ok && !replace {
 		return nferr.Queryf("view %s already exists", v.Name)
 	}
-	c.views[v.Name] = v
+	c.Views[v.Name] = v
 	return nil
 }
 
 // DropTable removes a table; it reports whether it existed.
 func (c *MemCatalog) DropTable(name string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
 	_, ok := c.tables[name]
 	delete(c.tables, name)
 	return ok
@@ -161,17 +161,17 @@ func (c *MemCatalog) DropTable(name string) bool {
 
 // DropView removes a view; it reports whether it existed.
 func (c *MemCatalog) DropView(name string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.views[name]
-	delete(c.views, name)
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
+	_, ok := c.Views[name]
+	delete(c.Views, name)
 	return ok
 }
 
 // TableNames lists the tables, sorted.
 func (c *MemCatalog) TableNames() []string {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	c.Mu.RLock()
+	defer c.Mu.RUnlock()
 	names := make([]string, 0, len(c.tables))
 	for n := range c.tables {
 		names = append(names, n)
@@ -205,7 +205,7 @@ func (o OverlayCatalog) LookupView(name string) (*ViewDef, error) {
 
 // qualifiedLookupName joins the parts of a possibly qualified name; the
 // catalog is flat, so "public.t" and "t" name the same table.
-func qualifiedLookupName(parts []string) string {
+func QualifiedLookupName(parts []string) string {
 	if len(parts) == 2 && parts[0] == "public" {
 		return parts[1]
 	}

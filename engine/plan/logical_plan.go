@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
@@ -55,7 +55,7 @@ type Plan interface {
 	// Inputs are the node's children (none for leaves).
 	Inputs() []Plan
 	// withInputs returns a copy of the node with new children.
-	withInputs(in []Plan) Plan
+	WithInputs(in []Plan) Plan
 }
 
 // ScanNode reads a table.
@@ -96,7 +96,7 @@ type AggCall struct {
 
 // String prints the call ("sum(l_quantity)", "count(*)").
 func (a *AggCall) String() string {
-	if a.Fn == aggCountStar {
+	if a.Fn == AggCountStar {
 		return "count(*)"
 	}
 	d := ""
@@ -108,12 +108,12 @@ func (a *AggCall) String() string {
 
 // Aggregate function names (exec.AggFunc values).
 const (
-	aggCountStar = "count_star"
-	aggCount     = "count"
-	aggSum       = "sum"
-	aggAvg       = "avg"
-	aggMin       = "min"
-	aggMax       = "max"
+	AggCountStar = "count_star"
+	AggCount     = "count"
+	AggSum       = "sum"
+	AggAvg       = "avg"
+	AggMin       = "min"
+	AggMax       = "max"
 )
 
 // AggregateNode groups its input by Groups and computes Aggs per group.
@@ -380,73 +380,73 @@ func (n *WindowNode) Inputs() []Plan    { return []Plan{n.Input} }
 func (n *ValuesNode) Inputs() []Plan    { return nil }
 func (n *SharedScan) Inputs() []Plan    { return nil }
 
-func (n *ScanNode) withInputs([]Plan) Plan { c := *n; return &c }
-func (n *FilterNode) withInputs(in []Plan) Plan {
+func (n *ScanNode) WithInputs([]Plan) Plan { c := *n; return &c }
+func (n *FilterNode) WithInputs(in []Plan) Plan {
 	c := *n
 	c.Input = in[0]
 	return &c
 }
-func (n *ProjectNode) withInputs(in []Plan) Plan {
+func (n *ProjectNode) WithInputs(in []Plan) Plan {
 	c := *n
 	c.Input = in[0]
 	return &c
 }
-func (n *AggregateNode) withInputs(in []Plan) Plan {
+func (n *AggregateNode) WithInputs(in []Plan) Plan {
 	c := *n
 	c.Input = in[0]
 	return &c
 }
-func (n *JoinNode) withInputs(in []Plan) Plan {
+func (n *JoinNode) WithInputs(in []Plan) Plan {
 	c := *n
 	c.Left, c.Right = in[0], in[1]
 	return &c
 }
-func (n *SortNode) withInputs(in []Plan) Plan {
+func (n *SortNode) WithInputs(in []Plan) Plan {
 	c := *n
 	c.Input = in[0]
 	return &c
 }
-func (n *LimitNode) withInputs(in []Plan) Plan {
+func (n *LimitNode) WithInputs(in []Plan) Plan {
 	c := *n
 	c.Input = in[0]
 	return &c
 }
-func (n *TopNNode) withInputs(in []Plan) Plan {
+func (n *TopNNode) WithInputs(in []Plan) Plan {
 	c := *n
 	c.Input = in[0]
 	return &c
 }
-func (n *SetOpNode) withInputs(in []Plan) Plan {
+func (n *SetOpNode) WithInputs(in []Plan) Plan {
 	c := *n
 	c.Left, c.Right = in[0], in[1]
 	return &c
 }
-func (n *DistinctNode) withInputs(in []Plan) Plan {
+func (n *DistinctNode) WithInputs(in []Plan) Plan {
 	c := *n
 	c.Input = in[0]
 	return &c
 }
-func (n *WindowNode) withInputs(in []Plan) Plan {
+func (n *WindowNode) WithInputs(in []Plan) Plan {
 	c := *n
 	c.Input = in[0]
 	return &c
 }
-func (n *ValuesNode) withInputs([]Plan) Plan { c := *n; return &c }
-func (n *SharedScan) withInputs([]Plan) Plan { c := *n; return &c }
+func (n *ValuesNode) WithInputs([]Plan) Plan { c := *n; return &c }
+func (n *SharedScan) WithInputs([]Plan) Plan { c := *n; return &c }
 
 // mapPlan rebuilds p bottom-up: children first, then f on the node with
 // its new children.
-func mapPlan(p Plan, f func(Plan) Plan) Plan {
+func MapPlan(p Plan, f func(Plan) Plan) Plan {
 	in := p.Inputs()
 	if len(in) > 0 {
 		changed := false
 		nin := make([]Plan, len(in))
 		for i, c := range in {
-			nin[i] = mapPlan(c, f)
+			nin[i] = MapPlan(c, f)
 			changed = changed || nin[i] != c
 		}
 		if changed {
-			p = p.withInputs(nin)
+			p = p.WithInputs(nin)
 		}
 	}
 	return f(p)
@@ -455,18 +455,18 @@ func mapPlan(p Plan, f func(Plan) Plan) Plan {
 // walkPlanDeep calls fn on every node of p, of the plans of its subqueries
 // and of the SharedDefs its scans read (each def entered once; fn sees
 // every SharedScan).
-func walkPlanDeep(p Plan, fn func(Plan)) {
+func WalkPlanDeep(p Plan, fn func(Plan)) {
 	seen := map[*SharedDef]bool{}
 	var visit func(Plan)
 	visit = func(q Plan) {
-		walkPlan(q, func(n Plan) bool {
+		WalkPlan(q, func(n Plan) bool {
 			fn(n)
 			if s, ok := n.(*SharedScan); ok && !seen[s.Def] {
 				seen[s.Def] = true
 				visit(s.Def.Plan)
 			}
-			for _, e := range nodeExprs(n) {
-				walkExpr(e, func(x Expr) bool {
+			for _, e := range NodeExprs(n) {
+				WalkExpr(e, func(x Expr) bool {
 					if s, ok := x.(*SubqueryExpr); ok {
 						visit(s.Plan)
 					}
@@ -481,17 +481,17 @@ func walkPlanDeep(p Plan, fn func(Plan)) {
 
 // walkPlan calls fn on p and its descendants (pre-order) while fn returns
 // true. It does not enter SharedDefs or subquery plans.
-func walkPlan(p Plan, fn func(Plan) bool) {
+func WalkPlan(p Plan, fn func(Plan) bool) {
 	if !fn(p) {
 		return
 	}
 	for _, c := range p.Inputs() {
-		walkPlan(c, fn)
+		WalkPlan(c, fn)
 	}
 }
 
 // nodeExprs returns the expressions a node evaluates over its input(s).
-func nodeExprs(p Plan) []Expr {
+func NodeExprs(p Plan) []Expr {
 	switch n := p.(type) {
 	case *ScanNode:
 		return n.Filters
@@ -517,15 +517,15 @@ func nodeExprs(p Plan) []Expr {
 		}
 		return out
 	case *SortNode:
-		return sortKeyExprs(n.Keys)
+		return SortKeyExprs(n.Keys)
 	case *TopNNode:
-		return sortKeyExprs(n.Keys)
+		return SortKeyExprs(n.Keys)
 	case *WindowNode:
 		var out []Expr
 		for _, w := range n.Funcs {
 			out = append(out, w.Args...)
 			out = append(out, w.PartitionBy...)
-			out = append(out, sortKeyExprs(w.OrderBy)...)
+			out = append(out, SortKeyExprs(w.OrderBy)...)
 		}
 		return out
 	case *ValuesNode:
@@ -538,7 +538,7 @@ func nodeExprs(p Plan) []Expr {
 	return nil
 }
 
-func sortKeyExprs(ks []SortKey) []Expr {
+func SortKeyExprs(ks []SortKey) []Expr {
 	out := make([]Expr, len(ks))
 	for i, k := range ks {
 		out[i] = k.Expr
@@ -548,11 +548,11 @@ func sortKeyExprs(ks []SortKey) []Expr {
 
 // producedCols is the set of column IDs produced anywhere inside p
 // (including SharedScan outputs), used to find a subquery's free columns.
-func producedCols(p Plan) colSet {
-	s := colSet{}
-	walkPlan(p, func(n Plan) bool {
+func producedCols(p Plan) ColSet {
+	s := ColSet{}
+	WalkPlan(p, func(n Plan) bool {
 		for _, c := range n.Columns() {
-			s.add(c.ID)
+			s.Add(c.ID)
 		}
 		return true
 	})
@@ -561,14 +561,14 @@ func producedCols(p Plan) colSet {
 
 // freeCols returns the columns p refers to but does not produce: the outer
 // references of a correlated subquery plan.
-func freeCols(p Plan) colSet {
+func FreeCols(p Plan) ColSet {
 	prod := producedCols(p)
-	free := colSet{}
-	walkPlan(p, func(n Plan) bool {
-		for _, e := range nodeExprs(n) {
-			for id := range colsOf(e) {
-				if !prod.has(id) {
-					free.add(id)
+	free := ColSet{}
+	WalkPlan(p, func(n Plan) bool {
+		for _, e := range NodeExprs(n) {
+			for id := range ColsOf(e) {
+				if !prod.Has(id) {
+					free.Add(id)
 				}
 			}
 		}
@@ -600,9 +600,9 @@ func isPruningPredicate(e Expr) bool {
 	isCol := func(x Expr) bool { _, ok := x.(*ColRef); return ok }
 	isConst := func(x Expr) bool { _, ok := x.(*Const); return ok }
 	switch c.Fn {
-	case fnEq, fnNe, fnLt, fnLe, fnGt, fnGe:
+	case FnEq, FnNe, FnLt, FnLe, FnGt, FnGe:
 		return (isCol(c.Args[0]) && isConst(c.Args[1])) || (isConst(c.Args[0]) && isCol(c.Args[1]))
-	case fnIn:
+	case FnIn:
 		if !isCol(c.Args[0]) {
 			return false
 		}
@@ -612,9 +612,9 @@ func isPruningPredicate(e Expr) bool {
 			}
 		}
 		return true
-	case fnIsNull, fnNotNull:
+	case FnIsNull, FnNotNull:
 		return isCol(c.Args[0])
-	case fnLike:
+	case FnLike:
 		if len(c.Args) != 2 || !isCol(c.Args[0]) || !isConst(c.Args[1]) {
 			return false
 		}
@@ -622,13 +622,13 @@ func isPruningPredicate(e Expr) bool {
 		if !ok {
 			return false
 		}
-		i := indexAnyWildcard(s)
+		i := IndexAnyWildcard(s)
 		return i > 0 && i == len(s)-1 && s[i] == '%'
 	}
 	return false
 }
 
-func indexAnyWildcard(s string) int {
+func IndexAnyWildcard(s string) int {
 	for i := 0; i < len(s); i++ {
 		if s[i] == '%' || s[i] == '_' || s[i] == '\\' {
 			return i

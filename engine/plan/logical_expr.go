@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"fmt"
@@ -38,7 +38,9 @@ type Expr interface {
 	Type() arrow.DataType
 	// String prints the expression as SQL-like text (EXPLAIN).
 	String() string
-	isExpr()
+	// ExprNode marks the expression types: this package's, and the
+	// binder's placeholders, which never leave the binder.
+	ExprNode()
 }
 
 // ColRef is a reference to a column of the input by ID. Name is for
@@ -60,7 +62,7 @@ type Const struct {
 	Val any
 	// untyped marks a string literal whose type the binder may still change
 	// to the other operand's (WHERE d < '1998-01-01').
-	untyped bool
+	Untyped bool
 }
 
 // Call is an operator or function call; see Expr for the names.
@@ -110,12 +112,12 @@ type SubqueryExpr struct {
 	ID int
 }
 
-func (*ColRef) isExpr()       {}
-func (*Const) isExpr()        {}
-func (*Call) isExpr()         {}
-func (*CaseExpr) isExpr()     {}
-func (*CastExpr) isExpr()     {}
-func (*SubqueryExpr) isExpr() {}
+func (*ColRef) ExprNode()       {}
+func (*Const) ExprNode()        {}
+func (*Call) ExprNode()         {}
+func (*CaseExpr) ExprNode()     {}
+func (*CastExpr) ExprNode()     {}
+func (*SubqueryExpr) ExprNode() {}
 
 func (c *ColRef) Type() arrow.DataType       { return c.Typ }
 func (c *Const) Type() arrow.DataType        { return c.Typ }
@@ -127,55 +129,57 @@ func (s *SubqueryExpr) Type() arrow.DataType { return s.Typ }
 // Function names (exec's Fn* constants, plus the aggregate and window
 // names used by Aggregate and Window nodes).
 const (
-	fnAdd      = "add"
-	fnSub      = "sub"
-	fnMul      = "mul"
-	fnDiv      = "div"
-	fnMod      = "mod"
-	fnNeg      = "neg"
-	fnEq       = "eq"
-	fnNe       = "ne"
-	fnLt       = "lt"
-	fnLe       = "le"
-	fnGt       = "gt"
-	fnGe       = "ge"
-	fnAnd      = "and"
-	fnOr       = "or"
-	fnNot      = "not"
-	fnIsNull   = "is_null"
-	fnNotNull  = "is_not_null"
-	fnDistinct = "is_distinct_from"
-	fnNotDist  = "is_not_distinct_from"
-	fnIn       = "in"
-	fnLike     = "like"
-	fnCoalesce = "coalesce"
-	fnConcat   = "concat"
-	fnExtract  = "extract"
-	fnLower    = "lower"
+	FnAdd      = "add"
+	FnSub      = "sub"
+	FnMul      = "mul"
+	FnDiv      = "div"
+	FnMod      = "mod"
+	FnNeg      = "neg"
+	FnEq       = "eq"
+	FnNe       = "ne"
+	FnLt       = "lt"
+	FnLe       = "le"
+	FnGt       = "gt"
+	FnGe       = "ge"
+	FnAnd      = "and"
+	FnOr       = "or"
+	FnNot      = "not"
+	FnIsNull   = "is_null"
+	FnNotNull  = "is_not_null"
+	FnDistinct = "is_distinct_from"
+	FnNotDist  = "is_not_distinct_from"
+	FnIn       = "in"
+	FnLike     = "like"
+	FnCoalesce = "coalesce"
+	FnConcat   = "concat"
+	FnExtract  = "extract"
+	FnLower    = "lower"
 )
 
 // ---------------------------------------------------------------- builders
 
-func colRef(c Column) *ColRef { return &ColRef{ID: c.ID, Name: c.QualifiedName(), Typ: c.Type} }
+func NewColRef(c Column) *ColRef { return &ColRef{ID: c.ID, Name: c.QualifiedName(), Typ: c.Type} }
 
-func boolConst(b bool) *Const { return &Const{Typ: typBool, Val: b} }
+func BoolConst(b bool) *Const { return &Const{Typ: TypBool, Val: b} }
 
-func nullConst(t arrow.DataType) *Const { return &Const{Typ: t} }
+func NullConst(t arrow.DataType) *Const { return &Const{Typ: t} }
 
 // IsNull reports whether c is a NULL constant.
 func (c *Const) IsNull() bool { return c.Val == nil }
 
-func call(fn string, t arrow.DataType, args ...Expr) *Call { return &Call{Fn: fn, Args: args, Typ: t} }
+func NewCall(fn string, t arrow.DataType, args ...Expr) *Call {
+	return &Call{Fn: fn, Args: args, Typ: t}
+}
 
 // conjuncts splits an AND tree into its conjuncts.
-func conjuncts(e Expr) []Expr {
+func Conjuncts(e Expr) []Expr {
 	if e == nil {
 		return nil
 	}
-	if c, ok := e.(*Call); ok && c.Fn == fnAnd {
+	if c, ok := e.(*Call); ok && c.Fn == FnAnd {
 		var out []Expr
 		for _, a := range c.Args {
-			out = append(out, conjuncts(a)...)
+			out = append(out, Conjuncts(a)...)
 		}
 		return out
 	}
@@ -183,11 +187,11 @@ func conjuncts(e Expr) []Expr {
 }
 
 // disjuncts splits an OR tree into its disjuncts.
-func disjuncts(e Expr) []Expr {
-	if c, ok := e.(*Call); ok && c.Fn == fnOr {
+func Disjuncts(e Expr) []Expr {
+	if c, ok := e.(*Call); ok && c.Fn == FnOr {
 		var out []Expr
 		for _, a := range c.Args {
-			out = append(out, disjuncts(a)...)
+			out = append(out, Disjuncts(a)...)
 		}
 		return out
 	}
@@ -195,7 +199,7 @@ func disjuncts(e Expr) []Expr {
 }
 
 // andOf joins conjuncts (nil for none, the expression itself for one).
-func andOf(es []Expr) Expr {
+func AndOf(es []Expr) Expr {
 	switch len(es) {
 	case 0:
 		return nil
@@ -204,52 +208,52 @@ func andOf(es []Expr) Expr {
 	}
 	var flat []Expr
 	for _, e := range es {
-		flat = append(flat, conjuncts(e)...)
+		flat = append(flat, Conjuncts(e)...)
 	}
-	return &Call{Fn: fnAnd, Args: flat, Typ: typBool}
+	return &Call{Fn: FnAnd, Args: flat, Typ: TypBool}
 }
 
 // orOf joins disjuncts.
-func orOf(es []Expr) Expr {
+func OrOf(es []Expr) Expr {
 	if len(es) == 1 {
 		return es[0]
 	}
 	var flat []Expr
 	for _, e := range es {
-		flat = append(flat, disjuncts(e)...)
+		flat = append(flat, Disjuncts(e)...)
 	}
-	return &Call{Fn: fnOr, Args: flat, Typ: typBool}
+	return &Call{Fn: FnOr, Args: flat, Typ: TypBool}
 }
 
 // ---------------------------------------------------------------- traversal
 
 // walkExpr calls fn on e and its subexpressions (pre-order) while fn returns
 // true. It does not enter subquery plans.
-func walkExpr(e Expr, fn func(Expr) bool) {
+func WalkExpr(e Expr, fn func(Expr) bool) {
 	if e == nil || !fn(e) {
 		return
 	}
 	switch e := e.(type) {
 	case *Call:
 		for _, a := range e.Args {
-			walkExpr(a, fn)
+			WalkExpr(a, fn)
 		}
 	case *CaseExpr:
 		for i := range e.Whens {
-			walkExpr(e.Whens[i], fn)
-			walkExpr(e.Thens[i], fn)
+			WalkExpr(e.Whens[i], fn)
+			WalkExpr(e.Thens[i], fn)
 		}
-		walkExpr(e.Else, fn)
+		WalkExpr(e.Else, fn)
 	case *CastExpr:
-		walkExpr(e.X, fn)
+		WalkExpr(e.X, fn)
 	case *SubqueryExpr:
-		walkExpr(e.X, fn)
+		WalkExpr(e.X, fn)
 	}
 }
 
 // mapExpr rebuilds e bottom-up, replacing each node n by f(n) after its
 // children were mapped. Unchanged subtrees are shared.
-func mapExpr(e Expr, f func(Expr) Expr) Expr {
+func MapExpr(e Expr, f func(Expr) Expr) Expr {
 	if e == nil {
 		return nil
 	}
@@ -257,7 +261,7 @@ func mapExpr(e Expr, f func(Expr) Expr) Expr {
 	case *Call:
 		var args []Expr
 		for i, a := range x.Args {
-			na := mapExpr(a, f)
+			na := MapExpr(a, f)
 			if na != a && args == nil {
 				args = append([]Expr(nil), x.Args...)
 			}
@@ -272,21 +276,21 @@ func mapExpr(e Expr, f func(Expr) Expr) Expr {
 		nc := &CaseExpr{Whens: make([]Expr, len(x.Whens)), Thens: make([]Expr, len(x.Thens)), Typ: x.Typ}
 		changed := false
 		for i := range x.Whens {
-			nc.Whens[i] = mapExpr(x.Whens[i], f)
-			nc.Thens[i] = mapExpr(x.Thens[i], f)
+			nc.Whens[i] = MapExpr(x.Whens[i], f)
+			nc.Thens[i] = MapExpr(x.Thens[i], f)
 			changed = changed || nc.Whens[i] != x.Whens[i] || nc.Thens[i] != x.Thens[i]
 		}
-		nc.Else = mapExpr(x.Else, f)
+		nc.Else = MapExpr(x.Else, f)
 		if changed || nc.Else != x.Else {
 			e = nc
 		}
 	case *CastExpr:
-		if nx := mapExpr(x.X, f); nx != x.X {
+		if nx := MapExpr(x.X, f); nx != x.X {
 			e = &CastExpr{X: nx, Typ: x.Typ}
 		}
 	case *SubqueryExpr:
 		if x.X != nil {
-			if nx := mapExpr(x.X, f); nx != x.X {
+			if nx := MapExpr(x.X, f); nx != x.X {
 				c := *x
 				c.X = nx
 				e = &c
@@ -298,14 +302,14 @@ func mapExpr(e Expr, f func(Expr) Expr) Expr {
 
 // exprCols adds the IDs of the columns e refers to (including the outer
 // references of subqueries) to set.
-func exprCols(e Expr, set colSet) {
-	walkExpr(e, func(x Expr) bool {
+func ExprCols(e Expr, set ColSet) {
+	WalkExpr(e, func(x Expr) bool {
 		switch x := x.(type) {
 		case *ColRef:
-			set.add(x.ID)
+			set.Add(x.ID)
 		case *SubqueryExpr:
 			for _, id := range x.Outer {
-				set.add(id)
+				set.Add(id)
 			}
 		}
 		return true
@@ -313,16 +317,16 @@ func exprCols(e Expr, set colSet) {
 }
 
 // colsOf returns the set of columns e refers to.
-func colsOf(e Expr) colSet {
-	s := colSet{}
-	exprCols(e, s)
+func ColsOf(e Expr) ColSet {
+	s := ColSet{}
+	ExprCols(e, s)
 	return s
 }
 
 // hasSubquery reports whether e contains a subquery.
-func hasSubquery(e Expr) bool {
+func HasSubquery(e Expr) bool {
 	found := false
-	walkExpr(e, func(x Expr) bool {
+	WalkExpr(e, func(x Expr) bool {
 		if _, ok := x.(*SubqueryExpr); ok {
 			found = true
 		}
@@ -332,34 +336,34 @@ func hasSubquery(e Expr) bool {
 }
 
 // colSet is a set of column IDs.
-type colSet map[ColumnID]struct{}
+type ColSet map[ColumnID]struct{}
 
-func (s colSet) add(id ColumnID)      { s[id] = struct{}{} }
-func (s colSet) has(id ColumnID) bool { _, ok := s[id]; return ok }
-func (s colSet) addAll(o colSet)      { maps(o, s) }
-func maps(from, to colSet) {
+func (s ColSet) Add(id ColumnID)      { s[id] = struct{}{} }
+func (s ColSet) Has(id ColumnID) bool { _, ok := s[id]; return ok }
+func (s ColSet) AddAll(o ColSet)      { maps(o, s) }
+func maps(from, to ColSet) {
 	for k := range from {
 		to[k] = struct{}{}
 	}
 }
-func colSetOf(cols []Column) colSet {
-	s := colSet{}
+func ColSetOf(cols []Column) ColSet {
+	s := ColSet{}
 	for _, c := range cols {
-		s.add(c.ID)
+		s.Add(c.ID)
 	}
 	return s
 }
-func (s colSet) subsetOf(o colSet) bool {
+func (s ColSet) SubsetOf(o ColSet) bool {
 	for k := range s {
-		if !o.has(k) {
+		if !o.Has(k) {
 			return false
 		}
 	}
 	return true
 }
-func (s colSet) intersects(o colSet) bool {
+func (s ColSet) Intersects(o ColSet) bool {
 	for k := range s {
-		if o.has(k) {
+		if o.Has(k) {
 			return true
 		}
 	}
@@ -367,11 +371,11 @@ func (s colSet) intersects(o colSet) bool {
 }
 
 // substitute replaces column references found in m.
-func substitute(e Expr, m map[ColumnID]Expr) Expr {
+func Substitute(e Expr, m map[ColumnID]Expr) Expr {
 	if len(m) == 0 {
 		return e
 	}
-	return mapExpr(e, func(x Expr) Expr {
+	return MapExpr(e, func(x Expr) Expr {
 		if c, ok := x.(*ColRef); ok {
 			if r, ok := m[c.ID]; ok {
 				return r
@@ -383,18 +387,18 @@ func substitute(e Expr, m map[ColumnID]Expr) Expr {
 
 // exprKey is a canonical text of e with column IDs, for structural
 // equality (group keys, common aggregates).
-func exprKey(e Expr) string {
+func ExprKey(e Expr) string {
 	var b strings.Builder
 	formatExpr(&b, e, 0, fmtKey)
 	return b.String()
 }
 
-func exprEqual(a, b Expr) bool { return exprKey(a) == exprKey(b) }
+func ExprEqual(a, b Expr) bool { return ExprKey(a) == ExprKey(b) }
 
 // ---------------------------------------------------------------- printing
 
 func (c *ColRef) String() string       { return c.Name }
-func (c *Const) String() string        { return formatConst(c) }
+func (c *Const) String() string        { return FormatConst(c) }
 func (c *Call) String() string         { return exprString(c) }
 func (c *CaseExpr) String() string     { return exprString(c) }
 func (c *CastExpr) String() string     { return exprString(c) }
@@ -407,7 +411,7 @@ func exprString(e Expr) string {
 }
 
 // exprVerbose prints e with column IDs after the names ("l_orderkey#18").
-func exprVerbose(e Expr) string {
+func ExprVerbose(e Expr) string {
 	var b strings.Builder
 	formatExpr(&b, e, 0, fmtVerbose)
 	return b.String()
@@ -426,10 +430,10 @@ var infixOps = map[string]struct {
 	sym  string
 	prec int
 }{
-	fnOr: {"OR", 1}, fnAnd: {"AND", 2},
-	fnEq: {"=", 4}, fnNe: {"<>", 4}, fnLt: {"<", 4}, fnLe: {"<=", 4}, fnGt: {">", 4}, fnGe: {">=", 4},
-	fnDistinct: {"IS DISTINCT FROM", 4}, fnNotDist: {"IS NOT DISTINCT FROM", 4},
-	fnConcat: {"||", 6}, fnAdd: {"+", 7}, fnSub: {"-", 7}, fnMul: {"*", 8}, fnDiv: {"/", 8}, fnMod: {"%", 8},
+	FnOr: {"OR", 1}, FnAnd: {"AND", 2},
+	FnEq: {"=", 4}, FnNe: {"<>", 4}, FnLt: {"<", 4}, FnLe: {"<=", 4}, FnGt: {">", 4}, FnGe: {">=", 4},
+	FnDistinct: {"IS DISTINCT FROM", 4}, FnNotDist: {"IS NOT DISTINCT FROM", 4},
+	FnConcat: {"||", 6}, FnAdd: {"+", 7}, FnSub: {"-", 7}, FnMul: {"*", 8}, FnDiv: {"/", 8}, FnMod: {"%", 8},
 }
 
 // formatExpr prints e; prec is the binding strength of the context (0:
@@ -458,14 +462,14 @@ func formatExpr(b *strings.Builder, e Expr, prec int, mode fmtMode) {
 		}
 	case *Const:
 		if mode == fmtKey {
-			b.WriteString(typeString(e.Typ))
+			b.WriteString(TypeString(e.Typ))
 			b.WriteByte(':')
 		}
-		b.WriteString(formatConst(e))
+		b.WriteString(FormatConst(e))
 	case *CastExpr:
 		b.WriteString("CAST(")
 		formatExpr(b, e.X, 0, mode)
-		b.WriteString(" AS " + typeString(e.Typ) + ")")
+		b.WriteString(" AS " + TypeString(e.Typ) + ")")
 	case *CaseExpr:
 		b.WriteString("CASE")
 		for i := range e.Whens {
@@ -508,26 +512,26 @@ func formatExpr(b *strings.Builder, e Expr, prec int, mode fmtMode) {
 			return
 		}
 		switch e.Fn {
-		case fnNot:
+		case FnNot:
 			paren(3, func() {
 				b.WriteString("NOT ")
 				formatExpr(b, e.Args[0], 3, mode)
 			})
-		case fnNeg:
+		case FnNeg:
 			paren(9, func() {
 				b.WriteString("-")
 				formatExpr(b, e.Args[0], 10, mode)
 			})
-		case fnIsNull, fnNotNull:
+		case FnIsNull, FnNotNull:
 			paren(4, func() {
 				formatExpr(b, e.Args[0], 5, mode)
-				if e.Fn == fnIsNull {
+				if e.Fn == FnIsNull {
 					b.WriteString(" IS NULL")
 				} else {
 					b.WriteString(" IS NOT NULL")
 				}
 			})
-		case fnIn:
+		case FnIn:
 			paren(5, func() {
 				formatExpr(b, e.Args[0], 6, mode)
 				b.WriteString(" IN (")
@@ -539,7 +543,7 @@ func formatExpr(b *strings.Builder, e Expr, prec int, mode fmtMode) {
 				}
 				b.WriteString(")")
 			})
-		case fnLike:
+		case FnLike:
 			paren(5, func() {
 				formatExpr(b, e.Args[0], 6, mode)
 				b.WriteString(" LIKE ")
@@ -549,7 +553,7 @@ func formatExpr(b *strings.Builder, e Expr, prec int, mode fmtMode) {
 					formatExpr(b, e.Args[2], 6, mode)
 				}
 			})
-		case fnExtract:
+		case FnExtract:
 			b.WriteString("extract(")
 			if c, ok := e.Args[0].(*Const); ok {
 				if s, ok := c.Val.(string); ok {
@@ -576,7 +580,7 @@ func formatExpr(b *strings.Builder, e Expr, prec int, mode fmtMode) {
 }
 
 // formatConst prints a constant as a SQL literal.
-func formatConst(c *Const) string {
+func FormatConst(c *Const) string {
 	if c.Val == nil {
 		return "NULL"
 	}
@@ -589,13 +593,13 @@ func formatConst(c *Const) string {
 	case int32:
 		return strconv.FormatInt(int64(v), 10)
 	case int64:
-		if _, s, ok := decimalPS(c.Typ); ok && isDecimal(c.Typ) {
-			return formatUnscaled(big.NewInt(v), s)
+		if _, s, ok := DecimalPS(c.Typ); ok && IsDecimal(c.Typ) {
+			return FormatUnscaled(big.NewInt(v), s)
 		}
 		return strconv.FormatInt(v, 10)
 	case decimal128.Num:
-		_, s, _ := decimalPS(c.Typ)
-		return formatUnscaled(v.BigInt(), s)
+		_, s, _ := DecimalPS(c.Typ)
+		return FormatUnscaled(v.BigInt(), s)
 	case float64:
 		return strconv.FormatFloat(v, 'g', -1, 64)
 	case string:
@@ -609,7 +613,7 @@ func formatConst(c *Const) string {
 }
 
 // formatUnscaled prints an unscaled decimal with s fractional digits.
-func formatUnscaled(u *big.Int, s int32) string {
+func FormatUnscaled(u *big.Int, s int32) string {
 	neg := u.Sign() < 0
 	digits := new(big.Int).Abs(u).String()
 	if s > 0 {
@@ -642,10 +646,10 @@ func formatInterval(v arrow.MonthDayNanoInterval) string {
 }
 
 // sortIDs sorts column IDs ascending.
-func sortIDs(ids []ColumnID) { slices.Sort(ids) }
+func SortIDs(ids []ColumnID) { slices.Sort(ids) }
 
 // sortedIDs returns the members of s, ascending.
-func (s colSet) sorted() []ColumnID {
+func (s ColSet) sorted() []ColumnID {
 	out := make([]ColumnID, 0, len(s))
 	for id := range s {
 		out = append(out, id)

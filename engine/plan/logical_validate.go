@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"fmt"
@@ -50,14 +50,14 @@ func validate(p Plan, outer map[ColumnID]arrow.DataType, seen map[*SharedDef]boo
 	}
 	check := func(e Expr, avail map[ColumnID]arrow.DataType) error {
 		var err error
-		walkExpr(e, func(x Expr) bool {
+		WalkExpr(e, func(x Expr) bool {
 			switch y := x.(type) {
 			case *ColRef:
 				t, ok := avail[y.ID]
 				if !ok {
 					err = bad("column %s (#%d) is not available", y.Name, y.ID)
 				} else if !arrow.TypeEqual(t, y.Typ) {
-					err = bad("column %s (#%d) has type %s, the reference says %s", y.Name, y.ID, typeString(t), typeString(y.Typ))
+					err = bad("column %s (#%d) has type %s, the reference says %s", y.Name, y.ID, TypeString(t), TypeString(y.Typ))
 				}
 			case *SubqueryExpr:
 				if e2 := validate(y.Plan, avail, seen); e2 != nil {
@@ -97,7 +97,7 @@ func validate(p Plan, outer map[ColumnID]arrow.DataType, seen map[*SharedDef]boo
 				return err
 			}
 			if !arrow.TypeEqual(e.Type(), n.Cols[i].Type) {
-				return bad("column %s has type %s but its expression %s has %s", n.Cols[i].Name, typeString(n.Cols[i].Type), e, typeString(e.Type()))
+				return bad("column %s has type %s but its expression %s has %s", n.Cols[i].Name, TypeString(n.Cols[i].Type), e, TypeString(e.Type()))
 			}
 		}
 	case *AggregateNode:
@@ -132,7 +132,7 @@ func validate(p Plan, outer map[ColumnID]arrow.DataType, seen map[*SharedDef]boo
 				return err
 			}
 			if !arrow.TypeEqual(q.Left.Type(), q.Right.Type()) {
-				return bad("join keys %s and %s have different types %s and %s", q.Left, q.Right, typeString(q.Left.Type()), typeString(q.Right.Type()))
+				return bad("join keys %s and %s have different types %s and %s", q.Left, q.Right, TypeString(q.Left.Type()), TypeString(q.Right.Type()))
 			}
 		}
 		if n.Cond != nil {
@@ -166,7 +166,7 @@ func validate(p Plan, outer map[ColumnID]arrow.DataType, seen map[*SharedDef]boo
 					return err
 				}
 				if !arrow.TypeEqual(e.Type(), n.Cols[i].Type) {
-					return bad("value %s has type %s, column %s", e, typeString(e.Type()), typeString(n.Cols[i].Type))
+					return bad("value %s has type %s, column %s", e, TypeString(e.Type()), TypeString(n.Cols[i].Type))
 				}
 			}
 		}
@@ -187,13 +187,13 @@ func validate(p Plan, outer map[ColumnID]arrow.DataType, seen map[*SharedDef]boo
 			}
 		}
 	default:
-		for _, e := range nodeExprs(p) {
+		for _, e := range NodeExprs(p) {
 			if err := check(e, scope(in)); err != nil {
 				return err
 			}
 		}
 	}
-	if f, ok := p.(*FilterNode); ok && !isBool(f.Cond.Type()) {
+	if f, ok := p.(*FilterNode); ok && !IsBool(f.Cond.Type()) {
 		return bad("filter condition %s is not boolean", f.Cond)
 	}
 	return nil
