@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nicflow/nicflow/engine/bind"
+
 	"github.com/nicflow/nicflow/engine/plan"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -174,7 +176,7 @@ func TestStatements(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ins := stmts[0].(*InsertStmt)
+	ins := stmts[0].(*bind.InsertStmt)
 	if err := plan.ValidatePlan(ins.Query.Plan); err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +189,7 @@ func TestStatements(t *testing.T) {
 	}
 }
 
-func describeStmt(st Statement) string {
+func describeStmt(st bind.Statement) string {
 	schema := func(s interface {
 		NumFields() int
 	}) string {
@@ -195,7 +197,7 @@ func describeStmt(st Statement) string {
 	}
 	_ = schema
 	switch x := st.(type) {
-	case *CreateTableStmt:
+	case *bind.CreateTableStmt:
 		var f []string
 		for _, fl := range x.Schema.Fields() {
 			s := fl.Name + " " + fl.Type.String()
@@ -209,29 +211,29 @@ func describeStmt(st Statement) string {
 			out += " as query"
 		}
 		return out
-	case *CreateExternalTableStmt:
+	case *bind.CreateExternalTableStmt:
 		return fmt.Sprintf("external %s %s %s schema=%v", x.Name, x.Format, x.Location, x.Schema != nil)
-	case *DropStmt:
+	case *bind.DropStmt:
 		k := "table"
 		if x.View {
 			k = "view"
 		}
 		return fmt.Sprintf("drop %s %v if-exists=%v", k, x.Names, x.IfExists)
-	case *InsertStmt:
+	case *bind.InsertStmt:
 		return fmt.Sprintf("insert %s %v", x.Table.Name, x.Query.Names)
-	case *CopyStmt:
+	case *bind.CopyStmt:
 		return fmt.Sprintf("copy %s %s %q header=%v cols=%d", x.Table.Name, x.Format, x.Delimiter, x.Header, len(x.Columns))
-	case *ExplainStmt:
+	case *bind.ExplainStmt:
 		return fmt.Sprintf("explain analyze=%v verbose=%v", x.Analyze, x.Verbose)
-	case *ShowTablesStmt:
+	case *bind.ShowTablesStmt:
 		return "show tables"
-	case *ShowStmt:
+	case *bind.ShowStmt:
 		return "show " + x.Name
-	case *DescribeStmt:
+	case *bind.DescribeStmt:
 		return fmt.Sprintf("describe %s %d columns", x.Name, x.Schema.NumFields())
-	case *SetStmt:
+	case *bind.SetStmt:
 		return "set " + x.Name + "=" + x.Value
-	case *CreateViewStmt:
+	case *bind.CreateViewStmt:
 		var names []string
 		for _, f := range x.Schema.Fields() {
 			names = append(names, f.Name)
@@ -294,7 +296,7 @@ func TestBindFromScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Bind(plan.TPCHCatalog(), src, stmts[1].Stmt)
+	_, err = bind.Bind(plan.TPCHCatalog(), src, stmts[1].Stmt)
 	want := "line 3, column 3: column \"nope\" does not exist\n  nope\n  ^"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %s", err, want)
@@ -306,7 +308,7 @@ func TestCreateTableAsNull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ct := stmts[0].(*CreateTableStmt)
+	ct := stmts[0].(*bind.CreateTableStmt)
 	if err := plan.ValidatePlan(ct.Query.Plan); err != nil {
 		t.Fatal(err)
 	}

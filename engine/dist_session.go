@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nicflow/nicflow/engine/bind"
+
 	"github.com/nicflow/nicflow/engine/plan"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -106,18 +108,18 @@ func (s *Session) PrepareDistributed(ctx context.Context, script string, k int, 
 	if err != nil {
 		return nil, err
 	}
-	var q *QueryStmt
+	var q *bind.QueryStmt
 	switch x := st.(type) {
-	case *QueryStmt:
+	case *bind.QueryStmt:
 		q = x
-	case *ExplainStmt:
-		inner, ok := x.Stmt.(*QueryStmt)
+	case *bind.ExplainStmt:
+		inner, ok := x.Stmt.(*bind.QueryStmt)
 		if !ok {
 			return nil, nferr.Queryf("EXPLAIN on a cluster applies to queries (INSERT and CREATE TABLE AS are not supported on a cluster yet)")
 		}
 		q, dq.Explain, dq.Analyze = inner, true, x.Analyze
 		dq.logical = ExplainPlan(q.Plan, ExplainOptions{Verbose: x.Verbose})
-	case *CreateViewStmt, *DropStmt:
+	case *bind.CreateViewStmt, *bind.DropStmt:
 		if !isViewDDL(stmts[k].Stmt) {
 			return nil, nferr.Queryf("%s is not supported on a cluster yet: run it embedded (`nicflow sql --dir DIR`) with the coordinator stopped", statementName(st))
 		}
@@ -127,7 +129,7 @@ func (s *Session) PrepareDistributed(ctx context.Context, script string, k int, 
 		}
 		dq.Local = r
 		return dq, nil
-	case *ShowTablesStmt, *DescribeStmt, *ShowStmt:
+	case *bind.ShowTablesStmt, *bind.DescribeStmt, *bind.ShowStmt:
 		r, err := s.runStmt(ctx, st)
 		if err != nil {
 			return nil, err
@@ -158,7 +160,7 @@ func clusterSetting(st sql.Statement) (int, bool, error) {
 	if name != SettingQueryRetries && name != SettingTaskRetries {
 		return 0, false, nil
 	}
-	n, err := parseRetries(name, setValue(x))
+	n, err := parseRetries(name, bind.SetValue(x))
 	return n, err == nil, err
 }
 
@@ -173,14 +175,14 @@ func isViewDDL(st sql.Statement) bool {
 	return false
 }
 
-func applyView(views *plan.MemCatalog, s *Session, st Statement) (*Result, error) {
+func applyView(views *plan.MemCatalog, s *Session, st bind.Statement) (*Result, error) {
 	switch x := st.(type) {
-	case *CreateViewStmt:
+	case *bind.CreateViewStmt:
 		if err := views.AddView(&plan.ViewDef{Name: x.Name, Columns: x.Columns, SQL: x.SQL}, x.OrReplace); err != nil {
 			return nil, err
 		}
 		return status("CREATE VIEW", 0), nil
-	case *DropStmt:
+	case *bind.DropStmt:
 		for _, name := range x.Names {
 			if !views.DropView(name) && !x.IfExists {
 				if t, _ := s.cat.LookupTable(name); t != nil {
@@ -194,21 +196,21 @@ func applyView(views *plan.MemCatalog, s *Session, st Statement) (*Result, error
 	return nil, nferr.Internalf("not a view statement: %T", st)
 }
 
-func statementName(st Statement) string {
+func statementName(st bind.Statement) string {
 	switch st.(type) {
-	case *CreateTableStmt:
+	case *bind.CreateTableStmt:
 		return "CREATE TABLE"
-	case *CreateExternalTableStmt:
+	case *bind.CreateExternalTableStmt:
 		return "CREATE EXTERNAL TABLE"
-	case *CreateViewStmt:
+	case *bind.CreateViewStmt:
 		return "CREATE VIEW"
-	case *DropStmt:
+	case *bind.DropStmt:
 		return "DROP"
-	case *InsertStmt:
+	case *bind.InsertStmt:
 		return "INSERT"
-	case *CopyStmt:
+	case *bind.CopyStmt:
 		return "COPY"
-	case *SetStmt:
+	case *bind.SetStmt:
 		return "SET"
 	}
 	return strings.TrimPrefix(fmt.Sprintf("%T", st), "*engine.")

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nicflow/nicflow/engine/bind"
+
 	"github.com/nicflow/nicflow/engine/plan"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -446,7 +448,7 @@ func (ev *evaluator) aggregate(a *plan.AggCall, rows []env) *plan.Const {
 	}
 	sumType := a.Typ
 	if a.Fn == plan.AggAvg {
-		sumType = aggResultType(plan.AggSum, vals[0].Typ)
+		sumType = plan.AggResultType(plan.AggSum, vals[0].Typ)
 	}
 	sum := ev.coerce(vals[0], sumType)
 	for _, v := range vals[1:] {
@@ -605,7 +607,7 @@ func TestOptimizerKeepsResults(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", qs, err)
 			}
-			q := stmts[0].(*QueryStmt)
+			q := stmts[0].(*bind.QueryStmt)
 			opt, err := Optimize(q.Plan)
 			if err != nil {
 				t.Fatalf("%s: %v", qs, err)
@@ -698,7 +700,7 @@ func FuzzOptimizerKeepsResults(f *testing.F) {
 		if err != nil || len(stmts) != 1 {
 			return
 		}
-		q, ok := stmts[0].(*QueryStmt)
+		q, ok := stmts[0].(*bind.QueryStmt)
 		if !ok {
 			return
 		}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nicflow/nicflow/engine/bind"
+
 	"github.com/nicflow/nicflow/engine/plan"
 
 	"github.com/nicflow/nicflow/engine/sql"
@@ -43,22 +45,22 @@ func FuzzBind(f *testing.F) {
 		}
 		s := newTestSession()
 		for _, rs := range stmts {
-			st, err := Bind(s.cat, src, rs.Stmt)
+			st, err := bind.Bind(s.cat, src, rs.Stmt)
 			if err != nil {
 				if nferr.KindOf(err) == nferr.KindInternal {
 					t.Fatalf("internal error binding %q: %v", rs.Text, err)
 				}
 				continue
 			}
-			var q *QueryStmt
+			var q *bind.QueryStmt
 			switch x := st.(type) {
-			case *QueryStmt:
+			case *bind.QueryStmt:
 				q = x
-			case *ExplainStmt:
-				q, _ = x.Stmt.(*QueryStmt)
-			case *InsertStmt:
+			case *bind.ExplainStmt:
+				q, _ = x.Stmt.(*bind.QueryStmt)
+			case *bind.InsertStmt:
 				q = x.Query
-			case *CreateTableStmt:
+			case *bind.CreateTableStmt:
 				q = x.Query
 			}
 			if q == nil {

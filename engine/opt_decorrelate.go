@@ -364,7 +364,7 @@ func (o *optimizer) pull(p plan.Plan, outer plan.ColSet) (plan.Plan, []plan.Expr
 				if outer.Has(id) || have.Has(id) || !inSet.Has(id) {
 					continue
 				}
-				c := findCol(inCols, id)
+				c := plan.FindCol(inCols, id)
 				exprs = append(exprs, plan.NewColRef(c))
 				cols = append(cols, c)
 				have.Add(id)
@@ -443,7 +443,7 @@ func (o *optimizer) pull(p plan.Plan, outer plan.ColSet) (plan.Plan, []plan.Expr
 			}
 			if !found {
 				if r, ok := inner.(*plan.ColRef); ok {
-					gc = findCol(inCols, r.ID)
+					gc = plan.FindCol(inCols, r.ID)
 				} else {
 					gc = o.newCol("key", inner.Type(), true)
 				}

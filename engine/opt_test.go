@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nicflow/nicflow/engine/bind"
+
 	"github.com/nicflow/nicflow/engine/plan"
 
 	"github.com/nicflow/nicflow/engine/sql"
@@ -156,11 +158,11 @@ func TestMiscQueries(t *testing.T) {
 		if err != nil {
 			continue // errors are covered by the bind error golden file
 		}
-		var q *QueryStmt
+		var q *bind.QueryStmt
 		switch x := stmts[0].(type) {
-		case *QueryStmt:
+		case *bind.QueryStmt:
 			q = x
-		case *InsertStmt:
+		case *bind.InsertStmt:
 			q = x.Query
 		default:
 			continue
@@ -188,7 +190,7 @@ func TestPrepare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ins := bound.(*ExplainStmt).Stmt.(*InsertStmt)
+	ins := bound.(*bind.ExplainStmt).Stmt.(*bind.InsertStmt)
 	plan.WalkPlan(ins.Query.Plan, func(p plan.Plan) bool {
 		for _, e := range plan.NodeExprs(p) {
 			if plan.HasSubquery(e) {

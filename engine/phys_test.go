@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nicflow/nicflow/engine/bind"
+
 	"github.com/nicflow/nicflow/engine/plan"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -23,7 +25,7 @@ import (
 
 // planTPCH binds, optimizes and physically plans TPC-H query q against
 // the SF1 test catalog with parallelism p.
-func planTPCH(t *testing.T, q, p int) (*QueryStmt, *PhysPlan) {
+func planTPCH(t *testing.T, q, p int) (*bind.QueryStmt, *PhysPlan) {
 	t.Helper()
 	qs := bindQuery(t, tpchQuery(t, q))
 	opt, err := Optimize(qs.Plan)
@@ -368,7 +370,7 @@ func FuzzBuildPhysPlan(f *testing.F) {
 }
 
 // bindQueryFuzz binds and optimizes TPC-H query q without a testing.T.
-func bindQueryFuzz(q int) *QueryStmt {
+func bindQueryFuzz(q int) *bind.QueryStmt {
 	b, err := os.ReadFile(filepath.Join("sql", "testdata", "tpch", fmt.Sprintf("q%02d.sql", q)))
 	if err != nil {
 		return nil
@@ -378,7 +380,7 @@ func bindQueryFuzz(q int) *QueryStmt {
 		return nil
 	}
 	for _, st := range stmts {
-		if qs, ok := st.(*QueryStmt); ok {
+		if qs, ok := st.(*bind.QueryStmt); ok {
 			if p, err := Optimize(qs.Plan); err == nil {
 				qs.Plan = p
 				return qs

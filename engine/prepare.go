@@ -3,6 +3,8 @@ package engine
 import (
 	"slices"
 
+	"github.com/nicflow/nicflow/engine/bind"
+
 	"github.com/nicflow/nicflow/engine/plan"
 
 	"github.com/nicflow/nicflow/engine/sql"
@@ -12,8 +14,8 @@ import (
 // INSERT ... query, CREATE TABLE ... AS, and the statement of an EXPLAIN):
 // the one call a session makes per parsed statement. disabled names rules
 // not to apply (SET disabled_rules; checked by CheckDisabledRules).
-func Prepare(cat plan.Catalog, src string, stmt sql.Statement, disabled ...string) (Statement, error) {
-	st, err := Bind(cat, src, stmt)
+func Prepare(cat plan.Catalog, src string, stmt sql.Statement, disabled ...string) (bind.Statement, error) {
+	st, err := bind.Bind(cat, src, stmt)
 	if err != nil {
 		return nil, err
 	}
@@ -32,16 +34,16 @@ func Prepare(cat plan.Catalog, src string, stmt sql.Statement, disabled ...strin
 	return st, nil
 }
 
-func optimizeStatement(st Statement, rules []string, trace bool) error {
-	var q *QueryStmt
+func optimizeStatement(st bind.Statement, rules []string, trace bool) error {
+	var q *bind.QueryStmt
 	switch x := st.(type) {
-	case *QueryStmt:
+	case *bind.QueryStmt:
 		q = x
-	case *InsertStmt:
+	case *bind.InsertStmt:
 		q = x.Query
-	case *CreateTableStmt:
+	case *bind.CreateTableStmt:
 		q = x.Query
-	case *ExplainStmt:
+	case *bind.ExplainStmt:
 		// EXPLAIN VERBOSE shows what each rule did.
 		return optimizeStatement(x.Stmt, rules, x.Verbose)
 	}

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nicflow/nicflow/engine/bind"
+
 	"github.com/nicflow/nicflow/engine/plan"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -422,34 +424,34 @@ func (s *Session) run(ctx context.Context, src string, raw sql.RawStmt) (*Result
 
 func status(tag string, n int64) *Result { return &Result{Status: tag, RowsAffected: n} }
 
-func (s *Session) runStmt(ctx context.Context, st Statement) (*Result, error) {
+func (s *Session) runStmt(ctx context.Context, st bind.Statement) (*Result, error) {
 	switch x := st.(type) {
-	case *QueryStmt:
+	case *bind.QueryStmt:
 		return s.startQuery(ctx, x, false)
-	case *ExplainStmt:
+	case *bind.ExplainStmt:
 		return s.explain(ctx, x)
-	case *CreateTableStmt:
+	case *bind.CreateTableStmt:
 		return s.createTable(ctx, x)
-	case *CreateExternalTableStmt:
+	case *bind.CreateExternalTableStmt:
 		return s.createExternal(ctx, x)
-	case *CreateViewStmt:
+	case *bind.CreateViewStmt:
 		if err := s.views.AddView(&plan.ViewDef{Name: x.Name, Columns: x.Columns, SQL: x.SQL}, x.OrReplace); err != nil {
 			return nil, err
 		}
 		return status("CREATE VIEW", 0), nil
-	case *DropStmt:
+	case *bind.DropStmt:
 		return s.drop(x)
-	case *InsertStmt:
+	case *bind.InsertStmt:
 		return s.insert(ctx, x)
-	case *CopyStmt:
+	case *bind.CopyStmt:
 		return s.copy(ctx, x)
-	case *ShowTablesStmt:
+	case *bind.ShowTablesStmt:
 		return s.showTables()
-	case *ShowStmt:
+	case *bind.ShowStmt:
 		return s.show(x.Name)
-	case *DescribeStmt:
+	case *bind.DescribeStmt:
 		return s.describe(x)
-	case *SetStmt:
+	case *bind.SetStmt:
 		if err := s.set(x.Name, x.Value); err != nil {
 			return nil, err
 		}
@@ -459,7 +461,7 @@ func (s *Session) runStmt(ctx context.Context, st Statement) (*Result, error) {
 }
 
 // plan turns an optimized query into a physical plan.
-func (s *Session) plan(q *QueryStmt) (*PhysPlan, error) {
+func (s *Session) plan(q *bind.QueryStmt) (*PhysPlan, error) {
 	return PlanPhysical(q.Plan, q.Names, PlanOptions{Parallelism: s.opts.Parallelism})
 }
 
@@ -477,7 +479,7 @@ func (s *Session) newEnv(ctx context.Context) (*exec.Env, context.CancelFunc) {
 
 // startQuery plans, builds and opens a query; its rows are read with
 // Result.Next.
-func (s *Session) startQuery(ctx context.Context, q *QueryStmt, analyze bool) (*Result, error) {
+func (s *Session) startQuery(ctx context.Context, q *bind.QueryStmt, analyze bool) (*Result, error) {
 	pp, err := s.plan(q)
 	if err != nil {
 		return nil, err
@@ -559,21 +561,21 @@ var (
 	typI64 = arrow.PrimitiveTypes.Int64
 )
 
-func (s *Session) explain(ctx context.Context, x *ExplainStmt) (*Result, error) {
-	var q *QueryStmt
+func (s *Session) explain(ctx context.Context, x *bind.ExplainStmt) (*Result, error) {
+	var q *bind.QueryStmt
 	switch inner := x.Stmt.(type) {
-	case *QueryStmt:
+	case *bind.QueryStmt:
 		q = inner
-	case *InsertStmt:
+	case *bind.InsertStmt:
 		q = inner.Query
-	case *CreateTableStmt:
+	case *bind.CreateTableStmt:
 		q = inner.Query
 	}
 	if q == nil {
 		return nil, nferr.Queryf("EXPLAIN applies to queries, INSERT and CREATE TABLE AS")
 	}
 	if x.Analyze {
-		if _, ok := x.Stmt.(*QueryStmt); !ok {
+		if _, ok := x.Stmt.(*bind.QueryStmt); !ok {
 			return nil, nferr.Queryf("EXPLAIN ANALYZE applies to queries (it would write the rows of INSERT and CREATE TABLE AS)")
 		}
 	}
@@ -617,7 +619,7 @@ func (s *Session) explain(ctx context.Context, x *ExplainStmt) (*Result, error) 
 
 // ---------------------------------------------------------------- DDL and DML
 
-func (s *Session) createTable(ctx context.Context, x *CreateTableStmt) (*Result, error) {
+func (s *Session) createTable(ctx context.Context, x *bind.CreateTableStmt) (*Result, error) {
 	if x.Query == nil {
 		if err := s.db.CreateTable(x.Name, x.Schema, storage.CreateOptions{IfNotExists: x.IfNotExists}); err != nil {
 			return nil, err
@@ -640,7 +642,7 @@ func (s *Session) createTable(ctx context.Context, x *CreateTableStmt) (*Result,
 	return status("CREATE TABLE "+strconv.FormatInt(n, 10), n), nil
 }
 
-func (s *Session) insert(ctx context.Context, x *InsertStmt) (*Result, error) {
+func (s *Session) insert(ctx context.Context, x *bind.InsertStmt) (*Result, error) {
 	name := x.Table.Name
 	if st, ok := x.Table.Handle.(*storage.Table); ok {
 		name = st.QualifiedName()
@@ -657,7 +659,7 @@ func (s *Session) insert(ctx context.Context, x *InsertStmt) (*Result, error) {
 }
 
 // appendQuery runs q into an appender and commits (or aborts on error).
-func (s *Session) appendQuery(ctx context.Context, app *storage.Appender, q *QueryStmt) (int64, error) {
+func (s *Session) appendQuery(ctx context.Context, app *storage.Appender, q *bind.QueryStmt) (int64, error) {
 	r, err := s.startQuery(ctx, q, false)
 	if err != nil {
 		app.Abort()
@@ -689,7 +691,7 @@ func (s *Session) appendQuery(ctx context.Context, app *storage.Appender, q *Que
 	return app.Commit()
 }
 
-func (s *Session) copy(ctx context.Context, x *CopyStmt) (*Result, error) {
+func (s *Session) copy(ctx context.Context, x *bind.CopyStmt) (*Result, error) {
 	for i, c := range x.Columns {
 		if c != i || len(x.Columns) != x.Table.Schema.NumFields() {
 			return nil, nferr.Queryf("COPY with a column list is not supported: the file must hold every column of %s in table order", x.Table.Name)
@@ -711,7 +713,7 @@ func (s *Session) copy(ctx context.Context, x *CopyStmt) (*Result, error) {
 	return status("COPY "+strconv.FormatInt(n, 10), n), nil
 }
 
-func (s *Session) createExternal(ctx context.Context, x *CreateExternalTableStmt) (*Result, error) {
+func (s *Session) createExternal(ctx context.Context, x *bind.CreateExternalTableStmt) (*Result, error) {
 	if v, _ := s.views.LookupView(x.Name); v != nil {
 		return nil, nferr.Queryf("cannot create table %s: a view of that name exists", x.Name)
 	}
@@ -750,7 +752,7 @@ func sameColumns(name string, want, got *arrow.Schema) error {
 	return nil
 }
 
-func (s *Session) drop(x *DropStmt) (*Result, error) {
+func (s *Session) drop(x *bind.DropStmt) (*Result, error) {
 	for _, name := range x.Names {
 		if x.View {
 			if !s.views.DropView(name) {
@@ -816,7 +818,7 @@ func (s *Session) viewNames() []string {
 	return out
 }
 
-func (s *Session) describe(x *DescribeStmt) (*Result, error) {
+func (s *Session) describe(x *bind.DescribeStmt) (*Result, error) {
 	var rows [][]any
 	for _, f := range x.Schema.Fields() {
 		null := "NO"

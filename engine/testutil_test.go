@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nicflow/nicflow/engine/bind"
+
 	"github.com/nicflow/nicflow/engine/plan"
 
 	"github.com/nicflow/nicflow/engine/sql"
@@ -73,23 +75,23 @@ func newTestSession() *testSession {
 
 // bindScript binds every statement of src, applying CREATE/DROP VIEW as it
 // goes, and returns the bound query statements.
-func (s *testSession) bindScript(src string) ([]Statement, error) {
+func (s *testSession) bindScript(src string) ([]bind.Statement, error) {
 	stmts, err := sql.Parse(src)
 	if err != nil {
 		return nil, err
 	}
-	var out []Statement
+	var out []bind.Statement
 	for _, rs := range stmts {
-		st, err := Bind(s.cat, src, rs.Stmt)
+		st, err := bind.Bind(s.cat, src, rs.Stmt)
 		if err != nil {
 			return nil, err
 		}
 		switch x := st.(type) {
-		case *CreateViewStmt:
+		case *bind.CreateViewStmt:
 			if err := s.views.AddView(&plan.ViewDef{Name: x.Name, Columns: x.Columns, SQL: x.SQL}, x.OrReplace); err != nil {
 				return nil, err
 			}
-		case *DropStmt:
+		case *bind.DropStmt:
 			for _, n := range x.Names {
 				if x.View {
 					s.views.DropView(n)
@@ -102,15 +104,15 @@ func (s *testSession) bindScript(src string) ([]Statement, error) {
 }
 
 // bindQuery binds a script and returns its only query statement.
-func bindQuery(t testing.TB, src string) *QueryStmt {
+func bindQuery(t testing.TB, src string) *bind.QueryStmt {
 	t.Helper()
 	stmts, err := newTestSession().bindScript(src)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, src)
 	}
-	var q *QueryStmt
+	var q *bind.QueryStmt
 	for _, st := range stmts {
-		if x, ok := st.(*QueryStmt); ok {
+		if x, ok := st.(*bind.QueryStmt); ok {
 			if q != nil {
 				t.Fatalf("more than one query in %s", src)
 			}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nicflow/nicflow/engine/bind"
+
 	"github.com/nicflow/nicflow/engine/plan"
 )
 
@@ -41,7 +43,7 @@ func TestTPCHPlans(t *testing.T) {
 }
 
 // resultSignature prints the result's names and types: "(a bigint, b ...)".
-func resultSignature(q *QueryStmt) string {
+func resultSignature(q *bind.QueryStmt) string {
 	cols := q.Plan.Columns()
 	s := make([]string, len(cols))
 	for i, c := range cols {

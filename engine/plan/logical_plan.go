@@ -636,3 +636,14 @@ func IndexAnyWildcard(s string) int {
 	}
 	return -1
 }
+
+// FindCol returns the column of cols with ID id (the zero Column when
+// none has it).
+func FindCol(cols []Column, id ColumnID) Column {
+	for _, c := range cols {
+		if c.ID == id {
+			return c
+		}
+	}
+	return Column{ID: id}
+}

@@ -124,3 +124,21 @@ func TypeString(t arrow.DataType) string {
 	}
 	return t.String()
 }
+
+// AggResultType is the result type of sum or avg over t.
+func AggResultType(fn string, t arrow.DataType) arrow.DataType {
+	switch {
+	case IsNullType(t), IsInteger(t):
+		if fn == AggAvg {
+			return TypFloat64
+		}
+		return TypInt64
+	case IsFloat(t):
+		return TypFloat64
+	}
+	_, s, _ := DecimalPS(t)
+	if fn == AggAvg {
+		return DecimalType(MaxDecimalPrecision, min(s+4, MaxDecimalPrecision))
+	}
+	return DecimalType(MaxDecimalPrecision, s)
+}

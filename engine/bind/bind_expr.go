@@ -1,4 +1,4 @@
-package engine
+package bind
 
 import (
 	"fmt"
@@ -644,7 +644,7 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Ex
 			if !plan.IsNumeric(t) && !plan.IsNullType(t) {
 				return nil, b.errorf(x, "function %s(%s) does not exist", name, plan.TypeString(t))
 			}
-			ac.Typ = aggResultType(name, t)
+			ac.Typ = plan.AggResultType(name, t)
 		case "min", "max":
 			if plan.IsNullType(t) {
 				t = plan.TypInt32
@@ -667,24 +667,6 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Ex
 	a.aggs = append(a.aggs, ac)
 	a.aggCols = append(a.aggCols, col)
 	return plan.NewColRef(col), nil
-}
-
-// aggResultType is the result type of sum or avg over t.
-func aggResultType(fn string, t arrow.DataType) arrow.DataType {
-	switch {
-	case plan.IsNullType(t), plan.IsInteger(t):
-		if fn == plan.AggAvg {
-			return plan.TypFloat64
-		}
-		return plan.TypInt64
-	case plan.IsFloat(t):
-		return plan.TypFloat64
-	}
-	_, s, _ := plan.DecimalPS(t)
-	if fn == plan.AggAvg {
-		return plan.DecimalType(plan.MaxDecimalPrecision, min(s+4, plan.MaxDecimalPrecision))
-	}
-	return plan.DecimalType(plan.MaxDecimalPrecision, s)
 }
 
 // windowCall binds a window function into the SELECT's window context.
@@ -740,7 +722,7 @@ func (b *binder) windowCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr,
 			if !plan.IsNumeric(t) && !plan.IsNullType(t) {
 				return nil, b.errorf(x, "function %s(%s) does not exist", name, plan.TypeString(t))
 			}
-			wc.Typ = aggResultType(name, t)
+			wc.Typ = plan.AggResultType(name, t)
 		default:
 			wc.Typ = t
 		}

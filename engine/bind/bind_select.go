@@ -1,4 +1,4 @@
-package engine
+package bind
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
@@ -78,7 +78,7 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (plan.Plan
 			ac.groups = append(ac.groups, e)
 			var col plan.Column
 			if c, ok := e.(*plan.ColRef); ok && ac.input.Has(c.ID) {
-				col = findCol(lp.Columns(), c.ID)
+				col = plan.FindCol(lp.Columns(), c.ID)
 			} else {
 				col = b.newCol(e.String(), "", e.Type(), true)
 			}
@@ -214,7 +214,7 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (plan.Plan
 			name = names[i]
 		}
 		if c, ok := e.(*plan.ColRef); ok && plan.ColSetOf(inCols).Has(c.ID) {
-			col := findCol(inCols, c.ID)
+			col := plan.FindCol(inCols, c.ID)
 			if name != "" && name != col.Name {
 				col.Name, col.Table = name, ""
 			}
@@ -258,16 +258,7 @@ type outputRef struct{ idx int }
 
 func (*outputRef) Type() arrow.DataType { return nil }
 func (*outputRef) String() string       { return "?" }
-func (*outputRef) ExprNode()              {}
-
-func findCol(cols []plan.Column, id plan.ColumnID) plan.Column {
-	for _, c := range cols {
-		if c.ID == id {
-			return c
-		}
-	}
-	return plan.Column{ID: id}
-}
+func (*outputRef) ExprNode()            {}
 
 // itemName is the output name of a select item, as PostgreSQL names it:
 // its alias, a column's name, a function's name, or ?column?.

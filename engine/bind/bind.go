@@ -1,4 +1,4 @@
-package engine
+package bind
 
 import (
 	"fmt"
@@ -259,13 +259,13 @@ func (b *binder) stmt(stmt sql.Statement) (Statement, error) {
 		}
 		return &DescribeStmt{Name: name, Schema: queryArrowSchema(q), View: true}, nil
 	case *sql.Set:
-		return &SetStmt{Name: s.Name.Name, Value: setValue(s)}, nil
+		return &SetStmt{Name: s.Name.Name, Value: SetValue(s)}, nil
 	}
 	return nil, b.errorf(stmt, "statement %T is not supported", stmt)
 }
 
 // setValue is the text of a SET statement's value.
-func setValue(s *sql.Set) string {
+func SetValue(s *sql.Set) string {
 	switch x := s.Value.(type) {
 	case *sql.Literal:
 		return x.Text
