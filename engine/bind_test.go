@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nicflow/nicflow/engine/opt"
+
 	"github.com/nicflow/nicflow/engine/bind"
 
 	"github.com/nicflow/nicflow/engine/plan"
@@ -80,7 +82,7 @@ func TestTypes(t *testing.T) {
 	}
 	for _, c := range cases {
 		q := bindQuery(t, "select "+c.expr)
-		p, err := Optimize(q.Plan)
+		p, err := opt.Optimize(q.Plan)
 		if err != nil {
 			t.Fatalf("%s: %v", c.expr, err)
 		}
@@ -180,11 +182,11 @@ func TestStatements(t *testing.T) {
 	if err := plan.ValidatePlan(ins.Query.Plan); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Optimize(ins.Query.Plan)
+	p, err := opt.Optimize(ins.Query.Plan)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ExplainPlan(p, ExplainOptions{NoRows: true}); !strings.Contains(got, "k := CAST(column1 AS bigint)") || !strings.Contains(got, "v := NULL") {
+	if got := opt.ExplainPlan(p, opt.ExplainOptions{NoRows: true}); !strings.Contains(got, "k := CAST(column1 AS bigint)") || !strings.Contains(got, "v := NULL") {
 		t.Errorf("insert plan:\n%s", got)
 	}
 }
@@ -282,7 +284,7 @@ func TestBindShapes(t *testing.T) {
 		if err := plan.ValidatePlan(q.Plan); err != nil {
 			t.Fatalf("%s: %v", c.sql, err)
 		}
-		if got := ExplainPlan(q.Plan, ExplainOptions{NoRows: true}); got != c.want {
+		if got := opt.ExplainPlan(q.Plan, opt.ExplainOptions{NoRows: true}); got != c.want {
 			t.Errorf("%s:\n got:\n%s want:\n%s", c.sql, got, c.want)
 		}
 	}

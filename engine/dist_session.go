@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nicflow/nicflow/engine/opt"
+
 	"github.com/nicflow/nicflow/engine/bind"
 
 	"github.com/nicflow/nicflow/engine/plan"
@@ -118,7 +120,7 @@ func (s *Session) PrepareDistributed(ctx context.Context, script string, k int, 
 			return nil, nferr.Queryf("EXPLAIN on a cluster applies to queries (INSERT and CREATE TABLE AS are not supported on a cluster yet)")
 		}
 		q, dq.Explain, dq.Analyze = inner, true, x.Analyze
-		dq.logical = ExplainPlan(q.Plan, ExplainOptions{Verbose: x.Verbose})
+		dq.logical = opt.ExplainPlan(q.Plan, opt.ExplainOptions{Verbose: x.Verbose})
 	case *bind.CreateViewStmt, *bind.DropStmt:
 		if !isViewDDL(stmts[k].Stmt) {
 			return nil, nferr.Queryf("%s is not supported on a cluster yet: run it embedded (`nicflow sql --dir DIR`) with the coordinator stopped", statementName(st))

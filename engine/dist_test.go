@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nicflow/nicflow/engine/opt"
+
 	"github.com/nicflow/nicflow/exec"
 )
 
@@ -154,7 +156,7 @@ func TestDistributedJoinChoices(t *testing.T) {
 		{"select count(*) from supplier, nation where s_nationkey = n_nationkey", nil, []string{"broadcast"}},
 	} {
 		qs := bindQuery(t, tc.sql)
-		opt, err := Optimize(qs.Plan)
+		opt, err := opt.Optimize(qs.Plan)
 		if err != nil {
 			t.Fatal(err)
 		}

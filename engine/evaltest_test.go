@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nicflow/nicflow/engine/opt"
+
 	"github.com/nicflow/nicflow/engine/bind"
 
 	"github.com/nicflow/nicflow/engine/plan"
@@ -608,21 +610,21 @@ func TestOptimizerKeepsResults(t *testing.T) {
 				t.Fatalf("%s: %v", qs, err)
 			}
 			q := stmts[0].(*bind.QueryStmt)
-			opt, err := Optimize(q.Plan)
+			optimized, err := opt.Optimize(q.Plan)
 			if err != nil {
 				t.Fatalf("%s: %v", qs, err)
 			}
 			ev := &evaluator{t: t, data: data, shared: map[*plan.SharedDef]*result{}}
 			want := ev.plan(q.Plan, env{})
 			ev.shared = map[*plan.SharedDef]*result{}
-			got := ev.plan(opt, env{})
+			got := ev.plan(optimized, env{})
 			total += len(want.rows)
 			if len(want.rows) == 0 {
 				empty++
 			}
 			ordered := strings.Contains(qs, "order by")
 			if a, b := resultText(want, ordered), resultText(got, ordered); a != b {
-				t.Fatalf("seed %d: %s\nunoptimized:\n%s\noptimized:\n%s\nplan:\n%s", seed, qs, a, b, ExplainPlan(opt, ExplainOptions{Verbose: true, NoRows: true}))
+				t.Fatalf("seed %d: %s\nunoptimized:\n%s\noptimized:\n%s\nplan:\n%s", seed, qs, a, b, opt.ExplainPlan(optimized, opt.ExplainOptions{Verbose: true, NoRows: true}))
 			}
 		}
 	}
@@ -704,7 +706,7 @@ func FuzzOptimizerKeepsResults(f *testing.F) {
 		if !ok {
 			return
 		}
-		opt, err := Optimize(q.Plan)
+		optimized, err := opt.Optimize(q.Plan)
 		if err != nil {
 			if nferr.KindOf(err) == nferr.KindInternal {
 				t.Fatalf("%s: %v", src, err)
@@ -725,13 +727,13 @@ func FuzzOptimizerKeepsResults(f *testing.F) {
 			return ev.plan(p, env{}), false
 		}
 		want, s1 := run(q.Plan)
-		got, s2 := run(opt)
+		got, s2 := run(optimized)
 		if s1 || s2 {
 			return
 		}
 		ordered := strings.Contains(strings.ToLower(src), "order by")
 		if a, b := resultText(want, ordered), resultText(got, ordered); a != b {
-			t.Fatalf("%s\nunoptimized:\n%s\noptimized:\n%s\nplan:\n%s", src, a, b, ExplainPlan(opt, ExplainOptions{Verbose: true, NoRows: true}))
+			t.Fatalf("%s\nunoptimized:\n%s\noptimized:\n%s\nplan:\n%s", src, a, b, opt.ExplainPlan(optimized, opt.ExplainOptions{Verbose: true, NoRows: true}))
 		}
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nicflow/nicflow/engine/opt"
+
 	"github.com/nicflow/nicflow/exec"
 )
 
@@ -46,7 +48,7 @@ func (e *physExplainer) node(n *PhysNode, depth int) {
 }
 
 func (e *physExplainer) figures(n *PhysNode) string {
-	s := "rows " + formatRows(n.EstRows)
+	s := "rows " + opt.FormatRows(n.EstRows)
 	if e.stats == nil {
 		return s
 	}

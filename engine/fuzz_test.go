@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nicflow/nicflow/engine/opt"
+
 	"github.com/nicflow/nicflow/engine/bind"
 
 	"github.com/nicflow/nicflow/engine/plan"
@@ -69,7 +71,7 @@ func FuzzBind(f *testing.F) {
 			if err := plan.ValidatePlan(q.Plan); err != nil {
 				t.Fatalf("invalid bound plan for %q: %v", rs.Text, err)
 			}
-			p, err := Optimize(q.Plan)
+			p, err := opt.Optimize(q.Plan)
 			if err != nil {
 				if nferr.KindOf(err) == nferr.KindInternal {
 					t.Fatalf("internal error optimizing %q: %v", rs.Text, err)
@@ -77,9 +79,9 @@ func FuzzBind(f *testing.F) {
 				continue
 			}
 			if err := plan.ValidatePlan(p); err != nil {
-				t.Fatalf("invalid optimized plan for %q: %v\n%s", rs.Text, err, ExplainPlan(p, ExplainOptions{Verbose: true}))
+				t.Fatalf("invalid optimized plan for %q: %v\n%s", rs.Text, err, opt.ExplainPlan(p, opt.ExplainOptions{Verbose: true}))
 			}
-			_ = ExplainPlan(p, ExplainOptions{Verbose: true})
+			_ = opt.ExplainPlan(p, opt.ExplainOptions{Verbose: true})
 		}
 	})
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/nicflow/nicflow/engine/opt"
+
 	"github.com/nicflow/nicflow/engine/plan"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -17,9 +19,9 @@ func TestRangeSelectivity(t *testing.T) {
 	i64 := arrow.PrimitiveTypes.Int64
 	a := &plan.ColRef{ID: 1, Name: "a", Typ: i64}
 	b := &plan.ColRef{ID: 2, Name: "b", Typ: i64}
-	in := &relStats{rows: 1000, cols: map[plan.ColumnID]*colStat{
-		1: {ndv: 84, min: 0, max: 84, hasRange: true},
-		2: {ndv: 100, min: 0, max: 100, hasRange: true},
+	in := &opt.RelStats{Rows: 1000, Cols: map[plan.ColumnID]*opt.ColStat{
+		1: {Ndv: 84, Min: 0, Max: 84, HasRange: true},
+		2: {Ndv: 100, Min: 0, Max: 100, HasRange: true},
 	}}
 	k := func(v int64) *plan.Const { return &plan.Const{Typ: i64, Val: v} }
 	cmp := func(fn string, x, y plan.Expr) plan.Expr {
@@ -28,7 +30,7 @@ func TestRangeSelectivity(t *testing.T) {
 	and := func(xs ...plan.Expr) plan.Expr {
 		return &plan.Call{Fn: plan.FnAnd, Args: xs, Typ: arrow.FixedWidthTypes.Boolean}
 	}
-	e := newEstimator()
+	e := opt.NewEstimator()
 	for _, c := range []struct {
 		name string
 		cond plan.Expr
@@ -41,7 +43,7 @@ func TestRangeSelectivity(t *testing.T) {
 		{"window and another column", and(cmp(plan.FnGe, a, k(0)), cmp(plan.FnLt, a, k(21)), cmp(plan.FnGe, b, k(90))), 0.25 * 0.1},
 		{"empty range", and(cmp(plan.FnGt, a, k(50)), cmp(plan.FnLt, a, k(40))), 1.0 / 84},
 	} {
-		if got := e.sel(c.cond, in); math.Abs(got-c.want) > 1e-9 {
+		if got := e.Sel(c.cond, in); math.Abs(got-c.want) > 1e-9 {
 			t.Errorf("%s: selectivity %g, want %g", c.name, got, c.want)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nicflow/nicflow/engine/opt"
+
 	"github.com/nicflow/nicflow/engine/bind"
 
 	"github.com/nicflow/nicflow/engine/plan"
@@ -18,23 +20,23 @@ import (
 // rulePrereqs are the rules applied before a rule's golden "before" plan:
 // each rule is shown on the plans it is meant to see.
 var rulePrereqs = map[string][]string{
-	RuleInlineShared:  nil,
-	RuleDecorrelate:   {RuleInlineShared},
-	RuleFold:          nil,
-	RuleOuterJoin:     {RuleInlineShared, RuleDecorrelate, RuleFold},
-	RulePushdown:      {RuleInlineShared, RuleDecorrelate, RuleFold, RuleOuterJoin},
-	RuleJoinOrder:     {RuleInlineShared, RuleDecorrelate, RuleFold, RuleOuterJoin, RulePushdown},
-	RulePrune:         {RuleInlineShared, RuleDecorrelate, RuleFold, RuleOuterJoin, RulePushdown, RuleJoinOrder},
-	RuleDistinctAgg:   {RuleInlineShared, RuleDecorrelate, RuleFold, RuleOuterJoin, RulePushdown, RuleJoinOrder, RulePrune},
-	RuleTopN:          nil,
-	RuleSemiLift:      {RuleInlineShared, RuleDecorrelate, RuleFold, RuleOuterJoin, RulePushdown, RuleJoinOrder, RulePrune},
-	RuleReduceGrouped: {RuleInlineShared, RuleDecorrelate, RuleFold, RuleOuterJoin, RulePushdown, RuleJoinOrder, RulePrune},
+	opt.RuleInlineShared:  nil,
+	opt.RuleDecorrelate:   {opt.RuleInlineShared},
+	opt.RuleFold:          nil,
+	opt.RuleOuterJoin:     {opt.RuleInlineShared, opt.RuleDecorrelate, opt.RuleFold},
+	opt.RulePushdown:      {opt.RuleInlineShared, opt.RuleDecorrelate, opt.RuleFold, opt.RuleOuterJoin},
+	opt.RuleJoinOrder:     {opt.RuleInlineShared, opt.RuleDecorrelate, opt.RuleFold, opt.RuleOuterJoin, opt.RulePushdown},
+	opt.RulePrune:         {opt.RuleInlineShared, opt.RuleDecorrelate, opt.RuleFold, opt.RuleOuterJoin, opt.RulePushdown, opt.RuleJoinOrder},
+	opt.RuleDistinctAgg:   {opt.RuleInlineShared, opt.RuleDecorrelate, opt.RuleFold, opt.RuleOuterJoin, opt.RulePushdown, opt.RuleJoinOrder, opt.RulePrune},
+	opt.RuleTopN:          nil,
+	opt.RuleSemiLift:      {opt.RuleInlineShared, opt.RuleDecorrelate, opt.RuleFold, opt.RuleOuterJoin, opt.RulePushdown, opt.RuleJoinOrder, opt.RulePrune},
+	opt.RuleReduceGrouped: {opt.RuleInlineShared, opt.RuleDecorrelate, opt.RuleFold, opt.RuleOuterJoin, opt.RulePushdown, opt.RuleJoinOrder, opt.RulePrune},
 }
 
 // TestRulesGolden shows each rule on its own: for every query of
 // testdata/rules/<rule>.sql the plan before and after the rule.
 func TestRulesGolden(t *testing.T) {
-	for _, rule := range AllRules {
+	for _, rule := range opt.AllRules {
 		t.Run(rule, func(t *testing.T) {
 			src, err := os.ReadFile(filepath.Join("testdata", "rules", rule+".sql"))
 			if err != nil {
@@ -53,21 +55,21 @@ func TestRulesGolden(t *testing.T) {
 				}
 				q := bindQuery(t, c)
 				pre := rulePrereqs[rule]
-				before, err := OptimizeWith(q.Plan, pre)
+				before, err := opt.OptimizeWith(q.Plan, pre)
 				if err != nil {
 					t.Fatalf("%s: %v", c, err)
 				}
-				after, err := OptimizeWith(q.Plan, append(append([]string(nil), pre...), rule))
+				after, err := opt.OptimizeWith(q.Plan, append(append([]string(nil), pre...), rule))
 				if err != nil {
 					t.Fatalf("%s: %v", c, err)
 				}
 				for _, p := range []plan.Plan{before, after} {
 					if err := plan.ValidatePlan(p); err != nil {
-						t.Fatalf("%s: %v\n%s", c, err, ExplainPlan(p, ExplainOptions{Verbose: true}))
+						t.Fatalf("%s: %v\n%s", c, err, opt.ExplainPlan(p, opt.ExplainOptions{Verbose: true}))
 					}
 				}
-				opts := ExplainOptions{NoRows: rule != RuleJoinOrder}
-				fmt.Fprintf(&b, "%s\n-- before\n%s-- after\n%s\n", c, ExplainPlan(before, opts), ExplainPlan(after, opts))
+				opts := opt.ExplainOptions{NoRows: rule != opt.RuleJoinOrder}
+				fmt.Fprintf(&b, "%s\n-- before\n%s-- after\n%s\n", c, opt.ExplainPlan(before, opts), opt.ExplainPlan(after, opts))
 			}
 			checkGolden(t, filepath.Join("rules", rule+".golden"), b.String())
 		})
@@ -76,7 +78,7 @@ func TestRulesGolden(t *testing.T) {
 
 func TestOptimizeWithUnknownRule(t *testing.T) {
 	q := bindQuery(t, "select 1")
-	if _, err := OptimizeWith(q.Plan, []string{"nope"}); err == nil {
+	if _, err := opt.OptimizeWith(q.Plan, []string{"nope"}); err == nil {
 		t.Fatal("unknown rule accepted")
 	}
 }
@@ -89,7 +91,7 @@ func TestDecorrelateUnsupported(t *testing.T) {
 		"select n_name from nation where exists (select 1 from region where r_regionkey < n_regionkey group by r_name)",
 	} {
 		q := bindQuery(t, c)
-		if _, err := Optimize(q.Plan); err == nil || !strings.Contains(err.Error(), "subquery 1:") {
+		if _, err := opt.Optimize(q.Plan); err == nil || !strings.Contains(err.Error(), "subquery 1:") {
 			t.Errorf("%s: got %v", c, err)
 		}
 	}
@@ -107,7 +109,7 @@ func TestManyRelations(t *testing.T) {
 			}
 		}
 		q := bindQuery(t, "select count(*) from "+strings.Join(from, ", ")+" where "+strings.Join(where, " and "))
-		p, err := Optimize(q.Plan)
+		p, err := opt.Optimize(q.Plan)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,12 +172,12 @@ func TestMiscQueries(t *testing.T) {
 		if err := plan.ValidatePlan(q.Plan); err != nil {
 			t.Fatalf("%s: bound: %v", c, err)
 		}
-		p, err := Optimize(q.Plan)
+		p, err := opt.Optimize(q.Plan)
 		if err != nil {
 			t.Fatalf("%s: %v", c, err)
 		}
 		if err := plan.ValidatePlan(p); err != nil {
-			t.Fatalf("%s: optimized: %v\n%s", c, err, ExplainPlan(p, ExplainOptions{Verbose: true}))
+			t.Fatalf("%s: optimized: %v\n%s", c, err, opt.ExplainPlan(p, opt.ExplainOptions{Verbose: true}))
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/nicflow/nicflow/engine/opt"
+
 	"github.com/nicflow/nicflow/engine/plan"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -102,7 +104,7 @@ func PlanPhysical(p plan.Plan, names []string, opts PlanOptions) (pp *PhysPlan, 
 			pp, err = nil, nferr.Internalf("physical planner bug (please report): %v", r)
 		}
 	}()
-	pl := &physPlanner{opts: opts, est: newEstimator(), shared: map[*plan.SharedDef]int{}}
+	pl := &physPlanner{opts: opts, est: opt.NewEstimator(), shared: map[*plan.SharedDef]int{}}
 	cols := p.Columns()
 	root, err := pl.plan(p, plan.ColSetOf(cols))
 	if err != nil {
@@ -123,7 +125,7 @@ func PlanPhysical(p plan.Plan, names []string, opts PlanOptions) (pp *PhysPlan, 
 
 type physPlanner struct {
 	opts   PlanOptions
-	est    *estimator
+	est    *opt.Estimator
 	nextID int
 	// synth numbers columns the physical plan adds (computed keys, row
 	// ids): negative, so they never collide with logical IDs.
@@ -200,7 +202,7 @@ func (pl *physPlanner) plan(p plan.Plan, need plan.ColSet) (*pnode, error) {
 		if err != nil {
 			return nil, err
 		}
-		return pl.filter(in, n.Cond, pl.est.rows(n))
+		return pl.filter(in, n.Cond, pl.est.Rows(n))
 	case *plan.ProjectNode:
 		return pl.project(n, need)
 	case *plan.AggregateNode:
@@ -208,15 +210,15 @@ func (pl *physPlanner) plan(p plan.Plan, need plan.ColSet) (*pnode, error) {
 	case *plan.JoinNode:
 		return pl.join(n, need)
 	case *plan.SortNode:
-		return pl.sort(n.Input, n.Keys, -1, 0, need, pl.est.rows(n))
+		return pl.sort(n.Input, n.Keys, -1, 0, need, pl.est.Rows(n))
 	case *plan.TopNNode:
-		return pl.sort(n.Input, n.Keys, n.Limit, n.Offset, need, pl.est.rows(n))
+		return pl.sort(n.Input, n.Keys, n.Limit, n.Offset, need, pl.est.Rows(n))
 	case *plan.LimitNode:
 		in, err := pl.plan(n.Input, need)
 		if err != nil {
 			return nil, err
 		}
-		return pl.limit(in, n.Limit, n.Offset, pl.est.rows(n))
+		return pl.limit(in, n.Limit, n.Offset, pl.est.Rows(n))
 	case *plan.DistinctNode:
 		in, err := pl.plan(n.Input, plan.ColSetOf(n.Input.Columns()))
 		if err != nil {
@@ -225,7 +227,7 @@ func (pl *physPlanner) plan(p plan.Plan, need plan.ColSet) (*pnode, error) {
 		if in, err = pl.exact(in, n.Input.Columns()); err != nil {
 			return nil, err
 		}
-		return pl.distinct(in, pl.est.rows(n))
+		return pl.distinct(in, pl.est.Rows(n))
 	case *plan.SetOpNode:
 		return pl.setOp(n)
 	case *plan.WindowNode:
@@ -318,7 +320,7 @@ func (pl *physPlanner) scan(n *plan.ScanNode, need plan.ColSet) (*pnode, error) 
 	if len(residual) > 0 {
 		op.Residual = logicalExprList(residual)
 	}
-	rows := pl.est.rows(n)
+	rows := pl.est.Rows(n)
 	out, err := pl.node(&PhysNode{Kind: PhysScan, Streams: streams, Columns: pcols, Scan: op}, layout, rows)
 	if err != nil {
 		return nil, err
@@ -350,7 +352,7 @@ func (pl *physPlanner) project(n *plan.ProjectNode, need plan.ColSet) (*pnode, e
 		// NB: nothing above reads a column (count(*) over a derived
 		// table): keep the narrowest, so batches still carry row counts
 		// through operators that expect a column.
-		idx = []int{narrowest(n.Cols)}
+		idx = []int{opt.Narrowest(n.Cols)}
 	}
 	inNeed := plan.ColSet{}
 	for _, i := range idx {
@@ -365,7 +367,7 @@ func (pl *physPlanner) project(n *plan.ProjectNode, need plan.ColSet) (*pnode, e
 	for k, i := range idx {
 		exprs[k], cols[k] = n.Exprs[i], n.Cols[i]
 	}
-	return pl.projectExprs(in, exprs, cols, pl.est.rows(n))
+	return pl.projectExprs(in, exprs, cols, pl.est.Rows(n))
 }
 
 // projectExprs computes exprs over in; the output layout is cols' IDs.
@@ -570,7 +572,7 @@ func (pl *physPlanner) aggregate(n *plan.AggregateNode) (*pnode, error) {
 	for _, c := range n.AggCols {
 		layout = append(layout, c.ID)
 	}
-	groups := pl.est.rows(n)
+	groups := pl.est.Rows(n)
 	var out *pnode
 	switch {
 	case in.n.Streams == 1:
@@ -670,13 +672,13 @@ func (pl *physPlanner) join(n *plan.JoinNode, need plan.ColSet) (*pnode, error) 
 	if right, err = pl.keepOnly(right, rneed); err != nil {
 		return nil, err
 	}
-	est := pl.est.rows(n)
+	est := pl.est.Rows(n)
 	equi, cond := n.Equi, n.Cond
 	if len(equi) == 0 && cond != nil {
 		// NB: pushdown makes a join condition's equalities between the sides
 		// equi-join keys; with that rule disabled (SET disabled_rules) they
 		// are still keys here, since some joins (FULL) run only on keys.
-		equi, cond = splitEqui(plan.Conjuncts(cond), lcols, rcols)
+		equi, cond = opt.SplitEqui(plan.Conjuncts(cond), lcols, rcols)
 	}
 	if n.NullAware && len(equi) > 1 {
 		// NB: exec's null-aware joins take one key (the IN comparison,
@@ -744,7 +746,7 @@ func (pl *physPlanner) hashJoinNode(n *plan.JoinNode, kind plan.JoinKind, left, 
 		// the build rows that match) holds less and probes a smaller table.
 		// NB: "much" because the right side is often a filtered aggregate
 		// (TPC-H Q18: sum(l_quantity) > 300) whose estimate is a guess.
-		if pl.est.rows(n.Left)*semiBuildLeftFactor < pl.est.rows(n.Right) {
+		if pl.est.Rows(n.Left)*semiBuildLeftFactor < pl.est.Rows(n.Right) {
 			spec.Build = exec.SideLeft
 		}
 	}
@@ -976,7 +978,7 @@ func (pl *physPlanner) setOp(n *plan.SetOpNode) (*pnode, error) {
 	if err != nil {
 		return nil, err
 	}
-	est := pl.est.rows(n)
+	est := pl.est.Rows(n)
 	layout := make([]plan.ColumnID, len(n.Cols))
 	for i, c := range n.Cols {
 		layout[i] = c.ID
@@ -1164,7 +1166,7 @@ func (pl *physPlanner) window(n *plan.WindowNode, need plan.ColSet) (*pnode, err
 			in = pl.gather(in)
 		}
 	}
-	est := pl.est.rows(n)
+	est := pl.est.Rows(n)
 	for _, g := range groups {
 		f0 := n.Funcs[g.funcs[0]]
 		var exprs []plan.Expr
@@ -1324,7 +1326,7 @@ func (pl *physPlanner) sharedScan(n *plan.SharedScan) (*pnode, error) {
 			cols[i].Name = n.Cols[i].QualifiedName()
 		}
 	}
-	return pl.node(&PhysNode{Kind: PhysSharedScan, Streams: 1, Columns: cols, Shared: &SharedOp{Def: id}}, layout, pl.est.rows(n))
+	return pl.node(&PhysNode{Kind: PhysSharedScan, Streams: 1, Columns: cols, Shared: &SharedOp{Def: id}}, layout, pl.est.Rows(n))
 }
 
 // sortedNodeIDs lists the IDs of a plan's nodes (tests, EXPLAIN).

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nicflow/nicflow/engine/opt"
+
 	"github.com/nicflow/nicflow/engine/bind"
 
 	"github.com/nicflow/nicflow/engine/plan"
@@ -28,7 +30,7 @@ import (
 func planTPCH(t *testing.T, q, p int) (*bind.QueryStmt, *PhysPlan) {
 	t.Helper()
 	qs := bindQuery(t, tpchQuery(t, q))
-	opt, err := Optimize(qs.Plan)
+	opt, err := opt.Optimize(qs.Plan)
 	if err != nil {
 		t.Fatalf("Q%d: %v", q, err)
 	}
@@ -381,7 +383,7 @@ func bindQueryFuzz(q int) *bind.QueryStmt {
 	}
 	for _, st := range stmts {
 		if qs, ok := st.(*bind.QueryStmt); ok {
-			if p, err := Optimize(qs.Plan); err == nil {
+			if p, err := opt.Optimize(qs.Plan); err == nil {
 				qs.Plan = p
 				return qs
 			}

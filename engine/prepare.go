@@ -3,6 +3,8 @@ package engine
 import (
 	"slices"
 
+	"github.com/nicflow/nicflow/engine/opt"
+
 	"github.com/nicflow/nicflow/engine/bind"
 
 	"github.com/nicflow/nicflow/engine/plan"
@@ -19,10 +21,10 @@ func Prepare(cat plan.Catalog, src string, stmt sql.Statement, disabled ...strin
 	if err != nil {
 		return nil, err
 	}
-	rules := AllRules
+	rules := opt.AllRules
 	if len(disabled) > 0 {
 		rules = nil
-		for _, r := range AllRules {
+		for _, r := range opt.AllRules {
 			if !slices.Contains(disabled, r) {
 				rules = append(rules, r)
 			}
@@ -50,7 +52,7 @@ func optimizeStatement(st bind.Statement, rules []string, trace bool) error {
 	if q == nil {
 		return nil
 	}
-	p, runs, err := optimize(q.Plan, rules, trace)
+	p, runs, err := opt.OptimizeRules(q.Plan, rules, trace)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nicflow/nicflow/engine/opt"
+
 	"github.com/nicflow/nicflow/engine/bind"
 
 	"github.com/nicflow/nicflow/engine/plan"
@@ -87,7 +89,7 @@ func (o *Options) Validate() error {
 	if o.SpillLimit < 0 {
 		return nferr.Queryf("spill limit %d must not be negative", o.SpillLimit)
 	}
-	if err := CheckDisabledRules(o.DisabledRules); err != nil {
+	if err := opt.CheckDisabledRules(o.DisabledRules); err != nil {
 		return err
 	}
 	if o.BatchSize < 1 || o.BatchSize > maxBatchSize {
@@ -585,7 +587,7 @@ func (s *Session) explain(ctx context.Context, x *bind.ExplainStmt) (*Result, er
 	}
 	var text strings.Builder
 	text.WriteString("Logical plan:\n")
-	text.WriteString(ExplainPlan(q.Plan, ExplainOptions{Verbose: x.Verbose}))
+	text.WriteString(opt.ExplainPlan(q.Plan, opt.ExplainOptions{Verbose: x.Verbose}))
 	if x.Verbose {
 		text.WriteString(explainRules(q.Rules, s.opts.DisabledRules))
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nicflow/nicflow/engine/opt"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -63,7 +65,7 @@ var sqlSetups = []sqlSetup{
 // be disabled turned off in turn: no rule may be needed for a right answer.
 func ruleSetups() []sqlSetup {
 	var out []sqlSetup
-	for _, r := range Rules {
+	for _, r := range opt.Rules {
 		if !r.Required {
 			out = append(out, sqlSetup{"no-" + r.Name, Options{Parallelism: 2, DisabledRules: []string{r.Name}}})
 		}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nicflow/nicflow/engine/opt"
+
 	"github.com/nicflow/nicflow/engine/bind"
 
 	"github.com/nicflow/nicflow/engine/plan"
@@ -19,12 +21,12 @@ func TestTPCHPlans(t *testing.T) {
 		if err := plan.ValidatePlan(q.Plan); err != nil {
 			t.Fatalf("Q%d bound plan: %v", i, err)
 		}
-		p, err := Optimize(q.Plan)
+		p, err := opt.Optimize(q.Plan)
 		if err != nil {
 			t.Fatalf("Q%d: %v", i, err)
 		}
 		if err := plan.ValidatePlan(p); err != nil {
-			t.Fatalf("Q%d optimized plan: %v\n%s", i, err, ExplainPlan(p, ExplainOptions{Verbose: true}))
+			t.Fatalf("Q%d optimized plan: %v\n%s", i, err, opt.ExplainPlan(p, opt.ExplainOptions{Verbose: true}))
 		}
 		// The result columns are unchanged by optimization.
 		before, after := q.Plan.Columns(), p.Columns()
@@ -37,7 +39,7 @@ func TestTPCHPlans(t *testing.T) {
 			}
 		}
 		checkOptimizedShape(t, i, p)
-		fmt.Fprintf(&b, "-- Q%d %s\n%s\n", i, resultSignature(q), ExplainPlan(p, ExplainOptions{}))
+		fmt.Fprintf(&b, "-- Q%d %s\n%s\n", i, resultSignature(q), opt.ExplainPlan(p, opt.ExplainOptions{}))
 	}
 	checkGolden(t, "tpch_plans.golden", b.String())
 }
@@ -57,7 +59,7 @@ func resultSignature(q *bind.QueryStmt) string {
 // building on the smaller estimated side, only needed columns scanned.
 func checkOptimizedShape(t *testing.T, q int, p plan.Plan) {
 	t.Helper()
-	est := newEstimator()
+	est := opt.NewEstimator()
 	plan.WalkPlanDeep(p, func(n plan.Plan) {
 		for _, e := range plan.NodeExprs(n) {
 			if plan.HasSubquery(e) {
@@ -66,11 +68,11 @@ func checkOptimizedShape(t *testing.T, q int, p plan.Plan) {
 		}
 		switch x := n.(type) {
 		case *plan.JoinNode:
-			if len(x.Equi) == 0 && x.Kind != plan.JoinSingle && !atMostOneRow(x.Left) && !atMostOneRow(x.Right) {
-				t.Errorf("Q%d: join without equi keys (cross product): %s", q, ExplainPlan(x, ExplainOptions{NoRows: true}))
+			if len(x.Equi) == 0 && x.Kind != plan.JoinSingle && !opt.AtMostOneRow(x.Left) && !opt.AtMostOneRow(x.Right) {
+				t.Errorf("Q%d: join without equi keys (cross product): %s", q, opt.ExplainPlan(x, opt.ExplainOptions{NoRows: true}))
 			}
 			if x.Kind == plan.JoinInner {
-				l, r := est.rows(x.Left), est.rows(x.Right)
+				l, r := est.Rows(x.Left), est.Rows(x.Right)
 				if (x.Build == plan.BuildRight && r > l) || (x.Build == plan.BuildLeft && l > r) {
 					t.Errorf("Q%d: join builds on the larger side (left %.0f, right %.0f)", q, l, r)
 				}
@@ -91,15 +93,15 @@ func checkOptimizedShape(t *testing.T, q int, p plan.Plan) {
 }
 
 func TestTPCHSpecifics(t *testing.T) {
-	opt := func(n int) plan.Plan {
-		p, err := Optimize(bindQuery(t, tpchQuery(t, n)).Plan)
+	optimized := func(n int) plan.Plan {
+		p, err := opt.Optimize(bindQuery(t, tpchQuery(t, n)).Plan)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
 	// Q1: the date arithmetic folds to a literal in the scan's filter.
-	q1 := opt(1)
+	q1 := optimized(1)
 	found := false
 	plan.WalkPlanDeep(q1, func(n plan.Plan) {
 		if s, ok := n.(*plan.ScanNode); ok {
@@ -112,11 +114,11 @@ func TestTPCHSpecifics(t *testing.T) {
 		}
 	})
 	if !found {
-		t.Errorf("Q1: folded shipdate filter not found:\n%s", ExplainPlan(q1, ExplainOptions{}))
+		t.Errorf("Q1: folded shipdate filter not found:\n%s", opt.ExplainPlan(q1, opt.ExplainOptions{}))
 	}
 	// Q15: the view is computed once and read twice.
 	defs := map[*plan.SharedDef]int{}
-	plan.WalkPlanDeep(opt(15), func(n plan.Plan) {
+	plan.WalkPlanDeep(optimized(15), func(n plan.Plan) {
 		if s, ok := n.(*plan.SharedScan); ok {
 			defs[s.Def]++
 		}
@@ -144,18 +146,18 @@ func TestTPCHSpecifics(t *testing.T) {
 		})
 		return m
 	}
-	if k := kinds(opt(16)); k["anti-null-aware"] != 1 {
+	if k := kinds(optimized(16)); k["anti-null-aware"] != 1 {
 		t.Errorf("Q16 joins: %v", k)
 	}
-	if k := kinds(opt(21)); k["semi"] != 1 || k["anti"] != 1 {
+	if k := kinds(optimized(21)); k["semi"] != 1 || k["anti"] != 1 {
 		t.Errorf("Q21 joins: %v", k)
 	}
-	if k := kinds(opt(22)); k["anti"] != 1 || k["inner"] != 1 || k["single"] != 0 {
+	if k := kinds(optimized(22)); k["anti"] != 1 || k["inner"] != 1 || k["single"] != 0 {
 		t.Errorf("Q22 joins: %v", k)
 	}
 	for _, n := range []int{2, 17, 20} {
 		agg := false
-		plan.WalkPlanDeep(opt(n), func(p plan.Plan) {
+		plan.WalkPlanDeep(optimized(n), func(p plan.Plan) {
 			if j, ok := p.(*plan.JoinNode); ok && j.Kind == plan.JoinInner {
 				for _, side := range []plan.Plan{j.Left, j.Right} {
 					if a, ok := side.(*plan.AggregateNode); ok && len(a.Groups) > 0 {
@@ -171,7 +173,7 @@ func TestTPCHSpecifics(t *testing.T) {
 	// Q3, Q10, Q18, Q21, Q2: ORDER BY ... LIMIT is a TopN.
 	for _, n := range []int{2, 3, 10, 18, 21} {
 		top := false
-		plan.WalkPlanDeep(opt(n), func(p plan.Plan) {
+		plan.WalkPlanDeep(optimized(n), func(p plan.Plan) {
 			_, ok := p.(*plan.TopNNode)
 			top = top || ok
 		})
@@ -190,7 +192,7 @@ func BenchmarkPlanTPCH(b *testing.B) {
 	for b.Loop() {
 		for _, src := range srcs {
 			q := bindQuery(b, src)
-			if _, err := Optimize(q.Plan); err != nil {
+			if _, err := opt.Optimize(q.Plan); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -203,11 +205,11 @@ func BenchmarkPlanTPCH(b *testing.B) {
 func TestExplainVerbose(t *testing.T) {
 	var b strings.Builder
 	for _, n := range []int{2, 15} {
-		p, err := Optimize(bindQuery(t, tpchQuery(t, n)).Plan)
+		p, err := opt.Optimize(bindQuery(t, tpchQuery(t, n)).Plan)
 		if err != nil {
 			t.Fatal(err)
 		}
-		fmt.Fprintf(&b, "-- Q%d\n%s\n", n, ExplainPlan(p, ExplainOptions{Verbose: true, NoRows: true}))
+		fmt.Fprintf(&b, "-- Q%d\n%s\n", n, opt.ExplainPlan(p, opt.ExplainOptions{Verbose: true, NoRows: true}))
 	}
 	checkGolden(t, "explain_verbose.golden", b.String())
 }

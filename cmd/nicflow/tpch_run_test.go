@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/nicflow/nicflow/engine/opt"
+
 	"github.com/nicflow/nicflow/engine"
 	"github.com/nicflow/nicflow/internal/nferr"
 	"github.com/nicflow/nicflow/tpch"
@@ -102,8 +104,8 @@ func TestTPCHRulesDisabled(t *testing.T) {
 		t.Skip("-short")
 	}
 	dir := tpchDir(t, 0.01)
-	for _, r := range engine.Rules {
-		if r.Required || r.Name == engine.RulePushdown {
+	for _, r := range opt.Rules {
+		if r.Required || r.Name == opt.RulePushdown {
 			continue
 		}
 		t.Run("no-"+r.Name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-package engine
+package opt
 
 import "github.com/nicflow/nicflow/engine/plan"
 

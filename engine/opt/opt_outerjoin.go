@@ -1,4 +1,4 @@
-package engine
+package opt
 
 import "github.com/nicflow/nicflow/engine/plan"
 
@@ -73,7 +73,7 @@ func simplifyOuterJoins(p plan.Plan, rejected plan.ColSet) plan.Plan {
 			// A single join whose right side cannot have two rows is a left
 			// join; with its NULLs rejected, an inner join (TPC-H Q11, Q15,
 			// Q22: a comparison with an uncorrelated aggregate).
-			if rRej && atMostOneRow(n.Right) {
+			if rRej && AtMostOneRow(n.Right) {
 				j.Kind = plan.JoinInner
 			}
 		case plan.JoinFull:
@@ -126,7 +126,7 @@ func simplifyOuterJoins(p plan.Plan, rejected plan.ColSet) plan.Plan {
 // atMostOneRow reports plans that never return two rows: an aggregate
 // without GROUP BY, LIMIT 0 or 1, one VALUES row, under filters and
 // projections.
-func atMostOneRow(p plan.Plan) bool {
+func AtMostOneRow(p plan.Plan) bool {
 	for {
 		switch n := p.(type) {
 		case *plan.ProjectNode:

@@ -1,4 +1,4 @@
-package engine
+package opt
 
 import "github.com/nicflow/nicflow/engine/plan"
 
@@ -180,7 +180,7 @@ func (o *optimizer) pushJoin(n *plan.JoinNode, above []plan.Expr) plan.Plan {
 	j := *n
 	j.Left = o.push(n.Left, toLeft)
 	j.Right = o.push(n.Right, toRight)
-	j.Equi, j.Cond = splitEqui(keepOn, plan.ColSetOf(j.Left.Columns()), plan.ColSetOf(j.Right.Columns()))
+	j.Equi, j.Cond = SplitEqui(keepOn, plan.ColSetOf(j.Left.Columns()), plan.ColSetOf(j.Right.Columns()))
 	j.Equi = append(append([]plan.EquiCond(nil), pinned...), j.Equi...)
 	return filterOver(pushSemiDown(&j), keepAbove)
 }
@@ -250,7 +250,7 @@ func pushSemiDown(j *plan.JoinNode) plan.Plan {
 
 // splitEqui separates equalities between the two sides (join keys, left
 // expression first) from the residual condition.
-func splitEqui(conds []plan.Expr, lc, rc plan.ColSet) ([]plan.EquiCond, plan.Expr) {
+func SplitEqui(conds []plan.Expr, lc, rc plan.ColSet) ([]plan.EquiCond, plan.Expr) {
 	var equi []plan.EquiCond
 	var rest []plan.Expr
 	for _, e := range conds {

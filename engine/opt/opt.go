@@ -1,4 +1,4 @@
-package engine
+package opt
 
 import (
 	"strings"
@@ -85,7 +85,7 @@ func ruleNamed(name string) *Rule {
 // estimator, and (when traced) what each rule did.
 type optimizer struct {
 	nextID plan.ColumnID
-	est    *estimator
+	est    *Estimator
 	trace  []plan.RuleRun // nil: not traced
 }
 
@@ -101,14 +101,14 @@ func Optimize(p plan.Plan) (plan.Plan, error) { return OptimizeWith(p, AllRules)
 // OptimizeWith applies the named rules, in Rules order (tests use it to
 // look at one rule at a time). Unknown names are an internal error.
 func OptimizeWith(p plan.Plan, rules []string) (plan.Plan, error) {
-	out, _, err := optimize(p, rules, false)
+	out, _, err := OptimizeRules(p, rules, false)
 	return out, err
 }
 
 // optimize is the driver: the whole-query rules on the query, then the
 // others on the query and on each shared subplan it reads. With trace it
 // also returns what each rule did.
-func optimize(p plan.Plan, rules []string, trace bool) (out plan.Plan, runs []plan.RuleRun, err error) {
+func OptimizeRules(p plan.Plan, rules []string, trace bool) (out plan.Plan, runs []plan.RuleRun, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			out, runs, err = nil, nil, nferr.Internalf("optimizer bug (please report): %v", r)

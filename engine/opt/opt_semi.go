@@ -1,4 +1,4 @@
-package engine
+package opt
 
 import "github.com/nicflow/nicflow/engine/plan"
 
@@ -24,7 +24,7 @@ var ruleReduceGrouped = &Rule{
 // (which makes one) is disabled.
 func (o *optimizer) ensureEstimator() {
 	if o.est == nil {
-		o.est = newEstimator()
+		o.est = NewEstimator()
 	}
 }
 
@@ -118,7 +118,7 @@ func (o *optimizer) joinWork(p plan.Plan) float64 {
 	var w float64
 	plan.WalkPlan(p, func(n plan.Plan) bool {
 		if j, ok := n.(*plan.JoinNode); ok {
-			w += o.est.rows(j.Left) + o.est.rows(j.Right) + o.est.rows(j)
+			w += o.est.Rows(j.Left) + o.est.Rows(j.Right) + o.est.Rows(j)
 		}
 		return true
 	})
@@ -233,7 +233,7 @@ func (o *optimizer) reduceSide(a, b plan.Plan, equi []plan.EquiCond, aIsLeft boo
 	if !ok || len(agg.Groups) == 0 {
 		return nil, false
 	}
-	if o.est.rows(b)*reduceFactor > o.est.rows(agg.Input) {
+	if o.est.Rows(b)*reduceFactor > o.est.Rows(agg.Input) {
 		return nil, false
 	}
 	var semi []plan.EquiCond

@@ -1,4 +1,4 @@
-package engine
+package opt
 
 import (
 	"fmt"
@@ -20,7 +20,7 @@ type ExplainOptions struct {
 // plans of subqueries not yet decorrelated follow their node; shared
 // subplans (a view used twice) are printed once, after the main plan.
 func ExplainPlan(p plan.Plan, opts ExplainOptions) string {
-	e := &explainer{opts: opts, est: newEstimator(), shared: map[*plan.SharedDef]bool{}}
+	e := &explainer{opts: opts, est: NewEstimator(), shared: map[*plan.SharedDef]bool{}}
 	e.node(p, 0)
 	for i := 0; i < len(e.defs); i++ {
 		d := e.defs[i]
@@ -33,7 +33,7 @@ func ExplainPlan(p plan.Plan, opts ExplainOptions) string {
 type explainer struct {
 	b      strings.Builder
 	opts   ExplainOptions
-	est    *estimator
+	est    *Estimator
 	shared map[*plan.SharedDef]bool
 	defs   []*plan.SharedDef
 }
@@ -79,7 +79,7 @@ func (e *explainer) colList(cols []plan.Column) string {
 	return strings.Join(s, ", ")
 }
 
-func formatRows(r float64) string {
+func FormatRows(r float64) string {
 	switch {
 	case r >= 1e9:
 		return fmt.Sprintf("%.1fG", r/1e9)
@@ -231,7 +231,7 @@ func (e *explainer) node(p plan.Plan, depth int) {
 		line = fmt.Sprintf("%T", p)
 	}
 	if !e.opts.NoRows {
-		line += "  (rows " + formatRows(e.est.rows(p)) + ")"
+		line += "  (rows " + FormatRows(e.est.Rows(p)) + ")"
 	}
 	e.b.WriteString(ind + line + "\n")
 	for _, s := range subs {

@@ -1,4 +1,4 @@
-package engine
+package opt
 
 import (
 	"math"
@@ -11,7 +11,7 @@ var ruleJoinOrder = &Rule{
 	Name:   RuleJoinOrder,
 	Shapes: "chains of inner joins are reordered by estimated cost, and the build side of each join is chosen",
 	apply: func(o *optimizer, p plan.Plan) (plan.Plan, error) {
-		o.est = newEstimator()
+		o.est = NewEstimator()
 		return o.reorderJoins(p), nil
 	},
 }
@@ -84,7 +84,7 @@ func flattenInner(p plan.Plan, leaves *[]plan.Plan, preds *[]plan.Expr) {
 func (o *optimizer) chooseBuild(j *plan.JoinNode) {
 	switch j.Kind {
 	case plan.JoinInner, plan.JoinLeft, plan.JoinRight, plan.JoinFull:
-		if o.est.rows(j.Left) < o.est.rows(j.Right) {
+		if o.est.Rows(j.Left) < o.est.Rows(j.Right) {
 			j.Build = plan.BuildLeft
 		} else {
 			j.Build = plan.BuildRight
@@ -177,7 +177,7 @@ func (o *optimizer) makeJoin(a, b dpEntry, preds []plan.Expr) *plan.JoinNode {
 	if a.rows < b.rows {
 		l, r = r, l
 	}
-	equi, cond := splitEqui(preds, plan.ColSetOf(l.Columns()), plan.ColSetOf(r.Columns()))
+	equi, cond := SplitEqui(preds, plan.ColSetOf(l.Columns()), plan.ColSetOf(r.Columns()))
 	return &plan.JoinNode{Kind: plan.JoinInner, Left: l, Right: r, Equi: equi, Cond: cond, Build: plan.BuildRight}
 }
 
@@ -186,7 +186,7 @@ func (o *optimizer) dp(leaves []plan.Plan, preds []plan.Expr, masks []uint64, al
 	full := uint64(1)<<n - 1
 	best := make([]dpEntry, full+1)
 	for i, l := range leaves {
-		best[1<<i] = dpEntry{plan: l, rows: o.est.rows(l)}
+		best[1<<i] = dpEntry{plan: l, rows: o.est.Rows(l)}
 	}
 	for s := uint64(1); s <= full; s++ {
 		if bits.OnesCount64(s) < 2 {
@@ -207,7 +207,7 @@ func (o *optimizer) dp(leaves []plan.Plan, preds []plan.Expr, masks []uint64, al
 				continue
 			}
 			j := o.makeJoin(a, b, jp)
-			rows := o.est.rows(j)
+			rows := o.est.Rows(j)
 			cost := rows + a.cost + b.cost
 			if best[s].plan == nil || cost < best[s].cost {
 				best[s] = dpEntry{plan: j, rows: rows, cost: cost}
@@ -224,7 +224,7 @@ func (o *optimizer) greedy(leaves []plan.Plan, preds []plan.Expr, masks []uint64
 	}
 	parts := make([]part, len(leaves))
 	for i, l := range leaves {
-		parts[i] = part{e: dpEntry{plan: l, rows: o.est.rows(l)}, mask: 1 << i}
+		parts[i] = part{e: dpEntry{plan: l, rows: o.est.Rows(l)}, mask: 1 << i}
 	}
 	for len(parts) > 1 {
 		bi, bj := -1, -1
@@ -238,7 +238,7 @@ func (o *optimizer) greedy(leaves []plan.Plan, preds []plan.Expr, masks []uint64
 					continue
 				}
 				jn := o.makeJoin(parts[i].e, parts[j].e, jp)
-				rows := o.est.rows(jn)
+				rows := o.est.Rows(jn)
 				if (connected && !bestConnected) || rows < bestRows {
 					bi, bj, bestJ, bestRows, bestConnected = i, j, jn, rows, connected
 				}
@@ -260,7 +260,7 @@ func (o *optimizer) asWritten(leaves []plan.Plan, preds []plan.Expr) plan.Plan {
 	for k, p := range preds {
 		pcols[k] = plan.ColsOf(p)
 	}
-	acc := dpEntry{plan: leaves[0], rows: o.est.rows(leaves[0])}
+	acc := dpEntry{plan: leaves[0], rows: o.est.Rows(leaves[0])}
 	have := plan.ColSetOf(leaves[0].Columns())
 	for i := 1; i < len(leaves); i++ {
 		have.AddAll(plan.ColSetOf(leaves[i].Columns()))
@@ -271,9 +271,9 @@ func (o *optimizer) asWritten(leaves []plan.Plan, preds []plan.Expr) plan.Plan {
 				jp = append(jp, preds[k])
 			}
 		}
-		next := dpEntry{plan: leaves[i], rows: o.est.rows(leaves[i])}
+		next := dpEntry{plan: leaves[i], rows: o.est.Rows(leaves[i])}
 		j := o.makeJoin(acc, next, jp)
-		acc = dpEntry{plan: j, rows: o.est.rows(j)}
+		acc = dpEntry{plan: j, rows: o.est.Rows(j)}
 	}
 	return acc.plan
 }

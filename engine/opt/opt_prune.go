@@ -1,4 +1,4 @@
-package engine
+package opt
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
@@ -42,7 +42,7 @@ func prune(p plan.Plan, required plan.ColSet) plan.Plan {
 		if len(c.Cols) == 0 && len(n.Cols) > 0 {
 			// NB: keep one column so the scan still yields row counts
 			// (count(*)); the narrowest is the cheapest to read.
-			i := narrowest(n.Cols)
+			i := Narrowest(n.Cols)
 			c.Cols, c.Fields = []plan.Column{n.Cols[i]}, []int{n.Fields[i]}
 		}
 		return &c
@@ -127,7 +127,7 @@ func prune(p plan.Plan, required plan.ColSet) plan.Plan {
 }
 
 // narrowest picks the column cheapest to read (fixed width first).
-func narrowest(cols []plan.Column) int {
+func Narrowest(cols []plan.Column) int {
 	best, bestW := 0, 1<<30
 	for i, c := range cols {
 		w := 16

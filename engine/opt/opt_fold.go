@@ -1,4 +1,4 @@
-package engine
+package opt
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"

@@ -1,4 +1,4 @@
-package engine
+package opt
 
 import (
 	"math"
@@ -29,32 +29,32 @@ const (
 	defaultNullSel = 0.01
 )
 
-type colStat struct {
-	ndv      float64
-	min, max float64 // valid when hasRange
-	hasRange bool
+type ColStat struct {
+	Ndv      float64
+	Min, Max float64 // valid when hasRange
+	HasRange bool
 	nullFrac float64
 }
 
-type relStats struct {
-	rows float64
-	cols map[plan.ColumnID]*colStat
+type RelStats struct {
+	Rows float64
+	Cols map[plan.ColumnID]*ColStat
 }
 
-type estimator struct {
-	memo map[plan.Plan]*relStats
+type Estimator struct {
+	memo map[plan.Plan]*RelStats
 }
 
-func newEstimator() *estimator { return &estimator{memo: map[plan.Plan]*relStats{}} }
+func NewEstimator() *Estimator { return &Estimator{memo: map[plan.Plan]*RelStats{}} }
 
-func (e *estimator) rows(p plan.Plan) float64 { return e.stats(p).rows }
+func (e *Estimator) Rows(p plan.Plan) float64 { return e.stats(p).Rows }
 
 // ndv is the distinct count of column id in p's output (rows when unknown).
-func (r *relStats) ndv(id plan.ColumnID) float64 {
-	if c, ok := r.cols[id]; ok && c.ndv > 0 {
-		return math.Min(c.ndv, math.Max(r.rows, 1))
+func (r *RelStats) ndv(id plan.ColumnID) float64 {
+	if c, ok := r.Cols[id]; ok && c.Ndv > 0 {
+		return math.Min(c.Ndv, math.Max(r.Rows, 1))
 	}
-	return math.Max(r.rows, 1)
+	return math.Max(r.Rows, 1)
 }
 
 // numeric converts a statistics or constant value to a float64 on one
@@ -81,20 +81,20 @@ func numeric(v any, t arrow.DataType) (float64, bool) {
 	return 0, false
 }
 
-func (e *estimator) stats(p plan.Plan) *relStats {
+func (e *Estimator) stats(p plan.Plan) *RelStats {
 	if s, ok := e.memo[p]; ok {
 		return s
 	}
 	s := e.compute(p)
-	if s.rows < 1 {
-		s.rows = 1
+	if s.Rows < 1 {
+		s.Rows = 1
 	}
 	e.memo[p] = s
 	return s
 }
 
-func copyCols(m map[plan.ColumnID]*colStat) map[plan.ColumnID]*colStat {
-	out := make(map[plan.ColumnID]*colStat, len(m))
+func copyCols(m map[plan.ColumnID]*ColStat) map[plan.ColumnID]*ColStat {
+	out := make(map[plan.ColumnID]*ColStat, len(m))
 	for k, v := range m {
 		c := *v
 		out[k] = &c
@@ -103,26 +103,26 @@ func copyCols(m map[plan.ColumnID]*colStat) map[plan.ColumnID]*colStat {
 }
 
 // withRows scales a relation to new row count: distinct counts shrink.
-func withRows(in *relStats, rows float64) *relStats {
-	out := &relStats{rows: rows, cols: copyCols(in.cols)}
-	for _, c := range out.cols {
-		if c.ndv > rows {
-			c.ndv = math.Max(rows, 1)
+func withRows(in *RelStats, rows float64) *RelStats {
+	out := &RelStats{Rows: rows, Cols: copyCols(in.Cols)}
+	for _, c := range out.Cols {
+		if c.Ndv > rows {
+			c.Ndv = math.Max(rows, 1)
 		}
 	}
 	return out
 }
 
-func (e *estimator) compute(p plan.Plan) *relStats {
+func (e *Estimator) compute(p plan.Plan) *RelStats {
 	switch n := p.(type) {
 	case *plan.ScanNode:
 		rows := n.Table.RowCount()
-		s := &relStats{rows: rows, cols: map[plan.ColumnID]*colStat{}}
+		s := &RelStats{Rows: rows, Cols: map[plan.ColumnID]*ColStat{}}
 		for i, c := range n.Cols {
-			cs := &colStat{ndv: rows}
+			cs := &ColStat{Ndv: rows}
 			if st := n.Table.ColStats(n.Fields[i]); st != nil {
 				if st.Distinct > 0 {
-					cs.ndv = float64(st.Distinct)
+					cs.Ndv = float64(st.Distinct)
 				}
 				if rows > 0 {
 					cs.nullFrac = float64(st.Nulls) / rows
@@ -130,63 +130,63 @@ func (e *estimator) compute(p plan.Plan) *relStats {
 				lo, ok1 := numeric(st.Min, c.Type)
 				hi, ok2 := numeric(st.Max, c.Type)
 				if ok1 && ok2 {
-					cs.min, cs.max, cs.hasRange = lo, hi, true
+					cs.Min, cs.Max, cs.HasRange = lo, hi, true
 				}
 			}
-			s.cols[c.ID] = cs
+			s.Cols[c.ID] = cs
 		}
 		if len(n.Filters) > 0 {
-			return withRows(s, rows*e.sel(plan.AndOf(n.Filters), s))
+			return withRows(s, rows*e.Sel(plan.AndOf(n.Filters), s))
 		}
 		return s
 	case *plan.FilterNode:
 		in := e.stats(n.Input)
-		return withRows(in, in.rows*e.sel(n.Cond, in))
+		return withRows(in, in.Rows*e.Sel(n.Cond, in))
 	case *plan.ProjectNode:
 		in := e.stats(n.Input)
-		out := &relStats{rows: in.rows, cols: map[plan.ColumnID]*colStat{}}
+		out := &RelStats{Rows: in.Rows, Cols: map[plan.ColumnID]*ColStat{}}
 		for i, x := range n.Exprs {
 			if r, ok := x.(*plan.ColRef); ok {
-				if c, ok := in.cols[r.ID]; ok {
+				if c, ok := in.Cols[r.ID]; ok {
 					cc := *c
-					out.cols[n.Cols[i].ID] = &cc
+					out.Cols[n.Cols[i].ID] = &cc
 				}
 				continue
 			}
-			out.cols[n.Cols[i].ID] = &colStat{ndv: exprNDV(x, in)}
+			out.Cols[n.Cols[i].ID] = &ColStat{Ndv: exprNDV(x, in)}
 		}
 		return out
 	case *plan.AggregateNode:
 		in := e.stats(n.Input)
-		out := &relStats{cols: map[plan.ColumnID]*colStat{}}
+		out := &RelStats{Cols: map[plan.ColumnID]*ColStat{}}
 		groups := 1.0
 		for i, g := range n.Groups {
 			d := exprNDV(g, in)
 			groups *= d
-			cs := &colStat{ndv: d}
+			cs := &ColStat{Ndv: d}
 			if r, ok := g.(*plan.ColRef); ok {
-				if c, ok := in.cols[r.ID]; ok {
+				if c, ok := in.Cols[r.ID]; ok {
 					cc := *c
 					cs = &cc
 				}
 			}
-			out.cols[n.GroupCols[i].ID] = cs
+			out.Cols[n.GroupCols[i].ID] = cs
 		}
 		if len(n.Groups) > 0 {
-			out.rows = math.Min(groups, in.rows)
+			out.Rows = math.Min(groups, in.Rows)
 		} else {
-			out.rows = 1
+			out.Rows = 1
 		}
 		for _, c := range n.AggCols {
-			out.cols[c.ID] = &colStat{ndv: out.rows}
+			out.Cols[c.ID] = &ColStat{Ndv: out.Rows}
 		}
 		return out
 	case *plan.JoinNode:
 		l, r := e.stats(n.Left), e.stats(n.Right)
-		both := &relStats{rows: l.rows * r.rows, cols: copyCols(l.cols)}
-		for k, v := range r.cols {
+		both := &RelStats{Rows: l.Rows * r.Rows, Cols: copyCols(l.Cols)}
+		for k, v := range r.Cols {
 			c := *v
-			both.cols[k] = &c
+			both.Cols[k] = &c
 		}
 		// Several keys: the distinct count of the key combination is the
 		// product of the columns' counts, at most the side's row count.
@@ -199,7 +199,7 @@ func (e *estimator) compute(p plan.Plan) *relStats {
 			lInR = lInR && dl <= dr
 			rInL = rInL && dr <= dl
 		}
-		ndvL, ndvR = math.Min(ndvL, math.Max(l.rows, 1)), math.Min(ndvR, math.Max(r.rows, 1))
+		ndvL, ndvR = math.Min(ndvL, math.Max(l.Rows, 1)), math.Min(ndvR, math.Max(r.Rows, 1))
 		// Containment of key combinations: when each key column of one side
 		// has no more values than the other's, assume its combinations
 		// occur on the other side too (a foreign key into partsupp's
@@ -211,23 +211,23 @@ func (e *estimator) compute(p plan.Plan) *relStats {
 				ndvR = math.Min(ndvR, ndvL)
 			}
 		}
-		inner := l.rows * r.rows
+		inner := l.Rows * r.Rows
 		if len(n.Equi) > 0 {
 			inner /= math.Max(math.Max(ndvL, ndvR), 1)
 		}
 		if n.Cond != nil {
-			inner *= e.sel(n.Cond, both)
+			inner *= e.Sel(n.Cond, both)
 		}
 		var rows float64
 		switch n.Kind {
 		case plan.JoinInner:
 			rows = inner
 		case plan.JoinLeft, plan.JoinSingle:
-			rows = math.Max(inner, l.rows)
+			rows = math.Max(inner, l.Rows)
 		case plan.JoinRight:
-			rows = math.Max(inner, r.rows)
+			rows = math.Max(inner, r.Rows)
 		case plan.JoinFull:
-			rows = math.Max(inner, l.rows+r.rows)
+			rows = math.Max(inner, l.Rows+r.Rows)
 		case plan.JoinSemi, plan.JoinAnti, plan.JoinMark:
 			frac := 0.5
 			if len(n.Equi) > 0 {
@@ -238,11 +238,11 @@ func (e *estimator) compute(p plan.Plan) *relStats {
 			}
 			switch n.Kind {
 			case plan.JoinSemi:
-				rows = l.rows * frac
+				rows = l.Rows * frac
 			case plan.JoinAnti:
-				rows = l.rows * math.Max(1-frac, 0.1)
+				rows = l.Rows * math.Max(1-frac, 0.1)
 			default:
-				rows = l.rows
+				rows = l.Rows
 			}
 			return withRows(l, rows)
 		}
@@ -258,8 +258,8 @@ func (e *estimator) compute(p plan.Plan) *relStats {
 				}
 				d := math.Min(l.ndv(lr.ID), r.ndv(rr.ID))
 				for _, id := range []plan.ColumnID{lr.ID, rr.ID} {
-					if c, ok := out.cols[id]; ok && c.ndv > d {
-						c.ndv = d
+					if c, ok := out.Cols[id]; ok && c.Ndv > d {
+						c.Ndv = d
 					}
 				}
 			}
@@ -269,28 +269,28 @@ func (e *estimator) compute(p plan.Plan) *relStats {
 		return e.stats(n.Input)
 	case *plan.LimitNode:
 		in := e.stats(n.Input)
-		if n.Limit >= 0 && float64(n.Limit) < in.rows {
+		if n.Limit >= 0 && float64(n.Limit) < in.Rows {
 			return withRows(in, float64(n.Limit))
 		}
 		return in
 	case *plan.TopNNode:
 		in := e.stats(n.Input)
-		if float64(n.Limit) < in.rows {
+		if float64(n.Limit) < in.Rows {
 			return withRows(in, float64(n.Limit))
 		}
 		return in
 	case *plan.SetOpNode:
 		l, r := e.stats(n.Left), e.stats(n.Right)
-		rows := l.rows + r.rows
+		rows := l.Rows + r.Rows
 		switch n.Kind {
 		case plan.SetIntersect:
-			rows = math.Min(l.rows, r.rows)
+			rows = math.Min(l.Rows, r.Rows)
 		case plan.SetExcept:
-			rows = l.rows
+			rows = l.Rows
 		}
-		out := &relStats{rows: rows, cols: map[plan.ColumnID]*colStat{}}
+		out := &RelStats{Rows: rows, Cols: map[plan.ColumnID]*ColStat{}}
 		for _, c := range n.Cols {
-			out.cols[c.ID] = &colStat{ndv: rows}
+			out.Cols[c.ID] = &ColStat{Ndv: rows}
 		}
 		return out
 	case *plan.DistinctNode:
@@ -299,36 +299,36 @@ func (e *estimator) compute(p plan.Plan) *relStats {
 		for _, c := range n.Input.Columns() {
 			d *= in.ndv(c.ID)
 		}
-		return withRows(in, math.Min(d, in.rows))
+		return withRows(in, math.Min(d, in.Rows))
 	case *plan.WindowNode:
 		in := e.stats(n.Input)
-		out := &relStats{rows: in.rows, cols: copyCols(in.cols)}
+		out := &RelStats{Rows: in.Rows, Cols: copyCols(in.Cols)}
 		for _, c := range n.FuncCols {
-			out.cols[c.ID] = &colStat{ndv: in.rows}
+			out.Cols[c.ID] = &ColStat{Ndv: in.Rows}
 		}
 		return out
 	case *plan.ValuesNode:
-		out := &relStats{rows: float64(len(n.Rows)), cols: map[plan.ColumnID]*colStat{}}
+		out := &RelStats{Rows: float64(len(n.Rows)), Cols: map[plan.ColumnID]*ColStat{}}
 		for _, c := range n.Cols {
-			out.cols[c.ID] = &colStat{ndv: float64(len(n.Rows))}
+			out.Cols[c.ID] = &ColStat{Ndv: float64(len(n.Rows))}
 		}
 		return out
 	case *plan.SharedScan:
 		in := e.stats(n.Def.Plan)
-		out := &relStats{rows: in.rows, cols: map[plan.ColumnID]*colStat{}}
+		out := &RelStats{Rows: in.Rows, Cols: map[plan.ColumnID]*ColStat{}}
 		for i, c := range n.Def.Plan.Columns() {
-			if cs, ok := in.cols[c.ID]; ok {
+			if cs, ok := in.Cols[c.ID]; ok {
 				cc := *cs
-				out.cols[n.Cols[i].ID] = &cc
+				out.Cols[n.Cols[i].ID] = &cc
 			}
 		}
 		return out
 	}
-	return &relStats{rows: plan.DefaultTableRows, cols: map[plan.ColumnID]*colStat{}}
+	return &RelStats{Rows: plan.DefaultTableRows, Cols: map[plan.ColumnID]*ColStat{}}
 }
 
 // exprNDV estimates the distinct count of an expression's values.
-func exprNDV(x plan.Expr, in *relStats) float64 {
+func exprNDV(x plan.Expr, in *RelStats) float64 {
 	switch y := x.(type) {
 	case *plan.ColRef:
 		return in.ndv(y.ID)
@@ -343,32 +343,32 @@ func exprNDV(x plan.Expr, in *relStats) float64 {
 			// date range in years; without a range, 10.
 			if c, ok := y.Args[0].(*plan.Const); ok && c.Val == "year" {
 				if r, ok := y.Args[1].(*plan.ColRef); ok {
-					if cs, ok := in.cols[r.ID]; ok && cs.hasRange {
-						return math.Max(1, math.Min((cs.max-cs.min)/365.25+1, in.ndv(r.ID)))
+					if cs, ok := in.Cols[r.ID]; ok && cs.HasRange {
+						return math.Max(1, math.Min((cs.Max-cs.Min)/365.25+1, in.ndv(r.ID)))
 					}
 				}
-				return math.Min(10, in.rows)
+				return math.Min(10, in.Rows)
 			}
 		case "substring":
 			// A prefix has fewer values than the string.
-			return math.Min(in.rows, math.Max(1, math.Sqrt(exprNDV(y.Args[0], in))))
+			return math.Min(in.Rows, math.Max(1, math.Sqrt(exprNDV(y.Args[0], in))))
 		}
 		d := 1.0
 		for _, a := range y.Args {
 			d *= exprNDV(a, in)
 		}
-		return math.Min(d, math.Max(in.rows, 1))
+		return math.Min(d, math.Max(in.Rows, 1))
 	}
-	return math.Max(in.rows, 1)
+	return math.Max(in.Rows, 1)
 }
 
 // sel estimates the fraction of rows for which cond is TRUE.
-func (e *estimator) sel(cond plan.Expr, in *relStats) float64 {
+func (e *Estimator) Sel(cond plan.Expr, in *RelStats) float64 {
 	s := e.selRaw(cond, in)
 	return math.Max(math.Min(s, 1), 1e-9)
 }
 
-func (e *estimator) selRaw(cond plan.Expr, in *relStats) float64 {
+func (e *Estimator) selRaw(cond plan.Expr, in *RelStats) float64 {
 	switch x := cond.(type) {
 	case *plan.Const:
 		if x.Val == true {
@@ -384,15 +384,15 @@ func (e *estimator) selRaw(cond plan.Expr, in *relStats) float64 {
 		case plan.FnOr:
 			s := 1.0
 			for _, a := range x.Args {
-				s *= 1 - e.sel(a, in)
+				s *= 1 - e.Sel(a, in)
 			}
 			return 1 - s
 		case plan.FnNot:
-			return 1 - e.sel(x.Args[0], in)
+			return 1 - e.Sel(x.Args[0], in)
 		case plan.FnIsNull, plan.FnNotNull:
 			f := defaultNullSel
 			if r, ok := x.Args[0].(*plan.ColRef); ok {
-				if c, ok := in.cols[r.ID]; ok {
+				if c, ok := in.Cols[r.ID]; ok {
 					f = c.nullFrac
 				}
 			}
@@ -431,7 +431,7 @@ func (e *estimator) selRaw(cond plan.Expr, in *relStats) float64 {
 // predicates: each alone keeps much of the table, together a slice, and
 // multiplying them overestimates a one-month window of a seven-year date
 // column twentyfold (PostgreSQL's clauselist_selectivity pairs them too).
-func (e *estimator) andSel(args []plan.Expr, in *relStats) float64 {
+func (e *Estimator) andSel(args []plan.Expr, in *RelStats) float64 {
 	type bounds struct{ lo, hi float64 }
 	ranges := map[plan.ColumnID]*bounds{}
 	var order []plan.ColumnID
@@ -439,13 +439,13 @@ func (e *estimator) andSel(args []plan.Expr, in *relStats) float64 {
 	for _, a := range args {
 		id, v, lower, ok := rangeBound(a, in)
 		if !ok {
-			s *= e.sel(a, in)
+			s *= e.Sel(a, in)
 			continue
 		}
 		b := ranges[id]
 		if b == nil {
-			cs := in.cols[id]
-			b = &bounds{cs.min, cs.max}
+			cs := in.Cols[id]
+			b = &bounds{cs.Min, cs.Max}
 			ranges[id] = b
 			order = append(order, id)
 		}
@@ -456,12 +456,12 @@ func (e *estimator) andSel(args []plan.Expr, in *relStats) float64 {
 		}
 	}
 	for _, id := range order {
-		cs, b := in.cols[id], ranges[id]
-		frac := math.Max(0, b.hi-b.lo) / (cs.max - cs.min)
+		cs, b := in.Cols[id], ranges[id]
+		frac := math.Max(0, b.hi-b.lo) / (cs.Max - cs.Min)
 		// At least one distinct value's share: a range between two
 		// neighbouring values still matches the rows of one of them.
-		if cs.ndv > 0 {
-			frac = math.Max(frac, 1/cs.ndv)
+		if cs.Ndv > 0 {
+			frac = math.Max(frac, 1/cs.Ndv)
 		}
 		s *= math.Min(frac, 1)
 	}
@@ -471,7 +471,7 @@ func (e *estimator) andSel(args []plan.Expr, in *relStats) float64 {
 // rangeBound reads col op const (either way round) as a bound on a column
 // with a known range: its value on the statistics' scale and whether it is
 // a lower bound.
-func rangeBound(a plan.Expr, in *relStats) (plan.ColumnID, float64, bool, bool) {
+func rangeBound(a plan.Expr, in *RelStats) (plan.ColumnID, float64, bool, bool) {
 	x, ok := a.(*plan.Call)
 	if !ok || (x.Fn != plan.FnLt && x.Fn != plan.FnLe && x.Fn != plan.FnGt && x.Fn != plan.FnGe) {
 		return 0, 0, false, false
@@ -487,8 +487,8 @@ func rangeBound(a plan.Expr, in *relStats) (plan.ColumnID, float64, bool, bool) 
 	if !okc || !okk || k.IsNull() {
 		return 0, 0, false, false
 	}
-	cs, ok := in.cols[col.ID]
-	if !ok || !cs.hasRange || cs.max <= cs.min {
+	cs, ok := in.Cols[col.ID]
+	if !ok || !cs.HasRange || cs.Max <= cs.Min {
 		return 0, 0, false, false
 	}
 	v, ok := numeric(k.Val, k.Typ)
@@ -499,7 +499,7 @@ func rangeBound(a plan.Expr, in *relStats) (plan.ColumnID, float64, bool, bool) 
 }
 
 // eqSel is the selectivity of a = b.
-func eqSel(a, b plan.Expr, in *relStats) float64 {
+func eqSel(a, b plan.Expr, in *RelStats) float64 {
 	_, ca := a.(*plan.Const)
 	_, cb := b.(*plan.Const)
 	switch {
@@ -514,13 +514,13 @@ func eqSel(a, b plan.Expr, in *relStats) float64 {
 }
 
 // rangeSel interpolates col op const between the column's min and max.
-func rangeSel(x *plan.Call, in *relStats) float64 {
+func rangeSel(x *plan.Call, in *RelStats) float64 {
 	id, v, lower, ok := rangeBound(x, in)
 	if !ok {
 		return defaultSel
 	}
-	cs := in.cols[id]
-	frac := (v - cs.min) / (cs.max - cs.min) // fraction below v
+	cs := in.Cols[id]
+	frac := (v - cs.Min) / (cs.Max - cs.Min) // fraction below v
 	frac = math.Max(0, math.Min(1, frac))
 	if lower {
 		frac = 1 - frac
