@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nicflow/nicflow/engine/phys"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -350,8 +352,8 @@ func (r *SQLRunner) run(q *Query, dq *engine.DistQuery, workers []NodeInfo, out 
 		}
 		q.DefineStage(s.ID, name, s.Tasks)
 		scans := map[string]*storage.PlacedTable{}
-		s.Walk(func(n *engine.PhysNode) {
-			if n.Kind == engine.PhysScan {
+		s.Walk(func(n *phys.PhysNode) {
+			if n.Kind == phys.PhysScan {
 				scans[n.Scan.Spec.Table] = tables[n.Scan.Spec.Table]
 			}
 		})

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nicflow/nicflow/engine/phys"
+
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/nicflow/nicflow/exec"
@@ -111,11 +113,11 @@ type DistOptions struct {
 
 // Validate fills defaults and checks the options.
 func (o *DistOptions) Validate() error {
-	if o.Workers < 1 || o.Workers > maxParallelism {
-		return nferr.Queryf("distributed plan: %d workers (want 1..%d)", o.Workers, maxParallelism)
+	if o.Workers < 1 || o.Workers > phys.MaxParallelism {
+		return nferr.Queryf("distributed plan: %d workers (want 1..%d)", o.Workers, phys.MaxParallelism)
 	}
-	if o.Parallelism < 1 || o.Parallelism > maxParallelism {
-		return nferr.Queryf("distributed plan: parallelism %d (want 1..%d)", o.Parallelism, maxParallelism)
+	if o.Parallelism < 1 || o.Parallelism > phys.MaxParallelism {
+		return nferr.Queryf("distributed plan: parallelism %d (want 1..%d)", o.Parallelism, phys.MaxParallelism)
 	}
 	if o.BroadcastFactor == 0 {
 		o.BroadcastFactor = 1
@@ -134,8 +136,8 @@ func (o *DistOptions) Validate() error {
 type DistPlan struct {
 	Stages []*Stage `json:"stages"`
 	// Names are the result's column names; Columns its columns.
-	Names   []string     `json:"names"`
-	Columns []PhysColumn `json:"columns"`
+	Names   []string          `json:"names"`
+	Columns []phys.PhysColumn `json:"columns"`
 	// Exchanges is the number of network exchanges (channels 1..N).
 	Exchanges int `json:"exchanges"`
 	// Workers and Parallelism are the options it was planned with.
@@ -145,12 +147,12 @@ type DistPlan struct {
 
 // Stage is a fragment run by Tasks tasks.
 type Stage struct {
-	ID    int       `json:"id"`
-	Tasks int       `json:"tasks"`
-	Root  *PhysNode `json:"root"`
+	ID    int            `json:"id"`
+	Tasks int            `json:"tasks"`
+	Root  *phys.PhysNode `json:"root"`
 	// Shared are the subplans the stage's PhysSharedScan nodes read: each
 	// computed once in the task, however many readers it has.
-	Shared []*PhysShared `json:"shared,omitempty"`
+	Shared []*phys.PhysShared `json:"shared,omitempty"`
 	// Out is where the stage's output goes (nil: the root stage, whose
 	// one task streams to the coordinator).
 	Out *StageOut `json:"out,omitempty"`
@@ -171,10 +173,10 @@ func (d *DistPlan) Root() *Stage { return d.Stages[len(d.Stages)-1] }
 
 // Walk calls fn on every node of the stage: its root's tree and its
 // shared subplans'.
-func (s *Stage) Walk(fn func(*PhysNode)) {
-	s.Root.walk(fn)
+func (s *Stage) Walk(fn func(*phys.PhysNode)) {
+	s.Root.Walk(fn)
 	for _, d := range s.Shared {
-		d.Root.walk(fn)
+		d.Root.Walk(fn)
 	}
 }
 
@@ -206,7 +208,7 @@ func (d *DistPlan) Senders(s *Stage) int { return s.Tasks * s.Root.Streams }
 
 // frag is a planned subtree of the stage being built.
 type frag struct {
-	n    *PhysNode
+	n    *phys.PhysNode
 	wide bool
 	// hash, when set, are the columns a network repartition distributed a
 	// wide subtree on (over Workers x Parallelism partitions).
@@ -233,14 +235,14 @@ type frag struct {
 type rangeCand struct {
 	col    int
 	scanID int
-	cc     ClusterCol
+	cc     phys.ClusterCol
 }
 
 // rangedOn: a wide subtree whose task t holds exactly the rows with
 // columns cols (equal after an equi-join) in part t of rp.
 type rangedOn struct {
 	cols []int
-	rp   *RangePart
+	rp   *phys.RangePart
 }
 
 // mapRange carries range information through a column mapping (nil
@@ -269,7 +271,7 @@ func (f frag) mapRange(m func(col int) int) ([]rangeCand, *rangedOn) {
 }
 
 // rangeFor is how f is, or could be, range-split on column col.
-func (d *distPlanner) rangeFor(f frag, col int) *RangePart {
+func (d *distPlanner) rangeFor(f frag, col int) *phys.RangePart {
 	if !f.wide || d.opts.Workers < 2 {
 		return nil
 	}
@@ -281,7 +283,7 @@ func (d *distPlanner) rangeFor(f frag, col int) *RangePart {
 	}
 	for _, c := range f.cands {
 		if c.col == col {
-			return newRangePart(c.cc, d.opts.Workers)
+			return phys.NewRangePart(c.cc, d.opts.Workers)
 		}
 	}
 	return nil
@@ -297,8 +299,8 @@ func (d *distPlanner) applyRange(f frag, col int, cuts []int64) frag {
 		if c.col != col {
 			continue
 		}
-		rp := &RangePart{Col: c.cc, Parts: d.opts.Workers, Cuts: cuts}
-		n := withScans(f.n, func(n *PhysNode, s *ScanOp) {
+		rp := &phys.RangePart{Col: c.cc, Parts: d.opts.Workers, Cuts: cuts}
+		n := withScans(f.n, func(n *phys.PhysNode, s *phys.ScanOp) {
 			if n.ID == c.scanID {
 				s.Range = rp
 			}
@@ -310,7 +312,7 @@ func (d *distPlanner) applyRange(f frag, col int, cuts []int64) frag {
 
 type distPlanner struct {
 	opts   DistOptions
-	plan   *PhysPlan
+	plan   *phys.PhysPlan
 	nextID int
 	stages []*Stage
 	nexch  int
@@ -318,12 +320,12 @@ type distPlanner struct {
 	// its readers read it as a PhysSharedScan, and the stage holding them
 	// computes it once. unshared lists the definitions whose readers ended
 	// up in different stages: planned again at every reader.
-	shared   map[int]*PhysShared
+	shared   map[int]*phys.PhysShared
 	unshared map[int]bool
 }
 
 // PlanDistributed cuts a physical plan into stages (see the file comment).
-func PlanDistributed(pp *PhysPlan, opts DistOptions) (dp *DistPlan, err error) {
+func PlanDistributed(pp *phys.PhysPlan, opts DistOptions) (dp *DistPlan, err error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -351,7 +353,7 @@ func PlanDistributed(pp *PhysPlan, opts DistOptions) (dp *DistPlan, err error) {
 	}
 	unshared := map[int]bool{}
 	for {
-		d := &distPlanner{opts: opts, plan: pp, shared: map[int]*PhysShared{}, unshared: unshared}
+		d := &distPlanner{opts: opts, plan: pp, shared: map[int]*phys.PhysShared{}, unshared: unshared}
 		d.countIDs()
 		dp, split, err := d.plan1()
 		if err != nil || split == nil {
@@ -364,16 +366,16 @@ func PlanDistributed(pp *PhysPlan, opts DistOptions) (dp *DistPlan, err error) {
 }
 
 func (d *distPlanner) countIDs() {
-	count := func(n *PhysNode) { d.nextID = max(d.nextID, n.ID) }
-	d.plan.Root.walk(count)
+	count := func(n *phys.PhysNode) { d.nextID = max(d.nextID, n.ID) }
+	d.plan.Root.Walk(count)
 	for _, s := range d.plan.Shared {
-		s.Root.walk(count)
+		s.Root.Walk(count)
 	}
 }
 
 // plan1 plans the stages; split is a shared subplan read from several
 // stages (nil: none).
-func (d *distPlanner) plan1() (*DistPlan, *PhysShared, error) {
+func (d *distPlanner) plan1() (*DistPlan, *phys.PhysShared, error) {
 	pp := d.plan
 	f, err := d.walk(pp.Root)
 	if err != nil {
@@ -395,8 +397,8 @@ func (d *distPlanner) plan1() (*DistPlan, *PhysShared, error) {
 		}
 		var at *Stage
 		for _, s := range d.stages {
-			s.Walk(func(n *PhysNode) {
-				if n.Kind == PhysSharedScan && n.Shared.Def == def.ID {
+			s.Walk(func(n *phys.PhysNode) {
+				if n.Kind == phys.PhysSharedScan && n.Shared.Def == def.ID {
 					if at != nil && at != s {
 						at = &Stage{ID: -1}
 					} else if at == nil {
@@ -411,12 +413,12 @@ func (d *distPlanner) plan1() (*DistPlan, *PhysShared, error) {
 		if at.ID < 0 || at.Tasks != 1 {
 			return nil, def, nil
 		}
-		at.Shared = append([]*PhysShared{sh}, at.Shared...) // definition order: built in turn
+		at.Shared = append([]*phys.PhysShared{sh}, at.Shared...) // definition order: built in turn
 	}
 	// Consumers: the stage holding each remote node.
 	for _, s := range d.stages {
-		s.Walk(func(n *PhysNode) {
-			if n.Kind == PhysRemote {
+		s.Walk(func(n *phys.PhysNode) {
+			if n.Kind == phys.PhysRemote {
 				if p := d.stageByID(n.Remote.Stage); p != nil && p.Out != nil {
 					p.Out.Consumer = s.ID
 				}
@@ -441,7 +443,7 @@ func (d *distPlanner) id() int {
 }
 
 // with copies n with new inputs and a stream count.
-func with(n *PhysNode, streams int, inputs ...*PhysNode) *PhysNode {
+func with(n *phys.PhysNode, streams int, inputs ...*phys.PhysNode) *phys.PhysNode {
 	c := *n
 	c.Inputs = inputs
 	c.Streams = streams
@@ -457,8 +459,8 @@ func (d *distPlanner) cut(f frag, kind exec.ExchangeKind, keys []int, perTask in
 		st.Tasks = d.opts.Workers
 	}
 	d.stages = append(d.stages, st)
-	rn := &PhysNode{ID: d.id(), Kind: PhysRemote, Streams: perTask, Columns: f.n.Columns, EstRows: f.n.EstRows,
-		Remote: &RemoteOp{Exchange: d.nexch, Stage: st.ID, Kind: kind, Keys: keys}}
+	rn := &phys.PhysNode{ID: d.id(), Kind: phys.PhysRemote, Streams: perTask, Columns: f.n.Columns, EstRows: f.n.EstRows,
+		Remote: &phys.RemoteOp{Exchange: d.nexch, Stage: st.ID, Kind: kind, Keys: keys}}
 	out := frag{n: rn, wide: consumerWide}
 	if kind == exec.ExchangeHash && consumerWide {
 		out.hash = keys
@@ -509,8 +511,8 @@ func (d *distPlanner) single(f frag) (frag, error) {
 		f = d.cut(f, exec.ExchangeGather, nil, 1, false)
 	}
 	if f.n.Streams > 1 {
-		g := &PhysNode{ID: d.id(), Kind: PhysExchange, Streams: 1, Columns: f.n.Columns, EstRows: f.n.EstRows,
-			Exchange: &exec.ExchangeSpec{Kind: exec.ExchangeGather}, Inputs: []*PhysNode{f.n}}
+		g := &phys.PhysNode{ID: d.id(), Kind: phys.PhysExchange, Streams: 1, Columns: f.n.Columns, EstRows: f.n.EstRows,
+			Exchange: &exec.ExchangeSpec{Kind: exec.ExchangeGather}, Inputs: []*phys.PhysNode{f.n}}
 		f = frag{n: g, pure: f.pure}
 	}
 	return f, nil
@@ -530,7 +532,7 @@ func (d *distPlanner) repartition(f frag, keys []int) frag {
 	return d.cut(f, exec.ExchangeHash, keys, d.opts.Parallelism, true)
 }
 
-func (d *distPlanner) walk(n *PhysNode) (frag, error) {
+func (d *distPlanner) walk(n *phys.PhysNode) (frag, error) {
 	f, err := d.walkNode(n)
 	if err != nil {
 		return f, err
@@ -549,13 +551,13 @@ func (d *distPlanner) walk(n *PhysNode) (frag, error) {
 // join distributes its inputs itself), so a wide input stays wide through
 // it even where the embedded plan ran it as one stream. The first node
 // above that needs one stream gathers (walkNode), as does the root.
-func streamFree(k PhysKind) bool {
-	return k == PhysFilter || k == PhysProject || k == PhysHashJoin
+func streamFree(k phys.PhysKind) bool {
+	return k == phys.PhysFilter || k == phys.PhysProject || k == phys.PhysHashJoin
 }
 
-func (d *distPlanner) walkNode(n *PhysNode) (frag, error) {
+func (d *distPlanner) walkNode(n *phys.PhysNode) (frag, error) {
 	switch n.Kind {
-	case PhysScan:
+	case phys.PhysScan:
 		f := frag{n: with(n, n.Streams), wide: n.Streams > 1, pure: n.Streams == 1, rows: n.Scan.TableRows}
 		if f.wide {
 			for _, cc := range n.Scan.Clustered {
@@ -563,9 +565,9 @@ func (d *distPlanner) walkNode(n *PhysNode) (frag, error) {
 			}
 		}
 		return f, nil
-	case PhysValues:
+	case phys.PhysValues:
 		return frag{n: with(n, 1), pure: true}, nil
-	case PhysSharedScan:
+	case phys.PhysSharedScan:
 		def := d.sharedDef(n.Shared.Def)
 		if def == nil {
 			return frag{}, nferr.Internalf("distributed plan: shared subplan %d is not defined", n.Shared.Def)
@@ -586,22 +588,22 @@ func (d *distPlanner) walkNode(n *PhysNode) (frag, error) {
 			if f, err = d.single(f); err != nil {
 				return f, err
 			}
-			d.shared[def.ID] = &PhysShared{ID: def.ID, Name: def.Name, Root: f.n}
+			d.shared[def.ID] = &phys.PhysShared{ID: def.ID, Name: def.Name, Root: f.n}
 		}
 		return frag{n: with(n, 1)}, nil
-	case PhysExchange:
+	case phys.PhysExchange:
 		return d.exchange(n)
-	case PhysHashJoin:
+	case phys.PhysHashJoin:
 		return d.hashJoin(n)
-	case PhysNLJoin:
+	case phys.PhysNLJoin:
 		return d.nlJoin(n)
-	case PhysUnion:
+	case phys.PhysUnion:
 		return d.union(n)
-	case PhysHashAgg:
+	case phys.PhysHashAgg:
 		if f, ok, err := d.splitRepartitionedAgg(n); ok || err != nil {
 			return f, err
 		}
-	case PhysRemote:
+	case phys.PhysRemote:
 		return frag{}, nferr.Internalf("distributed plan: the physical plan has a remote node already")
 	}
 	// One input, one operator per stream.
@@ -619,10 +621,10 @@ func (d *distPlanner) walkNode(n *PhysNode) (frag, error) {
 	}
 	out := frag{n: with(n, in.n.Streams, in.n), wide: in.wide}
 	switch n.Kind {
-	case PhysFilter:
+	case phys.PhysFilter:
 		out.hash, out.pure, out.rows = in.hash, in.pure, in.rows
 		out.cands, out.ranged, out.keyed = in.cands, in.ranged, in.keyed
-	case PhysProject:
+	case phys.PhysProject:
 		out.pure, out.rows = in.pure, in.rows
 		out.hash = projectKeys(n.Project, in.hash)
 		col := func(c int) int {
@@ -639,7 +641,7 @@ func (d *distPlanner) walkNode(n *PhysNode) (frag, error) {
 
 // projectKeys maps hash columns through a projection (nil when one is not
 // passed through as a bare column).
-func projectKeys(p *ProjectOp, keys []int) []int {
+func projectKeys(p *phys.ProjectOp, keys []int) []int {
 	if keys == nil {
 		return nil
 	}
@@ -659,7 +661,7 @@ func projectKeys(p *ProjectOp, keys []int) []int {
 	return out
 }
 
-func (d *distPlanner) sharedDef(id int) *PhysShared {
+func (d *distPlanner) sharedDef(id int) *phys.PhysShared {
 	for _, s := range d.plan.Shared {
 		if s.ID == id {
 			return s
@@ -670,17 +672,17 @@ func (d *distPlanner) sharedDef(id int) *PhysShared {
 
 // renumber copies a subtree with fresh node IDs (a shared subplan planned
 // at several readers).
-func (d *distPlanner) renumber(n *PhysNode) *PhysNode {
+func (d *distPlanner) renumber(n *phys.PhysNode) *phys.PhysNode {
 	c := *n
 	c.ID = d.id()
-	c.Inputs = make([]*PhysNode, len(n.Inputs))
+	c.Inputs = make([]*phys.PhysNode, len(n.Inputs))
 	for i, in := range n.Inputs {
 		c.Inputs[i] = d.renumber(in)
 	}
 	return &c
 }
 
-func (d *distPlanner) exchange(n *PhysNode) (frag, error) {
+func (d *distPlanner) exchange(n *phys.PhysNode) (frag, error) {
 	x := n.Exchange
 	if x.Kind == exec.ExchangeBroadcast {
 		// Broadcasts feed nested-loop joins, which plan them (nlJoin); one
@@ -710,8 +712,8 @@ func (d *distPlanner) exchange(n *PhysNode) (frag, error) {
 		// NB: receivers do not know which sender a payload came from, so
 		// an ordered merge across the network is a gather and a sort.
 		g := d.cut(in, exec.ExchangeGather, nil, 1, false)
-		s := &PhysNode{ID: d.id(), Kind: PhysSort, Streams: 1, Columns: n.Columns, EstRows: n.EstRows,
-			Sort: &exec.SortSpec{Keys: x.SortKeys}, Inputs: []*PhysNode{g.n}}
+		s := &phys.PhysNode{ID: d.id(), Kind: phys.PhysSort, Streams: 1, Columns: n.Columns, EstRows: n.EstRows,
+			Sort: &exec.SortSpec{Keys: x.SortKeys}, Inputs: []*phys.PhysNode{g.n}}
 		return frag{n: s}, nil
 	case exec.ExchangeHash:
 		return d.repartition(in, x.Keys), nil
@@ -721,9 +723,9 @@ func (d *distPlanner) exchange(n *PhysNode) (frag, error) {
 
 // splitRepartitionedAgg plans a single-phase aggregate over a hash
 // repartition of a wide input as partial -> network repartition -> final.
-func (d *distPlanner) splitRepartitionedAgg(n *PhysNode) (frag, bool, error) {
+func (d *distPlanner) splitRepartitionedAgg(n *phys.PhysNode) (frag, bool, error) {
 	x := n.Inputs[0]
-	if n.Agg.Phase != "" && n.Agg.Phase != exec.AggSingle || x.Kind != PhysExchange || x.Exchange.Kind != exec.ExchangeHash {
+	if n.Agg.Phase != "" && n.Agg.Phase != exec.AggSingle || x.Kind != phys.PhysExchange || x.Exchange.Kind != exec.ExchangeHash {
 		return frag{}, false, nil
 	}
 	for _, a := range n.Agg.Aggs {
@@ -769,8 +771,8 @@ func (d *distPlanner) splitRepartitionedAgg(n *PhysNode) (frag, bool, error) {
 	if err != nil {
 		return frag{}, true, err
 	}
-	pn := &PhysNode{ID: d.id(), Kind: PhysHashAgg, Streams: in.n.Streams, Agg: &partial, Inputs: []*PhysNode{in.n}, EstRows: n.EstRows * float64(in.n.Streams*d.opts.Workers)}
-	sch, err := outputSchema(pn, []*arrow.Schema{columnsSchema(in.n.Columns)})
+	pn := &phys.PhysNode{ID: d.id(), Kind: phys.PhysHashAgg, Streams: in.n.Streams, Agg: &partial, Inputs: []*phys.PhysNode{in.n}, EstRows: n.EstRows * float64(in.n.Streams*d.opts.Workers)}
+	sch, err := phys.OutputSchema(pn, []*arrow.Schema{phys.ColumnsSchema(in.n.Columns)})
 	if err != nil {
 		return frag{}, true, err
 	}
@@ -780,7 +782,7 @@ func (d *distPlanner) splitRepartitionedAgg(n *PhysNode) (frag, bool, error) {
 	keys := make([]int, len(final.GroupCols))
 	copy(keys, final.GroupCols)
 	r := d.repartition(frag{n: pn, wide: true}, keys)
-	fn := &PhysNode{ID: n.ID, Kind: PhysHashAgg, Streams: r.n.Streams, Agg: &final, Columns: n.Columns, EstRows: n.EstRows, Inputs: []*PhysNode{r.n}}
+	fn := &phys.PhysNode{ID: n.ID, Kind: phys.PhysHashAgg, Streams: r.n.Streams, Agg: &final, Columns: n.Columns, EstRows: n.EstRows, Inputs: []*phys.PhysNode{r.n}}
 	return frag{n: fn, wide: true}, true, nil
 }
 
@@ -788,7 +790,7 @@ func (d *distPlanner) splitRepartitionedAgg(n *PhysNode) (frag, bool, error) {
 // its input in each of the Workers tasks (estimated distinct groups per
 // task above PartialRatio of the task's rows; groups spread uniformly
 // over the rows).
-func (d *distPlanner) partialUseless(n *PhysNode, in frag) bool {
+func (d *distPlanner) partialUseless(n *phys.PhysNode, in frag) bool {
 	groups, rows := n.EstRows, in.n.EstRows/float64(d.opts.Workers)
 	if len(n.Agg.GroupCols) == 0 || groups <= 0 || rows <= 0 {
 		return false
@@ -797,14 +799,14 @@ func (d *distPlanner) partialUseless(n *PhysNode, in frag) bool {
 	return distinct > d.opts.PartialRatio*rows
 }
 
-func physColumns(sch *arrow.Schema) ([]PhysColumn, error) {
-	cols := make([]PhysColumn, sch.NumFields())
+func physColumns(sch *arrow.Schema) ([]phys.PhysColumn, error) {
+	cols := make([]phys.PhysColumn, sch.NumFields())
 	for i, f := range sch.Fields() {
 		t, err := exec.TypeOf(f.Type)
 		if err != nil {
 			return nil, err
 		}
-		cols[i] = PhysColumn{Name: f.Name, Type: t, Nullable: f.Nullable}
+		cols[i] = phys.PhysColumn{Name: f.Name, Type: t, Nullable: f.Nullable}
 	}
 	return cols, nil
 }
@@ -824,18 +826,18 @@ func equalInts(a, b []int) bool {
 // replicate marks the scans of a pure single-task pipeline as read whole
 // by every task.
 func replicate(f frag) frag {
-	return frag{n: withScans(f.n, func(_ *PhysNode, s *ScanOp) { s.Replicated = true }), wide: true}
+	return frag{n: withScans(f.n, func(_ *phys.PhysNode, s *phys.ScanOp) { s.Replicated = true }), wide: true}
 }
 
 // withScans copies the tree n with every scan's ScanOp copied and passed
 // to set (with its node) to change.
-func withScans(n *PhysNode, set func(n *PhysNode, s *ScanOp)) *PhysNode {
+func withScans(n *phys.PhysNode, set func(n *phys.PhysNode, s *phys.ScanOp)) *phys.PhysNode {
 	c := *n
-	c.Inputs = make([]*PhysNode, len(n.Inputs))
+	c.Inputs = make([]*phys.PhysNode, len(n.Inputs))
 	for i, in := range n.Inputs {
 		c.Inputs[i] = withScans(in, set)
 	}
-	if c.Kind == PhysScan {
+	if c.Kind == phys.PhysScan {
 		s := *c.Scan
 		set(&c, &s)
 		c.Scan = &s
@@ -861,7 +863,7 @@ func broadcastable(s *exec.HashJoinSpec) bool {
 	return true
 }
 
-func (d *distPlanner) hashJoin(n *PhysNode) (frag, error) {
+func (d *distPlanner) hashJoin(n *phys.PhysNode) (frag, error) {
 	l, err := d.walk(n.Inputs[0])
 	if err != nil {
 		return l, err
@@ -921,7 +923,7 @@ func (d *distPlanner) hashJoin(n *PhysNode) (frag, error) {
 	default:
 		coLocated := probe.hash != nil && build.hash != nil && equalInts(probe.hash, pkeys) && equalInts(build.hash, bkeys)
 		small := build.n.EstRows*float64(d.opts.Workers-1) <= d.opts.BroadcastFactor*probe.n.EstRows
-		var pr, br *RangePart
+		var pr, br *phys.RangePart
 		if len(pkeys) == 1 && !spec.NullAware {
 			pr, br = d.rangeFor(probe, pkeys[0]), d.rangeFor(build, bkeys[0])
 		}
@@ -1021,16 +1023,16 @@ func shiftCols(cols []int, m func(int) int) []int {
 
 // estSize estimates the size of n's output in column values (rows x
 // columns): what moving it across the network costs, roughly.
-func estSize(n *PhysNode) float64 { return n.EstRows * float64(max(len(n.Columns), 1)) }
+func estSize(n *phys.PhysNode) float64 { return n.EstRows * float64(max(len(n.Columns), 1)) }
 
-func (d *distPlanner) nlJoin(n *PhysNode) (frag, error) {
+func (d *distPlanner) nlJoin(n *phys.PhysNode) (frag, error) {
 	l, err := d.walk(n.Inputs[0])
 	if err != nil {
 		return l, err
 	}
 	rn := n.Inputs[1]
-	var bx *PhysNode
-	if rn.Kind == PhysExchange && rn.Exchange.Kind == exec.ExchangeBroadcast {
+	var bx *phys.PhysNode
+	if rn.Kind == phys.PhysExchange && rn.Exchange.Kind == exec.ExchangeBroadcast {
 		bx, rn = rn, rn.Inputs[0]
 	}
 	r, err := d.walk(rn)
@@ -1045,7 +1047,7 @@ func (d *distPlanner) nlJoin(n *PhysNode) (frag, error) {
 		r, _ = d.single(r)
 		x := bx
 		if x == nil {
-			x = &PhysNode{ID: d.id(), Kind: PhysExchange, Columns: r.n.Columns, EstRows: r.n.EstRows}
+			x = &phys.PhysNode{ID: d.id(), Kind: phys.PhysExchange, Columns: r.n.Columns, EstRows: r.n.EstRows}
 		}
 		b := with(x, m, r.n)
 		b.Exchange = &exec.ExchangeSpec{Kind: exec.ExchangeBroadcast, Outputs: m}
@@ -1063,7 +1065,7 @@ func (d *distPlanner) nlJoin(n *PhysNode) (frag, error) {
 	return frag{n: with(n, m, l.n, r.n), wide: l.wide}, nil
 }
 
-func (d *distPlanner) union(n *PhysNode) (frag, error) {
+func (d *distPlanner) union(n *phys.PhysNode) (frag, error) {
 	fs := make([]frag, len(n.Inputs))
 	allWide := true
 	for i, in := range n.Inputs {
@@ -1074,7 +1076,7 @@ func (d *distPlanner) union(n *PhysNode) (frag, error) {
 		fs[i] = f
 		allWide = allWide && f.wide
 	}
-	var ins []*PhysNode
+	var ins []*phys.PhysNode
 	streams := 0
 	for _, f := range fs {
 		if !allWide {
@@ -1097,20 +1099,20 @@ func ExplainDistributed(dp *DistPlan, stats *DistStats) string {
 		if s.Out != nil {
 			switch s.Out.Kind {
 			case exec.ExchangeHash:
-				out = fmt.Sprintf("hash [%s] to stage %d (exchange %d, %d receivers)", colNames(s.Root.Columns, s.Out.Keys), s.Out.Consumer, s.Out.Exchange, dp.Receivers(s))
+				out = fmt.Sprintf("hash [%s] to stage %d (exchange %d, %d receivers)", phys.ColNames(s.Root.Columns, s.Out.Keys), s.Out.Consumer, s.Out.Exchange, dp.Receivers(s))
 			default:
 				out = fmt.Sprintf("%s to stage %d (exchange %d, %d receivers)", s.Out.Kind, s.Out.Consumer, s.Out.Exchange, dp.Receivers(s))
 			}
 		}
 		fmt.Fprintf(&b, "Stage %d: %d task(s), output %s\n", s.ID, s.Tasks, out)
-		var st map[int]*OpStats
+		var st map[int]*phys.OpStats
 		if stats != nil {
 			st = stats.Ops[s.ID]
 			for _, t := range stats.Tasks[s.ID] {
-				fmt.Fprintf(&b, "  task %d on %s: %d rows out, sent %s, received %s, time %s\n", t.Task, t.Node, t.Rows, exec.FormatBytes(t.BytesSent), exec.FormatBytes(t.BytesReceived), formatDuration(t.Wall))
+				fmt.Fprintf(&b, "  task %d on %s: %d rows out, sent %s, received %s, time %s\n", t.Task, t.Node, t.Rows, exec.FormatBytes(t.BytesSent), exec.FormatBytes(t.BytesReceived), phys.FormatDuration(t.Wall))
 			}
 		}
-		sub := ExplainPhysical(&PhysPlan{Root: s.Root, Shared: s.Shared}, st)
+		sub := phys.ExplainPhysical(&phys.PhysPlan{Root: s.Root, Shared: s.Shared}, st)
 		for _, line := range strings.Split(strings.TrimRight(sub, "\n"), "\n") {
 			b.WriteString("  " + line + "\n")
 		}

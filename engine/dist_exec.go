@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nicflow/nicflow/engine/phys"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -37,15 +39,15 @@ import (
 
 // Fragment is the work of one task of a stage.
 type Fragment struct {
-	Query       string    `json:"query"`
-	Stage       int       `json:"stage"`
-	Task        int       `json:"task"`
-	Tasks       int       `json:"tasks"`
-	Parallelism int       `json:"parallelism"`
-	Root        *PhysNode `json:"root"`
+	Query       string         `json:"query"`
+	Stage       int            `json:"stage"`
+	Task        int            `json:"task"`
+	Tasks       int            `json:"tasks"`
+	Parallelism int            `json:"parallelism"`
+	Root        *phys.PhysNode `json:"root"`
 	// Shared are the stage's shared subplans (Stage.Shared).
-	Shared []*PhysShared `json:"shared,omitempty"`
-	Out    *StageOut     `json:"out,omitempty"`
+	Shared []*phys.PhysShared `json:"shared,omitempty"`
+	Out    *StageOut          `json:"out,omitempty"`
 	// Names are the result's column names (root stage).
 	Names []string `json:"names,omitempty"`
 	// Channels are the shuffle channels of the exchanges this task uses,
@@ -105,8 +107,8 @@ func (dp *DistPlan) Fragments(query string, q uint64, node func(stage, task int)
 		if s.Out != nil {
 			used[s.Out.Exchange] = chans[s.Out.Exchange]
 		}
-		s.Walk(func(n *PhysNode) {
-			if n.Kind == PhysRemote {
+		s.Walk(func(n *phys.PhysNode) {
+			if n.Kind == phys.PhysRemote {
 				used[n.Remote.Exchange] = chans[n.Remote.Exchange]
 			}
 		})
@@ -123,11 +125,11 @@ func (dp *DistPlan) Fragments(query string, q uint64, node func(stage, task int)
 
 // Scans lists the scan nodes of every stage (the coordinator adds the
 // tables' placement to the fragments).
-func (dp *DistPlan) Scans() []*ScanOp {
-	var out []*ScanOp
+func (dp *DistPlan) Scans() []*phys.ScanOp {
+	var out []*phys.ScanOp
 	for _, s := range dp.Stages {
-		s.Walk(func(n *PhysNode) {
-			if n.Kind == PhysScan {
+		s.Walk(func(n *phys.PhysNode) {
+			if n.Kind == phys.PhysScan {
 				out = append(out, n.Scan)
 			}
 		})
@@ -154,13 +156,13 @@ func UnmarshalFragment(b []byte) (*Fragment, error) {
 	if f.Root == nil {
 		return nil, nferr.Dataf("plan fragment without a root")
 	}
-	if f.Tasks < 1 || f.Task < 0 || f.Task >= f.Tasks || f.Tasks > maxParallelism {
+	if f.Tasks < 1 || f.Task < 0 || f.Task >= f.Tasks || f.Tasks > phys.MaxParallelism {
 		return nil, nferr.Dataf("plan fragment: task %d of %d", f.Task, f.Tasks)
 	}
-	if f.Parallelism < 1 || f.Parallelism > maxParallelism {
+	if f.Parallelism < 1 || f.Parallelism > phys.MaxParallelism {
 		return nil, nferr.Dataf("plan fragment: parallelism %d", f.Parallelism)
 	}
-	if err := checkPlan(&PhysPlan{Root: f.Root, Shared: f.Shared}); err != nil {
+	if err := phys.CheckPlan(&phys.PhysPlan{Root: f.Root, Shared: f.Shared}); err != nil {
 		return nil, err
 	}
 	return &f, nil
@@ -326,7 +328,7 @@ var ReportSchema = arrow.NewSchema([]arrow.Field{{Name: "task_report", Type: arr
 // DistStats are a distributed query's EXPLAIN ANALYZE figures: operator
 // counters summed over each stage's tasks, and per-task reports.
 type DistStats struct {
-	Ops   map[int]map[int]*OpStats
+	Ops   map[int]map[int]*phys.OpStats
 	Tasks map[int][]TaskReport
 	// BytesShuffled is the payload bytes every exchange sent.
 	BytesShuffled int64
@@ -334,19 +336,19 @@ type DistStats struct {
 
 // CollectStats sums task reports by stage and node.
 func CollectStats(reports []TaskReport) *DistStats {
-	ds := &DistStats{Ops: map[int]map[int]*OpStats{}, Tasks: map[int][]TaskReport{}}
+	ds := &DistStats{Ops: map[int]map[int]*phys.OpStats{}, Tasks: map[int][]TaskReport{}}
 	for _, r := range reports {
 		ds.Tasks[r.Stage] = append(ds.Tasks[r.Stage], r)
 		ds.BytesShuffled += r.BytesSent
 		m := ds.Ops[r.Stage]
 		if m == nil {
-			m = map[int]*OpStats{}
+			m = map[int]*phys.OpStats{}
 			ds.Ops[r.Stage] = m
 		}
 		for id, f := range r.Ops {
 			st := m[id]
 			if st == nil {
-				st = &OpStats{}
+				st = &phys.OpStats{}
 				m[id] = st
 			}
 			st.Instances += f.Instances
@@ -357,19 +359,19 @@ func CollectStats(reports []TaskReport) *DistStats {
 			if f.Nanos > st.Nanos.Load() {
 				st.Nanos.Store(f.Nanos)
 			}
-			st.peak += f.Peak
-			st.spilled += f.Spilled
-			st.spillFiles += f.SpillFile
+			st.RemotePeak += f.Peak
+			st.RemoteSpilled += f.Spilled
+			st.RemoteSpillFiles += f.SpillFile
 		}
 		for id, s := range r.Scans {
 			st := m[id]
 			if st == nil {
 				continue
 			}
-			if st.scan == nil {
-				st.scan = &taskQueue{}
+			if st.Scan == nil {
+				st.Scan = &phys.TaskQueue{}
 			}
-			st.scan.addStats(storage.ScanStats{RowGroupsTotal: s.RowGroupsTotal, RowGroupsPruned: s.RowGroupsPruned, LocalScans: s.LocalScans})
+			st.Scan.AddStats(storage.ScanStats{RowGroupsTotal: s.RowGroupsTotal, RowGroupsPruned: s.RowGroupsPruned, LocalScans: s.LocalScans})
 		}
 	}
 	return ds
@@ -397,7 +399,7 @@ type remoteBuilder struct {
 	recvd *exec.NetCounters
 }
 
-func (rb *remoteBuilder) Receivers(n *PhysNode, schema *arrow.Schema) ([]exec.Operator, error) {
+func (rb *remoteBuilder) Receivers(n *phys.PhysNode, schema *arrow.Schema) ([]exec.Operator, error) {
 	x := rb.xs[n.Remote.Exchange]
 	if x == nil {
 		return nil, nferr.Dataf("plan fragment: exchange %d has no channel", n.Remote.Exchange)
@@ -406,7 +408,7 @@ func (rb *remoteBuilder) Receivers(n *PhysNode, schema *arrow.Schema) ([]exec.Op
 	for s := 0; s < n.Streams; s++ {
 		r, err := x.Receiver(rb.f.Task*n.Streams + s)
 		if err != nil {
-			closeAll(ops)
+			phys.CloseAll(ops)
 			return nil, err
 		}
 		ops = append(ops, exec.NewNetReceiver(schema, r, rb.recvd))
@@ -465,10 +467,10 @@ func RunFragment(ctx context.Context, f *Fragment, fe FragmentEnv) (err error) {
 	if env.BatchSize <= 0 {
 		env.BatchSize = exec.DefaultBatchSize
 	}
-	ops, stats, err := BuildStreams(&PhysPlan{Root: f.Root, Shared: f.Shared}, BuildOptions{
+	ops, stats, err := phys.BuildStreams(&phys.PhysPlan{Root: f.Root, Shared: f.Shared}, phys.BuildOptions{
 		Source: fe.Source, Analyze: f.Analyze, Budget: env.Budget,
 		Remote: &remoteBuilder{f: f, xs: xs, recvd: &ctr.Received},
-		Task:   f.Task, Tasks: f.Tasks, StreamBase: f.Task * maxParallelism,
+		Task:   f.Task, Tasks: f.Tasks, StreamBase: f.Task * phys.MaxParallelism,
 	})
 	if err != nil {
 		return err
@@ -488,7 +490,7 @@ func RunFragment(ctx context.Context, f *Fragment, fe FragmentEnv) (err error) {
 }
 
 func runRootFragment(env *exec.Env, f *Fragment, fe FragmentEnv, ops []exec.Operator, ctr *FragmentCounters) error {
-	root, err := gatherOps(ops)
+	root, err := phys.GatherOps(ops)
 	if err != nil {
 		return err
 	}
@@ -536,26 +538,26 @@ func runRootFragment(env *exec.Env, f *Fragment, fe FragmentEnv, ops []exec.Oper
 func sendFragment(env *exec.Env, f *Fragment, xs map[int]*shuffle.Exchange, ops []exec.Operator, ctr *FragmentCounters) error {
 	x := xs[f.Out.Exchange]
 	if x == nil {
-		closeAll(ops)
+		phys.CloseAll(ops)
 		return nferr.Dataf("plan fragment: output exchange %d has no channel", f.Out.Exchange)
 	}
 	senders := make([]*shuffle.Sender, len(ops))
 	for i := range ops {
 		s, err := x.Sender(f.Task*len(ops) + i)
 		if err != nil {
-			closeAll(ops)
+			phys.CloseAll(ops)
 			return err
 		}
 		senders[i] = s
 	}
 	spec := exec.NetSendSpec{Kind: f.Out.Kind, Keys: f.Out.Keys, Receivers: len(x.Spec().Receivers)}
-	err := exec.NetSend(env, ops, columnsSchema(f.Root.Columns), senders, spec, &ctr.Sent)
+	err := exec.NetSend(env, ops, phys.ColumnsSchema(f.Root.Columns), senders, spec, &ctr.Sent)
 	ctr.Out.Rows.Store(ctr.Sent.Rows.Load())
 	ctr.Out.Batches.Store(ctr.Sent.Batches.Load())
 	return err
 }
 
-func sendReport(f *Fragment, fe FragmentEnv, stats map[int]*OpStats, ctr *FragmentCounters, wall time.Duration) error {
+func sendReport(f *Fragment, fe FragmentEnv, stats map[int]*phys.OpStats, ctr *FragmentCounters, wall time.Duration) error {
 	r := TaskReport{Stage: f.Stage, Task: f.Task, Node: fe.Node, Rows: ctr.Out.Rows.Load(),
 		BytesSent: ctr.Sent.Bytes.Load(), BytesReceived: ctr.Received.Bytes.Load(), Wall: wall,
 		Ops: map[int]OpFigures{}, Scans: map[int]ScanTotals{}}
@@ -563,8 +565,8 @@ func sendReport(f *Fragment, fe FragmentEnv, stats map[int]*OpStats, ctr *Fragme
 		sp, files := st.Spilled()
 		r.Ops[id] = OpFigures{Instances: st.Instances, Rows: st.Rows.Load(), Batches: st.Batches.Load(), Nanos: st.Nanos.Load(), Peak: st.PeakBytes(),
 			Spilled: sp, SpillFile: files}
-		if st.scan != nil {
-			t := st.scan.totals()
+		if st.Scan != nil {
+			t := st.Scan.Totals()
 			r.Scans[id] = ScanTotals{RowGroupsTotal: t.RowGroupsTotal, RowGroupsPruned: t.RowGroupsPruned, LocalScans: t.LocalScans}
 		}
 	}

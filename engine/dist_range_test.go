@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/nicflow/nicflow/engine/phys"
+
 	"github.com/nicflow/nicflow/storage"
 )
 
@@ -16,13 +18,13 @@ func TestRangeSplit(t *testing.T) {
 	// Row groups of keys [1,100], [100,250], [251,400], [401,1000]: the
 	// second shares its first key with the first (dbgen's orders straddle
 	// row groups).
-	cc := ClusterCol{Out: 0, Name: "k", Lo: 1, Hi: 1000, Min: []int64{1, 100, 251, 401}, Max: []int64{100, 250, 400, 1000}}
-	s := &ScanOp{Spec: storage.ScanSpec{Table: "t", Columns: []string{"k"}, Filter: storage.Cmp("k", storage.OpNe, storage.Int(7))}}
+	cc := phys.ClusterCol{Out: 0, Name: "k", Lo: 1, Hi: 1000, Min: []int64{1, 100, 251, 401}, Max: []int64{100, 250, 400, 1000}}
+	s := &phys.ScanOp{Spec: storage.ScanSpec{Table: "t", Columns: []string{"k"}, Filter: storage.Cmp("k", storage.OpNe, storage.Int(7))}}
 	for g := range cc.Min {
 		s.Tasks = append(s.Tasks, storage.FileRange{Path: "f", RowGroups: []int{g}})
 	}
 	for _, parts := range []int{2, 3, 4, 7} {
-		s.Range = &RangePart{Col: cc, Parts: parts}
+		s.Range = &phys.RangePart{Col: cc, Parts: parts}
 		part := func(v int64) int {
 			n := 0
 			p := -1
@@ -48,7 +50,7 @@ func TestRangeSplit(t *testing.T) {
 			part(v)
 		}
 		for task := 0; task < parts; task++ {
-			frs, spec, err := rangeTasks(s, task, parts)
+			frs, spec, err := phys.RangeTasks(s, task, parts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,7 +72,7 @@ func TestRangeSplit(t *testing.T) {
 			}
 		}
 	}
-	if _, _, err := rangeTasks(s, 0, 3); err == nil {
+	if _, _, err := phys.RangeTasks(s, 0, 3); err == nil {
 		t.Error("a split into 7 parts built for 3 tasks: no error")
 	}
 }
@@ -84,16 +86,16 @@ func TestRangeSplit(t *testing.T) {
 func TestRangeCuts(t *testing.T) {
 	// Eight row groups of disjoint keys, listed out of order; 100 rows
 	// each but the fourth (400).
-	cc := ClusterCol{Name: "k",
+	cc := phys.ClusterCol{Name: "k",
 		Min:  []int64{701, 1, 101, 201, 301, 401, 501, 601},
 		Max:  []int64{800, 100, 200, 300, 400, 500, 600, 700},
 		Rows: []int64{100, 100, 100, 400, 100, 100, 100, 100}}
 	cc.Lo, cc.Hi = 1, 800
-	s := &ScanOp{Spec: storage.ScanSpec{Table: "t", Columns: []string{"k"}}}
+	s := &phys.ScanOp{Spec: storage.ScanSpec{Table: "t", Columns: []string{"k"}}}
 	for g := range cc.Min {
 		s.Tasks = append(s.Tasks, storage.FileRange{Path: "f", RowGroups: []int{g}})
 	}
-	rp := newRangePart(cc, 4)
+	rp := phys.NewRangePart(cc, 4)
 	// 1100 rows: parts near 275 rows, cut at row-group starts.
 	if want := []int64{201, 301, 501}; fmt.Sprint(rp.Cuts) != fmt.Sprint(want) {
 		t.Fatalf("cuts %v, want %v", rp.Cuts, want)
@@ -101,7 +103,7 @@ func TestRangeCuts(t *testing.T) {
 	s.Range = rp
 	reads := map[int]int{}
 	for task := 0; task < 4; task++ {
-		frs, _, err := rangeTasks(s, task, 4)
+		frs, _, err := phys.RangeTasks(s, task, 4)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,13 +118,13 @@ func TestRangeCuts(t *testing.T) {
 	}
 
 	// Three row groups for two parts: equal widths of [1, 800].
-	few := ClusterCol{Name: "k", Lo: 1, Hi: 800, Min: []int64{1, 301, 601}, Max: []int64{300, 600, 800}, Rows: []int64{1, 1, 1}}
-	if got := newRangePart(few, 2); fmt.Sprint(got.Cuts) != "[401]" {
+	few := phys.ClusterCol{Name: "k", Lo: 1, Hi: 800, Min: []int64{1, 301, 601}, Max: []int64{300, 600, 800}, Rows: []int64{1, 1, 1}}
+	if got := phys.NewRangePart(few, 2); fmt.Sprint(got.Cuts) != "[401]" {
 		t.Errorf("equal-width cuts %v, want [401]", got.Cuts)
 	}
 
 	// Another table with keys [150, 5000] split at cc's bounds.
-	other := &ScanOp{Spec: s.Spec, Range: &RangePart{Col: ClusterCol{Name: "k", Lo: 150, Hi: 5000,
+	other := &phys.ScanOp{Spec: s.Spec, Range: &phys.RangePart{Col: phys.ClusterCol{Name: "k", Lo: 150, Hi: 5000,
 		Min: []int64{150, 1000}, Max: []int64{999, 5000}, Rows: []int64{10, 10}}, Parts: 4, Cuts: rp.Cuts}}
 	other.Tasks = s.Tasks[:2]
 	if !other.Range.Same(rp) {
@@ -130,7 +132,7 @@ func TestRangeCuts(t *testing.T) {
 	}
 	got := map[int]int{}
 	for task := 0; task < 4; task++ {
-		frs, _, err := rangeTasks(other, task, 4)
+		frs, _, err := phys.RangeTasks(other, task, 4)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nicflow/nicflow/engine/phys"
+
 	"github.com/nicflow/nicflow/engine/opt"
 
 	"github.com/nicflow/nicflow/engine/bind"
@@ -141,7 +143,7 @@ func (s *Session) PrepareDistributed(ctx context.Context, script string, k int, 
 	default:
 		return nil, nferr.Queryf("%s is not supported on a cluster yet: run it embedded (`nicflow sql --dir DIR`) with the coordinator stopped", statementName(st))
 	}
-	pp, err := PlanPhysical(q.Plan, q.Names, PlanOptions{Parallelism: opts.Parallelism})
+	pp, err := phys.PlanPhysical(q.Plan, q.Names, phys.PlanOptions{Parallelism: opts.Parallelism})
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +228,7 @@ func (dq *DistQuery) ExplainText(stats *DistStats, rows int64, elapsed time.Dura
 	b.WriteString(dq.logical)
 	b.WriteString(ExplainDistributed(dq.Plan, stats))
 	if stats != nil {
-		b.WriteString("Total: " + strconv.FormatInt(rows, 10) + " rows in " + formatDuration(elapsed) + ", shuffled " + exec.FormatBytes(stats.BytesShuffled) + "\n")
+		b.WriteString("Total: " + strconv.FormatInt(rows, 10) + " rows in " + phys.FormatDuration(elapsed) + ", shuffled " + exec.FormatBytes(stats.BytesShuffled) + "\n")
 	}
 	return b.String()
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nicflow/nicflow/engine/phys"
+
 	"github.com/nicflow/nicflow/engine/opt"
 
 	"github.com/nicflow/nicflow/exec"
@@ -74,11 +76,11 @@ func checkDistPlan(t *testing.T, what string, dp *DistPlan) {
 		for _, d := range s.Shared {
 			defs[d.ID] = true
 		}
-		s.Walk(func(n *PhysNode) {
-			if n.Kind == PhysSharedScan && (!defs[n.Shared.Def] || s.Tasks != 1) {
+		s.Walk(func(n *phys.PhysNode) {
+			if n.Kind == phys.PhysSharedScan && (!defs[n.Shared.Def] || s.Tasks != 1) {
 				t.Errorf("%s: stage %d (%d tasks) reads shared subplan %d, defined there: %v", what, s.ID, s.Tasks, n.Shared.Def, defs[n.Shared.Def])
 			}
-			if n.Kind != PhysRemote {
+			if n.Kind != phys.PhysRemote {
 				return
 			}
 			p := dp.Stage(n.Remote.Stage)
@@ -116,7 +118,7 @@ func checkDistPlan(t *testing.T, what string, dp *DistPlan) {
 			if err != nil {
 				t.Fatalf("%s: stage %d task %d: %v", what, s.ID, f.Task, err)
 			}
-			if got, want := ExplainPhysical(&PhysPlan{Root: back.Root, Shared: back.Shared}, nil), ExplainPhysical(&PhysPlan{Root: s.Root, Shared: s.Shared}, nil); got != want {
+			if got, want := phys.ExplainPhysical(&phys.PhysPlan{Root: back.Root, Shared: back.Shared}, nil), phys.ExplainPhysical(&phys.PhysPlan{Root: s.Root, Shared: s.Shared}, nil); got != want {
 				t.Errorf("%s: stage %d changes in a JSON round trip:\n%s\nwant:\n%s", what, s.ID, got, want)
 			}
 			if s.Out != nil {
@@ -160,7 +162,7 @@ func TestDistributedJoinChoices(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pp, err := PlanPhysical(opt, qs.Names, PlanOptions{Parallelism: 2})
+		pp, err := phys.PlanPhysical(opt, qs.Names, phys.PlanOptions{Parallelism: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,9 +214,9 @@ func FuzzUnmarshalFragment(f *testing.F) {
 		if err != nil {
 			return
 		}
-		ops, _, err := BuildStreams(&PhysPlan{Root: fr.Root}, BuildOptions{})
+		ops, _, err := phys.BuildStreams(&phys.PhysPlan{Root: fr.Root}, phys.BuildOptions{})
 		if err == nil {
-			closeAll(ops)
+			phys.CloseAll(ops)
 		}
 	})
 }

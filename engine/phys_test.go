@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nicflow/nicflow/engine/phys"
+
 	"github.com/nicflow/nicflow/engine/opt"
 
 	"github.com/nicflow/nicflow/engine/bind"
@@ -27,7 +29,7 @@ import (
 
 // planTPCH binds, optimizes and physically plans TPC-H query q against
 // the SF1 test catalog with parallelism p.
-func planTPCH(t *testing.T, q, p int) (*bind.QueryStmt, *PhysPlan) {
+func planTPCH(t *testing.T, q, p int) (*bind.QueryStmt, *phys.PhysPlan) {
 	t.Helper()
 	qs := bindQuery(t, tpchQuery(t, q))
 	opt, err := opt.Optimize(qs.Plan)
@@ -35,7 +37,7 @@ func planTPCH(t *testing.T, q, p int) (*bind.QueryStmt, *PhysPlan) {
 		t.Fatalf("Q%d: %v", q, err)
 	}
 	qs.Plan = opt
-	pp, err := PlanPhysical(qs.Plan, qs.Names, PlanOptions{Parallelism: p})
+	pp, err := phys.PlanPhysical(qs.Plan, qs.Names, phys.PlanOptions{Parallelism: p})
 	if err != nil {
 		t.Fatalf("Q%d: %v", q, err)
 	}
@@ -49,14 +51,14 @@ func TestPhysicalPlansTPCH(t *testing.T) {
 	var b strings.Builder
 	for q := 1; q <= 22; q++ {
 		_, pp := planTPCH(t, q, 4)
-		text := ExplainPhysical(pp, nil)
+		text := phys.ExplainPhysical(pp, nil)
 		fmt.Fprintf(&b, "-- Q%d (%s)\n%s\n", q, strings.Join(pp.Names, ", "), text)
 
 		js, err := json.Marshal(pp)
 		if err != nil {
 			t.Fatalf("Q%d: marshal: %v", q, err)
 		}
-		var back PhysPlan
+		var back phys.PhysPlan
 		if err := json.Unmarshal(js, &back); err != nil {
 			t.Fatalf("Q%d: unmarshal: %v", q, err)
 		}
@@ -64,7 +66,7 @@ func TestPhysicalPlansTPCH(t *testing.T) {
 		if !bytes.Equal(js, js2) {
 			t.Errorf("Q%d: the plan changes in a JSON round trip", q)
 		}
-		if got := ExplainPhysical(&back, nil); got != text {
+		if got := phys.ExplainPhysical(&back, nil); got != text {
 			t.Errorf("Q%d: EXPLAIN differs after a JSON round trip:\n%s\nwant:\n%s", q, got, text)
 		}
 		checkPhysShape(t, q, pp)
@@ -75,38 +77,38 @@ func TestPhysicalPlansTPCH(t *testing.T) {
 // checkPhysShape asserts invariants of every physical plan: stream counts
 // follow the rules of phys.go, the root is one stream, scans read only
 // columns and use storage filters.
-func checkPhysShape(t *testing.T, q int, pp *PhysPlan) {
+func checkPhysShape(t *testing.T, q int, pp *phys.PhysPlan) {
 	t.Helper()
 	if pp.Root.Streams != 1 {
 		t.Errorf("Q%d: root has %d streams", q, pp.Root.Streams)
 	}
-	check := func(n *PhysNode) {
+	check := func(n *phys.PhysNode) {
 		in := func(i int) int { return n.Inputs[i].Streams }
 		switch n.Kind {
-		case PhysFilter, PhysProject, PhysHashAgg, PhysSort, PhysTopN, PhysLimit, PhysDistinct, PhysWindow, PhysMaxOneRow, PhysRowID, PhysSingleCheck:
+		case phys.PhysFilter, phys.PhysProject, phys.PhysHashAgg, phys.PhysSort, phys.PhysTopN, phys.PhysLimit, phys.PhysDistinct, phys.PhysWindow, phys.PhysMaxOneRow, phys.PhysRowID, phys.PhysSingleCheck:
 			if n.Streams != in(0) {
 				t.Errorf("Q%d: %s node %d has %d streams over %d", q, n.Kind, n.ID, n.Streams, in(0))
 			}
-		case PhysExchange:
+		case phys.PhysExchange:
 			if (n.Exchange.Kind == "gather" || n.Exchange.Kind == "merge") && n.Streams != 1 {
 				t.Errorf("Q%d: %s with %d streams", q, n.Exchange.Kind, n.Streams)
 			}
-		case PhysNLJoin:
+		case phys.PhysNLJoin:
 			if in(0) != in(1) || n.Streams != in(0) {
 				t.Errorf("Q%d: nested loop join over %d and %d streams", q, in(0), in(1))
 			}
-		case PhysUnion:
+		case phys.PhysUnion:
 			if n.Streams != in(0)+in(1) {
 				t.Errorf("Q%d: union streams", q)
 			}
 		}
-		if n.Kind != PhysScan && n.Kind != PhysValues && n.Kind != PhysSharedScan && len(n.Inputs) == 0 {
+		if n.Kind != phys.PhysScan && n.Kind != phys.PhysValues && n.Kind != phys.PhysSharedScan && len(n.Inputs) == 0 {
 			t.Errorf("Q%d: %s node %d has no input", q, n.Kind, n.ID)
 		}
 	}
-	pp.Root.walk(check)
+	pp.Root.Walk(check)
 	for _, d := range pp.Shared {
-		d.Root.walk(check)
+		d.Root.Walk(check)
 	}
 }
 
@@ -279,8 +281,8 @@ func TestSingleJoinChecks(t *testing.T) {
 			r.Close()
 		}
 		_ = err
-		if qerr == nil || !strings.Contains(qerr.Error(), errTooManyRows) {
-			t.Errorf("p%d: got %v, want %q", p, qerr, errTooManyRows)
+		if qerr == nil || !strings.Contains(qerr.Error(), phys.ErrTooManyRows) {
+			t.Errorf("p%d: got %v, want %q", p, qerr, phys.ErrTooManyRows)
 		}
 	}
 }
@@ -317,11 +319,11 @@ func TestBuildTPCHPlans(t *testing.T) {
 		for _, p := range []int{1, 4} {
 			_, pp := planTPCH(t, q, p)
 			js, _ := json.Marshal(pp)
-			var back PhysPlan
+			var back phys.PhysPlan
 			if err := json.Unmarshal(js, &back); err != nil {
 				t.Fatal(err)
 			}
-			exe, err := Build(&back, BuildOptions{Source: src})
+			exe, err := phys.Build(&back, phys.BuildOptions{Source: src})
 			if err != nil {
 				t.Fatalf("Q%d p%d: %v", q, p, err)
 			}
@@ -345,7 +347,7 @@ func FuzzBuildPhysPlan(f *testing.F) {
 		if qs == nil {
 			continue
 		}
-		pp, err := PlanPhysical(qs.Plan, qs.Names, PlanOptions{Parallelism: 2})
+		pp, err := phys.PlanPhysical(qs.Plan, qs.Names, phys.PlanOptions{Parallelism: 2})
 		if err != nil {
 			continue
 		}
@@ -356,11 +358,11 @@ func FuzzBuildPhysPlan(f *testing.F) {
 	f.Add([]byte(`{"root":{"kind":"hash_join","streams":2,"inputs":[{"kind":"scan","streams":2,"scan":{"spec":{"table":"nation","columns":["n_nationkey"]}}},{"kind":"scan","streams":1,"scan":{"spec":{"table":"region","columns":["r_regionkey"]}}}],"join":{"Type":"inner","LeftKeys":[0],"RightKeys":[0]}}}`))
 	src := tpchSource{plan.TPCHCatalog()}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var p PhysPlan
+		var p phys.PhysPlan
 		if err := json.Unmarshal(data, &p); err != nil {
 			return
 		}
-		exe, err := Build(&p, BuildOptions{Source: src})
+		exe, err := phys.Build(&p, phys.BuildOptions{Source: src})
 		if err != nil {
 			if nferr.KindOf(err) == nferr.KindInternal && strings.Contains(err.Error(), "bug") {
 				t.Fatalf("build panicked: %v", err)

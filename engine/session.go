@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nicflow/nicflow/engine/phys"
+
 	"github.com/nicflow/nicflow/engine/opt"
 
 	"github.com/nicflow/nicflow/engine/bind"
@@ -74,8 +76,8 @@ func (o *Options) Validate() error {
 	if o.Parallelism == 0 {
 		o.Parallelism = runtime.GOMAXPROCS(0)
 	}
-	if o.Parallelism < 1 || o.Parallelism > maxParallelism {
-		return nferr.Queryf("parallelism %d out of range 1..%d", o.Parallelism, maxParallelism)
+	if o.Parallelism < 1 || o.Parallelism > phys.MaxParallelism {
+		return nferr.Queryf("parallelism %d out of range 1..%d", o.Parallelism, phys.MaxParallelism)
 	}
 	if o.MemoryLimit == 0 {
 		o.MemoryLimit = exec.DefaultMemoryLimit()
@@ -463,8 +465,8 @@ func (s *Session) runStmt(ctx context.Context, st bind.Statement) (*Result, erro
 }
 
 // plan turns an optimized query into a physical plan.
-func (s *Session) plan(q *bind.QueryStmt) (*PhysPlan, error) {
-	return PlanPhysical(q.Plan, q.Names, PlanOptions{Parallelism: s.opts.Parallelism})
+func (s *Session) plan(q *bind.QueryStmt) (*phys.PhysPlan, error) {
+	return phys.PlanPhysical(q.Plan, q.Names, phys.PlanOptions{Parallelism: s.opts.Parallelism})
 }
 
 func (s *Session) newEnv(ctx context.Context) (*exec.Env, context.CancelFunc) {
@@ -490,9 +492,9 @@ func (s *Session) startQuery(ctx context.Context, q *bind.QueryStmt, analyze boo
 	return r, err
 }
 
-func (s *Session) open(ctx context.Context, pp *PhysPlan, analyze bool) (*Result, *Executable, error) {
+func (s *Session) open(ctx context.Context, pp *phys.PhysPlan, analyze bool) (*Result, *phys.Executable, error) {
 	env, cancel := s.newEnv(ctx)
-	exe, err := Build(pp, BuildOptions{Source: s.db, Analyze: analyze, Budget: env.Budget})
+	exe, err := phys.Build(pp, phys.BuildOptions{Source: s.db, Analyze: analyze, Budget: env.Budget})
 	if err != nil {
 		cancel()
 		if env.Spill != nil {
@@ -509,7 +511,7 @@ func (s *Session) open(ctx context.Context, pp *PhysPlan, analyze bool) (*Result
 }
 
 // resultSchema names the root's columns with the query's names.
-func resultSchema(pp *PhysPlan, got *arrow.Schema) *arrow.Schema {
+func resultSchema(pp *phys.PhysPlan, got *arrow.Schema) *arrow.Schema {
 	fs := make([]arrow.Field, got.NumFields())
 	for i, f := range got.Fields() {
 		fs[i] = f
@@ -593,7 +595,7 @@ func (s *Session) explain(ctx context.Context, x *bind.ExplainStmt) (*Result, er
 	}
 	if !x.Analyze {
 		text.WriteString("Physical plan (parallelism " + strconv.Itoa(s.opts.Parallelism) + "):\n")
-		text.WriteString(ExplainPhysical(pp, nil))
+		text.WriteString(phys.ExplainPhysical(pp, nil))
 	} else {
 		r, exe, err := s.open(ctx, pp, true)
 		if err != nil {
@@ -609,8 +611,8 @@ func (s *Session) explain(ctx context.Context, x *bind.ExplainStmt) (*Result, er
 			return nil, err
 		}
 		text.WriteString("Physical plan (parallelism " + strconv.Itoa(s.opts.Parallelism) + "), executed:\n")
-		text.WriteString(ExplainPhysical(pp, exe.Stats))
-		text.WriteString("Total: " + strconv.FormatInt(rows, 10) + " rows in " + formatDuration(elapsed) + ", peak memory " + exec.FormatBytes(peak) + "\n")
+		text.WriteString(phys.ExplainPhysical(pp, exe.Stats))
+		text.WriteString("Total: " + strconv.FormatInt(rows, 10) + " rows in " + phys.FormatDuration(elapsed) + ", peak memory " + exec.FormatBytes(peak) + "\n")
 	}
 	var rows [][]any
 	for _, line := range strings.Split(strings.TrimRight(text.String(), "\n"), "\n") {
@@ -1010,7 +1012,7 @@ func explainRules(runs []plan.RuleRun, disabled []string) string {
 		}
 		fmt.Fprintf(&b, "  %-14s %s", r.Rule, what)
 		if what != "disabled" {
-			b.WriteString(", " + formatDuration(r.Time))
+			b.WriteString(", " + phys.FormatDuration(r.Time))
 		}
 		b.WriteByte('\n')
 	}

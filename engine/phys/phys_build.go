@@ -1,4 +1,4 @@
-package engine
+package phys
 
 import (
 	"fmt"
@@ -56,7 +56,7 @@ type Executable struct {
 // A plan received from elsewhere (a coordinator) is checked node by node:
 // a malformed plan is a KindData error, never a panic.
 func Build(plan *PhysPlan, opts BuildOptions) (exe *Executable, err error) {
-	if err := checkPlan(plan); err != nil {
+	if err := CheckPlan(plan); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -79,7 +79,7 @@ func Build(plan *PhysPlan, opts BuildOptions) (exe *Executable, err error) {
 		b.abandon()
 		return nil, err
 	}
-	root, err := gatherOps(ops)
+	root, err := GatherOps(ops)
 	if err != nil {
 		b.abandon()
 		return nil, err
@@ -91,7 +91,7 @@ func Build(plan *PhysPlan, opts BuildOptions) (exe *Executable, err error) {
 // root's streams without gathering them (a distributed fragment sends
 // every stream through its own shuffle sender).
 func BuildStreams(plan *PhysPlan, opts BuildOptions) (ops []exec.Operator, stats map[int]*OpStats, err error) {
-	if err := checkPlan(plan); err != nil {
+	if err := CheckPlan(plan); err != nil {
 		return nil, nil, err
 	}
 	defer func() {
@@ -124,7 +124,7 @@ func (b *builder) buildShared(defs []*PhysShared) error {
 		ops, err := b.build(d.Root)
 		if err == nil {
 			var root exec.Operator
-			root, err = gatherOps(ops)
+			root, err = GatherOps(ops)
 			if err == nil {
 				b.shared[d.ID] = &sharedMat{def: d, schema: root.Schema(), root: root}
 				continue
@@ -137,13 +137,13 @@ func (b *builder) buildShared(defs []*PhysShared) error {
 }
 
 // gatherOps returns the one operator of ops, or a gather over them.
-func gatherOps(ops []exec.Operator) (exec.Operator, error) {
+func GatherOps(ops []exec.Operator) (exec.Operator, error) {
 	if len(ops) == 1 {
 		return ops[0], nil
 	}
 	g, err := exec.NewGather(ops)
 	if err != nil {
-		closeAll(ops)
+		CloseAll(ops)
 		return nil, err
 	}
 	return g, nil
@@ -164,7 +164,7 @@ func (b *builder) abandon() {
 	}
 }
 
-func closeAll(ops []exec.Operator) {
+func CloseAll(ops []exec.Operator) {
 	for _, o := range ops {
 		if o != nil {
 			o.Close()
@@ -179,7 +179,7 @@ func (b *builder) build(n *PhysNode) ([]exec.Operator, error) {
 		ops, err := b.build(in)
 		if err != nil {
 			for _, o := range ins[:i] {
-				closeAll(o)
+				CloseAll(o)
 			}
 			return nil, err
 		}
@@ -201,7 +201,7 @@ func (b *builder) build(n *PhysNode) ([]exec.Operator, error) {
 		if b.opts.Remote == nil {
 			return nil, nferr.Internalf("build: remote node %d outside a distributed fragment", n.ID)
 		}
-		ops, err = b.opts.Remote.Receivers(n, columnsSchema(n.Columns))
+		ops, err = b.opts.Remote.Receivers(n, ColumnsSchema(n.Columns))
 	case PhysRowID:
 		if len(ins) != 1 {
 			return nil, nferr.Internalf("build: row id node %d has %d inputs", n.ID, len(ins))
@@ -223,7 +223,7 @@ func (b *builder) build(n *PhysNode) ([]exec.Operator, error) {
 		return nil, err
 	}
 	if len(ops) != n.Streams {
-		closeAll(ops)
+		CloseAll(ops)
 		return nil, nferr.Internalf("build: %s node %d has %d streams, planned %d", n.Kind, n.ID, len(ops), n.Streams)
 	}
 	if b.stats != nil {
@@ -234,7 +234,7 @@ func (b *builder) build(n *PhysNode) ([]exec.Operator, error) {
 			st.budgets = append(st.budgets, child)
 			ops[i] = &instrumented{op: o, st: st, budget: child}
 			if ms, ok := o.(*morselScan); ok {
-				st.scan = ms.q
+				st.Scan = ms.q
 			}
 		}
 	}
@@ -259,7 +259,7 @@ func (b *builder) scan(n *PhysNode) ([]exec.Operator, error) {
 	switch {
 	case b.opts.Tasks <= 1 || n.Scan.Replicated:
 	case n.Scan.Range != nil:
-		if tasks, spec, err = rangeTasks(n.Scan, b.opts.Task, b.opts.Tasks); err != nil {
+		if tasks, spec, err = RangeTasks(n.Scan, b.opts.Task, b.opts.Tasks); err != nil {
 			return nil, err
 		}
 	default:
@@ -269,7 +269,7 @@ func (b *builder) scan(n *PhysNode) ([]exec.Operator, error) {
 		}
 		tasks = mine
 	}
-	q := &taskQueue{tasks: tasks}
+	q := &TaskQueue{tasks: tasks}
 	ops := make([]exec.Operator, n.Streams)
 	for i := range ops {
 		ops[i] = &morselScan{src: b.opts.Source, spec: spec, q: q, schema: sch}
@@ -280,7 +280,7 @@ func (b *builder) scan(n *PhysNode) ([]exec.Operator, error) {
 // rangeTasks is task t's share of a range-split scan: the row groups whose
 // value range meets part t, and the scan's filter with the part's bounds
 // (so a row group straddling two parts gives each its own rows).
-func rangeTasks(s *ScanOp, t, tasks int) ([]storage.FileRange, storage.ScanSpec, error) {
+func RangeTasks(s *ScanOp, t, tasks int) ([]storage.FileRange, storage.ScanSpec, error) {
 	r := s.Range
 	spec := s.Spec
 	if r.Parts != tasks || len(r.Col.Min) != len(s.Tasks) || len(r.Col.Max) != len(s.Tasks) {
@@ -323,7 +323,7 @@ func instantiate(n *PhysNode, ins [][]exec.Operator) ([]exec.Operator, error) {
 	one := func(f func(in exec.Operator, stream int) (exec.Operator, error)) ([]exec.Operator, error) {
 		if len(ins) != 1 {
 			for _, o := range ins {
-				closeAll(o)
+				CloseAll(o)
 			}
 			return nil, nferr.Internalf("build: %s node %d has %d inputs, want 1", n.Kind, n.ID, len(ins))
 		}
@@ -331,8 +331,8 @@ func instantiate(n *PhysNode, ins [][]exec.Operator) ([]exec.Operator, error) {
 		for i, in := range ins[0] {
 			op, err := f(in, i)
 			if err != nil {
-				closeAll(out)
-				closeAll(ins[0][i:])
+				CloseAll(out)
+				CloseAll(ins[0][i:])
 				return nil, err
 			}
 			out = append(out, op)
@@ -385,7 +385,7 @@ func instantiate(n *PhysNode, ins [][]exec.Operator) ([]exec.Operator, error) {
 	case PhysHashJoin:
 		if len(ins) != 2 {
 			for _, o := range ins {
-				closeAll(o)
+				CloseAll(o)
 			}
 			return nil, nferr.Internalf("build: join node %d has %d inputs", n.ID, len(ins))
 		}
@@ -405,31 +405,31 @@ func instantiate(n *PhysNode, ins [][]exec.Operator) ([]exec.Operator, error) {
 		}
 		ops, err := exec.NewParallelHashJoin(probes, builds, *n.Join)
 		if err != nil {
-			closeAll(left)
-			closeAll(right)
+			CloseAll(left)
+			CloseAll(right)
 			return nil, err
 		}
 		return ops, nil
 	case PhysNLJoin:
 		if len(ins) != 2 {
 			for _, o := range ins {
-				closeAll(o)
+				CloseAll(o)
 			}
 			return nil, nferr.Internalf("build: join node %d has %d inputs", n.ID, len(ins))
 		}
 		left, right := ins[0], ins[1]
 		if len(right) != len(left) {
-			closeAll(left)
-			closeAll(right)
+			CloseAll(left)
+			CloseAll(right)
 			return nil, nferr.Internalf("build: nested loop join node %d: %d left streams, %d right", n.ID, len(left), len(right))
 		}
 		out := make([]exec.Operator, 0, len(left))
 		for i := range left {
 			j, err := exec.NewNestedLoopJoin(left[i], right[i], *n.NLJoin)
 			if err != nil {
-				closeAll(out)
-				closeAll(left[i:])
-				closeAll(right[i:])
+				CloseAll(out)
+				CloseAll(left[i:])
+				CloseAll(right[i:])
 				return nil, err
 			}
 			out = append(out, j)
@@ -437,14 +437,14 @@ func instantiate(n *PhysNode, ins [][]exec.Operator) ([]exec.Operator, error) {
 		return out, nil
 	}
 	for _, o := range ins {
-		closeAll(o)
+		CloseAll(o)
 	}
 	return nil, nferr.Internalf("build: unknown physical node kind %q", n.Kind)
 }
 
 // outputSchema instantiates n over schema stubs of its inputs (one stream
 // each) to validate its spec and learn its output schema.
-func outputSchema(n *PhysNode, inputs []*arrow.Schema) (*arrow.Schema, error) {
+func OutputSchema(n *PhysNode, inputs []*arrow.Schema) (*arrow.Schema, error) {
 	ins := make([][]exec.Operator, len(inputs))
 	for i, s := range inputs {
 		ins[i] = []exec.Operator{schemaStub{s}}
@@ -455,7 +455,7 @@ func outputSchema(n *PhysNode, inputs []*arrow.Schema) (*arrow.Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer closeAll(ops)
+	defer CloseAll(ops)
 	if len(ops) == 0 {
 		return nil, nferr.Internalf("planner: %s node produced no operator", n.Kind)
 	}
@@ -478,7 +478,7 @@ const (
 
 // checkPlan verifies that every node has its kind's spec and inputs, and
 // that stream counts are positive and bounded.
-func checkPlan(p *PhysPlan) error {
+func CheckPlan(p *PhysPlan) error {
 	if p == nil || p.Root == nil {
 		return nferr.Dataf("physical plan: no root")
 	}
@@ -486,10 +486,10 @@ func checkPlan(p *PhysPlan) error {
 	count := func(n *PhysNode) { total += max(n.Streams, 0) }
 	for _, d := range p.Shared {
 		if d != nil && d.Root != nil {
-			d.Root.walk(count)
+			d.Root.Walk(count)
 		}
 	}
-	p.Root.walk(count)
+	p.Root.Walk(count)
 	if total > maxInstances {
 		// A limit the query's size hits: the query's fault.
 		return nferr.Queryf("query too large: its plan needs %d operator instances (limit %d)", total, maxInstances)
@@ -517,8 +517,8 @@ func checkNode(n *PhysNode, depth int, defs map[int]bool) error {
 	if depth > maxPlanDepth {
 		return nferr.Queryf("query too complex: its plan nests deeper than %d operators", maxPlanDepth)
 	}
-	if n.Streams < 1 || n.Streams > maxParallelism {
-		return nferr.Dataf("physical plan: %s node %d has %d streams (want 1..%d)", n.Kind, n.ID, n.Streams, maxParallelism)
+	if n.Streams < 1 || n.Streams > MaxParallelism {
+		return nferr.Dataf("physical plan: %s node %d has %d streams (want 1..%d)", n.Kind, n.ID, n.Streams, MaxParallelism)
 	}
 	inputs, ok := map[PhysKind]int{PhysScan: 0, PhysValues: 0, PhysSharedScan: 0, PhysRemote: 0, PhysHashJoin: 2, PhysNLJoin: 2}[n.Kind]
 	if !ok {
@@ -559,7 +559,7 @@ func checkNode(n *PhysNode, depth int, defs map[int]bool) error {
 		spec = n.Window != nil
 	case PhysExchange:
 		spec = n.Exchange != nil
-		if spec && (n.Exchange.Kind == exec.ExchangeHash || n.Exchange.Kind == exec.ExchangeBroadcast) && (n.Exchange.Outputs < 1 || n.Exchange.Outputs > maxParallelism) {
+		if spec && (n.Exchange.Kind == exec.ExchangeHash || n.Exchange.Kind == exec.ExchangeBroadcast) && (n.Exchange.Outputs < 1 || n.Exchange.Outputs > MaxParallelism) {
 			return nferr.Dataf("physical plan: exchange node %d has %d outputs", n.ID, n.Exchange.Outputs)
 		}
 		if spec && len(n.Inputs) == 1 && n.Inputs[0] != nil && n.Inputs[0].Streams*n.Streams > maxExchangeFan {

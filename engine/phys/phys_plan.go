@@ -1,4 +1,4 @@
-package engine
+package phys
 
 import (
 	"fmt"
@@ -71,8 +71,8 @@ func (o *PlanOptions) Validate() error {
 	if o.Parallelism == 0 {
 		o.Parallelism = runtime.GOMAXPROCS(0)
 	}
-	if o.Parallelism < 1 || o.Parallelism > maxParallelism {
-		return nferr.Queryf("parallelism %d out of range 1..%d", o.Parallelism, maxParallelism)
+	if o.Parallelism < 1 || o.Parallelism > MaxParallelism {
+		return nferr.Queryf("parallelism %d out of range 1..%d", o.Parallelism, MaxParallelism)
 	}
 	if o.RepartitionGroups == 0 {
 		o.RepartitionGroups = 100_000
@@ -91,7 +91,7 @@ const rowsPerGroup = 256 * 1024
 // maxParallelism bounds pipelines per node: far more than any DPU or
 // worker has cores, low enough that a typo does not start a million
 // goroutines.
-const maxParallelism = 1024
+const MaxParallelism = 1024
 
 // PlanPhysical lowers an optimized query plan to a physical plan; names
 // are the result's column names.
@@ -158,7 +158,7 @@ func (pl *physPlanner) node(n *PhysNode, layout []plan.ColumnID, est float64, in
 	var sch *arrow.Schema
 	switch n.Kind {
 	case PhysScan, PhysSharedScan:
-		sch = columnsSchema(n.Columns)
+		sch = ColumnsSchema(n.Columns)
 	case PhysUnion:
 		sch = inputs[0].schema
 	default:
@@ -167,7 +167,7 @@ func (pl *physPlanner) node(n *PhysNode, layout []plan.ColumnID, est float64, in
 			ss[i] = in.schema
 		}
 		var err error
-		if sch, err = outputSchema(n, ss); err != nil {
+		if sch, err = OutputSchema(n, ss); err != nil {
 			return nil, err
 		}
 	}
@@ -185,7 +185,7 @@ func (pl *physPlanner) node(n *PhysNode, layout []plan.ColumnID, est float64, in
 	return &pnode{n: n, layout: layout, schema: sch}, nil
 }
 
-func columnsSchema(cols []PhysColumn) *arrow.Schema {
+func ColumnsSchema(cols []PhysColumn) *arrow.Schema {
 	fs := make([]arrow.Field, len(cols))
 	for i, c := range cols {
 		fs[i] = arrow.Field{Name: c.Name, Type: c.Type.Arrow(), Nullable: c.Nullable}
@@ -1334,9 +1334,9 @@ func sortedNodeIDs(p *PhysPlan) []int {
 	var ids []int
 	visit := func(n *PhysNode) { ids = append(ids, n.ID) }
 	for _, d := range p.Shared {
-		d.Root.walk(visit)
+		d.Root.Walk(visit)
 	}
-	p.Root.walk(visit)
+	p.Root.Walk(visit)
 	sort.Ints(ids)
 	return ids
 }

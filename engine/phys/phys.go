@@ -1,4 +1,4 @@
-package engine
+package phys
 
 import (
 	"math/bits"
@@ -217,7 +217,7 @@ type RangePart struct {
 // row group is read by two tasks) balanced by rows, when cc has at least
 // two row groups per part; else in equal widths (whole row groups would
 // leave the parts too unequal).
-func newRangePart(cc ClusterCol, parts int) *RangePart {
+func NewRangePart(cc ClusterCol, parts int) *RangePart {
 	r := &RangePart{Col: cc, Parts: parts}
 	n := len(cc.Min)
 	if n < 2*parts || len(cc.Rows) != n {
@@ -325,13 +325,10 @@ type SingleCheckOp struct {
 	Col int `json:"col"`
 }
 
-// walk calls fn on n and every node below it (pre-order).
-func (n *PhysNode) walk(fn func(*PhysNode)) {
+// Walk calls fn on n and every node below it (pre-order).
+func (n *PhysNode) Walk(fn func(*PhysNode)) {
 	fn(n)
 	for _, in := range n.Inputs {
-		in.walk(fn)
+		in.Walk(fn)
 	}
 }
-
-// Walk calls fn on n and every node below it (pre-order).
-func (n *PhysNode) Walk(fn func(*PhysNode)) { n.walk(fn) }

@@ -1,4 +1,4 @@
-package engine
+package phys
 
 import (
 	"fmt"
@@ -61,15 +61,15 @@ func (e *physExplainer) figures(n *PhysNode) string {
 	if st == nil {
 		return s
 	}
-	s += ", time " + formatDuration(time.Duration(e.selfNanos(n)))
+	s += ", time " + FormatDuration(time.Duration(e.selfNanos(n)))
 	if peak := st.PeakBytes(); peak > 0 {
 		s += ", peak " + exec.FormatBytes(peak)
 	}
 	if sp, files := st.Spilled(); sp > 0 {
 		s += fmt.Sprintf(", spilled %s in %d files", exec.FormatBytes(sp), files)
 	}
-	if st.scan != nil {
-		t := st.scan.totals()
+	if st.Scan != nil {
+		t := st.Scan.Totals()
 		s += fmt.Sprintf(", row groups %d/%d", t.RowGroupsTotal-t.RowGroupsPruned, t.RowGroupsTotal)
 		if t.LocalScans > 0 {
 			s += fmt.Sprintf(", %d read locally", t.LocalScans)
@@ -143,7 +143,7 @@ func samePipeline(n *PhysNode, i int) bool {
 	return true
 }
 
-func formatDuration(d time.Duration) string {
+func FormatDuration(d time.Duration) string {
 	switch {
 	case d >= time.Second:
 		return fmt.Sprintf("%.2fs", d.Seconds())
@@ -197,7 +197,7 @@ func physLine(n *PhysNode) string {
 			s += " " + string(n.Agg.Phase)
 		}
 		if len(n.Agg.GroupCols) > 0 {
-			s += " group=[" + colNames(in(0), n.Agg.GroupCols) + "]"
+			s += " group=[" + ColNames(in(0), n.Agg.GroupCols) + "]"
 		}
 		aggs := make([]string, len(n.Agg.Aggs))
 		for i, a := range n.Agg.Aggs {
@@ -209,7 +209,7 @@ func physLine(n *PhysNode) string {
 				if a.Distinct {
 					d = "DISTINCT "
 				}
-				aggs[i] = fmt.Sprintf("%s(%s%s)", a.Func, d, colNames(in(0), []int{a.Arg}))
+				aggs[i] = fmt.Sprintf("%s(%s%s)", a.Func, d, ColNames(in(0), []int{a.Arg}))
 			}
 		}
 		if len(aggs) > 0 {
@@ -219,7 +219,7 @@ func physLine(n *PhysNode) string {
 	case PhysHashJoin:
 		keys := make([]string, len(n.Join.LeftKeys))
 		for i := range keys {
-			keys[i] = colNames(in(0), n.Join.LeftKeys[i:i+1]) + " = " + colNames(in(1), n.Join.RightKeys[i:i+1])
+			keys[i] = ColNames(in(0), n.Join.LeftKeys[i:i+1]) + " = " + ColNames(in(1), n.Join.RightKeys[i:i+1])
 		}
 		s := "HashJoin " + string(n.Join.Type)
 		if n.Join.NullAware {
@@ -262,7 +262,7 @@ func physLine(n *PhysNode) string {
 	case PhysWindow:
 		s := "Window"
 		if len(n.Window.PartitionBy) > 0 {
-			s += " partition=[" + colNames(in(0), n.Window.PartitionBy) + "]"
+			s += " partition=[" + ColNames(in(0), n.Window.PartitionBy) + "]"
 		}
 		if len(n.Window.OrderBy) > 0 {
 			s += " order=[" + sortKeys(in(0), n.Window.OrderBy) + "]"
@@ -273,7 +273,7 @@ func physLine(n *PhysNode) string {
 			case exec.WinRowNumber, exec.WinRank, exec.WinDenseRank, exec.WinCountStar:
 				fs[i] = string(f.Func) + "()"
 			default:
-				fs[i] = fmt.Sprintf("%s(%s)", f.Func, colNames(in(0), []int{f.Arg}))
+				fs[i] = fmt.Sprintf("%s(%s)", f.Func, ColNames(in(0), []int{f.Arg}))
 			}
 		}
 		return s + " funcs=[" + strings.Join(fs, ", ") + "]"
@@ -283,7 +283,7 @@ func physLine(n *PhysNode) string {
 		case exec.ExchangeGather:
 			return "Gather"
 		case exec.ExchangeHash:
-			return "Repartition hash=[" + colNames(in(0), x.Keys) + "]"
+			return "Repartition hash=[" + ColNames(in(0), x.Keys) + "]"
 		case exec.ExchangeBroadcast:
 			return "Broadcast"
 		case exec.ExchangeMerge:
@@ -304,7 +304,7 @@ func physLine(n *PhysNode) string {
 		r := n.Remote
 		s := fmt.Sprintf("Receive exchange %d from stage %d (%s", r.Exchange, r.Stage, r.Kind)
 		if r.Kind == exec.ExchangeHash {
-			s += " [" + colNames(n.Columns, r.Keys) + "]"
+			s += " [" + ColNames(n.Columns, r.Keys) + "]"
 		}
 		return s + ")"
 	}
@@ -314,7 +314,7 @@ func physLine(n *PhysNode) string {
 func sortKeys(cols []PhysColumn, keys []exec.SortKey) string {
 	s := make([]string, len(keys))
 	for i, k := range keys {
-		s[i] = colNames(cols, []int{k.Col})
+		s[i] = ColNames(cols, []int{k.Col})
 		if k.Desc {
 			s[i] += " DESC"
 		}

@@ -1,4 +1,4 @@
-package engine
+package phys
 
 import (
 	"sync"
@@ -23,7 +23,7 @@ import (
 
 // taskQueue hands out a scan's row-group tasks to the scan instances of
 // one node, in order.
-type taskQueue struct {
+type TaskQueue struct {
 	tasks []storage.FileRange
 	next  atomic.Int64
 
@@ -31,7 +31,7 @@ type taskQueue struct {
 	stats storage.ScanStats
 }
 
-func (q *taskQueue) take() (storage.FileRange, bool) {
+func (q *TaskQueue) take() (storage.FileRange, bool) {
 	i := q.next.Add(1) - 1
 	if i >= int64(len(q.tasks)) {
 		return storage.FileRange{}, false
@@ -39,7 +39,7 @@ func (q *taskQueue) take() (storage.FileRange, bool) {
 	return q.tasks[i], true
 }
 
-func (q *taskQueue) addStats(s storage.ScanStats) {
+func (q *TaskQueue) AddStats(s storage.ScanStats) {
 	q.mu.Lock()
 	q.stats.RowGroupsTotal += s.RowGroupsTotal
 	q.stats.RowGroupsPruned += s.RowGroupsPruned
@@ -50,7 +50,7 @@ func (q *taskQueue) addStats(s storage.ScanStats) {
 	q.mu.Unlock()
 }
 
-func (q *taskQueue) totals() storage.ScanStats {
+func (q *TaskQueue) Totals() storage.ScanStats {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.stats
@@ -62,7 +62,7 @@ func (q *taskQueue) totals() storage.ScanStats {
 type morselScan struct {
 	src    storage.Source
 	spec   storage.ScanSpec
-	q      *taskQueue
+	q      *TaskQueue
 	schema *arrow.Schema
 
 	env    *exec.Env
@@ -127,7 +127,7 @@ func (s *morselScan) finishCur() error {
 	if s.cur == nil {
 		return nil
 	}
-	s.q.addStats(s.cur.Stats())
+	s.q.AddStats(s.cur.Stats())
 	err := s.cur.Close()
 	s.cur = nil
 	return err
@@ -279,7 +279,7 @@ func (r *sharedReader) Close() error {
 
 // errTooManyRows is PostgreSQL's message for a scalar subquery with two
 // rows.
-const errTooManyRows = "more than one row returned by a subquery used as an expression"
+const ErrTooManyRows = "more than one row returned by a subquery used as an expression"
 
 // maxOneRow passes its input through and fails when it has a second row:
 // the right side of an uncorrelated scalar subquery's join.
@@ -298,7 +298,7 @@ func (m *maxOneRow) Next() (*exec.Batch, error) {
 	}
 	m.rows += b.Len()
 	if m.rows > 1 {
-		return nil, nferr.Queryf(errTooManyRows)
+		return nil, nferr.Queryf(ErrTooManyRows)
 	}
 	return b, nil
 }
@@ -391,7 +391,7 @@ func (s *singleCheck) Next() (*exec.Batch, error) {
 	ids := b.Cols[s.col].(*array.Int64).Int64Values()
 	check := func(id int64) error {
 		if s.seen && id == s.prev {
-			return nferr.Queryf(errTooManyRows)
+			return nferr.Queryf(ErrTooManyRows)
 		}
 		s.prev, s.seen = id, true
 		return nil
@@ -433,10 +433,10 @@ type OpStats struct {
 	// Close, children in the same pipeline included.
 	Nanos   atomic.Int64
 	budgets []*exec.Budget
-	scan    *taskQueue
-	// peak, spilled and spillFiles are counted elsewhere (the tasks of a
-	// distributed stage).
-	peak, spilled, spillFiles int64
+	Scan    *TaskQueue
+	// RemotePeak, RemoteSpilled and RemoteSpillFiles are counted elsewhere
+	// (by the tasks of a distributed stage) and added here.
+	RemotePeak, RemoteSpilled, RemoteSpillFiles int64
 
 	mu     sync.Mutex
 	spills []*exec.Spill // the instances' views of the query's spill space
@@ -447,7 +447,7 @@ type OpStats struct {
 func (s *OpStats) Spilled() (bytes, files int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	bytes, files = s.spilled, s.spillFiles
+	bytes, files = s.RemoteSpilled, s.RemoteSpillFiles
 	for _, sp := range s.spills {
 		bytes += sp.Written()
 		files += sp.Files()
@@ -457,7 +457,7 @@ func (s *OpStats) Spilled() (bytes, files int64) {
 
 // PeakBytes sums the peak memory of the node's instances.
 func (s *OpStats) PeakBytes() int64 {
-	n := s.peak
+	n := s.RemotePeak
 	for _, b := range s.budgets {
 		n += b.Peak()
 	}

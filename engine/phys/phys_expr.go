@@ -1,4 +1,4 @@
-package engine
+package phys
 
 import (
 	"fmt"
@@ -352,7 +352,7 @@ func execExprList(es []exec.Expr) string {
 }
 
 // colNames prints the names of columns.
-func colNames(cols []PhysColumn, idx []int) string {
+func ColNames(cols []PhysColumn, idx []int) string {
 	s := make([]string, len(idx))
 	for i, c := range idx {
 		if c >= 0 && c < len(cols) {
