@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nicflow/nicflow/engine/dist"
+
 	"github.com/nicflow/nicflow/engine/phys"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -221,7 +223,7 @@ func (r *SQLRunner) RunQuery(q *Query, out ResultWriter) error {
 		}
 		par = max(par, 2)
 	}
-	dq, err := r.sess.PrepareDistributed(q.Context(), q.Text, k, engine.DistOptions{Workers: len(workers), Parallelism: par})
+	dq, err := r.sess.PrepareDistributed(q.Context(), q.Text, k, dist.DistOptions{Workers: len(workers), Parallelism: par})
 	if err != nil {
 		return err
 	}
@@ -300,7 +302,7 @@ func writeLocal(res *engine.Result, out ResultWriter) error {
 type runResult struct {
 	rows     int64
 	shuffled int64
-	stats    *engine.DistStats
+	stats    *dist.DistStats
 }
 
 func (r *SQLRunner) run(q *Query, dq *engine.DistQuery, workers []NodeInfo, out ResultWriter) (runResult, error) {
@@ -339,7 +341,7 @@ func (r *SQLRunner) run(q *Query, dq *engine.DistQuery, workers []NodeInfo, out 
 	}
 	var reqs []TaskRequest
 	type planned struct {
-		f    *engine.Fragment
+		f    *dist.Fragment
 		spec TaskSpec
 	}
 	var all []planned
@@ -360,7 +362,7 @@ func (r *SQLRunner) run(q *Query, dq *engine.DistQuery, workers []NodeInfo, out 
 		for t, f := range frags[s.ID] {
 			f.Peers, f.Tables, f.Storage = peers, scans, storageNodes
 			f.MemoryLimit, f.BatchSize, f.Analyze = r.opts.MemoryLimit, r.opts.BatchSize, dq.Analyze
-			b, err := engine.MarshalFragment(f)
+			b, err := dist.MarshalFragment(f)
 			if err != nil {
 				return res, err
 			}
@@ -394,7 +396,7 @@ func (r *SQLRunner) run(q *Query, dq *engine.DistQuery, workers []NodeInfo, out 
 		if err != nil {
 			return res, err
 		}
-		res.rows, res.stats = rows, engine.CollectStats(reports)
+		res.rows, res.stats = rows, dist.CollectStats(reports)
 	} else {
 		o := root.Output()
 		defer o.Release()
@@ -435,7 +437,7 @@ func (r *SQLRunner) run(q *Query, dq *engine.DistQuery, workers []NodeInfo, out 
 	return res, nil
 }
 
-func resultSchema(dp *engine.DistPlan) *arrow.Schema {
+func resultSchema(dp *dist.DistPlan) *arrow.Schema {
 	fs := make([]arrow.Field, len(dp.Columns))
 	for i, c := range dp.Columns {
 		fs[i] = arrow.Field{Name: c.Name, Type: c.Type.Arrow(), Nullable: c.Nullable}
@@ -447,8 +449,8 @@ func resultSchema(dp *engine.DistPlan) *arrow.Schema {
 }
 
 // collectReports reads every task's analyze report.
-func collectReports(q *Query, tasks []*Task) ([]engine.TaskReport, int64, error) {
-	reports := make([]engine.TaskReport, len(tasks))
+func collectReports(q *Query, tasks []*Task) ([]dist.TaskReport, int64, error) {
+	reports := make([]dist.TaskReport, len(tasks))
 	errs := make([]error, len(tasks))
 	var wg sync.WaitGroup
 	for i, t := range tasks {
@@ -468,7 +470,7 @@ func collectReports(q *Query, tasks []*Task) ([]engine.TaskReport, int64, error)
 				if rec == nil {
 					break
 				}
-				rep, err := engine.DecodeReport(rec)
+				rep, err := dist.DecodeReport(rec)
 				if err != nil {
 					errs[i] = err
 					q.Fail(err)
@@ -497,7 +499,7 @@ func collectReports(q *Query, tasks []*Task) ([]engine.TaskReport, int64, error)
 // placement returns the placed tables the plan scans (placing those whose
 // files are not all on alive storage nodes first), the alive storage
 // nodes, and the IDs of the nodes holding the scanned files.
-func (r *SQLRunner) placement(q *Query, dp *engine.DistPlan) (map[string]*storage.PlacedTable, []storage.Node, []string, error) {
+func (r *SQLRunner) placement(q *Query, dp *dist.DistPlan) (map[string]*storage.PlacedTable, []storage.Node, []string, error) {
 	alive := map[string]NodeInfo{}
 	var nodes []storage.Node
 	for _, s := range q.StorageNodes() {
@@ -662,7 +664,7 @@ type SQLWorker struct {
 	mu    sync.Mutex
 	node  *Node
 	agent *shuffle.Agent
-	xs    *engine.Exchanges
+	xs    *dist.Exchanges
 	cl    *shuffle.Client
 	peers map[int]string
 
@@ -720,7 +722,7 @@ func (w *SQLWorker) Start(n *Node, listen string) error {
 		addr = n.opts.DataAddr
 	}
 	w.mu.Lock()
-	w.node, w.agent, w.cl, w.xs, w.peers = n, a, cl, engine.NewExchanges(cl), map[int]string{idx: addr}
+	w.node, w.agent, w.cl, w.xs, w.peers = n, a, cl, dist.NewExchanges(cl), map[int]string{idx: addr}
 	w.scanned = prometheus.NewCounter(prometheus.CounterOpts{Name: "nicflow_scan_rows_total", Help: "Rows fragments on this worker read from storage nodes (after filtering there)."})
 	w.scannedBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "nicflow_scan_bytes_total", Help: "Arrow bytes fragments on this worker read from storage nodes."})
 	w.sent = prometheus.NewCounter(prometheus.CounterOpts{Name: "nicflow_shuffle_sent_bytes_total", Help: "Payload bytes this worker's fragments sent through network exchanges."})
@@ -767,7 +769,7 @@ func (w *SQLWorker) Execute(ctx context.Context, tc *TaskContext) error {
 	if xs == nil {
 		return nferr.Unavailablef("worker %s: shuffle agent not running", tc.Node.ID())
 	}
-	f, err := engine.UnmarshalFragment(tc.Spec.Fragment)
+	f, err := dist.UnmarshalFragment(tc.Spec.Fragment)
 	if err != nil {
 		return err
 	}
@@ -788,7 +790,7 @@ func (w *SQLWorker) Execute(ctx context.Context, tc *TaskContext) error {
 		defer ps.Close()
 		src = countingSource{Source: ps, rows: w.scanned, bytes: w.scannedBytes}
 	}
-	ctr := &engine.FragmentCounters{}
+	ctr := &dist.FragmentCounters{}
 	done := make(chan struct{})
 	var last [2]int64
 	publish := func() {
@@ -817,7 +819,7 @@ func (w *SQLWorker) Execute(ctx context.Context, tc *TaskContext) error {
 			}
 		}
 	}()
-	err = engine.RunFragment(ctx, f, engine.FragmentEnv{Exchanges: xs, Source: src, Alloc: w.alloc, Send: tc.Send, Counters: ctr, Node: tc.Node.ID(),
+	err = dist.RunFragment(ctx, f, dist.FragmentEnv{Exchanges: xs, Source: src, Alloc: w.alloc, Send: tc.Send, Counters: ctr, Node: tc.Node.ID(),
 		SpillDir: tc.Node.opts.SpillDir, Memory: mem})
 	close(done)
 	publish()

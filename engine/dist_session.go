@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nicflow/nicflow/engine/dist"
+
 	"github.com/nicflow/nicflow/engine/phys"
 
 	"github.com/nicflow/nicflow/engine/opt"
@@ -31,7 +33,7 @@ type DistQuery struct {
 	SQL string
 	// Plan is the distributed plan of a query or of EXPLAIN's query; nil
 	// when Local is set.
-	Plan *DistPlan
+	Plan *dist.DistPlan
 	// Explain and Analyze: the statement is EXPLAIN [ANALYZE]; the
 	// result is ExplainText's lines (see ExplainResult).
 	Explain, Analyze bool
@@ -68,7 +70,7 @@ func SplitScript(script string) ([]string, error) {
 // catalog and those views and plans it into stages. Statements that change
 // the database are refused with a KindQuery error: a cluster does not run
 // them yet.
-func (s *Session) PrepareDistributed(ctx context.Context, script string, k int, opts DistOptions) (*DistQuery, error) {
+func (s *Session) PrepareDistributed(ctx context.Context, script string, k int, opts dist.DistOptions) (*DistQuery, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -147,7 +149,7 @@ func (s *Session) PrepareDistributed(ctx context.Context, script string, k int, 
 	if err != nil {
 		return nil, err
 	}
-	if dq.Plan, err = PlanDistributed(pp, opts); err != nil {
+	if dq.Plan, err = dist.PlanDistributed(pp, opts); err != nil {
 		return nil, err
 	}
 	return dq, nil
@@ -222,11 +224,11 @@ func statementName(st bind.Statement) string {
 
 // ExplainText is an EXPLAIN's text: the logical plan, then the stages
 // (with the figures of an EXPLAIN ANALYZE run when stats is set).
-func (dq *DistQuery) ExplainText(stats *DistStats, rows int64, elapsed time.Duration) string {
+func (dq *DistQuery) ExplainText(stats *dist.DistStats, rows int64, elapsed time.Duration) string {
 	var b strings.Builder
 	b.WriteString("Logical plan:\n")
 	b.WriteString(dq.logical)
-	b.WriteString(ExplainDistributed(dq.Plan, stats))
+	b.WriteString(dist.ExplainDistributed(dq.Plan, stats))
 	if stats != nil {
 		b.WriteString("Total: " + strconv.FormatInt(rows, 10) + " rows in " + phys.FormatDuration(elapsed) + ", shuffled " + exec.FormatBytes(stats.BytesShuffled) + "\n")
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nicflow/nicflow/engine/dist"
+
 	"github.com/nicflow/nicflow/engine/phys"
 
 	"github.com/nicflow/nicflow/engine/opt"
@@ -19,17 +21,17 @@ func TestDistributedPlansTPCH(t *testing.T) {
 	var b strings.Builder
 	for q := 1; q <= 22; q++ {
 		_, pp := planTPCH(t, q, 2)
-		dp, err := PlanDistributed(pp, DistOptions{Workers: 4, Parallelism: 2})
+		dp, err := dist.PlanDistributed(pp, dist.DistOptions{Workers: 4, Parallelism: 2})
 		if err != nil {
 			t.Fatalf("Q%d: %v", q, err)
 		}
-		fmt.Fprintf(&b, "-- Q%d\n%s\n", q, ExplainDistributed(dp, nil))
+		fmt.Fprintf(&b, "-- Q%d\n%s\n", q, dist.ExplainDistributed(dp, nil))
 		checkDistPlan(t, fmt.Sprintf("Q%d", q), dp)
 	}
 	checkGolden(t, "dist/tpch.golden", b.String())
 }
 
-func checkDistPlan(t *testing.T, what string, dp *DistPlan) {
+func checkDistPlan(t *testing.T, what string, dp *dist.DistPlan) {
 	t.Helper()
 	root := dp.Root()
 	if root.Out != nil || root.Tasks != 1 || root.Root.Streams != 1 {
@@ -110,11 +112,11 @@ func checkDistPlan(t *testing.T, what string, dp *DistPlan) {
 			t.Fatalf("%s: stage %d has %d fragments for %d tasks", what, s.ID, len(frags[s.ID]), s.Tasks)
 		}
 		for _, f := range frags[s.ID] {
-			b, err := MarshalFragment(f)
+			b, err := dist.MarshalFragment(f)
 			if err != nil {
 				t.Fatal(err)
 			}
-			back, err := UnmarshalFragment(b)
+			back, err := dist.UnmarshalFragment(b)
 			if err != nil {
 				t.Fatalf("%s: stage %d task %d: %v", what, s.ID, f.Task, err)
 			}
@@ -166,11 +168,11 @@ func TestDistributedJoinChoices(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dp, err := PlanDistributed(pp, DistOptions{Workers: 4, Parallelism: 2})
+		dp, err := dist.PlanDistributed(pp, dist.DistOptions{Workers: 4, Parallelism: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
-		text := ExplainDistributed(dp, nil)
+		text := dist.ExplainDistributed(dp, nil)
 		checkDistPlan(t, tc.sql, dp)
 		for _, w := range tc.want {
 			if !strings.Contains(text, w) {
@@ -191,7 +193,7 @@ func FuzzUnmarshalFragment(f *testing.F) {
 	for _, q := range []int{1, 3, 18} {
 		t := &testing.T{}
 		_, pp := planTPCH(t, q, 2)
-		dp, err := PlanDistributed(pp, DistOptions{Workers: 2, Parallelism: 2})
+		dp, err := dist.PlanDistributed(pp, dist.DistOptions{Workers: 2, Parallelism: 2})
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -200,7 +202,7 @@ func FuzzUnmarshalFragment(f *testing.F) {
 			f.Fatal(err)
 		}
 		for _, fs := range frags {
-			b, err := MarshalFragment(fs[0])
+			b, err := dist.MarshalFragment(fs[0])
 			if err != nil {
 				f.Fatal(err)
 			}
@@ -210,7 +212,7 @@ func FuzzUnmarshalFragment(f *testing.F) {
 	f.Add([]byte(`{"root":{"kind":"remote","streams":3}}`))
 	f.Add([]byte(`{"task":1,"tasks":1,"parallelism":1,"root":{"kind":"scan","streams":1}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		fr, err := UnmarshalFragment(b)
+		fr, err := dist.UnmarshalFragment(b)
 		if err != nil {
 			return
 		}

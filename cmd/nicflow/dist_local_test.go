@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/nicflow/nicflow/engine/dist"
+
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/nicflow/nicflow/engine"
@@ -58,7 +60,7 @@ func tpchSmallGroups(t testing.TB, sf float64) string {
 
 // distLocalAnswer runs a TPC-H query text (a script for Q15) through the
 // distributed planner and the in-process runner.
-func distLocalAnswer(t *testing.T, sess *engine.Session, text string, opts engine.DistOptions, alloc memory.Allocator) (tpch.Result, int64) {
+func distLocalAnswer(t *testing.T, sess *engine.Session, text string, opts dist.DistOptions, alloc memory.Allocator) (tpch.Result, int64) {
 	t.Helper()
 	stmts, err := engine.SplitScript(text)
 	if err != nil {
@@ -74,9 +76,9 @@ func distLocalAnswer(t *testing.T, sess *engine.Session, text string, opts engin
 		if dq.Plan == nil {
 			continue
 		}
-		res, err := engine.RunDistributedLocal(context.Background(), dq.Plan, engine.LocalDistOptions{Source: sess.DB(), Alloc: alloc})
+		res, err := dist.RunDistributedLocal(context.Background(), dq.Plan, dist.LocalDistOptions{Source: sess.DB(), Alloc: alloc})
 		if err != nil {
-			t.Fatalf("statement %d: %v\n%s", k+1, err, engine.ExplainDistributed(dq.Plan, nil))
+			t.Fatalf("statement %d: %v\n%s", k+1, err, dist.ExplainDistributed(dq.Plan, nil))
 		}
 		shuffled += res.BytesShuffled
 		out = tpch.Result{Columns: dq.Plan.Names}
@@ -113,7 +115,7 @@ func TestDistributedPlansInProcess(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, _ := distLocalAnswer(t, sess, text, engine.DistOptions{Workers: w, Parallelism: 2}, mem)
+				got, _ := distLocalAnswer(t, sess, text, dist.DistOptions{Workers: w, Parallelism: 2}, mem)
 				if err := tpch.CheckAnswer(q, sf, got); err != nil {
 					t.Errorf("Q%d on %d workers: %v", q, w, err)
 				}
@@ -147,7 +149,7 @@ func TestDistributedSharedSubplans(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
-			opts := engine.DistOptions{Workers: 4, Parallelism: 2}
+			opts := dist.DistOptions{Workers: 4, Parallelism: 2}
 			dq, err := sess.PrepareDistributed(context.Background(), tc.sql, 0, opts)
 			if err != nil {
 				t.Fatal(err)
@@ -157,7 +159,7 @@ func TestDistributedSharedSubplans(t *testing.T) {
 				shared += len(s.Shared)
 			}
 			if once := shared > 0; once != tc.once {
-				t.Fatalf("shared subplans in stages: %d, want computed once: %v\n%s", shared, tc.once, engine.ExplainDistributed(dq.Plan, nil))
+				t.Fatalf("shared subplans in stages: %d, want computed once: %v\n%s", shared, tc.once, dist.ExplainDistributed(dq.Plan, nil))
 			}
 			got, _ := distLocalAnswer(t, sess, tc.sql, opts, mem)
 			want, err := runQueryText(context.Background(), sess, tc.sql, true)
