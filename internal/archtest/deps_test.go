@@ -25,6 +25,34 @@ var allowed = map[string][]string{
 	"cmd":     {"cluster", "engine", "exec", "storage", "shuffle", "tpch", "bench"},
 }
 
+// phases lists, for each package of the planner (engine and below), the
+// engine packages it may import: the phases depend one way, sql <- plan <-
+// bind and plan <- opt <- phys <- dist, and the engine facade on all. An
+// engine package that is not listed fails the test.
+var phases = map[string][]string{
+	"engine/sql":  {},
+	"engine/plan": {},
+	"engine/bind": {"engine/sql", "engine/plan"},
+	"engine/opt":  {"engine/plan"},
+	"engine/phys": {"engine/plan", "engine/opt"},
+	"engine/dist": {"engine/plan", "engine/opt", "engine/phys"},
+	"engine":      {"engine/sql", "engine/plan", "engine/bind", "engine/opt", "engine/phys", "engine/dist"},
+}
+
+// phase is the planner package pkg belongs to ("engine/opt" for
+// engine/opt and anything below it), or "" outside engine.
+func phase(pkg string) string {
+	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
+	if rel != "engine" && !strings.HasPrefix(rel, "engine/") {
+		return ""
+	}
+	parts := strings.SplitN(rel, "/", 3)
+	if len(parts) == 1 {
+		return "engine"
+	}
+	return parts[0] + "/" + parts[1]
+}
+
 // forbiddenExternal lists third-party packages that must not appear in the
 // main module: cgo-only libraries live in their own modules under bench/.
 var forbiddenExternal = []string{"github.com/duckdb/", "github.com/marcboeker/go-duckdb", "github.com/xitongsys/parquet-go", "github.com/apache/arrow/go/"}
@@ -71,6 +99,10 @@ func TestDependencyGraph(t *testing.T) {
 				continue
 			}
 			to := top(imp)
+			if to == "engine" && from == "engine" {
+				checkPhase(t, pkg, imp)
+				continue
+			}
 			if to == from || to == "internal" {
 				continue
 			}
@@ -85,4 +117,24 @@ func TestDependencyGraph(t *testing.T) {
 			}
 		}
 	}
+}
+
+// checkPhase checks one import between two packages under engine against
+// phases.
+func checkPhase(t *testing.T, pkg, imp string) {
+	from, to := phase(pkg), phase(imp)
+	if from == to {
+		return
+	}
+	ok, known := phases[from]
+	if !known {
+		t.Errorf("planner package %s is not in the phase table; add it to phases and engine/doc.go", pkg)
+		return
+	}
+	for _, a := range ok {
+		if a == to {
+			return
+		}
+	}
+	t.Errorf("%s imports %s: phase %s may not depend on %s (see engine/doc.go)", pkg, imp, from, to)
 }

@@ -1,0 +1,34 @@
+// Package dist cuts a physical plan into stages at exchanges and runs a
+// stage's fragment on a worker.
+//
+//	PlanDistributed (dist.go)  *phys.PhysPlan -> *DistPlan: stages cut at
+//	                           exchanges (network gather, hash repartition
+//	                           with partial/final aggregates, broadcast or
+//	                           replicated build sides, repartitioned joins,
+//	                           scans split by key range on clustered
+//	                           columns for joins and aggregates in place;
+//	                           one worker: the embedded plan, one task)
+//	DistPlan.Fragments         one Fragment per task (JSON, shipped)
+//	RunFragment (exec.go)      runs a fragment: scans from a Source,
+//	                           PhysRemote from shuffle receivers, output to
+//	                           shuffle senders or the coordinator
+//	RunDistributedLocal        a distributed plan in one process (local.go,
+//	                           tests)
+//	ExplainDistributed         stages [+ EXPLAIN ANALYZE task reports]
+//
+// INVARIANT: a node the embedded plan ran as one stream runs in one task
+// with one stream in a distributed plan (filters, projections and hash
+// joins excepted: their rows do not depend on how the input is split, and
+// the first node above that needs one stream gathers); a shared subplan
+// sits in exactly one stage (Stage.Shared), the one-task stage holding all
+// its readers, or is planned again at each reader; a hash exchange across
+// the network has Workers x Parallelism receivers and uses
+// exec.HashPartitioner over all of them; two sides of a co-located join
+// are distributed on their join keys over the same receivers, or split by
+// value range on them at the same bounds (RangePart.Same), every part of a
+// range split read by exactly one task with the part's bounds in its scan
+// filter.
+//
+// Dependencies: dist imports phys, exec, shuffle and storage; never plan's
+// rewriters, bind or opt.
+package dist

@@ -1,0 +1,26 @@
+// Package phys lowers an optimized logical plan onto exec operators and
+// runs it in one process.
+//
+//	PlanPhysical (plan.go)  optimized plan.Plan -> *PhysPlan (plain data,
+//	                        JSON-serializable: exec specs per node)
+//	Build (build.go)        *PhysPlan -> exec operators (Executable)
+//	ExplainPhysical         *PhysPlan [+ EXPLAIN ANALYZE OpStats] -> text
+//
+// A PhysNode has Streams parallel output streams (phys.go lists the rule
+// per operator kind); exchanges (gather, hash repartition, broadcast,
+// ordered merge) change the count, and the distributed planner cuts plans
+// at them. expr.go lowers expressions to exec.Expr specs by column
+// position; cse.go computes shared subexpressions once; ops.go holds the
+// operators only the engine builds (morsel scans, shared materializations,
+// single-row checks) and the EXPLAIN ANALYZE counters (OpStats).
+//
+// Invariants:
+//   - A physical plan's root has one stream; every node with several
+//     streams is consumed by goroutines (exchange producers or a shared
+//     join build), and only single-stream paths keep a sort's order.
+//   - A physical plan carries no logical types to patch: expression types
+//     come from plan, which uses exec's typing functions.
+//
+// Dependencies: phys imports plan, opt (row estimates for build sides and
+// parallelism), exec and storage; never bind or dist.
+package phys
