@@ -13,7 +13,7 @@ import (
 
 // Decimal arithmetic is exact integer arithmetic on unscaled values:
 // decimal(p<=18, s) as int64, wider as 128-bit decimal128.Num. Result types
-// are the binder's (docs/decisions.md D8; engine/logical_types.go):
+// are the binder's (docs/decisions.md D8; engine/plan/types.go):
 //
 //	a + b, a - b: s = max(s1, s2),  p = min(max(p1-s1, p2-s2) + s + 1, 38)
 //	a * b:        s = min(s1+s2, 38), p = min(p1 + p2, 38)

@@ -13,7 +13,7 @@ import (
 // A physical plan is plain data: a tree of PhysNodes, each naming one exec
 // operator kind and carrying its exec spec (HashJoinSpec, HashAggSpec,
 // SortSpec, ExchangeSpec, exec.Expr trees, storage.ScanSpec ...), so that
-// it serializes to JSON as is. Build (phys_build.go) instantiates exec
+// it serializes to JSON as is. Build (build.go) instantiates exec
 // operators from it; the distributed planner cuts it into stages at its
 // Exchange nodes and ships the fragments between them to workers.
 //
