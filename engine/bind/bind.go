@@ -264,7 +264,7 @@ func (b *binder) stmt(stmt sql.Statement) (Statement, error) {
 	return nil, b.errorf(stmt, "statement %T is not supported", stmt)
 }
 
-// setValue is the text of a SET statement's value.
+// SetValue is the text of a SET statement's value.
 func SetValue(s *sql.Set) string {
 	switch x := s.Value.(type) {
 	case *sql.Literal:

@@ -362,7 +362,7 @@ func exprNDV(x plan.Expr, in *RelStats) float64 {
 	return math.Max(in.Rows, 1)
 }
 
-// sel estimates the fraction of rows for which cond is TRUE.
+// Sel estimates the fraction of rows for which cond is TRUE.
 func (e *Estimator) Sel(cond plan.Expr, in *RelStats) float64 {
 	s := e.selRaw(cond, in)
 	return math.Max(math.Min(s, 1), 1e-9)

@@ -123,7 +123,7 @@ func simplifyOuterJoins(p plan.Plan, rejected plan.ColSet) plan.Plan {
 	return p.WithInputs(nin)
 }
 
-// atMostOneRow reports plans that never return two rows: an aggregate
+// AtMostOneRow reports plans that never return two rows: an aggregate
 // without GROUP BY, LIMIT 0 or 1, one VALUES row, under filters and
 // projections.
 func AtMostOneRow(p plan.Plan) bool {

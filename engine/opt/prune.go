@@ -126,7 +126,7 @@ func prune(p plan.Plan, required plan.ColSet) plan.Plan {
 	return p
 }
 
-// narrowest picks the column cheapest to read (fixed width first).
+// Narrowest picks the column cheapest to read (fixed width first).
 func Narrowest(cols []plan.Column) int {
 	best, bestW := 0, 1<<30
 	for i, c := range cols {

@@ -248,7 +248,7 @@ func pushSemiDown(j *plan.JoinNode) plan.Plan {
 	return j
 }
 
-// splitEqui separates equalities between the two sides (join keys, left
+// SplitEqui separates equalities between the two sides (join keys, left
 // expression first) from the residual condition.
 func SplitEqui(conds []plan.Expr, lc, rc plan.ColSet) ([]plan.EquiCond, plan.Expr) {
 	var equi []plan.EquiCond

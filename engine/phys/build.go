@@ -136,7 +136,7 @@ func (b *builder) buildShared(defs []*PhysShared) error {
 	return nil
 }
 
-// gatherOps returns the one operator of ops, or a gather over them.
+// GatherOps returns the one operator of ops, or a gather over them.
 func GatherOps(ops []exec.Operator) (exec.Operator, error) {
 	if len(ops) == 1 {
 		return ops[0], nil
@@ -277,7 +277,7 @@ func (b *builder) scan(n *PhysNode) ([]exec.Operator, error) {
 	return ops, nil
 }
 
-// rangeTasks is task t's share of a range-split scan: the row groups whose
+// RangeTasks is task t's share of a range-split scan: the row groups whose
 // value range meets part t, and the scan's filter with the part's bounds
 // (so a row group straddling two parts gives each its own rows).
 func RangeTasks(s *ScanOp, t, tasks int) ([]storage.FileRange, storage.ScanSpec, error) {
@@ -442,7 +442,7 @@ func instantiate(n *PhysNode, ins [][]exec.Operator) ([]exec.Operator, error) {
 	return nil, nferr.Internalf("build: unknown physical node kind %q", n.Kind)
 }
 
-// outputSchema instantiates n over schema stubs of its inputs (one stream
+// OutputSchema instantiates n over schema stubs of its inputs (one stream
 // each) to validate its spec and learn its output schema.
 func OutputSchema(n *PhysNode, inputs []*arrow.Schema) (*arrow.Schema, error) {
 	ins := make([][]exec.Operator, len(inputs))
@@ -476,7 +476,7 @@ const (
 	maxExchangeFan = 1 << 14
 )
 
-// checkPlan verifies that every node has its kind's spec and inputs, and
+// CheckPlan verifies that every node has its kind's spec and inputs, and
 // that stream counts are positive and bounded.
 func CheckPlan(p *PhysPlan) error {
 	if p == nil || p.Root == nil {

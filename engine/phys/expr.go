@@ -351,7 +351,7 @@ func execExprList(es []exec.Expr) string {
 	return strings.Join(s, ", ")
 }
 
-// colNames prints the names of columns.
+// ColNames prints the names of columns.
 func ColNames(cols []PhysColumn, idx []int) string {
 	s := make([]string, len(idx))
 	for i, c := range idx {

@@ -21,7 +21,7 @@ import (
 
 // ---------------------------------------------------------------- scans
 
-// taskQueue hands out a scan's row-group tasks to the scan instances of
+// TaskQueue hands out a scan's row-group tasks to the scan instances of
 // one node, in order.
 type TaskQueue struct {
 	tasks []storage.FileRange
@@ -277,7 +277,7 @@ func (r *sharedReader) Close() error {
 
 // ---------------------------------------------------------------- scalar subqueries
 
-// errTooManyRows is PostgreSQL's message for a scalar subquery with two
+// ErrTooManyRows is PostgreSQL's message for a scalar subquery with two
 // rows.
 const ErrTooManyRows = "more than one row returned by a subquery used as an expression"
 

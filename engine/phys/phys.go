@@ -213,7 +213,7 @@ type RangePart struct {
 	Cuts  []int64    `json:"cuts,omitempty"`
 }
 
-// newRangePart splits cc into parts: at row-group boundaries (so that no
+// NewRangePart splits cc into parts: at row-group boundaries (so that no
 // row group is read by two tasks) balanced by rows, when cc has at least
 // two row groups per part; else in equal widths (whole row groups would
 // leave the parts too unequal).

@@ -88,7 +88,7 @@ const semiBuildLeftFactor = 4
 // unknown (tpch.DefaultRowGroupRows).
 const rowsPerGroup = 256 * 1024
 
-// maxParallelism bounds pipelines per node: far more than any DPU or
+// MaxParallelism bounds pipelines per node: far more than any DPU or
 // worker has cores, low enough that a typo does not start a million
 // goroutines.
 const MaxParallelism = 1024

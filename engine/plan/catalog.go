@@ -203,7 +203,7 @@ func (o OverlayCatalog) LookupView(name string) (*ViewDef, error) {
 	return o.Base.LookupView(name)
 }
 
-// qualifiedLookupName joins the parts of a possibly qualified name; the
+// QualifiedLookupName joins the parts of a possibly qualified name; the
 // catalog is flat, so "public.t" and "t" name the same table.
 func QualifiedLookupName(parts []string) string {
 	if len(parts) == 2 && parts[0] == "public" {

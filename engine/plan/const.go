@@ -15,7 +15,7 @@ import (
 // Constants: literal parsing, casts of constants and the typing helpers
 // that depend on them (untyped string literals).
 
-// parseNumber types a numeric literal: an integer is int32 when it fits,
+// ParseNumber types a numeric literal: an integer is int32 when it fits,
 // else int64, else decimal(p,0); a literal with a point is the smallest
 // decimal(p,s) holding it (0.06 is decimal(2,2)); a literal with an
 // exponent is float64.
@@ -114,7 +114,7 @@ func divRound(a, b *big.Int) *big.Int {
 	return q
 }
 
-// constInt returns an integer constant's value.
+// ConstInt returns an integer constant's value.
 func ConstInt(c *Const) int64 {
 	switch v := c.Val.(type) {
 	case int32:
@@ -125,7 +125,7 @@ func ConstInt(c *Const) int64 {
 	return 0
 }
 
-// constFloat returns a numeric constant as a float64.
+// ConstFloat returns a numeric constant as a float64.
 func ConstFloat(c *Const) float64 {
 	if f, ok := c.Val.(float64); ok {
 		return f
@@ -138,7 +138,7 @@ func ConstFloat(c *Const) float64 {
 	return f
 }
 
-// canCast reports whether CAST(x AS to) is allowed for x of type from.
+// CanCast reports whether CAST(x AS to) is allowed for x of type from.
 func CanCast(from, to arrow.DataType) bool {
 	switch {
 	case arrow.TypeEqual(from, to), IsNullType(from), IsString(from), IsString(to):
@@ -151,7 +151,7 @@ func CanCast(from, to arrow.DataType) bool {
 	return false
 }
 
-// castConst converts a constant to type t, as CAST would.
+// CastConst converts a constant to type t, as CAST would.
 func CastConst(c *Const, t arrow.DataType) (*Const, error) {
 	if arrow.TypeEqual(c.Typ, t) {
 		return &Const{Typ: t, Val: c.Val}, nil
@@ -299,7 +299,7 @@ var intervalUnitNames = map[string]string{
 	"second": "second", "seconds": "second", "sec": "second", "secs": "second", "s": "second",
 }
 
-// parseInterval parses an interval literal: INTERVAL '90' DAY (value and
+// ParseInterval parses an interval literal: INTERVAL '90' DAY (value and
 // unit) or INTERVAL '3 months 2 days' (PostgreSQL's unit list).
 func ParseInterval(value, unit, toUnit string) (arrow.MonthDayNanoInterval, error) {
 	var iv arrow.MonthDayNanoInterval
@@ -368,7 +368,7 @@ func isUntyped(e Expr) bool {
 	return ok && c.Untyped
 }
 
-// resolveUntyped converts an untyped string literal to t when t is a
+// ResolveUntyped converts an untyped string literal to t when t is a
 // concrete non-string type and the text parses; otherwise e is returned
 // as is (typed as text).
 func ResolveUntyped(e Expr, t arrow.DataType) Expr {
@@ -386,7 +386,7 @@ func ResolveUntyped(e Expr, t arrow.DataType) Expr {
 	return v
 }
 
-// commonTypeOf folds commonType over the types of es, starting from t. An
+// CommonTypeOf folds commonType over the types of es, starting from t. An
 // untyped string literal adopts the others' type; all-untyped is text.
 func CommonTypeOf(t arrow.DataType, es ...Expr) (arrow.DataType, bool) {
 	sawUntyped := false
@@ -406,7 +406,7 @@ func CommonTypeOf(t arrow.DataType, es ...Expr) (arrow.DataType, bool) {
 	return t, true
 }
 
-// coerce converts e to type t (an implicit conversion the binder decided
+// Coerce converts e to type t (an implicit conversion the binder decided
 // on): constants are converted now, other expressions get a CastExpr.
 func Coerce(e Expr, t arrow.DataType) (Expr, error) {
 	if arrow.TypeEqual(e.Type(), t) {
@@ -421,7 +421,7 @@ func Coerce(e Expr, t arrow.DataType) (Expr, error) {
 	return &CastExpr{X: e, Typ: t}, nil
 }
 
-// foldNow folds a freshly built call whose arguments are all constants;
+// FoldNow folds a freshly built call whose arguments are all constants;
 // an evaluation error (1/0) leaves the call for run time, where it fails
 // only if a row reaches it.
 func FoldNow(e Expr) Expr {
@@ -441,7 +441,7 @@ func FoldNow(e Expr) Expr {
 	return v
 }
 
-// foldToConst folds e completely, if it is constant.
+// FoldToConst folds e completely, if it is constant.
 func FoldToConst(e Expr) (*Const, bool, error) {
 	var ferr error
 	out := MapExpr(e, func(x Expr) Expr {

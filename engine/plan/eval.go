@@ -11,7 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
-// evalCall evaluates a call over constant arguments. It returns nil (and
+// EvalCall evaluates a call over constant arguments. It returns nil (and
 // no error) for functions it does not evaluate at plan time.
 func EvalCall(c *Call) (*Const, error) {
 	args := make([]*Const, len(c.Args))
@@ -144,7 +144,7 @@ func EvalCall(c *Call) (*Const, error) {
 	return nil, nil
 }
 
-// compareConst compares two non-NULL constants of comparable types.
+// CompareConst compares two non-NULL constants of comparable types.
 func CompareConst(a, b *Const) (int, bool) {
 	switch av := a.Val.(type) {
 	case string:

@@ -60,7 +60,7 @@ type ColRef struct {
 type Const struct {
 	Typ arrow.DataType
 	Val any
-	// untyped marks a string literal whose type the binder may still change
+	// Untyped marks a string literal whose type the binder may still change
 	// to the other operand's (WHERE d < '1998-01-01').
 	Untyped bool
 }
@@ -171,7 +171,7 @@ func NewCall(fn string, t arrow.DataType, args ...Expr) *Call {
 	return &Call{Fn: fn, Args: args, Typ: t}
 }
 
-// conjuncts splits an AND tree into its conjuncts.
+// Conjuncts splits an AND tree into its conjuncts.
 func Conjuncts(e Expr) []Expr {
 	if e == nil {
 		return nil
@@ -186,7 +186,7 @@ func Conjuncts(e Expr) []Expr {
 	return []Expr{e}
 }
 
-// disjuncts splits an OR tree into its disjuncts.
+// Disjuncts splits an OR tree into its disjuncts.
 func Disjuncts(e Expr) []Expr {
 	if c, ok := e.(*Call); ok && c.Fn == FnOr {
 		var out []Expr
@@ -198,7 +198,7 @@ func Disjuncts(e Expr) []Expr {
 	return []Expr{e}
 }
 
-// andOf joins conjuncts (nil for none, the expression itself for one).
+// AndOf joins conjuncts (nil for none, the expression itself for one).
 func AndOf(es []Expr) Expr {
 	switch len(es) {
 	case 0:
@@ -213,7 +213,7 @@ func AndOf(es []Expr) Expr {
 	return &Call{Fn: FnAnd, Args: flat, Typ: TypBool}
 }
 
-// orOf joins disjuncts.
+// OrOf joins disjuncts.
 func OrOf(es []Expr) Expr {
 	if len(es) == 1 {
 		return es[0]
@@ -227,7 +227,7 @@ func OrOf(es []Expr) Expr {
 
 // ---------------------------------------------------------------- traversal
 
-// walkExpr calls fn on e and its subexpressions (pre-order) while fn returns
+// WalkExpr calls fn on e and its subexpressions (pre-order) while fn returns
 // true. It does not enter subquery plans.
 func WalkExpr(e Expr, fn func(Expr) bool) {
 	if e == nil || !fn(e) {
@@ -251,7 +251,7 @@ func WalkExpr(e Expr, fn func(Expr) bool) {
 	}
 }
 
-// mapExpr rebuilds e bottom-up, replacing each node n by f(n) after its
+// MapExpr rebuilds e bottom-up, replacing each node n by f(n) after its
 // children were mapped. Unchanged subtrees are shared.
 func MapExpr(e Expr, f func(Expr) Expr) Expr {
 	if e == nil {
@@ -300,7 +300,7 @@ func MapExpr(e Expr, f func(Expr) Expr) Expr {
 	return f(e)
 }
 
-// exprCols adds the IDs of the columns e refers to (including the outer
+// ExprCols adds the IDs of the columns e refers to (including the outer
 // references of subqueries) to set.
 func ExprCols(e Expr, set ColSet) {
 	WalkExpr(e, func(x Expr) bool {
@@ -316,14 +316,14 @@ func ExprCols(e Expr, set ColSet) {
 	})
 }
 
-// colsOf returns the set of columns e refers to.
+// ColsOf returns the set of columns e refers to.
 func ColsOf(e Expr) ColSet {
 	s := ColSet{}
 	ExprCols(e, s)
 	return s
 }
 
-// hasSubquery reports whether e contains a subquery.
+// HasSubquery reports whether e contains a subquery.
 func HasSubquery(e Expr) bool {
 	found := false
 	WalkExpr(e, func(x Expr) bool {
@@ -335,7 +335,7 @@ func HasSubquery(e Expr) bool {
 	return found
 }
 
-// colSet is a set of column IDs.
+// ColSet is a set of column IDs.
 type ColSet map[ColumnID]struct{}
 
 func (s ColSet) Add(id ColumnID)      { s[id] = struct{}{} }
@@ -370,7 +370,7 @@ func (s ColSet) Intersects(o ColSet) bool {
 	return false
 }
 
-// substitute replaces column references found in m.
+// Substitute replaces column references found in m.
 func Substitute(e Expr, m map[ColumnID]Expr) Expr {
 	if len(m) == 0 {
 		return e
@@ -385,7 +385,7 @@ func Substitute(e Expr, m map[ColumnID]Expr) Expr {
 	})
 }
 
-// exprKey is a canonical text of e with column IDs, for structural
+// ExprKey is a canonical text of e with column IDs, for structural
 // equality (group keys, common aggregates).
 func ExprKey(e Expr) string {
 	var b strings.Builder
@@ -410,7 +410,7 @@ func exprString(e Expr) string {
 	return b.String()
 }
 
-// exprVerbose prints e with column IDs after the names ("l_orderkey#18").
+// ExprVerbose prints e with column IDs after the names ("l_orderkey#18").
 func ExprVerbose(e Expr) string {
 	var b strings.Builder
 	formatExpr(&b, e, 0, fmtVerbose)
@@ -579,7 +579,7 @@ func formatExpr(b *strings.Builder, e Expr, prec int, mode fmtMode) {
 	}
 }
 
-// formatConst prints a constant as a SQL literal.
+// FormatConst prints a constant as a SQL literal.
 func FormatConst(c *Const) string {
 	if c.Val == nil {
 		return "NULL"
@@ -612,7 +612,7 @@ func FormatConst(c *Const) string {
 	return fmt.Sprint(c.Val)
 }
 
-// formatUnscaled prints an unscaled decimal with s fractional digits.
+// FormatUnscaled prints an unscaled decimal with s fractional digits.
 func FormatUnscaled(u *big.Int, s int32) string {
 	neg := u.Sign() < 0
 	digits := new(big.Int).Abs(u).String()
@@ -645,7 +645,7 @@ func formatInterval(v arrow.MonthDayNanoInterval) string {
 	return "interval '" + strings.Join(parts, " ") + "'"
 }
 
-// sortIDs sorts column IDs ascending.
+// SortIDs sorts column IDs ascending.
 func SortIDs(ids []ColumnID) { slices.Sort(ids) }
 
 // sortedIDs returns the members of s, ascending.

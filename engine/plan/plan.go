@@ -54,7 +54,7 @@ type Plan interface {
 	Columns() []Column
 	// Inputs are the node's children (none for leaves).
 	Inputs() []Plan
-	// withInputs returns a copy of the node with new children.
+	// WithInputs returns a copy of the node with new children.
 	WithInputs(in []Plan) Plan
 }
 
@@ -434,7 +434,7 @@ func (n *WindowNode) WithInputs(in []Plan) Plan {
 func (n *ValuesNode) WithInputs([]Plan) Plan { c := *n; return &c }
 func (n *SharedScan) WithInputs([]Plan) Plan { c := *n; return &c }
 
-// mapPlan rebuilds p bottom-up: children first, then f on the node with
+// MapPlan rebuilds p bottom-up: children first, then f on the node with
 // its new children.
 func MapPlan(p Plan, f func(Plan) Plan) Plan {
 	in := p.Inputs()
@@ -452,7 +452,7 @@ func MapPlan(p Plan, f func(Plan) Plan) Plan {
 	return f(p)
 }
 
-// walkPlanDeep calls fn on every node of p, of the plans of its subqueries
+// WalkPlanDeep calls fn on every node of p, of the plans of its subqueries
 // and of the SharedDefs its scans read (each def entered once; fn sees
 // every SharedScan).
 func WalkPlanDeep(p Plan, fn func(Plan)) {
@@ -479,7 +479,7 @@ func WalkPlanDeep(p Plan, fn func(Plan)) {
 	visit(p)
 }
 
-// walkPlan calls fn on p and its descendants (pre-order) while fn returns
+// WalkPlan calls fn on p and its descendants (pre-order) while fn returns
 // true. It does not enter SharedDefs or subquery plans.
 func WalkPlan(p Plan, fn func(Plan) bool) {
 	if !fn(p) {
@@ -490,7 +490,7 @@ func WalkPlan(p Plan, fn func(Plan) bool) {
 	}
 }
 
-// nodeExprs returns the expressions a node evaluates over its input(s).
+// NodeExprs returns the expressions a node evaluates over its input(s).
 func NodeExprs(p Plan) []Expr {
 	switch n := p.(type) {
 	case *ScanNode:
@@ -559,7 +559,7 @@ func producedCols(p Plan) ColSet {
 	return s
 }
 
-// freeCols returns the columns p refers to but does not produce: the outer
+// FreeCols returns the columns p refers to but does not produce: the outer
 // references of a correlated subquery plan.
 func FreeCols(p Plan) ColSet {
 	prod := producedCols(p)

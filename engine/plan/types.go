@@ -55,7 +55,7 @@ const (
 	maxDecimal64Precision = 18
 )
 
-// decimalType is decimal(p, s) in its storage width.
+// DecimalType is decimal(p, s) in its storage width.
 func DecimalType(p, s int32) arrow.DataType {
 	if p > MaxDecimalPrecision {
 		p = MaxDecimalPrecision
@@ -93,7 +93,7 @@ func ArithType(fn string, a, b arrow.DataType) (arrow.DataType, bool) {
 	return exec.ArithType(fn, a, b)
 }
 
-// typeString prints a type the way SQL users know it.
+// TypeString prints a type the way SQL users know it.
 func TypeString(t arrow.DataType) string {
 	if t == nil {
 		return "?"
