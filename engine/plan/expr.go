@@ -158,15 +158,19 @@ const (
 
 // ---------------------------------------------------------------- builders
 
+// NewColRef is a reference to column c.
 func NewColRef(c Column) *ColRef { return &ColRef{ID: c.ID, Name: c.QualifiedName(), Typ: c.Type} }
 
+// BoolConst is the constant b.
 func BoolConst(b bool) *Const { return &Const{Typ: TypBool, Val: b} }
 
+// NullConst is a NULL of type t.
 func NullConst(t arrow.DataType) *Const { return &Const{Typ: t} }
 
 // IsNull reports whether c is a NULL constant.
 func (c *Const) IsNull() bool { return c.Val == nil }
 
+// NewCall is the call fn(args...) of result type t.
 func NewCall(fn string, t arrow.DataType, args ...Expr) *Call {
 	return &Call{Fn: fn, Args: args, Typ: t}
 }
