@@ -57,7 +57,7 @@ func (c *compiler) compileCmp(op cmpOp, a, b node, desc string) (node, error) {
 		return nil, err
 	}
 	ta, tb = a.dt(), b.dt()
-	t, ok := commonType(ta, tb)
+	t, ok := CommonType(ta, tb)
 	if !ok || t.ID() == arrow.INTERVAL_MONTH_DAY_NANO {
 		return nil, nferr.Queryf("operator does not exist: %s %s %s in %s", typeName(ta), infix[cmpFnOf[op]], typeName(tb), desc)
 	}

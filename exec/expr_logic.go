@@ -571,7 +571,7 @@ func gather(out *vec, k pkind, parts []part, sel []int32, n int, which *[]int16,
 func resultType(ns []node, desc string) (arrow.DataType, error) {
 	t := arrow.DataType(arrow.Null)
 	for _, n := range ns {
-		ct, ok := commonType(t, n.dt())
+		ct, ok := CommonType(t, n.dt())
 		if !ok {
 			return nil, nferr.Queryf("%s: types %s and %s cannot be matched", desc, typeName(t), typeName(n.dt()))
 		}
@@ -831,7 +831,7 @@ func (c *compiler) compileIn(e *Expr, neg bool) (node, error) {
 		} else {
 			return nil, err
 		}
-		ct, ok := commonType(t, items[i].dt())
+		ct, ok := CommonType(t, items[i].dt())
 		if !ok || ct.ID() == arrow.INTERVAL_MONTH_DAY_NANO {
 			return nil, nferr.Queryf("operator does not exist: %s IN %s in %s", typeName(x.dt()), typeName(items[i].dt()), desc)
 		}

@@ -178,7 +178,7 @@ func NewValues(names []string, rows [][]Expr) (*Values, error) {
 			if err != nil {
 				return nil, err
 			}
-			ct, ok := commonType(types[c], t)
+			ct, ok := CommonType(types[c], t)
 			if !ok {
 				return nil, nferr.Queryf("VALUES column %d: types %s and %s cannot be matched", c+1, typeName(types[c]), typeName(t))
 			}

@@ -116,4 +116,3 @@ func CommonType(a, b arrow.DataType) (arrow.DataType, bool) {
 	return decType(min(max(p1-s1, p2-s2)+s, MaxDecimalPrecision), s), true
 }
 
-func commonType(a, b arrow.DataType) (arrow.DataType, bool) { return CommonType(a, b) }
