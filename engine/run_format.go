@@ -6,12 +6,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nicflow/nicflow/exec/expr"
+
 	"github.com/nicflow/nicflow/engine/plan"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-
-	"github.com/nicflow/nicflow/exec"
 )
 
 // The canonical text of values: what `nicflow sql` prints, what `nicflow
@@ -54,7 +54,7 @@ func NewValueFormatter(t arrow.DataType) (*ValueFormatter, error) {
 		// text valid after the batch is released (and its buffer reused).
 		fn = func(a arrow.Array, i int) string { return strings.Clone(a.(*array.String).Value(i)) }
 	case *arrow.Date32Type:
-		fn = func(a arrow.Array, i int) string { return exec.FormatDate(int32(a.(*array.Date32).Value(i))) }
+		fn = func(a arrow.Array, i int) string { return expr.FormatDate(int32(a.(*array.Date32).Value(i))) }
 	case *arrow.Decimal64Type:
 		s := t.Scale
 		fn = func(a arrow.Array, i int) string { return formatScaled64(int64(a.(*array.Decimal64).Value(i)), s) }

@@ -7,14 +7,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nicflow/nicflow/exec/expr"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
 // castString evaluates CAST(s AS t).
-func castString(s string, t Type) (any, error) {
-	ce, err := CompileExpr(Cast(LitString(s), t), emptySchema)
+func castString(s string, t expr.Type) (any, error) {
+	ce, err := expr.CompileExpr(expr.Cast(expr.LitString(s), t), emptySchema)
 	if err != nil {
 		return nil, err
 	}
@@ -26,7 +28,7 @@ func castString(s string, t Type) (any, error) {
 	return ArrayValue(arr, 0), nil
 }
 
-func trimSQL(s string) string { return string(trimSpaceBytes([]byte(s))) }
+func trimSQL(s string) string { return string(expr.TrimSpaceBytes([]byte(s))) }
 
 // FuzzCastString: string -> number/date/boolean casts never panic, fail only
 // with KindQuery, and agree with independent parsers when they succeed.
@@ -38,7 +40,7 @@ func FuzzCastString(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		check := func(tp Type) (any, bool) {
+		check := func(tp expr.Type) (any, bool) {
 			v, err := castString(s, tp)
 			if err != nil {
 				if nferr.KindOf(err) != nferr.KindData {
@@ -48,7 +50,7 @@ func FuzzCastString(f *testing.F) {
 			}
 			return v, true
 		}
-		if v, ok := check(Int64Type); ok {
+		if v, ok := check(expr.Int64Type); ok {
 			want, err := strconv.ParseInt(trimSQL(s), 10, 64)
 			if err != nil || v.(int64) != want {
 				t.Fatalf("CAST(%q AS BIGINT) = %v, strconv says %v (%v)", s, v, want, err)
@@ -56,19 +58,19 @@ func FuzzCastString(f *testing.F) {
 		} else if want, err := strconv.ParseInt(trimSQL(s), 10, 64); err == nil {
 			t.Fatalf("CAST(%q AS BIGINT) failed, strconv parses %d", s, want)
 		}
-		if v, ok := check(Int32Type); ok {
+		if v, ok := check(expr.Int32Type); ok {
 			want, err := strconv.ParseInt(trimSQL(s), 10, 32)
 			if err != nil || int64(v.(int32)) != want {
 				t.Fatalf("CAST(%q AS INTEGER) = %v, strconv says %v (%v)", s, v, want, err)
 			}
 		}
-		if v, ok := check(Float64Type); ok {
+		if v, ok := check(expr.Float64Type); ok {
 			want, _ := strconv.ParseFloat(trimSQL(s), 64)
 			if got := v.(float64); got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
 				t.Fatalf("CAST(%q AS DOUBLE) = %v, want %v", s, got, want)
 			}
 		}
-		for _, tp := range []Type{DecimalType(10, 3), DecimalType(38, 10), DecimalType(18, 0)} {
+		for _, tp := range []expr.Type{expr.DecimalType(10, 3), expr.DecimalType(38, 10), expr.DecimalType(18, 0)} {
 			v, ok := check(tp)
 			if !ok {
 				continue
@@ -85,17 +87,17 @@ func FuzzCastString(f *testing.F) {
 				t.Fatalf("CAST(%q AS %s) = %v exceeds the precision", s, tp, v)
 			}
 		}
-		if v, ok := check(DateType); ok {
+		if v, ok := check(expr.DateType); ok {
 			days := int32(v.(arrow.Date32))
-			back, err := ParseDate(FormatDate(days))
+			back, err := expr.ParseDate(expr.FormatDate(days))
 			if err != nil || back != days {
-				t.Fatalf("CAST(%q AS DATE) = %d does not round-trip through %q", s, days, FormatDate(days))
+				t.Fatalf("CAST(%q AS DATE) = %d does not round-trip through %q", s, days, expr.FormatDate(days))
 			}
-			y, m, d := CivilFromDays(int64(days))
+			y, m, d := expr.CivilFromDays(int64(days))
 			if !strings.Contains(trimSQL(s), strconv.Itoa(d)) || m < 1 || m > 12 || y < 1 || y > 9999 {
-				t.Fatalf("CAST(%q AS DATE) = %s", s, FormatDate(days))
+				t.Fatalf("CAST(%q AS DATE) = %s", s, expr.FormatDate(days))
 			}
 		}
-		check(BoolType)
+		check(expr.BoolType)
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nicflow/nicflow/exec/expr"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
@@ -75,35 +77,35 @@ func TestDecimalFastPathsMatchBigInt(t *testing.T) {
 	lim38 := bigPow10(38)
 	cases := []struct {
 		name  string
-		e     Expr
+		e     expr.Expr
 		scale int32
 		want  func(row []any) *big.Int // nil: NULL
 	}{
-		{"d128*d64", Mul(Col(0, "w"), Col(1, "m")), 6, func(row []any) *big.Int {
+		{"d128*d64", expr.Mul(expr.Col(0, "w"), expr.Col(1, "m")), 6, func(row []any) *big.Int {
 			if row[0] == nil || row[1] == nil {
 				return nil
 			}
 			return new(big.Int).Mul(u(row[0]), u(row[1]))
 		}},
-		{"d64*d128", Mul(Col(1, "m"), Col(0, "w")), 6, func(row []any) *big.Int {
+		{"d64*d128", expr.Mul(expr.Col(1, "m"), expr.Col(0, "w")), 6, func(row []any) *big.Int {
 			if row[0] == nil || row[1] == nil {
 				return nil
 			}
 			return new(big.Int).Mul(u(row[0]), u(row[1]))
 		}},
-		{"d128*d128", Mul(Col(0, "w"), Cast(Col(1, "m"), DecimalType(30, 2))), 6, func(row []any) *big.Int {
+		{"d128*d128", expr.Mul(expr.Col(0, "w"), expr.Cast(expr.Col(1, "m"), expr.DecimalType(30, 2))), 6, func(row []any) *big.Int {
 			if row[0] == nil || row[1] == nil {
 				return nil
 			}
 			return new(big.Int).Mul(u(row[0]), u(row[1]))
 		}},
-		{"widen d64", Cast(Col(1, "m"), DecimalType(38, 9)), 9, func(row []any) *big.Int {
+		{"widen d64", expr.Cast(expr.Col(1, "m"), expr.DecimalType(38, 9)), 9, func(row []any) *big.Int {
 			if row[1] == nil {
 				return nil
 			}
 			return new(big.Int).Mul(u(row[1]), bigPow10(7))
 		}},
-		{"widen int32", Cast(Col(2, "i"), DecimalType(25, 5)), 5, func(row []any) *big.Int {
+		{"widen int32", expr.Cast(expr.Col(2, "i"), expr.DecimalType(25, 5)), 5, func(row []any) *big.Int {
 			if row[2] == nil {
 				return nil
 			}
@@ -168,10 +170,10 @@ func TestDecimalFastPathsMatchBigInt(t *testing.T) {
 // than the source has is checked on the fast path too.
 func TestWidenCastChecksPrecision(t *testing.T) {
 	rows := [][]any{{nil, Dec{U: big.NewInt(123_456_789_012), S: 2}, nil}} // 1234567890.12
-	if _, err := evalRows(t, fastSchema, rows, Cast(Col(1, "m"), DecimalType(19, 10))); err == nil || !strings.Contains(err.Error(), "out of range for type DECIMAL(19,10)") {
+	if _, err := evalRows(t, fastSchema, rows, expr.Cast(expr.Col(1, "m"), expr.DecimalType(19, 10))); err == nil || !strings.Contains(err.Error(), "out of range for type DECIMAL(19,10)") {
 		t.Fatalf("cast to DECIMAL(19,10): %v, want an out of range error", err)
 	}
-	got, err := evalRows(t, fastSchema, rows, Cast(Col(1, "m"), DecimalType(20, 10)))
+	got, err := evalRows(t, fastSchema, rows, expr.Cast(expr.Col(1, "m"), expr.DecimalType(20, 10)))
 	if err != nil || got[0].(Dec).U.Cmp(new(big.Int).Mul(big.NewInt(123_456_789_012), bigPow10(8))) != 0 {
 		t.Fatalf("cast to DECIMAL(20,10): %v %v", got, err)
 	}

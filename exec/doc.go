@@ -70,8 +70,8 @@
 // (checked.go: Open once, batches with live rows matching the schema,
 // ascending selections, the end repeated, no Next after Close, no two
 // calls at once), and so does the operator harness (harness_test.go).
-// Expression typing rules live in types.go, the one authority the binder
-// shares.
+// Expression typing rules live in exec/expr/types.go, the one authority
+// the binder shares.
 //
 // Invariants:
 //   - Types are Arrow types. decimal(p<=18, s) is arrow.Decimal64 (scaled
@@ -81,30 +81,13 @@
 //     selection/no-selection.
 //   - Hash tables compare keys on every hash hit.
 //
-// Expressions (expr*.go, cast.go, decimal.go, like.go, strings.go,
-// datetime.go): the planner builds an Expr, a plain serializable tree (JSON
-// on the wire), and every operator instance compiles it against its input
-// schema with CompileExpr. Compiling types the tree, inserts the implicit
-// numeric conversions (int32 -> int64 -> decimal -> double; decimal results
-// per docs/decisions.md D8), casts a string literal compared with a date,
-// number or boolean, folds constant subtrees, pushes NOT into comparisons,
-// AND/OR, IN and LIKE, fuses integer range conjuncts, compiles LIKE
-// patterns, and picks one kernel per node. Anything else (string <-> number
-// or date, date <-> timestamp-like text) needs an explicit Cast from the
-// binder. A CompiledExpr evaluates a batch at a time:
-//   - Eval returns an array of length Batch.N aligned with the physical rows;
-//     only the live rows (Sel) are computed, the others are unspecified and
-//     never raise errors. EvalCompact returns the live rows densely.
-//   - EvalFilter returns the live rows where a boolean expression is TRUE, as
-//     a narrowed selection; AND narrows conjunct by conjunct, OR and CASE run
-//     later operands only on undecided rows, so CASE WHEN x <> 0 THEN 1/x END
-//     never divides by zero.
-//   - Division by zero, overflow and invalid casts are KindQuery errors naming
-//     the expression ("division by zero in (a / b)").
+// Expressions are their own package, exec/expr (the Expr tree, its
+// compiler and kernels, casts, decimals, LIKE, strings, dates, and the
+// typing rules); operators compile the expressions they are given with
+// expr.CompileExpr. Batch is defined there (the kernels evaluate over it)
+// and is exec.Batch here.
 //
-// INVARIANT: a selection is nil for "all rows" and non-nil (possibly empty)
-// otherwise; expression code never returns a nil selection for "no row".
-//
-// Dependencies: exec imports storage (scans) and shuffle (network exchanges),
-// never engine or cluster.
+// Dependencies: exec imports exec/expr, storage (scans) and shuffle
+// (network exchanges), never engine or cluster; exec/expr imports neither
+// exec nor anything above it.
 package exec

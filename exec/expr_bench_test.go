@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nicflow/nicflow/exec/expr"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal"
@@ -94,13 +96,13 @@ func dateArray(mem memory.Allocator, v []arrow.Date32) arrow.Array {
 	return b.NewArray()
 }
 
-func q6Pred() Expr {
-	ship, disc, qty := Col(3, "l_shipdate"), Col(2, "l_discount"), Col(0, "l_quantity")
-	return And(
-		Ge(ship, LitDate(mustDate("1994-01-01"))),
-		Lt(ship, Add(LitDate(mustDate("1994-01-01")), LitInterval(12, 0, 0))),
-		Between(disc, Sub(dec("0.06"), dec("0.01")), Add(dec("0.06"), dec("0.01"))),
-		Lt(qty, LitInt32(24)),
+func q6Pred() expr.Expr {
+	ship, disc, qty := expr.Col(3, "l_shipdate"), expr.Col(2, "l_discount"), expr.Col(0, "l_quantity")
+	return expr.And(
+		expr.Ge(ship, expr.LitDate(mustDate("1994-01-01"))),
+		expr.Lt(ship, expr.Add(expr.LitDate(mustDate("1994-01-01")), expr.LitInterval(12, 0, 0))),
+		expr.Between(disc, expr.Sub(dec("0.06"), dec("0.01")), expr.Add(dec("0.06"), dec("0.01"))),
+		expr.Lt(qty, expr.LitInt32(24)),
 	)
 }
 
@@ -136,7 +138,7 @@ func runQ6(b testing.TB, env *Env) decimal128.Num {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p, err := NewProject(f, []Expr{Mul(Col(1, "l_extendedprice"), Col(2, "l_discount"))}, nil)
+	p, err := NewProject(f, []expr.Expr{expr.Mul(expr.Col(1, "l_extendedprice"), expr.Col(2, "l_discount"))}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -172,7 +174,7 @@ func q6Fused() decimal128.Num {
 			s := int32(ship[i])
 			d := int64(disc[i])
 			if s >= lo && s < hi && d >= 5 && d <= 7 && int64(qty[i]) < 2400 {
-				p := mul64to128(int64(price[i]), d)
+				p := expr.Mul64to128(int64(price[i]), d)
 				var c uint64
 				alo, c = bits.Add64(alo, p.LowBits(), 0)
 				ahi += p.HighBits() + int64(c)
@@ -277,7 +279,7 @@ func BenchmarkQ6Parallel(b *testing.B) {
 				}
 				src, _ := NewBatchSource(q6Schema, mine...)
 				f, _ := NewFilter(src, q6Pred())
-				p, _ := NewProject(f, []Expr{Mul(Col(1, "l_extendedprice"), Col(2, "l_discount"))}, nil)
+				p, _ := NewProject(f, []expr.Expr{expr.Mul(expr.Col(1, "l_extendedprice"), expr.Col(2, "l_discount"))}, nil)
 				env := NewTestEnv(memory.NewGoAllocator())
 				env.Ctx = context.Background()
 				_ = p.Open(env)
@@ -307,8 +309,8 @@ func kernelBatch(b *testing.B) *Batch {
 	return &Batch{Cols: r.Columns(), N: int(r.NumRows())}
 }
 
-func benchEval(b *testing.B, e Expr, schema *arrow.Schema, batch *Batch) {
-	ce, err := CompileExpr(e, schema)
+func benchEval(b *testing.B, e expr.Expr, schema *arrow.Schema, batch *Batch) {
+	ce, err := expr.CompileExpr(e, schema)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -329,8 +331,8 @@ func benchEval(b *testing.B, e Expr, schema *arrow.Schema, batch *Batch) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(batch.Len()), "ns/row")
 }
 
-func benchFilter(b *testing.B, e Expr, schema *arrow.Schema, batch *Batch) {
-	ce, err := CompileExpr(e, schema)
+func benchFilter(b *testing.B, e expr.Expr, schema *arrow.Schema, batch *Batch) {
+	ce, err := expr.CompileExpr(e, schema)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -350,38 +352,38 @@ func benchFilter(b *testing.B, e Expr, schema *arrow.Schema, batch *Batch) {
 
 // BenchmarkKernelDecimalMul: decimal(15,2) * decimal(15,2) -> decimal128.
 func BenchmarkKernelDecimalMul(b *testing.B) {
-	benchEval(b, Mul(Col(1, "p"), Col(2, "d")), q6Schema, kernelBatch(b))
+	benchEval(b, expr.Mul(expr.Col(1, "p"), expr.Col(2, "d")), q6Schema, kernelBatch(b))
 }
 
 // BenchmarkKernelDecimalMul64: decimal(9,2) * decimal(9,2) stays decimal64.
 func BenchmarkKernelDecimalMul64(b *testing.B) {
-	e := Mul(Cast(Col(0, "q"), DecimalType(9, 2)), Cast(Col(2, "d"), DecimalType(9, 2)))
+	e := expr.Mul(expr.Cast(expr.Col(0, "q"), expr.DecimalType(9, 2)), expr.Cast(expr.Col(2, "d"), expr.DecimalType(9, 2)))
 	benchEval(b, e, q6Schema, kernelBatch(b))
 }
 
 // BenchmarkKernelDiscPrice: l_extendedprice * (1 - l_discount) (Q1).
 func BenchmarkKernelDiscPrice(b *testing.B) {
-	benchEval(b, Mul(Col(1, "p"), Sub(LitInt32(1), Col(2, "d"))), q6Schema, kernelBatch(b))
+	benchEval(b, expr.Mul(expr.Col(1, "p"), expr.Sub(expr.LitInt32(1), expr.Col(2, "d"))), q6Schema, kernelBatch(b))
 }
 
 // BenchmarkKernelCharge: l_extendedprice * (1 - l_discount) * (1 +
 // l_tax) (Q1's sum_charge; l_discount stands in for l_tax): a decimal128
 // times a decimal64.
 func BenchmarkKernelCharge(b *testing.B) {
-	e := Mul(Mul(Col(1, "p"), Sub(LitInt32(1), Col(2, "d"))), Add(LitInt32(1), Col(2, "d")))
+	e := expr.Mul(expr.Mul(expr.Col(1, "p"), expr.Sub(expr.LitInt32(1), expr.Col(2, "d"))), expr.Add(expr.LitInt32(1), expr.Col(2, "d")))
 	benchEval(b, e, q6Schema, kernelBatch(b))
 }
 
 // BenchmarkKernelDateCompare: l_shipdate >= date '1994-01-01' as a filter.
 func BenchmarkKernelDateCompare(b *testing.B) {
-	benchFilter(b, Ge(Col(3, "s"), LitDate(mustDate("1994-01-01"))), q6Schema, kernelBatch(b))
+	benchFilter(b, expr.Ge(expr.Col(3, "s"), expr.LitDate(mustDate("1994-01-01"))), q6Schema, kernelBatch(b))
 }
 
 // BenchmarkKernelDateRangeSel: the second conjunct of a date range runs
 // over the first one's selection.
 func BenchmarkKernelDateRangeSel(b *testing.B) {
-	s := Col(3, "s")
-	benchFilter(b, And(Ge(s, LitDate(mustDate("1994-01-01"))), Lt(s, LitDate(mustDate("1995-01-01")))), q6Schema, kernelBatch(b))
+	s := expr.Col(3, "s")
+	benchFilter(b, expr.And(expr.Ge(s, expr.LitDate(mustDate("1994-01-01"))), expr.Lt(s, expr.LitDate(mustDate("1995-01-01")))), q6Schema, kernelBatch(b))
 }
 
 var commentWords = []string{"special", "requests", "furiously", "carefully", "ironic", "final", "deposits", "packages", "accounts", "pending", "blithely", "regular", "express"}
@@ -406,7 +408,7 @@ func BenchmarkKernelLike(b *testing.B) {
 	for _, p := range []string{"special%", "%ironic", "%special%", "%special%requests%", "%sp_cial%"} {
 		b.Run(p, func(b *testing.B) {
 			schema, batch := likeBatch(b)
-			benchFilter(b, Like(Col(0, "c"), p), schema, batch)
+			benchFilter(b, expr.Like(expr.Col(0, "c"), p), schema, batch)
 		})
 	}
 }
@@ -455,11 +457,11 @@ func q6Typed() decimal128.Num {
 		price := r.Column(1).(*array.Decimal64).Values()
 		disc := r.Column(2).(*array.Decimal64).Values()
 		ship := r.Column(3).(*array.Date32).Values()
-		sel := selRange32(s1, castSlice[int32](ship), lo, hi, nil, n)
-		sel = selRange64(s2, castSlice[int64](disc), 5, 7, sel, n)
-		sel = selLtC(s3, castSlice[int64](qty), 2400, sel, n)
+		sel := expr.SelRange32(s1, castSlice[int32](ship), lo, hi, nil, n)
+		sel = expr.SelRange64(s2, castSlice[int64](disc), 5, 7, sel, n)
+		sel = expr.SelLtC(s3, castSlice[int64](qty), 2400, sel, n)
 		for _, i := range sel {
-			prod[i] = mul64to128(int64(price[i]), int64(disc[i]))
+			prod[i] = expr.Mul64to128(int64(price[i]), int64(disc[i]))
 		}
 		hi, lo := acc.HighBits(), acc.LowBits()
 		for _, i := range sel {
@@ -507,14 +509,14 @@ func BenchmarkLikeVsRegexp(b *testing.B) {
 		{"%special%requests%", `^(?s:.*special.*requests.*)$`},
 		{"special%", `^(?s:special.*)$`},
 	} {
-		m, _ := compileLikePattern([]byte(c.like), -1)
+		m, _ := expr.CompileLikePattern([]byte(c.like), -1)
 		re := regexp.MustCompile(c.re)
 		b.Run("like/"+c.like, func(b *testing.B) {
 			cpu := startCPU(b)
 			defer cpu.reportPerRow(b, len(byts))
 			for i := 0; i < b.N; i++ {
 				for _, v := range byts {
-					m.match(v)
+					m.Match(v)
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*a.Len()), "ns/row")

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/nicflow/nicflow/exec/expr"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
@@ -32,10 +34,10 @@ type exprGen struct {
 
 func (g *exprGen) pick(n int) int { return g.r.IntN(n) }
 
-func (g *exprGen) col(i int) Expr { return Col(i, randSchema.Field(i).Name) }
+func (g *exprGen) col(i int) expr.Expr { return expr.Col(i, randSchema.Field(i).Name) }
 
 // Integers stay small so that trees of depth 3 never overflow int32.
-func (g *exprGen) intExpr(d int) Expr {
+func (g *exprGen) intExpr(d int) expr.Expr {
 	if d <= 0 {
 		switch g.pick(4) {
 		case 0:
@@ -45,33 +47,33 @@ func (g *exprGen) intExpr(d int) Expr {
 		case 2:
 			return g.col(8)
 		}
-		return LitInt32(int32(g.r.IntN(21) - 10))
+		return expr.LitInt32(int32(g.r.IntN(21) - 10))
 	}
 	switch g.pick(10) {
 	case 0:
-		return Add(g.intExpr(d-1), g.intExpr(d-1))
+		return expr.Add(g.intExpr(d-1), g.intExpr(d-1))
 	case 1:
-		return Sub(g.intExpr(d-1), g.intExpr(d-1))
+		return expr.Sub(g.intExpr(d-1), g.intExpr(d-1))
 	case 2:
-		return Mul(g.intExpr(0), g.intExpr(0))
+		return expr.Mul(g.intExpr(0), g.intExpr(0))
 	case 3:
 		x := g.intExpr(0)
-		return Case([]Expr{Ne(x, LitInt32(0))}, []Expr{Div(g.intExpr(d-1), x)}, nil)
+		return expr.Case([]expr.Expr{expr.Ne(x, expr.LitInt32(0))}, []expr.Expr{expr.Div(g.intExpr(d-1), x)}, nil)
 	case 4:
-		return Mod(g.intExpr(d-1), LitInt32(int32(g.r.IntN(9)+1)))
+		return expr.Mod(g.intExpr(d-1), expr.LitInt32(int32(g.r.IntN(9)+1)))
 	case 5:
-		return Neg(g.intExpr(d - 1))
+		return expr.Neg(g.intExpr(d - 1))
 	case 6:
-		return Abs(g.intExpr(d - 1))
+		return expr.Abs(g.intExpr(d - 1))
 	case 7:
-		return Coalesce(g.intExpr(d-1), g.intExpr(d-1))
+		return expr.Coalesce(g.intExpr(d-1), g.intExpr(d-1))
 	case 8:
-		return Length(g.strExpr(d - 1))
+		return expr.Length(g.strExpr(d - 1))
 	}
-	return Extract([]string{"year", "month", "day", "dow", "doy", "quarter"}[g.pick(6)], g.dateExpr(d-1))
+	return expr.Extract([]string{"year", "month", "day", "dow", "doy", "quarter"}[g.pick(6)], g.dateExpr(d-1))
 }
 
-func (g *exprGen) decExpr(d int) Expr {
+func (g *exprGen) decExpr(d int) expr.Expr {
 	if d <= 0 {
 		switch g.pick(3) {
 		case 0:
@@ -79,55 +81,55 @@ func (g *exprGen) decExpr(d int) Expr {
 		case 1:
 			return g.col(4)
 		}
-		return LitDecimal(int64(g.r.IntN(2001)-1000), 5, 2)
+		return expr.LitDecimal(int64(g.r.IntN(2001)-1000), 5, 2)
 	}
 	switch g.pick(9) {
 	case 0:
-		return Add(g.decExpr(d-1), g.numExpr(d-1))
+		return expr.Add(g.decExpr(d-1), g.numExpr(d-1))
 	case 1:
-		return Sub(g.numExpr(d-1), g.decExpr(d-1))
+		return expr.Sub(g.numExpr(d-1), g.decExpr(d-1))
 	case 2:
-		return Mul(g.decExpr(d-1), g.decExpr(0))
+		return expr.Mul(g.decExpr(d-1), g.decExpr(0))
 	case 3:
 		x := g.decExpr(0)
-		return Case([]Expr{Ne(x, LitInt32(0))}, []Expr{Div(g.decExpr(d-1), x)}, nil)
+		return expr.Case([]expr.Expr{expr.Ne(x, expr.LitInt32(0))}, []expr.Expr{expr.Div(g.decExpr(d-1), x)}, nil)
 	case 4:
-		return Round(g.decExpr(d-1), int32(g.r.IntN(5)-1))
+		return expr.Round(g.decExpr(d-1), int32(g.r.IntN(5)-1))
 	case 5:
-		return Neg(g.decExpr(d - 1))
+		return expr.Neg(g.decExpr(d - 1))
 	case 6:
-		return Case([]Expr{g.boolExpr(d - 1)}, []Expr{g.decExpr(d - 1)}, ptr(g.numExpr(d-1)))
+		return expr.Case([]expr.Expr{g.boolExpr(d - 1)}, []expr.Expr{g.decExpr(d - 1)}, ptr(g.numExpr(d-1)))
 	case 7:
 		x := g.decExpr(0)
-		return Case([]Expr{Ne(x, LitInt32(0))}, []Expr{Mod(g.decExpr(d-1), x)}, nil)
+		return expr.Case([]expr.Expr{expr.Ne(x, expr.LitInt32(0))}, []expr.Expr{expr.Mod(g.decExpr(d-1), x)}, nil)
 	}
-	return Abs(g.decExpr(d - 1))
+	return expr.Abs(g.decExpr(d - 1))
 }
 
-func ptr(e Expr) *Expr { return &e }
+func ptr(e expr.Expr) *expr.Expr { return &e }
 
-func (g *exprGen) floatExpr(d int) Expr {
+func (g *exprGen) floatExpr(d int) expr.Expr {
 	if d <= 0 {
 		if g.pick(2) == 0 {
 			return g.col(2)
 		}
-		return LitFloat64(float64(g.r.IntN(41)-20) / 4)
+		return expr.LitFloat64(float64(g.r.IntN(41)-20) / 4)
 	}
 	switch g.pick(5) {
 	case 0:
-		return Add(g.floatExpr(d-1), g.numExpr(d-1))
+		return expr.Add(g.floatExpr(d-1), g.numExpr(d-1))
 	case 1:
-		return Mul(g.numExpr(d-1), g.floatExpr(d-1))
+		return expr.Mul(g.numExpr(d-1), g.floatExpr(d-1))
 	case 2:
-		return Cast(g.decExpr(d-1), Float64Type)
+		return expr.Cast(g.decExpr(d-1), expr.Float64Type)
 	case 3:
 		x := g.floatExpr(0)
-		return Case([]Expr{Ne(x, LitFloat64(0))}, []Expr{Div(g.numExpr(d-1), x)}, nil)
+		return expr.Case([]expr.Expr{expr.Ne(x, expr.LitFloat64(0))}, []expr.Expr{expr.Div(g.numExpr(d-1), x)}, nil)
 	}
-	return Sub(g.floatExpr(d-1), g.floatExpr(d-1))
+	return expr.Sub(g.floatExpr(d-1), g.floatExpr(d-1))
 }
 
-func (g *exprGen) numExpr(d int) Expr {
+func (g *exprGen) numExpr(d int) expr.Expr {
 	switch g.pick(3) {
 	case 0:
 		return g.intExpr(d)
@@ -139,102 +141,102 @@ func (g *exprGen) numExpr(d int) Expr {
 
 var likePatterns = []string{"%", "a%", "%b", "%a%", "a%b", "_", "__%", "%_x%", "a_c", "%é%", "日%", "%z%Z%", "", "%\\%%", "a%%b"}
 
-func (g *exprGen) strExpr(d int) Expr {
+func (g *exprGen) strExpr(d int) expr.Expr {
 	if d <= 0 {
 		if g.pick(3) > 0 {
 			return g.col(6)
 		}
-		return LitString([]string{"", "abc", "aé日", "  x  "}[g.pick(4)])
+		return expr.LitString([]string{"", "abc", "aé日", "  x  "}[g.pick(4)])
 	}
 	switch g.pick(8) {
 	case 0:
-		return Upper(g.strExpr(d - 1))
+		return expr.Upper(g.strExpr(d - 1))
 	case 1:
-		return Lower(g.strExpr(d - 1))
+		return expr.Lower(g.strExpr(d - 1))
 	case 2:
-		return Trim(g.strExpr(d - 1))
+		return expr.Trim(g.strExpr(d - 1))
 	case 3:
 		l := g.intExpr(0)
-		return Substring(g.strExpr(d-1), LitInt32(int32(g.r.IntN(6)-1)), ptr(Abs(Mod(l, LitInt32(5)))))
+		return expr.Substring(g.strExpr(d-1), expr.LitInt32(int32(g.r.IntN(6)-1)), ptr(expr.Abs(expr.Mod(l, expr.LitInt32(5)))))
 	case 4:
-		return Concat(g.strExpr(d-1), g.strExpr(d-1))
+		return expr.Concat(g.strExpr(d-1), g.strExpr(d-1))
 	case 5:
-		return Case([]Expr{g.boolExpr(d - 1)}, []Expr{g.strExpr(d - 1)}, ptr(g.strExpr(d-1)))
+		return expr.Case([]expr.Expr{g.boolExpr(d - 1)}, []expr.Expr{g.strExpr(d - 1)}, ptr(g.strExpr(d-1)))
 	case 6:
-		return RTrim(g.strExpr(d - 1))
+		return expr.RTrim(g.strExpr(d - 1))
 	}
-	return Substring(g.strExpr(d-1), LitInt32(int32(g.r.IntN(4))), nil)
+	return expr.Substring(g.strExpr(d-1), expr.LitInt32(int32(g.r.IntN(4))), nil)
 }
 
-func (g *exprGen) dateExpr(d int) Expr {
+func (g *exprGen) dateExpr(d int) expr.Expr {
 	if d <= 0 {
 		if g.pick(3) > 0 {
 			return g.col(7)
 		}
-		return LitDate(int32(10957 + g.r.IntN(400)))
+		return expr.LitDate(int32(10957 + g.r.IntN(400)))
 	}
 	switch g.pick(4) {
 	case 0:
-		return Add(g.dateExpr(d-1), LitInterval(int32(g.r.IntN(30)-15), int32(g.r.IntN(10)), 0))
+		return expr.Add(g.dateExpr(d-1), expr.LitInterval(int32(g.r.IntN(30)-15), int32(g.r.IntN(10)), 0))
 	case 1:
-		return Sub(g.dateExpr(d-1), LitInterval(int32(g.r.IntN(30)), 0, 0))
+		return expr.Sub(g.dateExpr(d-1), expr.LitInterval(int32(g.r.IntN(30)), 0, 0))
 	case 2:
-		return Add(g.dateExpr(d-1), g.intExpr(0))
+		return expr.Add(g.dateExpr(d-1), g.intExpr(0))
 	}
-	return Coalesce(g.dateExpr(d-1), g.dateExpr(d-1))
+	return expr.Coalesce(g.dateExpr(d-1), g.dateExpr(d-1))
 }
 
-func (g *exprGen) boolExpr(d int) Expr {
+func (g *exprGen) boolExpr(d int) expr.Expr {
 	if d <= 0 {
 		switch g.pick(4) {
 		case 0:
 			return g.col(5)
 		case 1:
-			return LitBool(g.pick(2) == 0)
+			return expr.LitBool(g.pick(2) == 0)
 		case 2:
-			return LitNull(NullType)
+			return expr.LitNull(expr.NullType)
 		}
-		return IsNull(g.col(g.pick(9)))
+		return expr.IsNull(g.col(g.pick(9)))
 	}
-	cmps := []func(a, b Expr) Expr{Eq, Ne, Lt, Le, Gt, Ge, IsDistinctFrom, IsNotDistinctFrom}
+	cmps := []func(a, b expr.Expr) expr.Expr{expr.Eq, expr.Ne, expr.Lt, expr.Le, expr.Gt, expr.Ge, expr.IsDistinctFrom, expr.IsNotDistinctFrom}
 	cmp := cmps[g.pick(len(cmps))]
 	switch g.pick(13) {
 	case 0:
 		return cmp(g.numExpr(d-1), g.numExpr(d-1))
 	case 1:
-		return cmp(g.intExpr(d-1), LitInt32(int32(g.r.IntN(21)-10)))
+		return cmp(g.intExpr(d-1), expr.LitInt32(int32(g.r.IntN(21)-10)))
 	case 2:
 		return cmp(g.strExpr(d-1), g.strExpr(d-1))
 	case 3:
 		return cmp(g.dateExpr(d-1), g.dateExpr(d-1))
 	case 4:
-		return And(g.boolExpr(d-1), g.boolExpr(d-1), g.boolExpr(d-1))
+		return expr.And(g.boolExpr(d-1), g.boolExpr(d-1), g.boolExpr(d-1))
 	case 5:
-		return Or(g.boolExpr(d-1), g.boolExpr(d-1))
+		return expr.Or(g.boolExpr(d-1), g.boolExpr(d-1))
 	case 6:
-		return Not(g.boolExpr(d - 1))
+		return expr.Not(g.boolExpr(d - 1))
 	case 7:
-		return Like(g.strExpr(d-1), likePatterns[g.pick(len(likePatterns))])
+		return expr.Like(g.strExpr(d-1), likePatterns[g.pick(len(likePatterns))])
 	case 8:
-		return NotLike(g.strExpr(d-1), likePatterns[g.pick(len(likePatterns))])
+		return expr.NotLike(g.strExpr(d-1), likePatterns[g.pick(len(likePatterns))])
 	case 9:
-		list := []Expr{}
+		list := []expr.Expr{}
 		for k := g.pick(20) + 1; k > 0; k-- {
-			list = append(list, LitInt32(int32(g.r.IntN(41)-20)))
+			list = append(list, expr.LitInt32(int32(g.r.IntN(41)-20)))
 		}
 		if g.pick(4) == 0 {
-			list = append(list, LitNull(NullType))
+			list = append(list, expr.LitNull(expr.NullType))
 		}
 		if g.pick(2) == 0 {
-			return NotIn(g.intExpr(d-1), list...)
+			return expr.NotIn(g.intExpr(d-1), list...)
 		}
-		return In(g.intExpr(d-1), list...)
+		return expr.In(g.intExpr(d-1), list...)
 	case 10:
-		return In(g.strExpr(d-1), LitString("abc"), LitString(""), g.strExpr(0))
+		return expr.In(g.strExpr(d-1), expr.LitString("abc"), expr.LitString(""), g.strExpr(0))
 	case 11:
-		return cmp(g.col(3), LitDecimal(int64(g.r.IntN(600)-300), 5, 2))
+		return cmp(g.col(3), expr.LitDecimal(int64(g.r.IntN(600)-300), 5, 2))
 	}
-	return Between(g.decExpr(d-1), g.numExpr(0), g.numExpr(0))
+	return expr.Between(g.decExpr(d-1), g.numExpr(0), g.numExpr(0))
 }
 
 func randomInput(r *rand.Rand, n int) [][]any {
@@ -259,7 +261,7 @@ func TestExprRandomProject(t *testing.T) {
 	iters := exprIters(80)
 	for it := 0; it < iters; it++ {
 		g := &exprGen{r: r}
-		var e Expr
+		var e expr.Expr
 		switch it % 6 {
 		case 0:
 			e = g.intExpr(3)
@@ -281,7 +283,7 @@ func TestExprRandomProject(t *testing.T) {
 			Inputs:     []HarnessInput{{Schema: randSchema, Rows: rows}},
 			BatchSizes: []int{1, 7, 1024},
 			Build: func(in []Operator) (Operator, error) {
-				return NewProject(in[0], []Expr{e, Col(8, "k")}, nil)
+				return NewProject(in[0], []expr.Expr{e, expr.Col(8, "k")}, nil)
 			},
 			Ref: func(in [][][]any) ([][]any, error) {
 				var out [][]any
@@ -336,12 +338,12 @@ func TestExprJSONRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 1))
 	for it := 0; it < 200; it++ {
 		g := &exprGen{r: r}
-		es := []Expr{g.boolExpr(3), g.decExpr(3), g.strExpr(2), g.dateExpr(2)}
-		b, err := MarshalExprs(es)
+		es := []expr.Expr{g.boolExpr(3), g.decExpr(3), g.strExpr(2), g.dateExpr(2)}
+		b, err := expr.MarshalExprs(es)
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := UnmarshalExprs(b)
+		back, err := expr.UnmarshalExprs(b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -349,12 +351,12 @@ func TestExprJSONRoundTrip(t *testing.T) {
 			if es[i].String() != back[i].String() {
 				t.Fatalf("round trip changed %s into %s", es[i], back[i])
 			}
-			if _, err := CompileExpr(back[i], randSchema); err != nil {
+			if _, err := expr.CompileExpr(back[i], randSchema); err != nil {
 				t.Fatalf("%s: %v", back[i], err)
 			}
 		}
 	}
-	if _, err := UnmarshalExprs([]byte("{not json")); !nferr.Is(err, nferr.KindData) {
+	if _, err := expr.UnmarshalExprs([]byte("{not json")); !nferr.Is(err, nferr.KindData) {
 		t.Fatalf("bad JSON: got %v, want KindData", err)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/nicflow/nicflow/exec/expr"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -28,12 +30,12 @@ func newRef(schema *arrow.Schema) *refEvaluator {
 	return &refEvaluator{schema: schema, types: map[string]arrow.DataType{}}
 }
 
-func (r *refEvaluator) typeOf(e Expr) arrow.DataType {
+func (r *refEvaluator) typeOf(e expr.Expr) arrow.DataType {
 	k := e.String()
 	if t, ok := r.types[k]; ok {
 		return t
 	}
-	t, err := ResultType(e, r.schema)
+	t, err := expr.ResultType(e, r.schema)
 	if err != nil {
 		panic(fmt.Sprintf("ResultType(%s): %v", e, err))
 	}
@@ -125,7 +127,7 @@ func dateTime(d arrow.Date32) time.Time { return time.Unix(int64(d)*86400, 0).UT
 
 func timeDate(t time.Time) arrow.Date32 { return arrow.Date32(t.Unix() / 86400) }
 
-func refDateInRange(d int64) bool { return d >= int64(minDate) && d <= int64(maxDate) }
+func refDateInRange(d int64) bool { return d >= int64(expr.MinDate) && d <= int64(expr.MaxDate) }
 
 func refAddMonths(d arrow.Date32, months int64) (int64, bool) {
 	y, m, day := dateTime(d).Date()
@@ -198,8 +200,8 @@ func refLike(s, p []rune, esc rune) bool {
 	return len(s) > 0 && s[0] == p[0] && refLike(s[1:], p[1:], esc)
 }
 
-func (r *refEvaluator) literal(e Expr) any {
-	ce, err := CompileExpr(e, r.schema)
+func (r *refEvaluator) literal(e expr.Expr) any {
+	ce, err := expr.CompileExpr(e, r.schema)
 	if err != nil {
 		panic(err)
 	}
@@ -214,19 +216,19 @@ func (r *refEvaluator) literal(e Expr) any {
 
 // eval computes e on one row. lazy AND/OR follow the engine's value
 // semantics (later operands only where not yet decided).
-func (r *refEvaluator) eval(e Expr, row []any) (any, error) {
+func (r *refEvaluator) eval(e expr.Expr, row []any) (any, error) {
 	switch e.Kind {
-	case KindColumn:
+	case expr.KindColumn:
 		return row[e.Index], nil
-	case KindLiteral:
+	case expr.KindLiteral:
 		return r.literal(e), nil
-	case KindCast:
+	case expr.KindCast:
 		x, err := r.eval(e.Args[0], row)
 		if err != nil || x == nil {
 			return nil, err
 		}
 		return r.cast(x, r.typeOf(e))
-	case KindCase:
+	case expr.KindCase:
 		i := 0
 		for ; i+1 < len(e.Args); i += 2 {
 			c, err := r.eval(e.Args[i], row)
@@ -251,8 +253,8 @@ func (r *refEvaluator) eval(e Expr, row []any) (any, error) {
 		return nil, nil
 	}
 	switch e.Fn {
-	case FnAnd, FnOr:
-		decided := e.Fn == FnOr
+	case expr.FnAnd, expr.FnOr:
+		decided := e.Fn == expr.FnOr
 		res := any(!decided)
 		for _, a := range e.Args {
 			v, err := r.eval(a, row)
@@ -267,7 +269,7 @@ func (r *refEvaluator) eval(e Expr, row []any) (any, error) {
 			}
 		}
 		return res, nil
-	case FnCoalesce:
+	case expr.FnCoalesce:
 		for _, a := range e.Args {
 			v, err := r.eval(a, row)
 			if err != nil {
@@ -278,12 +280,12 @@ func (r *refEvaluator) eval(e Expr, row []any) (any, error) {
 			}
 		}
 		return nil, nil
-	case FnIsNull, FnIsNotNull:
+	case expr.FnIsNull, expr.FnIsNotNull:
 		v, err := r.eval(e.Args[0], row)
 		if err != nil {
 			return nil, err
 		}
-		return (v == nil) == (e.Fn == FnIsNull), nil
+		return (v == nil) == (e.Fn == expr.FnIsNull), nil
 	}
 	args := make([]any, len(e.Args))
 	for i, a := range e.Args {
@@ -294,7 +296,7 @@ func (r *refEvaluator) eval(e Expr, row []any) (any, error) {
 		args[i] = v
 	}
 	switch e.Fn {
-	case FnIsDistinctFrom, FnIsNotDistinctFrom:
+	case expr.FnIsDistinctFrom, expr.FnIsNotDistinctFrom:
 		a, b := args[0], args[1]
 		var distinct bool
 		switch {
@@ -305,13 +307,13 @@ func (r *refEvaluator) eval(e Expr, row []any) (any, error) {
 		default:
 			distinct = cmpVals(a, b) != 0
 		}
-		return distinct == (e.Fn == FnIsDistinctFrom), nil
-	case FnNot:
+		return distinct == (e.Fn == expr.FnIsDistinctFrom), nil
+	case expr.FnNot:
 		if args[0] == nil {
 			return nil, nil
 		}
 		return !args[0].(bool), nil
-	case FnIn:
+	case expr.FnIn:
 		if args[0] == nil {
 			return nil, nil
 		}
@@ -337,12 +339,12 @@ func (r *refEvaluator) eval(e Expr, row []any) (any, error) {
 	}
 	rt := r.typeOf(e)
 	switch e.Fn {
-	case FnEq, FnNe, FnLt, FnLe, FnGt, FnGe:
+	case expr.FnEq, expr.FnNe, expr.FnLt, expr.FnLe, expr.FnGt, expr.FnGe:
 		c := cmpVals(args[0], args[1])
-		return map[string]bool{FnEq: c == 0, FnNe: c != 0, FnLt: c < 0, FnLe: c <= 0, FnGt: c > 0, FnGe: c >= 0}[e.Fn], nil
-	case FnAdd, FnSub, FnMul, FnDiv, FnMod:
+		return map[string]bool{expr.FnEq: c == 0, expr.FnNe: c != 0, expr.FnLt: c < 0, expr.FnLe: c <= 0, expr.FnGt: c > 0, expr.FnGe: c >= 0}[e.Fn], nil
+	case expr.FnAdd, expr.FnSub, expr.FnMul, expr.FnDiv, expr.FnMod:
 		return r.arith(e.Fn, args[0], args[1], rt)
-	case FnNeg:
+	case expr.FnNeg:
 		switch x := args[0].(type) {
 		case float64:
 			return -x, nil
@@ -351,13 +353,13 @@ func (r *refEvaluator) eval(e Expr, row []any) (any, error) {
 		}
 		q, _ := toRat(args[0])
 		return fromRat(q.Neg(q), rt)
-	case FnAbs:
+	case expr.FnAbs:
 		if x, ok := args[0].(float64); ok {
 			return math.Abs(x), nil
 		}
 		q, _ := toRat(args[0])
 		return fromRat(q.Abs(q), rt)
-	case FnRound:
+	case expr.FnRound:
 		d := int32(0)
 		if len(args) > 1 {
 			d = args[1].(int32)
@@ -374,7 +376,7 @@ func (r *refEvaluator) eval(e Expr, row []any) (any, error) {
 			q = new(big.Rat).Mul(new(big.Rat).SetInt(roundRat(new(big.Rat).Quo(q, p))), p)
 		}
 		return fromRat(q, rt)
-	case FnLike:
+	case expr.FnLike:
 		esc := rune(-1)
 		if len(args) > 2 {
 			if s := args[2].(string); s != "" {
@@ -382,35 +384,35 @@ func (r *refEvaluator) eval(e Expr, row []any) (any, error) {
 			}
 		}
 		return refLike([]rune(args[0].(string)), []rune(args[1].(string)), esc), nil
-	case FnUpper:
+	case expr.FnUpper:
 		return strings.ToUpper(args[0].(string)), nil
-	case FnLower:
+	case expr.FnLower:
 		return strings.ToLower(args[0].(string)), nil
-	case FnLength:
+	case expr.FnLength:
 		return int32(utf8.RuneCountInString(args[0].(string))), nil
-	case FnTrim, FnLTrim, FnRTrim:
+	case expr.FnTrim, expr.FnLTrim, expr.FnRTrim:
 		cut := " "
 		if len(args) > 1 {
 			cut = args[1].(string)
 		}
 		s := args[0].(string)
 		switch e.Fn {
-		case FnTrim:
+		case expr.FnTrim:
 			return strings.Trim(s, cut), nil
-		case FnLTrim:
+		case expr.FnLTrim:
 			return strings.TrimLeft(s, cut), nil
 		}
 		return strings.TrimRight(s, cut), nil
-	case FnConcat:
+	case expr.FnConcat:
 		return fmt.Sprint(args[0]) + fmt.Sprint(args[1]), nil
-	case FnStrPos:
+	case expr.FnStrPos:
 		s, sub := args[0].(string), args[1].(string)
 		i := strings.Index(s, sub)
 		if i < 0 {
 			return int32(0), nil
 		}
 		return int32(utf8.RuneCountInString(s[:i]) + 1), nil
-	case FnSubstring:
+	case expr.FnSubstring:
 		rs := []rune(args[0].(string))
 		start := toI64(args[1])
 		end := int64(math.MaxInt64)
@@ -427,7 +429,7 @@ func (r *refEvaluator) eval(e Expr, row []any) (any, error) {
 			return "", nil
 		}
 		return string(rs[from-1 : to-1]), nil
-	case FnExtract:
+	case expr.FnExtract:
 		t := dateTime(args[1].(arrow.Date32))
 		switch args[0].(string) {
 		case "year":
@@ -465,7 +467,7 @@ func (r *refEvaluator) arith(fn string, a, b any, rt arrow.DataType) (any, error
 			return int32(int64(da) - int64(y)), nil
 		case arrow.MonthDayNanoInterval:
 			sign := int64(1)
-			if fn == FnSub {
+			if fn == expr.FnSub {
 				sign = -1
 			}
 			d, ok := refAddMonths(da, sign*int64(y.Months))
@@ -479,7 +481,7 @@ func (r *refEvaluator) arith(fn string, a, b any, rt arrow.DataType) (any, error
 			return arrow.Date32(d), nil
 		default:
 			n := toI64(b)
-			if fn == FnSub {
+			if fn == expr.FnSub {
 				n = -n
 			}
 			d := int64(da) + n
@@ -495,13 +497,13 @@ func (r *refEvaluator) arith(fn string, a, b any, rt arrow.DataType) (any, error
 	if rt.ID() == arrow.FLOAT64 {
 		x, y := toFloat(a), toFloat(b)
 		switch fn {
-		case FnAdd:
+		case expr.FnAdd:
 			return x + y, nil
-		case FnSub:
+		case expr.FnSub:
 			return x - y, nil
-		case FnMul:
+		case expr.FnMul:
 			return x * y, nil
-		case FnDiv:
+		case expr.FnDiv:
 			if y == 0 {
 				return nil, errQuery
 			}
@@ -516,22 +518,22 @@ func (r *refEvaluator) arith(fn string, a, b any, rt arrow.DataType) (any, error
 	y, _ := toRat(b)
 	var q *big.Rat
 	switch fn {
-	case FnAdd:
+	case expr.FnAdd:
 		q = new(big.Rat).Add(x, y)
-	case FnSub:
+	case expr.FnSub:
 		q = new(big.Rat).Sub(x, y)
-	case FnMul:
+	case expr.FnMul:
 		q = new(big.Rat).Mul(x, y)
-	case FnDiv, FnMod:
+	case expr.FnDiv, expr.FnMod:
 		if y.Sign() == 0 {
 			return nil, errQuery
 		}
 		quo := new(big.Rat).Quo(x, y)
-		if fn == FnDiv && isInteger(rt) {
+		if fn == expr.FnDiv && expr.IsInteger(rt) {
 			// truncate toward zero
 			t := new(big.Int).Quo(quo.Num(), quo.Denom())
 			q = new(big.Rat).SetInt(t)
-		} else if fn == FnDiv {
+		} else if fn == expr.FnDiv {
 			q = quo
 		} else {
 			t := new(big.Int).Quo(quo.Num(), quo.Denom())
@@ -543,7 +545,7 @@ func (r *refEvaluator) arith(fn string, a, b any, rt arrow.DataType) (any, error
 
 // convert widens a branch value to the CASE/COALESCE result type.
 func (r *refEvaluator) convert(v any, rt arrow.DataType) (any, error) {
-	if q, ok := toRat(v); ok && isNumeric(rt) {
+	if q, ok := toRat(v); ok && expr.IsNumeric(rt) {
 		if rt.ID() == arrow.FLOAT64 {
 			f, _ := q.Float64()
 			return f, nil
@@ -570,7 +572,7 @@ func (r *refEvaluator) cast(v any, rt arrow.DataType) (any, error) {
 		return fromRat(q, rt)
 	}
 	if f, ok := v.(float64); ok {
-		if isInteger(rt) {
+		if expr.IsInteger(rt) {
 			return fromRat(new(big.Rat).SetFloat64(math.RoundToEven(f)), rt)
 		}
 	}

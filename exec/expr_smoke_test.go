@@ -3,6 +3,8 @@ package exec
 import (
 	"testing"
 
+	"github.com/nicflow/nicflow/exec/expr"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
@@ -25,17 +27,17 @@ func TestExprSmoke(t *testing.T) {
 	defer rec.Release()
 	b := &Batch{Cols: rec.Columns(), N: 3}
 	cases := []struct {
-		e    Expr
+		e    expr.Expr
 		want []any
 	}{
-		{Mul(Col(1, "p"), Col(2, "d")), []any{D("0.5250"), D("0.3000"), nil}},
-		{Add(Col(0, "a"), LitInt32(2)), []any{int64(3), nil, int64(7)}},
-		{Like(Col(3, "s"), "PROMO%"), []any{true, false, nil}},
-		{Add(Col(4, "dt"), LitInterval(1, 0, 0)), []any{arrow.Date32(mustDate("1994-02-28")), arrow.Date32(mustDate("1995-04-01")), nil}},
-		{Lt(Col(1, "p"), LitInt32(8)), []any{false, true, true}},
+		{expr.Mul(expr.Col(1, "p"), expr.Col(2, "d")), []any{D("0.5250"), D("0.3000"), nil}},
+		{expr.Add(expr.Col(0, "a"), expr.LitInt32(2)), []any{int64(3), nil, int64(7)}},
+		{expr.Like(expr.Col(3, "s"), "PROMO%"), []any{true, false, nil}},
+		{expr.Add(expr.Col(4, "dt"), expr.LitInterval(1, 0, 0)), []any{arrow.Date32(mustDate("1994-02-28")), arrow.Date32(mustDate("1995-04-01")), nil}},
+		{expr.Lt(expr.Col(1, "p"), expr.LitInt32(8)), []any{false, true, true}},
 	}
 	for _, c := range cases {
-		ce, err := CompileExpr(c.e, schema)
+		ce, err := expr.CompileExpr(c.e, schema)
 		if err != nil {
 			t.Fatalf("%s: %v", c.e, err)
 		}
@@ -53,7 +55,7 @@ func TestExprSmoke(t *testing.T) {
 }
 
 func mustDate(s string) int32 {
-	d, err := ParseDate(s)
+	d, err := expr.ParseDate(s)
 	if err != nil {
 		panic(err)
 	}

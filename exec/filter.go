@@ -2,6 +2,7 @@ package exec
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/nicflow/nicflow/exec/expr"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -10,7 +11,7 @@ import (
 // narrower Sel. Batches with no passing row are dropped.
 type Filter struct {
 	child  Operator
-	pred   *CompiledExpr
+	pred   *expr.CompiledExpr
 	out    Batch
 	err    error
 	done   bool
@@ -20,13 +21,13 @@ type Filter struct {
 // NewFilter compiles pred against child's schema. pred must be BOOLEAN (or
 // an untyped NULL, which passes nothing). On success the Filter owns child
 // (its Close closes it); on error the caller still does.
-func NewFilter(child Operator, pred Expr) (*Filter, error) {
-	ce, err := CompileExpr(pred, child.Schema())
+func NewFilter(child Operator, pred expr.Expr) (*Filter, error) {
+	ce, err := expr.CompileExpr(pred, child.Schema())
 	if err != nil {
 		return nil, err
 	}
 	if id := ce.Type().ID(); id != arrow.BOOL && id != arrow.NULL {
-		return nil, nferr.Queryf("WHERE condition %s is of type %s, not BOOLEAN", pred, typeName(ce.Type()))
+		return nil, nferr.Queryf("WHERE condition %s is of type %s, not BOOLEAN", pred, expr.TypeName(ce.Type()))
 	}
 	return &Filter{child: child, pred: ce}, nil
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nicflow/nicflow/exec/expr"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -20,15 +22,15 @@ func TestFilterOperator(t *testing.T) {
 		rows := RandomRows(r, schema, n, GenOpts{NullProb: 0.2, Range: 50})
 		for _, tc := range []struct {
 			name string
-			pred Expr
+			pred expr.Expr
 			keep func(row []any) bool
 		}{
-			{"all", LitBool(true), func([]any) bool { return true }},
-			{"none", LitBool(false), func([]any) bool { return false }},
-			{"null", LitNull(NullType), func([]any) bool { return false }},
-			{"k>10", Gt(Col(0, "k"), LitInt32(10)), func(row []any) bool { return row[0] != nil && row[0].(int64) > 10 }},
-			{"k<>k", Ne(Col(0, "k"), Col(0, "k")), func([]any) bool { return false }},
-			{"k is null or s like", Or(IsNull(Col(0, "k")), Like(Col(1, "s"), "%a%")), func(row []any) bool {
+			{"all", expr.LitBool(true), func([]any) bool { return true }},
+			{"none", expr.LitBool(false), func([]any) bool { return false }},
+			{"null", expr.LitNull(expr.NullType), func([]any) bool { return false }},
+			{"k>10", expr.Gt(expr.Col(0, "k"), expr.LitInt32(10)), func(row []any) bool { return row[0] != nil && row[0].(int64) > 10 }},
+			{"k<>k", expr.Ne(expr.Col(0, "k"), expr.Col(0, "k")), func([]any) bool { return false }},
+			{"k is null or s like", expr.Or(expr.IsNull(expr.Col(0, "k")), expr.Like(expr.Col(1, "s"), "%a%")), func(row []any) bool {
 				return row[0] == nil || row[1] != nil && strings.Contains(row[1].(string), "a")
 			}},
 		} {
@@ -57,7 +59,7 @@ func TestFilterErrors(t *testing.T) {
 		{Name: "b", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
 	}, nil)
 	src, _ := NewBatchSource(schema)
-	if _, err := NewFilter(src, Col(0, "a")); err == nil || !strings.Contains(err.Error(), "WHERE condition a is of type INTEGER, not BOOLEAN") {
+	if _, err := NewFilter(src, expr.Col(0, "a")); err == nil || !strings.Contains(err.Error(), "WHERE condition a is of type INTEGER, not BOOLEAN") {
 		t.Errorf("non-boolean predicate: %v", err)
 	}
 	src.Close()
@@ -67,7 +69,7 @@ func TestFilterErrors(t *testing.T) {
 		Name:   "filter/divzero",
 		Inputs: []HarnessInput{{Schema: schema, Rows: rows}},
 		Build: func(in []Operator) (Operator, error) {
-			return NewFilter(in[0], Gt(Div(Col(0, "a"), Col(1, "b")), LitInt32(0)))
+			return NewFilter(in[0], expr.Gt(expr.Div(expr.Col(0, "a"), expr.Col(1, "b")), expr.LitInt32(0)))
 		},
 		Ref: func(in [][][]any) ([][]any, error) {
 			for _, r := range in[0] {
@@ -94,7 +96,7 @@ func TestFilterNoCopy(t *testing.T) {
 	rec := MakeRecord(t, mem, schema, [][]any{{1}, {2}, {3}, {4}})
 	src, _ := NewBatchSource(schema, rec)
 	rec.Release()
-	f, err := NewFilter(src, Gt(Col(0, "a"), LitInt32(2)))
+	f, err := NewFilter(src, expr.Gt(expr.Col(0, "a"), expr.LitInt32(2)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,6 +70,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nicflow/nicflow/exec/expr"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal"
@@ -300,7 +302,7 @@ func appendValue(bld array.Builder, dt arrow.DataType, v any) error {
 		case arrow.Date32:
 			b.Append(x)
 		case string:
-			d, err := ParseDate(x)
+			d, err := expr.ParseDate(x)
 			if err != nil {
 				return err
 			}
@@ -545,7 +547,7 @@ func fmtRow(r []any) string {
 		case string:
 			parts[i] = fmt.Sprintf("%q", x)
 		case arrow.Date32:
-			parts[i] = FormatDate(int32(x))
+			parts[i] = expr.FormatDate(int32(x))
 		default:
 			parts[i] = fmt.Sprint(x)
 		}
@@ -725,7 +727,7 @@ func poisonValue(r *rand.Rand, dt arrow.DataType) any {
 	case *arrow.StringType:
 		return [...]string{"", "not a number", "%_\\"}[pick]
 	case *arrow.Date32Type:
-		return [...]arrow.Date32{0, arrow.Date32(maxDate), arrow.Date32(minDate)}[pick]
+		return [...]arrow.Date32{0, arrow.Date32(expr.MaxDate), arrow.Date32(expr.MinDate)}[pick]
 	case *arrow.Decimal64Type:
 		m := new(big.Int).Sub(pow10Big(min(t.Precision, 18)), big.NewInt(1))
 		return [...]Dec{DecU(0, t.Scale), {U: m, S: t.Scale}, {U: new(big.Int).Neg(m), S: t.Scale}}[pick]

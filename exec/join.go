@@ -37,6 +37,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/nicflow/nicflow/exec/expr"
+
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -78,7 +80,7 @@ type HashJoinSpec struct {
 	NullAware bool
 	// Residual, when set, is a boolean condition over the left columns then
 	// the right columns that every matching pair must satisfy.
-	Residual *Expr
+	Residual *expr.Expr
 	// MarkName names the mark column (default "mark").
 	MarkName string
 }
@@ -108,7 +110,7 @@ type joinShape struct {
 	storeBuild  bool // keep build columns (output or residual needs them)
 	buildInfos  []colInfo
 	probeTake   []takeFn
-	residual    *Expr
+	residual    *expr.Expr
 }
 
 func (s *joinShape) probePreserve() bool {
@@ -219,7 +221,7 @@ func newJoinShape(left, right *arrow.Schema, spec HashJoinSpec, op string) (*joi
 	if spec.Residual != nil {
 		// Compile once here to report errors at construction; each instance
 		// compiles its own copy (a CompiledExpr is not concurrency-safe).
-		ce, err := CompileExpr(*spec.Residual, s.joined)
+		ce, err := expr.CompileExpr(*spec.Residual, s.joined)
 		if err != nil {
 			return nil, nferr.Wrap(nferr.KindQuery, err, "%s: residual condition", op)
 		}
@@ -234,7 +236,7 @@ func (s *joinShape) compileResidual() (rowFilter, error) {
 	if s.residual == nil {
 		return nil, nil
 	}
-	return CompileExpr(*s.residual, s.joined)
+	return expr.CompileExpr(*s.residual, s.joined)
 }
 
 // joinTable is the built side of a hash join.

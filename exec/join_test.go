@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nicflow/nicflow/exec/expr"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -36,7 +38,7 @@ func refResidual(l, r []any) (val, known bool) {
 	return l[2].(int32) < r[2].(int32), true
 }
 
-var testResidual = Lt(Col(2, "lv"), Col(4+2, "rv"))
+var testResidual = expr.Lt(expr.Col(2, "lv"), expr.Col(4+2, "rv"))
 
 // refHashJoin is a nested-loop reference with SQL semantics.
 func refHashJoin(l, r [][]any, spec HashJoinSpec) [][]any {
@@ -229,7 +231,7 @@ func TestHashJoinManyMatches(t *testing.T) {
 func TestHashJoinSpecErrors(t *testing.T) {
 	ls, _ := NewBatchSource(joinLeftSchema)
 	rs, _ := NewBatchSource(joinRightSchema)
-	bad := Add(Col(0, "lk"), Col(4, "rk"))
+	bad := expr.Add(expr.Col(0, "lk"), expr.Col(4, "rk"))
 	for _, spec := range []HashJoinSpec{
 		{Type: "cross", LeftKeys: []int{0}, RightKeys: []int{0}},
 		{Type: JoinInner, LeftKeys: []int{0}, RightKeys: []int{2}},    // int64 vs int32
@@ -305,7 +307,7 @@ func TestSharedBuildInputFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pass, err := NewProject(parts[1], []Expr{Col(0, "k"), LitInt64(1)}, []string{"k", "n"})
+	pass, err := NewProject(parts[1], []expr.Expr{expr.Col(0, "k"), expr.LitInt64(1)}, []string{"k", "n"})
 	if err != nil {
 		t.Fatal(err)
 	}

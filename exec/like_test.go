@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/nicflow/nicflow/exec/expr"
 )
 
 // FuzzLike checks the compiled LIKE matcher (all its fast paths and the
@@ -28,14 +30,14 @@ func FuzzLike(f *testing.F) {
 		if useEsc {
 			esc = '\\'
 		}
-		m, err := compileLikePattern([]byte(pattern), esc)
+		m, err := expr.CompileLikePattern([]byte(pattern), esc)
 		if err != nil {
 			if !useEsc || !strings.HasSuffix(pattern, "\\") {
 				t.Fatalf("pattern %q: unexpected error %v", pattern, err)
 			}
 			return
 		}
-		got := m.match([]byte(s))
+		got := m.Match([]byte(s))
 		// The reference works on runes: compare only on valid UTF-8 and
 		// sizes where backtracking stays cheap.
 		if !utf8.ValidString(pattern) || !utf8.ValidString(s) || len(pattern) > 24 || len(s) > 48 || strings.Count(pattern, "%") > 6 {
@@ -53,16 +55,16 @@ func FuzzLike(f *testing.F) {
 
 // TestLikeKinds: patterns take the intended fast path.
 func TestLikeKinds(t *testing.T) {
-	for p, want := range map[string]likeKind{
-		"abc": likeExact, "abc%": likePrefix, "%abc": likeSuffix, "%abc%": likeContains,
-		"ab%cd": likePreSuf, "%": likeAny, "%%": likeAny, "a_c": likeGeneral, "%a%b%": likeGeneral,
+	for p, want := range map[string]expr.LikeKind{
+		"abc": expr.LikeExact, "abc%": expr.LikePrefix, "%abc": expr.LikeSuffix, "%abc%": expr.LikeContains,
+		"ab%cd": expr.LikePreSuf, "%": expr.LikeAny, "%%": expr.LikeAny, "a_c": expr.LikeGeneral, "%a%b%": expr.LikeGeneral,
 	} {
-		m, err := compileLikePattern([]byte(p), -1)
+		m, err := expr.CompileLikePattern([]byte(p), -1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.kind != want {
-			t.Errorf("%q: kind %d, want %d", p, m.kind, want)
+		if m.Kind != want {
+			t.Errorf("%q: kind %d, want %d", p, m.Kind, want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/nicflow/nicflow/exec/expr"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -75,7 +76,7 @@ func (l *Limit) Next() (*Batch, error) {
 			// A subslice of the child's Sel: borrowed like the batch.
 			l.out.Sel = b.Sel[skip : skip+take]
 		} else {
-			l.sel = grow(l.sel, int(take))
+			l.sel = expr.Grow(l.sel, int(take))
 			for i := range l.sel {
 				l.sel[i] = int32(skip) + int32(i)
 			}

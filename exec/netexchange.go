@@ -24,6 +24,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/nicflow/nicflow/exec/expr"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -264,7 +266,7 @@ func (c *coalescer) send(q int) error {
 		return nil
 	}
 	n := st.n
-	cols := st.gather(c.alloc, selAll(&c.idx, nil, n), nil)
+	cols := st.gather(c.alloc, expr.SelAll(&c.idx, nil, n), nil)
 	st.reset()
 	return c.flush(q, cols, n)
 }

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/nicflow/nicflow/exec/expr"
 
 	"github.com/nicflow/nicflow/internal/nferr"
 )
@@ -14,7 +15,7 @@ type NestedLoopJoinSpec struct {
 	Type JoinType
 	// Condition is a boolean expression over the left columns then the
 	// right columns; nil joins every pair (a cross join).
-	Condition *Expr
+	Condition *expr.Expr
 	// MarkName names the mark column (default "mark").
 	MarkName string
 }
@@ -108,7 +109,7 @@ func newNLJShape(left, right *arrow.Schema, spec NestedLoopJoinSpec) (*joinShape
 	}
 	s.storeBuild = true
 	if spec.Condition != nil {
-		ce, err := CompileExpr(*spec.Condition, s.joined)
+		ce, err := expr.CompileExpr(*spec.Condition, s.joined)
 		if err != nil {
 			return nil, nferr.Wrap(nferr.KindQuery, err, "%s: condition", op)
 		}

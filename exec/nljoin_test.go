@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/nicflow/nicflow/exec/expr"
+
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -80,7 +82,7 @@ func TestNestedLoopJoinHarness(t *testing.T) {
 func TestNestedLoopJoinErrors(t *testing.T) {
 	ls, _ := NewBatchSource(joinLeftSchema)
 	rs, _ := NewBatchSource(joinRightSchema)
-	notBool := Add(Col(2, "lv"), Col(6, "rv"))
+	notBool := expr.Add(expr.Col(2, "lv"), expr.Col(6, "rv"))
 	for _, spec := range []NestedLoopJoinSpec{{Type: JoinFull}, {Type: JoinInner, Condition: &notBool}} {
 		if _, err := NewNestedLoopJoin(ls, rs, spec); !nferr.Is(err, nferr.KindQuery) {
 			t.Errorf("%+v: got %v, want a query error", spec, err)

@@ -4,9 +4,16 @@ import (
 	"context"
 	"runtime"
 
+	"github.com/nicflow/nicflow/exec/expr"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
+
+// Batch is the unit of data that flows between operators (defined in
+// exec/expr, whose kernels evaluate over it): equal-length Arrow arrays and
+// an optional selection vector.
+type Batch = expr.Batch
 
 // Operator is the one contract every physical operator in nicflow follows,
 // local or distributed. The rules:

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/nicflow/nicflow/exec/expr"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -17,7 +18,7 @@ import (
 // gathering them (docs/decisions.md, D3).
 type Project struct {
 	child    Operator
-	exprs    []*CompiledExpr
+	exprs    []*expr.CompiledExpr
 	schema   *arrow.Schema
 	env      *Env
 	computed bool // some expression is not a bare column reference
@@ -32,7 +33,7 @@ type Project struct {
 // NewProject compiles exprs against child's schema; names[i] names output
 // column i (empty: the expression's text). On success the Project owns
 // child; on error the caller still does.
-func NewProject(child Operator, exprs []Expr, names []string) (*Project, error) {
+func NewProject(child Operator, exprs []expr.Expr, names []string) (*Project, error) {
 	if len(names) != 0 && len(names) != len(exprs) {
 		return nil, nferr.Internalf("project: %d names for %d expressions", len(names), len(exprs))
 	}
@@ -40,7 +41,7 @@ func NewProject(child Operator, exprs []Expr, names []string) (*Project, error) 
 	p := &Project{child: child}
 	fields := make([]arrow.Field, len(exprs))
 	for i, e := range exprs {
-		ce, err := CompileExpr(e, in)
+		ce, err := expr.CompileExpr(e, in)
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/nicflow/nicflow/exec/expr"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
@@ -21,11 +23,11 @@ func TestProjectOperator(t *testing.T) {
 			Name:   "project",
 			Inputs: []HarnessInput{{Schema: schema, Rows: rows}},
 			Build: func(in []Operator) (Operator, error) {
-				return NewProject(in[0], []Expr{
-					Col(2, "s"),
-					Mul(Col(0, "p"), Sub(LitInt32(1), Col(1, "d"))),
-					LitString("const"),
-					Col(0, "p"),
+				return NewProject(in[0], []expr.Expr{
+					expr.Col(2, "s"),
+					expr.Mul(expr.Col(0, "p"), expr.Sub(expr.LitInt32(1), expr.Col(1, "d"))),
+					expr.LitString("const"),
+					expr.Col(0, "p"),
 				}, []string{"s", "disc_price", "c", ""})
 			},
 			Ordered: true,
@@ -54,7 +56,7 @@ func TestProjectSchemaAndPassThrough(t *testing.T) {
 	rec := MakeRecord(t, mem, schema, [][]any{{1, 2}, {3, nil}})
 	src, _ := NewBatchSource(schema, rec)
 	rec.Release()
-	p, err := NewProject(src, []Expr{Col(1, "b"), Add(Col(0, "a"), LitInt32(1)), Col(0, "a")}, []string{"bb", "", "a"})
+	p, err := NewProject(src, []expr.Expr{expr.Col(1, "b"), expr.Add(expr.Col(0, "a"), expr.LitInt32(1)), expr.Col(0, "a")}, []string{"bb", "", "a"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package exec
 import (
 	"fmt"
 
+	"github.com/nicflow/nicflow/exec/expr"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -152,7 +154,7 @@ func (s *BatchSource) Close() error {
 // Column i's type is the common type of the i-th values of all rows.
 type Values struct {
 	schema *arrow.Schema
-	cells  [][]*CompiledExpr // [row][col]
+	cells  [][]*expr.CompiledExpr // [row][col]
 
 	src    *BatchSource
 	closed bool
@@ -160,11 +162,11 @@ type Values struct {
 
 // NewValues returns VALUES rows with the given column names. Every row has
 // one column-free expression per name.
-func NewValues(names []string, rows [][]Expr) (*Values, error) {
+func NewValues(names []string, rows [][]expr.Expr) (*Values, error) {
 	if len(rows) == 0 {
 		return nil, nferr.Queryf("VALUES needs at least one row")
 	}
-	v := &Values{cells: make([][]*CompiledExpr, len(rows))}
+	v := &Values{cells: make([][]*expr.CompiledExpr, len(rows))}
 	types := make([]arrow.DataType, len(names))
 	for c := range types {
 		types[c] = arrow.Null
@@ -174,13 +176,13 @@ func NewValues(names []string, rows [][]Expr) (*Values, error) {
 			return nil, nferr.Queryf("VALUES row %d has %d values, want %d", r+1, len(row), len(names))
 		}
 		for c, e := range row {
-			t, err := ResultType(e, emptyInput)
+			t, err := expr.ResultType(e, emptyInput)
 			if err != nil {
 				return nil, err
 			}
-			ct, ok := CommonType(types[c], t)
+			ct, ok := expr.CommonType(types[c], t)
 			if !ok {
-				return nil, nferr.Queryf("VALUES column %d: types %s and %s cannot be matched", c+1, typeName(types[c]), typeName(t))
+				return nil, nferr.Queryf("VALUES column %d: types %s and %s cannot be matched", c+1, expr.TypeName(types[c]), expr.TypeName(t))
 			}
 			types[c] = ct
 		}
@@ -194,10 +196,10 @@ func NewValues(names []string, rows [][]Expr) (*Values, error) {
 	}
 	v.schema = arrow.NewSchema(fields, nil)
 	for r, row := range rows {
-		v.cells[r] = make([]*CompiledExpr, len(row))
+		v.cells[r] = make([]*expr.CompiledExpr, len(row))
 		for c, e := range row {
-			t, _ := TypeOf(types[c])
-			ce, err := CompileExpr(Cast(e, t), emptyInput)
+			t, _ := expr.TypeOf(types[c])
+			ce, err := expr.CompileExpr(expr.Cast(e, t), emptyInput)
 			if err != nil {
 				return nil, err
 			}

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/nicflow/nicflow/exec/expr"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
@@ -62,10 +64,10 @@ func TestBatchSourceValidation(t *testing.T) {
 }
 
 func TestValuesOperator(t *testing.T) {
-	v, err := NewValues([]string{"a", "b", "c"}, [][]Expr{
-		{LitInt32(1), dec("1.5"), LitNull(NullType)},
-		{LitInt64(2), LitInt32(2), LitString("x")},
-		{LitNull(NullType), dec("0.25"), LitString("y")},
+	v, err := NewValues([]string{"a", "b", "c"}, [][]expr.Expr{
+		{expr.LitInt32(1), dec("1.5"), expr.LitNull(expr.NullType)},
+		{expr.LitInt64(2), expr.LitInt32(2), expr.LitString("x")},
+		{expr.LitNull(expr.NullType), dec("0.25"), expr.LitString("y")},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -78,10 +80,10 @@ func TestValuesOperator(t *testing.T) {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		env := NewTestEnv(mem)
 		env.BatchSize = bs
-		v, _ := NewValues([]string{"a", "b", "c"}, [][]Expr{
-			{LitInt32(1), dec("1.5"), LitNull(NullType)},
-			{LitInt64(2), LitInt32(2), LitString("x")},
-			{LitNull(NullType), dec("0.25"), LitString("y")},
+		v, _ := NewValues([]string{"a", "b", "c"}, [][]expr.Expr{
+			{expr.LitInt32(1), dec("1.5"), expr.LitNull(expr.NullType)},
+			{expr.LitInt64(2), expr.LitInt32(2), expr.LitString("x")},
+			{expr.LitNull(expr.NullType), dec("0.25"), expr.LitString("y")},
 		})
 		rows, err := CollectRows(env, v)
 		if err != nil {
@@ -92,7 +94,7 @@ func TestValuesOperator(t *testing.T) {
 	}
 	// Errors in a value are query errors at Open.
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	v, err = NewValues([]string{"a"}, [][]Expr{{LitInt32(1)}, {Div(LitInt32(1), LitInt32(0))}})
+	v, err = NewValues([]string{"a"}, [][]expr.Expr{{expr.LitInt32(1)}, {expr.Div(expr.LitInt32(1), expr.LitInt32(0))}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +102,7 @@ func TestValuesOperator(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	mem.AssertSize(t, 0)
-	if _, err := NewValues([]string{"a"}, [][]Expr{{LitInt32(1)}, {LitString("x")}}); err == nil {
+	if _, err := NewValues([]string{"a"}, [][]expr.Expr{{expr.LitInt32(1)}, {expr.LitString("x")}}); err == nil {
 		t.Fatal("mismatched VALUES types accepted")
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nicflow/nicflow/exec/expr"
+
 	"github.com/nicflow/nicflow/engine/phys"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -649,7 +651,7 @@ func projectKeys(p *phys.ProjectOp, keys []int) []int {
 	for i, k := range keys {
 		out[i] = -1
 		for j, x := range p.Exprs {
-			if x.Kind == exec.KindColumn && x.Index == k {
+			if x.Kind == expr.KindColumn && x.Index == k {
 				out[i] = j
 				break
 			}
@@ -802,7 +804,7 @@ func (d *distPlanner) partialUseless(n *phys.PhysNode, in frag) bool {
 func physColumns(sch *arrow.Schema) ([]phys.PhysColumn, error) {
 	cols := make([]phys.PhysColumn, sch.NumFields())
 	for i, f := range sch.Fields() {
-		t, err := exec.TypeOf(f.Type)
+		t, err := expr.TypeOf(f.Type)
 		if err != nil {
 			return nil, err
 		}

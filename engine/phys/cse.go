@@ -3,9 +3,9 @@ package phys
 import (
 	"sort"
 
-	"github.com/nicflow/nicflow/engine/plan"
+	"github.com/nicflow/nicflow/exec/expr"
 
-	"github.com/nicflow/nicflow/exec"
+	"github.com/nicflow/nicflow/engine/plan"
 )
 
 // Common subexpressions. TPC-H Q1 sums l_extendedprice * (1 - l_discount)
@@ -109,7 +109,7 @@ func (pl *physPlanner) cse(in *pnode, exprs []plan.Expr) (*pnode, []plan.Expr, e
 	op := &ProjectOp{}
 	layout := append([]plan.ColumnID(nil), in.layout...)
 	for i, c := range in.n.Columns {
-		op.Exprs = append(op.Exprs, exec.Col(i, c.Name))
+		op.Exprs = append(op.Exprs, expr.Col(i, c.Name))
 		op.Names = append(op.Names, c.Name)
 	}
 	for i, h := range hoisted {

@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nicflow/nicflow/exec/expr"
+
 	"github.com/nicflow/nicflow/engine/plan"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 
-	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/internal/nferr"
 	"github.com/nicflow/nicflow/storage"
 )
@@ -27,24 +28,24 @@ import (
 // types are always the binder's.
 
 // physExpr translates e over the input in and checks it compiles there.
-func physExpr(e plan.Expr, in *pnode) (exec.Expr, error) {
+func physExpr(e plan.Expr, in *pnode) (expr.Expr, error) {
 	x, err := toExecExpr(e, in.layout)
 	if err != nil {
-		return exec.Expr{}, err
+		return expr.Expr{}, err
 	}
 	want := e.Type()
-	ce, err := exec.CompileExpr(x, in.schema)
+	ce, err := expr.CompileExpr(x, in.schema)
 	if err != nil {
-		return exec.Expr{}, nferr.Wrap(nferr.KindQuery, err, "planning %s", e)
+		return expr.Expr{}, nferr.Wrap(nferr.KindQuery, err, "planning %s", e)
 	}
 	if !plan.IsNullType(want) && !arrow.TypeEqual(ce.Type(), want) {
-		t, err := exec.TypeOf(want)
+		t, err := expr.TypeOf(want)
 		if err != nil {
-			return exec.Expr{}, err
+			return expr.Expr{}, err
 		}
-		x = exec.Cast(x, t)
-		if _, err := exec.CompileExpr(x, in.schema); err != nil {
-			return exec.Expr{}, nferr.Wrap(nferr.KindQuery, err, "planning %s", e)
+		x = expr.Cast(x, t)
+		if _, err := expr.CompileExpr(x, in.schema); err != nil {
+			return expr.Expr{}, nferr.Wrap(nferr.KindQuery, err, "planning %s", e)
 		}
 	}
 	return x, nil
@@ -60,96 +61,96 @@ func layoutPos(layout []plan.ColumnID, id plan.ColumnID) int {
 	return -1
 }
 
-func toExecExpr(e plan.Expr, layout []plan.ColumnID) (exec.Expr, error) {
+func toExecExpr(e plan.Expr, layout []plan.ColumnID) (expr.Expr, error) {
 	switch x := e.(type) {
 	case *plan.ColRef:
 		i := layoutPos(layout, x.ID)
 		if i < 0 {
-			return exec.Expr{}, nferr.Internalf("physical planner: column %s (#%d) is not in the input", x.Name, x.ID)
+			return expr.Expr{}, nferr.Internalf("physical planner: column %s (#%d) is not in the input", x.Name, x.ID)
 		}
-		return exec.Col(i, x.Name), nil
+		return expr.Col(i, x.Name), nil
 	case *plan.Const:
 		return constExpr(x)
 	case *plan.CastExpr:
 		arg, err := toExecExpr(x.X, layout)
 		if err != nil {
-			return exec.Expr{}, err
+			return expr.Expr{}, err
 		}
-		t, err := exec.TypeOf(x.Typ)
+		t, err := expr.TypeOf(x.Typ)
 		if err != nil {
-			return exec.Expr{}, err
+			return expr.Expr{}, err
 		}
-		return exec.Cast(arg, t), nil
+		return expr.Cast(arg, t), nil
 	case *plan.CaseExpr:
-		whens := make([]exec.Expr, len(x.Whens))
-		thens := make([]exec.Expr, len(x.Thens))
+		whens := make([]expr.Expr, len(x.Whens))
+		thens := make([]expr.Expr, len(x.Thens))
 		for i := range x.Whens {
 			w, err := toExecExpr(x.Whens[i], layout)
 			if err != nil {
-				return exec.Expr{}, err
+				return expr.Expr{}, err
 			}
 			t, err := toExecExpr(x.Thens[i], layout)
 			if err != nil {
-				return exec.Expr{}, err
+				return expr.Expr{}, err
 			}
 			whens[i], thens[i] = w, t
 		}
-		var els *exec.Expr
+		var els *expr.Expr
 		if x.Else != nil {
 			e, err := toExecExpr(x.Else, layout)
 			if err != nil {
-				return exec.Expr{}, err
+				return expr.Expr{}, err
 			}
 			els = &e
 		}
-		return exec.Case(whens, thens, els), nil
+		return expr.Case(whens, thens, els), nil
 	case *plan.Call:
-		args := make([]exec.Expr, len(x.Args))
+		args := make([]expr.Expr, len(x.Args))
 		for i, a := range x.Args {
 			ea, err := toExecExpr(a, layout)
 			if err != nil {
-				return exec.Expr{}, err
+				return expr.Expr{}, err
 			}
 			args[i] = ea
 		}
-		return exec.Call(x.Fn, args...), nil
+		return expr.Call(x.Fn, args...), nil
 	case *plan.SubqueryExpr:
-		return exec.Expr{}, nferr.Internalf("physical planner: subquery %d was not decorrelated", x.ID)
+		return expr.Expr{}, nferr.Internalf("physical planner: subquery %d was not decorrelated", x.ID)
 	}
-	return exec.Expr{}, nferr.Internalf("physical planner: unknown expression %T", e)
+	return expr.Expr{}, nferr.Internalf("physical planner: unknown expression %T", e)
 }
 
 // constExpr is the exec literal of a constant.
-func constExpr(c *plan.Const) (exec.Expr, error) {
-	t, err := exec.TypeOf(c.Typ)
+func constExpr(c *plan.Const) (expr.Expr, error) {
+	t, err := expr.TypeOf(c.Typ)
 	if err != nil {
-		return exec.Expr{}, err
+		return expr.Expr{}, err
 	}
 	if c.Val == nil {
-		return exec.LitNull(t), nil
+		return expr.LitNull(t), nil
 	}
 	switch v := c.Val.(type) {
 	case bool:
-		return exec.LitBool(v), nil
+		return expr.LitBool(v), nil
 	case int32:
-		return exec.LitInt32(v), nil
+		return expr.LitInt32(v), nil
 	case int64:
-		if t.ID == exec.TypeDecimal {
-			return exec.LitDecimal(v, t.Precision, t.Scale), nil
+		if t.ID == expr.TypeDecimal {
+			return expr.LitDecimal(v, t.Precision, t.Scale), nil
 		}
-		return exec.LitInt64(v), nil
+		return expr.LitInt64(v), nil
 	case decimal128.Num:
-		return exec.LitDecimal128(v, t.Precision, t.Scale), nil
+		return expr.LitDecimal128(v, t.Precision, t.Scale), nil
 	case float64:
-		return exec.LitFloat64(v), nil
+		return expr.LitFloat64(v), nil
 	case string:
-		return exec.LitString(v), nil
+		return expr.LitString(v), nil
 	case arrow.Date32:
-		return exec.LitDate(int32(v)), nil
+		return expr.LitDate(int32(v)), nil
 	case arrow.MonthDayNanoInterval:
-		return exec.LitInterval(v.Months, v.Days, v.Nanoseconds), nil
+		return expr.LitInterval(v.Months, v.Days, v.Nanoseconds), nil
 	}
-	return exec.Expr{}, nferr.Internalf("physical planner: constant %v of Go type %T", c.Val, c.Val)
+	return expr.Expr{}, nferr.Internalf("physical planner: constant %v of Go type %T", c.Val, c.Val)
 }
 
 // ---------------------------------------------------------------- storage predicates
@@ -343,7 +344,7 @@ func logicalExprList(es []plan.Expr) string {
 }
 
 // execExprList prints exec expressions for EXPLAIN.
-func execExprList(es []exec.Expr) string {
+func execExprList(es []expr.Expr) string {
 	s := make([]string, len(es))
 	for i, e := range es {
 		s[i] = e.String()

@@ -4,6 +4,8 @@ import (
 	"math/bits"
 	"sort"
 
+	"github.com/nicflow/nicflow/exec/expr"
+
 	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/storage"
 )
@@ -100,7 +102,7 @@ type PhysShared struct {
 // PhysColumn describes an output column of a node.
 type PhysColumn struct {
 	Name     string    `json:"name"`
-	Type     exec.Type `json:"type"`
+	Type     expr.Type `json:"type"`
 	Nullable bool      `json:"nullable,omitempty"`
 }
 
@@ -119,7 +121,7 @@ type PhysNode struct {
 
 	Scan        *ScanOp                  `json:"scan,omitempty"`
 	Values      *ValuesOp                `json:"values,omitempty"`
-	Filter      *exec.Expr               `json:"filter,omitempty"`
+	Filter      *expr.Expr               `json:"filter,omitempty"`
 	Project     *ProjectOp               `json:"project,omitempty"`
 	Agg         *exec.HashAggSpec        `json:"agg,omitempty"`
 	Join        *exec.HashJoinSpec       `json:"join,omitempty"`
@@ -296,12 +298,12 @@ func (r *RangePart) Same(o *RangePart) bool {
 // ValuesOp is a constant relation: one column-free expression per cell.
 type ValuesOp struct {
 	Names []string      `json:"names"`
-	Rows  [][]exec.Expr `json:"rows"`
+	Rows  [][]expr.Expr `json:"rows"`
 }
 
 // ProjectOp computes one expression per output column.
 type ProjectOp struct {
-	Exprs []exec.Expr `json:"exprs"`
+	Exprs []expr.Expr `json:"exprs"`
 	Names []string    `json:"names"`
 }
 

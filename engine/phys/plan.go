@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/nicflow/nicflow/exec/expr"
+
 	"github.com/nicflow/nicflow/engine/opt"
 
 	"github.com/nicflow/nicflow/engine/plan"
@@ -176,7 +178,7 @@ func (pl *physPlanner) node(n *PhysNode, layout []plan.ColumnID, est float64, in
 	}
 	n.Columns = make([]PhysColumn, sch.NumFields())
 	for i, f := range sch.Fields() {
-		t, err := exec.TypeOf(f.Type)
+		t, err := expr.TypeOf(f.Type)
 		if err != nil {
 			return nil, err
 		}
@@ -294,7 +296,7 @@ func (pl *physPlanner) scan(n *plan.ScanNode, need plan.ColSet) (*pnode, error) 
 			continue
 		}
 		f := n.Table.Schema.Field(n.Fields[i])
-		t, err := exec.TypeOf(f.Type)
+		t, err := expr.TypeOf(f.Type)
 		if err != nil {
 			return nil, err
 		}
@@ -428,7 +430,7 @@ func (pl *physPlanner) keepOnly(in *pnode, keep plan.ColSet) (*pnode, error) {
 	op := &ProjectOp{}
 	layout := make([]plan.ColumnID, len(idx))
 	for k, i := range idx {
-		op.Exprs = append(op.Exprs, exec.Col(i, in.n.Columns[i].Name))
+		op.Exprs = append(op.Exprs, expr.Col(i, in.n.Columns[i].Name))
 		op.Names = append(op.Names, in.n.Columns[i].Name)
 		layout[k] = in.layout[i]
 	}
@@ -477,7 +479,7 @@ func (pl *physPlanner) ensure(in *pnode, exprs []plan.Expr) (*pnode, []int, erro
 	op := &ProjectOp{}
 	layout := append([]plan.ColumnID(nil), in.layout...)
 	for i, c := range in.n.Columns {
-		op.Exprs = append(op.Exprs, exec.Col(i, c.Name))
+		op.Exprs = append(op.Exprs, expr.Col(i, c.Name))
 		op.Names = append(op.Names, c.Name)
 	}
 	for _, e := range extra {
@@ -1279,7 +1281,7 @@ func (pl *physPlanner) values(n *plan.ValuesNode) (*pnode, error) {
 		layout[i] = c.ID
 	}
 	for _, row := range n.Rows {
-		cells := make([]exec.Expr, len(row))
+		cells := make([]expr.Expr, len(row))
 		for i, e := range row {
 			x, err := physExpr(e, empty)
 			if err != nil {
@@ -1289,11 +1291,11 @@ func (pl *physPlanner) values(n *plan.ValuesNode) (*pnode, error) {
 			if plan.IsNullType(t) {
 				t = plan.TypString
 			}
-			et, err := exec.TypeOf(t)
+			et, err := expr.TypeOf(t)
 			if err != nil {
 				return nil, err
 			}
-			cells[i] = exec.Cast(x, et)
+			cells[i] = expr.Cast(x, et)
 		}
 		op.Rows = append(op.Rows, cells)
 	}
@@ -1348,7 +1350,7 @@ func sortedNodeIDs(p *PhysPlan) []int {
 func clusteredCols(st *storage.Table, names []string, cols []PhysColumn) []ClusterCol {
 	var out []ClusterCol
 	for i, name := range names {
-		if k := cols[i].Type.ID; k != exec.TypeInt32 && k != exec.TypeInt64 {
+		if k := cols[i].Type.ID; k != expr.TypeInt32 && k != expr.TypeInt64 {
 			continue
 		}
 		tc := st.ColumnIndex(name)

@@ -3,14 +3,14 @@ package plan
 import (
 	"fmt"
 
-	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/nicflow/nicflow/exec/expr"
 
-	"github.com/nicflow/nicflow/exec"
+	"github.com/apache/arrow-go/v18/arrow"
 )
 
 // Types of the logical plan are Arrow types (docs/architecture.md). These
 // helpers classify them; the rules of arithmetic and common types are
-// exec's (exec/types.go: ArithType, DecimalResult, CommonType), which the
+// exec's (exec/expr/types.go: ArithType, DecimalResult, CommonType), which the
 // binder calls, so that a plan's types are what execution produces. The
 // rules, for reference:
 //
@@ -84,13 +84,13 @@ func IsNullType(t arrow.DataType) bool {
 func IsInterval(t arrow.DataType) bool { return t.ID() == arrow.INTERVAL_MONTH_DAY_NANO }
 
 // decimalPS, commonType and arithType are exec's typing rules
-// (exec/types.go): the one authority the binder and the compiler share.
-func DecimalPS(t arrow.DataType) (p, s int32, ok bool) { return exec.DecimalPS(t) }
+// (exec/expr/types.go): the one authority the binder and the compiler share.
+func DecimalPS(t arrow.DataType) (p, s int32, ok bool) { return expr.DecimalPS(t) }
 
-func CommonType(a, b arrow.DataType) (arrow.DataType, bool) { return exec.CommonType(a, b) }
+func CommonType(a, b arrow.DataType) (arrow.DataType, bool) { return expr.CommonType(a, b) }
 
 func ArithType(fn string, a, b arrow.DataType) (arrow.DataType, bool) {
-	return exec.ArithType(fn, a, b)
+	return expr.ArithType(fn, a, b)
 }
 
 // TypeString prints a type the way SQL users know it.

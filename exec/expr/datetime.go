@@ -1,4 +1,4 @@
-package exec
+package expr
 
 import (
 	"strconv"
@@ -74,8 +74,8 @@ func daysInMonth(y int64, m int) int {
 // date arithmetic overflow-free on int32 and every date printable as
 // YYYY-MM-DD.
 var (
-	minDate = int32(DaysFromCivil(1, 1, 1))
-	maxDate = int32(DaysFromCivil(9999, 12, 31))
+	MinDate = int32(DaysFromCivil(1, 1, 1))
+	MaxDate = int32(DaysFromCivil(9999, 12, 31))
 )
 
 // FormatDate prints a date32 value as YYYY-MM-DD (years outside 0..9999
@@ -112,7 +112,7 @@ func ParseDate(s string) (int32, error) {
 	if !ok {
 		return 0, nferr.Queryf("invalid input syntax for type date: %q", s)
 	}
-	if d < minDate || d > maxDate {
+	if d < MinDate || d > MaxDate {
 		return 0, nferr.Queryf("date out of range: %q (years 0001 to 9999)", s)
 	}
 	return d, nil

@@ -1,4 +1,4 @@
-package exec
+package expr
 
 import (
 	"math"
@@ -59,7 +59,7 @@ func (c *castNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 	return &c.v, nil
 }
 
-func (c *castNode) typeText() string { return typeName(c.to) }
+func (c *castNode) typeText() string { return TypeName(c.to) }
 
 func (c *castNode) overflow(val string) error {
 	return nferr.Dataf("value %s is out of range for type %s in %s", val, c.typeText(), c.desc)
@@ -104,7 +104,7 @@ func newCast(x node, to arrow.DataType, desc string) (node, error) {
 		c.run = castIntToInt
 	case (f == arrow.INT32 || f == arrow.INT64) && t == arrow.FLOAT64:
 		c.run = castIntToFloat
-	case isNumeric(from) && f != arrow.FLOAT64 && isDecimal(to):
+	case IsNumeric(from) && f != arrow.FLOAT64 && isDecimal(to):
 		c.run = castToDecimal
 	case isDecimal(from) && (t == arrow.INT32 || t == arrow.INT64):
 		c.run = castDecimalToInt
@@ -125,7 +125,7 @@ func newCast(x node, to arrow.DataType, desc string) (node, error) {
 }
 
 func cannotCast(from, to arrow.DataType, desc string) error {
-	return nferr.Queryf("cannot cast %s to %s in %s", typeName(from), typeName(to), desc)
+	return nferr.Queryf("cannot cast %s to %s in %s", TypeName(from), TypeName(to), desc)
 }
 
 // ints reads an integer vector (int32 or int64) as int64 at row i.
@@ -146,7 +146,7 @@ func castCopy(c *castNode, out, a *vec, sel []int32, n int) error {
 func castIntToInt(c *castNode, out, a *vec, sel []int32, n int) error {
 	if c.to.ID() == arrow.INT64 {
 		// int32 -> int64 widens.
-		out.i64 = grow(out.i64, n)
+		out.i64 = Grow(out.i64, n)
 		if sel == nil {
 			for i, x := range a.i32[:n] {
 				out.i64[i] = int64(x)
@@ -158,7 +158,7 @@ func castIntToInt(c *castNode, out, a *vec, sel []int32, n int) error {
 		}
 		return nil
 	}
-	out.i32 = grow(out.i32, n)
+	out.i32 = Grow(out.i32, n)
 	bad := int32(-1)
 	each(sel, n, func(i int32) {
 		x := a.i64[i]
@@ -174,7 +174,7 @@ func castIntToInt(c *castNode, out, a *vec, sel []int32, n int) error {
 }
 
 func castIntToFloat(c *castNode, out, a *vec, sel []int32, n int) error {
-	out.f64 = grow(out.f64, n)
+	out.f64 = Grow(out.f64, n)
 	if c.from.ID() == arrow.INT32 {
 		if sel == nil {
 			for i, x := range a.i32[:n] {
@@ -201,17 +201,17 @@ func castIntToFloat(c *castNode, out, a *vec, sel []int32, n int) error {
 
 func castBoolToInt(c *castNode, out, a *vec, sel []int32, n int) error {
 	if c.to.ID() == arrow.INT32 {
-		out.i32 = grow(out.i32, n)
+		out.i32 = Grow(out.i32, n)
 		each(sel, n, func(i int32) { out.i32[i] = int32(b2i(a.b[i])) })
 		return nil
 	}
-	out.i64 = grow(out.i64, n)
+	out.i64 = Grow(out.i64, n)
 	each(sel, n, func(i int32) { out.i64[i] = int64(b2i(a.b[i])) })
 	return nil
 }
 
 func castIntToBool(c *castNode, out, a *vec, sel []int32, n int) error {
-	out.b = grow(out.b, n)
+	out.b = Grow(out.b, n)
 	k := c.from.ID()
 	each(sel, n, func(i int32) { out.b[i] = intAt(a, k, i) != 0 })
 	return nil
@@ -234,7 +234,7 @@ func castToDecimal(c *castNode, out, a *vec, sel []int32, n int) error {
 	delta := c.ts - c.fs
 	// Fast path: decimal64/int64 -> decimal64.
 	if (fk == arrow.DECIMAL64 || fk == arrow.INT64) && tk == arrow.DECIMAL64 {
-		out.i64 = grow(out.i64, n)
+		out.i64 = Grow(out.i64, n)
 		if delta >= 0 {
 			if rescaleUp64(out.i64, a.i64, delta, sel, n) {
 				return c.firstOverflow(a, sel, n)
@@ -267,7 +267,7 @@ func castToDecimal(c *castNode, out, a *vec, sel []int32, n int) error {
 	// against the target's digits only when it has fewer integer digits
 	// than the source (Q1's (1 + l_tax) beside a decimal128 product).
 	if (fk == arrow.DECIMAL64 || fk == arrow.INT64 || fk == arrow.INT32) && tk == arrow.DECIMAL128 && delta >= 0 && delta <= 18 {
-		out.d = grow(out.d, n)
+		out.d = Grow(out.d, n)
 		if fk == arrow.INT32 {
 			widenToD128(out.d, a.i32, pow10i64[delta], sel, n)
 		} else {
@@ -289,9 +289,9 @@ func castToDecimal(c *castNode, out, a *vec, sel []int32, n int) error {
 	// General path through decimal128.
 	var bad = int32(-1)
 	if tk == arrow.DECIMAL64 {
-		out.i64 = grow(out.i64, n)
+		out.i64 = Grow(out.i64, n)
 	} else {
-		out.d = grow(out.d, n)
+		out.d = Grow(out.d, n)
 	}
 	each(sel, n, func(i int32) {
 		r, ok := rescale128(decAt(a, fk, i), delta)
@@ -330,12 +330,12 @@ func widenToD128[T int32 | int64](o []decimal128.Num, a []T, m int64, sel []int3
 	}
 	if sel == nil {
 		for i, v := range a[:n] {
-			o[i] = mul64to128(int64(v), m)
+			o[i] = Mul64to128(int64(v), m)
 		}
 		return
 	}
 	for _, i := range sel {
-		o[i] = mul64to128(int64(a[i]), m)
+		o[i] = Mul64to128(int64(a[i]), m)
 	}
 }
 
@@ -369,9 +369,9 @@ func castDecimalToInt(c *castNode, out, a *vec, sel []int32, n int) error {
 	fk := c.from.ID()
 	is32 := c.to.ID() == arrow.INT32
 	if is32 {
-		out.i32 = grow(out.i32, n)
+		out.i32 = Grow(out.i32, n)
 	} else {
-		out.i64 = grow(out.i64, n)
+		out.i64 = Grow(out.i64, n)
 	}
 	bad := int32(-1)
 	each(sel, n, func(i int32) {
@@ -402,7 +402,7 @@ var pow10f = func() (p [39]float64) {
 }()
 
 func castDecimalToFloat(c *castNode, out, a *vec, sel []int32, n int) error {
-	out.f64 = grow(out.f64, n)
+	out.f64 = Grow(out.f64, n)
 	div := pow10f[c.fs]
 	if c.from.ID() == arrow.DECIMAL64 {
 		// NB: for |x| < 2^53 and s <= 22 both operands are exact, so the
@@ -427,9 +427,9 @@ func castFloatToInt(c *castNode, out, a *vec, sel []int32, n int) error {
 	lo, hi := float64(math.MinInt64), float64(math.MaxInt64)
 	if is32 {
 		lo, hi = math.MinInt32, math.MaxInt32
-		out.i32 = grow(out.i32, n)
+		out.i32 = Grow(out.i32, n)
 	} else {
-		out.i64 = grow(out.i64, n)
+		out.i64 = Grow(out.i64, n)
 	}
 	bad := int32(-1)
 	each(sel, n, func(i int32) {
@@ -456,9 +456,9 @@ func castFloatToInt(c *castNode, out, a *vec, sel []int32, n int) error {
 func castFloatToDecimal(c *castNode, out, a *vec, sel []int32, n int) error {
 	is64 := c.to.ID() == arrow.DECIMAL64
 	if is64 {
-		out.i64 = grow(out.i64, n)
+		out.i64 = Grow(out.i64, n)
 	} else {
-		out.d = grow(out.d, n)
+		out.d = Grow(out.d, n)
 	}
 	bad := int32(-1)
 	each(sel, n, func(i int32) {
@@ -467,7 +467,7 @@ func castFloatToDecimal(c *castNode, out, a *vec, sel []int32, n int) error {
 		ok := !math.IsNaN(x) && !math.IsInf(x, 0)
 		if ok {
 			c.buf = strconv.AppendFloat(c.buf[:0], x, 'g', -1, 64)
-			r, ok = parseDecimalBytes(c.buf, c.ts, true)
+			r, ok = ParseDecimalBytes(c.buf, c.ts, true)
 			ok = ok && fitsPrecision(r, c.tp)
 		}
 		if !ok && bad < 0 {
@@ -495,7 +495,7 @@ type strWriter struct {
 }
 
 func newStrWriter(v *vec, n int) strWriter {
-	v.off = grow(v.off, n+1)
+	v.off = Grow(v.off, n+1)
 	v.str = v.str[:0]
 	return strWriter{v: v}
 }
@@ -664,9 +664,9 @@ func parseInt(b []byte) (v int64, ok, overflow bool) {
 func castStringToInt(c *castNode, out, a *vec, sel []int32, n int) error {
 	is32 := c.to.ID() == arrow.INT32
 	if is32 {
-		out.i32 = grow(out.i32, n)
+		out.i32 = Grow(out.i32, n)
 	} else {
-		out.i64 = grow(out.i64, n)
+		out.i64 = Grow(out.i64, n)
 	}
 	var err error
 	each(sel, n, func(i int32) {
@@ -690,14 +690,14 @@ func castStringToInt(c *castNode, out, a *vec, sel []int32, n int) error {
 }
 
 func castStringToFloat(c *castNode, out, a *vec, sel []int32, n int) error {
-	out.f64 = grow(out.f64, n)
+	out.f64 = Grow(out.f64, n)
 	var err error
 	each(sel, n, func(i int32) {
 		if err != nil {
 			return
 		}
 		s := a.strAt(i)
-		t := trimSpaceBytes(s)
+		t := TrimSpaceBytes(s)
 		v, perr := strconv.ParseFloat(string(t), 64)
 		if perr != nil && !isRangeErr(perr) || len(t) == 0 || t[0] == '_' || hasUnderscore(t) || isHexFloat(t) {
 			err = c.invalid(s)
@@ -730,7 +730,7 @@ func isHexFloat(b []byte) bool {
 	return len(b) > 1 && b[0] == '0' && (b[1] == 'x' || b[1] == 'X')
 }
 
-func trimSpaceBytes(b []byte) []byte {
+func TrimSpaceBytes(b []byte) []byte {
 	i, j := 0, len(b)
 	for i < j && isSpace(b[i]) {
 		i++
@@ -744,9 +744,9 @@ func trimSpaceBytes(b []byte) []byte {
 func castStringToDecimal(c *castNode, out, a *vec, sel []int32, n int) error {
 	is64 := c.to.ID() == arrow.DECIMAL64
 	if is64 {
-		out.i64 = grow(out.i64, n)
+		out.i64 = Grow(out.i64, n)
 	} else {
-		out.d = grow(out.d, n)
+		out.d = Grow(out.d, n)
 	}
 	var err error
 	each(sel, n, func(i int32) {
@@ -754,11 +754,11 @@ func castStringToDecimal(c *castNode, out, a *vec, sel []int32, n int) error {
 			return
 		}
 		s := a.strAt(i)
-		r, ok := parseDecimalBytes(s, c.ts, true)
+		r, ok := ParseDecimalBytes(s, c.ts, true)
 		if !ok {
 			// NB: at a hugely negative scale every well-formed number
 			// rounds to 0 and parses: failing then is a syntax error.
-			if _, wellFormed := parseDecimalBytes(s, -1000, true); wellFormed {
+			if _, wellFormed := ParseDecimalBytes(s, -1000, true); wellFormed {
 				err = c.overflow(strconv.Quote(string(s)))
 			} else {
 				err = c.invalid(s)
@@ -779,7 +779,7 @@ func castStringToDecimal(c *castNode, out, a *vec, sel []int32, n int) error {
 }
 
 func castStringToDate(c *castNode, out, a *vec, sel []int32, n int) error {
-	out.i32 = grow(out.i32, n)
+	out.i32 = Grow(out.i32, n)
 	var err error
 	each(sel, n, func(i int32) {
 		if err != nil {
@@ -791,7 +791,7 @@ func castStringToDate(c *castNode, out, a *vec, sel []int32, n int) error {
 			err = c.invalid(s)
 			return
 		}
-		if d < minDate || d > maxDate {
+		if d < MinDate || d > MaxDate {
 			err = nferr.Dataf("date out of range: %q in %s", string(s), c.desc)
 			return
 		}
@@ -801,14 +801,14 @@ func castStringToDate(c *castNode, out, a *vec, sel []int32, n int) error {
 }
 
 func castStringToBool(c *castNode, out, a *vec, sel []int32, n int) error {
-	out.b = grow(out.b, n)
+	out.b = Grow(out.b, n)
 	var err error
 	each(sel, n, func(i int32) {
 		if err != nil {
 			return
 		}
 		s := a.strAt(i)
-		v, ok := parseBool(trimSpaceBytes(s))
+		v, ok := parseBool(TrimSpaceBytes(s))
 		if !ok {
 			err = c.invalid(s)
 			return

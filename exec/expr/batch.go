@@ -1,4 +1,4 @@
-package exec
+package expr
 
 import "github.com/apache/arrow-go/v18/arrow"
 

@@ -1,4 +1,4 @@
-package exec
+package expr
 
 import (
 	"math"
@@ -27,11 +27,11 @@ func (c *compiler) compileAbs(x node, desc string) (node, error) {
 	case arrow.DECIMAL128:
 		return mk(absD128, "decimal overflow")
 	}
-	return nil, nferr.Queryf("function abs(%s) does not exist in %s", typeName(t), desc)
+	return nil, nferr.Queryf("function abs(%s) does not exist in %s", TypeName(t), desc)
 }
 
 func absI32(out, a *vec, sel []int32, n int) kcode {
-	out.i32 = grow(out.i32, n)
+	out.i32 = Grow(out.i32, n)
 	bad := 0
 	each(sel, n, func(i int32) {
 		x := a.i32[i]
@@ -45,7 +45,7 @@ func absI32(out, a *vec, sel []int32, n int) kcode {
 }
 
 func absI64(out, a *vec, sel []int32, n int) kcode {
-	out.i64 = grow(out.i64, n)
+	out.i64 = Grow(out.i64, n)
 	bad := 0
 	each(sel, n, func(i int32) {
 		x := a.i64[i]
@@ -59,13 +59,13 @@ func absI64(out, a *vec, sel []int32, n int) kcode {
 }
 
 func absF64(out, a *vec, sel []int32, n int) kcode {
-	out.f64 = grow(out.f64, n)
+	out.f64 = Grow(out.f64, n)
 	each(sel, n, func(i int32) { out.f64[i] = math.Abs(a.f64[i]) })
 	return kOK
 }
 
 func absD128(out, a *vec, sel []int32, n int) kcode {
-	out.d = grow(out.d, n)
+	out.d = Grow(out.d, n)
 	each(sel, n, func(i int32) { out.d[i] = a.d[i].Abs() })
 	return kOK
 }
@@ -97,7 +97,7 @@ func (c *compiler) compileRound(args []node, desc string) (node, error) {
 		return x, nil
 	case t.ID() == arrow.FLOAT64:
 		return &funcNode{args: []node{x}, t: t, desc: desc, digits: digits, run: roundFloatKernel}, nil
-	case isInteger(t):
+	case IsInteger(t):
 		if digits >= 0 {
 			return x, nil
 		}
@@ -122,11 +122,11 @@ func (c *compiler) compileRound(args []node, desc string) (node, error) {
 		r := &funcNode{args: []node{wide}, t: &arrow.Decimal128Type{Precision: tp, Scale: ts}, desc: desc, digits: digits, fs: s, ts: ts, run: roundDecimalKernel}
 		return c.cast(r, decType(tp, ts), desc)
 	}
-	return nil, nferr.Queryf("function round(%s) does not exist in %s", typeName(t), desc)
+	return nil, nferr.Queryf("function round(%s) does not exist in %s", TypeName(t), desc)
 }
 
 func roundFloatKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
-	out.f64 = grow(out.f64, n)
+	out.f64 = Grow(out.f64, n)
 	a := in[0]
 	if f.digits == 0 {
 		each(sel, n, func(i int32) { out.f64[i] = math.Round(a.f64[i]) })
@@ -145,7 +145,7 @@ func roundFloatKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) erro
 }
 
 func roundIntKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
-	out.i64 = grow(out.i64, n)
+	out.i64 = Grow(out.i64, n)
 	a := in[0]
 	k := -f.digits
 	var err error
@@ -166,7 +166,7 @@ func roundIntKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error 
 }
 
 func roundDecimalKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
-	out.d = grow(out.d, n)
+	out.d = Grow(out.d, n)
 	a := in[0]
 	var err error
 	each(sel, n, func(i int32) {
@@ -200,13 +200,13 @@ func (c *compiler) compileExtract(args []node, desc string) (node, error) {
 	case arrow.NULL:
 		return newNullConst(arrow.PrimitiveTypes.Int32), nil
 	default:
-		return nil, nferr.Queryf("EXTRACT from %s is not supported in %s (DATE only)", typeName(x.dt()), desc)
+		return nil, nferr.Queryf("EXTRACT from %s is not supported in %s (DATE only)", TypeName(x.dt()), desc)
 	}
 	return &funcNode{args: []node{x}, t: arrow.PrimitiveTypes.Int32, desc: desc, field: field, run: extractKernel}, nil
 }
 
 func extractKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
-	out.i32 = grow(out.i32, n)
+	out.i32 = Grow(out.i32, n)
 	a := in[0]
 	switch f.field {
 	case "year":

@@ -1,4 +1,4 @@
-package exec
+package expr
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ func (c *compiler) requireBool(n node, desc string) (boolNode, error) {
 	case arrow.NULL:
 		return &constNode{t: arrow.FixedWidthTypes.Boolean, k: pBool, null: true}, nil
 	}
-	return nil, nferr.Queryf("argument of %s must be BOOLEAN, not %s", desc, typeName(n.dt()))
+	return nil, nferr.Queryf("argument of %s must be BOOLEAN, not %s", desc, TypeName(n.dt()))
 }
 
 // compileNot pushes NOT down where three-valued logic allows.
@@ -231,8 +231,8 @@ func (x *orNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 // the rows not yet decided.
 func evalAndOr(b *evalBatch, sel []int32, args []boolNode, isOr bool, out *vec, nl *[]bool, rest *[]int32) (*vec, error) {
 	n := b.n
-	out.b = grow(out.b, n)
-	nulls := grow(*nl, n)
+	out.b = Grow(out.b, n)
+	nulls := Grow(*nl, n)
 	*nl = nulls
 	decided := isOr // the value that decides the result
 	// Start from the neutral value (TRUE for AND, FALSE for OR), not NULL.
@@ -247,7 +247,7 @@ func evalAndOr(b *evalBatch, sel []int32, args []boolNode, isOr bool, out *vec, 
 		if err != nil {
 			return nil, err
 		}
-		r := grow(*rest, 0)
+		r := Grow(*rest, 0)
 		each(rows, n, func(i int32) {
 			switch {
 			case v.isNull(i):
@@ -332,7 +332,7 @@ func (x *notNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 	if err != nil {
 		return nil, err
 	}
-	x.v.b = grow(x.v.b, b.n)
+	x.v.b = Grow(x.v.b, b.n)
 	if sel == nil {
 		for i := 0; i < b.n; i++ {
 			x.v.b[i] = !v.b[i]
@@ -355,7 +355,7 @@ func (x *notNode) filter(b *evalBatch, sel []int32) ([]int32, error) {
 	if sel != nil {
 		size = len(sel)
 	}
-	x.out = grow(x.out, size)
+	x.out = Grow(x.out, size)
 	return selectTrue(x.out, v, sel, b.n), nil
 }
 
@@ -374,7 +374,7 @@ func (x *isNullNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 	if err != nil {
 		return nil, err
 	}
-	x.v.b = grow(x.v.b, b.n)
+	x.v.b = Grow(x.v.b, b.n)
 	x.v.nulls = nil
 	if v.nulls == nil {
 		each(sel, b.n, func(i int32) { x.v.b[i] = x.neg })
@@ -401,7 +401,7 @@ func (x *isNullNode) filter(b *evalBatch, sel []int32) ([]int32, error) {
 	if sel != nil {
 		size = len(sel)
 	}
-	x.out = grow(x.out, size)
+	x.out = Grow(x.out, size)
 	return selectTrue(x.out, v, sel, b.n), nil
 }
 
@@ -443,7 +443,7 @@ func (x *distinctNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 		return nil, err
 	}
 	out := &x.v
-	out.b = grow(out.b, b.n)
+	out.b = Grow(out.b, b.n)
 	out.nulls = nil
 	va := x.eq.va
 	each(sel, b.n, func(i int32) {
@@ -466,7 +466,7 @@ func (x *distinctNode) filter(b *evalBatch, sel []int32) ([]int32, error) {
 	if sel != nil {
 		size = len(sel)
 	}
-	x.out = grow(x.out, size)
+	x.out = Grow(x.out, size)
 	return selectTrue(x.out, v, sel, b.n), nil
 }
 
@@ -482,7 +482,7 @@ type part struct {
 // gather builds out from disjoint parts over sel; rows of sel in no part
 // are NULL.
 func gather(out *vec, k pkind, parts []part, sel []int32, n int, which *[]int16, nl *[]bool) {
-	nulls := grow(*nl, n)
+	nulls := Grow(*nl, n)
 	*nl = nulls
 	if sel == nil {
 		fill(nulls[:n], true)
@@ -497,7 +497,7 @@ func gather(out *vec, k pkind, parts []part, sel []int32, n int, which *[]int16,
 		out.nulls = nulls
 		return
 	case pStr:
-		w := grow(*which, n)
+		w := Grow(*which, n)
 		*which = w
 		each(sel, n, func(i int32) { w[i] = -1 })
 		for p, pt := range parts {
@@ -520,17 +520,17 @@ func gather(out *vec, k pkind, parts []part, sel []int32, n int, which *[]int16,
 	default:
 		switch k {
 		case pBool:
-			out.b = grow(out.b, n)
+			out.b = Grow(out.b, n)
 		case pI32:
-			out.i32 = grow(out.i32, n)
+			out.i32 = Grow(out.i32, n)
 		case pI64:
-			out.i64 = grow(out.i64, n)
+			out.i64 = Grow(out.i64, n)
 		case pF64:
-			out.f64 = grow(out.f64, n)
+			out.f64 = Grow(out.f64, n)
 		case pD128:
-			out.d = grow(out.d, n)
+			out.d = Grow(out.d, n)
 		case pIv:
-			out.iv = grow(out.iv, n)
+			out.iv = Grow(out.iv, n)
 		}
 		for _, pt := range parts {
 			src := pt.v
@@ -573,7 +573,7 @@ func resultType(ns []node, desc string) (arrow.DataType, error) {
 	for _, n := range ns {
 		ct, ok := CommonType(t, n.dt())
 		if !ok {
-			return nil, nferr.Queryf("%s: types %s and %s cannot be matched", desc, typeName(t), typeName(n.dt()))
+			return nil, nferr.Queryf("%s: types %s and %s cannot be matched", desc, TypeName(t), TypeName(n.dt()))
 		}
 		t = ct
 	}
@@ -730,7 +730,7 @@ func (x *coalesceNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 			return nil, err
 		}
 		if v.nulls == nil || k == len(x.args)-1 {
-			parts = append(parts, part{rows: selAll(&x.rems[k], rem, b.n), v: v})
+			parts = append(parts, part{rows: SelAll(&x.rems[k], rem, b.n), v: v})
 			break
 		}
 		// Non-NULL rows are decided; the NULL ones go on.
@@ -833,7 +833,7 @@ func (c *compiler) compileIn(e *Expr, neg bool) (node, error) {
 		}
 		ct, ok := CommonType(t, items[i].dt())
 		if !ok || ct.ID() == arrow.INTERVAL_MONTH_DAY_NANO {
-			return nil, nferr.Queryf("operator does not exist: %s IN %s in %s", typeName(x.dt()), typeName(items[i].dt()), desc)
+			return nil, nferr.Queryf("operator does not exist: %s IN %s in %s", TypeName(x.dt()), TypeName(items[i].dt()), desc)
 		}
 		t = ct
 	}
@@ -849,7 +849,7 @@ func (c *compiler) compileIn(e *Expr, neg bool) (node, error) {
 		}
 		cn, ok := cv.(*constNode)
 		if !ok {
-			return nil, nferr.Queryf("value %s cannot be converted to %s in %s", it.(*constNode).text(), typeName(t), desc)
+			return nil, nferr.Queryf("value %s cannot be converted to %s in %s", it.(*constNode).text(), TypeName(t), desc)
 		}
 		n.add(cn)
 	}
@@ -906,7 +906,7 @@ func (x *inNode) dt() arrow.DataType { return arrow.FixedWidthTypes.Boolean }
 
 // matches computes x.match at the non-NULL rows s.
 func (x *inNode) matches(v *vec, s []int32, n int) {
-	m := grow(x.match, n)
+	m := Grow(x.match, n)
 	x.match = m
 	switch x.k {
 	case pI32:
@@ -989,7 +989,7 @@ func (x *inNode) filter(b *evalBatch, sel []int32) ([]int32, error) {
 	if s != nil {
 		size = len(s)
 	}
-	out := grow(x.out, size)
+	out := Grow(x.out, size)
 	x.out = out
 	if x.neg && x.hasNull {
 		// x NOT IN (..., NULL) is never TRUE.
@@ -1015,10 +1015,10 @@ func (x *inNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 	}
 	x.matches(v, s, b.n)
 	out := &x.v
-	out.b = grow(out.b, b.n)
+	out.b = Grow(out.b, b.n)
 	var nulls []bool
 	if v.nulls != nil || x.hasNull {
-		nulls = grow(out.nulls, b.n)
+		nulls = Grow(out.nulls, b.n)
 	}
 	each(sel, b.n, func(i int32) {
 		if v.isNull(i) {

@@ -1,4 +1,4 @@
-package exec
+package expr
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 
 // This file defines the serializable expression tree. The planner builds
 // Exprs, ships them (as JSON) to workers, and each operator instance compiles
-// them against its input schema with CompileExpr (expr_compile.go).
+// them against its input schema with CompileExpr (compile.go).
 
 // TypeID names a nicflow value type.
 type TypeID string

@@ -1,4 +1,4 @@
-package exec
+package expr
 
 import "github.com/apache/arrow-go/v18/arrow"
 
@@ -66,13 +66,13 @@ func ArithType(fn string, a, b arrow.DataType) (arrow.DataType, bool) {
 	if a.ID() == arrow.NULL {
 		return arrow.PrimitiveTypes.Int32, true
 	}
-	if !isNumeric(a) || !isNumeric(b) {
+	if !IsNumeric(a) || !IsNumeric(b) {
 		return nil, false
 	}
 	if a.ID() == arrow.FLOAT64 || b.ID() == arrow.FLOAT64 {
 		return arrow.PrimitiveTypes.Float64, true
 	}
-	if isInteger(a) && isInteger(b) {
+	if IsInteger(a) && IsInteger(b) {
 		if a.ID() == arrow.INT64 || b.ID() == arrow.INT64 {
 			return arrow.PrimitiveTypes.Int64, true
 		}
@@ -101,13 +101,13 @@ func CommonType(a, b arrow.DataType) (arrow.DataType, bool) {
 	if b.ID() == arrow.NULL {
 		return a, true
 	}
-	if !isNumeric(a) || !isNumeric(b) {
+	if !IsNumeric(a) || !IsNumeric(b) {
 		return nil, false
 	}
 	if a.ID() == arrow.FLOAT64 || b.ID() == arrow.FLOAT64 {
 		return arrow.PrimitiveTypes.Float64, true
 	}
-	if isInteger(a) && isInteger(b) {
+	if IsInteger(a) && IsInteger(b) {
 		return arrow.PrimitiveTypes.Int64, true
 	}
 	p1, s1, _ := DecimalPS(a)
@@ -115,4 +115,3 @@ func CommonType(a, b arrow.DataType) (arrow.DataType, bool) {
 	s := max(s1, s2)
 	return decType(min(max(p1-s1, p2-s2)+s, MaxDecimalPrecision), s), true
 }
-

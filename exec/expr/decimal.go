@@ -1,4 +1,4 @@
-package exec
+package expr
 
 import (
 	"math"
@@ -35,8 +35,8 @@ var pow10i64 = func() (p [19]int64) {
 }()
 
 // maxDec128 is 10^38 - 1, the largest decimal128 magnitude nicflow keeps.
-var maxDec128 = decimal128.GetMaxValue(38)
-var minDec128 = maxDec128.Negate()
+var MaxDec128 = decimal128.GetMaxValue(38)
+var minDec128 = MaxDec128.Negate()
 
 // fitsPrecision reports whether |n| < 10^p.
 func fitsPrecision(n decimal128.Num, p int32) bool {
@@ -44,7 +44,7 @@ func fitsPrecision(n decimal128.Num, p int32) bool {
 }
 
 func in38(n decimal128.Num) bool {
-	return !n.Greater(maxDec128) && !n.Less(minDec128)
+	return !n.Greater(MaxDec128) && !n.Less(minDec128)
 }
 
 // add128 returns a+b and whether it stayed within 38 digits.
@@ -112,7 +112,7 @@ func mul128(a, b decimal128.Num) (decimal128.Num, bool) {
 }
 
 // mul64to128 is the exact 128-bit product of two int64.
-func mul64to128(a, b int64) decimal128.Num {
+func Mul64to128(a, b int64) decimal128.Num {
 	hi, lo := bits.Mul64(uint64(a), uint64(b))
 	shi := int64(hi) - (a>>63)&b - (b>>63)&a
 	return decimal128.New(shi, lo)
@@ -127,12 +127,12 @@ func (c *compiler) compileDecimalArith(fn string, a, b node, desc string) (node,
 	p2, s2, _ := decimalPS(b.dt())
 	var err error
 	// Integers become decimals of their full width.
-	if isInteger(a.dt()) {
+	if IsInteger(a.dt()) {
 		if a, err = c.cast(a, decType(p1, 0), desc); err != nil {
 			return nil, err
 		}
 	}
-	if isInteger(b.dt()) {
+	if IsInteger(b.dt()) {
 		if b, err = c.cast(b, decType(p2, 0), desc); err != nil {
 			return nil, err
 		}
@@ -258,7 +258,7 @@ func (c *compiler) rescale(x node, s int32, wide bool, desc string) (node, error
 // --------------------------------------------------------------- kernels
 
 func addD128(out, a, b *vec, sel []int32, n int) kcode {
-	out.d = grow(out.d, n)
+	out.d = Grow(out.d, n)
 	ok := true
 	if sel == nil {
 		for i := 0; i < n; i++ {
@@ -277,7 +277,7 @@ func addD128(out, a, b *vec, sel []int32, n int) kcode {
 }
 
 func subD128(out, a, b *vec, sel []int32, n int) kcode {
-	out.d = grow(out.d, n)
+	out.d = Grow(out.d, n)
 	ok := true
 	if sel == nil {
 		for i := 0; i < n; i++ {
@@ -302,11 +302,11 @@ func fits64(x decimal128.Num) bool { return x.HighBits() == int64(x.LowBits())>>
 // money products) take the exact 64x64->128-bit product: |a*b| < 2^126 <
 // 10^38, so it cannot overflow; others take mul128 with its checks.
 func mulD128(out, a, b *vec, sel []int32, n int) kcode {
-	out.d = grow(out.d, n)
+	out.d = Grow(out.d, n)
 	ok := true
 	one := func(x, y decimal128.Num) decimal128.Num {
 		if fits64(x) && fits64(y) {
-			return mul64to128(int64(x.LowBits()), int64(y.LowBits()))
+			return Mul64to128(int64(x.LowBits()), int64(y.LowBits()))
 		}
 		r, good := mul128(x, y)
 		ok = ok && good
@@ -328,11 +328,11 @@ func mulD128(out, a, b *vec, sel []int32, n int) kcode {
 // mulD128I64 multiplies decimal128 a by decimal64 b, with mulD128's int64
 // fast path.
 func mulD128I64(out, a, b *vec, sel []int32, n int) kcode {
-	out.d = grow(out.d, n)
+	out.d = Grow(out.d, n)
 	ok := true
 	one := func(x decimal128.Num, y int64) decimal128.Num {
 		if fits64(x) {
-			return mul64to128(int64(x.LowBits()), y)
+			return Mul64to128(int64(x.LowBits()), y)
 		}
 		r, good := mul128(x, decimal128.FromI64(y))
 		ok = ok && good
@@ -352,15 +352,15 @@ func mulD128I64(out, a, b *vec, sel []int32, n int) kcode {
 }
 
 func mulI64toD128(out, a, b *vec, sel []int32, n int) kcode {
-	out.d = grow(out.d, n)
+	out.d = Grow(out.d, n)
 	if sel == nil {
 		x, y, o := a.i64[:n], b.i64[:n], out.d[:n]
 		for i := range o {
-			o[i] = mul64to128(x[i], y[i])
+			o[i] = Mul64to128(x[i], y[i])
 		}
 	} else {
 		for _, i := range sel {
-			out.d[i] = mul64to128(a.i64[i], b.i64[i])
+			out.d[i] = Mul64to128(a.i64[i], b.i64[i])
 		}
 	}
 	return kOK
@@ -372,7 +372,7 @@ func mulI64toD128(out, a, b *vec, sel []int32, n int) kcode {
 func mulScaledKernel(down int32) binKernel {
 	div := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(down)), nil)
 	return func(out, a, b *vec, sel []int32, n int) kcode {
-		out.d = grow(out.d, n)
+		out.d = Grow(out.d, n)
 		bad := false
 		each(sel, n, func(i int32) {
 			x := a.d[i].BigInt()
@@ -472,9 +472,9 @@ func divDecKernel(shift int32, out64 bool) binKernel {
 			return kDivZero
 		}
 		if out64 {
-			out.i64 = grow(out.i64, n)
+			out.i64 = Grow(out.i64, n)
 		} else {
-			out.d = grow(out.d, n)
+			out.d = Grow(out.d, n)
 		}
 		one := func(i int32) bool {
 			q, ok := divRound(a.d[i], b.d[i], shift)
@@ -512,7 +512,7 @@ func modD128(out, a, b *vec, sel []int32, n int) kcode {
 	if anyZero128(b.d, sel, n) {
 		return kDivZero
 	}
-	out.d = grow(out.d, n)
+	out.d = Grow(out.d, n)
 	one := func(x, y decimal128.Num) decimal128.Num {
 		if x.HighBits() == int64(x.LowBits())>>63 && y.HighBits() == int64(y.LowBits())>>63 {
 			return decimal128.FromI64(int64(x.LowBits()) % int64(y.LowBits()))
@@ -533,7 +533,7 @@ func modD128(out, a, b *vec, sel []int32, n int) kcode {
 }
 
 func negD128(out, a *vec, sel []int32, n int) kcode {
-	out.d = grow(out.d, n)
+	out.d = Grow(out.d, n)
 	if sel == nil {
 		for i := 0; i < n; i++ {
 			out.d[i] = a.d[i].Negate()
@@ -676,7 +676,7 @@ func rescale128(x decimal128.Num, delta int32) (decimal128.Num, bool) {
 // into an unscaled value of the given scale. When round is false, digits
 // beyond the scale must be zeros; when true they round half away from zero.
 // ok is false on bad syntax or a result beyond 38 digits.
-func parseDecimalBytes(b []byte, scale int32, round bool) (decimal128.Num, bool) {
+func ParseDecimalBytes(b []byte, scale int32, round bool) (decimal128.Num, bool) {
 	i, j := 0, len(b)
 	for i < j && isSpace(b[i]) {
 		i++

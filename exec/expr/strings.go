@@ -1,4 +1,4 @@
-package exec
+package expr
 
 import (
 	"bytes"
@@ -49,7 +49,7 @@ func (f *funcNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 	s := sel
 	f.v.nulls = nil
 	if anyNull {
-		nulls := grow(f.nulls, b.n)
+		nulls := Grow(f.nulls, b.n)
 		f.nulls = nulls
 		each(sel, b.n, func(i int32) { nulls[i] = false })
 		for _, v := range f.ins {
@@ -77,13 +77,13 @@ func (c *compiler) compileString(e *Expr, args []node, desc string) (node, error
 		case arrow.NULL:
 			return newNullConst(str), nil
 		}
-		return nil, nferr.Queryf("function %s needs VARCHAR, not %s, in %s", e.Fn, typeName(n.dt()), desc)
+		return nil, nferr.Queryf("function %s needs VARCHAR, not %s, in %s", e.Fn, TypeName(n.dt()), desc)
 	}
 	needInt := func(n node) (node, error) {
-		if n.dt().ID() == arrow.NULL || isInteger(n.dt()) {
+		if n.dt().ID() == arrow.NULL || IsInteger(n.dt()) {
 			return c.cast(n, i64, desc)
 		}
-		return nil, nferr.Queryf("function %s needs an integer, not %s, in %s", e.Fn, typeName(n.dt()), desc)
+		return nil, nferr.Queryf("function %s needs an integer, not %s, in %s", e.Fn, TypeName(n.dt()), desc)
 	}
 	f := &funcNode{desc: desc}
 	var err error
@@ -230,7 +230,7 @@ func lowerKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
 }
 
 func lengthKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
-	out.i32 = grow(out.i32, n)
+	out.i32 = Grow(out.i32, n)
 	a := in[0]
 	if sel == nil {
 		for i := 0; i < n; i++ {
@@ -317,7 +317,7 @@ func substringKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error
 }
 
 func strposKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
-	out.i32 = grow(out.i32, n)
+	out.i32 = Grow(out.i32, n)
 	a, b := in[0], in[1]
 	each(sel, n, func(i int32) {
 		s := a.strAt(i)

@@ -1,4 +1,4 @@
-package exec
+package expr
 
 import (
 	"math"
@@ -126,8 +126,8 @@ func (c *compiler) compileArith(fn string, a, b node, desc string) (node, error)
 	if ta.ID() == arrow.DATE32 || tb.ID() == arrow.DATE32 || ta.ID() == arrow.INTERVAL_MONTH_DAY_NANO || tb.ID() == arrow.INTERVAL_MONTH_DAY_NANO {
 		return c.compileDateArith(fn, a, b, desc)
 	}
-	if !isNumeric(ta) || !isNumeric(tb) {
-		return nil, nferr.Queryf("operator does not exist: %s %s %s in %s", typeName(ta), infix[fn], typeName(tb), desc)
+	if !IsNumeric(ta) || !IsNumeric(tb) {
+		return nil, nferr.Queryf("operator does not exist: %s %s %s in %s", TypeName(ta), infix[fn], TypeName(tb), desc)
 	}
 	mk := func(a, b node, t arrow.DataType, k binKernel, ovf string) (node, error) {
 		return &arithNode{a: a, b: b, t: t, kern: k, desc: desc, ovfText: ovf}, nil
@@ -147,7 +147,7 @@ func (c *compiler) compileArith(fn string, a, b node, desc string) (node, error)
 	}
 	// Integers: int32 op int32 stays int32 (overflow is an error), any
 	// int64 makes int64.
-	if isInteger(ta) && isInteger(tb) {
+	if IsInteger(ta) && IsInteger(tb) {
 		t := arrow.PrimitiveTypes.Int32
 		if ta.ID() == arrow.INT64 || tb.ID() == arrow.INT64 {
 			t = arrow.PrimitiveTypes.Int64
@@ -191,7 +191,7 @@ func (c *compiler) compileNeg(x node, desc string) (node, error) {
 	case arrow.INTERVAL_MONTH_DAY_NANO:
 		return mk(negIv, "interval out of range")
 	}
-	return nil, nferr.Queryf("operator does not exist: - %s in %s", typeName(t), desc)
+	return nil, nferr.Queryf("operator does not exist: - %s in %s", TypeName(t), desc)
 }
 
 func (c *compiler) compileDateArith(fn string, a, b node, desc string) (node, error) {
@@ -235,7 +235,7 @@ func (c *compiler) compileDateArith(fn string, a, b node, desc string) (node, er
 		}
 		return mk(a, b, iv, subIv)
 	}
-	return nil, nferr.Queryf("operator does not exist: %s %s %s in %s", typeName(a.dt()), infix[fn], typeName(b.dt()), desc)
+	return nil, nferr.Queryf("operator does not exist: %s %s %s in %s", TypeName(a.dt()), infix[fn], TypeName(b.dt()), desc)
 }
 
 // ------------------------------------------------------- integer kernels
@@ -383,62 +383,62 @@ func okIf(bad bool, code kcode) kcode {
 }
 
 func addI32(out, a, b *vec, sel []int32, n int) kcode {
-	out.i32 = grow(out.i32, n)
+	out.i32 = Grow(out.i32, n)
 	return okIf(addChecked(out.i32, a.i32, b.i32, sel, n), kOverflow)
 }
 func subI32(out, a, b *vec, sel []int32, n int) kcode {
-	out.i32 = grow(out.i32, n)
+	out.i32 = Grow(out.i32, n)
 	return okIf(subChecked(out.i32, a.i32, b.i32, sel, n), kOverflow)
 }
 func mulI32(out, a, b *vec, sel []int32, n int) kcode {
-	out.i32 = grow(out.i32, n)
+	out.i32 = Grow(out.i32, n)
 	return okIf(mulChecked32(out.i32, a.i32, b.i32, sel, n), kOverflow)
 }
 func divI32(out, a, b *vec, sel []int32, n int) kcode {
 	if anyZero(b.i32, sel, n) {
 		return kDivZero
 	}
-	out.i32 = grow(out.i32, n)
+	out.i32 = Grow(out.i32, n)
 	return okIf(divChecked(out.i32, a.i32, b.i32, sel, n, math.MinInt32), kOverflow)
 }
 func modI32(out, a, b *vec, sel []int32, n int) kcode {
 	if anyZero(b.i32, sel, n) {
 		return kDivZero
 	}
-	out.i32 = grow(out.i32, n)
+	out.i32 = Grow(out.i32, n)
 	modInts(out.i32, a.i32, b.i32, sel, n)
 	return kOK
 }
 func addI64(out, a, b *vec, sel []int32, n int) kcode {
-	out.i64 = grow(out.i64, n)
+	out.i64 = Grow(out.i64, n)
 	return okIf(addChecked(out.i64, a.i64, b.i64, sel, n), kOverflow)
 }
 func subI64(out, a, b *vec, sel []int32, n int) kcode {
-	out.i64 = grow(out.i64, n)
+	out.i64 = Grow(out.i64, n)
 	return okIf(subChecked(out.i64, a.i64, b.i64, sel, n), kOverflow)
 }
 func mulI64(out, a, b *vec, sel []int32, n int) kcode {
-	out.i64 = grow(out.i64, n)
+	out.i64 = Grow(out.i64, n)
 	return okIf(mulChecked64(out.i64, a.i64, b.i64, sel, n), kOverflow)
 }
 func divI64(out, a, b *vec, sel []int32, n int) kcode {
 	if anyZero(b.i64, sel, n) {
 		return kDivZero
 	}
-	out.i64 = grow(out.i64, n)
+	out.i64 = Grow(out.i64, n)
 	return okIf(divChecked(out.i64, a.i64, b.i64, sel, n, math.MinInt64), kOverflow)
 }
 func modI64(out, a, b *vec, sel []int32, n int) kcode {
 	if anyZero(b.i64, sel, n) {
 		return kDivZero
 	}
-	out.i64 = grow(out.i64, n)
+	out.i64 = Grow(out.i64, n)
 	modInts(out.i64, a.i64, b.i64, sel, n)
 	return kOK
 }
 
 func negI32(out, a *vec, sel []int32, n int) kcode {
-	out.i32 = grow(out.i32, n)
+	out.i32 = Grow(out.i32, n)
 	ovf := 0
 	if sel == nil {
 		for i, x := range a.i32[:n] {
@@ -455,7 +455,7 @@ func negI32(out, a *vec, sel []int32, n int) kcode {
 }
 
 func negI64(out, a *vec, sel []int32, n int) kcode {
-	out.i64 = grow(out.i64, n)
+	out.i64 = Grow(out.i64, n)
 	ovf := 0
 	if sel == nil {
 		for i, x := range a.i64[:n] {
@@ -474,7 +474,7 @@ func negI64(out, a *vec, sel []int32, n int) kcode {
 // -------------------------------------------------------- double kernels
 
 func addF64(out, a, b *vec, sel []int32, n int) kcode {
-	o := grow(out.f64, n)
+	o := Grow(out.f64, n)
 	out.f64 = o
 	if sel == nil {
 		x, y := a.f64[:n], b.f64[:n]
@@ -490,7 +490,7 @@ func addF64(out, a, b *vec, sel []int32, n int) kcode {
 }
 
 func subF64(out, a, b *vec, sel []int32, n int) kcode {
-	o := grow(out.f64, n)
+	o := Grow(out.f64, n)
 	out.f64 = o
 	if sel == nil {
 		x, y := a.f64[:n], b.f64[:n]
@@ -506,7 +506,7 @@ func subF64(out, a, b *vec, sel []int32, n int) kcode {
 }
 
 func mulF64(out, a, b *vec, sel []int32, n int) kcode {
-	o := grow(out.f64, n)
+	o := Grow(out.f64, n)
 	out.f64 = o
 	if sel == nil {
 		x, y := a.f64[:n], b.f64[:n]
@@ -527,7 +527,7 @@ func divF64(out, a, b *vec, sel []int32, n int) kcode {
 	if anyZero(b.f64, sel, n) {
 		return kDivZero
 	}
-	o := grow(out.f64, n)
+	o := Grow(out.f64, n)
 	out.f64 = o
 	if sel == nil {
 		x, y := a.f64[:n], b.f64[:n]
@@ -546,7 +546,7 @@ func modF64(out, a, b *vec, sel []int32, n int) kcode {
 	if anyZero(b.f64, sel, n) {
 		return kDivZero
 	}
-	o := grow(out.f64, n)
+	o := Grow(out.f64, n)
 	out.f64 = o
 	if sel == nil {
 		for i := range o {
@@ -561,7 +561,7 @@ func modF64(out, a, b *vec, sel []int32, n int) kcode {
 }
 
 func negF64(out, a *vec, sel []int32, n int) kcode {
-	out.f64 = grow(out.f64, n)
+	out.f64 = Grow(out.f64, n)
 	if sel == nil {
 		for i, x := range a.f64[:n] {
 			out.f64[i] = -x
@@ -579,9 +579,9 @@ func negF64(out, a *vec, sel []int32, n int) kcode {
 // dateAddDays adds b days (int64) to dates a; results outside years
 // 0001..9999 are errors.
 func dateAddDays(out, a, b *vec, sel []int32, n int) kcode {
-	out.i32 = grow(out.i32, n)
+	out.i32 = Grow(out.i32, n)
 	bad := 0
-	lo, hi := int64(minDate), int64(maxDate)
+	lo, hi := int64(MinDate), int64(MaxDate)
 	if sel == nil {
 		for i := 0; i < n; i++ {
 			d := b.i64[i]
@@ -604,9 +604,9 @@ func dateAddDays(out, a, b *vec, sel []int32, n int) kcode {
 }
 
 func dateSubDays(out, a, b *vec, sel []int32, n int) kcode {
-	out.i32 = grow(out.i32, n)
+	out.i32 = Grow(out.i32, n)
 	bad := 0
-	lo, hi := int64(minDate), int64(maxDate)
+	lo, hi := int64(MinDate), int64(MaxDate)
 	if sel == nil {
 		for i := 0; i < n; i++ {
 			d := max(min(b.i64[i], 1<<32), -1<<32)
@@ -627,7 +627,7 @@ func dateSubDays(out, a, b *vec, sel []int32, n int) kcode {
 
 // dateDiff is date - date in days (INTEGER).
 func dateDiff(out, a, b *vec, sel []int32, n int) kcode {
-	out.i32 = grow(out.i32, n)
+	out.i32 = Grow(out.i32, n)
 	bad := 0
 	if sel == nil {
 		for i := 0; i < n; i++ {
@@ -645,32 +645,32 @@ func dateDiff(out, a, b *vec, sel []int32, n int) kcode {
 	return okIf(bad != 0, kOverflow)
 }
 
-const nanosPerDay = 86400 * 1000 * 1000 * 1000
+const NanosPerDay = 86400 * 1000 * 1000 * 1000
 
 // dateAddIv adds an interval to a date the PostgreSQL way: months first
 // (clamping the day to the end of the month: 2024-01-31 + 1 month =
 // 2024-02-29), then days. A time of day (nanoseconds that are not whole
 // days) is an error: nicflow has no timestamps.
 func dateAddIv(d int32, iv arrow.MonthDayNanoInterval, sign int64) (int32, kcode) {
-	if iv.Nanoseconds%nanosPerDay != 0 {
+	if iv.Nanoseconds%NanosPerDay != 0 {
 		return 0, kBadInterval
 	}
-	if d < minDate || d > maxDate {
+	if d < MinDate || d > MaxDate {
 		return 0, kRange
 	}
 	r := int64(d)
 	if iv.Months != 0 {
 		r = addMonths(d, sign*int64(iv.Months))
 	}
-	r += sign * (int64(iv.Days) + iv.Nanoseconds/nanosPerDay)
-	if r < int64(minDate) || r > int64(maxDate) {
+	r += sign * (int64(iv.Days) + iv.Nanoseconds/NanosPerDay)
+	if r < int64(MinDate) || r > int64(MaxDate) {
 		return 0, kRange
 	}
 	return int32(r), kOK
 }
 
 func dateIvKernel(out, a, b *vec, sel []int32, n int, sign int64) kcode {
-	out.i32 = grow(out.i32, n)
+	out.i32 = Grow(out.i32, n)
 	if sel == nil {
 		for i := 0; i < n; i++ {
 			r, code := dateAddIv(a.i32[i], b.iv[i], sign)
@@ -700,7 +700,7 @@ func dateSubInterval(out, a, b *vec, sel []int32, n int) kcode {
 }
 
 func ivArith(out, a, b *vec, sel []int32, n int, sign int64) kcode {
-	out.iv = grow(out.iv, n)
+	out.iv = Grow(out.iv, n)
 	one := func(x, y arrow.MonthDayNanoInterval) (arrow.MonthDayNanoInterval, bool) {
 		m := int64(x.Months) + sign*int64(y.Months)
 		d := int64(x.Days) + sign*int64(y.Days)
@@ -742,7 +742,7 @@ func addIv(out, a, b *vec, sel []int32, n int) kcode { return ivArith(out, a, b,
 func subIv(out, a, b *vec, sel []int32, n int) kcode { return ivArith(out, a, b, sel, n, -1) }
 
 func negIv(out, a *vec, sel []int32, n int) kcode {
-	out.iv = grow(out.iv, n)
+	out.iv = Grow(out.iv, n)
 	neg := func(x arrow.MonthDayNanoInterval) (arrow.MonthDayNanoInterval, bool) {
 		ok := x.Months != math.MinInt32 && x.Days != math.MinInt32 && x.Nanoseconds != math.MinInt64
 		return arrow.MonthDayNanoInterval{Months: -x.Months, Days: -x.Days, Nanoseconds: -x.Nanoseconds}, ok

@@ -1,4 +1,4 @@
-package exec
+package expr
 
 import (
 	"strconv"
@@ -96,7 +96,7 @@ func (v *vec) strAt(i int32) []byte { return v.str[v.off[i]:v.off[i+1]] }
 // grow returns s with length n, reusing its storage when large enough.
 // INVARIANT: the result is never nil, even for n == 0: a nil selection
 // means "all rows", an empty one "no row".
-func grow[T any](s []T, n int) []T {
+func Grow[T any](s []T, n int) []T {
 	if s != nil && cap(s) >= n {
 		return s[:n]
 	}
@@ -128,11 +128,11 @@ type boolNode interface {
 
 // selAll returns sel, or the identity selection [0, n) in *scratch when sel
 // is nil.
-func selAll(scratch *[]int32, sel []int32, n int) []int32 {
+func SelAll(scratch *[]int32, sel []int32, n int) []int32 {
 	if sel != nil {
 		return sel
 	}
-	s := grow(*scratch, n)
+	s := Grow(*scratch, n)
 	for i := range s {
 		s[i] = int32(i)
 	}
@@ -147,7 +147,7 @@ func nonNullSel(scratch *[]int32, sel []int32, n int, a, b []bool) []int32 {
 	if sel != nil {
 		size = len(sel)
 	}
-	out := grow(*scratch, size)
+	out := Grow(*scratch, size)
 	k := 0
 	switch {
 	case a != nil && b != nil:
@@ -191,7 +191,7 @@ func orNulls(scratch *[]bool, sel []int32, n int, a, b []bool) []bool {
 	if a == nil && b == nil {
 		return nil
 	}
-	out := grow(*scratch, n)
+	out := Grow(*scratch, n)
 	*scratch = out
 	switch {
 	case a == nil:
@@ -254,7 +254,7 @@ func (c *colNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 	v := &c.v
 	v.nulls = nil
 	if c.k == pNull {
-		c.nulls = grow(c.nulls, n)
+		c.nulls = Grow(c.nulls, n)
 		for i := range c.nulls {
 			c.nulls[i] = true
 		}
@@ -268,7 +268,7 @@ func (c *colNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 	vals := c.valueBytes(bufs, off+n)
 	switch c.k {
 	case pBool:
-		c.bools = grow(c.bools, n)
+		c.bools = Grow(c.bools, n)
 		unpackBits(c.bools, vals, off, sel, n)
 		v.b = c.bools
 	case pI32:
@@ -290,7 +290,7 @@ func (c *colNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 	}
 	if a.NullN() > 0 {
 		// The validity bit is 1 for a valid row; nulls holds the opposite.
-		c.nulls = grow(c.nulls, n)
+		c.nulls = Grow(c.nulls, n)
 		unpackBits(c.nulls, bufs[0].Bytes(), off, sel, n)
 		if sel == nil {
 			for i := range c.nulls {
@@ -382,7 +382,7 @@ func (c *boolColNode) filter(b *evalBatch, sel []int32) ([]int32, error) {
 	if sel != nil {
 		n = len(sel)
 	}
-	c.out = grow(c.out, n)
+	c.out = Grow(c.out, n)
 	return c.filterBool(b, sel, c.out), nil
 }
 
@@ -419,30 +419,30 @@ func (c *constNode) eval(b *evalBatch, _ []int32) (*vec, error) {
 	m := n
 	v := &c.v
 	if c.null {
-		v.nulls = grow(v.nulls, m)
+		v.nulls = Grow(v.nulls, m)
 		for i := range v.nulls {
 			v.nulls[i] = true
 		}
 	}
 	switch c.k {
 	case pBool:
-		v.b = fill(grow(v.b, m), c.b)
+		v.b = fill(Grow(v.b, m), c.b)
 	case pI32:
-		v.i32 = fill(grow(v.i32, m), int32(c.i64))
+		v.i32 = fill(Grow(v.i32, m), int32(c.i64))
 	case pI64:
-		v.i64 = fill(grow(v.i64, m), c.i64)
+		v.i64 = fill(Grow(v.i64, m), c.i64)
 	case pF64:
-		v.f64 = fill(grow(v.f64, m), c.f64)
+		v.f64 = fill(Grow(v.f64, m), c.f64)
 	case pD128:
-		v.d = fill(grow(v.d, m), c.d)
+		v.d = fill(Grow(v.d, m), c.d)
 	case pIv:
-		v.iv = fill(grow(v.iv, m), c.iv)
+		v.iv = fill(Grow(v.iv, m), c.iv)
 	case pStr:
 		// NB: Arrow offsets must be non-decreasing, so rows cannot share
 		// one copy of the bytes: the broadcast holds the string m times.
 		ls := len(c.s)
-		v.str = grow(v.str, ls*m)
-		v.off = grow(v.off, m+1)
+		v.str = Grow(v.str, ls*m)
+		v.off = Grow(v.off, m+1)
 		for i := 0; i < m; i++ {
 			copy(v.str[i*ls:], c.s)
 			v.off[i] = int32(i * ls)
@@ -463,10 +463,10 @@ func fill[T any](s []T, x T) []T {
 // filter: a constant TRUE keeps every row, FALSE or NULL none.
 func (c *constNode) filter(b *evalBatch, sel []int32) ([]int32, error) {
 	if c.null || !c.b {
-		c.out = grow(c.out, 0)
+		c.out = Grow(c.out, 0)
 		return c.out, nil
 	}
-	return selAll(&c.out, sel, b.n), nil
+	return SelAll(&c.out, sel, b.n), nil
 }
 
 // constFromVec makes a constant of row i of v.
@@ -588,7 +588,7 @@ func isRangeErr(err error) bool {
 // parseDecimalExact parses a decimal literal that must fit decimal(p, s)
 // without rounding.
 func parseDecimalExact(s string, p, sc int32) (decimal128.Num, bool) {
-	n, ok := parseDecimalBytes([]byte(s), sc, false)
+	n, ok := ParseDecimalBytes([]byte(s), sc, false)
 	if !ok || !fitsPrecision(n, p) {
 		return decimal128.Num{}, false
 	}
@@ -612,7 +612,7 @@ func (f *evalFilterNode) filter(b *evalBatch, sel []int32) ([]int32, error) {
 	if sel != nil {
 		n = len(sel)
 	}
-	f.out = grow(f.out, n)
+	f.out = Grow(f.out, n)
 	return selectTrue(f.out, v, sel, b.n), nil
 }
 
@@ -658,7 +658,7 @@ func asBool(n node) boolNode {
 // boolFromFilter computes a boolean vector from a filter: out[i] is true
 // for the rows of sel in pass, false for the others; nulls as given.
 func boolFromFilter(out *vec, sel []int32, n int, pass []int32, nulls []bool) {
-	out.b = grow(out.b, n)
+	out.b = Grow(out.b, n)
 	if sel == nil {
 		clear(out.b[:n])
 	} else {
@@ -997,7 +997,7 @@ func copyRows[T any](dst, src []T, n int, sel []int32, sparse bool) {
 
 // ---------------------------------------------------------------- typing
 
-func isNumeric(dt arrow.DataType) bool {
+func IsNumeric(dt arrow.DataType) bool {
 	switch dt.ID() {
 	case arrow.INT32, arrow.INT64, arrow.FLOAT64, arrow.DECIMAL64, arrow.DECIMAL128:
 		return true
@@ -1005,7 +1005,7 @@ func isNumeric(dt arrow.DataType) bool {
 	return false
 }
 
-func isInteger(dt arrow.DataType) bool {
+func IsInteger(dt arrow.DataType) bool {
 	return dt.ID() == arrow.INT32 || dt.ID() == arrow.INT64
 }
 
@@ -1018,7 +1018,7 @@ func decType(p, s int32) arrow.DataType {
 	return DecimalType(p, s).Arrow()
 }
 
-func typeName(dt arrow.DataType) string {
+func TypeName(dt arrow.DataType) string {
 	if t, err := TypeOf(dt); err == nil {
 		return t.String()
 	}

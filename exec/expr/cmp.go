@@ -1,4 +1,4 @@
-package exec
+package expr
 
 import (
 	"bytes"
@@ -59,7 +59,7 @@ func (c *compiler) compileCmp(op cmpOp, a, b node, desc string) (node, error) {
 	ta, tb = a.dt(), b.dt()
 	t, ok := CommonType(ta, tb)
 	if !ok || t.ID() == arrow.INTERVAL_MONTH_DAY_NANO {
-		return nil, nferr.Queryf("operator does not exist: %s %s %s in %s", typeName(ta), infix[cmpFnOf[op]], typeName(tb), desc)
+		return nil, nferr.Queryf("operator does not exist: %s %s %s in %s", TypeName(ta), infix[cmpFnOf[op]], TypeName(tb), desc)
 	}
 	if a, err = c.cast(a, t, desc); err != nil {
 		return nil, err
@@ -162,7 +162,7 @@ func (x *cmpNode) filter(b *evalBatch, sel []int32) ([]int32, error) {
 		x.vb = vb
 		bNulls = vb.nulls
 	} else if x.bc.null {
-		x.out = grow(x.out, 0)
+		x.out = Grow(x.out, 0)
 		return x.out, nil
 	}
 	n := b.n
@@ -174,7 +174,7 @@ func (x *cmpNode) filter(b *evalBatch, sel []int32) ([]int32, error) {
 	if s != nil {
 		size = len(s)
 	}
-	out := grow(x.out, size)
+	out := Grow(x.out, size)
 	x.out = out
 	switch x.k {
 	case pI32:
@@ -238,7 +238,7 @@ func (x *cmpNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 	var nulls []bool
 	switch {
 	case x.bc != nil && x.bc.null:
-		nulls = fill(grow(x.nulls, b.n), true)
+		nulls = fill(Grow(x.nulls, b.n), true)
 		x.nulls = nulls
 	case x.vb != nil:
 		nulls = orNulls(&x.nulls, sel, b.n, x.va.nulls, x.vb.nulls)
@@ -250,7 +250,7 @@ func (x *cmpNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 }
 
 func floatKeys(dst []int64, f []float64, sel []int32, n int) []int64 {
-	dst = grow(dst, n)
+	dst = Grow(dst, n)
 	if sel == nil {
 		for i, x := range f[:n] {
 			dst[i] = floatKey(x)
@@ -275,7 +275,7 @@ func selConst[T integer](op cmpOp, out []int32, a []T, c T, sel []int32, n int) 
 	case opNe:
 		return selNeC(out, a, c, sel, n)
 	case opLt:
-		return selLtC(out, a, c, sel, n)
+		return SelLtC(out, a, c, sel, n)
 	case opLe:
 		return selLeC(out, a, c, sel, n)
 	case opGt:
@@ -332,7 +332,7 @@ func selNeC[T integer](out []int32, a []T, c T, sel []int32, n int) []int32 {
 	return out[:k]
 }
 
-func selLtC[T integer](out []int32, a []T, c T, sel []int32, n int) []int32 {
+func SelLtC[T integer](out []int32, a []T, c T, sel []int32, n int) []int32 {
 	k := 0
 	if sel == nil {
 		for i, x := range a[:n] {
@@ -598,15 +598,15 @@ func (x *rangeNode) filter(b *evalBatch, sel []int32) ([]int32, error) {
 	if s != nil {
 		size = len(s)
 	}
-	out := grow(x.out, size)
+	out := Grow(x.out, size)
 	x.out = out
 	if x.lo > x.hi {
 		return out[:0], nil
 	}
 	if x.k == pI32 {
-		return selRange32(out, va.i32, int32(x.lo), int32(x.hi), s, n), nil
+		return SelRange32(out, va.i32, int32(x.lo), int32(x.hi), s, n), nil
 	}
-	return selRange64(out, va.i64, x.lo, x.hi, s, n), nil
+	return SelRange64(out, va.i64, x.lo, x.hi, s, n), nil
 }
 
 func (x *rangeNode) eval(b *evalBatch, sel []int32) (*vec, error) {
@@ -618,7 +618,7 @@ func (x *rangeNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 	return &x.v, nil
 }
 
-func selRange32(out []int32, a []int32, lo, hi int32, sel []int32, n int) []int32 {
+func SelRange32(out []int32, a []int32, lo, hi int32, sel []int32, n int) []int32 {
 	k := 0
 	base, width := uint32(lo), uint32(hi)-uint32(lo)
 	if sel == nil {
@@ -635,7 +635,7 @@ func selRange32(out []int32, a []int32, lo, hi int32, sel []int32, n int) []int3
 	return out[:k]
 }
 
-func selRange64(out []int32, a []int64, lo, hi int64, sel []int32, n int) []int32 {
+func SelRange64(out []int32, a []int64, lo, hi int64, sel []int32, n int) []int32 {
 	k := 0
 	base, width := uint64(lo), uint64(hi)-uint64(lo)
 	if sel == nil {

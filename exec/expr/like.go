@@ -1,4 +1,4 @@
-package exec
+package expr
 
 import (
 	"bytes"
@@ -22,16 +22,16 @@ import (
 // anchored at the start, the last at the end, the middle ones are found
 // leftmost-first, which is correct because '%' absorbs any gap.
 
-type likeKind uint8
+type LikeKind uint8
 
 const (
-	likeExact    likeKind = iota // no wildcard
-	likePrefix                   // abc%
-	likeSuffix                   // %abc
-	likeContains                 // %abc%
-	likePreSuf                   // abc%xyz
-	likeAny                      // %
-	likeGeneral
+	LikeExact    LikeKind = iota // no wildcard
+	LikePrefix                   // abc%
+	LikeSuffix                   // %abc
+	LikeContains                 // %abc%
+	LikePreSuf                   // abc%xyz
+	LikeAny                      // %
+	LikeGeneral
 )
 
 // likeTok is a run of literal bytes, or (wild > 0) that many '_'.
@@ -48,7 +48,7 @@ type likeSeg struct {
 }
 
 type likeMatcher struct {
-	kind       likeKind
+	Kind       LikeKind
 	a, b       []byte // literal(s) of the fast paths
 	segs       []likeSeg
 	startAnch  bool // the pattern does not begin with '%'
@@ -57,7 +57,7 @@ type likeMatcher struct {
 }
 
 // compileLike parses pattern with escape character esc (-1: none).
-func compileLikePattern(pattern []byte, esc int) (*likeMatcher, error) {
+func CompileLikePattern(pattern []byte, esc int) (*likeMatcher, error) {
 	m := &likeMatcher{}
 	var segs []likeSeg
 	var cur likeSeg
@@ -142,22 +142,22 @@ func compileLikePattern(pattern []byte, esc int) (*likeMatcher, error) {
 	}
 	switch {
 	case !m.hasPercent && allPlain:
-		m.kind = likeExact
+		m.Kind = LikeExact
 		if len(ne) > 0 {
 			m.a = lit0(0)
 		}
 	case m.hasPercent && len(ne) == 0:
-		m.kind = likeAny
+		m.Kind = LikeAny
 	case allPlain && len(ne) == 1 && m.startAnch && !m.endAnch:
-		m.kind, m.a = likePrefix, lit0(0)
+		m.Kind, m.a = LikePrefix, lit0(0)
 	case allPlain && len(ne) == 1 && !m.startAnch && m.endAnch:
-		m.kind, m.a = likeSuffix, lit0(0)
+		m.Kind, m.a = LikeSuffix, lit0(0)
 	case allPlain && len(ne) == 1 && !m.startAnch && !m.endAnch:
-		m.kind, m.a = likeContains, lit0(0)
+		m.Kind, m.a = LikeContains, lit0(0)
 	case allPlain && len(ne) == 2 && m.startAnch && m.endAnch:
-		m.kind, m.a, m.b = likePreSuf, lit0(0), lit0(1)
+		m.Kind, m.a, m.b = LikePreSuf, lit0(0), lit0(1)
 	default:
-		m.kind = likeGeneral
+		m.Kind = LikeGeneral
 	}
 	m.segs = ne
 	return m, nil
@@ -169,19 +169,19 @@ func hasRuneAt(p []byte, i int, r rune) bool {
 }
 
 // match reports whether s matches the pattern.
-func (m *likeMatcher) match(s []byte) bool {
-	switch m.kind {
-	case likeExact:
+func (m *likeMatcher) Match(s []byte) bool {
+	switch m.Kind {
+	case LikeExact:
 		return bytes.Equal(s, m.a)
-	case likePrefix:
+	case LikePrefix:
 		return bytes.HasPrefix(s, m.a)
-	case likeSuffix:
+	case LikeSuffix:
 		return bytes.HasSuffix(s, m.a)
-	case likeContains:
+	case LikeContains:
 		return bytes.Contains(s, m.a)
-	case likePreSuf:
+	case LikePreSuf:
 		return len(s) >= len(m.a)+len(m.b) && bytes.HasPrefix(s, m.a) && bytes.HasSuffix(s, m.b)
-	case likeAny:
+	case LikeAny:
 		return true
 	}
 	return m.matchGeneral(s)
@@ -315,7 +315,7 @@ type likeNode struct {
 func (c *compiler) compileLike(args []node, neg bool, desc string) (node, error) {
 	for _, a := range args {
 		if id := a.dt().ID(); id != arrow.STRING && id != arrow.NULL {
-			return nil, nferr.Queryf("LIKE needs VARCHAR operands, not %s, in %s", typeName(a.dt()), desc)
+			return nil, nferr.Queryf("LIKE needs VARCHAR operands, not %s, in %s", TypeName(a.dt()), desc)
 		}
 	}
 	esc := -1
@@ -344,7 +344,7 @@ func (c *compiler) compileLike(args []node, neg bool, desc string) (node, error)
 		if pc.null {
 			return &constNode{t: arrow.FixedWidthTypes.Boolean, k: pBool, null: true}, nil
 		}
-		m, err := compileLikePattern([]byte(pc.s), esc)
+		m, err := CompileLikePattern([]byte(pc.s), esc)
 		if err != nil {
 			return nil, nferr.Wrap(nferr.KindQuery, err, "%s", desc)
 		}
@@ -386,7 +386,7 @@ func (x *likeNode) matcherFor(pv *vec, i int32) (*likeMatcher, error) {
 	if x.lastM != nil && bytes.Equal(p, x.last) {
 		return x.lastM, nil
 	}
-	m, err := compileLikePattern(p, x.esc)
+	m, err := CompileLikePattern(p, x.esc)
 	if err != nil {
 		return nil, err
 	}
@@ -405,7 +405,7 @@ func (x *likeNode) filter(b *evalBatch, sel []int32) ([]int32, error) {
 	if s != nil {
 		size = len(s)
 	}
-	out := grow(x.out, size)
+	out := Grow(x.out, size)
 	x.out = out
 	if x.m != nil {
 		return likeSelect(x.m, x.neg, out, v, s, n), nil
@@ -422,7 +422,7 @@ func (x *likeNode) filter(b *evalBatch, sel []int32) ([]int32, error) {
 			return
 		}
 		out[k] = i
-		k += b2i(m.match(v.strAt(i)) != x.neg)
+		k += b2i(m.Match(v.strAt(i)) != x.neg)
 	})
 	if ferr != nil {
 		return nil, ferr
@@ -435,8 +435,8 @@ func (x *likeNode) filter(b *evalBatch, sel []int32) ([]int32, error) {
 func likeSelect(m *likeMatcher, neg bool, out []int32, v *vec, sel []int32, n int) []int32 {
 	k := 0
 	str, off := v.str, v.off
-	switch m.kind {
-	case likePrefix:
+	switch m.Kind {
+	case LikePrefix:
 		if sel == nil {
 			for i := 0; i < n; i++ {
 				out[k] = int32(i)
@@ -448,7 +448,7 @@ func likeSelect(m *likeMatcher, neg bool, out []int32, v *vec, sel []int32, n in
 				k += b2i(bytes.HasPrefix(str[off[i]:off[i+1]], m.a) != neg)
 			}
 		}
-	case likeSuffix:
+	case LikeSuffix:
 		if sel == nil {
 			for i := 0; i < n; i++ {
 				out[k] = int32(i)
@@ -460,7 +460,7 @@ func likeSelect(m *likeMatcher, neg bool, out []int32, v *vec, sel []int32, n in
 				k += b2i(bytes.HasSuffix(str[off[i]:off[i+1]], m.a) != neg)
 			}
 		}
-	case likeContains:
+	case LikeContains:
 		if sel == nil {
 			for i := 0; i < n; i++ {
 				out[k] = int32(i)
@@ -472,7 +472,7 @@ func likeSelect(m *likeMatcher, neg bool, out []int32, v *vec, sel []int32, n in
 				k += b2i(bytes.Contains(str[off[i]:off[i+1]], m.a) != neg)
 			}
 		}
-	case likeExact:
+	case LikeExact:
 		if sel == nil {
 			for i := 0; i < n; i++ {
 				out[k] = int32(i)
@@ -488,12 +488,12 @@ func likeSelect(m *likeMatcher, neg bool, out []int32, v *vec, sel []int32, n in
 		if sel == nil {
 			for i := 0; i < n; i++ {
 				out[k] = int32(i)
-				k += b2i(m.match(str[off[i]:off[i+1]]) != neg)
+				k += b2i(m.Match(str[off[i]:off[i+1]]) != neg)
 			}
 		} else {
 			for _, i := range sel {
 				out[k] = i
-				k += b2i(m.match(str[off[i]:off[i+1]]) != neg)
+				k += b2i(m.Match(str[off[i]:off[i+1]]) != neg)
 			}
 		}
 	}
