@@ -10,9 +10,10 @@
 // rules can reorder and prune freely and a physical planner maps an ID to a
 // position once per node. Function names are exec's Fn* names.
 //
-// Typing (types.go) defers to exec's typing authority (exec.ArithType,
-// exec.CommonType, exec.DecimalResult): the binder types an expression with
-// the same function exec uses to run it, so lowering never patches types.
+// Typing (types.go) defers to the typing authority of exec/expr
+// (expr.ArithType, expr.CommonType, expr.DecimalResult): the binder types
+// an expression with the same function exec uses to run it, so lowering
+// never patches types.
 // Constants (const.go, eval.go) are parsed, cast and evaluated here, for
 // the binder (literals, casts) and the optimizer's folding alike.
 //
@@ -31,6 +32,6 @@
 //   - A SharedDef (a view or CTE read twice, TPC-H Q15) is computed once.
 //   - A null-aware anti or mark join's Equi[0] is its IN comparison.
 //
-// Dependencies: plan imports exec (types and function names); every other
+// Dependencies: plan imports exec/expr (types and function names); every other
 // planner phase imports plan, and plan imports none of them.
 package plan
