@@ -5,11 +5,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/nicflow/nicflow/engine/dist"
 	"github.com/nicflow/nicflow/engine/opt"
+	"github.com/nicflow/nicflow/engine/sql"
+	"github.com/nicflow/nicflow/storage"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -42,23 +48,44 @@ import (
 // to the engine directory (testdata/sqltest/data/...).
 //
 // Every file runs under several setups (parallelism 1 and 3, batch size 7,
-// a small memory budget) and must give the same answers under all. With
-// -rewrite, the expected results and error messages are written from the
-// first setup's run (check the diff!).
+// a small memory budget, each optimizer rule disabled in turn, a local
+// cluster of three simulated workers) and must give the same answers under
+// all. With -rewrite, the expected results and error messages are written
+// from the first setup's run (check the diff!).
+//
+// A query record whose statement is an EXPLAIN holds the expected plan
+// (one row per line, as DataFusion's and CockroachDB's test files do). A
+// plan depends on the setup (parallelism, disabled rules), so it is
+// compared under the first setup only; the others run it and check that
+// it succeeds.
 
 type sqlSetup struct {
 	name string
 	opts Options
+	// dist, when Workers > 0, runs every query through the distributed
+	// planner as a coordinator plans it (earlier CREATE/DROP VIEW records
+	// replayed in the request's script) and on that many simulated workers
+	// in process (dist.RunDistributedLocal: one shuffle agent per worker on
+	// an in-memory network); other statements run in the session, as a
+	// cluster's users run DDL and DML embedded.
+	dist dist.DistOptions
+	// checksPlans: compare EXPLAIN records' plans (the first setup).
+	checksPlans bool
 }
 
 var sqlSetups = []sqlSetup{
-	{"p1", Options{Parallelism: 1}},
-	{"p3", Options{Parallelism: 3}},
-	{"p4-batch7", Options{Parallelism: 4, BatchSize: 7}},
-	{"p2-mem64MiB", Options{Parallelism: 2, MemoryLimit: 64 << 20}},
+	{name: "p1", opts: Options{Parallelism: 1}, checksPlans: true},
+	{name: "p3", opts: Options{Parallelism: 3}},
+	{name: "p4-batch7", opts: Options{Parallelism: 4, BatchSize: 7}},
+	{name: "p2-mem64MiB", opts: Options{Parallelism: 2, MemoryLimit: 64 << 20}},
 	// The session's default allocator reuses buffers: a use after release
 	// shows up as wrong results here (no leak check: it is not checked).
-	{"p3-pool-batch100", Options{Parallelism: 3, BatchSize: 100, Alloc: newPoolAllocator()}},
+	{name: "p3-pool-batch100", opts: Options{Parallelism: 3, BatchSize: 100, Alloc: newPoolAllocator()}},
+	// Three workers, tables written in row groups of two rows (so that
+	// scans are wide) and never replicated, so that joins broadcast or
+	// repartition and aggregates split into partial and final phases
+	// across the network.
+	{name: "cluster-3w", opts: Options{Parallelism: 2, Storage: storage.Options{Write: storage.WriteOptions{RowGroupRows: 2, FileRows: 4}}}, dist: dist.DistOptions{Workers: 3, Parallelism: 2, ReplicateRows: 0.5}},
 }
 
 // ruleSetups run every file once more with each optimizer rule that may
@@ -67,7 +94,7 @@ func ruleSetups() []sqlSetup {
 	var out []sqlSetup
 	for _, r := range opt.Rules {
 		if !r.Required {
-			out = append(out, sqlSetup{"no-" + r.Name, Options{Parallelism: 2, DisabledRules: []string{r.Name}}})
+			out = append(out, sqlSetup{name: "no-" + r.Name, opts: Options{Parallelism: 2, DisabledRules: []string{r.Name}}})
 		}
 	}
 	return out
@@ -165,6 +192,87 @@ func typeLetter(t arrow.DataType) byte {
 
 // runSQLRecord runs one record; it returns the result's types and rows
 // (canonical text), or the error.
+// isPlainQuery reports whether text is one query (SELECT, VALUES, WITH or
+// a set operation): what a cluster plans and runs distributed.
+func isPlainQuery(text string) bool {
+	stmts, err := sql.Parse(text)
+	if err != nil || len(stmts) != 1 {
+		return false
+	}
+	_, ok := stmts[0].Stmt.(*sql.Query)
+	return ok
+}
+
+// isExplain reports whether text is one EXPLAIN statement.
+func isExplain(text string) bool {
+	stmts, err := sql.Parse(text)
+	if err != nil || len(stmts) != 1 {
+		return false
+	}
+	_, ok := stmts[0].Stmt.(*sql.Explain)
+	return ok
+}
+
+// isViewRecord reports whether text is one CREATE or DROP VIEW.
+func isViewRecord(text string) bool {
+	stmts, err := sql.Parse(text)
+	return err == nil && len(stmts) == 1 && isViewDDL(stmts[0].Stmt)
+}
+
+// runSQLRecordDist runs a query record as a cluster does: the request's
+// script is the file's view DDL so far and the query, planned by
+// PrepareDistributed and run on simulated workers that read the session's
+// database.
+func runSQLRecordDist(ctx context.Context, s *Session, r *sqlRecord, viewDDL []string, o dist.DistOptions, alloc memory.Allocator) (string, []string, error) {
+	script := strings.Join(append(slices.Clone(viewDDL), r.sql), ";\n")
+	dq, err := s.PrepareDistributed(ctx, script, len(viewDDL), o)
+	if err != nil {
+		return "", nil, err
+	}
+	if dq.Plan == nil {
+		return "", nil, fmt.Errorf("query planned to run locally on a cluster")
+	}
+	if len(dq.Plan.Stages) > 2 {
+		wideQueries.Add(1)
+	}
+	res, err := dist.RunDistributedLocal(ctx, dq.Plan, dist.LocalDistOptions{Source: s.DB(), Alloc: alloc})
+	if err != nil {
+		return "", nil, err
+	}
+	var types strings.Builder
+	for _, c := range dq.Plan.Columns {
+		types.WriteByte(typeLetter(c.Type.Arrow()))
+	}
+	var rows []string
+	for _, rec := range res.Records {
+		text, err := RowsText(rec, "NULL")
+		if err != nil {
+			return "", nil, err
+		}
+		rows = append(rows, recordRows(rec, text)...)
+		rec.Release()
+	}
+	if r.rowsort {
+		sort.Strings(rows)
+	}
+	return types.String(), rows, nil
+}
+
+// recordRows joins a batch's canonical text rows with "|", spelling an
+// empty non-NULL string "(empty)".
+func recordRows(rec arrow.RecordBatch, text [][]string) []string {
+	out := make([]string, 0, len(text))
+	for ri, row := range text {
+		for c := range row {
+			if row[c] == "" && !rec.Column(c).IsNull(ri) {
+				row[c] = "(empty)"
+			}
+		}
+		out = append(out, strings.Join(row, "|"))
+	}
+	return out
+}
+
 func runSQLRecord(ctx context.Context, s *Session, r *sqlRecord) (string, []string, error) {
 	res, err := s.Query(ctx, r.sql)
 	if err != nil {
@@ -191,14 +299,7 @@ func runSQLRecord(ctx context.Context, s *Session, r *sqlRecord) (string, []stri
 		if err != nil {
 			return "", nil, err
 		}
-		for ri, row := range text {
-			for c := range row {
-				if row[c] == "" && !rec.Column(c).IsNull(ri) {
-					row[c] = "(empty)"
-				}
-			}
-			rows = append(rows, strings.Join(row, "|"))
-		}
+		rows = append(rows, recordRows(rec, text)...)
 	}
 	if r.rowsort {
 		sort.Strings(rows)
@@ -223,6 +324,9 @@ func TestSQLFiles(t *testing.T) {
 		recs := parseSQLTest(t, path)
 		name := strings.TrimSuffix(filepath.Base(path), ".slt")
 		for si, setup := range append(sqlSetups, ruleSetups()...) {
+			if setup.dist.Workers > 0 {
+				clusterRan = true
+			}
 			rewriting := *rewrite && si == 0
 			t.Run(name+"/"+setup.name, func(t *testing.T) {
 				runSQLFile(t, path, recs, setup, rewriting)
@@ -232,7 +336,24 @@ func TestSQLFiles(t *testing.T) {
 			}
 		}
 	}
+	t.Logf("cluster setup: %d queries ran with exchanges between workers", wideQueries.Load())
+	if clusterRan && wideQueries.Load() == 0 {
+		t.Errorf("the cluster setup planned no query with a network exchange below its root gather: it tests nothing distributed")
+	}
 }
+
+// wideQueries counts the cluster setups' queries whose plans have more
+// than two stages (an exchange between workers, not only the gather).
+var (
+	wideQueries atomic.Int64
+	clusterRan  bool
+)
+
+// taskPrefix is how a cluster names the task an error came from.
+var taskPrefix = regexp.MustCompile(`^stage \d+ task \d+: `)
+
+// sqlPosition is the position an error gives in its script.
+var sqlPosition = regexp.MustCompile(`^line \d+, column \d+: `)
 
 func runSQLFile(t *testing.T, path string, recs []*sqlRecord, setup sqlSetup, rewriting bool) {
 	alloc := memory.NewCheckedAllocator(memory.DefaultAllocator)
@@ -247,11 +368,36 @@ func runSQLFile(t *testing.T, path string, recs []*sqlRecord, setup sqlSetup, re
 	}
 	ctx := context.Background()
 	failed := 0
+	var viewDDL []string // the CREATE/DROP VIEW records so far (cluster setups)
 	for _, r := range recs {
 		if failed > 5 {
 			t.Fatalf("too many failures")
 		}
-		types, rows, err := runSQLRecord(ctx, s, r)
+		var types string
+		var rows []string
+		var err error
+		wantErr := r.errMsg
+		distributed := setup.dist.Workers > 0 && isPlainQuery(r.sql)
+		if distributed {
+			types, rows, err = runSQLRecordDist(ctx, s, r, viewDDL, setup.dist, opts.Alloc)
+			if err != nil && r.errMsg != nil {
+				// The error as embedded: without the task that raised it
+				// and, after replayed view DDL, without a position in the
+				// request's longer script.
+				msg := taskPrefix.ReplaceAllString(errFirstLine(err), "")
+				if len(viewDDL) > 0 {
+					msg = sqlPosition.ReplaceAllString(msg, "")
+					w := sqlPosition.ReplaceAllString(*r.errMsg, "")
+					wantErr = &w
+				}
+				err = &nferr.Error{Kind: nferr.KindOf(err), Msg: msg, Cause: err}
+			}
+		} else {
+			types, rows, err = runSQLRecord(ctx, s, r)
+			if err == nil && setup.dist.Workers > 0 && isViewRecord(r.sql) {
+				viewDDL = append(viewDDL, r.sql)
+			}
+		}
 		where := fmt.Sprintf("%s:%d", path, r.line)
 		if nferr.KindOf(err) == nferr.KindInternal && err != nil {
 			t.Errorf("%s: internal error: %v\n%s", where, err, r.sql)
@@ -271,17 +417,19 @@ func runSQLFile(t *testing.T, path string, recs []*sqlRecord, setup sqlSetup, re
 			continue
 		}
 		switch {
-		case r.errMsg != nil:
+		case wantErr != nil:
 			if err == nil {
-				t.Errorf("%s: succeeded, want error %q\n%s", where, *r.errMsg, r.sql)
+				t.Errorf("%s: succeeded, want error %q\n%s", where, *wantErr, r.sql)
 				failed++
-			} else if got := errFirstLine(err); got != *r.errMsg {
-				t.Errorf("%s: error\n got: %s\nwant: %s\n%s", where, got, *r.errMsg, r.sql)
+			} else if got := errFirstLine(err); got != *wantErr {
+				t.Errorf("%s: error\n got: %s\nwant: %s\n%s", where, got, *wantErr, r.sql)
 				failed++
 			}
 		case err != nil:
 			t.Errorf("%s: %v\n%s", where, err, r.sql)
 			failed++
+		case r.kind == "query" && !setup.checksPlans && isExplain(r.sql):
+			// Plans differ between setups; the first one checks them.
 		case r.kind == "query":
 			if types != r.types {
 				t.Errorf("%s: result types %s, want %s\n%s", where, types, r.types, r.sql)
