@@ -119,7 +119,7 @@ func newAggFn(f AggFunc, dt arrow.DataType, final bool, op string) (aggFn, aggTy
 			if final && c.width != 8 {
 				return bad()
 			}
-			fn := &sumFloatFn{f32: c.width == 4, avg: avg}
+			fn := &sumFloatFn{sumState: sumState[float64]{avg: avg, typ: typFloat64}, f32: c.width == 4}
 			t := aggTypes{typFloat64, []arrow.DataType{typFloat64}}
 			if avg {
 				t = aggTypes{typFloat64, []arrow.DataType{typFloat64, typInt64}}
@@ -270,18 +270,73 @@ func markOf(avg bool) int {
 	return markSeen
 }
 
-// sumIntFn is sum/avg over signed integers, accumulated in int64 with
-// overflow detection.
-type sumIntFn struct {
+// sumState is what sum and avg keep per group over numbers accumulated as
+// A (int64 for integers, float64 for floats): the sum, and whether a value
+// was added (sum) or how many (avg). The update loops are the element
+// types' own (sumIntUpdate checks overflow); growing, sizing, results and
+// partial states are shared.
+type sumState[A int64 | float64] struct {
 	avg  bool
-	upd  func(f *sumIntFn, gids []uint32, a arrow.Array, sel []int32, mark int) bool
-	acc  []int64
+	typ  arrow.DataType // of A: typInt64 or typFloat64
+	acc  []A
 	seen []bool  // sum: a non-NULL value was added
 	cnt  []int64 // avg: number of values
 }
 
+func (f *sumState[A]) grow(n int) {
+	f.acc = growTo(f.acc, n)
+	if f.avg {
+		f.cnt = growTo(f.cnt, n)
+	} else {
+		f.seen = growTo(f.seen, n)
+	}
+}
+
+func (f *sumState[A]) bytes() int64 {
+	return sliceBytes(f.acc) + sliceBytes(f.seen) + sliceBytes(f.cnt)
+}
+
+// mergeCounts merges avg's partial counts (the state's second column).
+func (f *sumState[A]) mergeCounts(gids []uint32, st []arrow.Array, sel []int32, n int) error {
+	return (&countFn{cnt: f.cnt}).merge(gids, st[1:], sel, n)
+}
+
+func (f *sumState[A]) result(alloc memory.Allocator, start, end int) (arrow.Array, error) {
+	if !f.avg {
+		return arrayFromSlice(alloc, f.typ, f.acc[start:end], f.seen[start:end]), nil
+	}
+	out := make([]float64, end-start)
+	seen := make([]bool, end-start)
+	for g := start; g < end; g++ {
+		if c := f.cnt[g]; c > 0 {
+			out[g-start] = float64(f.acc[g]) / float64(c)
+			seen[g-start] = true
+		}
+	}
+	return arrayFromSlice(alloc, typFloat64, out, seen), nil
+}
+
+func (f *sumState[A]) partial(alloc memory.Allocator, start, end int) []arrow.Array {
+	if !f.avg {
+		a, _ := f.result(alloc, start, end)
+		return []arrow.Array{a}
+	}
+	seen := make([]bool, end-start)
+	for g := start; g < end; g++ {
+		seen[g-start] = f.cnt[g] > 0
+	}
+	return []arrow.Array{arrayFromSlice(alloc, f.typ, f.acc[start:end], seen), arrayFromSlice(alloc, typInt64, f.cnt[start:end], nil)}
+}
+
+// sumIntFn is sum/avg over signed integers, accumulated in int64 with
+// overflow detection.
+type sumIntFn struct {
+	sumState[int64]
+	upd func(f *sumIntFn, gids []uint32, a arrow.Array, sel []int32, mark int) bool
+}
+
 func newSumIntFn(width int, avg bool) *sumIntFn {
-	f := &sumIntFn{avg: avg}
+	f := &sumIntFn{sumState: sumState[int64]{avg: avg, typ: typInt64}}
 	switch width {
 	case 1:
 		f.upd = sumIntUpdate[int8]
@@ -294,17 +349,6 @@ func newSumIntFn(width int, avg bool) *sumIntFn {
 	}
 	return f
 }
-
-func (f *sumIntFn) grow(n int) {
-	f.acc = growTo(f.acc, n)
-	if f.avg {
-		f.cnt = growTo(f.cnt, n)
-	} else {
-		f.seen = growTo(f.seen, n)
-	}
-}
-
-func (f *sumIntFn) bytes() int64 { return sliceBytes(f.acc) + sliceBytes(f.seen) + sliceBytes(f.cnt) }
 
 var errSumOverflow = nferr.Queryf("bigint out of range in sum")
 
@@ -351,55 +395,15 @@ func (f *sumIntFn) merge(gids []uint32, st []arrow.Array, sel []int32, n int) er
 	if !sumIntUpdate[int64](f, gids, st[0], sel, markNone) {
 		return errSumOverflow
 	}
-	return (&countFn{cnt: f.cnt}).merge(gids, st[1:], sel, n)
-}
-
-func (f *sumIntFn) result(alloc memory.Allocator, start, end int) (arrow.Array, error) {
-	if !f.avg {
-		return arrayFromSlice(alloc, typInt64, f.acc[start:end], f.seen[start:end]), nil
-	}
-	out := make([]float64, end-start)
-	seen := make([]bool, end-start)
-	for g := start; g < end; g++ {
-		if c := f.cnt[g]; c > 0 {
-			out[g-start] = float64(f.acc[g]) / float64(c)
-			seen[g-start] = true
-		}
-	}
-	return arrayFromSlice(alloc, typFloat64, out, seen), nil
-}
-
-func (f *sumIntFn) partial(alloc memory.Allocator, start, end int) []arrow.Array {
-	if !f.avg {
-		a, _ := f.result(alloc, start, end)
-		return []arrow.Array{a}
-	}
-	seen := make([]bool, end-start)
-	for g := start; g < end; g++ {
-		seen[g-start] = f.cnt[g] > 0
-	}
-	return []arrow.Array{arrayFromSlice(alloc, typInt64, f.acc[start:end], seen), arrayFromSlice(alloc, typInt64, f.cnt[start:end], nil)}
+	return f.mergeCounts(gids, st, sel, n)
 }
 
 // ------------------------------------------------------------ float sum
 
 type sumFloatFn struct {
-	f32, avg bool
-	acc      []float64
-	seen     []bool
-	cnt      []int64
+	sumState[float64]
+	f32 bool
 }
-
-func (f *sumFloatFn) grow(n int) {
-	f.acc = growTo(f.acc, n)
-	if f.avg {
-		f.cnt = growTo(f.cnt, n)
-	} else {
-		f.seen = growTo(f.seen, n)
-	}
-}
-
-func (f *sumFloatFn) bytes() int64 { return sliceBytes(f.acc) + sliceBytes(f.seen) + sliceBytes(f.cnt) }
 
 func (f *sumFloatFn) update(gids []uint32, a arrow.Array, sel []int32, n int) error {
 	if f.f32 {
@@ -434,34 +438,7 @@ func (f *sumFloatFn) merge(gids []uint32, st []arrow.Array, sel []int32, n int) 
 		return nil
 	}
 	sumFloatUpdate(f, gids, valuesOf[float64](st[0]), st[0], sel, markNone)
-	return (&countFn{cnt: f.cnt}).merge(gids, st[1:], sel, n)
-}
-
-func (f *sumFloatFn) result(alloc memory.Allocator, start, end int) (arrow.Array, error) {
-	if !f.avg {
-		return arrayFromSlice(alloc, typFloat64, f.acc[start:end], f.seen[start:end]), nil
-	}
-	out := make([]float64, end-start)
-	seen := make([]bool, end-start)
-	for g := start; g < end; g++ {
-		if c := f.cnt[g]; c > 0 {
-			out[g-start] = f.acc[g] / float64(c)
-			seen[g-start] = true
-		}
-	}
-	return arrayFromSlice(alloc, typFloat64, out, seen), nil
-}
-
-func (f *sumFloatFn) partial(alloc memory.Allocator, start, end int) []arrow.Array {
-	if !f.avg {
-		a, _ := f.result(alloc, start, end)
-		return []arrow.Array{a}
-	}
-	seen := make([]bool, end-start)
-	for g := start; g < end; g++ {
-		seen[g-start] = f.cnt[g] > 0
-	}
-	return []arrow.Array{arrayFromSlice(alloc, typFloat64, f.acc[start:end], seen), arrayFromSlice(alloc, typInt64, f.cnt[start:end], nil)}
+	return f.mergeCounts(gids, st, sel, n)
 }
 
 // ---------------------------------------------------------- decimal sum
