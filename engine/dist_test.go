@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -133,58 +135,83 @@ func checkDistPlan(t *testing.T, what string, dp *dist.DistPlan) {
 	}
 }
 
-// TestDistributedJoinChoices checks the join strategies on small plans:
-// a build side small against the probe times the workers is broadcast,
-// a large one is partitioned with the probe, and a build that must see
-// every probe row of its key (a right outer join building right) is never
-// broadcast.
+// TestDistributedJoinChoices plans the cases of
+// testdata/dist/join_choices.txt (a query, the text its distributed EXPLAIN
+// must and must not hold) on 4 workers x 2 streams and checks them.
 func TestDistributedJoinChoices(t *testing.T) {
-	for _, tc := range []struct {
-		sql  string
-		want []string
-		not  []string
-	}{
-		// lineitem (6M) with itself: 6M x 3 > 6M: partitioned.
-		{"select count(*) from lineitem a, lineitem b where a.l_orderkey = b.l_orderkey and a.l_linenumber = b.l_linenumber", []string{"hash [a.l_orderkey, a.l_linenumber]", "hash [b.l_orderkey, b.l_linenumber]"}, []string{"broadcast"}},
-		// orders (1.5M) join lineitem (6M): 1.5M x 3 copies < 6M: broadcast.
-		{"select count(*) from lineitem, orders where l_orderkey = o_orderkey", []string{"output broadcast"}, []string{"hash [lineitem.l_orderkey]"}},
-		// A filtered orders side is small: broadcast.
-		{"select count(*) from lineitem, orders where l_orderkey = o_orderkey and o_orderdate < date '1992-02-01'", []string{"output broadcast"}, []string{"hash [lineitem.l_orderkey]"}},
-		// Grouped by the key both join inputs were repartitioned on: the
-		// groups are whole in each task, one phase, no exchange after the join but the gather.
-		{"select c_custkey, count(o_orderkey) from customer left join orders on c_custkey = o_custkey group by c_custkey", []string{"hash [customer.c_custkey]", "hash [orders.o_custkey]"}, []string{"partial", "exchange 4"}},
-		// A full join's keys may be NULL-filled on either side: the
-		// aggregate repartitions again.
-		{"select c_custkey, count(o_orderkey) from customer full join orders on c_custkey = o_custkey group by c_custkey", []string{"partial", "exchange 4"}, nil},
-		// nation is one small row group: every task reads it.
-		{"select count(*) from supplier, nation where s_nationkey = n_nationkey", nil, []string{"broadcast"}},
-	} {
+	cases := readJoinChoices(t, filepath.Join("testdata", "dist", "join_choices.txt"))
+	if len(cases) == 0 {
+		t.Fatal("no cases")
+	}
+	for _, tc := range cases {
 		qs := bindQuery(t, tc.sql)
-		opt, err := opt.Optimize(qs.Plan)
+		optimized, err := opt.Optimize(qs.Plan)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", tc.where, err)
 		}
-		pp, err := phys.PlanPhysical(opt, qs.Names, phys.PlanOptions{Parallelism: 2})
+		pp, err := phys.PlanPhysical(optimized, qs.Names, phys.PlanOptions{Parallelism: 2})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", tc.where, err)
 		}
 		dp, err := dist.PlanDistributed(pp, dist.DistOptions{Workers: 4, Parallelism: 2})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", tc.where, err)
 		}
 		text := dist.ExplainDistributed(dp, nil)
 		checkDistPlan(t, tc.sql, dp)
 		for _, w := range tc.want {
 			if !strings.Contains(text, w) {
-				t.Errorf("%s: no %q in\n%s", tc.sql, w, text)
+				t.Errorf("%s: no %q in\n%s", tc.where, w, text)
 			}
 		}
 		for _, w := range tc.not {
 			if strings.Contains(text, w) {
-				t.Errorf("%s: %q in\n%s", tc.sql, w, text)
+				t.Errorf("%s: %q in\n%s", tc.where, w, text)
 			}
 		}
 	}
+}
+
+type joinChoice struct {
+	where     string // file:line
+	sql       string
+	want, not []string
+}
+
+// readJoinChoices parses a join-choice file: blocks separated by blank
+// lines, each of comment lines, one query line, and want/not lines.
+func readJoinChoices(t *testing.T, path string) []joinChoice {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []joinChoice
+	var cur *joinChoice
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		where := fmt.Sprintf("%s:%d", path, i+1)
+		switch {
+		case line == "":
+			cur = nil
+		case strings.HasPrefix(line, "#"):
+		case cur == nil:
+			out = append(out, joinChoice{where: where, sql: line})
+			cur = &out[len(out)-1]
+		case strings.HasPrefix(line, "want "):
+			cur.want = append(cur.want, strings.TrimPrefix(line, "want "))
+		case strings.HasPrefix(line, "not "):
+			cur.not = append(cur.not, strings.TrimPrefix(line, "not "))
+		default:
+			t.Fatalf("%s: want a line \"want TEXT\" or \"not TEXT\", got %q", where, line)
+		}
+	}
+	for _, c := range out {
+		if len(c.want)+len(c.not) == 0 {
+			t.Fatalf("%s: a case without expectations", c.where)
+		}
+	}
+	return out
 }
 
 // FuzzUnmarshalFragment feeds shipped-fragment decoding arbitrary bytes: it
