@@ -29,13 +29,11 @@ type OrderedMerge struct {
 	acct   *Account
 	stores []*rowStore // current batch of each input
 	pos    []int
-	heap   []int // inputs with rows, min-heap by head row
-	out    *rowStore
-	batch  Batch
+	heap   []int     // inputs with rows, min-heap by head row
+	merged *rowStore // the rows of the next output batch
 	idx    []int32
 	primed bool
-	err    error
-	closed bool
+	opState
 }
 
 // NewOrderedMerge returns the merge of inputs sorted by keys.
@@ -99,7 +97,7 @@ func (m *OrderedMerge) Open(env *Env) error {
 	} else {
 		m.acct = env.Budget.NewAccount("ordered merge")
 	}
-	m.out = newRowStore(m.infos)
+	m.merged = newRowStore(m.infos)
 	m.stores = make([]*rowStore, len(m.srcs))
 	m.pos = make([]int, len(m.srcs))
 	for i, s := range m.srcs {
@@ -154,7 +152,7 @@ func (m *OrderedMerge) charge() error {
 	for _, s := range m.stores {
 		n += s.bytes()
 	}
-	n += m.out.bytes()
+	n += m.merged.bytes()
 	if d := n - m.acct.Used(); d > 0 {
 		return m.acct.Grow(d)
 	} else if d < 0 {
@@ -165,25 +163,18 @@ func (m *OrderedMerge) charge() error {
 
 // Next implements Operator.
 func (m *OrderedMerge) Next() (*Batch, error) {
-	if m.err != nil {
-		return nil, m.err
-	}
-	releaseArrays(m.batch.Cols)
-	m.batch = Batch{}
-	if m.closed {
-		return nil, nil
+	if done, err := m.begin(); done {
+		return nil, err
 	}
 	if err := m.env.Ctx.Err(); err != nil {
-		m.err = nferr.With(nferr.KindCanceled, err)
-		return nil, m.err
+		return m.fail(nferr.With(nferr.KindCanceled, err))
 	}
 	if !m.primed {
 		m.primed = true
 		for i := range m.srcs {
 			ok, err := m.fill(i)
 			if err != nil {
-				m.err = err
-				return nil, err
+				return m.fail(err)
 			}
 			if ok {
 				m.heap = append(m.heap, i)
@@ -194,8 +185,8 @@ func (m *OrderedMerge) Next() (*Batch, error) {
 		}
 	}
 	limit := max(m.env.BatchSize, 1)
-	m.out.reset()
-	for len(m.heap) > 0 && m.out.n < limit {
+	m.merged.reset()
+	for len(m.heap) > 0 && m.merged.n < limit {
 		i := m.heap[0]
 		st := m.stores[i]
 		// The competitor is the best head among the other inputs.
@@ -208,7 +199,7 @@ func (m *OrderedMerge) Next() (*Batch, error) {
 		}
 		start := m.pos[i]
 		end := start + 1
-		for end < st.n && end-start < limit-m.out.n {
+		for end < st.n && end-start < limit-m.merged.n {
 			if comp >= 0 {
 				c := m.rc.compare(st, m.stores[comp], end, m.pos[comp])
 				if c > 0 || (c == 0 && comp < i) {
@@ -217,16 +208,15 @@ func (m *OrderedMerge) Next() (*Batch, error) {
 			}
 			end++
 		}
-		for c, v := range m.out.vecs {
+		for c, v := range m.merged.vecs {
 			v.AppendVec(st.vecs[c], start, end)
 		}
-		m.out.n += end - start
+		m.merged.n += end - start
 		m.pos[i] = end
 		if end == st.n {
 			ok, err := m.fill(i)
 			if err != nil {
-				m.err = err
-				return nil, err
+				return m.fail(err)
 			}
 			if !ok {
 				last := len(m.heap) - 1
@@ -239,35 +229,25 @@ func (m *OrderedMerge) Next() (*Batch, error) {
 		}
 	}
 	if err := m.charge(); err != nil {
-		m.err = err
-		return nil, err
+		return m.fail(err)
 	}
-	if m.out.n == 0 {
+	if m.merged.n == 0 {
 		return nil, nil
 	}
 	m.idx = m.idx[:0]
-	for r := 0; r < m.out.n; r++ {
+	for r := 0; r < m.merged.n; r++ {
 		m.idx = append(m.idx, int32(r))
 	}
-	m.batch = Batch{Cols: m.out.gather(m.env.Alloc, m.idx, nil), N: m.out.n}
-	return &m.batch, nil
+	return m.emit(m.merged.gather(m.env.Alloc, m.idx, nil), m.merged.n), nil
 }
 
 // Close implements Operator.
 func (m *OrderedMerge) Close() error {
-	if m.closed {
+	if !m.closing() {
 		return nil
 	}
-	m.closed = true
-	releaseArrays(m.batch.Cols)
-	m.batch = Batch{}
-	var first error
-	for _, s := range m.srcs {
-		if err := s.Close(); err != nil && first == nil {
-			first = err
-		}
-	}
-	m.stores, m.out = nil, nil
+	first := closeChildren(m.srcs...)
+	m.stores, m.merged = nil, nil
 	if m.acct != nil {
 		m.acct.Close()
 	}

@@ -605,16 +605,14 @@ type HashJoin struct {
 	pairKind              []uint8
 	idx                   []int32
 	sel                   []int32
-	out                   Batch
-	outOwned              []arrow.Array
-	scratch               buildScratch
-	err                   error
-	opened, closed        bool
-	keyCols               []arrow.Array
-	ksc                   keyScratch // probe keys (the table may be shared)
-	part                  *HashPartitioner
-	live                  []int32
-	tmpGids               []uint32
+	opState
+	scratch buildScratch
+	opened  bool
+	keyCols []arrow.Array
+	ksc     keyScratch // probe keys (the table may be shared)
+	part    *HashPartitioner
+	live    []int32
+	tmpGids []uint32
 
 	spec  HashJoinSpec
 	level int         // spill recursion depth (0: the planned operator)
@@ -656,26 +654,10 @@ func (h *HashJoin) Open(env *Env) error {
 	return h.probe.Open(env)
 }
 
-func (h *HashJoin) releaseOut() {
-	releaseArrays(h.outOwned)
-	h.outOwned = h.outOwned[:0]
-	h.out = Batch{}
-}
-
-func (h *HashJoin) fail(err error) (*Batch, error) {
-	h.err = err
-	h.releaseOut()
-	return nil, err
-}
-
 // Next implements Operator.
 func (h *HashJoin) Next() (*Batch, error) {
-	if h.err != nil {
-		return nil, h.err
-	}
-	h.releaseOut()
-	if h.closed || h.phase == phDone {
-		return nil, nil
+	if done, err := h.begin(); done || h.phase == phDone {
+		return nil, err
 	}
 	if h.bt == nil && h.grace == nil {
 		if err := h.acquireBuild(); err != nil {
@@ -1032,7 +1014,7 @@ func (h *HashJoin) emitPairs(prow, brow []int32) *Batch {
 		probeCols()
 		buildCols()
 	}
-	h.outOwned = append(h.outOwned, cols...)
+	h.owned = append(h.owned, cols...)
 	h.out = Batch{Cols: cols, N: n}
 	return &h.out
 }
@@ -1091,7 +1073,7 @@ func (h *HashJoin) probeTail() *Batch {
 			return false, true
 		})
 		cols := append(append(make([]arrow.Array, 0, len(b.Cols)+1), b.Cols...), mark)
-		h.outOwned = append(h.outOwned, mark)
+		h.owned = append(h.owned, mark)
 		h.out = Batch{Cols: cols, N: b.N, Sel: b.Sel}
 		return &h.out
 	}
@@ -1168,7 +1150,7 @@ func (h *HashJoin) buildTail() *Batch {
 			}
 			cols = append(cols, makeArray(arrow.FixedWidthTypes.Boolean, len(marks), 0, nil, vb))
 		}
-		h.outOwned = append(h.outOwned, cols...)
+		h.owned = append(h.owned, cols...)
 		h.out = Batch{Cols: cols, N: len(h.idx)}
 		return &h.out
 	}
@@ -1181,11 +1163,9 @@ func (h *HashJoin) buildTail() *Batch {
 
 // Close implements Operator.
 func (h *HashJoin) Close() error {
-	if h.closed {
+	if !h.closing() {
 		return nil
 	}
-	h.closed = true
-	h.releaseOut()
 	if h.grace != nil {
 		h.grace.close()
 		h.grace = nil
@@ -1197,12 +1177,5 @@ func (h *HashJoin) Close() error {
 		h.shared.done()
 	}
 	h.bt, h.pb = nil, nil
-	var err error
-	if h.buildIn != nil {
-		err = h.buildIn.Close()
-	}
-	if perr := h.probe.Close(); err == nil {
-		err = perr
-	}
-	return err
+	return closeChildren(h.buildIn, h.probe)
 }

@@ -33,22 +33,19 @@ type NestedLoopJoin struct {
 	shape       *joinShape
 	filter      rowFilter
 
-	env     *Env
-	acct    *Account
-	store   *rowStore
-	built   bool
-	lb      *Batch // current left batch (borrowed)
-	lm      []bool // left live row matched
-	pj, pr  int    // pair cursor: left live row, right row
-	tail    bool
-	prow    []int32
-	brow    []int32
-	pj32    []int32
-	sel     []int32
-	out     Batch
-	owned   []arrow.Array
-	err     error
-	closed  bool
+	env    *Env
+	acct   *Account
+	store  *rowStore
+	built  bool
+	lb     *Batch // current left batch (borrowed)
+	lm     []bool // left live row matched
+	pj, pr int    // pair cursor: left live row, right row
+	tail   bool
+	prow   []int32
+	brow   []int32
+	pj32   []int32
+	sel    []int32
+	opState
 	done    bool
 	charged int64
 }
@@ -139,26 +136,10 @@ func (n *NestedLoopJoin) Open(env *Env) error {
 	return n.left.Open(env)
 }
 
-func (n *NestedLoopJoin) releaseOut() {
-	releaseArrays(n.owned)
-	n.owned = n.owned[:0]
-	n.out = Batch{}
-}
-
-func (n *NestedLoopJoin) fail(err error) (*Batch, error) {
-	n.err = err
-	n.releaseOut()
-	return nil, err
-}
-
 // Next implements Operator.
 func (n *NestedLoopJoin) Next() (*Batch, error) {
-	if n.err != nil {
-		return nil, n.err
-	}
-	n.releaseOut()
-	if n.closed || n.done {
-		return nil, nil
+	if done, err := n.begin(); done || n.done {
+		return nil, err
 	}
 	if !n.built {
 		if err := drainInto(n.env, n.right, n.store, n.acct); err != nil {
@@ -320,18 +301,12 @@ func (n *NestedLoopJoin) leftTail() *Batch {
 
 // Close implements Operator.
 func (n *NestedLoopJoin) Close() error {
-	if n.closed {
+	if !n.closing() {
 		return nil
 	}
-	n.closed = true
-	n.releaseOut()
 	n.store, n.lb = nil, nil
 	if n.acct != nil {
 		n.acct.Close()
 	}
-	err := n.right.Close()
-	if lerr := n.left.Close(); err == nil {
-		err = lerr
-	}
-	return err
+	return closeChildren(n.right, n.left)
 }

@@ -686,10 +686,8 @@ type Sort struct {
 	perm   []uint32
 	pos    int
 	sorted bool
-	out    Batch
 	idx    []int32
-	err    error
-	closed bool
+	opState
 }
 
 // NewSort validates spec against the input schema.
@@ -736,13 +734,8 @@ func drainInto(env *Env, in Operator, store *rowStore, acct *Account) error {
 
 // Next implements Operator.
 func (s *Sort) Next() (*Batch, error) {
-	if s.err != nil {
-		return nil, s.err
-	}
-	releaseArrays(s.out.Cols)
-	s.out = Batch{}
-	if s.closed {
-		return nil, nil
+	if done, err := s.begin(); done {
+		return nil, err
 	}
 	if !s.sorted {
 		err := s.x.drain(s.in)
@@ -750,8 +743,7 @@ func (s *Sort) Next() (*Batch, error) {
 			s.perm, err = s.x.finish()
 		}
 		if err != nil {
-			s.err = err
-			return nil, err
+			return s.fail(err)
 		}
 		s.sorted = true
 	}
@@ -766,8 +758,7 @@ func (s *Sort) Next() (*Batch, error) {
 		return nil, nil
 	}
 	if err := s.env.Ctx.Err(); err != nil {
-		s.err = nferr.With(nferr.KindCanceled, err)
-		return nil, s.err
+		return s.fail(nferr.With(nferr.KindCanceled, err))
 	}
 	end := min(s.pos+max(s.env.BatchSize, 1), len(s.perm))
 	s.idx = s.idx[:0]
@@ -775,18 +766,14 @@ func (s *Sort) Next() (*Batch, error) {
 		s.idx = append(s.idx, int32(r))
 	}
 	s.pos = end
-	s.out = Batch{Cols: s.x.store.gather(s.env.Alloc, s.idx, nil), N: len(s.idx)}
-	return &s.out, nil
+	return s.emit(s.x.store.gather(s.env.Alloc, s.idx, nil), len(s.idx)), nil
 }
 
 // Close implements Operator.
 func (s *Sort) Close() error {
-	if s.closed {
+	if !s.closing() {
 		return nil
 	}
-	s.closed = true
-	releaseArrays(s.out.Cols)
-	s.out = Batch{}
 	s.perm = nil
 	if s.x != nil {
 		s.x.close()

@@ -46,9 +46,7 @@ type TopN struct {
 	result  []int32
 	pos     int
 	done    bool
-	out     Batch
-	err     error
-	closed  bool
+	opState
 }
 
 // topHeap is a max-heap of store rows: the worst kept row on top.
@@ -181,18 +179,12 @@ func (t *TopN) compact() {
 
 // Next implements Operator.
 func (t *TopN) Next() (*Batch, error) {
-	if t.err != nil {
-		return nil, t.err
-	}
-	releaseArrays(t.out.Cols)
-	t.out = Batch{}
-	if t.closed {
-		return nil, nil
+	if done, err := t.begin(); done {
+		return nil, err
 	}
 	if !t.done {
 		if err := t.consume(); err != nil {
-			t.err = err
-			return nil, err
+			return t.fail(err)
 		}
 		t.done = true
 		res := append([]int32(nil), t.h.rows...)
@@ -210,24 +202,19 @@ func (t *TopN) Next() (*Batch, error) {
 		return nil, nil
 	}
 	if err := t.env.Ctx.Err(); err != nil {
-		t.err = nferr.With(nferr.KindCanceled, err)
-		return nil, t.err
+		return t.fail(nferr.With(nferr.KindCanceled, err))
 	}
 	end := min(t.pos+max(t.env.BatchSize, 1), len(t.result))
 	idx := t.result[t.pos:end]
 	t.pos = end
-	t.out = Batch{Cols: t.store.gather(t.env.Alloc, idx, nil), N: len(idx)}
-	return &t.out, nil
+	return t.emit(t.store.gather(t.env.Alloc, idx, nil), len(idx)), nil
 }
 
 // Close implements Operator.
 func (t *TopN) Close() error {
-	if t.closed {
+	if !t.closing() {
 		return nil
 	}
-	t.closed = true
-	releaseArrays(t.out.Cols)
-	t.out = Batch{}
 	t.store, t.seq, t.h.rows, t.result = nil, nil, nil, nil
 	if t.acct != nil {
 		t.acct.Close()
