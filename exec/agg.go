@@ -123,9 +123,7 @@ type HashAgg struct {
 	ngroups  int
 	consumed bool
 	emitted  int
-	out      Batch
-	err      error
-	closed   bool
+	opState
 
 	gids, dgids, subGids []uint32
 	gphys                []uint32
@@ -255,18 +253,12 @@ func (a *HashAgg) Open(env *Env) error {
 
 // Next implements Operator.
 func (a *HashAgg) Next() (*Batch, error) {
-	if a.err != nil {
-		return nil, a.err
+	if done, err := a.begin(); done {
+		return nil, err
 	}
-	if a.closed {
-		return nil, nil
-	}
-	releaseArrays(a.out.Cols)
-	a.out = Batch{}
 	if !a.consumed {
 		if err := a.consume(); err != nil {
-			a.err = err
-			return nil, err
+			return a.fail(err)
 		}
 		a.consumed = true
 	}
@@ -274,12 +266,10 @@ func (a *HashAgg) Next() (*Batch, error) {
 		// A partial aggregate emitted its groups early to free memory:
 		// start afresh with the rest of the input.
 		if err := a.restart(); err != nil {
-			a.err = err
-			return nil, err
+			return a.fail(err)
 		}
 		if err := a.consume(); err != nil {
-			a.err = err
-			return nil, err
+			return a.fail(err)
 		}
 	}
 	if a.emitted >= a.ngroups {
@@ -296,19 +286,16 @@ func (a *HashAgg) Next() (*Batch, error) {
 		return nil, nil
 	}
 	if err := a.env.Ctx.Err(); err != nil {
-		a.err = nferr.With(nferr.KindCanceled, err)
-		return nil, a.err
+		return a.fail(nferr.With(nferr.KindCanceled, err))
 	}
 	start := a.emitted
 	end := min(start+max(a.env.BatchSize, 1), a.ngroups)
 	cols, err := a.emit(start, end)
 	if err != nil {
-		a.err = err
-		return nil, err
+		return a.fail(err)
 	}
 	a.emitted = end
-	a.out = Batch{Cols: cols, N: end - start}
-	return &a.out, nil
+	return a.produce(cols, end-start), nil
 }
 
 func (a *HashAgg) emit(start, end int) ([]arrow.Array, error) {
@@ -583,12 +570,9 @@ func (a *HashAgg) chargeFns() error {
 
 // Close implements Operator.
 func (a *HashAgg) Close() error {
-	if a.closed {
+	if !a.closing() {
 		return nil
 	}
-	a.closed = true
-	releaseArrays(a.out.Cols)
-	a.out = Batch{}
 	if a.sp != nil {
 		a.sp.close()
 	}

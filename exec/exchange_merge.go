@@ -238,7 +238,7 @@ func (m *OrderedMerge) Next() (*Batch, error) {
 	for r := 0; r < m.merged.n; r++ {
 		m.idx = append(m.idx, int32(r))
 	}
-	return m.emit(m.merged.gather(m.env.Alloc, m.idx, nil), m.merged.n), nil
+	return m.produce(m.merged.gather(m.env.Alloc, m.idx, nil), m.merged.n), nil
 }
 
 // Close implements Operator.

@@ -24,8 +24,8 @@ func (o *opState) begin() (done bool, err error) {
 	return o.closed, nil
 }
 
-// emit makes cols (n rows, made by this operator) the output batch.
-func (o *opState) emit(cols []arrow.Array, n int) *Batch {
+// produce makes cols (n rows, made by this operator) the output batch.
+func (o *opState) produce(cols []arrow.Array, n int) *Batch {
 	o.owned = cols
 	o.out = Batch{Cols: cols, N: n}
 	return &o.out

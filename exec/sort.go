@@ -766,7 +766,7 @@ func (s *Sort) Next() (*Batch, error) {
 		s.idx = append(s.idx, int32(r))
 	}
 	s.pos = end
-	return s.emit(s.x.store.gather(s.env.Alloc, s.idx, nil), len(s.idx)), nil
+	return s.produce(s.x.store.gather(s.env.Alloc, s.idx, nil), len(s.idx)), nil
 }
 
 // Close implements Operator.

@@ -207,7 +207,7 @@ func (t *TopN) Next() (*Batch, error) {
 	end := min(t.pos+max(t.env.BatchSize, 1), len(t.result))
 	idx := t.result[t.pos:end]
 	t.pos = end
-	return t.emit(t.store.gather(t.env.Alloc, idx, nil), len(idx)), nil
+	return t.produce(t.store.gather(t.env.Alloc, idx, nil), len(idx)), nil
 }
 
 // Close implements Operator.

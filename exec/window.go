@@ -146,9 +146,7 @@ type Window struct {
 	ps, pe   []int32 // peer bounds of the current partition
 	pos      int
 	idx      []int32
-	out      Batch
-	err      error
-	closed   bool
+	opState
 }
 
 // winResult is one function's output over all rows in sorted order.
@@ -291,18 +289,12 @@ func (w *Window) Open(env *Env) error {
 
 // Next implements Operator.
 func (w *Window) Next() (*Batch, error) {
-	if w.err != nil {
-		return nil, w.err
-	}
-	releaseArrays(w.out.Cols)
-	w.out = Batch{}
-	if w.closed {
-		return nil, nil
+	if done, err := w.begin(); done {
+		return nil, err
 	}
 	if !w.computed {
 		if err := w.compute(); err != nil {
-			w.err = err
-			return nil, err
+			return w.fail(err)
 		}
 		w.computed = true
 	}
@@ -311,16 +303,14 @@ func (w *Window) Next() (*Batch, error) {
 			return nil, nil
 		}
 		if err := w.nextChunk(); err != nil {
-			w.err = err
-			return nil, err
+			return w.fail(err)
 		}
 		if len(w.perm) == 0 {
 			return nil, nil
 		}
 	}
 	if err := w.env.Ctx.Err(); err != nil {
-		w.err = nferr.With(nferr.KindCanceled, err)
-		return nil, w.err
+		return w.fail(nferr.With(nferr.KindCanceled, err))
 	}
 	start := w.pos
 	end := min(start+max(w.env.BatchSize, 1), len(w.perm))
@@ -334,8 +324,7 @@ func (w *Window) Next() (*Batch, error) {
 	for i := range w.funcs {
 		cols = append(cols, w.resultArray(alloc, i, start, end))
 	}
-	w.out = Batch{Cols: cols, N: end - start}
-	return &w.out, nil
+	return w.produce(cols, end-start), nil
 }
 
 func (w *Window) resultArray(alloc memory.Allocator, i, start, end int) arrow.Array {
@@ -865,12 +854,9 @@ func (a *winAccum) result(r *winResult, p int) error {
 
 // Close implements Operator.
 func (w *Window) Close() error {
-	if w.closed {
+	if !w.closing() {
 		return nil
 	}
-	w.closed = true
-	releaseArrays(w.out.Cols)
-	w.out = Batch{}
 	w.store, w.perm, w.results, w.tail = nil, nil, nil, nil
 	if w.x != nil {
 		w.x.close()
