@@ -65,6 +65,12 @@
 // limit; a global aggregate holds one group; NOT IN joins, one window
 // partition larger than the budget and exchange queues do not spill.
 //
+// The stateful operators (joins, aggregate, sort, top-N, window, ordered
+// merge) share the contract's lifecycle through opState (lifecycle.go):
+// the sticky error, Close once, and the output arrays released before the
+// next batch and at Close; closeChildren closes every child and keeps the
+// first error.
+//
 // The Operator contract (operator.go) is checked, not only written: under
 // go test, engine's builder wraps every operator it makes in Checked
 // (checked.go: Open once, batches with live rows matching the schema,
