@@ -17,6 +17,7 @@
 //   - A bound query's plan still holds SubqueryExprs; the optimizer's
 //     decorrelate rule removes them.
 //
-// Dependencies: bind imports plan and engine/sql; it knows nothing of the
-// optimizer or of physical planning.
+// Dependencies: bind imports plan, engine/sql and exec/expr (the typing
+// authority and the functions' fields); it knows nothing of the optimizer
+// or of physical planning.
 package bind

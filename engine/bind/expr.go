@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/nicflow/nicflow/engine/plan"
+	"github.com/nicflow/nicflow/exec/expr"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -255,10 +256,8 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 			return nil, err
 		}
 		arg = plan.ResolveUntyped(arg, plan.TypDate)
-		switch x.Field {
-		case "year", "month", "day", "quarter", "dow", "doy", "week", "isodow", "epoch":
-		default:
-			return nil, b.errorf(x, "EXTRACT field %q is not supported for dates (want year, quarter, month, week, day, dow, doy, isodow or epoch)", x.Field)
+		if _, ok := expr.ExtractValue(x.Field, 0); !ok {
+			return nil, b.errorf(x, "EXTRACT field %q is not supported for dates (want %s)", x.Field, strings.Join(expr.ExtractFields, ", "))
 		}
 		if !plan.IsDate(arg.Type()) && !plan.IsNullType(arg.Type()) {
 			return nil, b.errorf(x, "EXTRACT needs a date, not %s", plan.TypeString(arg.Type()))

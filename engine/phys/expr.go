@@ -21,11 +21,10 @@ import (
 // A logical expression refers to columns by ID; its exec form refers to
 // them by position in the input's layout (pnode.layout), mapped once per
 // node here. The binder types every expression with the same rules exec
-// applies when it compiles one (docs/decisions.md D8), so a translated
-// expression normally compiles to its logical type; where it does not (a
-// rule exec applies differently, such as the precision of a literal), the
-// translation casts the result to the logical type, so the plan's column
-// types are always the binder's.
+// applies when it compiles one (exec/expr/types.go, docs/decisions.md D8),
+// so a translated expression compiles to its logical type; one that does
+// not is a planner bug, reported as an internal error rather than patched
+// with a cast.
 
 // physExpr translates e over the input in and checks it compiles there.
 func physExpr(e plan.Expr, in *pnode) (expr.Expr, error) {
@@ -39,14 +38,7 @@ func physExpr(e plan.Expr, in *pnode) (expr.Expr, error) {
 		return expr.Expr{}, nferr.Wrap(nferr.KindQuery, err, "planning %s", e)
 	}
 	if !plan.IsNullType(want) && !arrow.TypeEqual(ce.Type(), want) {
-		t, err := expr.TypeOf(want)
-		if err != nil {
-			return expr.Expr{}, err
-		}
-		x = expr.Cast(x, t)
-		if _, err := expr.CompileExpr(x, in.schema); err != nil {
-			return expr.Expr{}, nferr.Wrap(nferr.KindQuery, err, "planning %s", e)
-		}
+		return expr.Expr{}, nferr.Internalf("planning %s: the binder typed it %s, exec compiles it to %s", e, plan.TypeString(want), plan.TypeString(ce.Type()))
 	}
 	return x, nil
 }

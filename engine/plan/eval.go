@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/nicflow/nicflow/exec/expr"
 )
 
 // EvalCall evaluates a call over constant arguments. It returns nil (and
@@ -353,32 +354,8 @@ func evalDateArith(fn string, a, b *Const) (*Const, error) {
 }
 
 func extractConst(field string, d arrow.Date32) (*Const, error) {
-	t := time.Unix(int64(d)*86400, 0).UTC()
-	var v int64
-	switch field {
-	case "year":
-		v = int64(t.Year())
-	case "month":
-		v = int64(t.Month())
-	case "day":
-		v = int64(t.Day())
-	case "quarter":
-		v = int64(t.Month()-1)/3 + 1
-	case "dow":
-		v = int64(t.Weekday())
-	case "isodow":
-		v = int64(t.Weekday())
-		if v == 0 {
-			v = 7
-		}
-	case "doy":
-		v = int64(t.YearDay())
-	case "week":
-		_, w := t.ISOWeek()
-		v = int64(w)
-	case "epoch":
-		v = int64(d) * 86400
-	default:
+	v, ok := expr.ExtractValue(field, int64(d))
+	if !ok {
 		return nil, nil
 	}
 	return &Const{Typ: TypInt64, Val: v}, nil

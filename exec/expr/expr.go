@@ -461,8 +461,9 @@ func RTrim(s Expr) Expr       { return Call(FnRTrim, s) }
 func Concat(a, b Expr) Expr   { return Call(FnConcat, a, b) }
 func StrPos(s, sub Expr) Expr { return Call(FnStrPos, s, sub) }
 
-// Extract is EXTRACT(field FROM x) for field one of year, quarter, month,
-// day, dow (0 = Sunday), doy; the result is INTEGER.
+// Extract is EXTRACT(field FROM x) for field one of ExtractFields (dow:
+// 0 = Sunday; isodow: 1 = Monday; week: ISO 8601; epoch: seconds); the
+// result is BIGINT.
 func Extract(field string, x Expr) Expr {
 	return Call(FnExtract, LitString(strings.ToLower(field)), x)
 }

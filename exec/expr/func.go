@@ -182,8 +182,44 @@ func roundDecimalKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) er
 	return err
 }
 
-// Extract fields.
-var extractFields = map[string]bool{"year": true, "quarter": true, "month": true, "day": true, "dow": true, "doy": true}
+// ExtractFields are the fields EXTRACT takes from a date, in the order
+// error messages list them.
+var ExtractFields = []string{"year", "quarter", "month", "week", "day", "dow", "isodow", "doy", "epoch"}
+
+// extractFuncs computes each field from days since 1970-01-01: the one
+// definition the kernel and constant folding (ExtractValue) share.
+var extractFuncs = map[string]func(days int64) int64{
+	"year":    func(d int64) int64 { y, _, _ := CivilFromDays(d); return y },
+	"quarter": func(d int64) int64 { _, m, _ := CivilFromDays(d); return int64(m-1)/3 + 1 },
+	"month":   func(d int64) int64 { _, m, _ := CivilFromDays(d); return int64(m) },
+	"day":     func(d int64) int64 { _, _, dd := CivilFromDays(d); return int64(dd) },
+	// 1970-01-01 was a Thursday (4); Sunday is 0.
+	"dow": func(d int64) int64 { return ((d+4)%7 + 7) % 7 },
+	// ISO: Monday 1 .. Sunday 7.
+	"isodow": func(d int64) int64 { w := ((d+4)%7 + 7) % 7; return ((w + 6) % 7) + 1 },
+	"doy":    func(d int64) int64 { y, _, _ := CivilFromDays(d); return d - DaysFromCivil(y, 1, 1) + 1 },
+	"week":   isoWeek,
+	"epoch":  func(d int64) int64 { return d * 86400 },
+}
+
+// isoWeek is the ISO 8601 week number of the date days: weeks start on
+// Monday, and week 1 holds the year's first Thursday.
+func isoWeek(d int64) int64 {
+	isodow := (((d+4)%7+7)%7+6)%7 + 1
+	thursday := d - isodow + 4 // the Thursday of d's week decides its year
+	y, _, _ := CivilFromDays(thursday)
+	return (thursday-DaysFromCivil(y, 1, 1))/7 + 1
+}
+
+// ExtractValue returns field of the date days (days since 1970-01-01); ok
+// is false for a field not in ExtractFields.
+func ExtractValue(field string, days int64) (v int64, ok bool) {
+	f := extractFuncs[field]
+	if f == nil {
+		return 0, false
+	}
+	return f(days), true
+}
 
 func (c *compiler) compileExtract(args []node, desc string) (node, error) {
 	fc, ok := args[0].(*constNode)
@@ -191,47 +227,23 @@ func (c *compiler) compileExtract(args []node, desc string) (node, error) {
 		return nil, nferr.Queryf("EXTRACT needs a field name in %s", desc)
 	}
 	field := strings.ToLower(fc.s)
-	if !extractFields[field] {
-		return nil, nferr.Queryf("unsupported EXTRACT field %q in %s (year, quarter, month, day, dow, doy)", fc.s, desc)
+	if extractFuncs[field] == nil {
+		return nil, nferr.Queryf("unsupported EXTRACT field %q in %s (%s)", fc.s, desc, strings.Join(ExtractFields, ", "))
 	}
 	x := args[1]
 	switch x.dt().ID() {
 	case arrow.DATE32:
 	case arrow.NULL:
-		return newNullConst(arrow.PrimitiveTypes.Int32), nil
+		return newNullConst(arrow.PrimitiveTypes.Int64), nil
 	default:
 		return nil, nferr.Queryf("EXTRACT from %s is not supported in %s (DATE only)", TypeName(x.dt()), desc)
 	}
-	return &funcNode{args: []node{x}, t: arrow.PrimitiveTypes.Int32, desc: desc, field: field, run: extractKernel}, nil
+	return &funcNode{args: []node{x}, t: arrow.PrimitiveTypes.Int64, desc: desc, field: field, run: extractKernel}, nil
 }
 
 func extractKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
-	out.i32 = Grow(out.i32, n)
-	a := in[0]
-	switch f.field {
-	case "year":
-		each(sel, n, func(i int32) { y, _, _ := CivilFromDays(int64(a.i32[i])); out.i32[i] = int32(y) })
-	case "quarter":
-		each(sel, n, func(i int32) { _, m, _ := CivilFromDays(int64(a.i32[i])); out.i32[i] = int32((m-1)/3 + 1) })
-	case "month":
-		each(sel, n, func(i int32) { _, m, _ := CivilFromDays(int64(a.i32[i])); out.i32[i] = int32(m) })
-	case "day":
-		each(sel, n, func(i int32) { _, _, d := CivilFromDays(int64(a.i32[i])); out.i32[i] = int32(d) })
-	case "dow":
-		// 1970-01-01 was a Thursday (4); Sunday is 0.
-		each(sel, n, func(i int32) {
-			w := (int64(a.i32[i]) + 4) % 7
-			if w < 0 {
-				w += 7
-			}
-			out.i32[i] = int32(w)
-		})
-	case "doy":
-		each(sel, n, func(i int32) {
-			d := int64(a.i32[i])
-			y, _, _ := CivilFromDays(d)
-			out.i32[i] = int32(d - DaysFromCivil(y, 1, 1) + 1)
-		})
-	}
+	out.i64 = Grow(out.i64, n)
+	a, fn := in[0], extractFuncs[f.field]
+	each(sel, n, func(i int32) { out.i64[i] = fn(int64(a.i32[i])) })
 	return nil
 }
