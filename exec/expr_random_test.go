@@ -70,7 +70,7 @@ func (g *exprGen) intExpr(d int) expr.Expr {
 	case 8:
 		return expr.Length(g.strExpr(d - 1))
 	}
-	return expr.Extract([]string{"year", "month", "day", "dow", "doy", "quarter"}[g.pick(6)], g.dateExpr(d-1))
+	return expr.Extract(expr.ExtractFields[g.pick(len(expr.ExtractFields))], g.dateExpr(d-1))
 }
 
 func (g *exprGen) decExpr(d int) expr.Expr {

@@ -433,17 +433,24 @@ func (r *refEvaluator) eval(e expr.Expr, row []any) (any, error) {
 		t := dateTime(args[1].(arrow.Date32))
 		switch args[0].(string) {
 		case "year":
-			return int32(t.Year()), nil
+			return int64(t.Year()), nil
 		case "month":
-			return int32(t.Month()), nil
+			return int64(t.Month()), nil
 		case "day":
-			return int32(t.Day()), nil
+			return int64(t.Day()), nil
 		case "quarter":
-			return int32((t.Month()-1)/3 + 1), nil
+			return int64((t.Month()-1)/3 + 1), nil
 		case "dow":
-			return int32(t.Weekday()), nil
+			return int64(t.Weekday()), nil
+		case "isodow":
+			return int64((t.Weekday()+6)%7 + 1), nil
 		case "doy":
-			return int32(t.YearDay()), nil
+			return int64(t.YearDay()), nil
+		case "week":
+			_, w := t.ISOWeek()
+			return int64(w), nil
+		case "epoch":
+			return t.Unix(), nil
 		}
 	}
 	panic("reference: unsupported function " + e.Fn)

@@ -616,9 +616,8 @@ func appendFloat(dst []byte, x float64) []byte {
 
 // ------------------------------------------------------------ from string
 
-// parseInt parses a trimmed decimal integer; ok is false on bad syntax,
-// overflow reports a valid number out of int64 range.
-func parseInt(b []byte) (v int64, ok, overflow bool) {
+// trimSign trims the spaces around b and takes a leading sign off.
+func trimSign(b []byte) (digits []byte, neg bool) {
 	i, j := 0, len(b)
 	for i < j && isSpace(b[i]) {
 		i++
@@ -627,11 +626,16 @@ func parseInt(b []byte) (v int64, ok, overflow bool) {
 		j--
 	}
 	b = b[i:j]
-	neg := false
 	if len(b) > 0 && (b[0] == '+' || b[0] == '-') {
-		neg = b[0] == '-'
-		b = b[1:]
+		return b[1:], b[0] == '-'
 	}
+	return b, false
+}
+
+// parseInt parses a trimmed decimal integer; ok is false on bad syntax,
+// overflow reports a valid number out of int64 range.
+func parseInt(b []byte) (v int64, ok, overflow bool) {
+	b, neg := trimSign(b)
 	if len(b) == 0 {
 		return 0, false, false
 	}

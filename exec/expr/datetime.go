@@ -121,19 +121,7 @@ func ParseDate(s string) (int32, error) {
 // parseDate is ParseDate without allocation or range check beyond int32;
 // ok is false on bad syntax or an impossible day.
 func parseDate(b []byte) (int32, bool) {
-	i, j := 0, len(b)
-	for i < j && isSpace(b[i]) {
-		i++
-	}
-	for j > i && isSpace(b[j-1]) {
-		j--
-	}
-	b = b[i:j]
-	neg := false
-	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
-		neg = b[0] == '-'
-		b = b[1:]
-	}
+	b, neg := trimSign(b)
 	y, n := parseDigits(b, 9) // 9 digits: the year range of int32 days fits
 	if n < 4 {
 		return 0, false

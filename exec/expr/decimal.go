@@ -677,19 +677,7 @@ func rescale128(x decimal128.Num, delta int32) (decimal128.Num, bool) {
 // beyond the scale must be zeros; when true they round half away from zero.
 // ok is false on bad syntax or a result beyond 38 digits.
 func ParseDecimalBytes(b []byte, scale int32, round bool) (decimal128.Num, bool) {
-	i, j := 0, len(b)
-	for i < j && isSpace(b[i]) {
-		i++
-	}
-	for j > i && isSpace(b[j-1]) {
-		j--
-	}
-	b = b[i:j]
-	neg := false
-	if len(b) > 0 && (b[0] == '+' || b[0] == '-') {
-		neg = b[0] == '-'
-		b = b[1:]
-	}
+	b, neg := trimSign(b)
 	// The value is D * 10^e10, D the significant digits.
 	var digits [80]byte // 80 digits: more than 38 kept plus rounding context
 	nd, e10 := 0, 0
