@@ -23,7 +23,9 @@ import (
 //
 //	v0: "t/<name>" -> a table with its files inline (no version key).
 //	v1: "meta/version", "schema/<s>", "table/<s.t>", "file/<s.t>/<id>",
-//	    "intent/<id>", "garbage/<id>", "node/<id>", "meta/seq".
+//	    "intent/<id>", "garbage/<id>", "node/<id>", "meta/seq",
+//	    "key/<s.t>/<index>/<key>" (the values of unique indexes; added
+//	    without a version change: older code ignores them).
 const FormatVersion = 1
 
 // DefaultSchema is the schema of unqualified table names.
@@ -39,6 +41,13 @@ type Table struct {
 	// nicflow did not write and never deletes.
 	External bool   `json:"external,omitempty"`
 	Location string `json:"location,omitempty"`
+	// Indexes are the table's PRIMARY KEY and UNIQUE constraints and the
+	// indexes CREATE INDEX made (keys.go); Checks its CHECK constraints;
+	// Defaults, per column, the SQL text of its DEFAULT ("" for none; nil
+	// when no column has one).
+	Indexes  []Index  `json:"indexes,omitempty"`
+	Checks   []Check  `json:"checks,omitempty"`
+	Defaults []string `json:"defaults,omitempty"`
 	// Generation increases with every committed change of the table.
 	Generation uint64    `json:"generation"`
 	Created    time.Time `json:"created"`
@@ -582,7 +591,14 @@ func (t *txn) dropTable(schema, name string) {
 	t.b.Delete([]byte(pfxTable+qn), nil)
 	pfx := []byte(pfxFile + qn + "/")
 	t.b.DeleteRange(pfx, prefixEnd(pfx), nil)
+	t.dropKeys(qn)
 	t.publish[qn] = nil
+}
+
+// dropKeys deletes the recorded unique-key values of table qn.
+func (t *txn) dropKeys(qn string) {
+	pfx := tableKeyPrefix(qn)
+	t.b.DeleteRange(pfx, prefixEnd(pfx), nil)
 }
 
 func (t *txn) commit() error {

@@ -170,6 +170,26 @@ func (db *DB) SetNodes(nodes []Node) error {
 type CreateOptions struct {
 	IfNotExists bool // no error when the table exists (it is kept)
 	OrReplace   bool // replace an existing table (its files are deleted)
+	// Constraints are the table's keys, indexes, checks and defaults (nil:
+	// none).
+	Constraints *Constraints
+}
+
+// newTable is a table as CREATE TABLE makes it: columns and constraints,
+// validated (primary key columns become NOT NULL).
+func newTable(s, n string, cols []Column, c *Constraints) (*Table, error) {
+	t := &Table{Schema: s, Name: n, Columns: cols, Generation: 1, Created: time.Now().UTC()}
+	if c != nil {
+		cc := Constraints{Indexes: append([]Index(nil), c.Indexes...), Checks: c.Checks, Defaults: c.Defaults}
+		for i := range cc.Indexes {
+			cc.Indexes[i].Columns = append([]string(nil), cc.Indexes[i].Columns...)
+		}
+		if err := validateConstraints(n, t.Columns, &cc); err != nil {
+			return nil, err
+		}
+		t.Indexes, t.Checks, t.Defaults = cc.Indexes, cc.Checks, cc.Defaults
+	}
+	return t, nil
 }
 
 // CreateTable creates an empty table. Atomic: one synced catalog batch.
@@ -191,10 +211,14 @@ func (db *DB) CreateTable(name string, sch *arrow.Schema, opts CreateOptions) er
 		}
 		return nferr.Queryf("table %s already exists", name)
 	}
+	t, err := newTable(s, n, cols, opts.Constraints)
+	if err != nil {
+		return err
+	}
 	tx := db.cat.begin()
-	t := &Table{Schema: s, Name: n, Columns: cols, Generation: 1, Created: time.Now().UTC()}
 	if old != nil {
 		t.Generation = old.Generation + 1
+		tx.dropKeys(tableKeyName(s, n))
 	}
 	tx.putTable(t)
 	g := db.garbageOf(tx, old, nil)

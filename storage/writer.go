@@ -54,6 +54,11 @@ type Appender struct {
 	final   []string
 	rows    int64
 	closed  bool
+	// uks track the keys of the table's unique indexes.
+	uks []*uniqueKeys
+	// created is the table a creating appender commits (columns and
+	// constraints validated up front).
+	created *Table
 }
 
 // NewAppender starts writing into table name.
@@ -71,10 +76,14 @@ func (db *DB) NewAppender(name string, opts AppendOptions) (*Appender, error) {
 		if err != nil {
 			return nil, nferr.Wrap(nferr.KindQuery, err, "create table %s", name)
 		}
-		a.cols = cols
 		if t, _ := db.cat.lookup(name); t != nil && !opts.CreateOptions.OrReplace {
 			return nil, nferr.Queryf("table %s already exists", name)
 		}
+		if a.created, err = newTable(s, n, cols, opts.CreateOptions.Constraints); err != nil {
+			return nil, err
+		}
+		a.cols = a.created.Columns
+		a.uks = newUniqueKeys(a.cols, a.created.Indexes)
 	} else {
 		t, err := db.cat.lookup(name)
 		if err != nil {
@@ -84,6 +93,7 @@ func (db *DB) NewAppender(name string, opts AppendOptions) (*Appender, error) {
 			return nil, nferr.Queryf("table %s is external (files in %s): nicflow does not write into it", name, t.Location)
 		}
 		a.cols = t.Columns
+		a.uks = newUniqueKeys(a.cols, t.Indexes)
 	}
 	if a.sch, err = ArrowSchema(a.cols); err != nil {
 		return nil, err
@@ -131,7 +141,12 @@ func (a *Appender) Append(rec arrow.RecordBatch) error {
 			return nferr.Queryf("insert into %s: column %s has type %s, the table wants %s", a.name, want.Name, got.DataType(), want.Type)
 		}
 		if !want.Nullable && got.NullN() > 0 {
-			return nferr.Dataf("insert into %s: NULL in column %s, which is NOT NULL", a.name, want.Name)
+			return nferr.Dataf("null value in column %q of table %s violates its NOT NULL constraint", want.Name, a.name)
+		}
+	}
+	for _, u := range a.uks {
+		if err := u.add(a.name, rec); err != nil {
+			return err
 		}
 	}
 	n := rec.NumRows()
@@ -240,7 +255,9 @@ func (a *Appender) Commit() (int64, error) {
 			a.abortLocked()
 			return 0, nferr.Queryf("table %s already exists", a.name)
 		}
-		t = &Table{Schema: a.schema, Name: a.name, Columns: a.cols, Generation: 1, Created: time.Now().UTC()}
+		nt := *a.created
+		nt.Created = time.Now().UTC()
+		t = &nt
 		if old != nil {
 			t.Generation = old.Generation + 1
 		}
@@ -259,6 +276,15 @@ func (a *Appender) Commit() (int64, error) {
 		t = &nt
 	}
 	tx := db.cat.begin()
+	fresh := a.opts.Create || a.opts.Replace
+	if fresh {
+		tx.dropKeys(qn)
+	}
+	if err := checkAndRecord(db.cat, tx, qn, a.name, a.uks, fresh); err != nil {
+		tx.abort()
+		a.abortLocked()
+		return 0, err
+	}
 	for _, f := range a.done {
 		f.ID = tx.nextID()
 		t.Files = append(t.Files, f)
