@@ -92,7 +92,14 @@ func tableDefOf(name string, t *storage.Table) (*plan.TableDef, error) {
 		out.Distinct = distinctEstimate(cs, typ, rows, groups, out.Min, out.Max)
 		st.Columns[i] = out
 	}
-	return &plan.TableDef{Name: name, Schema: sch, Stats: st, Handle: t}, nil
+	def := &plan.TableDef{Name: name, Schema: sch, Stats: st, Handle: t, Defaults: t.Defaults}
+	for _, ix := range t.Indexes {
+		def.Indexes = append(def.Indexes, plan.IndexDef{Name: ix.Name, Columns: ix.Columns, Unique: ix.Unique, Primary: ix.Primary, Constraint: ix.Constraint})
+	}
+	for _, c := range t.Checks {
+		def.Checks = append(def.Checks, plan.CheckDef{Name: c.Name, SQL: c.SQL})
+	}
+	return def, nil
 }
 
 // distinctEstimate turns storage's per-row-group distinct counts into a

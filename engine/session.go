@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nicflow/nicflow/engine/phys"
+	"github.com/nicflow/nicflow/exec/expr"
 
 	"github.com/nicflow/nicflow/engine/opt"
 
@@ -436,6 +437,12 @@ func (s *Session) runStmt(ctx context.Context, st bind.Statement) (*Result, erro
 		return s.explain(ctx, x)
 	case *bind.CreateTableStmt:
 		return s.createTable(ctx, x)
+	case *bind.CreateIndexStmt:
+		ix := storage.Index{Name: x.Name, Columns: x.Columns, Unique: x.Unique}
+		if err := s.db.CreateIndex(ctx, x.Table, ix, x.IfNotExists); err != nil {
+			return nil, err
+		}
+		return status("CREATE INDEX", 0), nil
 	case *bind.CreateExternalTableStmt:
 		return s.createExternal(ctx, x)
 	case *bind.CreateViewStmt:
@@ -625,7 +632,18 @@ func (s *Session) explain(ctx context.Context, x *bind.ExplainStmt) (*Result, er
 
 func (s *Session) createTable(ctx context.Context, x *bind.CreateTableStmt) (*Result, error) {
 	if x.Query == nil {
-		if err := s.db.CreateTable(x.Name, x.Schema, storage.CreateOptions{IfNotExists: x.IfNotExists}); err != nil {
+		opts := storage.CreateOptions{IfNotExists: x.IfNotExists}
+		if len(x.Indexes)+len(x.Checks) > 0 || x.Defaults != nil {
+			c := &storage.Constraints{Defaults: x.Defaults}
+			for _, ix := range x.Indexes {
+				c.Indexes = append(c.Indexes, storage.Index{Name: ix.Name, Columns: ix.Columns, Unique: ix.Unique, Primary: ix.Primary, Constraint: ix.Constraint})
+			}
+			for _, ch := range x.Checks {
+				c.Checks = append(c.Checks, storage.Check{Name: ch.Name, SQL: ch.SQL})
+			}
+			opts.Constraints = c
+		}
+		if err := s.db.CreateTable(x.Name, x.Schema, opts); err != nil {
 			return nil, err
 		}
 		return status("CREATE TABLE", 0), nil
@@ -655,15 +673,84 @@ func (s *Session) insert(ctx context.Context, x *bind.InsertStmt) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
-	n, err := s.appendQuery(ctx, app, x.Query)
+	checks, err := compileChecks(x)
+	if err != nil {
+		app.Abort()
+		return nil, err
+	}
+	n, err := s.appendQuery(ctx, app, x.Query, checks...)
 	if err != nil {
 		return nil, err
 	}
 	return status("INSERT "+strconv.FormatInt(n, 10), n), nil
 }
 
-// appendQuery runs q into an appender and commits (or aborts on error).
-func (s *Session) appendQuery(ctx context.Context, app *storage.Appender, q *bind.QueryStmt) (int64, error) {
+// rowCheck is a CHECK constraint compiled over the rows an INSERT writes.
+type rowCheck struct {
+	name string
+	x    expr.Expr
+}
+
+// compileChecks lowers an INSERT's CHECK constraints onto its rows (the
+// query's output columns, in table order).
+func compileChecks(x *bind.InsertStmt) ([]rowCheck, error) {
+	if len(x.Checks) == 0 {
+		return nil, nil
+	}
+	cols := x.Query.Plan.Columns()
+	layout := make([]plan.ColumnID, len(cols))
+	for i, c := range cols {
+		layout[i] = c.ID
+	}
+	out := make([]rowCheck, len(x.Checks))
+	for i, c := range x.Checks {
+		e, err := phys.LowerExpr(c.Expr, layout)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = rowCheck{name: c.Name, x: e}
+	}
+	return out, nil
+}
+
+// checkRows fails on the first row of rec that makes a check FALSE (NULL
+// passes, as in SQL).
+func checkRows(alloc memory.Allocator, table string, checks []rowCheck, rec arrow.RecordBatch) error {
+	b := &exec.Batch{Cols: rec.Columns(), N: int(rec.NumRows())}
+	for _, c := range checks {
+		ce, err := expr.CompileExpr(c.x, rec.Schema())
+		if err != nil {
+			return err
+		}
+		res, err := ce.Eval(alloc, b)
+		if err != nil {
+			return err
+		}
+		bad := -1
+		if v, ok := res.(*array.Boolean); ok {
+			for i := 0; i < v.Len() && bad < 0; i++ {
+				if v.IsValid(i) && !v.Value(i) {
+					bad = i
+				}
+			}
+		}
+		res.Release()
+		if bad >= 0 {
+			row := "?"
+			one := rec.NewSlice(int64(bad), int64(bad+1))
+			if text, err := RowsText(one, "NULL"); err == nil && len(text) == 1 {
+				row = strings.Join(text[0], ", ")
+			}
+			one.Release()
+			return nferr.Dataf("new row for relation %q violates check constraint %q: failing row contains (%s)", table, c.name, row)
+		}
+	}
+	return nil
+}
+
+// appendQuery runs q into an appender and commits (or aborts on error);
+// every row must pass checks.
+func (s *Session) appendQuery(ctx context.Context, app *storage.Appender, q *bind.QueryStmt, checks ...rowCheck) (int64, error) {
 	r, err := s.startQuery(ctx, q, false)
 	if err != nil {
 		app.Abort()
@@ -685,6 +772,13 @@ func (s *Session) appendQuery(ctx context.Context, app *storage.Appender, q *bin
 			return 0, nferr.Internalf("insert: the query has %d columns, the table %d", rec.NumCols(), sch.NumFields())
 		}
 		out := array.NewRecordBatch(sch, rec.Columns(), rec.NumRows())
+		if len(checks) > 0 {
+			if err := checkRows(s.opts.Alloc, app.Name(), checks, out); err != nil {
+				out.Release()
+				app.Abort()
+				return 0, err
+			}
+		}
 		err = app.Append(out)
 		out.Release()
 		if err != nil {
@@ -757,6 +851,14 @@ func sameColumns(name string, want, got *arrow.Schema) error {
 }
 
 func (s *Session) drop(x *bind.DropStmt) (*Result, error) {
+	if x.Index {
+		for _, name := range x.Names {
+			if err := s.db.DropIndex(name, x.IfExists); err != nil {
+				return nil, err
+			}
+		}
+		return status("DROP INDEX", 0), nil
+	}
 	for _, name := range x.Names {
 		if x.View {
 			if !s.views.DropView(name) {
@@ -822,16 +924,33 @@ func (s *Session) viewNames() []string {
 	return out
 }
 
+// describe lists a table's or view's columns: name, type, whether NULL is
+// allowed, key (PRI for the primary key, UNI for a one-column unique
+// constraint or index) and default (SQL text), as DuckDB's DESCRIBE.
 func (s *Session) describe(x *bind.DescribeStmt) (*Result, error) {
 	var rows [][]any
-	for _, f := range x.Schema.Fields() {
+	for i, f := range x.Schema.Fields() {
 		null := "NO"
 		if f.Nullable {
 			null = "YES"
 		}
-		rows = append(rows, []any{f.Name, plan.TypeString(f.Type), null})
+		var key, def any
+		if t := x.Table; t != nil {
+			for _, ix := range t.Indexes {
+				switch {
+				case ix.Primary && slices.Contains(ix.Columns, f.Name):
+					key = "PRI"
+				case ix.Unique && len(ix.Columns) == 1 && ix.Columns[0] == f.Name && key == nil:
+					key = "UNI"
+				}
+			}
+			if i < len(t.Defaults) && t.Defaults[i] != "" {
+				def = t.Defaults[i]
+			}
+		}
+		rows = append(rows, []any{f.Name, plan.TypeString(f.Type), null, key, def})
 	}
-	return staticResult(s.opts.Alloc, []string{"column_name", "column_type", "null"}, []arrow.DataType{typStr, typStr, typStr}, rows), nil
+	return staticResult(s.opts.Alloc, []string{"column_name", "column_type", "null", "key", "default"}, []arrow.DataType{typStr, typStr, typStr, typStr, typStr}, rows), nil
 }
 
 // Settings SET and SHOW know.

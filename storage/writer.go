@@ -119,6 +119,9 @@ func (db *DB) NewAppender(name string, opts AppendOptions) (*Appender, error) {
 	return a, nil
 }
 
+// Name is the table's name as the appender was given it.
+func (a *Appender) Name() string { return a.name }
+
 // Schema is the schema records must have.
 func (a *Appender) Schema() *arrow.Schema { return a.sch }
 

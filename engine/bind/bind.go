@@ -44,6 +44,20 @@ type CreateTableStmt struct {
 	Schema      *arrow.Schema
 	IfNotExists bool
 	Query       *QueryStmt
+	// Indexes, Checks and Defaults are the declared constraints (as in
+	// plan.TableDef; primary key columns are NOT NULL in Schema).
+	Indexes  []plan.IndexDef
+	Checks   []plan.CheckDef
+	Defaults []string
+}
+
+// CreateIndexStmt is CREATE [UNIQUE] INDEX.
+type CreateIndexStmt struct {
+	Name        string
+	Table       string
+	Columns     []string
+	Unique      bool
+	IfNotExists bool
 }
 
 // CreateExternalTableStmt registers files as a table. Schema is nil when
@@ -70,6 +84,7 @@ type CreateViewStmt struct {
 // DropStmt drops tables or views.
 type DropStmt struct {
 	View     bool
+	Index    bool
 	Names    []string
 	IfExists bool
 }
@@ -79,6 +94,15 @@ type DropStmt struct {
 type InsertStmt struct {
 	Table *plan.TableDef
 	Query *QueryStmt
+	// Checks are the table's CHECK constraints over Query's output
+	// columns: a row that makes one FALSE fails the statement.
+	Checks []BoundCheck
+}
+
+// BoundCheck is a CHECK constraint bound to the rows being written.
+type BoundCheck struct {
+	Name string
+	Expr plan.Expr
 }
 
 // CopyStmt loads a file into Table.
@@ -113,6 +137,9 @@ type DescribeStmt struct {
 	Name   string
 	Schema *arrow.Schema
 	View   bool
+	// Table is the described table (nil for a view): its keys and
+	// defaults.
+	Table *plan.TableDef
 }
 
 // SetStmt changes a session setting; Value is its text ("4", "2GiB", "on").
@@ -120,6 +147,7 @@ type SetStmt struct{ Name, Value string }
 
 func (*QueryStmt) boundStmt()               {}
 func (*CreateTableStmt) boundStmt()         {}
+func (*CreateIndexStmt) boundStmt()         {}
 func (*CreateExternalTableStmt) boundStmt() {}
 func (*CreateViewStmt) boundStmt()          {}
 func (*DropStmt) boundStmt()                {}
@@ -191,7 +219,7 @@ func (b *binder) stmt(stmt sql.Statement) (Statement, error) {
 	case *sql.CreateView:
 		return b.createView(s)
 	case *sql.Drop:
-		d := &DropStmt{View: s.Kind == sql.ObjView, IfExists: s.IfExists}
+		d := &DropStmt{View: s.Kind == sql.ObjView, Index: s.Kind == sql.ObjIndex, IfExists: s.IfExists}
 		for _, n := range s.Names {
 			name, err := b.objName(n)
 			if err != nil {
@@ -202,6 +230,8 @@ func (b *binder) stmt(stmt sql.Statement) (Statement, error) {
 		return d, nil
 	case *sql.CreateTable:
 		return b.createTable(s)
+	case *sql.CreateIndex:
+		return b.createIndex(s)
 	case *sql.CreateExternalTable:
 		name, err := b.objName(s.Name)
 		if err != nil {
@@ -244,7 +274,7 @@ func (b *binder) stmt(stmt sql.Statement) (Statement, error) {
 			return nil, err
 		}
 		if t != nil {
-			return &DescribeStmt{Name: name, Schema: t.Schema}, nil
+			return &DescribeStmt{Name: name, Schema: t.Schema, Table: t}, nil
 		}
 		v, err := b.cat.LookupView(name)
 		if err != nil {
@@ -359,6 +389,9 @@ func (b *binder) createTable(s *sql.CreateTable) (Statement, error) {
 	ct := &CreateTableStmt{Name: name, IfNotExists: s.IfNotExists}
 	if s.AsQuery == nil {
 		if ct.Schema, err = b.columnDefs(s.Columns); err != nil {
+			return nil, err
+		}
+		if err := b.constraints(ct, s); err != nil {
 			return nil, err
 		}
 		return ct, nil
@@ -506,9 +539,17 @@ func (b *binder) insert(s *sql.Insert) (Statement, error) {
 	fields := t.Schema.Fields()
 	exprs := make([]plan.Expr, len(fields))
 	cols := make([]plan.Column, len(fields))
+	named := make([]bool, len(fields))
+	for _, ti := range target {
+		named[ti] = true
+	}
 	for i, f := range fields {
-		exprs[i] = plan.NullConst(f.Type)
 		cols[i] = b.newCol(f.Name, "", f.Type, true)
+		if !named[i] {
+			if exprs[i], err = b.insertDefault(t, i); err != nil {
+				return nil, err
+			}
+		}
 	}
 	for qi, ti := range target {
 		f := fields[ti]
@@ -527,7 +568,11 @@ func (b *binder) insert(s *sql.Insert) (Statement, error) {
 	for i, f := range fields {
 		names[i] = f.Name
 	}
-	return &InsertStmt{Table: t, Query: &QueryStmt{Plan: &plan.ProjectNode{Input: q.Plan, Exprs: exprs, Cols: cols}, Names: names}}, nil
+	checks, err := b.insertChecks(t, t.Name, cols)
+	if err != nil {
+		return nil, err
+	}
+	return &InsertStmt{Table: t, Query: &QueryStmt{Plan: &plan.ProjectNode{Input: q.Plan, Exprs: exprs, Cols: cols}, Names: names}, Checks: checks}, nil
 }
 
 // assignCast converts e to a column's type for INSERT: any numeric type to

@@ -53,6 +53,12 @@ func layoutPos(layout []plan.ColumnID, id plan.ColumnID) int {
 	return -1
 }
 
+// LowerExpr translates e to an exec expression over an input whose
+// columns are layout (by position).
+func LowerExpr(e plan.Expr, layout []plan.ColumnID) (expr.Expr, error) {
+	return toExecExpr(e, layout)
+}
+
 func toExecExpr(e plan.Expr, layout []plan.ColumnID) (expr.Expr, error) {
 	switch x := e.(type) {
 	case *plan.ColRef:

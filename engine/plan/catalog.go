@@ -40,6 +40,28 @@ type TableDef struct {
 	// what its scans need (files, row groups) here, and the physical planner
 	// reads it back.
 	Handle any
+	// Indexes are the table's PRIMARY KEY and UNIQUE constraints and
+	// indexes; Checks its CHECK constraints; Defaults, per column, the SQL
+	// text of its DEFAULT ("" none; nil when no column has one).
+	Indexes  []IndexDef
+	Checks   []CheckDef
+	Defaults []string
+}
+
+// IndexDef is an index of a table: a PRIMARY KEY or UNIQUE constraint
+// (Constraint), or one CREATE [UNIQUE] INDEX made.
+type IndexDef struct {
+	Name       string
+	Columns    []string
+	Unique     bool
+	Primary    bool
+	Constraint bool
+}
+
+// CheckDef is a CHECK constraint: its name and canonical SQL text.
+type CheckDef struct {
+	Name string
+	SQL  string
 }
 
 // TableStats are a table's statistics.

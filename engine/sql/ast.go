@@ -429,9 +429,10 @@ type ObjectKind uint8
 const (
 	ObjTable ObjectKind = iota
 	ObjView
+	ObjIndex
 )
 
-func (k ObjectKind) String() string { return [...]string{"TABLE", "VIEW"}[k] }
+func (k ObjectKind) String() string { return [...]string{"TABLE", "VIEW", "INDEX"}[k] }
 
 // Drop is DROP TABLE|VIEW [IF EXISTS] name, ...
 type Drop struct {
@@ -447,6 +448,39 @@ type ColumnDef struct {
 	Name    Ident
 	Type    *TypeName
 	NotNull bool
+	// Default is the column's DEFAULT expression (nil: none).
+	Default Expr
+}
+
+// ConstraintKind is the kind of a table constraint.
+type ConstraintKind uint8
+
+const (
+	ConPrimaryKey ConstraintKind = iota
+	ConUnique
+	ConCheck
+)
+
+// TableConstraint is [CONSTRAINT name] PRIMARY KEY (columns), UNIQUE
+// (columns) or CHECK (expr). The parser turns a column's own PRIMARY KEY,
+// UNIQUE and CHECK into table constraints on that column.
+type TableConstraint struct {
+	Pos
+	Name    Ident // empty: named by the table and columns
+	Kind    ConstraintKind
+	Columns []Ident
+	Check   Expr
+}
+
+// CreateIndex is CREATE [UNIQUE] INDEX [IF NOT EXISTS] [name] ON table
+// (columns). ASC/DESC on a column is accepted and not kept.
+type CreateIndex struct {
+	Pos
+	Unique      bool
+	IfNotExists bool
+	Name        Ident // empty: named by the table and columns
+	Table       ObjName
+	Columns     []Ident
 }
 
 // CreateTable is CREATE TABLE [IF NOT EXISTS] name (column definitions), or
@@ -457,6 +491,7 @@ type CreateTable struct {
 	IfNotExists bool
 	Name        ObjName
 	Columns     []*ColumnDef
+	Constraints []*TableConstraint
 	ColumnNames []Ident // CREATE TABLE t (a, b) AS query
 	AsQuery     *Query
 }
@@ -535,6 +570,7 @@ func (*Query) stmtNode()               {}
 func (*CreateView) stmtNode()          {}
 func (*Drop) stmtNode()                {}
 func (*CreateTable) stmtNode()         {}
+func (*CreateIndex) stmtNode()         {}
 func (*CreateExternalTable) stmtNode() {}
 func (*Insert) stmtNode()              {}
 func (*Copy) stmtNode()                {}

@@ -608,7 +608,7 @@ func (d *deparser) table(t TableExpr) {
 
 // ---------------------------------------------------------------- statements
 
-func (d *deparser) columnDefs(cols []*ColumnDef) {
+func (d *deparser) columnDefs(cols []*ColumnDef, cons []*TableConstraint) {
 	d.w("(")
 	for i, c := range cols {
 		if i > 0 {
@@ -619,8 +619,35 @@ func (d *deparser) columnDefs(cols []*ColumnDef) {
 		if c.NotNull {
 			d.w(" NOT NULL")
 		}
+		if c.Default != nil {
+			d.w(" DEFAULT ")
+			d.expr(c.Default, precOther)
+		}
 	}
+	d.constraints(cons)
 	d.w(")")
+}
+
+// constraints writes a CREATE TABLE's table constraints, each after ", ".
+func (d *deparser) constraints(cs []*TableConstraint) {
+	for _, c := range cs {
+		d.w(", ")
+		if c.Name.Name != "" {
+			d.w("CONSTRAINT " + QuoteIdent(c.Name.Name) + " ")
+		}
+		switch c.Kind {
+		case ConPrimaryKey:
+			d.w("PRIMARY KEY ")
+			d.identList(c.Columns)
+		case ConUnique:
+			d.w("UNIQUE ")
+			d.identList(c.Columns)
+		case ConCheck:
+			d.w("CHECK (")
+			d.expr(c.Check, 0)
+			d.w(")")
+		}
+	}
 }
 
 func (d *deparser) options(opts []*Option) {
@@ -682,7 +709,23 @@ func (d *deparser) stmt(s Statement) {
 			return
 		}
 		d.w(" ")
-		d.columnDefs(s.Columns)
+		d.columnDefs(s.Columns, s.Constraints)
+	case *CreateIndex:
+		d.w("CREATE ")
+		if s.Unique {
+			d.w("UNIQUE ")
+		}
+		d.w("INDEX ")
+		if s.IfNotExists {
+			d.w("IF NOT EXISTS ")
+		}
+		if s.Name.Name != "" {
+			d.w(QuoteIdent(s.Name.Name) + " ")
+		}
+		d.w("ON ")
+		d.objName(s.Table)
+		d.w(" ")
+		d.identList(s.Columns)
 	case *CreateExternalTable:
 		d.w("CREATE EXTERNAL TABLE ")
 		if s.IfNotExists {
@@ -691,7 +734,7 @@ func (d *deparser) stmt(s Statement) {
 		d.objName(s.Name)
 		if len(s.Columns) > 0 {
 			d.w(" ")
-			d.columnDefs(s.Columns)
+			d.columnDefs(s.Columns, nil)
 		}
 		d.w(" STORED AS " + strings.ToUpper(s.Format) + " LOCATION " + QuoteString(s.Location))
 	case *Insert:

@@ -332,13 +332,71 @@ func (p *parser) parseCreate() (Statement, error) {
 		return nil, p.errExpected("VIEW")
 	case p.acceptKw("table"):
 		return p.parseCreateTable(start)
+	case p.isKw("index") || p.isKw("unique"):
+		return p.parseCreateIndex(start)
 	case p.acceptKw("external"):
 		if _, err := p.expectKw("table"); err != nil {
 			return nil, err
 		}
 		return p.parseCreateExternal(start)
 	}
-	return nil, p.errExpected("VIEW, TABLE or EXTERNAL TABLE")
+	return nil, p.errExpected("VIEW, TABLE, INDEX or EXTERNAL TABLE")
+}
+
+// parseCreateIndex parses the rest of CREATE [UNIQUE] INDEX [IF NOT
+// EXISTS] [name] ON table [USING method] (column [ASC|DESC], ...).
+func (p *parser) parseCreateIndex(start token) (Statement, error) {
+	ci := &CreateIndex{Pos: start.pos, Unique: p.acceptKw("unique")}
+	if _, err := p.expectKw("index"); err != nil {
+		return nil, err
+	}
+	var err error
+	if ci.IfNotExists, err = p.parseIfNotExists(); err != nil {
+		return nil, err
+	}
+	if !p.isKw("on") {
+		if ci.Name, err = p.parseIdent("an index name"); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := p.expectKw("on"); err != nil {
+		return nil, err
+	}
+	if ci.Table, err = p.parseObjName("a table name"); err != nil {
+		return nil, err
+	}
+	if p.acceptKw("using") {
+		if _, err := p.parseIdent("an index method"); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := p.expectOp("("); err != nil {
+		return nil, err
+	}
+	for {
+		c, err := p.parseIdent("a column name")
+		if err != nil {
+			return nil, err
+		}
+		ci.Columns = append(ci.Columns, c)
+		if !p.acceptKw("asc") {
+			p.acceptKw("desc")
+		}
+		if p.acceptKw("nulls") {
+			if !p.acceptKw("first") {
+				if _, err := p.expectKw("last"); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if !p.acceptOp(",") {
+			break
+		}
+	}
+	if _, err := p.expectOp(")"); err != nil {
+		return nil, err
+	}
+	return ci, nil
 }
 
 func (p *parser) parseIfNotExists() (bool, error) {
@@ -369,14 +427,23 @@ func (p *parser) parseCreateTable(start token) (Statement, error) {
 		p.next()
 		typed := 0
 		for {
-			cd, err := p.parseColumnDef(true)
-			if err != nil {
-				return nil, err
+			if p.isKw("constraint") || p.isKw("primary") || p.isKw("unique") || p.isKw("check") {
+				tc, err := p.parseTableConstraint()
+				if err != nil {
+					return nil, err
+				}
+				ct.Constraints = append(ct.Constraints, tc)
+			} else {
+				cd, cons, err := p.parseColumnDefConstraints(true)
+				if err != nil {
+					return nil, err
+				}
+				if cd.Type != nil {
+					typed++
+				}
+				ct.Columns = append(ct.Columns, cd)
+				ct.Constraints = append(ct.Constraints, cons...)
 			}
-			if cd.Type != nil {
-				typed++
-			}
-			ct.Columns = append(ct.Columns, cd)
 			if !p.acceptOp(",") {
 				break
 			}
@@ -385,12 +452,18 @@ func (p *parser) parseCreateTable(start token) (Statement, error) {
 			return nil, err
 		}
 		if !p.isKw("as") {
+			if len(ct.Columns) == 0 {
+				return nil, p.errAt(p.peek(), "CREATE TABLE needs at least one column")
+			}
 			for _, cd := range ct.Columns {
 				if cd.Type == nil {
 					return nil, syntaxErrorAt(p.src, cd.Name.Pos, "column %s needs a type", cd.Name.Name)
 				}
 			}
 			return ct, nil
+		}
+		if len(ct.Constraints) > 0 {
+			return nil, syntaxErrorAt(p.src, ct.Constraints[0].Pos, "CREATE TABLE ... AS takes no constraints")
 		}
 		if typed > 0 {
 			for _, cd := range ct.Columns {
@@ -416,36 +489,141 @@ func (p *parser) parseCreateTable(start token) (Statement, error) {
 	return ct, nil
 }
 
-// parseColumnDef parses "name type [NOT NULL | NULL]"; with typeOptional the
-// type may be missing (CREATE TABLE t (a, b) AS ...).
+// parseColumnDef parses "name type [NOT NULL | NULL]" (CREATE EXTERNAL
+// TABLE: no other constraint).
 func (p *parser) parseColumnDef(typeOptional bool) (*ColumnDef, error) {
-	name, err := p.parseIdent("a column name")
+	cd, cons, err := p.parseColumnDefConstraints(typeOptional)
 	if err != nil {
 		return nil, err
 	}
+	if len(cons) > 0 || cd.Default != nil {
+		return nil, syntaxErrorAt(p.src, cd.Pos, "column %s: an external table's columns take no constraints but NOT NULL", cd.Name.Name)
+	}
+	return cd, nil
+}
+
+// parseColumnDefConstraints parses "name type [column constraint ...]"
+// with the constraints [CONSTRAINT name] NOT NULL | NULL | DEFAULT expr |
+// PRIMARY KEY | UNIQUE | CHECK (expr); the last three come back as table
+// constraints on the column. With typeOptional the type may be missing
+// (CREATE TABLE t (a, b) AS ...).
+func (p *parser) parseColumnDefConstraints(typeOptional bool) (*ColumnDef, []*TableConstraint, error) {
+	name, err := p.parseIdent("a column name")
+	if err != nil {
+		return nil, nil, err
+	}
 	cd := &ColumnDef{Pos: name.Pos, Name: name}
 	if typeOptional && (p.isOp(",") || p.isOp(")")) {
-		return cd, nil
+		return cd, nil, nil
 	}
 	if cd.Type, err = p.parseType(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	var cons []*TableConstraint
 	for {
+		start := p.peek()
+		var cname Ident
+		if p.acceptKw("constraint") {
+			if cname, err = p.parseIdent("a constraint name"); err != nil {
+				return nil, nil, err
+			}
+		}
 		switch {
 		case p.isKw("not"):
 			p.next()
 			if _, err := p.expectKw("null"); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			cd.NotNull = true
 		case p.isKw("null"):
 			p.next()
-		case p.isKw("primary"), p.isKw("unique"), p.isKw("references"), p.isKw("check"), p.isKw("default"), p.isKw("constraint"):
-			return nil, p.errAt(p.peek(), "column constraint %s is not supported (only NOT NULL)", strings.ToUpper(p.peek().text))
+		case p.isKw("default"):
+			p.next()
+			if cd.Default != nil {
+				return nil, nil, p.errAt(start, "multiple default values specified for column %s", name.Name)
+			}
+			// A DEFAULT is a b_expr in PostgreSQL: no NOT or comparisons
+			// at its top (they would read the next constraint).
+			if cd.Default, err = p.parseOther(); err != nil {
+				return nil, nil, err
+			}
+		case p.isKw("primary"):
+			p.next()
+			if _, err := p.expectKw("key"); err != nil {
+				return nil, nil, err
+			}
+			if !p.acceptKw("asc") {
+				p.acceptKw("desc")
+			}
+			cons = append(cons, &TableConstraint{Pos: start.pos, Name: cname, Kind: ConPrimaryKey, Columns: []Ident{name}})
+		case p.isKw("unique"):
+			p.next()
+			cons = append(cons, &TableConstraint{Pos: start.pos, Name: cname, Kind: ConUnique, Columns: []Ident{name}})
+		case p.isKw("check"):
+			p.next()
+			e, err := p.parseParenExpr()
+			if err != nil {
+				return nil, nil, err
+			}
+			cons = append(cons, &TableConstraint{Pos: start.pos, Name: cname, Kind: ConCheck, Check: e})
+		case p.isKw("references") || p.isKw("collate") || p.isKw("generated"):
+			return nil, nil, p.errAt(p.peek(), "column constraint %s is not supported", strings.ToUpper(p.peek().text))
 		default:
-			return cd, nil
+			if cname.Name != "" {
+				return nil, nil, p.errExpected("NOT NULL, NULL, DEFAULT, PRIMARY KEY, UNIQUE or CHECK")
+			}
+			return cd, cons, nil
 		}
 	}
+}
+
+// parseTableConstraint parses [CONSTRAINT name] PRIMARY KEY (columns) |
+// UNIQUE (columns) | CHECK (expr) in a CREATE TABLE's list.
+func (p *parser) parseTableConstraint() (*TableConstraint, error) {
+	start := p.peek()
+	tc := &TableConstraint{Pos: start.pos}
+	var err error
+	if p.acceptKw("constraint") {
+		if tc.Name, err = p.parseIdent("a constraint name"); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case p.acceptKw("primary"):
+		if _, err := p.expectKw("key"); err != nil {
+			return nil, err
+		}
+		tc.Kind = ConPrimaryKey
+	case p.acceptKw("unique"):
+		tc.Kind = ConUnique
+	case p.acceptKw("check"):
+		tc.Kind = ConCheck
+		if tc.Check, err = p.parseParenExpr(); err != nil {
+			return nil, err
+		}
+		return tc, nil
+	default:
+		return nil, p.errExpected("PRIMARY KEY, UNIQUE or CHECK")
+	}
+	if tc.Columns, err = p.parseIdentList("a column name"); err != nil {
+		return nil, err
+	}
+	return tc, nil
+}
+
+// parseParenExpr parses "(" expr ")".
+func (p *parser) parseParenExpr() (Expr, error) {
+	if _, err := p.expectOp("("); err != nil {
+		return nil, err
+	}
+	e, err := p.parseExpr()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.expectOp(")"); err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
 func (p *parser) parseCreateExternal(start token) (Statement, error) {
@@ -501,8 +679,10 @@ func (p *parser) parseDrop() (Statement, error) {
 		d.Kind = ObjTable
 	case p.acceptKw("view"):
 		d.Kind = ObjView
+	case p.acceptKw("index"):
+		d.Kind = ObjIndex
 	default:
-		return nil, p.errExpected("TABLE or VIEW")
+		return nil, p.errExpected("TABLE, VIEW or INDEX")
 	}
 	if p.isKw("if") {
 		p.next()

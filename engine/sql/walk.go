@@ -135,6 +135,9 @@ func Walk(n Node, fn func(Node) bool) {
 		for _, c := range n.Columns {
 			Walk(c, fn)
 		}
+		for _, c := range n.Constraints {
+			expr(c.Check)
+		}
 		if n.AsQuery != nil {
 			Walk(n.AsQuery, fn)
 		}
@@ -144,6 +147,7 @@ func Walk(n Node, fn func(Node) bool) {
 		}
 	case *ColumnDef:
 		Walk(n.Type, fn)
+		expr(n.Default)
 	case *Insert:
 		Walk(n.Query, fn)
 	case *Copy:

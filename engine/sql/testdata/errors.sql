@@ -80,7 +80,19 @@ select sum(x) over (rows between 1 and current row) from t
 ----
 values (1, 2), (3)
 ----
-create table t (a integer primary key)
+create table t (a integer references u (b))
+----
+create table t (a integer, primary key a)
+----
+create table t (a integer default 1 default 2)
+----
+create table t (a integer constraint c)
+----
+create table t (primary key (a))
+----
+create table t (a, primary key (a)) as select 1
+----
+create external table t (a integer primary key) stored as parquet location 'x'
 ----
 create table t (a, b)
 ----
@@ -88,7 +100,13 @@ create table t (a int) as select 1
 ----
 create view v (a) select 1
 ----
-create index i on t (a)
+create index i on t ()
+----
+create unique i on t (a)
+----
+create index i t (a)
+----
+drop index
 ----
 drop table
 ----

@@ -1,0 +1,268 @@
+package bind
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/nicflow/nicflow/engine/plan"
+	"github.com/nicflow/nicflow/engine/sql"
+)
+
+// Constraints: CREATE TABLE's PRIMARY KEY, UNIQUE, CHECK and DEFAULT, and
+// CREATE INDEX. Storage enforces unique keys and NOT NULL when rows are
+// committed; CHECK constraints are bound here onto the rows an INSERT
+// writes (InsertStmt.Checks) and evaluated by the session; a DEFAULT is
+// bound into the INSERT's projection for a column the INSERT does not
+// name. Constraint names follow PostgreSQL: <table>_pkey,
+// <table>_<columns>_key, <table>_<column>_check or <table>_check, and
+// <table>_<columns>_idx for an unnamed index.
+
+// constraints binds the constraints and defaults of CREATE TABLE s into ct
+// (whose Schema the columns made).
+func (b *binder) constraints(ct *CreateTableStmt, s *sql.CreateTable) error {
+	table := ct.Name
+	if i := strings.LastIndexByte(table, '.'); i >= 0 {
+		table = table[i+1:]
+	}
+	fields := ct.Schema.Fields()
+	names := map[string]bool{}
+	name := func(given sql.Ident, base string) (string, error) {
+		n := given.Name
+		if n == "" {
+			n = base
+			for k := 1; names[n]; k++ {
+				n = fmt.Sprintf("%s%d", base, k)
+			}
+		} else if names[n] {
+			return "", b.errorf(given, "constraint %q for relation %q already exists", n, table)
+		}
+		names[n] = true
+		return n, nil
+	}
+	// Defaults: constant expressions of the column's type.
+	for i, d := range s.Columns {
+		if d.Default == nil {
+			continue
+		}
+		if _, err := b.defaultExpr(d.Default, fields[i]); err != nil {
+			return err
+		}
+		if ct.Defaults == nil {
+			ct.Defaults = make([]string, len(fields))
+		}
+		ct.Defaults[i] = sql.Deparse(d.Default)
+	}
+	primary := false
+	for _, c := range s.Constraints {
+		switch c.Kind {
+		case sql.ConPrimaryKey, sql.ConUnique:
+			ix := plan.IndexDef{Unique: true, Primary: c.Kind == sql.ConPrimaryKey, Constraint: true}
+			seen := map[string]bool{}
+			for _, col := range c.Columns {
+				j := ct.Schema.FieldIndices(col.Name)
+				if len(j) == 0 {
+					return b.errorf(col, "column %q named in key does not exist", col.Name)
+				}
+				if seen[col.Name] {
+					return b.errorf(col, "column %q appears twice in %s constraint", col.Name, constraintWord(c.Kind))
+				}
+				seen[col.Name] = true
+				ix.Columns = append(ix.Columns, col.Name)
+			}
+			base := table + "_" + strings.Join(ix.Columns, "_") + "_key"
+			if ix.Primary {
+				if primary {
+					return b.errorf(c, "multiple primary keys for table %q are not allowed", table)
+				}
+				primary = true
+				base = table + "_pkey"
+			}
+			var err error
+			if ix.Name, err = name(c.Name, base); err != nil {
+				return err
+			}
+			ct.Indexes = append(ct.Indexes, ix)
+		case sql.ConCheck:
+			cols := b.tableCols(table, fields)
+			e, err := b.checkExpr(c.Check, table, cols)
+			if err != nil {
+				return err
+			}
+			base := table + "_check"
+			used := plan.ColSet{}
+			plan.ExprCols(e, used)
+			if len(used) == 1 {
+				for _, col := range cols {
+					if used.Has(col.ID) {
+						base = table + "_" + col.Name + "_check"
+					}
+				}
+			}
+			n, err := name(c.Name, base)
+			if err != nil {
+				return err
+			}
+			ct.Checks = append(ct.Checks, plan.CheckDef{Name: n, SQL: sql.Deparse(c.Check)})
+		}
+	}
+	if len(ct.Indexes) > 0 {
+		// Primary key columns are NOT NULL.
+		nf := append([]arrow.Field(nil), fields...)
+		for _, ix := range ct.Indexes {
+			if !ix.Primary {
+				continue
+			}
+			for _, col := range ix.Columns {
+				nf[ct.Schema.FieldIndices(col)[0]].Nullable = false
+			}
+		}
+		ct.Schema = arrow.NewSchema(nf, nil)
+	}
+	return nil
+}
+
+func constraintWord(k sql.ConstraintKind) string {
+	if k == sql.ConPrimaryKey {
+		return "PRIMARY KEY"
+	}
+	return "UNIQUE"
+}
+
+// tableCols are fresh columns for a table's fields, for binding its
+// constraints.
+func (b *binder) tableCols(table string, fields []arrow.Field) []plan.Column {
+	cols := make([]plan.Column, len(fields))
+	for i, f := range fields {
+		cols[i] = b.newCol(f.Name, table, f.Type, f.Nullable)
+	}
+	return cols
+}
+
+// checkExpr binds a CHECK expression over a table's columns: boolean, no
+// subquery, no aggregate.
+func (b *binder) checkExpr(e sql.Expr, table string, cols []plan.Column) (plan.Expr, error) {
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.Name
+	}
+	sc := &scope{items: []*scopeItem{{name: table, cols: cols}}}
+	x, err := b.expr(e, sc, &exprCtx{clause: "CHECK"})
+	if err != nil {
+		return nil, err
+	}
+	if plan.HasSubquery(x) {
+		return nil, b.errorf(e, "cannot use subquery in check constraint")
+	}
+	if !plan.IsBool(x.Type()) && !plan.IsNullType(x.Type()) {
+		return nil, b.errorf(e, "argument of CHECK must be type boolean, not type %s", plan.TypeString(x.Type()))
+	}
+	return x, nil
+}
+
+// defaultExpr binds a DEFAULT expression for field f: no column, no
+// subquery, assignable to the column's type.
+func (b *binder) defaultExpr(e sql.Expr, f arrow.Field) (plan.Expr, error) {
+	x, err := b.expr(e, &scope{}, &exprCtx{clause: "DEFAULT"})
+	if err != nil {
+		return nil, err
+	}
+	if plan.HasSubquery(x) {
+		return nil, b.errorf(e, "cannot use subquery in DEFAULT expression")
+	}
+	x, err = b.assignCast(x, f.Type)
+	if err != nil {
+		return nil, b.errorf(e, "column %q is of type %s but default expression is of type %s", f.Name, plan.TypeString(f.Type), plan.TypeString(x.Type()))
+	}
+	return x, nil
+}
+
+// storedExpr parses the SQL text of a stored DEFAULT or CHECK.
+func (b *binder) storedExpr(what, text string) (sql.Expr, error) {
+	e, err := sql.ParseExpr(text)
+	if err != nil {
+		return nil, fmt.Errorf("stored %s %q: %w", what, text, err)
+	}
+	return e, nil
+}
+
+// createIndex binds CREATE [UNIQUE] INDEX.
+func (b *binder) createIndex(s *sql.CreateIndex) (Statement, error) {
+	name, err := b.objName(s.Table)
+	if err != nil {
+		return nil, err
+	}
+	t, err := b.cat.LookupTable(name)
+	if err != nil {
+		return nil, err
+	}
+	if t == nil {
+		return nil, b.errorf(s.Table, "relation %q does not exist", name)
+	}
+	st := &CreateIndexStmt{Name: s.Name.Name, Table: name, Unique: s.Unique, IfNotExists: s.IfNotExists}
+	seen := map[string]bool{}
+	for _, c := range s.Columns {
+		i := t.ColumnIndex(c.Name)
+		if i < 0 {
+			return nil, b.errorf(c, "column %q does not exist", c.Name)
+		}
+		col := t.Schema.Field(i).Name
+		if seen[col] {
+			return nil, b.errorf(c, "column %q appears twice in index", c.Name)
+		}
+		seen[col] = true
+		st.Columns = append(st.Columns, col)
+	}
+	if st.Name == "" {
+		st.Name = t.Name + "_" + strings.Join(st.Columns, "_") + "_idx"
+		if i := strings.LastIndexByte(st.Name, '.'); i >= 0 {
+			st.Name = st.Name[i+1:]
+		}
+		for k := 1; indexNamed(t, st.Name); k++ {
+			st.Name = fmt.Sprintf("%s_%s_idx%d", t.Name, strings.Join(st.Columns, "_"), k)
+		}
+	}
+	return st, nil
+}
+
+func indexNamed(t *plan.TableDef, name string) bool {
+	for _, ix := range t.Indexes {
+		if strings.EqualFold(ix.Name, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// insertDefault is the value an INSERT gives column i of t when it does
+// not name it: its DEFAULT, or NULL.
+func (b *binder) insertDefault(t *plan.TableDef, i int) (plan.Expr, error) {
+	f := t.Schema.Field(i)
+	if i >= len(t.Defaults) || t.Defaults[i] == "" {
+		return plan.NullConst(f.Type), nil
+	}
+	e, err := b.storedExpr("default of column "+f.Name, t.Defaults[i])
+	if err != nil {
+		return nil, err
+	}
+	return b.defaultExpr(e, f)
+}
+
+// insertChecks binds t's CHECK constraints over the columns an INSERT
+// writes.
+func (b *binder) insertChecks(t *plan.TableDef, table string, cols []plan.Column) ([]BoundCheck, error) {
+	var out []BoundCheck
+	for _, c := range t.Checks {
+		e, err := b.storedExpr("check "+c.Name, c.SQL)
+		if err != nil {
+			return nil, err
+		}
+		x, err := b.checkExpr(e, table, cols)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, BoundCheck{Name: c.Name, Expr: x})
+	}
+	return out, nil
+}
