@@ -672,6 +672,18 @@ var differentialQueries = []string{
 	"select * from a, b where (ak = 1 and bk = 2) or (ak = 2 and bk = 1)",
 	"select ak, count(*) filter (where av > 0) from a group by ak",
 	"select (select count(*) from c where ck = bk and cv = bv) from b",
+	// Correlated on other comparisons below an aggregate: the domain
+	// rewrite (opt/decorrelate_domain.go), NULL outer values included.
+	"select ak, (select count(*) from b where bk < ak) from a",
+	"select ak, (select max(bv) from b where bk > ak or ak is null) from a",
+	"select ak from a where av > (select avg(bv) from b where bk <> ak)",
+	"select ak, (select sum(bv) from b where bk = ak and bv < av) from a",
+	"select ak, (select count(*) from b, c where bk = ck and cv < av) from a",
+	"select ak, as_, (select count(distinct bv) from b where bk >= ak and bv <> av) from a",
+	"select ak, (select min(bv) + 1 from b where bk < ak group by bk having bk = 1) from a",
+	"select ak from a where av in (select max(bv) from b where bk < ak)",
+	"select ak from a where av not in (select min(bv) from b where bk <> ak)",
+	"select ak, ak in (select count(*) from b where bv > av) from a",
 }
 
 func resultText(r *result, ordered bool) string {

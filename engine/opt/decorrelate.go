@@ -29,9 +29,11 @@ var ruleDecorrelate = &Rule{
 //
 // Correlated predicates are pulled up through filters, projections, inner
 // joins (both sides), the left side of other joins, and aggregates (as
-// group keys, equalities only). Other shapes (a correlated reference below
-// a LIMIT, a window or a set operation, or a non-equality under an
-// aggregate) are a KindQuery "not supported" error naming the subquery.
+// group keys, equalities only). A scalar subquery whose aggregate sits
+// above other correlated predicates is evaluated once per distinct outer
+// value instead (decorrelate_domain.go). Other shapes (a correlated
+// reference below a LIMIT, a window or a set operation) are a KindQuery
+// "not supported" error naming the subquery.
 func (o *optimizer) decorrelate(p plan.Plan) (plan.Plan, error) {
 	var err error
 	out := plan.MapPlan(p, func(n plan.Plan) plan.Plan {
@@ -53,7 +55,7 @@ func (o *optimizer) decorrelateNode(n plan.Plan) (plan.Plan, error) {
 		}
 		input := x.Input
 		var rest []plan.Expr
-		for _, c := range plan.Conjuncts(x.Cond) {
+		for _, c := range plan.Conjuncts(inOverOneRow(x.Cond)) {
 			not := false
 			inner := c
 			if call, ok := c.(*plan.Call); ok && call.Fn == plan.FnNot {
@@ -89,7 +91,7 @@ func (o *optimizer) decorrelateNode(n plan.Plan) (plan.Plan, error) {
 				exprs[i] = e
 				continue
 			}
-			in, ne, err := o.rewriteSubqueries(input, e)
+			in, ne, err := o.rewriteSubqueries(input, inOverOneRow(e))
 			if err != nil {
 				return nil, err
 			}
@@ -161,6 +163,32 @@ func (o *optimizer) semiJoin(input plan.Plan, s *plan.SubqueryExpr, not bool) (p
 		j.NullAware = true
 	}
 	return j, nil
+}
+
+// inOverOneRow rewrites x [NOT] IN (q), q correlated and returning exactly
+// one row (an aggregate without GROUP BY), as x = (q): the same value,
+// NULLs included, so that the scalar subquery's rewrites (the domain one
+// among them) apply.
+func inOverOneRow(e plan.Expr) plan.Expr {
+	return plan.MapExpr(e, func(x plan.Expr) plan.Expr {
+		s, ok := x.(*plan.SubqueryExpr)
+		if !ok || s.Kind != plan.SubIn || len(s.Outer) == 0 || !alwaysOneRow(stripProjects(s.Plan)) {
+			return x
+		}
+		col := s.Plan.Columns()[0]
+		t, ok := plan.CommonType(col.Type, s.X.Type())
+		if !ok {
+			return x
+		}
+		sc := *s
+		sc.Kind, sc.X, sc.Typ = plan.SubScalar, nil, col.Type
+		l, err1 := plan.Coerce(s.X, t)
+		r, err2 := plan.Coerce(&sc, t)
+		if err1 != nil || err2 != nil {
+			return x
+		}
+		return plan.NewCall(plan.FnEq, plan.TypBool, l, r)
+	})
 }
 
 // stripProjects removes projections on top of an EXISTS subquery: only
@@ -239,6 +267,9 @@ func (o *optimizer) rewriteOne(input plan.Plan, s *plan.SubqueryExpr) (plan.Plan
 	}
 	right, preds, err := o.pullCorrelated(below, inputCols, s)
 	if err != nil {
+		if j, t, ok := o.domainScalar(input, below, top, inputCols); ok {
+			return j, t, nil
+		}
 		return nil, nil, err
 	}
 	kind := plan.JoinSingle
