@@ -18,8 +18,8 @@ import (
 // database directory) to the binder's Catalog: tables with their Arrow
 // schemas and statistics. TableDef.Handle is the *storage.Table snapshot
 // the definition was made from, which the physical planner splits into
-// row-group tasks. Storage has no views: the session keeps them
-// (OverlayCatalog).
+// row-group tasks. Views are the catalog's too (SQL text, bound again at
+// each use).
 //
 // Definitions are cached per table generation, so a table changed by
 // INSERT, COPY or DDL is re-read at its next lookup. Safe for concurrent
@@ -65,8 +65,14 @@ func (c *StorageCatalog) LookupTable(name string) (*plan.TableDef, error) {
 	return def, nil
 }
 
-// LookupView implements Catalog: storage keeps no views.
-func (c *StorageCatalog) LookupView(string) (*plan.ViewDef, error) { return nil, nil }
+// LookupView implements Catalog.
+func (c *StorageCatalog) LookupView(name string) (*plan.ViewDef, error) {
+	v := c.db.View(name)
+	if v == nil {
+		return nil, nil
+	}
+	return &plan.ViewDef{Name: name, Columns: v.Columns, SQL: v.SQL}, nil
+}
 
 // tableDefOf converts a storage table snapshot into a TableDef with
 // statistics.

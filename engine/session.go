@@ -105,13 +105,12 @@ func (o *Options) Validate() error {
 }
 
 // Session is an embedded nicflow: a database directory opened in this
-// process, the session's views and settings, and query execution on this
-// node. Statements run one at a time; a Session is safe for use by one
+// process (tables and views in its catalog), the session's settings, and
+// query execution on this node. Statements run one at a time; a Session is safe for use by one
 // goroutine at a time (Close may be called from any).
 type Session struct {
 	db    *storage.DB
 	cat   *StorageCatalog
-	views *plan.MemCatalog
 	opts  Options
 	mu    sync.Mutex
 	// queryRetries is SET query_retries (-1: not set).
@@ -172,7 +171,7 @@ func Open(dir string, opts Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Session{db: db, cat: NewStorageCatalog(db), views: plan.NewMemCatalog(), opts: opts, queryRetries: -1}, nil
+	return &Session{db: db, cat: NewStorageCatalog(db), opts: opts, queryRetries: -1}, nil
 }
 
 // Close closes the database. Results still open must be closed first.
@@ -184,9 +183,9 @@ func (s *Session) DB() *storage.DB { return s.db }
 // Options are the session's current settings (SET changes them).
 func (s *Session) Options() Options { return s.opts }
 
-// catalog is what statements bind against: the session's views over the
-// database's tables.
-func (s *Session) catalog() plan.Catalog { return plan.OverlayCatalog{Base: s.cat, Views: s.views} }
+// catalog is what statements bind against: the database's tables and
+// views.
+func (s *Session) catalog() plan.Catalog { return s.cat }
 
 // Execute parses a script (statements separated by semicolons) and
 // returns it ready to run statement by statement with Script.Next. A
@@ -446,7 +445,7 @@ func (s *Session) runStmt(ctx context.Context, st bind.Statement) (*Result, erro
 	case *bind.CreateExternalTableStmt:
 		return s.createExternal(ctx, x)
 	case *bind.CreateViewStmt:
-		if err := s.views.AddView(&plan.ViewDef{Name: x.Name, Columns: x.Columns, SQL: x.SQL}, x.OrReplace); err != nil {
+		if err := s.db.CreateView(x.Name, x.Columns, x.SQL, x.OrReplace); err != nil {
 			return nil, err
 		}
 		return status("CREATE VIEW", 0), nil
@@ -812,7 +811,7 @@ func (s *Session) copy(ctx context.Context, x *bind.CopyStmt) (*Result, error) {
 }
 
 func (s *Session) createExternal(ctx context.Context, x *bind.CreateExternalTableStmt) (*Result, error) {
-	if v, _ := s.views.LookupView(x.Name); v != nil {
+	if s.db.View(x.Name) != nil {
 		return nil, nferr.Queryf("cannot create table %s: a view of that name exists", x.Name)
 	}
 	if x.IfNotExists {
@@ -861,17 +860,12 @@ func (s *Session) drop(x *bind.DropStmt) (*Result, error) {
 	}
 	for _, name := range x.Names {
 		if x.View {
-			if !s.views.DropView(name) {
-				if t, _ := s.cat.LookupTable(name); t != nil {
-					return nil, nferr.Queryf("%s is a table, not a view (use DROP TABLE)", name)
-				}
-				if !x.IfExists {
-					return nil, nferr.Queryf("view %s does not exist", name)
-				}
+			if err := s.db.DropView(name, x.IfExists); err != nil {
+				return nil, err
 			}
 			continue
 		}
-		if v, _ := s.views.LookupView(name); v != nil {
+		if s.db.View(name) != nil {
 			return nil, nferr.Queryf("%s is a view, not a table (use DROP VIEW)", name)
 		}
 		if err := s.db.DropTable(name, x.IfExists); err != nil {
@@ -912,13 +906,16 @@ func (s *Session) showTables() (*Result, error) {
 	return staticResult(s.opts.Alloc, []string{"name", "kind", "rows"}, []arrow.DataType{typStr, typStr, typI64}, rows), nil
 }
 
-// viewNames lists the session's views, sorted.
+// viewNames lists the database's views, sorted (schema-qualified outside
+// the default schema).
 func (s *Session) viewNames() []string {
-	s.views.Mu.RLock()
-	defer s.views.Mu.RUnlock()
-	out := make([]string, 0, len(s.views.Views))
-	for n := range s.views.Views {
-		out = append(out, n)
+	var out []string
+	for _, v := range s.db.Views() {
+		name := v.Name
+		if v.Schema != storage.DefaultSchema {
+			name = v.QualifiedName()
+		}
+		out = append(out, name)
 	}
 	sort.Strings(out)
 	return out

@@ -24,8 +24,9 @@ import (
 //	v0: "t/<name>" -> a table with its files inline (no version key).
 //	v1: "meta/version", "schema/<s>", "table/<s.t>", "file/<s.t>/<id>",
 //	    "intent/<id>", "garbage/<id>", "node/<id>", "meta/seq",
-//	    "key/<s.t>/<index>/<key>" (the values of unique indexes; added
-//	    without a version change: older code ignores them).
+//	    "key/<s.t>/<index>/<key>" (the values of unique indexes) and
+//	    "view/<s.v>" (views) were added without a version change: older
+//	    code ignores them.
 const FormatVersion = 1
 
 // DefaultSchema is the schema of unqualified table names.
@@ -281,6 +282,7 @@ type catalog struct {
 	seq     uint64
 	commits uint64            // committed changes (keyCommits; catalog_seal.go)
 	tables  map[string]*Table // by lower-case qualified name
+	views   map[string]*View  // by lower-case qualified name
 	nodes   map[string]Node
 }
 
@@ -303,7 +305,7 @@ func openCatalog(dir string) (*catalog, error) {
 		lk.unlock()
 		return nil, err
 	}
-	c := &catalog{dir: dir, pdb: pdb, lock: lk, tables: map[string]*Table{}, nodes: map[string]Node{}}
+	c := &catalog{dir: dir, pdb: pdb, lock: lk, tables: map[string]*Table{}, views: map[string]*View{}, nodes: map[string]Node{}}
 	if err := c.migrate(); err != nil {
 		c.close()
 		return nil, err
@@ -537,7 +539,11 @@ func (c *catalog) load() error {
 	if err != nil {
 		return err
 	}
-	c.tables, c.nodes = tables, nodes
+	views, err := c.loadViews()
+	if err != nil {
+		return err
+	}
+	c.tables, c.views, c.nodes = tables, views, nodes
 	return nil
 }
 
@@ -547,13 +553,14 @@ type txn struct {
 	c       *catalog
 	b       *pebble.Batch
 	publish map[string]*Table // nil value: table dropped
+	views   map[string]*View  // nil value: view dropped
 	nodes   map[string]*Node
 	seqUsed bool
 }
 
 // begin starts a change; the caller holds c.mu.
 func (c *catalog) begin() *txn {
-	return &txn{c: c, b: c.pdb.NewBatch(), publish: map[string]*Table{}, nodes: map[string]*Node{}}
+	return &txn{c: c, b: c.pdb.NewBatch(), publish: map[string]*Table{}, views: map[string]*View{}, nodes: map[string]*Node{}}
 }
 
 func (t *txn) nextID() uint64 {
@@ -627,6 +634,13 @@ func (t *txn) commit() error {
 			delete(t.c.tables, qn)
 		} else {
 			t.c.tables[qn] = tb
+		}
+	}
+	for qn, v := range t.views {
+		if v == nil {
+			delete(t.c.views, qn)
+		} else {
+			t.c.views[qn] = v
 		}
 	}
 	for id, n := range t.nodes {

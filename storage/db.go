@@ -211,6 +211,9 @@ func (db *DB) CreateTable(name string, sch *arrow.Schema, opts CreateOptions) er
 		}
 		return nferr.Queryf("table %s already exists", name)
 	}
+	if db.cat.isView(tableKeyName(s, n)) {
+		return nferr.Queryf("relation %q already exists (a view)", name)
+	}
 	t, err := newTable(s, n, cols, opts.Constraints)
 	if err != nil {
 		return err

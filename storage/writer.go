@@ -79,6 +79,9 @@ func (db *DB) NewAppender(name string, opts AppendOptions) (*Appender, error) {
 		if t, _ := db.cat.lookup(name); t != nil && !opts.CreateOptions.OrReplace {
 			return nil, nferr.Queryf("table %s already exists", name)
 		}
+		if db.View(name) != nil {
+			return nil, nferr.Queryf("relation %q already exists (a view)", name)
+		}
 		if a.created, err = newTable(s, n, cols, opts.CreateOptions.Constraints); err != nil {
 			return nil, err
 		}

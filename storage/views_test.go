@@ -1,0 +1,61 @@
+package storage
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+func TestViewsPersist(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+	mustCreate(t, db, "t", sch)
+	if err := db.CreateView("v", []string{"x"}, "SELECT a FROM t", false); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{db.CreateView("v", nil, "SELECT 1", false), "view v already exists"},
+		{db.CreateView("t", nil, "SELECT 1", false), `relation "t" already exists (a table)`},
+		{db.CreateTable("v", sch, CreateOptions{}), `relation "v" already exists (a view)`},
+		{db.DropView("t", false), "t is a table, not a view (use DROP TABLE)"},
+		{db.DropView("nope", false), "view nope does not exist"},
+	} {
+		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.want) {
+			t.Errorf("got %v, want %q", tc.err, tc.want)
+		}
+	}
+	if _, err := db.NewAppender("v", AppendOptions{Create: true, Schema: sch}); err == nil {
+		t.Error("CREATE TABLE AS over a view's name accepted")
+	}
+	if err := db.CreateView("v", nil, "SELECT 2", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if db, err = Open(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	v := db.View("main.V")
+	if v == nil || v.SQL != "SELECT 2" || len(db.Views()) != 1 {
+		t.Fatalf("after reopen: %+v, %d views", v, len(db.Views()))
+	}
+	if err := db.DropView("v", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DropView("v", true); err != nil {
+		t.Fatal(err)
+	}
+	if db.View("v") != nil || len(db.Views()) != 0 {
+		t.Error("a dropped view is still there")
+	}
+}
