@@ -45,6 +45,10 @@ func optimizeStatement(st bind.Statement, rules []string, trace bool) error {
 		q = x.Query
 	case *bind.CreateTableStmt:
 		q = x.Query
+	case *bind.DeleteStmt:
+		q = x.Keep
+	case *bind.UpdateStmt:
+		q = x.Query
 	case *bind.ExplainStmt:
 		// EXPLAIN VERBOSE shows what each rule did.
 		return optimizeStatement(x.Stmt, rules, x.Verbose)

@@ -109,10 +109,10 @@ func (o *Options) Validate() error {
 // query execution on this node. Statements run one at a time; a Session is safe for use by one
 // goroutine at a time (Close may be called from any).
 type Session struct {
-	db    *storage.DB
-	cat   *StorageCatalog
-	opts  Options
-	mu    sync.Mutex
+	db   *storage.DB
+	cat  *StorageCatalog
+	opts Options
+	mu   sync.Mutex
 	// queryRetries is SET query_retries (-1: not set).
 	queryRetries int
 	// spillRoot is the spill directory in use ("": spilling off), resolved
@@ -453,6 +453,10 @@ func (s *Session) runStmt(ctx context.Context, st bind.Statement) (*Result, erro
 		return s.drop(x)
 	case *bind.InsertStmt:
 		return s.insert(ctx, x)
+	case *bind.DeleteStmt:
+		return s.deleteRows(ctx, x)
+	case *bind.UpdateStmt:
+		return s.updateRows(ctx, x)
 	case *bind.CopyStmt:
 		return s.copy(ctx, x)
 	case *bind.ShowTablesStmt:
@@ -672,7 +676,7 @@ func (s *Session) insert(ctx context.Context, x *bind.InsertStmt) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
-	checks, err := compileChecks(x)
+	checks, err := compileChecks(x.Query, x.Checks)
 	if err != nil {
 		app.Abort()
 		return nil, err
@@ -684,25 +688,118 @@ func (s *Session) insert(ctx context.Context, x *bind.InsertStmt) (*Result, erro
 	return status("INSERT "+strconv.FormatInt(n, 10), n), nil
 }
 
+// replaceAppender starts the rewrite of table t by UPDATE or DELETE: its
+// new rows replace the old in one commit, which fails if the table changed
+// since t was read. It returns the table's row count as read.
+func (s *Session) replaceAppender(t *plan.TableDef) (*storage.Appender, int64, error) {
+	st, ok := t.Handle.(*storage.Table)
+	if !ok {
+		return nil, 0, nferr.Internalf("table %s has no storage handle", t.Name)
+	}
+	app, err := s.db.NewAppender(st.QualifiedName(), storage.AppendOptions{Replace: true, Generation: st.Generation})
+	if err != nil {
+		return nil, 0, err
+	}
+	return app, st.Rows(), nil
+}
+
+// deleteRows runs DELETE: the rows that stay are written as new files that
+// replace the table's in one atomic commit (copy on write).
+func (s *Session) deleteRows(ctx context.Context, x *bind.DeleteStmt) (*Result, error) {
+	app, before, err := s.replaceAppender(x.Table)
+	if err != nil {
+		return nil, err
+	}
+	var kept int64
+	if x.All {
+		kept, err = app.Commit()
+	} else {
+		kept, err = s.appendQuery(ctx, app, x.Keep)
+	}
+	if err != nil {
+		return nil, err
+	}
+	n := before - kept
+	return status("DELETE "+strconv.FormatInt(n, 10), n), nil
+}
+
+// updateRows runs UPDATE: every row, changed or not, is written again and
+// the new files replace the table's in one atomic commit (copy on write);
+// the count is the rows the WHERE selected.
+func (s *Session) updateRows(ctx context.Context, x *bind.UpdateStmt) (*Result, error) {
+	app, _, err := s.replaceAppender(x.Table)
+	if err != nil {
+		return nil, err
+	}
+	checks, err := compileChecks(x.Query, x.Checks)
+	if err != nil {
+		app.Abort()
+		return nil, err
+	}
+	r, err := s.startQuery(ctx, x.Query, false)
+	if err != nil {
+		app.Abort()
+		return nil, err
+	}
+	defer r.Close()
+	sch := app.Schema()
+	var updated int64
+	for {
+		rec, err := r.Next()
+		if err == nil && rec != nil && int(rec.NumCols()) != sch.NumFields()+1 {
+			err = nferr.Internalf("update: the query has %d columns, the table %d and a flag", rec.NumCols(), sch.NumFields())
+		}
+		if err != nil {
+			app.Abort()
+			return nil, err
+		}
+		if rec == nil {
+			break
+		}
+		flags := rec.Column(sch.NumFields()).(*array.Boolean)
+		for i := 0; i < flags.Len(); i++ {
+			if flags.IsValid(i) && flags.Value(i) {
+				updated++
+			}
+		}
+		out := array.NewRecordBatch(sch, rec.Columns()[:sch.NumFields()], rec.NumRows())
+		if len(checks) > 0 {
+			err = checkRows(s.opts.Alloc, app.Name(), checks, out)
+		}
+		if err == nil {
+			err = app.Append(out)
+		}
+		out.Release()
+		if err != nil {
+			app.Abort()
+			return nil, err
+		}
+	}
+	if _, err := app.Commit(); err != nil {
+		return nil, err
+	}
+	return status("UPDATE "+strconv.FormatInt(updated, 10), updated), nil
+}
+
 // rowCheck is a CHECK constraint compiled over the rows an INSERT writes.
 type rowCheck struct {
 	name string
 	x    expr.Expr
 }
 
-// compileChecks lowers an INSERT's CHECK constraints onto its rows (the
-// query's output columns, in table order).
-func compileChecks(x *bind.InsertStmt) ([]rowCheck, error) {
-	if len(x.Checks) == 0 {
+// compileChecks lowers CHECK constraints onto the rows q writes (its
+// output columns, in table order).
+func compileChecks(q *bind.QueryStmt, checks []bind.BoundCheck) ([]rowCheck, error) {
+	if len(checks) == 0 {
 		return nil, nil
 	}
-	cols := x.Query.Plan.Columns()
+	cols := q.Plan.Columns()
 	layout := make([]plan.ColumnID, len(cols))
 	for i, c := range cols {
 		layout[i] = c.ID
 	}
-	out := make([]rowCheck, len(x.Checks))
-	for i, c := range x.Checks {
+	out := make([]rowCheck, len(checks))
+	for i, c := range checks {
 		e, err := phys.LowerExpr(c.Expr, layout)
 		if err != nil {
 			return nil, err

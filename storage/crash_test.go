@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -112,6 +113,35 @@ func crashChild(dir, op, point string) int {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
 			return 2
+		}
+	case "rewriteloop":
+		// UPDATE and DELETE: read the table, replace it with its rows
+		// shifted by 1000 (rounds restart from what is committed).
+		for round := 0; ; round++ {
+			tb, err := db.Table("t")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "child:", err)
+				return 2
+			}
+			rows, _ := scanAllRows(db)
+			app, err := db.NewAppender("t", AppendOptions{Replace: true, Generation: tb.Generation})
+			if err == nil {
+				shifted := make([]row, len(rows))
+				for i, r := range rows {
+					shifted[i] = row{r[0].(int64) + 1000, r[1].(int64) + 3000}
+				}
+				rec := recordOf(memory.DefaultAllocator, sch, shifted)
+				err = app.Append(rec)
+				rec.Release()
+				if err == nil {
+					_, err = app.Commit()
+				}
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "child:", err)
+				return 2
+			}
+			fmt.Printf("committed %d\n", round+1)
 		}
 	case "drop":
 		if err := db.DropTable("t", false); err != nil {
@@ -317,6 +347,48 @@ func TestCrashDuringDDL(t *testing.T) {
 				t.Fatalf("replace: wrong rows after crash")
 			}
 		})
+	}
+}
+
+// scanAllRows reads table t's rows (the child's view, no testing.T).
+func scanAllRows(db *DB) ([]row, error) {
+	sc, err := db.NewScanner(ScanSpec{Table: "t", Columns: []string{"id", "v"}}, ScanOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer sc.Close()
+	var out []row
+	for {
+		rec, err := sc.Next(context.Background())
+		if err != nil || rec == nil {
+			return out, err
+		}
+		ids := rec.Column(0).(*array.Int64)
+		vs := rec.Column(1).(*array.Decimal64)
+		for i := 0; i < ids.Len(); i++ {
+			out = append(out, row{ids.Value(i), int64(vs.Value(i))})
+		}
+		rec.Release()
+	}
+}
+
+// TestCrashDuringRewrites kills a child that rewrites the whole table in a
+// loop (as UPDATE and DELETE do) at random moments: the table always holds
+// one whole version, 1000 consecutive ids.
+func TestCrashDuringRewrites(t *testing.T) {
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	dir := crashSetup(t)
+	commits := 0
+	for i := 0; i < 5; i++ {
+		out, _ := runChild(t, dir, "rewriteloop", "", time.Duration(30+rng.Intn(250))*time.Millisecond)
+		commits += strings.Count(out, "committed")
+		ids, ok, _ := checkState(t, dir)
+		if !ok || len(ids) != 1000 || !isRange(ids, ids[0], ids[0]+1000) || ids[0]%1000 != 0 {
+			t.Fatalf("kill %d: %d rows from %v: not one whole version", i, len(ids), ids[:min(len(ids), 3)])
+		}
+	}
+	if commits == 0 {
+		t.Error("no rewrite committed before the kills: the test tested nothing")
 	}
 }
 

@@ -118,4 +118,3 @@ func (db *DB) DropView(name string, ifExists bool) error {
 
 // isView reports a view called qn; the caller holds cat.mu.
 func (c *catalog) isView(qn string) bool { return c.views[qn] != nil }
-

@@ -21,8 +21,12 @@ type AppendOptions struct {
 	// into an existing table must say OR REPLACE).
 	CreateOptions CreateOptions
 	// Replace drops the table's existing rows in the same commit
-	// (INSERT OVERWRITE, TRUNCATE + load).
+	// (INSERT OVERWRITE, TRUNCATE + load, UPDATE and DELETE).
 	Replace bool
+	// Generation, when not 0, is the table generation the rows were
+	// computed from (UPDATE and DELETE read the table they replace):
+	// Commit fails, changing nothing, if another change committed since.
+	Generation uint64
 }
 
 // Appender writes Arrow records into new Parquet files of a table and makes
@@ -271,6 +275,10 @@ func (a *Appender) Commit() (int64, error) {
 		if old == nil {
 			a.abortLocked()
 			return 0, nferr.Queryf("table %s was dropped while rows were being loaded into it", a.name)
+		}
+		if a.opts.Generation != 0 && old.Generation != a.opts.Generation {
+			a.abortLocked()
+			return 0, nferr.Queryf("table %s changed while the statement ran (another statement committed first); run it again", a.name)
 		}
 		nt := *old
 		nt.Generation++

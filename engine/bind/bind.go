@@ -249,6 +249,10 @@ func (b *binder) stmt(stmt sql.Statement) (Statement, error) {
 		return ce, nil
 	case *sql.Insert:
 		return b.insert(s)
+	case *sql.Delete:
+		return b.deleteStmt(s)
+	case *sql.Update:
+		return b.updateStmt(s)
 	case *sql.Copy:
 		return b.copyStmt(s)
 	case *sql.Explain:

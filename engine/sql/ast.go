@@ -516,6 +516,28 @@ type Insert struct {
 	Query   *Query
 }
 
+// Delete is DELETE FROM table [[AS] alias] [WHERE expr].
+type Delete struct {
+	Pos
+	Table *TableName
+	Where Expr
+}
+
+// Update is UPDATE table [[AS] alias] SET column = expr, ... [WHERE expr].
+type Update struct {
+	Pos
+	Table *TableName
+	Set   []*Assignment
+	Where Expr
+}
+
+// Assignment is column = expr in UPDATE ... SET.
+type Assignment struct {
+	Pos
+	Column Ident
+	Value  Expr
+}
+
 // Copy is COPY name [(columns)] FROM 'file' [WITH] [(option, ...)].
 type Copy struct {
 	Pos
@@ -571,6 +593,8 @@ func (*CreateView) stmtNode()          {}
 func (*Drop) stmtNode()                {}
 func (*CreateTable) stmtNode()         {}
 func (*CreateIndex) stmtNode()         {}
+func (*Delete) stmtNode()              {}
+func (*Update) stmtNode()              {}
 func (*CreateExternalTable) stmtNode() {}
 func (*Insert) stmtNode()              {}
 func (*Copy) stmtNode()                {}

@@ -628,6 +628,14 @@ func (d *deparser) columnDefs(cols []*ColumnDef, cons []*TableConstraint) {
 	d.w(")")
 }
 
+// targetTable writes UPDATE's or DELETE's "name [AS alias]".
+func (d *deparser) targetTable(t *TableName) {
+	d.objName(t.Name)
+	if t.Alias != nil {
+		d.w(" AS " + QuoteIdent(t.Alias.Name.Name))
+	}
+}
+
 // constraints writes a CREATE TABLE's table constraints, each after ", ".
 func (d *deparser) constraints(cs []*TableConstraint) {
 	for _, c := range cs {
@@ -746,6 +754,28 @@ func (d *deparser) stmt(s Statement) {
 		}
 		d.w(" ")
 		d.query(s.Query)
+	case *Delete:
+		d.w("DELETE FROM ")
+		d.targetTable(s.Table)
+		if s.Where != nil {
+			d.w(" WHERE ")
+			d.expr(s.Where, 0)
+		}
+	case *Update:
+		d.w("UPDATE ")
+		d.targetTable(s.Table)
+		d.w(" SET ")
+		for i, a := range s.Set {
+			if i > 0 {
+				d.w(", ")
+			}
+			d.w(QuoteIdent(a.Column.Name) + " = ")
+			d.expr(a.Value, 0)
+		}
+		if s.Where != nil {
+			d.w(" WHERE ")
+			d.expr(s.Where, 0)
+		}
 	case *Copy:
 		d.w("COPY ")
 		d.objName(s.Table)

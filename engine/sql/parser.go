@@ -272,6 +272,10 @@ func (p *parser) parseStatement() (Statement, error) {
 		return p.parseDrop()
 	case isKwTok(t, "insert"):
 		return p.parseInsert()
+	case isKwTok(t, "delete"):
+		return p.parseDelete()
+	case isKwTok(t, "update"):
+		return p.parseUpdate()
 	case isKwTok(t, "copy"):
 		return p.parseCopy()
 	case isKwTok(t, "explain"):
@@ -297,7 +301,87 @@ func (p *parser) parseStatement() (Statement, error) {
 	case isKwTok(t, "set"):
 		return p.parseSet()
 	}
-	return nil, p.errExpected("a statement (SELECT, WITH, VALUES, CREATE, DROP, INSERT, COPY, EXPLAIN, SHOW, DESCRIBE or SET)")
+	return nil, p.errExpected("a statement (SELECT, WITH, VALUES, CREATE, DROP, INSERT, UPDATE, DELETE, COPY, EXPLAIN, SHOW, DESCRIBE or SET)")
+}
+
+// parseTargetTable parses "name [[AS] alias]" of UPDATE and DELETE.
+func (p *parser) parseTargetTable() (*TableName, error) {
+	start := p.peek()
+	name, err := p.parseObjName("a table name")
+	if err != nil {
+		return nil, err
+	}
+	t := &TableName{Pos: start.pos, Name: name}
+	if p.acceptKw("as") || (isName(p.peek()) && !p.isKw("set") && !p.isKw("where")) {
+		alias, err := p.parseIdent("an alias")
+		if err != nil {
+			return nil, err
+		}
+		t.Alias = &TableAlias{Pos: alias.Pos, Name: alias}
+	}
+	return t, nil
+}
+
+func (p *parser) parseDelete() (Statement, error) {
+	start := p.next() // DELETE
+	if _, err := p.expectKw("from"); err != nil {
+		return nil, err
+	}
+	t, err := p.parseTargetTable()
+	if err != nil {
+		return nil, err
+	}
+	d := &Delete{Pos: start.pos, Table: t}
+	if p.acceptKw("where") {
+		if d.Where, err = p.parseExpr(); err != nil {
+			return nil, err
+		}
+	}
+	if p.isKw("using") || p.isKw("returning") {
+		return nil, p.errAt(p.peek(), "DELETE ... %s is not supported", strings.ToUpper(p.peek().text))
+	}
+	return d, nil
+}
+
+func (p *parser) parseUpdate() (Statement, error) {
+	start := p.next() // UPDATE
+	t, err := p.parseTargetTable()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.expectKw("set"); err != nil {
+		return nil, err
+	}
+	u := &Update{Pos: start.pos, Table: t}
+	for {
+		col, err := p.parseIdent("a column name")
+		if err != nil {
+			return nil, err
+		}
+		if p.isOp(".") {
+			return nil, p.errAt(p.peek(), "a SET column is not qualified by its table")
+		}
+		if _, err := p.expectOp("="); err != nil {
+			return nil, err
+		}
+		a := &Assignment{Pos: col.Pos, Column: col}
+		if a.Value, err = p.parseExpr(); err != nil {
+			return nil, err
+		}
+		u.Set = append(u.Set, a)
+		if !p.acceptOp(",") {
+			break
+		}
+	}
+	if p.isKw("from") || p.isKw("returning") {
+		return nil, p.errAt(p.peek(), "UPDATE ... %s is not supported", strings.ToUpper(p.peek().text))
+	}
+	if p.acceptKw("where") {
+		if u.Where, err = p.parseExpr(); err != nil {
+			return nil, err
+		}
+	}
+	return u, nil
 }
 
 func (p *parser) parseCreate() (Statement, error) {

@@ -150,6 +150,13 @@ func Walk(n Node, fn func(Node) bool) {
 		expr(n.Default)
 	case *Insert:
 		Walk(n.Query, fn)
+	case *Delete:
+		expr(n.Where)
+	case *Update:
+		for _, a := range n.Set {
+			expr(a.Value)
+		}
+		expr(n.Where)
 	case *Copy:
 		for _, o := range n.Options {
 			Walk(o, fn)

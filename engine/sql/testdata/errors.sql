@@ -132,7 +132,7 @@ set x = (1)
 ----
 describe
 ----
-update t set a = 1
+update t set a =
 ----
 select * from t where a = current_date
 ----
@@ -153,3 +153,13 @@ select a.b.c.d.e from t
 select 'é' & 1
 ----
 create external table e stored as parquet
+----
+delete t where a = 1
+----
+update t set t.a = 1
+----
+update t set a = 1 from u
+----
+delete from t using u
+----
+update t a = 1

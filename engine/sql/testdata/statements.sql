@@ -101,3 +101,7 @@ select ((select 1) union (select 2)), (((select 0) % 0) % 0), ((select 1) order 
 select * from ((select 1) as a join (select 2) as b on true);
 select * from ((select 1)) as x, ((select 2) except (select 3)) y (z);
 select cast(x as "double"), cast(y as "MyType"(3));
+delete from t;
+delete from main.t as x where x.a > 1 and exists (select 1 from u where u.b = x.a);
+update t set a = a + 1, b = 'x' where c is null;
+update t x set a = (select max(b) from u where u.c = x.c);

@@ -1,0 +1,146 @@
+package bind
+
+import (
+	"github.com/nicflow/nicflow/engine/plan"
+	"github.com/nicflow/nicflow/engine/sql"
+)
+
+// DeleteStmt is DELETE. Keep is a query over the table giving the rows
+// that stay (those the WHERE does not make TRUE), in the table's column
+// order and types: the session rewrites the table with them in one atomic
+// commit. All (no WHERE) empties the table without reading it.
+type DeleteStmt struct {
+	Table *plan.TableDef
+	Keep  *QueryStmt
+	All   bool
+}
+
+// UpdateStmt is UPDATE. Query gives every row of the table after the
+// update, in the table's column order and types, and a last boolean
+// column: whether the row was updated (the statement's count). Checks are
+// the table's CHECK constraints over the rows written.
+type UpdateStmt struct {
+	Table  *plan.TableDef
+	Query  *QueryStmt
+	Checks []BoundCheck
+}
+
+func (*DeleteStmt) boundStmt() {}
+func (*UpdateStmt) boundStmt() {}
+
+// targetScan binds the table of UPDATE or DELETE: a scan of all its
+// columns and the scope its WHERE and SET expressions see.
+func (b *binder) targetScan(t *sql.TableName) (plan.Plan, *scope, *plan.TableDef, error) {
+	name, err := b.objName(t.Name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	tab, err := b.cat.LookupTable(name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if tab == nil {
+		if v, _ := b.cat.LookupView(name); v != nil {
+			return nil, nil, nil, b.errorf(t.Name, "cannot change view %q: a view is not a table", name)
+		}
+		return nil, nil, nil, b.errorf(t.Name, "relation %q does not exist", name)
+	}
+	p, items, err := b.tableName(t, &scope{})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return p, &scope{items: items}, tab, nil
+}
+
+// whereHit binds a DML WHERE: TRUE for the rows the statement changes
+// (COALESCE(cond, FALSE): a NULL condition changes nothing).
+func (b *binder) whereHit(e sql.Expr, sc *scope) (plan.Expr, error) {
+	cond, err := b.expr(e, sc, &exprCtx{clause: "WHERE"})
+	if err != nil {
+		return nil, err
+	}
+	cond = plan.ResolveUntyped(cond, plan.TypBool)
+	if !plan.IsBool(cond.Type()) && !plan.IsNullType(cond.Type()) {
+		return nil, b.errorf(e, "argument of WHERE must be type boolean, not type %s", plan.TypeString(cond.Type()))
+	}
+	return plan.NewCall(plan.FnCoalesce, plan.TypBool, cond, plan.BoolConst(false)), nil
+}
+
+func (b *binder) deleteStmt(s *sql.Delete) (Statement, error) {
+	scan, sc, tab, err := b.targetScan(s.Table)
+	if err != nil {
+		return nil, err
+	}
+	if s.Where == nil {
+		return &DeleteStmt{Table: tab, All: true}, nil
+	}
+	hit, err := b.whereHit(s.Where, sc)
+	if err != nil {
+		return nil, err
+	}
+	keep := &plan.FilterNode{Input: scan, Cond: plan.NewCall(plan.FnNot, plan.TypBool, hit)}
+	return &DeleteStmt{Table: tab, Keep: &QueryStmt{Plan: keep, Names: fieldNames(tab)}}, nil
+}
+
+func (b *binder) updateStmt(s *sql.Update) (Statement, error) {
+	scan, sc, tab, err := b.targetScan(s.Table)
+	if err != nil {
+		return nil, err
+	}
+	hit := plan.Expr(plan.BoolConst(true))
+	if s.Where != nil {
+		if hit, err = b.whereHit(s.Where, sc); err != nil {
+			return nil, err
+		}
+	}
+	fields := tab.Schema.Fields()
+	in := scan.Columns()
+	exprs := make([]plan.Expr, len(fields)+1)
+	for i := range fields {
+		exprs[i] = plan.NewColRef(in[i])
+	}
+	set := map[int]bool{}
+	for _, a := range s.Set {
+		i := tab.ColumnIndex(a.Column.Name)
+		if i < 0 {
+			return nil, b.errorf(a.Column, "column %q of relation %q does not exist", a.Column.Name, tab.Name)
+		}
+		if set[i] {
+			return nil, b.errorf(a.Column, "multiple assignments to same column %q", a.Column.Name)
+		}
+		set[i] = true
+		v, err := b.expr(a.Value, sc, &exprCtx{clause: "UPDATE"})
+		if err != nil {
+			return nil, err
+		}
+		cv, err := b.assignCast(v, fields[i].Type)
+		if err != nil {
+			return nil, b.errorf(a.Value, "column %s is of type %s but expression is of type %s", fields[i].Name, plan.TypeString(fields[i].Type), plan.TypeString(v.Type()))
+		}
+		if s.Where == nil {
+			exprs[i] = cv
+		} else {
+			exprs[i] = &plan.CaseExpr{Whens: []plan.Expr{hit}, Thens: []plan.Expr{cv}, Else: plan.NewColRef(in[i]), Typ: fields[i].Type}
+		}
+	}
+	exprs[len(fields)] = hit
+	cols := make([]plan.Column, len(fields)+1)
+	for i, f := range fields {
+		cols[i] = b.newCol(f.Name, "", f.Type, true)
+	}
+	cols[len(fields)] = b.newCol("updated", "", plan.TypBool, false)
+	checks, err := b.insertChecks(tab, tab.Name, cols[:len(fields)])
+	if err != nil {
+		return nil, err
+	}
+	names := append(fieldNames(tab), "updated")
+	return &UpdateStmt{Table: tab, Query: &QueryStmt{Plan: &plan.ProjectNode{Input: scan, Exprs: exprs, Cols: cols}, Names: names}, Checks: checks}, nil
+}
+
+func fieldNames(t *plan.TableDef) []string {
+	names := make([]string, t.Schema.NumFields())
+	for i, f := range t.Schema.Fields() {
+		names[i] = f.Name
+	}
+	return names
+}
