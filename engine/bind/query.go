@@ -250,7 +250,7 @@ func (b *binder) body(body sql.QueryBody, s *scope) (plan.Plan, []string, error)
 	case *sql.Select:
 		return b.selectQuery(x, nil, s)
 	case *sql.Query:
-		return b.query(x, s.parent)
+		return b.query(x, &scope{parent: s.parent, ctes: s.ctes})
 	case *sql.Values:
 		return b.values(x, s)
 	case *sql.SetOp:
@@ -399,13 +399,14 @@ func (b *binder) addItems(s *scope, its []*scopeItem, at sql.Node) error {
 }
 
 // tableExpr binds one FROM entry. The scope s is the query's (being
-// built): derived tables see only the enclosing queries (no LATERAL).
+// built): derived tables see the enclosing queries and the WITH queries
+// in scope, not the FROM items beside them (no LATERAL).
 func (b *binder) tableExpr(te sql.TableExpr, s *scope) (plan.Plan, []*scopeItem, error) {
 	switch t := te.(type) {
 	case *sql.TableName:
 		return b.tableName(t, s)
 	case *sql.DerivedTable:
-		plan, names, err := b.query(t.Query, s.parent)
+		plan, names, err := b.query(t.Query, &scope{parent: s.parent, ctes: s.ctes})
 		if err != nil {
 			return nil, nil, err
 		}
