@@ -684,6 +684,10 @@ var differentialQueries = []string{
 	"select ak from a where av in (select max(bv) from b where bk < ak)",
 	"select ak from a where av not in (select min(bv) from b where bk <> ak)",
 	"select ak, ak in (select count(*) from b where bv > av) from a",
+	// Grouping sets: one aggregate per set over the input computed once.
+	"select ak, as_, sum(av), count(*), grouping(ak, as_) from a group by rollup (ak, as_)",
+	"select ak, as_, count(distinct av) from a group by cube (ak, as_) having count(*) > 1",
+	"select ak, sum(av) from a group by grouping sets ((ak), (), (ak, as_))",
 }
 
 func resultText(r *result, ordered bool) string {

@@ -554,6 +554,9 @@ func (b *binder) funcCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, e
 	if isAggregateName(name) {
 		return b.aggregateCall(x, s, ctx)
 	}
+	if name == "grouping" {
+		return b.groupingCall(x, s, ctx)
+	}
 	if x.Star || x.Distinct {
 		return nil, b.errorf(x, "%s(%s...) is only valid for aggregate functions", name, map[bool]string{true: "*", false: "DISTINCT "}[x.Star])
 	}

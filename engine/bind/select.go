@@ -18,6 +18,8 @@ type aggCtx struct {
 	// input are the columns below the aggregate: a reference to one of
 	// them above the aggregate must be a group key.
 	input plan.ColSet
+	// groupingFns are the grouping() calls (grouping.go).
+	groupingFns []groupingFn
 }
 
 // winCtx collects the window functions of one SELECT.
@@ -61,28 +63,13 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (plan.Plan
 		orderBy = q.OrderBy
 	}
 	grouped := len(sel.GroupBy) > 0 || sel.Having != nil || b.hasAggregate(sel.Items, orderBy)
+	var groupingSets [][]int
 	ctx := &exprCtx{clause: "SELECT", win: &winCtx{keys: map[string]int{}}}
 	if grouped {
 		ac := &aggCtx{groupKeys: map[string]int{}, aggKeys: map[string]int{}, input: plan.ColSetOf(lp.Columns())}
 		// Columns of enclosing queries are constants here, never "ungrouped".
-		for _, g := range sel.GroupBy {
-			e, err := b.groupKey(g, sel, s)
-			if err != nil {
-				return nil, nil, err
-			}
-			k := plan.ExprKey(e)
-			if _, dup := ac.groupKeys[k]; dup {
-				continue
-			}
-			ac.groupKeys[k] = len(ac.groups)
-			ac.groups = append(ac.groups, e)
-			var col plan.Column
-			if c, ok := e.(*plan.ColRef); ok && ac.input.Has(c.ID) {
-				col = plan.FindCol(lp.Columns(), c.ID)
-			} else {
-				col = b.newCol(e.String(), "", e.Type(), true)
-			}
-			ac.groupCols = append(ac.groupCols, col)
+		if groupingSets, err = b.groupBy(sel, s, ac, lp.Columns()); err != nil {
+			return nil, nil, err
 		}
 		ctx.agg = ac
 	}
@@ -171,8 +158,7 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (plan.Plan
 	// Assemble: Aggregate, HAVING filter, Window, Project, Distinct, Sort,
 	// Limit.
 	if grouped {
-		ac := ctx.agg
-		lp = &plan.AggregateNode{Input: lp, Groups: ac.groups, GroupCols: ac.groupCols, Aggs: ac.aggs, AggCols: ac.aggCols}
+		lp = b.aggregatePlan(lp, ctx.agg, groupingSets)
 		if having != nil {
 			lp = &plan.FilterNode{Input: lp, Cond: having}
 		}

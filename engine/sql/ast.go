@@ -81,6 +81,24 @@ type CTE struct {
 	Query   *Query
 }
 
+// GroupingKind is ROLLUP, CUBE or GROUPING SETS in GROUP BY.
+type GroupingKind uint8
+
+const (
+	GroupRollup GroupingKind = iota
+	GroupCube
+	GroupSets
+)
+
+// GroupingSets is a GROUP BY element ROLLUP (e, ...), CUBE (e, ...) or
+// GROUPING SETS (set, ...). Sets holds ROLLUP's and CUBE's expressions as
+// one-element sets, and GROUPING SETS' sets (an empty one is ()).
+type GroupingSets struct {
+	Pos
+	Kind GroupingKind
+	Sets [][]Expr
+}
+
 // Select is SELECT [DISTINCT] items [FROM ...] [WHERE] [GROUP BY] [HAVING].
 type Select struct {
 	Pos
@@ -614,6 +632,7 @@ func (*DerivedTable) tableNode() {}
 func (*Join) tableNode()         {}
 
 func (*ColumnRef) exprNode()    {}
+func (*GroupingSets) exprNode() {}
 func (*Star) exprNode()         {}
 func (*Literal) exprNode()      {}
 func (*TypedLiteral) exprNode() {}

@@ -130,6 +130,21 @@ func (d *deparser) exprList(es []Expr) {
 
 func (d *deparser) expr(e Expr, _ int) {
 	switch e := e.(type) {
+	case *GroupingSets:
+		d.w([...]string{"ROLLUP", "CUBE", "GROUPING SETS"}[e.Kind] + " (")
+		for i, set := range e.Sets {
+			if i > 0 {
+				d.w(", ")
+			}
+			if e.Kind != GroupSets {
+				d.expr(set[0], 0)
+				continue
+			}
+			d.w("(")
+			d.exprList(set)
+			d.w(")")
+		}
+		d.w(")")
 	case *ColumnRef:
 		d.w(deparseColumnRef(e))
 	case *Star:

@@ -308,12 +308,7 @@ func (p *parser) parseSelect() (*Select, error) {
 		if _, err := p.expectKw("by"); err != nil {
 			return nil, err
 		}
-		if p.isKw("rollup") || p.isKw("cube") || p.isKw("grouping") {
-			if p.peekAt(1).kind == tokOp && p.peekAt(1).text == "(" || isKwTok(p.peekAt(1), "sets") {
-				return nil, p.errAt(p.peek(), "%s is not supported", p.peek().text)
-			}
-		}
-		if s.GroupBy, err = p.parseExprList(); err != nil {
+		if s.GroupBy, err = p.parseGroupByList(); err != nil {
 			return nil, err
 		}
 	}
@@ -579,4 +574,91 @@ func (p *parser) parseOrderList() ([]*OrderItem, error) {
 			return items, nil
 		}
 	}
+}
+
+// parseGroupByList parses GROUP BY's elements: expressions, ROLLUP (e,
+// ...), CUBE (e, ...) and GROUPING SETS (set, ...), where a set is an
+// expression, a parenthesized list or ().
+func (p *parser) parseGroupByList() ([]Expr, error) {
+	var out []Expr
+	for {
+		t := p.peek()
+		next := p.peekAt(1)
+		var e Expr
+		var err error
+		switch {
+		case (isKwTok(t, "rollup") || isKwTok(t, "cube")) && next.kind == tokOp && next.text == "(":
+			p.next()
+			g := &GroupingSets{Pos: t.pos, Kind: GroupRollup}
+			if isKwTok(t, "cube") {
+				g.Kind = GroupCube
+			}
+			list, err := p.parseParenList()
+			if err != nil {
+				return nil, err
+			}
+			for _, x := range list {
+				g.Sets = append(g.Sets, []Expr{x})
+			}
+			e = g
+		case isKwTok(t, "grouping") && isKwTok(next, "sets"):
+			p.next()
+			p.next()
+			g := &GroupingSets{Pos: t.pos, Kind: GroupSets}
+			if _, err := p.expectOp("("); err != nil {
+				return nil, err
+			}
+			for {
+				var set []Expr
+				if p.isOp("(") {
+					if set, err = p.parseParenList(); err != nil {
+						return nil, err
+					}
+				} else {
+					x, err := p.parseExpr()
+					if err != nil {
+						return nil, err
+					}
+					set = []Expr{x}
+				}
+				if set == nil {
+					set = []Expr{}
+				}
+				g.Sets = append(g.Sets, set)
+				if !p.acceptOp(",") {
+					break
+				}
+			}
+			if _, err := p.expectOp(")"); err != nil {
+				return nil, err
+			}
+			e = g
+		default:
+			if e, err = p.parseExpr(); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, e)
+		if !p.acceptOp(",") {
+			return out, nil
+		}
+	}
+}
+
+// parseParenList parses "(" [expr {, expr}] ")"; () is an empty list.
+func (p *parser) parseParenList() ([]Expr, error) {
+	if _, err := p.expectOp("("); err != nil {
+		return nil, err
+	}
+	if p.acceptOp(")") {
+		return nil, nil
+	}
+	list, err := p.parseExprList()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.expectOp(")"); err != nil {
+		return nil, err
+	}
+	return list, nil
 }

@@ -129,6 +129,10 @@ func Walk(n Node, fn func(Node) bool) {
 		expr(n.Offset)
 	case *Extract:
 		expr(n.X)
+	case *GroupingSets:
+		for _, set := range n.Sets {
+			exprs(set)
+		}
 	case *CreateView:
 		Walk(n.Query, fn)
 	case *CreateTable:

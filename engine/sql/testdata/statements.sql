@@ -105,3 +105,7 @@ delete from t;
 delete from main.t as x where x.a > 1 and exists (select 1 from u where u.b = x.a);
 update t set a = a + 1, b = 'x' where c is null;
 update t x set a = (select max(b) from u where u.c = x.c);
+select a, b, count(*) from t group by rollup (a, b);
+select a, b, sum(c) from t group by a, cube (b, c) having grouping(b) = 0;
+select a, b from t group by grouping sets ((a, b), (a), (), b);
+select rollup from t group by rollup;

@@ -1,0 +1,277 @@
+package bind
+
+import (
+	"github.com/nicflow/nicflow/engine/plan"
+	"github.com/nicflow/nicflow/engine/sql"
+)
+
+// GROUP BY ROLLUP, CUBE and GROUPING SETS, and grouping().
+//
+// The GROUP BY elements expand into a list of grouping sets (the cross
+// product of each element's sets: a plain key is one set of itself,
+// ROLLUP (a, b) is (a, b), (a), (), CUBE every subset). The aggregate's
+// input is bound once as a shared subplan (computed once), and each set is
+// an aggregate over a scan of it, projected to one layout: the keys of the
+// set, NULL for the others, the aggregates, and each grouping() call's
+// value for the set; the branches are a UNION ALL whose columns are the
+// aggCtx's group and aggregate columns, so HAVING, the select list, windows
+// and ORDER BY bind above it as above one aggregate.
+
+// groupingFn is one grouping(args) call: the group keys it names and the
+// column that holds its value.
+type groupingFn struct {
+	keys []int
+	col  plan.Column
+}
+
+// groupBy binds the GROUP BY elements into ac (keys and their columns)
+// and returns the grouping sets (indexes into ac.groups), or nil for a
+// plain GROUP BY.
+func (b *binder) groupBy(sel *sql.Select, s *scope, ac *aggCtx, in []plan.Column) ([][]int, error) {
+	hasSets := false
+	for _, g := range sel.GroupBy {
+		if _, ok := g.(*sql.GroupingSets); ok {
+			hasSets = true
+		}
+	}
+	add := func(g sql.Expr) (int, error) {
+		e, err := b.groupKey(g, sel, s)
+		if err != nil {
+			return 0, err
+		}
+		k := plan.ExprKey(e)
+		if i, dup := ac.groupKeys[k]; dup {
+			return i, nil
+		}
+		ac.groupKeys[k] = len(ac.groups)
+		ac.groups = append(ac.groups, e)
+		var col plan.Column
+		if c, ok := e.(*plan.ColRef); ok && ac.input.Has(c.ID) && !hasSets {
+			col = plan.FindCol(in, c.ID) // a plain group key keeps its ID
+		} else {
+			col = b.newCol(e.String(), "", e.Type(), true)
+			if c, ok := e.(*plan.ColRef); ok {
+				col.Name = plan.FindCol(in, c.ID).Name
+			}
+		}
+		ac.groupCols = append(ac.groupCols, col)
+		return len(ac.groups) - 1, nil
+	}
+	sets := [][]int{{}}
+	for _, g := range sel.GroupBy {
+		var elem [][]int
+		gs, ok := g.(*sql.GroupingSets)
+		if !ok {
+			i, err := add(g)
+			if err != nil {
+				return nil, err
+			}
+			elem = [][]int{{i}}
+		} else {
+			var lists [][]int
+			for _, set := range gs.Sets {
+				var ids []int
+				for _, x := range set {
+					i, err := add(x)
+					if err != nil {
+						return nil, err
+					}
+					ids = append(ids, i)
+				}
+				lists = append(lists, ids)
+			}
+			switch gs.Kind {
+			case sql.GroupRollup:
+				for n := len(lists); n >= 0; n-- {
+					var set []int
+					for _, l := range lists[:n] {
+						set = append(set, l...)
+					}
+					elem = append(elem, set)
+				}
+			case sql.GroupCube:
+				if len(lists) > 12 {
+					return nil, b.errorf(g, "CUBE of %d expressions makes too many grouping sets (at most 12)", len(lists))
+				}
+				for mask := (1 << len(lists)) - 1; mask >= 0; mask-- {
+					var set []int
+					for i, l := range lists {
+						if mask&(1<<(len(lists)-1-i)) != 0 {
+							set = append(set, l...)
+						}
+					}
+					elem = append(elem, set)
+				}
+			default:
+				elem = lists
+			}
+		}
+		var next [][]int
+		for _, a := range sets {
+			for _, e := range elem {
+				next = append(next, append(append([]int(nil), a...), e...))
+			}
+		}
+		sets = next
+		if len(sets) > 4096 {
+			return nil, b.errorf(g, "GROUP BY makes more than 4096 grouping sets")
+		}
+	}
+	if !hasSets {
+		return nil, nil
+	}
+	return sets, nil
+}
+
+// groupingCall binds grouping(e, ...): a bitmask with bit 1 (the first
+// argument's highest) for each argument not grouped in the row's set.
+func (b *binder) groupingCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, error) {
+	if ctx == nil || ctx.agg == nil || ctx.inAgg {
+		return nil, b.errorf(x, "grouping() is only allowed in the select list, HAVING and ORDER BY of a grouped query")
+	}
+	if len(x.Args) == 0 || len(x.Args) > 31 {
+		return nil, b.errorf(x, "grouping() takes 1 to 31 arguments")
+	}
+	ac := ctx.agg
+	fn := groupingFn{}
+	for _, a := range x.Args {
+		e, err := b.expr(a, s, &exprCtx{clause: "grouping()"})
+		if err != nil {
+			return nil, err
+		}
+		i, ok := ac.groupKeys[plan.ExprKey(e)]
+		if !ok {
+			return nil, b.errorf(a, "arguments to GROUPING must be grouping expressions of the associated query level")
+		}
+		fn.keys = append(fn.keys, i)
+	}
+	fn.col = b.newCol("grouping", "", plan.TypInt32, false)
+	ac.groupingFns = append(ac.groupingFns, fn)
+	return plan.NewColRef(fn.col), nil
+}
+
+// groupingValue is grouping()'s value for a row of set.
+func groupingValue(fn groupingFn, set []int) int32 {
+	in := map[int]bool{}
+	for _, k := range set {
+		in[k] = true
+	}
+	var v int32
+	for _, k := range fn.keys {
+		v <<= 1
+		if !in[k] {
+			v |= 1
+		}
+	}
+	return v
+}
+
+// aggregatePlan is the plan of a grouped query's aggregation over in: one
+// aggregate, or with grouping sets the UNION ALL of one per set.
+func (b *binder) aggregatePlan(in plan.Plan, ac *aggCtx, sets [][]int) plan.Plan {
+	if sets == nil {
+		var p plan.Plan = &plan.AggregateNode{Input: in, Groups: ac.groups, GroupCols: ac.groupCols, Aggs: ac.aggs, AggCols: ac.aggCols}
+		if len(ac.groupingFns) == 0 {
+			return p
+		}
+		// Without grouping sets every key is grouped: grouping() is 0.
+		return b.withGroupingValues(p, ac, nil)
+	}
+	b.nextDef++
+	inCols := in.Columns()
+	names := make([]string, len(inCols))
+	for i, c := range inCols {
+		names[i] = c.Name
+	}
+	def := &plan.SharedDef{ID: b.nextDef, Name: "grouping sets", Plan: in}
+	out := append(append([]plan.Column(nil), ac.groupCols...), ac.aggCols...)
+	for _, fn := range ac.groupingFns {
+		out = append(out, fn.col)
+	}
+	var union plan.Plan
+	for _, set := range sets {
+		scan := b.sharedScan(def, names, "")
+		m := map[plan.ColumnID]plan.Expr{}
+		for i, c := range inCols {
+			m[c.ID] = plan.NewColRef(scan.Cols[i])
+		}
+		agg := &plan.AggregateNode{Input: scan}
+		pos := map[int]int{}
+		for _, k := range set {
+			if _, dup := pos[k]; dup {
+				continue
+			}
+			pos[k] = len(agg.Groups)
+			agg.Groups = append(agg.Groups, plan.Substitute(ac.groups[k], m))
+			agg.GroupCols = append(agg.GroupCols, b.newCol(ac.groupCols[k].Name, "", ac.groupCols[k].Type, true))
+		}
+		for i, a := range ac.aggs {
+			ca := *a
+			if a.Arg != nil {
+				ca.Arg = plan.Substitute(a.Arg, m)
+			}
+			agg.Aggs = append(agg.Aggs, &ca)
+			agg.AggCols = append(agg.AggCols, b.newCol(ac.aggCols[i].Name, "", ac.aggCols[i].Type, ac.aggCols[i].Nullable))
+		}
+		exprs := make([]plan.Expr, 0, len(out))
+		for k, gc := range ac.groupCols {
+			if p, ok := pos[k]; ok {
+				exprs = append(exprs, plan.NewColRef(agg.GroupCols[p]))
+			} else {
+				exprs = append(exprs, plan.NullConst(gc.Type))
+			}
+		}
+		for _, c := range agg.AggCols {
+			exprs = append(exprs, plan.NewColRef(c))
+		}
+		for _, fn := range ac.groupingFns {
+			exprs = append(exprs, &plan.Const{Typ: plan.TypInt32, Val: groupingValue(fn, set)})
+		}
+		cols := make([]plan.Column, len(out))
+		for i, c := range out {
+			cols[i] = b.newCol(c.Name, "", c.Type, true)
+		}
+		var branch plan.Plan = &plan.ProjectNode{Input: agg, Exprs: exprs, Cols: cols}
+		if union == nil {
+			union = branch
+			continue
+		}
+		ucols := make([]plan.Column, len(out))
+		for i, c := range out {
+			ucols[i] = b.newCol(c.Name, "", c.Type, true)
+		}
+		union = &plan.SetOpNode{Kind: plan.SetUnion, All: true, Left: union, Right: branch, Cols: ucols}
+	}
+	// The last node's columns are the aggCtx's: rename by a projection.
+	uc := union.Columns()
+	exprs := make([]plan.Expr, len(uc))
+	for i, c := range uc {
+		exprs[i] = plan.NewColRef(c)
+	}
+	for i := range out {
+		out[i].Nullable = true
+	}
+	return &plan.ProjectNode{Input: union, Exprs: exprs, Cols: out}
+}
+
+// withGroupingValues adds the grouping() columns of a plain aggregate (set
+// nil: every key grouped).
+func (b *binder) withGroupingValues(p plan.Plan, ac *aggCtx, set []int) plan.Plan {
+	cols := p.Columns()
+	exprs := make([]plan.Expr, 0, len(cols)+len(ac.groupingFns))
+	for _, c := range cols {
+		exprs = append(exprs, plan.NewColRef(c))
+	}
+	all := set
+	if all == nil {
+		for k := range ac.groups {
+			all = append(all, k)
+		}
+	}
+	out := append([]plan.Column(nil), cols...)
+	for _, fn := range ac.groupingFns {
+		exprs = append(exprs, &plan.Const{Typ: plan.TypInt32, Val: groupingValue(fn, all)})
+		out = append(out, fn.col)
+	}
+	return &plan.ProjectNode{Input: p, Exprs: exprs, Cols: out}
+}
