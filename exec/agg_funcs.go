@@ -12,8 +12,8 @@ package exec
 //	sum(decimal(p,s))    decimal128(38, s), exact: 128-bit accumulators,
 //	                     a result beyond 38 digits is a KindQuery error
 //	avg(int*, float*)    float64
-//	avg(decimal(p,s))    decimal128(38, min(s+4, 38)), rounded half away
-//	                     from zero (PostgreSQL-like: four more digits)
+//	avg(decimal(p,s))    decimal128(38, expr.AvgScale(s): at least 16), rounded half away
+//	                     from zero (PostgreSQL-like: 16 significant digits)
 //	min/max(x)           the type of x (numbers, decimals, dates,
 //	                     timestamps, strings by bytes, booleans);
 //	                     floats order NaN above every number (PostgreSQL)
@@ -35,6 +35,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/nicflow/nicflow/exec/expr"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -70,7 +71,7 @@ var (
 func dec128Type(s int32) arrow.DataType { return &arrow.Decimal128Type{Precision: 38, Scale: s} }
 
 // avgScale is the scale of avg over decimal(p, s).
-func avgScale(s int32) int32 { return min(s+4, 38) }
+func avgScale(s int32) int32 { return expr.AvgScale(s) }
 
 // newAggFn builds the state of aggregate f over an argument of type dt.
 // In the final phase dt is the type of the first state column.

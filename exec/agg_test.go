@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/nicflow/nicflow/exec/expr"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -183,9 +184,9 @@ func refHashAgg(schema *arrow.Schema, rows [][]any, spec HashAggSpec) ([][]any, 
 	return out, nil
 }
 
-// refAvgDec is sum/cnt at scale s+4, rounded half away from zero.
+// refAvgDec is sum/cnt at avg's scale, rounded half away from zero.
 func refAvgDec(sum Dec, cnt int64) Dec {
-	s := min(sum.S+4, 38)
+	s := expr.AvgScale(sum.S)
 	u := new(big.Int).Mul(sum.U, pow10Big(s-sum.S))
 	c := big.NewInt(cnt)
 	q, r := new(big.Int).QuoRem(u, c, new(big.Int))

@@ -21,13 +21,13 @@ import (
 //	  p = min(max(p1-s1, p2-s2) + s + 1, 38)
 //	decimal * decimal: s = s1+s2, p = min(p1+p2, 38) (decimal(38,38) when
 //	  s1+s2 > 38: the product is rounded)
-//	decimal / decimal: s = max(s1, 6), p = min(p1-s1+s2+s, 38), rounded half
-//	  away from zero (PostgreSQL-like: at least six fractional digits)
+//	decimal / decimal: s = max(s1, s2, 16), p = min(p1-s1+s2+s, 38), rounded half
+//	  away from zero (PostgreSQL-like: at least 16 fractional digits)
 //	decimal % decimal: s = max(s1,s2), p = max(min(min(p1-s1, p2-s2)+s, 38), 1)
 //	integer / integer truncates (PostgreSQL)
 //	sum(int32|int64) int64; sum(decimal(p,s)) decimal(38,s); sum(float) float64
-//	avg(int|float) float64; avg(decimal(p,s)) decimal(38, min(s+4, 38))
-//	  (the exec package's rule: four more digits, rounded half away from 0)
+//	avg(int|float) float64; avg(decimal(p,s)) decimal(38, expr.AvgScale(s))
+//	  (exec/expr's rule: at least 16 fraction digits, rounded half away from 0)
 //	count int64; min/max the argument's type
 //	date +/- integer -> date; date +/- interval -> date; date - date -> int32
 //	comparisons, CASE, COALESCE, IN, UNION convert to the common type (the
@@ -138,7 +138,7 @@ func AggResultType(fn string, t arrow.DataType) arrow.DataType {
 	}
 	_, s, _ := DecimalPS(t)
 	if fn == AggAvg {
-		return DecimalType(MaxDecimalPrecision, min(s+4, MaxDecimalPrecision))
+		return DecimalType(MaxDecimalPrecision, expr.AvgScale(s))
 	}
 	return DecimalType(MaxDecimalPrecision, s)
 }

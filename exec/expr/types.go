@@ -25,11 +25,22 @@ func DecimalPS(dt arrow.DataType) (p, s int32, ok bool) {
 
 func decimalPS(dt arrow.DataType) (p, s int32, ok bool) { return DecimalPS(dt) }
 
+// DivMinScale is the fewest fraction digits of a decimal quotient and of
+// an average: PostgreSQL keeps at least 16 significant digits (1.00/3.00 is
+// 0.3333333333333333...), which a fixed scale of 16 gives for quotients
+// below 1 and exceeds above.
+const DivMinScale = 16
+
+// AvgScale is the scale of avg over decimal(p, s): at least DivMinScale
+// fraction digits, as a quotient.
+func AvgScale(s int32) int32 { return min(max(s, DivMinScale), MaxDecimalPrecision) }
+
 // DecimalResult is the precision and scale of fn (FnAdd, FnSub, FnMul,
 // FnDiv, FnMod) on decimals (p1, s1) and (p2, s2) (integers as DecimalPS
 // views them), as PostgreSQL and DuckDB type them within 38 digits: + and
 // - keep the larger scale and add a digit; * adds the scales (rounded to
-// scale 38 when it cannot be stored); / keeps at least 6 fraction digits;
+// scale 38 when it cannot be stored); / keeps the larger scale and at least
+// DivMinScale fraction digits;
 // % keeps the larger scale and the smaller integer part.
 func DecimalResult(fn string, p1, s1, p2, s2 int32) (p, s int32) {
 	switch fn {
@@ -43,7 +54,7 @@ func DecimalResult(fn string, p1, s1, p2, s2 int32) (p, s int32) {
 		}
 		return max(min(p1+p2, MaxDecimalPrecision), s), s
 	case FnDiv:
-		s = max(s1, 6)
+		s = max(s1, s2, DivMinScale)
 		return min(p1-s1+s2+s, MaxDecimalPrecision), s
 	case FnMod:
 		s = max(s1, s2)
