@@ -672,7 +672,7 @@ func (s *Session) insert(ctx context.Context, x *bind.InsertStmt) (*Result, erro
 	if st, ok := x.Table.Handle.(*storage.Table); ok {
 		name = st.QualifiedName()
 	}
-	app, err := s.db.NewAppender(name, storage.AppendOptions{})
+	app, err := s.db.NewAppender(name, storage.AppendOptions{SkipConflicts: x.SkipConflicts})
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,10 @@ type AppendOptions struct {
 	// Replace drops the table's existing rows in the same commit
 	// (INSERT OVERWRITE, TRUNCATE + load, UPDATE and DELETE).
 	Replace bool
+	// SkipConflicts drops, instead of failing on, the appended rows whose
+	// key a unique index of the table already holds or an earlier
+	// appended row took (INSERT ... ON CONFLICT DO NOTHING).
+	SkipConflicts bool
 	// Generation, when not 0, is the table generation the rows were
 	// computed from (UPDATE and DELETE read the table they replace):
 	// Commit fails, changing nothing, if another change committed since.
@@ -154,11 +158,79 @@ func (a *Appender) Append(rec arrow.RecordBatch) error {
 			return nferr.Dataf("null value in column %q of table %s violates its NOT NULL constraint", want.Name, a.name)
 		}
 	}
+	if a.opts.SkipConflicts && len(a.uks) > 0 {
+		return a.appendNew(rec)
+	}
 	for _, u := range a.uks {
 		if err := u.add(a.name, rec); err != nil {
 			return err
 		}
 	}
+	return a.write(rec)
+}
+
+// appendNew appends the rows of rec whose keys are new (SkipConflicts),
+// in runs of consecutive kept rows.
+func (a *Appender) appendNew(rec arrow.RecordBatch) error {
+	qn := tableKeyName(a.schema, a.name)
+	var buf []byte
+	keys := make([][]byte, len(a.uks))
+	start := -1
+	flush := func(end int) error {
+		if start < 0 {
+			return nil
+		}
+		part := rec.NewSlice(int64(start), int64(end))
+		err := a.write(part)
+		part.Release()
+		start = -1
+		return err
+	}
+	for r := 0; r < int(rec.NumRows()); r++ {
+		conflict := false
+		for i, u := range a.uks {
+			var null bool
+			buf, null = encodeKey(buf[:0], rec, u.cols, r)
+			keys[i] = nil
+			if null {
+				continue
+			}
+			if _, dup := u.seen[string(buf)]; dup {
+				conflict = true
+				break
+			}
+			full := append(keyPrefix(qn, u.ix.Name), buf...)
+			_, found, err := a.db.cat.get(string(full))
+			if err != nil {
+				return err
+			}
+			if found {
+				conflict = true
+				break
+			}
+			keys[i] = append([]byte(nil), buf...)
+		}
+		if conflict {
+			if err := flush(r); err != nil {
+				return err
+			}
+			continue
+		}
+		for i, u := range a.uks {
+			if keys[i] != nil {
+				u.seen[string(keys[i])] = struct{}{}
+				u.keys = append(u.keys, keys[i])
+			}
+		}
+		if start < 0 {
+			start = r
+		}
+	}
+	return flush(int(rec.NumRows()))
+}
+
+// write writes rec's rows into the appender's files.
+func (a *Appender) write(rec arrow.RecordBatch) error {
 	n := rec.NumRows()
 	off := int64(0)
 	for off < n {

@@ -97,6 +97,9 @@ type InsertStmt struct {
 	// Checks are the table's CHECK constraints over Query's output
 	// columns: a row that makes one FALSE fails the statement.
 	Checks []BoundCheck
+	// SkipConflicts: ON CONFLICT DO NOTHING (rows whose key exists are
+	// not inserted).
+	SkipConflicts bool
 }
 
 // BoundCheck is a CHECK constraint bound to the rows being written.
@@ -576,7 +579,11 @@ func (b *binder) insert(s *sql.Insert) (Statement, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &InsertStmt{Table: t, Query: &QueryStmt{Plan: &plan.ProjectNode{Input: q.Plan, Exprs: exprs, Cols: cols}, Names: names}, Checks: checks}, nil
+	skip, err := b.onConflict(s.OnConflict, t)
+	if err != nil {
+		return nil, err
+	}
+	return &InsertStmt{Table: t, Query: &QueryStmt{Plan: &plan.ProjectNode{Input: q.Plan, Exprs: exprs, Cols: cols}, Names: names}, Checks: checks, SkipConflicts: skip}, nil
 }
 
 // assignCast converts e to a column's type for INSERT: any numeric type to

@@ -266,3 +266,47 @@ func (b *binder) insertChecks(t *plan.TableDef, table string, cols []plan.Column
 	}
 	return out, nil
 }
+
+// onConflict checks INSERT's ON CONFLICT target against t's unique
+// indexes: the columns (in any order) or the constraint name must be one;
+// no target means any.
+func (b *binder) onConflict(oc *sql.OnConflict, t *plan.TableDef) (bool, error) {
+	if oc == nil {
+		return false, nil
+	}
+	for _, ix := range t.Indexes {
+		if !ix.Unique {
+			continue
+		}
+		switch {
+		case oc.Constraint.Name != "":
+			if strings.EqualFold(ix.Name, oc.Constraint.Name) {
+				return true, nil
+			}
+		case len(oc.Columns) > 0:
+			if len(oc.Columns) != len(ix.Columns) {
+				continue
+			}
+			match := true
+			for _, c := range oc.Columns {
+				found := false
+				for _, k := range ix.Columns {
+					found = found || strings.EqualFold(k, c.Name)
+				}
+				match = match && found
+			}
+			if match {
+				return true, nil
+			}
+		default:
+			return true, nil
+		}
+	}
+	if oc.Constraint.Name != "" {
+		return false, b.errorf(oc, "constraint %q for table %q does not exist", oc.Constraint.Name, t.Name)
+	}
+	if len(oc.Columns) > 0 {
+		return false, b.errorf(oc, "there is no unique or exclusion constraint matching the ON CONFLICT specification")
+	}
+	return true, nil // no target and no unique key: nothing can conflict
+}

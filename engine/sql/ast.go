@@ -529,9 +529,18 @@ type CreateExternalTable struct {
 // Insert is INSERT INTO name [(columns)] query (VALUES is a query).
 type Insert struct {
 	Pos
-	Table   ObjName
-	Columns []Ident
-	Query   *Query
+	Table      ObjName
+	Columns    []Ident
+	Query      *Query
+	OnConflict *OnConflict // nil: none
+}
+
+// OnConflict is INSERT's ON CONFLICT [(columns) | ON CONSTRAINT name] DO
+// NOTHING.
+type OnConflict struct {
+	Pos
+	Columns    []Ident
+	Constraint Ident
 }
 
 // Delete is DELETE FROM table [[AS] alias] [WHERE expr].

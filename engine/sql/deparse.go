@@ -769,6 +769,16 @@ func (d *deparser) stmt(s Statement) {
 		}
 		d.w(" ")
 		d.query(s.Query)
+		if oc := s.OnConflict; oc != nil {
+			d.w(" ON CONFLICT ")
+			if len(oc.Columns) > 0 {
+				d.identList(oc.Columns)
+				d.w(" ")
+			} else if oc.Constraint.Name != "" {
+				d.w("ON CONSTRAINT " + QuoteIdent(oc.Constraint.Name) + " ")
+			}
+			d.w("DO NOTHING")
+		}
 	case *Delete:
 		d.w("DELETE FROM ")
 		d.targetTable(s.Table)

@@ -812,6 +812,34 @@ func (p *parser) parseInsert() (Statement, error) {
 	if ins.Query, err = p.parseQuery(); err != nil {
 		return nil, err
 	}
+	if p.isKw("on") {
+		oc := &OnConflict{Pos: p.next().pos}
+		if _, err := p.expectKw("conflict"); err != nil {
+			return nil, err
+		}
+		if p.isOp("(") {
+			if oc.Columns, err = p.parseIdentList("a column name"); err != nil {
+				return nil, err
+			}
+		} else if p.acceptKw("on") {
+			if _, err := p.expectKw("constraint"); err != nil {
+				return nil, err
+			}
+			if oc.Constraint, err = p.parseIdent("a constraint name"); err != nil {
+				return nil, err
+			}
+		}
+		if _, err := p.expectKw("do"); err != nil {
+			return nil, err
+		}
+		if p.isKw("update") {
+			return nil, p.errAt(p.peek(), "ON CONFLICT DO UPDATE is not supported (DO NOTHING is)")
+		}
+		if _, err := p.expectKw("nothing"); err != nil {
+			return nil, err
+		}
+		ins.OnConflict = oc
+	}
 	return ins, nil
 }
 

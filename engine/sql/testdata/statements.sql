@@ -109,3 +109,6 @@ select a, b, count(*) from t group by rollup (a, b);
 select a, b, sum(c) from t group by a, cube (b, c) having grouping(b) = 0;
 select a, b from t group by grouping sets ((a, b), (a), (), b);
 select rollup from t group by rollup;
+insert into t values (1) on conflict do nothing;
+insert into t (a, b) select 1, 2 on conflict (a, b) do nothing;
+insert into t values (1) on conflict on constraint t_pkey do nothing;
