@@ -688,6 +688,9 @@ var differentialQueries = []string{
 	"select ak, as_, sum(av), count(*), grouping(ak, as_) from a group by rollup (ak, as_)",
 	"select ak, as_, count(distinct av) from a group by cube (ak, as_) having count(*) > 1",
 	"select ak, sum(av) from a group by grouping sets ((ak), (), (ak, as_))",
+	// Subqueries in an inner join's ON.
+	"select ak, bk from a join b on ak = bk and bv > (select avg(cv) from c where ck = ak)",
+	"select ak, bk from a join b on bk in (select ck from c where cv > av)",
 }
 
 func resultText(r *result, ordered bool) string {

@@ -102,6 +102,21 @@ func (o *optimizer) decorrelateNode(n plan.Plan) (plan.Plan, error) {
 		}
 		return &plan.ProjectNode{Input: input, Exprs: exprs, Cols: x.Cols}, nil
 	}
+	if j, ok := n.(*plan.JoinNode); ok && j.Kind == plan.JoinInner && j.Cond != nil && plan.HasSubquery(j.Cond) {
+		// An inner join's ON is a filter over its product: the conjuncts
+		// holding subqueries move above the join and are rewritten there.
+		var keep, sub []plan.Expr
+		for _, c := range plan.Conjuncts(j.Cond) {
+			if plan.HasSubquery(c) {
+				sub = append(sub, c)
+			} else {
+				keep = append(keep, c)
+			}
+		}
+		nj := *j
+		nj.Cond = plan.AndOf(keep)
+		return o.decorrelateNode(&plan.FilterNode{Input: &nj, Cond: plan.AndOf(sub)})
+	}
 	for _, e := range plan.NodeExprs(n) {
 		if plan.HasSubquery(e) {
 			return nil, nferr.Queryf("subqueries are not supported in %s", nodeName(n))
