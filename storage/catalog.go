@@ -200,6 +200,10 @@ func splitName(name string) (schema, table string, err error) {
 	if i := strings.IndexByte(name, '.'); i >= 0 {
 		schema, table = name[:i], name[i+1:]
 	}
+	if strings.EqualFold(schema, "information_schema") {
+		// The engine answers it from the catalog; nothing is stored there.
+		return "", "", nferr.Queryf("schema information_schema is read-only: %s cannot be created or changed", name)
+	}
 	for _, s := range []string{schema, table} {
 		if s == "" || len(s) > 128 {
 			return "", "", nferr.Queryf("invalid table name %q", name)
