@@ -297,6 +297,46 @@ func (ev *evaluator) plan(p plan.Plan, en env) *result {
 			}
 			out.rows = append(out.rows, nr)
 		}
+	case *plan.WindowNode:
+		in := ev.plan(n.Input, en)
+		out.rows = make([]row, len(in.rows))
+		for i, r := range in.rows {
+			out.rows[i] = append(row(nil), r...)
+		}
+		for _, f := range n.Funcs {
+			if f.Fn != "row_number" {
+				ev.fail("cannot evaluate window function %s", f.Fn)
+			}
+			parts := map[string][]int{}
+			var order []string
+			for i, r := range in.rows {
+				e2 := en.with(in.cols, r)
+				var key row
+				for _, pe := range f.PartitionBy {
+					key = append(key, ev.expr(pe, e2))
+				}
+				k := rowKey(key)
+				if _, ok := parts[k]; !ok {
+					order = append(order, k)
+				}
+				parts[k] = append(parts[k], i)
+			}
+			rn := make([]int64, len(in.rows))
+			for _, k := range order {
+				idx := parts[k]
+				sub := &result{cols: in.cols}
+				for _, i := range idx {
+					sub.rows = append(sub.rows, in.rows[i])
+				}
+				pos := ev.sortedIndex(sub, f.OrderBy, en)
+				for n, j := range pos {
+					rn[idx[j]] = int64(n + 1)
+				}
+			}
+			for i := range out.rows {
+				out.rows[i] = append(out.rows[i], &plan.Const{Typ: plan.TypInt64, Val: rn[i]})
+			}
+		}
 	case *plan.SharedScan:
 		res, ok := ev.shared[n.Def]
 		if !ok {
@@ -322,7 +362,17 @@ func limitRows(rows []row, limit, offset int64) []row {
 }
 
 func (ev *evaluator) sorted(in *result, keys []plan.SortKey, en env) []row {
-	rows := append([]row(nil), in.rows...)
+	idx := ev.sortedIndex(in, keys, en)
+	out := make([]row, len(idx))
+	for i, j := range idx {
+		out[i] = in.rows[j]
+	}
+	return out
+}
+
+// sortedIndex is the order of in's rows by keys (stable).
+func (ev *evaluator) sortedIndex(in *result, keys []plan.SortKey, en env) []int {
+	rows := in.rows
 	vals := make(map[int][]*plan.Const, len(rows))
 	idx := make([]int, len(rows))
 	for i, r := range rows {
@@ -348,11 +398,7 @@ func (ev *evaluator) sorted(in *result, keys []plan.SortKey, en env) []row {
 		}
 		return false
 	})
-	out := make([]row, len(rows))
-	for i, j := range idx {
-		out[i] = rows[j]
-	}
-	return out
+	return idx
 }
 
 func setOp(n *plan.SetOpNode, l, r []row) []row {
@@ -688,6 +734,12 @@ var differentialQueries = []string{
 	"select ak, as_, sum(av), count(*), grouping(ak, as_) from a group by rollup (ak, as_)",
 	"select ak, as_, count(distinct av) from a group by cube (ak, as_) having count(*) > 1",
 	"select ak, sum(av) from a group by grouping sets ((ak), (), (ak, as_))",
+	// Correlated subqueries with ORDER BY and LIMIT: row_number() per
+	// outer value.
+	"select ak, (select bv from b where bk = ak order by bv desc nulls last limit 1) from a",
+	"select ak, (select bv from b where bk = ak order by bv nulls first limit 1 offset 1) from a",
+	"select ak from a where exists (select 1 from b where bk = ak limit 1)",
+	"select ak from a where av in (select bv from b where bk = ak order by bv limit 2)",
 	// Subqueries in an inner join's ON.
 	"select ak, bk from a join b on ak = bk and bv > (select avg(cv) from c where ck = ak)",
 	"select ak, bk from a join b on bk in (select ck from c where cv > av)",

@@ -87,7 +87,8 @@ func TestOptimizeWithUnknownRule(t *testing.T) {
 // decorrelator does not handle.
 func TestDecorrelateUnsupported(t *testing.T) {
 	for _, c := range []string{
-		"select n_name from nation where n_nationkey = (select r_regionkey from region where r_regionkey = n_regionkey order by r_name limit 1)",
+		"select n_name from nation where n_nationkey = (select r_regionkey from region where r_regionkey < n_regionkey order by r_name limit 1)",
+		"select n_name from nation where n_nationkey in (select r_regionkey from region where r_regionkey = n_regionkey union select 1)",
 		"select n_name from nation where exists (select 1 from region where r_regionkey < n_regionkey group by r_name)",
 	} {
 		q := bindQuery(t, c)

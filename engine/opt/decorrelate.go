@@ -504,7 +504,65 @@ func (o *optimizer) pull(p plan.Plan, outer plan.ColSet) (plan.Plan, []plan.Expr
 		}
 		return &agg, out, nil
 	}
+	switch n := p.(type) {
+	case *plan.LimitNode:
+		return o.pullLimit(n, outer)
+	case *plan.SortNode:
+		// Without a LIMIT above it, a subquery's order means nothing.
+		for _, k := range n.Keys {
+			if refsOuter(k.Expr, outer) {
+				return nil, nil, errString("an outer column is used in a subquery's ORDER BY")
+			}
+		}
+		return o.pull(n.Input, outer)
+	}
 	return nil, nil, errString("an outer column is used below " + planKindName(p) + ", where it cannot be pulled up")
+}
+
+// pullLimit pulls correlated equalities up through [ORDER BY ...] LIMIT:
+// the limit applies per outer value, so it becomes row_number() over the
+// inner sides of the equalities (ordered as the ORDER BY) kept within
+// (OFFSET, OFFSET+LIMIT].
+func (o *optimizer) pullLimit(n *plan.LimitNode, outer plan.ColSet) (plan.Plan, []plan.Expr, error) {
+	input := n.Input
+	var keys []plan.SortKey
+	if s, ok := input.(*plan.SortNode); ok {
+		for _, k := range s.Keys {
+			if refsOuter(k.Expr, outer) {
+				return nil, nil, errString("an outer column is used in the ORDER BY of a subquery with LIMIT")
+			}
+		}
+		keys, input = s.Keys, s.Input
+	}
+	in, preds, err := o.pull(input, outer)
+	if err != nil {
+		return nil, nil, err
+	}
+	inSet := plan.ColSetOf(in.Columns())
+	var parts []plan.Expr
+	for _, pr := range preds {
+		c, ok := pr.(*plan.Call)
+		if !ok || c.Fn != plan.FnEq {
+			return nil, nil, errString("a correlated predicate below LIMIT must be an equality (inner = outer)")
+		}
+		inner := -1
+		for i := 0; i < 2; i++ {
+			if ic := plan.ColsOf(c.Args[i]); len(ic) > 0 && ic.SubsetOf(inSet) && plan.ColsOf(c.Args[1-i]).SubsetOf(outer) {
+				inner = i
+			}
+		}
+		if inner < 0 {
+			return nil, nil, errString("a correlated predicate below LIMIT must compare an inner expression with an outer one")
+		}
+		parts = append(parts, c.Args[inner])
+	}
+	rn := o.newCol("row_number", plan.TypInt64, false)
+	w := &plan.WindowNode{Input: in, Funcs: []*plan.WindowCall{{Fn: "row_number", PartitionBy: parts, OrderBy: keys, Typ: plan.TypInt64}}, FuncCols: []plan.Column{rn}}
+	cond := plan.Expr(plan.NewCall(plan.FnGt, plan.TypBool, plan.NewColRef(rn), &plan.Const{Typ: plan.TypInt64, Val: n.Offset}))
+	if n.Limit >= 0 {
+		cond = plan.AndOf([]plan.Expr{cond, plan.NewCall(plan.FnLe, plan.TypBool, plan.NewColRef(rn), &plan.Const{Typ: plan.TypInt64, Val: n.Offset + n.Limit})})
+	}
+	return &plan.FilterNode{Input: w, Cond: cond}, preds, nil
 }
 
 type errString string
