@@ -502,17 +502,27 @@ func (b *binder) typeOf(t *sql.TypeName) (arrow.DataType, error) {
 	return nil, b.errorf(t, "type %q does not exist", t.Name)
 }
 
-func (b *binder) insert(s *sql.Insert) (Statement, error) {
-	name, err := b.objName(s.Table)
+// existingTable looks up the table a statement writes or reads by name:
+// a missing one is a query error at n.
+func (b *binder) existingTable(n sql.ObjName) (*plan.TableDef, string, error) {
+	name, err := b.objName(n)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	t, err := b.cat.LookupTable(name)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if t == nil {
-		return nil, b.errorf(s.Table, "table %q does not exist", name)
+		return nil, "", b.errorf(n, "table %q does not exist", name)
+	}
+	return t, name, nil
+}
+
+func (b *binder) insert(s *sql.Insert) (Statement, error) {
+	t, name, err := b.existingTable(s.Table)
+	if err != nil {
+		return nil, err
 	}
 	// target[i] is the schema index filled by the query's column i.
 	var target []int
@@ -603,16 +613,9 @@ func (b *binder) assignCast(e plan.Expr, t arrow.DataType) (plan.Expr, error) {
 }
 
 func (b *binder) copyStmt(s *sql.Copy) (Statement, error) {
-	name, err := b.objName(s.Table)
+	t, name, err := b.existingTable(s.Table)
 	if err != nil {
 		return nil, err
-	}
-	t, err := b.cat.LookupTable(name)
-	if err != nil {
-		return nil, err
-	}
-	if t == nil {
-		return nil, b.errorf(s.Table, "table %q does not exist", name)
 	}
 	c := &CopyStmt{Table: t, File: s.File, Delimiter: ','}
 	if len(s.Columns) == 0 {

@@ -189,16 +189,9 @@ func (b *binder) storedExpr(what, text string) (sql.Expr, error) {
 
 // createIndex binds CREATE [UNIQUE] INDEX.
 func (b *binder) createIndex(s *sql.CreateIndex) (Statement, error) {
-	name, err := b.objName(s.Table)
+	t, name, err := b.existingTable(s.Table)
 	if err != nil {
 		return nil, err
-	}
-	t, err := b.cat.LookupTable(name)
-	if err != nil {
-		return nil, err
-	}
-	if t == nil {
-		return nil, b.errorf(s.Table, "relation %q does not exist", name)
 	}
 	st := &CreateIndexStmt{Name: s.Name.Name, Table: name, Unique: s.Unique, IfNotExists: s.IfNotExists}
 	seen := map[string]bool{}

@@ -291,19 +291,39 @@ func (o *optimizer) rewriteOne(input plan.Plan, s *plan.SubqueryExpr) (plan.Plan
 	if agg, ok := right.(*plan.AggregateNode); ok && groupedByEquiKeys(agg, preds, inputCols) {
 		// Grouping on the join keys makes matches unique: a plain left join.
 		kind = plan.JoinLeft
-		// The count bug: an absent group means count 0, not NULL.
-		m := map[plan.ColumnID]plan.Expr{}
-		for i, a := range agg.Aggs {
-			if a.Fn == plan.AggCount || a.Fn == plan.AggCountStar {
-				c := agg.AggCols[i]
-				m[c.ID] = plan.NewCall(plan.FnCoalesce, c.Type, plan.NewColRef(c), &plan.Const{Typ: plan.TypInt64, Val: int64(0)})
-			}
-		}
-		top = plan.Substitute(top, m)
+		top = countOfNothing(agg, top)
 	} else {
 		right, top = o.presentMarker(right, top)
 	}
 	return &plan.JoinNode{Kind: kind, Left: input, Right: right, Cond: plan.AndOf(preds)}, top, nil
+}
+
+// countOfNothing fixes the count bug in top, evaluated above a left join
+// with agg: an absent group means count 0, not NULL.
+func countOfNothing(agg *plan.AggregateNode, top plan.Expr) plan.Expr {
+	m := map[plan.ColumnID]plan.Expr{}
+	for i, a := range agg.Aggs {
+		if a.Fn == plan.AggCount || a.Fn == plan.AggCountStar {
+			c := agg.AggCols[i]
+			m[c.ID] = plan.NewCall(plan.FnCoalesce, c.Type, plan.NewColRef(c), &plan.Const{Typ: plan.TypInt64, Val: int64(0)})
+		}
+	}
+	return plan.Substitute(top, m)
+}
+
+// innerSide is the argument (0 or 1) of the correlated equality c that is
+// over the inner columns, the other being over the outer ones; false when c
+// is not such an equality.
+func innerSide(c *plan.Call, inner, outer plan.ColSet) (int, bool) {
+	if c.Fn != plan.FnEq {
+		return 0, false
+	}
+	for i := 0; i < 2; i++ {
+		if ic := plan.ColsOf(c.Args[i]); len(ic) > 0 && ic.SubsetOf(inner) && plan.ColsOf(c.Args[1-i]).SubsetOf(outer) {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // presentMarker makes a scalar subquery's top expression, evaluated above
@@ -542,17 +562,12 @@ func (o *optimizer) pullLimit(n *plan.LimitNode, outer plan.ColSet) (plan.Plan, 
 	var parts []plan.Expr
 	for _, pr := range preds {
 		c, ok := pr.(*plan.Call)
-		if !ok || c.Fn != plan.FnEq {
-			return nil, nil, errString("a correlated predicate below LIMIT must be an equality (inner = outer)")
+		inner, eq := 0, false
+		if ok {
+			inner, eq = innerSide(c, inSet, outer)
 		}
-		inner := -1
-		for i := 0; i < 2; i++ {
-			if ic := plan.ColsOf(c.Args[i]); len(ic) > 0 && ic.SubsetOf(inSet) && plan.ColsOf(c.Args[1-i]).SubsetOf(outer) {
-				inner = i
-			}
-		}
-		if inner < 0 {
-			return nil, nil, errString("a correlated predicate below LIMIT must compare an inner expression with an outer one")
+		if !eq {
+			return nil, nil, errString("a correlated predicate below LIMIT must be an equality of an inner expression and an outer one")
 		}
 		parts = append(parts, c.Args[inner])
 	}

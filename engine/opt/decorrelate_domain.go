@@ -108,14 +108,7 @@ func (o *optimizer) domainScalar(input plan.Plan, below plan.Plan, top plan.Expr
 	kind := plan.JoinSingle
 	if len(agg.Groups) == 0 {
 		kind = plan.JoinLeft
-		m := map[plan.ColumnID]plan.Expr{}
-		for i, a := range agg.Aggs {
-			if a.Fn == plan.AggCount || a.Fn == plan.AggCountStar {
-				c := agg.AggCols[i]
-				m[c.ID] = plan.NewCall(plan.FnCoalesce, c.Type, plan.NewColRef(c), &plan.Const{Typ: plan.TypInt64, Val: int64(0)})
-			}
-		}
-		top = plan.Substitute(top, m)
+		top = countOfNothing(agg, top)
 	}
 	var right plan.Plan = &nagg
 	for i := len(chain) - 1; i >= 0; i-- {
