@@ -676,7 +676,7 @@ func (s *Session) insert(ctx context.Context, x *bind.InsertStmt) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
-	checks, err := compileChecks(x.Query, x.Checks)
+	checks, err := compileChecks(x.Query.Plan.Columns(), x.Checks)
 	if err != nil {
 		app.Abort()
 		return nil, err
@@ -731,7 +731,7 @@ func (s *Session) updateRows(ctx context.Context, x *bind.UpdateStmt) (*Result, 
 	if err != nil {
 		return nil, err
 	}
-	checks, err := compileChecks(x.Query, x.Checks)
+	checks, err := compileChecks(x.Query.Plan.Columns(), x.Checks)
 	if err != nil {
 		app.Abort()
 		return nil, err
@@ -787,13 +787,12 @@ type rowCheck struct {
 	x    expr.Expr
 }
 
-// compileChecks lowers CHECK constraints onto the rows q writes (its
-// output columns, in table order).
-func compileChecks(q *bind.QueryStmt, checks []bind.BoundCheck) ([]rowCheck, error) {
+// compileChecks lowers CHECK constraints onto the rows written, whose
+// columns are cols (in table order).
+func compileChecks(cols []plan.Column, checks []bind.BoundCheck) ([]rowCheck, error) {
 	if len(checks) == 0 {
 		return nil, nil
 	}
-	cols := q.Plan.Columns()
 	layout := make([]plan.ColumnID, len(cols))
 	for i, c := range cols {
 		layout[i] = c.ID
@@ -898,9 +897,15 @@ func (s *Session) copy(ctx context.Context, x *bind.CopyStmt) (*Result, error) {
 	if st, ok := x.Table.Handle.(*storage.Table); ok {
 		name = st.QualifiedName()
 	}
-	n, err := s.db.Copy(ctx, name, []string{x.File}, storage.CopyOptions{
-		Format: x.Format, Delimiter: byte(x.Delimiter), Header: x.Header, Null: x.Null,
-	})
+	checks, err := compileChecks(x.CheckCols, x.Checks)
+	if err != nil {
+		return nil, err
+	}
+	opts := storage.CopyOptions{Format: x.Format, Delimiter: byte(x.Delimiter), Header: x.Header, Null: x.Null}
+	if len(checks) > 0 {
+		opts.Check = func(rec arrow.RecordBatch) error { return checkRows(s.opts.Alloc, x.Table.Name, checks, rec) }
+	}
+	n, err := s.db.Copy(ctx, name, []string{x.File}, opts)
 	if err != nil {
 		return nil, err
 	}

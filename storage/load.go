@@ -34,6 +34,20 @@ type CopyOptions struct {
 	Replace bool
 	// BatchRows is the number of rows parsed per record (default 65536).
 	BatchRows int
+	// Check, when set, sees every parsed record before it is appended (the
+	// engine's CHECK constraints); its error fails the COPY, which then
+	// leaves the table as it was.
+	Check func(arrow.RecordBatch) error
+}
+
+// appendChecked appends rec after o.Check accepts it.
+func (o *CopyOptions) appendChecked(app *Appender, rec arrow.RecordBatch) error {
+	if o.Check != nil {
+		if err := o.Check(rec); err != nil {
+			return err
+		}
+	}
+	return app.Append(rec)
 }
 
 // Validate fills defaults from the file name and checks the options.
@@ -99,7 +113,7 @@ func (db *DB) Copy(ctx context.Context, table string, paths []string, opts CopyO
 		_ = o.Validate(p)
 		var err error
 		if o.Format == "parquet" {
-			err = db.copyParquet(ctx, app, p)
+			err = db.copyParquet(ctx, app, p, &o)
 		} else {
 			err = copyText(ctx, app, p, o)
 		}
@@ -113,7 +127,7 @@ func (db *DB) Copy(ctx context.Context, table string, paths []string, opts CopyO
 
 // copyParquet rewrites a Parquet file's rows into the table (columns are
 // matched by name, types must agree).
-func (db *DB) copyParquet(ctx context.Context, app *Appender, path string) error {
+func (db *DB) copyParquet(ctx context.Context, app *Appender, path string, o *CopyOptions) error {
 	md, size, err := readFooter(path)
 	if err != nil {
 		return err
@@ -140,7 +154,7 @@ func (db *DB) copyParquet(ctx context.Context, app *Appender, path string) error
 		if rec == nil {
 			return nil
 		}
-		err = app.Append(rec)
+		err = o.appendChecked(app, rec)
 		rec.Release()
 		if err != nil {
 			return err
@@ -294,7 +308,7 @@ func copyText(ctx context.Context, app *Appender, path string, o CopyOptions) er
 		for _, a := range arrs {
 			a.Release()
 		}
-		err := app.Append(rec)
+		err := o.appendChecked(app, rec)
 		rec.Release()
 		for _, c := range cols {
 			c.reset()

@@ -121,6 +121,10 @@ type CopyStmt struct {
 	Header    bool
 	// Null is the text that stands for NULL in csv/tbl ("" by default).
 	Null string
+	// Checks are the table's CHECK constraints over CheckCols (the table's
+	// columns, in order).
+	Checks    []BoundCheck
+	CheckCols []plan.Column
 }
 
 // ExplainStmt explains a statement (running it when Analyze).
@@ -618,6 +622,12 @@ func (b *binder) copyStmt(s *sql.Copy) (Statement, error) {
 		return nil, err
 	}
 	c := &CopyStmt{Table: t, File: s.File, Delimiter: ','}
+	if len(t.Checks) > 0 {
+		c.CheckCols = b.tableCols(t.Name, t.Schema.Fields())
+		if c.Checks, err = b.insertChecks(t, t.Name, c.CheckCols); err != nil {
+			return nil, err
+		}
+	}
 	if len(s.Columns) == 0 {
 		for i := range t.Schema.Fields() {
 			c.Columns = append(c.Columns, i)
