@@ -504,6 +504,7 @@ func (t *Task) recvLoop(stream grpc.ClientStream) {
 	n := q.c.node
 	defer q.wg.Done()
 	var result error
+	reported := false // result is the worker's own report of its task's failure
 	for {
 		var f frame
 		err := stream.RecvMsg(&f)
@@ -549,6 +550,7 @@ func (t *Task) recvLoop(stream grpc.ClientStream) {
 			q.mu.Unlock()
 			if f.Type == ftDone {
 				result = st.Err.err(fmt.Sprintf("worker %s", t.node.ID))
+				reported = result != nil
 			}
 			continue
 		case ftData:
@@ -593,8 +595,40 @@ func (t *Task) recvLoop(stream grpc.ClientStream) {
 	close(t.done)
 	close(t.out)
 	if result != nil && !(nferr.Is(result, nferr.KindCanceled) && ctx.Err() != nil) {
-		q.Fail(result)
+		if reported && nferr.Is(result, nferr.KindUnavailable) {
+			q.failAfterGrace(result)
+		} else {
+			q.Fail(result)
+		}
 	}
+}
+
+// peerLossGrace is how long a worker's report that it lost another node
+// (a shuffle peer, a storage node) waits before it fails the query: the
+// membership usually confirms a death within it, and the death, naming the
+// node that died, is the error the client should see (the first failure
+// wins).
+const peerLossGrace = 2 * time.Second
+
+// failAfterGrace fails the current attempt with err after peerLossGrace,
+// unless it has failed or ended by then.
+func (q *Query) failAfterGrace(err error) {
+	q.mu.Lock()
+	attempt, ctx := q.attempt, q.ctx
+	q.mu.Unlock()
+	go func() {
+		select {
+		case <-time.After(peerLossGrace):
+		case <-ctx.Done():
+			return
+		}
+		q.mu.Lock()
+		same := q.attempt == attempt
+		q.mu.Unlock()
+		if same {
+			q.Fail(err)
+		}
+	}()
 }
 
 // Output returns the reader of the batches the task sends (TaskContext.Send
