@@ -740,6 +740,13 @@ var differentialQueries = []string{
 	"select ak, (select bv from b where bk = ak order by bv nulls first limit 1 offset 1) from a",
 	"select ak from a where exists (select 1 from b where bk = ak limit 1)",
 	"select ak from a where av in (select bv from b where bk = ak order by bv limit 2)",
+	// ANY / SOME / ALL, correlated or not, NULLs on both sides.
+	"select ak, av > all (select bv from b) from a",
+	"select ak, av < any (select bv from b where bk = ak) from a",
+	"select ak, ak = all (select bk from b where bv > av) from a",
+	"select ak, ak <> some (select bk from b where bk <> ak) from a",
+	"select ak from a where ak >= all (select ck from c where ck is not null)",
+	"select ak, ak = any (select bk from b), ak <> all (select bk from b) from a",
 	// Subqueries in an inner join's ON.
 	"select ak, bk from a join b on ak = bk and bv > (select avg(cv) from c where ck = ak)",
 	"select ak, bk from a join b on bk in (select ck from c where cv > av)",

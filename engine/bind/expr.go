@@ -181,6 +181,8 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 			e = plan.NewCall(plan.FnNot, plan.TypBool, e)
 		}
 		return e, nil
+	case *sql.Quantified:
+		return b.quantified(x, s, ctx)
 	case *sql.Exists:
 		lp, err := b.subquery(x.Query, s, -1, "EXISTS")
 		if err != nil {

@@ -310,6 +310,15 @@ type InSubquery struct {
 	Not   bool
 }
 
+// Quantified is X op ANY|SOME|ALL (query), op a comparison.
+type Quantified struct {
+	Pos
+	Op    string
+	X     Expr
+	All   bool
+	Query *Query
+}
+
 // Exists is EXISTS (query); NOT EXISTS is a UnaryExpr NOT around it.
 type Exists struct {
 	Pos
@@ -642,6 +651,7 @@ func (*Join) tableNode()         {}
 
 func (*ColumnRef) exprNode()    {}
 func (*GroupingSets) exprNode() {}
+func (*Quantified) exprNode()   {}
 func (*Star) exprNode()         {}
 func (*Literal) exprNode()      {}
 func (*TypedLiteral) exprNode() {}

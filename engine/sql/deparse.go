@@ -96,6 +96,8 @@ func exprPrec(e Expr) int {
 		return precUnary
 	case *IsExpr, *IsDistinct:
 		return precIs
+	case *Quantified:
+		return precCmp
 	case *Between, *InList, *InSubquery, *Like:
 		return precRange
 	case *Cast:
@@ -130,6 +132,16 @@ func (d *deparser) exprList(es []Expr) {
 
 func (d *deparser) expr(e Expr, _ int) {
 	switch e := e.(type) {
+	case *Quantified:
+		d.sub(e.X, precCmp)
+		d.w(" " + e.Op + " ")
+		if e.All {
+			d.w("ALL (")
+		} else {
+			d.w("ANY (")
+		}
+		d.query(e.Query)
+		d.w(")")
 	case *GroupingSets:
 		d.w([...]string{"ROLLUP", "CUBE", "GROUPING SETS"}[e.Kind] + " (")
 		for i, set := range e.Sets {

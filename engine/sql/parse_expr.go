@@ -131,7 +131,47 @@ func (p *parser) parseIs() (Expr, error) {
 	return left, nil
 }
 
-func (p *parser) parseCmp() (Expr, error) { return p.binaryChain(p.parseRange, matchCmp) }
+// parseCmp parses comparisons, left-associative, and X op ANY|SOME|ALL
+// (query).
+func (p *parser) parseCmp() (Expr, error) {
+	saved := p.depth
+	defer func() { p.depth = saved }()
+	left, err := p.parseRange()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		op, ok := matchCmp(p.peek())
+		if !ok {
+			return left, nil
+		}
+		if err := p.enter(); err != nil {
+			return nil, err
+		}
+		p.next()
+		if (p.isKw("any") || p.isKw("some") || p.isKw("all")) && p.peekAt(1).kind == tokOp && p.peekAt(1).text == "(" {
+			q := &Quantified{Pos: left.Position(), Op: op, X: left, All: p.isKw("all")}
+			p.next()
+			p.next() // (
+			if !p.startsQuery(0) {
+				return nil, p.errAt(p.peek(), "%s (...) takes a subquery (arrays are not supported)", map[bool]string{true: "ALL", false: "ANY"}[q.All])
+			}
+			if q.Query, err = p.parseQuery(); err != nil {
+				return nil, err
+			}
+			if _, err := p.expectOp(")"); err != nil {
+				return nil, err
+			}
+			left = q
+			continue
+		}
+		right, err := p.parseRange()
+		if err != nil {
+			return nil, err
+		}
+		left = &BinaryExpr{Pos: left.Position(), Op: op, L: left, R: right}
+	}
+}
 
 // parseRange parses [NOT] BETWEEN, [NOT] IN and [NOT] LIKE/ILIKE.
 func (p *parser) parseRange() (Expr, error) {

@@ -129,6 +129,9 @@ func Walk(n Node, fn func(Node) bool) {
 		expr(n.Offset)
 	case *Extract:
 		expr(n.X)
+	case *Quantified:
+		expr(n.X)
+		Walk(n.Query, fn)
 	case *GroupingSets:
 		for _, set := range n.Sets {
 			exprs(set)

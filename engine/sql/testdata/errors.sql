@@ -163,3 +163,7 @@ update t set a = 1 from u
 delete from t using u
 ----
 update t a = 1
+----
+select a = any (1, 2) from t
+----
+select a = all from t

@@ -112,3 +112,5 @@ select rollup from t group by rollup;
 insert into t values (1) on conflict do nothing;
 insert into t (a, b) select 1, 2 on conflict (a, b) do nothing;
 insert into t values (1) on conflict on constraint t_pkey do nothing;
+select a from t where a > all (select b from u) and a = any (select c from u where c is not null) or b <> some (select 1);
+select a < all (select b from u) = true from t;
