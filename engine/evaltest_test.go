@@ -747,6 +747,9 @@ var differentialQueries = []string{
 	"select ak, ak <> some (select bk from b where bk <> ak) from a",
 	"select ak from a where ak >= all (select ck from c where ck is not null)",
 	"select ak, ak = any (select bk from b), ak <> all (select bk from b) from a",
+	// Subqueries in an outer join's ON over its null-filled side.
+	"select ak, bk from a left join b on ak = bk and bv in (select cv from c)",
+	"select ak, bk from a right join b on ak = bk and exists (select 1 from c where ck = ak)",
 	// Subqueries in an inner join's ON.
 	"select ak, bk from a join b on ak = bk and bv > (select avg(cv) from c where ck = ak)",
 	"select ak, bk from a join b on bk in (select ck from c where cv > av)",

@@ -117,6 +117,40 @@ func (o *optimizer) decorrelateNode(n plan.Plan) (plan.Plan, error) {
 		nj.Cond = plan.AndOf(keep)
 		return o.decorrelateNode(&plan.FilterNode{Input: &nj, Cond: plan.AndOf(sub)})
 	}
+	if j, ok := n.(*plan.JoinNode); ok && (j.Kind == plan.JoinLeft || j.Kind == plan.JoinRight) && j.Cond != nil && plan.HasSubquery(j.Cond) {
+		// An outer join's ON conjunct over the inner (null-filled) side
+		// alone filters that side before the join.
+		inner, preserved := &j.Right, j.Left
+		if j.Kind == plan.JoinRight {
+			inner, preserved = &j.Left, j.Right
+		}
+		pcols := plan.ColSetOf(preserved.Columns())
+		var keep, push []plan.Expr
+		for _, c := range plan.Conjuncts(j.Cond) {
+			if plan.HasSubquery(c) && !plan.ColsOf(c).Intersects(pcols) {
+				push = append(push, c)
+			} else {
+				keep = append(keep, c)
+			}
+		}
+		if len(push) > 0 {
+			side, err := o.decorrelateNode(&plan.FilterNode{Input: *inner, Cond: plan.AndOf(push)})
+			if err != nil {
+				return nil, err
+			}
+			nj := *j
+			nj.Cond = plan.AndOf(keep)
+			if j.Kind == plan.JoinLeft {
+				nj.Right = side
+			} else {
+				nj.Left = side
+			}
+			if plan.HasSubquery(nj.Cond) {
+				return nil, nferr.Queryf("subqueries over both sides of an outer join's ON are not supported")
+			}
+			return &nj, nil
+		}
+	}
 	for _, e := range plan.NodeExprs(n) {
 		if plan.HasSubquery(e) {
 			return nil, nferr.Queryf("subqueries are not supported in %s", nodeName(n))
