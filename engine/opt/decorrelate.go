@@ -186,18 +186,12 @@ func (o *optimizer) semiJoin(input plan.Plan, s *plan.SubqueryExpr, not bool) (p
 	if err != nil {
 		return nil, err
 	}
-	var inEqui []plan.EquiCond
-	if s.Kind == plan.SubIn {
-		inEqui = []plan.EquiCond{{Left: s.X, Right: plan.NewColRef(lp.Columns()[0])}}
-	} else {
-		lp = stripProjects(lp)
-		if alwaysOneRow(lp) {
-			// EXISTS over an aggregate without GROUP BY is always true.
-			if not {
-				return &plan.FilterNode{Input: input, Cond: plan.BoolConst(false)}, nil
-			}
-			return input, nil
+	inEqui, lp, oneRow := existsShape(s, lp)
+	if oneRow {
+		if not {
+			return &plan.FilterNode{Input: input, Cond: plan.BoolConst(false)}, nil
 		}
+		return input, nil
 	}
 	right, preds, err := o.pullCorrelated(lp, plan.ColSetOf(input.Columns()), s)
 	if err != nil {
@@ -238,6 +232,18 @@ func inOverOneRow(e plan.Expr) plan.Expr {
 		}
 		return plan.NewCall(plan.FnEq, plan.TypBool, l, r)
 	})
+}
+
+// existsShape prepares the plan lp of a [NOT] EXISTS or IN subquery for a
+// semi, anti or mark join: IN's equality, or EXISTS's plan without its
+// projections; oneRow reports an EXISTS over an aggregate without GROUP BY,
+// which is always true.
+func existsShape(s *plan.SubqueryExpr, lp plan.Plan) (inEqui []plan.EquiCond, out plan.Plan, oneRow bool) {
+	if s.Kind == plan.SubIn {
+		return []plan.EquiCond{{Left: s.X, Right: plan.NewColRef(lp.Columns()[0])}}, lp, false
+	}
+	lp = stripProjects(lp)
+	return nil, lp, alwaysOneRow(lp)
 }
 
 // stripProjects removes projections on top of an EXISTS subquery: only
@@ -283,14 +289,9 @@ func (o *optimizer) rewriteOne(input plan.Plan, s *plan.SubqueryExpr) (plan.Plan
 	inputCols := plan.ColSetOf(input.Columns())
 	if s.Kind != plan.SubScalar {
 		// A mark join: the mark column is the predicate's value.
-		var inEqui []plan.EquiCond
-		if s.Kind == plan.SubIn {
-			inEqui = []plan.EquiCond{{Left: s.X, Right: plan.NewColRef(lp.Columns()[0])}}
-		} else {
-			lp = stripProjects(lp)
-			if alwaysOneRow(lp) {
-				return input, plan.BoolConst(true), nil
-			}
+		inEqui, lp, oneRow := existsShape(s, lp)
+		if oneRow {
+			return input, plan.BoolConst(true), nil
 		}
 		right, preds, err := o.pullCorrelated(lp, inputCols, s)
 		if err != nil {
