@@ -660,7 +660,7 @@ func (s *Session) createTable(ctx context.Context, x *bind.CreateTableStmt) (*Re
 	if err != nil {
 		return nil, err
 	}
-	n, err := s.appendQuery(ctx, app, x.Query)
+	n, _, err := s.appendQuery(ctx, app, x.Query, nil, false)
 	if err != nil {
 		return nil, err
 	}
@@ -676,12 +676,12 @@ func (s *Session) insert(ctx context.Context, x *bind.InsertStmt) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
-	checks, err := compileChecks(x.Query.Plan.Columns(), x.Checks)
+	checks, err := compileChecks(x.Query.Plan.Columns(), x.Checks, app.Schema())
 	if err != nil {
 		app.Abort()
 		return nil, err
 	}
-	n, err := s.appendQuery(ctx, app, x.Query, checks...)
+	n, _, err := s.appendQuery(ctx, app, x.Query, checks, false)
 	if err != nil {
 		return nil, err
 	}
@@ -714,7 +714,7 @@ func (s *Session) deleteRows(ctx context.Context, x *bind.DeleteStmt) (*Result, 
 	if x.All {
 		kept, err = app.Commit()
 	} else {
-		kept, err = s.appendQuery(ctx, app, x.Keep)
+		kept, _, err = s.appendQuery(ctx, app, x.Keep, nil, false)
 	}
 	if err != nil {
 		return nil, err
@@ -731,65 +731,28 @@ func (s *Session) updateRows(ctx context.Context, x *bind.UpdateStmt) (*Result, 
 	if err != nil {
 		return nil, err
 	}
-	checks, err := compileChecks(x.Query.Plan.Columns(), x.Checks)
+	checks, err := compileChecks(x.Query.Plan.Columns(), x.Checks, app.Schema())
 	if err != nil {
 		app.Abort()
 		return nil, err
 	}
-	r, err := s.startQuery(ctx, x.Query, false)
+	_, updated, err := s.appendQuery(ctx, app, x.Query, checks, true)
 	if err != nil {
-		app.Abort()
-		return nil, err
-	}
-	defer r.Close()
-	sch := app.Schema()
-	var updated int64
-	for {
-		rec, err := r.Next()
-		if err == nil && rec != nil && int(rec.NumCols()) != sch.NumFields()+1 {
-			err = nferr.Internalf("update: the query has %d columns, the table %d and a flag", rec.NumCols(), sch.NumFields())
-		}
-		if err != nil {
-			app.Abort()
-			return nil, err
-		}
-		if rec == nil {
-			break
-		}
-		flags := rec.Column(sch.NumFields()).(*array.Boolean)
-		for i := 0; i < flags.Len(); i++ {
-			if flags.IsValid(i) && flags.Value(i) {
-				updated++
-			}
-		}
-		out := array.NewRecordBatch(sch, rec.Columns()[:sch.NumFields()], rec.NumRows())
-		if len(checks) > 0 {
-			err = checkRows(s.opts.Alloc, app.Name(), checks, out)
-		}
-		if err == nil {
-			err = app.Append(out)
-		}
-		out.Release()
-		if err != nil {
-			app.Abort()
-			return nil, err
-		}
-	}
-	if _, err := app.Commit(); err != nil {
 		return nil, err
 	}
 	return status("UPDATE "+strconv.FormatInt(updated, 10), updated), nil
 }
 
-// rowCheck is a CHECK constraint compiled over the rows an INSERT writes.
+// rowCheck is a CHECK constraint compiled over the rows a statement writes.
 type rowCheck struct {
 	name string
-	x    expr.Expr
+	ce   *expr.CompiledExpr
 }
 
-// compileChecks lowers CHECK constraints onto the rows written, whose
-// columns are cols (in table order).
-func compileChecks(cols []plan.Column, checks []bind.BoundCheck) ([]rowCheck, error) {
+// compileChecks lowers and compiles CHECK constraints, once per statement,
+// onto the rows written: records of schema sch whose columns are cols (in
+// table order; a trailing column of cols beyond sch is not referenced).
+func compileChecks(cols []plan.Column, checks []bind.BoundCheck, sch *arrow.Schema) ([]rowCheck, error) {
 	if len(checks) == 0 {
 		return nil, nil
 	}
@@ -803,7 +766,11 @@ func compileChecks(cols []plan.Column, checks []bind.BoundCheck) ([]rowCheck, er
 		if err != nil {
 			return nil, err
 		}
-		out[i] = rowCheck{name: c.Name, x: e}
+		ce, err := expr.CompileExpr(e, sch)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = rowCheck{name: c.Name, ce: ce}
 	}
 	return out, nil
 }
@@ -813,11 +780,7 @@ func compileChecks(cols []plan.Column, checks []bind.BoundCheck) ([]rowCheck, er
 func checkRows(alloc memory.Allocator, table string, checks []rowCheck, rec arrow.RecordBatch) error {
 	b := &exec.Batch{Cols: rec.Columns(), N: int(rec.NumRows())}
 	for _, c := range checks {
-		ce, err := expr.CompileExpr(c.x, rec.Schema())
-		if err != nil {
-			return err
-		}
-		res, err := ce.Eval(alloc, b)
+		res, err := c.ce.Eval(alloc, b)
 		if err != nil {
 			return err
 		}
@@ -844,44 +807,55 @@ func checkRows(alloc memory.Allocator, table string, checks []rowCheck, rec arro
 }
 
 // appendQuery runs q into an appender and commits (or aborts on error);
-// every row must pass checks.
-func (s *Session) appendQuery(ctx context.Context, app *storage.Appender, q *bind.QueryStmt, checks ...rowCheck) (int64, error) {
+// every row must pass checks. With flagged, q's last column is a boolean
+// that is not written: flags counts its TRUE values (UPDATE's count).
+func (s *Session) appendQuery(ctx context.Context, app *storage.Appender, q *bind.QueryStmt, checks []rowCheck, flagged bool) (committed, flags int64, err error) {
 	r, err := s.startQuery(ctx, q, false)
 	if err != nil {
 		app.Abort()
-		return 0, err
+		return 0, 0, err
 	}
 	defer r.Close()
 	sch := app.Schema()
+	want := sch.NumFields()
+	if flagged {
+		want++
+	}
 	for {
 		rec, err := r.Next()
+		if err == nil && rec != nil && int(rec.NumCols()) != want {
+			err = nferr.Internalf("writing %s: the query has %d columns, the table %d (flag column: %v)", app.Name(), rec.NumCols(), sch.NumFields(), flagged)
+		}
 		if err != nil {
 			app.Abort()
-			return 0, err
+			return 0, 0, err
 		}
 		if rec == nil {
 			break
 		}
-		if int(rec.NumCols()) != sch.NumFields() {
-			app.Abort()
-			return 0, nferr.Internalf("insert: the query has %d columns, the table %d", rec.NumCols(), sch.NumFields())
-		}
-		out := array.NewRecordBatch(sch, rec.Columns(), rec.NumRows())
-		if len(checks) > 0 {
-			if err := checkRows(s.opts.Alloc, app.Name(), checks, out); err != nil {
-				out.Release()
-				app.Abort()
-				return 0, err
+		if flagged {
+			f := rec.Column(want - 1).(*array.Boolean)
+			for i := 0; i < f.Len(); i++ {
+				if f.IsValid(i) && f.Value(i) {
+					flags++
+				}
 			}
 		}
-		err = app.Append(out)
+		out := array.NewRecordBatch(sch, rec.Columns()[:sch.NumFields()], rec.NumRows())
+		if len(checks) > 0 {
+			err = checkRows(s.opts.Alloc, app.Name(), checks, out)
+		}
+		if err == nil {
+			err = app.Append(out)
+		}
 		out.Release()
 		if err != nil {
 			app.Abort()
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	return app.Commit()
+	committed, err = app.Commit()
+	return committed, flags, err
 }
 
 func (s *Session) copy(ctx context.Context, x *bind.CopyStmt) (*Result, error) {
@@ -897,7 +871,11 @@ func (s *Session) copy(ctx context.Context, x *bind.CopyStmt) (*Result, error) {
 	if st, ok := x.Table.Handle.(*storage.Table); ok {
 		name = st.QualifiedName()
 	}
-	checks, err := compileChecks(x.CheckCols, x.Checks)
+	sch, err := s.db.Schema(name)
+	if err != nil {
+		return nil, err
+	}
+	checks, err := compileChecks(x.CheckCols, x.Checks, sch)
 	if err != nil {
 		return nil, err
 	}
