@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 
 	"github.com/nicflow/nicflow/internal/nferr"
 )
@@ -223,18 +223,12 @@ func encodeKey(buf []byte, rec arrow.RecordBatch, cols []int, r int) ([]byte, bo
 	return buf, false
 }
 
-// keyText prints row r's key columns for an error message.
+// keyText prints row r's key columns for an error message: the text of
+// their encoding, so that a duplicate within a statement and one found in
+// the catalog read the same.
 func keyText(rec arrow.RecordBatch, cols []int, r int) string {
-	parts := make([]string, len(cols))
-	for i, c := range cols {
-		a := rec.Column(c)
-		if d, ok := a.(*array.Date32); ok {
-			parts[i] = time.Unix(int64(d.Value(r))*86400, 0).UTC().Format("2006-01-02")
-			continue
-		}
-		parts[i] = a.ValueStr(r)
-	}
-	return strings.Join(parts, ", ")
+	k, _ := encodeKey(nil, rec, cols, r)
+	return decodeKeyText(k)
 }
 
 // decodeKeyText prints an encoded key for an error message.
@@ -283,7 +277,8 @@ func decodeKeyText(k []byte) string {
 				v, s := int64(binary.BigEndian.Uint64(k)), int32(binary.BigEndian.Uint32(k[8:]))
 				parts = append(parts, formatScaled(v, s))
 			} else {
-				parts = append(parts, fmt.Sprintf("decimal(%x%016x)", binary.BigEndian.Uint64(k), binary.BigEndian.Uint64(k[8:])))
+				v := decimal128.New(int64(binary.BigEndian.Uint64(k)), binary.BigEndian.Uint64(k[8:]))
+				parts = append(parts, v.ToString(int32(binary.BigEndian.Uint32(k[16:]))))
 			}
 			k = k[w:]
 		default:
@@ -393,16 +388,15 @@ func (db *DB) CreateIndex(ctx context.Context, table string, ix Index, ifNotExis
 	var uk *uniqueKeys
 	gen := t.Generation
 	if nix.Unique {
-		uk = newUniqueKeys(t.Columns, []Index{nix})[0]
+		// The scan projects the key columns, in key order.
+		uk = &uniqueKeys{ix: &nix, cols: make([]int, len(nix.Columns)), seen: map[string]struct{}{}}
+		for i := range uk.cols {
+			uk.cols[i] = i
+		}
 		sc, err := db.NewScanner(ScanSpec{Table: table, Columns: nix.Columns}, ScanOptions{})
 		if err != nil {
 			return err
 		}
-		kcols := make([]int, len(nix.Columns))
-		for i := range kcols {
-			kcols[i] = i
-		}
-		uk.cols = kcols
 		for {
 			rec, err := sc.Next(ctx)
 			if err != nil {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -169,5 +171,36 @@ func TestUniqueKeys(t *testing.T) {
 	}
 	if err := db.CreateTable("two", sch, CreateOptions{Constraints: &Constraints{Indexes: []Index{{Name: "a", Columns: []string{"id"}, Primary: true}, {Name: "b", Columns: []string{"name"}, Primary: true}}}}); err == nil {
 		t.Error("two primary keys accepted")
+	}
+}
+
+// TestDecodeKeyText checks the text of an encoded key in error messages,
+// for every column type a key may have.
+func TestDecodeKeyText(t *testing.T) {
+	d128 := &arrow.Decimal128Type{Precision: 30, Scale: 3}
+	sch := arrow.NewSchema([]arrow.Field{
+		{Name: "i", Type: arrow.PrimitiveTypes.Int64}, {Name: "s", Type: arrow.BinaryTypes.String},
+		{Name: "d", Type: &arrow.Decimal64Type{Precision: 10, Scale: 2}}, {Name: "w", Type: d128},
+		{Name: "day", Type: arrow.FixedWidthTypes.Date32}, {Name: "b", Type: arrow.FixedWidthTypes.Boolean},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sch)
+	defer b.Release()
+	b.Field(0).(*array.Int64Builder).Append(-7)
+	b.Field(1).(*array.StringBuilder).Append("a,b")
+	b.Field(2).(*array.Decimal64Builder).Append(decimal.Decimal64(-1250))
+	b.Field(3).(*array.Decimal128Builder).Append(decimal128.FromI64(-123456))
+	b.Field(4).(*array.Date32Builder).Append(arrow.Date32(19000))
+	b.Field(5).(*array.BooleanBuilder).Append(true)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	key, null := encodeKey(nil, rec, []int{0, 1, 2, 3, 4, 5}, 0)
+	if null {
+		t.Fatal("no NULL here")
+	}
+	if got, want := decodeKeyText(key), "-7, a,b, -12.50, -123.456, 2022-01-08, true"; got != want {
+		t.Errorf("key text %q, want %q", got, want)
+	}
+	if got, want := keyText(rec, []int{0, 1, 2, 3, 4, 5}, 0), "-7, a,b, -12.50, -123.456, 2022-01-08, true"; got != want {
+		t.Errorf("row text %q, want %q", got, want)
 	}
 }

@@ -175,7 +175,7 @@ func (b *binder) aggregatePlan(in plan.Plan, ac *aggCtx, sets [][]int) plan.Plan
 			return p
 		}
 		// Without grouping sets every key is grouped: grouping() is 0.
-		return b.withGroupingValues(p, ac, nil)
+		return b.withGroupingZeros(p, ac)
 	}
 	b.nextDef++
 	inCols := in.Columns()
@@ -254,23 +254,17 @@ func (b *binder) aggregatePlan(in plan.Plan, ac *aggCtx, sets [][]int) plan.Plan
 	return &plan.ProjectNode{Input: union, Exprs: exprs, Cols: out}
 }
 
-// withGroupingValues adds the grouping() columns of a plain aggregate (set
-// nil: every key grouped).
-func (b *binder) withGroupingValues(p plan.Plan, ac *aggCtx, set []int) plan.Plan {
+// withGroupingZeros adds the grouping() columns of a plain aggregate,
+// where every key is grouped: 0.
+func (b *binder) withGroupingZeros(p plan.Plan, ac *aggCtx) plan.Plan {
 	cols := p.Columns()
 	exprs := make([]plan.Expr, 0, len(cols)+len(ac.groupingFns))
 	for _, c := range cols {
 		exprs = append(exprs, plan.NewColRef(c))
 	}
-	all := set
-	if all == nil {
-		for k := range ac.groups {
-			all = append(all, k)
-		}
-	}
 	out := append([]plan.Column(nil), cols...)
 	for _, fn := range ac.groupingFns {
-		exprs = append(exprs, &plan.Const{Typ: plan.TypInt32, Val: groupingValue(fn, all)})
+		exprs = append(exprs, &plan.Const{Typ: plan.TypInt32, Val: int32(0)})
 		out = append(out, fn.col)
 	}
 	return &plan.ProjectNode{Input: p, Exprs: exprs, Cols: out}
