@@ -585,10 +585,7 @@ func (b *binder) insert(s *sql.Insert) (Statement, error) {
 			return nil, b.errorf(s.Query, "column %s of table %s is NOT NULL and gets no value", f.Name, name)
 		}
 	}
-	names := make([]string, len(fields))
-	for i, f := range fields {
-		names[i] = f.Name
-	}
+	names := fieldNames(t)
 	checks, err := b.insertChecks(t, t.Name, cols)
 	if err != nil {
 		return nil, err

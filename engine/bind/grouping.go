@@ -221,47 +221,38 @@ func (b *binder) aggregatePlan(in plan.Plan, ac *aggCtx, sets [][]int) plan.Plan
 				exprs = append(exprs, plan.NullConst(gc.Type))
 			}
 		}
-		for _, c := range agg.AggCols {
-			exprs = append(exprs, plan.NewColRef(c))
-		}
+		exprs = append(exprs, plan.ColRefs(agg.AggCols)...)
 		for _, fn := range ac.groupingFns {
 			exprs = append(exprs, &plan.Const{Typ: plan.TypInt32, Val: groupingValue(fn, set)})
 		}
-		cols := make([]plan.Column, len(out))
-		for i, c := range out {
-			cols[i] = b.newCol(c.Name, "", c.Type, true)
-		}
-		var branch plan.Plan = &plan.ProjectNode{Input: agg, Exprs: exprs, Cols: cols}
+		var branch plan.Plan = &plan.ProjectNode{Input: agg, Exprs: exprs, Cols: b.nullableCopies(out)}
 		if union == nil {
 			union = branch
 			continue
 		}
-		ucols := make([]plan.Column, len(out))
-		for i, c := range out {
-			ucols[i] = b.newCol(c.Name, "", c.Type, true)
-		}
-		union = &plan.SetOpNode{Kind: plan.SetUnion, All: true, Left: union, Right: branch, Cols: ucols}
+		union = &plan.SetOpNode{Kind: plan.SetUnion, All: true, Left: union, Right: branch, Cols: b.nullableCopies(out)}
 	}
 	// The last node's columns are the aggCtx's: rename by a projection.
-	uc := union.Columns()
-	exprs := make([]plan.Expr, len(uc))
-	for i, c := range uc {
-		exprs[i] = plan.NewColRef(c)
-	}
 	for i := range out {
 		out[i].Nullable = true
 	}
-	return &plan.ProjectNode{Input: union, Exprs: exprs, Cols: out}
+	return &plan.ProjectNode{Input: union, Exprs: plan.ColRefs(union.Columns()), Cols: out}
+}
+
+// nullableCopies are fresh nullable columns named and typed as cols.
+func (b *binder) nullableCopies(cols []plan.Column) []plan.Column {
+	out := make([]plan.Column, len(cols))
+	for i, c := range cols {
+		out[i] = b.newCol(c.Name, "", c.Type, true)
+	}
+	return out
 }
 
 // withGroupingZeros adds the grouping() columns of a plain aggregate,
 // where every key is grouped: 0.
 func (b *binder) withGroupingZeros(p plan.Plan, ac *aggCtx) plan.Plan {
 	cols := p.Columns()
-	exprs := make([]plan.Expr, 0, len(cols)+len(ac.groupingFns))
-	for _, c := range cols {
-		exprs = append(exprs, plan.NewColRef(c))
-	}
+	exprs := plan.ColRefs(cols)
 	out := append([]plan.Column(nil), cols...)
 	for _, fn := range ac.groupingFns {
 		exprs = append(exprs, &plan.Const{Typ: plan.TypInt32, Val: int32(0)})

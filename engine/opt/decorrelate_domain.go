@@ -101,7 +101,7 @@ func (o *optimizer) domainScalar(input plan.Plan, below plan.Plan, top plan.Expr
 	dep := &plan.JoinNode{Kind: plan.JoinInner, Left: domain, Right: inner, Cond: plan.AndOf(preds)}
 	nagg := *agg
 	nagg.Input = dep
-	nagg.Groups = append(append([]plan.Expr(nil), agg.Groups...), colRefs(dcols)...)
+	nagg.Groups = append(append([]plan.Expr(nil), agg.Groups...), plan.ColRefs(dcols)...)
 	nagg.GroupCols = append(append([]plan.Column(nil), agg.GroupCols...), dcols...)
 	// Each outer row meets at most one group when the subquery had no
 	// GROUP BY of its own; otherwise a single join checks at run time.
@@ -116,7 +116,7 @@ func (o *optimizer) domainScalar(input plan.Plan, below plan.Plan, top plan.Expr
 		case *plan.FilterNode:
 			right = &plan.FilterNode{Input: right, Cond: x.Cond}
 		case *plan.ProjectNode:
-			right = &plan.ProjectNode{Input: right, Exprs: append(append([]plan.Expr(nil), x.Exprs...), colRefs(dcols)...), Cols: append(append([]plan.Column(nil), x.Cols...), dcols...)}
+			right = &plan.ProjectNode{Input: right, Exprs: append(append([]plan.Expr(nil), x.Exprs...), plan.ColRefs(dcols)...), Cols: append(append([]plan.Column(nil), x.Cols...), dcols...)}
 		}
 	}
 	if kind == plan.JoinSingle {
@@ -131,14 +131,6 @@ func (o *optimizer) domainScalar(input plan.Plan, below plan.Plan, top plan.Expr
 		conds[i] = plan.NewCall(fn, plan.TypBool, plan.NewColRef(c), plan.NewColRef(dcols[i]))
 	}
 	return &plan.JoinNode{Kind: kind, Left: input, Right: right, Cond: plan.AndOf(conds)}, top, true
-}
-
-func colRefs(cols []plan.Column) []plan.Expr {
-	out := make([]plan.Expr, len(cols))
-	for i, c := range cols {
-		out[i] = plan.NewColRef(c)
-	}
-	return out
 }
 
 // substitutePlan replaces column references by m in every expression of

@@ -161,6 +161,15 @@ const (
 // NewColRef is a reference to column c.
 func NewColRef(c Column) *ColRef { return &ColRef{ID: c.ID, Name: c.QualifiedName(), Typ: c.Type} }
 
+// ColRefs are references to cols, in order.
+func ColRefs(cols []Column) []Expr {
+	out := make([]Expr, len(cols))
+	for i, c := range cols {
+		out[i] = NewColRef(c)
+	}
+	return out
+}
+
 // BoolConst is the constant b.
 func BoolConst(b bool) *Const { return &Const{Typ: TypBool, Val: b} }
 
