@@ -676,12 +676,7 @@ func (s *Session) insert(ctx context.Context, x *bind.InsertStmt) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
-	checks, err := compileChecks(x.Query.Plan.Columns(), x.Checks, app.Schema())
-	if err != nil {
-		app.Abort()
-		return nil, err
-	}
-	n, _, err := s.appendQuery(ctx, app, x.Query, checks, false)
+	n, _, err := s.appendQuery(ctx, app, x.Query, x.Checks, false)
 	if err != nil {
 		return nil, err
 	}
@@ -731,12 +726,7 @@ func (s *Session) updateRows(ctx context.Context, x *bind.UpdateStmt) (*Result, 
 	if err != nil {
 		return nil, err
 	}
-	checks, err := compileChecks(x.Query.Plan.Columns(), x.Checks, app.Schema())
-	if err != nil {
-		app.Abort()
-		return nil, err
-	}
-	_, updated, err := s.appendQuery(ctx, app, x.Query, checks, true)
+	_, updated, err := s.appendQuery(ctx, app, x.Query, x.Checks, true)
 	if err != nil {
 		return nil, err
 	}
@@ -807,9 +797,15 @@ func checkRows(alloc memory.Allocator, table string, checks []rowCheck, rec arro
 }
 
 // appendQuery runs q into an appender and commits (or aborts on error);
-// every row must pass checks. With flagged, q's last column is a boolean
-// that is not written: flags counts its TRUE values (UPDATE's count).
-func (s *Session) appendQuery(ctx context.Context, app *storage.Appender, q *bind.QueryStmt, checks []rowCheck, flagged bool) (committed, flags int64, err error) {
+// every row must pass the CHECK constraints bound, compiled here once. With
+// flagged, q's last column is a boolean that is not written: flags counts
+// its TRUE values (UPDATE's count).
+func (s *Session) appendQuery(ctx context.Context, app *storage.Appender, q *bind.QueryStmt, bound []bind.BoundCheck, flagged bool) (committed, flags int64, err error) {
+	checks, err := compileChecks(q.Plan.Columns(), bound, app.Schema())
+	if err != nil {
+		app.Abort()
+		return 0, 0, err
+	}
 	r, err := s.startQuery(ctx, q, false)
 	if err != nil {
 		app.Abort()

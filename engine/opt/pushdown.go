@@ -139,37 +139,32 @@ func (o *optimizer) pushJoin(n *plan.JoinNode, above []plan.Expr) plan.Plan {
 				}
 			}
 		}
-	case plan.JoinLeft, plan.JoinSemi, plan.JoinAnti, plan.JoinMark, plan.JoinSingle:
+	case plan.JoinLeft, plan.JoinSemi, plan.JoinAnti, plan.JoinMark, plan.JoinSingle, plan.JoinRight:
+		// The preserved side keeps all its rows and the other side is
+		// null-filled (or only tested): a filter above the join moves to
+		// the preserved side, an ON conjunct to the other side (and a semi
+		// join's to either side).
+		toKept, toOther := &toLeft, &toRight
+		sides := side
+		if n.Kind == plan.JoinRight {
+			toKept, toOther = &toRight, &toLeft
+			sides = func(e plan.Expr) (bool, bool) { l, r := side(e); return r, l }
+		}
 		for _, e := range above {
-			if l, _ := side(e); l {
-				toLeft = append(toLeft, e)
+			if kept, _ := sides(e); kept {
+				*toKept = append(*toKept, e)
 			} else {
 				keepAbove = append(keepAbove, e)
 			}
 		}
 		for _, e := range on {
-			l, r := side(e)
+			kept, other := sides(e)
 			switch {
-			case r:
-				toRight = append(toRight, e)
-			case l && n.Kind == plan.JoinSemi:
-				toLeft = append(toLeft, e)
+			case other:
+				*toOther = append(*toOther, e)
+			case kept && n.Kind == plan.JoinSemi:
+				*toKept = append(*toKept, e)
 			default:
-				keepOn = append(keepOn, e)
-			}
-		}
-	case plan.JoinRight:
-		for _, e := range above {
-			if _, r := side(e); r {
-				toRight = append(toRight, e)
-			} else {
-				keepAbove = append(keepAbove, e)
-			}
-		}
-		for _, e := range on {
-			if l, _ := side(e); l {
-				toLeft = append(toLeft, e)
-			} else {
 				keepOn = append(keepOn, e)
 			}
 		}

@@ -193,17 +193,13 @@ func scanPredicate(e plan.Expr, cols map[plan.ColumnID]scanColumn) (*storage.Pre
 		if !ok {
 			return nil, false
 		}
-		op := map[string]storage.Op{plan.FnEq: storage.OpEq, plan.FnNe: storage.OpNe, plan.FnLt: storage.OpLt, plan.FnLe: storage.OpLe, plan.FnGt: storage.OpGt, plan.FnGe: storage.OpGe}[c.Fn]
+		op := storageOps[c.Fn]
 		if flipped {
-			op = map[storage.Op]storage.Op{storage.OpEq: storage.OpEq, storage.OpNe: storage.OpNe, storage.OpLt: storage.OpGt, storage.OpLe: storage.OpGe, storage.OpGt: storage.OpLt, storage.OpGe: storage.OpLe}[op]
+			op = flippedOps[op]
 		}
 		return storage.Cmp(col.name, op, v), true
 	case plan.FnIn:
-		r, ok := c.Args[0].(*plan.ColRef)
-		if !ok {
-			return nil, false
-		}
-		col, ok := cols[r.ID]
+		col, ok := scanCol(c.Args[0], cols)
 		if !ok {
 			return nil, false
 		}
@@ -229,11 +225,7 @@ func scanPredicate(e plan.Expr, cols map[plan.ColumnID]scanColumn) (*storage.Pre
 		}
 		return storage.In(col.name, vs...), true
 	case plan.FnIsNull, plan.FnNotNull:
-		r, ok := c.Args[0].(*plan.ColRef)
-		if !ok {
-			return nil, false
-		}
-		col, ok := cols[r.ID]
+		col, ok := scanCol(c.Args[0], cols)
 		if !ok {
 			return nil, false
 		}
@@ -245,14 +237,13 @@ func scanPredicate(e plan.Expr, cols map[plan.ColumnID]scanColumn) (*storage.Pre
 		if len(c.Args) != 2 {
 			return nil, false
 		}
-		r, ok1 := c.Args[0].(*plan.ColRef)
+		col, ok1 := scanCol(c.Args[0], cols)
 		k, ok2 := c.Args[1].(*plan.Const)
 		if !ok1 || !ok2 {
 			return nil, false
 		}
-		col, ok := cols[r.ID]
 		s, isStr := k.Val.(string)
-		if !ok || !isStr || col.typ.ID() != arrow.STRING {
+		if !isStr || col.typ.ID() != arrow.STRING {
 			return nil, false
 		}
 		i := plan.IndexAnyWildcard(s)
@@ -266,18 +257,33 @@ func scanPredicate(e plan.Expr, cols map[plan.ColumnID]scanColumn) (*storage.Pre
 	return nil, false
 }
 
+// storageOps maps a comparison to storage's operator; flippedOps gives the
+// operator with its operands swapped (5 < x is x > 5).
+var (
+	storageOps = map[string]storage.Op{plan.FnEq: storage.OpEq, plan.FnNe: storage.OpNe, plan.FnLt: storage.OpLt, plan.FnLe: storage.OpLe, plan.FnGt: storage.OpGt, plan.FnGe: storage.OpGe}
+	flippedOps = map[storage.Op]storage.Op{storage.OpEq: storage.OpEq, storage.OpNe: storage.OpNe, storage.OpLt: storage.OpGt, storage.OpLe: storage.OpGe, storage.OpGt: storage.OpLt, storage.OpGe: storage.OpLe}
+)
+
+// scanCol matches a reference to a scan column.
+func scanCol(e plan.Expr, cols map[plan.ColumnID]scanColumn) (scanColumn, bool) {
+	r, ok := e.(*plan.ColRef)
+	if !ok {
+		return scanColumn{}, false
+	}
+	c, ok := cols[r.ID]
+	return c, ok
+}
+
 // colConst matches "column op constant" in either order.
 func colConst(a, b plan.Expr, cols map[plan.ColumnID]scanColumn) (scanColumn, *plan.Const, bool, bool) {
-	if r, ok := a.(*plan.ColRef); ok {
-		if k, ok := b.(*plan.Const); ok {
-			c, ok := cols[r.ID]
-			return c, k, false, ok
+	if k, ok := b.(*plan.Const); ok {
+		if c, ok := scanCol(a, cols); ok {
+			return c, k, false, true
 		}
 	}
-	if r, ok := b.(*plan.ColRef); ok {
-		if k, ok := a.(*plan.Const); ok {
-			c, ok := cols[r.ID]
-			return c, k, true, ok
+	if k, ok := a.(*plan.Const); ok {
+		if c, ok := scanCol(b, cols); ok {
+			return c, k, true, true
 		}
 	}
 	return scanColumn{}, nil, false, false

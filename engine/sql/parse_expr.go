@@ -593,23 +593,11 @@ func (p *parser) parseOver() (*WindowSpec, error) {
 	t := p.next()
 	w := &WindowSpec{Pos: t.pos}
 	var err error
-	if p.isKw("partition") {
-		p.next()
-		if _, err := p.expectKw("by"); err != nil {
-			return nil, err
-		}
-		if w.PartitionBy, err = p.parseExprList(); err != nil {
-			return nil, err
-		}
+	if w.PartitionBy, err = byClause(p, "partition", p.parseExprList); err != nil {
+		return nil, err
 	}
-	if p.isKw("order") {
-		p.next()
-		if _, err := p.expectKw("by"); err != nil {
-			return nil, err
-		}
-		if w.OrderBy, err = p.parseOrderList(); err != nil {
-			return nil, err
-		}
+	if w.OrderBy, err = byClause(p, "order", p.parseOrderList); err != nil {
+		return nil, err
 	}
 	if f := p.peek(); isKwTok(f, "rows") || isKwTok(f, "range") || isKwTok(f, "groups") {
 		p.next()

@@ -86,14 +86,8 @@ func (p *parser) parseQueryFrom(first *Query) (*Query, error) {
 // parseQueryTail parses ORDER BY, LIMIT, OFFSET and FETCH into q.
 func (p *parser) parseQueryTail(q *Query) error {
 	var err error
-	if p.isKw("order") {
-		p.next()
-		if _, err := p.expectKw("by"); err != nil {
-			return err
-		}
-		if q.OrderBy, err = p.parseOrderList(); err != nil {
-			return err
-		}
+	if q.OrderBy, err = byClause(p, "order", p.parseOrderList); err != nil {
+		return err
 	}
 	for {
 		switch {
@@ -303,14 +297,8 @@ func (p *parser) parseSelect() (*Select, error) {
 			return nil, err
 		}
 	}
-	if p.isKw("group") {
-		p.next()
-		if _, err := p.expectKw("by"); err != nil {
-			return nil, err
-		}
-		if s.GroupBy, err = p.parseGroupByList(); err != nil {
-			return nil, err
-		}
+	if s.GroupBy, err = byClause(p, "group", p.parseGroupByList); err != nil {
+		return nil, err
 	}
 	if p.acceptKw("having") {
 		if s.Having, err = p.parseExpr(); err != nil {

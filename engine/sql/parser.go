@@ -133,6 +133,31 @@ func (p *parser) expectKw(kw string) (token, error) {
 	return token{}, p.errExpected(strings.ToUpper(kw))
 }
 
+// acceptPhrase consumes a keyword phrase such as ORDER BY or IF NOT EXISTS:
+// false, consuming nothing, when its first word is absent; an error naming
+// the missing word when the first word is there and a later one is not.
+func (p *parser) acceptPhrase(first string, rest ...string) (bool, error) {
+	if !p.acceptKw(first) {
+		return false, nil
+	}
+	for _, kw := range rest {
+		if _, err := p.expectKw(kw); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// byClause parses an optional "<first> BY <list>" clause (ORDER BY,
+// PARTITION BY, GROUP BY) with parse; the zero T when first is absent.
+func byClause[T any](p *parser, first string, parse func() (T, error)) (T, error) {
+	var zero T
+	if ok, err := p.acceptPhrase(first, "by"); !ok || err != nil {
+		return zero, err
+	}
+	return parse()
+}
+
 func (p *parser) isOp(op string) bool {
 	t := p.peek()
 	return t.kind == tokOp && t.text == op
@@ -386,12 +411,9 @@ func (p *parser) parseUpdate() (Statement, error) {
 
 func (p *parser) parseCreate() (Statement, error) {
 	start := p.next() // CREATE
-	orReplace := false
-	if p.acceptKw("or") {
-		if _, err := p.expectKw("replace"); err != nil {
-			return nil, err
-		}
-		orReplace = true
+	orReplace, err := p.acceptPhrase("or", "replace")
+	if err != nil {
+		return nil, err
 	}
 	switch {
 	case p.acceptKw("view"):
@@ -435,7 +457,7 @@ func (p *parser) parseCreateIndex(start token) (Statement, error) {
 		return nil, err
 	}
 	var err error
-	if ci.IfNotExists, err = p.parseIfNotExists(); err != nil {
+	if ci.IfNotExists, err = p.acceptPhrase("if", "not", "exists"); err != nil {
 		return nil, err
 	}
 	if !p.isKw("on") {
@@ -483,22 +505,8 @@ func (p *parser) parseCreateIndex(start token) (Statement, error) {
 	return ci, nil
 }
 
-func (p *parser) parseIfNotExists() (bool, error) {
-	if !p.isKw("if") {
-		return false, nil
-	}
-	p.next()
-	if _, err := p.expectKw("not"); err != nil {
-		return false, err
-	}
-	if _, err := p.expectKw("exists"); err != nil {
-		return false, err
-	}
-	return true, nil
-}
-
 func (p *parser) parseCreateTable(start token) (Statement, error) {
-	ifNot, err := p.parseIfNotExists()
+	ifNot, err := p.acceptPhrase("if", "not", "exists")
 	if err != nil {
 		return nil, err
 	}
@@ -711,7 +719,7 @@ func (p *parser) parseParenExpr() (Expr, error) {
 }
 
 func (p *parser) parseCreateExternal(start token) (Statement, error) {
-	ifNot, err := p.parseIfNotExists()
+	ifNot, err := p.acceptPhrase("if", "not", "exists")
 	if err != nil {
 		return nil, err
 	}
@@ -768,12 +776,9 @@ func (p *parser) parseDrop() (Statement, error) {
 	default:
 		return nil, p.errExpected("TABLE, VIEW or INDEX")
 	}
-	if p.isKw("if") {
-		p.next()
-		if _, err := p.expectKw("exists"); err != nil {
-			return nil, err
-		}
-		d.IfExists = true
+	var err error
+	if d.IfExists, err = p.acceptPhrase("if", "exists"); err != nil {
+		return nil, err
 	}
 	for {
 		n, err := p.parseObjName("a name")
