@@ -30,10 +30,14 @@ type scopeItem struct {
 	hidden []bool
 }
 
-// cteBinding is a WITH entry: bound once, shared by its references.
+// cteBinding is a WITH entry: bound once, shared by its references. In
+// its own recursive term, a recursive CTE is bound to its work table
+// instead (work and workCols: the columns' types and nullability).
 type cteBinding struct {
-	def   *plan.SharedDef
-	names []string
+	def      *plan.SharedDef
+	names    []string
+	work     *plan.WorkTable
+	workCols []plan.Column
 }
 
 func (s *scope) lookupCTE(name string) *cteBinding {
@@ -108,7 +112,14 @@ func (b *binder) query(q *sql.Query, outer *scope) (plan.Plan, []string, error) 
 				return nil, nil, b.errorf(c, "WITH query name %q specified more than once", c.Name.Name)
 			}
 			// A CTE sees the CTEs before it and the enclosing queries.
-			lp, names, err := b.query(c.Query, s)
+			var lp plan.Plan
+			var names []string
+			var err error
+			if q.Recursive && readsName(c.Query, c.Name.Name) {
+				lp, names, err = b.recursiveCTE(c, s)
+			} else {
+				lp, names, err = b.query(c.Query, s)
+			}
 			if err != nil {
 				return nil, nil, err
 			}
@@ -456,8 +467,17 @@ func (b *binder) tableName(t *sql.TableName, s *scope) (plan.Plan, []*scopeItem,
 			if alias == "" {
 				alias = t.Name.Parts[0].Name
 			}
-			scan := b.sharedScan(c.def, c.names, alias)
-			it, err := b.aliasItem(scan.Cols, c.names, alias, aliasCols, t, alias)
+			var scan plan.Plan
+			if c.work != nil {
+				ws := &plan.WorkScan{Work: c.work, Cols: make([]plan.Column, len(c.workCols))}
+				for i, wc := range c.workCols {
+					ws.Cols[i] = b.newCol(c.names[i], alias, wc.Type, wc.Nullable)
+				}
+				scan = ws
+			} else {
+				scan = b.sharedScan(c.def, c.names, alias)
+			}
+			it, err := b.aliasItem(scan.Columns(), c.names, alias, aliasCols, t, alias)
 			if err != nil {
 				return nil, nil, err
 			}

@@ -593,6 +593,8 @@ func (d *distPlanner) walkNode(n *phys.PhysNode) (frag, error) {
 			d.shared[def.ID] = &phys.PhysShared{ID: def.ID, Name: def.Name, Root: f.n}
 		}
 		return frag{n: with(n, 1)}, nil
+	case phys.PhysRecursive:
+		return d.recursive(n)
 	case phys.PhysExchange:
 		return d.exchange(n)
 	case phys.PhysHashJoin:
@@ -681,7 +683,72 @@ func (d *distPlanner) renumber(n *phys.PhysNode) *phys.PhysNode {
 	for i, in := range n.Inputs {
 		c.Inputs[i] = d.renumber(in)
 	}
+	if n.Recursive != nil {
+		r := *n.Recursive
+		r.Term = d.renumber(n.Recursive.Term)
+		c.Recursive = &r
+	}
 	return &c
+}
+
+// recursive plans a recursive CTE (phys/recursive.go) into one task: the
+// anchor is gathered into it, and the term, which the physical planner
+// left one stream over work tables, constants and shared subplans, runs
+// there whole for every run; its shared subplans (the parts of the term
+// that do not change between runs) are planned like any other, so they
+// read the cluster's tables in their own stages, once.
+func (d *distPlanner) recursive(n *phys.PhysNode) (frag, error) {
+	in, err := d.walk(n.Inputs[0])
+	if err != nil {
+		return in, err
+	}
+	if in, err = d.single(in); err != nil {
+		return in, err
+	}
+	term, err := d.localTerm(n.Recursive.Term)
+	if err != nil {
+		return frag{}, err
+	}
+	c := with(n, 1, in.n)
+	r := *n.Recursive
+	r.Term = term
+	c.Recursive = &r
+	return frag{n: c}, nil
+}
+
+// localTerm copies a recursive term, planning the shared subplans it reads.
+func (d *distPlanner) localTerm(n *phys.PhysNode) (*phys.PhysNode, error) {
+	switch n.Kind {
+	case phys.PhysSharedScan:
+		if d.unshared[n.Shared.Def] {
+			// NB: a subplan planned at each reader would put network
+			// receivers into the term, which is built again every run.
+			return nil, nferr.Queryf("WITH RECURSIVE: this query reads a recursive CTE from several stages of a distributed plan, which is not supported yet; run it embedded")
+		}
+		f, err := d.walkNode(n)
+		return f.n, err
+	case phys.PhysExchange, phys.PhysScan, phys.PhysRemote:
+		return nil, nferr.Internalf("distributed plan: a recursive term has a %s node", n.Kind)
+	}
+	c := *n
+	c.Inputs = make([]*phys.PhysNode, len(n.Inputs))
+	for i, in := range n.Inputs {
+		var err error
+		if c.Inputs[i], err = d.localTerm(in); err != nil {
+			return nil, err
+		}
+	}
+	if n.Recursive != nil {
+		// A recursive CTE inside a term (it reads the outer work table):
+		// local too.
+		r := *n.Recursive
+		var err error
+		if r.Term, err = d.localTerm(n.Recursive.Term); err != nil {
+			return nil, err
+		}
+		c.Recursive = &r
+	}
+	return &c, nil
 }
 
 func (d *distPlanner) exchange(n *phys.PhysNode) (frag, error) {

@@ -313,6 +313,21 @@ func (e *Estimator) compute(p plan.Plan) *RelStats {
 			out.Cols[c.ID] = &ColStat{Ndv: float64(len(n.Rows))}
 		}
 		return out
+	case *plan.RecursiveNode:
+		// A guess: ten runs of the term, each adding the anchor's rows.
+		rows := math.Max(e.stats(n.Anchor).Rows, 1) * 10
+		out := &RelStats{Rows: rows, Cols: map[plan.ColumnID]*ColStat{}}
+		for _, c := range n.Cols {
+			out.Cols[c.ID] = &ColStat{Ndv: rows}
+		}
+		return out
+	case *plan.WorkScan:
+		// A guess: the rows one run of a recursive term adds.
+		out := &RelStats{Rows: workScanRows, Cols: map[plan.ColumnID]*ColStat{}}
+		for _, c := range n.Cols {
+			out.Cols[c.ID] = &ColStat{Ndv: workScanRows}
+		}
+		return out
 	case *plan.SharedScan:
 		in := e.stats(n.Def.Plan)
 		out := &RelStats{Rows: in.Rows, Cols: map[plan.ColumnID]*ColStat{}}
@@ -326,6 +341,10 @@ func (e *Estimator) compute(p plan.Plan) *RelStats {
 	}
 	return &RelStats{Rows: plan.DefaultTableRows, Cols: map[plan.ColumnID]*ColStat{}}
 }
+
+// workScanRows is the estimate of a recursive CTE's work table: the rows
+// one run of its term adds (unknown when planning; usually few).
+const workScanRows = 1000
 
 // exprNDV estimates the distinct count of an expression's values.
 func exprNDV(x plan.Expr, in *RelStats) float64 {

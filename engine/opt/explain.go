@@ -221,6 +221,14 @@ func (e *explainer) node(p plan.Plan, depth int) {
 		if len(n.Cols) > 0 {
 			line += " [" + e.colList(n.Cols) + "]"
 		}
+	case *plan.RecursiveNode:
+		line = "Recursive union"
+		if !n.Distinct {
+			line += " all"
+		}
+		line += fmt.Sprintf(" %d (%s) [%s]", n.Work.ID, n.Work.Name, e.colList(n.Cols))
+	case *plan.WorkScan:
+		line = fmt.Sprintf("WorkScan %d (%s) [%s]", n.Work.ID, n.Work.Name, e.colList(n.Cols))
 	case *plan.SharedScan:
 		line = fmt.Sprintf("SharedScan %d (%s) [%s]", n.Def.ID, n.Def.Name, e.colList(n.Cols))
 		if !e.shared[n.Def] {

@@ -117,6 +117,12 @@ func prune(p plan.Plan, required plan.ColSet) plan.Plan {
 		return &c
 	case *plan.DistinctNode:
 		return &plan.DistinctNode{Input: prune(n.Input, plan.ColSetOf(n.Input.Columns()))}
+	case *plan.RecursiveNode:
+		// Positional, like a set operation: every column of both terms.
+		c := *n
+		c.Anchor = prune(n.Anchor, plan.ColSetOf(n.Anchor.Columns()))
+		c.Term = prune(n.Term, plan.ColSetOf(n.Term.Columns()))
+		return &c
 	case *plan.SetOpNode:
 		c := *n
 		c.Left = prune(n.Left, plan.ColSetOf(n.Left.Columns()))

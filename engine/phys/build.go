@@ -153,6 +153,8 @@ type builder struct {
 	opts   BuildOptions
 	shared map[int]*sharedMat
 	stats  map[int]*OpStats
+	// work holds the work tables of the recursive nodes built so far.
+	work map[int]*exec.WorkTable
 }
 
 // abandon frees shared subplans no reader owns (after a failed build).
@@ -197,6 +199,14 @@ func (b *builder) build(n *PhysNode) ([]exec.Operator, error) {
 		}
 		m.refs.Add(1)
 		ops = []exec.Operator{&sharedReader{m: m}}
+	case PhysRecursive:
+		ops, err = b.recursive(n, ins)
+	case PhysWorkScan:
+		w := b.work[n.Work.Work]
+		if w == nil {
+			return nil, nferr.Internalf("build: work table %d read outside its recursive node", n.Work.Work)
+		}
+		ops = []exec.Operator{exec.NewWorkTableScan(w)}
 	case PhysRemote:
 		if b.opts.Remote == nil {
 			return nil, nferr.Internalf("build: remote node %d outside a distributed fragment", n.ID)
@@ -227,8 +237,14 @@ func (b *builder) build(n *PhysNode) ([]exec.Operator, error) {
 		return nil, nferr.Internalf("build: %s node %d has %d streams, planned %d", n.Kind, n.ID, len(ops), n.Streams)
 	}
 	if b.stats != nil {
-		st := &OpStats{Instances: len(ops)}
-		b.stats[n.ID] = st
+		// NB: a recursive term is built again for every run: its nodes
+		// add up their runs' statistics.
+		st := b.stats[n.ID]
+		if st == nil {
+			st = &OpStats{}
+			b.stats[n.ID] = st
+		}
+		st.Instances += len(ops)
 		for i, o := range ops {
 			child := b.opts.Budget.Child()
 			st.budgets = append(st.budgets, child)
@@ -520,7 +536,7 @@ func checkNode(n *PhysNode, depth int, defs map[int]bool) error {
 	if n.Streams < 1 || n.Streams > MaxParallelism {
 		return nferr.Dataf("physical plan: %s node %d has %d streams (want 1..%d)", n.Kind, n.ID, n.Streams, MaxParallelism)
 	}
-	inputs, ok := map[PhysKind]int{PhysScan: 0, PhysValues: 0, PhysSharedScan: 0, PhysRemote: 0, PhysHashJoin: 2, PhysNLJoin: 2}[n.Kind]
+	inputs, ok := map[PhysKind]int{PhysScan: 0, PhysValues: 0, PhysSharedScan: 0, PhysWorkScan: 0, PhysRemote: 0, PhysHashJoin: 2, PhysNLJoin: 2}[n.Kind]
 	if !ok {
 		inputs = 1
 	}
@@ -569,6 +585,15 @@ func checkNode(n *PhysNode, depth int, defs map[int]bool) error {
 		spec = n.Shared != nil && defs[n.Shared.Def]
 	case PhysSingleCheck:
 		spec = n.SingleCheck != nil
+	case PhysRecursive:
+		spec = n.Recursive != nil && n.Recursive.Term != nil && n.Streams == 1
+		if spec {
+			if err := checkNode(n.Recursive.Term, depth+1, defs); err != nil {
+				return err
+			}
+		}
+	case PhysWorkScan:
+		spec = n.Work != nil && n.Streams == 1
 	case PhysRemote:
 		spec = n.Remote != nil
 	case PhysUnion, PhysMaxOneRow, PhysRowID:

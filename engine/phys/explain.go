@@ -45,6 +45,9 @@ func (e *physExplainer) node(n *PhysNode, depth int) {
 	for _, in := range n.Inputs {
 		e.node(in, depth+1)
 	}
+	if n.Recursive != nil {
+		e.node(n.Recursive.Term, depth+1)
+	}
 }
 
 func (e *physExplainer) figures(n *PhysNode) string {
@@ -106,6 +109,9 @@ func (e *physExplainer) selfNanos(n *PhysNode) int64 {
 			continue
 		}
 		t -= e.inclusive(in)
+	}
+	if n.Recursive != nil {
+		t -= e.inclusive(n.Recursive.Term)
 	}
 	return max(t, 0)
 }
@@ -294,6 +300,14 @@ func physLine(n *PhysNode) string {
 		return "UnionAll"
 	case PhysSharedScan:
 		return fmt.Sprintf("SharedScan %d", n.Shared.Def)
+	case PhysRecursive:
+		s := "RecursiveUnion"
+		if !n.Recursive.Distinct {
+			s += "All"
+		}
+		return s + fmt.Sprintf(" work=%d (anchor, then the term per run)", n.Recursive.Work)
+	case PhysWorkScan:
+		return fmt.Sprintf("WorkScan %d", n.Work.Work)
 	case PhysMaxOneRow:
 		return "MaxOneRow"
 	case PhysRowID:

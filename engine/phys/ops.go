@@ -507,3 +507,75 @@ func (w *instrumented) Close() error {
 	w.st.Nanos.Add(int64(time.Since(t)))
 	return err
 }
+
+// ---------------------------------------------------------------- recursive CTEs
+
+// recursive builds a recursive node: an exec.RecursiveUnion whose term is
+// built again, by this builder, for every run. The term's shared subplans
+// stay referenced until the union closes (a run's readers closing must not
+// free rows the next run reads).
+func (b *builder) recursive(n *PhysNode, ins [][]exec.Operator) ([]exec.Operator, error) {
+	if len(ins) != 1 {
+		for _, o := range ins {
+			CloseAll(o)
+		}
+		return nil, nferr.Internalf("build: recursive node %d has %d inputs, want 1", n.ID, len(ins))
+	}
+	anchor, err := GatherOps(ins[0])
+	if err != nil {
+		return nil, err
+	}
+	work := exec.NewWorkTable(ColumnsSchema(n.Columns))
+	if b.work == nil {
+		b.work = map[int]*exec.WorkTable{}
+	}
+	b.work[n.Recursive.Work] = work
+	h := &holdShared{}
+	n.Recursive.Term.Walk(func(t *PhysNode) {
+		if t.Kind != PhysSharedScan {
+			return
+		}
+		if m := b.shared[t.Shared.Def]; m != nil {
+			m.refs.Add(1)
+			h.held = append(h.held, m)
+		} else if err == nil {
+			err = nferr.Internalf("build: shared subplan %d is not defined", t.Shared.Def)
+		}
+	})
+	if err == nil {
+		term := n.Recursive.Term
+		h.Operator, err = exec.NewRecursiveUnion(anchor, work, func() (exec.Operator, error) {
+			ops, err := b.build(term)
+			if err != nil {
+				return nil, err
+			}
+			return GatherOps(ops)
+		}, n.Recursive.Distinct)
+	}
+	if err != nil {
+		anchor.Close()
+		h.release()
+		return nil, err
+	}
+	return []exec.Operator{h}, nil
+}
+
+// holdShared is an operator holding references on shared subplans, which
+// it releases when it closes.
+type holdShared struct {
+	exec.Operator
+	held []*sharedMat
+}
+
+func (h *holdShared) Close() error {
+	err := h.Operator.Close()
+	h.release()
+	return err
+}
+
+func (h *holdShared) release() {
+	for _, m := range h.held {
+		m.release()
+	}
+	h.held = nil
+}

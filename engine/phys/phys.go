@@ -42,6 +42,15 @@ import (
 //	shared_scan   1 stream reading the materialized rows of
 //	              PhysPlan.Shared[Shared.Def] (computed once, at the first
 //	              read)
+//	recursive     1 stream: WITH RECURSIVE's fixpoint (exec.RecursiveUnion):
+//	              Inputs[0] is the anchor (1 stream); Recursive.Term is
+//	              built again for every run. The term is one stream whose
+//	              leaves are work_scan, shared_scan and values only: the
+//	              planner computes its parts that do not read the work
+//	              table once, as shared subplans (so a term never scans a
+//	              table, and a distributed task can run it whole)
+//	work_scan     1 stream reading the rows the previous run of recursive
+//	              node Work.Rec added (only inside that node's term)
 //
 // INVARIANT: every stream of a node with more than one stream is consumed
 // by its own goroutine: each path from such a node to the root passes an
@@ -77,6 +86,8 @@ const (
 	PhysMaxOneRow   PhysKind = "max_one_row"
 	PhysRowID       PhysKind = "row_id"
 	PhysSingleCheck PhysKind = "single_check"
+	PhysRecursive   PhysKind = "recursive"
+	PhysWorkScan    PhysKind = "work_scan"
 	// PhysRemote reads the receivers of a network exchange (distributed
 	// fragments only, dist.go): Streams receivers of channel
 	// Remote.Exchange.
@@ -135,6 +146,22 @@ type PhysNode struct {
 	Shared      *SharedOp                `json:"shared,omitempty"`
 	SingleCheck *SingleCheckOp           `json:"single_check,omitempty"`
 	Remote      *RemoteOp                `json:"remote,omitempty"`
+	Recursive   *RecursiveOp             `json:"recursive,omitempty"`
+	Work        *WorkOp                  `json:"work,omitempty"`
+}
+
+// RecursiveOp is a recursive CTE: Term is the recursive term's tree, whose
+// work_scan nodes of Work read the rows the previous run added; Distinct
+// is UNION (rather than UNION ALL).
+type RecursiveOp struct {
+	Work     int       `json:"work"`
+	Term     *PhysNode `json:"term"`
+	Distinct bool      `json:"distinct,omitempty"`
+}
+
+// WorkOp reads the work table of recursive CTE Work.
+type WorkOp struct {
+	Work int `json:"work"`
 }
 
 // RemoteOp is the receiving end of a network exchange in a distributed
@@ -328,9 +355,13 @@ type SingleCheckOp struct {
 }
 
 // Walk calls fn on n and every node below it (pre-order).
+// A recursive node's term comes after its inputs.
 func (n *PhysNode) Walk(fn func(*PhysNode)) {
 	fn(n)
 	for _, in := range n.Inputs {
 		in.Walk(fn)
+	}
+	if n.Recursive != nil && n.Recursive.Term != nil {
+		n.Recursive.Term.Walk(fn)
 	}
 }

@@ -134,6 +134,10 @@ type physPlanner struct {
 	synth  plan.ColumnID
 	shared map[*plan.SharedDef]int
 	defs   []*PhysShared
+	// work holds the columns of the recursive CTEs' work tables;
+	// hoisted counts the invariant parts of their terms (recursive.go).
+	work    map[*plan.WorkTable][]PhysColumn
+	hoisted int
 }
 
 // pnode is a planned subtree: its top node and output layout.
@@ -159,7 +163,7 @@ func (pl *physPlanner) node(n *PhysNode, layout []plan.ColumnID, est float64, in
 	}
 	var sch *arrow.Schema
 	switch n.Kind {
-	case PhysScan, PhysSharedScan:
+	case PhysScan, PhysSharedScan, PhysRecursive, PhysWorkScan:
 		sch = ColumnsSchema(n.Columns)
 	case PhysUnion:
 		sch = inputs[0].schema
@@ -238,6 +242,10 @@ func (pl *physPlanner) plan(p plan.Plan, need plan.ColSet) (*pnode, error) {
 		return pl.values(n)
 	case *plan.SharedScan:
 		return pl.sharedScan(n)
+	case *plan.RecursiveNode:
+		return pl.recursive(n)
+	case *plan.WorkScan:
+		return pl.workScan(n)
 	}
 	return nil, nferr.Internalf("physical planner: unknown plan node %T", p)
 }

@@ -4,7 +4,8 @@
 //
 // The logical plan (plan.go) is a tree of Plan nodes (Scan, Filter,
 // Project, Aggregate, Join of kinds inner/left/right/full/semi/anti/mark/
-// single, Sort, Limit, TopN, SetOp, Distinct, Window, Values, SharedScan).
+// single, Sort, Limit, TopN, SetOp, Distinct, Window, Values, SharedScan,
+// RecursiveNode and its WorkScans).
 // Every node lists its output columns; expressions (expr.go) are typed
 // trees that refer to input columns by ColumnID, never by position, so
 // rules can reorder and prune freely and a physical planner maps an ID to a

@@ -49,6 +49,11 @@ func (c Column) QualifiedName() string {
 //	*SharedScan    Cols (fresh IDs), the rows of a SharedDef's plan by
 //	               position; all scans of one SharedDef read one
 //	               materialization of it (a view or CTE used twice)
+//	*RecursiveNode Cols (fresh IDs): WITH RECURSIVE's fixpoint, Anchor's
+//	               rows then Term's, Term run again over the rows the
+//	               last run added until it adds none (inputs by position)
+//	*WorkScan      Cols (fresh IDs), the rows a RecursiveNode's last run
+//	               added, by position (only inside that node's Term)
 type Plan interface {
 	// Columns are the node's output columns, in order.
 	Columns() []Column
@@ -321,6 +326,44 @@ type SharedScan struct {
 	Def  *SharedDef
 	Cols []Column
 }
+
+// WorkTable names the rows of one recursive CTE that its recursive term
+// reads: a RecursiveNode and the WorkScans in its Term share it.
+type WorkTable struct {
+	ID   int
+	Name string
+}
+
+// RecursiveNode is a recursive CTE (WITH RECURSIVE t AS (Anchor UNION
+// [ALL] Term)): the rows of Anchor, then of Term run with its WorkScans of
+// Work reading the rows the previous run added, until a run adds none.
+// With Distinct (UNION), a row equal to one already returned is not added
+// (NULLs equal). Anchor and Term have Cols' types, by position.
+type RecursiveNode struct {
+	Work     *WorkTable
+	Anchor   Plan
+	Term     Plan
+	Distinct bool
+	Cols     []Column
+}
+
+// WorkScan reads the rows the previous run of Work's recursive term added
+// (the anchor's rows in the first run).
+type WorkScan struct {
+	Work *WorkTable
+	Cols []Column
+}
+
+func (n *RecursiveNode) Columns() []Column { return n.Cols }
+func (n *WorkScan) Columns() []Column      { return n.Cols }
+func (n *RecursiveNode) Inputs() []Plan    { return []Plan{n.Anchor, n.Term} }
+func (n *WorkScan) Inputs() []Plan         { return nil }
+func (n *RecursiveNode) WithInputs(in []Plan) Plan {
+	c := *n
+	c.Anchor, c.Term = in[0], in[1]
+	return &c
+}
+func (n *WorkScan) WithInputs([]Plan) Plan { c := *n; return &c }
 
 func (n *ScanNode) Columns() []Column   { return n.Cols }
 func (n *FilterNode) Columns() []Column { return n.Input.Columns() }

@@ -146,6 +146,20 @@ func validate(p Plan, outer map[ColumnID]arrow.DataType, seen map[*SharedDef]boo
 		if n.NullAware && len(n.Equi) == 0 {
 			return bad("null-aware join without its IN comparison")
 		}
+	case *RecursiveNode:
+		a, t := n.Anchor.Columns(), n.Term.Columns()
+		if len(a) != len(n.Cols) || len(t) != len(n.Cols) {
+			return bad("recursive CTE terms have %d and %d columns, output %d", len(a), len(t), len(n.Cols))
+		}
+		for i, c := range n.Cols {
+			if !arrow.TypeEqual(a[i].Type, c.Type) || !arrow.TypeEqual(t[i].Type, c.Type) {
+				return bad("recursive CTE column %d types differ", i+1)
+			}
+		}
+	case *WorkScan:
+		if n.Work == nil {
+			return bad("work table scan without its work table")
+		}
 	case *SetOpNode:
 		l, r := n.Left.Columns(), n.Right.Columns()
 		if len(l) != len(n.Cols) || len(r) != len(n.Cols) {

@@ -66,14 +66,19 @@ func (n ObjName) Last() Ident { return n.Parts[len(n.Parts)-1] }
 // A parenthesized query used as a set-operation operand is a *Query too.
 type Query struct {
 	Pos
-	With    []*CTE
-	Body    QueryBody
-	OrderBy []*OrderItem
-	Limit   Expr // nil: none (LIMIT ALL is nil too)
-	Offset  Expr // nil: none
+	With []*CTE
+	// Recursive is WITH RECURSIVE: a CTE may then read itself (see CTE).
+	Recursive bool
+	Body      QueryBody
+	OrderBy   []*OrderItem
+	Limit     Expr // nil: none (LIMIT ALL is nil too)
+	Offset    Expr // nil: none
 }
 
-// CTE is one WITH entry: name [(columns)] AS (query).
+// CTE is one WITH entry: name [(columns)] AS (query). Under WITH
+// RECURSIVE, a CTE whose query reads its own name is recursive: its query
+// is "non-recursive term UNION [ALL] recursive term", and only the
+// recursive term reads the name.
 type CTE struct {
 	Pos
 	Name    Ident

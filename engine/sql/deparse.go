@@ -471,6 +471,9 @@ func (d *deparser) identList(ids []Ident) {
 func (d *deparser) query(q *Query) {
 	if len(q.With) > 0 {
 		d.w("WITH ")
+		if q.Recursive {
+			d.w("RECURSIVE ")
+		}
 		for i, c := range q.With {
 			if i > 0 {
 				d.w(", ")

@@ -9,9 +9,7 @@ func (p *parser) parseQuery() (*Query, error) {
 	}
 	q := &Query{Pos: p.peek().pos}
 	if p.acceptKw("with") {
-		if p.isKw("recursive") {
-			return nil, p.errAt(p.peek(), "WITH RECURSIVE is not supported")
-		}
+		q.Recursive = p.acceptKw("recursive")
 		for {
 			name, err := p.parseIdent("a CTE name")
 			if err != nil {

@@ -66,7 +66,7 @@ select * from (select 1
 ----
 with x as select 1 select 2
 ----
-with recursive r as (select 1) select * from r
+with recursive (select 1) select 1
 ----
 select distinct on (a) a from t
 ----
