@@ -595,6 +595,8 @@ func (d *distPlanner) walkNode(n *phys.PhysNode) (frag, error) {
 		return frag{n: with(n, 1)}, nil
 	case phys.PhysRecursive:
 		return d.recursive(n)
+	case phys.PhysApply:
+		return d.apply(n)
 	case phys.PhysExchange:
 		return d.exchange(n)
 	case phys.PhysHashJoin:
@@ -688,13 +690,40 @@ func (d *distPlanner) renumber(n *phys.PhysNode) *phys.PhysNode {
 		r.Term = d.renumber(n.Recursive.Term)
 		c.Recursive = &r
 	}
+	if n.Apply != nil {
+		a := *n.Apply
+		a.Sub = d.renumber(n.Apply.Sub)
+		c.Apply = &a
+	}
 	return &c
+}
+
+// apply plans an apply node (phys/apply.go) into one task, like a
+// recursive CTE: its input is gathered there, and the subquery, one stream
+// over shared subplans and constants, is built there for each binding.
+func (d *distPlanner) apply(n *phys.PhysNode) (frag, error) {
+	in, err := d.walk(n.Inputs[0])
+	if err != nil {
+		return in, err
+	}
+	if in, err = d.single(in); err != nil {
+		return in, err
+	}
+	sub, err := d.localTerm(n.Apply.Sub)
+	if err != nil {
+		return frag{}, err
+	}
+	c := with(n, 1, in.n)
+	a := *n.Apply
+	a.Sub = sub
+	c.Apply = &a
+	return frag{n: c}, nil
 }
 
 // recursive plans a recursive CTE (phys/recursive.go) into one task: the
 // anchor is gathered into it, and the term, which the physical planner
-// left one stream over work tables, constants and shared subplans, runs
-// there whole for every run; its shared subplans (the parts of the term
+// left reading only work tables, constants and shared subplans, runs
+// there whole for every run (its exchanges local); its shared subplans (the parts of the term
 // that do not change between runs) are planned like any other, so they
 // read the cluster's tables in their own stages, once.
 func (d *distPlanner) recursive(n *phys.PhysNode) (frag, error) {
@@ -716,19 +745,20 @@ func (d *distPlanner) recursive(n *phys.PhysNode) (frag, error) {
 	return frag{n: c}, nil
 }
 
-// localTerm copies a recursive term, planning the shared subplans it reads.
+// localTerm copies a recursive term or a subquery run per row, planning
+// the shared subplans it reads; its exchanges stay local ones.
 func (d *distPlanner) localTerm(n *phys.PhysNode) (*phys.PhysNode, error) {
 	switch n.Kind {
 	case phys.PhysSharedScan:
 		if d.unshared[n.Shared.Def] {
 			// NB: a subplan planned at each reader would put network
 			// receivers into the term, which is built again every run.
-			return nil, nferr.Queryf("WITH RECURSIVE: this query reads a recursive CTE from several stages of a distributed plan, which is not supported yet; run it embedded")
+			return nil, nferr.Queryf("this query reads a subplan of a recursive CTE or of a subquery evaluated row by row from several stages of a distributed plan, which is not supported yet; run it embedded")
 		}
 		f, err := d.walkNode(n)
 		return f.n, err
-	case phys.PhysExchange, phys.PhysScan, phys.PhysRemote:
-		return nil, nferr.Internalf("distributed plan: a recursive term has a %s node", n.Kind)
+	case phys.PhysScan, phys.PhysRemote:
+		return nil, nferr.Internalf("distributed plan: a recursive term or a subquery run per row has a %s node", n.Kind)
 	}
 	c := *n
 	c.Inputs = make([]*phys.PhysNode, len(n.Inputs))
@@ -747,6 +777,14 @@ func (d *distPlanner) localTerm(n *phys.PhysNode) (*phys.PhysNode, error) {
 			return nil, err
 		}
 		c.Recursive = &r
+	}
+	if n.Apply != nil {
+		a := *n.Apply
+		var err error
+		if a.Sub, err = d.localTerm(n.Apply.Sub); err != nil {
+			return nil, err
+		}
+		c.Apply = &a
 	}
 	return &c, nil
 }

@@ -321,6 +321,11 @@ func (e *Estimator) compute(p plan.Plan) *RelStats {
 			out.Cols[c.ID] = &ColStat{Ndv: rows}
 		}
 		return out
+	case *plan.ApplyNode:
+		in := e.stats(n.Input)
+		out := &RelStats{Rows: in.Rows, Cols: copyCols(in.Cols)}
+		out.Cols[n.Col.ID] = &ColStat{Ndv: in.Rows}
+		return out
 	case *plan.WorkScan:
 		// A guess: the rows one run of a recursive term adds.
 		out := &RelStats{Rows: workScanRows, Cols: map[plan.ColumnID]*ColStat{}}

@@ -32,8 +32,8 @@ var ruleDecorrelate = &Rule{
 // group keys, equalities only). A scalar subquery whose aggregate sits
 // above other correlated predicates is evaluated once per distinct outer
 // value instead (decorrelate_domain.go). Other shapes (a correlated
-// reference below a LIMIT, a window or a set operation) are a KindQuery
-// "not supported" error naming the subquery.
+// reference below a LIMIT, a window or a set operation, or two levels
+// out) are evaluated row by row (apply.go).
 func (o *optimizer) decorrelate(p plan.Plan) (plan.Plan, error) {
 	var err error
 	out := plan.MapPlan(p, func(n plan.Plan) plan.Plan {
@@ -194,6 +194,13 @@ func (o *optimizer) semiJoin(input plan.Plan, s *plan.SubqueryExpr, not bool) (p
 		return input, nil
 	}
 	right, preds, err := o.pullCorrelated(lp, plan.ColSetOf(input.Columns()), s)
+	if applyFallback(err) {
+		in, v := o.apply(input, s, lp)
+		if not {
+			v = plan.NewCall(plan.FnNot, plan.TypBool, v)
+		}
+		return &plan.FilterNode{Input: in, Cond: v}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -294,6 +301,10 @@ func (o *optimizer) rewriteOne(input plan.Plan, s *plan.SubqueryExpr) (plan.Plan
 			return input, plan.BoolConst(true), nil
 		}
 		right, preds, err := o.pullCorrelated(lp, inputCols, s)
+		if applyFallback(err) {
+			in, v := o.apply(input, s, lp)
+			return in, v, nil
+		}
 		if err != nil {
 			return nil, nil, err
 		}
@@ -319,6 +330,10 @@ func (o *optimizer) rewriteOne(input plan.Plan, s *plan.SubqueryExpr) (plan.Plan
 	if err != nil {
 		if j, t, ok := o.domainScalar(input, below, top, inputCols); ok {
 			return j, t, nil
+		}
+		if applyFallback(err) {
+			in, v := o.apply(input, s, lp)
+			return in, v, nil
 		}
 		return nil, nil, err
 	}

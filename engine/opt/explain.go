@@ -227,6 +227,8 @@ func (e *explainer) node(p plan.Plan, depth int) {
 			line += " all"
 		}
 		line += fmt.Sprintf(" %d (%s) [%s]", n.Work.ID, n.Work.Name, e.colList(n.Cols))
+	case *plan.ApplyNode:
+		line = fmt.Sprintf("Apply subquery %d per row [%s := value] outer [%s]", n.SubID, e.colList([]plan.Column{n.Col}), e.colList(n.Outer))
 	case *plan.WorkScan:
 		line = fmt.Sprintf("WorkScan %d (%s) [%s]", n.Work.ID, n.Work.Name, e.colList(n.Cols))
 	case *plan.SharedScan:
@@ -250,6 +252,10 @@ func (e *explainer) node(p plan.Plan, depth int) {
 		}
 		e.b.WriteString("):\n")
 		e.node(s.Plan, depth+2)
+	}
+	if a, ok := p.(*plan.ApplyNode); ok {
+		fmt.Fprintf(&e.b, "%s  Subquery %d (run per row):\n", ind, a.SubID)
+		e.node(a.Sub, depth+2)
 	}
 	for _, c := range p.Inputs() {
 		e.node(c, depth+1)

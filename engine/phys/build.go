@@ -3,11 +3,13 @@ package phys
 import (
 	"fmt"
 	"math"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/nicflow/nicflow/exec"
+	"github.com/nicflow/nicflow/exec/expr"
 	"github.com/nicflow/nicflow/internal/nferr"
 	"github.com/nicflow/nicflow/storage"
 )
@@ -155,6 +157,10 @@ type builder struct {
 	stats  map[int]*OpStats
 	// work holds the work tables of the recursive nodes built so far.
 	work map[int]*exec.WorkTable
+	// mu serializes the builds made while the query runs (a recursive
+	// term's runs, an apply's subqueries), which may come from several
+	// streams at once.
+	mu sync.Mutex
 }
 
 // abandon frees shared subplans no reader owns (after a failed build).
@@ -201,6 +207,8 @@ func (b *builder) build(n *PhysNode) ([]exec.Operator, error) {
 		ops = []exec.Operator{&sharedReader{m: m}}
 	case PhysRecursive:
 		ops, err = b.recursive(n, ins)
+	case PhysApply:
+		ops, err = b.applyOps(n, ins)
 	case PhysWorkScan:
 		w := b.work[n.Work.Work]
 		if w == nil {
@@ -466,7 +474,9 @@ func OutputSchema(n *PhysNode, inputs []*arrow.Schema) (*arrow.Schema, error) {
 		ins[i] = []exec.Operator{schemaStub{s}}
 	}
 	saved := n.Streams
-	ops, err := instantiate(n, ins)
+	// NB: a node of a subquery run per row may hold parameters; NULLs of
+	// their types stand for them here.
+	ops, err := instantiate(mapExprs(n, expr.NullParams), ins)
 	n.Streams = saved
 	if err != nil {
 		return nil, err
@@ -594,6 +604,13 @@ func checkNode(n *PhysNode, depth int, defs map[int]bool) error {
 		}
 	case PhysWorkScan:
 		spec = n.Work != nil && n.Streams == 1
+	case PhysApply:
+		spec = n.Apply != nil && n.Apply.Sub != nil && len(n.Apply.Params) == len(n.Apply.Cols)
+		if spec {
+			if err := checkNode(n.Apply.Sub, depth+1, defs); err != nil {
+				return err
+			}
+		}
 	case PhysRemote:
 		spec = n.Remote != nil
 	case PhysUnion, PhysMaxOneRow, PhysRowID:

@@ -113,7 +113,7 @@ func (pl *physPlanner) cse(in *pnode, exprs []plan.Expr) (*pnode, []plan.Expr, e
 		op.Names = append(op.Names, c.Name)
 	}
 	for i, h := range hoisted {
-		x, err := physExpr(h, in)
+		x, err := pl.physExpr(h, in)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -48,6 +48,9 @@ func (e *physExplainer) node(n *PhysNode, depth int) {
 	if n.Recursive != nil {
 		e.node(n.Recursive.Term, depth+1)
 	}
+	if n.Apply != nil {
+		e.node(n.Apply.Sub, depth+1)
+	}
 }
 
 func (e *physExplainer) figures(n *PhysNode) string {
@@ -112,6 +115,9 @@ func (e *physExplainer) selfNanos(n *PhysNode) int64 {
 	}
 	if n.Recursive != nil {
 		t -= e.inclusive(n.Recursive.Term)
+	}
+	if n.Apply != nil {
+		t -= e.inclusive(n.Apply.Sub)
 	}
 	return max(t, 0)
 }
@@ -308,6 +314,12 @@ func physLine(n *PhysNode) string {
 		return s + fmt.Sprintf(" work=%d (anchor, then the term per run)", n.Recursive.Work)
 	case PhysWorkScan:
 		return fmt.Sprintf("WorkScan %d", n.Work.Work)
+	case PhysApply:
+		names := make([]string, len(n.Apply.Params))
+		for i, c := range n.Apply.Cols {
+			names[i] = fmt.Sprintf("$%d := %s", n.Apply.Params[i], in(0)[c].Name)
+		}
+		return fmt.Sprintf("Apply subquery %d per distinct [%s] (the last input is the subquery, run for each)", n.Apply.SubID, strings.Join(names, ", "))
 	case PhysMaxOneRow:
 		return "MaxOneRow"
 	case PhysRowID:

@@ -26,14 +26,16 @@ import (
 // not is a planner bug, reported as an internal error rather than patched
 // with a cast.
 
-// physExpr translates e over the input in and checks it compiles there.
-func physExpr(e plan.Expr, in *pnode) (expr.Expr, error) {
-	x, err := toExecExpr(e, in.layout)
+// physExpr translates e over the input in and checks it compiles there. A
+// column the input does not have may be a parameter of the subquery being
+// planned (pl.params: an outer column of an Apply).
+func (pl *physPlanner) physExpr(e plan.Expr, in *pnode) (expr.Expr, error) {
+	x, err := toExecExpr(e, in.layout, pl.params)
 	if err != nil {
 		return expr.Expr{}, err
 	}
 	want := e.Type()
-	ce, err := expr.CompileExpr(x, in.schema)
+	ce, err := expr.CompileExpr(expr.NullParams(x), in.schema)
 	if err != nil {
 		return expr.Expr{}, nferr.Wrap(nferr.KindQuery, err, "planning %s", e)
 	}
@@ -56,21 +58,26 @@ func layoutPos(layout []plan.ColumnID, id plan.ColumnID) int {
 // LowerExpr translates e to an exec expression over an input whose
 // columns are layout (by position).
 func LowerExpr(e plan.Expr, layout []plan.ColumnID) (expr.Expr, error) {
-	return toExecExpr(e, layout)
+	return toExecExpr(e, layout, nil)
 }
 
-func toExecExpr(e plan.Expr, layout []plan.ColumnID) (expr.Expr, error) {
+// toExecExpr translates e over layout; a column not in layout may be one
+// of params.
+func toExecExpr(e plan.Expr, layout []plan.ColumnID, params map[plan.ColumnID]expr.Expr) (expr.Expr, error) {
 	switch x := e.(type) {
 	case *plan.ColRef:
 		i := layoutPos(layout, x.ID)
 		if i < 0 {
+			if p, ok := params[x.ID]; ok {
+				return p, nil
+			}
 			return expr.Expr{}, nferr.Internalf("physical planner: column %s (#%d) is not in the input", x.Name, x.ID)
 		}
 		return expr.Col(i, x.Name), nil
 	case *plan.Const:
 		return constExpr(x)
 	case *plan.CastExpr:
-		arg, err := toExecExpr(x.X, layout)
+		arg, err := toExecExpr(x.X, layout, params)
 		if err != nil {
 			return expr.Expr{}, err
 		}
@@ -83,11 +90,11 @@ func toExecExpr(e plan.Expr, layout []plan.ColumnID) (expr.Expr, error) {
 		whens := make([]expr.Expr, len(x.Whens))
 		thens := make([]expr.Expr, len(x.Thens))
 		for i := range x.Whens {
-			w, err := toExecExpr(x.Whens[i], layout)
+			w, err := toExecExpr(x.Whens[i], layout, params)
 			if err != nil {
 				return expr.Expr{}, err
 			}
-			t, err := toExecExpr(x.Thens[i], layout)
+			t, err := toExecExpr(x.Thens[i], layout, params)
 			if err != nil {
 				return expr.Expr{}, err
 			}
@@ -95,7 +102,7 @@ func toExecExpr(e plan.Expr, layout []plan.ColumnID) (expr.Expr, error) {
 		}
 		var els *expr.Expr
 		if x.Else != nil {
-			e, err := toExecExpr(x.Else, layout)
+			e, err := toExecExpr(x.Else, layout, params)
 			if err != nil {
 				return expr.Expr{}, err
 			}
@@ -105,7 +112,7 @@ func toExecExpr(e plan.Expr, layout []plan.ColumnID) (expr.Expr, error) {
 	case *plan.Call:
 		args := make([]expr.Expr, len(x.Args))
 		for i, a := range x.Args {
-			ea, err := toExecExpr(a, layout)
+			ea, err := toExecExpr(a, layout, params)
 			if err != nil {
 				return expr.Expr{}, err
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/nicflow/nicflow/exec"
+	"github.com/nicflow/nicflow/exec/expr"
 	"github.com/nicflow/nicflow/internal/nferr"
 	"github.com/nicflow/nicflow/storage"
 )
@@ -545,7 +546,9 @@ func (b *builder) recursive(n *PhysNode, ins [][]exec.Operator) ([]exec.Operator
 	if err == nil {
 		term := n.Recursive.Term
 		h.Operator, err = exec.NewRecursiveUnion(anchor, work, func() (exec.Operator, error) {
+			b.mu.Lock()
 			ops, err := b.build(term)
+			b.mu.Unlock()
 			if err != nil {
 				return nil, err
 			}
@@ -578,4 +581,213 @@ func (h *holdShared) release() {
 		m.release()
 	}
 	h.held = nil
+}
+
+// ---------------------------------------------------------------- apply
+
+// maxApplyCache bounds the distinct bindings an apply operator remembers
+// the value of; beyond it, new bindings run without being remembered.
+const maxApplyCache = 1 << 16
+
+// applyOps builds an apply node: one operator per input stream, each with
+// its own cache of values and its own references on the shared subplans
+// the subquery reads.
+func (b *builder) applyOps(n *PhysNode, ins [][]exec.Operator) ([]exec.Operator, error) {
+	if len(ins) != 1 {
+		for _, o := range ins {
+			CloseAll(o)
+		}
+		return nil, nferr.Internalf("build: apply node %d has %d inputs, want 1", n.ID, len(ins))
+	}
+	sch := ColumnsSchema(n.Columns)
+	ops := make([]exec.Operator, len(ins[0]))
+	for i, in := range ins[0] {
+		h := &holdShared{}
+		var err error
+		n.Apply.Sub.Walk(func(t *PhysNode) {
+			if t.Kind != PhysSharedScan {
+				return
+			}
+			if m := b.shared[t.Shared.Def]; m != nil {
+				m.refs.Add(1)
+				h.held = append(h.held, m)
+			} else if err == nil {
+				err = nferr.Internalf("build: shared subplan %d is not defined", t.Shared.Def)
+			}
+		})
+		if err != nil {
+			h.release()
+			CloseAll(ops[:i])
+			CloseAll(ins[0][i:])
+			return nil, err
+		}
+		h.Operator = &applyOp{in: in, b: b, spec: n.Apply, schema: sch, cache: map[string]arrow.Array{}}
+		ops[i] = h
+	}
+	return ops, nil
+}
+
+// applyOp is one stream of an apply node: each input batch, compacted,
+// with the subquery's value for each row as a last column.
+type applyOp struct {
+	in     exec.Operator
+	b      *builder
+	spec   *ApplyOp
+	schema *arrow.Schema
+	env    *exec.Env
+	cache  map[string]arrow.Array
+	vals   []arrow.Array
+	key    []byte
+	out    exec.Batch
+	owned  []arrow.Array
+	err    error
+	closed bool
+}
+
+func (a *applyOp) Schema() *arrow.Schema { return a.schema }
+
+func (a *applyOp) Open(env *exec.Env) error {
+	a.env = env
+	return a.in.Open(env)
+}
+
+func (a *applyOp) Next() (*exec.Batch, error) {
+	if a.err != nil || a.closed {
+		return nil, a.err
+	}
+	a.releaseOut()
+	b, err := a.in.Next()
+	if err == nil && b != nil {
+		var out *exec.Batch
+		if out, err = a.apply(b); err == nil {
+			return out, nil
+		}
+	}
+	if err != nil {
+		a.err = err
+	}
+	return nil, err
+}
+
+// apply computes the value column of batch b.
+func (a *applyOp) apply(b *exec.Batch) (*exec.Batch, error) {
+	if err := a.env.Ctx.Err(); err != nil {
+		return nil, nferr.With(nferr.KindCanceled, err)
+	}
+	c := exec.Compact(a.env.Alloc, b)
+	a.owned = c.Cols
+	a.vals = a.vals[:0]
+	var uncached []arrow.Array // values not kept in the cache
+	defer func() {
+		for _, v := range uncached {
+			v.Release()
+		}
+	}()
+	lits := make(map[int]expr.Expr, len(a.spec.Params))
+	for row := 0; row < c.N; row++ {
+		a.key = a.key[:0]
+		for i, slot := range a.spec.Params {
+			l, err := expr.LiteralAt(c.Cols[a.spec.Cols[i]], row)
+			if err != nil {
+				return nil, err
+			}
+			lits[slot] = l
+			if l.Null {
+				a.key = append(a.key, 'N')
+			} else {
+				a.key = append(append(a.key, 'V'), l.Value...)
+			}
+			a.key = append(a.key, 0)
+		}
+		v, ok := a.cache[string(a.key)]
+		if !ok {
+			var err error
+			if v, err = a.run(lits); err != nil {
+				return nil, err
+			}
+			if len(a.cache) < maxApplyCache {
+				a.cache[string(a.key)] = v
+			} else {
+				uncached = append(uncached, v)
+			}
+		}
+		a.vals = append(a.vals, v)
+	}
+	col, err := array.Concatenate(a.vals, a.env.Alloc)
+	if err != nil {
+		return nil, nferr.Wrap(nferr.KindInternal, err, "apply: the values of subquery %d", a.spec.SubID)
+	}
+	a.owned = append(a.owned, col)
+	a.out = exec.Batch{Cols: a.owned, N: c.N}
+	return &a.out, nil
+}
+
+// run evaluates the subquery with the parameters lits: a one-row array of
+// its value (NULL when it has no row).
+func (a *applyOp) run(lits map[int]expr.Expr) (arrow.Array, error) {
+	sub := bindParams(a.spec.Sub, lits)
+	a.b.mu.Lock()
+	ops, err := a.b.build(sub)
+	a.b.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	root, err := GatherOps(ops)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	if err := root.Open(a.env); err != nil {
+		return nil, err
+	}
+	var v arrow.Array
+	rows := 0
+	for {
+		b, err := root.Next()
+		if err != nil || b == nil {
+			if err == nil && rows > 1 {
+				err = nferr.Queryf(ErrTooManyRows)
+			}
+			if err != nil {
+				if v != nil {
+					v.Release()
+				}
+				return nil, err
+			}
+			break
+		}
+		if rows == 0 {
+			i := 0 // the first live row
+			if b.Sel != nil {
+				i = int(b.Sel[0])
+			}
+			v = array.NewSlice(b.Cols[0], int64(i), int64(i+1))
+		}
+		rows += b.Len()
+	}
+	if v == nil {
+		v = array.MakeArrayOfNull(a.env.Alloc, a.schema.Field(a.schema.NumFields()-1).Type, 1)
+	}
+	return v, nil
+}
+
+func (a *applyOp) releaseOut() {
+	for _, c := range a.owned {
+		c.Release()
+	}
+	a.owned = nil
+	a.out = exec.Batch{}
+}
+
+func (a *applyOp) Close() error {
+	if a.closed {
+		return nil
+	}
+	a.closed = true
+	a.releaseOut()
+	for _, v := range a.cache {
+		v.Release()
+	}
+	a.cache = nil
+	return a.in.Close()
 }

@@ -44,13 +44,20 @@ import (
 //	              read)
 //	recursive     1 stream: WITH RECURSIVE's fixpoint (exec.RecursiveUnion):
 //	              Inputs[0] is the anchor (1 stream); Recursive.Term is
-//	              built again for every run. The term is one stream whose
-//	              leaves are work_scan, shared_scan and values only: the
-//	              planner computes its parts that do not read the work
-//	              table once, as shared subplans (so a term never scans a
-//	              table, and a distributed task can run it whole)
+//	              built again for every run. The term's root is one
+//	              stream and its leaves are work_scan, shared_scan and
+//	              values only: the planner computes its parts that do not
+//	              read the work table once, as shared subplans (so a term
+//	              never scans a table, and a distributed task can run it
+//	              whole, its exchanges local)
 //	work_scan     1 stream reading the rows the previous run of recursive
 //	              node Work.Rec added (only inside that node's term)
+//	apply         one operator per input stream: the input's columns and
+//	              the value of subquery Apply.Sub run for the row's values
+//	              of the parameters Apply.Params (cached per distinct
+//	              values); Sub, like a recursive term, has one stream at
+//	              its root and shared_scan, values and work_scan leaves,
+//	              and is built again for every run
 //
 // INVARIANT: every stream of a node with more than one stream is consumed
 // by its own goroutine: each path from such a node to the root passes an
@@ -88,6 +95,7 @@ const (
 	PhysSingleCheck PhysKind = "single_check"
 	PhysRecursive   PhysKind = "recursive"
 	PhysWorkScan    PhysKind = "work_scan"
+	PhysApply       PhysKind = "apply"
 	// PhysRemote reads the receivers of a network exchange (distributed
 	// fragments only, dist.go): Streams receivers of channel
 	// Remote.Exchange.
@@ -148,6 +156,17 @@ type PhysNode struct {
 	Remote      *RemoteOp                `json:"remote,omitempty"`
 	Recursive   *RecursiveOp             `json:"recursive,omitempty"`
 	Work        *WorkOp                  `json:"work,omitempty"`
+	Apply       *ApplyOp                 `json:"apply,omitempty"`
+}
+
+// ApplyOp evaluates subquery Sub (one column) for each input row with its
+// parameters bound to the row's values: Params[i] is bound to input
+// column Cols[i]. SubID numbers the subquery (EXPLAIN).
+type ApplyOp struct {
+	Sub    *PhysNode `json:"sub"`
+	Params []int     `json:"params"`
+	Cols   []int     `json:"cols"`
+	SubID  int       `json:"sub_id"`
 }
 
 // RecursiveOp is a recursive CTE: Term is the recursive term's tree, whose
@@ -355,7 +374,8 @@ type SingleCheckOp struct {
 }
 
 // Walk calls fn on n and every node below it (pre-order).
-// A recursive node's term comes after its inputs.
+// A recursive node's term and an apply node's subquery come after its
+// inputs.
 func (n *PhysNode) Walk(fn func(*PhysNode)) {
 	fn(n)
 	for _, in := range n.Inputs {
@@ -363,5 +383,8 @@ func (n *PhysNode) Walk(fn func(*PhysNode)) {
 	}
 	if n.Recursive != nil && n.Recursive.Term != nil {
 		n.Recursive.Term.Walk(fn)
+	}
+	if n.Apply != nil && n.Apply.Sub != nil {
+		n.Apply.Sub.Walk(fn)
 	}
 }

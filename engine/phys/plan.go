@@ -138,6 +138,10 @@ type physPlanner struct {
 	// hoisted counts the invariant parts of their terms (recursive.go).
 	work    map[*plan.WorkTable][]PhysColumn
 	hoisted int
+	// params are the outer columns of the Apply subqueries being planned,
+	// as exec parameters (apply.go); nparams numbers them.
+	params  map[plan.ColumnID]expr.Expr
+	nparams int
 }
 
 // pnode is a planned subtree: its top node and output layout.
@@ -163,7 +167,7 @@ func (pl *physPlanner) node(n *PhysNode, layout []plan.ColumnID, est float64, in
 	}
 	var sch *arrow.Schema
 	switch n.Kind {
-	case PhysScan, PhysSharedScan, PhysRecursive, PhysWorkScan:
+	case PhysScan, PhysSharedScan, PhysRecursive, PhysWorkScan, PhysApply:
 		sch = ColumnsSchema(n.Columns)
 	case PhysUnion:
 		sch = inputs[0].schema
@@ -246,6 +250,8 @@ func (pl *physPlanner) plan(p plan.Plan, need plan.ColSet) (*pnode, error) {
 		return pl.recursive(n)
 	case *plan.WorkScan:
 		return pl.workScan(n)
+	case *plan.ApplyNode:
+		return pl.apply(n, need)
 	}
 	return nil, nferr.Internalf("physical planner: unknown plan node %T", p)
 }
@@ -344,7 +350,7 @@ func (pl *physPlanner) scan(n *plan.ScanNode, need plan.ColSet) (*pnode, error) 
 // ---------------------------------------------------------------- row-wise operators
 
 func (pl *physPlanner) filter(in *pnode, cond plan.Expr, est float64) (*pnode, error) {
-	x, err := physExpr(cond, in)
+	x, err := pl.physExpr(cond, in)
 	if err != nil {
 		return nil, err
 	}
@@ -389,7 +395,7 @@ func (pl *physPlanner) projectExprs(in *pnode, exprs []plan.Expr, cols []plan.Co
 	op := &ProjectOp{}
 	layout := make([]plan.ColumnID, len(exprs))
 	for i, e := range exprs {
-		x, err := physExpr(e, in)
+		x, err := pl.physExpr(e, in)
 		if err != nil {
 			return nil, err
 		}
@@ -491,7 +497,7 @@ func (pl *physPlanner) ensure(in *pnode, exprs []plan.Expr) (*pnode, []int, erro
 		op.Names = append(op.Names, c.Name)
 	}
 	for _, e := range extra {
-		x, err := physExpr(e, in)
+		x, err := pl.physExpr(e, in)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -763,7 +769,7 @@ func (pl *physPlanner) hashJoinNode(n *plan.JoinNode, kind plan.JoinKind, left, 
 	layout := pl.joinLayout(kind, n, left, right)
 	if cond != nil {
 		joined := &pnode{layout: append(append([]plan.ColumnID(nil), left.layout...), right.layout...), schema: concatSchemas(left.schema, right.schema)}
-		x, err := physExpr(cond, joined)
+		x, err := pl.physExpr(cond, joined)
 		if err != nil {
 			return nil, err
 		}
@@ -815,7 +821,7 @@ func (pl *physPlanner) nlJoin(n *plan.JoinNode, kind plan.JoinKind, left, right 
 	}
 	if cond != nil {
 		joined := &pnode{layout: append(append([]plan.ColumnID(nil), left.layout...), right.layout...), schema: concatSchemas(left.schema, right.schema)}
-		x, err := physExpr(cond, joined)
+		x, err := pl.physExpr(cond, joined)
 		if err != nil {
 			return nil, err
 		}
@@ -1291,7 +1297,7 @@ func (pl *physPlanner) values(n *plan.ValuesNode) (*pnode, error) {
 	for _, row := range n.Rows {
 		cells := make([]expr.Expr, len(row))
 		for i, e := range row {
-			x, err := physExpr(e, empty)
+			x, err := pl.physExpr(e, empty)
 			if err != nil {
 				return nil, err
 			}

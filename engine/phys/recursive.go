@@ -48,18 +48,12 @@ func (pl *physPlanner) recursive(n *plan.RecursiveNode) (*pnode, error) {
 	if err != nil {
 		return nil, err
 	}
-	term, err := side(pl.hoistInvariant(n.Term, n.Work))
+	term, err := side(pl.hoistInvariant(n.Term, n.Work.Name))
 	if err != nil {
 		return nil, err
 	}
-	var bad *PhysNode
-	term.n.Walk(func(t *PhysNode) {
-		if t.Streams != 1 || t.Kind == PhysScan || t.Kind == PhysExchange {
-			bad = t
-		}
-	})
-	if bad != nil {
-		return nil, nferr.Internalf("physical planner: the recursive term of %s has a %s node of %d streams", n.Work.Name, bad.Kind, bad.Streams)
+	if err := checkRerun(term.n, "the recursive term of "+n.Work.Name); err != nil {
+		return nil, err
 	}
 	rec := &PhysNode{Kind: PhysRecursive, Streams: 1, Columns: cols, Recursive: &RecursiveOp{Work: n.Work.ID, Term: term.n, Distinct: n.Distinct}}
 	return pl.node(rec, layout, pl.est.Rows(n), anchor)
@@ -80,19 +74,18 @@ func (pl *physPlanner) workScan(n *plan.WorkScan) (*pnode, error) {
 	return pl.node(&PhysNode{Kind: PhysWorkScan, Streams: 1, Columns: cols, Work: &WorkOp{Work: n.Work.ID}}, layout, pl.est.Rows(n))
 }
 
-// hoistInvariant replaces each largest subtree of term that reads neither
-// work nor anything else that changes between runs by a shared scan of
-// it (constant relations stay: they are cheaper to compute again).
-func (pl *physPlanner) hoistInvariant(term plan.Plan, work *plan.WorkTable) plan.Plan {
-	if !readsWork(term, work) {
-		if _, ok := term.(*plan.ValuesNode); ok {
-			return term
-		}
-		if _, ok := term.(*plan.SharedScan); ok {
+// hoistInvariant replaces each largest subtree of term that is the same
+// in every run (it reads no work table and no parameter) by a shared scan
+// of it, named after the work table or subquery name; constant relations
+// and shared scans stay.
+func (pl *physPlanner) hoistInvariant(term plan.Plan, name string) plan.Plan {
+	if !pl.variant(term) {
+		switch term.(type) {
+		case *plan.ValuesNode, *plan.SharedScan:
 			return term
 		}
 		pl.hoisted++
-		def := &plan.SharedDef{ID: -pl.hoisted, Name: work.Name + " (invariant part)", Plan: term}
+		def := &plan.SharedDef{ID: -pl.hoisted, Name: name + " (invariant part)", Plan: term}
 		// NB: the scan keeps the subtree's column IDs: the subtree is no
 		// longer in the plan, so they stay unique.
 		return &plan.SharedScan{Def: def, Cols: term.Columns()}
@@ -103,19 +96,47 @@ func (pl *physPlanner) hoistInvariant(term plan.Plan, work *plan.WorkTable) plan
 	}
 	nin := make([]plan.Plan, len(in))
 	for i, c := range in {
-		nin[i] = pl.hoistInvariant(c, work)
+		nin[i] = pl.hoistInvariant(c, name)
 	}
 	return term.WithInputs(nin)
 }
 
-// readsWork reports whether p reads work (in a WorkScan, or in a
-// subquery of its expressions).
-func readsWork(p plan.Plan, work *plan.WorkTable) bool {
+// variant reports whether p may give other rows in another run of a
+// recursive term or subquery: it reads a work table or a parameter.
+func (pl *physPlanner) variant(p plan.Plan) bool {
 	found := false
 	plan.WalkPlanDeep(p, func(n plan.Plan) {
-		if w, ok := n.(*plan.WorkScan); ok && w.Work == work {
+		if _, ok := n.(*plan.WorkScan); ok {
 			found = true
 		}
 	})
-	return found
+	if found {
+		return true
+	}
+	for id := range plan.FreeCols(p) {
+		if _, ok := pl.params[id]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// checkRerun verifies a tree built again for every run (a recursive term,
+// an apply's subquery): one stream at the root and no scan (its leaves
+// read shared subplans, work tables and constants; a set operation inside
+// may still run its arms in parallel, through local exchanges).
+func checkRerun(root *PhysNode, what string) error {
+	if root.Streams != 1 {
+		return nferr.Internalf("physical planner: %s has %d streams", what, root.Streams)
+	}
+	var bad *PhysNode
+	root.Walk(func(t *PhysNode) {
+		if t.Kind == PhysScan || t.Kind == PhysRemote {
+			bad = t
+		}
+	})
+	if bad != nil {
+		return nferr.Internalf("physical planner: %s has a %s node", what, bad.Kind)
+	}
+	return nil
 }

@@ -54,6 +54,9 @@ func (c Column) QualifiedName() string {
 //	               last run added until it adds none (inputs by position)
 //	*WorkScan      Cols (fresh IDs), the rows a RecursiveNode's last run
 //	               added, by position (only inside that node's Term)
+//	*ApplyNode     the input's columns then Col: Sub's one value for each
+//	               input row, Sub run with the row's Outer values (the
+//	               nested evaluation of a subquery no rule decorrelates)
 type Plan interface {
 	// Columns are the node's output columns, in order.
 	Columns() []Column
@@ -354,6 +357,31 @@ type WorkScan struct {
 	Cols []Column
 }
 
+// ApplyNode evaluates a correlated scalar subquery row by row: for each
+// input row, Sub (one column, at most one row) runs with its references to
+// Outer columns bound to the row's values; Col is its value (NULL when no
+// row). It is the fallback of subquery decorrelation (opt/apply.go); an
+// Outer column the input does not produce is a reference further out,
+// bound by an enclosing ApplyNode.
+type ApplyNode struct {
+	Input Plan
+	Sub   Plan
+	Outer []Column
+	Col   Column
+	// SubID is the subquery's number (EXPLAIN).
+	SubID int
+}
+
+func (n *ApplyNode) Columns() []Column {
+	return append(append([]Column(nil), n.Input.Columns()...), n.Col)
+}
+func (n *ApplyNode) Inputs() []Plan { return []Plan{n.Input} }
+func (n *ApplyNode) WithInputs(in []Plan) Plan {
+	c := *n
+	c.Input = in[0]
+	return &c
+}
+
 func (n *RecursiveNode) Columns() []Column { return n.Cols }
 func (n *WorkScan) Columns() []Column      { return n.Cols }
 func (n *RecursiveNode) Inputs() []Plan    { return []Plan{n.Anchor, n.Term} }
@@ -496,7 +524,7 @@ func MapPlan(p Plan, f func(Plan) Plan) Plan {
 }
 
 // WalkPlanDeep calls fn on every node of p, of the plans of its subqueries
-// and of the SharedDefs its scans read (each def entered once; fn sees
+// (ApplyNodes' too) and of the SharedDefs its scans read (each def entered once; fn sees
 // every SharedScan).
 func WalkPlanDeep(p Plan, fn func(Plan)) {
 	seen := map[*SharedDef]bool{}
@@ -507,6 +535,9 @@ func WalkPlanDeep(p Plan, fn func(Plan)) {
 			if s, ok := n.(*SharedScan); ok && !seen[s.Def] {
 				seen[s.Def] = true
 				visit(s.Def.Plan)
+			}
+			if a, ok := n.(*ApplyNode); ok {
+				visit(a.Sub)
 			}
 			for _, e := range NodeExprs(n) {
 				WalkExpr(e, func(x Expr) bool {
@@ -542,6 +573,13 @@ func NodeExprs(p Plan) []Expr {
 		return []Expr{n.Cond}
 	case *ProjectNode:
 		return n.Exprs
+	case *ApplyNode:
+		// The references Sub makes to the input and further out.
+		out := make([]Expr, len(n.Outer))
+		for i, c := range n.Outer {
+			out[i] = NewColRef(c)
+		}
+		return out
 	case *AggregateNode:
 		out := append([]Expr(nil), n.Groups...)
 		for _, a := range n.Aggs {

@@ -156,6 +156,14 @@ func validate(p Plan, outer map[ColumnID]arrow.DataType, seen map[*SharedDef]boo
 				return bad("recursive CTE column %d types differ", i+1)
 			}
 		}
+	case *ApplyNode:
+		sc := n.Sub.Columns()
+		if len(sc) != 1 || !arrow.TypeEqual(sc[0].Type, n.Col.Type) {
+			return bad("apply of a subquery of %d columns for a column of type %s", len(sc), TypeString(n.Col.Type))
+		}
+		if err := validate(n.Sub, scope(n.Input.Columns()), seen); err != nil {
+			return err
+		}
 	case *WorkScan:
 		if n.Work == nil {
 			return bad("work table scan without its work table")

@@ -1048,6 +1048,8 @@ func (c *compiler) compile(e *Expr) (node, error) {
 		return &colNode{idx: e.Index, t: dt, k: k}, nil
 	case KindLiteral:
 		return parseLiteral(e)
+	case KindParam:
+		return nil, nferr.Internalf("parameter %s is not bound", e.paramName())
 	case KindCast:
 		if len(e.Args) != 1 || e.Type == nil {
 			return nil, nferr.Queryf("malformed CAST %s", e)

@@ -494,6 +494,8 @@ func (e Expr) format(sb *strings.Builder) {
 		}
 	case KindLiteral:
 		e.formatLiteral(sb)
+	case KindParam:
+		sb.WriteString(e.paramName())
 	case KindCast:
 		sb.WriteString("CAST(")
 		e.arg(0).format(sb)
