@@ -54,13 +54,7 @@ func (x *Exchange) Spec() *Spec { return x.spec }
 func (x *Exchange) Sender(task int) (*Sender, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.closed {
-		return nil, nferr.Internalf("shuffle: exchange %#x is closed", x.spec.ID)
-	}
-	if x.senders[task] != nil {
-		return nil, nferr.Internalf("shuffle: exchange %#x: sender %d opened twice", x.spec.ID, task)
-	}
-	ep, err := x.c.Open(x.spec, task, -1)
+	ep, err := x.openLocked("sender", task, x.senders[task] != nil, task, -1)
 	if err != nil {
 		return nil, err
 	}
@@ -74,19 +68,26 @@ func (x *Exchange) Sender(task int) (*Sender, error) {
 func (x *Exchange) Receiver(task int) (*Receiver, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.closed {
-		return nil, nferr.Internalf("shuffle: exchange %#x is closed", x.spec.ID)
-	}
-	if x.receivers[task] != nil {
-		return nil, nferr.Internalf("shuffle: exchange %#x: receiver %d opened twice", x.spec.ID, task)
-	}
-	ep, err := x.c.Open(x.spec, -1, task)
+	ep, err := x.openLocked("receiver", task, x.receivers[task] != nil, -1, task)
 	if err != nil {
 		return nil, err
 	}
 	r := &Receiver{ep: ep}
 	x.receivers[task] = r
 	return r, nil
+}
+
+// openLocked opens the endpoint of one task of the exchange (role names it
+// in errors; sender and receiver as for Client.Open) unless the exchange is
+// closed or the task's side is open already. x.mu must be held.
+func (x *Exchange) openLocked(role string, task int, opened bool, sender, receiver int) (*Endpoint, error) {
+	if x.closed {
+		return nil, nferr.Internalf("shuffle: exchange %#x is closed", x.spec.ID)
+	}
+	if opened {
+		return nil, nferr.Internalf("shuffle: exchange %#x: %s %d opened twice", x.spec.ID, role, task)
+	}
+	return x.c.Open(x.spec, sender, receiver)
 }
 
 // Close closes every sender and receiver still open (a sender that did not
