@@ -261,11 +261,7 @@ func agentSecurity(opts *shuffle.Options) error {
 // parseCPUList reads "3", "0,2" or "4-7".
 func parseCPUList(s string) ([]int, error) {
 	var out []int
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
+	for _, part := range splitList(s) {
 		lo, hi, isRange := strings.Cut(part, "-")
 		a, err := strconv.Atoi(lo)
 		if err != nil || a < 0 {

@@ -90,11 +90,7 @@ func (s clusterShape) String() string { return fmt.Sprintf("%dx%d", s.workers, s
 
 func parseShapes(s string) ([]clusterShape, error) {
 	var out []clusterShape
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
+	for _, part := range splitList(s) {
 		w, st, ok := strings.Cut(part, "x")
 		nw, err1 := strconv.Atoi(w)
 		ns, err2 := strconv.Atoi(st)
