@@ -430,25 +430,15 @@ func trimEOL(b []byte) []byte {
 // delimiters and newlines).
 func splitFields(line []byte, o CopyOptions, fields [][]byte, quoted []bool) ([][]byte, []bool, error) {
 	d := o.Delimiter
-	if o.Format == "tbl" {
+	csv := o.Format != "tbl"
+	if !csv {
 		if len(line) == 0 || line[len(line)-1] != d {
 			return nil, nil, fmt.Errorf("line does not end with the %q delimiter (dbgen .tbl format)", d)
 		}
 		line = line[:len(line)-1]
-		for {
-			i := bytes.IndexByte(line, d)
-			if i < 0 {
-				fields = append(fields, line)
-				quoted = append(quoted, false)
-				return fields, quoted, nil
-			}
-			fields = append(fields, line[:i])
-			quoted = append(quoted, false)
-			line = line[i+1:]
-		}
 	}
 	for {
-		if len(line) > 0 && line[0] == '"' {
+		if csv && len(line) > 0 && line[0] == '"' {
 			// Quoted field: unescape "" into a fresh slice.
 			var val []byte
 			i := 1
