@@ -196,12 +196,8 @@ func (s *Sender) Sent() (msgs, bytes int64) {
 func (s *Sender) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done {
+	if !s.end() {
 		return nil
-	}
-	s.done = true
-	if s.timer != nil {
-		s.timer.Stop()
 	}
 	err := s.ep.CloseSend()
 	if cerr := s.ep.Close(); err == nil {
@@ -215,12 +211,8 @@ func (s *Sender) Close() error {
 func (s *Sender) Fail(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done {
+	if !s.end() {
 		return
-	}
-	s.done = true
-	if s.timer != nil {
-		s.timer.Stop()
 	}
 	s.ep.FailSend(err)
 	s.ep.Close()
@@ -229,14 +221,23 @@ func (s *Sender) Fail(err error) {
 func (s *Sender) abort() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done {
+	if !s.end() {
 		return
+	}
+	s.ep.Close() // fails the stream with KindCanceled
+}
+
+// end marks the stream ended and stops the flush timer, for Close, Fail
+// and abort: false when it had ended already. s.mu must be held.
+func (s *Sender) end() bool {
+	if s.done {
+		return false
 	}
 	s.done = true
 	if s.timer != nil {
 		s.timer.Stop()
 	}
-	s.ep.Close() // fails the stream with KindCanceled
+	return true
 }
 
 // Receiver is the receiving side of one task. Next is called by one
