@@ -627,12 +627,7 @@ func TestRetriedAttemptNoDuplicates(t *testing.T) {
 	ox1.Close()
 
 	// Attempt 2 runs while the old sender wakes up and sends the rest.
-	rx0, _ := OpenExchange(c.clients[0], retry)
-	rx1, _ := OpenExchange(c.clients[1], retry)
-	defer rx0.Close()
-	defer rx1.Close()
-	rs, _ := rx0.Sender(0)
-	rr, _ := rx1.Receiver(0)
+	rs, rr := openPair(t, c, retry)
 	const n = 50
 	go func() {
 		for q := 3; q < n; q++ {
