@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"fmt"
 	"log/slog"
@@ -244,13 +243,9 @@ func agentSecurity(opts *shuffle.Options) error {
 		if err != nil {
 			return nferr.Authf("loading %s: %v", f.tlsCert, err)
 		}
-		pem, err := os.ReadFile(f.tlsCA)
+		pool, err := loadCertPool(f.tlsCA)
 		if err != nil {
-			return nferr.IOf("reading --tls-ca: %v", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nferr.Authf("%s holds no PEM certificate", f.tlsCA)
+			return err
 		}
 		opts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, ClientCAs: pool,
 			ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS13}
