@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 
@@ -40,23 +39,11 @@ func TestClusterCheck(t *testing.T) {
 	}
 	nodes := map[string]int{}
 	var rows int64
-	for {
-		rec, err := res.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rec == nil {
-			break
-		}
-		node := rec.Column(1).(*array.String)
-		r := rec.Column(2).(*array.Int64)
-		by := rec.Column(3).(*array.Int64)
-		for i := 0; i < int(rec.NumRows()); i++ {
-			nodes[node.Value(i)]++
-			rows += r.Value(i)
-			if by.Value(i) < 100_000*20 {
-				t.Errorf("task %d sent %d bytes, want at least 20 per row", i, by.Value(i))
-			}
+	for _, cr := range checkRows(t, res) {
+		nodes[cr.node]++
+		rows += cr.rows
+		if cr.bytes < 100_000*20 {
+			t.Errorf("task %d sent %d bytes, want at least 20 per row", cr.task, cr.bytes)
 		}
 	}
 	res.Close()
@@ -290,19 +277,9 @@ func TestWorkerCrashFailsQueryAndIsAvoided(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer res.Close()
-	for {
-		rec, err := res.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rec == nil {
-			break
-		}
-		nodes := rec.Column(1).(*array.String)
-		for i := 0; i < nodes.Len(); i++ {
-			if nodes.Value(i) != "w1" {
-				t.Errorf("task %d ran on %s after w2 died", i, nodes.Value(i))
-			}
+	for _, cr := range checkRows(t, res) {
+		if cr.node != "w1" {
+			t.Errorf("task %d ran on %s after w2 died", cr.task, cr.node)
 		}
 	}
 }

@@ -348,6 +348,36 @@ func drain(r *Result) (int64, error) {
 	}
 }
 
+// checkRow is one row of a check query's result (CheckResultSchema).
+type checkRow struct {
+	task        int32
+	node        string
+	rows, bytes int64
+}
+
+// checkRows reads a check query's result to the end; an error fails the
+// test.
+func checkRows(t testing.TB, res *Result) []checkRow {
+	t.Helper()
+	var out []checkRow
+	for {
+		rec, err := res.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec == nil {
+			return out
+		}
+		task := rec.Column(0).(*array.Int32)
+		node := rec.Column(1).(*array.String)
+		rows := rec.Column(2).(*array.Int64)
+		bytes := rec.Column(3).(*array.Int64)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			out = append(out, checkRow{task.Value(i), node.Value(i), rows.Value(i), bytes.Value(i)})
+		}
+	}
+}
+
 // runKind runs a request of kind with params and drains it.
 func (tc *testCluster) runKind(ctx context.Context, kind string, params map[string]string) (int64, error) {
 	res, err := tc.client.Query(ctx, "", QueryOptions{Kind: kind, Params: params})

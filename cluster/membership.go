@@ -418,19 +418,13 @@ func (m *membership) announceAfterJoin() {
 
 type eventDelegate membership
 
-func (d *eventDelegate) NotifyJoin(n *memberlist.Node) {
-	m := (*membership)(d)
-	info, ok := m.nodeInfo(n)
-	if !ok {
-		return
-	}
-	m.mu.Lock()
-	m.members[info.ID] = info
-	m.mu.Unlock()
-	m.emit(MemberEvent{Type: EventJoin, Node: info})
-}
+func (d *eventDelegate) NotifyJoin(n *memberlist.Node) { d.record(n, EventJoin) }
 
-func (d *eventDelegate) NotifyUpdate(n *memberlist.Node) {
+func (d *eventDelegate) NotifyUpdate(n *memberlist.Node) { d.record(n, EventUpdate) }
+
+// record stores what a join or an update (typ) says of member n and emits
+// the event; a node whose metadata does not decode is ignored.
+func (d *eventDelegate) record(n *memberlist.Node, typ EventType) {
 	m := (*membership)(d)
 	info, ok := m.nodeInfo(n)
 	if !ok {
@@ -439,7 +433,7 @@ func (d *eventDelegate) NotifyUpdate(n *memberlist.Node) {
 	m.mu.Lock()
 	m.members[info.ID] = info
 	m.mu.Unlock()
-	m.emit(MemberEvent{Type: EventUpdate, Node: info})
+	m.emit(MemberEvent{Type: typ, Node: info})
 }
 
 func (d *eventDelegate) NotifyLeave(n *memberlist.Node) {

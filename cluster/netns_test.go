@@ -2,20 +2,15 @@ package cluster
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/array"
-
+	"github.com/nicflow/nicflow/internal/netnstest"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -27,71 +22,8 @@ import (
 // query naming a worker killed mid-way. It needs root and iproute2; it
 // skips otherwise. No packet leaves the machine: the bridge has no uplink.
 func TestClusterAcrossNetworkNamespaces(t *testing.T) {
-	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
-		t.Skip("network namespaces need Linux and root: run `go test ./cluster/` as root to form a cluster across namespaces")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("iproute2 (`ip`) is not installed")
-	}
-	if os.Getenv("NICFLOW_SKIP_NETNS") != "" {
-		t.Skip("NICFLOW_SKIP_NETNS is set")
-	}
-	var rb [3]byte
-	rand.Read(rb[:])
-	tag := hex.EncodeToString(rb[:])
-	bridge := "nfbr" + tag
-	sh := func(args ...string) error {
-		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, out)
-		}
-		return nil
-	}
-	var namespaces, links []string
-	t.Cleanup(func() {
-		for _, l := range links {
-			sh("ip", "link", "del", l) // also removes the peer inside the namespace
-		}
-		for _, ns := range namespaces {
-			sh("ip", "netns", "del", ns)
-		}
-		sh("ip", "link", "del", bridge)
-	})
-	if err := sh("ip", "link", "add", bridge, "type", "bridge"); err != nil {
-		t.Skipf("cannot create a bridge here (%v); skipping the namespace test", err)
-	}
-	must := func(args ...string) {
-		t.Helper()
-		if err := sh(args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// NB: the bridge's own address lets this test process (in the root
-	// namespace) act as the client; it adds only a connected route for
-	// 10.213.77.0/24 via a bridge with no uplink.
-	must("ip", "addr", "add", "10.213.77.254/24", "dev", bridge)
-	must("ip", "link", "set", bridge, "up")
-	hosts := []string{"10.213.77.1", "10.213.77.2", "10.213.77.3"}
-	for i, ip := range hosts {
-		ns := fmt.Sprintf("nf%s-%d", tag, i)
-		if err := sh("ip", "netns", "add", ns); err != nil {
-			t.Skipf("cannot create network namespaces here (%v)", err)
-		}
-		namespaces = append(namespaces, ns)
-		host, peer := fmt.Sprintf("nfv%s%d", tag, i), fmt.Sprintf("nfp%s%d", tag, i)
-		must("ip", "link", "add", host, "type", "veth", "peer", "name", peer)
-		links = append(links, host)
-		must("ip", "link", "set", peer, "netns", ns)
-		must("ip", "link", "set", host, "master", bridge)
-		must("ip", "link", "set", host, "up")
-		must("ip", "-n", ns, "link", "set", "lo", "up")
-		must("ip", "-n", ns, "addr", "add", ip+"/24", "dev", peer)
-		must("ip", "-n", ns, "link", "set", peer, "up")
-		if _, err := exec.LookPath("tc"); err == nil {
-			// 1 Gbit/s towards each host: small-NIC-like links.
-			must("tc", "qdisc", "add", "dev", host, "root", "tbf", "rate", "1gbit", "burst", "128kb", "latency", "50ms")
-		}
-	}
+	// 1 Gbit/s towards each host: small-NIC-like links.
+	namespaces, hosts := netnstest.Hosts(t, "nf", "10.213.77", 3, "1gbit")
 
 	keys := testKeyDir(t)
 	dir := t.TempDir()
@@ -154,18 +86,9 @@ func TestClusterAcrossNetworkNamespaces(t *testing.T) {
 	}
 	nodes := map[string]int{}
 	var bytes int64
-	for {
-		rec, err := res.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rec == nil {
-			break
-		}
-		for i := 0; i < int(rec.NumRows()); i++ {
-			nodes[rec.Column(1).(*array.String).Value(i)]++
-			bytes += rec.Column(3).(*array.Int64).Value(i)
-		}
+	for _, cr := range checkRows(t, res) {
+		nodes[cr.node]++
+		bytes += cr.bytes
 	}
 	res.Close()
 	el := time.Since(began)

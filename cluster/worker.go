@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"maps"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -496,19 +498,9 @@ func (w *worker) close(graceful bool) {
 }
 
 func errUnknownTaskKind(kind string, m ExecutorMux) error {
-	kinds := make([]string, 0, len(m))
-	for k := range m {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	return nferr.Internalf("no executor for task kind %q on this worker (it runs %v): mixed nicflow versions?", kind, kinds)
+	return nferr.Internalf("no executor for task kind %q on this worker (it runs %v): mixed nicflow versions?", kind, slices.Sorted(maps.Keys(m)))
 }
 
 func errUnknownKind(kind string, m RunnerMux) error {
-	kinds := make([]string, 0, len(m))
-	for k := range m {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	return nferr.Queryf("this coordinator does not run %q requests (it runs %v)", kind, kinds)
+	return nferr.Queryf("this coordinator does not run %q requests (it runs %v)", kind, slices.Sorted(maps.Keys(m)))
 }

@@ -97,12 +97,7 @@ func TestAdaptiveCodecSkipsIncompressible(t *testing.T) {
 	c := newCluster(t, 2, tcpCorun, Options{AggSize: 8192, Codec: CodecS2})
 	spec := &Spec{ID: nextChanID(), Senders: []int{0}, Receivers: []int{1}}
 	ctx := context.Background()
-	x0, _ := OpenExchange(c.clients[0], spec)
-	x1, _ := OpenExchange(c.clients[1], spec)
-	defer x0.Close()
-	defer x1.Close()
-	s, _ := x0.Sender(0)
-	r, _ := x1.Receiver(0)
+	s, r := openPair(t, c, spec)
 	rng := rand.New(rand.NewPCG(3, 4))
 	go func() {
 		for i := 0; i < 2000; i++ {
@@ -114,17 +109,7 @@ func TestAdaptiveCodecSkipsIncompressible(t *testing.T) {
 		}
 		s.Close()
 	}()
-	n := 0
-	for {
-		p, err := r.Next(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p == nil {
-			break
-		}
-		n++
-	}
+	n := countMessages(t, ctx, r)
 	if n != 2000 {
 		t.Fatalf("got %d messages", n)
 	}

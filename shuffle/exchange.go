@@ -54,13 +54,7 @@ func (x *Exchange) Spec() *Spec { return x.spec }
 func (x *Exchange) Sender(task int) (*Sender, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.closed {
-		return nil, nferr.Internalf("shuffle: exchange %#x is closed", x.spec.ID)
-	}
-	if x.senders[task] != nil {
-		return nil, nferr.Internalf("shuffle: exchange %#x: sender %d opened twice", x.spec.ID, task)
-	}
-	ep, err := x.c.Open(x.spec, task, -1)
+	ep, err := x.openLocked("sender", task, x.senders[task] != nil, task, -1)
 	if err != nil {
 		return nil, err
 	}
@@ -74,19 +68,26 @@ func (x *Exchange) Sender(task int) (*Sender, error) {
 func (x *Exchange) Receiver(task int) (*Receiver, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.closed {
-		return nil, nferr.Internalf("shuffle: exchange %#x is closed", x.spec.ID)
-	}
-	if x.receivers[task] != nil {
-		return nil, nferr.Internalf("shuffle: exchange %#x: receiver %d opened twice", x.spec.ID, task)
-	}
-	ep, err := x.c.Open(x.spec, -1, task)
+	ep, err := x.openLocked("receiver", task, x.receivers[task] != nil, -1, task)
 	if err != nil {
 		return nil, err
 	}
 	r := &Receiver{ep: ep}
 	x.receivers[task] = r
 	return r, nil
+}
+
+// openLocked opens the endpoint of one task of the exchange (role names it
+// in errors; sender and receiver as for Client.Open) unless the exchange is
+// closed or the task's side is open already. x.mu must be held.
+func (x *Exchange) openLocked(role string, task int, opened bool, sender, receiver int) (*Endpoint, error) {
+	if x.closed {
+		return nil, nferr.Internalf("shuffle: exchange %#x is closed", x.spec.ID)
+	}
+	if opened {
+		return nil, nferr.Internalf("shuffle: exchange %#x: %s %d opened twice", x.spec.ID, role, task)
+	}
+	return x.c.Open(x.spec, sender, receiver)
 }
 
 // Close closes every sender and receiver still open (a sender that did not
@@ -195,12 +196,8 @@ func (s *Sender) Sent() (msgs, bytes int64) {
 func (s *Sender) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done {
+	if !s.end() {
 		return nil
-	}
-	s.done = true
-	if s.timer != nil {
-		s.timer.Stop()
 	}
 	err := s.ep.CloseSend()
 	if cerr := s.ep.Close(); err == nil {
@@ -214,12 +211,8 @@ func (s *Sender) Close() error {
 func (s *Sender) Fail(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done {
+	if !s.end() {
 		return
-	}
-	s.done = true
-	if s.timer != nil {
-		s.timer.Stop()
 	}
 	s.ep.FailSend(err)
 	s.ep.Close()
@@ -228,14 +221,23 @@ func (s *Sender) Fail(err error) {
 func (s *Sender) abort() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done {
+	if !s.end() {
 		return
+	}
+	s.ep.Close() // fails the stream with KindCanceled
+}
+
+// end marks the stream ended and stops the flush timer, for Close, Fail
+// and abort: false when it had ended already. s.mu must be held.
+func (s *Sender) end() bool {
+	if s.done {
+		return false
 	}
 	s.done = true
 	if s.timer != nil {
 		s.timer.Stop()
 	}
-	s.ep.Close() // fails the stream with KindCanceled
+	return true
 }
 
 // Receiver is the receiving side of one task. Next is called by one

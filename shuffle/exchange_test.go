@@ -342,17 +342,7 @@ func TestEmbeddedSingleNode(t *testing.T) {
 		}
 	}
 	r, _ := x.Receiver(0)
-	n := 0
-	for {
-		p, err := r.Next(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p == nil {
-			break
-		}
-		n++
-	}
+	n := countMessages(t, ctx, r)
 	if n != 20 {
 		t.Fatalf("got %d of 20 messages", n)
 	}

@@ -226,17 +226,7 @@ func TestLateReceiver(t *testing.T) {
 	x0, _ := OpenExchange(c.clients[0], spec)
 	defer x0.Close()
 	r, _ := x0.Receiver(0)
-	n := 0
-	for {
-		p, err := r.Next(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p == nil {
-			break
-		}
-		n++
-	}
+	n := countMessages(t, ctx, r)
 	if n != 100 {
 		t.Fatalf("got %d of 100 messages", n)
 	}
@@ -296,12 +286,7 @@ func TestLargeMessagesByReference(t *testing.T) {
 	c := newCluster(t, 2, allModes[0], Options{AggSize: 1024})
 	spec := &Spec{ID: nextChanID(), Senders: []int{0}, Receivers: []int{1}}
 	ctx := context.Background()
-	x0, _ := OpenExchange(c.clients[0], spec)
-	x1, _ := OpenExchange(c.clients[1], spec)
-	defer x0.Close()
-	defer x1.Close()
-	s, _ := x0.Sender(0)
-	r, _ := x1.Receiver(0)
+	s, r := openPair(t, c, spec)
 	big := payloadFor(0, 1, 100000)
 	if err := s.Send(ctx, 0, big); err != nil {
 		t.Fatal(err)
@@ -377,13 +362,7 @@ func TestChannelIsolation(t *testing.T) {
 			defer cancel()
 			stalled := &Spec{ID: nextChanID(), Senders: []int{0}, Receivers: []int{1}}
 			healthy := &Spec{ID: nextChanID(), Senders: []int{0}, Receivers: []int{1}}
-			sx0, _ := OpenExchange(c.clients[0], stalled)
-			sx1, _ := OpenExchange(c.clients[1], stalled)
-			defer sx0.Close()
-			defer sx1.Close()
-			stuckRecv, _ := sx1.Receiver(0) // opened, never read
-			_ = stuckRecv
-			ss, _ := sx0.Sender(0)
+			ss, _ := openPair(t, c, stalled) // the receiver is never read
 			sendCtx, stopSend := context.WithCancel(ctx)
 			sendDone := make(chan error, 1)
 			go func() {
@@ -396,32 +375,9 @@ func TestChannelIsolation(t *testing.T) {
 			// Let the stalled channel fill everything it may.
 			time.Sleep(100 * time.Millisecond)
 
-			hx0, _ := OpenExchange(c.clients[0], healthy)
-			hx1, _ := OpenExchange(c.clients[1], healthy)
-			defer hx0.Close()
-			defer hx1.Close()
-			hs, _ := hx0.Sender(0)
-			hr, _ := hx1.Receiver(0)
-			go func() {
-				for q := 0; q < 2000; q++ {
-					if err := hs.Send(ctx, 0, payloadFor(1, q, 100)); err != nil {
-						return
-					}
-				}
-				hs.Close()
-			}()
-			n := 0
-			for {
-				p, err := hr.Next(ctx)
-				if err != nil {
-					t.Fatalf("healthy channel after %d messages: %v", n, err)
-				}
-				if p == nil {
-					break
-				}
-				n++
-			}
-			if n != 2000 {
+			hs, hr := openPair(t, c, healthy)
+			go sendPayloads(ctx, hs, 1, 2000, 100, 1)
+			if n := countMessages(t, ctx, hr); n != 2000 {
 				t.Fatalf("healthy channel got %d of 2000", n)
 			}
 			stopSend()
@@ -447,14 +403,7 @@ func TestLateReceiverUnderBackPressure(t *testing.T) {
 			s, _ := x.Sender(0)
 			r0, _ := x.Receiver(0)
 			const n = 2000
-			go func() {
-				for q := 0; q < n; q++ {
-					if err := s.Send(ctx, q%2, payloadFor(0, q, 60)); err != nil {
-						return
-					}
-				}
-				s.Close()
-			}()
+			go sendPayloads(ctx, s, 0, n, 60, 2)
 			count := func(r *Receiver, got chan<- int) {
 				k := 0
 				for {
@@ -678,12 +627,7 @@ func TestRetriedAttemptNoDuplicates(t *testing.T) {
 	ox1.Close()
 
 	// Attempt 2 runs while the old sender wakes up and sends the rest.
-	rx0, _ := OpenExchange(c.clients[0], retry)
-	rx1, _ := OpenExchange(c.clients[1], retry)
-	defer rx0.Close()
-	defer rx1.Close()
-	rs, _ := rx0.Sender(0)
-	rr, _ := rx1.Receiver(0)
+	rs, rr := openPair(t, c, retry)
 	const n = 50
 	go func() {
 		for q := 3; q < n; q++ {
@@ -694,14 +638,7 @@ func TestRetriedAttemptNoDuplicates(t *testing.T) {
 		os.Close()
 		ox0.Close()
 	}()
-	go func() {
-		for q := 0; q < n; q++ {
-			if rs.Send(ctx, 0, payloadFor(1, q, 64)) != nil {
-				return
-			}
-		}
-		rs.Close()
-	}()
+	go sendPayloads(ctx, rs, 1, n, 64, 1)
 	seen := map[string]bool{}
 	for {
 		p, err := rr.Next(ctx)

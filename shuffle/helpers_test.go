@@ -129,6 +129,61 @@ func payloadFor(sender, seq, size int) []byte {
 	return p
 }
 
+// openPair opens spec (one sender on node 0, one receiver on node 1) on
+// both nodes and returns its sender and its receiver; the exchanges close
+// when the test ends.
+func openPair(t testing.TB, c *cluster, spec *Spec) (*Sender, *Receiver) {
+	t.Helper()
+	x0, err := OpenExchange(c.clients[0], spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x0.Close() })
+	x1, err := OpenExchange(c.clients[1], spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x1.Close() })
+	s, err := x0.Sender(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := x1.Receiver(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, r
+}
+
+// sendPayloads sends payloads 0..n-1 of size bytes from sender (payloadFor)
+// to receivers in turn, message q to receiver q%receivers, and closes s; it
+// stops at the first failed Send, leaving s open.
+func sendPayloads(ctx context.Context, s *Sender, sender, n, size, receivers int) {
+	for q := 0; q < n; q++ {
+		if err := s.Send(ctx, q%receivers, payloadFor(sender, q, size)); err != nil {
+			return
+		}
+	}
+	s.Close()
+}
+
+// countMessages reads r to the end of its stream and returns the number
+// of messages; an error fails the test.
+func countMessages(t testing.TB, ctx context.Context, r *Receiver) int {
+	t.Helper()
+	n := 0
+	for {
+		p, err := r.Next(ctx)
+		if err != nil {
+			t.Fatalf("after %d messages: %v", n, err)
+		}
+		if p == nil {
+			return n
+		}
+		n++
+	}
+}
+
 func checkPayload(p []byte) (sender, seq int, err error) {
 	if len(p) < 8 {
 		return 0, 0, fmt.Errorf("payload of %d bytes", len(p))

@@ -1,6 +1,7 @@
 package shuffle
 
 import (
+	"cmp"
 	"crypto/tls"
 	"runtime"
 	"time"
@@ -132,57 +133,29 @@ func DefaultOptions() Options {
 
 // SetDefaults fills zero fields with their defaults.
 func (o *Options) SetDefaults() {
-	if o.AggSize == 0 {
-		o.AggSize = DefaultAggSize
-	}
-	if o.LocalAggSize == 0 {
-		o.LocalAggSize = o.AggSize
-	}
-	if o.Buffers == 0 {
-		o.Buffers = DefaultBuffers
-	}
-	if o.AgentBuffers == 0 {
-		o.AgentBuffers = DefaultAgentBuffers
-	}
+	o.AggSize = cmp.Or(o.AggSize, DefaultAggSize)
+	o.LocalAggSize = cmp.Or(o.LocalAggSize, o.AggSize)
+	o.Buffers = cmp.Or(o.Buffers, DefaultBuffers)
+	o.AgentBuffers = cmp.Or(o.AgentBuffers, DefaultAgentBuffers)
 	if o.Threads == 0 {
 		o.Threads = 2
 		if runtime.NumCPU() == 1 {
 			o.Threads = 1
 		}
 	}
-	if o.FlushTimeout == 0 {
-		o.FlushTimeout = DefaultFlushTimeout
-	}
-	if o.IdleTimeout == 0 {
-		o.IdleTimeout = DefaultIdleTimeout
-	}
-	if o.CodecMinSaving == 0 {
-		o.CodecMinSaving = DefaultCodecMinSaving
-	}
+	o.FlushTimeout = cmp.Or(o.FlushTimeout, DefaultFlushTimeout)
+	o.IdleTimeout = cmp.Or(o.IdleTimeout, DefaultIdleTimeout)
+	o.CodecMinSaving = cmp.Or(o.CodecMinSaving, DefaultCodecMinSaving)
 	if o.Device == nil {
 		o.Device = CPUDevice()
 	}
-	if o.MaxFrame == 0 {
-		o.MaxFrame = DefaultMaxFrame
-	}
-	if o.MaxMessage == 0 {
-		o.MaxMessage = o.MaxFrame - msgHeaderSize
-	}
-	if o.LargeMessage == 0 {
-		o.LargeMessage = o.LocalAggSize / 2
-	}
-	if o.Credits == 0 {
-		o.Credits = DefaultCredits
-	}
-	if o.MaxChannels == 0 {
-		o.MaxChannels = DefaultMaxChannels
-	}
-	if o.PendingTimeout == 0 {
-		o.PendingTimeout = DefaultPendingTimeout
-	}
-	if o.DialTimeout == 0 {
-		o.DialTimeout = DefaultDialTimeout
-	}
+	o.MaxFrame = cmp.Or(o.MaxFrame, DefaultMaxFrame)
+	o.MaxMessage = cmp.Or(o.MaxMessage, o.MaxFrame-msgHeaderSize)
+	o.LargeMessage = cmp.Or(o.LargeMessage, o.LocalAggSize/2)
+	o.Credits = cmp.Or(o.Credits, DefaultCredits)
+	o.MaxChannels = cmp.Or(o.MaxChannels, DefaultMaxChannels)
+	o.PendingTimeout = cmp.Or(o.PendingTimeout, DefaultPendingTimeout)
+	o.DialTimeout = cmp.Or(o.DialTimeout, DefaultDialTimeout)
 }
 
 // Validate reports the first invalid field as a KindQuery error (a bad

@@ -235,21 +235,14 @@ func (r *router) input(f *frame) {
 // route routes the messages of f from byte off. It returns false when it
 // parked the rest of f on the blocklist.
 func (r *router) route(rc *routerChan, f *frame, off int) bool {
-	ch := rc.ch
 	fromRemote := f.from != nil && f.from.peerNode >= 0
-	hop := ch.hop
-	nodes := int32(ch.nodes)
 	body := f.body
 	if off == 0 && (f.extra != nil || (f.count == 1 && len(body)-msgHeaderSize >= r.large)) {
 		// A large message travels as its own frame: forward it, no copy.
 		_, dst, _ := readMsgHeader(body)
-		if int(dst) >= len(hop) {
-			r.bad(rc, f, nferr.Dataf("shuffle: message for receiver %d of channel %#x, which has %d", dst, ch.id, len(hop)))
-			return true
-		}
-		slot := hop[dst]
-		if fromRemote && slot < nodes {
-			r.bad(rc, f, nferr.Dataf("shuffle: %s sent a message for receiver %d, which runs on node %d (do the nodes disagree on the channel?)", f.from.name, dst, ch.remote[slot]))
+		slot, ok := rc.ch.slotFor(dst, fromRemote)
+		if !ok {
+			r.misrouted(rc, f, dst)
 			return true
 		}
 		r.a.stats.messages.Add(1)
@@ -264,13 +257,9 @@ func (r *router) route(rc *routerChan, f *frame, off int) bool {
 		size := int(le32(body[off:]))
 		dst := le32(body[off+4:]) & dstMask
 		m := msgHeaderSize + size
-		if int(dst) >= len(hop) {
-			r.bad(rc, f, nferr.Dataf("shuffle: message for receiver %d of channel %#x, which has %d", dst, ch.id, len(hop)))
-			return true
-		}
-		slot := hop[dst]
-		if fromRemote && slot < nodes {
-			r.bad(rc, f, nferr.Dataf("shuffle: %s sent a message for receiver %d, which runs on node %d (do the nodes disagree on the channel?)", f.from.name, dst, ch.remote[slot]))
+		slot, ok := rc.ch.slotFor(dst, fromRemote)
+		if !ok {
+			r.misrouted(rc, f, dst)
 			return true
 		}
 		d := &rc.dests[slot]
@@ -309,6 +298,30 @@ func (r *router) route(rc *routerChan, f *frame, off int) bool {
 	r.a.stats.messages.Add(int64(n))
 	f.release()
 	return true
+}
+
+// slotFor returns the slot the messages for receiver dst of the channel go
+// to; ok is false for a receiver the channel does not have or, when
+// fromRemote (a message from a remote node), one on another node: the
+// router then fails the channel (misrouted). Small enough to inline into
+// the router's per-message loop.
+func (ch *channel) slotFor(dst uint32, fromRemote bool) (slot int32, ok bool) {
+	if int(dst) < len(ch.hop) {
+		slot = ch.hop[dst]
+		return slot, !fromRemote || int(slot) >= ch.nodes
+	}
+	return 0, false
+}
+
+// misrouted fails rc's channel for a message for receiver dst that it
+// cannot route (channel.slotFor), and drops f.
+func (r *router) misrouted(rc *routerChan, f *frame, dst uint32) {
+	ch := rc.ch
+	if int(dst) >= len(ch.hop) {
+		r.bad(rc, f, nferr.Dataf("shuffle: message for receiver %d of channel %#x, which has %d", dst, ch.id, len(ch.hop)))
+		return
+	}
+	r.bad(rc, f, nferr.Dataf("shuffle: %s sent a message for receiver %d, which runs on node %d (do the nodes disagree on the channel?)", f.from.name, dst, ch.remote[ch.hop[dst]]))
 }
 
 // bad fails the channel for a message that cannot be routed and drops f.

@@ -144,19 +144,9 @@ func (s *shmConn) Write(p []byte) (int, error) {
 		t, h := tail.Load(), head.Load()
 		free := size - (t - h)
 		if free == 0 {
-			if s.expired() {
-				return written, errDeadline
+			if err := s.wait(r, offProdSleep, offHead, h, &spins); err != nil {
+				return written, err
 			}
-			if spins < shmSpin {
-				spins++
-				runtime.Gosched()
-				continue
-			}
-			word32(r.mem, offProdSleep).Store(1)
-			if head.Load() == h && !s.ringClosed(r) {
-				futexSleep(raw32(r.mem, offHead), uint32(h), shmNap)
-			}
-			word32(r.mem, offProdSleep).Store(0)
 			continue
 		}
 		spins = 0
@@ -210,20 +200,33 @@ func (s *shmConn) Read(p []byte) (int, error) {
 		if s.ringClosed(r) {
 			return 0, io.EOF
 		}
-		if s.expired() {
-			return 0, errDeadline
+		if err := s.wait(r, offConsSleep, offTail, t, &spins); err != nil {
+			return 0, err
 		}
-		if spins < shmSpin {
-			spins++
-			runtime.Gosched()
-			continue
-		}
-		word32(r.mem, offConsSleep).Store(1)
-		if tail.Load() == t && !s.ringClosed(r) {
-			futexSleep(raw32(r.mem, offTail), uint32(t), shmNap)
-		}
-		word32(r.mem, offConsSleep).Store(0)
 	}
+}
+
+// wait is one wait of a ring's producer for free space or its consumer for
+// data: until the other side moves the index at offset watch (head for the
+// producer, tail for the consumer) away from old. The first shmSpin times
+// it only yields; then it raises the sleeping flag at offset flag, so the
+// other side wakes it, and sleeps on the index's futex word. Its caller
+// checks the ring again after each wait; the error is errDeadline.
+func (s *shmConn) wait(r ring, flag, watch int, old uint64, spins *int) error {
+	if s.expired() {
+		return errDeadline
+	}
+	if *spins < shmSpin {
+		*spins++
+		runtime.Gosched()
+		return nil
+	}
+	word32(r.mem, flag).Store(1)
+	if word64(r.mem, watch).Load() == old && !s.ringClosed(r) {
+		futexSleep(raw32(r.mem, watch), uint32(old), shmNap)
+	}
+	word32(r.mem, flag).Store(0)
+	return nil
 }
 
 var errDeadline = nferr.Unavailablef("shuffle: shared-memory ring: deadline exceeded")

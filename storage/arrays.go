@@ -179,11 +179,11 @@ func arrayToVector(arr arrow.Array, v *vector) {
 	}
 	switch v.kind {
 	case kInt32:
-		v.i32 = int32Values(arr)
+		v.i32 = fixedValues[int32](arr)
 	case kInt64:
-		v.i64 = int64Values(arr)
+		v.i64 = fixedValues[int64](arr)
 	case kFloat64:
-		v.f64 = float64Values(arr)
+		v.f64 = fixedValues[float64](arr)
 	case kBool:
 		b := arr.(*array.Boolean)
 		v.b = grow(v.b, n)

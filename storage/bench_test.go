@@ -141,8 +141,8 @@ func drainSum(tb testing.TB, it RecordIterator) (rows int64, sum int64, bytes in
 		rows += rec.NumRows()
 		bytes += int64(recordBytes(rec))
 		if rec.NumCols() >= 2 {
-			p := int64Values(rec.Column(int(rec.NumCols()) - 2))
-			d := int64Values(rec.Column(int(rec.NumCols()) - 1))
+			p := fixedValues[int64](rec.Column(int(rec.NumCols()) - 2))
+			d := fixedValues[int64](rec.Column(int(rec.NumCols()) - 1))
 			for i := range p {
 				sum += p[i] * d[i]
 			}

@@ -792,6 +792,34 @@ func removeIfEmpty(dir string) {
 	}
 }
 
+// writeFileAtomic replaces path with data: it writes and fsyncs a
+// temporary file beside it, then renames it over path, so that readers and
+// a crash see the old content or the new, never part of it (the rename
+// itself is durable once the caller syncs the directory).
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if err == nil {
+		err = tmp.Chmod(mode)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
+
 // syncDir fsyncs a directory so that renames and creations in it survive a
 // crash.
 func syncDir(dir string) error {

@@ -77,22 +77,7 @@ func readSeal(dir string) (commits uint64, ok bool, err error) {
 // of the directory).
 func writeSeal(dir string, commits uint64) error {
 	path := filepath.Join(dir, sealFile)
-	tmp, err := os.CreateTemp(dir, sealFile+".tmp*")
-	if err != nil {
-		return nferr.IOf("writing %s: %v", path, err)
-	}
-	_, err = tmp.WriteString(sealBody(commits))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
+	if err := writeFileAtomic(path, []byte(sealBody(commits)), 0o600); err != nil {
 		return nferr.IOf("writing %s: %v", path, err)
 	}
 	return syncDir(dir)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // Crash tests re-execute the test binary as a child process that opens a
@@ -80,18 +79,7 @@ func crashChild(dir, op, point string) int {
 	switch op {
 	case "load", "loop":
 		for round := 0; ; round++ {
-			app, err := db.NewAppender("t", AppendOptions{})
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "child:", err)
-				return 2
-			}
-			rec := recordOf(memory.DefaultAllocator, sch, crashRows(1000+round*1000, 1000))
-			err = app.Append(rec)
-			rec.Release()
-			if err == nil {
-				_, err = app.Commit()
-			}
-			if err != nil {
+			if err := commitRows(db, "t", AppendOptions{}, sch, crashRows(1000+round*1000, 1000)); err != nil {
 				fmt.Fprintln(os.Stderr, "child:", err)
 				return 2
 			}
@@ -101,16 +89,7 @@ func crashChild(dir, op, point string) int {
 			}
 		}
 	case "replace":
-		app, err := db.NewAppender("t", AppendOptions{Replace: true})
-		if err == nil {
-			rec := recordOf(memory.DefaultAllocator, sch, crashRows(5000, 300))
-			err = app.Append(rec)
-			rec.Release()
-			if err == nil {
-				_, err = app.Commit()
-			}
-		}
-		if err != nil {
+		if err := commitRows(db, "t", AppendOptions{Replace: true}, sch, crashRows(5000, 300)); err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
 			return 2
 		}
@@ -124,20 +103,11 @@ func crashChild(dir, op, point string) int {
 				return 2
 			}
 			rows, _ := scanAllRows(db)
-			app, err := db.NewAppender("t", AppendOptions{Replace: true, Generation: tb.Generation})
-			if err == nil {
-				shifted := make([]row, len(rows))
-				for i, r := range rows {
-					shifted[i] = row{r[0].(int64) + 1000, r[1].(int64) + 3000}
-				}
-				rec := recordOf(memory.DefaultAllocator, sch, shifted)
-				err = app.Append(rec)
-				rec.Release()
-				if err == nil {
-					_, err = app.Commit()
-				}
+			shifted := make([]row, len(rows))
+			for i, r := range rows {
+				shifted[i] = row{r[0].(int64) + 1000, r[1].(int64) + 3000}
 			}
-			if err != nil {
+			if err := commitRows(db, "t", AppendOptions{Replace: true, Generation: tb.Generation}, sch, shifted); err != nil {
 				fmt.Fprintln(os.Stderr, "child:", err)
 				return 2
 			}

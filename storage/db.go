@@ -175,6 +175,21 @@ type CreateOptions struct {
 	Constraints *Constraints
 }
 
+// replacedTable is what creating table name (catalog key qn) with opts
+// meets: the table it replaces (nil: none), or keep for an existing one
+// that IF NOT EXISTS keeps (nothing to do), or the error for an existing
+// one without OR REPLACE. c.mu must be held.
+func (c *catalog) replacedTable(name, qn string, opts CreateOptions) (old *Table, keep bool, err error) {
+	old = c.tables[qn]
+	if old != nil && !opts.OrReplace {
+		if opts.IfNotExists {
+			return nil, true, nil
+		}
+		return nil, false, nferr.Queryf("table %s already exists", name)
+	}
+	return old, false, nil
+}
+
 // newTable is a table as CREATE TABLE makes it: columns and constraints,
 // validated (primary key columns become NOT NULL).
 func newTable(s, n string, cols []Column, c *Constraints) (*Table, error) {
@@ -204,12 +219,9 @@ func (db *DB) CreateTable(name string, sch *arrow.Schema, opts CreateOptions) er
 	}
 	db.cat.mu.Lock()
 	defer db.cat.mu.Unlock()
-	old := db.cat.tables[tableKeyName(s, n)]
-	if old != nil && !opts.OrReplace {
-		if opts.IfNotExists {
-			return nil
-		}
-		return nferr.Queryf("table %s already exists", name)
+	old, keep, err := db.cat.replacedTable(name, tableKeyName(s, n), opts)
+	if keep || err != nil {
+		return err
 	}
 	if db.cat.isView(tableKeyName(s, n)) {
 		return nferr.Queryf("relation %q already exists (a view)", name)
@@ -457,12 +469,9 @@ func (db *DB) RegisterExternal(ctx context.Context, name, dir string, opts Creat
 	}
 	db.cat.mu.Lock()
 	defer db.cat.mu.Unlock()
-	old := db.cat.tables[tableKeyName(s, n)]
-	if old != nil && !opts.OrReplace {
-		if opts.IfNotExists {
-			return nil
-		}
-		return nferr.Queryf("table %s already exists", name)
+	old, keep, err := db.cat.replacedTable(name, tableKeyName(s, n), opts)
+	if keep || err != nil {
+		return err
 	}
 	tx := db.cat.begin()
 	t.Generation = 1

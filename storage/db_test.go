@@ -20,6 +20,22 @@ func openTestDB(t testing.TB, w WriteOptions) *DB {
 	return db
 }
 
+// reopenDB closes db and opens its directory again (closed at the end of
+// the test), to check what a change leaves on disk.
+func reopenDB(t testing.TB, db *DB) *DB {
+	t.Helper()
+	dir := db.Dir()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 func mustCreate(t testing.TB, db *DB, name string, sch *arrow.Schema) {
 	t.Helper()
 	if err := db.CreateTable(name, sch, CreateOptions{}); err != nil {

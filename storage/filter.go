@@ -123,37 +123,27 @@ func (n *cnode) filter(vecs []*vector, sel []int32, rows int, out []int32, scrat
 // filterValues runs a leaf test over a vector of values (not in
 // dictionary form).
 func (n *cnode) filterValues(v *vector, sel []int32, rows int, out []int32) []int32 {
+	// IN and <> test set membership (<> negated); the other ops a range.
+	isSet, negate := n.op == OpIn || n.op == OpNe, n.op == OpNe
 	switch n.kind {
 	case kInt32:
-		switch n.op {
-		case OpIn:
-			return filterSet(v.i32[:rows], v.valid, sel, out, n.i64set, false)
-		case OpNe:
-			return filterSet(v.i32[:rows], v.valid, sel, out, n.i64set, true)
+		if isSet {
+			return filterSet(v.i32[:rows], v.valid, sel, out, n.i64set, negate)
 		}
 		return filterRange32(v.i32[:rows], v.valid, sel, out, n.i64lo, n.i64hi)
 	case kInt64:
-		switch n.op {
-		case OpIn:
-			return filterSet(v.i64[:rows], v.valid, sel, out, n.i64set, false)
-		case OpNe:
-			return filterSet(v.i64[:rows], v.valid, sel, out, n.i64set, true)
+		if isSet {
+			return filterSet(v.i64[:rows], v.valid, sel, out, n.i64set, negate)
 		}
 		return filterRange64(v.i64[:rows], v.valid, sel, out, n.i64lo, n.i64hi)
 	case kFloat64:
-		switch n.op {
-		case OpIn:
-			return filterSet(v.f64[:rows], v.valid, sel, out, n.f64set, false)
-		case OpNe:
-			return filterSet(v.f64[:rows], v.valid, sel, out, n.f64set, true)
+		if isSet {
+			return filterSet(v.f64[:rows], v.valid, sel, out, n.f64set, negate)
 		}
 		return filterRangeF(v.f64[:rows], v.valid, sel, out, n.f64lo, n.f64hi)
 	case kBool:
-		switch n.op {
-		case OpIn:
-			return filterBoolSet(v.b[:rows], v.valid, sel, out, n.boolset, false)
-		case OpNe:
-			return filterBoolSet(v.b[:rows], v.valid, sel, out, n.boolset, true)
+		if isSet {
+			return filterBoolSet(v.b[:rows], v.valid, sel, out, n.boolset, negate)
 		}
 		var want []bool
 		for _, b := range []bool{false, true} {

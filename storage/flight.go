@@ -786,13 +786,29 @@ func (r *RemoteScanner) OpenScan(ctx context.Context, spec ScanSpec, opts ScanOp
 		}
 		fr.rgs = append(fr.rgs, t.rg)
 	}
+	ranges := make([]FileRange, len(order))
+	files := map[string]*File{}
+	for i, f := range order {
+		ranges[i] = FileRange{Path: f.Path, RowGroups: byFile[f].rgs}
+		files[f.Path] = f
+	}
+	if err := it.start(ctx, ranges, files, " (run placement first)"); err != nil {
+		return nil, err
+	}
+	return it, nil
+}
+
+// start fetches ranges, the files' row groups to read, from the first
+// replica of each file, one goroutine per node. A file that is not in files
+// or is placed on no node is an error (unplacedHint ends its text).
+func (it *remoteIter) start(ctx context.Context, ranges []FileRange, files map[string]*File, unplacedHint string) error {
 	groups := map[string][]FileRange{}
 	var nodeOrder []string
-	for _, f := range order {
-		if len(f.Nodes) == 0 {
-			return nil, nferr.Queryf("scan of %s: file %s is not placed on any storage node (run placement first)", spec.Table, f.Path)
+	for _, fr := range ranges {
+		f := files[fr.Path]
+		if f == nil || len(f.Nodes) == 0 {
+			return nferr.Queryf("scan of %s: file %s is not placed on any storage node%s", it.spec.Table, fr.Path, unplacedHint)
 		}
-		fr := FileRange{Path: f.Path, RowGroups: byFile[f].rgs}
 		node := f.Nodes[0]
 		if _, ok := groups[node]; !ok {
 			nodeOrder = append(nodeOrder, node)
@@ -802,16 +818,12 @@ func (r *RemoteScanner) OpenScan(ctx context.Context, spec ScanSpec, opts ScanOp
 	ctx, it.cancel = context.WithCancel(ctx)
 	it.ch = make(chan arrow.RecordBatch, 2*max(1, len(groups)))
 	it.errc = make(chan error, len(groups)+1)
-	files := map[string]*File{}
-	for _, f := range order {
-		files[f.Path] = f
-	}
 	for _, node := range nodeOrder {
 		it.wg.Add(1)
 		go it.fetch(ctx, node, groups[node], files, map[string]bool{node: true})
 	}
 	go func() { it.wg.Wait(); close(it.ch) }()
-	return it, nil
+	return nil
 }
 
 type remoteIter struct {
@@ -1105,26 +1117,8 @@ func (p *PlacedScanner) OpenScan(ctx context.Context, spec ScanSpec, opts ScanOp
 		files[f.Path] = f
 	}
 	it := &remoteIter{r: p.r, schema: sch, alloc: opts.Alloc, spec: spec, parallelism: opts.Parallelism, keepRG: true}
-	groups := map[string][]FileRange{}
-	var nodeOrder []string
-	for _, fr := range spec.Files {
-		f := files[fr.Path]
-		if f == nil || len(f.Nodes) == 0 {
-			return nil, nferr.Queryf("scan of %s: file %s is not placed on any storage node", spec.Table, fr.Path)
-		}
-		node := f.Nodes[0]
-		if _, ok := groups[node]; !ok {
-			nodeOrder = append(nodeOrder, node)
-		}
-		groups[node] = append(groups[node], fr)
+	if err := it.start(ctx, spec.Files, files, ""); err != nil {
+		return nil, err
 	}
-	ctx, it.cancel = context.WithCancel(ctx)
-	it.ch = make(chan arrow.RecordBatch, 2*max(1, len(groups)))
-	it.errc = make(chan error, len(groups)+1)
-	for _, node := range nodeOrder {
-		it.wg.Add(1)
-		go it.fetch(ctx, node, groups[node], files, map[string]bool{node: true})
-	}
-	go func() { it.wg.Wait(); close(it.ch) }()
 	return it, nil
 }

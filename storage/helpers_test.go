@@ -113,6 +113,28 @@ func recordOf(alloc memory.Allocator, sch *arrow.Schema, rows []row) arrow.Recor
 }
 
 // rowsOf converts records back to reference rows.
+// commitRecord appends rec to table and commits (aborts when Append
+// fails); the error of any step.
+func commitRecord(db *DB, table string, opts AppendOptions, rec arrow.RecordBatch) error {
+	app, err := db.NewAppender(table, opts)
+	if err != nil {
+		return err
+	}
+	if err := app.Append(rec); err != nil {
+		app.Abort()
+		return err
+	}
+	_, err = app.Commit()
+	return err
+}
+
+// commitRows is commitRecord for rows of schema sch.
+func commitRows(db *DB, table string, opts AppendOptions, sch *arrow.Schema, rows []row) error {
+	rec := recordOf(memory.DefaultAllocator, sch, rows)
+	defer rec.Release()
+	return commitRecord(db, table, opts, rec)
+}
+
 func rowsOf(t testing.TB, recs []arrow.RecordBatch) []row {
 	t.Helper()
 	var out []row

@@ -40,18 +40,9 @@ func str(s string) *string { return &s }
 // appendKeys appends one record to table t and commits; the error of
 // Append or Commit.
 func appendKeys(db *DB, table string, ids []int64, names []*string) error {
-	a, err := db.NewAppender(table, AppendOptions{})
-	if err != nil {
-		return err
-	}
 	rec := keyRecord(ids, names)
 	defer rec.Release()
-	if err := a.Append(rec); err != nil {
-		a.Abort()
-		return err
-	}
-	_, err = a.Commit()
-	return err
+	return commitRecord(db, table, AppendOptions{}, rec)
 }
 
 func TestUniqueKeys(t *testing.T) {
@@ -123,13 +114,7 @@ func TestUniqueKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The keys survive a reopen.
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if db, err = Open(dir, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db = reopenDB(t, db)
 	if err := appendKeys(db, "k", []int64{1}, []*string{str("new")}); err == nil || !strings.Contains(err.Error(), "(id)=(1)") {
 		t.Errorf("after reopen: %v", err)
 	}

@@ -205,40 +205,22 @@ func (c *colBuilder) add(b []byte, isNull bool) (why string) {
 	switch c.typ.ID() {
 	case arrow.INT32:
 		x, why := parseInt(b, 32)
-		if why != "" {
-			return why
-		}
-		c.v.i32 = append(c.v.i32, int32(x))
+		return appendParsed(&c.v.i32, int32(x), why)
 	case arrow.DATE32:
 		x, why := parseDate(b)
-		if why != "" {
-			return why
-		}
-		c.v.i32 = append(c.v.i32, x)
+		return appendParsed(&c.v.i32, x, why)
 	case arrow.INT64:
 		x, why := parseInt(b, 64)
-		if why != "" {
-			return why
-		}
-		c.v.i64 = append(c.v.i64, x)
+		return appendParsed(&c.v.i64, x, why)
 	case arrow.DECIMAL64:
 		x, why := parseDecimalPrec(b, c.prec, c.scale)
-		if why != "" {
-			return why
-		}
-		c.v.i64 = append(c.v.i64, x)
+		return appendParsed(&c.v.i64, x, why)
 	case arrow.FLOAT64:
 		x, why := parseFloat(b)
-		if why != "" {
-			return why
-		}
-		c.v.f64 = append(c.v.f64, x)
+		return appendParsed(&c.v.f64, x, why)
 	case arrow.BOOL:
 		x, why := parseBool(b)
-		if why != "" {
-			return why
-		}
-		c.v.b = append(c.v.b, x)
+		return appendParsed(&c.v.b, x, why)
 	case arrow.STRING:
 		c.v.data = append(c.v.data, b...)
 		c.v.offs = append(c.v.offs, int32(len(c.v.data)))
@@ -253,6 +235,15 @@ func (c *colBuilder) add(b []byte, isNull bool) (why string) {
 		c.v.d128 = append(c.v.d128, num)
 	}
 	return ""
+}
+
+// appendParsed appends a parsed value x to vals, unless parsing failed
+// (why, which it returns, is not "").
+func appendParsed[T any](vals *[]T, x T, why string) string {
+	if why == "" {
+		*vals = append(*vals, x)
+	}
+	return why
 }
 
 // maxLineBytes bounds one input line (a corrupt file without newlines must
@@ -430,25 +421,15 @@ func trimEOL(b []byte) []byte {
 // delimiters and newlines).
 func splitFields(line []byte, o CopyOptions, fields [][]byte, quoted []bool) ([][]byte, []bool, error) {
 	d := o.Delimiter
-	if o.Format == "tbl" {
+	csv := o.Format != "tbl"
+	if !csv {
 		if len(line) == 0 || line[len(line)-1] != d {
 			return nil, nil, fmt.Errorf("line does not end with the %q delimiter (dbgen .tbl format)", d)
 		}
 		line = line[:len(line)-1]
-		for {
-			i := bytes.IndexByte(line, d)
-			if i < 0 {
-				fields = append(fields, line)
-				quoted = append(quoted, false)
-				return fields, quoted, nil
-			}
-			fields = append(fields, line[:i])
-			quoted = append(quoted, false)
-			line = line[i+1:]
-		}
 	}
 	for {
-		if len(line) > 0 && line[0] == '"' {
+		if csv && len(line) > 0 && line[0] == '"' {
 			// Quoted field: unescape "" into a fresh slice.
 			var val []byte
 			i := 1

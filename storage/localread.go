@@ -73,27 +73,6 @@ func writeLocalToken(dir string) (string, error) {
 	return tok, nil
 }
 
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(mode)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
-}
-
 // DoAction serves localScanAction.
 func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoActionServer) error {
 	if a.GetType() == inventoryAction {

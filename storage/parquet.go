@@ -282,19 +282,28 @@ func grow[T any](s []T, n int) []T {
 	return s[:n]
 }
 
-func int32Values(arr arrow.Array) []int32 {
+// fixedValues returns the values of a fixed-width array (its offset
+// applied), without copying.
+func fixedValues[T int32 | int64 | float64](arr arrow.Array) []T {
 	d := arr.Data()
-	return arrow.Int32Traits.CastFromBytes(d.Buffers()[1].Bytes())[d.Offset() : d.Offset()+d.Len()]
+	return arrow.GetData[T](d.Buffers()[1].Bytes())[d.Offset() : d.Offset()+d.Len()]
 }
 
-func int64Values(arr arrow.Array) []int64 {
-	d := arr.Data()
-	return arrow.Int64Traits.CastFromBytes(d.Buffers()[1].Bytes())[d.Offset() : d.Offset()+d.Len()]
-}
-
-func float64Values(arr arrow.Array) []float64 {
-	d := arr.Data()
-	return arrow.Float64Traits.CastFromBytes(d.Buffers()[1].Bytes())[d.Offset() : d.Offset()+d.Len()]
+// validValues returns the values of src that are not NULL: src itself when
+// hasNulls is false, else its nn valid values (those of arr's rows off+i)
+// gathered into *buf, which is kept for reuse.
+func validValues[T any](src []T, arr arrow.Array, off int, hasNulls bool, nn int, buf *[]T) []T {
+	if !hasNulls {
+		return src
+	}
+	vals := grow(*buf, nn)[:0]
+	for i, v := range src {
+		if arr.IsValid(off + i) {
+			vals = append(vals, v)
+		}
+	}
+	*buf = vals
+	return vals
 }
 
 func (pw *parquetWriter) writeColumn(cw file.ColumnChunkWriter, arr arrow.Array, off, n int) error {
@@ -307,44 +316,11 @@ func (pw *parquetWriter) writeColumn(cw file.ColumnChunkWriter, arr arrow.Array,
 	var err error
 	switch w := cw.(type) {
 	case *file.Int32ColumnChunkWriter:
-		src := int32Values(arr)[off : off+n]
-		vals := src
-		if hasNulls {
-			pw.i32 = grow(pw.i32, nn)[:0]
-			for i, v := range src {
-				if valid(i) {
-					pw.i32 = append(pw.i32, v)
-				}
-			}
-			vals = pw.i32
-		}
-		_, err = w.WriteBatch(vals, def, nil)
+		_, err = w.WriteBatch(validValues(fixedValues[int32](arr)[off:off+n], arr, off, hasNulls, nn, &pw.i32), def, nil)
 	case *file.Int64ColumnChunkWriter:
-		src := int64Values(arr)[off : off+n]
-		vals := src
-		if hasNulls {
-			pw.i64 = grow(pw.i64, nn)[:0]
-			for i, v := range src {
-				if valid(i) {
-					pw.i64 = append(pw.i64, v)
-				}
-			}
-			vals = pw.i64
-		}
-		_, err = w.WriteBatch(vals, def, nil)
+		_, err = w.WriteBatch(validValues(fixedValues[int64](arr)[off:off+n], arr, off, hasNulls, nn, &pw.i64), def, nil)
 	case *file.Float64ColumnChunkWriter:
-		src := float64Values(arr)[off : off+n]
-		vals := src
-		if hasNulls {
-			pw.f64 = grow(pw.f64, nn)[:0]
-			for i, v := range src {
-				if valid(i) {
-					pw.f64 = append(pw.f64, v)
-				}
-			}
-			vals = pw.f64
-		}
-		_, err = w.WriteBatch(vals, def, nil)
+		_, err = w.WriteBatch(validValues(fixedValues[float64](arr)[off:off+n], arr, off, hasNulls, nn, &pw.f64), def, nil)
 	case *file.BooleanColumnChunkWriter:
 		ba := arr.(*array.Boolean)
 		pw.b = pw.b[:0]

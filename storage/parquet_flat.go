@@ -831,30 +831,15 @@ func (d *flatDecoder) gatherDict(v *vector, off int, ix []int32) {
 	dv := &d.dict
 	switch d.kind {
 	case kInt32:
-		dst := v.i32[off : off+len(ix)]
-		for i, x := range ix {
-			dst[i] = dv.i32[x]
-		}
+		gatherDict(v.i32[off:off+len(ix)], dv.i32, ix, nil)
 	case kInt64:
-		dst := v.i64[off : off+len(ix)]
-		for i, x := range ix {
-			dst[i] = dv.i64[x]
-		}
+		gatherDict(v.i64[off:off+len(ix)], dv.i64, ix, nil)
 	case kFloat64:
-		dst := v.f64[off : off+len(ix)]
-		for i, x := range ix {
-			dst[i] = dv.f64[x]
-		}
+		gatherDict(v.f64[off:off+len(ix)], dv.f64, ix, nil)
 	case kBool:
-		dst := v.b[off : off+len(ix)]
-		for i, x := range ix {
-			dst[i] = dv.b[x]
-		}
+		gatherDict(v.b[off:off+len(ix)], dv.b, ix, nil)
 	case kDec128:
-		dst := v.d128[off : off+len(ix)]
-		for i, x := range ix {
-			dst[i] = dv.d128[x]
-		}
+		gatherDict(v.d128[off:off+len(ix)], dv.d128, ix, nil)
 	case kString:
 		for i, x := range ix {
 			v.data = append(v.data, dv.data[dv.offs[x]:dv.offs[x+1]]...)

@@ -395,6 +395,26 @@ func (n *cnode) typeErr(p *Predicate, v Value) error {
 	return nferr.Queryf("predicate %s: constant %s (%s) does not match column %s of type %s", p, v, v.Kind, n.name, n.typ)
 }
 
+// narrowRange narrows n's range, *lo to *hi (the fields of c's type), by
+// the inclusive bound c: an upper bound when op is OpLe, else a lower one
+// (setBound has made strict bounds inclusive already).
+func narrowRange[T any](n *cnode, op Op, c T, lo, hi *T, less func(a, b T) bool) {
+	if op == OpLe {
+		if !n.hasHi || less(c, *hi) {
+			*hi = c
+		}
+		n.hasHi = true
+	} else {
+		if !n.hasLo || less(*lo, c) {
+			*lo = c
+		}
+		n.hasLo = true
+	}
+}
+
+// lessThan is the < of an ordered type (cmp.Less orders NaN first instead).
+func lessThan[T int64 | float64](a, b T) bool { return a < b }
+
 // scaledConst converts an int or decimal constant to the unscaled integer at
 // column scale s. exact is false when the constant has digits the column
 // cannot hold; then floor is the largest representable value below it.
@@ -474,17 +494,7 @@ func (n *cnode) setBound(p *Predicate, b bound) error {
 				c = math.MaxInt32 + 1
 			}
 		}
-		if b.op == OpLe {
-			if !n.hasHi || c < n.i64hi {
-				n.i64hi = c
-			}
-			n.hasHi = true
-		} else {
-			if !n.hasLo || c > n.i64lo {
-				n.i64lo = c
-			}
-			n.hasLo = true
-		}
+		narrowRange(n, b.op, c, &n.i64lo, &n.i64hi, lessThan[int64])
 	case kFloat64:
 		var c float64
 		switch v.Kind {
@@ -503,17 +513,7 @@ func (n *cnode) setBound(p *Predicate, b bound) error {
 		case OpGt:
 			c, b.op = math.Nextafter(c, math.Inf(1)), OpGe
 		}
-		if b.op == OpLe {
-			if !n.hasHi || c < n.f64hi {
-				n.f64hi = c
-			}
-			n.hasHi = true
-		} else {
-			if !n.hasLo || c > n.f64lo {
-				n.f64lo = c
-			}
-			n.hasLo = true
-		}
+		narrowRange(n, b.op, c, &n.f64lo, &n.f64hi, lessThan[float64])
 	case kString:
 		if v.Kind != KindString {
 			return n.typeErr(p, v)
@@ -545,17 +545,7 @@ func (n *cnode) setBound(p *Predicate, b bound) error {
 		case OpGt:
 			b.op, c = OpGe, c+1
 		}
-		if b.op == OpLe {
-			if !n.hasHi || c < n.i64hi {
-				n.i64hi = c
-			}
-			n.hasHi = true
-		} else {
-			if !n.hasLo || c > n.i64lo {
-				n.i64lo = c
-			}
-			n.hasLo = true
-		}
+		narrowRange(n, b.op, c, &n.i64lo, &n.i64hi, lessThan[int64])
 	case kDec128:
 		if v.Kind != KindInt && v.Kind != KindDecimal {
 			return n.typeErr(p, v)
@@ -593,17 +583,7 @@ func (n *cnode) setBound(p *Predicate, b bound) error {
 				num = num.Add(one)
 			}
 		}
-		if b.op == OpLe {
-			if !n.hasHi || num.Less(n.d128hi) {
-				n.d128hi = num
-			}
-			n.hasHi = true
-		} else {
-			if !n.hasLo || n.d128lo.Less(num) {
-				n.d128lo = num
-			}
-			n.hasLo = true
-		}
+		narrowRange(n, b.op, num, &n.d128lo, &n.d128hi, decimal128.Num.Less)
 	}
 	if !n.hasLo {
 		n.setMinLo()

@@ -38,13 +38,7 @@ func TestViewsPersist(t *testing.T) {
 	if err := db.CreateView("v", nil, "SELECT 2", true); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if db, err = Open(dir, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db = reopenDB(t, db)
 	v := db.View("main.V")
 	if v == nil || v.SQL != "SELECT 2" || len(db.Views()) != 1 {
 		t.Fatalf("after reopen: %+v, %d views", v, len(db.Views()))

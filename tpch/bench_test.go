@@ -87,18 +87,11 @@ func BenchmarkParquetLineitemSF01(b *testing.B) {
 	sc, _ := NewScale(0.1)
 	for _, codec := range []string{"snappy", "zstd", "lz4"} {
 		b.Run(codec, func(b *testing.B) {
-			o := ParquetOptions{Codec: codec}
-			o.ensureDefaults()
 			b.ReportAllocs()
 			var size int64
 			for i := 0; i < b.N; i++ {
 				cw := &countWriter{}
-				w := newPQWriter(cw, Lineitem, o)
-				err := generateRange(context.Background(), sc, Orders, 1, sc.Orders, false, true, w.write)
-				if err == nil {
-					err = w.close()
-				}
-				if err != nil {
+				if err := writeLineitemParquet(cw, sc, codec); err != nil {
 					b.Fatal(err)
 				}
 				size = cw.n
@@ -106,6 +99,18 @@ func BenchmarkParquetLineitemSF01(b *testing.B) {
 			b.ReportMetric(float64(size)/1e6, "file-MB")
 		})
 	}
+}
+
+// writeLineitemParquet writes the lineitem table of scale sc to w as
+// Parquet compressed with codec.
+func writeLineitemParquet(w io.Writer, sc Scale, codec string) error {
+	o := ParquetOptions{Codec: codec}
+	o.ensureDefaults()
+	pw := newPQWriter(w, Lineitem, o)
+	if err := generateRange(context.Background(), sc, Orders, 1, sc.Orders, false, true, pw.write); err != nil {
+		return err
+	}
+	return pw.close()
 }
 
 type countWriter struct{ n int64 }
@@ -119,14 +124,8 @@ func BenchmarkParquetReadLineitemSF01(b *testing.B) {
 	sc, _ := NewScale(0.1)
 	for _, codec := range []string{"snappy", "zstd", "lz4"} {
 		b.Run(codec, func(b *testing.B) {
-			o := ParquetOptions{Codec: codec}
-			o.ensureDefaults()
 			var buf bytes.Buffer
-			w := newPQWriter(&buf, Lineitem, o)
-			if err := generateRange(context.Background(), sc, Orders, 1, sc.Orders, false, true, w.write); err != nil {
-				b.Fatal(err)
-			}
-			if err := w.close(); err != nil {
+			if err := writeLineitemParquet(&buf, sc, codec); err != nil {
 				b.Fatal(err)
 			}
 			data := buf.Bytes()

@@ -247,28 +247,28 @@ func (g *partGen) row(i int64, pb, psb *batch) {
 	}
 }
 
-// ---- supplier ----
+// ---- supplier and customer ----
 
-type suppGen struct {
-	pool                               []byte
-	addr, ntrg, phne, abal, cmnt       stream
-	bbbCmnt, bbbType, bbbJunk, bbbOffs stream
-	buf                                []byte
+// partyGen writes the columns that open both supplier and customer rows,
+// which dbgen's mk_supp and mk_cust draw alike from streams of their own:
+// key, name, address, nation key, phone and account balance. They stand at
+// the same indexes in both tables (sSuppkey..sAcctbal, cCustkey..cAcctbal).
+type partyGen struct {
+	addr, ntrg, phne, abal stream
+	buf                    []byte
 }
 
-func newSuppGen(pool []byte, row int64) *suppGen {
-	return &suppGen{
-		pool: pool,
-		addr: newStream(sdSAddr, row), ntrg: newStream(sdSNtrg, row), phne: newStream(sdSPhne, row),
-		abal: newStream(sdSAbal, row), cmnt: newStream(sdSCmnt, row), bbbCmnt: newStream(sdBBBCmnt, row),
-		bbbType: newStream(sdBBBType, row), bbbJunk: newStream(sdBBBJnk, row), bbbOffs: newStream(sdBBBOffs, row),
-	}
+func newPartyGen(sdAddr, sdNtrg, sdPhne, sdAbal int, row int64) partyGen {
+	return partyGen{addr: newStream(sdAddr, row), ntrg: newStream(sdNtrg, row),
+		phne: newStream(sdPhne, row), abal: newStream(sdAbal, row)}
 }
 
-func (g *suppGen) row(i int64, b *batch) {
+// row appends the party columns of row i; its name is namePrefix followed
+// by the key padded to 9 digits ("Supplier#000000001").
+func (g *partyGen) row(i int64, b *batch, namePrefix string) {
 	c := b.cols
 	c[sSuppkey].i64 = append(c[sSuppkey].i64, i)
-	g.buf = appendPad(append(g.buf[:0], "Supplier#"...), i, 9)
+	g.buf = appendPad(append(g.buf[:0], namePrefix...), i, 9)
 	c[sName].str = append(c[sName].str, b.appendArena(g.buf))
 	g.buf = appendAlnum(g.buf[:0], &g.addr, addrMin, addrMax)
 	c[sAddress].str = append(c[sAddress].str, b.appendArena(g.buf))
@@ -277,6 +277,34 @@ func (g *suppGen) row(i int64, b *batch) {
 	g.buf = appendPhone(g.buf[:0], &g.phne, nation)
 	c[sPhone].str = append(c[sPhone].str, b.appendArena(g.buf))
 	c[sAcctbal].i64 = append(c[sAcctbal].i64, g.abal.unif(-99999, 999999))
+}
+
+func (g *partyGen) endRow() {
+	g.addr.endRow()
+	g.ntrg.endRow()
+	g.phne.endRow()
+	g.abal.endRow()
+}
+
+type suppGen struct {
+	party                              partyGen
+	pool                               []byte
+	cmnt                               stream
+	bbbCmnt, bbbType, bbbJunk, bbbOffs stream
+	buf                                []byte
+}
+
+func newSuppGen(pool []byte, row int64) *suppGen {
+	return &suppGen{
+		party: newPartyGen(sdSAddr, sdSNtrg, sdSPhne, sdSAbal, row),
+		pool:  pool, cmnt: newStream(sdSCmnt, row), bbbCmnt: newStream(sdBBBCmnt, row),
+		bbbType: newStream(sdBBBType, row), bbbJunk: newStream(sdBBBJnk, row), bbbOffs: newStream(sdBBBOffs, row),
+	}
+}
+
+func (g *suppGen) row(i int64, b *batch) {
+	c := b.cols
+	g.party.row(i, b, "Supplier#")
 	cmnt := text(&g.cmnt, g.pool, sCmntMin, sCmntMax)
 	// Clause 4.2.3: about 5 per 10,000 suppliers get "Customer ...
 	// Complaints" and as many "Customer ... Recommends" written over their
@@ -300,10 +328,7 @@ func (g *suppGen) row(i int64, b *batch) {
 	}
 	c[sComment].str = append(c[sComment].str, cmnt)
 	b.n++
-	g.addr.endRow()
-	g.ntrg.endRow()
-	g.phne.endRow()
-	g.abal.endRow()
+	g.party.endRow()
 	g.cmnt.endRow()
 	g.bbbCmnt.endRow()
 	g.bbbType.endRow()
@@ -314,38 +339,25 @@ func (g *suppGen) row(i int64, b *batch) {
 // ---- customer ----
 
 type custGen struct {
-	pool                               []byte
-	addr, ntrg, phne, abal, mseg, cmnt stream
-	buf                                []byte
+	party      partyGen
+	pool       []byte
+	mseg, cmnt stream
 }
 
 func newCustGen(pool []byte, row int64) *custGen {
 	return &custGen{
-		pool: pool,
-		addr: newStream(sdCAddr, row), ntrg: newStream(sdCNtrg, row), phne: newStream(sdCPhne, row),
-		abal: newStream(sdCAbal, row), mseg: newStream(sdCMseg, row), cmnt: newStream(sdCCmnt, row),
+		party: newPartyGen(sdCAddr, sdCNtrg, sdCPhne, sdCAbal, row),
+		pool:  pool, mseg: newStream(sdCMseg, row), cmnt: newStream(sdCCmnt, row),
 	}
 }
 
 func (g *custGen) row(i int64, b *batch) {
 	c := b.cols
-	c[cCustkey].i64 = append(c[cCustkey].i64, i)
-	g.buf = appendPad(append(g.buf[:0], "Customer#"...), i, 9)
-	c[cName].str = append(c[cName].str, b.appendArena(g.buf))
-	g.buf = appendAlnum(g.buf[:0], &g.addr, addrMin, addrMax)
-	c[cAddress].str = append(c[cAddress].str, b.appendArena(g.buf))
-	nation := g.ntrg.unif(0, int64(len(dists.nations.members)-1))
-	c[cNationkey].i64 = append(c[cNationkey].i64, nation)
-	g.buf = appendPhone(g.buf[:0], &g.phne, nation)
-	c[cPhone].str = append(c[cPhone].str, b.appendArena(g.buf))
-	c[cAcctbal].i64 = append(c[cAcctbal].i64, g.abal.unif(-99999, 999999))
+	g.party.row(i, b, "Customer#")
 	c[cMktsegment].str = append(c[cMktsegment].str, strSegments[pick(&g.mseg, dists.segments)])
 	c[cComment].str = append(c[cComment].str, text(&g.cmnt, g.pool, cCmntMin, cCmntMax))
 	b.n++
-	g.addr.endRow()
-	g.ntrg.endRow()
-	g.phne.endRow()
-	g.abal.endRow()
+	g.party.endRow()
 	g.mseg.endRow()
 	g.cmnt.endRow()
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"fmt"
 	"log/slog"
@@ -244,13 +243,9 @@ func agentSecurity(opts *shuffle.Options) error {
 		if err != nil {
 			return nferr.Authf("loading %s: %v", f.tlsCert, err)
 		}
-		pem, err := os.ReadFile(f.tlsCA)
+		pool, err := loadCertPool(f.tlsCA)
 		if err != nil {
-			return nferr.IOf("reading --tls-ca: %v", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nferr.Authf("%s holds no PEM certificate", f.tlsCA)
+			return err
 		}
 		opts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, ClientCAs: pool,
 			ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS13}
@@ -261,11 +256,7 @@ func agentSecurity(opts *shuffle.Options) error {
 // parseCPUList reads "3", "0,2" or "4-7".
 func parseCPUList(s string) ([]int, error) {
 	var out []int
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
+	for _, part := range splitList(s) {
 		lo, hi, isRange := strings.Cut(part, "-")
 		a, err := strconv.Atoi(lo)
 		if err != nil || a < 0 {

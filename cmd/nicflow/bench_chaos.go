@@ -158,7 +158,7 @@ func runChaos(ctx context.Context, o chaosOptions, stdout io.Writer) error {
 	lc, err := cluster.StartLocal(sctx, cluster.LocalOptions{
 		Dir: o.Dir, Workers: o.Workers, Storage: o.Storage, Replication: o.Replication, Exe: exe,
 		Out: io.Discard, Restart: true, MaxRestarts: 1000,
-		Extra: map[cluster.Role][]string{cluster.RoleWorker: localWorkerArgs(0, "", !o.LocalReads, "")},
+		Extra: map[cluster.Role][]string{cluster.RoleWorker: localWorkerFlags{noLocalReads: !o.LocalReads}.args()},
 	})
 	if err != nil {
 		return err

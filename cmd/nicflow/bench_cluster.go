@@ -18,16 +18,13 @@ import (
 )
 
 var benchClusterFlags struct {
-	dir          string
-	configs      string
-	runs         int
-	rounds       int
-	queries      string
-	format       string
-	noLocalReads bool
-	workerCores  int
-	workerMemory string
-	scanCodec    string
+	dir     string
+	configs string
+	runs    int
+	rounds  int
+	queries string
+	format  string
+	worker  localWorkerFlags
 }
 
 var benchClusterCmd = &cobra.Command{
@@ -77,10 +74,7 @@ func init() {
 	f.IntVar(&benchClusterFlags.rounds, "rounds", 2, "times the whole sequence (embedded, then each cluster) runs")
 	f.StringVar(&benchClusterFlags.queries, "queries", "1-22", "queries to run, e.g. 1,3,5-7")
 	f.StringVar(&benchClusterFlags.format, "format", formatTable, "output format: table or csv")
-	f.BoolVar(&benchClusterFlags.noLocalReads, "no-local-reads", false, "workers receive every scan over Flight")
-	f.IntVar(&benchClusterFlags.workerCores, "worker-cores", 0, "cores each worker advertises (default: all)")
-	f.StringVar(&benchClusterFlags.workerMemory, "worker-memory", "", "memory each worker gives its tasks, e.g. 1GiB (workers' --memory; default: 60% of this machine's)")
-	f.StringVar(&benchClusterFlags.scanCodec, "scan-codec", "", "compression of scans over Flight (with --no-local-reads): none, lz4 or zstd")
+	benchClusterFlags.worker.addFlags(f)
 	benchCmd.AddCommand(benchClusterCmd)
 }
 
@@ -90,11 +84,7 @@ func (s clusterShape) String() string { return fmt.Sprintf("%dx%d", s.workers, s
 
 func parseShapes(s string) ([]clusterShape, error) {
 	var out []clusterShape
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
+	for _, part := range splitList(s) {
 		w, st, ok := strings.Cut(part, "x")
 		nw, err1 := strconv.Atoi(w)
 		ns, err2 := strconv.Atoi(st)
@@ -172,7 +162,7 @@ func runBenchCluster(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stderr, "round %d: embedded done\n", round)
 		for i, sh := range shapes {
-			err := benchOneCluster(ctx, exe, fl.dir, sh, localWorkerArgs(fl.workerCores, fl.workerMemory, fl.noLocalReads, fl.scanCodec), stderr, func(cl textRunner) error {
+			err := benchOneCluster(ctx, exe, fl.dir, sh, fl.worker.args(), stderr, func(cl textRunner) error {
 				return pass(i+1, "cluster "+sh.String(), cl)
 			})
 			if err != nil {
@@ -184,7 +174,7 @@ func runBenchCluster(ctx context.Context, stdout, stderr io.Writer) error {
 	if !tpch.HasAnswers(sf) {
 		compareWithEmbedded(sf, results)
 	}
-	printBenchCluster(stdout, fl.format, sf, shapes, results, fl.noLocalReads)
+	printBenchCluster(stdout, fl.format, sf, shapes, results, fl.worker.noLocalReads)
 	bad := 0
 	for i, rs := range results {
 		for _, r := range rs {

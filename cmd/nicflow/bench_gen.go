@@ -1,8 +1,6 @@
 package main
 
 import (
-	"strings"
-
 	"github.com/spf13/cobra"
 
 	"github.com/nicflow/nicflow/bench"
@@ -38,29 +36,21 @@ is given.`,
 	RunE: func(cmd *cobra.Command, _ []string) error {
 		o := bench.GenOptions{SF: benchGenFlags.sf, Dir: benchGenFlags.dir, Parallel: benchGenFlags.parallel,
 			Parquet: tpch.ParquetOptions{Codec: benchGenFlags.codec}}
-		for _, f := range strings.Split(benchGenFlags.formats, ",") {
-			if strings.TrimSpace(f) == "" {
-				continue
-			}
+		for _, f := range splitList(benchGenFlags.formats) {
 			ff, err := tpch.ParseFormat(f)
 			if err != nil {
 				return usagef("--format: %v", err)
 			}
 			o.Formats = append(o.Formats, ff)
 		}
-		if strings.TrimSpace(benchGenFlags.tables) != "" {
-			for _, name := range strings.Split(benchGenFlags.tables, ",") {
-				t, err := tpch.ParseTable(name)
-				if err != nil {
-					return usagef("--tables: %v", err)
-				}
-				o.Tables = append(o.Tables, t)
-			}
+		var err error
+		if o.Tables, err = parseTables(benchGenFlags.tables); err != nil {
+			return err
 		}
 		if err := o.Validate(); err != nil {
 			return usagef("%v", err)
 		}
-		_, err := bench.RunGen(cmd.Context(), o, cmd.OutOrStdout())
+		_, err = bench.RunGen(cmd.Context(), o, cmd.OutOrStdout())
 		return err
 	},
 }

@@ -95,16 +95,6 @@ cluster key).`,
 	RunE: runBenchShuffle,
 }
 
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 func intList(flag, s string, bytesOK bool) ([]int, error) {
 	var out []int
 	for _, p := range splitList(s) {

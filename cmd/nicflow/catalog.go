@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/internal/nferr"
 	"github.com/nicflow/nicflow/storage"
 )
@@ -152,7 +153,7 @@ func printTables(w io.Writer, tables []*storage.Table, format string) error {
 		if t.External {
 			name += " (external)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t\n", name, len(t.Columns), t.Rows(), len(t.Files), t.RowGroupCount(), humanBytes(t.Bytes()))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t\n", name, len(t.Columns), t.Rows(), len(t.Files), t.RowGroupCount(), exec.FormatBytes(t.Bytes()))
 	}
 	return tw.Flush()
 }
@@ -177,7 +178,7 @@ func printTable(w io.Writer, t *storage.Table, format string, maxRG int) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(t)
 	}
-	fmt.Fprintf(w, "table %s: %d rows, %d files, %d row groups, %s", t.QualifiedName(), t.Rows(), len(t.Files), t.RowGroupCount(), humanBytes(t.Bytes()))
+	fmt.Fprintf(w, "table %s: %d rows, %d files, %d row groups, %s", t.QualifiedName(), t.Rows(), len(t.Files), t.RowGroupCount(), exec.FormatBytes(t.Bytes()))
 	if t.External {
 		fmt.Fprintf(w, ", external (%s)", t.Location)
 	}
@@ -205,7 +206,7 @@ func printTable(w io.Writer, t *storage.Table, format string, maxRG int) error {
 		if len(f.Nodes) > 0 {
 			nodes = strings.Join(f.Nodes, ",")
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", f.Path, f.Rows, len(f.RowGroups), humanBytes(f.Size), f.Checksum, nodes)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", f.Path, f.Rows, len(f.RowGroups), exec.FormatBytes(f.Size), f.Checksum, nodes)
 	}
 	tw.Flush()
 	if maxRG == 0 {
@@ -226,7 +227,7 @@ func printTable(w io.Writer, t *storage.Table, format string, maxRG int) error {
 				fmt.Fprintf(w, "... %d more row groups (--row-groups -1 shows all)\n", t.RowGroupCount()-shown)
 				return nil
 			}
-			cells := []string{fmt.Sprint(fi), fmt.Sprint(ri), fmt.Sprint(rg.Rows), humanBytes(rg.Bytes)}
+			cells := []string{fmt.Sprint(fi), fmt.Sprint(ri), fmt.Sprint(rg.Rows), exec.FormatBytes(rg.Bytes)}
 			for _, st := range rg.Columns {
 				cells = append(cells, fmt.Sprintf("[%s, %s] %s", statText(st.Min), statText(st.Max), nullText(st.Nulls)))
 			}
@@ -244,18 +245,4 @@ func init() {
 	catalogShowCmd.Flags().IntVar(&catalogFlags.rowGroups, "row-groups", 20, "row groups to list (0: none, -1: all)")
 	catalogCmd.AddCommand(catalogLsCmd, catalogShowCmd, catalogVerifyCmd)
 	rootCmd.AddCommand(catalogCmd)
-}
-
-// humanBytes prints n bytes with a binary unit ("1.5 MiB").
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

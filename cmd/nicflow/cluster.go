@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/nicflow/nicflow/cluster"
@@ -110,17 +111,14 @@ with --keys NODEDIR and --node-id NAME.`,
 }
 
 var clusterLocalFlags struct {
-	dir          string
-	workers      int
-	storage      int
-	addrFile     string
-	keys         string
-	cores        int
-	memory       string
-	replication  int
-	noLocalReads bool
-	scanCodec    string
-	onFailure    string
+	dir         string
+	workers     int
+	storage     int
+	addrFile    string
+	keys        string
+	replication int
+	onFailure   string
+	worker      localWorkerFlags
 }
 
 var clusterLocalCmd = &cobra.Command{
@@ -165,7 +163,7 @@ written to --addr-file (default DIR/cluster/coordinator.addr), where
 			Dir: f.dir, Workers: f.workers, Storage: f.storage, AddrFile: f.addrFile, KeyDir: f.keys,
 			Replication: f.replication, Out: cmd.ErrOrStderr(), Restart: f.onFailure == "restart",
 		}
-		o.Extra = map[cluster.Role][]string{cluster.RoleWorker: localWorkerArgs(f.cores, f.memory, f.noLocalReads, f.scanCodec)}
+		o.Extra = map[cluster.Role][]string{cluster.RoleWorker: f.worker.args()}
 		lc, err := cluster.StartLocal(cmd.Context(), o)
 		if err != nil {
 			return err
@@ -373,11 +371,8 @@ func init() {
 	f.IntVar(&clusterLocalFlags.storage, "storage", 0, "number of storage processes (nicflow storage)")
 	f.StringVar(&clusterLocalFlags.addrFile, "addr-file", "", "write the coordinator's client address here (default DIR/cluster/coordinator.addr)")
 	f.StringVar(&clusterLocalFlags.keys, "keys", "", "cluster key directory (default DIR/cluster/keys, created when missing)")
-	f.IntVar(&clusterLocalFlags.cores, "worker-cores", 0, "cores each worker advertises (default: all)")
-	f.StringVar(&clusterLocalFlags.memory, "worker-memory", "", "memory each worker gives its tasks, e.g. 1GiB (workers' --memory; their operators spill beyond it; default: 60% of this machine's)")
+	clusterLocalFlags.worker.addFlags(f)
 	f.IntVar(&clusterLocalFlags.replication, "replication", 1, "storage nodes each table file is copied to")
-	f.BoolVar(&clusterLocalFlags.noLocalReads, "no-local-reads", false, "workers receive every scan over Flight instead of reading the storage nodes' files on this machine")
-	f.StringVar(&clusterLocalFlags.scanCodec, "scan-codec", "", "compression of scans over Flight: none, lz4 or zstd (workers' --scan-codec)")
 	f.StringVar(&clusterLocalFlags.onFailure, "on-failure", "restart", "when a worker or storage node exits: restart it (the others keep running) or stop the whole cluster")
 
 	addClientFlags(clusterStatusCmd, &statusFlags)
@@ -428,20 +423,38 @@ func placeWith(ctx context.Context, c *cluster.Client, replication int, w io.Wri
 	return nil
 }
 
-// localWorkerArgs are the extra flags of a local cluster's workers.
-func localWorkerArgs(cores int, memory string, noLocalReads bool, scanCodec string) []string {
+// localWorkerFlags are the settings of the worker processes that `nicflow
+// cluster local` and `nicflow bench cluster` start on this machine.
+type localWorkerFlags struct {
+	cores        int
+	memory       string
+	noLocalReads bool
+	scanCodec    string
+}
+
+// addFlags defines --worker-cores, --worker-memory, --no-local-reads and
+// --scan-codec.
+func (w *localWorkerFlags) addFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&w.cores, "worker-cores", 0, "cores each worker advertises (default: all)")
+	fs.StringVar(&w.memory, "worker-memory", "", "memory each worker gives its tasks, e.g. 1GiB (workers' --memory; their operators spill beyond it; default: 60% of this machine's)")
+	fs.BoolVar(&w.noLocalReads, "no-local-reads", false, "workers receive every scan over Flight instead of reading the storage nodes' files on this machine")
+	fs.StringVar(&w.scanCodec, "scan-codec", "", "compression of scans over Flight (with --no-local-reads): none, lz4 or zstd (workers' --scan-codec)")
+}
+
+// args are the workers' extra command-line flags.
+func (w localWorkerFlags) args() []string {
 	var args []string
-	if cores > 0 {
-		args = append(args, "--cores", strconv.Itoa(cores))
+	if w.cores > 0 {
+		args = append(args, "--cores", strconv.Itoa(w.cores))
 	}
-	if memory != "" {
-		args = append(args, "--memory", memory)
+	if w.memory != "" {
+		args = append(args, "--memory", w.memory)
 	}
-	if noLocalReads {
+	if w.noLocalReads {
 		args = append(args, "--no-local-reads")
 	}
-	if scanCodec != "" {
-		args = append(args, "--scan-codec", scanCodec)
+	if w.scanCodec != "" {
+		args = append(args, "--scan-codec", w.scanCodec)
 	}
 	return args
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/nicflow/nicflow/cluster"
 	"github.com/nicflow/nicflow/exec"
@@ -94,30 +95,23 @@ func (f *nodeFlags) options(cmd *cobra.Command, role cluster.Role) (cluster.Opti
 		}
 	}
 	o.Role = role
-	changed := cmd.Flags().Changed
-	set := func(name string, dst *string, v string) {
-		if changed(name) {
-			*dst = v
-		}
-	}
-	set("node-id", &o.NodeID, f.nodeID)
-	set("keys", &o.KeyDir, f.keys)
-	set("gossip", &o.GossipAddr, f.gossip)
-	set("advertise", &o.AdvertiseHost, f.advertise)
-	set("listen", &o.ControlAddr, f.listen)
-	set("admin", &o.AdminAddr, f.admin)
-	set("data-addr", &o.DataAddr, f.data)
-	set("flight-addr", &o.FlightAddr, f.flight)
-	set("gossip-profile", &o.Gossip, f.gossipMode)
-	set("scan-codec", &o.ScanCodec, f.scanCodec)
-	set("shuffle-codec", &o.ShuffleCodec, f.shuffleCodec)
-	set("spill-dir", &o.SpillDir, f.spillDir)
-	if changed("join") {
-		o.Join = f.join
-	}
-	if changed("no-local-reads") {
-		o.NoLocalReads = f.noLocalReads
-	}
+	fs := cmd.Flags()
+	changed := fs.Changed
+	setIfChanged(fs, "node-id", &o.NodeID, f.nodeID)
+	setIfChanged(fs, "keys", &o.KeyDir, f.keys)
+	setIfChanged(fs, "gossip", &o.GossipAddr, f.gossip)
+	setIfChanged(fs, "advertise", &o.AdvertiseHost, f.advertise)
+	setIfChanged(fs, "listen", &o.ControlAddr, f.listen)
+	setIfChanged(fs, "admin", &o.AdminAddr, f.admin)
+	setIfChanged(fs, "data-addr", &o.DataAddr, f.data)
+	setIfChanged(fs, "flight-addr", &o.FlightAddr, f.flight)
+	setIfChanged(fs, "gossip-profile", &o.Gossip, f.gossipMode)
+	setIfChanged(fs, "scan-codec", &o.ScanCodec, f.scanCodec)
+	setIfChanged(fs, "shuffle-codec", &o.ShuffleCodec, f.shuffleCodec)
+	setIfChanged(fs, "spill-dir", &o.SpillDir, f.spillDir)
+	setIfChanged(fs, "join", &o.Join, f.join)
+	setIfChanged(fs, "no-local-reads", &o.NoLocalReads, f.noLocalReads)
+	setIfChanged(fs, "cores", &o.Cores, f.cores)
 	if changed("query-retries") {
 		if f.queryRetries < 0 || f.queryRetries > 100 {
 			return o, usagef("--query-retries: want 0 to 100")
@@ -126,9 +120,6 @@ func (f *nodeFlags) options(cmd *cobra.Command, role cluster.Role) (cluster.Opti
 		if f.queryRetries == 0 {
 			o.QueryRetries = -1
 		}
-	}
-	if changed("cores") {
-		o.Cores = f.cores
 	}
 	if changed("memory") {
 		n, err := exec.ParseBytes(f.memory)
@@ -157,6 +148,14 @@ func (f *nodeFlags) options(cmd *cobra.Command, role cluster.Role) (cluster.Opti
 		return o, err
 	}
 	return o, nil
+}
+
+// setIfChanged sets *dst to v when the flag name was given on the command
+// line: flags override the config file only where the user set them.
+func setIfChanged[T any](fs *pflag.FlagSet, name string, dst *T, v T) {
+	if fs.Changed(name) {
+		*dst = v
+	}
 }
 
 func parseLogLevel(s string) (slog.Level, error) {

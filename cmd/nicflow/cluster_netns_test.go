@@ -2,20 +2,17 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nicflow/nicflow/cluster"
+	"github.com/nicflow/nicflow/internal/netnstest"
 )
 
 // TestClusterSQLAcrossNetworkNamespaces builds three "hosts" as Linux
@@ -26,64 +23,10 @@ import (
 // scans cross real interfaces. It needs root and iproute2; it skips
 // otherwise.
 func TestClusterSQLAcrossNetworkNamespaces(t *testing.T) {
-	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
-		t.Skip("network namespaces need Linux and root: run `go test ./cmd/nicflow/` as root to run SQL across namespaces")
+	if testing.Short() {
+		t.Skip("-short is set")
 	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("iproute2 (`ip`) is not installed")
-	}
-	if os.Getenv("NICFLOW_SKIP_NETNS") != "" || testing.Short() {
-		t.Skip("NICFLOW_SKIP_NETNS or -short is set")
-	}
-	var rb [3]byte
-	rand.Read(rb[:])
-	tag := hex.EncodeToString(rb[:])
-	bridge := "nqbr" + tag
-	sh := func(args ...string) error {
-		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, out)
-		}
-		return nil
-	}
-	var namespaces, links []string
-	t.Cleanup(func() {
-		for _, l := range links {
-			sh("ip", "link", "del", l)
-		}
-		for _, ns := range namespaces {
-			sh("ip", "netns", "del", ns)
-		}
-		sh("ip", "link", "del", bridge)
-	})
-	if err := sh("ip", "link", "add", bridge, "type", "bridge"); err != nil {
-		t.Skipf("cannot create a bridge here (%v)", err)
-	}
-	must := func(args ...string) {
-		t.Helper()
-		if err := sh(args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	must("ip", "addr", "add", "10.213.78.254/24", "dev", bridge)
-	must("ip", "link", "set", bridge, "up")
-	hosts := []string{"10.213.78.1", "10.213.78.2", "10.213.78.3"}
-	for i, ip := range hosts {
-		ns := fmt.Sprintf("nq%s-%d", tag, i)
-		if err := sh("ip", "netns", "add", ns); err != nil {
-			t.Skipf("cannot create network namespaces here (%v)", err)
-		}
-		namespaces = append(namespaces, ns)
-		host, peer := fmt.Sprintf("nqv%s%d", tag, i), fmt.Sprintf("nqp%s%d", tag, i)
-		must("ip", "link", "add", host, "type", "veth", "peer", "name", peer)
-		links = append(links, host)
-		must("ip", "link", "set", peer, "netns", ns)
-		must("ip", "link", "set", host, "master", bridge)
-		must("ip", "link", "set", host, "up")
-		must("ip", "-n", ns, "link", "set", "lo", "up")
-		must("ip", "-n", ns, "addr", "add", ip+"/24", "dev", peer)
-		must("ip", "-n", ns, "link", "set", peer, "up")
-	}
+	namespaces, hosts := netnstest.Hosts(t, "nq", "10.213.78", 3, "")
 
 	work := t.TempDir()
 	keys := filepath.Join(work, "keys")

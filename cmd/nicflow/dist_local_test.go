@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"sort"
-	"sync"
 	"testing"
 
 	"github.com/nicflow/nicflow/engine/dist"
@@ -17,45 +14,11 @@ import (
 	"github.com/nicflow/nicflow/tpch"
 )
 
-// smallGroupDirs caches TPC-H data written with small row groups (so that
-// even SF 0.01 tables spread over several tasks of a distributed plan).
-var smallGroupDirs struct {
-	sync.Mutex
-	dirs map[float64]string
-}
-
+// tpchSmallGroups is tpchDir for TPC-H data written with small row groups
+// (so that even SF 0.01 tables spread over several tasks of a distributed
+// plan).
 func tpchSmallGroups(t testing.TB, sf float64) string {
-	t.Helper()
-	smallGroupDirs.Lock()
-	defer smallGroupDirs.Unlock()
-	if d, ok := smallGroupDirs.dirs[sf]; ok {
-		return d
-	}
-	dir, err := os.MkdirTemp("", fmt.Sprintf("nicflow-tpch-rg-sf%g-", sf))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {}) // removed by TestMain through tpchDirs
-	// NB: 20,000-row groups: lineitem SF 0.1 has 30 of them, orders 8,
-	// customer and part 1 (the replicated small tables).
-	opts := tpch.GenOptions{SF: sf, Dir: dir, Format: tpch.FormatParquet, Parquet: tpch.ParquetOptions{RowGroupRows: 20_000, RowGroupsPerFile: 4}}
-	if err := opts.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if err := runTpchGen(context.Background(), opts, &bytes.Buffer{}, os.Stderr); err != nil {
-		t.Fatal(err)
-	}
-	if smallGroupDirs.dirs == nil {
-		smallGroupDirs.dirs = map[float64]string{}
-	}
-	smallGroupDirs.dirs[sf] = dir
-	tpchDirs.Lock()
-	if tpchDirs.dirs == nil {
-		tpchDirs.dirs = map[float64]string{}
-	}
-	tpchDirs.dirs[-sf] = dir // for TestMain's cleanup
-	tpchDirs.Unlock()
-	return dir
+	return cachedTPCH(t, tpchData{sf: sf, smallGroups: true})
 }
 
 // distLocalAnswer runs a TPC-H query text (a script for Q15) through the

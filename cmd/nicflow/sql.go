@@ -314,7 +314,7 @@ func runScript(ctx context.Context, sess *engine.Session, script, format string,
 		return err
 	}
 	defer sc.Close()
-	first := true
+	out := scriptPrinter{format: format, stdout: stdout, stderr: stderr}
 	for {
 		r, err := sc.Next()
 		if err != nil {
@@ -324,21 +324,41 @@ func runScript(ctx context.Context, sess *engine.Session, script, format string,
 			return nil
 		}
 		if r.Schema == nil {
-			w := stdout
-			if format != formatTable {
-				w = stderr
-			}
-			fmt.Fprintln(w, r.Status)
+			out.status(r.Status)
 			continue
 		}
-		if !first && format != formatJSON {
-			fmt.Fprintln(stdout)
-		}
-		first = false
+		out.startResult()
 		if _, err := writeResult(stdout, format, r); err != nil {
 			return err
 		}
 	}
+}
+
+// scriptPrinter lays out what the statements of a script return, alike for
+// an embedded session (runScript) and a cluster (clusterSQL.runScript).
+type scriptPrinter struct {
+	format         string
+	stdout, stderr io.Writer
+	results        int // result sets started
+}
+
+// status prints a statement's status line ("CREATE TABLE"): on stdout in
+// table format, else on stderr so that stdout holds only data.
+func (o *scriptPrinter) status(s string) {
+	w := o.stdout
+	if o.format != formatTable {
+		w = o.stderr
+	}
+	fmt.Fprintln(w, s)
+}
+
+// startResult comes before each result set is written to stdout: a blank
+// line separates it from the one before (except in json).
+func (o *scriptPrinter) startResult() {
+	if o.results > 0 && o.format != formatJSON {
+		fmt.Fprintln(o.stdout)
+	}
+	o.results++
 }
 
 // runPrompt is the interactive shell: statements end at ';', errors are

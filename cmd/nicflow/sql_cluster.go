@@ -132,7 +132,7 @@ func (cs *clusterSQL) runScript(ctx context.Context, script, format string, stdo
 	if err != nil {
 		return err
 	}
-	first := true
+	out := scriptPrinter{format: format, stdout: stdout, stderr: stderr}
 	for k := range stmts {
 		sr, err := cs.run(ctx, script, k)
 		if err != nil {
@@ -140,17 +140,10 @@ func (cs *clusterSQL) runScript(ctx context.Context, script, format string, stdo
 		}
 		if sr.status != "" || sr.schema.NumFields() == 0 {
 			sr.res.Close()
-			w := stdout
-			if format != formatTable {
-				w = stderr
-			}
-			fmt.Fprintln(w, sr.status)
+			out.status(sr.status)
 			continue
 		}
-		if !first && format != formatJSON {
-			fmt.Fprintln(stdout)
-		}
-		first = false
+		out.startResult()
 		_, err = writeRecords(stdout, format, sr.schema, sr.res.Next)
 		sr.res.Close()
 		if err != nil {

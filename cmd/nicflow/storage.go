@@ -117,18 +117,28 @@ func serverTLS(cert, key, ca string) (*tls.Config, error) {
 	}
 	cfg := &tls.Config{Certificates: []tls.Certificate{kp}, MinVersion: tls.VersionTLS12}
 	if ca != "" {
-		pem, err := os.ReadFile(ca)
+		pool, err := loadCertPool(ca)
 		if err != nil {
-			return nil, nferr.IOf("reading %s: %w", ca, err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, nferr.Authf("%s holds no PEM certificate", ca)
+			return nil, err
 		}
 		cfg.ClientCAs = pool
 		cfg.ClientAuth = tls.RequireAndVerifyClientCert
 	}
 	return cfg, nil
+}
+
+// loadCertPool reads the PEM certificates of a --tls-ca file (the CA that
+// TLS peers' certificates must chain to).
+func loadCertPool(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nferr.IOf("reading %s: %w", path, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, nferr.Authf("%s holds no PEM certificate", path)
+	}
+	return pool, nil
 }
 
 var placeFlags struct {

@@ -108,15 +108,9 @@ func (g tpchGenFlags) options() (tpch.GenOptions, error) {
 	if err != nil {
 		return tpch.GenOptions{}, usagef("--format: %v", err)
 	}
-	var tables []tpch.Table
-	if strings.TrimSpace(g.tables) != "" {
-		for _, name := range strings.Split(g.tables, ",") {
-			t, err := tpch.ParseTable(name)
-			if err != nil {
-				return tpch.GenOptions{}, usagef("--tables: %v", err)
-			}
-			tables = append(tables, t)
-		}
+	tables, err := parseTables(g.tables)
+	if err != nil {
+		return tpch.GenOptions{}, err
 	}
 	if g.parallel < 0 {
 		return tpch.GenOptions{}, usagef("--parallel must be positive")
@@ -217,4 +211,21 @@ func (g *genProgress) finish(ok bool) {
 		}
 	}
 	g.p.Wait()
+}
+
+// parseTables parses a --tables value: comma-separated TPC-H table names;
+// none (every table) when it is blank.
+func parseTables(s string) ([]tpch.Table, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var tables []tpch.Table
+	for _, name := range strings.Split(s, ",") {
+		t, err := tpch.ParseTable(name)
+		if err != nil {
+			return nil, usagef("--tables: %v", err)
+		}
+		tables = append(tables, t)
+	}
+	return tables, nil
 }

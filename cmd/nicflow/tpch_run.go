@@ -97,11 +97,7 @@ func init() {
 // parseQueryList parses "1-22", "1,3,5", "2-4,9" into sorted query numbers.
 func parseQueryList(s string) ([]int, error) {
 	seen := map[int]bool{}
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
+	for _, part := range splitList(s) {
 		lo, hi := part, part
 		if a, b, ok := strings.Cut(part, "-"); ok {
 			lo, hi = a, b

@@ -16,25 +16,44 @@ import (
 	"github.com/nicflow/nicflow/tpch"
 )
 
-// tpchDirs caches generated TPC-H databases by SF for the tests of this
-// package (generation dominates their time).
+// tpchDirs caches generated TPC-H databases for the tests of this package
+// (generation dominates their time); TestMain removes them.
 var tpchDirs struct {
 	sync.Mutex
-	dirs map[float64]string
+	dirs map[tpchData]string
 }
 
-func tpchDir(t testing.TB, sf float64) string {
+// tpchData is a cached database: its scale factor, and whether it has small
+// row groups (tpchSmallGroups).
+type tpchData struct {
+	sf          float64
+	smallGroups bool
+}
+
+// tpchDir returns a TPC-H database at scale factor sf, generated on first
+// use.
+func tpchDir(t testing.TB, sf float64) string { return cachedTPCH(t, tpchData{sf: sf}) }
+
+func cachedTPCH(t testing.TB, d tpchData) string {
 	t.Helper()
 	tpchDirs.Lock()
 	defer tpchDirs.Unlock()
-	if d, ok := tpchDirs.dirs[sf]; ok {
-		return d
+	if dir, ok := tpchDirs.dirs[d]; ok {
+		return dir
 	}
-	dir, err := os.MkdirTemp("", fmt.Sprintf("nicflow-tpch-sf%g-", sf))
+	pattern := fmt.Sprintf("nicflow-tpch-sf%g-", d.sf)
+	opts := tpch.GenOptions{SF: d.sf, Format: tpch.FormatParquet}
+	if d.smallGroups {
+		// NB: 20,000-row groups: lineitem SF 0.1 has 30 of them, orders 8,
+		// customer and part 1 (the replicated small tables).
+		pattern = fmt.Sprintf("nicflow-tpch-rg-sf%g-", d.sf)
+		opts.Parquet = tpch.ParquetOptions{RowGroupRows: 20_000, RowGroupsPerFile: 4}
+	}
+	dir, err := os.MkdirTemp("", pattern)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := tpch.GenOptions{SF: sf, Dir: dir, Format: tpch.FormatParquet}
+	opts.Dir = dir
 	if err := opts.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -42,9 +61,9 @@ func tpchDir(t testing.TB, sf float64) string {
 		t.Fatal(err)
 	}
 	if tpchDirs.dirs == nil {
-		tpchDirs.dirs = map[float64]string{}
+		tpchDirs.dirs = map[tpchData]string{}
 	}
-	tpchDirs.dirs[sf] = dir
+	tpchDirs.dirs[d] = dir
 	return dir
 }
 

@@ -26,3 +26,15 @@ func isCobraUsageError(err error) bool {
 	}
 	return false
 }
+
+// splitList splits a comma-separated flag value into its items, trimmed of
+// spaces; empty items ("a,,b", a trailing comma) are dropped.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
