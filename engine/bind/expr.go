@@ -176,7 +176,7 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 		if !arrow.TypeEqual(t, sc.Type) {
 			lp = b.castProject(lp, []plan.Expr{&plan.CastExpr{X: plan.NewColRef(sc), Typ: t}})
 		}
-		e := plan.Expr(b.newSubquery(plan.SubIn, xe, lp, plan.TypBool))
+		e := plan.Expr(b.newSubquery(plan.SubIn, xe, lp, plan.TypBool, x.Query))
 		if x.Not {
 			e = plan.NewCall(plan.FnNot, plan.TypBool, e)
 		}
@@ -188,13 +188,13 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		return b.newSubquery(plan.SubExists, nil, lp, plan.TypBool), nil
+		return b.newSubquery(plan.SubExists, nil, lp, plan.TypBool, x.Query), nil
 	case *sql.Subquery:
 		lp, err := b.subquery(x.Query, s, 1, "a scalar subquery")
 		if err != nil {
 			return nil, err
 		}
-		return b.newSubquery(plan.SubScalar, nil, lp, lp.Columns()[0].Type), nil
+		return b.newSubquery(plan.SubScalar, nil, lp, lp.Columns()[0].Type, x.Query), nil
 	case *sql.Like:
 		xe, err := b.expr(x.X, s, ctx)
 		if err != nil {
@@ -284,7 +284,8 @@ func (b *binder) subquery(q *sql.Query, s *scope, want int, what string) (plan.P
 	return plan, nil
 }
 
-func (b *binder) newSubquery(kind plan.SubqueryKind, x plan.Expr, lp plan.Plan, t arrow.DataType) *plan.SubqueryExpr {
+// newSubquery makes the subquery expression of plan lp, bound from src.
+func (b *binder) newSubquery(kind plan.SubqueryKind, x plan.Expr, lp plan.Plan, t arrow.DataType, src sql.Node) *plan.SubqueryExpr {
 	b.nextSub++
 	free := plan.FreeCols(lp)
 	outer := make([]plan.ColumnID, 0, len(free))
@@ -292,7 +293,7 @@ func (b *binder) newSubquery(kind plan.SubqueryKind, x plan.Expr, lp plan.Plan, 
 		outer = append(outer, id)
 	}
 	plan.SortIDs(outer)
-	return &plan.SubqueryExpr{Kind: kind, X: x, Plan: lp, Outer: outer, Typ: t, ID: b.nextSub}
+	return &plan.SubqueryExpr{Kind: kind, X: x, Plan: lp, Outer: outer, Typ: t, ID: b.nextSub, Src: sql.Deparse(src)}
 }
 
 func (b *binder) literal(x *sql.Literal) (plan.Expr, error) {
@@ -605,9 +606,6 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Ex
 		if filter, err = b.boolCheck(f, x.Filter, "FILTER"); err != nil {
 			return nil, err
 		}
-		if plan.HasSubquery(filter) {
-			return nil, b.errorf(x.Filter, "subqueries inside FILTER are not supported")
-		}
 	}
 	withFilter := func(arg plan.Expr) plan.Expr {
 		if filter == nil {
@@ -635,9 +633,6 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Ex
 				return nil, b.errorf(x.Args[0], "aggregate function calls cannot be nested")
 			}
 			return nil, err
-		}
-		if plan.HasSubquery(arg) {
-			return nil, b.errorf(x.Args[0], "subqueries inside aggregate arguments are not supported")
 		}
 		arg = plan.ResolveUntyped(arg, plan.TypString)
 		t := arg.Type()

@@ -99,5 +99,5 @@ func (b *binder) quantified(x *sql.Quantified, s *scope, ctx *exprCtx) (plan.Exp
 	}
 	out := b.newCol(what, "", plan.TypBool, true)
 	proj := &plan.ProjectNode{Input: agg, Exprs: []plan.Expr{answer}, Cols: []plan.Column{out}}
-	return b.newSubquery(plan.SubScalar, nil, proj, plan.TypBool), nil
+	return b.newSubquery(plan.SubScalar, nil, proj, plan.TypBool, x), nil
 }

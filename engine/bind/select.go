@@ -307,9 +307,6 @@ func (b *binder) groupKey(g sql.Expr, sel *sql.Select, s *scope) (plan.Expr, err
 	if err != nil {
 		return nil, err
 	}
-	if plan.HasSubquery(e) {
-		return nil, b.errorf(g, "subqueries are not supported in GROUP BY")
-	}
 	return e, nil
 }
 

@@ -146,9 +146,132 @@ func (o *optimizer) decorrelateNode(n plan.Plan) (plan.Plan, error) {
 				nj.Left = side
 			}
 			if plan.HasSubquery(nj.Cond) {
-				return nil, nferr.Queryf("subqueries over both sides of an outer join's ON are not supported")
+				return o.decorrelateNode(&nj)
 			}
 			return &nj, nil
+		}
+	}
+	if j, ok := n.(*plan.JoinNode); ok && j.Cond != nil && plan.HasSubquery(j.Cond) {
+		// A subquery reading one side's columns only (or none) is a value
+		// of that side's rows: computed there, as a column the condition
+		// reads.
+		lc, rc := plan.ColSetOf(j.Left.Columns()), plan.ColSetOf(j.Right.Columns())
+		nj := *j
+		var cond []plan.Expr
+		for _, c := range plan.Conjuncts(j.Cond) {
+			if !plan.HasSubquery(c) {
+				cond = append(cond, c)
+				continue
+			}
+			// Each subquery is computed on the side whose columns it
+			// reads (the left one when it reads none).
+			var err error
+			c = plan.MapExpr(c, func(x plan.Expr) plan.Expr {
+				sq, ok := x.(*plan.SubqueryExpr)
+				if !ok || err != nil {
+					return x
+				}
+				cs := plan.ColsOf(sq)
+				var out []plan.Expr
+				switch {
+				case cs.SubsetOf(lc):
+					nj.Left, out, err = o.computeBelow(nj.Left, []plan.Expr{sq})
+				case cs.SubsetOf(rc):
+					nj.Right, out, err = o.computeBelow(nj.Right, []plan.Expr{sq})
+				default:
+					err = nferr.Queryf("subquery %d in a join's ON reads columns of both sides, which is not supported", sq.ID)
+				}
+				if err != nil {
+					return x
+				}
+				return out[0]
+			})
+			if err != nil {
+				return nil, err
+			}
+			cond = append(cond, c)
+		}
+		nj.Cond = plan.AndOf(cond)
+		return &nj, nil
+	}
+	switch x := n.(type) {
+	case *plan.AggregateNode:
+		// GROUP BY expressions and aggregate arguments with subqueries
+		// are computed below, as columns.
+		es := append([]plan.Expr(nil), x.Groups...)
+		for _, a := range x.Aggs {
+			if a.Arg != nil {
+				es = append(es, a.Arg)
+			}
+		}
+		if !anySubquery(es) {
+			break
+		}
+		in, out, err := o.computeBelow(x.Input, es)
+		if err != nil {
+			return nil, err
+		}
+		c := *x
+		c.Input = in
+		c.Groups = out[:len(x.Groups)]
+		out = out[len(x.Groups):]
+		c.Aggs = make([]*plan.AggCall, len(x.Aggs))
+		for i, a := range x.Aggs {
+			ac := *a
+			if a.Arg != nil {
+				ac.Arg, out = out[0], out[1:]
+			}
+			c.Aggs[i] = &ac
+		}
+		return &c, nil
+	case *plan.WindowNode:
+		var es []plan.Expr
+		for _, w := range x.Funcs {
+			es = append(append(append(es, w.Args...), w.PartitionBy...), plan.SortKeyExprs(w.OrderBy)...)
+		}
+		if !anySubquery(es) {
+			break
+		}
+		in, out, err := o.computeBelow(x.Input, es)
+		if err != nil {
+			return nil, err
+		}
+		c := *x
+		c.Input = in
+		c.Funcs = make([]*plan.WindowCall, len(x.Funcs))
+		for i, w := range x.Funcs {
+			wc := *w
+			wc.Args, out = out[:len(w.Args)], out[len(w.Args):]
+			wc.PartitionBy, out = out[:len(w.PartitionBy)], out[len(w.PartitionBy):]
+			wc.OrderBy = append([]plan.SortKey(nil), w.OrderBy...)
+			for k := range wc.OrderBy {
+				wc.OrderBy[k].Expr, out = out[0], out[1:]
+			}
+			c.Funcs[i] = &wc
+		}
+		return &c, nil
+	case *plan.SortNode, *plan.TopNNode:
+		keys := sortKeysOf(x)
+		if !anySubquery(plan.SortKeyExprs(keys)) {
+			break
+		}
+		in, out, err := o.computeBelow(x.Inputs()[0], plan.SortKeyExprs(keys))
+		if err != nil {
+			return nil, err
+		}
+		nk := append([]plan.SortKey(nil), keys...)
+		for i := range nk {
+			nk[i].Expr = out[i]
+		}
+		// NB: the sort's output keeps the computed columns; the columns
+		// above read theirs by ID.
+		switch y := x.(type) {
+		case *plan.SortNode:
+			return &plan.SortNode{Input: in, Keys: nk}, nil
+		case *plan.TopNNode:
+			c := *y
+			c.Input, c.Keys = in, nk
+			return &c, nil
 		}
 	}
 	for _, e := range plan.NodeExprs(n) {
@@ -157,6 +280,47 @@ func (o *optimizer) decorrelateNode(n plan.Plan) (plan.Plan, error) {
 		}
 	}
 	return n, nil
+}
+
+func anySubquery(es []plan.Expr) bool {
+	for _, e := range es {
+		if plan.HasSubquery(e) {
+			return true
+		}
+	}
+	return false
+}
+
+func sortKeysOf(n plan.Plan) []plan.SortKey {
+	switch x := n.(type) {
+	case *plan.SortNode:
+		return x.Keys
+	case *plan.TopNNode:
+		return x.Keys
+	}
+	return nil
+}
+
+// computeBelow computes the expressions of es that hold subqueries over
+// input, in a projection (decorrelated) that keeps input's columns and adds
+// one per such expression; it returns that plan and es with those
+// expressions replaced by their columns.
+func (o *optimizer) computeBelow(input plan.Plan, es []plan.Expr) (plan.Plan, []plan.Expr, error) {
+	cols := append([]plan.Column(nil), input.Columns()...)
+	exprs := plan.ColRefs(cols)
+	out := make([]plan.Expr, len(es))
+	for i, e := range es {
+		if !plan.HasSubquery(e) {
+			out[i] = e
+			continue
+		}
+		c := o.newCol("subquery", e.Type(), true)
+		cols = append(cols, c)
+		exprs = append(exprs, e)
+		out[i] = plan.NewColRef(c)
+	}
+	p, err := o.decorrelateNode(&plan.ProjectNode{Input: input, Exprs: exprs, Cols: cols})
+	return p, out, err
 }
 
 func nodeName(n plan.Plan) string {

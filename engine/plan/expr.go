@@ -110,6 +110,10 @@ type SubqueryExpr struct {
 	Typ   arrow.DataType
 	// ID numbers the subquery within its statement (EXPLAIN).
 	ID int
+	// Src is the subquery's text as bound (deparsed): two subqueries of
+	// equal text reading the same outer columns are the same expression
+	// (ExprKey), as GROUP BY matching needs.
+	Src string
 }
 
 func (*ColRef) ExprNode()       {}
@@ -497,6 +501,14 @@ func formatExpr(b *strings.Builder, e Expr, prec int, mode fmtMode) {
 		}
 		b.WriteString(" END")
 	case *SubqueryExpr:
+		if mode == fmtKey && e.Src != "" {
+			fmt.Fprintf(b, "subquery%d(", e.Kind)
+			if e.X != nil {
+				formatExpr(b, e.X, 0, mode)
+			}
+			fmt.Fprintf(b, "; %v; %s)", e.Outer, e.Src)
+			return
+		}
 		switch e.Kind {
 		case SubExists:
 			fmt.Fprintf(b, "EXISTS(subquery %d)", e.ID)
