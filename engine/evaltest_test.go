@@ -337,6 +337,19 @@ func (ev *evaluator) plan(p plan.Plan, en env) *result {
 				out.rows[i] = append(out.rows[i], &plan.Const{Typ: plan.TypInt64, Val: rn[i]})
 			}
 		}
+	case *plan.ApplyNode:
+		in := ev.plan(n.Input, en)
+		for _, r := range in.rows {
+			res := ev.plan(n.Sub, en.with(in.cols, r))
+			if len(res.rows) > 1 {
+				ev.fail("apply: subquery returned %d rows", len(res.rows))
+			}
+			v := plan.NullConst(n.Col.Type)
+			if len(res.rows) == 1 {
+				v = res.rows[0][0]
+			}
+			out.rows = append(out.rows, append(append(row(nil), r...), v))
+		}
 	case *plan.SharedScan:
 		res, ok := ev.shared[n.Def]
 		if !ok {
@@ -753,6 +766,21 @@ var differentialQueries = []string{
 	// Subqueries in an inner join's ON.
 	"select ak, bk from a join b on ak = bk and bv > (select avg(cv) from c where ck = ak)",
 	"select ak, bk from a join b on bk in (select ck from c where cv > av)",
+	// Shapes evaluated row by row (Apply): correlated below LIMIT on a
+	// non-equality, below a window or a set operation, two levels out.
+	"select ak, (select bv from b where bk >= ak order by bv nulls last, bk limit 1) from a",
+	"select ak, (select count(*) from (select bv from b where bk = ak union select cv from c where ck = ak) u) from a",
+	"select ak, (select max(rn) from (select row_number() over (order by bv) as rn from b where bk = ak) w) from a",
+	"select ak from a where exists (select 1 from b where bk = ak and exists (select 1 from c where ck = bk and cv > av))",
+	"select ak from a where not exists (select 1 from b where bk = ak and exists (select 1 from c where ck = bk and cv > av))",
+	"select ak, av in (select bv from b where bk > ak order by bv limit 2), av not in (select bv from b where bk > ak order by bv limit 2) from a",
+	"select ak from a where av not in (select bv from b where bk < ak order by bv nulls first limit 3)",
+	// Subqueries in GROUP BY, aggregate arguments and a join's ON reading
+	// the preserved side.
+	"select (select count(*) from b where bk = ak) as n, count(*) from a group by 1",
+	"select sum((select max(cv) from c where ck = ak)) from a",
+	"select ak, bk from a left join b on ak = bk and bv > (select min(cv) from c where ck = ak)",
+	"select ak, bk from a full join b on ak = bk and av >= (select avg(cv) from c where ck = ak)",
 }
 
 func resultText(r *result, ordered bool) string {
