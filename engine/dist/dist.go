@@ -593,10 +593,8 @@ func (d *distPlanner) walkNode(n *phys.PhysNode) (frag, error) {
 			d.shared[def.ID] = &phys.PhysShared{ID: def.ID, Name: def.Name, Root: f.n}
 		}
 		return frag{n: with(n, 1)}, nil
-	case phys.PhysRecursive:
-		return d.recursive(n)
-	case phys.PhysApply:
-		return d.apply(n)
+	case phys.PhysRecursive, phys.PhysApply:
+		return d.rerun(n)
 	case phys.PhysExchange:
 		return d.exchange(n)
 	case phys.PhysHashJoin:
@@ -685,23 +683,21 @@ func (d *distPlanner) renumber(n *phys.PhysNode) *phys.PhysNode {
 	for i, in := range n.Inputs {
 		c.Inputs[i] = d.renumber(in)
 	}
-	if n.Recursive != nil {
-		r := *n.Recursive
-		r.Term = d.renumber(n.Recursive.Term)
-		c.Recursive = &r
-	}
-	if n.Apply != nil {
-		a := *n.Apply
-		a.Sub = d.renumber(n.Apply.Sub)
-		c.Apply = &a
+	if t := n.Rerun(); t != nil {
+		return c.WithRerun(d.renumber(t))
 	}
 	return &c
 }
 
-// apply plans an apply node (phys/apply.go) into one task, like a
-// recursive CTE: its input is gathered there, and the subquery, one stream
-// over shared subplans and constants, is built there for each binding.
-func (d *distPlanner) apply(n *phys.PhysNode) (frag, error) {
+// rerun plans a recursive CTE (phys/recursive.go) or a subquery run per
+// row (phys/apply.go) into one task: the input (the anchor, the rows the
+// subquery runs for) is gathered there, and the tree built again for
+// every run, which the physical planner left reading only work tables,
+// constants and shared subplans, runs there whole (its exchanges local);
+// the shared subplans it reads (its parts that do not change between
+// runs) are planned like any other, so they read the cluster's tables in
+// their own stages, once.
+func (d *distPlanner) rerun(n *phys.PhysNode) (frag, error) {
 	in, err := d.walk(n.Inputs[0])
 	if err != nil {
 		return in, err
@@ -709,40 +705,11 @@ func (d *distPlanner) apply(n *phys.PhysNode) (frag, error) {
 	if in, err = d.single(in); err != nil {
 		return in, err
 	}
-	sub, err := d.localTerm(n.Apply.Sub)
+	t, err := d.localTerm(n.Rerun())
 	if err != nil {
 		return frag{}, err
 	}
-	c := with(n, 1, in.n)
-	a := *n.Apply
-	a.Sub = sub
-	c.Apply = &a
-	return frag{n: c}, nil
-}
-
-// recursive plans a recursive CTE (phys/recursive.go) into one task: the
-// anchor is gathered into it, and the term, which the physical planner
-// left reading only work tables, constants and shared subplans, runs
-// there whole for every run (its exchanges local); its shared subplans (the parts of the term
-// that do not change between runs) are planned like any other, so they
-// read the cluster's tables in their own stages, once.
-func (d *distPlanner) recursive(n *phys.PhysNode) (frag, error) {
-	in, err := d.walk(n.Inputs[0])
-	if err != nil {
-		return in, err
-	}
-	if in, err = d.single(in); err != nil {
-		return in, err
-	}
-	term, err := d.localTerm(n.Recursive.Term)
-	if err != nil {
-		return frag{}, err
-	}
-	c := with(n, 1, in.n)
-	r := *n.Recursive
-	r.Term = term
-	c.Recursive = &r
-	return frag{n: c}, nil
+	return frag{n: with(n.WithRerun(t), 1, in.n)}, nil
 }
 
 // localTerm copies a recursive term or a subquery run per row, planning
@@ -768,23 +735,14 @@ func (d *distPlanner) localTerm(n *phys.PhysNode) (*phys.PhysNode, error) {
 			return nil, err
 		}
 	}
-	if n.Recursive != nil {
-		// A recursive CTE inside a term (it reads the outer work table):
-		// local too.
-		r := *n.Recursive
-		var err error
-		if r.Term, err = d.localTerm(n.Recursive.Term); err != nil {
+	if t := n.Rerun(); t != nil {
+		// A recursive CTE or an apply inside (it reads the outer work
+		// table or parameters): local too.
+		lt, err := d.localTerm(t)
+		if err != nil {
 			return nil, err
 		}
-		c.Recursive = &r
-	}
-	if n.Apply != nil {
-		a := *n.Apply
-		var err error
-		if a.Sub, err = d.localTerm(n.Apply.Sub); err != nil {
-			return nil, err
-		}
-		c.Apply = &a
+		return c.WithRerun(lt), nil
 	}
 	return &c, nil
 }

@@ -288,11 +288,7 @@ func (e *Estimator) compute(p plan.Plan) *RelStats {
 		case plan.SetExcept:
 			rows = l.Rows
 		}
-		out := &RelStats{Rows: rows, Cols: map[plan.ColumnID]*ColStat{}}
-		for _, c := range n.Cols {
-			out.Cols[c.ID] = &ColStat{Ndv: rows}
-		}
-		return out
+		return distinctRows(n.Cols, rows)
 	case *plan.DistinctNode:
 		in := e.stats(n.Input)
 		d := 1.0
@@ -308,19 +304,11 @@ func (e *Estimator) compute(p plan.Plan) *RelStats {
 		}
 		return out
 	case *plan.ValuesNode:
-		out := &RelStats{Rows: float64(len(n.Rows)), Cols: map[plan.ColumnID]*ColStat{}}
-		for _, c := range n.Cols {
-			out.Cols[c.ID] = &ColStat{Ndv: float64(len(n.Rows))}
-		}
-		return out
+		return distinctRows(n.Cols, float64(len(n.Rows)))
 	case *plan.RecursiveNode:
 		// A guess: ten runs of the term, each adding the anchor's rows.
 		rows := math.Max(e.stats(n.Anchor).Rows, 1) * 10
-		out := &RelStats{Rows: rows, Cols: map[plan.ColumnID]*ColStat{}}
-		for _, c := range n.Cols {
-			out.Cols[c.ID] = &ColStat{Ndv: rows}
-		}
-		return out
+		return distinctRows(n.Cols, rows)
 	case *plan.ApplyNode:
 		in := e.stats(n.Input)
 		out := &RelStats{Rows: in.Rows, Cols: copyCols(in.Cols)}
@@ -328,11 +316,7 @@ func (e *Estimator) compute(p plan.Plan) *RelStats {
 		return out
 	case *plan.WorkScan:
 		// A guess: the rows one run of a recursive term adds.
-		out := &RelStats{Rows: workScanRows, Cols: map[plan.ColumnID]*ColStat{}}
-		for _, c := range n.Cols {
-			out.Cols[c.ID] = &ColStat{Ndv: workScanRows}
-		}
-		return out
+		return distinctRows(n.Cols, workScanRows)
 	case *plan.SharedScan:
 		in := e.stats(n.Def.Plan)
 		out := &RelStats{Rows: in.Rows, Cols: map[plan.ColumnID]*ColStat{}}
@@ -345,6 +329,15 @@ func (e *Estimator) compute(p plan.Plan) *RelStats {
 		return out
 	}
 	return &RelStats{Rows: plan.DefaultTableRows, Cols: map[plan.ColumnID]*ColStat{}}
+}
+
+// distinctRows is the stats of rows rows over cols, every value distinct.
+func distinctRows(cols []plan.Column, rows float64) *RelStats {
+	out := &RelStats{Rows: rows, Cols: map[plan.ColumnID]*ColStat{}}
+	for _, c := range cols {
+		out.Cols[c.ID] = &ColStat{Ndv: rows}
+	}
+	return out
 }
 
 // workScanRows is the estimate of a recursive CTE's work table: the rows

@@ -172,19 +172,16 @@ func (o *optimizer) decorrelateNode(n plan.Plan) (plan.Plan, error) {
 					return x
 				}
 				cs := plan.ColsOf(sq)
-				var out []plan.Expr
+				v := x
 				switch {
 				case cs.SubsetOf(lc):
-					nj.Left, out, err = o.computeBelow(nj.Left, []plan.Expr{sq})
+					nj.Left, _, err = o.computeBelow(nj.Left, []*plan.Expr{&v})
 				case cs.SubsetOf(rc):
-					nj.Right, out, err = o.computeBelow(nj.Right, []plan.Expr{sq})
+					nj.Right, _, err = o.computeBelow(nj.Right, []*plan.Expr{&v})
 				default:
 					err = nferr.Queryf("subquery %d in a join's ON reads columns of both sides, which is not supported", sq.ID)
 				}
-				if err != nil {
-					return x
-				}
-				return out[0]
+				return v
 			})
 			if err != nil {
 				return nil, err
@@ -194,84 +191,59 @@ func (o *optimizer) decorrelateNode(n plan.Plan) (plan.Plan, error) {
 		nj.Cond = plan.AndOf(cond)
 		return &nj, nil
 	}
+	// GROUP BY expressions, aggregate and window arguments and sort keys
+	// holding subqueries are computed below their node, as columns.
+	var input, out plan.Plan
+	var setInput func(plan.Plan)
+	var slots []*plan.Expr
 	switch x := n.(type) {
 	case *plan.AggregateNode:
-		// GROUP BY expressions and aggregate arguments with subqueries
-		// are computed below, as columns.
-		es := append([]plan.Expr(nil), x.Groups...)
-		for _, a := range x.Aggs {
-			if a.Arg != nil {
-				es = append(es, a.Arg)
-			}
-		}
-		if !anySubquery(es) {
-			break
-		}
-		in, out, err := o.computeBelow(x.Input, es)
-		if err != nil {
-			return nil, err
-		}
 		c := *x
-		c.Input = in
-		c.Groups = out[:len(x.Groups)]
-		out = out[len(x.Groups):]
+		c.Groups = append([]plan.Expr(nil), x.Groups...)
+		for i := range c.Groups {
+			slots = append(slots, &c.Groups[i])
+		}
 		c.Aggs = make([]*plan.AggCall, len(x.Aggs))
 		for i, a := range x.Aggs {
 			ac := *a
-			if a.Arg != nil {
-				ac.Arg, out = out[0], out[1:]
+			if ac.Arg != nil {
+				slots = append(slots, &ac.Arg)
 			}
 			c.Aggs[i] = &ac
 		}
-		return &c, nil
+		input, out, setInput = x.Input, &c, func(p plan.Plan) { c.Input = p }
 	case *plan.WindowNode:
-		var es []plan.Expr
-		for _, w := range x.Funcs {
-			es = append(append(append(es, w.Args...), w.PartitionBy...), plan.SortKeyExprs(w.OrderBy)...)
-		}
-		if !anySubquery(es) {
-			break
-		}
-		in, out, err := o.computeBelow(x.Input, es)
-		if err != nil {
-			return nil, err
-		}
 		c := *x
-		c.Input = in
 		c.Funcs = make([]*plan.WindowCall, len(x.Funcs))
 		for i, w := range x.Funcs {
 			wc := *w
-			wc.Args, out = out[:len(w.Args)], out[len(w.Args):]
-			wc.PartitionBy, out = out[:len(w.PartitionBy)], out[len(w.PartitionBy):]
-			wc.OrderBy = append([]plan.SortKey(nil), w.OrderBy...)
-			for k := range wc.OrderBy {
-				wc.OrderBy[k].Expr, out = out[0], out[1:]
-			}
+			wc.Args = append([]plan.Expr(nil), w.Args...)
+			wc.PartitionBy = append([]plan.Expr(nil), w.PartitionBy...)
+			var ks []*plan.Expr
+			wc.OrderBy, ks = keySlots(w.OrderBy)
+			slots = append(append(append(slots, exprSlots(wc.Args)...), exprSlots(wc.PartitionBy)...), ks...)
 			c.Funcs[i] = &wc
 		}
-		return &c, nil
-	case *plan.SortNode, *plan.TopNNode:
-		keys := sortKeysOf(x)
-		if !anySubquery(plan.SortKeyExprs(keys)) {
-			break
-		}
-		in, out, err := o.computeBelow(x.Inputs()[0], plan.SortKeyExprs(keys))
+		input, out, setInput = x.Input, &c, func(p plan.Plan) { c.Input = p }
+	case *plan.SortNode:
+		c := *x
+		c.Keys, slots = keySlots(x.Keys)
+		input, out, setInput = x.Input, &c, func(p plan.Plan) { c.Input = p }
+	case *plan.TopNNode:
+		c := *x
+		c.Keys, slots = keySlots(x.Keys)
+		input, out, setInput = x.Input, &c, func(p plan.Plan) { c.Input = p }
+	}
+	if out != nil {
+		in, changed, err := o.computeBelow(input, slots)
 		if err != nil {
 			return nil, err
 		}
-		nk := append([]plan.SortKey(nil), keys...)
-		for i := range nk {
-			nk[i].Expr = out[i]
-		}
-		// NB: the sort's output keeps the computed columns; the columns
-		// above read theirs by ID.
-		switch y := x.(type) {
-		case *plan.SortNode:
-			return &plan.SortNode{Input: in, Keys: nk}, nil
-		case *plan.TopNNode:
-			c := *y
-			c.Input, c.Keys = in, nk
-			return &c, nil
+		if changed {
+			// NB: a sort's output keeps the computed columns; the nodes
+			// above read theirs by ID.
+			setInput(in)
+			return out, nil
 		}
 	}
 	for _, e := range plan.NodeExprs(n) {
@@ -282,45 +254,45 @@ func (o *optimizer) decorrelateNode(n plan.Plan) (plan.Plan, error) {
 	return n, nil
 }
 
-func anySubquery(es []plan.Expr) bool {
-	for _, e := range es {
-		if plan.HasSubquery(e) {
-			return true
-		}
+// keySlots copies keys, with the slots of their expressions.
+func keySlots(keys []plan.SortKey) ([]plan.SortKey, []*plan.Expr) {
+	c := append([]plan.SortKey(nil), keys...)
+	slots := make([]*plan.Expr, len(c))
+	for i := range c {
+		slots[i] = &c[i].Expr
 	}
-	return false
+	return c, slots
 }
 
-func sortKeysOf(n plan.Plan) []plan.SortKey {
-	switch x := n.(type) {
-	case *plan.SortNode:
-		return x.Keys
-	case *plan.TopNNode:
-		return x.Keys
+func exprSlots(es []plan.Expr) []*plan.Expr {
+	out := make([]*plan.Expr, len(es))
+	for i := range es {
+		out[i] = &es[i]
 	}
-	return nil
+	return out
 }
 
-// computeBelow computes the expressions of es that hold subqueries over
-// input, in a projection (decorrelated) that keeps input's columns and adds
-// one per such expression; it returns that plan and es with those
-// expressions replaced by their columns.
-func (o *optimizer) computeBelow(input plan.Plan, es []plan.Expr) (plan.Plan, []plan.Expr, error) {
+// computeBelow computes the expressions of slots that hold subqueries
+// over input, in a projection (decorrelated) that keeps input's columns
+// and adds one per such expression, which it writes into its slot as a
+// reference to its column; it returns that plan, and whether there was any.
+func (o *optimizer) computeBelow(input plan.Plan, slots []*plan.Expr) (plan.Plan, bool, error) {
 	cols := append([]plan.Column(nil), input.Columns()...)
 	exprs := plan.ColRefs(cols)
-	out := make([]plan.Expr, len(es))
-	for i, e := range es {
-		if !plan.HasSubquery(e) {
-			out[i] = e
+	for _, sl := range slots {
+		if !plan.HasSubquery(*sl) {
 			continue
 		}
-		c := o.newCol("subquery", e.Type(), true)
+		c := o.newCol("subquery", (*sl).Type(), true)
 		cols = append(cols, c)
-		exprs = append(exprs, e)
-		out[i] = plan.NewColRef(c)
+		exprs = append(exprs, *sl)
+		*sl = plan.NewColRef(c)
+	}
+	if len(cols) == len(input.Columns()) {
+		return input, false, nil
 	}
 	p, err := o.decorrelateNode(&plan.ProjectNode{Input: input, Exprs: exprs, Cols: cols})
-	return p, out, err
+	return p, true, err
 }
 
 func nodeName(n plan.Plan) string {

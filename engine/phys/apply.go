@@ -63,11 +63,7 @@ func (pl *physPlanner) apply(n *plan.ApplyNode, need plan.ColSet) (*pnode, error
 		op.Cols = append(op.Cols, pos)
 	}
 	pl.params = params
-	subCols := n.Sub.Columns()
-	sub, err := pl.plan(pl.hoistInvariant(n.Sub, fmt.Sprintf("subquery %d", n.SubID)), plan.ColSetOf(subCols))
-	if err == nil {
-		sub, err = pl.exact(sub, subCols)
-	}
+	sub, err := pl.planExact(pl.hoistInvariant(n.Sub, fmt.Sprintf("subquery %d", n.SubID)))
 	pl.params = saved
 	if err != nil {
 		return nil, err
@@ -93,15 +89,8 @@ func (pl *physPlanner) apply(n *plan.ApplyNode, need plan.ColSet) (*pnode, error
 // and of nested recursive terms and apply subqueries).
 func bindParams(n *PhysNode, vals map[int]expr.Expr) *PhysNode {
 	c := mapExprs(n, func(e expr.Expr) expr.Expr { return expr.BindParams(e, vals) })
-	if n.Recursive != nil {
-		r := *n.Recursive
-		r.Term = bindParams(n.Recursive.Term, vals)
-		c.Recursive = &r
-	}
-	if n.Apply != nil {
-		a := *n.Apply
-		a.Sub = bindParams(n.Apply.Sub, vals)
-		c.Apply = &a
+	if t := c.Rerun(); t != nil {
+		c = c.WithRerun(bindParams(t, vals))
 	}
 	c.Inputs = make([]*PhysNode, len(n.Inputs))
 	for i, in := range n.Inputs {

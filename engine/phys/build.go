@@ -597,20 +597,10 @@ func checkNode(n *PhysNode, depth int, defs map[int]bool) error {
 		spec = n.SingleCheck != nil
 	case PhysRecursive:
 		spec = n.Recursive != nil && n.Recursive.Term != nil && n.Streams == 1
-		if spec {
-			if err := checkNode(n.Recursive.Term, depth+1, defs); err != nil {
-				return err
-			}
-		}
 	case PhysWorkScan:
 		spec = n.Work != nil && n.Streams == 1
 	case PhysApply:
 		spec = n.Apply != nil && n.Apply.Sub != nil && len(n.Apply.Params) == len(n.Apply.Cols)
-		if spec {
-			if err := checkNode(n.Apply.Sub, depth+1, defs); err != nil {
-				return err
-			}
-		}
 	case PhysRemote:
 		spec = n.Remote != nil
 	case PhysUnion, PhysMaxOneRow, PhysRowID:
@@ -625,6 +615,9 @@ func checkNode(n *PhysNode, depth int, defs map[int]bool) error {
 		if err := checkNode(in, depth+1, defs); err != nil {
 			return err
 		}
+	}
+	if t := n.Rerun(); t != nil {
+		return checkNode(t, depth+1, defs)
 	}
 	return nil
 }

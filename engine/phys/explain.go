@@ -45,11 +45,8 @@ func (e *physExplainer) node(n *PhysNode, depth int) {
 	for _, in := range n.Inputs {
 		e.node(in, depth+1)
 	}
-	if n.Recursive != nil {
-		e.node(n.Recursive.Term, depth+1)
-	}
-	if n.Apply != nil {
-		e.node(n.Apply.Sub, depth+1)
+	if t := n.Rerun(); t != nil {
+		e.node(t, depth+1)
 	}
 }
 
@@ -113,11 +110,8 @@ func (e *physExplainer) selfNanos(n *PhysNode) int64 {
 		}
 		t -= e.inclusive(in)
 	}
-	if n.Recursive != nil {
-		t -= e.inclusive(n.Recursive.Term)
-	}
-	if n.Apply != nil {
-		t -= e.inclusive(n.Apply.Sub)
+	if r := n.Rerun(); r != nil {
+		t -= e.inclusive(r)
 	}
 	return max(t, 0)
 }

@@ -531,18 +531,7 @@ func (b *builder) recursive(n *PhysNode, ins [][]exec.Operator) ([]exec.Operator
 		b.work = map[int]*exec.WorkTable{}
 	}
 	b.work[n.Recursive.Work] = work
-	h := &holdShared{}
-	n.Recursive.Term.Walk(func(t *PhysNode) {
-		if t.Kind != PhysSharedScan {
-			return
-		}
-		if m := b.shared[t.Shared.Def]; m != nil {
-			m.refs.Add(1)
-			h.held = append(h.held, m)
-		} else if err == nil {
-			err = nferr.Internalf("build: shared subplan %d is not defined", t.Shared.Def)
-		}
-	})
+	h, err := b.holdShared(n.Recursive.Term)
 	if err == nil {
 		term := n.Recursive.Term
 		h.Operator, err = exec.NewRecursiveUnion(anchor, work, func() (exec.Operator, error) {
@@ -561,6 +550,25 @@ func (b *builder) recursive(n *PhysNode, ins [][]exec.Operator) ([]exec.Operator
 		return nil, err
 	}
 	return []exec.Operator{h}, nil
+}
+
+// holdShared takes a reference on every shared subplan tree reads, for
+// an operator that builds tree again and again.
+func (b *builder) holdShared(tree *PhysNode) (*holdShared, error) {
+	h := &holdShared{}
+	var err error
+	tree.Walk(func(t *PhysNode) {
+		if t.Kind != PhysSharedScan {
+			return
+		}
+		if m := b.shared[t.Shared.Def]; m != nil {
+			m.refs.Add(1)
+			h.held = append(h.held, m)
+		} else if err == nil {
+			err = nferr.Internalf("build: shared subplan %d is not defined", t.Shared.Def)
+		}
+	})
+	return h, err
 }
 
 // holdShared is an operator holding references on shared subplans, which
@@ -602,19 +610,7 @@ func (b *builder) applyOps(n *PhysNode, ins [][]exec.Operator) ([]exec.Operator,
 	sch := ColumnsSchema(n.Columns)
 	ops := make([]exec.Operator, len(ins[0]))
 	for i, in := range ins[0] {
-		h := &holdShared{}
-		var err error
-		n.Apply.Sub.Walk(func(t *PhysNode) {
-			if t.Kind != PhysSharedScan {
-				return
-			}
-			if m := b.shared[t.Shared.Def]; m != nil {
-				m.refs.Add(1)
-				h.held = append(h.held, m)
-			} else if err == nil {
-				err = nferr.Internalf("build: shared subplan %d is not defined", t.Shared.Def)
-			}
-		})
+		h, err := b.holdShared(n.Apply.Sub)
 		if err != nil {
 			h.release()
 			CloseAll(ops[:i])

@@ -381,10 +381,36 @@ func (n *PhysNode) Walk(fn func(*PhysNode)) {
 	for _, in := range n.Inputs {
 		in.Walk(fn)
 	}
-	if n.Recursive != nil && n.Recursive.Term != nil {
-		n.Recursive.Term.Walk(fn)
+	if t := n.Rerun(); t != nil {
+		t.Walk(fn)
 	}
-	if n.Apply != nil && n.Apply.Sub != nil {
-		n.Apply.Sub.Walk(fn)
+}
+
+// Rerun is the tree a recursive node (its term) or an apply node (its
+// subquery) builds again for every run; nil for other kinds.
+func (n *PhysNode) Rerun() *PhysNode {
+	switch {
+	case n.Recursive != nil:
+		return n.Recursive.Term
+	case n.Apply != nil:
+		return n.Apply.Sub
 	}
+	return nil
+}
+
+// WithRerun returns a copy of n (which has a rerun tree) whose rerun tree
+// is t.
+func (n *PhysNode) WithRerun(t *PhysNode) *PhysNode {
+	c := *n
+	switch {
+	case n.Recursive != nil:
+		r := *n.Recursive
+		r.Term = t
+		c.Recursive = &r
+	case n.Apply != nil:
+		a := *n.Apply
+		a.Sub = t
+		c.Apply = &a
+	}
+	return &c
 }

@@ -966,13 +966,19 @@ func (pl *physPlanner) distinct(in *pnode, est float64) (*pnode, error) {
 
 // ---------------------------------------------------------------- set operations
 
+// planExact plans p with exactly its columns, in order.
+func (pl *physPlanner) planExact(p plan.Plan) (*pnode, error) {
+	in, err := pl.plan(p, plan.ColSetOf(p.Columns()))
+	if err != nil {
+		return nil, err
+	}
+	return pl.exact(in, p.Columns())
+}
+
 func (pl *physPlanner) setOp(n *plan.SetOpNode) (*pnode, error) {
 	side := func(p plan.Plan) (*pnode, error) {
-		in, err := pl.plan(p, plan.ColSetOf(p.Columns()))
+		in, err := pl.planExact(p)
 		if err != nil {
-			return nil, err
-		}
-		if in, err = pl.exact(in, p.Columns()); err != nil {
 			return nil, err
 		}
 		// Positional: both sides take the set operation's types.

@@ -32,11 +32,8 @@ func (pl *physPlanner) recursive(n *plan.RecursiveNode) (*pnode, error) {
 	}
 	pl.work[n.Work] = cols
 	side := func(p plan.Plan) (*pnode, error) {
-		in, err := pl.plan(p, plan.ColSetOf(p.Columns()))
+		in, err := pl.planExact(p)
 		if err != nil {
-			return nil, err
-		}
-		if in, err = pl.exact(in, p.Columns()); err != nil {
 			return nil, err
 		}
 		if in.n.Streams > 1 {
