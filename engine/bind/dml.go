@@ -71,10 +71,16 @@ func (b *binder) deleteStmt(s *sql.Delete) (Statement, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.Where == nil {
+	if s.Where == nil && len(s.Using) == 0 {
 		return &DeleteStmt{Table: tab, All: true}, nil
 	}
-	hit, err := b.whereHit(s.Where, sc)
+	cond := s.Where
+	if len(s.Using) > 0 {
+		// DELETE ... USING u WHERE c deletes the rows for which
+		// EXISTS (SELECT 1 FROM u WHERE c).
+		cond = &sql.Exists{Pos: s.Pos, Query: fromQuery(s.Pos, s.Using, s.Where, oneItem(s.Pos))}
+	}
+	hit, err := b.whereHit(cond, sc)
 	if err != nil {
 		return nil, err
 	}
@@ -88,8 +94,24 @@ func (b *binder) updateStmt(s *sql.Update) (Statement, error) {
 		return nil, err
 	}
 	hit := plan.Expr(plan.BoolConst(true))
-	if s.Where != nil {
-		if hit, err = b.whereHit(s.Where, sc); err != nil {
+	cond := s.Where
+	var orderBy []*sql.OrderItem
+	if len(s.From) > 0 {
+		// UPDATE ... FROM f WHERE c updates the rows for which EXISTS
+		// (SELECT 1 FROM f WHERE c), each column set to (SELECT value
+		// FROM f WHERE c ORDER BY every value LIMIT 1): of several
+		// matching rows, every column takes the same one (PostgreSQL
+		// takes one it does not specify).
+		cond = &sql.Exists{Pos: s.Pos, Query: fromQuery(s.Pos, s.From, s.Where, oneItem(s.Pos))}
+		for _, a := range s.Set {
+			if _, ok := a.Value.(*sql.Literal); !ok { // NB: ORDER BY 0 is a position
+				orderBy = append(orderBy, &sql.OrderItem{Pos: a.Pos, Expr: a.Value})
+			}
+		}
+	}
+	conditional := cond != nil
+	if conditional {
+		if hit, err = b.whereHit(cond, sc); err != nil {
 			return nil, err
 		}
 	}
@@ -109,7 +131,13 @@ func (b *binder) updateStmt(s *sql.Update) (Statement, error) {
 			return nil, b.errorf(a.Column, "multiple assignments to same column %q", a.Column.Name)
 		}
 		set[i] = true
-		v, err := b.expr(a.Value, sc, &exprCtx{clause: "UPDATE"})
+		value := a.Value
+		if len(s.From) > 0 {
+			q := fromQuery(a.Pos, s.From, s.Where, []*sql.SelectItem{{Pos: a.Pos, Expr: a.Value}})
+			q.OrderBy, q.Limit = orderBy, &sql.Literal{Pos: a.Pos, Kind: sql.LitNumber, Text: "1"}
+			value = &sql.Subquery{Pos: a.Pos, Query: q}
+		}
+		v, err := b.expr(value, sc, &exprCtx{clause: "UPDATE"})
 		if err != nil {
 			return nil, err
 		}
@@ -117,7 +145,7 @@ func (b *binder) updateStmt(s *sql.Update) (Statement, error) {
 		if err != nil {
 			return nil, b.errorf(a.Value, "column %s is of type %s but expression is of type %s", fields[i].Name, plan.TypeString(fields[i].Type), plan.TypeString(v.Type()))
 		}
-		if s.Where == nil {
+		if !conditional {
 			exprs[i] = cv
 		} else {
 			exprs[i] = &plan.CaseExpr{Whens: []plan.Expr{hit}, Thens: []plan.Expr{cv}, Else: plan.NewColRef(in[i]), Typ: fields[i].Type}
@@ -135,6 +163,17 @@ func (b *binder) updateStmt(s *sql.Update) (Statement, error) {
 	}
 	names := append(fieldNames(tab), "updated")
 	return &UpdateStmt{Table: tab, Query: &QueryStmt{Plan: &plan.ProjectNode{Input: scan, Exprs: exprs, Cols: cols}, Names: names}, Checks: checks}, nil
+}
+
+// fromQuery is SELECT items FROM from WHERE where, as UPDATE ... FROM and
+// DELETE ... USING read their other relations.
+func fromQuery(pos sql.Pos, from []sql.TableExpr, where sql.Expr, items []*sql.SelectItem) *sql.Query {
+	return &sql.Query{Pos: pos, Body: &sql.Select{Pos: pos, Items: items, From: from, Where: where}}
+}
+
+// oneItem is the select list "1".
+func oneItem(pos sql.Pos) []*sql.SelectItem {
+	return []*sql.SelectItem{{Pos: pos, Expr: &sql.Literal{Pos: pos, Kind: sql.LitNumber, Text: "1"}}}
 }
 
 func fieldNames(t *plan.TableDef) []string {

@@ -561,14 +561,22 @@ type OnConflict struct {
 type Delete struct {
 	Pos
 	Table *TableName
+	// Using is DELETE ... USING's relations (PostgreSQL): a row is
+	// deleted when some row of their product makes Where TRUE.
+	Using []TableExpr
 	Where Expr
 }
 
-// Update is UPDATE table [[AS] alias] SET column = expr, ... [WHERE expr].
+// Update is UPDATE table [[AS] alias] SET column = expr, ... [FROM ...]
+// [WHERE expr].
 type Update struct {
 	Pos
 	Table *TableName
 	Set   []*Assignment
+	// From is UPDATE ... FROM's relations (PostgreSQL): a row is updated
+	// when some row of their product makes Where TRUE, with that row's
+	// values.
+	From  []TableExpr
 	Where Expr
 }
 

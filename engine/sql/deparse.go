@@ -468,6 +468,20 @@ func (d *deparser) identList(ids []Ident) {
 
 // ---------------------------------------------------------------- queries
 
+// fromList writes kw and the entries of a FROM list (nothing when empty).
+func (d *deparser) fromList(kw string, ts []TableExpr) {
+	if len(ts) == 0 {
+		return
+	}
+	d.w(kw)
+	for i, t := range ts {
+		if i > 0 {
+			d.w(", ")
+		}
+		d.table(t)
+	}
+}
+
 func (d *deparser) query(q *Query) {
 	if len(q.With) > 0 {
 		d.w("WITH ")
@@ -571,15 +585,7 @@ func (d *deparser) sel(s *Select) {
 			d.w(" AS " + QuoteIdent(it.Alias.Name))
 		}
 	}
-	if len(s.From) > 0 {
-		d.w(" FROM ")
-		for i, t := range s.From {
-			if i > 0 {
-				d.w(", ")
-			}
-			d.table(t)
-		}
-	}
+	d.fromList(" FROM ", s.From)
 	if s.Where != nil {
 		d.w(" WHERE ")
 		d.expr(s.Where, 0)
@@ -797,6 +803,7 @@ func (d *deparser) stmt(s Statement) {
 	case *Delete:
 		d.w("DELETE FROM ")
 		d.targetTable(s.Table)
+		d.fromList(" USING ", s.Using)
 		if s.Where != nil {
 			d.w(" WHERE ")
 			d.expr(s.Where, 0)
@@ -812,6 +819,7 @@ func (d *deparser) stmt(s Statement) {
 			d.w(QuoteIdent(a.Column.Name) + " = ")
 			d.expr(a.Value, 0)
 		}
+		d.fromList(" FROM ", s.From)
 		if s.Where != nil {
 			d.w(" WHERE ")
 			d.expr(s.Where, 0)

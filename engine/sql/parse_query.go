@@ -279,15 +279,8 @@ func (p *parser) parseSelect() (*Select, error) {
 	}
 	var err error
 	if p.acceptKw("from") {
-		for {
-			te, err := p.parseTableRef()
-			if err != nil {
-				return nil, err
-			}
-			s.From = append(s.From, te)
-			if !p.acceptOp(",") {
-				break
-			}
+		if s.From, err = p.parseFromList(); err != nil {
+			return nil, err
 		}
 	}
 	if p.acceptKw("where") {
@@ -364,6 +357,22 @@ func (p *parser) parseObjNameUntilStar() (ObjName, error) {
 		p.next() // '.'
 		if p.acceptOp("*") {
 			return n, nil
+		}
+	}
+}
+
+// parseFromList parses the comma-separated entries of a FROM (or of
+// UPDATE's FROM and DELETE's USING).
+func (p *parser) parseFromList() ([]TableExpr, error) {
+	var out []TableExpr
+	for {
+		te, err := p.parseTableRef()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, te)
+		if !p.acceptOp(",") {
+			return out, nil
 		}
 	}
 }

@@ -337,7 +337,7 @@ func (p *parser) parseTargetTable() (*TableName, error) {
 		return nil, err
 	}
 	t := &TableName{Pos: start.pos, Name: name}
-	if p.acceptKw("as") || (isName(p.peek()) && !p.isKw("set") && !p.isKw("where")) {
+	if p.acceptKw("as") || (isName(p.peek()) && !p.isKw("set") && !p.isKw("where") && !p.isKw("using")) {
 		alias, err := p.parseIdent("an alias")
 		if err != nil {
 			return nil, err
@@ -357,13 +357,18 @@ func (p *parser) parseDelete() (Statement, error) {
 		return nil, err
 	}
 	d := &Delete{Pos: start.pos, Table: t}
+	if p.acceptKw("using") {
+		if d.Using, err = p.parseFromList(); err != nil {
+			return nil, err
+		}
+	}
 	if p.acceptKw("where") {
 		if d.Where, err = p.parseExpr(); err != nil {
 			return nil, err
 		}
 	}
-	if p.isKw("using") || p.isKw("returning") {
-		return nil, p.errAt(p.peek(), "DELETE ... %s is not supported", strings.ToUpper(p.peek().text))
+	if p.isKw("returning") {
+		return nil, p.errAt(p.peek(), "DELETE ... RETURNING is not supported")
 	}
 	return d, nil
 }
@@ -398,8 +403,13 @@ func (p *parser) parseUpdate() (Statement, error) {
 			break
 		}
 	}
-	if p.isKw("from") || p.isKw("returning") {
-		return nil, p.errAt(p.peek(), "UPDATE ... %s is not supported", strings.ToUpper(p.peek().text))
+	if p.acceptKw("from") {
+		if u.From, err = p.parseFromList(); err != nil {
+			return nil, err
+		}
+	}
+	if p.isKw("returning") {
+		return nil, p.errAt(p.peek(), "UPDATE ... RETURNING is not supported")
 	}
 	if p.acceptKw("where") {
 		if u.Where, err = p.parseExpr(); err != nil {

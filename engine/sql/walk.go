@@ -158,10 +158,16 @@ func Walk(n Node, fn func(Node) bool) {
 	case *Insert:
 		Walk(n.Query, fn)
 	case *Delete:
+		for _, t := range n.Using {
+			Walk(t, fn)
+		}
 		expr(n.Where)
 	case *Update:
 		for _, a := range n.Set {
 			expr(a.Value)
+		}
+		for _, t := range n.From {
+			Walk(t, fn)
 		}
 		expr(n.Where)
 	case *Copy:

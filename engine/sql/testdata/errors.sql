@@ -158,9 +158,9 @@ delete t where a = 1
 ----
 update t set t.a = 1
 ----
-update t set a = 1 from u
+update t set a = 1 returning a
 ----
-delete from t using u
+delete from t returning a
 ----
 update t a = 1
 ----
