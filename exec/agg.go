@@ -70,8 +70,11 @@ func (s HashAggSpec) phase() AggPhase {
 
 // numStates is the number of partial state columns of an aggregate.
 func numStates(f AggFunc) int {
-	if f == AggAvg {
+	switch {
+	case f == AggAvg:
 		return 2
+	case isVarianceAgg(f):
+		return 3
 	}
 	return 1
 }

@@ -26,6 +26,7 @@ package exec
 //	avg            two columns: the sum (int64 for integer inputs, float64,
 //	               or decimal128(38, s)) and the count (int64)
 //	min/max        the input type (NULL: no rows yet)
+//	var_*, stddev_* three columns (agg_var.go)
 
 import (
 	"math/bits"
@@ -85,6 +86,13 @@ func newAggFn(f AggFunc, dt arrow.DataType, final bool, op string) (aggFn, aggTy
 			return bad()
 		}
 		return &countFn{star: f == AggCountStar}, aggTypes{typInt64, []arrow.DataType{typInt64}}, nil
+	}
+	if isVarianceAgg(f) {
+		fn, t, ok := newVarFn(f, dt, final)
+		if !ok {
+			return bad()
+		}
+		return fn, t, nil
 	}
 	c, ok := classify(dt)
 	if !ok {

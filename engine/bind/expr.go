@@ -644,6 +644,14 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Ex
 				return nil, b.errorf(x, "function %s(%s) does not exist", name, plan.TypeString(t))
 			}
 			ac.Typ = plan.AggResultType(name, t)
+		case "var_samp", "var_pop", "variance", "stddev_samp", "stddev_pop", "stddev":
+			if !plan.IsNumeric(t) && !plan.IsNullType(t) {
+				return nil, b.errorf(x, "function %s(%s) does not exist", name, plan.TypeString(t))
+			}
+			if plan.IsNullType(t) {
+				arg = plan.NullConst(plan.TypFloat64)
+			}
+			ac.Fn, ac.Typ = varianceNames[name], plan.TypFloat64
 		case "min", "max":
 			if plan.IsNullType(t) {
 				t = plan.TypInt32

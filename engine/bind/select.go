@@ -458,5 +458,13 @@ func isAggregateName(n string) bool {
 	case "count", "sum", "avg", "min", "max":
 		return true
 	}
-	return false
+	_, ok := varianceNames[n]
+	return ok
+}
+
+// varianceNames maps the variance aggregates' names to exec's (variance
+// and stddev are the sample forms, as in PostgreSQL).
+var varianceNames = map[string]string{
+	"var_samp": "var_samp", "variance": "var_samp", "var_pop": "var_pop",
+	"stddev_samp": "stddev_samp", "stddev": "stddev_samp", "stddev_pop": "stddev_pop",
 }
