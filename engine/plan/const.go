@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/nicflow/nicflow/exec/expr"
 )
 
 // Constants: literal parsing, casts of constants and the typing helpers
@@ -237,11 +238,11 @@ func parseAs(s string, t arrow.DataType) (*Const, error) {
 	case IsString(t):
 		return &Const{Typ: t, Val: s}, nil
 	case IsDate(t):
-		d, err := time.Parse("2006-01-02", in)
+		d, err := expr.ParseDate(in)
 		if err != nil {
-			return bad()
+			return nil, err
 		}
-		return &Const{Typ: t, Val: arrow.Date32(d.Unix() / 86400)}, nil
+		return &Const{Typ: t, Val: arrow.Date32(d)}, nil
 	case IsBool(t):
 		switch strings.ToLower(in) {
 		case "t", "true", "yes", "y", "on", "1":

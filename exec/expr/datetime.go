@@ -2,6 +2,7 @@ package expr
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/nicflow/nicflow/internal/nferr"
 )
@@ -104,11 +105,13 @@ func appendDate(dst []byte, days int32) []byte {
 }
 
 // ParseDate parses YYYY-MM-DD (surrounding spaces allowed; month and day
-// may have one digit) into a date32 value within years 0001..9999. Errors
+// may have one digit; a time of day after it ignored, as PostgreSQL reads
+// '2001-03-01 10:00' as a date) into a date32 value within years
+// 0001..9999. Errors
 // are KindQuery ("invalid input syntax for type date" / "date out of
 // range").
 func ParseDate(s string) (int32, error) {
-	d, ok := parseDate([]byte(s))
+	d, ok := parseDate([]byte(dateText(s)))
 	if !ok {
 		return 0, nferr.Queryf("invalid input syntax for type date: %q", s)
 	}
@@ -116,6 +119,22 @@ func ParseDate(s string) (int32, error) {
 		return 0, nferr.Queryf("date out of range: %q (years 0001 to 9999)", s)
 	}
 	return d, nil
+}
+
+// dateText is the date part of s as PostgreSQL reads a date: surrounding
+// spaces dropped, and a time of day after it (' 10:00', 'T10:00:00.5+02')
+// ignored.
+func dateText(s string) string {
+	s = strings.TrimSpace(s)
+	i := strings.IndexAny(s, " T")
+	if i < 0 {
+		return s
+	}
+	rest := strings.TrimSpace(s[i+1:])
+	if rest == "" || rest[0] < '0' || rest[0] > '9' || strings.Trim(rest, "0123456789:.+-Z ") != "" {
+		return s // not a time: the date is bad as it is
+	}
+	return s[:i]
 }
 
 // parseDate is ParseDate without allocation or range check beyond int32;
