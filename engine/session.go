@@ -660,7 +660,7 @@ func (s *Session) createTable(ctx context.Context, x *bind.CreateTableStmt) (*Re
 	if err != nil {
 		return nil, err
 	}
-	n, _, err := s.appendQuery(ctx, app, x.Query, nil, false)
+	n, _, err := s.appendQuery(ctx, app, x.Query, nil, false, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -676,11 +676,13 @@ func (s *Session) insert(ctx context.Context, x *bind.InsertStmt) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
-	n, _, err := s.appendQuery(ctx, app, x.Query, x.Checks, false)
+	ret, err := newReturning(x.Returning, app.Schema(), s.opts.Alloc)
 	if err != nil {
+		app.Abort()
 		return nil, err
 	}
-	return status("INSERT "+strconv.FormatInt(n, 10), n), nil
+	n, _, err := s.appendQuery(ctx, app, x.Query, x.Checks, false, ret)
+	return dmlResult("INSERT ", n, ret, err)
 }
 
 // replaceAppender starts the rewrite of table t by UPDATE or DELETE: its
@@ -705,17 +707,24 @@ func (s *Session) deleteRows(ctx context.Context, x *bind.DeleteStmt) (*Result, 
 	if err != nil {
 		return nil, err
 	}
+	ret, err := newReturning(x.Returning, app.Schema(), s.opts.Alloc)
+	if err == nil && ret != nil {
+		// The rows deleted, read before the rewrite (the commit fails
+		// if the table changed since).
+		err = ret.addQuery(ctx, s, x.Deleted)
+	}
+	if err != nil {
+		app.Abort()
+		ret.release()
+		return nil, err
+	}
 	var kept int64
 	if x.All {
 		kept, err = app.Commit()
 	} else {
-		kept, _, err = s.appendQuery(ctx, app, x.Keep, nil, false)
+		kept, _, err = s.appendQuery(ctx, app, x.Keep, nil, false, nil)
 	}
-	if err != nil {
-		return nil, err
-	}
-	n := before - kept
-	return status("DELETE "+strconv.FormatInt(n, 10), n), nil
+	return dmlResult("DELETE ", before-kept, ret, err)
 }
 
 // updateRows runs UPDATE: every row, changed or not, is written again and
@@ -726,11 +735,13 @@ func (s *Session) updateRows(ctx context.Context, x *bind.UpdateStmt) (*Result, 
 	if err != nil {
 		return nil, err
 	}
-	_, updated, err := s.appendQuery(ctx, app, x.Query, x.Checks, true)
+	ret, err := newReturning(x.Returning, app.Schema(), s.opts.Alloc)
 	if err != nil {
+		app.Abort()
 		return nil, err
 	}
-	return status("UPDATE "+strconv.FormatInt(updated, 10), updated), nil
+	_, updated, err := s.appendQuery(ctx, app, x.Query, x.Checks, true, ret)
+	return dmlResult("UPDATE ", updated, ret, err)
 }
 
 // rowCheck is a CHECK constraint compiled over the rows a statement writes.
@@ -796,11 +807,27 @@ func checkRows(alloc memory.Allocator, table string, checks []rowCheck, rec arro
 	return nil
 }
 
+// dmlResult is the result of a DML statement that wrote n rows (tag and
+// n its status), with ret's rows for RETURNING; on err, ret's rows are
+// dropped.
+func dmlResult(tag string, n int64, ret *returningRows, err error) (*Result, error) {
+	if err != nil {
+		ret.release()
+		return nil, err
+	}
+	tag += strconv.FormatInt(n, 10)
+	if ret != nil {
+		return ret.result(tag, n), nil
+	}
+	return status(tag, n), nil
+}
+
 // appendQuery runs q into an appender and commits (or aborts on error);
 // every row must pass the CHECK constraints bound, compiled here once. With
 // flagged, q's last column is a boolean that is not written: flags counts
-// its TRUE values (UPDATE's count).
-func (s *Session) appendQuery(ctx context.Context, app *storage.Appender, q *bind.QueryStmt, bound []bind.BoundCheck, flagged bool) (committed, flags int64, err error) {
+// its TRUE values (UPDATE's count). ret, when set, gets every row written
+// (flagged: the flagged ones) for RETURNING.
+func (s *Session) appendQuery(ctx context.Context, app *storage.Appender, q *bind.QueryStmt, bound []bind.BoundCheck, flagged bool, ret *returningRows) (committed, flags int64, err error) {
 	checks, err := compileChecks(q.Plan.Columns(), bound, app.Schema())
 	if err != nil {
 		app.Abort()
@@ -829,8 +856,9 @@ func (s *Session) appendQuery(ctx context.Context, app *storage.Appender, q *bin
 		if rec == nil {
 			break
 		}
+		var f *array.Boolean
 		if flagged {
-			f := rec.Column(want - 1).(*array.Boolean)
+			f = rec.Column(want - 1).(*array.Boolean)
 			for i := 0; i < f.Len(); i++ {
 				if f.IsValid(i) && f.Value(i) {
 					flags++
@@ -840,6 +868,9 @@ func (s *Session) appendQuery(ctx context.Context, app *storage.Appender, q *bin
 		out := array.NewRecordBatch(sch, rec.Columns()[:sch.NumFields()], rec.NumRows())
 		if len(checks) > 0 {
 			err = checkRows(s.opts.Alloc, app.Name(), checks, out)
+		}
+		if err == nil && ret != nil {
+			err = ret.add(out, f)
 		}
 		if err == nil {
 			err = app.Append(out)

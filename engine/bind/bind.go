@@ -100,6 +100,8 @@ type InsertStmt struct {
 	// SkipConflicts: ON CONFLICT DO NOTHING (rows whose key exists are
 	// not inserted).
 	SkipConflicts bool
+	// Returning is the RETURNING list over the rows inserted (nil: none).
+	Returning *Returning
 }
 
 // BoundCheck is a CHECK constraint bound to the rows being written.
@@ -594,7 +596,14 @@ func (b *binder) insert(s *sql.Insert) (Statement, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &InsertStmt{Table: t, Query: &QueryStmt{Plan: &plan.ProjectNode{Input: q.Plan, Exprs: exprs, Cols: cols}, Names: names}, Checks: checks, SkipConflicts: skip}, nil
+	ret, err := b.returning(s.Returning, t, t.Name)
+	if err != nil {
+		return nil, err
+	}
+	if ret != nil && skip {
+		return nil, b.errorf(s.Returning[0], "RETURNING with ON CONFLICT DO NOTHING is not supported yet")
+	}
+	return &InsertStmt{Table: t, Query: &QueryStmt{Plan: &plan.ProjectNode{Input: q.Plan, Exprs: exprs, Cols: cols}, Names: names}, Checks: checks, SkipConflicts: skip, Returning: ret}, nil
 }
 
 // assignCast converts e to a column's type for INSERT: any numeric type to

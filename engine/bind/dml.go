@@ -13,6 +13,10 @@ type DeleteStmt struct {
 	Table *plan.TableDef
 	Keep  *QueryStmt
 	All   bool
+	// Returning, when set, is evaluated over the rows Deleted gives (the
+	// rows the statement deletes, in the table's column order).
+	Returning *Returning
+	Deleted   *QueryStmt
 }
 
 // UpdateStmt is UPDATE. Query gives every row of the table after the
@@ -23,6 +27,61 @@ type UpdateStmt struct {
 	Table  *plan.TableDef
 	Query  *QueryStmt
 	Checks []BoundCheck
+	// Returning is the RETURNING list over the rows updated (their new
+	// values; nil: none).
+	Returning *Returning
+}
+
+// Returning is a DML statement's RETURNING list: Exprs (named Names) over
+// rows of the table's columns in table order (Cols, bound to positions).
+type Returning struct {
+	Cols  []plan.Column
+	Exprs []plan.Expr
+	Names []string
+}
+
+// returning binds a RETURNING list over the rows of table t, visible as
+// name (nil without one).
+func (b *binder) returning(items []*sql.SelectItem, t *plan.TableDef, name string) (*Returning, error) {
+	if len(items) == 0 {
+		return nil, nil
+	}
+	r := &Returning{}
+	for _, f := range t.Schema.Fields() {
+		r.Cols = append(r.Cols, b.newCol(f.Name, name, f.Type, f.Nullable))
+	}
+	sc := &scope{items: []*scopeItem{{name: name, cols: r.Cols}}}
+	for _, it := range items {
+		if st, ok := it.Expr.(*sql.Star); ok {
+			cols, err := b.expandStar(st, sc)
+			if err != nil {
+				return nil, err
+			}
+			for _, c := range cols {
+				r.Exprs = append(r.Exprs, plan.NewColRef(c))
+				r.Names = append(r.Names, c.Name)
+			}
+			continue
+		}
+		e, err := b.expr(it.Expr, sc, &exprCtx{clause: "RETURNING"})
+		if err != nil {
+			return nil, err
+		}
+		if plan.HasSubquery(e) {
+			return nil, b.errorf(it.Expr, "subqueries in RETURNING are not supported")
+		}
+		r.Exprs = append(r.Exprs, plan.ResolveUntyped(e, plan.TypString))
+		r.Names = append(r.Names, itemName(it, e))
+	}
+	return r, nil
+}
+
+// targetName is the name UPDATE and DELETE's target is visible as.
+func targetName(t *sql.TableName, tab *plan.TableDef) string {
+	if t.Alias != nil {
+		return t.Alias.Name.Name
+	}
+	return tab.Name
 }
 
 func (*DeleteStmt) boundStmt() {}
@@ -71,8 +130,16 @@ func (b *binder) deleteStmt(s *sql.Delete) (Statement, error) {
 	if err != nil {
 		return nil, err
 	}
+	ret, err := b.returning(s.Returning, tab, targetName(s.Table, tab))
+	if err != nil {
+		return nil, err
+	}
 	if s.Where == nil && len(s.Using) == 0 {
-		return &DeleteStmt{Table: tab, All: true}, nil
+		d := &DeleteStmt{Table: tab, All: true, Returning: ret}
+		if ret != nil {
+			d.Deleted = &QueryStmt{Plan: scan, Names: fieldNames(tab)}
+		}
+		return d, nil
 	}
 	cond := s.Where
 	if len(s.Using) > 0 {
@@ -85,7 +152,11 @@ func (b *binder) deleteStmt(s *sql.Delete) (Statement, error) {
 		return nil, err
 	}
 	keep := &plan.FilterNode{Input: scan, Cond: plan.NewCall(plan.FnNot, plan.TypBool, hit)}
-	return &DeleteStmt{Table: tab, Keep: &QueryStmt{Plan: keep, Names: fieldNames(tab)}}, nil
+	d := &DeleteStmt{Table: tab, Keep: &QueryStmt{Plan: keep, Names: fieldNames(tab)}, Returning: ret}
+	if ret != nil {
+		d.Deleted = &QueryStmt{Plan: &plan.FilterNode{Input: scan, Cond: hit}, Names: fieldNames(tab)}
+	}
+	return d, nil
 }
 
 func (b *binder) updateStmt(s *sql.Update) (Statement, error) {
@@ -162,7 +233,11 @@ func (b *binder) updateStmt(s *sql.Update) (Statement, error) {
 		return nil, err
 	}
 	names := append(fieldNames(tab), "updated")
-	return &UpdateStmt{Table: tab, Query: &QueryStmt{Plan: &plan.ProjectNode{Input: scan, Exprs: exprs, Cols: cols}, Names: names}, Checks: checks}, nil
+	ret, err := b.returning(s.Returning, tab, targetName(s.Table, tab))
+	if err != nil {
+		return nil, err
+	}
+	return &UpdateStmt{Table: tab, Query: &QueryStmt{Plan: &plan.ProjectNode{Input: scan, Exprs: exprs, Cols: cols}, Names: names}, Checks: checks, Returning: ret}, nil
 }
 
 // fromQuery is SELECT items FROM from WHERE where, as UPDATE ... FROM and

@@ -547,6 +547,9 @@ type Insert struct {
 	Columns    []Ident
 	Query      *Query
 	OnConflict *OnConflict // nil: none
+	// Returning is RETURNING's select list (nil: none), over the rows
+	// written.
+	Returning []*SelectItem
 }
 
 // OnConflict is INSERT's ON CONFLICT [(columns) | ON CONSTRAINT name] DO
@@ -565,6 +568,8 @@ type Delete struct {
 	// deleted when some row of their product makes Where TRUE.
 	Using []TableExpr
 	Where Expr
+	// Returning is RETURNING's select list over the rows deleted.
+	Returning []*SelectItem
 }
 
 // Update is UPDATE table [[AS] alias] SET column = expr, ... [FROM ...]
@@ -578,6 +583,9 @@ type Update struct {
 	// values.
 	From  []TableExpr
 	Where Expr
+	// Returning is RETURNING's select list over the rows updated (their
+	// new values).
+	Returning []*SelectItem
 }
 
 // Assignment is column = expr in UPDATE ... SET.

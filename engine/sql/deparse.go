@@ -468,6 +468,27 @@ func (d *deparser) identList(ids []Ident) {
 
 // ---------------------------------------------------------------- queries
 
+// items writes a select list.
+func (d *deparser) items(items []*SelectItem) {
+	for i, it := range items {
+		if i > 0 {
+			d.w(", ")
+		}
+		d.expr(it.Expr, 0)
+		if it.Alias != nil {
+			d.w(" AS " + QuoteIdent(it.Alias.Name))
+		}
+	}
+}
+
+// returning writes a RETURNING list (nothing when empty).
+func (d *deparser) returning(items []*SelectItem) {
+	if len(items) > 0 {
+		d.w(" RETURNING ")
+		d.items(items)
+	}
+}
+
 // fromList writes kw and the entries of a FROM list (nothing when empty).
 func (d *deparser) fromList(kw string, ts []TableExpr) {
 	if len(ts) == 0 {
@@ -576,15 +597,7 @@ func (d *deparser) sel(s *Select) {
 	if s.Distinct {
 		d.w("DISTINCT ")
 	}
-	for i, it := range s.Items {
-		if i > 0 {
-			d.w(", ")
-		}
-		d.expr(it.Expr, 0)
-		if it.Alias != nil {
-			d.w(" AS " + QuoteIdent(it.Alias.Name))
-		}
-	}
+	d.items(s.Items)
 	d.fromList(" FROM ", s.From)
 	if s.Where != nil {
 		d.w(" WHERE ")
@@ -800,6 +813,7 @@ func (d *deparser) stmt(s Statement) {
 			}
 			d.w("DO NOTHING")
 		}
+		d.returning(s.Returning)
 	case *Delete:
 		d.w("DELETE FROM ")
 		d.targetTable(s.Table)
@@ -808,6 +822,7 @@ func (d *deparser) stmt(s Statement) {
 			d.w(" WHERE ")
 			d.expr(s.Where, 0)
 		}
+		d.returning(s.Returning)
 	case *Update:
 		d.w("UPDATE ")
 		d.targetTable(s.Table)
@@ -824,6 +839,7 @@ func (d *deparser) stmt(s Statement) {
 			d.w(" WHERE ")
 			d.expr(s.Where, 0)
 		}
+		d.returning(s.Returning)
 	case *Copy:
 		d.w("COPY ")
 		d.objName(s.Table)

@@ -329,6 +329,24 @@ func (p *parser) parseStatement() (Statement, error) {
 	return nil, p.errExpected("a statement (SELECT, WITH, VALUES, CREATE, DROP, INSERT, UPDATE, DELETE, COPY, EXPLAIN, SHOW, DESCRIBE or SET)")
 }
 
+// parseReturning parses an optional RETURNING select list.
+func (p *parser) parseReturning() ([]*SelectItem, error) {
+	if !p.acceptKw("returning") {
+		return nil, nil
+	}
+	var items []*SelectItem
+	for {
+		it, err := p.parseSelectItem()
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, it)
+		if !p.acceptOp(",") {
+			return items, nil
+		}
+	}
+}
+
 // parseTargetTable parses "name [[AS] alias]" of UPDATE and DELETE.
 func (p *parser) parseTargetTable() (*TableName, error) {
 	start := p.peek()
@@ -367,8 +385,8 @@ func (p *parser) parseDelete() (Statement, error) {
 			return nil, err
 		}
 	}
-	if p.isKw("returning") {
-		return nil, p.errAt(p.peek(), "DELETE ... RETURNING is not supported")
+	if d.Returning, err = p.parseReturning(); err != nil {
+		return nil, err
 	}
 	return d, nil
 }
@@ -408,13 +426,13 @@ func (p *parser) parseUpdate() (Statement, error) {
 			return nil, err
 		}
 	}
-	if p.isKw("returning") {
-		return nil, p.errAt(p.peek(), "UPDATE ... RETURNING is not supported")
-	}
 	if p.acceptKw("where") {
 		if u.Where, err = p.parseExpr(); err != nil {
 			return nil, err
 		}
+	}
+	if u.Returning, err = p.parseReturning(); err != nil {
+		return nil, err
 	}
 	return u, nil
 }
@@ -854,6 +872,9 @@ func (p *parser) parseInsert() (Statement, error) {
 			return nil, err
 		}
 		ins.OnConflict = oc
+	}
+	if ins.Returning, err = p.parseReturning(); err != nil {
+		return nil, err
 	}
 	return ins, nil
 }

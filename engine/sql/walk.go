@@ -16,6 +16,11 @@ func Walk(n Node, fn func(Node) bool) {
 			Walk(e, fn)
 		}
 	}
+	items := func(its []*SelectItem) {
+		for _, it := range its {
+			Walk(it, fn)
+		}
+	}
 	orders := func(os []*OrderItem) {
 		for _, o := range os {
 			Walk(o, fn)
@@ -33,9 +38,7 @@ func Walk(n Node, fn func(Node) bool) {
 	case *CTE:
 		Walk(n.Query, fn)
 	case *Select:
-		for _, it := range n.Items {
-			Walk(it, fn)
-		}
+		items(n.Items)
 		for _, t := range n.From {
 			Walk(t, fn)
 		}
@@ -157,11 +160,13 @@ func Walk(n Node, fn func(Node) bool) {
 		expr(n.Default)
 	case *Insert:
 		Walk(n.Query, fn)
+		items(n.Returning)
 	case *Delete:
 		for _, t := range n.Using {
 			Walk(t, fn)
 		}
 		expr(n.Where)
+		items(n.Returning)
 	case *Update:
 		for _, a := range n.Set {
 			expr(a.Value)
@@ -170,6 +175,7 @@ func Walk(n Node, fn func(Node) bool) {
 			Walk(t, fn)
 		}
 		expr(n.Where)
+		items(n.Returning)
 	case *Copy:
 		for _, o := range n.Options {
 			Walk(o, fn)

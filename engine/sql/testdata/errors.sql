@@ -158,9 +158,9 @@ delete t where a = 1
 ----
 update t set t.a = 1
 ----
-update t set a = 1 returning a
+update t set a = 1 returning
 ----
-delete from t returning a
+delete from t returning a,
 ----
 update t a = 1
 ----
