@@ -313,18 +313,7 @@ func (t *joinTable) bytes() int64 {
 	return t.store.bytes() + sliceBytes(t.start) + sliceBytes(t.rows) + sliceBytes(t.nullRows) + sliceBytes(t.matched)
 }
 
-func (t *joinTable) charge() error {
-	b := t.bytes()
-	if b > t.accBytes {
-		if err := t.acct.Grow(b - t.accBytes); err != nil {
-			return err
-		}
-	} else {
-		t.acct.Shrink(t.accBytes - b)
-	}
-	t.accBytes = b
-	return nil
-}
+func (t *joinTable) charge() error { return t.acct.chargeTo(&t.accBytes, t.bytes()) }
 
 // buildScratch is per-goroutine scratch of the build.
 type buildScratch struct {
