@@ -105,14 +105,8 @@ func newNLJShape(left, right *arrow.Schema, spec NestedLoopJoinSpec) (*joinShape
 		s.schema = s.joined
 	}
 	s.storeBuild = true
-	if spec.Condition != nil {
-		ce, err := expr.CompileExpr(*spec.Condition, s.joined)
-		if err != nil {
-			return nil, nferr.Wrap(nferr.KindQuery, err, "%s: condition", op)
-		}
-		if ce.Type().ID() != arrow.BOOL {
-			return nil, nferr.Queryf("%s: condition %s is %s, not BOOLEAN", op, spec.Condition, ce.Type())
-		}
+	if err := checkCondition(spec.Condition, s.joined, op, "condition"); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
