@@ -192,36 +192,44 @@ func newJoinShape(left, right *arrow.Schema, spec HashJoinSpec, op string) (*joi
 		}
 		s.probeTake = append(s.probeTake, makeTaker(c))
 	}
-	// Outer joins make the other side's columns nullable.
-	nullable := func(fs []arrow.Field, null bool) []arrow.Field {
-		out := make([]arrow.Field, len(fs))
-		for i, f := range fs {
-			out[i] = f
-			out[i].Nullable = f.Nullable || null
-		}
-		return out
-	}
-	lf, rf := left.Fields(), right.Fields()
-	s.joined = arrow.NewSchema(append(append([]arrow.Field(nil), lf...), rf...), nil)
-	switch spec.Type {
-	case JoinSemi, JoinAnti:
-		s.schema = arrow.NewSchema(lf, nil)
-	case JoinMark:
-		name := spec.MarkName
-		if name == "" {
-			name = "mark"
-		}
-		s.schema = arrow.NewSchema(append(append([]arrow.Field(nil), lf...), arrow.Field{Name: name, Type: arrow.FixedWidthTypes.Boolean, Nullable: true}), nil)
-	default:
-		lnull := spec.Type == JoinRight || spec.Type == JoinFull
-		rnull := spec.Type == JoinLeft || spec.Type == JoinFull
-		s.schema = arrow.NewSchema(append(nullable(lf, lnull), nullable(rf, rnull)...), nil)
-	}
+	s.setSchemas(left, right, spec.MarkName, true)
 	s.storeBuild = s.emitsPairs() || s.buildLeft || spec.Residual != nil
 	if err := checkCondition(spec.Residual, s.joined, op, "residual condition"); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// setSchemas sets the joined schema (the left columns then the right ones,
+// what a condition sees) and the output schema of a join of type s.typ:
+// the left columns for semi and anti, plus the mark (named markName,
+// default "mark", nullable as markNullable says) for mark joins, and both
+// sides otherwise, outer joins making the other side's columns nullable.
+func (s *joinShape) setSchemas(left, right *arrow.Schema, markName string, markNullable bool) {
+	lf, rf := left.Fields(), right.Fields()
+	s.joined = arrow.NewSchema(append(append([]arrow.Field(nil), lf...), rf...), nil)
+	switch s.typ {
+	case JoinSemi, JoinAnti:
+		s.schema = arrow.NewSchema(lf, nil)
+	case JoinMark:
+		if markName == "" {
+			markName = "mark"
+		}
+		mark := arrow.Field{Name: markName, Type: arrow.FixedWidthTypes.Boolean, Nullable: markNullable}
+		s.schema = arrow.NewSchema(append(append([]arrow.Field(nil), lf...), mark), nil)
+	default:
+		nullable := func(fs []arrow.Field, null bool) []arrow.Field {
+			out := make([]arrow.Field, len(fs))
+			for i, f := range fs {
+				out[i] = f
+				out[i].Nullable = f.Nullable || null
+			}
+			return out
+		}
+		lnull := s.typ == JoinRight || s.typ == JoinFull
+		rnull := s.typ == JoinLeft || s.typ == JoinFull
+		s.schema = arrow.NewSchema(append(nullable(lf, lnull), nullable(rf, rnull)...), nil)
+	}
 }
 
 // checkCondition compiles a join's condition (if any) over the joined
