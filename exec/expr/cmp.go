@@ -619,10 +619,18 @@ func (x *rangeNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 
 // SelRange32 writes the rows of sel (nil: all n) where lo <= a[i] <= hi to
 // out; SelRange64 is the same over int64.
+//
+// NB: they are not inlined so that callers in other packages see their
+// escape analysis (out leaks only to the result) rather than a call to
+// the generic selRange's shape, which would move a caller's stack-sized
+// out to the heap.
+//
+//go:noinline
 func SelRange32(out []int32, a []int32, lo, hi int32, sel []int32, n int) []int32 {
 	return selRange[int32, uint32](out, a, lo, hi, sel, n)
 }
 
+//go:noinline
 func SelRange64(out []int32, a []int64, lo, hi int64, sel []int32, n int) []int32 {
 	return selRange[int64, uint64](out, a, lo, hi, sel, n)
 }
