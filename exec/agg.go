@@ -558,18 +558,7 @@ func (a *HashAgg) forceChargeFns() {
 }
 
 // chargeFns brings the account up to date with the aggregate states.
-func (a *HashAgg) chargeFns() error {
-	n := a.fnsBytes()
-	if n > a.fnBytes {
-		if err := a.acct.Grow(n - a.fnBytes); err != nil {
-			return err
-		}
-	} else {
-		a.acct.Shrink(a.fnBytes - n)
-	}
-	a.fnBytes = n
-	return nil
-}
+func (a *HashAgg) chargeFns() error { return a.acct.chargeTo(&a.fnBytes, a.fnsBytes()) }
 
 // Close implements Operator.
 func (a *HashAgg) Close() error {

@@ -141,36 +141,36 @@ func newAggFn(f AggFunc, dt arrow.DataType, final bool, op string) (aggFn, aggTy
 		t := aggTypes{dt, []arrow.DataType{dt}}
 		switch c.class {
 		case pcBool:
-			return &minMaxBoolFn{isMax: isMax, dt: dt}, t, nil
+			return &minMaxBoolFn{minMax[bool]{isMax: isMax, dt: dt}}, t, nil
 		case pcBytes:
-			return &minMaxBytesFn{isMax: isMax, dt: dt}, t, nil
+			return &minMaxBytesFn{minMax: minMax[string]{isMax: isMax, dt: dt}}, t, nil
 		case pcDec128:
-			return &minMaxDec128Fn{isMax: isMax, dt: dt}, t, nil
+			return &minMaxDec128Fn{minMax[i128]{isMax: isMax, dt: dt}}, t, nil
 		case pcFloat:
 			if c.width == 4 {
-				return &minMaxFloatFn[float32]{isMax: isMax, dt: dt}, t, nil
+				return &minMaxFloatFn[float32]{minMax[float32]{isMax: isMax, dt: dt}}, t, nil
 			}
-			return &minMaxFloatFn[float64]{isMax: isMax, dt: dt}, t, nil
+			return &minMaxFloatFn[float64]{minMax[float64]{isMax: isMax, dt: dt}}, t, nil
 		case pcInt:
 			switch c.width {
 			case 1:
-				return &minMaxIntFn[int8]{isMax: isMax, dt: dt}, t, nil
+				return &minMaxIntFn[int8]{minMax[int8]{isMax: isMax, dt: dt}}, t, nil
 			case 2:
-				return &minMaxIntFn[int16]{isMax: isMax, dt: dt}, t, nil
+				return &minMaxIntFn[int16]{minMax[int16]{isMax: isMax, dt: dt}}, t, nil
 			case 4:
-				return &minMaxIntFn[int32]{isMax: isMax, dt: dt}, t, nil
+				return &minMaxIntFn[int32]{minMax[int32]{isMax: isMax, dt: dt}}, t, nil
 			}
-			return &minMaxIntFn[int64]{isMax: isMax, dt: dt}, t, nil
+			return &minMaxIntFn[int64]{minMax[int64]{isMax: isMax, dt: dt}}, t, nil
 		case pcUint:
 			switch c.width {
 			case 1:
-				return &minMaxIntFn[uint8]{isMax: isMax, dt: dt}, t, nil
+				return &minMaxIntFn[uint8]{minMax[uint8]{isMax: isMax, dt: dt}}, t, nil
 			case 2:
-				return &minMaxIntFn[uint16]{isMax: isMax, dt: dt}, t, nil
+				return &minMaxIntFn[uint16]{minMax[uint16]{isMax: isMax, dt: dt}}, t, nil
 			case 4:
-				return &minMaxIntFn[uint32]{isMax: isMax, dt: dt}, t, nil
+				return &minMaxIntFn[uint32]{minMax[uint32]{isMax: isMax, dt: dt}}, t, nil
 			}
-			return &minMaxIntFn[uint64]{isMax: isMax, dt: dt}, t, nil
+			return &minMaxIntFn[uint64]{minMax[uint64]{isMax: isMax, dt: dt}}, t, nil
 		}
 		return bad()
 	}
@@ -678,15 +678,30 @@ func (f *sumDecFn) partial(alloc memory.Allocator, start, end int) []arrow.Array
 
 // -------------------------------------------------------------- min/max
 
-type minMaxIntFn[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64] struct {
+// minMax is the state of every MIN/MAX: each group's extreme value so far
+// and whether it has seen a non-NULL value. Its result and partial serve
+// the fixed-width values; bool and bytes states bring their own.
+type minMax[V any] struct {
 	isMax bool
 	dt    arrow.DataType
-	vals  []T
+	vals  []V
 	seen  []bool
 }
 
-func (f *minMaxIntFn[T]) grow(n int)   { f.vals, f.seen = growTo(f.vals, n), growTo(f.seen, n) }
-func (f *minMaxIntFn[T]) bytes() int64 { return sliceBytes(f.vals) + sliceBytes(f.seen) }
+func (f *minMax[V]) grow(n int)   { f.vals, f.seen = growTo(f.vals, n), growTo(f.seen, n) }
+func (f *minMax[V]) bytes() int64 { return sliceBytes(f.vals) + sliceBytes(f.seen) }
+
+func (f *minMax[V]) result(alloc memory.Allocator, start, end int) (arrow.Array, error) {
+	return arrayFromSlice(alloc, f.dt, f.vals[start:end], f.seen[start:end]), nil
+}
+
+func (f *minMax[V]) partial(alloc memory.Allocator, start, end int) []arrow.Array {
+	return []arrow.Array{arrayFromSlice(alloc, f.dt, f.vals[start:end], f.seen[start:end])}
+}
+
+type minMaxIntFn[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64] struct {
+	minMax[T]
+}
 
 func (f *minMaxIntFn[T]) update(gids []uint32, a arrow.Array, sel []int32, n int) error {
 	src := valuesOf[T](a)
@@ -720,15 +735,6 @@ func (f *minMaxIntFn[T]) merge(gids []uint32, st []arrow.Array, sel []int32, n i
 	return f.update(gids, st[0], sel, n)
 }
 
-func (f *minMaxIntFn[T]) result(alloc memory.Allocator, start, end int) (arrow.Array, error) {
-	return arrayFromSlice(alloc, f.dt, f.vals[start:end], f.seen[start:end]), nil
-}
-
-func (f *minMaxIntFn[T]) partial(alloc memory.Allocator, start, end int) []arrow.Array {
-	a, _ := f.result(alloc, start, end)
-	return []arrow.Array{a}
-}
-
 // floatLess orders floats with NaN above every number (PostgreSQL).
 func floatLess[T float32 | float64](a, b T) bool {
 	if a != a {
@@ -741,14 +747,8 @@ func floatLess[T float32 | float64](a, b T) bool {
 }
 
 type minMaxFloatFn[T float32 | float64] struct {
-	isMax bool
-	dt    arrow.DataType
-	vals  []T
-	seen  []bool
+	minMax[T]
 }
-
-func (f *minMaxFloatFn[T]) grow(n int)   { f.vals, f.seen = growTo(f.vals, n), growTo(f.seen, n) }
-func (f *minMaxFloatFn[T]) bytes() int64 { return sliceBytes(f.vals) + sliceBytes(f.seen) }
 
 func (f *minMaxFloatFn[T]) update(gids []uint32, a arrow.Array, sel []int32, n int) error {
 	src := valuesOf[T](a)
@@ -770,24 +770,9 @@ func (f *minMaxFloatFn[T]) merge(gids []uint32, st []arrow.Array, sel []int32, n
 	return f.update(gids, st[0], sel, n)
 }
 
-func (f *minMaxFloatFn[T]) result(alloc memory.Allocator, start, end int) (arrow.Array, error) {
-	return arrayFromSlice(alloc, f.dt, f.vals[start:end], f.seen[start:end]), nil
-}
-
-func (f *minMaxFloatFn[T]) partial(alloc memory.Allocator, start, end int) []arrow.Array {
-	a, _ := f.result(alloc, start, end)
-	return []arrow.Array{a}
-}
-
 type minMaxDec128Fn struct {
-	isMax bool
-	dt    arrow.DataType
-	vals  []i128
-	seen  []bool
+	minMax[i128]
 }
-
-func (f *minMaxDec128Fn) grow(n int)   { f.vals, f.seen = growTo(f.vals, n), growTo(f.seen, n) }
-func (f *minMaxDec128Fn) bytes() int64 { return sliceBytes(f.vals) + sliceBytes(f.seen) }
 
 func (f *minMaxDec128Fn) update(gids []uint32, a arrow.Array, sel []int32, n int) error {
 	src := valuesOf[i128](a)
@@ -812,24 +797,9 @@ func (f *minMaxDec128Fn) merge(gids []uint32, st []arrow.Array, sel []int32, n i
 	return f.update(gids, st[0], sel, n)
 }
 
-func (f *minMaxDec128Fn) result(alloc memory.Allocator, start, end int) (arrow.Array, error) {
-	return arrayFromSlice(alloc, f.dt, f.vals[start:end], f.seen[start:end]), nil
-}
-
-func (f *minMaxDec128Fn) partial(alloc memory.Allocator, start, end int) []arrow.Array {
-	a, _ := f.result(alloc, start, end)
-	return []arrow.Array{a}
-}
-
 type minMaxBoolFn struct {
-	isMax bool
-	dt    arrow.DataType
-	vals  []bool
-	seen  []bool
+	minMax[bool]
 }
-
-func (f *minMaxBoolFn) grow(n int)   { f.vals, f.seen = growTo(f.vals, n), growTo(f.seen, n) }
-func (f *minMaxBoolFn) bytes() int64 { return sliceBytes(f.vals) + sliceBytes(f.seen) }
 
 func (f *minMaxBoolFn) update(gids []uint32, a arrow.Array, sel []int32, n int) error {
 	src, soff := boolBitsOf(a)
@@ -879,17 +849,11 @@ func (f *minMaxBoolFn) partial(alloc memory.Allocator, start, end int) []arrow.A
 // minMaxBytesFn keeps each group's extreme string as a Go string (copied
 // only when it changes).
 type minMaxBytesFn struct {
-	isMax bool
-	dt    arrow.DataType
-	vals  []string
-	seen  []bool
-	size  int64 // bytes of the strings held
+	minMax[string]
+	size int64 // bytes of the strings held
 }
 
-func (f *minMaxBytesFn) grow(n int) { f.vals, f.seen = growTo(f.vals, n), growTo(f.seen, n) }
-func (f *minMaxBytesFn) bytes() int64 {
-	return sliceBytes(f.vals) + sliceBytes(f.seen) + f.size
-}
+func (f *minMaxBytesFn) bytes() int64 { return f.minMax.bytes() + f.size }
 
 func (f *minMaxBytesFn) update(gids []uint32, a arrow.Array, sel []int32, n int) error {
 	offs, data := bytesOf(a)

@@ -279,16 +279,7 @@ func (t *keyTable) charge() error {
 	if t.acct == nil {
 		return nil
 	}
-	b := t.bytes()
-	if b > t.accBytes {
-		if err := t.acct.Grow(b - t.accBytes); err != nil {
-			return err
-		}
-	} else {
-		t.acct.Shrink(t.accBytes - b)
-	}
-	t.accBytes = b
-	return nil
+	return t.acct.chargeTo(&t.accBytes, t.bytes())
 }
 
 // release returns the table's memory to the account and drops it.

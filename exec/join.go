@@ -192,44 +192,62 @@ func newJoinShape(left, right *arrow.Schema, spec HashJoinSpec, op string) (*joi
 		}
 		s.probeTake = append(s.probeTake, makeTaker(c))
 	}
-	// Outer joins make the other side's columns nullable.
-	nullable := func(fs []arrow.Field, null bool) []arrow.Field {
-		out := make([]arrow.Field, len(fs))
-		for i, f := range fs {
-			out[i] = f
-			out[i].Nullable = f.Nullable || null
-		}
-		return out
+	s.setSchemas(left, right, spec.MarkName, true)
+	s.storeBuild = s.emitsPairs() || s.buildLeft || spec.Residual != nil
+	if err := checkCondition(spec.Residual, s.joined, op, "residual condition"); err != nil {
+		return nil, err
 	}
+	return s, nil
+}
+
+// setSchemas sets the joined schema (the left columns then the right ones,
+// what a condition sees) and the output schema of a join of type s.typ:
+// the left columns for semi and anti, plus the mark (named markName,
+// default "mark", nullable as markNullable says) for mark joins, and both
+// sides otherwise, outer joins making the other side's columns nullable.
+func (s *joinShape) setSchemas(left, right *arrow.Schema, markName string, markNullable bool) {
 	lf, rf := left.Fields(), right.Fields()
 	s.joined = arrow.NewSchema(append(append([]arrow.Field(nil), lf...), rf...), nil)
-	switch spec.Type {
+	switch s.typ {
 	case JoinSemi, JoinAnti:
 		s.schema = arrow.NewSchema(lf, nil)
 	case JoinMark:
-		name := spec.MarkName
-		if name == "" {
-			name = "mark"
+		if markName == "" {
+			markName = "mark"
 		}
-		s.schema = arrow.NewSchema(append(append([]arrow.Field(nil), lf...), arrow.Field{Name: name, Type: arrow.FixedWidthTypes.Boolean, Nullable: true}), nil)
+		mark := arrow.Field{Name: markName, Type: arrow.FixedWidthTypes.Boolean, Nullable: markNullable}
+		s.schema = arrow.NewSchema(append(append([]arrow.Field(nil), lf...), mark), nil)
 	default:
-		lnull := spec.Type == JoinRight || spec.Type == JoinFull
-		rnull := spec.Type == JoinLeft || spec.Type == JoinFull
+		nullable := func(fs []arrow.Field, null bool) []arrow.Field {
+			out := make([]arrow.Field, len(fs))
+			for i, f := range fs {
+				out[i] = f
+				out[i].Nullable = f.Nullable || null
+			}
+			return out
+		}
+		lnull := s.typ == JoinRight || s.typ == JoinFull
+		rnull := s.typ == JoinLeft || s.typ == JoinFull
 		s.schema = arrow.NewSchema(append(nullable(lf, lnull), nullable(rf, rnull)...), nil)
 	}
-	s.storeBuild = s.emitsPairs() || s.buildLeft || spec.Residual != nil
-	if spec.Residual != nil {
-		// Compile once here to report errors at construction; each instance
-		// compiles its own copy (a CompiledExpr is not concurrency-safe).
-		ce, err := expr.CompileExpr(*spec.Residual, s.joined)
-		if err != nil {
-			return nil, nferr.Wrap(nferr.KindQuery, err, "%s: residual condition", op)
-		}
-		if ce.Type().ID() != arrow.BOOL {
-			return nil, nferr.Queryf("%s: residual condition %s is %s, not BOOLEAN", op, spec.Residual, ce.Type())
-		}
+}
+
+// checkCondition compiles a join's condition (if any) over the joined
+// schema once, to report a bad one when the join is built; each instance
+// compiles its own copy later (a CompiledExpr is not concurrency-safe).
+// what names the condition in errors.
+func checkCondition(cond *expr.Expr, joined *arrow.Schema, op, what string) error {
+	if cond == nil {
+		return nil
 	}
-	return s, nil
+	ce, err := expr.CompileExpr(*cond, joined)
+	if err != nil {
+		return nferr.Wrap(nferr.KindQuery, err, "%s: %s", op, what)
+	}
+	if ce.Type().ID() != arrow.BOOL {
+		return nferr.Queryf("%s: %s %s is %s, not BOOLEAN", op, what, cond, ce.Type())
+	}
+	return nil
 }
 
 func (s *joinShape) compileResidual() (rowFilter, error) {
@@ -313,18 +331,7 @@ func (t *joinTable) bytes() int64 {
 	return t.store.bytes() + sliceBytes(t.start) + sliceBytes(t.rows) + sliceBytes(t.nullRows) + sliceBytes(t.matched)
 }
 
-func (t *joinTable) charge() error {
-	b := t.bytes()
-	if b > t.accBytes {
-		if err := t.acct.Grow(b - t.accBytes); err != nil {
-			return err
-		}
-	} else {
-		t.acct.Shrink(t.accBytes - b)
-	}
-	t.accBytes = b
-	return nil
-}
+func (t *joinTable) charge() error { return t.acct.chargeTo(&t.accBytes, t.bytes()) }
 
 // buildScratch is per-goroutine scratch of the build.
 type buildScratch struct {
@@ -875,6 +882,20 @@ func (h *HashJoin) nullCandidates(j int) []uint32 {
 	return h.bt.nullRows
 }
 
+// addPairs pairs live probe row j with the build rows cand[k:] (kind 0:
+// key matches, 1: NULL candidates) until the batch holds limit pairs, and
+// returns the k it stopped at (len(cand) when all fit).
+func (h *HashJoin) addPairs(j int, cand []uint32, k, limit int, kind uint8) int {
+	row := int32(rowAt(h.pb.Sel, j))
+	for ; k < len(cand) && len(h.pairP) < limit; k++ {
+		h.pairP = append(h.pairP, int32(j))
+		h.pairRow = append(h.pairRow, row)
+		h.pairB = append(h.pairB, int32(cand[k]))
+		h.pairKind = append(h.pairKind, kind)
+	}
+	return k
+}
+
 // nextPairs generates up to BatchSize candidate pairs of the current probe
 // batch and processes them; it returns an output batch, or nil when the
 // batch's pairs are exhausted (and moves to the probe tail).
@@ -890,14 +911,7 @@ func (h *HashJoin) nextPairs() (*Batch, error) {
 			g := h.pgids[j]
 			if g != noGroup {
 				rows := bt.rows[bt.start[g]:bt.start[g+1]]
-				k := h.pk
-				for ; k < len(rows) && len(h.pairP) < limit; k++ {
-					h.pairP = append(h.pairP, int32(j))
-					h.pairRow = append(h.pairRow, int32(rowAt(sel, j)))
-					h.pairB = append(h.pairB, int32(rows[k]))
-					h.pairKind = append(h.pairKind, 0)
-				}
-				if k < len(rows) {
+				if k := h.addPairs(j, rows, h.pk, limit, 0); k < len(rows) {
 					h.pk = k
 					break
 				}
@@ -925,13 +939,7 @@ func (h *HashJoin) nextPairs() (*Batch, error) {
 			}
 		} else {
 			nr := h.nullCandidates(j)
-			for ; k < len(nr) && len(h.pairP) < limit; k++ {
-				h.pairP = append(h.pairP, int32(j))
-				h.pairRow = append(h.pairRow, int32(rowAt(sel, j)))
-				h.pairB = append(h.pairB, int32(nr[k]))
-				h.pairKind = append(h.pairKind, 1)
-			}
-			if k < len(nr) {
+			if k = h.addPairs(j, nr, k, limit, 1); k < len(nr) {
 				h.pk = k
 				break
 			}

@@ -212,6 +212,22 @@ func (a *Account) Shrink(n int64) {
 	a.budget.release(n)
 }
 
+// chargeTo brings what one holder has charged to the account, *held, to n
+// bytes: it grows the account by the difference (a KindResource error as
+// Grow's leaves *held as it was) or shrinks it. It serves the operators
+// that recount their memory after each batch.
+func (a *Account) chargeTo(held *int64, n int64) error {
+	if n > *held {
+		if err := a.Grow(n - *held); err != nil {
+			return err
+		}
+	} else {
+		a.Shrink(*held - n)
+	}
+	*held = n
+	return nil
+}
+
 // Used is the number of bytes the account holds.
 func (a *Account) Used() int64 { return a.used }
 

@@ -83,36 +83,10 @@ func newNLJShape(left, right *arrow.Schema, spec NestedLoopJoinSpec) (*joinShape
 		}
 		s.probeTake = append(s.probeTake, makeTaker(c))
 	}
-	lf, rf := left.Fields(), right.Fields()
-	s.joined = arrow.NewSchema(append(append([]arrow.Field(nil), lf...), rf...), nil)
-	switch spec.Type {
-	case JoinSemi, JoinAnti:
-		s.schema = arrow.NewSchema(lf, nil)
-	case JoinMark:
-		name := spec.MarkName
-		if name == "" {
-			name = "mark"
-		}
-		s.schema = arrow.NewSchema(append(append([]arrow.Field(nil), lf...), arrow.Field{Name: name, Type: arrow.FixedWidthTypes.Boolean}), nil)
-	case JoinLeft:
-		out := append([]arrow.Field(nil), lf...)
-		for _, f := range rf {
-			f.Nullable = true
-			out = append(out, f)
-		}
-		s.schema = arrow.NewSchema(out, nil)
-	default:
-		s.schema = s.joined
-	}
+	s.setSchemas(left, right, spec.MarkName, false) // the mark is never NULL
 	s.storeBuild = true
-	if spec.Condition != nil {
-		ce, err := expr.CompileExpr(*spec.Condition, s.joined)
-		if err != nil {
-			return nil, nferr.Wrap(nferr.KindQuery, err, "%s: condition", op)
-		}
-		if ce.Type().ID() != arrow.BOOL {
-			return nil, nferr.Queryf("%s: condition %s is %s, not BOOLEAN", op, spec.Condition, ce.Type())
-		}
+	if err := checkCondition(spec.Condition, s.joined, op, "condition"); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

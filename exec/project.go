@@ -97,26 +97,18 @@ func (p *Project) Next() (*Batch, error) {
 	cols := p.out.Cols[:0]
 	// sparseDivisor: compact when live*8 < N (see the type comment).
 	const sparseDivisor = 8
-	if p.computed && b.Sel != nil && len(b.Sel)*sparseDivisor < b.N {
-		for _, ce := range p.exprs {
-			a, err := ce.EvalCompact(p.env.Alloc, b)
-			if err != nil {
-				p.releaseOwned()
-				p.err = err
-				return nil, err
-			}
-			p.owned = append(p.owned, a)
-			cols = append(cols, a)
-		}
-		p.out = Batch{Cols: cols, N: len(b.Sel)}
-		return &p.out, nil
-	}
+	compact := p.computed && b.Sel != nil && len(b.Sel)*sparseDivisor < b.N
 	for _, ce := range p.exprs {
-		if idx, ok := ce.ColumnIndex(); ok {
+		if idx, ok := ce.ColumnIndex(); ok && !compact {
 			cols = append(cols, b.Cols[idx])
 			continue
 		}
-		a, err := ce.Eval(p.env.Alloc, b)
+		var a arrow.Array
+		if compact {
+			a, err = ce.EvalCompact(p.env.Alloc, b)
+		} else {
+			a, err = ce.Eval(p.env.Alloc, b)
+		}
 		if err != nil {
 			p.releaseOwned()
 			p.err = err
@@ -125,7 +117,11 @@ func (p *Project) Next() (*Batch, error) {
 		p.owned = append(p.owned, a)
 		cols = append(cols, a)
 	}
-	p.out = Batch{Cols: cols, N: b.N, Sel: b.Sel}
+	if compact {
+		p.out = Batch{Cols: cols, N: len(b.Sel)}
+	} else {
+		p.out = Batch{Cols: cols, N: b.N, Sel: b.Sel}
+	}
 	return &p.out, nil
 }
 

@@ -112,16 +112,7 @@ func (t *TopN) Open(env *Env) error {
 }
 
 func (t *TopN) charge() error {
-	n := t.store.bytes() + sliceBytes(t.seq) + sliceBytes(t.h.rows)
-	if n > t.charged {
-		if err := t.acct.Grow(n - t.charged); err != nil {
-			return err
-		}
-	} else {
-		t.acct.Shrink(t.charged - n)
-	}
-	t.charged = n
-	return nil
+	return t.acct.chargeTo(&t.charged, t.store.bytes()+sliceBytes(t.seq)+sliceBytes(t.h.rows))
 }
 
 func (t *TopN) consume() error {

@@ -77,11 +77,15 @@ func kernelError(code kcode, ovfText, desc string) error {
 	return errAt(ovfText, desc)
 }
 
+// unaryKernel computes out = op a at the rows sel (nil: all n). Rows of sel
+// are non-NULL in a.
+type unaryKernel func(out, a *vec, sel []int32, n int) kcode
+
 // unaryNode applies a kernel to one input; NULL in, NULL out.
 type unaryNode struct {
 	x       node
 	t       arrow.DataType
-	kern    func(out, a *vec, sel []int32, n int) kcode
+	kern    unaryKernel
 	desc    string
 	ovfText string
 
@@ -172,7 +176,7 @@ func (c *compiler) compileArith(fn string, a, b node, desc string) (node, error)
 
 func (c *compiler) compileNeg(x node, desc string) (node, error) {
 	t := x.dt()
-	mk := func(k func(out, a *vec, sel []int32, n int) kcode, ovf string) (node, error) {
+	mk := func(k unaryKernel, ovf string) (node, error) {
 		return &unaryNode{x: x, t: t, kern: k, desc: desc, ovfText: ovf}, nil
 	}
 	switch t.ID() {
@@ -437,38 +441,32 @@ func modI64(out, a, b *vec, sel []int32, n int) kcode {
 	return kOK
 }
 
-func negI32(out, a *vec, sel []int32, n int) kcode {
-	out.i32 = Grow(out.i32, n)
+// negChecked negates a at the rows sel (nil: all n); negating minVal
+// overflows.
+func negChecked[T integer](o, a []T, sel []int32, n int, minVal T) bool {
 	ovf := 0
 	if sel == nil {
-		for i, x := range a.i32[:n] {
-			ovf |= b2i(x == math.MinInt32)
-			out.i32[i] = -x
+		for i, x := range a[:n] {
+			ovf |= b2i(x == minVal)
+			o[i] = -x
 		}
 	} else {
 		for _, i := range sel {
-			ovf |= b2i(a.i32[i] == math.MinInt32)
-			out.i32[i] = -a.i32[i]
+			ovf |= b2i(a[i] == minVal)
+			o[i] = -a[i]
 		}
 	}
-	return okIf(ovf != 0, kOverflow)
+	return ovf != 0
+}
+
+func negI32(out, a *vec, sel []int32, n int) kcode {
+	out.i32 = Grow(out.i32, n)
+	return okIf(negChecked(out.i32, a.i32, sel, n, math.MinInt32), kOverflow)
 }
 
 func negI64(out, a *vec, sel []int32, n int) kcode {
 	out.i64 = Grow(out.i64, n)
-	ovf := 0
-	if sel == nil {
-		for i, x := range a.i64[:n] {
-			ovf |= b2i(x == math.MinInt64)
-			out.i64[i] = -x
-		}
-	} else {
-		for _, i := range sel {
-			ovf |= b2i(a.i64[i] == math.MinInt64)
-			out.i64[i] = -a.i64[i]
-		}
-	}
-	return okIf(ovf != 0, kOverflow)
+	return okIf(negChecked(out.i64, a.i64, sel, n, math.MinInt64), kOverflow)
 }
 
 // -------------------------------------------------------- double kernels

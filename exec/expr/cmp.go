@@ -568,9 +568,8 @@ func selStr(w [3]bool, out []int32, a, b *vec, sel []int32, n int) []int32 {
 
 // rangeNode is lo <= x AND x <= hi over one integer column and two
 // constants: the AND of two comparisons fused into one pass with one
-// unsigned compare per row ((x - lo) <= (hi - lo) modulo 2^w). The compiler
-// builds it from BETWEEN and date ranges (Q6: l_shipdate >= d AND
-// l_shipdate < d + 1 year).
+// unsigned compare per row (selRange). The compiler builds it from BETWEEN
+// and date ranges (Q6: l_shipdate >= d AND l_shipdate < d + 1 year).
 type rangeNode struct {
 	x      *colNode
 	lo, hi int64 // inclusive bounds; lo > hi means empty
@@ -618,35 +617,39 @@ func (x *rangeNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 	return &x.v, nil
 }
 
+// SelRange32 writes the rows of sel (nil: all n) where lo <= a[i] <= hi to
+// out; SelRange64 is the same over int64.
+//
+// NB: they are not inlined so that callers in other packages see their
+// escape analysis (out leaks only to the result) rather than a call to
+// the generic selRange's shape, which would move a caller's stack-sized
+// out to the heap.
+//
+//go:noinline
 func SelRange32(out []int32, a []int32, lo, hi int32, sel []int32, n int) []int32 {
-	k := 0
-	base, width := uint32(lo), uint32(hi)-uint32(lo)
-	if sel == nil {
-		for i, x := range a[:n] {
-			out[k] = int32(i)
-			k += b2i(uint32(x)-base <= width)
-		}
-	} else {
-		for _, i := range sel {
-			out[k] = i
-			k += b2i(uint32(a[i])-base <= width)
-		}
-	}
-	return out[:k]
+	return selRange[int32, uint32](out, a, lo, hi, sel, n)
 }
 
+//go:noinline
 func SelRange64(out []int32, a []int64, lo, hi int64, sel []int32, n int) []int32 {
+	return selRange[int64, uint64](out, a, lo, hi, sel, n)
+}
+
+// selRange serves SelRange32 and SelRange64 with one unsigned compare per
+// row: (x - lo) <= (hi - lo) modulo 2^w, U being T's unsigned twin of width
+// w.
+func selRange[T int32 | int64, U uint32 | uint64](out []int32, a []T, lo, hi T, sel []int32, n int) []int32 {
 	k := 0
-	base, width := uint64(lo), uint64(hi)-uint64(lo)
+	base, width := U(lo), U(hi)-U(lo)
 	if sel == nil {
 		for i, x := range a[:n] {
 			out[k] = int32(i)
-			k += b2i(uint64(x)-base <= width)
+			k += b2i(U(x)-base <= width)
 		}
 	} else {
 		for _, i := range sel {
 			out[k] = i
-			k += b2i(uint64(a[i])-base <= width)
+			k += b2i(U(a[i])-base <= width)
 		}
 	}
 	return out[:k]

@@ -3,6 +3,7 @@ package expr
 import (
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -608,16 +609,19 @@ func (f *evalFilterNode) filter(b *evalBatch, sel []int32) ([]int32, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := b.n
-	if sel != nil {
-		n = len(sel)
-	}
-	f.out = Grow(f.out, n)
-	return selectTrue(f.out, v, sel, b.n), nil
+	return selectTrue(&f.out, v, sel, b.n), nil
 }
 
-// selectTrue writes the rows of sel where v is TRUE (not NULL) to out.
-func selectTrue(out []int32, v *vec, sel []int32, n int) []int32 {
+// selectTrue returns the rows of sel (nil: all n) where v is TRUE (not
+// NULL), written to *dst, which it grows as needed: the filter of a
+// boolean node that has no cheaper way to select than evaluating itself.
+func selectTrue(dst *[]int32, v *vec, sel []int32, n int) []int32 {
+	size := n
+	if sel != nil {
+		size = len(sel)
+	}
+	*dst = Grow(*dst, size)
+	out := *dst
 	k := 0
 	if v.nulls == nil {
 		if sel == nil {
@@ -806,103 +810,34 @@ func (ce *CompiledExpr) EvalFilter(b *Batch) ([]int32, error) {
 // unspecified anyway, and after a selective filter copying all n rows would
 // dominate the cost of the expression.
 func materialize(mem memory.Allocator, v *vec, dt arrow.DataType, n int, sel []int32) arrow.Array {
-	k, _ := kindOf(dt)
-	if k == pNull {
-		return array.NewNull(n)
-	}
 	// sparse: fewer than 1/4 of the rows are live (a memmove of all rows
 	// costs about as much as a scattered copy of a quarter of them).
-	sparse := sel != nil && len(sel) < n/4
-	var validity *memory.Buffer
-	nullCount := array.UnknownNullCount
-	if v.nulls != nil {
-		validity = memory.NewResizableBuffer(mem)
-		validity.Resize(int(bitutil.BytesForBits(int64(n))))
-		bm := validity.Bytes()
-		clear(bm)
-		if sparse {
-			for _, i := range sel {
-				if !v.nulls[i] {
-					bitutil.SetBit(bm, int(i))
-				}
-			}
-		} else {
-			for i := 0; i < n; i++ {
-				if !v.nulls[i] {
-					bitutil.SetBit(bm, i)
-				}
-			}
-		}
-	} else {
-		nullCount = 0
+	if sel != nil && len(sel) < n/4 {
+		return toArray(mem, v, dt, n, sel, placeSel)
 	}
-	values := memory.NewResizableBuffer(mem)
-	bufs := []*memory.Buffer{validity, values}
-	switch k {
-	case pBool:
-		values.Resize(int(bitutil.BytesForBits(int64(n))))
-		bm := values.Bytes()
-		clear(bm)
-		if sparse {
-			for _, i := range sel {
-				if v.b[i] {
-					bitutil.SetBit(bm, int(i))
-				}
-			}
-		} else {
-			for i := 0; i < n; i++ {
-				if v.b[i] {
-					bitutil.SetBit(bm, i)
-				}
-			}
-		}
-	case pI32:
-		values.Resize(n * 4)
-		copyRows(arrow.Int32Traits.CastFromBytes(values.Bytes()), v.i32, n, sel, sparse)
-	case pI64:
-		values.Resize(n * 8)
-		copyRows(arrow.Int64Traits.CastFromBytes(values.Bytes()), v.i64, n, sel, sparse)
-	case pF64:
-		values.Resize(n * 8)
-		copyRows(arrow.Float64Traits.CastFromBytes(values.Bytes()), v.f64, n, sel, sparse)
-	case pD128:
-		values.Resize(n * 16)
-		copyRows(arrow.Decimal128Traits.CastFromBytes(values.Bytes()), v.d, n, sel, sparse)
-	case pIv:
-		values.Resize(n * arrow.MonthDayNanoIntervalSizeBytes)
-		copyRows(arrow.MonthDayNanoIntervalTraits.CastFromBytes(values.Bytes()), v.iv, n, sel, sparse)
-	case pStr:
-		values.Resize((n + 1) * 4)
-		offs := arrow.Int32Traits.CastFromBytes(values.Bytes())
-		data := memory.NewResizableBuffer(mem)
-		if n == 0 {
-			offs[0] = 0
-		} else {
-			base := v.off[0]
-			for i := 0; i <= n; i++ {
-				offs[i] = v.off[i] - base
-			}
-			data.Resize(int(v.off[n] - base))
-			copy(data.Bytes(), v.str[base:v.off[n]])
-		}
-		bufs = append(bufs, data)
-	}
-	d := array.NewData(dt, n, bufs, nil, nullCount, 0)
-	for _, b := range bufs {
-		if b != nil {
-			b.Release()
-		}
-	}
-	a := array.MakeFromData(d)
-	d.Release()
-	return a
+	return toArray(mem, v, dt, n, sel, placeAll)
 }
 
 // materializeDense gathers the rows sel of v into a new array of
 // len(sel) rows.
 func materializeDense(mem memory.Allocator, v *vec, dt arrow.DataType, sel []int32) arrow.Array {
+	return toArray(mem, v, dt, len(sel), sel, placeDense)
+}
+
+// placement is which rows of a vector an array made from it holds, and
+// where: the one difference between materialize and materializeDense.
+type placement uint8
+
+const (
+	placeAll   placement = iota // rows 0..n-1, each at its own position
+	placeSel                    // only the rows of sel, at their own positions
+	placeDense                  // the rows of sel packed: row sel[j] at position j
+)
+
+// toArray builds the n-row array of type dt that holds the rows of v that
+// p places.
+func toArray(mem memory.Allocator, v *vec, dt arrow.DataType, n int, sel []int32, p placement) arrow.Array {
 	k, _ := kindOf(dt)
-	n := len(sel)
 	if k == pNull {
 		return array.NewNull(n)
 	}
@@ -910,61 +845,25 @@ func materializeDense(mem memory.Allocator, v *vec, dt arrow.DataType, sel []int
 	nullCount := 0
 	if v.nulls != nil {
 		validity = memory.NewResizableBuffer(mem)
-		validity.Resize(int(bitutil.BytesForBits(int64(n))))
-		bm := validity.Bytes()
-		clear(bm)
-		for j, i := range sel {
-			if v.nulls[i] {
-				nullCount++
-			} else {
-				bitutil.SetBit(bm, j)
-			}
-		}
+		nullCount = n - placeBits(zeroBits(validity, n), v.nulls, false, n, sel, p)
 	}
 	values := memory.NewResizableBuffer(mem)
 	bufs := []*memory.Buffer{validity, values}
 	switch k {
 	case pBool:
-		values.Resize(int(bitutil.BytesForBits(int64(n))))
-		bm := values.Bytes()
-		clear(bm)
-		for j, i := range sel {
-			if v.b[i] {
-				bitutil.SetBit(bm, j)
-			}
-		}
+		placeBits(zeroBits(values, n), v.b, true, n, sel, p)
 	case pI32:
-		values.Resize(n * 4)
-		gatherRows(arrow.Int32Traits.CastFromBytes(values.Bytes()), v.i32, sel)
+		placeValues(values, v.i32, n, sel, p)
 	case pI64:
-		values.Resize(n * 8)
-		gatherRows(arrow.Int64Traits.CastFromBytes(values.Bytes()), v.i64, sel)
+		placeValues(values, v.i64, n, sel, p)
 	case pF64:
-		values.Resize(n * 8)
-		gatherRows(arrow.Float64Traits.CastFromBytes(values.Bytes()), v.f64, sel)
+		placeValues(values, v.f64, n, sel, p)
 	case pD128:
-		values.Resize(n * 16)
-		gatherRows(arrow.Decimal128Traits.CastFromBytes(values.Bytes()), v.d, sel)
+		placeValues(values, v.d, n, sel, p)
 	case pIv:
-		values.Resize(n * arrow.MonthDayNanoIntervalSizeBytes)
-		gatherRows(arrow.MonthDayNanoIntervalTraits.CastFromBytes(values.Bytes()), v.iv, sel)
+		placeValues(values, v.iv, n, sel, p)
 	case pStr:
-		values.Resize((n + 1) * 4)
-		offs := arrow.Int32Traits.CastFromBytes(values.Bytes())
-		size := 0
-		for _, i := range sel {
-			size += int(v.off[i+1] - v.off[i])
-		}
-		data := memory.NewResizableBuffer(mem)
-		data.Resize(size)
-		db := data.Bytes()
-		pos := 0
-		for j, i := range sel {
-			offs[j] = int32(pos)
-			pos += copy(db[pos:], v.str[v.off[i]:v.off[i+1]])
-		}
-		offs[n] = int32(pos)
-		bufs = append(bufs, data)
+		bufs = append(bufs, placeStrings(mem, values, v, n, sel, p))
 	}
 	d := array.NewData(dt, n, bufs, nil, nullCount, 0)
 	for _, b := range bufs {
@@ -977,22 +876,97 @@ func materializeDense(mem memory.Allocator, v *vec, dt arrow.DataType, sel []int
 	return a
 }
 
-func gatherRows[T any](dst, src []T, sel []int32) {
-	for j, i := range sel {
-		dst[j] = src[i]
+// zeroBits sizes b for n bits, all clear, and returns its bytes.
+func zeroBits(b *memory.Buffer, n int) []byte {
+	b.Resize(int(bitutil.BytesForBits(int64(n))))
+	bm := b.Bytes()
+	clear(bm)
+	return bm
+}
+
+// placeBits sets the bit of each row that p places where src is want, and
+// returns how many it set.
+func placeBits(bm []byte, src []bool, want bool, n int, sel []int32, p placement) int {
+	set := 0
+	switch p {
+	case placeAll:
+		for i, x := range src[:n] {
+			if x == want {
+				bitutil.SetBit(bm, i)
+				set++
+			}
+		}
+	case placeSel:
+		for _, i := range sel {
+			if src[i] == want {
+				bitutil.SetBit(bm, int(i))
+				set++
+			}
+		}
+	case placeDense:
+		for j, i := range sel {
+			if src[i] == want {
+				bitutil.SetBit(bm, j)
+				set++
+			}
+		}
+	}
+	return set
+}
+
+// placeValues sizes values for n rows of T and copies in the rows of src
+// that p places (a new buffer: with placeSel the others are zero).
+func placeValues[T arrow.FixedWidthType](values *memory.Buffer, src []T, n int, sel []int32, p placement) {
+	var z T
+	values.Resize(n * int(unsafe.Sizeof(z)))
+	dst := arrow.GetData[T](values.Bytes())
+	switch p {
+	case placeAll:
+		copy(dst[:n], src[:n])
+	case placeSel:
+		for _, i := range sel {
+			dst[i] = src[i]
+		}
+	case placeDense:
+		for j, i := range sel {
+			dst[j] = src[i]
+		}
 	}
 }
 
-// copyRows copies src to dst: all n rows, or only the rows of sel when
-// sparse (dst is freshly allocated, so the others are zero).
-func copyRows[T any](dst, src []T, n int, sel []int32, sparse bool) {
-	if !sparse {
-		copy(dst[:n], src[:n])
-		return
+// placeStrings writes the offsets of the strings p places to offsBuf and
+// returns a new buffer of their bytes. Offsets must be non-decreasing, so
+// unless dense every row's offset is copied (rebased to 0).
+func placeStrings(mem memory.Allocator, offsBuf *memory.Buffer, v *vec, n int, sel []int32, p placement) *memory.Buffer {
+	offsBuf.Resize((n + 1) * 4)
+	offs := arrow.Int32Traits.CastFromBytes(offsBuf.Bytes())
+	data := memory.NewResizableBuffer(mem)
+	if p != placeDense {
+		if n == 0 {
+			offs[0] = 0
+			return data
+		}
+		base := v.off[0]
+		for i := 0; i <= n; i++ {
+			offs[i] = v.off[i] - base
+		}
+		data.Resize(int(v.off[n] - base))
+		copy(data.Bytes(), v.str[base:v.off[n]])
+		return data
 	}
+	size := 0
 	for _, i := range sel {
-		dst[i] = src[i]
+		size += int(v.off[i+1] - v.off[i])
 	}
+	data.Resize(size)
+	db := data.Bytes()
+	pos := 0
+	for j, i := range sel {
+		offs[j] = int32(pos)
+		pos += copy(db[pos:], v.str[v.off[i]:v.off[i+1]])
+	}
+	offs[n] = int32(pos)
+	return data
 }
 
 // ---------------------------------------------------------------- typing

@@ -12,7 +12,7 @@ import (
 
 func (c *compiler) compileAbs(x node, desc string) (node, error) {
 	t := x.dt()
-	mk := func(k func(out, a *vec, sel []int32, n int) kcode, ovf string) (node, error) {
+	mk := func(k unaryKernel, ovf string) (node, error) {
 		return &unaryNode{x: x, t: t, kern: k, desc: desc, ovfText: ovf}, nil
 	}
 	switch t.ID() {
@@ -30,32 +30,28 @@ func (c *compiler) compileAbs(x node, desc string) (node, error) {
 	return nil, nferr.Queryf("function abs(%s) does not exist in %s", TypeName(t), desc)
 }
 
-func absI32(out, a *vec, sel []int32, n int) kcode {
-	out.i32 = Grow(out.i32, n)
+// absChecked writes |a| at the rows sel (nil: all n); |minVal| overflows.
+func absChecked[T integer](o, a []T, sel []int32, n int, minVal T) bool {
 	bad := 0
 	each(sel, n, func(i int32) {
-		x := a.i32[i]
-		bad |= b2i(x == math.MinInt32)
+		x := a[i]
+		bad |= b2i(x == minVal)
 		if x < 0 {
 			x = -x
 		}
-		out.i32[i] = x
+		o[i] = x
 	})
-	return okIf(bad != 0, kOverflow)
+	return bad != 0
+}
+
+func absI32(out, a *vec, sel []int32, n int) kcode {
+	out.i32 = Grow(out.i32, n)
+	return okIf(absChecked(out.i32, a.i32, sel, n, math.MinInt32), kOverflow)
 }
 
 func absI64(out, a *vec, sel []int32, n int) kcode {
 	out.i64 = Grow(out.i64, n)
-	bad := 0
-	each(sel, n, func(i int32) {
-		x := a.i64[i]
-		bad |= b2i(x == math.MinInt64)
-		if x < 0 {
-			x = -x
-		}
-		out.i64[i] = x
-	})
-	return okIf(bad != 0, kOverflow)
+	return okIf(absChecked(out.i64, a.i64, sel, n, math.MinInt64), kOverflow)
 }
 
 func absF64(out, a *vec, sel []int32, n int) kcode {

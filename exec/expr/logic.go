@@ -351,12 +351,7 @@ func (x *notNode) filter(b *evalBatch, sel []int32) ([]int32, error) {
 	if err != nil {
 		return nil, err
 	}
-	size := b.n
-	if sel != nil {
-		size = len(sel)
-	}
-	x.out = Grow(x.out, size)
-	return selectTrue(x.out, v, sel, b.n), nil
+	return selectTrue(&x.out, v, sel, b.n), nil
 }
 
 // isNullNode is x IS NULL (neg: IS NOT NULL); never NULL itself.
@@ -397,12 +392,7 @@ func (x *isNullNode) filter(b *evalBatch, sel []int32) ([]int32, error) {
 	if err != nil {
 		return nil, err
 	}
-	size := b.n
-	if sel != nil {
-		size = len(sel)
-	}
-	x.out = Grow(x.out, size)
-	return selectTrue(x.out, v, sel, b.n), nil
+	return selectTrue(&x.out, v, sel, b.n), nil
 }
 
 // distinctNode is a IS [NOT] DISTINCT FROM b: NULL-safe (in)equality.
@@ -462,12 +452,7 @@ func (x *distinctNode) filter(b *evalBatch, sel []int32) ([]int32, error) {
 	if err != nil {
 		return nil, err
 	}
-	size := b.n
-	if sel != nil {
-		size = len(sel)
-	}
-	x.out = Grow(x.out, size)
-	return selectTrue(x.out, v, sel, b.n), nil
+	return selectTrue(&x.out, v, sel, b.n), nil
 }
 
 // ------------------------------------------------------ CASE, COALESCE
