@@ -180,6 +180,9 @@ type CreateOptions struct {
 // that IF NOT EXISTS keeps (nothing to do), or the error for an existing
 // one without OR REPLACE. c.mu must be held.
 func (c *catalog) replacedTable(name, qn string, opts CreateOptions) (old *Table, keep bool, err error) {
+	if c.isView(qn) {
+		return nil, false, nferr.Queryf("relation %q already exists (a view)", name)
+	}
 	old = c.tables[qn]
 	if old != nil && !opts.OrReplace {
 		if opts.IfNotExists {
@@ -222,9 +225,6 @@ func (db *DB) CreateTable(name string, sch *arrow.Schema, opts CreateOptions) er
 	old, keep, err := db.cat.replacedTable(name, tableKeyName(s, n), opts)
 	if keep || err != nil {
 		return err
-	}
-	if db.cat.isView(tableKeyName(s, n)) {
-		return nferr.Queryf("relation %q already exists (a view)", name)
 	}
 	t, err := newTable(s, n, cols, opts.Constraints)
 	if err != nil {

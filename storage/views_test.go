@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -34,6 +36,12 @@ func TestViewsPersist(t *testing.T) {
 	}
 	if _, err := db.NewAppender("v", AppendOptions{Create: true, Schema: sch}); err == nil {
 		t.Error("CREATE TABLE AS over a view's name accepted")
+	}
+	// An external table may not take a view's name either.
+	appendRows(t, db, "t", sch, []row{{int64(1)}})
+	ext := filepath.Join(dir, filepath.Dir(mustTable(t, db, "t").Files[0].Path))
+	if err := db.RegisterExternal(context.Background(), "v", ext, CreateOptions{}); err == nil || !strings.Contains(err.Error(), `relation "v" already exists (a view)`) {
+		t.Errorf("external table over a view's name: got %v", err)
 	}
 	if err := db.CreateView("v", nil, "SELECT 2", true); err != nil {
 		t.Fatal(err)
