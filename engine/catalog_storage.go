@@ -3,12 +3,9 @@ package engine
 import (
 	"math"
 	"math/big"
-	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/nicflow/nicflow/engine/plan"
-	"github.com/nicflow/nicflow/engine/sql"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
@@ -70,7 +67,7 @@ func (c *StorageCatalog) LookupTable(name string) (*plan.TableDef, error) {
 
 // LookupView implements Catalog.
 func (c *StorageCatalog) LookupView(name string) (*plan.ViewDef, error) {
-	if text := c.informationSchema(name); text != "" {
+	if text := c.systemView(name); text != "" {
 		return &plan.ViewDef{Name: name, SQL: text}, nil
 	}
 	v := c.db.View(name)
@@ -223,76 +220,6 @@ func unscaledAt(v storage.Value, s int32) (*big.Int, bool) {
 		return nil, false
 	}
 	return u.Mul(u, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(s-vs)), nil)), true
-}
-
-// informationSchema is the SQL of the information_schema views nicflow
-// answers (tables, columns, views), made from the catalog at each lookup,
-// or "" for another name.
-func (c *StorageCatalog) informationSchema(name string) string {
-	var cols []string
-	var rows [][]string
-	switch strings.ToLower(name) {
-	case "information_schema.tables":
-		cols = []string{"table_catalog", "table_schema", "table_name", "table_type"}
-		for _, t := range c.db.Tables() {
-			kind := "BASE TABLE"
-			if t.External {
-				kind = "EXTERNAL TABLE"
-			}
-			rows = append(rows, []string{sql.QuoteString("nicflow"), sql.QuoteString(sqlSchema(t.Schema)), sql.QuoteString(t.Name), sql.QuoteString(kind)})
-		}
-		for _, v := range c.db.Views() {
-			rows = append(rows, []string{sql.QuoteString("nicflow"), sql.QuoteString(sqlSchema(v.Schema)), sql.QuoteString(v.Name), sql.QuoteString("VIEW")})
-		}
-	case "information_schema.columns":
-		cols = []string{"table_catalog", "table_schema", "table_name", "column_name", "ordinal_position", "column_default", "is_nullable", "data_type"}
-		for _, t := range c.db.Tables() {
-			for i, col := range t.Columns {
-				def := "NULL"
-				if i < len(t.Defaults) && t.Defaults[i] != "" {
-					def = sql.QuoteString(t.Defaults[i])
-				}
-				null := "NO"
-				if col.Nullable {
-					null = "YES"
-				}
-				typ := col.Type
-				if at, err := storage.ParseType(col.Type); err == nil {
-					typ = plan.TypeString(at)
-				}
-				rows = append(rows, []string{sql.QuoteString("nicflow"), sql.QuoteString(sqlSchema(t.Schema)), sql.QuoteString(t.Name), sql.QuoteString(col.Name),
-					strconv.Itoa(i + 1), def, sql.QuoteString(null), sql.QuoteString(typ)})
-			}
-		}
-	case "information_schema.views":
-		cols = []string{"table_catalog", "table_schema", "table_name", "view_definition"}
-		for _, v := range c.db.Views() {
-			rows = append(rows, []string{sql.QuoteString("nicflow"), sql.QuoteString(sqlSchema(v.Schema)), sql.QuoteString(v.Name), sql.QuoteString(v.SQL)})
-		}
-	default:
-		return ""
-	}
-	if len(rows) == 0 {
-		// No row: the columns' types from a row the WHERE removes.
-		nulls := make([]string, len(cols))
-		for i, col := range cols {
-			nulls[i] = "CAST(NULL AS TEXT) AS " + col
-			if col == "ordinal_position" {
-				nulls[i] = "CAST(NULL AS INTEGER) AS " + col
-			}
-		}
-		return "SELECT " + strings.Join(nulls, ", ") + " WHERE false"
-	}
-	var b strings.Builder
-	b.WriteString("SELECT * FROM (VALUES ")
-	for i, r := range rows {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(" + strings.Join(r, ", ") + ")")
-	}
-	b.WriteString(") AS t(" + strings.Join(cols, ", ") + ")")
-	return b.String()
 }
 
 // sqlSchema is the schema name SQL sees: public for storage's default.

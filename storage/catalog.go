@@ -200,9 +200,9 @@ func splitName(name string) (schema, table string, err error) {
 	if i := strings.IndexByte(name, '.'); i >= 0 {
 		schema, table = name[:i], name[i+1:]
 	}
-	if strings.EqualFold(schema, "information_schema") {
-		// The engine answers it from the catalog; nothing is stored there.
-		return "", "", nferr.Queryf("schema information_schema is read-only: %s cannot be created or changed", name)
+	if strings.EqualFold(schema, "information_schema") || strings.EqualFold(schema, "pg_catalog") {
+		// The engine answers them from the catalog; nothing is stored there.
+		return "", "", nferr.Queryf("schema %s is read-only: %s cannot be created or changed", strings.ToLower(schema), name)
 	}
 	for _, s := range []string{schema, table} {
 		if s == "" || len(s) > 128 {

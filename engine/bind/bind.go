@@ -326,8 +326,8 @@ func (b *binder) objName(n sql.ObjName) (string, error) {
 	for i, p := range n.Parts {
 		parts[i] = p.Name
 	}
-	if len(parts) > 2 || (len(parts) == 2 && parts[0] != "public" && parts[0] != "information_schema") {
-		return "", b.errorf(n, "schema-qualified name %s is not supported (nicflow has one schema, public, and the read-only information_schema)", strings.Join(parts, "."))
+	if len(parts) > 2 || (len(parts) == 2 && parts[0] != "public" && parts[0] != "information_schema" && parts[0] != "pg_catalog") {
+		return "", b.errorf(n, "schema-qualified name %s is not supported (nicflow has one schema, public, and the read-only information_schema and pg_catalog)", strings.Join(parts, "."))
 	}
 	return plan.QualifiedLookupName(parts), nil
 }

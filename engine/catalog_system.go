@@ -1,0 +1,277 @@
+package engine
+
+import (
+	"hash/fnv"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/nicflow/nicflow/engine/plan"
+	"github.com/nicflow/nicflow/engine/sql"
+	"github.com/nicflow/nicflow/storage"
+)
+
+// The system catalogs: information_schema (tables, columns, views) and the
+// basics of PostgreSQL's pg_catalog that tools and users query (pg_tables,
+// pg_views, pg_namespace, pg_class, pg_attribute, pg_type, pg_database).
+// Both are read-only views the engine makes from the catalog at each
+// lookup, as SQL over VALUES; a pg_catalog name is found unqualified too
+// (PostgreSQL searches pg_catalog first), after the user's tables.
+//
+// OIDs: PostgreSQL's for the schemas and types; a table's or view's is a
+// hash of its name above 16384 (the first user OID), so it stays the same
+// while the object exists.
+
+// systemTable is one system view: its columns, their SQL types, and its
+// rows as SQL literals.
+type systemTable struct {
+	cols  []string
+	types []string
+	rows  func(c *StorageCatalog) [][]string
+}
+
+// The OIDs of the schemas and the owner.
+const (
+	oidPgCatalog = 11
+	oidPublic    = 2200
+	oidInfo      = 13000
+	oidOwner     = 10
+)
+
+var systemTables = map[string]systemTable{
+	"information_schema.tables": {
+		cols:  []string{"table_catalog", "table_schema", "table_name", "table_type"},
+		types: []string{"TEXT", "TEXT", "TEXT", "TEXT"},
+		rows: func(c *StorageCatalog) (rows [][]string) {
+			for _, t := range c.db.Tables() {
+				kind := "BASE TABLE"
+				if t.External {
+					kind = "EXTERNAL TABLE"
+				}
+				rows = append(rows, quoted("nicflow", sqlSchema(t.Schema), t.Name, kind))
+			}
+			for _, v := range c.db.Views() {
+				rows = append(rows, quoted("nicflow", sqlSchema(v.Schema), v.Name, "VIEW"))
+			}
+			return rows
+		},
+	},
+	"information_schema.columns": {
+		cols:  []string{"table_catalog", "table_schema", "table_name", "column_name", "ordinal_position", "column_default", "is_nullable", "data_type"},
+		types: []string{"TEXT", "TEXT", "TEXT", "TEXT", "INTEGER", "TEXT", "TEXT", "TEXT"},
+		rows: func(c *StorageCatalog) (rows [][]string) {
+			for _, t := range c.db.Tables() {
+				for i, col := range t.Columns {
+					def := "NULL"
+					if i < len(t.Defaults) && t.Defaults[i] != "" {
+						def = sql.QuoteString(t.Defaults[i])
+					}
+					null := "NO"
+					if col.Nullable {
+						null = "YES"
+					}
+					r := quoted("nicflow", sqlSchema(t.Schema), t.Name, col.Name)
+					r = append(r, strconv.Itoa(i+1), def)
+					rows = append(rows, append(r, quoted(null, columnType(col))...))
+				}
+			}
+			return rows
+		},
+	},
+	"information_schema.views": {
+		cols:  []string{"table_catalog", "table_schema", "table_name", "view_definition"},
+		types: []string{"TEXT", "TEXT", "TEXT", "TEXT"},
+		rows: func(c *StorageCatalog) (rows [][]string) {
+			for _, v := range c.db.Views() {
+				rows = append(rows, quoted("nicflow", sqlSchema(v.Schema), v.Name, v.SQL))
+			}
+			return rows
+		},
+	},
+	"pg_catalog.pg_namespace": {
+		cols:  []string{"oid", "nspname", "nspowner"},
+		types: []string{"INTEGER", "TEXT", "INTEGER"},
+		rows: func(*StorageCatalog) [][]string {
+			return [][]string{
+				{strconv.Itoa(oidPgCatalog), sql.QuoteString("pg_catalog"), strconv.Itoa(oidOwner)},
+				{strconv.Itoa(oidPublic), sql.QuoteString("public"), strconv.Itoa(oidOwner)},
+				{strconv.Itoa(oidInfo), sql.QuoteString("information_schema"), strconv.Itoa(oidOwner)},
+			}
+		},
+	},
+	"pg_catalog.pg_database": {
+		cols:  []string{"oid", "datname", "datdba", "encoding"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER"},
+		rows: func(*StorageCatalog) [][]string {
+			return [][]string{{"1", sql.QuoteString("nicflow"), strconv.Itoa(oidOwner), "6"}} // 6: UTF8
+		},
+	},
+	"pg_catalog.pg_class": {
+		cols:  []string{"oid", "relname", "relnamespace", "relkind", "relowner", "reltuples", "relnatts"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "TEXT", "INTEGER", "DOUBLE PRECISION", "INTEGER"},
+		rows: func(c *StorageCatalog) (rows [][]string) {
+			for _, t := range c.db.Tables() {
+				kind := "r"
+				if t.External {
+					kind = "f"
+				}
+				rows = append(rows, []string{strconv.Itoa(relOID(t.Schema, t.Name)), sql.QuoteString(t.Name), strconv.Itoa(oidPublic), sql.QuoteString(kind),
+					strconv.Itoa(oidOwner), "CAST(" + strconv.FormatInt(t.Rows(), 10) + " AS DOUBLE PRECISION)", strconv.Itoa(len(t.Columns))})
+			}
+			for _, v := range c.db.Views() {
+				rows = append(rows, []string{strconv.Itoa(relOID(v.Schema, v.Name)), sql.QuoteString(v.Name), strconv.Itoa(oidPublic), sql.QuoteString("v"),
+					strconv.Itoa(oidOwner), "CAST(-1 AS DOUBLE PRECISION)", "0"})
+			}
+			return rows
+		},
+	},
+	"pg_catalog.pg_attribute": {
+		cols:  []string{"attrelid", "attname", "atttypid", "attnum", "attnotnull", "atthasdef", "attisdropped"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER", "BOOLEAN", "BOOLEAN", "BOOLEAN"},
+		rows: func(c *StorageCatalog) (rows [][]string) {
+			for _, t := range c.db.Tables() {
+				oid := strconv.Itoa(relOID(t.Schema, t.Name))
+				for i, col := range t.Columns {
+					hasDef := i < len(t.Defaults) && t.Defaults[i] != ""
+					rows = append(rows, []string{oid, sql.QuoteString(col.Name), strconv.Itoa(typeOID(col)), strconv.Itoa(i + 1),
+						strconv.FormatBool(!col.Nullable), strconv.FormatBool(hasDef), "false"})
+				}
+			}
+			return rows
+		},
+	},
+	"pg_catalog.pg_type": {
+		cols:  []string{"oid", "typname", "typnamespace", "typlen"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER"},
+		rows: func(*StorageCatalog) (rows [][]string) {
+			for _, t := range pgTypes {
+				rows = append(rows, []string{strconv.Itoa(t.oid), sql.QuoteString(t.name), strconv.Itoa(oidPgCatalog), strconv.Itoa(t.len)})
+			}
+			return rows
+		},
+	},
+	"pg_catalog.pg_tables": {
+		cols:  []string{"schemaname", "tablename", "tableowner", "hasindexes"},
+		types: []string{"TEXT", "TEXT", "TEXT", "BOOLEAN"},
+		rows: func(c *StorageCatalog) (rows [][]string) {
+			for _, t := range c.db.Tables() {
+				rows = append(rows, append(quoted(sqlSchema(t.Schema), t.Name, "nicflow"), strconv.FormatBool(len(t.Indexes) > 0)))
+			}
+			return rows
+		},
+	},
+	"pg_catalog.pg_views": {
+		cols:  []string{"schemaname", "viewname", "viewowner", "definition"},
+		types: []string{"TEXT", "TEXT", "TEXT", "TEXT"},
+		rows: func(c *StorageCatalog) (rows [][]string) {
+			for _, v := range c.db.Views() {
+				rows = append(rows, quoted(sqlSchema(v.Schema), v.Name, "nicflow", v.SQL))
+			}
+			return rows
+		},
+	},
+}
+
+// pgType is one of PostgreSQL's types that nicflow's map to.
+type pgType struct {
+	oid  int
+	name string
+	len  int
+}
+
+var pgTypes = []pgType{
+	{16, "bool", 1}, {20, "int8", 8}, {21, "int2", 2}, {23, "int4", 4}, {25, "text", -1},
+	{700, "float4", 4}, {701, "float8", 8}, {1043, "varchar", -1}, {1082, "date", 4},
+	{1114, "timestamp", 8}, {1186, "interval", 16}, {1700, "numeric", -1},
+}
+
+// typeOID is the PostgreSQL type OID of a stored column (text when
+// unknown).
+func typeOID(col storage.Column) int {
+	t, err := storage.ParseType(col.Type)
+	if err != nil {
+		return 25
+	}
+	switch t.ID() {
+	case arrow.BOOL:
+		return 16
+	case arrow.INT8, arrow.INT16:
+		return 21
+	case arrow.INT32:
+		return 23
+	case arrow.INT64:
+		return 20
+	case arrow.FLOAT32:
+		return 700
+	case arrow.FLOAT64:
+		return 701
+	case arrow.STRING, arrow.LARGE_STRING:
+		return 1043
+	case arrow.DATE32:
+		return 1082
+	case arrow.TIMESTAMP:
+		return 1114
+	case arrow.DECIMAL32, arrow.DECIMAL64, arrow.DECIMAL128:
+		return 1700
+	}
+	return 25
+}
+
+// relOID is the OID of table or view name in schema: a hash above the
+// first user OID.
+func relOID(schema, name string) int {
+	h := fnv.New32a()
+	h.Write([]byte(schema + "." + name))
+	return 16384 + int(h.Sum32()%1_000_000_000)
+}
+
+// columnType is a stored column's SQL type name.
+func columnType(col storage.Column) string {
+	if at, err := storage.ParseType(col.Type); err == nil {
+		return plan.TypeString(at)
+	}
+	return col.Type
+}
+
+func quoted(vals ...string) []string {
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		out[i] = sql.QuoteString(v)
+	}
+	return out
+}
+
+// systemView is the SQL of system view name (information_schema.x,
+// pg_catalog.x, or an unqualified pg_catalog name), or "" for another.
+func (c *StorageCatalog) systemView(name string) string {
+	name = strings.ToLower(name)
+	st, ok := systemTables[name]
+	if !ok && !strings.Contains(name, ".") {
+		st, ok = systemTables["pg_catalog."+name]
+	}
+	if !ok {
+		return ""
+	}
+	rows := st.rows(c)
+	if len(rows) == 0 {
+		// No row: the columns' types from a row the WHERE removes.
+		nulls := make([]string, len(st.cols))
+		for i, col := range st.cols {
+			nulls[i] = "CAST(NULL AS " + st.types[i] + ") AS " + col
+		}
+		return "SELECT " + strings.Join(nulls, ", ") + " WHERE false"
+	}
+	sort.Slice(rows, func(i, j int) bool { return strings.Join(rows[i], "\x00") < strings.Join(rows[j], "\x00") })
+	var b strings.Builder
+	b.WriteString("SELECT * FROM (VALUES ")
+	for i, r := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(" + strings.Join(r, ", ") + ")")
+	}
+	b.WriteString(") AS t(" + strings.Join(st.cols, ", ") + ")")
+	return b.String()
+}
