@@ -46,6 +46,12 @@ func optimizeStatement(st bind.Statement, rules []string, trace bool) error {
 	case *bind.CreateTableStmt:
 		q = x.Query
 	case *bind.DeleteStmt:
+		if x.Deleted != nil {
+			// RETURNING's rows: the rows deleted.
+			if err := optimizeStatement(x.Deleted, rules, false); err != nil {
+				return err
+			}
+		}
 		q = x.Keep
 	case *bind.UpdateStmt:
 		q = x.Query
