@@ -36,6 +36,15 @@ func Prepare(cat plan.Catalog, src string, stmt sql.Statement, disabled ...strin
 	return st, nil
 }
 
+// optimizeHit optimizes the query of the rows an UPDATE or DELETE changes
+// (nil: none).
+func optimizeHit(hit *bind.QueryStmt, rules []string) error {
+	if hit == nil {
+		return nil
+	}
+	return optimizeStatement(hit, rules, false)
+}
+
 func optimizeStatement(st bind.Statement, rules []string, trace bool) error {
 	var q *bind.QueryStmt
 	switch x := st.(type) {
@@ -46,14 +55,14 @@ func optimizeStatement(st bind.Statement, rules []string, trace bool) error {
 	case *bind.CreateTableStmt:
 		q = x.Query
 	case *bind.DeleteStmt:
-		if x.Deleted != nil {
-			// RETURNING's rows: the rows deleted.
-			if err := optimizeStatement(x.Deleted, rules, false); err != nil {
-				return err
-			}
+		if err := optimizeHit(x.Hit, rules); err != nil {
+			return err
 		}
 		q = x.Keep
 	case *bind.UpdateStmt:
+		if err := optimizeHit(x.Hit, rules); err != nil {
+			return err
+		}
 		q = x.Query
 	case *bind.ExplainStmt:
 		// EXPLAIN VERBOSE shows what each rule did.

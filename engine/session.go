@@ -685,33 +685,47 @@ func (s *Session) insert(ctx context.Context, x *bind.InsertStmt) (*Result, erro
 	return dmlResult("INSERT ", n, ret, err)
 }
 
-// replaceAppender starts the rewrite of table t by UPDATE or DELETE: its
-// new rows replace the old in one commit, which fails if the table changed
-// since t was read. It returns the table's row count as read.
-func (s *Session) replaceAppender(t *plan.TableDef) (*storage.Appender, int64, error) {
+// replaceAppender starts the rewrite of table t by UPDATE or DELETE,
+// narrowed to the files the rows of hit may be in (dml_files.go): its new
+// rows replace those files' in one commit, which fails if the table
+// changed since t was read. It returns the part of the table rewritten.
+func (s *Session) replaceAppender(t *plan.TableDef, hit *bind.QueryStmt) (*storage.Appender, dmlFiles, error) {
 	st, ok := t.Handle.(*storage.Table)
 	if !ok {
-		return nil, 0, nferr.Internalf("table %s has no storage handle", t.Name)
+		return nil, dmlFiles{}, nferr.Internalf("table %s has no storage handle", t.Name)
 	}
-	app, err := s.db.NewAppender(st.QualifiedName(), storage.AppendOptions{Replace: true, Generation: st.Generation})
+	part := narrowDML(t, st, hit)
+	app, err := s.db.NewAppender(st.QualifiedName(), storage.AppendOptions{Replace: true, Generation: st.Generation, ReplaceFiles: part.paths})
 	if err != nil {
-		return nil, 0, err
+		return nil, dmlFiles{}, err
 	}
-	return app, st.Rows(), nil
+	return app, part, nil
 }
 
 // deleteRows runs DELETE: the rows that stay are written as new files that
 // replace the table's in one atomic commit (copy on write).
 func (s *Session) deleteRows(ctx context.Context, x *bind.DeleteStmt) (*Result, error) {
-	app, before, err := s.replaceAppender(x.Table)
+	var hit *bind.QueryStmt
+	if !x.All {
+		hit = x.Hit
+	}
+	app, part, err := s.replaceAppender(x.Table, hit)
 	if err != nil {
 		return nil, err
+	}
+	keep, ok := part.restrict(x.Table, x.Keep)
+	if !ok {
+		app.Abort()
+		if app, part, err = s.replaceAppender(x.Table, nil); err != nil {
+			return nil, err
+		}
+		keep = x.Keep
 	}
 	ret, err := newReturning(x.Returning, app.Schema(), s.opts.Alloc)
 	if err == nil && ret != nil {
 		// The rows deleted, read before the rewrite (the commit fails
 		// if the table changed since).
-		err = ret.addQuery(ctx, s, x.Deleted)
+		err = ret.addQuery(ctx, s, x.Hit)
 	}
 	if err != nil {
 		app.Abort()
@@ -722,25 +736,33 @@ func (s *Session) deleteRows(ctx context.Context, x *bind.DeleteStmt) (*Result, 
 	if x.All {
 		kept, err = app.Commit()
 	} else {
-		kept, _, err = s.appendQuery(ctx, app, x.Keep, nil, false, nil)
+		kept, _, err = s.appendQuery(ctx, app, keep, nil, false, nil)
 	}
-	return dmlResult("DELETE ", before-kept, ret, err)
+	return dmlResult("DELETE ", part.rows-kept, ret, err)
 }
 
 // updateRows runs UPDATE: every row, changed or not, is written again and
 // the new files replace the table's in one atomic commit (copy on write);
 // the count is the rows the WHERE selected.
 func (s *Session) updateRows(ctx context.Context, x *bind.UpdateStmt) (*Result, error) {
-	app, _, err := s.replaceAppender(x.Table)
+	app, part, err := s.replaceAppender(x.Table, x.Hit)
 	if err != nil {
 		return nil, err
+	}
+	q, ok := part.restrict(x.Table, x.Query)
+	if !ok {
+		app.Abort()
+		if app, _, err = s.replaceAppender(x.Table, nil); err != nil {
+			return nil, err
+		}
+		q = x.Query
 	}
 	ret, err := newReturning(x.Returning, app.Schema(), s.opts.Alloc)
 	if err != nil {
 		app.Abort()
 		return nil, err
 	}
-	_, updated, err := s.appendQuery(ctx, app, x.Query, x.Checks, true, ret)
+	_, updated, err := s.appendQuery(ctx, app, q, x.Checks, true, ret)
 	return dmlResult("UPDATE ", updated, ret, err)
 }
 

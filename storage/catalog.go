@@ -111,6 +111,42 @@ func (t *Table) Bytes() int64 {
 	return n
 }
 
+// FilesMayMatch lists t's files with a row group whose statistics may hold
+// a row passing p (every file for a nil p): the files a DELETE or UPDATE
+// whose WHERE implies p may change.
+func (t *Table) FilesMayMatch(p *Predicate) ([]*File, error) {
+	if p == nil {
+		return t.Files, nil
+	}
+	sch, err := ArrowSchema(t.Columns)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range p.Columns() {
+		if t.ColumnIndex(c) < 0 {
+			return nil, nferr.Queryf("filter %s of %s: unknown column %q", p, t.QualifiedName(), c)
+		}
+	}
+	filter, err := compilePredicate(p, sch, func(name string) (int, bool) {
+		i := t.ColumnIndex(name)
+		return i, i >= 0
+	}, 0)
+	if err != nil {
+		return nil, nferr.Wrap(nferr.KindQuery, err, "filter of %s", t.QualifiedName())
+	}
+	var out []*File
+	for _, f := range t.Files {
+		for rg := range f.RowGroups {
+			r := &f.RowGroups[rg]
+			if r.Rows > 0 && filter.mayMatch(func(tc int) *ColumnStats { return &r.Columns[tc] }, r.Rows) {
+				out = append(out, f)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
 // RowGroupCount is the number of row groups over all files.
 func (t *Table) RowGroupCount() int {
 	n := 0

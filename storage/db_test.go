@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -171,5 +172,48 @@ func TestSchemas(t *testing.T) {
 	}
 	if got := fmt.Sprint(db.Schemas()); got != "[main]" {
 		t.Fatalf("schemas after drop = %s", got)
+	}
+}
+
+// ReplaceFiles replaces only the named files (none for an empty list),
+// refuses a path that is not the table's, and a table with a unique index.
+func TestReplaceFiles(t *testing.T) {
+	db := openTestDB(t, WriteOptions{RowGroupRows: 2, FileRows: 2})
+	sch := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+	mustCreate(t, db, "t", sch)
+	appendRows(t, db, "t", sch, []row{{int64(1)}, {int64(2)}, {int64(3)}, {int64(4)}, {int64(5)}, {int64(6)}})
+	tb := mustTable(t, db, "t")
+	if len(tb.Files) != 3 {
+		t.Fatalf("%d files, want 3", len(tb.Files))
+	}
+	// Replace the middle file's rows (3, 4) by one row.
+	mid := tb.Files[1].Path
+	if err := commitRows(db, "t", AppendOptions{Replace: true, Generation: tb.Generation, ReplaceFiles: []string{mid}}, sch, []row{{int64(40)}}); err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := scanAll(t, db, ScanSpec{Table: "t", Columns: []string{"a"}}, ScanOptions{})
+	sort.Slice(rows, func(i, j int) bool { return rows[i][0].(int64) < rows[j][0].(int64) })
+	if got := fmt.Sprint(rows); got != "[[1] [2] [5] [6] [40]]" {
+		t.Errorf("after replacing one file: %s", got)
+	}
+	if tb2 := mustTable(t, db, "t"); len(tb2.Files) != 3 || tb2.Files[0].Path != tb.Files[0].Path || tb2.Files[1].Path != tb.Files[2].Path {
+		t.Errorf("the other files were not kept: %v", tb2.Files)
+	}
+	// An empty list replaces nothing: the appended rows are added.
+	if err := commitRows(db, "t", AppendOptions{Replace: true, ReplaceFiles: []string{}}, sch, []row{{int64(7)}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := mustTable(t, db, "t").Rows(); n != 6 {
+		t.Errorf("%d rows after replacing no file, want 6", n)
+	}
+	if err := commitRows(db, "t", AppendOptions{Replace: true, ReplaceFiles: []string{"t/nope.parquet"}}, sch, []row{{int64(8)}}); err == nil {
+		t.Error("replacing a file that is not the table's succeeded")
+	}
+	cons := &Constraints{Indexes: []Index{{Name: "u_pkey", Columns: []string{"a"}, Primary: true, Constraint: true}}}
+	if err := db.CreateTable("u", sch, CreateOptions{Constraints: cons}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.NewAppender("u", AppendOptions{Replace: true, ReplaceFiles: []string{}}); err == nil {
+		t.Error("ReplaceFiles on a table with a unique index accepted")
 	}
 }

@@ -23,6 +23,13 @@ type AppendOptions struct {
 	// Replace drops the table's existing rows in the same commit
 	// (INSERT OVERWRITE, TRUNCATE + load, UPDATE and DELETE).
 	Replace bool
+	// ReplaceFiles, when not nil, narrows Replace to the table's files at
+	// these paths (File.Path; empty: none): the appended rows replace
+	// theirs, the other files stay (UPDATE and DELETE rewrite only the
+	// files their WHERE may touch). Refused for a table with a unique
+	// index, whose key records Replace rebuilds from the appended rows
+	// alone.
+	ReplaceFiles []string
 	// SkipConflicts drops, instead of failing on, the appended rows whose
 	// key a unique index of the table already holds or an earlier
 	// appended row took (INSERT ... ON CONFLICT DO NOTHING).
@@ -105,6 +112,9 @@ func (db *DB) NewAppender(name string, opts AppendOptions) (*Appender, error) {
 		}
 		a.cols = t.Columns
 		a.uks = newUniqueKeys(a.cols, t.Indexes)
+		if opts.ReplaceFiles != nil && (!opts.Replace || len(a.uks) > 0) {
+			return nil, nferr.Internalf("append to %s: ReplaceFiles needs Replace and a table without unique indexes", name)
+		}
 	}
 	if a.sch, err = ArrowSchema(a.cols); err != nil {
 		return nil, err
@@ -354,15 +364,28 @@ func (a *Appender) Commit() (int64, error) {
 		}
 		nt := *old
 		nt.Generation++
-		if a.opts.Replace {
-			nt.Files = nil
-		} else {
-			nt.Files = append([]*File(nil), old.Files...)
+		nt.Files = nil
+		if !a.opts.Replace || a.opts.ReplaceFiles != nil {
+			drop := map[string]bool{}
+			for _, p := range a.opts.ReplaceFiles {
+				drop[filepath.Clean(p)] = true
+			}
+			for _, f := range old.Files {
+				if !drop[filepath.Clean(f.Path)] {
+					nt.Files = append(nt.Files, f)
+				}
+			}
+			if len(old.Files)-len(nt.Files) != len(drop) {
+				a.abortLocked()
+				return 0, nferr.Internalf("append to %s: %d of the %d files to replace are not the table's", a.name, len(drop)-(len(old.Files)-len(nt.Files)), len(drop))
+			}
 		}
 		t = &nt
 	}
 	tx := db.cat.begin()
-	fresh := a.opts.Create || a.opts.Replace
+	// NB: a partial replace (ReplaceFiles) keeps the other files' keys;
+	// NewAppender allows it only for tables without unique indexes.
+	fresh := a.opts.Create || (a.opts.Replace && a.opts.ReplaceFiles == nil)
 	if fresh {
 		tx.dropKeys(qn)
 	}

@@ -13,10 +13,12 @@ type DeleteStmt struct {
 	Table *plan.TableDef
 	Keep  *QueryStmt
 	All   bool
-	// Returning, when set, is evaluated over the rows Deleted gives (the
-	// rows the statement deletes, in the table's column order).
+	// Hit gives the rows the statement deletes, in the table's column
+	// order (without WHERE: only for RETURNING): RETURNING is evaluated
+	// over them, and the pushed-down filter of its scan of Table tells
+	// the files they may be in.
+	Hit       *QueryStmt
 	Returning *Returning
-	Deleted   *QueryStmt
 }
 
 // UpdateStmt is UPDATE. Query gives every row of the table after the
@@ -27,6 +29,9 @@ type UpdateStmt struct {
 	Table  *plan.TableDef
 	Query  *QueryStmt
 	Checks []BoundCheck
+	// Hit gives the rows the WHERE selects (nil without WHERE): its
+	// scan's pushed-down filter tells the files they may be in.
+	Hit *QueryStmt
 	// Returning is the RETURNING list over the rows updated (their new
 	// values; nil: none).
 	Returning *Returning
@@ -108,6 +113,11 @@ func (b *binder) targetScan(t *sql.TableName) (plan.Plan, *scope, *plan.TableDef
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if sc, ok := p.(*plan.ScanNode); ok {
+		// NB: the statement's table is the one its scan reads (the same
+		// TableDef), which the session finds the scan by.
+		tab = sc.Table
+	}
 	return p, &scope{items: items}, tab, nil
 }
 
@@ -137,7 +147,7 @@ func (b *binder) deleteStmt(s *sql.Delete) (Statement, error) {
 	if s.Where == nil && len(s.Using) == 0 {
 		d := &DeleteStmt{Table: tab, All: true, Returning: ret}
 		if ret != nil {
-			d.Deleted = &QueryStmt{Plan: scan, Names: fieldNames(tab)}
+			d.Hit = &QueryStmt{Plan: scan, Names: fieldNames(tab)}
 		}
 		return d, nil
 	}
@@ -152,10 +162,8 @@ func (b *binder) deleteStmt(s *sql.Delete) (Statement, error) {
 		return nil, err
 	}
 	keep := &plan.FilterNode{Input: scan, Cond: plan.NewCall(plan.FnNot, plan.TypBool, hit)}
-	d := &DeleteStmt{Table: tab, Keep: &QueryStmt{Plan: keep, Names: fieldNames(tab)}, Returning: ret}
-	if ret != nil {
-		d.Deleted = &QueryStmt{Plan: &plan.FilterNode{Input: scan, Cond: hit}, Names: fieldNames(tab)}
-	}
+	d := &DeleteStmt{Table: tab, Keep: &QueryStmt{Plan: keep, Names: fieldNames(tab)}, Returning: ret,
+		Hit: hitQuery(scan, hit, tab)}
 	return d, nil
 }
 
@@ -237,7 +245,22 @@ func (b *binder) updateStmt(s *sql.Update) (Statement, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &UpdateStmt{Table: tab, Query: &QueryStmt{Plan: &plan.ProjectNode{Input: scan, Exprs: exprs, Cols: cols}, Names: names}, Checks: checks, Returning: ret}, nil
+	u := &UpdateStmt{Table: tab, Query: &QueryStmt{Plan: &plan.ProjectNode{Input: scan, Exprs: exprs, Cols: cols}, Names: names}, Checks: checks, Returning: ret}
+	if conditional {
+		u.Hit = hitQuery(scan, hit, tab)
+	}
+	return u, nil
+}
+
+// hitQuery is the query of the rows of scan (table t) that hit, from
+// whereHit, selects: a filter on the condition itself (a filter drops NULL
+// as COALESCE(c, FALSE) does), so that it can move into the scan.
+func hitQuery(scan plan.Plan, hit plan.Expr, t *plan.TableDef) *QueryStmt {
+	cond := hit
+	if c, ok := hit.(*plan.Call); ok && c.Fn == plan.FnCoalesce && len(c.Args) == 2 {
+		cond = c.Args[0]
+	}
+	return &QueryStmt{Plan: &plan.FilterNode{Input: scan, Cond: cond}, Names: fieldNames(t)}
 }
 
 // fromQuery is SELECT items FROM from WHERE where, as UPDATE ... FROM and

@@ -265,14 +265,14 @@ func union(a, b plan.ColSet) plan.ColSet {
 
 // ---------------------------------------------------------------- scans
 
-func (pl *physPlanner) scan(n *plan.ScanNode, need plan.ColSet) (*pnode, error) {
+// scanFilters splits a scan's filters into the predicates storage
+// evaluates and the residual exec evaluates.
+func scanFilters(n *plan.ScanNode) (preds []*storage.Predicate, residual []plan.Expr) {
 	cols := map[plan.ColumnID]scanColumn{}
 	for i, c := range n.Cols {
 		f := n.Table.Schema.Field(n.Fields[i])
 		cols[c.ID] = scanColumn{name: f.Name, typ: f.Type}
 	}
-	var preds []*storage.Predicate
-	var residual []plan.Expr
 	for _, f := range n.Filters {
 		if p, ok := scanPredicate(f, cols); ok {
 			preds = append(preds, p)
@@ -280,6 +280,18 @@ func (pl *physPlanner) scan(n *plan.ScanNode, need plan.ColSet) (*pnode, error) 
 			residual = append(residual, f)
 		}
 	}
+	return preds, residual
+}
+
+// ScanFilter is the predicate storage evaluates for scan n (nil when none
+// of its filters translates): every row the scan returns passes it.
+func ScanFilter(n *plan.ScanNode) *storage.Predicate {
+	preds, _ := scanFilters(n)
+	return andPreds(preds)
+}
+
+func (pl *physPlanner) scan(n *plan.ScanNode, need plan.ColSet) (*pnode, error) {
+	preds, residual := scanFilters(n)
 	keep := union(need, plan.ColSet{})
 	for _, r := range residual {
 		keep.AddAll(plan.ColsOf(r))
