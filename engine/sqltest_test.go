@@ -349,8 +349,10 @@ var (
 	clusterFiles int // files the cluster setup ran (all, unless -run filters)
 )
 
-// taskPrefix is how a cluster names the task an error came from.
-var taskPrefix = regexp.MustCompile(`^stage \d+ task \d+: `)
+// taskPrefix is how a cluster names where an error came from: the task
+// that raised or received it, and the sender (or routing agent) of the
+// exchange that brought it, which of several failing tasks is first.
+var taskPrefix = regexp.MustCompile(`^((stage \d+ task \d+|sender \d+ \(node \d+\)|routing agent of node \d+): )+`)
 
 // sqlPosition is the position an error gives in its script.
 var sqlPosition = regexp.MustCompile(`^line \d+, column \d+: `)
