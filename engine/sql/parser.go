@@ -1070,7 +1070,9 @@ func (p *parser) parseType() (*TypeName, error) {
 		tn.Name = "integer"
 	case "bigint", "int8":
 		tn.Name = "bigint"
-	case "smallint", "int2":
+	case "smallint", "int2", "tinyint", "int1":
+		// TINYINT (DuckDB, MySQL) widens to smallint, as PostgreSQL has no
+		// one-byte integer.
 		tn.Name = "smallint"
 	case "real", "float4":
 		tn.Name = "real"
@@ -1092,9 +1094,8 @@ func (p *parser) parseType() (*TypeName, error) {
 		}
 		return tn, nil
 	case "double":
-		if _, err := p.expectKw("precision"); err != nil {
-			return nil, err
-		}
+		// DOUBLE alone is DuckDB's, Spark's and MySQL's name for it.
+		p.acceptKw("precision")
 		tn.Name = "double precision"
 	case "decimal", "numeric", "dec":
 		tn.Name = "decimal"
