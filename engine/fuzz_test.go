@@ -35,6 +35,19 @@ func FuzzBind(f *testing.F) {
 		}
 	}
 	addCases("testdata/bind_errors.sql", "\n----\n")
+	// Recursive CTEs, subqueries evaluated row by row, DML with FROM,
+	// USING and RETURNING.
+	for _, c := range []string{
+		"with recursive r(k) as (select 1 union select n_nationkey from r join nation on n_regionkey = k) select k from r",
+		"with recursive r(k, d) as (select 0, 1.5 union all select k + 1, d * 2 from r where k < 5) select * from r",
+		"select n_name, (select r_name from region where r_regionkey >= n_regionkey order by r_name limit 1) from nation",
+		"select n_name from nation where exists (select 1 from region where r_regionkey = n_regionkey and exists (select 1 from supplier where s_nationkey = n_nationkey and s_acctbal > r_regionkey))",
+		"select (select count(*) from region where r_regionkey < n_regionkey) as c, count(*) from nation group by 1",
+		"update nation set n_comment = r_comment from region where r_regionkey = n_regionkey returning n_name",
+		"delete from nation using region where r_regionkey = n_regionkey and r_name = 'ASIA' returning *",
+	} {
+		f.Add(c)
+	}
 	rules, _ := filepath.Glob("testdata/rules/*.sql")
 	for _, r := range rules {
 		addCases(r, "\n----\n")

@@ -354,6 +354,27 @@ func FuzzBuildPhysPlan(f *testing.F) {
 		js, _ := json.Marshal(pp)
 		f.Add(js)
 	}
+	// A recursive CTE and a subquery run per row: trees built per run.
+	for _, text := range []string{
+		"with recursive r(k) as (select 1 union select n_nationkey from r join nation on n_regionkey = k) select k from r",
+		"select n_name, (select r_name from region where r_regionkey >= n_regionkey order by r_name limit 1) from nation",
+	} {
+		stmts, err := newTestSession().bindScript(text)
+		if err != nil {
+			f.Fatal(err)
+		}
+		qs := stmts[0].(*bind.QueryStmt)
+		p, err := opt.Optimize(qs.Plan)
+		if err != nil {
+			f.Fatal(err)
+		}
+		pp, err := phys.PlanPhysical(p, qs.Names, phys.PlanOptions{Parallelism: 2})
+		if err != nil {
+			f.Fatal(err)
+		}
+		js, _ := json.Marshal(pp)
+		f.Add(js)
+	}
 	f.Add([]byte(`{"root":{"kind":"filter","streams":1,"inputs":[{"kind":"values","streams":1,"values":{"names":["a"],"rows":[[{"kind":"literal","type":{"id":"int32"},"value":"1"}]]}}],"filter":{"kind":"column","index":7}}}`))
 	f.Add([]byte(`{"root":{"kind":"hash_join","streams":2,"inputs":[{"kind":"scan","streams":2,"scan":{"spec":{"table":"nation","columns":["n_nationkey"]}}},{"kind":"scan","streams":1,"scan":{"spec":{"table":"region","columns":["r_regionkey"]}}}],"join":{"Type":"inner","LeftKeys":[0],"RightKeys":[0]}}}`))
 	src := tpchSource{plan.TPCHCatalog()}

@@ -601,6 +601,11 @@ func checkNode(n *PhysNode, depth int, defs map[int]bool) error {
 		spec = n.Work != nil && n.Streams == 1
 	case PhysApply:
 		spec = n.Apply != nil && n.Apply.Sub != nil && len(n.Apply.Params) == len(n.Apply.Cols)
+		for _, c := range n.Apply.Cols {
+			if spec && (c < 0 || c >= len(n.Inputs[0].Columns)) {
+				return nferr.Dataf("physical plan: apply node %d binds a parameter to input column %d of %d", n.ID, c, len(n.Inputs[0].Columns))
+			}
+		}
 	case PhysRemote:
 		spec = n.Remote != nil
 	case PhysUnion, PhysMaxOneRow, PhysRowID:
