@@ -645,7 +645,13 @@ func (b *binder) join(j *sql.Join, s *scope) (plan.Plan, []*scopeItem, error) {
 			return nil, nil, err
 		}
 		node.Cond = cond
-	case j.Using != nil:
+	case j.Natural && len(naturalColumns(litems, ritems, j.Pos)) == 0:
+		// NATURAL JOIN without a common column: a cross join.
+	case j.Using != nil || j.Natural:
+		using := j.Using
+		if j.Natural {
+			using = naturalColumns(litems, ritems, j.Pos)
+		}
 		// USING (x): the join condition l.x = r.x, and one merged column x
 		// that unqualified names and * see first (PostgreSQL's order): the
 		// left copy for inner and left joins, the right copy for right
@@ -653,7 +659,7 @@ func (b *binder) join(j *sql.Join, s *scope) (plan.Plan, []*scopeItem, error) {
 		// copies' types differ, the common type).
 		var conds, computed []plan.Expr
 		var merged, computedCols []plan.Column
-		for _, u := range j.Using {
+		for _, u := range using {
 			lc, li, err := findUsing(litems, u.Name)
 			if err != nil || li == nil {
 				return nil, nil, b.errorf(u, "column %q specified in USING clause does not exist in left table", u.Name)
@@ -706,6 +712,25 @@ func (b *binder) join(j *sql.Join, s *scope) (plan.Plan, []*scopeItem, error) {
 		}
 	}
 	return node, items, nil
+}
+
+// naturalColumns are the names NATURAL JOIN joins on: those that a visible
+// column of each side has, in the left side's order.
+func naturalColumns(litems, ritems []*scopeItem, pos sql.Pos) []sql.Ident {
+	var out []sql.Ident
+	seen := map[string]bool{}
+	for _, it := range litems {
+		for i, c := range it.cols {
+			if (it.hidden != nil && it.hidden[i]) || seen[c.Name] {
+				continue
+			}
+			seen[c.Name] = true
+			if _, ri, err := findUsing(ritems, c.Name); err == nil && ri != nil {
+				out = append(out, sql.Ident{Pos: pos, Name: c.Name})
+			}
+		}
+	}
+	return out
 }
 
 func findUsing(items []*scopeItem, name string) (plan.Column, *scopeItem, error) {

@@ -198,8 +198,10 @@ type Join struct {
 	Pos
 	Kind        JoinKind
 	Left, Right TableExpr
-	On          Expr    // nil for CROSS and USING joins
+	On          Expr    // nil for CROSS, USING and NATURAL joins
 	Using       []Ident // non-nil for USING
+	// Natural is NATURAL JOIN: USING the columns both sides name.
+	Natural bool
 }
 
 // ---------------------------------------------------------------- expressions

@@ -636,6 +636,9 @@ func (d *deparser) table(t TableExpr) {
 		d.alias(t.Alias)
 	case *Join:
 		d.table(t.Left)
+		if t.Natural {
+			d.w(" NATURAL")
+		}
 		d.w(" " + t.Kind.String() + " ")
 		if _, ok := t.Right.(*Join); ok {
 			d.w("(")

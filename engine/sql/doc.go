@@ -8,8 +8,8 @@
 // Errorf/Snippet for later passes (the binder) that report problems at a
 // node's position.
 //
-// Dialect: SELECT with WITH, DISTINCT, explicit joins (INNER, LEFT, RIGHT,
-// FULL, CROSS; ON or USING), derived tables with column aliases, GROUP BY,
+// Dialect: SELECT with WITH [RECURSIVE], DISTINCT, explicit joins (INNER,
+// LEFT, RIGHT, FULL, CROSS; ON, USING or NATURAL), derived tables with column aliases, GROUP BY,
 // HAVING, window functions (OVER with PARTITION BY, ORDER BY and a ROWS,
 // RANGE or GROUPS frame), UNION/INTERSECT/EXCEPT [ALL], VALUES, ORDER BY with
 // NULLS FIRST/LAST, LIMIT/OFFSET/FETCH FIRST; expressions with PostgreSQL's
@@ -20,9 +20,11 @@
 // EXTRACT, SUBSTRING ... FROM ... FOR, POSITION ... IN, TRIM; statements
 // CREATE [OR REPLACE] VIEW, DROP VIEW/TABLE [IF EXISTS], CREATE TABLE (with
 // column types or AS query), CREATE EXTERNAL TABLE ... STORED AS ...
-// LOCATION, INSERT INTO, COPY ... FROM ... WITH (options), EXPLAIN [ANALYZE]
+// LOCATION, INSERT INTO, UPDATE [... FROM], DELETE [... USING] (each with
+// RETURNING), COPY ... FROM ... WITH (options), EXPLAIN [ANALYZE]
 // [VERBOSE], SHOW TABLES, SHOW name, DESCRIBE, SET. What it rejects on
-// purpose gets its own message ("NATURAL JOIN is not supported; ...").
+// purpose gets its own message ("ON CONFLICT DO UPDATE is not supported
+// (DO NOTHING is)").
 //
 // Invariants:
 //   - The parser never panics and never loops forever on any input (a fuzz

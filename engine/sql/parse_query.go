@@ -393,6 +393,15 @@ func (p *parser) joinTail(left TableExpr) (TableExpr, error) {
 	for {
 		t := p.peek()
 		var kind JoinKind
+		natural := isKwTok(t, "natural")
+		if natural {
+			// NATURAL [INNER | LEFT | RIGHT | FULL [OUTER]] JOIN
+			p.next()
+			t = p.peek()
+			if !isKwTok(t, "join") && !isKwTok(t, "inner") && !isKwTok(t, "left") && !isKwTok(t, "right") && !isKwTok(t, "full") {
+				return nil, p.errExpected("JOIN after NATURAL")
+			}
+		}
 		switch {
 		case isKwTok(t, "join"), isKwTok(t, "inner"):
 			kind = InnerJoin
@@ -404,8 +413,6 @@ func (p *parser) joinTail(left TableExpr) (TableExpr, error) {
 			kind = FullJoin
 		case isKwTok(t, "cross"):
 			kind = CrossJoin
-		case isKwTok(t, "natural"):
-			return nil, p.errAt(t, "NATURAL JOIN is not supported; write JOIN ... USING (columns)")
 		default:
 			return left, nil
 		}
@@ -425,8 +432,8 @@ func (p *parser) joinTail(left TableExpr) (TableExpr, error) {
 		if err != nil {
 			return nil, err
 		}
-		j := &Join{Pos: t.pos, Kind: kind, Left: left, Right: right}
-		if kind != CrossJoin {
+		j := &Join{Pos: t.pos, Kind: kind, Left: left, Right: right, Natural: natural}
+		if kind != CrossJoin && !natural {
 			switch {
 			case p.acceptKw("on"):
 				if j.On, err = p.parseExpr(); err != nil {

@@ -32,7 +32,7 @@ select * from t join u
 ----
 select * from natural
 ----
-select * from t natural join u
+select * from t natural cross join u
 ----
 select case end
 ----
