@@ -73,7 +73,7 @@ func TestDMLRewritesOnlyAffectedFiles(t *testing.T) {
 	got := exec1(t, s, "SELECT count(*), sum(n), count(*) FILTER (WHERE tag = 'y') FROM m")
 	// 8192 rows, less 11 (10..20) and 8 (999, 1999, ..., 7999); tags y:
 	// 7991..8192 less 7999, and 5.
-	want := []string{strconv.Itoa(8192 - 11 - 8), strconv.Itoa(8192*8193/2 - 165 - (999+1999+2999+3999+4999+5999+6999+7999)), strconv.Itoa(202 - 1 + 1)}
+	want := []string{strconv.Itoa(8192 - 11 - 8), strconv.Itoa(8192*8193/2 - 165 - (999 + 1999 + 2999 + 3999 + 4999 + 5999 + 6999 + 7999)), strconv.Itoa(202 - 1 + 1)}
 	for i := range want {
 		if got[0][i] != want[i] {
 			t.Fatalf("after the changes: got %v, want %v", got[0], want)
@@ -81,4 +81,3 @@ func TestDMLRewritesOnlyAffectedFiles(t *testing.T) {
 	}
 	alloc.AssertSize(t, 0)
 }
-
