@@ -657,6 +657,17 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Ex
 				t = plan.TypInt32
 			}
 			ac.Typ = t
+		case "bool_and", "every", "bool_or":
+			// FALSE < TRUE: bool_and is min, bool_or max.
+			if plan.IsNullType(t) {
+				arg = plan.NullConst(plan.TypBool)
+			} else if !plan.IsBool(t) {
+				return nil, b.errorf(x, "function %s(%s) does not exist", name, plan.TypeString(t))
+			}
+			ac.Fn, ac.Typ = plan.AggMin, plan.TypBool
+			if name == "bool_or" {
+				ac.Fn = plan.AggMax
+			}
 		}
 		ac.Arg = withFilter(arg)
 	}

@@ -455,7 +455,7 @@ func (b *binder) hasAggregate(items []*sql.SelectItem, order []*sql.OrderItem) b
 
 func isAggregateName(n string) bool {
 	switch n {
-	case "count", "sum", "avg", "min", "max":
+	case "count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every":
 		return true
 	}
 	_, ok := varianceNames[n]
