@@ -50,6 +50,8 @@ type AggSpec struct {
 	Distinct bool
 	// Name is the output column name (default "func(column)").
 	Name string
+	// Sep is string_agg's separator.
+	Sep string `json:",omitempty"`
 }
 
 // HashAggSpec configures a hash aggregate: plain data, shipped to workers.
@@ -225,7 +227,7 @@ func (a *HashAgg) Open(env *Env) error {
 	a.fns = make([]aggFn, len(a.spec.Aggs))
 	a.dist = make([]*keyTable, len(a.spec.Aggs))
 	for i, ag := range a.spec.Aggs {
-		fn, _, err := newAggFn(ag.Func, a.argDT[i], final, a.op)
+		fn, err := newAggFnOf(ag, a.argDT[i], final, a.op)
 		if err != nil {
 			return err
 		}
@@ -457,7 +459,7 @@ func (a *HashAgg) restart() error {
 	a.table.release()
 	a.table = newKeyTable(a.keys, a.acct)
 	for i, ag := range a.spec.Aggs {
-		fn, _, err := newAggFn(ag.Func, a.argDT[i], false, a.op)
+		fn, err := newAggFnOf(ag, a.argDT[i], false, a.op)
 		if err != nil {
 			return err
 		}

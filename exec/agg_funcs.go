@@ -27,6 +27,7 @@ package exec
 //	               or decimal128(38, s)) and the count (int64)
 //	min/max        the input type (NULL: no rows yet)
 //	var_*, stddev_* three columns (agg_var.go)
+//	string_agg     the joined string (agg_string.go)
 
 import (
 	"math/bits"
@@ -74,6 +75,16 @@ func dec128Type(s int32) arrow.DataType { return &arrow.Decimal128Type{Precision
 // avgScale is the scale of avg over decimal(p, s).
 func avgScale(s int32) int32 { return expr.AvgScale(s) }
 
+// newAggFnOf builds the state of aggregate ag (with its parameters, as
+// string_agg's separator) over an argument of type dt.
+func newAggFnOf(ag AggSpec, dt arrow.DataType, final bool, op string) (aggFn, error) {
+	fn, _, err := newAggFn(ag.Func, dt, final, op)
+	if s, ok := fn.(*stringAggFn); ok {
+		s.sep = ag.Sep
+	}
+	return fn, err
+}
+
 // newAggFn builds the state of aggregate f over an argument of type dt.
 // In the final phase dt is the type of the first state column.
 func newAggFn(f AggFunc, dt arrow.DataType, final bool, op string) (aggFn, aggTypes, error) {
@@ -86,6 +97,13 @@ func newAggFn(f AggFunc, dt arrow.DataType, final bool, op string) (aggFn, aggTy
 			return bad()
 		}
 		return &countFn{star: f == AggCountStar}, aggTypes{typInt64, []arrow.DataType{typInt64}}, nil
+	}
+	if f == AggStringAgg {
+		fn, t, ok := newStringAggFn(dt)
+		if !ok {
+			return bad()
+		}
+		return fn, t, nil
 	}
 	if isVarianceAgg(f) {
 		fn, t, ok := newVarFn(f, dt, final)

@@ -623,7 +623,9 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Ex
 		if filter != nil {
 			ac.Fn, ac.Arg = plan.AggCount, withFilter(&plan.Const{Typ: plan.TypInt32, Val: int32(1)})
 		}
-	case len(x.Args) != 1:
+	case name == "string_agg" && len(x.Args) != 2:
+		return nil, b.errorf(x, "string_agg takes two arguments (value, separator), got %d", len(x.Args))
+	case name != "string_agg" && len(x.Args) != 1:
 		return nil, b.errorf(x, "%s takes exactly one argument, got %d", name, len(x.Args))
 	default:
 		actx := &exprCtx{clause: ctx.clause, agg: nil, inAgg: true}
@@ -657,6 +659,25 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Ex
 				t = plan.TypInt32
 			}
 			ac.Typ = t
+		case "string_agg":
+			if !plan.IsString(t) && !plan.IsNullType(t) {
+				return nil, b.errorf(x, "function string_agg(%s, text) does not exist", plan.TypeString(t))
+			}
+			if plan.IsNullType(t) {
+				arg = plan.NullConst(plan.TypString)
+			}
+			sep, err := b.expr(x.Args[1], s, actx)
+			if err != nil {
+				return nil, err
+			}
+			k, ok := plan.FoldNow(plan.ResolveUntyped(sep, plan.TypString)).(*plan.Const)
+			if !ok || (!k.IsNull() && !plan.IsString(k.Typ)) {
+				return nil, b.errorf(x.Args[1], "the separator of string_agg must be a string constant")
+			}
+			if !k.IsNull() {
+				ac.Sep = k.Val.(string)
+			}
+			ac.Typ = plan.TypString
 		case "bool_and", "every", "bool_or":
 			// FALSE < TRUE: bool_and is min, bool_or max.
 			if plan.IsNullType(t) {
@@ -671,7 +692,7 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Ex
 		}
 		ac.Arg = withFilter(arg)
 	}
-	key := ac.Fn + "|" + fmt.Sprint(ac.Distinct) + "|"
+	key := ac.Fn + "|" + fmt.Sprint(ac.Distinct) + "|" + ac.Sep + "|"
 	if ac.Arg != nil {
 		key += plan.ExprKey(ac.Arg)
 	}

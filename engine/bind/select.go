@@ -455,7 +455,7 @@ func (b *binder) hasAggregate(items []*sql.SelectItem, order []*sql.OrderItem) b
 
 func isAggregateName(n string) bool {
 	switch n {
-	case "count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every":
+	case "count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every", "string_agg":
 		return true
 	}
 	_, ok := varianceNames[n]

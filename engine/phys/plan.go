@@ -585,7 +585,7 @@ func (pl *physPlanner) aggregate(n *plan.AggregateNode) (*pnode, error) {
 	k := len(n.Groups)
 	distinct := false
 	for i, a := range n.Aggs {
-		as := exec.AggSpec{Func: exec.AggFunc(a.Fn), Distinct: a.Distinct, Name: n.AggCols[i].Name}
+		as := exec.AggSpec{Func: exec.AggFunc(a.Fn), Distinct: a.Distinct, Name: n.AggCols[i].Name, Sep: a.Sep}
 		if a.Arg != nil {
 			as.Arg = pos[k]
 			k++

@@ -100,6 +100,8 @@ type AggCall struct {
 	Arg      Expr
 	Distinct bool
 	Typ      arrow.DataType
+	// Sep is string_agg's separator.
+	Sep string
 }
 
 // String prints the call ("sum(l_quantity)", "count(*)").
@@ -110,6 +112,9 @@ func (a *AggCall) String() string {
 	d := ""
 	if a.Distinct {
 		d = "DISTINCT "
+	}
+	if a.Fn == AggStringAgg {
+		return a.Fn + "(" + d + a.Arg.String() + ", " + FormatConst(&Const{Typ: TypString, Val: a.Sep}) + ")"
 	}
 	return a.Fn + "(" + d + a.Arg.String() + ")"
 }
@@ -122,6 +127,7 @@ const (
 	AggAvg       = "avg"
 	AggMin       = "min"
 	AggMax       = "max"
+	AggStringAgg = "string_agg"
 )
 
 // AggregateNode groups its input by Groups and computes Aggs per group.
