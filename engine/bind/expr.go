@@ -2,6 +2,7 @@ package bind
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/nicflow/nicflow/engine/plan"
@@ -269,6 +270,98 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 		return b.funcCall(x, s, ctx)
 	}
 	return nil, b.errorf(e, "unsupported expression %T", e)
+}
+
+// rewriteFunc writes some functions in terms of others, over the call's
+// own argument expressions (nil: not one of them); args are the bound
+// arguments, for their types.
+//
+//	mod(a, b)            a % b
+//	sign(x)              CASE WHEN x > 0 THEN 1 WHEN x < 0 THEN -1 WHEN x = 0 THEN 0 END
+//	left(s, n)           substring(s, 1, n), n >= 0; negative n: all but the last -n
+//	right(s, n)          substring(s, length(s) - n + 1), n >= 0; negative: all but the first -n
+//	starts_with(s, p)    substring(s, 1, length(p)) = p
+//	ends_with(s, p)      right(s, length(p)) = p
+//	floor/ceil/trunc(d)  of a decimal, exactly: round(d) and one step when it went the wrong way
+func rewriteFunc(x *sql.FuncCall, args []plan.Expr) (sql.Expr, error) {
+	a := x.Args
+	pos := x.Pos
+	lit := func(v string) sql.Expr { return &sql.Literal{Pos: pos, Kind: sql.LitNumber, Text: v} }
+	bin := func(op string, l, r sql.Expr) sql.Expr { return &sql.BinaryExpr{Pos: pos, Op: op, L: l, R: r} }
+	call := func(name string, args ...sql.Expr) sql.Expr {
+		return &sql.FuncCall{Pos: pos, Name: sql.Ident{Pos: pos, Name: name}, Args: args}
+	}
+	when := func(c, r sql.Expr) *sql.When { return &sql.When{Pos: pos, Cond: c, Result: r} }
+	// atLeast1 is max(e, 1): substring starts at 1 and takes no negative
+	// length.
+	atLeast1 := func(e sql.Expr) sql.Expr {
+		return &sql.Case{Pos: pos, Whens: []*sql.When{when(bin("<", e, lit("1")), lit("1"))}, Else: e}
+	}
+	two := func() error {
+		if len(a) != 2 {
+			return fmt.Errorf("function %s takes 2 arguments, got %d", x.Name.Name, len(a))
+		}
+		return nil
+	}
+	switch x.Name.Name {
+	case "mod":
+		if err := two(); err != nil {
+			return nil, err
+		}
+		return bin("%", a[0], a[1]), nil
+	case "sign":
+		if len(a) != 1 {
+			return nil, fmt.Errorf("function sign takes 1 argument, got %d", len(a))
+		}
+		return &sql.Case{Pos: pos, Whens: []*sql.When{
+			when(bin(">", a[0], lit("0")), lit("1")),
+			when(bin("<", a[0], lit("0")), lit("-1")),
+			when(bin("=", a[0], lit("0")), lit("0")),
+		}}, nil
+	case "left", "right":
+		if err := two(); err != nil {
+			return nil, err
+		}
+		s, n := a[0], a[1]
+		neg := bin("<", n, lit("0"))
+		if x.Name.Name == "left" {
+			// substring's length may not be negative: n < 0 keeps
+			// length(s) + n characters.
+			return &sql.Case{Pos: pos, Whens: []*sql.When{
+				when(neg, call("substring", s, lit("1"), atLeast1(bin("+", call("length", s), n)))),
+			}, Else: call("substring", s, lit("1"), n)}, nil
+		}
+		return &sql.Case{Pos: pos, Whens: []*sql.When{
+			when(neg, call("substring", s, bin("+", lit("1"), &sql.UnaryExpr{Pos: pos, Op: "-", X: n}))),
+		}, Else: call("substring", s, atLeast1(bin("+", bin("-", call("length", s), n), lit("1"))))}, nil
+	case "starts_with", "ends_with":
+		if err := two(); err != nil {
+			return nil, err
+		}
+		part := call("substring", a[0], lit("1"), call("length", a[1]))
+		if x.Name.Name == "ends_with" {
+			part = call("right", a[0], call("length", a[1]))
+		}
+		return bin("=", part, a[1]), nil
+	case "floor", "ceil", "ceiling", "trunc":
+		if len(args) != 1 || !plan.IsDecimal(args[0].Type()) {
+			return nil, nil
+		}
+		r := call("round", a[0])
+		var wrong, step sql.Expr
+		switch x.Name.Name {
+		case "floor":
+			wrong, step = bin(">", r, a[0]), bin("-", r, lit("1"))
+		case "trunc":
+			// Toward zero: floor for positives, ceil for negatives.
+			pos0 := bin(">=", a[0], lit("0"))
+			return &sql.Case{Pos: pos, Whens: []*sql.When{when(pos0, call("floor", a[0]))}, Else: call("ceil", a[0])}, nil
+		default:
+			wrong, step = bin("<", r, a[0]), bin("+", r, lit("1"))
+		}
+		return &sql.Case{Pos: pos, Whens: []*sql.When{when(wrong, step)}, Else: r}, nil
+	}
+	return nil, nil
 }
 
 // subquery binds a subquery in scope s; want is the number of columns it
@@ -577,6 +670,12 @@ func (b *binder) funcCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, e
 		}
 		args[i] = e
 	}
+	if r, err := rewriteFunc(x, args); r != nil || err != nil {
+		if err != nil {
+			return nil, b.errorf(x, "%v", err)
+		}
+		return b.expr(r, s, ctx)
+	}
 	e, err := scalarFunc(name, args)
 	if err != nil {
 		return nil, b.errorf(x, "%v", err)
@@ -877,7 +976,37 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 		}
 		return nil
 	}
+	num := func(i int) error {
+		args[i] = plan.ResolveUntyped(args[i], plan.TypFloat64)
+		if t := args[i].Type(); !plan.IsNumeric(t) && !plan.IsNullType(t) {
+			return fmt.Errorf("function %s(%s) does not exist", name, plan.TypeString(t))
+		}
+		return nil
+	}
 	switch name {
+	case "sqrt", "cbrt", "exp", "ln", "log10", "log", "ceil", "ceiling", "floor", "trunc", "power", "pow":
+		fn := map[string]string{"log": "log10", "ceiling": "ceil", "pow": "power"}[name]
+		if fn == "" {
+			fn = name
+		}
+		want := 1
+		if fn == "power" {
+			want = 2
+		}
+		if err := arity(want, want); err != nil {
+			return nil, err
+		}
+		for i := range args {
+			if err := num(i); err != nil {
+				return nil, err
+			}
+		}
+		return plan.NewCall(fn, plan.TypFloat64, args...), nil
+	case "pi":
+		if err := arity(0, 0); err != nil {
+			return nil, err
+		}
+		return &plan.Const{Typ: plan.TypFloat64, Val: math.Pi}, nil
 	case "coalesce":
 		if n == 0 {
 			return nil, fmt.Errorf("coalesce needs at least one argument")

@@ -1181,6 +1181,8 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 			return nil, err
 		}
 		n, err = c.compileExtract(args, desc)
+	case FnSqrt, FnCbrt, FnExp, FnLn, FnLog10, FnPower, FnCeil, FnFloor, FnTrunc:
+		n, err = c.compileMath(e, args, desc)
 	default:
 		return nil, nferr.Queryf("unknown function %q in %s", e.Fn, desc)
 	}

@@ -1,0 +1,143 @@
+package expr
+
+import (
+	"math"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// Mathematical functions over double precision: sqrt, cbrt, exp, ln,
+// log10, power, ceil, floor and trunc. Arguments of other numeric types
+// are cast to double first; arguments outside a function's domain are a
+// data error with PostgreSQL's message (sqrt of a negative number, the
+// logarithm of zero or of a negative number, zero to a negative power, a
+// negative number to a fractional power), and a result too large for a
+// double is "value out of range: overflow". The unary functions call the
+// chosen math function per row through a function value: their own cost
+// (a square root, a logarithm) dwarfs the call.
+
+// The mathematical functions.
+const (
+	FnSqrt  = "sqrt"  // sqrt(x) [1]
+	FnCbrt  = "cbrt"  // cbrt(x) [1]
+	FnExp   = "exp"   // exp(x) [1]
+	FnLn    = "ln"    // ln(x) [1]
+	FnLog10 = "log10" // log10(x) [1]
+	FnPower = "power" // power(x, y) [2]
+	FnCeil  = "ceil"  // ceil(x) [1]
+	FnFloor = "floor" // floor(x) [1]
+	FnTrunc = "trunc" // trunc(x) [1]
+)
+
+// mathFuncs are the unary functions: the function and its domain check
+// ("" when x is in its domain).
+var mathFuncs = map[string]struct {
+	f      func(float64) float64
+	domain func(float64) string
+}{
+	FnSqrt: {math.Sqrt, func(x float64) string {
+		if x < 0 {
+			return "cannot take square root of a negative number"
+		}
+		return ""
+	}},
+	FnCbrt:  {math.Cbrt, nil},
+	FnExp:   {math.Exp, nil},
+	FnLn:    {math.Log, logDomain},
+	FnLog10: {math.Log10, logDomain},
+	FnCeil:  {math.Ceil, nil},
+	FnFloor: {math.Floor, nil},
+	FnTrunc: {math.Trunc, nil},
+}
+
+func logDomain(x float64) string {
+	switch {
+	case x == 0:
+		return "cannot take logarithm of zero"
+	case x < 0:
+		return "cannot take logarithm of a negative number"
+	}
+	return ""
+}
+
+// IsMathFunc reports whether fn is one of the functions of this file.
+func IsMathFunc(fn string) bool {
+	_, ok := mathFuncs[fn]
+	return ok || fn == FnPower
+}
+
+func (c *compiler) compileMath(e *Expr, args []node, desc string) (node, error) {
+	want := 1
+	if e.Fn == FnPower {
+		want = 2
+	}
+	if err := arity(e, want, want); err != nil {
+		return nil, err
+	}
+	f64 := arrow.PrimitiveTypes.Float64
+	for i, a := range args {
+		if !IsNumeric(a.dt()) && a.dt().ID() != arrow.NULL {
+			return nil, nferr.Queryf("function %s(%s) does not exist in %s", e.Fn, TypeName(a.dt()), desc)
+		}
+		var err error
+		if args[i], err = c.cast(a, f64, desc); err != nil {
+			return nil, err
+		}
+	}
+	f := &funcNode{desc: desc, t: f64, args: args}
+	if e.Fn == FnPower {
+		f.run = powerKernel
+		return f, nil
+	}
+	m := mathFuncs[e.Fn]
+	f.run = func(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
+		out.f64 = Grow(out.f64, n)
+		a := in[0].f64
+		bad := ""
+		each(sel, n, func(i int32) {
+			x := a[i]
+			if m.domain != nil && bad == "" {
+				bad = m.domain(x)
+			}
+			out.f64[i] = m.f(x)
+		})
+		if bad != "" {
+			return errAt(bad, f.desc)
+		}
+		return checkFinite(out.f64, a, sel, n, f.desc)
+	}
+	return f, nil
+}
+
+func powerKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
+	out.f64 = Grow(out.f64, n)
+	x, y := in[0].f64, in[1].f64
+	bad := ""
+	each(sel, n, func(i int32) {
+		switch {
+		case x[i] == 0 && y[i] < 0:
+			bad = "zero raised to a negative power is undefined"
+		case x[i] < 0 && y[i] != math.Trunc(y[i]):
+			bad = "a negative number raised to a non-integer power yields a complex result"
+		}
+		out.f64[i] = math.Pow(x[i], y[i])
+	})
+	if bad != "" {
+		return errAt(bad, f.desc)
+	}
+	return checkFinite(out.f64, x, sel, n, f.desc)
+}
+
+// checkFinite fails on a result that overflowed to infinity from a finite
+// argument (PostgreSQL's "value out of range: overflow").
+func checkFinite(out, arg []float64, sel []int32, n int, desc string) error {
+	bad := false
+	each(sel, n, func(i int32) {
+		bad = bad || (math.IsInf(out[i], 0) && !math.IsInf(arg[i], 0))
+	})
+	if bad {
+		return errAt("value out of range: overflow", desc)
+	}
+	return nil
+}
