@@ -3,7 +3,9 @@ package bind
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nicflow/nicflow/engine/plan"
 	"github.com/nicflow/nicflow/exec/expr"
@@ -283,6 +285,10 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 //	starts_with(s, p)    substring(s, 1, length(p)) = p
 //	ends_with(s, p)      right(s, length(p)) = p
 //	floor/ceil/trunc(d)  of a decimal, exactly: round(d) and one step when it went the wrong way
+//	current_date         the statement's date (UTC)
+//	date_part(f, d)      EXTRACT(f FROM d)
+//	date_trunc(f, d)     of a date: d less the days into its week, month, quarter or year
+//	make_date(y, m, d)   CAST(y || '-' || m || '-' || d AS DATE)
 func rewriteFunc(x *sql.FuncCall, args []plan.Expr) (sql.Expr, error) {
 	a := x.Args
 	pos := x.Pos
@@ -343,6 +349,55 @@ func rewriteFunc(x *sql.FuncCall, args []plan.Expr) (sql.Expr, error) {
 			part = call("right", a[0], call("length", a[1]))
 		}
 		return bin("=", part, a[1]), nil
+	case "current_date":
+		if len(a) != 0 {
+			return nil, fmt.Errorf("current_date takes no arguments")
+		}
+		// The statement's date, in UTC (there is no session time zone
+		// yet), fixed when the statement is bound.
+		return &sql.TypedLiteral{Pos: pos, Type: &sql.TypeName{Pos: pos, Name: "date"}, Value: time.Now().UTC().Format("2006-01-02")}, nil
+	case "date_part", "date_trunc":
+		if err := two(); err != nil {
+			return nil, err
+		}
+		f, ok := a[0].(*sql.Literal)
+		if !ok || f.Kind != sql.LitString {
+			return nil, fmt.Errorf("the field of %s must be a string constant", x.Name.Name)
+		}
+		field := strings.ToLower(f.Text)
+		if x.Name.Name == "date_part" {
+			return &sql.Extract{Pos: pos, Field: field, X: a[1]}, nil
+		}
+		if t := args[1].Type(); !plan.IsDate(t) && !plan.IsNullType(t) {
+			return nil, fmt.Errorf("date_trunc(%s) is not supported yet (dates only)", plan.TypeString(t))
+		}
+		d := a[1]
+		back := func(f string, minus int) sql.Expr { // d less (f of d) - minus days
+			ex := &sql.Extract{Pos: pos, Field: f, X: d}
+			return bin("-", d, bin("-", ex, lit(strconv.Itoa(minus))))
+		}
+		switch field {
+		case "day":
+			return d, nil
+		case "week":
+			return back("isodow", 1), nil
+		case "month":
+			return back("day", 1), nil
+		case "year":
+			return back("doy", 1), nil
+		case "quarter":
+			// The first day of the month (month - 1) / 3 * 3 + 1.
+			year := &sql.Extract{Pos: pos, Field: "year", X: d}
+			month := bin("+", bin("*", bin("/", bin("-", &sql.Extract{Pos: pos, Field: "month", X: d}, lit("1")), lit("3")), lit("3")), lit("1"))
+			return call("make_date", year, month, lit("1")), nil
+		}
+		return nil, fmt.Errorf("date_trunc: unit %q is not supported for dates (want day, week, month, quarter or year)", field)
+	case "make_date":
+		if len(a) != 3 {
+			return nil, fmt.Errorf("function make_date takes 3 arguments, got %d", len(a))
+		}
+		text := bin("||", bin("||", bin("||", bin("||", a[0], &sql.Literal{Pos: pos, Kind: sql.LitString, Text: "-"}), a[1]), &sql.Literal{Pos: pos, Kind: sql.LitString, Text: "-"}), a[2])
+		return &sql.Cast{Pos: pos, X: text, Type: &sql.TypeName{Pos: pos, Name: "date"}}, nil
 	case "floor", "ceil", "ceiling", "trunc":
 		if len(args) != 1 || !plan.IsDecimal(args[0].Type()) {
 			return nil, nil

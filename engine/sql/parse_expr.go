@@ -423,7 +423,15 @@ func (p *parser) parseKeywordExpr(t token) (Expr, error) {
 			p.next()
 			return p.parseFuncCall(Ident{Pos: t.pos, Name: t.text})
 		}
-	case "current_date", "current_timestamp", "current_time":
+	case "current_date":
+		// CURRENT_DATE (and current_date(), as it prints).
+		p.next()
+		if p.isOp("(") && isOpTok(p.peekAt(1), ")") {
+			p.next()
+			p.next()
+		}
+		return &FuncCall{Pos: t.pos, Name: Ident{Pos: t.pos, Name: "current_date"}}, nil
+	case "current_timestamp", "current_time":
 		return nil, p.errAt(t, "%s is not supported", strings.ToUpper(t.text))
 	}
 	return nil, p.errExpected("an expression")
