@@ -356,6 +356,25 @@ func rewriteFunc(x *sql.FuncCall, args []plan.Expr) (sql.Expr, error) {
 		// The statement's date, in UTC (there is no session time zone
 		// yet), fixed when the statement is bound.
 		return &sql.TypedLiteral{Pos: pos, Type: &sql.TypeName{Pos: pos, Name: "date"}, Value: time.Now().UTC().Format("2006-01-02")}, nil
+	case "concat_ws":
+		// concat_ws(sep, a, b, ...): the non-NULL values joined by sep:
+		// substring(coalesce(sep || a, '') || coalesce(sep || b, '') ...,
+		// length(sep) + 1).
+		if len(a) < 2 {
+			return nil, fmt.Errorf("function concat_ws takes a separator and at least one value")
+		}
+		empty := &sql.Literal{Pos: pos, Kind: sql.LitString, Text: ""}
+		var joined sql.Expr
+		for _, v := range a[1:] {
+			text := &sql.Cast{Pos: pos, X: v, Type: &sql.TypeName{Pos: pos, Name: "text"}}
+			part := call("coalesce", bin("||", a[0], text), empty)
+			if joined == nil {
+				joined = part
+			} else {
+				joined = bin("||", joined, part)
+			}
+		}
+		return call("substring", joined, bin("+", call("length", a[0]), lit("1"))), nil
 	case "date_part", "date_trunc":
 		if err := two(); err != nil {
 			return nil, err
@@ -1057,6 +1076,25 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			}
 		}
 		return plan.NewCall(fn, plan.TypFloat64, args...), nil
+	case "replace", "repeat", "reverse", "lpad", "rpad", "initcap", "md5", "split_part":
+		sig := map[string]string{"replace": "sss", "repeat": "si", "reverse": "s", "lpad": "sis", "rpad": "sis", "initcap": "s", "md5": "s", "split_part": "ssi"}[name]
+		lo := len(sig)
+		if name == "lpad" || name == "rpad" {
+			lo = 2
+		}
+		if err := arity(lo, len(sig)); err != nil {
+			return nil, err
+		}
+		for i := range args {
+			check := str
+			if sig[i] == 'i' {
+				check = integer
+			}
+			if err := check(i); err != nil {
+				return nil, err
+			}
+		}
+		return plan.NewCall(name, plan.TypString, args...), nil
 	case "pi":
 		if err := arity(0, 0); err != nil {
 			return nil, err

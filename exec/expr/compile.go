@@ -1183,6 +1183,8 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 		n, err = c.compileExtract(args, desc)
 	case FnSqrt, FnCbrt, FnExp, FnLn, FnLog10, FnPower, FnCeil, FnFloor, FnTrunc:
 		n, err = c.compileMath(e, args, desc)
+	case FnReplace, FnRepeat, FnReverse, FnLPad, FnRPad, FnInitCap, FnMD5, FnSplitPart:
+		n, err = c.compileMoreString(e, args, desc)
 	default:
 		return nil, nferr.Queryf("unknown function %q in %s", e.Fn, desc)
 	}
