@@ -1112,6 +1112,21 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			args[i], _ = plan.Coerce(args[i], t)
 		}
 		return plan.NewCall(plan.FnCoalesce, t, args...), nil
+	case "greatest", "least":
+		if n == 0 {
+			return nil, fmt.Errorf("%s needs at least one argument", name)
+		}
+		t, ok := plan.CommonTypeOf(plan.TypNull, args...)
+		if !ok {
+			return nil, fmt.Errorf("%s types cannot be matched: %s", strings.ToUpper(name), typeList(args))
+		}
+		for i := range args {
+			var err error
+			if args[i], err = plan.Coerce(args[i], t); err != nil {
+				return nil, err
+			}
+		}
+		return plan.NewCall(name, t, args...), nil
 	case "nullif":
 		if err := arity(2, 2); err != nil {
 			return nil, err

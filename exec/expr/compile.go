@@ -1185,6 +1185,8 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 		n, err = c.compileMath(e, args, desc)
 	case FnReplace, FnRepeat, FnReverse, FnLPad, FnRPad, FnInitCap, FnMD5, FnSplitPart:
 		n, err = c.compileMoreString(e, args, desc)
+	case FnGreatest, FnLeast:
+		n, err = c.compileExtreme(e, args, desc)
 	default:
 		return nil, nferr.Queryf("unknown function %q in %s", e.Fn, desc)
 	}
