@@ -12,6 +12,7 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -32,6 +33,7 @@ type sqlFlags struct {
 	parallel    int
 	batchSize   int
 	file        string
+	command     string
 	create      bool
 	cpuprofile  string
 }
@@ -55,12 +57,15 @@ settings are refused.
 Where the SQL comes from:
   "SQL"        the argument: one or more statements separated by ';' (put
                -- before SQL that starts with a dash, such as a comment)
+  -c "SQL"     the same, whatever it starts with
   -f FILE      a script file
   stdin        when it is not a terminal (a pipe or a file)
   prompt       otherwise: an interactive "nicflow> " prompt; a statement may
                span lines and runs at ';'; \q (or Ctrl-D) quits; errors are
                printed and the prompt continues; Ctrl-C cancels the running
-               query, not the shell
+               query, not the shell; \d lists the tables, \d NAME
+               describes one, \timing toggles each statement's time, \?
+               lists these
 
 Every row-returning statement prints its rows (--format):
   table   aligned columns with a header and a row count; NULL shown as NULL
@@ -71,12 +76,16 @@ as YYYY-MM-DD, doubles in shortest round-trip form. Statements without rows
 print their status (CREATE TABLE, INSERT 5, ...) on stdout in table format,
 on stderr in csv and json so that stdout holds only data.
 
-Statements: SELECT (joins, subqueries, CTEs, window functions, set
-operations), VALUES, CREATE/DROP TABLE, CREATE TABLE AS, INSERT INTO ...
-SELECT/VALUES, COPY t FROM 'file' [WITH (FORMAT csv|tbl|parquet, HEADER,
-DELIMITER 'c', NULL 'text')], CREATE EXTERNAL TABLE t STORED AS PARQUET
-LOCATION 'dir', CREATE/DROP VIEW (views live for the session), EXPLAIN
-[ANALYZE] [VERBOSE], SHOW TABLES, DESCRIBE t.
+Statements (docs/sql.md): SELECT (joins, subqueries of any shape, WITH
+[RECURSIVE], window functions, set operations, GROUPING SETS), VALUES,
+CREATE/DROP TABLE (PRIMARY KEY, UNIQUE, NOT NULL, DEFAULT, CHECK), CREATE
+TABLE AS, INSERT INTO ... SELECT/VALUES [ON CONFLICT DO NOTHING],
+UPDATE [... FROM], DELETE [... USING] (each with RETURNING), COPY t FROM
+'file' [WITH (FORMAT csv|tbl|parquet, HEADER, DELIMITER 'c', NULL
+'text')], CREATE EXTERNAL TABLE t STORED AS PARQUET LOCATION 'dir',
+CREATE/DROP VIEW and INDEX (stored in the database), EXPLAIN [ANALYZE]
+[VERBOSE], SHOW TABLES, DESCRIBE t; information_schema and pg_catalog
+describe the database.
 
 Settings (SET name = value; SHOW name): memory_limit (what does not fit
 spills to spill_dir), parallelism, batch_size, spill_dir (a directory, or
@@ -113,6 +122,7 @@ func init() {
 	f.IntVar(&sqlF.batchSize, "batch-size", 0, fmt.Sprintf("rows per batch (default %d)", exec.DefaultBatchSize))
 	addSpillFlags(f, &sqlF.spill)
 	f.StringVarP(&sqlF.file, "file", "f", "", "read the SQL script from FILE")
+	f.StringVarP(&sqlF.command, "command", "c", "", "run this SQL (one or more statements; it may start with a comment or a dash)")
 	f.BoolVar(&sqlF.create, "create", false, "create the database in DIR if it holds none")
 	f.StringVar(&sqlF.cpuprofile, "cpuprofile", "", "write a CPU profile (pprof) to this file")
 	f.MarkHidden("cpuprofile")
@@ -233,8 +243,14 @@ func runSQL(ctx context.Context, fl sqlFlags, args []string, stdin *os.File, std
 	if err := checkFormat(fl.format, formatTable, formatCSV, formatJSON); err != nil {
 		return err
 	}
-	if fl.file != "" && len(args) > 0 {
-		return usagef("give the SQL either as an argument or with -f, not both")
+	sources := 0
+	for _, given := range []bool{fl.file != "", fl.command != "", len(args) > 0} {
+		if given {
+			sources++
+		}
+	}
+	if sources > 1 {
+		return usagef("give the SQL one way: as an argument, with -c or with -f")
 	}
 	if fl.cluster != "" {
 		if err := checkClusterSQLFlags(fl); err != nil {
@@ -259,6 +275,8 @@ func runSQL(ctx context.Context, fl sqlFlags, args []string, stdin *os.File, std
 			return nferr.IOf("reading %s: %w", fl.file, err)
 		}
 		script = string(b)
+	case fl.command != "":
+		script = fl.command
 	case len(args) > 0:
 		script = strings.Join(args, " ")
 	case stdin != nil && !term.IsTerminal(int(stdin.Fd())):
@@ -386,6 +404,7 @@ func runPrompt(where string, run func(ctx context.Context, text string) error, s
 		close(lines)
 	}()
 	var buf strings.Builder
+	timing := false
 	prompt := func() {
 		if buf.Len() == 0 {
 			fmt.Fprint(stdout, "nicflow> ")
@@ -415,6 +434,17 @@ func runPrompt(where string, run func(ctx context.Context, text string) error, s
 			if buf.Len() == 0 && strings.TrimSpace(line) == `\q` {
 				return nil
 			}
+			if cmd := strings.TrimSpace(line); buf.Len() == 0 && strings.HasPrefix(cmd, `\`) {
+				sqlText, msg := metaCommand(cmd, &timing)
+				if msg != "" {
+					fmt.Fprintln(stdout, msg)
+				}
+				if sqlText == "" {
+					prompt()
+					continue
+				}
+				line = sqlText
+			}
 			buf.WriteString(line)
 			buf.WriteByte('\n')
 			if !statementComplete(buf.String()) {
@@ -425,6 +455,7 @@ func runPrompt(where string, run func(ctx context.Context, text string) error, s
 			buf.Reset()
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
+			started := time.Now()
 			go func() { done <- run(ctx, text) }()
 			var err error
 		wait:
@@ -448,9 +479,37 @@ func runPrompt(where string, run func(ctx context.Context, text string) error, s
 					fmt.Fprintf(stderr, "error: %v\n", err)
 				}
 			}
+			if timing {
+				fmt.Fprintf(stdout, "Time: %.3f ms\n", float64(time.Since(started).Microseconds())/1000)
+			}
 			prompt()
 		}
 	}
+}
+
+// metaCommand runs a prompt's backslash command: the SQL it stands for
+// ("" for none) and what to print.
+func metaCommand(cmd string, timing *bool) (sqlText, msg string) {
+	f := strings.Fields(cmd)
+	switch f[0] {
+	case `\d`:
+		if len(f) == 1 {
+			return "SHOW TABLES;", ""
+		}
+		return "DESCRIBE " + f[1] + ";", ""
+	case `\timing`:
+		*timing = !*timing
+		if *timing {
+			return "", "Timing is on."
+		}
+		return "", "Timing is off."
+	case `\?`:
+		return "", `\d           list the tables
+\d NAME      describe a table or view
+\timing      print each statement's time (toggle)
+\q           quit`
+	}
+	return "", fmt.Sprintf("unknown command %s (\\? lists the commands)", f[0])
 }
 
 // statementComplete reports whether text ends with a ';' outside quotes

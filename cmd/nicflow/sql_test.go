@@ -43,6 +43,48 @@ func TestPrompt(t *testing.T) {
 	}
 }
 
+// The prompt's backslash commands: \d, \d NAME, \timing, \? and an
+// unknown one.
+func TestPromptCommands(t *testing.T) {
+	sess, err := engine.Open(t.TempDir(), engine.Options{Parallelism: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	in := strings.NewReader("create table tt (a integer);\n\\d\n\\d tt\n\\timing\nselect 1;\n\\timing\n\\?\n\\nope\n")
+	var out, errb bytes.Buffer
+	if err := sessionPrompt(sess, formatTable, in, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	o := out.String()
+	for _, want := range []string{" tt", "Timing is on.", "Time: ", "Timing is off.", `\timing      print`, `unknown command \nope`} {
+		if !strings.Contains(o, want) {
+			t.Errorf("prompt output lacks %q:\n%s", want, o)
+		}
+	}
+	if strings.Count(o, "Time: ") != 1 {
+		t.Errorf("timing printed %d times, want once:\n%s", strings.Count(o, "Time: "), o)
+	}
+	if !strings.Contains(o, "integer") {
+		t.Errorf("\\d tt did not describe the table:\n%s", o)
+	}
+}
+
+// -c takes SQL that starts with a comment; it is one of three ways.
+func TestSQLCommandFlag(t *testing.T) {
+	db := t.TempDir() + "/db"
+	var out, errb bytes.Buffer
+	if err := runSQL(context.Background(), sqlFlags{dir: db, format: formatCSV, command: "-- a comment\nselect 7 as x", create: true}, nil, nil, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "x\n7\n" {
+		t.Errorf("out %q", out.String())
+	}
+	if err := runSQL(context.Background(), sqlFlags{dir: db, format: formatCSV, command: "select 1"}, []string{"select 2"}, nil, &out, &errb); err == nil {
+		t.Error("both -c and an argument: no error")
+	}
+}
+
 func TestSQLFromFileAndStdin(t *testing.T) {
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
