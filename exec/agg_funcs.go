@@ -907,10 +907,16 @@ func (f *minMaxBytesFn) merge(gids []uint32, st []arrow.Array, sel []int32, n in
 }
 
 func (f *minMaxBytesFn) result(alloc memory.Allocator, start, end int) (arrow.Array, error) {
-	n := end - start
+	return stringsArray(alloc, f.dt, f.vals[start:end], f.seen[start:end]), nil
+}
+
+// stringsArray builds a string array of type dt from per-group values,
+// NULL where seen is false.
+func stringsArray[S ~string | ~[]byte](alloc memory.Allocator, dt arrow.DataType, vals []S, seen []bool) arrow.Array {
+	n := len(vals)
 	total := 0
-	for g := start; g < end; g++ {
-		total += len(f.vals[g])
+	for _, v := range vals {
+		total += len(v)
 	}
 	ob := newBuffer(alloc, (n+1)*4)
 	offs := castBytes[int32](ob.Bytes())
@@ -918,16 +924,16 @@ func (f *minMaxBytesFn) result(alloc memory.Allocator, start, end int) (arrow.Ar
 	data := db.Bytes()
 	w := validityWriter{alloc: alloc, n: n}
 	pos := 0
-	for g := start; g < end; g++ {
-		offs[g-start] = int32(pos)
-		if !f.seen[g] {
-			w.setNull(g - start)
+	for g, v := range vals {
+		offs[g] = int32(pos)
+		if !seen[g] {
+			w.setNull(g)
 			continue
 		}
-		pos += copy(data[pos:], f.vals[g])
+		pos += copy(data[pos:], v)
 	}
 	offs[n] = int32(pos)
-	return makeArray(f.dt, n, w.nulls, w.buf, ob, db), nil
+	return makeArray(dt, n, w.nulls, w.buf, ob, db)
 }
 
 func (f *minMaxBytesFn) partial(alloc memory.Allocator, start, end int) []arrow.Array {

@@ -60,27 +60,7 @@ func (f *stringAggFn) merge(gids []uint32, st []arrow.Array, sel []int32, n int)
 }
 
 func (f *stringAggFn) result(alloc memory.Allocator, start, end int) (arrow.Array, error) {
-	n := end - start
-	total := 0
-	for g := start; g < end; g++ {
-		total += len(f.bufs[g])
-	}
-	ob := newBuffer(alloc, (n+1)*4)
-	offs := castBytes[int32](ob.Bytes())
-	db := newBuffer(alloc, total)
-	data := db.Bytes()
-	w := validityWriter{alloc: alloc, n: n}
-	pos := 0
-	for g := start; g < end; g++ {
-		offs[g-start] = int32(pos)
-		if !f.seen[g] {
-			w.setNull(g - start)
-			continue
-		}
-		pos += copy(data[pos:], f.bufs[g])
-	}
-	offs[n] = int32(pos)
-	return makeArray(arrow.BinaryTypes.String, n, w.nulls, w.buf, ob, db), nil
+	return stringsArray(alloc, arrow.BinaryTypes.String, f.bufs[start:end], f.seen[start:end]), nil
 }
 
 func (f *stringAggFn) partial(alloc memory.Allocator, start, end int) []arrow.Array {

@@ -242,19 +242,22 @@ func (p *parser) parseValues() (*Values, error) {
 	}
 }
 
-func (p *parser) parseExprList() ([]Expr, error) {
-	var list []Expr
+// commaList parses one or more items with one, separated by commas.
+func commaList[T any](p *parser, one func() (T, error)) ([]T, error) {
+	var out []T
 	for {
-		e, err := p.parseExpr()
+		it, err := one()
 		if err != nil {
 			return nil, err
 		}
-		list = append(list, e)
+		out = append(out, it)
 		if !p.acceptOp(",") {
-			return list, nil
+			return out, nil
 		}
 	}
 }
+
+func (p *parser) parseExprList() ([]Expr, error) { return commaList(p, p.parseExpr) }
 
 func (p *parser) parseSelect() (*Select, error) {
 	start := p.next() // SELECT
@@ -363,19 +366,7 @@ func (p *parser) parseObjNameUntilStar() (ObjName, error) {
 
 // parseFromList parses the comma-separated entries of a FROM (or of
 // UPDATE's FROM and DELETE's USING).
-func (p *parser) parseFromList() ([]TableExpr, error) {
-	var out []TableExpr
-	for {
-		te, err := p.parseTableRef()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, te)
-		if !p.acceptOp(",") {
-			return out, nil
-		}
-	}
-}
+func (p *parser) parseFromList() ([]TableExpr, error) { return commaList(p, p.parseTableRef) }
 
 // parseTableRef parses a FROM entry: a primary followed by any joins.
 func (p *parser) parseTableRef() (TableExpr, error) {

@@ -334,17 +334,7 @@ func (p *parser) parseReturning() ([]*SelectItem, error) {
 	if !p.acceptKw("returning") {
 		return nil, nil
 	}
-	var items []*SelectItem
-	for {
-		it, err := p.parseSelectItem()
-		if err != nil {
-			return nil, err
-		}
-		items = append(items, it)
-		if !p.acceptOp(",") {
-			return items, nil
-		}
-	}
+	return commaList(p, p.parseSelectItem)
 }
 
 // parseTargetTable parses "name [[AS] alias]" of UPDATE and DELETE.

@@ -44,12 +44,8 @@ func (c *compiler) compileExtreme(e *Expr, args []node, desc string) (node, erro
 	}
 	x := &extremeNode{t: t, greatest: e.Fn == FnGreatest}
 	x.k, _ = kindOf(t)
-	for _, a := range args {
-		n, err := c.cast(a, t, desc)
-		if err != nil {
-			return nil, err
-		}
-		x.args = append(x.args, n)
+	if x.args, err = c.castAll(args, t, desc); err != nil {
+		return nil, err
 	}
 	switch x.k {
 	case pNull:

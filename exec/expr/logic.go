@@ -686,6 +686,19 @@ type coalesceNode struct {
 	nl    []bool
 }
 
+// castAll casts every node of args to t.
+func (c *compiler) castAll(args []node, t arrow.DataType, desc string) ([]node, error) {
+	out := make([]node, len(args))
+	for i, a := range args {
+		n, err := c.cast(a, t, desc)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
 func (c *compiler) compileCoalesce(args []node, desc string) (node, error) {
 	t, err := resultType(args, desc)
 	if err != nil {
@@ -693,12 +706,8 @@ func (c *compiler) compileCoalesce(args []node, desc string) (node, error) {
 	}
 	x := &coalesceNode{t: t}
 	x.k, _ = kindOf(t)
-	for _, a := range args {
-		n, err := c.cast(a, t, desc)
-		if err != nil {
-			return nil, err
-		}
-		x.args = append(x.args, n)
+	if x.args, err = c.castAll(args, t, desc); err != nil {
+		return nil, err
 	}
 	x.rems = make([][]int32, len(args))
 	return x, nil
