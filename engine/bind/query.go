@@ -1,6 +1,7 @@
 package bind
 
 import (
+	"math"
 	"strconv"
 	"strings"
 
@@ -433,8 +434,90 @@ func (b *binder) tableExpr(te sql.TableExpr, s *scope) (plan.Plan, []*scopeItem,
 		return plan, []*scopeItem{it}, nil
 	case *sql.Join:
 		return b.join(t, s)
+	case *sql.TableFunc:
+		return b.tableFunc(t)
 	}
 	return nil, nil, b.errorf(te, "unsupported FROM entry %T", te)
+}
+
+// tableFunc binds a function in FROM: generate_series(start, stop [,
+// step]) (PostgreSQL: stop included) and range([start,] stop [, step])
+// (DuckDB: stop excluded), over BIGINT constants; a NULL argument gives
+// no row. The column is named after the function, or after the alias when
+// the alias has no column list (as PostgreSQL names it).
+func (b *binder) tableFunc(t *sql.TableFunc) (plan.Plan, []*scopeItem, error) {
+	name := t.Name.Name
+	lo, hi := 2, 3
+	switch name {
+	case "generate_series":
+	case "range":
+		lo = 1
+	default:
+		return nil, nil, b.errorf(t, "table function %s does not exist (generate_series and range do)", name)
+	}
+	if len(t.Args) < lo || len(t.Args) > hi {
+		return nil, nil, b.errorf(t, "%s takes %d to %d arguments, got %d", name, lo, hi, len(t.Args))
+	}
+	var vals []int64
+	null := false
+	for _, a := range t.Args {
+		e, err := b.expr(a, &scope{}, &exprCtx{clause: "FROM"})
+		if err != nil {
+			return nil, nil, err
+		}
+		k, ok, err := plan.FoldToConst(plan.ResolveUntyped(e, plan.TypInt64))
+		if err != nil {
+			return nil, nil, b.errorf(a, "%v", err)
+		}
+		if !ok || (!plan.IsInteger(k.Typ) && !k.IsNull()) {
+			return nil, nil, b.errorf(a, "the arguments of %s must be integer constants", name)
+		}
+		if k.IsNull() {
+			null = true
+			vals = append(vals, 0)
+			continue
+		}
+		vals = append(vals, plan.ConstInt(k))
+	}
+	if name == "range" && len(vals) == 1 {
+		vals = []int64{0, vals[0]}
+	}
+	start, stop, step := vals[0], vals[1], int64(1)
+	if len(vals) == 3 {
+		step = vals[2]
+	}
+	if step == 0 {
+		return nil, nil, b.errorf(t, "step size cannot equal zero")
+	}
+	if name == "range" {
+		// Exclusive: the last value is one step short of stop.
+		switch {
+		case step > 0 && stop == math.MinInt64, step < 0 && stop == math.MaxInt64:
+			null = true
+		case step > 0:
+			stop--
+		default:
+			stop++
+		}
+	}
+	if null {
+		start, stop, step = 1, 0, 1
+	}
+	col, alias := name, name
+	var aliasCols []sql.Ident
+	if t.Alias != nil {
+		alias, aliasCols = t.Alias.Name.Name, t.Alias.Columns
+		if len(aliasCols) == 0 {
+			col = alias
+		}
+	}
+	node := &plan.SeriesNode{Start: start, Stop: stop, Step: step, Col: b.newCol(col, alias, plan.TypInt64, false)}
+	it, err := b.aliasItem(node.Columns(), []string{col}, alias, aliasCols, t, "function "+name)
+	if err != nil {
+		return nil, nil, err
+	}
+	node.Col.Name = it.cols[0].Name
+	return node, []*scopeItem{it}, nil
 }
 
 // aliasItem names the columns of a relation for its scope item, applying

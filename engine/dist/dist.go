@@ -567,7 +567,7 @@ func (d *distPlanner) walkNode(n *phys.PhysNode) (frag, error) {
 			}
 		}
 		return f, nil
-	case phys.PhysValues:
+	case phys.PhysValues, phys.PhysSeries:
 		return frag{n: with(n, 1), pure: true}, nil
 	case phys.PhysSharedScan:
 		def := d.sharedDef(n.Shared.Def)

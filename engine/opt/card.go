@@ -305,6 +305,12 @@ func (e *Estimator) compute(p plan.Plan) *RelStats {
 		return out
 	case *plan.ValuesNode:
 		return distinctRows(n.Cols, float64(len(n.Rows)))
+	case *plan.SeriesNode:
+		rows := 0.0
+		if n.Step != 0 && (n.Step > 0) == (n.Stop >= n.Start) {
+			rows = math.Abs(float64(n.Stop)-float64(n.Start))/math.Abs(float64(n.Step)) + 1
+		}
+		return distinctRows([]plan.Column{n.Col}, rows)
 	case *plan.RecursiveNode:
 		// A guess: ten runs of the term, each adding the anchor's rows.
 		rows := math.Max(e.stats(n.Anchor).Rows, 1) * 10

@@ -216,6 +216,8 @@ func (e *explainer) node(p plan.Plan, depth int) {
 			items[i] = e.colList([]plan.Column{n.FuncCols[i]}) + " := " + s + strings.Join(parts, " ") + ")"
 		}
 		line = "Window [" + strings.Join(items, ", ") + "]"
+	case *plan.SeriesNode:
+		line = fmt.Sprintf("Series %d to %d step %d [%s]", n.Start, n.Stop, n.Step, e.colList([]plan.Column{n.Col}))
 	case *plan.ValuesNode:
 		line = fmt.Sprintf("Values %d rows", len(n.Rows))
 		if len(n.Cols) > 0 {

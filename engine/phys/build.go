@@ -370,6 +370,12 @@ func instantiate(n *PhysNode, ins [][]exec.Operator) ([]exec.Operator, error) {
 			return nil, err
 		}
 		return []exec.Operator{v}, nil
+	case PhysSeries:
+		v, err := exec.NewSeries(*n.Series)
+		if err != nil {
+			return nil, err
+		}
+		return []exec.Operator{v}, nil
 	case PhysFilter:
 		return one(func(in exec.Operator, _ int) (exec.Operator, error) { return exec.NewFilter(in, *n.Filter) })
 	case PhysProject:
@@ -546,7 +552,7 @@ func checkNode(n *PhysNode, depth int, defs map[int]bool) error {
 	if n.Streams < 1 || n.Streams > MaxParallelism {
 		return nferr.Dataf("physical plan: %s node %d has %d streams (want 1..%d)", n.Kind, n.ID, n.Streams, MaxParallelism)
 	}
-	inputs, ok := map[PhysKind]int{PhysScan: 0, PhysValues: 0, PhysSharedScan: 0, PhysWorkScan: 0, PhysRemote: 0, PhysHashJoin: 2, PhysNLJoin: 2}[n.Kind]
+	inputs, ok := map[PhysKind]int{PhysScan: 0, PhysValues: 0, PhysSeries: 0, PhysSharedScan: 0, PhysWorkScan: 0, PhysRemote: 0, PhysHashJoin: 2, PhysNLJoin: 2}[n.Kind]
 	if !ok {
 		inputs = 1
 	}
@@ -563,6 +569,8 @@ func checkNode(n *PhysNode, depth int, defs map[int]bool) error {
 		spec = n.Scan != nil
 	case PhysValues:
 		spec = n.Values != nil
+	case PhysSeries:
+		spec = n.Series != nil && n.Series.Step != 0 && n.Streams == 1
 	case PhysFilter:
 		spec = n.Filter != nil
 	case PhysProject:

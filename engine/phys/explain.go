@@ -185,6 +185,8 @@ func physLine(n *PhysNode) string {
 		return s
 	case PhysValues:
 		return fmt.Sprintf("Values %d rows", len(n.Values.Rows))
+	case PhysSeries:
+		return fmt.Sprintf("Series %d to %d step %d", n.Series.Start, n.Series.Stop, n.Series.Step)
 	case PhysFilter:
 		return "Filter " + n.Filter.String()
 	case PhysProject:

@@ -27,6 +27,7 @@ import (
 //	              (morsel-driven: an instance takes the next row group
 //	              when it finishes one, so skewed groups balance)
 //	values        1 stream
+//	series        1 stream: generate_series (Series)
 //	filter, project, hash_agg, sort, topn, limit, distinct, window,
 //	max_one_row, row_id, single_check
 //	              one operator per input stream (Streams = input's)
@@ -77,6 +78,7 @@ type PhysKind string
 const (
 	PhysScan        PhysKind = "scan"
 	PhysValues      PhysKind = "values"
+	PhysSeries      PhysKind = "series"
 	PhysFilter      PhysKind = "filter"
 	PhysProject     PhysKind = "project"
 	PhysHashAgg     PhysKind = "hash_agg"
@@ -157,6 +159,7 @@ type PhysNode struct {
 	Recursive   *RecursiveOp             `json:"recursive,omitempty"`
 	Work        *WorkOp                  `json:"work,omitempty"`
 	Apply       *ApplyOp                 `json:"apply,omitempty"`
+	Series      *exec.SeriesSpec         `json:"series,omitempty"`
 }
 
 // ApplyOp evaluates subquery Sub (one column) for each input row with its

@@ -244,6 +244,9 @@ func (pl *physPlanner) plan(p plan.Plan, need plan.ColSet) (*pnode, error) {
 		return pl.window(n, need)
 	case *plan.ValuesNode:
 		return pl.values(n)
+	case *plan.SeriesNode:
+		spec := &exec.SeriesSpec{Start: n.Start, Stop: n.Stop, Step: n.Step, Name: n.Col.QualifiedName()}
+		return pl.node(&PhysNode{Kind: PhysSeries, Streams: 1, Series: spec}, []plan.ColumnID{n.Col.ID}, float64(spec.Rows()))
 	case *plan.SharedScan:
 		return pl.sharedScan(n)
 	case *plan.RecursiveNode:

@@ -54,6 +54,7 @@ func (c Column) QualifiedName() string {
 //	               last run added until it adds none (inputs by position)
 //	*WorkScan      Cols (fresh IDs), the rows a RecursiveNode's last run
 //	               added, by position (only inside that node's Term)
+//	*SeriesNode    Col: generate_series(Start, Stop, Step), one row per value
 //	*ApplyNode     the input's columns then Col: Sub's one value for each
 //	               input row, Sub run with the row's Outer values (the
 //	               nested evaluation of a subquery no rule decorrelates)
@@ -362,6 +363,17 @@ type WorkScan struct {
 	Work *WorkTable
 	Cols []Column
 }
+
+// SeriesNode is generate_series(Start, Stop, Step) (and DuckDB's range):
+// Start, Start+Step, ... while not past Stop.
+type SeriesNode struct {
+	Start, Stop, Step int64
+	Col               Column
+}
+
+func (n *SeriesNode) Columns() []Column      { return []Column{n.Col} }
+func (n *SeriesNode) Inputs() []Plan         { return nil }
+func (n *SeriesNode) WithInputs([]Plan) Plan { c := *n; return &c }
 
 // ApplyNode evaluates a correlated scalar subquery row by row: for each
 // input row, Sub (one column, at most one row) runs with its references to

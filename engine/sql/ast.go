@@ -164,6 +164,14 @@ type TableName struct {
 	Alias *TableAlias
 }
 
+// TableFunc is a function in FROM (generate_series(1, 10) AS t(n)).
+type TableFunc struct {
+	Pos
+	Name  Ident
+	Args  []Expr
+	Alias *TableAlias
+}
+
 // DerivedTable is (query) [AS] alias [(columns)] in FROM.
 type DerivedTable struct {
 	Pos
@@ -670,6 +678,7 @@ func (*Values) bodyNode() {}
 
 func (*TableName) tableNode()    {}
 func (*DerivedTable) tableNode() {}
+func (*TableFunc) tableNode()    {}
 func (*Join) tableNode()         {}
 
 func (*ColumnRef) exprNode()    {}

@@ -634,6 +634,11 @@ func (d *deparser) table(t TableExpr) {
 		d.query(t.Query)
 		d.w(")")
 		d.alias(t.Alias)
+	case *TableFunc:
+		d.w(QuoteIdent(t.Name.Name) + "(")
+		d.exprList(t.Args)
+		d.w(")")
+		d.alias(t.Alias)
 	case *Join:
 		d.table(t.Left)
 		if t.Natural {

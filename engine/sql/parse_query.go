@@ -504,7 +504,23 @@ func (p *parser) parseTablePrimary() (TableExpr, error) {
 		return nil, err
 	}
 	if p.isOp("(") {
-		return nil, p.errAt(p.peek(), "table functions are not supported in FROM")
+		if len(name.Parts) != 1 {
+			return nil, p.errAt(p.peek(), "a table function name is not qualified")
+		}
+		p.next()
+		tf := &TableFunc{Pos: t.pos, Name: name.Parts[0]}
+		if !p.isOp(")") {
+			if tf.Args, err = p.parseExprList(); err != nil {
+				return nil, err
+			}
+		}
+		if _, err := p.expectOp(")"); err != nil {
+			return nil, err
+		}
+		if tf.Alias, err = p.parseTableAlias(); err != nil {
+			return nil, err
+		}
+		return tf, nil
 	}
 	tn := &TableName{Pos: t.pos, Name: name}
 	if tn.Alias, err = p.parseTableAlias(); err != nil {

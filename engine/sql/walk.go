@@ -65,6 +65,11 @@ func Walk(n Node, fn func(Node) bool) {
 		if n.Alias != nil {
 			Walk(n.Alias, fn)
 		}
+	case *TableFunc:
+		exprs(n.Args)
+		if n.Alias != nil {
+			Walk(n.Alias, fn)
+		}
 	case *Join:
 		Walk(n.Left, fn)
 		Walk(n.Right, fn)
