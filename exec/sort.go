@@ -35,6 +35,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/nicflow/nicflow/exec/expr"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -214,28 +215,10 @@ func intVecCmp[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64
 	return cmp.Compare(a[i], b[j])
 }
 
-// floatOrder compares floats with NaN above everything and -0 == +0.
-func floatOrder[T float32 | float64](a, b T) int {
-	an, bn := a != a, b != b
-	switch {
-	case an && bn:
-		return 0
-	case an:
-		return 1
-	case bn:
-		return -1
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 func floatVecCmp[T float32 | float64, U uint32 | uint64](x, y colVec, i, j int) int {
 	a := castSlice[T](x.(*fixedVec[U]).vals)
 	b := castSlice[T](y.(*fixedVec[U]).vals)
-	return floatOrder(a[i], b[j])
+	return expr.FloatOrder(a[i], b[j])
 }
 
 // bind returns a comparator of rows of store s on keys, with every key's
@@ -275,9 +258,9 @@ func bindKeyCmp(k sortKeyInfo, v colVec) cmpFn {
 		c = func(i, j int) int { return vals[i].cmp(vals[j]) }
 	case pcFloat:
 		if k.info.width == 4 {
-			c = boundCmp(castSlice[float32](v.(*fixedVec[uint32]).vals), floatOrder[float32])
+			c = boundCmp(castSlice[float32](v.(*fixedVec[uint32]).vals), expr.FloatOrder[float32])
 		} else {
-			c = boundCmp(castSlice[float64](v.(*fixedVec[uint64]).vals), floatOrder[float64])
+			c = boundCmp(castSlice[float64](v.(*fixedVec[uint64]).vals), expr.FloatOrder[float64])
 		}
 	case pcUint:
 		switch k.info.width {

@@ -3,7 +3,6 @@ package expr
 import (
 	"bytes"
 	"cmp"
-	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
@@ -64,7 +63,7 @@ func (c *compiler) compileExtreme(e *Expr, args []node, desc string) (node, erro
 		}
 	case pF64:
 		x.pick = func(x *extremeNode, sel []int32, n int) {
-			x.v.f64 = pickBest(x, sel, n, x.v.f64, func(v *vec) []float64 { return v.f64 }, cmpFloatNaNLast)
+			x.v.f64 = pickBest(x, sel, n, x.v.f64, func(v *vec) []float64 { return v.f64 }, FloatOrder[float64])
 		}
 	case pD128:
 		x.pick = func(x *extremeNode, sel []int32, n int) {
@@ -78,17 +77,22 @@ func (c *compiler) compileExtreme(e *Expr, args []node, desc string) (node, erro
 	return x, nil
 }
 
-// cmpFloatNaNLast orders NaN above every number.
-func cmpFloatNaNLast(a, b float64) int {
-	switch an, bn := math.IsNaN(a), math.IsNaN(b); {
+// FloatOrder compares floats with NaN above everything and -0 == +0.
+func FloatOrder[T float32 | float64](a, b T) int {
+	an, bn := a != a, b != b
+	switch {
 	case an && bn:
 		return 0
 	case an:
 		return 1
 	case bn:
 		return -1
+	case a < b:
+		return -1
+	case a > b:
+		return 1
 	}
-	return cmp.Compare(a, b)
+	return 0
 }
 
 func (x *extremeNode) dt() arrow.DataType { return x.t }
