@@ -11,12 +11,14 @@ PKGS    := ./...
 
 all: build
 
+# -buildvcs=auto: the binary records its commit (nicflow --version,
+# SELECT version()) when built from a git checkout.
 build:
-	$(GO) build -o $(BIN) ./cmd/nicflow
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/nicflow
 
 # One static binary for DPUs and ARM boards.
 build-arm64:
-	GOOS=linux GOARCH=arm64 $(GO) build -o bin/nicflow-linux-arm64 ./cmd/nicflow
+	GOOS=linux GOARCH=arm64 $(GO) build -buildvcs=auto -o bin/nicflow-linux-arm64 ./cmd/nicflow
 
 # The main job on the embedded default: generate TPC-H at SF (default 0.1)
 # and run the 22 queries, checking the answers.

@@ -16,14 +16,17 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"github.com/nicflow/nicflow/internal/buildinfo"
+
 	"github.com/spf13/cobra"
 
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
 var rootCmd = &cobra.Command{
-	Use:   "nicflow",
-	Short: "A distributed, Arrow-native SQL and dataflow engine for SmartNIC clusters",
+	Use:     "nicflow",
+	Version: buildinfo.Version(),
+	Short:   "A distributed, Arrow-native SQL and dataflow engine for SmartNIC clusters",
 	Long: `nicflow runs SQL over Parquet data, embedded in one process or spread over a
 cluster of small nodes (SmartNICs/DPUs, ARM boards, containers).
 

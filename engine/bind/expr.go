@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nicflow/nicflow/internal/buildinfo"
+
 	"github.com/nicflow/nicflow/engine/plan"
 	"github.com/nicflow/nicflow/exec/expr"
 
@@ -1095,6 +1097,11 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			}
 		}
 		return plan.NewCall(name, plan.TypString, args...), nil
+	case "version":
+		if err := arity(0, 0); err != nil {
+			return nil, err
+		}
+		return &plan.Const{Typ: plan.TypString, Val: buildinfo.SQLVersion()}, nil
 	case "pi":
 		if err := arity(0, 0); err != nil {
 			return nil, err
