@@ -720,6 +720,9 @@ func typeList(es []plan.Expr) string {
 // funcCall binds aggregates, window functions and scalar functions.
 func (b *binder) funcCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, error) {
 	name := x.Name.Name
+	if len(x.OrderBy) > 0 && (x.Over != nil || !isAggregateName(name)) {
+		return nil, b.errorf(x.OrderBy[0], "ORDER BY inside a call is only valid for aggregate functions without OVER")
+	}
 	if x.Over != nil {
 		return b.windowCall(x, s, ctx)
 	}
@@ -759,6 +762,38 @@ func (b *binder) funcCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, e
 	return plan.FoldNow(e), nil
 }
 
+// aggOrderBy binds an aggregate's ORDER BY into the SELECT's aggregate
+// context. Only string_agg's result depends on it (the others' ORDER BY
+// is checked and dropped); the string_aggs of one SELECT must give the
+// same ORDER BY, without DISTINCT.
+func (b *binder) aggOrderBy(x *sql.FuncCall, s *scope, ctx *exprCtx) error {
+	if x.Distinct {
+		return b.errorf(x.OrderBy[0], "%s(DISTINCT ... ORDER BY ...) is not supported", x.Name.Name)
+	}
+	keys := make([]plan.SortKey, len(x.OrderBy))
+	var text []string
+	for i, o := range x.OrderBy {
+		e, err := b.expr(o.Expr, s, &exprCtx{clause: "ORDER BY", inAgg: true})
+		if err != nil {
+			return err
+		}
+		keys[i] = sortKey(e, o)
+		text = append(text, fmt.Sprintf("%s|%v|%v", plan.ExprKey(e), keys[i].Desc, keys[i].NullsFirst))
+	}
+	if x.Name.Name != "string_agg" {
+		return nil // the order does not change the others' results
+	}
+	key := strings.Join(text, ";")
+	a := ctx.agg
+	switch {
+	case a.orderBy == nil:
+		a.orderBy, a.orderByKey = keys, key
+	case a.orderByKey != key:
+		return b.errorf(x.OrderBy[0], "string_aggs with different ORDER BY in one query are not supported")
+	}
+	return nil
+}
+
 // aggregateCall binds count/sum/avg/min/max into the SELECT's aggregate
 // context and returns a reference to the aggregate's output column.
 func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, error) {
@@ -787,6 +822,11 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Ex
 			return arg
 		}
 		return &plan.CaseExpr{Whens: []plan.Expr{filter}, Thens: []plan.Expr{arg}, Typ: arg.Type()}
+	}
+	if len(x.OrderBy) > 0 {
+		if err := b.aggOrderBy(x, s, ctx); err != nil {
+			return nil, err
+		}
 	}
 	ac := &plan.AggCall{Fn: name, Distinct: x.Distinct}
 	switch {

@@ -169,6 +169,11 @@ func groupingValue(fn groupingFn, set []int) int32 {
 // aggregatePlan is the plan of a grouped query's aggregation over in: one
 // aggregate, or with grouping sets the UNION ALL of one per set.
 func (b *binder) aggregatePlan(in plan.Plan, ac *aggCtx, sets [][]int) plan.Plan {
+	if len(ac.orderBy) > 0 {
+		// NB: a sort in one stream below a one-stream aggregate: each
+		// group's values arrive in the order.
+		in = &plan.SortNode{Input: in, Keys: ac.orderBy}
+	}
 	if sets == nil {
 		var p plan.Plan = &plan.AggregateNode{Input: in, Groups: ac.groups, GroupCols: ac.groupCols, Aggs: ac.aggs, AggCols: ac.aggCols}
 		if len(ac.groupingFns) == 0 {

@@ -20,6 +20,10 @@ type aggCtx struct {
 	input plan.ColSet
 	// groupingFns are the grouping() calls (grouping.go).
 	groupingFns []groupingFn
+	// orderBy is the ORDER BY of the aggregates that take one (all the
+	// same): the aggregate reads its input sorted so, in one stream.
+	orderBy    []plan.SortKey
+	orderByKey string
 }
 
 // winCtx collects the window functions of one SELECT.

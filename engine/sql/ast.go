@@ -387,8 +387,10 @@ type FuncCall struct {
 	Args     []Expr
 	Star     bool // count(*)
 	Distinct bool
-	Filter   Expr
-	Over     *WindowSpec
+	// OrderBy is an aggregate's ORDER BY (string_agg(x, ',' ORDER BY y)).
+	OrderBy []*OrderItem
+	Filter  Expr
+	Over    *WindowSpec
 }
 
 // Extract is EXTRACT(Field FROM X); Field is lower-cased (year, month, ...).

@@ -313,6 +313,10 @@ func (d *deparser) expr(e Expr, _ int) {
 				d.w("DISTINCT ")
 			}
 			d.exprList(e.Args)
+			if len(e.OrderBy) > 0 {
+				d.w(" ORDER BY ")
+				d.orderList(e.OrderBy)
+			}
 		}
 		d.w(")")
 		if e.Filter != nil {

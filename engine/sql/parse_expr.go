@@ -565,8 +565,8 @@ func (p *parser) parseFuncCall(name Ident) (Expr, error) {
 		if f.Args, err = p.parseExprList(); err != nil {
 			return nil, err
 		}
-		if p.isKw("order") {
-			return nil, p.errAt(p.peek(), "ORDER BY inside a function call is not supported")
+		if f.OrderBy, err = byClause(p, "order", p.parseOrderList); err != nil {
+			return nil, err
 		}
 	}
 	if _, err := p.expectOp(")"); err != nil {

@@ -118,6 +118,7 @@ func Walk(n Node, fn func(Node) bool) {
 		Walk(n.Type, fn)
 	case *FuncCall:
 		exprs(n.Args)
+		orders(n.OrderBy)
 		expr(n.Filter)
 		if n.Over != nil {
 			Walk(n.Over, fn)
