@@ -52,6 +52,8 @@ type AggSpec struct {
 	Name string
 	// Sep is string_agg's separator.
 	Sep string `json:",omitempty"`
+	// Quantile is quantile_cont's fraction.
+	Quantile float64 `json:",omitempty"`
 }
 
 // HashAggSpec configures a hash aggregate: plain data, shipped to workers.
@@ -89,8 +91,8 @@ func SplitAgg(s HashAggSpec) (partial, final HashAggSpec, err error) {
 		return partial, final, nferr.Internalf("split aggregate: phase %s is already split", s.Phase)
 	}
 	for _, a := range s.Aggs {
-		if a.Distinct {
-			return partial, final, nferr.Internalf("split aggregate: %s(DISTINCT) needs a two-level rewrite, not a split", a.Func)
+		if NeedsAllRows(a) {
+			return partial, final, nferr.Internalf("split aggregate: %s (DISTINCT or a quantile) needs all of a group's rows in one place, not a split", a.Func)
 		}
 	}
 	partial = HashAggSpec{GroupCols: append([]int(nil), s.GroupCols...), Aggs: append([]AggSpec(nil), s.Aggs...), Phase: AggPartial}

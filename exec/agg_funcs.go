@@ -79,8 +79,11 @@ func avgScale(s int32) int32 { return expr.AvgScale(s) }
 // string_agg's separator) over an argument of type dt.
 func newAggFnOf(ag AggSpec, dt arrow.DataType, final bool, op string) (aggFn, error) {
 	fn, _, err := newAggFn(ag.Func, dt, final, op)
-	if s, ok := fn.(*stringAggFn); ok {
+	switch s := fn.(type) {
+	case *stringAggFn:
 		s.sep = ag.Sep
+	case *quantileFn:
+		s.q = ag.Quantile
 	}
 	return fn, err
 }
@@ -97,6 +100,13 @@ func newAggFn(f AggFunc, dt arrow.DataType, final bool, op string) (aggFn, aggTy
 			return bad()
 		}
 		return &countFn{star: f == AggCountStar}, aggTypes{typInt64, []arrow.DataType{typInt64}}, nil
+	}
+	if f == AggQuantileCont {
+		fn, t, ok := newQuantileFn(dt, final)
+		if !ok {
+			return bad()
+		}
+		return fn, t, nil
 	}
 	if f == AggStringAgg {
 		fn, t, ok := newStringAggFn(dt)

@@ -52,42 +52,48 @@ func newVarFn(f AggFunc, dt arrow.DataType, final bool) (aggFn, aggTypes, bool) 
 	if final {
 		return fn, t, dt.ID() == arrow.INT64
 	}
+	var ok bool
+	fn.toFloat, ok = floatConverter(dt)
+	return fn, t, ok
+}
+
+// floatConverter is the function converting a batch's argument of type dt
+// to float64 (chosen once, by the type), or false for a non-number.
+func floatConverter(dt arrow.DataType) (func(a arrow.Array, dst []float64) []float64, bool) {
 	switch dt.ID() {
 	case arrow.INT8:
-		fn.toFloat = toFloats[int8]
+		return toFloats[int8], true
 	case arrow.INT16:
-		fn.toFloat = toFloats[int16]
+		return toFloats[int16], true
 	case arrow.INT32:
-		fn.toFloat = toFloats[int32]
+		return toFloats[int32], true
 	case arrow.INT64:
-		fn.toFloat = toFloats[int64]
+		return toFloats[int64], true
 	case arrow.FLOAT32:
-		fn.toFloat = toFloats[float32]
+		return toFloats[float32], true
 	case arrow.FLOAT64:
-		fn.toFloat = toFloats[float64]
+		return toFloats[float64], true
 	case arrow.DECIMAL64:
 		scale := math.Pow10(int(dt.(arrow.DecimalType).GetScale()))
-		fn.toFloat = func(a arrow.Array, dst []float64) []float64 {
+		return func(a arrow.Array, dst []float64) []float64 {
 			dst = toFloats[int64](a, dst)
 			for i := range dst {
 				dst[i] /= scale
 			}
 			return dst
-		}
+		}, true
 	case arrow.DECIMAL128:
 		s := dt.(arrow.DecimalType).GetScale()
-		fn.toFloat = func(a arrow.Array, dst []float64) []float64 {
+		return func(a arrow.Array, dst []float64) []float64 {
 			vals := valuesOf[decimal128.Num](a)
 			dst = resize(dst, len(vals))
 			for i, v := range vals {
 				dst[i] = v.ToFloat64(s)
 			}
 			return dst
-		}
-	default:
-		return nil, t, false
+		}, true
 	}
-	return fn, t, true
+	return nil, false
 }
 
 // toFloats converts every value of a (NULL slots too) to float64.

@@ -720,6 +720,9 @@ func typeList(es []plan.Expr) string {
 // funcCall binds aggregates, window functions and scalar functions.
 func (b *binder) funcCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, error) {
 	name := x.Name.Name
+	if len(x.WithinGroup) > 0 && (x.Over != nil || !isQuantileName(name)) {
+		return nil, b.errorf(x.WithinGroup[0], "WITHIN GROUP is only valid for percentile_cont")
+	}
 	if len(x.OrderBy) > 0 && (x.Over != nil || !isAggregateName(name)) {
 		return nil, b.errorf(x.OrderBy[0], "ORDER BY inside a call is only valid for aggregate functions without OVER")
 	}
@@ -760,6 +763,60 @@ func (b *binder) funcCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, e
 		return nil, b.errorf(x, "%v", err)
 	}
 	return plan.FoldNow(e), nil
+}
+
+func isQuantileName(n string) bool {
+	return n == "median" || n == "quantile_cont" || n == "quantile" || n == "percentile_cont"
+}
+
+// quantileCall reads the fraction of a quantile aggregate and returns the
+// call with its one value argument: median(x) (0.5), quantile_cont(x, q)
+// and quantile(x, q) (DuckDB), percentile_cont(q) WITHIN GROUP (ORDER BY
+// x [DESC]) (PostgreSQL; DESC takes 1 - q).
+func (b *binder) quantileCall(x *sql.FuncCall) (*sql.FuncCall, float64, error) {
+	name := x.Name.Name
+	c := *x
+	var qe sql.Expr
+	switch name {
+	case "median":
+		if len(x.Args) != 1 || len(x.WithinGroup) > 0 {
+			return nil, 0, b.errorf(x, "median takes one argument")
+		}
+		return &c, 0.5, nil
+	case "quantile_cont", "quantile":
+		if len(x.Args) != 2 || len(x.WithinGroup) > 0 {
+			return nil, 0, b.errorf(x, "%s takes two arguments (value, fraction)", name)
+		}
+		c.Args, qe = x.Args[:1], x.Args[1]
+	case "percentile_cont":
+		if len(x.Args) != 1 || len(x.WithinGroup) != 1 {
+			return nil, 0, b.errorf(x, "percentile_cont takes a fraction and WITHIN GROUP (ORDER BY one value)")
+		}
+		c.Args, c.WithinGroup, qe = []sql.Expr{x.WithinGroup[0].Expr}, nil, x.Args[0]
+	default:
+		return nil, 0, b.errorf(x, "WITHIN GROUP is only valid for percentile_cont")
+	}
+	e, err := b.expr(qe, &scope{}, &exprCtx{clause: "the fraction of " + name})
+	if err != nil {
+		return nil, 0, err
+	}
+	k, ok, err := plan.FoldToConst(plan.ResolveUntyped(e, plan.TypFloat64))
+	if err != nil {
+		return nil, 0, b.errorf(qe, "%v", err)
+	}
+	var q float64
+	if ok && !k.IsNull() {
+		if f, err := plan.CastConst(k, plan.TypFloat64); err == nil {
+			q, ok = f.Val.(float64)
+		}
+	}
+	if !ok || k.IsNull() || q < 0 || q > 1 || math.IsNaN(q) {
+		return nil, 0, b.errorf(qe, "the fraction of %s must be a constant between 0 and 1", name)
+	}
+	if name == "percentile_cont" && x.WithinGroup[0].Desc {
+		q = 1 - q
+	}
+	return &c, q, nil
 }
 
 // aggOrderBy binds an aggregate's ORDER BY into the SELECT's aggregate
@@ -828,7 +885,14 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Ex
 			return nil, err
 		}
 	}
-	ac := &plan.AggCall{Fn: name, Distinct: x.Distinct}
+	quantile := 0.0
+	if isQuantileName(name) || len(x.WithinGroup) > 0 {
+		var err error
+		if x, quantile, err = b.quantileCall(x); err != nil {
+			return nil, err
+		}
+	}
+	ac := &plan.AggCall{Fn: name, Distinct: x.Distinct, Quantile: quantile}
 	switch {
 	case x.Star:
 		if name != "count" {
@@ -874,6 +938,14 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Ex
 				t = plan.TypInt32
 			}
 			ac.Typ = t
+		case "median", "quantile_cont", "quantile", "percentile_cont":
+			if !plan.IsNumeric(t) && !plan.IsNullType(t) {
+				return nil, b.errorf(x, "function %s(%s) does not exist", name, plan.TypeString(t))
+			}
+			if plan.IsNullType(t) {
+				arg = plan.NullConst(plan.TypFloat64)
+			}
+			ac.Fn, ac.Typ = plan.AggQuantileCont, plan.TypFloat64
 		case "string_agg":
 			if !plan.IsString(t) && !plan.IsNullType(t) {
 				return nil, b.errorf(x, "function string_agg(%s, text) does not exist", plan.TypeString(t))
@@ -907,7 +979,7 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Ex
 		}
 		ac.Arg = withFilter(arg)
 	}
-	key := ac.Fn + "|" + fmt.Sprint(ac.Distinct) + "|" + ac.Sep + "|"
+	key := ac.Fn + "|" + fmt.Sprint(ac.Distinct) + "|" + ac.Sep + "|" + fmt.Sprint(ac.Quantile) + "|"
 	if ac.Arg != nil {
 		key += plan.ExprKey(ac.Arg)
 	}

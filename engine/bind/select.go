@@ -459,7 +459,8 @@ func (b *binder) hasAggregate(items []*sql.SelectItem, order []*sql.OrderItem) b
 
 func isAggregateName(n string) bool {
 	switch n {
-	case "count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every", "string_agg":
+	case "count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every", "string_agg",
+		"median", "quantile_cont", "quantile", "percentile_cont":
 		return true
 	}
 	_, ok := varianceNames[n]

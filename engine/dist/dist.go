@@ -794,7 +794,7 @@ func (d *distPlanner) splitRepartitionedAgg(n *phys.PhysNode) (frag, bool, error
 		return frag{}, false, nil
 	}
 	for _, a := range n.Agg.Aggs {
-		if a.Distinct {
+		if exec.NeedsAllRows(a) {
 			return frag{}, false, nil
 		}
 	}

@@ -588,12 +588,14 @@ func (pl *physPlanner) aggregate(n *plan.AggregateNode) (*pnode, error) {
 	k := len(n.Groups)
 	distinct := false
 	for i, a := range n.Aggs {
-		as := exec.AggSpec{Func: exec.AggFunc(a.Fn), Distinct: a.Distinct, Name: n.AggCols[i].Name, Sep: a.Sep}
+		as := exec.AggSpec{Func: exec.AggFunc(a.Fn), Distinct: a.Distinct, Name: n.AggCols[i].Name, Sep: a.Sep, Quantile: a.Quantile}
 		if a.Arg != nil {
 			as.Arg = pos[k]
 			k++
 		}
-		distinct = distinct || a.Distinct
+		// NB: "distinct" is any aggregate needing a group's rows in one
+		// place (DISTINCT, quantiles): no partial and final split.
+		distinct = distinct || exec.NeedsAllRows(as)
 		spec.Aggs = append(spec.Aggs, as)
 	}
 	var layout []plan.ColumnID

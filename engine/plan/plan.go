@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"strconv"
+
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
@@ -103,6 +105,8 @@ type AggCall struct {
 	Typ      arrow.DataType
 	// Sep is string_agg's separator.
 	Sep string
+	// Quantile is quantile_cont's fraction (median: 0.5).
+	Quantile float64
 }
 
 // String prints the call ("sum(l_quantity)", "count(*)").
@@ -113,6 +117,9 @@ func (a *AggCall) String() string {
 	d := ""
 	if a.Distinct {
 		d = "DISTINCT "
+	}
+	if a.Fn == AggQuantileCont {
+		return a.Fn + "(" + a.Arg.String() + ", " + strconv.FormatFloat(a.Quantile, 'g', -1, 64) + ")"
 	}
 	if a.Fn == AggStringAgg {
 		return a.Fn + "(" + d + a.Arg.String() + ", " + FormatConst(&Const{Typ: TypString, Val: a.Sep}) + ")"
@@ -129,6 +136,8 @@ const (
 	AggMin       = "min"
 	AggMax       = "max"
 	AggStringAgg = "string_agg"
+	// AggQuantileCont is quantile_cont (median, percentile_cont).
+	AggQuantileCont = "quantile_cont"
 )
 
 // AggregateNode groups its input by Groups and computes Aggs per group.

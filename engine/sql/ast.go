@@ -389,8 +389,11 @@ type FuncCall struct {
 	Distinct bool
 	// OrderBy is an aggregate's ORDER BY (string_agg(x, ',' ORDER BY y)).
 	OrderBy []*OrderItem
-	Filter  Expr
-	Over    *WindowSpec
+	// WithinGroup is WITHIN GROUP (ORDER BY x) of an ordered-set
+	// aggregate (percentile_cont(0.5) WITHIN GROUP (ORDER BY x)).
+	WithinGroup []*OrderItem
+	Filter      Expr
+	Over        *WindowSpec
 }
 
 // Extract is EXTRACT(Field FROM X); Field is lower-cased (year, month, ...).

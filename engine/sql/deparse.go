@@ -319,6 +319,11 @@ func (d *deparser) expr(e Expr, _ int) {
 			}
 		}
 		d.w(")")
+		if len(e.WithinGroup) > 0 {
+			d.w(" WITHIN GROUP (ORDER BY ")
+			d.orderList(e.WithinGroup)
+			d.w(")")
+		}
 		if e.Filter != nil {
 			d.w(" FILTER (WHERE ")
 			d.expr(e.Filter, 0)

@@ -572,6 +572,22 @@ func (p *parser) parseFuncCall(name Ident) (Expr, error) {
 	if _, err := p.expectOp(")"); err != nil {
 		return nil, err
 	}
+	if p.isKw("within") && isKwTok(p.peekAt(1), "group") {
+		p.next()
+		p.next()
+		if _, err := p.expectOp("("); err != nil {
+			return nil, err
+		}
+		if f.WithinGroup, err = byClause(p, "order", p.parseOrderList); err != nil {
+			return nil, err
+		}
+		if f.WithinGroup == nil {
+			return nil, p.errExpected("ORDER BY")
+		}
+		if _, err := p.expectOp(")"); err != nil {
+			return nil, err
+		}
+	}
 	if p.isKw("filter") && isOpTok(p.peekAt(1), "(") {
 		p.next()
 		p.next()

@@ -119,6 +119,7 @@ func Walk(n Node, fn func(Node) bool) {
 	case *FuncCall:
 		exprs(n.Args)
 		orders(n.OrderBy)
+		orders(n.WithinGroup)
 		expr(n.Filter)
 		if n.Over != nil {
 			Walk(n.Over, fn)
