@@ -1214,6 +1214,37 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			return nil, err
 		}
 		return &plan.Const{Typ: plan.TypString, Val: buildinfo.SQLVersion()}, nil
+	case "regexp_replace", "regexp_extract", "regexp_like", "regexp_matches":
+		ar := map[string][2]int{"regexp_replace": {3, 4}, "regexp_extract": {2, 3}}[name]
+		if ar == [2]int{} {
+			ar = [2]int{2, 2}
+		}
+		if err := arity(ar[0], ar[1]); err != nil {
+			return nil, err
+		}
+		for i := range args {
+			check := str
+			if name == "regexp_extract" && i == 2 {
+				check = integer
+			}
+			if err := check(i); err != nil {
+				return nil, err
+			}
+		}
+		for i := 1; i < n; i++ {
+			if _, ok := args[i].(*plan.Const); !ok {
+				return nil, fmt.Errorf("%s: argument %d must be a constant", name, i+1)
+			}
+		}
+		if name == "regexp_like" || name == "regexp_matches" {
+			// regexp_matches: DuckDB's boolean one (PostgreSQL's
+			// returns the matches as rows of arrays, which nicflow lacks).
+			return plan.NewCall("regexp_like", plan.TypBool, args...), nil
+		}
+		if name == "regexp_extract" && n == 3 {
+			args[2] = plan.FoldNow(&plan.CastExpr{X: args[2], Typ: plan.TypInt32})
+		}
+		return plan.NewCall(name, plan.TypString, args...), nil
 	case "pi":
 		if err := arity(0, 0); err != nil {
 			return nil, err

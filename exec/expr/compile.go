@@ -1187,6 +1187,8 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 		n, err = c.compileMoreString(e, args, desc)
 	case FnGreatest, FnLeast:
 		n, err = c.compileExtreme(e, args, desc)
+	case FnRegexpReplace, FnRegexpExtract, FnRegexpLike:
+		n, err = c.compileRegexp(e, args, desc)
 	default:
 		return nil, nferr.Queryf("unknown function %q in %s", e.Fn, desc)
 	}
