@@ -576,6 +576,25 @@ func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (plan.Expr, e
 		return plan.FoldNow(plan.NewCall(plan.FnConcat, plan.TypString, toStr(l), toStr(r))), nil
 	case "^":
 		return nil, b.errorf(x, "operator ^ is not supported")
+	case "~", "~*", "!~", "!~*":
+		// POSIX-style matching (PostgreSQL's operators), with RE2 syntax:
+		// regexp_like, case-insensitive for *, negated for !.
+		l = plan.ResolveUntyped(l, plan.TypString)
+		k, ok := plan.FoldNow(plan.ResolveUntyped(r, plan.TypString)).(*plan.Const)
+		if !ok || (!k.IsNull() && !plan.IsString(k.Typ)) {
+			return nil, b.errorf(x.R, "the pattern of %s must be a string constant", x.Op)
+		}
+		if !plan.IsString(l.Type()) && !plan.IsNullType(l.Type()) {
+			return nil, b.errorf(x, "operator does not exist: %s %s text", plan.TypeString(l.Type()), x.Op)
+		}
+		if !k.IsNull() && strings.Contains(x.Op, "*") {
+			k = &plan.Const{Typ: plan.TypString, Val: "(?i)" + k.Val.(string)}
+		}
+		var m plan.Expr = plan.NewCall("regexp_like", plan.TypBool, l, k)
+		if strings.HasPrefix(x.Op, "!") {
+			m = plan.NewCall(plan.FnNot, plan.TypBool, m)
+		}
+		return m, nil
 	}
 	fn := arithFns[x.Op]
 	// Untyped string literals take the other side's type ('1' + 1 is 2).

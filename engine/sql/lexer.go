@@ -174,9 +174,10 @@ func (l *lexer) skipSpace() error {
 }
 
 // twoCharOps are the operators of two characters, checked before single ones.
-var twoCharOps = [...]string{"<=", ">=", "<>", "!=", "||", "::"}
+// "!~*" (the one of three) comes first.
+var twoCharOps = [...]string{"!~*", "<=", ">=", "<>", "!=", "||", "::", "~*", "!~"}
 
-const singleCharOps = "()[],;.+-*/%^=<>:"
+const singleCharOps = "()[],;.+-*/%^=<>:~"
 
 func (l *lexer) next() (token, error) {
 	if err := l.skipSpace(); err != nil {
@@ -217,8 +218,9 @@ func (l *lexer) next() (token, error) {
 	}
 	for _, op := range twoCharOps {
 		if strings.HasPrefix(l.src[l.off:], op) {
-			l.advance()
-			l.advance()
+			for range op {
+				l.advance()
+			}
 			if op == "!=" {
 				op = "<>"
 			}
