@@ -13,9 +13,7 @@ import (
 // data error with PostgreSQL's message (sqrt of a negative number, the
 // logarithm of zero or of a negative number, zero to a negative power, a
 // negative number to a fractional power), and a result too large for a
-// double is "value out of range: overflow". The unary functions call the
-// chosen math function per row through a function value: their own cost
-// (a square root, a logarithm) dwarfs the call.
+// double is "value out of range: overflow".
 
 // The mathematical functions.
 const (
@@ -29,43 +27,6 @@ const (
 	FnFloor = "floor" // floor(x) [1]
 	FnTrunc = "trunc" // trunc(x) [1]
 )
-
-// mathFuncs are the unary functions: the function and its domain check
-// ("" when x is in its domain).
-var mathFuncs = map[string]struct {
-	f      func(float64) float64
-	domain func(float64) string
-}{
-	FnSqrt: {math.Sqrt, func(x float64) string {
-		if x < 0 {
-			return "cannot take square root of a negative number"
-		}
-		return ""
-	}},
-	FnCbrt:  {math.Cbrt, nil},
-	FnExp:   {math.Exp, nil},
-	FnLn:    {math.Log, logDomain},
-	FnLog10: {math.Log10, logDomain},
-	FnCeil:  {math.Ceil, nil},
-	FnFloor: {math.Floor, nil},
-	FnTrunc: {math.Trunc, nil},
-}
-
-func logDomain(x float64) string {
-	switch {
-	case x == 0:
-		return "cannot take logarithm of zero"
-	case x < 0:
-		return "cannot take logarithm of a negative number"
-	}
-	return ""
-}
-
-// IsMathFunc reports whether fn is one of the functions of this file.
-func IsMathFunc(fn string) bool {
-	_, ok := mathFuncs[fn]
-	return ok || fn == FnPower
-}
 
 func (c *compiler) compileMath(e *Expr, args []node, desc string) (node, error) {
 	want := 1
@@ -90,22 +51,44 @@ func (c *compiler) compileMath(e *Expr, args []node, desc string) (node, error) 
 		f.run = powerKernel
 		return f, nil
 	}
-	m := mathFuncs[e.Fn]
 	f.run = func(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
 		out.f64 = Grow(out.f64, n)
-		a := in[0].f64
-		bad := ""
-		each(sel, n, func(i int32) {
-			x := a[i]
-			if m.domain != nil && bad == "" {
-				bad = m.domain(x)
+		a, o := in[0].f64, out.f64
+		// The domain, checked before computing: the smallest argument
+		// tells (sqrt needs x >= 0, the logarithms x > 0).
+		if e.Fn == FnSqrt || e.Fn == FnLn || e.Fn == FnLog10 {
+			low := math.Inf(1)
+			each(sel, n, func(i int32) { low = min(low, a[i]) })
+			switch {
+			case e.Fn == FnSqrt && low < 0:
+				return errAt("cannot take square root of a negative number", f.desc)
+			case e.Fn != FnSqrt && low == 0:
+				return errAt("cannot take logarithm of zero", f.desc)
+			case e.Fn != FnSqrt && low < 0:
+				return errAt("cannot take logarithm of a negative number", f.desc)
 			}
-			out.f64[i] = m.f(x)
-		})
-		if bad != "" {
-			return errAt(bad, f.desc)
 		}
-		return checkFinite(out.f64, a, sel, n, f.desc)
+		// One loop per function, with a direct call the compiler inlines
+		// (no function value per row).
+		switch e.Fn {
+		case FnSqrt:
+			each(sel, n, func(i int32) { o[i] = math.Sqrt(a[i]) })
+		case FnCbrt:
+			each(sel, n, func(i int32) { o[i] = math.Cbrt(a[i]) })
+		case FnExp:
+			each(sel, n, func(i int32) { o[i] = math.Exp(a[i]) })
+		case FnLn:
+			each(sel, n, func(i int32) { o[i] = math.Log(a[i]) })
+		case FnLog10:
+			each(sel, n, func(i int32) { o[i] = math.Log10(a[i]) })
+		case FnCeil:
+			each(sel, n, func(i int32) { o[i] = math.Ceil(a[i]) })
+		case FnFloor:
+			each(sel, n, func(i int32) { o[i] = math.Floor(a[i]) })
+		case FnTrunc:
+			each(sel, n, func(i int32) { o[i] = math.Trunc(a[i]) })
+		}
+		return checkFinite(o, a, sel, n, f.desc)
 	}
 	return f, nil
 }

@@ -31,15 +31,6 @@ const (
 // GiB, PostgreSQL's limit for a value).
 const maxStringResult = 1 << 30
 
-// IsMoreStringFunc reports whether fn is one of this file's functions.
-func IsMoreStringFunc(fn string) bool {
-	switch fn {
-	case FnReplace, FnRepeat, FnReverse, FnLPad, FnRPad, FnInitCap, FnMD5, FnSplitPart:
-		return true
-	}
-	return false
-}
-
 func (c *compiler) compileMoreString(e *Expr, args []node, desc string) (node, error) {
 	str := arrow.BinaryTypes.String
 	i64 := arrow.PrimitiveTypes.Int64
