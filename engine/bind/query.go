@@ -330,28 +330,33 @@ func (b *binder) setOp(x *sql.SetOp, s *scope) (plan.Plan, []string, error) {
 		return nil, nil, b.errorf(x, "each %s query must have the same number of columns: %d and %d", x.Op, len(lc), len(rc))
 	}
 	cols := make([]plan.Column, len(lc))
-	lexprs := make([]plan.Expr, len(lc))
-	rexprs := make([]plan.Expr, len(lc))
-	lcast, rcast := false, false
 	for i := range lc {
 		t, ok := plan.CommonType(lc[i].Type, rc[i].Type)
 		if !ok {
 			return nil, nil, b.errorf(x, "%s types %s and %s cannot be matched (column %d)", x.Op, plan.TypeString(lc[i].Type), plan.TypeString(rc[i].Type), i+1)
 		}
-		lexprs[i], _ = plan.Coerce(plan.NewColRef(lc[i]), t)
-		rexprs[i], _ = plan.Coerce(plan.NewColRef(rc[i]), t)
-		lcast = lcast || !arrow.TypeEqual(t, lc[i].Type)
-		rcast = rcast || !arrow.TypeEqual(t, rc[i].Type)
 		cols[i] = b.newCol(lnames[i], "", t, lc[i].Nullable || rc[i].Nullable)
 	}
-	if lcast {
-		left = b.castProject(left, lexprs)
-	}
-	if rcast {
-		right = b.castProject(right, rexprs)
-	}
+	left, right = b.coerceTo(left, cols), b.coerceTo(right, cols)
 	kind := map[sql.SetOpKind]plan.SetOpKind{sql.Union: plan.SetUnion, sql.Intersect: plan.SetIntersect, sql.Except: plan.SetExcept}[x.Op]
 	return &plan.SetOpNode{Kind: kind, All: x.All, Left: left, Right: right, Cols: cols}, lnames, nil
+}
+
+// coerceTo casts p's columns to the types of cols (by position), through
+// a projection when any differs: each side of a set operation or of a
+// recursive CTE.
+func (b *binder) coerceTo(p plan.Plan, cols []plan.Column) plan.Plan {
+	in := p.Columns()
+	exprs := make([]plan.Expr, len(in))
+	cast := false
+	for i, c := range in {
+		exprs[i], _ = plan.Coerce(plan.NewColRef(c), cols[i].Type)
+		cast = cast || !arrow.TypeEqual(c.Type, cols[i].Type)
+	}
+	if !cast {
+		return p
+	}
+	return b.castProject(p, exprs)
 }
 
 // castProject projects exprs (casts of p's columns) with fresh IDs.

@@ -121,19 +121,3 @@ func (b *binder) recursiveCTE(c *sql.CTE, s *scope) (plan.Plan, []string, error)
 	}
 	return out, names, nil
 }
-
-// coerceTo casts p's columns to the types of cols (by position), through
-// a projection when any differs.
-func (b *binder) coerceTo(p plan.Plan, cols []plan.Column) plan.Plan {
-	in := p.Columns()
-	exprs := make([]plan.Expr, len(in))
-	cast := false
-	for i, c := range in {
-		exprs[i], _ = plan.Coerce(plan.NewColRef(c), cols[i].Type)
-		cast = cast || !arrow.TypeEqual(c.Type, cols[i].Type)
-	}
-	if !cast {
-		return p
-	}
-	return b.castProject(p, exprs)
-}
