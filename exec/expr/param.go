@@ -40,29 +40,26 @@ func HasParams(e Expr) bool {
 // BindParams returns e with every parameter of a slot in vals replaced by
 // its value (a literal); e itself is not changed.
 func BindParams(e Expr, vals map[int]Expr) Expr {
-	if e.Kind == KindParam {
-		if v, ok := vals[e.Index]; ok {
+	return mapParams(e, func(p Expr) Expr {
+		if v, ok := vals[p.Index]; ok {
 			return v
 		}
-		return e
-	}
-	if !HasParams(e) {
-		return e
-	}
-	c := e
-	c.Args = make([]Expr, len(e.Args))
-	for i, a := range e.Args {
-		c.Args[i] = BindParams(a, vals)
-	}
-	return c
+		return p
+	})
 }
 
 // NullParams returns e with every parameter replaced by a NULL of its
 // type: the expression a planner compiles to check the types of one that
 // holds parameters.
 func NullParams(e Expr) Expr {
+	return mapParams(e, func(p Expr) Expr { return LitNull(*p.Type) })
+}
+
+// mapParams returns e with each parameter p replaced by f(p), copying only
+// the nodes above a parameter.
+func mapParams(e Expr, f func(Expr) Expr) Expr {
 	if e.Kind == KindParam {
-		return LitNull(*e.Type)
+		return f(e)
 	}
 	if !HasParams(e) {
 		return e
@@ -70,7 +67,7 @@ func NullParams(e Expr) Expr {
 	c := e
 	c.Args = make([]Expr, len(e.Args))
 	for i, a := range e.Args {
-		c.Args[i] = NullParams(a)
+		c.Args[i] = mapParams(a, f)
 	}
 	return c
 }
