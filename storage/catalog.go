@@ -111,6 +111,15 @@ func (t *Table) Bytes() int64 {
 	return n
 }
 
+// mayHold reports whether row group r may hold a row passing filter (nil:
+// any row), by its statistics; an empty group holds none.
+func (r *RowGroup) mayHold(filter *cnode) bool {
+	if r.Rows == 0 {
+		return false
+	}
+	return filter == nil || filter.mayMatch(func(tc int) *ColumnStats { return &r.Columns[tc] }, r.Rows)
+}
+
 // FilesMayMatch lists t's files with a row group whose statistics may hold
 // a row passing p (every file for a nil p): the files a DELETE or UPDATE
 // whose WHERE implies p may change.
@@ -137,8 +146,7 @@ func (t *Table) FilesMayMatch(p *Predicate) ([]*File, error) {
 	var out []*File
 	for _, f := range t.Files {
 		for rg := range f.RowGroups {
-			r := &f.RowGroups[rg]
-			if r.Rows > 0 && filter.mayMatch(func(tc int) *ColumnStats { return &r.Columns[tc] }, r.Rows) {
+			if f.RowGroups[rg].mayHold(filter) {
 				out = append(out, f)
 				break
 			}

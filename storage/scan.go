@@ -334,12 +334,7 @@ func newScanner(fs *fileSet, t *Table, spec ScanSpec, opts ScanOptions) (*Scanne
 				continue
 			}
 			s.stats.RowGroupsTotal++
-			r := &f.RowGroups[rg]
-			if r.Rows == 0 {
-				s.stats.RowGroupsPruned++
-				continue
-			}
-			if s.filter != nil && !s.filter.mayMatch(func(tc int) *ColumnStats { return &r.Columns[tc] }, r.Rows) {
+			if !f.RowGroups[rg].mayHold(s.filter) {
 				s.stats.RowGroupsPruned++
 				continue
 			}
