@@ -685,21 +685,26 @@ func (s *Session) insert(ctx context.Context, x *bind.InsertStmt) (*Result, erro
 	return dmlResult("INSERT ", n, ret, err)
 }
 
-// replaceAppender starts the rewrite of table t by UPDATE or DELETE,
-// narrowed to the files the rows of hit may be in (dml_files.go): its new
-// rows replace those files' in one commit, which fails if the table
-// changed since t was read. It returns the part of the table rewritten.
-func (s *Session) replaceAppender(t *plan.TableDef, hit *bind.QueryStmt) (*storage.Appender, dmlFiles, error) {
+// replaceAppender starts the rewrite of table t by UPDATE or DELETE: q,
+// the query of the rows written, narrowed to the files the rows of hit may
+// be in when it can be (dml_files.go); those rows replace the files' in one
+// commit, which fails if the table changed since t was read. It returns
+// the part of the table rewritten and the query to write.
+func (s *Session) replaceAppender(t *plan.TableDef, hit, q *bind.QueryStmt) (*storage.Appender, dmlFiles, *bind.QueryStmt, error) {
 	st, ok := t.Handle.(*storage.Table)
 	if !ok {
-		return nil, dmlFiles{}, nferr.Internalf("table %s has no storage handle", t.Name)
+		return nil, dmlFiles{}, nil, nferr.Internalf("table %s has no storage handle", t.Name)
 	}
 	part := narrowDML(t, st, hit)
+	rq, ok := part.restrict(t, q)
+	if !ok {
+		part, rq = narrowDML(t, st, nil), q
+	}
 	app, err := s.db.NewAppender(st.QualifiedName(), storage.AppendOptions{Replace: true, Generation: st.Generation, ReplaceFiles: part.paths})
 	if err != nil {
-		return nil, dmlFiles{}, err
+		return nil, dmlFiles{}, nil, err
 	}
-	return app, part, nil
+	return app, part, rq, nil
 }
 
 // deleteRows runs DELETE: the rows that stay are written as new files that
@@ -709,17 +714,9 @@ func (s *Session) deleteRows(ctx context.Context, x *bind.DeleteStmt) (*Result, 
 	if !x.All {
 		hit = x.Hit
 	}
-	app, part, err := s.replaceAppender(x.Table, hit)
+	app, part, keep, err := s.replaceAppender(x.Table, hit, x.Keep)
 	if err != nil {
 		return nil, err
-	}
-	keep, ok := part.restrict(x.Table, x.Keep)
-	if !ok {
-		app.Abort()
-		if app, part, err = s.replaceAppender(x.Table, nil); err != nil {
-			return nil, err
-		}
-		keep = x.Keep
 	}
 	ret, err := newReturning(x.Returning, app.Schema(), s.opts.Alloc)
 	if err == nil && ret != nil {
@@ -745,17 +742,9 @@ func (s *Session) deleteRows(ctx context.Context, x *bind.DeleteStmt) (*Result, 
 // the new files replace the table's in one atomic commit (copy on write);
 // the count is the rows the WHERE selected.
 func (s *Session) updateRows(ctx context.Context, x *bind.UpdateStmt) (*Result, error) {
-	app, part, err := s.replaceAppender(x.Table, x.Hit)
+	app, _, q, err := s.replaceAppender(x.Table, x.Hit, x.Query)
 	if err != nil {
 		return nil, err
-	}
-	q, ok := part.restrict(x.Table, x.Query)
-	if !ok {
-		app.Abort()
-		if app, _, err = s.replaceAppender(x.Table, nil); err != nil {
-			return nil, err
-		}
-		q = x.Query
 	}
 	ret, err := newReturning(x.Returning, app.Schema(), s.opts.Alloc)
 	if err != nil {
