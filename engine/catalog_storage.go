@@ -147,6 +147,10 @@ func distinctEstimate(cs storage.ColumnStats, typ arrow.DataType, rows, groups i
 		if a, ok := lo.(arrow.Date32); ok {
 			return span(float64(a), float64(hi.(arrow.Date32)))
 		}
+	case arrow.TIMESTAMP:
+		if a, ok := lo.(arrow.Timestamp); ok {
+			return span(float64(a), float64(hi.(arrow.Timestamp)))
+		}
 	}
 	if cs.Distinct > 0 {
 		return cs.Distinct
@@ -184,6 +188,10 @@ func constOfValue(v storage.Value, typ arrow.DataType) (any, bool) {
 	case *arrow.Date32Type:
 		if v.Kind == storage.KindDate {
 			return arrow.Date32(v.Int), true
+		}
+	case *arrow.TimestampType:
+		if v.Kind == storage.KindTimestamp {
+			return arrow.Timestamp(v.Int), true
 		}
 	case *arrow.Decimal64Type:
 		if u, ok := unscaledAt(v, t.Scale); ok && u.IsInt64() {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nicflow/nicflow/engine/plan"
 	"github.com/nicflow/nicflow/engine/sql"
+	"github.com/nicflow/nicflow/exec/expr"
 	"github.com/nicflow/nicflow/storage"
 )
 
@@ -212,7 +213,12 @@ func typeOID(col storage.Column) int {
 	case arrow.DATE32:
 		return 1082
 	case arrow.TIMESTAMP:
+		if expr.HasZone(t) {
+			return 1184
+		}
 		return 1114
+	case arrow.INTERVAL_MONTH_DAY_NANO:
+		return 1186
 	case arrow.DECIMAL32, arrow.DECIMAL64, arrow.DECIMAL128:
 		return 1700
 	}

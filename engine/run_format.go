@@ -45,7 +45,7 @@ func NewValueFormatter(t arrow.DataType) (*ValueFormatter, error) {
 		fn = func(a arrow.Array, i int) string { return strconv.FormatInt(a.(*array.Int64).Value(i), 10) }
 	case *arrow.Float64Type:
 		fn = func(a arrow.Array, i int) string {
-			return strconv.FormatFloat(a.(*array.Float64).Value(i), 'g', -1, 64)
+			return expr.FormatFloat(a.(*array.Float64).Value(i))
 		}
 	case *arrow.BooleanType:
 		fn = func(a arrow.Array, i int) string { return strconv.FormatBool(a.(*array.Boolean).Value(i)) }
@@ -55,6 +55,14 @@ func NewValueFormatter(t arrow.DataType) (*ValueFormatter, error) {
 		fn = func(a arrow.Array, i int) string { return strings.Clone(a.(*array.String).Value(i)) }
 	case *arrow.Date32Type:
 		fn = func(a arrow.Array, i int) string { return expr.FormatDate(int32(a.(*array.Date32).Value(i))) }
+	case *arrow.TimestampType:
+		if t.Unit != arrow.Microsecond {
+			return nil, fmt.Errorf("cannot print values of type %s", t)
+		}
+		zone := t.TimeZone != ""
+		fn = func(a arrow.Array, i int) string {
+			return expr.FormatTimestamp(int64(a.(*array.Timestamp).Value(i)), zone)
+		}
 	case *arrow.Decimal64Type:
 		s := t.Scale
 		fn = func(a arrow.Array, i int) string { return formatScaled64(int64(a.(*array.Decimal64).Value(i)), s) }
@@ -69,8 +77,7 @@ func NewValueFormatter(t arrow.DataType) (*ValueFormatter, error) {
 		}
 	case *arrow.MonthDayNanoIntervalType:
 		fn = func(a arrow.Array, i int) string {
-			v := a.(*array.MonthDayNanoInterval).Value(i)
-			return fmt.Sprintf("%d months %d days %d ns", v.Months, v.Days, v.Nanoseconds)
+			return expr.FormatInterval(a.(*array.MonthDayNanoInterval).Value(i))
 		}
 	case *arrow.NullType:
 		fn = func(arrow.Array, int) string { return "" }

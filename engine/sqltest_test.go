@@ -186,6 +186,10 @@ func typeLetter(t arrow.DataType) byte {
 		return 'B'
 	case arrow.DATE32:
 		return 'A'
+	case arrow.TIMESTAMP:
+		return 'S'
+	case arrow.INTERVAL_MONTH_DAY_NANO:
+		return 'V'
 	}
 	return '?'
 }

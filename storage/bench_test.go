@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/nicflow/nicflow/internal/civil"
 )
 
 // Scan benchmarks. They read lineitem from NICFLOW_BENCH_DIR (a database
@@ -73,8 +74,8 @@ func makeLineitem(db *DB, rows int) error {
 		return err
 	}
 	rng := rand.New(rand.NewSource(1))
-	start := int32(daysFromCivil(1992, 1, 2))
-	span := int32(daysFromCivil(1998, 12, 1)) - start
+	start := int32(civil.DaysFromCivil(1992, 1, 2))
+	span := int32(civil.DaysFromCivil(1998, 12, 1)) - start
 	for off := 0; off < rows; off += 65536 {
 		n := min(65536, rows-off)
 		b := array.NewRecordBuilder(memory.DefaultAllocator, sch)

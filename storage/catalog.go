@@ -221,7 +221,7 @@ func (t *Table) ColumnStats(col int) ColumnStats {
 
 func valueLess(a, b Value) bool {
 	switch a.Kind {
-	case KindInt, KindDate, KindDecimal:
+	case KindInt, KindDate, KindTimestamp, KindDecimal:
 		return a.Int < b.Int
 	case KindFloat:
 		return a.Float < b.Float

@@ -212,6 +212,9 @@ func (c *colBuilder) add(b []byte, isNull bool) (why string) {
 	case arrow.INT64:
 		x, why := parseInt(b, 64)
 		return appendParsed(&c.v.i64, x, why)
+	case arrow.TIMESTAMP:
+		x, why := parseTimestamp(b, c.typ.(*arrow.TimestampType).TimeZone != "")
+		return appendParsed(&c.v.i64, x, why)
 	case arrow.DECIMAL64:
 		x, why := parseDecimalPrec(b, c.prec, c.scale)
 		return appendParsed(&c.v.i64, x, why)

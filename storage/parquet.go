@@ -501,7 +501,7 @@ func fileFromFooter(path string, md *metadata.FileMetaData, cols []Column) (*Fil
 			if err != nil {
 				return nil, nferr.Dataf("%s row group %d column %s: %v", path, r, c.Name, err)
 			}
-			st, err := statsOf(cc, c)
+			st, err := statsOf(cc, c, sc.Column(f.ColumnIndex[i]))
 			if err != nil {
 				return nil, nferr.Dataf("%s row group %d column %s: %v", path, r, c.Name, err)
 			}
@@ -515,7 +515,7 @@ func fileFromFooter(path string, md *metadata.FileMetaData, cols []Column) (*Fil
 	return f, nil
 }
 
-func statsOf(cc *metadata.ColumnChunkMetaData, c Column) (st ColumnStats, err error) {
+func statsOf(cc *metadata.ColumnChunkMetaData, c Column, descr *schema.Column) (st ColumnStats, err error) {
 	st.Nulls = -1 // unknown until proven
 	defer func() {
 		if r := recover(); r != nil {
@@ -544,10 +544,19 @@ func statsOf(cc *metadata.ColumnChunkMetaData, c Column) (st ColumnStats, err er
 		return st, err
 	}
 	scale := decimalScale(t)
+	mul, div, int96 := timestampScale(descr)
+	if int96 {
+		return st, nil // INT96 statistics have no defined order
+	}
 	mk := func(v int64) *Value {
 		switch t.ID() {
 		case arrow.DATE32:
 			x := Date(int32(v))
+			return &x
+		case arrow.TIMESTAMP:
+			w := []int64{v}
+			scaleTimestamps(w, mul, div)
+			x := Timestamp(w[0])
 			return &x
 		case arrow.DECIMAL64:
 			x := Decimal(v, scale)
@@ -646,15 +655,20 @@ type colDecoder struct {
 	br       *file.BooleanColumnChunkReader
 	bar      *file.ByteArrayColumnChunkReader
 	flr      *file.FixedLenByteArrayColumnChunkReader
-	def      []int16
-	s32      []int32
-	sf32     []float32
-	sba      []parquet.ByteArray
-	sfl      []parquet.FixedLenByteArray
+	i96r     *file.Int96ColumnChunkReader
+	// tsMul, tsDiv convert timestamps to microseconds (timestampScale).
+	tsMul, tsDiv int64
+	def          []int16
+	s96          []parquet.Int96
+	s32          []int32
+	sf32         []float32
+	sba          []parquet.ByteArray
+	sfl          []parquet.FixedLenByteArray
 }
 
 func newColDecoder(r file.ColumnChunkReader, t arrow.DataType, name string) (*colDecoder, error) {
 	d := &colDecoder{name: name, kind: kindOf(t), maxDef: r.Descriptor().MaxDefinitionLevel(), r: r}
+	d.tsMul, d.tsDiv, _ = timestampScale(r.Descriptor())
 	if lt, ok := r.Descriptor().LogicalType().(schema.IntLogicalType); ok && !lt.IsSigned() {
 		d.unsigned = true // UINT_32 read as int64: zero-extended
 	}
@@ -674,6 +688,8 @@ func newColDecoder(r file.ColumnChunkReader, t arrow.DataType, name string) (*co
 		d.bar, ok = rr, d.kind == kString
 	case *file.FixedLenByteArrayColumnChunkReader:
 		d.flr, ok = rr, d.kind == kInt64 || d.kind == kDec128
+	case *file.Int96ColumnChunkReader:
+		d.i96r, ok = rr, t.ID() == arrow.TIMESTAMP
 	}
 	if !ok {
 		return nil, nferr.Dataf("column %s: Parquet type %s cannot be read as %s", name, r.Type(), t)
@@ -719,6 +735,17 @@ func (d *colDecoder) read(v *vector, n int) error {
 	case d.i64r != nil:
 		v.i64 = grow(v.i64, n)
 		total, nv, err = d.i64r.ReadBatch(int64(n), v.i64, def, nil)
+		scaleTimestamps(v.i64[:nv], d.tsMul, d.tsDiv)
+		if err == nil && nv < n {
+			spread(v.i64[:n], def[:total], nv)
+		}
+	case d.i96r != nil:
+		d.s96 = grow(d.s96, n)
+		v.i64 = grow(v.i64, n)
+		total, nv, err = d.i96r.ReadBatch(int64(n), d.s96, def, nil)
+		for i := 0; i < nv; i++ {
+			v.i64[i] = int96Micros(d.s96[i])
+		}
 		if err == nil && nv < n {
 			spread(v.i64[:n], def[:total], nv)
 		}

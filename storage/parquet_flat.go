@@ -306,6 +306,9 @@ type flatDecoder struct {
 	bitPos     int    // PLAIN booleans: bit offset into plain
 
 	tmp []int32
+
+	// tsMul, tsDiv convert timestamps to microseconds (timestampScale).
+	tsMul, tsDiv int64
 }
 
 // flatChunkSupported reports whether the flat decoder reads a column
@@ -359,6 +362,7 @@ func (d *flatDecoder) reset(name string, descr *schema.Column, cc *metadata.Colu
 	d.name, d.phys, d.kind = name, descr.PhysicalType(), kind
 	d.typeLen, d.maxDef = descr.TypeLength(), descr.MaxDefinitionLevel()
 	d.unsigned = false
+	d.tsMul, d.tsDiv, _ = timestampScale(descr)
 	if lt, ok := descr.LogicalType().(schema.IntLogicalType); ok && !lt.IsSigned() {
 		d.unsigned = true
 	}
@@ -636,6 +640,7 @@ func (d *flatDecoder) decodePlain(v *vector, at, cnt int, src []byte, bitPos int
 			}
 		case d.phys == parquet.Types.Int64:
 			copyLE(v.i64[at:at+cnt], src)
+			scaleTimestamps(v.i64[at:at+cnt], d.tsMul, d.tsDiv)
 		case d.phys == parquet.Types.Double:
 			copyLE(v.f64[at:at+cnt], src)
 		case d.phys == parquet.Types.Float:

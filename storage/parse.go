@@ -3,6 +3,8 @@ package storage
 import (
 	"math"
 	"strconv"
+
+	"github.com/nicflow/nicflow/internal/civil"
 )
 
 // Text field parsers used by COPY (csv, tbl). They parse bytes without
@@ -134,61 +136,50 @@ func parseInt(b []byte, bits int) (int64, string) {
 	return int64(u), ""
 }
 
-// daysFromCivil converts a proleptic Gregorian date to days since
-// 1970-01-01 (Howard Hinnant's algorithm; exact for all int32 years).
-func daysFromCivil(y, m, d int64) int64 {
-	if m <= 2 {
-		y--
-	}
-	era := y / 400
-	if y < 0 && y%400 != 0 {
-		era = (y - 399) / 400
-	}
-	yoe := y - era*400
-	mp := (m + 9) % 12
-	doy := (153*mp+2)/5 + d - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return era*146097 + doe - 719468
-}
-
-// parseDate parses YYYY-MM-DD into days since the epoch.
+// parseDate parses YYYY-MM-DD into days since the epoch (years
+// 0001..9999; one-digit months and days are accepted, as PostgreSQL does).
 func parseDate(b []byte) (int32, string) {
-	if len(b) != 10 || b[4] != '-' || b[7] != '-' {
-		return 0, "not a date (want YYYY-MM-DD)"
-	}
-	num := func(s []byte) (int64, bool) {
-		var v int64
-		for _, c := range s {
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			v = v*10 + int64(c-'0')
-		}
-		return v, true
-	}
-	y, ok1 := num(b[0:4])
-	m, ok2 := num(b[5:7])
-	d, ok3 := num(b[8:10])
-	if !ok1 || !ok2 || !ok3 {
-		return 0, "not a date (want YYYY-MM-DD)"
-	}
-	if m < 1 || m > 12 || d < 1 || d > daysIn(y, m) {
+	d, ok := civil.ParseDate(b)
+	switch {
+	case !ok && dateShaped(b):
 		return 0, "no such date"
+	case !ok:
+		return 0, "not a date (want YYYY-MM-DD)"
+	case d < civil.MinDate || d > civil.MaxDate:
+		return 0, "date out of range (years 0001 to 9999)"
 	}
-	return int32(daysFromCivil(y, m, d)), ""
+	return d, ""
 }
 
-func daysIn(y, m int64) int64 {
-	switch m {
-	case 2:
-		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
-			return 29
+// dateShaped reports whether b looks like digits-digits-digits, so that a
+// failed parse is an impossible day rather than bad syntax.
+func dateShaped(b []byte) bool {
+	parts := 0
+	digits := 0
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '-' && digits > 0:
+			parts, digits = parts+1, 0
+		default:
+			return false
 		}
-		return 28
-	case 4, 6, 9, 11:
-		return 30
 	}
-	return 31
+	return parts == 2 && digits > 0
+}
+
+// parseTimestamp reads a timestamp in any form PostgreSQL reads
+// (civil.ParseTimestamp).
+func parseTimestamp(b []byte, zone bool) (int64, string) {
+	us, ok, inRange := civil.ParseTimestamp(b, zone)
+	switch {
+	case !ok:
+		return 0, "not a timestamp"
+	case !inRange:
+		return 0, "timestamp out of range (years 0001 to 9999)"
+	}
+	return us, ""
 }
 
 func parseBool(b []byte) (bool, string) {

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 
+	"github.com/nicflow/nicflow/internal/civil"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -20,12 +21,15 @@ type ValueKind string
 
 // The kinds of Value.
 const (
-	KindInt     ValueKind = "int"     // Int
-	KindFloat   ValueKind = "float"   // Float
-	KindString  ValueKind = "string"  // Str
-	KindBool    ValueKind = "bool"    // Bool
-	KindDate    ValueKind = "date"    // Int = days since 1970-01-01
-	KindDecimal ValueKind = "decimal" // Int = unscaled value, Scale digits after the point
+	KindInt    ValueKind = "int"    // Int
+	KindFloat  ValueKind = "float"  // Float
+	KindString ValueKind = "string" // Str
+	KindBool   ValueKind = "bool"   // Bool
+	KindDate   ValueKind = "date"   // Int = days since 1970-01-01
+	// KindTimestamp is a TIMESTAMP or TIMESTAMPTZ: Int = microseconds
+	// since 1970-01-01 00:00:00 (UTC).
+	KindTimestamp ValueKind = "timestamp"
+	KindDecimal   ValueKind = "decimal" // Int = unscaled value, Scale digits after the point
 	// KindDecimal128 holds a decimal wider than 64 bits: Str is its unscaled
 	// value in decimal digits (statistics of decimal(P>18) columns only).
 	KindDecimal128 ValueKind = "decimal128"
@@ -48,6 +52,9 @@ func Float(v float64) Value { return Value{Kind: KindFloat, Float: v} }
 func Str(v string) Value    { return Value{Kind: KindString, Str: v} }
 func Bool(v bool) Value     { return Value{Kind: KindBool, Bool: v} }
 func Date(days int32) Value { return Value{Kind: KindDate, Int: int64(days)} }
+
+// Timestamp is a timestamp constant of microseconds since 1970-01-01.
+func Timestamp(us int64) Value { return Value{Kind: KindTimestamp, Int: us} }
 func Decimal(unscaled int64, scale int32) Value {
 	return Value{Kind: KindDecimal, Int: unscaled, Scale: scale}
 }
@@ -83,6 +90,8 @@ func (v Value) String() string {
 		return strconv.FormatBool(v.Bool)
 	case KindDate:
 		return "DATE '" + time.Unix(v.Int*86400, 0).UTC().Format("2006-01-02") + "'"
+	case KindTimestamp:
+		return "TIMESTAMP '" + string(civil.AppendTimestamp(nil, v.Int, false)) + "'"
 	case KindDecimal:
 		return formatDecimal(v.Int, v.Scale)
 	case KindDecimal128:
@@ -140,8 +149,8 @@ const (
 // Constants must have the column's type family: int columns take KindInt or
 // KindDecimal, decimal columns KindInt or KindDecimal (any scale: a constant
 // with more digits than the column is compared exactly), float columns
-// KindInt, KindDecimal or KindFloat, date32 KindDate, utf8 KindString, bool
-// KindBool.
+// KindInt, KindDecimal or KindFloat, date32 KindDate, timestamps
+// KindTimestamp, utf8 KindString, bool KindBool.
 type Predicate struct {
 	Op     Op           `json:"op"`
 	Column string       `json:"col,omitempty"`
@@ -441,14 +450,23 @@ func scaledConst(v Value, s int32) (floor int64, exact bool, ok bool) {
 	return q.Int64(), m.Sign() == 0, true
 }
 
+// temporalKind is the Value kind of a date or timestamp column's
+// constants.
+func temporalKind(t arrow.DataType) ValueKind {
+	if t.ID() == arrow.TIMESTAMP {
+		return KindTimestamp
+	}
+	return KindDate
+}
+
 func (n *cnode) setBound(p *Predicate, b bound) error {
 	v := b.v
 	switch n.kind {
 	case kInt32, kInt64:
 		var c int64
 		switch {
-		case n.typ.ID() == arrow.DATE32:
-			if v.Kind != KindDate {
+		case n.typ.ID() == arrow.DATE32 || n.typ.ID() == arrow.TIMESTAMP:
+			if v.Kind != temporalKind(n.typ) {
 				return n.typeErr(p, v)
 			}
 			c = v.Int
@@ -625,8 +643,8 @@ func (n *cnode) setMaxHi() {
 func (n *cnode) addSetValue(p *Predicate, v Value) error {
 	switch n.kind {
 	case kInt32, kInt64:
-		if n.typ.ID() == arrow.DATE32 {
-			if v.Kind != KindDate {
+		if n.typ.ID() == arrow.DATE32 || n.typ.ID() == arrow.TIMESTAMP {
+			if v.Kind != temporalKind(n.typ) {
 				return n.typeErr(p, v)
 			}
 			n.i64set = append(n.i64set, v.Int)
@@ -749,7 +767,7 @@ func (p *Predicate) check(depth int) error {
 		}
 		for _, v := range p.Values {
 			switch v.Kind {
-			case KindInt, KindFloat, KindString, KindBool, KindDate, KindDecimal:
+			case KindInt, KindFloat, KindString, KindBool, KindDate, KindTimestamp, KindDecimal:
 			default:
 				return nferr.Dataf("malformed predicate: constant of unknown kind %q", v.Kind)
 			}

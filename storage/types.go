@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"strings"
@@ -49,6 +50,14 @@ func TypeName(t arrow.DataType) (string, error) {
 		return "utf8", nil
 	case *arrow.Date32Type:
 		return "date32", nil
+	case *arrow.TimestampType:
+		if t.Unit != arrow.Microsecond {
+			return "", nferr.Queryf("type %s: nicflow stores timestamps in microseconds", t)
+		}
+		if t.TimeZone != "" {
+			return "timestamptz", nil
+		}
+		return "timestamp", nil
 	case *arrow.Decimal64Type:
 		return fmt.Sprintf("decimal(%d,%d)", t.Precision, t.Scale), nil
 	case *arrow.Decimal128Type:
@@ -58,11 +67,12 @@ func TypeName(t arrow.DataType) (string, error) {
 		}
 		return fmt.Sprintf("decimal(%d,%d)", t.Precision, t.Scale), nil
 	}
-	return "", nferr.Queryf("type %s is not supported by nicflow storage (want int32, int64, float64, bool, utf8, date32 or decimal)", t)
+	return "", nferr.Queryf("type %s is not supported by nicflow storage (want int32, int64, float64, bool, utf8, date32, timestamp, timestamptz or decimal)", t)
 }
 
 // ParseType turns a catalog type name into its Arrow type:
-// int32, int64, float64, bool, utf8, date32, decimal(P,S) (P<=18 is
+// int32, int64, float64, bool, utf8, date32, timestamp (microseconds),
+// timestamptz (microseconds, UTC), decimal(P,S) (P<=18 is
 // decimal64, 19..38 decimal128). A few SQL spellings are accepted too
 // (integer, bigint, double, boolean, varchar, text, date).
 func ParseType(s string) (arrow.DataType, error) {
@@ -80,6 +90,10 @@ func ParseType(s string) (arrow.DataType, error) {
 		return arrow.BinaryTypes.String, nil
 	case "date32", "date":
 		return arrow.FixedWidthTypes.Date32, nil
+	case "timestamp":
+		return &arrow.TimestampType{Unit: arrow.Microsecond}, nil
+	case "timestamptz":
+		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, nil
 	}
 	if strings.HasPrefix(t, "varchar(") || strings.HasPrefix(t, "char(") {
 		return arrow.BinaryTypes.String, nil
@@ -97,7 +111,7 @@ func ParseType(s string) (arrow.DataType, error) {
 			}
 		}
 	}
-	return nil, nferr.Queryf("unknown column type %q (want int32, int64, float64, bool, utf8, date32 or decimal(P,S) with 1<=P<=38, 0<=S<=P)", s)
+	return nil, nferr.Queryf("unknown column type %q (want int32, int64, float64, bool, utf8, date32, timestamp, timestamptz or decimal(P,S) with 1<=P<=38, 0<=S<=P)", s)
 }
 
 // SchemaColumns converts an Arrow schema to catalog columns.
@@ -142,7 +156,7 @@ func kindOf(t arrow.DataType) physKind {
 	switch t.ID() {
 	case arrow.INT32, arrow.DATE32:
 		return kInt32
-	case arrow.INT64, arrow.DECIMAL64:
+	case arrow.INT64, arrow.DECIMAL64, arrow.TIMESTAMP:
 		return kInt64
 	case arrow.FLOAT64:
 		return kFloat64
@@ -185,12 +199,65 @@ func parquetNode(f arrow.Field) (schema.Node, error) {
 		return schema.NewPrimitiveNodeLogical(f.Name, rep, schema.StringLogicalType{}, parquet.Types.ByteArray, 0, -1)
 	case *arrow.Date32Type:
 		return schema.NewPrimitiveNodeLogical(f.Name, rep, schema.DateLogicalType{}, parquet.Types.Int32, 0, -1)
+	case *arrow.TimestampType:
+		if t.Unit == arrow.Microsecond {
+			lt := schema.NewTimestampLogicalType(t.TimeZone != "", schema.TimeUnitMicros)
+			return schema.NewPrimitiveNodeLogical(f.Name, rep, lt, parquet.Types.Int64, 0, -1)
+		}
 	case *arrow.Decimal64Type:
 		return schema.NewPrimitiveNodeLogical(f.Name, rep, schema.NewDecimalLogicalType(t.Precision, t.Scale), parquet.Types.Int64, 0, -1)
 	case *arrow.Decimal128Type:
 		return schema.NewPrimitiveNodeLogical(f.Name, rep, schema.NewDecimalLogicalType(t.Precision, t.Scale), parquet.Types.FixedLenByteArray, 16, -1)
 	}
 	return nil, nferr.Queryf("column %s: type %s cannot be stored", f.Name, f.Type)
+}
+
+// timestampScale is how a Parquet timestamp column's values convert to
+// microseconds: multiplied by mul (milliseconds: 1000), or floor-divided
+// by div (nanoseconds: 1000); int96 marks the legacy 12-byte form. It is
+// (1, 1, false) for every other column.
+func timestampScale(c *schema.Column) (mul, div int64, int96 bool) {
+	if c.PhysicalType() == parquet.Types.Int96 {
+		return 1, 1, true
+	}
+	if l, ok := c.LogicalType().(schema.TimestampLogicalType); ok && c.PhysicalType() == parquet.Types.Int64 {
+		switch l.TimeUnit() {
+		case schema.TimeUnitMillis:
+			return 1000, 1, false
+		case schema.TimeUnitNanos:
+			return 1, 1000, false
+		}
+	}
+	return 1, 1, false
+}
+
+// scaleTimestamps converts timestamp values read in a column's own unit to
+// microseconds (timestampScale's mul, div).
+func scaleTimestamps(v []int64, mul, div int64) {
+	switch {
+	case mul != 1:
+		for i := range v {
+			v[i] *= mul
+		}
+	case div != 1:
+		for i, x := range v {
+			q := x / div
+			if x%div < 0 {
+				q--
+			}
+			v[i] = q
+		}
+	}
+}
+
+// int96Micros converts a legacy INT96 timestamp (8 bytes of nanoseconds
+// into the day, then 4 bytes of Julian day number, little-endian) to
+// microseconds since 1970-01-01.
+func int96Micros(b [12]byte) int64 {
+	nanos := int64(binary.LittleEndian.Uint64(b[:8]))
+	julian := int64(binary.LittleEndian.Uint32(b[8:]))
+	const julianEpoch = 2440588 // the Julian day of 1970-01-01
+	return (julian-julianEpoch)*86_400_000_000 + nanos/1000
 }
 
 // arrowTypeOfParquet maps a Parquet leaf column to nicflow's Arrow type, or
@@ -239,8 +306,17 @@ func arrowTypeOfParquet(c *schema.Column) (arrow.DataType, error) {
 			}
 		}
 		return arrow.PrimitiveTypes.Int32, nil
+	case parquet.Types.Int96:
+		// Legacy Impala/Spark timestamps: nanoseconds of a Julian day,
+		// read as TIMESTAMP (as DuckDB and Spark read them).
+		return &arrow.TimestampType{Unit: arrow.Microsecond}, nil
 	case parquet.Types.Int64:
 		switch l := lt.(type) {
+		case schema.TimestampLogicalType:
+			if l.IsAdjustedToUTC() {
+				return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, nil
+			}
+			return &arrow.TimestampType{Unit: arrow.Microsecond}, nil
 		case schema.IntLogicalType:
 			if !l.IsSigned() {
 				return nil, fmt.Errorf("column %s: unsigned 64-bit integers are not supported", c.Path())

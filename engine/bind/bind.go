@@ -3,6 +3,7 @@ package bind
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nicflow/nicflow/engine/plan"
 
@@ -186,6 +187,10 @@ type binder struct {
 	views     map[string]*plan.SharedDef
 	viewStack []string
 	nextDef   int
+	// now is the statement's time (current_timestamp, now(),
+	// current_date), fixed when binding starts so that every use in a
+	// statement agrees.
+	now time.Time
 }
 
 // Bind resolves a parsed statement against cat. src is the text the
@@ -199,7 +204,7 @@ func Bind(cat plan.Catalog, src string, stmt sql.Statement) (st Statement, err e
 			st, err = nil, nferr.Internalf("binder bug (please report): %v", r)
 		}
 	}()
-	b := &binder{cat: cat, src: src, views: map[string]*plan.SharedDef{}}
+	b := &binder{cat: cat, src: src, views: map[string]*plan.SharedDef{}, now: time.Now().UTC()}
 	return b.stmt(stmt)
 }
 
@@ -502,8 +507,20 @@ func (b *binder) typeOf(t *sql.TypeName) (arrow.DataType, error) {
 		return plan.TypDate, args(0)
 	case "boolean":
 		return plan.TypBool, args(0)
-	case "timestamp", "timestamptz", "time", "interval":
-		return nil, b.errorf(t, "type %s is not supported yet (nicflow computes on integer, bigint, double, decimal, varchar, date and boolean)", strings.ToUpper(t.Name))
+	case "timestamp", "timestamptz":
+		// NB: a precision, TIMESTAMP(p), is accepted and ignored:
+		// timestamps keep microseconds.
+		if len(t.Args) == 1 && t.Args[0] > 6 {
+			return nil, b.errorf(t, "TIMESTAMP(%d) precision must be between 0 and 6", t.Args[0])
+		}
+		if t.Name == "timestamptz" {
+			return plan.TypTimestampTZ, args(1)
+		}
+		return plan.TypTimestamp, args(1)
+	case "interval":
+		return plan.TypInterval, args(0)
+	case "time":
+		return nil, b.errorf(t, "type %s is not supported yet (nicflow computes on integer, bigint, double, decimal, varchar, date, timestamp, timestamptz, interval and boolean)", strings.ToUpper(t.Name))
 	}
 	return nil, b.errorf(t, "type %q does not exist", t.Name)
 }

@@ -5,7 +5,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/nicflow/nicflow/internal/buildinfo"
 
@@ -262,18 +261,128 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		arg = plan.ResolveUntyped(arg, plan.TypDate)
-		if _, ok := expr.ExtractValue(x.Field, 0); !ok {
-			return nil, b.errorf(x, "EXTRACT field %q is not supported for dates (want %s)", x.Field, strings.Join(expr.ExtractFields, ", "))
-		}
-		if !plan.IsDate(arg.Type()) && !plan.IsNullType(arg.Type()) {
-			return nil, b.errorf(x, "EXTRACT needs a date, not %s", plan.TypeString(arg.Type()))
-		}
-		return plan.FoldNow(plan.NewCall(plan.FnExtract, plan.TypInt64, &plan.Const{Typ: plan.TypString, Val: x.Field}, arg)), nil
+		return b.extract(x, x.Field, arg)
 	case *sql.FuncCall:
 		return b.funcCall(x, s, ctx)
 	}
 	return nil, b.errorf(e, "unsupported expression %T", e)
+}
+
+// timeFunc types the timestamp functions (nil: not one of them):
+//
+//	now(), current_timestamp, transaction_timestamp(), statement_timestamp()
+//	                            the statement's time, TIMESTAMPTZ
+//	localtimestamp              the statement's time, TIMESTAMP (UTC)
+//	date_trunc(unit, ts)        ts rounded down to its unit (dates: rewriteFunc)
+//	to_timestamp(seconds)       TIMESTAMPTZ from Unix seconds
+//	make_timestamp(y, mo, d, h, mi, s)
+//	epoch(ts), epoch_ms(ts)     seconds (double) / milliseconds (bigint) since 1970
+func (b *binder) timeFunc(name string, args []plan.Expr) (plan.Expr, error) {
+	n := len(args)
+	arity := func(want int) error {
+		if n != want {
+			return fmt.Errorf("function %s takes %d arguments, got %d", name, want, n)
+		}
+		return nil
+	}
+	now := arrow.Timestamp(b.now.UnixMicro())
+	switch name {
+	case "now", "current_timestamp", "transaction_timestamp", "statement_timestamp", "localtimestamp":
+		if err := arity(0); err != nil {
+			return nil, err
+		}
+		if name == "localtimestamp" {
+			return &plan.Const{Typ: plan.TypTimestamp, Val: now}, nil
+		}
+		return &plan.Const{Typ: plan.TypTimestampTZ, Val: now}, nil
+	case "date_trunc":
+		if err := arity(2); err != nil {
+			return nil, err
+		}
+		args[1] = plan.ResolveUntyped(args[1], plan.TypTimestamp)
+		t := args[1].Type()
+		if plan.IsDate(t) {
+			return nil, nil
+		}
+		if !plan.IsTimestamp(t) && !plan.IsNullType(t) {
+			return nil, fmt.Errorf("function date_trunc(%s) does not exist", plan.TypeString(t))
+		}
+		u, ok := args[0].(*plan.Const)
+		if !ok || !plan.IsString(u.Typ) || u.IsNull() {
+			return nil, fmt.Errorf("the unit of date_trunc must be a string constant")
+		}
+		unit := expr.TruncUnitName(u.Val.(string))
+		if _, ok := expr.TruncTimestamp(unit, 0); !ok {
+			return nil, fmt.Errorf("date_trunc: unit %q is not known (want %s)", u.Val, strings.Join(expr.TruncUnits, ", "))
+		}
+		if plan.IsNullType(t) {
+			return plan.NullConst(plan.TypTimestamp), nil
+		}
+		return plan.NewCall(expr.FnDateTrunc, t, &plan.Const{Typ: plan.TypString, Val: unit}, args[1]), nil
+	case "to_timestamp":
+		if err := arity(1); err != nil {
+			return nil, err
+		}
+		args[0] = plan.ResolveUntyped(args[0], plan.TypFloat64)
+		if t := args[0].Type(); !plan.IsNumeric(t) && !plan.IsNullType(t) {
+			return nil, fmt.Errorf("function to_timestamp(%s) does not exist (want seconds since 1970)", plan.TypeString(t))
+		}
+		return plan.NewCall(expr.FnToTimestamp, plan.TypTimestampTZ, args[0]), nil
+	case "make_timestamp":
+		if err := arity(6); err != nil {
+			return nil, err
+		}
+		for i := range args {
+			args[i] = plan.ResolveUntyped(args[i], plan.TypInt64)
+			if t := args[i].Type(); !plan.IsNumeric(t) && !plan.IsNullType(t) {
+				return nil, fmt.Errorf("function make_timestamp: argument %d must be a number, not %s", i+1, plan.TypeString(t))
+			}
+		}
+		return plan.NewCall(expr.FnMakeTimestamp, plan.TypTimestamp, args...), nil
+	case "epoch", "epoch_ms":
+		if err := arity(1); err != nil {
+			return nil, err
+		}
+		args[0] = plan.ResolveUntyped(args[0], plan.TypTimestamp)
+		t := args[0].Type()
+		if !plan.IsTemporal(t) && !plan.IsNullType(t) {
+			return nil, fmt.Errorf("function %s(%s) does not exist", name, plan.TypeString(t))
+		}
+		if plan.IsDate(t) || plan.IsNullType(t) {
+			args[0] = plan.FoldNow(&plan.CastExpr{X: args[0], Typ: plan.TypTimestamp})
+			t = plan.TypTimestamp
+		}
+		if name == "epoch" {
+			return plan.NewCall(plan.FnExtract, plan.TypFloat64, &plan.Const{Typ: plan.TypString, Val: "epoch"}, args[0]), nil
+		}
+		return plan.NewCall(plan.FnExtract, plan.TypInt64, &plan.Const{Typ: plan.TypString, Val: "epoch_ms"}, args[0]), nil
+	}
+	return nil, nil
+}
+
+// extract types EXTRACT(field FROM arg) (and date_part): a date's or a
+// timestamp's field; an untyped string is a timestamp when it has a time
+// of day, else a date.
+func (b *binder) extract(at sql.Node, field string, arg plan.Expr) (plan.Expr, error) {
+	field = expr.ExtractFieldName(field)
+	if c, ok := arg.(*plan.Const); ok && c.Untyped {
+		if v := plan.ResolveUntyped(arg, plan.TypDate); v != arg && !strings.ContainsAny(strings.TrimSpace(c.Val.(string)), " T:") {
+			arg = v
+		} else {
+			arg = plan.ResolveUntyped(arg, plan.TypTimestamp)
+		}
+	}
+	t := arg.Type()
+	if !plan.IsTemporal(t) && !plan.IsNullType(t) {
+		return nil, b.errorf(at, "EXTRACT needs a date or a timestamp, not %s", plan.TypeString(t))
+	}
+	if plan.IsNullType(t) {
+		t = plan.TypTimestamp
+	}
+	if !expr.ValidExtract(field, t) {
+		return nil, b.errorf(at, "EXTRACT field %q is not supported for %s (want %s)", field, plan.TypeString(t), strings.Join(expr.ExtractFieldsOf(t), ", "))
+	}
+	return plan.FoldNow(plan.NewCall(plan.FnExtract, expr.ExtractResultType(field, t), &plan.Const{Typ: plan.TypString, Val: field}, arg)), nil
 }
 
 // rewriteFunc writes some functions in terms of others, over the call's
@@ -291,7 +400,7 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 //	date_part(f, d)      EXTRACT(f FROM d)
 //	date_trunc(f, d)     of a date: d less the days into its week, month, quarter or year
 //	make_date(y, m, d)   CAST(y || '-' || m || '-' || d AS DATE)
-func rewriteFunc(x *sql.FuncCall, args []plan.Expr) (sql.Expr, error) {
+func (b *binder) rewriteFunc(x *sql.FuncCall, args []plan.Expr) (sql.Expr, error) {
 	a := x.Args
 	pos := x.Pos
 	lit := func(v string) sql.Expr { return &sql.Literal{Pos: pos, Kind: sql.LitNumber, Text: v} }
@@ -355,9 +464,9 @@ func rewriteFunc(x *sql.FuncCall, args []plan.Expr) (sql.Expr, error) {
 		if len(a) != 0 {
 			return nil, fmt.Errorf("current_date takes no arguments")
 		}
-		// The statement's date, in UTC (there is no session time zone
-		// yet), fixed when the statement is bound.
-		return &sql.TypedLiteral{Pos: pos, Type: &sql.TypeName{Pos: pos, Name: "date"}, Value: time.Now().UTC().Format("2006-01-02")}, nil
+		// The statement's date, in UTC (the session time zone), fixed
+		// when the statement is bound.
+		return &sql.TypedLiteral{Pos: pos, Type: &sql.TypeName{Pos: pos, Name: "date"}, Value: b.now.Format("2006-01-02")}, nil
 	case "concat_ws":
 		// concat_ws(sep, a, b, ...): the non-NULL values joined by sep:
 		// substring(coalesce(sep || a, '') || coalesce(sep || b, '') ...,
@@ -389,8 +498,8 @@ func rewriteFunc(x *sql.FuncCall, args []plan.Expr) (sql.Expr, error) {
 		if x.Name.Name == "date_part" {
 			return &sql.Extract{Pos: pos, Field: field, X: a[1]}, nil
 		}
-		if t := args[1].Type(); !plan.IsDate(t) && !plan.IsNullType(t) {
-			return nil, fmt.Errorf("date_trunc(%s) is not supported yet (dates only)", plan.TypeString(t))
+		if t := args[1].Type(); !plan.IsDate(t) {
+			return nil, nil // timestamps: timeFunc
 		}
 		d := a[1]
 		back := func(f string, minus int) sql.Expr { // d less (f of d) - minus days
@@ -600,14 +709,31 @@ func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (plan.Expr, e
 	// Untyped string literals take the other side's type ('1' + 1 is 2).
 	l, r = plan.ResolveUntyped(l, r.Type()), plan.ResolveUntyped(r, l.Type())
 	lt, rt := l.Type(), r.Type()
-	// Dates and intervals.
+	// A date plus a constant interval with a time of day is a timestamp
+	// (its midnight plus the interval).
+	if iv, ok := intervalOf(l, r); ok && iv.Nanoseconds%expr.NanosPerDay != 0 && (plan.IsDate(lt) || plan.IsDate(rt)) {
+		if plan.IsDate(lt) {
+			l, lt = plan.FoldNow(&plan.CastExpr{X: l, Typ: plan.TypTimestamp}), plan.TypTimestamp
+		} else {
+			r, rt = plan.FoldNow(&plan.CastExpr{X: r, Typ: plan.TypTimestamp}), plan.TypTimestamp
+		}
+	}
+	// Timestamps, dates and intervals.
+	if plan.IsTimestamp(lt) || plan.IsTimestamp(rt) {
+		switch {
+		case plan.IsTimestamp(lt) && plan.IsInterval(rt) && (fn == plan.FnAdd || fn == plan.FnSub):
+			return plan.FoldNow(plan.NewCall(fn, lt, l, r)), nil
+		case plan.IsInterval(lt) && plan.IsTimestamp(rt) && fn == plan.FnAdd:
+			return plan.FoldNow(plan.NewCall(fn, rt, l, r)), nil
+		case plan.IsTemporal(lt) && plan.IsTemporal(rt) && fn == plan.FnSub:
+			return plan.FoldNow(plan.NewCall(fn, plan.TypInterval, l, r)), nil
+		}
+		return nil, b.errorf(x, "operator does not exist: %s %s %s", plan.TypeString(lt), x.Op, plan.TypeString(rt))
+	}
 	switch {
 	case plan.IsDate(lt) && (plan.IsInteger(rt) || plan.IsInterval(rt)) && (fn == plan.FnAdd || fn == plan.FnSub),
 		plan.IsInteger(lt) && plan.IsDate(rt) && fn == plan.FnAdd,
 		plan.IsInterval(lt) && plan.IsDate(rt) && fn == plan.FnAdd:
-		if iv, ok := intervalOf(l, r); ok && (iv.Nanoseconds != 0) {
-			return nil, b.errorf(x, "adding an interval with hours, minutes or seconds to a date is not supported")
-		}
 		return plan.FoldNow(plan.NewCall(fn, plan.TypDate, l, r)), nil
 	case plan.IsDate(lt) && plan.IsDate(rt) && fn == plan.FnSub:
 		return plan.FoldNow(plan.NewCall(fn, plan.TypInt32, l, r)), nil
@@ -771,7 +897,13 @@ func (b *binder) funcCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, e
 		}
 		args[i] = e
 	}
-	if r, err := rewriteFunc(x, args); r != nil || err != nil {
+	if e, err := b.timeFunc(name, args); e != nil || err != nil {
+		if err != nil {
+			return nil, b.errorf(x, "%v", err)
+		}
+		return plan.FoldNow(e), nil
+	}
+	if r, err := b.rewriteFunc(x, args); r != nil || err != nil {
 		if err != nil {
 			return nil, b.errorf(x, "%v", err)
 		}

@@ -152,6 +152,8 @@ func constExpr(c *plan.Const) (expr.Expr, error) {
 		return expr.LitString(v), nil
 	case arrow.Date32:
 		return expr.LitDate(int32(v)), nil
+	case arrow.Timestamp:
+		return expr.LitTimestamp(int64(v), t.ID == expr.TypeTimestampTZ), nil
 	case arrow.MonthDayNanoInterval:
 		return expr.LitInterval(v.Months, v.Days, v.Nanoseconds), nil
 	}
@@ -336,6 +338,10 @@ func predValue(k *plan.Const, col arrow.DataType) (storage.Value, bool) {
 	case arrow.Date32:
 		if plan.IsDate(col) {
 			return storage.Date(int32(v)), true
+		}
+	case arrow.Timestamp:
+		if plan.IsTimestamp(col) {
+			return storage.Timestamp(int64(v)), true
 		}
 	case bool:
 		if plan.IsBool(col) {

@@ -1127,6 +1127,8 @@ func zeroConst(t arrow.DataType) (*plan.Const, bool) {
 		return &plan.Const{Typ: t, Val: ""}, true
 	case arrow.DATE32:
 		return &plan.Const{Typ: t, Val: arrow.Date32(0)}, true
+	case arrow.TIMESTAMP:
+		return &plan.Const{Typ: t, Val: arrow.Timestamp(0)}, true
 	case arrow.BOOL:
 		return &plan.Const{Typ: t, Val: false}, true
 	case arrow.NULL:

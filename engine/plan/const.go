@@ -146,6 +146,8 @@ func CanCast(from, to arrow.DataType) bool {
 		return true
 	case IsNumeric(from) && IsNumeric(to):
 		return true
+	case IsTemporal(from) && IsTimestamp(to), IsTimestamp(from) && IsDate(to):
+		return true
 	case IsBool(from) && IsInteger(to), IsInteger(from) && IsBool(to):
 		return true
 	}
@@ -169,10 +171,26 @@ func CastConst(c *Const, t arrow.DataType) (*Const, error) {
 			return &Const{Typ: t, Val: v}, nil
 		case arrow.Date32:
 			return &Const{Typ: t, Val: v.FormattedString()}, nil
+		case arrow.Timestamp:
+			return &Const{Typ: t, Val: expr.FormatTimestamp(int64(v), expr.HasZone(c.Typ))}, nil
 		case bool:
 			return &Const{Typ: t, Val: strconv.FormatBool(v)}, nil
 		}
 		return &Const{Typ: t, Val: strings.Trim(FormatConst(c), "'")}, nil
+	}
+	switch v := c.Val.(type) {
+	case arrow.Date32:
+		if IsTimestamp(t) {
+			return &Const{Typ: t, Val: arrow.Timestamp(int64(v) * expr.UsPerDay)}, nil
+		}
+	case arrow.Timestamp:
+		switch {
+		case IsTimestamp(t):
+			return &Const{Typ: t, Val: v}, nil
+		case IsDate(t):
+			days, _ := expr.SplitTimestamp(int64(v))
+			return &Const{Typ: t, Val: arrow.Date32(days)}, nil
+		}
 	}
 	switch {
 	case IsNumeric(c.Typ) && IsInteger(t):
@@ -286,6 +304,12 @@ func parseAs(s string, t arrow.DataType) (*Const, error) {
 			return nil, err
 		}
 		return &Const{Typ: t, Val: iv}, nil
+	case IsTimestamp(t):
+		us, err := expr.ParseTimestamp(in, expr.HasZone(t))
+		if err != nil {
+			return nil, err
+		}
+		return &Const{Typ: t, Val: arrow.Timestamp(us)}, nil
 	}
 	return bad()
 }
@@ -344,23 +368,78 @@ func ParseInterval(value, unit, toUnit string) (arrow.MonthDayNanoInterval, erro
 		return iv, add(n, unit)
 	}
 	f := strings.Fields(value)
-	if len(f) == 0 || len(f)%2 != 0 {
+	ago := len(f) > 1 && strings.EqualFold(f[len(f)-1], "ago")
+	if ago {
+		f = f[:len(f)-1]
+	}
+	if len(f) == 0 {
 		return iv, fmt.Errorf("invalid interval %q: want pairs of number and unit, such as '3 months'", value)
 	}
-	for i := 0; i < len(f); i += 2 {
-		n, err := strconv.ParseInt(f[i], 10, 32)
-		if err != nil {
-			return iv, fmt.Errorf("invalid interval %q: %q is not an integer", value, f[i])
+	for i := 0; i < len(f); {
+		if strings.Contains(f[i], ":") {
+			// A time of day: [-]HH:MM[:SS[.ffffff]].
+			ns, ok := parseIntervalTime(f[i])
+			if !ok {
+				return iv, fmt.Errorf("invalid interval %q: %q is not a time (want HH:MM:SS)", value, f[i])
+			}
+			iv.Nanoseconds += ns
+			i++
+			continue
+		}
+		if i+1 >= len(f) {
+			return iv, fmt.Errorf("invalid interval %q: want pairs of number and unit, such as '3 months'", value)
 		}
 		u, ok := intervalUnitNames[strings.ToLower(f[i+1])]
 		if !ok {
 			return iv, fmt.Errorf("invalid interval %q: unknown unit %q", value, f[i+1])
 		}
-		if err := add(n, u); err != nil {
-			return iv, err
+		if n, err := strconv.ParseInt(f[i], 10, 32); err == nil {
+			if err := add(n, u); err != nil {
+				return iv, err
+			}
+		} else {
+			// A fraction of an hour, minute or second ('1.5 seconds').
+			x, err := strconv.ParseFloat(f[i], 64)
+			per := map[string]float64{"hour": float64(time.Hour), "minute": float64(time.Minute), "second": float64(time.Second)}[u]
+			if err != nil || per == 0 || math.Abs(x) > 1e9 {
+				return iv, fmt.Errorf("invalid interval %q: %q is not an integer", value, f[i])
+			}
+			iv.Nanoseconds += int64(math.Round(x * per))
 		}
+		i += 2
+	}
+	if ago {
+		iv = arrow.MonthDayNanoInterval{Months: -iv.Months, Days: -iv.Days, Nanoseconds: -iv.Nanoseconds}
 	}
 	return iv, nil
+}
+
+// parseIntervalTime reads an interval's time part [-]HH:MM[:SS[.f]] as
+// nanoseconds.
+func parseIntervalTime(s string) (int64, bool) {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "-"), "+")
+	parts := strings.Split(s, ":")
+	if len(parts) < 2 || len(parts) > 3 {
+		return 0, false
+	}
+	h, err1 := strconv.ParseInt(parts[0], 10, 32)
+	m, err2 := strconv.ParseInt(parts[1], 10, 32)
+	if err1 != nil || err2 != nil || h < 0 || m < 0 || m > 59 {
+		return 0, false
+	}
+	ns := h*int64(time.Hour) + m*int64(time.Minute)
+	if len(parts) == 3 {
+		sec, err := strconv.ParseFloat(parts[2], 64)
+		if err != nil || sec < 0 || sec >= 60 || strings.ContainsAny(parts[2], "eE") {
+			return 0, false
+		}
+		ns += int64(math.Round(sec * float64(time.Second)))
+	}
+	if neg {
+		ns = -ns
+	}
+	return ns, true
 }
 
 // isUntyped reports whether e is a string literal whose type is still open.

@@ -134,11 +134,31 @@ func EvalCall(c *Call) (*Const, error) {
 	case "length":
 		return &Const{Typ: TypInt32, Val: int32(utf8.RuneCountInString(args[0].Val.(string)))}, nil
 	case FnExtract:
-		d, ok := args[1].Val.(arrow.Date32)
+		switch v := args[1].Val.(type) {
+		case arrow.Date32:
+			return extractConst(args[0].Val.(string), v)
+		case arrow.Timestamp:
+			field := args[0].Val.(string)
+			if field == "epoch" {
+				return &Const{Typ: TypFloat64, Val: expr.ExtractEpoch(int64(v))}, nil
+			}
+			x, ok := expr.ExtractTimestamp(field, int64(v))
+			if !ok {
+				return nil, nil
+			}
+			return &Const{Typ: TypInt64, Val: x}, nil
+		}
+		return nil, nil
+	case expr.FnDateTrunc:
+		v, ok := args[1].Val.(arrow.Timestamp)
 		if !ok {
 			return nil, nil
 		}
-		return extractConst(args[0].Val.(string), d)
+		r, ok := expr.TruncTimestamp(args[0].Val.(string), int64(v))
+		if !ok || r < expr.MinTimestamp {
+			return nil, nil
+		}
+		return &Const{Typ: c.Typ, Val: arrow.Timestamp(r)}, nil
 	case FnLike:
 		if len(args) != 2 {
 			return nil, nil
@@ -174,13 +194,13 @@ func CompareConst(a, b *Const) (int, bool) {
 		if !ok {
 			return 0, false
 		}
-		switch {
-		case av < bv:
-			return -1, true
-		case av > bv:
-			return 1, true
+		return cmpOrdered(av, bv), true
+	case arrow.Timestamp:
+		bv, ok := b.Val.(arrow.Timestamp)
+		if !ok {
+			return 0, false
 		}
-		return 0, true
+		return cmpOrdered(av, bv), true
 	}
 	if !IsNumeric(a.Typ) || !IsNumeric(b.Typ) {
 		return 0, false
@@ -227,7 +247,20 @@ func evalNeg(a *Const) (*Const, error) {
 	return bigToConst(new(big.Int).Neg(u), a.Typ)
 }
 
+func cmpOrdered[T int32 | int64 | arrow.Date32 | arrow.Timestamp](a, b T) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
 func EvalArith(fn string, a, b *Const, t arrow.DataType) (*Const, error) {
+	if IsTimestamp(a.Typ) || IsTimestamp(b.Typ) || IsTimestamp(t) {
+		return evalTimestampArith(fn, a, b, t)
+	}
 	if IsDate(t) {
 		return evalDateArith(fn, a, b)
 	}
@@ -354,6 +387,39 @@ func evalDateArith(fn string, a, b *Const) (*Const, error) {
 		return nil, fmt.Errorf("date out of range")
 	}
 	return &Const{Typ: TypDate, Val: arrow.Date32(out)}, nil
+}
+
+// evalTimestampArith computes timestamp +/- interval and timestamp -
+// timestamp (a date operand is its midnight).
+func evalTimestampArith(fn string, a, b *Const, t arrow.DataType) (*Const, error) {
+	us := func(c *Const) (int64, bool) {
+		switch v := c.Val.(type) {
+		case arrow.Timestamp:
+			return int64(v), true
+		case arrow.Date32:
+			return int64(v) * expr.UsPerDay, true
+		}
+		return 0, false
+	}
+	x, xok := us(a)
+	y, yok := us(b)
+	switch {
+	case xok && yok && fn == FnSub:
+		return &Const{Typ: TypInterval, Val: expr.TimestampDiff(x, y)}, nil
+	case xok && !yok:
+		sign := int64(1)
+		if fn == FnSub {
+			sign = -1
+		}
+		r, ok := expr.TimestampAddInterval(x, b.Val.(arrow.MonthDayNanoInterval), sign)
+		if !ok {
+			return nil, fmt.Errorf("timestamp out of range")
+		}
+		return &Const{Typ: t, Val: arrow.Timestamp(r)}, nil
+	case yok && fn == FnAdd:
+		return evalTimestampArith(fn, b, a, t)
+	}
+	return nil, nil
 }
 
 func extractConst(field string, d arrow.Date32) (*Const, error) {

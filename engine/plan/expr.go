@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/nicflow/nicflow/exec/expr"
 )
 
 // ColumnID identifies a column of a logical plan. IDs are unique within one
@@ -631,6 +632,11 @@ func FormatConst(c *Const) string {
 		return "'" + strings.ReplaceAll(v, "'", "''") + "'"
 	case arrow.Date32:
 		return "date '" + v.FormattedString() + "'"
+	case arrow.Timestamp:
+		if expr.HasZone(c.Typ) {
+			return "timestamptz '" + expr.FormatTimestamp(int64(v), true) + "'"
+		}
+		return "timestamp '" + expr.FormatTimestamp(int64(v), false) + "'"
 	case arrow.MonthDayNanoInterval:
 		return formatInterval(v)
 	}

@@ -29,7 +29,10 @@ import (
 //	avg(int|float) float64; avg(decimal(p,s)) decimal(38, expr.AvgScale(s))
 //	  (exec/expr's rule: at least 16 fraction digits, rounded half away from 0)
 //	count int64; min/max the argument's type
-//	date +/- integer -> date; date +/- interval -> date; date - date -> int32
+//	date +/- integer -> date; date +/- interval -> date (a constant interval
+//	  with a time of day: timestamp); date - date -> int32
+//	timestamp +/- interval -> timestamp; timestamp - timestamp -> interval;
+//	  a date beside a timestamp is its midnight (common type timestamp)
 //	comparisons, CASE, COALESCE, IN, UNION convert to the common type (the
 //	  exec package's commonType): NULL takes the other type; numbers widen
 //	  as above with decimals taking the larger scale and integer part; an
@@ -46,6 +49,10 @@ var (
 	TypDate     = arrow.FixedWidthTypes.Date32
 	TypInterval = arrow.FixedWidthTypes.MonthDayNanoInterval
 	TypNull     = arrow.Null
+	// TypTimestamp is TIMESTAMP (microseconds, no zone); TypTimestampTZ
+	// TIMESTAMPTZ (microseconds, UTC).
+	TypTimestamp   arrow.DataType = expr.TimestampArrow
+	TypTimestampTZ arrow.DataType = expr.TimestampTZArrow
 )
 
 // maxDecimalPrecision is decimal128's limit; maxDecimal64Precision the
@@ -82,6 +89,10 @@ func IsNullType(t arrow.DataType) bool {
 	return t.ID() == arrow.NULL
 }
 func IsInterval(t arrow.DataType) bool { return t.ID() == arrow.INTERVAL_MONTH_DAY_NANO }
+
+// IsTimestamp reports TIMESTAMP and TIMESTAMPTZ; IsTemporal dates too.
+func IsTimestamp(t arrow.DataType) bool { return expr.IsTimestamp(t) }
+func IsTemporal(t arrow.DataType) bool  { return IsDate(t) || IsTimestamp(t) }
 
 // decimalPS, commonType and arithType are exec's typing rules
 // (exec/expr/types.go): the one authority the binder and the compiler share.
@@ -121,6 +132,11 @@ func TypeString(t arrow.DataType) string {
 		return "unknown"
 	case arrow.INTERVAL_MONTH_DAY_NANO:
 		return "interval"
+	case arrow.TIMESTAMP:
+		if expr.HasZone(t) {
+			return "timestamp with time zone"
+		}
+		return "timestamp"
 	}
 	return t.String()
 }

@@ -323,10 +323,15 @@ func (p *parser) parsePrimary() (Expr, error) {
 	}
 	next := p.peekAt(1)
 	if !t.quoted {
-		if next.kind == tokString && typeLiteralNames[t.text] {
+		zoned := (t.text == "timestamp" || t.text == "time") && (isKwTok(next, "with") || isKwTok(next, "without"))
+		if typeLiteralNames[t.text] && (next.kind == tokString || zoned) {
+			// TIMESTAMP '...', TIMESTAMP WITH TIME ZONE '...'.
 			ty, err := p.parseType()
 			if err != nil {
 				return nil, err
+			}
+			if p.peek().kind != tokString {
+				return nil, p.errExpected("a string literal after the type name")
 			}
 			s := p.next()
 			return &TypedLiteral{Pos: t.pos, Type: ty, Value: s.text}, nil
@@ -347,6 +352,12 @@ func (p *parser) parsePrimary() (Expr, error) {
 	if next.kind == tokOp && next.text == "(" {
 		p.next()
 		return p.parseFuncCall(Ident{Pos: t.pos, Name: t.text, Quoted: t.quoted})
+	}
+	if !t.quoted && t.text == "localtimestamp" && !isOpTok(next, ".") {
+		// LOCALTIMESTAMP is a function without parentheses, as
+		// CURRENT_DATE.
+		p.next()
+		return &FuncCall{Pos: t.pos, Name: Ident{Pos: t.pos, Name: "localtimestamp"}}, nil
 	}
 	// column reference a[.b[.c]]
 	p.next()
@@ -431,8 +442,18 @@ func (p *parser) parseKeywordExpr(t token) (Expr, error) {
 			p.next()
 		}
 		return &FuncCall{Pos: t.pos, Name: Ident{Pos: t.pos, Name: "current_date"}}, nil
-	case "current_timestamp", "current_time":
-		return nil, p.errAt(t, "%s is not supported", strings.ToUpper(t.text))
+	case "current_timestamp":
+		// CURRENT_TIMESTAMP [(precision)]: the precision is accepted
+		// and ignored (timestamps keep microseconds).
+		p.next()
+		if p.isOp("(") {
+			if _, err := p.parseTypeArgs(); err != nil {
+				return nil, err
+			}
+		}
+		return &FuncCall{Pos: t.pos, Name: Ident{Pos: t.pos, Name: "current_timestamp"}}, nil
+	case "current_time":
+		return nil, p.errAt(t, "%s is not supported (nicflow has no TIME type; use CURRENT_TIMESTAMP)", strings.ToUpper(t.text))
 	}
 	return nil, p.errExpected("an expression")
 }

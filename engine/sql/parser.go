@@ -1102,6 +1102,9 @@ func (p *parser) parseType() (*TypeName, error) {
 		tn.Name = "boolean"
 	case "timestamptz":
 		tn.Name = "timestamptz"
+	case "datetime":
+		// DATETIME (MySQL, DuckDB) is a timestamp without a zone.
+		tn.Name = "timestamp"
 	case "timestamp", "time":
 		if p.isOp("(") {
 			args, err := p.parseTypeArgs()

@@ -70,7 +70,7 @@ select * from nation where n_nationkey in (select n_nationkey, n_name from natio
 ----
 select (select n_nationkey from nation) + 'x'
 ----
-select interval '1' hour + date '2020-01-01'
+select timestamp '2020-01-01' * 2
 ----
 select date '2020-01-01' * 2
 ----

@@ -19,6 +19,7 @@ const (
 	kDivZero        // division or modulo by zero
 	kRange          // date out of range
 	kBadInterval
+	kTsRange // timestamp out of range
 )
 
 // binKernel computes out = a op b at the rows sel (nil: all n). Rows of sel
@@ -70,6 +71,8 @@ func kernelError(code kcode, ovfText, desc string) error {
 		return errAt("date out of range", desc)
 	case kBadInterval:
 		return errAt("interval with a time of day cannot be added to a date", desc)
+	case kTsRange:
+		return errAt("timestamp out of range", desc)
 	}
 	if ovfText == "" {
 		ovfText = "value out of range"
@@ -126,7 +129,10 @@ func (c *compiler) compileArith(fn string, a, b node, desc string) (node, error)
 	if tb.ID() == arrow.NULL {
 		b, tb = newNullConst(ta), ta
 	}
-	// Dates and intervals.
+	// Timestamps, dates and intervals.
+	if IsTimestamp(ta) || IsTimestamp(tb) {
+		return c.compileTimestampArith(fn, a, b, desc)
+	}
 	if ta.ID() == arrow.DATE32 || tb.ID() == arrow.DATE32 || ta.ID() == arrow.INTERVAL_MONTH_DAY_NANO || tb.ID() == arrow.INTERVAL_MONTH_DAY_NANO {
 		return c.compileDateArith(fn, a, b, desc)
 	}

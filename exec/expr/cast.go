@@ -19,7 +19,9 @@ import (
 //   - double -> decimal: the shortest decimal text of the double, rounded
 //     half away from zero (0.285 -> 0.29, not 0.28 from binary noise).
 //   - decimal/integer -> double: nearest double.
-//   - string -> integer/decimal/double/date/boolean: surrounding spaces
+//   - date <-> timestamp: midnight / the day; timestamp <-> timestamptz: the
+//     same instant (the session time zone is UTC).
+//   - string -> integer/decimal/double/date/timestamp/boolean: surrounding spaces
 //     allowed; anything else is "invalid input syntax" (KindData) naming
 //     the value and the expression.
 //   - anything -> string: canonical text (dates YYYY-MM-DD, decimals with
@@ -95,6 +97,8 @@ func newCast(x node, to arrow.DataType, desc string) (node, error) {
 			c.run = castStringToDecimal
 		case arrow.DATE32:
 			c.run = castStringToDate
+		case arrow.TIMESTAMP:
+			c.run = castStringToTimestamp
 		case arrow.BOOL:
 			c.run = castStringToBool
 		default:
@@ -114,6 +118,12 @@ func newCast(x node, to arrow.DataType, desc string) (node, error) {
 		c.run = castFloatToInt
 	case f == arrow.FLOAT64 && isDecimal(to):
 		c.run = castFloatToDecimal
+	case f == arrow.DATE32 && t == arrow.TIMESTAMP:
+		c.run = castDateToTimestamp
+	case f == arrow.TIMESTAMP && t == arrow.DATE32:
+		c.run = castTimestampToDate
+	case f == arrow.TIMESTAMP && t == arrow.TIMESTAMP:
+		c.run = castTimestampKind
 	case f == arrow.BOOL && (t == arrow.INT32 || t == arrow.INT64):
 		c.run = castBoolToInt
 	case (f == arrow.INT32 || f == arrow.INT64) && t == arrow.BOOL:
@@ -517,6 +527,7 @@ func (w *strWriter) finish(n int) {
 func castToString(c *castNode, out, a *vec, sel []int32, n int) error {
 	w := newStrWriter(out, n)
 	fk := c.from.ID()
+	zone := HasZone(c.from)
 	each(sel, n, func(i int32) {
 		w.at(i)
 		s := out.str
@@ -533,6 +544,8 @@ func castToString(c *castNode, out, a *vec, sel []int32, n int) error {
 			s = appendDecimal128(s, a.d[i], c.fs)
 		case arrow.DATE32:
 			s = appendDate(s, a.i32[i])
+		case arrow.TIMESTAMP:
+			s = appendTimestamp(s, a.i64[i], zone)
 		case arrow.BOOL:
 			s = strconv.AppendBool(s, a.b[i])
 		case arrow.STRING:
@@ -545,6 +558,10 @@ func castToString(c *castNode, out, a *vec, sel []int32, n int) error {
 	w.finish(n)
 	return nil
 }
+
+// FormatInterval prints an interval as PostgreSQL does ("1 year 2 mons
+// 3 days 04:05:06.5").
+func FormatInterval(iv arrow.MonthDayNanoInterval) string { return string(appendInterval(nil, iv)) }
 
 // appendInterval prints an interval as PostgreSQL does: "1 year 2 mons
 // 3 days 04:05:06.5"; the zero interval is "00:00:00".
@@ -602,16 +619,26 @@ func appendInterval(dst []byte, iv arrow.MonthDayNanoInterval) []byte {
 	return dst
 }
 
-// appendFloat prints a double the way PostgreSQL does (shortest exact
-// form; Infinity, -Infinity, NaN).
+// FormatFloat prints a double the way PostgreSQL does (appendFloat).
+func FormatFloat(x float64) string { return string(appendFloat(nil, x)) }
+
+// appendFloat prints a double the way PostgreSQL does: the shortest digits
+// that read back exactly, in positional form unless the decimal exponent
+// is below -4 or at least 15 (1234567, 0.0001, 1e+15, 1e-05); Infinity,
+// -Infinity, NaN.
 func appendFloat(dst []byte, x float64) []byte {
 	switch {
 	case math.IsInf(x, 1):
 		return append(dst, "Infinity"...)
 	case math.IsInf(x, -1):
 		return append(dst, "-Infinity"...)
+	case x == 0 || math.IsNaN(x):
+		return strconv.AppendFloat(dst, x, 'g', -1, 64)
 	}
-	return strconv.AppendFloat(dst, x, 'g', -1, 64)
+	if ax := math.Abs(x); ax >= 1e15 || ax < 1e-4 {
+		return strconv.AppendFloat(dst, x, 'e', -1, 64)
+	}
+	return strconv.AppendFloat(dst, x, 'f', -1, 64)
 }
 
 // ------------------------------------------------------------ from string

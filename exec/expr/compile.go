@@ -41,7 +41,7 @@ const (
 	pNull pkind = iota // no values: every row is NULL
 	pBool              // []bool
 	pI32               // []int32: int32, date32
-	pI64               // []int64: int64, decimal64
+	pI64               // []int64: int64, decimal64, timestamp[us]
 	pF64               // []float64
 	pD128              // []decimal128.Num: decimal128
 	pStr               // off/str: utf8
@@ -59,6 +59,11 @@ func kindOf(dt arrow.DataType) (pkind, bool) {
 	case arrow.INT32, arrow.DATE32:
 		return pI32, true
 	case arrow.INT64, arrow.DECIMAL64:
+		return pI64, true
+	case arrow.TIMESTAMP:
+		if dt.(*arrow.TimestampType).Unit != arrow.Microsecond {
+			return 0, false
+		}
 		return pI64, true
 	case arrow.FLOAT64:
 		return pF64, true
@@ -553,6 +558,12 @@ func parseLiteral(e *Expr) (*constNode, error) {
 			return nil, err
 		}
 		c.i64 = int64(d)
+	case TypeTimestamp, TypeTimestampTZ:
+		us, err := ParseTimestamp(e.Value, e.Type.ID == TypeTimestampTZ)
+		if err != nil {
+			return nil, err
+		}
+		c.i64 = us
 	case TypeDecimal:
 		n, ok := parseDecimalExact(e.Value, e.Type.Precision, e.Type.Scale)
 		if !ok {
@@ -1181,6 +1192,21 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 			return nil, err
 		}
 		n, err = c.compileExtract(args, desc)
+	case FnDateTrunc:
+		if err := arity(e, 2, 2); err != nil {
+			return nil, err
+		}
+		n, err = c.compileDateTrunc(args, desc)
+	case FnToTimestamp:
+		if err := arity(e, 1, 1); err != nil {
+			return nil, err
+		}
+		n, err = c.compileToTimestamp(args, desc)
+	case FnMakeTimestamp:
+		if err := arity(e, 6, 6); err != nil {
+			return nil, err
+		}
+		n, err = c.compileMakeTimestamp(args, desc)
 	case FnSqrt, FnCbrt, FnExp, FnLn, FnLog10, FnPower, FnCeil, FnFloor, FnTrunc:
 		n, err = c.compileMath(e, args, desc)
 	case FnReplace, FnRepeat, FnReverse, FnLPad, FnRPad, FnInitCap, FnMD5, FnSplitPart:

@@ -30,6 +30,9 @@ const (
 	TypeDate     TypeID = "date32"   // arrow date32 (SQL DATE)
 	TypeDecimal  TypeID = "decimal"  // arrow decimal64 when Precision <= 18, else decimal128
 	TypeInterval TypeID = "interval" // arrow month_day_nano interval
+
+	TypeTimestamp   TypeID = "timestamp"   // arrow timestamp[us] (SQL TIMESTAMP)
+	TypeTimestampTZ TypeID = "timestamptz" // arrow timestamp[us, tz=UTC] (SQL TIMESTAMPTZ)
 )
 
 // MaxDecimalPrecision is the largest decimal precision (decimal128).
@@ -57,6 +60,9 @@ var (
 	StringType   = Type{ID: TypeString}
 	DateType     = Type{ID: TypeDate}
 	IntervalType = Type{ID: TypeInterval}
+
+	TimestampType   = Type{ID: TypeTimestamp}
+	TimestampTZType = Type{ID: TypeTimestampTZ}
 )
 
 // DecimalType returns decimal(p, s).
@@ -65,7 +71,8 @@ func DecimalType(p, s int32) Type { return Type{ID: TypeDecimal, Precision: p, S
 // Validate reports whether t is a well-formed type.
 func (t Type) Validate() error {
 	switch t.ID {
-	case TypeNull, TypeBool, TypeInt32, TypeInt64, TypeFloat64, TypeString, TypeDate, TypeInterval:
+	case TypeNull, TypeBool, TypeInt32, TypeInt64, TypeFloat64, TypeString, TypeDate, TypeInterval,
+		TypeTimestamp, TypeTimestampTZ:
 		if t.Precision != 0 || t.Scale != 0 {
 			return nferr.Queryf("type %s takes no precision or scale", t.ID)
 		}
@@ -101,6 +108,10 @@ func (t Type) Arrow() arrow.DataType {
 		return arrow.FixedWidthTypes.Date32
 	case TypeInterval:
 		return arrow.FixedWidthTypes.MonthDayNanoInterval
+	case TypeTimestamp:
+		return TimestampArrow
+	case TypeTimestampTZ:
+		return TimestampTZArrow
 	case TypeDecimal:
 		if t.Precision <= MaxDecimal64Precision {
 			return &arrow.Decimal64Type{Precision: t.Precision, Scale: t.Scale}
@@ -130,6 +141,14 @@ func TypeOf(dt arrow.DataType) (Type, error) {
 		return DateType, nil
 	case *arrow.MonthDayNanoIntervalType:
 		return IntervalType, nil
+	case *arrow.TimestampType:
+		if t.Unit != arrow.Microsecond {
+			break
+		}
+		if t.TimeZone != "" {
+			return TimestampTZType, nil
+		}
+		return TimestampType, nil
 	case *arrow.Decimal64Type:
 		return DecimalType(t.Precision, t.Scale), nil
 	case *arrow.Decimal128Type:
@@ -157,6 +176,10 @@ func (t Type) String() string {
 		return "DATE"
 	case TypeInterval:
 		return "INTERVAL"
+	case TypeTimestamp:
+		return "TIMESTAMP"
+	case TypeTimestampTZ:
+		return "TIMESTAMPTZ"
 	case TypeDecimal:
 		return fmt.Sprintf("DECIMAL(%d,%d)", t.Precision, t.Scale)
 	}
@@ -218,7 +241,11 @@ const (
 	FnConcat    = "concat"    // a || b [2]; NULL if either is NULL
 	FnStrPos    = "strpos"    // strpos(s, sub): 1-based character position, 0 if absent [2]
 
-	FnExtract = "extract" // EXTRACT(field FROM date) [2]: Args[0] a string literal field
+	FnExtract = "extract" // EXTRACT(field FROM date or timestamp) [2]: Args[0] a string literal field
+
+	FnDateTrunc     = "date_trunc"     // date_trunc(unit, timestamp) [2]: Args[0] a string literal unit
+	FnToTimestamp   = "to_timestamp"   // to_timestamp(seconds since 1970) TIMESTAMPTZ [1]
+	FnMakeTimestamp = "make_timestamp" // make_timestamp(y, mo, d, h, mi, seconds) [6]
 )
 
 // Expr is a serializable expression tree: plain data with a Kind tag, so it
@@ -276,6 +303,15 @@ func LitString(v string) Expr { return lit(StringType, v) }
 
 // LitDate is a DATE literal of days since 1970-01-01.
 func LitDate(days int32) Expr { return lit(DateType, FormatDate(days)) }
+
+// LitTimestamp is a TIMESTAMP (zone false) or TIMESTAMPTZ literal of
+// microseconds since 1970-01-01 00:00:00 (UTC).
+func LitTimestamp(us int64, zone bool) Expr {
+	if zone {
+		return lit(TimestampTZType, FormatTimestamp(us, true))
+	}
+	return lit(TimestampType, FormatTimestamp(us, false))
+}
 
 // LitDecimal is the DECIMAL(p, s) literal unscaled * 10^-s.
 func LitDecimal(unscaled int64, p, s int32) Expr {
@@ -658,6 +694,8 @@ func (e Expr) formatLiteral(sb *strings.Builder) {
 		sb.WriteString("'" + strings.ReplaceAll(e.Value, "'", "''") + "'")
 	case TypeDate:
 		sb.WriteString("DATE '" + e.Value + "'")
+	case TypeTimestamp, TypeTimestampTZ:
+		sb.WriteString(e.Type.String() + " '" + e.Value + "'")
 	case TypeBool:
 		sb.WriteString(strings.ToUpper(e.Value))
 	case TypeInterval:

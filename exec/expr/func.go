@@ -222,19 +222,29 @@ func (c *compiler) compileExtract(args []node, desc string) (node, error) {
 	if !ok || fc.k != pStr {
 		return nil, nferr.Queryf("EXTRACT needs a field name in %s", desc)
 	}
-	field := strings.ToLower(fc.s)
-	if extractFuncs[field] == nil {
-		return nil, nferr.Queryf("unsupported EXTRACT field %q in %s (%s)", fc.s, desc, strings.Join(ExtractFields, ", "))
-	}
+	field := ExtractFieldName(fc.s)
 	x := args[1]
-	switch x.dt().ID() {
-	case arrow.DATE32:
-	case arrow.NULL:
+	if x.dt().ID() == arrow.NULL {
 		return newNullConst(arrow.PrimitiveTypes.Int64), nil
-	default:
-		return nil, nferr.Queryf("EXTRACT from %s is not supported in %s (DATE only)", TypeName(x.dt()), desc)
+	}
+	if !ValidExtract(field, x.dt()) {
+		if x.dt().ID() != arrow.DATE32 && !IsTimestamp(x.dt()) {
+			return nil, nferr.Queryf("EXTRACT from %s is not supported in %s (DATE, TIMESTAMP or TIMESTAMPTZ)", TypeName(x.dt()), desc)
+		}
+		return nil, nferr.Queryf("unsupported EXTRACT field %q in %s (%s)", fc.s, desc, strings.Join(ExtractFieldsOf(x.dt()), ", "))
+	}
+	if IsTimestamp(x.dt()) {
+		return &funcNode{args: []node{x}, t: ExtractResultType(field, x.dt()), desc: desc, field: field, run: extractTsKernel}, nil
 	}
 	return &funcNode{args: []node{x}, t: arrow.PrimitiveTypes.Int64, desc: desc, field: field, run: extractKernel}, nil
+}
+
+// ExtractFieldsOf lists the fields EXTRACT takes from a value of type dt.
+func ExtractFieldsOf(dt arrow.DataType) []string {
+	if IsTimestamp(dt) {
+		return append(append([]string(nil), ExtractFields...), TimestampFields...)
+	}
+	return ExtractFields
 }
 
 func extractKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {

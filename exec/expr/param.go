@@ -94,6 +94,8 @@ func LiteralAt(a arrow.Array, i int) (Expr, error) {
 		return LitString(v.Value(i)), nil
 	case *array.Date32:
 		return LitDate(int32(v.Value(i))), nil
+	case *array.Timestamp:
+		return LitTimestamp(int64(v.Value(i)), t.ID == TypeTimestampTZ), nil
 	case *array.Decimal64:
 		return lit(t, string(appendDecimal64(nil, int64(v.Value(i)), t.Scale))), nil
 	case *array.Decimal128:

@@ -98,6 +98,20 @@ func ArithType(fn string, a, b arrow.DataType) (arrow.DataType, bool) {
 	return nil, false
 }
 
+// timeCommonType is the common type of dates and timestamps: a date
+// widens to a timestamp (its midnight), a TIMESTAMP to a TIMESTAMPTZ.
+func timeCommonType(a, b arrow.DataType) (arrow.DataType, bool) {
+	ta, tb := IsTimestamp(a), IsTimestamp(b)
+	switch {
+	case ta && tb, ta && b.ID() == arrow.DATE32, tb && a.ID() == arrow.DATE32:
+		if HasZone(a) || HasZone(b) {
+			return TimestampTZArrow, true
+		}
+		return TimestampArrow, true
+	}
+	return nil, false
+}
+
 // CommonType is the type two operands of a comparison, CASE branches,
 // COALESCE, IN lists or set operations are converted to: equal types
 // stay; NULL takes the other type; numbers widen int32 -> int64 -> decimal
@@ -111,6 +125,9 @@ func CommonType(a, b arrow.DataType) (arrow.DataType, bool) {
 	}
 	if b.ID() == arrow.NULL {
 		return a, true
+	}
+	if t, ok := timeCommonType(a, b); ok {
+		return t, true
 	}
 	if !IsNumeric(a) || !IsNumeric(b) {
 		return nil, false

@@ -134,7 +134,7 @@ describe
 ----
 update t set a =
 ----
-select * from t where a = current_timestamp
+select * from t where a = current_time
 ----
 select a from t where a similar to 'x'
 ----
