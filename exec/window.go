@@ -31,7 +31,9 @@ package exec
 // numbers. Ranking functions read peer boundaries.
 //
 // Result types follow the aggregates (agg_funcs.go): row_number, rank,
-// dense_rank and count are int64; sum, avg, min and max as in HashAgg.
+// dense_rank, ntile and count are int64; sum, avg, min and max as in
+// HashAgg; percent_rank and cume_dist float64; the value functions (lag,
+// lead, first_value, last_value, nth_value) the argument's type.
 
 import (
 	"math"
@@ -56,6 +58,24 @@ const (
 	WinAvg       WindowFunc = "avg"
 	WinMin       WindowFunc = "min"
 	WinMax       WindowFunc = "max"
+
+	// Value functions: the argument's value at another row. lag and lead
+	// read N rows before or after the current row in the partition
+	// (NULL beyond it) and ignore the frame; first_value, last_value and
+	// nth_value (the Nth row, from 1) read the frame.
+	WinLag        WindowFunc = "lag"
+	WinLead       WindowFunc = "lead"
+	WinFirstValue WindowFunc = "first_value"
+	WinLastValue  WindowFunc = "last_value"
+	WinNthValue   WindowFunc = "nth_value"
+
+	// Distribution functions: ntile(N) is the bucket 1..N of the row
+	// (the first partition-size mod N buckets one row larger);
+	// percent_rank is (rank - 1) / (rows - 1), 0 for one row; cume_dist
+	// the share of rows up to the current row's last peer.
+	WinNtile       WindowFunc = "ntile"
+	WinPercentRank WindowFunc = "percent_rank"
+	WinCumeDist    WindowFunc = "cume_dist"
 )
 
 // FrameMode is ROWS or RANGE.
@@ -97,6 +117,9 @@ type WindowFuncSpec struct {
 	Func WindowFunc
 	// Arg is the argument column (aggregates except count_star).
 	Arg int
+	// N is the offset of lag and lead, the row of nth_value (from 1) and
+	// the buckets of ntile.
+	N int64
 	// Frame is the frame clause; nil means the SQL default.
 	Frame *WindowFrame
 	// Name is the output column name (default "func(column)").
@@ -192,10 +215,28 @@ func NewWindow(in Operator, spec WindowSpec) (*Window, error) {
 		wf := winFunc{spec: f}
 		name := f.Name
 		switch f.Func {
-		case WinRowNumber, WinRank, WinDenseRank, WinCountStar:
+		case WinRowNumber, WinRank, WinDenseRank, WinCountStar, WinNtile, WinPercentRank, WinCumeDist:
 			wf.result = typInt64
+			if f.Func == WinPercentRank || f.Func == WinCumeDist {
+				wf.result = arrow.PrimitiveTypes.Float64
+			}
+			if f.Func == WinNtile && f.N <= 0 {
+				return nil, nferr.Queryf("%s: argument of ntile must be greater than zero", op)
+			}
 			if name == "" {
 				name = string(f.Func) + "()"
+			}
+		case WinLag, WinLead, WinFirstValue, WinLastValue, WinNthValue:
+			c, err := classifyCol(s, f.Arg, op, "argument")
+			if err != nil {
+				return nil, err
+			}
+			if f.Func == WinNthValue && f.N <= 0 {
+				return nil, nferr.Queryf("%s: argument of nth_value must be greater than zero", op)
+			}
+			wf.argCol, wf.result = c, c.dt
+			if name == "" {
+				name = string(f.Func) + "(" + s.Field(f.Arg).Name + ")"
 			}
 		case WinCount, WinSum, WinAvg, WinMin, WinMax:
 			c, err := classifyCol(s, f.Arg, op, "argument")
@@ -518,11 +559,14 @@ func (w *Window) peers(start, end int) ([]int32, []int32) {
 func (w *Window) allocResult(f *winFunc, n int) winResult {
 	r := winResult{}
 	switch f.spec.Func {
-	case WinMin, WinMax:
+	case WinMin, WinMax, WinLag, WinLead, WinFirstValue, WinLastValue, WinNthValue:
 		r.idx = make([]int32, n)
 		return r
-	case WinRowNumber, WinRank, WinDenseRank, WinCount, WinCountStar:
+	case WinRowNumber, WinRank, WinDenseRank, WinCount, WinCountStar, WinNtile:
 		r.i64 = make([]int64, n)
+		return r
+	case WinPercentRank, WinCumeDist:
+		r.f64 = make([]float64, n)
 		return r
 	}
 	r.valid = make([]bool, n)
@@ -606,6 +650,26 @@ func (w *Window) evalPartition(i, start, end int, ps, pe []int32) error {
 	case WinMin, WinMax:
 		w.evalMinMax(f, r, start, n, ps, pe)
 		return nil
+	case WinLag, WinLead, WinFirstValue, WinLastValue, WinNthValue:
+		w.evalValue(f, r, start, n, ps, pe)
+		return nil
+	case WinNtile:
+		evalNtile(r.i64[start:end], f.spec.N)
+		return nil
+	case WinPercentRank:
+		for k := 0; k < n; k++ {
+			if n > 1 {
+				r.f64[start+k] = float64(ps[k]) / float64(n-1)
+			} else {
+				r.f64[start+k] = 0
+			}
+		}
+		return nil
+	case WinCumeDist:
+		for k := 0; k < n; k++ {
+			r.f64[start+k] = float64(pe[k]) / float64(n)
+		}
+		return nil
 	}
 	acc := newWinAccum(f, w.store, w.perm[start:end])
 	ws, we := 0, 0
@@ -626,6 +690,53 @@ func (w *Window) evalPartition(i, start, end int, ps, pe []int32) error {
 		}
 	}
 	return nil
+}
+
+// evalValue computes lag, lead, first_value, last_value and nth_value:
+// the store row whose argument value each position takes (-1: NULL).
+func (w *Window) evalValue(f *winFunc, r *winResult, start, n int, ps, pe []int32) {
+	perm := w.perm[start : start+n]
+	out := r.idx[start : start+n]
+	at := func(j int, ok bool) int32 {
+		if !ok || j < 0 || j >= n {
+			return -1
+		}
+		return int32(perm[j])
+	}
+	off := int(min(max(f.spec.N, -int64(n)), int64(n))) // |N| beyond the partition reads nothing
+	for k := 0; k < n; k++ {
+		switch f.spec.Func {
+		case WinLag:
+			out[k] = at(k-off, true)
+		case WinLead:
+			out[k] = at(k+off, true)
+		default:
+			s, e := frameOf(f.frame, k, n, ps, pe)
+			switch f.spec.Func {
+			case WinFirstValue:
+				out[k] = at(s, s < e)
+			case WinLastValue:
+				out[k] = at(e-1, s < e)
+			default: // nth_value
+				ok := f.spec.N <= int64(e-s)
+				out[k] = at(s+int(min(f.spec.N, int64(n)))-1, ok)
+			}
+		}
+	}
+}
+
+// evalNtile fills the buckets 1..buckets of a partition's positions out:
+// rows/buckets rows each, the first rows%buckets buckets one more.
+func evalNtile(out []int64, buckets int64) {
+	n := int64(len(out))
+	per, extra := n/buckets, n%buckets
+	for k := int64(0); k < n; k++ {
+		if big := extra * (per + 1); k < big {
+			out[k] = k/(per+1) + 1
+		} else {
+			out[k] = extra + (k-big)/per + 1
+		}
+	}
 }
 
 // evalMinMax slides a monotonic deque of candidate positions: the front is

@@ -61,6 +61,42 @@ func refWindow(rows [][]any, spec WindowSpec) ([][]any, error) {
 					}
 					row = append(row, d)
 					continue
+				case WinNtile:
+					per, extra := int64(n)/f.N, int64(n)%f.N
+					b, k := int64(1), int64(0) // walk the buckets: bucket b holds per (+1) rows
+					for r := int64(0); r < int64(i); r++ {
+						k++
+						size := per
+						if b <= extra {
+							size++
+						}
+						if k == size {
+							b, k = b+1, 0
+						}
+					}
+					row = append(row, b)
+					continue
+				case WinPercentRank:
+					pr := 0.0
+					if n > 1 {
+						pr = float64(firstPeer) / float64(n-1)
+					}
+					row = append(row, pr)
+					continue
+				case WinCumeDist:
+					row = append(row, float64(lastPeer+1)/float64(n))
+					continue
+				case WinLag, WinLead:
+					j := i - int(f.N)
+					if f.Func == WinLead {
+						j = i + int(f.N)
+					}
+					if j >= 0 && j < n {
+						row = append(row, part[j][f.Arg])
+					} else {
+						row = append(row, nil)
+					}
+					continue
 				}
 				fr := f.Frame
 				if fr == nil {
@@ -98,6 +134,22 @@ func refWindow(rows [][]any, spec WindowSpec) ([][]any, error) {
 				if s <= e {
 					frame = part[s : e+1]
 				}
+				switch f.Func {
+				case WinFirstValue, WinLastValue, WinNthValue:
+					j := 0
+					switch f.Func {
+					case WinLastValue:
+						j = len(frame) - 1
+					case WinNthValue:
+						j = int(f.N) - 1
+					}
+					if j >= 0 && j < len(frame) {
+						row = append(row, frame[j][f.Arg])
+					} else {
+						row = append(row, nil)
+					}
+					continue
+				}
 				agg := AggSpec{Func: AggFunc(f.Func), Arg: f.Arg}
 				res, err := refHashAgg(nil, frame, HashAggSpec{Aggs: []AggSpec{agg}})
 				if err != nil {
@@ -133,9 +185,12 @@ func TestWindowHarness(t *testing.T) {
 			{Func: WinAvg, Arg: 3, Frame: fr}, {Func: WinAvg, Arg: 2, Frame: fr}, {Func: WinAvg, Arg: 4, Frame: fr},
 			{Func: WinMin, Arg: 0, Frame: fr}, {Func: WinMax, Arg: 5, Frame: fr}, {Func: WinMin, Arg: 7, Frame: fr},
 			{Func: WinMax, Arg: 4, Frame: fr}, {Func: WinSum, Arg: 7, Frame: fr},
+			{Func: WinFirstValue, Arg: 2, Frame: fr}, {Func: WinLastValue, Arg: 3, Frame: fr}, {Func: WinNthValue, Arg: 0, N: 2, Frame: fr},
 		}
 	}
-	ranks := []WindowFuncSpec{{Func: WinRowNumber}, {Func: WinRank}, {Func: WinDenseRank}}
+	ranks := []WindowFuncSpec{{Func: WinRowNumber}, {Func: WinRank}, {Func: WinDenseRank},
+		{Func: WinNtile, N: 4}, {Func: WinNtile, N: 1000}, {Func: WinPercentRank}, {Func: WinCumeDist},
+		{Func: WinLag, Arg: 2, N: 1}, {Func: WinLead, Arg: 4, N: 3}, {Func: WinLag, Arg: 7, N: -2}, {Func: WinLead, Arg: 0, N: 500}}
 	for fi, fr := range frames {
 		for _, shape := range []struct {
 			part  []int
@@ -197,6 +252,7 @@ func TestWindowSpills(t *testing.T) {
 	sliding := &WindowFrame{Mode: FrameRows, Start: fb(Preceding, 2), End: fb(Following, 1)}
 	funcs := []WindowFuncSpec{{Func: WinRowNumber}, {Func: WinRank}, {Func: WinDenseRank},
 		{Func: WinSum, Arg: 3}, {Func: WinCount, Arg: 2, Frame: sliding}, {Func: WinMax, Arg: 0, Frame: sliding},
+		{Func: WinLag, Arg: 3, N: 2}, {Func: WinNthValue, Arg: 2, N: 2, Frame: sliding}, {Func: WinCumeDist},
 		{Func: WinAvg, Arg: 4, Frame: &WindowFrame{Mode: FrameRange, Start: fb(UnboundedPreceding, 0), End: fb(UnboundedFollowing, 0)}}}
 	for _, tc := range []struct {
 		name     string

@@ -886,7 +886,8 @@ func (b *binder) funcCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, e
 	if x.Filter != nil {
 		return nil, b.errorf(x, "FILTER is only valid for aggregate functions")
 	}
-	if name == "row_number" || name == "rank" || name == "dense_rank" {
+	switch name {
+	case "row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead", "first_value", "last_value", "nth_value":
 		return nil, b.errorf(x, "window function %s requires an OVER clause", name)
 	}
 	args := make([]plan.Expr, len(x.Args))
@@ -1204,8 +1205,59 @@ func (b *binder) windowCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr,
 			wc.Typ = t
 		}
 		wc.Args = []plan.Expr{arg}
+	case "percent_rank", "cume_dist":
+		if len(x.Args) != 0 || x.Star {
+			return nil, b.errorf(x, "%s takes no arguments", name)
+		}
+		wc.Typ = plan.TypFloat64
+	case "ntile":
+		if len(x.Args) != 1 {
+			return nil, b.errorf(x, "ntile takes one argument, the number of buckets")
+		}
+		n, err := b.windowConstant(x.Args[0], s, "the buckets of ntile")
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return nil, b.errorf(x.Args[0], "argument of ntile must be greater than zero")
+		}
+		wc.N, wc.Typ = n, plan.TypInt64
+	case "lag", "lead", "first_value", "last_value", "nth_value":
+		lo, hi := 1, 1
+		switch name {
+		case "lag", "lead":
+			lo, hi = 1, 3
+		case "nth_value":
+			lo, hi = 2, 2
+		}
+		if len(x.Args) < lo || len(x.Args) > hi || x.Star {
+			return nil, b.errorf(x, "function %s takes %d to %d arguments", name, lo, hi)
+		}
+		if len(x.Args) == 3 {
+			return b.lagWithDefault(x, s, ctx)
+		}
+		arg, err := bindAbove(x.Args[0])
+		if err != nil {
+			return nil, err
+		}
+		wc.Args, wc.Typ, wc.N = []plan.Expr{arg}, arg.Type(), 1
+		if plan.IsNullType(wc.Typ) {
+			wc.Args[0], wc.Typ = &plan.CastExpr{X: arg, Typ: plan.TypInt32}, plan.TypInt32
+		}
+		if len(x.Args) == 2 {
+			what := "the offset of " + name
+			if name == "nth_value" {
+				what = "the row of nth_value"
+			}
+			if wc.N, err = b.windowConstant(x.Args[1], s, what); err != nil {
+				return nil, err
+			}
+			if name == "nth_value" && wc.N <= 0 {
+				return nil, b.errorf(x.Args[1], "argument of nth_value must be greater than zero")
+			}
+		}
 	default:
-		return nil, b.errorf(x, "window function %s does not exist (want row_number, rank, dense_rank, count, sum, avg, min or max)", name)
+		return nil, b.errorf(x, "window function %s does not exist (want row_number, rank, dense_rank, percent_rank, cume_dist, ntile, lag, lead, first_value, last_value, nth_value, count, sum, avg, min or max)", name)
 	}
 	for _, p := range x.Over.PartitionBy {
 		e, err := bindAbove(p)
@@ -1241,7 +1293,7 @@ func (b *binder) windowCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr,
 		}
 		wc.Frame = wf
 	}
-	key := wc.Fn
+	key := wc.Fn + "|" + strconv.FormatInt(wc.N, 10)
 	for _, a := range wc.Args {
 		key += "|" + plan.ExprKey(a)
 	}
@@ -1263,6 +1315,56 @@ func (b *binder) windowCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr,
 	ctx.win.calls = append(ctx.win.calls, wc)
 	ctx.win.cols = append(ctx.win.cols, col)
 	return plan.NewColRef(col), nil
+}
+
+// windowConstant reads a window function's constant integer argument
+// (ntile's buckets, lag's offset, nth_value's row).
+func (b *binder) windowConstant(e sql.Expr, s *scope, what string) (int64, error) {
+	v, err := b.expr(e, s, &exprCtx{clause: what})
+	if err != nil {
+		return 0, err
+	}
+	c, ok, err := plan.FoldToConst(v)
+	if err != nil || !ok || !plan.IsInteger(c.Typ) || c.IsNull() {
+		return 0, b.errorf(e, "%s must be a constant integer", what)
+	}
+	return plan.ConstInt(c), nil
+}
+
+// lagWithDefault binds lag(x, k, d) and lead(x, k, d): d where the row k
+// before (after) the current one lies outside the partition:
+//
+//	lag:  CASE WHEN row_number() OVER w > k THEN lag(x, k) OVER w ELSE d END
+//	lead: CASE WHEN count(*) OVER (PARTITION BY ...) - row_number() OVER w >= k
+//	      THEN lead(x, k) OVER w ELSE d END
+//
+// (a negative k reads the other way, so the tests swap).
+func (b *binder) lagWithDefault(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, error) {
+	k, err := b.windowConstant(x.Args[1], s, "the offset of "+x.Name.Name)
+	if err != nil {
+		return nil, err
+	}
+	pos := x.Pos
+	call := func(name string, over *sql.WindowSpec, args ...sql.Expr) *sql.FuncCall {
+		return &sql.FuncCall{Pos: pos, Name: sql.Ident{Pos: pos, Name: name}, Args: args, Over: over}
+	}
+	lit := func(v int64) sql.Expr { return &sql.Literal{Pos: pos, Kind: sql.LitNumber, Text: strconv.FormatInt(v, 10)} }
+	bin := func(op string, l, r sql.Expr) sql.Expr { return &sql.BinaryExpr{Pos: pos, Op: op, L: l, R: r} }
+	lag := x.Name.Name == "lag"
+	if k < 0 {
+		lag, k = !lag, -k
+	}
+	rn := call("row_number", x.Over)
+	var cond sql.Expr
+	if lag {
+		cond = bin(">", rn, lit(k))
+	} else {
+		all := call("count", &sql.WindowSpec{Pos: pos, PartitionBy: x.Over.PartitionBy})
+		all.Star = true
+		cond = bin(">=", bin("-", all, rn), lit(k))
+	}
+	value := call(x.Name.Name, x.Over, x.Args[0], x.Args[1])
+	return b.expr(&sql.Case{Pos: pos, Whens: []*sql.When{{Pos: pos, Cond: cond, Result: value}}, Else: x.Args[2]}, s, ctx)
 }
 
 func (b *binder) frameBound(fb *sql.FrameBound, s *scope) (plan.FrameBoundKind, plan.Expr, error) {

@@ -202,7 +202,14 @@ func (e *explainer) node(p plan.Plan, depth int) {
 	case *plan.WindowNode:
 		items := make([]string, len(n.Funcs))
 		for i, w := range n.Funcs {
-			s := w.Fn + "(" + e.exprList(w.Args) + ") OVER ("
+			args := e.exprList(w.Args)
+			switch w.Fn {
+			case "lag", "lead", "nth_value":
+				args += fmt.Sprintf(", %d", w.N)
+			case "ntile":
+				args = fmt.Sprint(w.N)
+			}
+			s := w.Fn + "(" + args + ") OVER ("
 			var parts []string
 			if len(w.PartitionBy) > 0 {
 				parts = append(parts, "PARTITION BY "+e.exprList(w.PartitionBy))

@@ -278,8 +278,12 @@ func physLine(n *PhysNode) string {
 		fs := make([]string, len(n.Window.Funcs))
 		for i, f := range n.Window.Funcs {
 			switch f.Func {
-			case exec.WinRowNumber, exec.WinRank, exec.WinDenseRank, exec.WinCountStar:
+			case exec.WinRowNumber, exec.WinRank, exec.WinDenseRank, exec.WinCountStar, exec.WinPercentRank, exec.WinCumeDist:
 				fs[i] = string(f.Func) + "()"
+			case exec.WinNtile:
+				fs[i] = fmt.Sprintf("ntile(%d)", f.N)
+			case exec.WinLag, exec.WinLead, exec.WinNthValue:
+				fs[i] = fmt.Sprintf("%s(%s, %d)", f.Func, ColNames(in(0), []int{f.Arg}), f.N)
 			default:
 				fs[i] = fmt.Sprintf("%s(%s)", f.Func, ColNames(in(0), []int{f.Arg}))
 			}

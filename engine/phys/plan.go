@@ -1235,7 +1235,7 @@ func (pl *physPlanner) window(n *plan.WindowNode, need plan.ColSet) (*pnode, err
 		layout := append([]plan.ColumnID(nil), in.layout...)
 		for _, fi := range g.funcs {
 			f := n.Funcs[fi]
-			ws := exec.WindowFuncSpec{Func: exec.WindowFunc(f.Fn), Name: n.FuncCols[fi].Name}
+			ws := exec.WindowFuncSpec{Func: exec.WindowFunc(f.Fn), Name: n.FuncCols[fi].Name, N: f.N}
 			if len(f.Args) > 0 {
 				ws.Arg = pos[k]
 				k += len(f.Args)

@@ -307,10 +307,14 @@ type WindowFrame struct {
 
 // WindowCall is one window function of a WindowNode.
 type WindowCall struct {
-	// Fn is an aggregate name (count_star, count, sum, avg, min, max) or
-	// row_number, rank, dense_rank.
-	Fn          string
-	Args        []Expr
+	// Fn is an aggregate name (count_star, count, sum, avg, min, max),
+	// row_number, rank, dense_rank, percent_rank, cume_dist, ntile, or a
+	// value function: lag, lead, first_value, last_value, nth_value.
+	Fn   string
+	Args []Expr
+	// N is the constant of lag and lead (the offset; negative: the other
+	// direction), nth_value (the row, from 1) and ntile (the buckets).
+	N           int64
 	PartitionBy []Expr
 	OrderBy     []SortKey
 	// Frame is nil for the default frame (RANGE UNBOUNDED PRECEDING to
