@@ -1348,7 +1348,9 @@ func (b *binder) lagWithDefault(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.E
 	call := func(name string, over *sql.WindowSpec, args ...sql.Expr) *sql.FuncCall {
 		return &sql.FuncCall{Pos: pos, Name: sql.Ident{Pos: pos, Name: name}, Args: args, Over: over}
 	}
-	lit := func(v int64) sql.Expr { return &sql.Literal{Pos: pos, Kind: sql.LitNumber, Text: strconv.FormatInt(v, 10)} }
+	lit := func(v int64) sql.Expr {
+		return &sql.Literal{Pos: pos, Kind: sql.LitNumber, Text: strconv.FormatInt(v, 10)}
+	}
 	bin := func(op string, l, r sql.Expr) sql.Expr { return &sql.BinaryExpr{Pos: pos, Op: op, L: l, R: r} }
 	lag := x.Name.Name == "lag"
 	if k < 0 {
