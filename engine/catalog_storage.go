@@ -65,6 +65,21 @@ func (c *StorageCatalog) LookupTable(name string) (*plan.TableDef, error) {
 	return def, nil
 }
 
+// LookupFiles implements plan.FileCatalog: the Parquet files of pattern
+// as a storage file table (storage/files.go), whose scans run like any
+// table's.
+func (c *StorageCatalog) LookupFiles(pattern string) (*plan.TableDef, error) {
+	name, err := storage.FileTableName(pattern)
+	if err != nil {
+		return nil, err
+	}
+	t, err := c.db.Table(name)
+	if err != nil {
+		return nil, err
+	}
+	return tableDefOf(name, t)
+}
+
 // LookupView implements Catalog.
 func (c *StorageCatalog) LookupView(name string) (*plan.ViewDef, error) {
 	if text := c.systemView(name); text != "" {

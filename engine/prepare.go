@@ -52,6 +52,8 @@ func optimizeStatement(st bind.Statement, rules []string, trace bool) error {
 		q = x
 	case *bind.InsertStmt:
 		q = x.Query
+	case *bind.CopyToStmt:
+		q = x.Query
 	case *bind.CreateTableStmt:
 		q = x.Query
 	case *bind.DeleteStmt:

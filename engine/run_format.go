@@ -20,12 +20,14 @@ import (
 //
 //	integers       plain decimal ("42", "-7")
 //	decimals       exactly their scale's digits ("12.30", "0.0500")
-//	doubles        Go's shortest round-trip form ('g', -1): "0.1", "1e+21",
-//	               "NaN", "+Inf"
+//	doubles        PostgreSQL's: the shortest round-trip digits, positional
+//	               unless the exponent is below -4 or at least 15: "0.1",
+//	               "1234567.5", "1e+21", "NaN", "Infinity"
 //	dates          YYYY-MM-DD
+//	timestamps     YYYY-MM-DD HH:MM:SS[.ffffff] (TIMESTAMPTZ: "+00" after)
 //	booleans       true / false
 //	strings        as they are
-//	intervals      "<months> months <days> days <nanos> ns" parts, nonzero
+//	intervals      PostgreSQL's: "1 year 2 mons 3 days 04:05:06.5"
 //	NULL           reported separately (null = true); callers print it
 //	               their way (NULL, the empty field, JSON null)
 

@@ -459,6 +459,8 @@ func (s *Session) runStmt(ctx context.Context, st bind.Statement) (*Result, erro
 		return s.updateRows(ctx, x)
 	case *bind.CopyStmt:
 		return s.copy(ctx, x)
+	case *bind.CopyToStmt:
+		return s.copyTo(ctx, x)
 	case *bind.ShowTablesStmt:
 		return s.showTables()
 	case *bind.ShowStmt:

@@ -45,7 +45,8 @@ import (
 // NULL and the empty string as (empty). rowsort sorts the rows (as text)
 // before comparing; otherwise the order must match. Statements run in one
 // session per file, in a fresh database directory; COPY paths are relative
-// to the engine directory (testdata/sqltest/data/...).
+// to the engine directory (testdata/sqltest/data/...); __TEST_DIR__ is a
+// fresh directory for files the test writes (COPY ... TO).
 //
 // Every file runs under several setups (parallelism 1 and 3, batch size 7,
 // a small memory budget, each optimizer rule disabled in turn, a local
@@ -375,9 +376,18 @@ func runSQLFile(t *testing.T, path string, recs []*sqlRecord, setup sqlSetup, re
 	ctx := context.Background()
 	failed := 0
 	var viewDDL []string // the CREATE/DROP VIEW records so far (cluster setups)
-	for _, r := range recs {
+	// __TEST_DIR__ in SQL is a directory of this run (DuckDB's test files'
+	// convention), for files that COPY TO writes and queries read back.
+	testDir := t.TempDir()
+	for _, orig := range recs {
 		if failed > 5 {
 			t.Fatalf("too many failures")
+		}
+		r := orig
+		if strings.Contains(orig.sql, "__TEST_DIR__") {
+			sub := *orig
+			sub.sql = strings.ReplaceAll(orig.sql, "__TEST_DIR__", testDir)
+			r = &sub
 		}
 		var types string
 		var rows []string
@@ -405,6 +415,9 @@ func runSQLFile(t *testing.T, path string, recs []*sqlRecord, setup sqlSetup, re
 			}
 		}
 		where := fmt.Sprintf("%s:%d", path, r.line)
+		if err != nil && strings.Contains(err.Error(), testDir) {
+			err = &nferr.Error{Kind: nferr.KindOf(err), Msg: strings.ReplaceAll(errFirstLine(err), testDir, "__TEST_DIR__"), Cause: err}
+		}
 		if nferr.KindOf(err) == nferr.KindInternal && err != nil {
 			t.Errorf("%s: internal error: %v\n%s", where, err, r.sql)
 			failed++
@@ -413,12 +426,12 @@ func runSQLFile(t *testing.T, path string, recs []*sqlRecord, setup sqlSetup, re
 		if rewriting {
 			if err != nil {
 				msg := errFirstLine(err)
-				r.errMsg = &msg
-				r.kind = "statement"
-			} else if r.kind == "query" || types != "" {
-				r.kind, r.errMsg, r.types, r.want = "query", nil, types, rows
+				orig.errMsg = &msg
+				orig.kind = "statement"
+			} else if orig.kind == "query" || types != "" {
+				orig.kind, orig.errMsg, orig.types, orig.want = "query", nil, types, rows
 			} else {
-				r.errMsg = nil
+				orig.errMsg = nil
 			}
 			continue
 		}

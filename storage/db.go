@@ -44,7 +44,8 @@ type DB struct {
 	Recovered []string
 
 	fs        *fileSet
-	verified  sync.Map // abs path -> error (nil: verified)
+	files     fileTables // file tables (files.go)
+	verified  sync.Map   // abs path -> error (nil: verified)
 	closeOnce sync.Once
 }
 
@@ -123,7 +124,15 @@ func (db *DB) Schemas() []string {
 }
 
 // Table returns a table by name ("t" or "schema.t", case-insensitive).
-func (db *DB) Table(name string) (*Table, error) { return db.cat.lookup(name) }
+//
+// A name in FileTableSchema is a file table (files.go): the Parquet files
+// its pattern names, described from their footers.
+func (db *DB) Table(name string) (*Table, error) {
+	if pattern, ok := strings.CutPrefix(name, FileTableSchema+"."); ok {
+		return db.fileTable(pattern)
+	}
+	return db.cat.lookup(name)
+}
 
 // Schema returns a table's Arrow schema.
 func (db *DB) Schema(name string) (*arrow.Schema, error) {

@@ -22,6 +22,7 @@ import (
 //	*DropStmt                  DROP TABLE|VIEW [IF EXISTS]
 //	*InsertStmt                INSERT INTO ... query
 //	*CopyStmt                  COPY ... FROM 'file' WITH (...)
+//	*CopyToStmt                COPY table|(query) TO 'file' WITH (...)
 //	*ExplainStmt               EXPLAIN [ANALYZE] [VERBOSE] statement
 //	*ShowTablesStmt, *ShowStmt, *DescribeStmt, *SetStmt
 //
@@ -110,6 +111,22 @@ type BoundCheck struct {
 	Name string
 	Expr plan.Expr
 }
+
+// CopyToStmt writes a query's rows (COPY table [(columns)] TO, COPY
+// (query) TO) to File as Parquet or CSV.
+type CopyToStmt struct {
+	Query *QueryStmt
+	File  string
+	// Format is "parquet" or "csv" (by default from the file name: .parquet
+	// is Parquet, anything else CSV).
+	Format    string
+	Delimiter rune
+	Header    bool
+	// Null is the text of NULL in CSV ("" by default).
+	Null string
+}
+
+func (*CopyToStmt) boundStmt() {}
 
 // CopyStmt loads a file into Table.
 type CopyStmt struct {
@@ -268,6 +285,9 @@ func (b *binder) stmt(stmt sql.Statement) (Statement, error) {
 	case *sql.Update:
 		return b.updateStmt(s)
 	case *sql.Copy:
+		if s.To {
+			return b.copyToStmt(s)
+		}
 		return b.copyStmt(s)
 	case *sql.Explain:
 		inner, err := b.stmt(s.Stmt)
@@ -637,6 +657,80 @@ func (b *binder) assignCast(e plan.Expr, t arrow.DataType) (plan.Expr, error) {
 		return nil, fmt.Errorf("no assignment cast")
 	}
 	return &plan.CastExpr{X: e, Typ: t}, nil
+}
+
+// copyToStmt binds COPY ... TO: the query (for a table, SELECT of its
+// columns in table order or the listed ones) and the file's options.
+func (b *binder) copyToStmt(s *sql.Copy) (Statement, error) {
+	q := s.Query
+	if q == nil {
+		sel := &sql.Select{Pos: s.Pos, From: []sql.TableExpr{&sql.TableName{Pos: s.Pos, Name: s.Table}}}
+		if len(s.Columns) == 0 {
+			sel.Items = []*sql.SelectItem{{Pos: s.Pos, Expr: &sql.Star{Pos: s.Pos}}}
+		}
+		for _, c := range s.Columns {
+			sel.Items = append(sel.Items, &sql.SelectItem{Pos: c.Pos, Expr: &sql.ColumnRef{Pos: c.Pos, Parts: []sql.Ident{c}}})
+		}
+		q = &sql.Query{Pos: s.Pos, Body: sel}
+	} else if len(s.Columns) > 0 {
+		return nil, b.errorf(s.Columns[0], "COPY (query) TO takes no column list")
+	}
+	qs, err := b.queryStmt(q)
+	if err != nil {
+		return nil, err
+	}
+	c := &CopyToStmt{Query: qs, File: s.File, Delimiter: ',', Format: "csv"}
+	if strings.HasSuffix(strings.ToLower(s.File), ".parquet") {
+		c.Format = "parquet"
+	}
+	csvOnly := false
+	for _, o := range s.Options {
+		val := ""
+		if o.Value != nil {
+			switch v := o.Value.(type) {
+			case *sql.Literal:
+				val = v.Text
+			case *sql.ColumnRef:
+				val = v.Parts[0].Name
+			}
+		}
+		switch o.Name {
+		case "format":
+			switch strings.ToLower(val) {
+			case "csv", "parquet":
+				c.Format = strings.ToLower(val)
+			default:
+				return nil, b.errorf(o, "COPY TO format %q is not supported (want csv or parquet)", val)
+			}
+		case "delimiter":
+			r := []rune(val)
+			if len(r) != 1 || r[0] > 127 || r[0] == '"' || r[0] == '\n' || r[0] == '\r' {
+				return nil, b.errorf(o, "COPY delimiter must be a single ASCII character other than a quote or a line break, got %q", val)
+			}
+			c.Delimiter, csvOnly = r[0], true
+		case "header":
+			switch strings.ToLower(val) {
+			case "", "true", "on", "1":
+				c.Header = true
+			case "false", "off", "0":
+				c.Header = false
+			default:
+				return nil, b.errorf(o, "COPY HEADER takes a boolean, got %q", val)
+			}
+			csvOnly = csvOnly || c.Header
+		case "null":
+			if _, ok := o.Value.(*sql.Literal); !ok {
+				return nil, b.errorf(o, "COPY NULL takes a string")
+			}
+			c.Null, csvOnly = val, true
+		default:
+			return nil, b.errorf(o, "unknown COPY option %s (want FORMAT, DELIMITER, HEADER or NULL)", strings.ToUpper(o.Name))
+		}
+	}
+	if c.Format == "parquet" && csvOnly {
+		return nil, b.errorf(s, "COPY options DELIMITER, HEADER and NULL apply to csv files, not parquet")
+	}
+	return c, nil
 }
 
 func (b *binder) copyStmt(s *sql.Copy) (Statement, error) {

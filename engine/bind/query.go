@@ -2,10 +2,13 @@ package bind
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/nicflow/nicflow/engine/plan"
+	"github.com/nicflow/nicflow/internal/nferr"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -457,8 +460,10 @@ func (b *binder) tableFunc(t *sql.TableFunc) (plan.Plan, []*scopeItem, error) {
 	case "generate_series":
 	case "range":
 		lo = 1
+	case sql.FileTableFunc, "read_parquet", "parquet_scan":
+		return b.fileTable(t)
 	default:
-		return nil, nil, b.errorf(t, "table function %s does not exist (generate_series and range do)", name)
+		return nil, nil, b.errorf(t, "table function %s does not exist (generate_series, range and read_parquet do)", name)
 	}
 	if len(t.Args) < lo || len(t.Args) > hi {
 		return nil, nil, b.errorf(t, "%s takes %d to %d arguments, got %d", name, lo, hi, len(t.Args))
@@ -523,6 +528,63 @@ func (b *binder) tableFunc(t *sql.TableFunc) (plan.Plan, []*scopeItem, error) {
 	}
 	node.Col.Name = it.cols[0].Name
 	return node, []*scopeItem{it}, nil
+}
+
+// fileTable binds FROM 'path' and read_parquet('pattern'): the Parquet
+// files a path, directory or glob names, scanned as a table. The table is
+// called after the file without its extension (FROM 'data/t.parquet' is
+// t), unless aliased.
+func (b *binder) fileTable(t *sql.TableFunc) (plan.Plan, []*scopeItem, error) {
+	name := t.Name.Name
+	if len(t.Args) != 1 {
+		return nil, nil, b.errorf(t, "%s takes one argument, a file name or pattern", name)
+	}
+	e, err := b.expr(t.Args[0], &scope{}, &exprCtx{clause: "FROM"})
+	if err != nil {
+		return nil, nil, err
+	}
+	k, ok, err := plan.FoldToConst(e)
+	if err != nil || !ok || !plan.IsString(k.Typ) || k.IsNull() {
+		return nil, nil, b.errorf(t.Args[0], "the file of %s must be a string constant", name)
+	}
+	pattern := k.Val.(string)
+	if name == sql.FileTableFunc && !strings.HasSuffix(strings.ToLower(pattern), ".parquet") {
+		if st, err := os.Stat(pattern); err != nil || !st.IsDir() {
+			return nil, nil, b.errorf(t, "cannot read %q: nicflow reads Parquet files (.parquet) and directories of them here", pattern)
+		}
+	}
+	fc, ok := b.cat.(plan.FileCatalog)
+	if !ok {
+		return nil, nil, b.errorf(t, "this catalog cannot read files")
+	}
+	tab, err := fc.LookupFiles(pattern)
+	if err != nil {
+		if nferr.Is(err, nferr.KindQuery) {
+			return nil, nil, b.errorf(t.Args[0], "%v", err)
+		}
+		return nil, nil, err
+	}
+	alias := strings.TrimSuffix(filepath.Base(pattern), filepath.Ext(pattern))
+	var aliasCols []sql.Ident
+	if t.Alias != nil {
+		alias, aliasCols = t.Alias.Name.Name, t.Alias.Columns
+	}
+	fields := tab.Schema.Fields()
+	scan := &plan.ScanNode{Table: tab, Alias: alias, Cols: make([]plan.Column, len(fields)), Fields: make([]int, len(fields))}
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		scan.Cols[i] = b.newCol(f.Name, alias, f.Type, f.Nullable)
+		scan.Fields[i] = i
+		names[i] = f.Name
+	}
+	it, err := b.aliasItem(scan.Cols, names, alias, aliasCols, t, "file "+pattern)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range scan.Cols {
+		scan.Cols[i].Name = it.cols[i].Name
+	}
+	return scan, []*scopeItem{it}, nil
 }
 
 // aliasItem names the columns of a relation for its scope item, applying

@@ -26,6 +26,15 @@ type Catalog interface {
 	LookupView(name string) (*ViewDef, error)
 }
 
+// FileCatalog is a Catalog that also reads files a query names (FROM
+// 'x.parquet', read_parquet('dir/*.parquet')).
+type FileCatalog interface {
+	// LookupFiles returns the table over the Parquet files pattern names
+	// (a file, a directory or a glob); errors say which file is missing
+	// or unreadable.
+	LookupFiles(pattern string) (*TableDef, error)
+}
+
 // TableDef describes a table.
 //
 // Schema field types are the engine's types (docs/architecture.md): int32,
@@ -223,6 +232,15 @@ func (o OverlayCatalog) LookupView(name string) (*ViewDef, error) {
 		return v, nil
 	}
 	return o.Base.LookupView(name)
+}
+
+// LookupFiles implements FileCatalog when Base does.
+func (o OverlayCatalog) LookupFiles(pattern string) (*TableDef, error) {
+	fc, ok := o.Base.(FileCatalog)
+	if !ok {
+		return nil, nferr.Queryf("this catalog cannot read files")
+	}
+	return fc.LookupFiles(pattern)
 }
 
 // QualifiedLookupName joins the parts of a possibly qualified name; the

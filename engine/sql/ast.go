@@ -164,6 +164,10 @@ type TableName struct {
 	Alias *TableAlias
 }
 
+// FileTableFunc is the TableFunc name of a string in FROM (FROM
+// 'x.parquet'): its one argument is the string.
+const FileTableFunc = "$file"
+
 // TableFunc is a function in FROM (generate_series(1, 10) AS t(n)).
 type TableFunc struct {
 	Pos
@@ -617,6 +621,10 @@ type Copy struct {
 	Columns []Ident
 	File    string
 	Options []*Option
+	// To is COPY ... TO 'file': the table's rows (or Query's) are
+	// written to the file. Query is COPY (query) TO (Table is then empty).
+	To    bool
+	Query *Query
 }
 
 // Option is a name with an optional value (COPY and EXPLAIN options). Name

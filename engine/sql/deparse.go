@@ -644,9 +644,13 @@ func (d *deparser) table(t TableExpr) {
 		d.w(")")
 		d.alias(t.Alias)
 	case *TableFunc:
-		d.w(QuoteIdent(t.Name.Name) + "(")
-		d.exprList(t.Args)
-		d.w(")")
+		if t.Name.Name == FileTableFunc {
+			d.exprList(t.Args) // FROM 'x.parquet'
+		} else {
+			d.w(QuoteIdent(t.Name.Name) + "(")
+			d.exprList(t.Args)
+			d.w(")")
+		}
 		d.alias(t.Alias)
 	case *Join:
 		d.table(t.Left)
@@ -859,12 +863,22 @@ func (d *deparser) stmt(s Statement) {
 		d.returning(s.Returning)
 	case *Copy:
 		d.w("COPY ")
-		d.objName(s.Table)
+		if s.Query != nil {
+			d.w("(")
+			d.query(s.Query)
+			d.w(")")
+		} else {
+			d.objName(s.Table)
+		}
 		if len(s.Columns) > 0 {
 			d.w(" ")
 			d.identList(s.Columns)
 		}
-		d.w(" FROM " + QuoteString(s.File))
+		if s.To {
+			d.w(" TO " + QuoteString(s.File))
+		} else {
+			d.w(" FROM " + QuoteString(s.File))
+		}
 		if len(s.Options) > 0 {
 			d.w(" WITH ")
 			d.options(s.Options)

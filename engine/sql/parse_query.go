@@ -499,6 +499,16 @@ func (p *parser) parseTablePrimary() (TableExpr, error) {
 	if p.isKw("lateral") {
 		return nil, p.errAt(t, "LATERAL is not supported")
 	}
+	if t.kind == tokString {
+		// FROM 'x.parquet': a file as a table.
+		p.next()
+		tf := &TableFunc{Pos: t.pos, Name: Ident{Pos: t.pos, Name: FileTableFunc}, Args: []Expr{&Literal{Pos: t.pos, Kind: LitString, Text: t.text}}}
+		var err error
+		if tf.Alias, err = p.parseTableAlias(); err != nil {
+			return nil, err
+		}
+		return tf, nil
+	}
 	name, err := p.parseObjName("a table name or '('")
 	if err != nil {
 		return nil, err

@@ -871,20 +871,33 @@ func (p *parser) parseInsert() (Statement, error) {
 
 func (p *parser) parseCopy() (Statement, error) {
 	start := p.next() // COPY
-	name, err := p.parseObjName("a table name")
-	if err != nil {
-		return nil, err
-	}
-	c := &Copy{Pos: start.pos, Table: name}
+	c := &Copy{Pos: start.pos}
+	var err error
 	if p.isOp("(") {
-		if c.Columns, err = p.parseIdentList("a column name"); err != nil {
+		// COPY (query) TO 'file'
+		p.next()
+		if c.Query, err = p.parseQuery(); err != nil {
 			return nil, err
 		}
+		if _, err := p.expectOp(")"); err != nil {
+			return nil, err
+		}
+		if !p.isKw("to") {
+			return nil, p.errExpected("TO after COPY (query)")
+		}
+	} else {
+		if c.Table, err = p.parseObjName("a table name or '('"); err != nil {
+			return nil, err
+		}
+		if p.isOp("(") {
+			if c.Columns, err = p.parseIdentList("a column name"); err != nil {
+				return nil, err
+			}
+		}
 	}
-	if p.isKw("to") {
-		return nil, p.errAt(p.peek(), "COPY ... TO is not supported; use COPY ... FROM to load a file")
-	}
-	if _, err := p.expectKw("from"); err != nil {
+	if p.acceptKw("to") {
+		c.To = true
+	} else if _, err := p.expectKw("from"); err != nil {
 		return nil, err
 	}
 	if c.File, err = p.parseString("a file name string"); err != nil {

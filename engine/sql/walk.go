@@ -184,6 +184,9 @@ func Walk(n Node, fn func(Node) bool) {
 		expr(n.Where)
 		items(n.Returning)
 	case *Copy:
+		if n.Query != nil {
+			Walk(n.Query, fn)
+		}
 		for _, o := range n.Options {
 			Walk(o, fn)
 		}

@@ -1,0 +1,183 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/nicflow/nicflow/engine/bind"
+	"github.com/nicflow/nicflow/internal/nferr"
+	"github.com/nicflow/nicflow/storage"
+)
+
+// copyTo runs COPY ... TO: the query's rows streamed into a Parquet file
+// (nicflow's layout, storage.ParquetFile) or a CSV file (values in their
+// canonical text, run_format.go; fields quoted as PostgreSQL's CSV
+// quotes them). The file appears whole or not at all: it is written under
+// a temporary name and renamed when the last row is in.
+func (s *Session) copyTo(ctx context.Context, x *bind.CopyToStmt) (*Result, error) {
+	r, err := s.startQuery(ctx, x.Query, false)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var w rowSink
+	if x.Format == "parquet" {
+		w, err = newParquetSink(x.File, r.Schema)
+	} else {
+		w, err = newCSVSink(x.File, r.Schema, x)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var n int64
+	for {
+		rec, err := r.Next()
+		if err == nil && rec == nil {
+			break
+		}
+		if err == nil {
+			err = w.write(rec)
+		}
+		if err != nil {
+			w.abort()
+			return nil, err
+		}
+		n += rec.NumRows()
+	}
+	if err := w.close(); err != nil {
+		return nil, err
+	}
+	return status("COPY "+strconv.FormatInt(n, 10), n), nil
+}
+
+// rowSink is a file COPY TO writes.
+type rowSink interface {
+	write(rec arrow.RecordBatch) error
+	close() error
+	abort()
+}
+
+type parquetSink struct{ f *storage.ParquetFile }
+
+func newParquetSink(path string, sch *arrow.Schema) (*parquetSink, error) {
+	f, err := storage.CreateParquetFile(path, sch, storage.WriteOptions{})
+	if err != nil {
+		return nil, nferr.Wrap(nferr.KindOf(err), err, "COPY TO %s", path)
+	}
+	return &parquetSink{f: f}, nil
+}
+
+func (p *parquetSink) write(rec arrow.RecordBatch) error { return p.f.Write(rec) }
+func (p *parquetSink) close() error                      { _, err := p.f.Close(); return err }
+func (p *parquetSink) abort()                            { p.f.Abort() }
+
+// csvSink writes CSV: delimiter-separated fields, a field quoted (with ""
+// for a quote inside) when it holds the delimiter, a quote or a line
+// break, or when it equals the NULL text; NULL is the NULL text unquoted.
+type csvSink struct {
+	path, tmp string
+	f         *os.File
+	w         *bufio.Writer
+	fmts      []*ValueFormatter
+	delim     byte
+	null      string
+	line      []byte
+}
+
+func newCSVSink(path string, sch *arrow.Schema, x *bind.CopyToStmt) (*csvSink, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, nferr.Queryf("file %s: %v", path, err)
+	}
+	c := &csvSink{path: abs, tmp: filepath.Join(filepath.Dir(abs), "."+filepath.Base(abs)+".tmp-"+strconv.Itoa(os.Getpid())), delim: byte(x.Delimiter), null: x.Null}
+	for _, f := range sch.Fields() {
+		vf, err := NewValueFormatter(f.Type)
+		if err != nil {
+			return nil, nferr.Queryf("COPY TO: column %s: %v", f.Name, err)
+		}
+		c.fmts = append(c.fmts, vf)
+	}
+	if st, err := os.Stat(filepath.Dir(abs)); err != nil || !st.IsDir() {
+		return nil, nferr.Queryf("COPY TO %s: directory %s does not exist", path, filepath.Dir(path))
+	}
+	if c.f, err = os.Create(c.tmp); err != nil {
+		return nil, nferr.IOf("creating %s: %w", path, err)
+	}
+	c.w = bufio.NewWriterSize(c.f, 256<<10)
+	if x.Header {
+		c.line = c.line[:0]
+		for i, f := range sch.Fields() {
+			if i > 0 {
+				c.line = append(c.line, c.delim)
+			}
+			c.line = c.field(c.line, f.Name)
+		}
+		c.line = append(c.line, '\n')
+		if _, err := c.w.Write(c.line); err != nil {
+			c.abort()
+			return nil, nferr.IOf("writing %s: %w", path, err)
+		}
+	}
+	return c, nil
+}
+
+// field appends v, quoted when it must be.
+func (c *csvSink) field(dst []byte, v string) []byte {
+	if v != c.null && !strings.ContainsAny(v, "\"\r\n"+string(c.delim)) {
+		return append(dst, v...)
+	}
+	dst = append(dst, '"')
+	dst = append(dst, strings.ReplaceAll(v, `"`, `""`)...)
+	return append(dst, '"')
+}
+
+func (c *csvSink) write(rec arrow.RecordBatch) error {
+	for i := 0; i < int(rec.NumRows()); i++ {
+		c.line = c.line[:0]
+		for j, vf := range c.fmts {
+			if j > 0 {
+				c.line = append(c.line, c.delim)
+			}
+			v, null := vf.Format(rec.Column(j), i)
+			if null {
+				c.line = append(c.line, c.null...)
+			} else {
+				c.line = c.field(c.line, v)
+			}
+		}
+		c.line = append(c.line, '\n')
+		if _, err := c.w.Write(c.line); err != nil {
+			return nferr.IOf("writing %s: %w", c.path, err)
+		}
+	}
+	return nil
+}
+
+func (c *csvSink) close() error {
+	err := c.w.Flush()
+	if err == nil {
+		err = c.f.Sync()
+	}
+	if cerr := c.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(c.tmp, c.path)
+	}
+	if err != nil {
+		os.Remove(c.tmp)
+		return nferr.IOf("writing %s: %w", c.path, err)
+	}
+	return nil
+}
+
+func (c *csvSink) abort() {
+	c.f.Close()
+	os.Remove(c.tmp)
+}
