@@ -116,7 +116,7 @@ insert t values (1)
 ----
 insert into t (a) 1
 ----
-copy t to 'x'
+copy (select 1) from 'x'
 ----
 copy t from x
 ----
