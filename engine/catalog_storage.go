@@ -67,9 +67,16 @@ func (c *StorageCatalog) LookupTable(name string) (*plan.TableDef, error) {
 
 // LookupFiles implements plan.FileCatalog: the Parquet files of pattern
 // as a storage file table (storage/files.go), whose scans run like any
-// table's.
-func (c *StorageCatalog) LookupFiles(pattern string) (*plan.TableDef, error) {
-	name, err := storage.FileTableName(pattern)
+// table's; CSV files through their cached Parquet form
+// (storage/files_csv.go).
+func (c *StorageCatalog) LookupFiles(pattern string, o plan.FileOptions) (*plan.TableDef, error) {
+	var name string
+	var err error
+	if o.Format == "csv" {
+		name, err = storage.CSVTableName(pattern, storage.CSVOptions{Header: o.Header, Delimiter: o.Delimiter, Null: o.Null})
+	} else {
+		name, err = storage.FileTableName(pattern)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -129,6 +129,13 @@ func (db *DB) Schemas() []string {
 // its pattern names, described from their footers.
 func (db *DB) Table(name string) (*Table, error) {
 	if pattern, ok := strings.CutPrefix(name, FileTableSchema+"."); ok {
+		if strings.Contains(pattern, "\x00csv") {
+			p, o, err := parseCSVTableName(pattern)
+			if err != nil {
+				return nil, err
+			}
+			return db.csvTable(p, o)
+		}
 		return db.fileTable(pattern)
 	}
 	return db.cat.lookup(name)

@@ -255,15 +255,15 @@ const maxLineBytes = 16 << 20
 
 // copyText parses a csv or tbl file into the appender.
 func copyText(ctx context.Context, app *Appender, path string, o CopyOptions) error {
-	f, err := os.Open(path)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return nferr.Queryf("copy into %s: %s does not exist", app.name, path)
-		}
-		return nferr.IOf("copy into %s: %w", app.name, err)
-	}
-	defer f.Close()
-	sch := app.Schema()
+	return parseText(ctx, path, app.Schema(), o, "copy into "+app.name, func(rec arrow.RecordBatch) error {
+		return o.appendChecked(app, rec)
+	})
+}
+
+// parseText parses the csv or tbl file path into records of schema sch
+// (o.BatchRows rows each), handed to emit; what names the operation in
+// errors ("copy into t").
+func parseText(ctx context.Context, path string, sch *arrow.Schema, o CopyOptions, what string, emit func(arrow.RecordBatch) error) error {
 	cols := make([]*colBuilder, sch.NumFields())
 	for i, fd := range sch.Fields() {
 		c := &colBuilder{name: fd.Name, typ: fd.Type, kind: kindOf(fd.Type), nullable: fd.Nullable}
@@ -302,53 +302,14 @@ func copyText(ctx context.Context, app *Appender, path string, o CopyOptions) er
 		for _, a := range arrs {
 			a.Release()
 		}
-		err := o.appendChecked(app, rec)
+		err := emit(rec)
 		rec.Release()
 		for _, c := range cols {
 			c.reset()
 		}
 		return err
 	}
-	r := bufio.NewReaderSize(f, 1<<20)
-	lineNo := 0
-	var fields [][]byte
-	var quoted []bool
-	var buf []byte
-	for {
-		line, rerr := readLine(r, &buf)
-		if rerr != nil && rerr != io.EOF {
-			return nferr.Wrap(nferr.KindIO, rerr, "reading %s line %d", path, lineNo+1)
-		}
-		if line == nil && rerr == io.EOF {
-			break
-		}
-		lineNo++
-		// CSV fields may hold newlines inside quotes: keep reading.
-		if o.Format == "csv" {
-			for bytes.Count(line, []byte{'"'})%2 == 1 {
-				more, err2 := readLine(r, nil)
-				if more == nil {
-					return nferr.Dataf("%s:%d: unterminated quoted field", path, lineNo)
-				}
-				line = append(append(line, '\n'), more...)
-				if err2 == io.EOF {
-					break
-				}
-			}
-		}
-		if lineNo == 1 && o.Header {
-			continue
-		}
-		if len(line) == 0 && rerr == io.EOF {
-			break
-		}
-		if len(line) == 0 {
-			return nferr.Dataf("%s:%d: empty line (expected %d fields)", path, lineNo, len(cols))
-		}
-		fields, quoted, err = splitFields(line, o, fields[:0], quoted[:0])
-		if err != nil {
-			return nferr.Dataf("%s:%d: %v", path, lineNo, err)
-		}
+	err := textRecords(path, o, what, func(lineNo int, fields [][]byte, quoted []bool) error {
 		if len(fields) != len(cols) {
 			return nferr.Dataf("%s:%d: expected %d fields, found %d", path, lineNo, len(cols), len(fields))
 		}
@@ -363,15 +324,81 @@ func copyText(ctx context.Context, app *Appender, path string, o CopyOptions) er
 			if err := ctx.Err(); err != nil {
 				return nferr.With(nferr.KindCanceled, err)
 			}
-			if err := flush(); err != nil {
-				return err
+			return flush()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return flush()
+}
+
+// textRecords calls fn with the fields of each record of the csv or tbl
+// file path (after the header line when o.Header), with the record's
+// first line number; a quoted csv field may span lines.
+func textRecords(path string, o CopyOptions, what string, fn func(lineNo int, fields [][]byte, quoted []bool) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nferr.Queryf("%s: %s does not exist", what, path)
+		}
+		return nferr.IOf("%s: %w", what, err)
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	lineNo := 0
+	var fields [][]byte
+	var quoted []bool
+	var buf []byte
+	for {
+		line, rerr := readLine(r, &buf)
+		if rerr != nil && rerr != io.EOF {
+			return nferr.Wrap(nferr.KindIO, rerr, "reading %s line %d", path, lineNo+1)
+		}
+		if line == nil && rerr == io.EOF {
+			break
+		}
+		lineNo++
+		first := lineNo
+		// CSV fields may hold newlines inside quotes: keep reading.
+		if o.Format == "csv" {
+			for bytes.Count(line, []byte{'"'})%2 == 1 {
+				more, err2 := readLine(r, nil)
+				if more == nil {
+					return nferr.Dataf("%s:%d: unterminated quoted field", path, first)
+				}
+				lineNo++
+				line = append(append(line, '\n'), more...)
+				if err2 == io.EOF {
+					break
+				}
 			}
+		}
+		if first == 1 && o.Header {
+			if rerr == io.EOF {
+				break
+			}
+			continue
+		}
+		if len(line) == 0 && rerr == io.EOF {
+			break
+		}
+		if len(line) == 0 {
+			return nferr.Dataf("%s:%d: empty line", path, first)
+		}
+		fields, quoted, err = splitFields(line, o, fields[:0], quoted[:0])
+		if err != nil {
+			return nferr.Dataf("%s:%d: %v", path, first, err)
+		}
+		if err := fn(first, fields, quoted); err != nil {
+			return err
 		}
 		if rerr == io.EOF {
 			break
 		}
 	}
-	return flush()
+	return nil
 }
 
 func truncate(b []byte, n int) string {

@@ -641,9 +641,6 @@ func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (plan.Expr, e
 		if err != nil {
 			return nil, err
 		}
-		if plan.IsInterval(l.Type()) {
-			return nil, b.errorf(x, "comparing intervals is not supported")
-		}
 		return plan.FoldNow(plan.NewCall(fn, plan.TypBool, l, r)), nil
 	}
 	l, err := b.expr(x.L, s, ctx)
@@ -709,9 +706,9 @@ func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (plan.Expr, e
 	// Untyped string literals take the other side's type ('1' + 1 is 2).
 	l, r = plan.ResolveUntyped(l, r.Type()), plan.ResolveUntyped(r, l.Type())
 	lt, rt := l.Type(), r.Type()
-	// A date plus a constant interval with a time of day is a timestamp
-	// (its midnight plus the interval).
-	if iv, ok := intervalOf(l, r); ok && iv.Nanoseconds%expr.NanosPerDay != 0 && (plan.IsDate(lt) || plan.IsDate(rt)) {
+	// A date plus an interval with a time of day (or one not known until
+	// run time) is a timestamp: its midnight plus the interval.
+	if (plan.IsDate(lt) && plan.IsInterval(rt) || plan.IsInterval(lt) && plan.IsDate(rt)) && !wholeDays(l, r) {
 		if plan.IsDate(lt) {
 			l, lt = plan.FoldNow(&plan.CastExpr{X: l, Typ: plan.TypTimestamp}), plan.TypTimestamp
 		} else {
@@ -739,6 +736,9 @@ func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (plan.Expr, e
 		return plan.FoldNow(plan.NewCall(fn, plan.TypInt32, l, r)), nil
 	case plan.IsInterval(lt) && plan.IsInterval(rt) && (fn == plan.FnAdd || fn == plan.FnSub):
 		return plan.FoldNow(plan.NewCall(fn, plan.TypInterval, l, r)), nil
+	case plan.IsInterval(lt) && plan.IsNumeric(rt) && (fn == plan.FnMul || fn == plan.FnDiv),
+		plan.IsNumeric(lt) && plan.IsInterval(rt) && fn == plan.FnMul:
+		return plan.NewCall(fn, plan.TypInterval, l, r), nil
 	}
 	t, ok := plan.ArithType(fn, lt, rt)
 	if !ok {
@@ -755,6 +755,13 @@ func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (plan.Expr, e
 		r, _ = plan.Coerce(r, plan.TypFloat64)
 	}
 	return plan.FoldNow(plan.NewCall(fn, t, l, r)), nil
+}
+
+// wholeDays reports whether the interval operand of a or b is a constant
+// without a time of day.
+func wholeDays(a, b plan.Expr) bool {
+	iv, ok := intervalOf(a, b)
+	return ok && iv.Nanoseconds%expr.NanosPerDay == 0
 }
 
 func intervalOf(a, b plan.Expr) (arrow.MonthDayNanoInterval, bool) {

@@ -460,10 +460,10 @@ func (b *binder) tableFunc(t *sql.TableFunc) (plan.Plan, []*scopeItem, error) {
 	case "generate_series":
 	case "range":
 		lo = 1
-	case sql.FileTableFunc, "read_parquet", "parquet_scan":
+	case sql.FileTableFunc, "read_parquet", "parquet_scan", "read_csv", "read_csv_auto":
 		return b.fileTable(t)
 	default:
-		return nil, nil, b.errorf(t, "table function %s does not exist (generate_series, range and read_parquet do)", name)
+		return nil, nil, b.errorf(t, "table function %s does not exist (generate_series, range, read_parquet and read_csv do)", name)
 	}
 	if len(t.Args) < lo || len(t.Args) > hi {
 		return nil, nil, b.errorf(t, "%s takes %d to %d arguments, got %d", name, lo, hi, len(t.Args))
@@ -536,8 +536,8 @@ func (b *binder) tableFunc(t *sql.TableFunc) (plan.Plan, []*scopeItem, error) {
 // t), unless aliased.
 func (b *binder) fileTable(t *sql.TableFunc) (plan.Plan, []*scopeItem, error) {
 	name := t.Name.Name
-	if len(t.Args) != 1 {
-		return nil, nil, b.errorf(t, "%s takes one argument, a file name or pattern", name)
+	if len(t.Args) == 0 {
+		return nil, nil, b.errorf(t, "%s takes a file name or pattern", name)
 	}
 	e, err := b.expr(t.Args[0], &scope{}, &exprCtx{clause: "FROM"})
 	if err != nil {
@@ -548,16 +548,30 @@ func (b *binder) fileTable(t *sql.TableFunc) (plan.Plan, []*scopeItem, error) {
 		return nil, nil, b.errorf(t.Args[0], "the file of %s must be a string constant", name)
 	}
 	pattern := k.Val.(string)
-	if name == sql.FileTableFunc && !strings.HasSuffix(strings.ToLower(pattern), ".parquet") {
+	lower := strings.ToLower(pattern)
+	var fo plan.FileOptions
+	switch {
+	case name == "read_csv" || name == "read_csv_auto":
+		fo.Format = "csv"
+	case name != sql.FileTableFunc:
+	case strings.HasSuffix(lower, ".csv") || strings.HasSuffix(lower, ".tsv") || strings.HasSuffix(lower, ".txt") || strings.HasSuffix(lower, ".csv.gz"):
+		fo.Format = "csv"
+	case !strings.HasSuffix(lower, ".parquet"):
 		if st, err := os.Stat(pattern); err != nil || !st.IsDir() {
-			return nil, nil, b.errorf(t, "cannot read %q: nicflow reads Parquet files (.parquet) and directories of them here", pattern)
+			return nil, nil, b.errorf(t, "cannot tell the format of %q: name a .parquet or .csv file, or use read_parquet or read_csv", pattern)
 		}
+	}
+	if strings.HasSuffix(lower, ".gz") {
+		return nil, nil, b.errorf(t.Args[0], "compressed files (%s) are not supported yet", pattern)
+	}
+	if err := b.fileOptions(t, &fo); err != nil {
+		return nil, nil, err
 	}
 	fc, ok := b.cat.(plan.FileCatalog)
 	if !ok {
 		return nil, nil, b.errorf(t, "this catalog cannot read files")
 	}
-	tab, err := fc.LookupFiles(pattern)
+	tab, err := fc.LookupFiles(pattern, fo)
 	if err != nil {
 		if nferr.Is(err, nferr.KindQuery) {
 			return nil, nil, b.errorf(t.Args[0], "%v", err)
@@ -585,6 +599,59 @@ func (b *binder) fileTable(t *sql.TableFunc) (plan.Plan, []*scopeItem, error) {
 		scan.Cols[i].Name = it.cols[i].Name
 	}
 	return scan, []*scopeItem{it}, nil
+}
+
+// fileOptions reads a file function's named options (name = constant):
+// read_csv's header, delim (sep, delimiter) and nullstr (null).
+func (b *binder) fileOptions(t *sql.TableFunc, fo *plan.FileOptions) error {
+	for _, a := range t.Args[1:] {
+		be, ok := a.(*sql.BinaryExpr)
+		var ref *sql.ColumnRef
+		if ok && be.Op == "=" {
+			ref, ok = be.L.(*sql.ColumnRef)
+		}
+		if !ok || len(ref.Parts) != 1 {
+			return b.errorf(a, "options of %s are name = value", t.Name.Name)
+		}
+		v, err := b.expr(be.R, &scope{}, &exprCtx{clause: "FROM"})
+		if err != nil {
+			return err
+		}
+		c, ok, err := plan.FoldToConst(v)
+		if err != nil || !ok || c.IsNull() {
+			return b.errorf(be.R, "the value of option %s must be a constant", ref.Parts[0].Name)
+		}
+		opt := strings.ToLower(ref.Parts[0].Name)
+		if fo.Format != "csv" {
+			return b.errorf(a, "%s takes no option %s", t.Name.Name, opt)
+		}
+		switch opt {
+		case "header":
+			h, ok := c.Val.(bool)
+			if !ok {
+				return b.errorf(be.R, "option header takes true or false")
+			}
+			fo.Header = &h
+		case "delim", "sep", "delimiter":
+			s, ok := c.Val.(string)
+			if s == `\t` {
+				s = "\t"
+			}
+			if !ok || len(s) != 1 || s[0] == '"' || s[0] == '\n' || s[0] == '\r' {
+				return b.errorf(be.R, "option %s takes one ASCII character other than a quote or a line break", opt)
+			}
+			fo.Delimiter = s[0]
+		case "nullstr", "null":
+			s, ok := c.Val.(string)
+			if !ok {
+				return b.errorf(be.R, "option %s takes a string", opt)
+			}
+			fo.Null = s
+		default:
+			return b.errorf(a, "unknown option %s of %s (want header, delim or nullstr)", opt, t.Name.Name)
+		}
+	}
+	return nil
 }
 
 // aliasItem names the columns of a relation for its scope item, applying

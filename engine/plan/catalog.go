@@ -27,12 +27,22 @@ type Catalog interface {
 }
 
 // FileCatalog is a Catalog that also reads files a query names (FROM
-// 'x.parquet', read_parquet('dir/*.parquet')).
+// 'x.parquet', read_parquet('dir/*.parquet'), read_csv('x.csv')).
 type FileCatalog interface {
-	// LookupFiles returns the table over the Parquet files pattern names
-	// (a file, a directory or a glob); errors say which file is missing
-	// or unreadable.
-	LookupFiles(pattern string) (*TableDef, error)
+	// LookupFiles returns the table over the files pattern names (a file,
+	// a directory or a glob); errors say which file is missing or
+	// unreadable.
+	LookupFiles(pattern string, o FileOptions) (*TableDef, error)
+}
+
+// FileOptions say how to read files: Format "parquet" (the default) or
+// "csv", and for CSV the header (nil: detected), the delimiter (0:
+// detected) and the text of NULL.
+type FileOptions struct {
+	Format    string
+	Header    *bool
+	Delimiter byte
+	Null      string
 }
 
 // TableDef describes a table.
@@ -235,12 +245,12 @@ func (o OverlayCatalog) LookupView(name string) (*ViewDef, error) {
 }
 
 // LookupFiles implements FileCatalog when Base does.
-func (o OverlayCatalog) LookupFiles(pattern string) (*TableDef, error) {
+func (o OverlayCatalog) LookupFiles(pattern string, fo FileOptions) (*TableDef, error) {
 	fc, ok := o.Base.(FileCatalog)
 	if !ok {
 		return nil, nferr.Queryf("this catalog cannot read files")
 	}
-	return fc.LookupFiles(pattern)
+	return fc.LookupFiles(pattern, fo)
 }
 
 // QualifiedLookupName joins the parts of a possibly qualified name; the

@@ -322,6 +322,10 @@ var intervalUnitNames = map[string]string{
 	"hour": "hour", "hours": "hour", "h": "hour",
 	"minute": "minute", "minutes": "minute", "min": "minute", "mins": "minute",
 	"second": "second", "seconds": "second", "sec": "second", "secs": "second", "s": "second",
+	"millisecond": "millisecond", "milliseconds": "millisecond", "ms": "millisecond", "msec": "millisecond", "msecs": "millisecond",
+	"microsecond": "microsecond", "microseconds": "microsecond", "us": "microsecond", "usec": "microsecond", "usecs": "microsecond",
+	"decade": "decade", "decades": "decade", "century": "century", "centuries": "century",
+	"millennium": "millennium", "millennia": "millennium", "millenniums": "millennium",
 }
 
 // ParseInterval parses an interval literal: INTERVAL '90' DAY (value and
@@ -330,6 +334,12 @@ func ParseInterval(value, unit, toUnit string) (arrow.MonthDayNanoInterval, erro
 	var iv arrow.MonthDayNanoInterval
 	add := func(n int64, u string) error {
 		switch u {
+		case "millennium", "century", "decade":
+			n *= map[string]int64{"millennium": 1000, "century": 100, "decade": 10}[u]
+			if n > math.MaxInt32/12 || n < math.MinInt32/12 {
+				return fmt.Errorf("interval out of range")
+			}
+			fallthrough
 		case "year":
 			n *= 12
 			fallthrough
@@ -352,6 +362,10 @@ func ParseInterval(value, unit, toUnit string) (arrow.MonthDayNanoInterval, erro
 			iv.Nanoseconds += n * int64(time.Minute)
 		case "second":
 			iv.Nanoseconds += n * int64(time.Second)
+		case "millisecond":
+			iv.Nanoseconds += n * int64(time.Millisecond)
+		case "microsecond":
+			iv.Nanoseconds += n * int64(time.Microsecond)
 		default:
 			return fmt.Errorf("invalid interval unit %q", u)
 		}
@@ -398,13 +412,21 @@ func ParseInterval(value, unit, toUnit string) (arrow.MonthDayNanoInterval, erro
 				return iv, err
 			}
 		} else {
-			// A fraction of an hour, minute or second ('1.5 seconds').
+			// A fraction ('1.5 days' is 1 day 12:00:00): the unit scaled
+			// as interval * number scales, fractions carried down.
 			x, err := strconv.ParseFloat(f[i], 64)
-			per := map[string]float64{"hour": float64(time.Hour), "minute": float64(time.Minute), "second": float64(time.Second)}[u]
-			if err != nil || per == 0 || math.Abs(x) > 1e9 {
-				return iv, fmt.Errorf("invalid interval %q: %q is not an integer", value, f[i])
+			if err != nil || math.IsInf(x, 0) || math.IsNaN(x) || strings.ContainsAny(f[i], "eExXnN") {
+				return iv, fmt.Errorf("invalid interval %q: %q is not a number", value, f[i])
 			}
-			iv.Nanoseconds += int64(math.Round(x * per))
+			one, err := ParseInterval("1 "+u, "", "")
+			if err != nil {
+				return iv, err
+			}
+			part, ok := expr.ScaleInterval(one, x)
+			if !ok {
+				return iv, fmt.Errorf("interval out of range")
+			}
+			iv = arrow.MonthDayNanoInterval{Months: iv.Months + part.Months, Days: iv.Days + part.Days, Nanoseconds: iv.Nanoseconds + part.Nanoseconds}
 		}
 		i += 2
 	}

@@ -201,6 +201,12 @@ func CompareConst(a, b *Const) (int, bool) {
 			return 0, false
 		}
 		return cmpOrdered(av, bv), true
+	case arrow.MonthDayNanoInterval:
+		bv, ok := b.Val.(arrow.MonthDayNanoInterval)
+		if !ok {
+			return 0, false
+		}
+		return expr.IntervalSpan(av).Cmp(expr.IntervalSpan(bv)), true
 	}
 	if !IsNumeric(a.Typ) || !IsNumeric(b.Typ) {
 		return 0, false
@@ -263,6 +269,24 @@ func EvalArith(fn string, a, b *Const, t arrow.DataType) (*Const, error) {
 	}
 	if IsDate(t) {
 		return evalDateArith(fn, a, b)
+	}
+	if IsInterval(t) && (fn == FnMul || fn == FnDiv) {
+		iv, n := a, b
+		if IsInterval(b.Typ) {
+			iv, n = b, a
+		}
+		f := ConstFloat(n)
+		if fn == FnDiv {
+			if f == 0 {
+				return nil, fmt.Errorf("division by zero")
+			}
+			f = 1 / f
+		}
+		r, ok := expr.ScaleInterval(iv.Val.(arrow.MonthDayNanoInterval), f)
+		if !ok {
+			return nil, fmt.Errorf("interval out of range")
+		}
+		return &Const{Typ: t, Val: r}, nil
 	}
 	if IsInterval(t) {
 		x, y := a.Val.(arrow.MonthDayNanoInterval), b.Val.(arrow.MonthDayNanoInterval)

@@ -244,6 +244,20 @@ func (c *compiler) compileDateArith(fn string, a, b node, desc string) (node, er
 			return mk(a, b, iv, addIv)
 		}
 		return mk(a, b, iv, subIv)
+	case (fn == FnMul || fn == FnDiv) && ta == arrow.INTERVAL_MONTH_DAY_NANO && IsNumeric(b.dt()),
+		fn == FnMul && IsNumeric(a.dt()) && tb == arrow.INTERVAL_MONTH_DAY_NANO:
+		if ta != arrow.INTERVAL_MONTH_DAY_NANO {
+			a, b = b, a
+		}
+		f, err := c.cast(b, arrow.PrimitiveTypes.Float64, desc)
+		if err != nil {
+			return nil, err
+		}
+		k := ivMul
+		if fn == FnDiv {
+			k = ivDiv
+		}
+		return mk(a, f, iv, k)
 	}
 	return nil, nferr.Queryf("operator does not exist: %s %s %s in %s", TypeName(a.dt()), infix[fn], TypeName(b.dt()), desc)
 }
@@ -694,6 +708,44 @@ func dateIvKernel(out, a, b *vec, sel []int32, n int, sign int64) kcode {
 	}
 	return kOK
 }
+
+// ScaleInterval multiplies an interval by f as PostgreSQL does: each
+// field scaled, the fraction of months carried into days (30 a month) and
+// the fraction of days into the time (24 hours a day).
+func ScaleInterval(iv arrow.MonthDayNanoInterval, f float64) (arrow.MonthDayNanoInterval, bool) {
+	m := float64(iv.Months) * f
+	d := float64(iv.Days)*f + (m-math.Trunc(m))*30
+	ns := float64(iv.Nanoseconds)*f + (d-math.Trunc(d))*NanosPerDay
+	m, d, ns = math.Trunc(m), math.Trunc(d), math.Round(ns)
+	if math.IsNaN(ns) || math.Abs(m) > math.MaxInt32 || math.Abs(d) > math.MaxInt32 || math.Abs(ns) >= math.MaxInt64 {
+		return iv, false
+	}
+	return arrow.MonthDayNanoInterval{Months: int32(m), Days: int32(d), Nanoseconds: int64(ns)}, true
+}
+
+func ivScale(out, a, b *vec, sel []int32, n int, div bool) kcode {
+	out.iv = Grow(out.iv, n)
+	code := kOK
+	each(sel, n, func(i int32) {
+		f := b.f64[i]
+		if div {
+			if f == 0 {
+				code = kDivZero
+				return
+			}
+			f = 1 / f
+		}
+		r, ok := ScaleInterval(a.iv[i], f)
+		if !ok {
+			code = kOverflow
+		}
+		out.iv[i] = r
+	})
+	return code
+}
+
+func ivMul(out, a, b *vec, sel []int32, n int) kcode { return ivScale(out, a, b, sel, n, false) }
+func ivDiv(out, a, b *vec, sel []int32, n int) kcode { return ivScale(out, a, b, sel, n, true) }
 
 func dateAddInterval(out, a, b *vec, sel []int32, n int) kcode {
 	return dateIvKernel(out, a, b, sel, n, 1)

@@ -415,21 +415,34 @@ func castDecimalToFloat(c *castNode, out, a *vec, sel []int32, n int) error {
 	out.f64 = Grow(out.f64, n)
 	div := pow10f[c.fs]
 	if c.from.ID() == arrow.DECIMAL64 {
-		// NB: for |x| < 2^53 and s <= 22 both operands are exact, so the
-		// quotient is the correctly rounded double.
-		if sel == nil {
-			for i, x := range a.i64[:n] {
-				out.f64[i] = float64(x) / div
-			}
-		} else {
-			for _, i := range sel {
-				out.f64[i] = float64(a.i64[i]) / div
-			}
-		}
+		each(sel, n, func(i int32) { out.f64[i] = decimalToFloat(a.i64[i], div, c.fs) })
 		return nil
 	}
-	each(sel, n, func(i int32) { out.f64[i] = a.d[i].ToFloat64(c.fs) })
+	each(sel, n, func(i int32) {
+		d := a.d[i]
+		if lo := d.LowBits(); d.HighBits() == int64(lo)>>63 {
+			out.f64[i] = decimalToFloat(int64(lo), div, c.fs)
+			return
+		}
+		out.f64[i] = exactFloat(d.ToString(c.fs))
+	})
 	return nil
+}
+
+// decimalToFloat is the double nearest unscaled x * 10^-s (div = 10^s).
+// NB: for |x| < 2^53 and s <= 22 both operands are exact, so the quotient
+// is correctly rounded; beyond, the decimal text is parsed (correctly
+// rounded too).
+func decimalToFloat(x int64, div float64, s int32) float64 {
+	if x > -(1<<53) && x < 1<<53 && s <= 22 {
+		return float64(x) / div
+	}
+	return exactFloat(string(appendDecimal64(nil, x, s)))
+}
+
+func exactFloat(text string) float64 {
+	f, _ := strconv.ParseFloat(text, 64)
+	return f
 }
 
 func castFloatToInt(c *castNode, out, a *vec, sel []int32, n int) error {

@@ -58,7 +58,7 @@ func (c *compiler) compileCmp(op cmpOp, a, b node, desc string) (node, error) {
 	}
 	ta, tb = a.dt(), b.dt()
 	t, ok := CommonType(ta, tb)
-	if !ok || t.ID() == arrow.INTERVAL_MONTH_DAY_NANO {
+	if !ok {
 		return nil, nferr.Queryf("operator does not exist: %s %s %s in %s", TypeName(ta), infix[cmpFnOf[op]], TypeName(tb), desc)
 	}
 	if a, err = c.cast(a, t, desc); err != nil {
@@ -66,6 +66,12 @@ func (c *compiler) compileCmp(op cmpOp, a, b node, desc string) (node, error) {
 	}
 	if b, err = c.cast(b, t, desc); err != nil {
 		return nil, err
+	}
+	if t.ID() == arrow.INTERVAL_MONTH_DAY_NANO {
+		// Intervals compare as PostgreSQL's do: by their span with a
+		// month of 30 days ('1 month' = '30 days'), as 128-bit
+		// nanoseconds.
+		a, b, t = intervalKey(a, desc), intervalKey(b, desc), ivKeyType
 	}
 	if _, ok := a.(*constNode); ok {
 		if _, ok := b.(*constNode); !ok {
@@ -82,6 +88,29 @@ func (c *compiler) compileCmp(op cmpOp, a, b node, desc string) (node, error) {
 		}
 	}
 	return x, nil
+}
+
+// ivKeyType is the type of intervalKey's values.
+var ivKeyType = &arrow.Decimal128Type{Precision: 38, Scale: 0}
+
+// intervalKey is x's span in nanoseconds (months of 30 days).
+func intervalKey(x node, desc string) node {
+	n := &funcNode{args: []node{x}, t: ivKeyType, desc: desc, run: intervalKeyKernel}
+	return fold(n, x)
+}
+
+func intervalKeyKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
+	out.d = Grow(out.d, n)
+	a := in[0]
+	each(sel, n, func(i int32) { out.d[i] = IntervalSpan(a.iv[i]) })
+	return nil
+}
+
+// IntervalSpan is an interval's span in nanoseconds with months of 30
+// days, the order PostgreSQL compares intervals by (as a decimal128).
+func IntervalSpan(iv arrow.MonthDayNanoInterval) decimal128.Num {
+	days := int64(iv.Months)*30 + int64(iv.Days)
+	return decimal128.FromI64(days).Mul(decimal128.FromI64(NanosPerDay)).Add(decimal128.FromI64(iv.Nanoseconds))
 }
 
 // unifyLiterals casts a string constant compared with a non-string operand

@@ -125,7 +125,7 @@ var extractTimeFuncs = map[string]func(tod int64) int64{
 
 // extractEpochFuncs are the whole-unit epoch fields of a timestamp.
 var extractEpochFuncs = map[string]func(us int64) int64{
-	"epoch_ms": func(us int64) int64 { return floorDiv(us, 1000) },
+	"epoch_ms": func(us int64) int64 { return us / 1000 }, // toward zero, as DuckDB
 	"epoch_us": func(us int64) int64 { return us },
 }
 
