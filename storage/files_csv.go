@@ -375,3 +375,38 @@ func inferCSV(paths []string, o CopyOptions, header *bool) ([]Column, bool, erro
 	}
 	return cols, has, nil
 }
+
+// InferColumns infers the columns of a table loaded from files (`nicflow
+// load` into a table that does not exist): a Parquet file's own columns,
+// or CSV columns typed from every value (inferCSV), with the header read
+// when o.Header is set and detected otherwise. It returns the columns and,
+// for CSV, whether the files have a header line. tbl files have no names:
+// their columns must be given.
+func InferColumns(paths []string, o CopyOptions) ([]Column, bool, error) {
+	if len(paths) == 0 {
+		return nil, false, nferr.Queryf("no files to infer columns from")
+	}
+	switch o.Format {
+	case "parquet":
+		md, _, err := readFooter(paths[0])
+		if err != nil {
+			return nil, false, err
+		}
+		sch, err := schemaOfFooter(paths[0], md)
+		if err != nil {
+			return nil, false, err
+		}
+		cols, err := SchemaColumns(sch)
+		return cols, false, err
+	case "csv":
+		if o.Delimiter == 0 {
+			o.Delimiter = ','
+		}
+		var header *bool
+		if o.Header {
+			header = &o.Header
+		}
+		return inferCSV(paths, o, header)
+	}
+	return nil, false, nferr.Queryf("the columns of %s files cannot be inferred (they have no names): give them with --create", o.Format)
+}

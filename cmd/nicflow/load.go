@@ -38,7 +38,10 @@ Decimals are parsed exactly (no floating point); dates are YYYY-MM-DD. A bad
 row stops the load with the file, line and column named, e.g.
   lineitem.tbl:17: column l_quantity (field 5): not a decimal number: "x"
 
-The table must exist, unless --create gives its columns.`,
+A table that does not exist is created: with the columns --create gives,
+or else with the files' own: a Parquet file's columns, or CSV columns named
+by the header line (read with --header, detected without it) and typed from
+every value (bigint, double, date, timestamp, boolean, else text).`,
 	Example: `  nicflow load --dir data --table nation --create "n_nationkey int32, n_name utf8, n_regionkey int32, n_comment utf8" nation.tbl
   nicflow load --dir data --table orders --format csv --header --delimiter ';' orders.csv
   nicflow load --dir data --table lineitem --replace lineitem-*.parquet`,
@@ -79,6 +82,25 @@ The table must exist, unless --create gives its columns.`,
 			if err := db.CreateTable(f.table, sch, storage.CreateOptions{IfNotExists: true}); err != nil {
 				return err
 			}
+		} else if _, err := db.Table(f.table); err != nil {
+			// A new table: its columns from the files.
+			o := opts
+			if err := o.Validate(args[0]); err != nil {
+				return usagef("%v", err)
+			}
+			cols, header, err := storage.InferColumns(args, o)
+			if err != nil {
+				return err
+			}
+			sch, err := storage.ArrowSchema(cols)
+			if err != nil {
+				return err
+			}
+			if err := db.CreateTable(f.table, sch, storage.CreateOptions{}); err != nil {
+				return err
+			}
+			opts.Header = header
+			fmt.Fprintf(cmd.ErrOrStderr(), "created table %s (%s)\n", f.table, describeColumns(cols))
 		}
 		n, err := db.Copy(cmd.Context(), f.table, args, opts)
 		if err != nil {
@@ -104,6 +126,15 @@ func init() {
 	f.BoolVar(&loadFlags.replace, "replace", false, "replace the table's rows instead of appending")
 	f.StringVar(&loadFlags.create, "create", "", `create the table if missing: "name type [not null], ..." (types: int32, int64, float64, bool, utf8, date32, decimal(P,S))`)
 	rootCmd.AddCommand(loadCmd)
+}
+
+// describeColumns lists columns as "name type, ...".
+func describeColumns(cols []storage.Column) string {
+	parts := make([]string, len(cols))
+	for i, c := range cols {
+		parts[i] = c.Name + " " + c.Type
+	}
+	return strings.Join(parts, ", ")
 }
 
 // parseColumnList parses "a int32 not null, b decimal(15,2), c utf8" into

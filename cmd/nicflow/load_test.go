@@ -71,3 +71,26 @@ func isUsage(err error) bool {
 	_, ok := err.(*usageError)
 	return ok
 }
+
+// TestLoadInfersColumns: loading into a table that does not exist creates
+// it with the files' columns (CSV typed from every value, header
+// detected); tbl files need --create.
+func TestLoadInfersColumns(t *testing.T) {
+	dir := t.TempDir()
+	in := t.TempDir()
+	csv := filepath.Join(in, "people.csv")
+	os.WriteFile(csv, []byte("id,name,paid,at\n1,ann,10.5,2020-01-01 10:00:00\n2,\"b,ob\",,2021-06-15\n"), 0o644)
+	out, err := runCLI(t, "load", "--dir", dir, "--table", "people", csv)
+	if err != nil || !strings.Contains(out, "created table people (id int64, name utf8, paid float64, at timestamp)") || !strings.Contains(out, "loaded 2 rows into main.people") {
+		t.Fatalf("load: %q, %v", out, err)
+	}
+	out, err = runCLI(t, "sql", "--dir", dir, "--format", "csv", "SELECT name, paid, at FROM people ORDER BY id")
+	if err != nil || out != "name,paid,at\nann,10.5,2020-01-01 10:00:00\n\"b,ob\",,2021-06-15 00:00:00\n" {
+		t.Fatalf("query: %q, %v", out, err)
+	}
+	tbl := filepath.Join(in, "x.tbl")
+	os.WriteFile(tbl, []byte("1|a|\n"), 0o644)
+	if _, err := runCLI(t, "load", "--dir", dir, "--table", "x", tbl); err == nil || !strings.Contains(err.Error(), "give them with --create") {
+		t.Fatalf("tbl without --create: %v", err)
+	}
+}
