@@ -24,6 +24,10 @@ import (
 //	       "NULL", then "(N rows)"; the rows are buffered to align them
 //	csv    RFC 4180 (quotes when needed) with a header line; NULL is the
 //	       empty field (an empty string is written as "")
+//	tsv    tab-separated with a header line; a tab, line break or
+//	       backslash in a value is written \t, \n, \r or \\; NULL is \N
+//	markdown  a GitHub table: a header row, a separator, a row per row;
+//	       '|' in a value is written \|; NULL is NULL
 //	json   JSON Lines: one object per row, keyed by column name; integers,
 //	       decimals and doubles as JSON numbers (NaN and infinities as
 //	       strings), booleans as true/false, dates and strings as
@@ -31,9 +35,11 @@ import (
 
 // Output formats.
 const (
-	formatTable = "table"
-	formatCSV   = "csv"
-	formatJSON  = "json"
+	formatTable    = "table"
+	formatCSV      = "csv"
+	formatJSON     = "json"
+	formatTSV      = "tsv"
+	formatMarkdown = "markdown"
 )
 
 func checkFormat(f string, allowed ...string) error {
@@ -65,6 +71,19 @@ func newRowWriter(w io.Writer, format string, sch *arrow.Schema) (rowWriter, err
 			return nil, err
 		}
 		return &csvWriter{w: w, cw: cw}, nil
+	case formatTSV, formatMarkdown:
+		lw := &lineWriter{w: bufio.NewWriter(w), md: format == formatMarkdown}
+		names := make([]string, sch.NumFields())
+		for i, f := range sch.Fields() {
+			names[i] = f.Name
+		}
+		if err := lw.row(names, make([]bool, len(names))); err != nil {
+			return nil, err
+		}
+		if lw.md {
+			lw.w.WriteString("|" + strings.Repeat(" --- |", len(names)) + "\n")
+		}
+		return lw, nil
 	case formatJSON:
 		jw := &jsonWriter{w: bufio.NewWriter(w)}
 		for _, f := range sch.Fields() {
@@ -208,6 +227,45 @@ func (t *tableWriter) end(n int64) error {
 }
 
 // ---------------------------------------------------------------- csv
+
+// lineWriter writes tsv or markdown rows.
+type lineWriter struct {
+	w  *bufio.Writer
+	md bool
+}
+
+var (
+	tsvEscaper = strings.NewReplacer(`\`, `\\`, "\t", `\t`, "\n", `\n`, "\r", `\r`)
+	mdEscaper  = strings.NewReplacer("|", `\|`, "\n", "<br>", "\r", "")
+)
+
+func (l *lineWriter) row(cells []string, null []bool) error {
+	if l.md {
+		l.w.WriteString("|")
+	}
+	for i, v := range cells {
+		switch {
+		case l.md:
+			if null[i] {
+				v = "NULL"
+			}
+			l.w.WriteString(" " + mdEscaper.Replace(v) + " |")
+		default:
+			if i > 0 {
+				l.w.WriteByte('\t')
+			}
+			if null[i] {
+				l.w.WriteString(`\N`)
+			} else {
+				l.w.WriteString(tsvEscaper.Replace(v))
+			}
+		}
+	}
+	_, err := l.w.WriteString("\n")
+	return err
+}
+
+func (l *lineWriter) end(int64) error { return l.w.Flush() }
 
 type csvWriter struct {
 	w   io.Writer

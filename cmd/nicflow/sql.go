@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -62,17 +61,23 @@ Where the SQL comes from:
   stdin        when it is not a terminal (a pipe or a file)
   prompt       otherwise: an interactive "nicflow> " prompt; a statement may
                span lines and runs at ';'; \q (or Ctrl-D) quits; errors are
-               printed and the prompt continues; Ctrl-C cancels the running
-               query, not the shell; \d lists the tables, \d NAME
-               describes one, \timing toggles each statement's time, \?
-               lists these
+               printed and the prompt continues; Ctrl-C drops the line being
+               typed, or cancels the running query (not the shell). Lines
+               are edited (arrows, Home/End, Ctrl-A/E/K/U/W) and Up/Down walk
+               the history, kept in ~/.nicflow_history (NICFLOW_HISTORY=""
+               keeps none). \d lists the tables, \d NAME describes one, \i
+               FILE runs a script, \o FILE sends results to a file, \timing
+               toggles each statement's time, \? lists these
 
 Every row-returning statement prints its rows (--format):
-  table   aligned columns with a header and a row count; NULL shown as NULL
-  csv     RFC 4180 with a header line; NULL is the empty field
-  json    JSON Lines: one object per row; NULL is null
+  table     aligned columns with a header and a row count; NULL shown as NULL
+  csv       RFC 4180 with a header line; NULL is the empty field
+  tsv       tab-separated with a header line; \t \n \\ escaped; NULL is \N
+  markdown  a Markdown table; NULL shown as NULL
+  json      JSON Lines: one object per row; NULL is null
 Values print in one canonical form: decimals with their scale (12.30), dates
-as YYYY-MM-DD, doubles in shortest round-trip form. Statements without rows
+as YYYY-MM-DD, timestamps as YYYY-MM-DD HH:MM:SS[.ffffff], doubles as
+PostgreSQL prints them. Statements without rows
 print their status (CREATE TABLE, INSERT 5, ...) on stdout in table format,
 on stderr in csv and json so that stdout holds only data.
 
@@ -116,7 +121,7 @@ func init() {
 	f.StringVar(&sqlF.dir, "dir", "", "database directory (embedded)")
 	f.StringVar(&sqlF.cluster, "cluster", "", "coordinator client address host:port: run on a cluster instead of --dir")
 	f.StringVar(&sqlF.keys, "keys", "", "cluster key directory (with --cluster)")
-	f.StringVar(&sqlF.format, "format", formatTable, "output format: table, csv or json")
+	f.StringVar(&sqlF.format, "format", formatTable, "output format: table, csv, tsv, markdown or json")
 	f.StringVar(&sqlF.memoryLimit, "memory-limit", "", "memory budget per query, e.g. 2GiB (default: 60% of memory, or NICFLOW_MEMORY_LIMIT)")
 	f.IntVar(&sqlF.parallel, "parallel", 0, "pipelines per query (default: number of CPUs)")
 	f.IntVar(&sqlF.batchSize, "batch-size", 0, fmt.Sprintf("rows per batch (default %d)", exec.DefaultBatchSize))
@@ -240,7 +245,7 @@ func startCPUProfile(path string) (func(), error) {
 }
 
 func runSQL(ctx context.Context, fl sqlFlags, args []string, stdin *os.File, stdout, stderr io.Writer) error {
-	if err := checkFormat(fl.format, formatTable, formatCSV, formatJSON); err != nil {
+	if err := checkFormat(fl.format, formatTable, formatCSV, formatJSON, formatTSV, formatMarkdown); err != nil {
 		return err
 	}
 	sources := 0
@@ -300,8 +305,8 @@ func runSQL(ctx context.Context, fl sqlFlags, args []string, stdin *os.File, std
 		}
 		defer cs.Close()
 		if interactive {
-			return runPrompt("the cluster at "+fl.cluster, func(ctx context.Context, text string) error {
-				return cs.runScript(ctx, text, fl.format, stdout, stderr)
+			return runPrompt("the cluster at "+fl.cluster, func(ctx context.Context, text string, out io.Writer) error {
+				return cs.runScript(ctx, text, fl.format, out, stderr)
 			}, stdin, stdout, stderr)
 		}
 		return cs.runScript(ctx, script, fl.format, stdout, stderr)
@@ -319,8 +324,8 @@ func runSQL(ctx context.Context, fl sqlFlags, args []string, stdin *os.File, std
 
 // sessionPrompt is the interactive shell on an embedded session.
 func sessionPrompt(sess *engine.Session, format string, stdin io.Reader, stdout, stderr io.Writer) error {
-	return runPrompt(sess.DB().Dir(), func(ctx context.Context, text string) error {
-		return runScript(ctx, sess, text, format, stdout, stderr)
+	return runPrompt(sess.DB().Dir(), func(ctx context.Context, text string, out io.Writer) error {
+		return runScript(ctx, sess, text, format, out, stderr)
 	}, stdin, stdout, stderr)
 }
 
@@ -381,7 +386,7 @@ func (o *scriptPrinter) startResult() {
 
 // runPrompt is the interactive shell: statements end at ';', errors are
 // printed and the prompt goes on, Ctrl-C cancels the running statement.
-func runPrompt(where string, run func(ctx context.Context, text string) error, stdin io.Reader, stdout, stderr io.Writer) error {
+func runPrompt(where string, run func(ctx context.Context, text string, out io.Writer) error, stdin io.Reader, stdout, stderr io.Writer) error {
 	// NB: main's context is canceled by the first SIGINT; the shell
 	// catches SIGINT itself and cancels only the statement running.
 	sigs := make(chan os.Signal, 1)
@@ -391,56 +396,71 @@ func runPrompt(where string, run func(ctx context.Context, text string) error, s
 	signal.Notify(terms, syscall.SIGTERM)
 	defer signal.Stop(terms)
 
-	fmt.Fprintf(stdout, "nicflow SQL on %s: end statements with ';', \\q to quit.\n", where)
-	lines := make(chan string)
-	readErr := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(stdin)
-		sc.Buffer(make([]byte, 1<<20), 64<<20)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		readErr <- sc.Err()
-		close(lines)
-	}()
-	var buf strings.Builder
-	timing := false
-	prompt := func() {
-		if buf.Len() == 0 {
-			fmt.Fprint(stdout, "nicflow> ")
-		} else {
-			fmt.Fprint(stdout, "     ... ")
-		}
+	fmt.Fprintf(stdout, "nicflow SQL on %s: end statements with ';', \\q to quit, \\? for help.\n", where)
+	lr := newLineReader(stdin, stdout)
+	defer lr.Close()
+	// The reader runs in its own goroutine, one line per request, so that
+	// a SIGTERM ends the prompt while it waits for input.
+	type lineResult struct {
+		line string
+		err  error
 	}
-	prompt()
+	requests := make(chan string)
+	results := make(chan lineResult)
+	go func() {
+		for p := range requests {
+			l, err := lr.ReadLine(p)
+			results <- lineResult{l, err}
+		}
+	}()
+	defer close(requests)
+	var buf strings.Builder
+	st := &promptState{out: stdout}
+	defer st.closeOut()
+	prompt := func() string {
+		if buf.Len() == 0 {
+			return "nicflow> "
+		}
+		return "     ... "
+	}
+	requests <- prompt()
 	for {
 		select {
 		case <-terms:
 			return nferr.With(nferr.KindCanceled, context.Canceled)
 		case <-sigs:
-			// Ctrl-C at the prompt drops the statement being typed.
+			// Ctrl-C at a plain prompt drops the statement being typed (on
+			// a terminal it arrives as errInterrupt instead).
 			buf.Reset()
-			fmt.Fprintln(stdout)
-			prompt()
+			fmt.Fprint(stdout, "\n"+prompt())
 			continue
-		case line, ok := <-lines:
-			if !ok {
+		case res := <-results:
+			line, err := res.line, res.err
+			if err == errInterrupt {
+				buf.Reset()
+				requests <- prompt()
+				continue
+			}
+			if err == io.EOF {
 				fmt.Fprintln(stdout)
-				if err := <-readErr; err != nil {
-					return nferr.IOf("reading input: %w", err)
-				}
 				return nil
+			}
+			if err != nil {
+				return nferr.IOf("reading input: %w", err)
 			}
 			if buf.Len() == 0 && strings.TrimSpace(line) == `\q` {
 				return nil
 			}
+			meta := false
 			if cmd := strings.TrimSpace(line); buf.Len() == 0 && strings.HasPrefix(cmd, `\`) {
-				sqlText, msg := metaCommand(cmd, &timing)
+				lr.Statement(cmd)
+				meta = true
+				sqlText, msg := metaCommand(cmd, st)
 				if msg != "" {
 					fmt.Fprintln(stdout, msg)
 				}
 				if sqlText == "" {
-					prompt()
+					requests <- prompt()
 					continue
 				}
 				line = sqlText
@@ -448,20 +468,24 @@ func runPrompt(where string, run func(ctx context.Context, text string) error, s
 			buf.WriteString(line)
 			buf.WriteByte('\n')
 			if !statementComplete(buf.String()) {
-				prompt()
+				requests <- prompt()
 				continue
 			}
 			text := buf.String()
 			buf.Reset()
+			if !meta {
+				lr.Statement(text)
+			}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			started := time.Now()
-			go func() { done <- run(ctx, text) }()
-			var err error
+			out := st.out
+			go func() { done <- run(ctx, text, out) }()
+			var err2 error
 		wait:
 			for {
 				select {
-				case err = <-done:
+				case err2 = <-done:
 					break wait
 				case <-sigs:
 					cancel()
@@ -472,42 +496,92 @@ func runPrompt(where string, run func(ctx context.Context, text string) error, s
 				}
 			}
 			cancel()
-			if err != nil {
-				if nferr.Is(err, nferr.KindCanceled) {
+			if err2 != nil {
+				if nferr.Is(err2, nferr.KindCanceled) {
 					fmt.Fprintln(stderr, "canceled")
 				} else {
-					fmt.Fprintf(stderr, "error: %v\n", err)
+					fmt.Fprintf(stderr, "error: %v\n", err2)
 				}
 			}
-			if timing {
+			if st.timing {
 				fmt.Fprintf(stdout, "Time: %.3f ms\n", float64(time.Since(started).Microseconds())/1000)
 			}
-			prompt()
+			requests <- prompt()
 		}
+	}
+}
+
+// promptState is what the prompt's backslash commands change.
+type promptState struct {
+	timing bool
+	out    io.Writer // where results go: stdout, or the file of \o
+	file   *os.File  // the file of \o, if any
+	stdout io.Writer
+}
+
+func (st *promptState) closeOut() {
+	if st.file != nil {
+		st.file.Close()
+		st.file = nil
 	}
 }
 
 // metaCommand runs a prompt's backslash command: the SQL it stands for
 // ("" for none) and what to print.
-func metaCommand(cmd string, timing *bool) (sqlText, msg string) {
+func metaCommand(cmd string, st *promptState) (sqlText, msg string) {
+	if st.stdout == nil {
+		st.stdout = st.out
+	}
 	f := strings.Fields(cmd)
 	switch f[0] {
-	case `\d`:
+	case `\d`, `\dt`:
 		if len(f) == 1 {
 			return "SHOW TABLES;", ""
 		}
 		return "DESCRIBE " + f[1] + ";", ""
 	case `\timing`:
-		*timing = !*timing
-		if *timing {
+		st.timing = !st.timing
+		if st.timing {
 			return "", "Timing is on."
 		}
 		return "", "Timing is off."
+	case `\i`:
+		if len(f) != 2 {
+			return "", `\i needs a file name`
+		}
+		b, err := os.ReadFile(f[1])
+		if err != nil {
+			return "", fmt.Sprintf("\\i: %v", err)
+		}
+		text := strings.TrimSpace(string(b))
+		if text == "" {
+			return "", ""
+		}
+		if !statementComplete(text + "\n") {
+			text += ";"
+		}
+		return text, ""
+	case `\o`:
+		st.closeOut()
+		st.out = st.stdout
+		if len(f) == 1 {
+			return "", "Results go to the terminal."
+		}
+		fh, err := os.Create(f[1])
+		if err != nil {
+			return "", fmt.Sprintf("\\o: %v", err)
+		}
+		st.file, st.out = fh, fh
+		return "", "Results go to " + f[1] + "."
 	case `\?`:
-		return "", `\d           list the tables
+		return "", `\d           list the tables (\dt too)
 \d NAME      describe a table or view
+\i FILE      run the SQL in FILE
+\o [FILE]    send results to FILE (without FILE: back to the terminal)
 \timing      print each statement's time (toggle)
-\q           quit`
+\q           quit (Ctrl-D too; Ctrl-C drops the line being typed)
+Lines are edited with the arrows, Home/End, Ctrl-A/E/K/U/W; Up and Down
+walk the history, kept in ~/.nicflow_history (NICFLOW_HISTORY).`
 	}
 	return "", fmt.Sprintf("unknown command %s (\\? lists the commands)", f[0])
 }

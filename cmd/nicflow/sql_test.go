@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -51,12 +52,22 @@ func TestPromptCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sess.Close()
-	in := strings.NewReader("create table tt (a integer);\n\\d\n\\d tt\n\\timing\nselect 1;\n\\timing\n\\?\n\\nope\n")
+	dir := t.TempDir()
+	script := filepath.Join(dir, "s.sql")
+	os.WriteFile(script, []byte("insert into tt values (41);\nselect a + 1 as fortytwo from tt"), 0o644)
+	res := filepath.Join(dir, "out.txt")
+	in := strings.NewReader("create table tt (a integer);\n\\d\n\\d tt\n\\timing\nselect 1;\n\\timing\n\\?\n\\nope\n\\i " + script + "\n\\o " + res + "\nselect 'to the file' as f;\n\\o\nselect 'back' as b;\n")
 	var out, errb bytes.Buffer
 	if err := sessionPrompt(sess, formatTable, in, &out, &errb); err != nil {
 		t.Fatal(err)
 	}
 	o := out.String()
+	if !strings.Contains(o, "       42") || strings.Contains(o, "to the file") || !strings.Contains(o, " back") {
+		t.Errorf("\\i or \\o:\n%s", o)
+	}
+	if b, err := os.ReadFile(res); err != nil || !strings.Contains(string(b), " to the file") {
+		t.Errorf("\\o file: %q, %v", b, err)
+	}
 	for _, want := range []string{" tt", "Timing is on.", "Time: ", "Timing is off.", `\timing      print`, `unknown command \nope`} {
 		if !strings.Contains(o, want) {
 			t.Errorf("prompt output lacks %q:\n%s", want, o)
