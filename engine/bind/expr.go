@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nicflow/nicflow/internal/buildinfo"
 
@@ -319,7 +320,36 @@ func (b *binder) timeFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			return plan.NullConst(plan.TypTimestamp), nil
 		}
 		return plan.NewCall(expr.FnDateTrunc, t, &plan.Const{Typ: plan.TypString, Val: unit}, args[1]), nil
+	case "strftime", "to_char", "strptime":
+		if err := arity(2); err != nil {
+			return nil, err
+		}
+		dialect := "c"
+		if name == "to_char" {
+			dialect = "pg"
+		}
+		return b.timeFormatCall(name, dialect, args)
+	case "age":
+		if n == 1 {
+			// age(ts): from today's midnight.
+			midnight := b.now.Truncate(24 * time.Hour)
+			args = append([]plan.Expr{&plan.Const{Typ: plan.TypTimestamp, Val: arrow.Timestamp(midnight.UnixMicro())}}, args...)
+			n = 2
+		}
+		if err := arity(2); err != nil {
+			return nil, err
+		}
+		for i := range args {
+			args[i] = plan.ResolveUntyped(args[i], plan.TypTimestamp)
+			if t := args[i].Type(); !plan.IsTemporal(t) && !plan.IsNullType(t) {
+				return nil, fmt.Errorf("function age(%s) does not exist", plan.TypeString(t))
+			}
+		}
+		return plan.NewCall(expr.FnAge, plan.TypInterval, args...), nil
 	case "to_timestamp":
+		if n == 2 {
+			return b.timeFormatCall(name, "pg", args)
+		}
 		if err := arity(1); err != nil {
 			return nil, err
 		}
@@ -358,6 +388,41 @@ func (b *binder) timeFunc(name string, args []plan.Expr) (plan.Expr, error) {
 		return plan.NewCall(plan.FnExtract, plan.TypInt64, &plan.Const{Typ: plan.TypString, Val: "epoch_ms"}, args[0]), nil
 	}
 	return nil, nil
+}
+
+// timeFormatCall types strftime(ts, pattern) and to_char(ts, pattern)
+// (text), strptime(text, pattern) (timestamp) and to_timestamp(text,
+// pattern) (timestamptz): the pattern a constant, checked now.
+func (b *binder) timeFormatCall(name, dialect string, args []plan.Expr) (plan.Expr, error) {
+	pat, ok := args[1].(*plan.Const)
+	if !ok || pat.IsNull() {
+		return nil, fmt.Errorf("the format of %s must be a string constant", name)
+	}
+	ps, ok := pat.Val.(string)
+	if !ok {
+		return nil, fmt.Errorf("the format of %s must be a string", name)
+	}
+	compiled, err := expr.TimeFormat(dialect, ps)
+	if err != nil {
+		return nil, err
+	}
+	fmtArg := &plan.Const{Typ: plan.TypString, Val: compiled}
+	switch name {
+	case "strftime", "to_char":
+		args[0] = plan.ResolveUntyped(args[0], plan.TypTimestamp)
+		if t := args[0].Type(); !plan.IsTemporal(t) && !plan.IsNullType(t) {
+			return nil, fmt.Errorf("function %s(%s) does not exist (dates and timestamps are formatted)", name, plan.TypeString(t))
+		}
+		return plan.NewCall(expr.FnStrftime, plan.TypString, args[0], fmtArg), nil
+	}
+	args[0] = plan.ResolveUntyped(args[0], plan.TypString)
+	if t := args[0].Type(); !plan.IsString(t) && !plan.IsNullType(t) {
+		return nil, fmt.Errorf("function %s(%s, text) does not exist", name, plan.TypeString(t))
+	}
+	if name == "to_timestamp" {
+		return plan.NewCall(expr.FnStrptimeTZ, plan.TypTimestampTZ, args[0], fmtArg), nil
+	}
+	return plan.NewCall(expr.FnStrptime, plan.TypTimestamp, args[0], fmtArg), nil
 }
 
 // extract types EXTRACT(field FROM arg) (and date_part): a date's or a

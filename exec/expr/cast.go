@@ -588,7 +588,7 @@ func appendInterval(dst []byte, iv arrow.MonthDayNanoInterval) []byte {
 			dst = append(dst, ' ')
 		}
 		dst = strconv.AppendInt(dst, v, 10)
-		if v == 1 || v == -1 {
+		if v == 1 { // PostgreSQL: "-1 days"
 			dst = append(dst, one...)
 		} else {
 			dst = append(dst, many...)

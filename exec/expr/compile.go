@@ -1207,6 +1207,21 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 			return nil, err
 		}
 		n, err = c.compileMakeTimestamp(args, desc)
+	case FnStrftime:
+		if err := arity(e, 2, 2); err != nil {
+			return nil, err
+		}
+		n, err = c.compileStrftime(args, desc)
+	case FnStrptime, FnStrptimeTZ:
+		if err := arity(e, 2, 2); err != nil {
+			return nil, err
+		}
+		n, err = c.compileStrptime(args, desc, e.Fn == FnStrptimeTZ)
+	case FnAge:
+		if err := arity(e, 2, 2); err != nil {
+			return nil, err
+		}
+		n, err = c.compileAge(args, desc)
 	case FnSqrt, FnCbrt, FnExp, FnLn, FnLog10, FnPower, FnCeil, FnFloor, FnTrunc:
 		n, err = c.compileMath(e, args, desc)
 	case FnReplace, FnRepeat, FnReverse, FnLPad, FnRPad, FnInitCap, FnMD5, FnSplitPart:
