@@ -16,10 +16,10 @@ import (
 // FnStrftime, FnStrptime and FnAge name the calls (the pattern's dialect
 // is Args[1]'s: TimeFormat builds it).
 const (
-	FnStrftime = "strftime" // strftime(ts, compiled pattern) [2]
+	FnStrftime   = "strftime"    // strftime(ts, compiled pattern) [2]
 	FnStrptime   = "strptime"    // strptime(text, compiled pattern) [2] -> timestamp
 	FnStrptimeTZ = "strptime_tz" // the same -> timestamptz (PostgreSQL's to_timestamp(text, pattern))
-	FnAge      = "age"      // age(a, b) [2] -> interval: years, months, days and time
+	FnAge        = "age"         // age(a, b) [2] -> interval: years, months, days and time
 )
 
 // tfield is one field of a compiled pattern.
