@@ -1088,9 +1088,12 @@ const (
 	// SettingDisabledRules is Options.DisabledRules, comma-separated ('' or
 	// 'none': every rule on).
 	SettingDisabledRules = "disabled_rules"
+	// SettingTimeZone is the session time zone: UTC only (docs/sql.md), so
+	// that scripts setting it to UTC run.
+	SettingTimeZone = "timezone"
 )
 
-const knownSettings = "memory_limit, parallelism, batch_size, query_retries, spill_dir, spill_limit, disabled_rules"
+const knownSettings = "memory_limit, parallelism, batch_size, query_retries, spill_dir, spill_limit, disabled_rules, timezone"
 
 // parseRuleList reads SET disabled_rules' value.
 func parseRuleList(v string) []string {
@@ -1162,6 +1165,12 @@ func (s *Session) set(name, value string) error {
 		o.SpillLimit = n
 	case SettingDisabledRules:
 		o.DisabledRules = parseRuleList(v)
+	case SettingTimeZone, "time zone":
+		switch strings.ToUpper(strings.Trim(v, "'")) {
+		case "UTC", "GMT", "ETC/UTC", "Z", "+00", "+00:00", "00:00", "0", "DEFAULT", "LOCAL":
+			return nil
+		}
+		return nferr.Queryf("time zone %q is not supported: nicflow's session time zone is UTC", value)
 	default:
 		return nferr.Queryf("unknown setting %q (known: %s)", name, knownSettings)
 	}
@@ -1201,6 +1210,8 @@ func (s *Session) show(name string) (*Result, error) {
 		if v == "" {
 			v = "none"
 		}
+	case SettingTimeZone:
+		v = "UTC"
 	default:
 		return nil, nferr.Queryf("unknown setting %q (known: %s)", name, knownSettings)
 	}

@@ -1577,6 +1577,11 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			return nil, err
 		}
 		return &plan.Const{Typ: plan.TypFloat64, Val: math.Pi}, nil
+	case "random":
+		if err := arity(0, 0); err != nil {
+			return nil, err
+		}
+		return plan.NewCall(expr.FnRandom, plan.TypFloat64), nil
 	case "coalesce":
 		if n == 0 {
 			return nil, fmt.Errorf("coalesce needs at least one argument")

@@ -1025,7 +1025,11 @@ func (p *parser) parseSet() (Statement, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !p.acceptOp("=") && !p.acceptKw("to") {
+	if strings.EqualFold(name.Name, "time") && isKwTok(p.peek(), "zone") {
+		// SET TIME ZONE 'UTC' (PostgreSQL): TimeZone, without '=' or TO.
+		p.next()
+		name.Name = "timezone"
+	} else if !p.acceptOp("=") && !p.acceptKw("to") {
 		return nil, p.errExpected("'=' or TO")
 	}
 	s := &Set{Pos: start.pos, Name: name}

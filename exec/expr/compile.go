@@ -1222,6 +1222,11 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 			return nil, err
 		}
 		n, err = c.compileAge(args, desc)
+	case FnRandom:
+		if err := arity(e, 0, 0); err != nil {
+			return nil, err
+		}
+		return c.compileRandom(desc), nil // NB: not folded
 	case FnSqrt, FnCbrt, FnExp, FnLn, FnLog10, FnPower, FnCeil, FnFloor, FnTrunc:
 		n, err = c.compileMath(e, args, desc)
 	case FnReplace, FnRepeat, FnReverse, FnLPad, FnRPad, FnInitCap, FnMD5, FnSplitPart:

@@ -2,6 +2,7 @@ package expr
 
 import (
 	"math"
+	"math/rand/v2"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -123,4 +124,17 @@ func checkFinite(out, arg []float64, sel []int32, n int, desc string) error {
 		return errAt("value out of range: overflow", desc)
 	}
 	return nil
+}
+
+// FnRandom is random(): a double in [0, 1), a new one for every row (never
+// folded into a constant).
+const FnRandom = "random"
+
+func (c *compiler) compileRandom(desc string) node {
+	r := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	return &funcNode{t: arrow.PrimitiveTypes.Float64, desc: desc, run: func(f *funcNode, out *vec, _ []*vec, sel []int32, n int) error {
+		out.f64 = Grow(out.f64, n)
+		each(sel, n, func(i int32) { out.f64[i] = r.Float64() })
+		return nil
+	}}
 }
