@@ -321,10 +321,22 @@ type Node struct {
 }
 
 // catalog wraps the Pebble store and the in-memory table snapshots.
+//
+// Several processes may have one database open at once (docs/storage.md,
+// "Several processes"). Each holds DIR/session.lock shared while it has
+// the database open. The store (Pebble, which one process at a time may
+// open) is open only inside a catalog section: between enter and leave,
+// under DIR/catalog.lock held exclusively. Every change runs in a section
+// (lockWrite), which first brings the in-memory catalog up to date if
+// another process committed since; readers refresh when the seal
+// (catalog_seal.go) counts more commits than they have seen.
 type catalog struct {
 	dir  string // database directory
 	pdb  *pebble.DB
 	lock *dirLock
+	sess *sessionLock
+	// depth counts nested enters; the store is open while it is > 0.
+	depth int
 
 	mu      sync.Mutex // serializes writers and guards the fields below
 	seq     uint64
@@ -334,44 +346,164 @@ type catalog struct {
 	nodes   map[string]Node
 }
 
+// LockWait bounds how long a process waits for another's catalog section
+// (a commit, or a load into a table with unique keys) to end before it
+// fails with KindBusy. `nicflow` takes it from NICFLOW_LOCK_WAIT.
+var LockWait = 2 * time.Minute
+
+// openCatalog opens the catalog of dir and loads it; it returns inside a
+// section (the caller recovers, then leaves).
 func openCatalog(dir string) (*catalog, error) {
 	cdir := filepath.Join(dir, "catalog")
-	lk, err := lockDir(dir, filepath.Join(dir, "catalog.lock"))
+	sess, err := openSessionLock(dir)
 	if err != nil {
+		return nil, err
+	}
+	c := &catalog{dir: dir, sess: sess, tables: map[string]*Table{}, views: map[string]*View{}, nodes: map[string]Node{}}
+	lk, err := lockDirWait(dir, filepath.Join(dir, "catalog.lock"), LockWait)
+	if err != nil {
+		sess.unlock()
+		return nil, err
+	}
+	c.lock = lk
+	fail := func(err error) (*catalog, error) {
+		c.depth = 1
+		c.leave()
+		sess.unlock()
 		return nil, err
 	}
 	if err := checkExisting(dir, cdir); err != nil {
-		lk.unlock()
-		return nil, err
+		return fail(err)
 	}
 	if err := os.MkdirAll(cdir, 0o755); err != nil {
-		lk.unlock()
-		return nil, nferr.IOf("creating catalog directory %s: %w", cdir, err)
+		return fail(nferr.IOf("creating catalog directory %s: %w", cdir, err))
 	}
-	pdb, err := openPebble(dir, cdir)
-	if err != nil {
-		lk.unlock()
-		return nil, err
+	if c.pdb, err = openPebble(dir, cdir); err != nil {
+		return fail(err)
 	}
-	c := &catalog{dir: dir, pdb: pdb, lock: lk, tables: map[string]*Table{}, views: map[string]*View{}, nodes: map[string]Node{}}
+	c.depth = 1
 	if err := c.migrate(); err != nil {
-		c.close()
-		return nil, err
+		return fail(err)
 	}
 	if err := c.load(); err != nil {
-		c.close()
-		return nil, err
+		return fail(err)
 	}
 	if err := c.checkSeal(); err != nil {
-		c.close()
-		return nil, err
+		return fail(err)
 	}
 	return c, nil
 }
 
-// openPebble opens the store. NB: our own flock (catalog.lock) keeps other
-// processes out, so whatever Pebble refuses here, or panics on, is about
-// its files: the catalog is damaged.
+// enter starts a catalog section: catalog.lock held exclusively (waiting
+// for another process's section to end), the store open, the in-memory
+// catalog as the store has it. Sections nest. The caller holds c.mu.
+func (c *catalog) enter() error {
+	if c.depth > 0 {
+		c.depth++
+		return nil
+	}
+	lk, err := lockDirWait(c.dir, filepath.Join(c.dir, "catalog.lock"), LockWait)
+	if err != nil {
+		return err
+	}
+	pdb, err := openPebble(c.dir, filepath.Join(c.dir, "catalog"))
+	if err != nil {
+		lk.unlock()
+		return err
+	}
+	c.pdb, c.lock, c.depth = pdb, lk, 1
+	v, _, err := c.get(keyCommits)
+	if err == nil && decodeCount(v) != c.commits {
+		err = c.load()
+	}
+	if err != nil {
+		c.leave()
+		return err
+	}
+	return nil
+}
+
+// leave ends a catalog section (the outermost one closes the store and
+// releases catalog.lock). The caller holds c.mu.
+func (c *catalog) leave() {
+	if c.depth > 1 {
+		c.depth--
+		return
+	}
+	c.depth = 0
+	if c.pdb != nil {
+		_ = c.pdb.Close()
+		c.pdb = nil
+	}
+	c.lock.unlock()
+	c.lock = nil
+}
+
+// lockWrite takes c.mu and enters a section: what every change does
+// before it reads the tables it changes.
+func (c *catalog) lockWrite() error {
+	c.mu.Lock()
+	if err := c.enter(); err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+func (c *catalog) unlockWrite() {
+	c.leave()
+	c.mu.Unlock()
+}
+
+// refreshLocked reloads the in-memory catalog when another process
+// committed since it was loaded (the seal counts more commits). The
+// caller holds c.mu. A failure keeps the catalog as it was: a reader then
+// answers from the last state it saw.
+func (c *catalog) refreshLocked() error {
+	if c.depth > 0 {
+		return nil // in a section: up to date
+	}
+	sealed, ok, err := readSeal(c.dir)
+	if err != nil || !ok || sealed == c.commits {
+		return err
+	}
+	if err := c.enter(); err != nil {
+		return err
+	}
+	c.leave()
+	return nil
+}
+
+// alone reports whether no other process has the database open; while
+// it holds, others cannot open it. The caller ends it with c.sess.share().
+func (c *catalog) alone() bool { return c.sess.tryExclusive() }
+
+func (c *catalog) close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var err error
+	if c.depth == 0 && c.sess != nil && c.sess.f != nil {
+		// Flushed, the catalog lives in checksummed tables and its log
+		// holds nothing a damaged log could lose.
+		if err = c.enter(); err == nil {
+			err = c.pdb.Flush()
+			c.leave()
+		}
+	} else if c.depth > 0 {
+		err = c.pdb.Flush()
+		c.depth = 1
+		c.leave()
+	}
+	c.sess.unlock()
+	if err != nil {
+		return nferr.IOf("closing catalog %s: %v", c.dir, err)
+	}
+	return nil
+}
+
+// openPebble opens the store. NB: our own flock (catalog.lock, held by
+// every section) keeps other processes out, so whatever Pebble refuses
+// here, or panics on, is about its files: the catalog is damaged.
 func openPebble(dir, cdir string) (pdb *pebble.DB, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -392,24 +524,6 @@ func openPebble(dir, cdir string) (pdb *pebble.DB, err error) {
 		return nil, damaged(dir, "opening it: %v", err)
 	}
 	return pdb, nil
-}
-
-func (c *catalog) close() error {
-	var err error
-	if c.pdb != nil {
-		// Flushed, the catalog lives in checksummed tables and its log
-		// holds nothing a damaged log could lose.
-		err = c.pdb.Flush()
-		if cerr := c.pdb.Close(); err == nil {
-			err = cerr
-		}
-		c.pdb = nil
-	}
-	c.lock.unlock()
-	if err != nil {
-		return nferr.IOf("closing catalog %s: %v", c.dir, err)
-	}
-	return nil
 }
 
 type quietLogger struct{}
@@ -711,8 +825,12 @@ func (c *catalog) lookup(name string) (*Table, error) {
 		return nil, err
 	}
 	c.mu.Lock()
+	rerr := c.refreshLocked()
 	t := c.tables[tableKeyName(s, n)]
 	c.mu.Unlock()
+	if rerr != nil && t == nil {
+		return nil, rerr
+	}
 	if t == nil {
 		return nil, nferr.Queryf("table %s does not exist", name)
 	}
@@ -722,6 +840,7 @@ func (c *catalog) lookup(name string) (*Table, error) {
 // list returns all tables sorted by qualified name.
 func (c *catalog) list() []*Table {
 	c.mu.Lock()
+	_ = c.refreshLocked()
 	out := make([]*Table, 0, len(c.tables))
 	for _, t := range c.tables {
 		out = append(out, t)

@@ -99,6 +99,14 @@ func (c *catalog) checkSeal() error {
 	return nil
 }
 
+// decodeCount reads encodeCount's bytes (0 for none).
+func decodeCount(v []byte) uint64 {
+	if len(v) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}
+
 func encodeCount(n uint64) []byte {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], n)

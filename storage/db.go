@@ -55,9 +55,9 @@ type footerEntry struct {
 	err  error
 }
 
-// Open opens (creating if needed) the database in dir. It takes the
-// directory's lock: a second process gets a KindUnavailable error naming
-// the holder.
+// Open opens (creating if needed) the database in dir. Other processes may
+// have it open too: readers run side by side, and each change takes the
+// catalog's lock only while it commits (catalog.go).
 func Open(dir string, opts Options) (*DB, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -77,12 +77,25 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{dir: abs, opts: opts, cat: cat, fs: &fileSet{dir: abs, verify: opts.VerifyChecksums}}
-	removed, err := cat.recover()
-	if err != nil {
-		cat.close()
-		return nil, err
+	// Leftovers of writers that died (intents) and of deletions a crash
+	// cut short (garbage) are cleaned up only by a process alone with the
+	// database: another one's intent belongs to a live writer, and the
+	// files of a replaced version may still be read by another reader.
+	if cat.alone() {
+		removed, err := cat.recover()
+		cat.sess.share()
+		if err != nil {
+			cat.mu.Lock()
+			cat.leave()
+			cat.mu.Unlock()
+			cat.close()
+			return nil, err
+		}
+		db.Recovered = removed
 	}
-	db.Recovered = removed
+	cat.mu.Lock()
+	cat.leave()
+	cat.mu.Unlock()
 	return db, nil
 }
 
@@ -157,6 +170,7 @@ func (db *DB) Path(f *File) string { return db.cat.abs(f.Path) }
 func (db *DB) Nodes() []Node {
 	db.cat.mu.Lock()
 	defer db.cat.mu.Unlock()
+	_ = db.cat.refreshLocked()
 	out := make([]Node, 0, len(db.cat.nodes))
 	for _, n := range db.cat.nodes {
 		out = append(out, n)
@@ -167,8 +181,10 @@ func (db *DB) Nodes() []Node {
 
 // SetNodes records storage nodes (id -> address) for placement.
 func (db *DB) SetNodes(nodes []Node) error {
-	db.cat.mu.Lock()
-	defer db.cat.mu.Unlock()
+	if err := db.cat.lockWrite(); err != nil {
+		return err
+	}
+	defer db.cat.unlockWrite()
 	tx := db.cat.begin()
 	for _, n := range nodes {
 		if n.ID == "" || n.Addr == "" {
@@ -236,8 +252,10 @@ func (db *DB) CreateTable(name string, sch *arrow.Schema, opts CreateOptions) er
 	if err != nil {
 		return err
 	}
-	db.cat.mu.Lock()
-	defer db.cat.mu.Unlock()
+	if err := db.cat.lockWrite(); err != nil {
+		return err
+	}
+	defer db.cat.unlockWrite()
 	old, keep, err := db.cat.replacedTable(name, tableKeyName(s, n), opts)
 	if keep || err != nil {
 		return err
@@ -268,8 +286,10 @@ func (db *DB) DropTable(name string, ifExists bool) error {
 	if err != nil {
 		return err
 	}
-	db.cat.mu.Lock()
-	defer db.cat.mu.Unlock()
+	if err := db.cat.lockWrite(); err != nil {
+		return err
+	}
+	defer db.cat.unlockWrite()
 	old := db.cat.tables[tableKeyName(s, n)]
 	if old == nil {
 		if ifExists {
@@ -310,13 +330,20 @@ func (db *DB) garbageOf(tx *txn, old *Table, keep *Table) *garbage {
 	return g
 }
 
-// finishGarbage deletes a committed garbage record's files and the record.
-// A crash in between is finished by the next Open.
+// finishGarbage deletes a committed garbage record's files and the record,
+// in the commit's catalog section. A crash in between is finished by the
+// next Open (of a process alone with the database).
 func (db *DB) finishGarbage(g *garbage) {
 	if g == nil {
 		return
 	}
 	_ = crashPoint("before-gc")
+	// NB: the files may be read by another process that has the database
+	// open: then the record stays, for the next process alone with it.
+	if !db.cat.alone() {
+		return
+	}
+	defer db.cat.sess.share()
 	ref := db.cat.referenced()
 	db.cat.collect(g, ref)
 	_ = db.cat.pdb.Delete([]byte(fmt.Sprintf("%s%016x", pfxGarbage, g.ID)), nil)
@@ -381,8 +408,10 @@ func (db *DB) RegisterFiles(ctx context.Context, tables map[string][]string) err
 		}
 		preps = append(preps, prepared{s, n, t})
 	}
-	db.cat.mu.Lock()
-	defer db.cat.mu.Unlock()
+	if err := db.cat.lockWrite(); err != nil {
+		return err
+	}
+	defer db.cat.unlockWrite()
 	tx := db.cat.begin()
 	var gs []*garbage
 	for _, p := range preps {
@@ -483,8 +512,10 @@ func (db *DB) RegisterExternal(ctx context.Context, name, dir string, opts Creat
 	if len(t.Files) == 0 {
 		return nferr.Queryf("external table %s: no .parquet files in %s", name, dir)
 	}
-	db.cat.mu.Lock()
-	defer db.cat.mu.Unlock()
+	if err := db.cat.lockWrite(); err != nil {
+		return err
+	}
+	defer db.cat.unlockWrite()
 	old, keep, err := db.cat.replacedTable(name, tableKeyName(s, n), opts)
 	if keep || err != nil {
 		return err

@@ -7,7 +7,9 @@
 // # Layout
 //
 //	DIR/catalog/             Pebble: the catalog (FormatVersion, keys in catalog.go)
-//	DIR/catalog.lock         flock held by the one process that has DIR open
+//	DIR/catalog.lock         flock held by the process in a catalog section (a commit)
+//	DIR/session.lock         flock held shared by every process that has DIR open
+//	DIR/cache/csv/           CSV files read as tables, converted to Parquet (files_csv.go)
 //	DIR/catalog.seal         the catalog's commit count (catalog_seal.go)
 //	DIR/<table>/*.parquet    files nicflow wrote (tpch gen, COPY, appenders)
 //	DIR/.nicflow-local-read  token of a running storage service (short-circuit reads)
@@ -27,14 +29,27 @@
 //     the first file is created; Open deletes the files of every intent left
 //     behind (a writer that died) and reports them in DB.Recovered.
 //   - Files a change makes unreachable (DROP, replace) are listed in a
-//     "garbage" record inside the same batch, deleted after the commit, and
-//     again at Open if the process died in between. Files still referenced
-//     by a table are never deleted; external tables' files never are.
+//     "garbage" record inside the same batch, deleted after the commit by
+//     a process alone with DIR, else by the next process that opens DIR
+//     alone (another process may still be reading them). Files still
+//     referenced by a table are never deleted; external tables' files
+//     never are.
 //   - Tables handed out (*Table) are immutable snapshots; a change publishes
 //     a new one after its batch committed.
-//   - One process has DIR open at a time (flock on DIR/catalog.lock, holder
-//     pid and command recorded): others get KindBusy "catalog DIR is
-//     in use by another process (pid N: ...)".
+//   - Several processes may have DIR open (each holds DIR/session.lock
+//     shared). The Pebble store is open only inside a catalog section,
+//     under DIR/catalog.lock held exclusively (holder pid and command
+//     recorded; a section waits up to two minutes for another's, then
+//     fails with KindBusy naming the holder). Every change runs in a
+//     section that first reloads the in-memory catalog if another process
+//     committed since, so a change is computed from the latest state and
+//     checked against it (a statement whose table changed under it fails
+//     and is run again). Readers reload when the seal counts more commits
+//     than they have seen. Intents and garbage are cleaned up at Open only
+//     by a process alone with DIR: another's intent belongs to a live
+//     writer. A load into a table with unique keys holds its section to
+//     the end (its keys are checked against the committed ones as rows
+//     come).
 //
 // # Types
 //

@@ -402,20 +402,25 @@ func (db *DB) ReceiveFile(ctx context.Context, h putHeader, body io.Reader) erro
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nferr.IOf("creating %s: %w", dir, err)
 	}
-	db.cat.mu.Lock()
+	if err := db.cat.lockWrite(); err != nil {
+		return err
+	}
 	tx := db.cat.begin()
 	id := tx.nextID()
 	tmpName := fmt.Sprintf(".tmp-%016x-put", id)
 	tx.putJSON([]byte(fmt.Sprintf("%s%016x", pfxIntent, id)), &intent{ID: id, Dir: tableDir(s, n), Prefixes: []string{tmpName}, PID: os.Getpid(), Started: time.Now().UTC()})
 	err = tx.commit()
-	db.cat.mu.Unlock()
+	db.cat.unlockWrite()
 	if err != nil {
 		return err
 	}
 	tmp := filepath.Join(dir, tmpName)
 	cleanup := func() {
 		os.Remove(tmp)
-		_ = db.cat.pdb.Delete([]byte(fmt.Sprintf("%s%016x", pfxIntent, id)), nil)
+		if db.cat.lockWrite() == nil {
+			_ = db.cat.pdb.Delete([]byte(fmt.Sprintf("%s%016x", pfxIntent, id)), nil)
+			db.cat.unlockWrite()
+		}
 	}
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -455,8 +460,10 @@ func (db *DB) ReceiveFile(ctx context.Context, h putHeader, body io.Reader) erro
 		return err
 	}
 	fm.Path = rel
-	db.cat.mu.Lock()
-	defer db.cat.mu.Unlock()
+	if err := db.cat.lockWrite(); err != nil {
+		return err
+	}
+	defer db.cat.unlockWrite()
 	old := db.cat.tables[tableKeyName(s, n)]
 	var t Table
 	if old != nil {
@@ -658,8 +665,10 @@ func (db *DB) Place(ctx context.Context, table string, nodes []Node, replication
 // setPlacement records the nodes holding each file of t (by file ID),
 // unless t changed since it was read.
 func (db *DB) setPlacement(t *Table, placed map[uint64][]string) error {
-	db.cat.mu.Lock()
-	defer db.cat.mu.Unlock()
+	if err := db.cat.lockWrite(); err != nil {
+		return err
+	}
+	defer db.cat.unlockWrite()
 	cur := db.cat.tables[tableKeyName(t.Schema, t.Name)]
 	if cur == nil || cur.Generation != t.Generation {
 		return nferr.Queryf("place %s: the table changed while its files were being sent; run it again", t.QualifiedName())

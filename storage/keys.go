@@ -417,8 +417,10 @@ func (db *DB) CreateIndex(ctx context.Context, table string, ix Index, ifNotExis
 			return err
 		}
 	}
-	db.cat.mu.Lock()
-	defer db.cat.mu.Unlock()
+	if err := db.cat.lockWrite(); err != nil {
+		return err
+	}
+	defer db.cat.unlockWrite()
 	cur := db.cat.tables[qn]
 	if cur == nil || cur.Generation != gen {
 		return nferr.Queryf("table %s changed while index %s was being built; run CREATE INDEX again", table, ix.Name)
@@ -444,8 +446,10 @@ func (db *DB) DropIndex(name string, ifExists bool) error {
 	if err != nil {
 		return err
 	}
-	db.cat.mu.Lock()
-	defer db.cat.mu.Unlock()
+	if err := db.cat.lockWrite(); err != nil {
+		return err
+	}
+	defer db.cat.unlockWrite()
 	t, i := db.indexTableLocked(s, n)
 	if t == nil {
 		if ifExists {
@@ -475,6 +479,7 @@ func (db *DB) DropIndex(name string, ifExists bool) error {
 func (db *DB) indexTable(s, name string) (*Table, int) {
 	db.cat.mu.Lock()
 	defer db.cat.mu.Unlock()
+	_ = db.cat.refreshLocked()
 	return db.indexTableLocked(s, name)
 }
 

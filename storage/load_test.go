@@ -154,7 +154,12 @@ func TestMigrateV0(t *testing.T) {
 		t.Fatalf("open v0 catalog: %v", err)
 	}
 	defer db.Close()
-	if v, _, _ := db.cat.get(keyVersion); string(v) != "1" {
+	if err := db.cat.lockWrite(); err != nil {
+		t.Fatal(err)
+	}
+	v, _, _ := db.cat.get(keyVersion)
+	db.cat.unlockWrite()
+	if string(v) != "1" {
 		t.Fatalf("format version after migration = %q", v)
 	}
 	got := mustTable(t, db, "main.t")
@@ -165,7 +170,12 @@ func TestMigrateV0(t *testing.T) {
 	if len(rows) != 2 {
 		t.Fatalf("scan after migration: %d rows", len(rows))
 	}
-	if err := db.cat.scan(pfxV0Table, func(k, v []byte) error { t.Fatalf("v0 key %s left", k); return nil }); err != nil {
+	if err := db.cat.lockWrite(); err != nil {
+		t.Fatal(err)
+	}
+	err = db.cat.scan(pfxV0Table, func(k, v []byte) error { t.Fatalf("v0 key %s left", k); return nil })
+	db.cat.unlockWrite()
+	if err != nil {
 		t.Fatal(err)
 	}
 }

@@ -5,8 +5,10 @@ package storage
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/nicflow/nicflow/internal/nferr"
 )
@@ -42,4 +44,79 @@ func (l *dirLock) unlock() {
 	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
 	l.f.Close()
 	l.f = nil
+}
+
+// lockDirWait takes the exclusive lock, waiting up to wait for the
+// process that holds it (polling: flock has no timeout); then it fails as
+// lockDir does, naming the holder.
+func lockDirWait(dir, path string, wait time.Duration) (*dirLock, error) {
+	deadline := time.Now().Add(wait)
+	pause := time.Millisecond
+	for {
+		l, err := lockDir(dir, path)
+		if err == nil || !nferr.Is(err, nferr.KindBusy) || time.Now().After(deadline) {
+			return l, err
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 50*time.Millisecond)
+	}
+}
+
+// sessionLock is DIR/session.lock, held shared by every process that has
+// the database open. A process alone (tryExclusive succeeds) may remove
+// files that no committed version references: no other process can be
+// reading them.
+type sessionLock struct{ f *os.File }
+
+func openSessionLock(dir string) (*sessionLock, error) {
+	path := filepath.Join(dir, "session.lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, nferr.IOf("opening %s: %w", path, err)
+	}
+	// NB: shared, waiting for a process that holds it exclusively (one
+	// recovering or collecting garbage, briefly).
+	deadline := time.Now().Add(LockWait)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+		if err == nil {
+			return &sessionLock{f: f}, nil
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			return nil, nferr.Busyf("database %s: another process holds %s (recovering or cleaning up) for too long", dir, path)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// tryExclusive turns the shared lock exclusive if no other process holds
+// it; share turns it back. NB: flock converts a lock by dropping it and
+// taking the new one, so a failed conversion leaves none: the shared lock
+// is taken again. Callers hold catalog.lock (every alone check runs in a
+// catalog section), so no other process can be checking in between.
+func (s *sessionLock) tryExclusive() bool {
+	if s == nil || s.f == nil {
+		return false
+	}
+	if syscall.Flock(int(s.f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+		return true
+	}
+	_ = syscall.Flock(int(s.f.Fd()), syscall.LOCK_SH)
+	return false
+}
+
+func (s *sessionLock) share() {
+	if s != nil && s.f != nil {
+		_ = syscall.Flock(int(s.f.Fd()), syscall.LOCK_SH)
+	}
+}
+
+func (s *sessionLock) unlock() {
+	if s == nil || s.f == nil {
+		return
+	}
+	_ = syscall.Flock(int(s.f.Fd()), syscall.LOCK_UN)
+	s.f.Close()
+	s.f = nil
 }

@@ -53,6 +53,7 @@ func (t *txn) dropView(qn string) {
 func (db *DB) Views() []*View {
 	db.cat.mu.Lock()
 	defer db.cat.mu.Unlock()
+	_ = db.cat.refreshLocked()
 	out := make([]*View, 0, len(db.cat.views))
 	for _, v := range db.cat.views {
 		out = append(out, v)
@@ -69,6 +70,7 @@ func (db *DB) View(name string) *View {
 	}
 	db.cat.mu.Lock()
 	defer db.cat.mu.Unlock()
+	_ = db.cat.refreshLocked()
 	return db.cat.views[tableKeyName(s, n)]
 }
 
@@ -80,8 +82,10 @@ func (db *DB) CreateView(name string, columns []string, sqlText string, orReplac
 		return err
 	}
 	qn := tableKeyName(s, n)
-	db.cat.mu.Lock()
-	defer db.cat.mu.Unlock()
+	if err := db.cat.lockWrite(); err != nil {
+		return err
+	}
+	defer db.cat.unlockWrite()
 	if db.cat.tables[qn] != nil {
 		return nferr.Queryf("relation %q already exists (a table)", name)
 	}
@@ -100,8 +104,10 @@ func (db *DB) DropView(name string, ifExists bool) error {
 		return err
 	}
 	qn := tableKeyName(s, n)
-	db.cat.mu.Lock()
-	defer db.cat.mu.Unlock()
+	if err := db.cat.lockWrite(); err != nil {
+		return err
+	}
+	defer db.cat.unlockWrite()
 	if db.cat.views[qn] == nil {
 		if ifExists {
 			return nil

@@ -71,6 +71,9 @@ type Appender struct {
 	closed  bool
 	// uks track the keys of the table's unique indexes.
 	uks []*uniqueKeys
+	// holding: the appender holds a catalog section (tables with unique
+	// keys; NewAppender).
+	holding bool
 	// created is the table a creating appender commits (columns and
 	// constraints validated up front).
 	created *Table
@@ -124,7 +127,9 @@ func (db *DB) NewAppender(name string, opts AppendOptions) (*Appender, error) {
 		return nil, nferr.IOf("creating %s: %w", filepath.Join(db.dir, a.dir), err)
 	}
 	// Commit the intent before creating any file.
-	db.cat.mu.Lock()
+	if err := db.cat.lockWrite(); err != nil {
+		return nil, err
+	}
 	tx := db.cat.begin()
 	a.id = tx.nextID()
 	a.tmpPfx = fmt.Sprintf(".tmp-%016x-", a.id)
@@ -133,7 +138,15 @@ func (db *DB) NewAppender(name string, opts AppendOptions) (*Appender, error) {
 		ID: a.id, Dir: a.dir, Prefixes: []string{a.tmpPfx, a.finPfx}, PID: os.Getpid(), Started: time.Now().UTC(),
 	})
 	err = tx.commit()
-	db.cat.mu.Unlock()
+	if err == nil && len(a.uks) > 0 {
+		// A table with unique keys: every appended key is checked against
+		// the committed ones as it comes (ON CONFLICT DO NOTHING skips it),
+		// so the load keeps the catalog section until it commits or
+		// aborts.
+		err = db.cat.enter()
+		a.holding = err == nil
+	}
+	db.cat.unlockWrite()
 	if err != nil {
 		return nil, err
 	}
@@ -336,8 +349,12 @@ func (a *Appender) Commit() (int64, error) {
 		return 0, err
 	}
 	db := a.db
-	db.cat.mu.Lock()
-	defer db.cat.mu.Unlock()
+	if err := db.cat.lockWrite(); err != nil {
+		a.Abort()
+		return 0, err
+	}
+	defer db.cat.unlockWrite()
+	defer a.release()
 	qn := tableKeyName(a.schema, a.name)
 	old := db.cat.tables[qn]
 	var t *Table
@@ -422,9 +439,26 @@ func (a *Appender) Abort() {
 	if a.closed {
 		return
 	}
-	a.db.cat.mu.Lock()
-	defer a.db.cat.mu.Unlock()
+	if err := a.db.cat.lockWrite(); err != nil {
+		// NB: the intent stays; the next process alone with the database
+		// removes the files.
+		a.closed = true
+		a.release()
+		return
+	}
+	defer a.db.cat.unlockWrite()
+	defer a.release()
 	a.abortLocked()
+}
+
+// release ends the catalog section a load into a table with unique keys
+// holds (NewAppender). The caller holds c.mu or knows nobody else can
+// use the catalog.
+func (a *Appender) release() {
+	if a.holding {
+		a.holding = false
+		a.db.cat.leave()
+	}
 }
 
 func (a *Appender) abortLocked() {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/nicflow/nicflow/cluster"
@@ -52,15 +54,28 @@ func TestExitStatuses(t *testing.T) {
 			t.Errorf("nicflow %s: exit %d, want %d\n%s", strings.Join(c.args, " "), got, c.want, out)
 		}
 	}
-	// Busy: another process has the database open.
+	// Busy: another process holds the catalog's lock (commits) for longer
+	// than NICFLOW_LOCK_WAIT. Having the database open is no obstacle.
 	db, err := storage.Open(data, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, out := run("sql", "--dir", data, "select 1"); got != 7 || !strings.Contains(out, "in use by another process") {
-		t.Errorf("a database in use: exit %d, want 7\n%s", got, out)
+	if got, out := run("sql", "--dir", data, "select 1"); got != 0 {
+		t.Errorf("a database another process has open: exit %d, want 0\n%s", got, out)
 	}
 	db.Close()
+	lk, err := os.OpenFile(filepath.Join(data, "catalog.lock"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(lk.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("NICFLOW_LOCK_WAIT", "300ms")
+	if got, out := run("sql", "--dir", data, "select 1"); got != 7 || !strings.Contains(out, "in use by another process") {
+		t.Errorf("a catalog locked for long: exit %d, want 7\n%s", got, out)
+	}
+	lk.Close()
 	// The help lists every status ExitStatus returns.
 	help := rootCmd.Long
 	for k := nferr.Kind(0); k.String() != fmt.Sprintf("kind(%d)", uint8(k)); k++ {

@@ -15,8 +15,10 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	"github.com/nicflow/nicflow/internal/buildinfo"
+	"github.com/nicflow/nicflow/storage"
 
 	"github.com/spf13/cobra"
 
@@ -58,6 +60,16 @@ Exit status says who is at fault:
 func exitCodeFor(err error) int { return nferr.ExitStatus(nferr.KindOf(err)) }
 
 func main() {
+	if v := os.Getenv("NICFLOW_LOCK_WAIT"); v != "" {
+		// How long to wait for another process's commit on the same
+		// database (default 2m).
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			fmt.Fprintf(os.Stderr, "nicflow: NICFLOW_LOCK_WAIT=%q: want a duration such as 30s\n", v)
+			os.Exit(2)
+		}
+		storage.LockWait = d
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := execute(ctx)
 	stop()
