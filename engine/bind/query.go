@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/nicflow/nicflow/engine/plan"
+	"github.com/nicflow/nicflow/exec/expr"
 	"github.com/nicflow/nicflow/internal/nferr"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -170,6 +171,11 @@ func (b *binder) query(q *sql.Query, outer *scope) (plan.Plan, []string, error) 
 }
 
 func sortKey(e plan.Expr, o *sql.OrderItem) plan.SortKey {
+	if e != nil && plan.IsInterval(e.Type()) {
+		// Intervals sort by their span (months as 30 days), as they
+		// compare.
+		e = plan.NewCall(expr.FnIntervalSpan, plan.DecimalType(38, 0), e)
+	}
 	k := plan.SortKey{Expr: e, Desc: o.Desc, NullsFirst: o.Desc}
 	if o.NullsFirst != nil {
 		k.NullsFirst = *o.NullsFirst

@@ -3,6 +3,7 @@ package bind
 import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/nicflow/nicflow/engine/plan"
+	"github.com/nicflow/nicflow/exec/expr"
 
 	"github.com/nicflow/nicflow/engine/sql"
 )
@@ -174,6 +175,18 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (plan.Plan
 	projExprs := append([]plan.Expr(nil), exprs...)
 	var keys []plan.SortKey
 	for _, o := range orders {
+		// An interval sorts by its span: a hidden column computed from it
+		// (allowed under DISTINCT when the interval is selected).
+		derived := false
+		if o.idx >= 0 && plan.IsInterval(projExprs[o.idx].Type()) {
+			o.idx, o.expr, derived = -1, projExprs[o.idx], true
+		}
+		if o.idx < 0 && plan.IsInterval(o.expr.Type()) {
+			for _, pe := range projExprs[:visible] {
+				derived = derived || plan.ExprEqual(pe, o.expr)
+			}
+			o.expr = plan.NewCall(expr.FnIntervalSpan, plan.DecimalType(38, 0), o.expr)
+		}
 		if o.idx >= 0 {
 			keys = append(keys, sortKey(nil, o.item))
 			keys[len(keys)-1].Expr = &outputRef{idx: o.idx}
@@ -187,7 +200,7 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (plan.Plan
 			}
 		}
 		if found < 0 {
-			if sel.Distinct {
+			if sel.Distinct && !derived {
 				return nil, nil, b.errorf(o.item, "for SELECT DISTINCT, ORDER BY expressions must appear in the select list")
 			}
 			found = len(projExprs)

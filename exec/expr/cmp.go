@@ -90,6 +90,10 @@ func (c *compiler) compileCmp(op cmpOp, a, b node, desc string) (node, error) {
 	return x, nil
 }
 
+// FnIntervalSpan is interval_span(iv): IntervalSpan as decimal(38,0),
+// the key intervals sort by [1].
+const FnIntervalSpan = "interval_span"
+
 // ivKeyType is the type of intervalKey's values.
 var ivKeyType = &arrow.Decimal128Type{Precision: 38, Scale: 0}
 

@@ -1222,6 +1222,14 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 			return nil, err
 		}
 		n, err = c.compileAge(args, desc)
+	case FnIntervalSpan:
+		if err := arity(e, 1, 1); err != nil {
+			return nil, err
+		}
+		if args[0].dt().ID() != arrow.INTERVAL_MONTH_DAY_NANO {
+			return nil, nferr.Queryf("function interval_span(%s) does not exist in %s", TypeName(args[0].dt()), desc)
+		}
+		n = intervalKey(args[0], desc)
 	case FnRandom:
 		if err := arity(e, 0, 0); err != nil {
 			return nil, err
