@@ -35,6 +35,7 @@ type sqlFlags struct {
 	command     string
 	create      bool
 	cpuprofile  string
+	timer       bool
 }
 
 var sqlF sqlFlags
@@ -56,7 +57,8 @@ settings are refused.
 Where the SQL comes from:
   "SQL"        the argument: one or more statements separated by ';' (put
                -- before SQL that starts with a dash, such as a comment)
-  -c "SQL"     the same, whatever it starts with
+  -c "SQL"     the same, whatever it starts with (--timer prints each
+               statement's time on stderr)
   -f FILE      a script file
   stdin        when it is not a terminal (a pipe or a file)
   prompt       otherwise: an interactive "nicflow> " prompt; a statement may
@@ -130,6 +132,7 @@ func init() {
 	f.StringVarP(&sqlF.command, "command", "c", "", "run this SQL (one or more statements; it may start with a comment or a dash)")
 	f.BoolVar(&sqlF.create, "create", false, "create the database in DIR if it holds none")
 	f.StringVar(&sqlF.cpuprofile, "cpuprofile", "", "write a CPU profile (pprof) to this file")
+	f.BoolVar(&sqlF.timer, "timer", false, "print each statement's time on stderr (\\timing at the prompt)")
 	f.MarkHidden("cpuprofile")
 	rootCmd.AddCommand(sqlCmd)
 }
@@ -317,7 +320,11 @@ func runSQL(ctx context.Context, fl sqlFlags, args []string, stdin *os.File, std
 	}
 	defer sess.Close()
 	if interactive {
+		promptTiming = fl.timer
 		return sessionPrompt(sess, fl.format, stdin, stdout, stderr)
+	}
+	if fl.timer {
+		return runScriptTimed(ctx, sess, script, fl.format, stdout, stderr, true)
 	}
 	return runScript(ctx, sess, script, fl.format, stdout, stderr)
 }
@@ -332,6 +339,13 @@ func sessionPrompt(sess *engine.Session, format string, stdin io.Reader, stdout,
 // runScript runs every statement of script, printing results; it stops
 // at the first error.
 func runScript(ctx context.Context, sess *engine.Session, script, format string, stdout, stderr io.Writer) error {
+	return runScriptTimed(ctx, sess, script, format, stdout, stderr, false)
+}
+
+// runScriptTimed is runScript that, with timer, prints each statement's
+// time (until its last row is written) on stderr.
+func runScriptTimed(ctx context.Context, sess *engine.Session, script, format string, stdout, stderr io.Writer, timer bool) error {
+	started := time.Now()
 	sc, err := sess.Execute(ctx, script)
 	if err != nil {
 		return err
@@ -348,12 +362,16 @@ func runScript(ctx context.Context, sess *engine.Session, script, format string,
 		}
 		if r.Schema == nil {
 			out.status(r.Status)
-			continue
+		} else {
+			out.startResult()
+			if _, err := writeResult(stdout, format, r); err != nil {
+				return err
+			}
 		}
-		out.startResult()
-		if _, err := writeResult(stdout, format, r); err != nil {
-			return err
+		if timer {
+			fmt.Fprintf(stderr, "Time: %.3f ms\n", float64(time.Since(started).Microseconds())/1000)
 		}
+		started = time.Now()
 	}
 }
 
@@ -415,7 +433,7 @@ func runPrompt(where string, run func(ctx context.Context, text string, out io.W
 	}()
 	defer close(requests)
 	var buf strings.Builder
-	st := &promptState{out: stdout}
+	st := &promptState{out: stdout, timing: promptTiming}
 	defer st.closeOut()
 	prompt := func() string {
 		if buf.Len() == 0 {
@@ -510,6 +528,9 @@ func runPrompt(where string, run func(ctx context.Context, text string, out io.W
 		}
 	}
 }
+
+// promptTiming starts the prompt with \timing on (--timer).
+var promptTiming bool
 
 // promptState is what the prompt's backslash commands change.
 type promptState struct {

@@ -117,3 +117,15 @@ func TestSQLFromFileAndStdin(t *testing.T) {
 }
 
 func writeFile(path, text string) error { return os.WriteFile(path, []byte(text), 0o644) }
+
+// --timer prints each statement's time on stderr, results stay on stdout.
+func TestSQLTimer(t *testing.T) {
+	db := t.TempDir() + "/db"
+	var out, errb bytes.Buffer
+	if err := runSQL(context.Background(), sqlFlags{dir: db, format: formatCSV, command: "select 1 as x; select 2 as y", create: true, timer: true}, nil, nil, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "x\n1\n\ny\n2\n" || strings.Count(errb.String(), "Time: ") != 2 {
+		t.Errorf("out %q, err %q", out.String(), errb.String())
+	}
+}
