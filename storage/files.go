@@ -59,11 +59,17 @@ type fileTableEntry struct {
 	stamps []string // per file: path, size and mtime
 }
 
-// matchFiles returns the Parquet files pattern names, sorted.
+// matchFiles returns the Parquet files pattern names, sorted: a directory
+// is its *.parquet files.
 func matchFiles(pattern string) ([]string, error) {
 	if st, err := os.Stat(pattern); err == nil && st.IsDir() {
 		pattern = filepath.Join(pattern, "*.parquet")
 	}
+	return matchAny(pattern)
+}
+
+// matchAny returns the files pattern (a file or a glob) names, sorted.
+func matchAny(pattern string) ([]string, error) {
 	paths, err := filepath.Glob(pattern)
 	if err != nil {
 		return nil, nferr.Queryf("file pattern %s: %v", pattern, err)

@@ -6,7 +6,6 @@ import (
 	"hash/fnv"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -131,28 +130,6 @@ func (db *DB) csvTable(pattern string, o CSVOptions) (*Table, error) {
 	c := *t
 	c.Location = pattern
 	return &c, nil
-}
-
-// matchAny returns the files pattern (a file or a glob) names, sorted.
-func matchAny(pattern string) ([]string, error) {
-	paths, err := filepath.Glob(pattern)
-	if err != nil {
-		return nil, nferr.Queryf("file pattern %s: %v", pattern, err)
-	}
-	var out []string
-	for _, p := range paths {
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			out = append(out, p)
-		}
-	}
-	if len(out) == 0 {
-		if !strings.ContainsAny(pattern, "*?[") {
-			return nil, nferr.Queryf("file %s does not exist", pattern)
-		}
-		return nil, nferr.Queryf("no file matches %s", pattern)
-	}
-	sort.Strings(out)
-	return out, nil
 }
 
 // convertCSV parses the CSV files into the Parquet file cache (written

@@ -2,6 +2,7 @@ package bind
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -679,58 +680,84 @@ func (b *binder) copyToStmt(s *sql.Copy) (Statement, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &CopyToStmt{Query: qs, File: s.File, Delimiter: ',', Format: "csv"}
-	if strings.HasSuffix(strings.ToLower(s.File), ".parquet") {
-		c.Format = "parquet"
+	o, err := b.copyOptions(s, "COPY TO", "csv", "parquet")
+	if err != nil {
+		return nil, err
 	}
-	csvOnly := false
-	for _, o := range s.Options {
-		val := ""
-		if o.Value != nil {
-			switch v := o.Value.(type) {
-			case *sql.Literal:
-				val = v.Text
-			case *sql.ColumnRef:
-				val = v.Parts[0].Name
-			}
+	c := &CopyToStmt{Query: qs, File: s.File, Format: o.format, Delimiter: ',', Header: o.header, Null: o.null}
+	if o.delimSet {
+		if o.delim > 127 || o.delim == '"' || o.delim == '\n' || o.delim == '\r' {
+			return nil, b.errorf(s, "COPY delimiter must be an ASCII character other than a quote or a line break, got %q", o.delim)
 		}
-		switch o.Name {
-		case "format":
-			switch strings.ToLower(val) {
-			case "csv", "parquet":
-				c.Format = strings.ToLower(val)
-			default:
-				return nil, b.errorf(o, "COPY TO format %q is not supported (want csv or parquet)", val)
-			}
-		case "delimiter":
-			r := []rune(val)
-			if len(r) != 1 || r[0] > 127 || r[0] == '"' || r[0] == '\n' || r[0] == '\r' {
-				return nil, b.errorf(o, "COPY delimiter must be a single ASCII character other than a quote or a line break, got %q", val)
-			}
-			c.Delimiter, csvOnly = r[0], true
-		case "header":
-			switch strings.ToLower(val) {
-			case "", "true", "on", "1":
-				c.Header = true
-			case "false", "off", "0":
-				c.Header = false
-			default:
-				return nil, b.errorf(o, "COPY HEADER takes a boolean, got %q", val)
-			}
-			csvOnly = csvOnly || c.Header
-		case "null":
-			if _, ok := o.Value.(*sql.Literal); !ok {
-				return nil, b.errorf(o, "COPY NULL takes a string")
-			}
-			c.Null, csvOnly = val, true
-		default:
-			return nil, b.errorf(o, "unknown COPY option %s (want FORMAT, DELIMITER, HEADER or NULL)", strings.ToUpper(o.Name))
-		}
+		c.Delimiter = o.delim
 	}
+	csvOnly := o.delimSet || o.header || o.nullSet
 	if c.Format == "parquet" && csvOnly {
 		return nil, b.errorf(s, "COPY options DELIMITER, HEADER and NULL apply to csv files, not parquet")
 	}
 	return c, nil
+}
+
+// copyOpts are COPY's options as written: FORMAT (default from the file
+// name: .parquet, .tbl, else csv), DELIMITER, HEADER and NULL.
+type copyOpts struct {
+	format           string
+	delim            rune
+	delimSet, header bool
+	null             string
+	nullSet          bool
+}
+
+// copyOptions reads COPY's options; formats are the ones the statement
+// writes or reads (the first is the default).
+func (b *binder) copyOptions(s *sql.Copy, what string, formats ...string) (copyOpts, error) {
+	o := copyOpts{format: formats[0]}
+	lower := strings.ToLower(s.File)
+	for _, f := range formats {
+		if strings.HasSuffix(lower, "."+f) {
+			o.format = f
+		}
+	}
+	for _, opt := range s.Options {
+		val := ""
+		switch v := opt.Value.(type) {
+		case *sql.Literal:
+			val = v.Text
+		case *sql.ColumnRef:
+			val = v.Parts[0].Name
+		}
+		switch opt.Name {
+		case "format":
+			if !slices.Contains(formats, strings.ToLower(val)) {
+				want := strings.Join(formats[:len(formats)-1], ", ") + " or " + formats[len(formats)-1]
+				return o, b.errorf(opt, "%s format %q is not supported (want %s)", what, val, want)
+			}
+			o.format = strings.ToLower(val)
+		case "delimiter":
+			r := []rune(val)
+			if len(r) != 1 {
+				return o, b.errorf(opt, "COPY delimiter must be a single character, got %q", val)
+			}
+			o.delim, o.delimSet = r[0], true
+		case "header":
+			switch strings.ToLower(val) {
+			case "", "true", "on", "1":
+				o.header = true
+			case "false", "off", "0":
+				o.header = false
+			default:
+				return o, b.errorf(opt, "COPY HEADER takes a boolean, got %q", val)
+			}
+		case "null":
+			if _, ok := opt.Value.(*sql.Literal); !ok {
+				return o, b.errorf(opt, "COPY NULL takes a string")
+			}
+			o.null, o.nullSet = val, true
+		default:
+			return o, b.errorf(opt, "unknown COPY option %s (want FORMAT, DELIMITER, HEADER or NULL)", strings.ToUpper(opt.Name))
+		}
+	}
+	return o, nil
 }
 
 func (b *binder) copyStmt(s *sql.Copy) (Statement, error) {
@@ -758,58 +785,14 @@ func (b *binder) copyStmt(s *sql.Copy) (Statement, error) {
 			c.Columns = append(c.Columns, i)
 		}
 	}
-	lower := strings.ToLower(s.File)
-	switch {
-	case strings.HasSuffix(lower, ".parquet"):
-		c.Format = "parquet"
-	case strings.HasSuffix(lower, ".tbl"):
-		c.Format = "tbl"
-	default:
-		c.Format = "csv"
+	o, err := b.copyOptions(s, "COPY", "csv", "tbl", "parquet")
+	if err != nil {
+		return nil, err
 	}
-	delimSet := false
-	for _, o := range s.Options {
-		val := ""
-		if o.Value != nil {
-			switch v := o.Value.(type) {
-			case *sql.Literal:
-				val = v.Text
-			case *sql.ColumnRef:
-				val = v.Parts[0].Name
-			}
-		}
-		switch o.Name {
-		case "format":
-			switch strings.ToLower(val) {
-			case "csv", "tbl", "parquet":
-				c.Format = strings.ToLower(val)
-			default:
-				return nil, b.errorf(o, "COPY format %q is not supported (want csv, tbl or parquet)", val)
-			}
-		case "delimiter":
-			r := []rune(val)
-			if len(r) != 1 {
-				return nil, b.errorf(o, "COPY delimiter must be a single character, got %q", val)
-			}
-			c.Delimiter = r[0]
-			delimSet = true
-		case "header":
-			switch strings.ToLower(val) {
-			case "", "true", "on", "1":
-				c.Header = true
-			case "false", "off", "0":
-				c.Header = false
-			default:
-				return nil, b.errorf(o, "COPY HEADER takes a boolean, got %q", val)
-			}
-		case "null":
-			if _, ok := o.Value.(*sql.Literal); !ok {
-				return nil, b.errorf(o, "COPY NULL takes a string")
-			}
-			c.Null = val
-		default:
-			return nil, b.errorf(o, "unknown COPY option %s (want FORMAT, DELIMITER, HEADER or NULL)", strings.ToUpper(o.Name))
-		}
+	c.Format, c.Header, c.Null = o.format, o.header, o.null
+	delimSet := o.delimSet
+	if delimSet {
+		c.Delimiter = o.delim
 	}
 	if c.Format == "tbl" && !delimSet {
 		c.Delimiter = '|'

@@ -589,6 +589,12 @@ func (b *binder) fileTable(t *sql.TableFunc) (plan.Plan, []*scopeItem, error) {
 	if t.Alias != nil {
 		alias, aliasCols = t.Alias.Name.Name, t.Alias.Columns
 	}
+	return b.scanTable(tab, alias, aliasCols, t, "file "+pattern)
+}
+
+// scanTable reads every column of tab under alias (the alias's column
+// list renaming them).
+func (b *binder) scanTable(tab *plan.TableDef, alias string, aliasCols []sql.Ident, at sql.Node, what string) (plan.Plan, []*scopeItem, error) {
 	fields := tab.Schema.Fields()
 	scan := &plan.ScanNode{Table: tab, Alias: alias, Cols: make([]plan.Column, len(fields)), Fields: make([]int, len(fields))}
 	names := make([]string, len(fields))
@@ -597,7 +603,7 @@ func (b *binder) fileTable(t *sql.TableFunc) (plan.Plan, []*scopeItem, error) {
 		scan.Fields[i] = i
 		names[i] = f.Name
 	}
-	it, err := b.aliasItem(scan.Cols, names, alias, aliasCols, t, "file "+pattern)
+	it, err := b.aliasItem(scan.Cols, names, alias, aliasCols, at, what)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -719,22 +725,7 @@ func (b *binder) tableName(t *sql.TableName, s *scope) (plan.Plan, []*scopeItem,
 		return nil, nil, err
 	}
 	if tab != nil {
-		fields := tab.Schema.Fields()
-		scan := &plan.ScanNode{Table: tab, Alias: alias, Cols: make([]plan.Column, len(fields)), Fields: make([]int, len(fields))}
-		names := make([]string, len(fields))
-		for i, f := range fields {
-			scan.Cols[i] = b.newCol(f.Name, alias, f.Type, f.Nullable)
-			scan.Fields[i] = i
-			names[i] = f.Name
-		}
-		it, err := b.aliasItem(scan.Cols, names, alias, aliasCols, t, "table "+name)
-		if err != nil {
-			return nil, nil, err
-		}
-		for i := range scan.Cols {
-			scan.Cols[i].Name = it.cols[i].Name
-		}
-		return scan, []*scopeItem{it}, nil
+		return b.scanTable(tab, alias, aliasCols, t, "table "+name)
 	}
 	v, err := b.cat.LookupView(name)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/nicflow/nicflow/internal/civil"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -774,16 +775,8 @@ func isHexFloat(b []byte) bool {
 	return len(b) > 1 && b[0] == '0' && (b[1] == 'x' || b[1] == 'X')
 }
 
-func TrimSpaceBytes(b []byte) []byte {
-	i, j := 0, len(b)
-	for i < j && isSpace(b[i]) {
-		i++
-	}
-	for j > i && isSpace(b[j-1]) {
-		j--
-	}
-	return b[i:j]
-}
+// TrimSpaceBytes trims ASCII white space around b.
+func TrimSpaceBytes(b []byte) []byte { return civil.TrimSpace(b) }
 
 func castStringToDecimal(c *castNode, out, a *vec, sel []int32, n int) error {
 	is64 := c.to.ID() == arrow.DECIMAL64

@@ -54,17 +54,9 @@ func ParseDate(s string) (int32, error) {
 func parseDate(b []byte) (int32, bool) { return civil.ParseDate(b) }
 
 // parseDigits reads up to max leading ASCII digits of b.
-func parseDigits(b []byte, max int) (v int64, n int) {
-	for n < len(b) && n < max && b[n] >= '0' && b[n] <= '9' {
-		v = v*10 + int64(b[n]-'0')
-		n++
-	}
-	return v, n
-}
+func parseDigits(b []byte, max int) (v int64, n int) { return civil.ParseDigits(b, max) }
 
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
-}
+func isSpace(c byte) bool { return civil.IsSpace(c) }
 
 // addMonths adds n months to date days, clamping the day to the end of the
 // target month as PostgreSQL does (2024-01-31 + 1 month = 2024-02-29).

@@ -184,6 +184,9 @@ func AppendTimeOfDay(dst []byte, tod int64) []byte {
 
 // ------------------------------------------------------------ parsing
 
+// IsSpace reports ASCII white space.
+func IsSpace(c byte) bool { return isSpace(c) }
+
 func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
 }
@@ -200,7 +203,10 @@ func TrimSpace(b []byte) []byte {
 	return b[i:j]
 }
 
-// parseDigits reads up to max leading ASCII digits of b.
+// ParseDigits reads up to max leading ASCII digits of b: their value and
+// count.
+func ParseDigits(b []byte, max int) (v int64, n int) { return parseDigits(b, max) }
+
 func parseDigits(b []byte, max int) (v int64, n int) {
 	for n < len(b) && n < max && b[n] >= '0' && b[n] <= '9' {
 		v = v*10 + int64(b[n]-'0')
