@@ -159,3 +159,61 @@ func FuzzTextLine(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReadCSV: any bytes read as a CSV file table (types inferred, header
+// and delimiter detected) give a table or a KindData error, never a panic,
+// and the table scans whole.
+func FuzzReadCSV(f *testing.F) {
+	db, err := Open(f.TempDir(), Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer db.Close()
+	for _, s := range []string{"a,b\n1,x\n2,y\n", "1|2020-01-01|t\n2|2020-01-02 10:00|f\n", "x;y\n\"q\"\"\";1.5\n", "a\n\n", "\"\n", "id\tv\n1\t\n"} {
+		f.Add(s)
+	}
+	in := f.TempDir()
+	var n atomic.Int64
+	f.Fuzz(func(t *testing.T, body string) {
+		p := filepath.Join(in, fmt.Sprintf("f%d.csv", n.Add(1)))
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(p)
+		name, err := CSVTableName(p, CSVOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb, err := db.Table(name)
+		if err != nil {
+			if !nferr.Is(err, nferr.KindData) {
+				t.Fatalf("read_csv %q: %v (kind %v)", body, err, nferr.KindOf(err))
+			}
+			return
+		}
+		cols := make([]string, len(tb.Columns))
+		for i, c := range tb.Columns {
+			cols[i] = c.Name
+		}
+		sc, err := db.NewScanner(ScanSpec{Table: name, Columns: cols}, ScanOptions{})
+		if err != nil {
+			t.Fatalf("scan of read_csv %q: %v", body, err)
+		}
+		defer sc.Close()
+		var rows int64
+		for {
+			rec, err := sc.Next(context.Background())
+			if err != nil {
+				t.Fatalf("scan of read_csv %q: %v", body, err)
+			}
+			if rec == nil {
+				break
+			}
+			rows += rec.NumRows()
+			rec.Release()
+		}
+		if rows != tb.Rows() {
+			t.Fatalf("read_csv %q: scanned %d rows, the table has %d", body, rows, tb.Rows())
+		}
+	})
+}
