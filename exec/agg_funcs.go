@@ -28,6 +28,7 @@ package exec
 //	min/max        the input type (NULL: no rows yet)
 //	var_*, stddev_* three columns (agg_var.go)
 //	string_agg     the joined string (agg_string.go)
+//	approx_count_distinct  the HyperLogLog sketch as bytes (agg_hll.go)
 
 import (
 	"math/bits"
@@ -103,6 +104,13 @@ func newAggFn(f AggFunc, dt arrow.DataType, final bool, op string) (aggFn, aggTy
 	}
 	if f == AggQuantileCont {
 		fn, t, ok := newQuantileFn(dt, final)
+		if !ok {
+			return bad()
+		}
+		return fn, t, nil
+	}
+	if f == AggApproxCountDistinct {
+		fn, t, ok := newHLLFn(dt, final)
 		if !ok {
 			return bad()
 		}

@@ -1189,6 +1189,11 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Ex
 				ac.Sep = k.Val.(string)
 			}
 			ac.Typ = plan.TypString
+		case "approx_count_distinct":
+			if plan.IsNullType(t) {
+				arg = plan.NullConst(plan.TypInt32)
+			}
+			ac.Typ = plan.TypInt64
 		case "bool_and", "every", "bool_or":
 			// FALSE < TRUE: bool_and is min, bool_or max.
 			if plan.IsNullType(t) {
@@ -1212,7 +1217,7 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Ex
 		return plan.NewColRef(a.aggCols[i]), nil
 	}
 	text := ac.String()
-	col := b.newCol(text, "", ac.Typ, ac.Fn != plan.AggCount && ac.Fn != plan.AggCountStar)
+	col := b.newCol(text, "", ac.Typ, ac.Fn != plan.AggCount && ac.Fn != plan.AggCountStar && ac.Fn != "approx_count_distinct")
 	a.aggKeys[key] = len(a.aggs)
 	a.aggs = append(a.aggs, ac)
 	a.aggCols = append(a.aggCols, col)
