@@ -28,7 +28,7 @@ func TestHLLMerge(t *testing.T) {
 		want               int64
 		exact              bool
 	}{
-		{0, 50, 25, 100, 100, true},             // sparse + sparse
+		{0, 50, 25, 100, 100, true},              // sparse + sparse
 		{0, 60000, 40000, 100000, 100000, false}, // dense + dense
 		{0, 100, 0, 70000, 70000, false},         // sparse into dense
 	} {
