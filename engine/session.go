@@ -754,6 +754,9 @@ func (s *Session) updateRows(ctx context.Context, x *bind.UpdateStmt) (*Result, 
 		return nil, err
 	}
 	_, updated, err := s.appendQuery(ctx, app, q, x.Checks, true, ret)
+	if x.Upsert {
+		return dmlResult("INSERT 0 ", updated, ret, err)
+	}
 	return dmlResult("UPDATE ", updated, ret, err)
 }
 

@@ -626,6 +626,9 @@ func (b *binder) insert(s *sql.Insert) (Statement, error) {
 		}
 	}
 	names := fieldNames(t)
+	if s.OnConflict != nil && len(s.OnConflict.Set) > 0 {
+		return b.upsert(s, t, &QueryStmt{Plan: &plan.ProjectNode{Input: q.Plan, Exprs: exprs, Cols: cols}, Names: names})
+	}
 	checks, err := b.insertChecks(t, t.Name, cols)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nicflow/nicflow/engine/plan"
 	"github.com/nicflow/nicflow/engine/sql"
+	"github.com/nicflow/nicflow/internal/nferr"
 )
 
 // Constraints: CREATE TABLE's PRIMARY KEY, UNIQUE, CHECK and DEFAULT, and
@@ -267,14 +268,22 @@ func (b *binder) onConflict(oc *sql.OnConflict, t *plan.TableDef) (bool, error) 
 	if oc == nil {
 		return false, nil
 	}
-	for _, ix := range t.Indexes {
+	_, err := b.conflictIndex(oc, t)
+	return true, err
+}
+
+// conflictIndex is the unique index an ON CONFLICT clause names (by its
+// columns or constraint name), nil when it names none and the table has
+// no unique index (nothing can conflict); DO UPDATE needs one.
+func (b *binder) conflictIndex(oc *sql.OnConflict, t *plan.TableDef) (*plan.IndexDef, error) {
+	for i, ix := range t.Indexes {
 		if !ix.Unique {
 			continue
 		}
 		switch {
 		case oc.Constraint.Name != "":
 			if strings.EqualFold(ix.Name, oc.Constraint.Name) {
-				return true, nil
+				return &t.Indexes[i], nil
 			}
 		case len(oc.Columns) > 0:
 			if len(oc.Columns) != len(ix.Columns) {
@@ -289,17 +298,141 @@ func (b *binder) onConflict(oc *sql.OnConflict, t *plan.TableDef) (bool, error) 
 				match = match && found
 			}
 			if match {
-				return true, nil
+				return &t.Indexes[i], nil
 			}
 		default:
-			return true, nil
+			if len(oc.Set) > 0 {
+				return nil, b.errorf(oc, "ON CONFLICT DO UPDATE requires inference specification or constraint name")
+			}
+			return &t.Indexes[i], nil
 		}
 	}
 	if oc.Constraint.Name != "" {
-		return false, b.errorf(oc, "constraint %q for table %q does not exist", oc.Constraint.Name, t.Name)
+		return nil, b.errorf(oc, "constraint %q for table %q does not exist", oc.Constraint.Name, t.Name)
 	}
 	if len(oc.Columns) > 0 {
-		return false, b.errorf(oc, "there is no unique or exclusion constraint matching the ON CONFLICT specification")
+		return nil, b.errorf(oc, "there is no unique or exclusion constraint matching the ON CONFLICT specification")
 	}
-	return true, nil // no target and no unique key: nothing can conflict
+	if len(oc.Set) > 0 {
+		return nil, b.errorf(oc, "ON CONFLICT DO UPDATE requires inference specification or constraint name")
+	}
+	return nil, nil // no target and no unique key: nothing can conflict
+}
+
+// upsert binds INSERT ... ON CONFLICT (key) DO UPDATE SET ... [WHERE
+// cond] as a rewrite of the whole table (the table has a unique key, whose
+// rewrites are whole): the rows without a conflicting new row as they
+// are, the rows with one updated (SET sees the table's row unqualified or
+// by the table's name, the new row as excluded; a row failing the WHERE
+// stays as it is), and the new rows without a conflicting row inserted:
+//
+//	SELECT t.*, false FROM t WHERE NOT EXISTS (excluded with t's key)
+//	UNION ALL SELECT <t's columns, the SET ones updated>, cond FROM t JOIN excluded ON key
+//	UNION ALL SELECT excluded.*, true FROM excluded WHERE NOT EXISTS (t with its key)
+//
+// The status counts the rows inserted or updated (INSERT 0 n). Two new
+// rows for one key fail as a duplicate key (PostgreSQL: "cannot affect
+// row a second time").
+func (b *binder) upsert(s *sql.Insert, t *plan.TableDef, rows *QueryStmt) (Statement, error) {
+	oc := s.OnConflict
+	ix, err := b.conflictIndex(oc, t)
+	if err != nil {
+		return nil, err
+	}
+	if len(s.Returning) > 0 {
+		return nil, b.errorf(s.Returning[0], "RETURNING with ON CONFLICT DO UPDATE is not supported yet")
+	}
+	fields := t.Schema.Fields()
+	tq := sql.QuoteIdent(t.Name)
+	if i := strings.IndexByte(t.Name, '.'); i >= 0 {
+		tq = sql.QuoteIdent(t.Name[:i]) + "." + sql.QuoteIdent(t.Name[i+1:])
+	}
+	const tab = "nicflow_target"
+	on := func(a, c string) string {
+		var parts []string
+		for _, k := range ix.Columns {
+			parts = append(parts, a+"."+sql.QuoteIdent(k)+" = "+c+"."+sql.QuoteIdent(k))
+		}
+		return strings.Join(parts, " AND ")
+	}
+	// SET values and the WHERE see the table's columns unqualified or by
+	// the table's name, the new row as excluded.
+	qualify := func(e sql.Expr) string {
+		sql.Walk(e, func(n sql.Node) bool {
+			switch r := n.(type) {
+			case *sql.ColumnRef:
+				switch {
+				case len(r.Parts) == 1:
+					r.Parts = append([]sql.Ident{{Pos: r.Pos, Name: tab}}, r.Parts...)
+				case len(r.Parts) == 2 && (strings.EqualFold(r.Parts[0].Name, t.Name) || strings.EqualFold(r.Parts[0].Name, s.Table.Parts[len(s.Table.Parts)-1].Name)):
+					r.Parts[0].Name = tab
+				}
+			case *sql.Subquery, *sql.Exists, *sql.InSubquery:
+				return false // its own scope
+			}
+			return true
+		})
+		return "(" + sql.Deparse(e) + ")"
+	}
+	set := map[int]string{}
+	for _, a := range oc.Set {
+		i := t.ColumnIndex(a.Column.Name)
+		if i < 0 {
+			return nil, b.errorf(a.Column, "column %q of relation %q does not exist", a.Column.Name, t.Name)
+		}
+		if _, dup := set[i]; dup {
+			return nil, b.errorf(a.Column, "multiple assignments to same column %q", a.Column.Name)
+		}
+		set[i] = qualify(a.Value)
+	}
+	cond := "true"
+	if oc.Where != nil {
+		cond = "coalesce(" + qualify(oc.Where) + ", false)"
+	}
+	var keep, upd, ins []string
+	for i, f := range fields {
+		c := sql.QuoteIdent(f.Name)
+		keep = append(keep, tab+"."+c)
+		ins = append(ins, "excluded."+c)
+		v, ok := set[i]
+		if !ok {
+			upd = append(upd, tab+"."+c)
+			continue
+		}
+		v = "CAST(" + v + " AS " + plan.TypeString(f.Type) + ")"
+		if oc.Where != nil {
+			v = "CASE WHEN " + cond + " THEN " + v + " ELSE " + tab + "." + c + " END"
+		}
+		upd = append(upd, v)
+	}
+	text := "SELECT " + strings.Join(keep, ", ") + ", false FROM " + tq + " AS " + tab +
+		" WHERE NOT EXISTS (SELECT 1 FROM excluded WHERE " + on("excluded", tab) + ")" +
+		" UNION ALL SELECT " + strings.Join(upd, ", ") + ", " + cond + " FROM " + tq + " AS " + tab + " JOIN excluded ON " + on("excluded", tab) +
+		" UNION ALL SELECT " + strings.Join(ins, ", ") + ", true FROM excluded WHERE NOT EXISTS (SELECT 1 FROM " + tq + " AS " + tab + " WHERE " + on(tab, "excluded") + ")"
+	stmts, err := sql.Parse(text)
+	if err != nil || len(stmts) != 1 {
+		return nil, b.errorf(oc, "ON CONFLICT DO UPDATE: %v", err)
+	}
+	q, ok := stmts[0].Stmt.(*sql.Query)
+	if !ok {
+		return nil, nferr.Internalf("ON CONFLICT DO UPDATE rewrite is not a query")
+	}
+	// Bound in the rewrite's own text (errors name it), with the new rows
+	// as the relation excluded.
+	b.nextDef++
+	ex := &cteBinding{def: &plan.SharedDef{ID: b.nextDef, Name: "excluded", Plan: rows.Plan}, names: rows.Names}
+	src, srcName := b.src, b.srcName
+	b.src, b.srcName = text, "the rewrite of ON CONFLICT DO UPDATE: "+text
+	p, _, err := b.query(q, &scope{ctes: map[string]*cteBinding{"excluded": ex}})
+	b.src, b.srcName = src, srcName
+	if err != nil {
+		return nil, err
+	}
+	cols := p.Columns()
+	checks, err := b.insertChecks(t, t.Name, cols[:len(fields)])
+	if err != nil {
+		return nil, err
+	}
+	names := append(fieldNames(t), "updated")
+	return &UpdateStmt{Table: t, Query: &QueryStmt{Plan: p, Names: names}, Checks: checks, Upsert: true}, nil
 }

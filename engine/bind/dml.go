@@ -35,6 +35,9 @@ type UpdateStmt struct {
 	// Returning is the RETURNING list over the rows updated (their new
 	// values; nil: none).
 	Returning *Returning
+	// Upsert: INSERT ... ON CONFLICT DO UPDATE (constraints.go, upsert):
+	// the status is INSERT's, counting the rows inserted or updated.
+	Upsert bool
 }
 
 // Returning is a DML statement's RETURNING list: Exprs (named Names) over

@@ -572,11 +572,13 @@ type Insert struct {
 }
 
 // OnConflict is INSERT's ON CONFLICT [(columns) | ON CONSTRAINT name] DO
-// NOTHING.
+// NOTHING, or DO UPDATE SET ... [WHERE ...] when Set is not empty.
 type OnConflict struct {
 	Pos
 	Columns    []Ident
 	Constraint Ident
+	Set        []*Assignment
+	Where      Expr
 }
 
 // Delete is DELETE FROM table [[AS] alias] [WHERE expr].

@@ -832,7 +832,16 @@ func (d *deparser) stmt(s Statement) {
 			} else if oc.Constraint.Name != "" {
 				d.w("ON CONSTRAINT " + QuoteIdent(oc.Constraint.Name) + " ")
 			}
-			d.w("DO NOTHING")
+			if len(oc.Set) == 0 {
+				d.w("DO NOTHING")
+			} else {
+				d.w("DO UPDATE SET ")
+				d.assignments(oc.Set)
+				if oc.Where != nil {
+					d.w(" WHERE ")
+					d.expr(oc.Where, 0)
+				}
+			}
 		}
 		d.returning(s.Returning)
 	case *Delete:
@@ -848,13 +857,7 @@ func (d *deparser) stmt(s Statement) {
 		d.w("UPDATE ")
 		d.targetTable(s.Table)
 		d.w(" SET ")
-		for i, a := range s.Set {
-			if i > 0 {
-				d.w(", ")
-			}
-			d.w(QuoteIdent(a.Column.Name) + " = ")
-			d.expr(a.Value, 0)
-		}
+		d.assignments(s.Set)
 		d.fromList(" FROM ", s.From)
 		if s.Where != nil {
 			d.w(" WHERE ")
@@ -928,6 +931,17 @@ func QuoteString(s string) string {
 
 // QuoteIdent returns name as it must be written in SQL: bare when it is a
 // lower-case identifier that is not reserved, otherwise in double quotes.
+// assignments prints "col = expr, ...".
+func (d *deparser) assignments(set []*Assignment) {
+	for i, a := range set {
+		if i > 0 {
+			d.w(", ")
+		}
+		d.w(QuoteIdent(a.Column.Name) + " = ")
+		d.expr(a.Value, 0)
+	}
+}
+
 func QuoteIdent(name string) string {
 	ok := name != "" && !reserved[name]
 	for i := 0; ok && i < len(name); i++ {

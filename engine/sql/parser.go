@@ -381,16 +381,10 @@ func (p *parser) parseDelete() (Statement, error) {
 	return d, nil
 }
 
-func (p *parser) parseUpdate() (Statement, error) {
-	start := p.next() // UPDATE
-	t, err := p.parseTargetTable()
-	if err != nil {
-		return nil, err
-	}
-	if _, err := p.expectKw("set"); err != nil {
-		return nil, err
-	}
-	u := &Update{Pos: start.pos, Table: t}
+// parseAssignments parses "col = expr, ..." (UPDATE's and ON CONFLICT DO
+// UPDATE's SET list).
+func (p *parser) parseAssignments() ([]*Assignment, error) {
+	var set []*Assignment
 	for {
 		col, err := p.parseIdent("a column name")
 		if err != nil {
@@ -406,10 +400,25 @@ func (p *parser) parseUpdate() (Statement, error) {
 		if a.Value, err = p.parseExpr(); err != nil {
 			return nil, err
 		}
-		u.Set = append(u.Set, a)
+		set = append(set, a)
 		if !p.acceptOp(",") {
-			break
+			return set, nil
 		}
+	}
+}
+
+func (p *parser) parseUpdate() (Statement, error) {
+	start := p.next() // UPDATE
+	t, err := p.parseTargetTable()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.expectKw("set"); err != nil {
+		return nil, err
+	}
+	u := &Update{Pos: start.pos, Table: t}
+	if u.Set, err = p.parseAssignments(); err != nil {
+		return nil, err
 	}
 	if p.acceptKw("from") {
 		if u.From, err = p.parseFromList(); err != nil {
@@ -855,10 +864,19 @@ func (p *parser) parseInsert() (Statement, error) {
 		if _, err := p.expectKw("do"); err != nil {
 			return nil, err
 		}
-		if p.isKw("update") {
-			return nil, p.errAt(p.peek(), "ON CONFLICT DO UPDATE is not supported (DO NOTHING is)")
-		}
-		if _, err := p.expectKw("nothing"); err != nil {
+		if p.acceptKw("update") {
+			if _, err := p.expectKw("set"); err != nil {
+				return nil, err
+			}
+			if oc.Set, err = p.parseAssignments(); err != nil {
+				return nil, err
+			}
+			if p.acceptKw("where") {
+				if oc.Where, err = p.parseExpr(); err != nil {
+					return nil, err
+				}
+			}
+		} else if _, err := p.expectKw("nothing"); err != nil {
 			return nil, err
 		}
 		ins.OnConflict = oc

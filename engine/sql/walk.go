@@ -167,6 +167,12 @@ func Walk(n Node, fn func(Node) bool) {
 		expr(n.Default)
 	case *Insert:
 		Walk(n.Query, fn)
+		if oc := n.OnConflict; oc != nil {
+			for _, a := range oc.Set {
+				expr(a.Value)
+			}
+			expr(oc.Where)
+		}
 		items(n.Returning)
 	case *Delete:
 		for _, t := range n.Using {
