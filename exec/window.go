@@ -20,7 +20,11 @@ package exec
 // row and all its peers (rows equal on the ORDER BY keys); without ORDER
 // BY it sees the whole partition. ROWS frames take any bounds (UNBOUNDED
 // PRECEDING, n PRECEDING, CURRENT ROW, n FOLLOWING, UNBOUNDED FOLLOWING);
-// RANGE frames take UNBOUNDED and CURRENT ROW bounds (peers). A frame whose
+// RANGE frames take UNBOUNDED and CURRENT ROW bounds (peers) and, over one
+// ORDER BY key of a number, date or timestamp, offsets by value: n
+// PRECEDING starts at the first row whose key is at least the current
+// key - n (+ n when descending), found by a pointer that only moves
+// forward. A row whose key is NULL sees its NULL peers. A frame whose
 // start is after its end is empty.
 //
 // Evaluation is O(rows) per function: frame starts and ends never move
@@ -100,10 +104,13 @@ const (
 )
 
 // FrameBound is one end of a frame; Offset counts rows for Preceding and
-// Following.
+// Following in a ROWS frame. In a RANGE frame it is the distance in the
+// ORDER BY key's own units (integers, days for dates, microseconds for
+// timestamps, unscaled units for decimals), or OffsetF for a double key.
 type FrameBound struct {
-	Kind   BoundKind
-	Offset int64
+	Kind    BoundKind
+	Offset  int64
+	OffsetF float64 `json:",omitempty"`
 }
 
 // WindowFrame is a frame clause.
@@ -142,6 +149,9 @@ type winFunc struct {
 	argCol colInfo
 	result arrow.DataType
 	scale  int32 // decimal argument scale
+	// byValue: a RANGE frame with an offset bound (frame bounds computed
+	// by rangeBounds into rs, re).
+	byValue bool
 }
 
 // Window is the window operator; see the file comment.
@@ -167,6 +177,9 @@ type Window struct {
 	results  []winResult
 	computed bool
 	ps, pe   []int32 // peer bounds of the current partition
+	rs, re   []int32 // RANGE-with-offset frames of the current partition (rangeBounds)
+	rkeyI    []int64
+	rkeyF    []float64
 	pos      int
 	idx      []int32
 	opState
@@ -273,6 +286,16 @@ func NewWindow(in Operator, spec WindowSpec) (*Window, error) {
 			return nil, nferr.Wrap(nferr.KindQuery, err, "%s: function %d (%s)", op, i, f.Func)
 		}
 		wf.frame = frame
+		if frame.Mode == FrameRange && (isOffset(frame.Start.Kind) || isOffset(frame.End.Kind)) {
+			if len(spec.OrderBy) != 1 {
+				return nil, nferr.Queryf("%s: RANGE with an offset needs exactly one ORDER BY key", op)
+			}
+			c := w.infos[spec.OrderBy[0].Col]
+			if c.class != pcInt && c.class != pcFloat || c.class == pcInt && c.width < 4 {
+				return nil, nferr.Queryf("%s: RANGE with an offset needs a number, date or timestamp ORDER BY key, not %s", op, c.dt)
+			}
+			wf.byValue = true
+		}
 		w.funcs = append(w.funcs, wf)
 		fields = append(fields, arrow.Field{Name: name, Type: wf.result, Nullable: true})
 	}
@@ -296,10 +319,7 @@ func resolveFrame(f WindowFuncSpec, ordered bool) (WindowFrame, error) {
 		switch b.Kind {
 		case UnboundedPreceding, CurrentRow, UnboundedFollowing:
 		case Preceding, Following:
-			if fr.Mode == FrameRange {
-				return fr, nferr.Queryf("RANGE frames with offsets are not supported (use ROWS)")
-			}
-			if b.Offset < 0 {
+			if b.Offset < 0 || b.OffsetF < 0 {
 				return fr, nferr.Queryf("frame offset %d must not be negative", b.Offset)
 			}
 		default:
@@ -520,6 +540,9 @@ func (w *Window) evaluate() error {
 		}
 		peerStart, peerEnd := w.peers(start, end)
 		for i := range w.funcs {
+			if w.funcs[i].byValue {
+				w.rangeBounds(&w.funcs[i], start, end-start, peerStart, peerEnd)
+			}
 			if err := w.evalPartition(i, start, end, peerStart, peerEnd); err != nil {
 				return err
 			}
@@ -579,6 +602,134 @@ func (w *Window) allocResult(f *winFunc, n int) winResult {
 		r.i64 = make([]int64, n)
 	}
 	return r
+}
+
+func isOffset(k BoundKind) bool { return k == Preceding || k == Following }
+
+// frameAt is the frame [s, e) of position i of a partition: frameOf's, or
+// for a RANGE frame with offsets the bounds rangeBounds computed.
+func (w *Window) frameAt(f *winFunc, i, n int, ps, pe []int32) (int, int) {
+	if f.byValue {
+		return int(w.rs[i]), int(w.re[i])
+	}
+	return frameOf(f.frame, i, n, ps, pe)
+}
+
+// rangeBounds computes the frames of a RANGE frame with offsets over the
+// sorted partition [start, start+n) into w.rs, w.re: two pointers over the
+// key values (descending keys are negated, so that the frame always runs
+// from smaller to larger keys). NULL keys frame their NULL peers.
+func (w *Window) rangeBounds(f *winFunc, start, n int, ps, pe []int32) {
+	w.rs, w.re = resize(w.rs, n), resize(w.re, n)
+	key := w.spec.OrderBy[0]
+	v := w.store.vecs[key.Col]
+	c := w.infos[key.Col]
+	perm := w.perm[start : start+n]
+	ik := resize(w.rkeyI, n)
+	fk := resize(w.rkeyF, n)
+	w.rkeyI, w.rkeyF = ik, fk
+	null := func(j int) bool { return v.IsNull(int(perm[j])) }
+	float := c.class == pcFloat
+	for j, r := range perm {
+		switch {
+		case float && c.width == 8:
+			fk[j] = math.Float64frombits(v.(*fixedVec[uint64]).vals[r])
+		case float:
+			fk[j] = float64(math.Float32frombits(v.(*fixedVec[uint32]).vals[r]))
+		case c.width == 8:
+			ik[j] = int64(v.(*fixedVec[uint64]).vals[r])
+		default:
+			ik[j] = int64(int32(v.(*fixedVec[uint32]).vals[r]))
+		}
+		if key.Desc {
+			ik[j], fk[j] = -ik[j], -fk[j]
+		}
+	}
+	// less(a, limit): key a is below limit = key(i) + delta (saturating).
+	within := func(j, i int, b FrameBound, sign int) bool { // key(j) >= key(i) + sign*delta
+		if float {
+			return fk[j] >= fk[i]+float64(sign)*b.OffsetF
+		}
+		d := b.Offset * int64(sign)
+		lim := ik[i] + d
+		if (d > 0 && lim < ik[i]) || (d < 0 && lim > ik[i]) { // overflow: beyond every key
+			return d < 0
+		}
+		return ik[j] >= lim
+	}
+	atMost := func(j, i int, b FrameBound, sign int) bool { // key(j) <= key(i) + sign*delta
+		if float {
+			return fk[j] <= fk[i]+float64(sign)*b.OffsetF
+		}
+		d := b.Offset * int64(sign)
+		lim := ik[i] + d
+		if (d > 0 && lim < ik[i]) || (d < 0 && lim > ik[i]) {
+			return d > 0
+		}
+		return ik[j] <= lim
+	}
+	fr := f.frame
+	// NULL keys sort together at one end: the others are [nnLo, nnHi).
+	nnLo, nnHi := 0, n
+	for nnLo < n && null(nnLo) {
+		nnLo++
+	}
+	for nnHi > nnLo && null(nnHi-1) {
+		nnHi--
+	}
+	lo, hi := nnLo, nnLo
+	for i := 0; i < n; i++ {
+		// UNBOUNDED and CURRENT ROW bounds; offsets replace them below.
+		fixed := func(k BoundKind, start bool) int {
+			switch k {
+			case UnboundedPreceding:
+				return 0
+			case UnboundedFollowing:
+				return n
+			case CurrentRow:
+				if start {
+					return int(ps[i])
+				}
+				return int(pe[i])
+			}
+			return 0
+		}
+		s, e := fixed(fr.Start.Kind, true), fixed(fr.End.Kind, false)
+		if null(i) {
+			// NULL keys: offsets reach their NULL peers.
+			if isOffset(fr.Start.Kind) {
+				s = int(ps[i])
+			}
+			if isOffset(fr.End.Kind) {
+				e = int(pe[i])
+			}
+		} else {
+			if isOffset(fr.Start.Kind) {
+				sign := -1
+				if fr.Start.Kind == Following {
+					sign = 1
+				}
+				for lo < nnHi && !within(lo, i, fr.Start, sign) {
+					lo++
+				}
+				s = lo
+			}
+			if isOffset(fr.End.Kind) {
+				sign := -1
+				if fr.End.Kind == Following {
+					sign = 1
+				}
+				for hi < nnHi && atMost(hi, i, fr.End, sign) {
+					hi++
+				}
+				e = hi
+			}
+		}
+		if s > e {
+			s = e
+		}
+		w.rs[i], w.re[i] = int32(s), int32(e)
+	}
 }
 
 // frameOf returns the frame [s, e) of position i of a partition of n rows.
@@ -674,7 +825,7 @@ func (w *Window) evalPartition(i, start, end int, ps, pe []int32) error {
 	acc := newWinAccum(f, w.store, w.perm[start:end])
 	ws, we := 0, 0
 	for k := 0; k < n; k++ {
-		s, e := frameOf(f.frame, k, n, ps, pe)
+		s, e := w.frameAt(f, k, n, ps, pe)
 		if s >= we {
 			acc.reset()
 			ws, we = s, s
@@ -711,7 +862,7 @@ func (w *Window) evalValue(f *winFunc, r *winResult, start, n int, ps, pe []int3
 		case WinLead:
 			out[k] = at(k+off, true)
 		default:
-			s, e := frameOf(f.frame, k, n, ps, pe)
+			s, e := w.frameAt(f, k, n, ps, pe)
 			switch f.spec.Func {
 			case WinFirstValue:
 				out[k] = at(s, s < e)
@@ -756,7 +907,7 @@ func (w *Window) evalMinMax(f *winFunc, r *winResult, start, n int, ps, pe []int
 	var dq []int
 	ws, we := 0, 0
 	for k := 0; k < n; k++ {
-		s, e := frameOf(f.frame, k, n, ps, pe)
+		s, e := w.frameAt(f, k, n, ps, pe)
 		if s >= we {
 			dq = dq[:0]
 			ws, we = s, s

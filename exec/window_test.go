@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -107,6 +108,19 @@ func refWindow(rows [][]any, spec WindowSpec) ([][]any, error) {
 					}
 				}
 				s, e := 0, n-1 // inclusive
+				if fr.Mode == FrameRange && (isOffset(fr.Start.Kind) || isOffset(fr.End.Kind)) {
+					s, e = refRangeFrame(part, i, spec.OrderBy[0], *fr, firstPeer, lastPeer)
+					var frame [][]any
+					if s <= e {
+						frame = part[s : e+1]
+					}
+					res, err := refFrameValue(f, frame)
+					if err != nil {
+						return nil, err
+					}
+					row = append(row, res)
+					continue
+				}
 				switch fr.Start.Kind {
 				case Preceding:
 					s = i - int(fr.Start.Offset)
@@ -162,6 +176,160 @@ func refWindow(rows [][]any, spec WindowSpec) ([][]any, error) {
 		start = end
 	}
 	return out, nil
+}
+
+// refKey reads an ORDER BY value as a float (nil: NULL).
+func refKey(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int32:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case float64:
+		return x, true
+	case arrow.Date32:
+		return float64(x), true
+	}
+	return 0, false
+}
+
+// refRangeFrame is the inclusive frame of row i for a RANGE frame with
+// offsets, by scanning every row's key.
+func refRangeFrame(part [][]any, i int, key SortKey, fr WindowFrame, firstPeer, lastPeer int) (int, int) {
+	ki, ok := refKey(part[i][key.Col])
+	if !ok {
+		s, e := firstPeer, lastPeer
+		if fr.Start.Kind == UnboundedPreceding {
+			s = 0
+		}
+		if fr.End.Kind == UnboundedFollowing {
+			e = len(part) - 1
+		}
+		return s, e
+	}
+	dir := 1.0
+	if key.Desc {
+		dir = -1
+	}
+	off := func(b FrameBound) float64 { return float64(b.Offset) + b.OffsetF }
+	// dist is how far row j's key lies after the current row's (ok false
+	// for a NULL key, which no value bound reaches).
+	dist := func(j int) (float64, bool) {
+		kj, ok := refKey(part[j][key.Col])
+		return (kj - ki) * dir, ok
+	}
+	// A NULL key lies after every value when NULLs sort last, before
+	// them when first (PostgreSQL's rule for RANGE offsets).
+	nullsAfter := !key.nullsFirst()
+	afterStart := func(j int) bool {
+		d, ok := dist(j)
+		switch fr.Start.Kind {
+		case UnboundedPreceding:
+			return true
+		case Preceding:
+			return !ok && nullsAfter || ok && d >= -off(fr.Start)
+		case Following:
+			return !ok && nullsAfter || ok && d >= off(fr.Start)
+		case CurrentRow:
+			return j >= firstPeer
+		}
+		return false
+	}
+	beforeEnd := func(j int) bool {
+		d, ok := dist(j)
+		switch fr.End.Kind {
+		case UnboundedFollowing:
+			return true
+		case Preceding:
+			return !ok && !nullsAfter || ok && d <= -off(fr.End)
+		case Following:
+			return !ok && !nullsAfter || ok && d <= off(fr.End)
+		case CurrentRow:
+			return j <= lastPeer
+		}
+		return false
+	}
+	s := len(part)
+	for j := range part {
+		if afterStart(j) {
+			s = j
+			break
+		}
+	}
+	e := -1
+	for j := len(part) - 1; j >= 0; j-- {
+		if beforeEnd(j) {
+			e = j
+			break
+		}
+	}
+	if s > e {
+		return 0, -1
+	}
+	return s, e
+}
+
+// refFrameValue is function f over the rows of a frame (aggregates and
+// value functions).
+func refFrameValue(f WindowFuncSpec, frame [][]any) (any, error) {
+	switch f.Func {
+	case WinFirstValue, WinLastValue, WinNthValue:
+		j := 0
+		switch f.Func {
+		case WinLastValue:
+			j = len(frame) - 1
+		case WinNthValue:
+			j = int(f.N) - 1
+		}
+		if j >= 0 && j < len(frame) {
+			return frame[j][f.Arg], nil
+		}
+		return nil, nil
+	}
+	res, err := refHashAgg(nil, frame, HashAggSpec{Aggs: []AggSpec{{Func: AggFunc(f.Func), Arg: f.Arg}}})
+	if err != nil {
+		return nil, err
+	}
+	return res[0][0], nil
+}
+
+// TestWindowRangeOffsets: RANGE frames by value over integer, double and
+// date keys, ascending and descending, NULL keys among them.
+func TestWindowRangeOffsets(t *testing.T) {
+	rows := aggRows(43, 300, 40)
+	fb := func(k BoundKind, off int64, offF float64) FrameBound {
+		return FrameBound{Kind: k, Offset: off, OffsetF: offF}
+	}
+	for _, c := range []struct {
+		key   SortKey
+		frame WindowFrame
+	}{
+		{SortKey{Col: 1}, WindowFrame{Mode: FrameRange, Start: fb(Preceding, 3, 0), End: fb(Following, 2, 0)}},
+		{SortKey{Col: 1, Desc: true}, WindowFrame{Mode: FrameRange, Start: fb(Preceding, 5, 0), End: fb(CurrentRow, 0, 0)}},
+		{SortKey{Col: 2}, WindowFrame{Mode: FrameRange, Start: fb(UnboundedPreceding, 0, 0), End: fb(Preceding, 10, 0)}},
+		{SortKey{Col: 5}, WindowFrame{Mode: FrameRange, Start: fb(Following, 1, 0), End: fb(Following, 30, 0)}},
+		{SortKey{Col: 4}, WindowFrame{Mode: FrameRange, Start: fb(Preceding, 0, 2.5), End: fb(Following, 0, 0.5)}},
+		{SortKey{Col: 1}, WindowFrame{Mode: FrameRange, Start: fb(CurrentRow, 0, 0), End: fb(Following, 4, 0)}},
+		{SortKey{Col: 2, Desc: true}, WindowFrame{Mode: FrameRange, Start: fb(Preceding, 20, 0), End: fb(Preceding, 5, 0)}},
+		{SortKey{Col: 1}, WindowFrame{Mode: FrameRange, Start: fb(Following, 2, 0), End: fb(UnboundedFollowing, 0, 0)}},
+	} {
+		fr := c.frame
+		funcs := []WindowFuncSpec{{Func: WinCountStar, Frame: &fr}, {Func: WinSum, Arg: 2, Frame: &fr}, {Func: WinMax, Arg: 3, Frame: &fr}, {Func: WinFirstValue, Arg: 0, Frame: &fr}}
+		for _, part := range [][]int{nil, {6}} {
+			spec := WindowSpec{PartitionBy: part, OrderBy: []SortKey{c.key}, Funcs: funcs}
+			name := fmt.Sprintf("window/range/key%d/desc=%v/part=%v/%v..%v", c.key.Col, c.key.Desc, part, fr.Start, fr.End)
+			t.Run(name, func(t *testing.T) {
+				RunOpTest(t, OpTest{
+					Name:       name,
+					Inputs:     []HarnessInput{{Schema: aggTestSchema, Rows: rows}},
+					Ordered:    true,
+					BatchSizes: []int{1, 7, 1024},
+					Build:      func(in []Operator) (Operator, error) { return NewWindow(in[0], spec) },
+					Ref:        func(in [][][]any) ([][]any, error) { return refWindow(in[0], spec) },
+				})
+			})
+		}
+	}
 }
 
 func TestWindowHarness(t *testing.T) {

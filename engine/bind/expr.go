@@ -1352,21 +1352,31 @@ func (b *binder) windowCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr,
 	}
 	if f := x.Over.Frame; f != nil {
 		wf := &plan.WindowFrame{Mode: strings.ToLower(f.Mode.String())}
+		var rangeKey arrow.DataType
+		if wf.Mode == "range" && (f.Start.Offset != nil || f.End != nil && f.End.Offset != nil) {
+			if len(wc.OrderBy) != 1 {
+				return nil, b.errorf(f, "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column")
+			}
+			rangeKey = wc.OrderBy[0].Expr.Type()
+			if !plan.IsNumeric(rangeKey) && !plan.IsTemporal(rangeKey) {
+				return nil, b.errorf(f, "RANGE with offset PRECEDING/FOLLOWING is not supported for column type %s", plan.TypeString(rangeKey))
+			}
+		}
 		var err error
-		if wf.Start, wf.StartOffset, err = b.frameBound(f.Start, s); err != nil {
+		if wf.Start, wf.StartOffset, err = b.frameBound(f.Start, s, rangeKey); err != nil {
 			return nil, err
 		}
 		wf.End, wf.EndOffset = plan.BoundCurrentRow, nil
 		if f.End != nil {
-			if wf.End, wf.EndOffset, err = b.frameBound(f.End, s); err != nil {
+			if wf.End, wf.EndOffset, err = b.frameBound(f.End, s, rangeKey); err != nil {
 				return nil, err
 			}
 		}
 		if wf.Start == plan.BoundUnboundedFollowing || wf.End == plan.BoundUnboundedPreceding || wf.Start > wf.End {
 			return nil, b.errorf(f, "window frame starts after it ends")
 		}
-		if wf.Mode != "rows" && (wf.StartOffset != nil || wf.EndOffset != nil) {
-			return nil, b.errorf(f, "%s frames with offsets are not supported yet; use ROWS", strings.ToUpper(wf.Mode))
+		if wf.Mode == "groups" && (wf.StartOffset != nil || wf.EndOffset != nil) {
+			return nil, b.errorf(f, "GROUPS frames with offsets are not supported yet; use ROWS or RANGE")
 		}
 		wc.Frame = wf
 	}
@@ -1446,7 +1456,7 @@ func (b *binder) lagWithDefault(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.E
 	return b.expr(&sql.Case{Pos: pos, Whens: []*sql.When{{Pos: pos, Cond: cond, Result: value}}, Else: x.Args[2]}, s, ctx)
 }
 
-func (b *binder) frameBound(fb *sql.FrameBound, s *scope) (plan.FrameBoundKind, plan.Expr, error) {
+func (b *binder) frameBound(fb *sql.FrameBound, s *scope, rangeKey arrow.DataType) (plan.FrameBoundKind, plan.Expr, error) {
 	switch fb.Kind {
 	case sql.UnboundedPreceding:
 		return plan.BoundUnboundedPreceding, nil, nil
@@ -1460,12 +1470,40 @@ func (b *binder) frameBound(fb *sql.FrameBound, s *scope) (plan.FrameBoundKind, 
 		return 0, nil, err
 	}
 	c, ok, err := plan.FoldToConst(e)
-	if err != nil || !ok || !plan.IsInteger(c.Typ) || c.IsNull() || plan.ConstInt(c) < 0 {
-		return 0, nil, b.errorf(fb, "window frame offset must be a constant non-negative integer")
-	}
 	kind := plan.BoundPreceding
 	if fb.Kind == sql.Following {
 		kind = plan.BoundFollowing
+	}
+	if rangeKey == nil {
+		if err != nil || !ok || !plan.IsInteger(c.Typ) || c.IsNull() || plan.ConstInt(c) < 0 {
+			return 0, nil, b.errorf(fb, "window frame offset must be a constant non-negative integer")
+		}
+		return kind, c, nil
+	}
+	// RANGE: a distance in the ORDER BY key's terms: a number for a number
+	// key (or days for a date), an interval of days and time for a date or
+	// a timestamp.
+	if err != nil || !ok || c.IsNull() {
+		return 0, nil, b.errorf(fb, "RANGE offset must be a constant")
+	}
+	switch {
+	case plan.IsNumeric(c.Typ) && (plan.IsNumeric(rangeKey) || plan.IsDate(rangeKey) && plan.IsInteger(c.Typ)):
+		if plan.ConstFloat(c) < 0 {
+			return 0, nil, b.errorf(fb, "RANGE offset must not be negative")
+		}
+	case plan.IsInterval(c.Typ) && plan.IsTemporal(rangeKey):
+		iv := c.Val.(arrow.MonthDayNanoInterval)
+		if iv.Months != 0 {
+			return 0, nil, b.errorf(fb, "RANGE offsets in months or years are not supported yet (months differ in length); use days")
+		}
+		if iv.Days < 0 || iv.Nanoseconds < 0 {
+			return 0, nil, b.errorf(fb, "RANGE offset must not be negative")
+		}
+		if plan.IsDate(rangeKey) && iv.Nanoseconds%expr.NanosPerDay != 0 {
+			return 0, nil, b.errorf(fb, "RANGE offset of a date key must be whole days")
+		}
+	default:
+		return 0, nil, b.errorf(fb, "RANGE offset of type %s does not fit an ORDER BY key of type %s", plan.TypeString(c.Typ), plan.TypeString(rangeKey))
 	}
 	return kind, c, nil
 }

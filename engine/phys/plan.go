@@ -2,6 +2,7 @@ package phys
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"sort"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/nicflow/nicflow/engine/plan"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 
 	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -1241,7 +1243,11 @@ func (pl *physPlanner) window(n *plan.WindowNode, need plan.ColSet) (*pnode, err
 				k += len(f.Args)
 			}
 			if f.Frame != nil {
-				fr, err := windowFrame(f.Frame)
+				var key arrow.DataType
+				if len(f.OrderBy) == 1 {
+					key = f.OrderBy[0].Expr.Type()
+				}
+				fr, err := windowFrame(f.Frame, key)
 				if err != nil {
 					return nil, err
 				}
@@ -1277,7 +1283,7 @@ func (pl *physPlanner) window(n *plan.WindowNode, need plan.ColSet) (*pnode, err
 	return in, nil
 }
 
-func windowFrame(f *plan.WindowFrame) (*exec.WindowFrame, error) {
+func windowFrame(f *plan.WindowFrame, key arrow.DataType) (*exec.WindowFrame, error) {
 	var mode exec.FrameMode
 	switch f.Mode {
 	case "rows":
@@ -1289,14 +1295,21 @@ func windowFrame(f *plan.WindowFrame) (*exec.WindowFrame, error) {
 	}
 	bound := func(k plan.FrameBoundKind, off plan.Expr) (exec.FrameBound, error) {
 		b := exec.FrameBound{Kind: frameBounds[k]}
-		if off != nil {
-			c, ok := off.(*plan.Const)
-			if !ok || !plan.IsInteger(c.Typ) || c.IsNull() {
+		if off == nil {
+			return b, nil
+		}
+		c, ok := off.(*plan.Const)
+		if !ok || c.IsNull() {
+			return b, nferr.Queryf("window frame offset %s must be a constant", off)
+		}
+		if mode == exec.FrameRows {
+			if !plan.IsInteger(c.Typ) {
 				return b, nferr.Queryf("window frame offset %s must be an integer constant", off)
 			}
 			b.Offset = plan.ConstInt(c)
+			return b, nil
 		}
-		return b, nil
+		return rangeOffset(b, c, key)
 	}
 	s, err := bound(f.Start, f.StartOffset)
 	if err != nil {
@@ -1307,6 +1320,55 @@ func windowFrame(f *plan.WindowFrame) (*exec.WindowFrame, error) {
 		return nil, err
 	}
 	return &exec.WindowFrame{Mode: mode, Start: s, End: e}, nil
+}
+
+// rangeOffset puts a RANGE offset c in the units of the ORDER BY key: the
+// key's own for numbers (unscaled for decimals), days for dates,
+// microseconds for timestamps.
+func rangeOffset(b exec.FrameBound, c *plan.Const, key arrow.DataType) (exec.FrameBound, error) {
+	if key == nil {
+		return b, nferr.Queryf("RANGE with an offset needs one ORDER BY key")
+	}
+	if iv, ok := c.Val.(arrow.MonthDayNanoInterval); ok {
+		if iv.Months != 0 {
+			return b, nferr.Queryf("RANGE offsets in months are not supported")
+		}
+		us := int64(iv.Days)*expr.UsPerDay + iv.Nanoseconds/1000
+		if plan.IsDate(key) {
+			us /= expr.UsPerDay
+		}
+		b.Offset = us
+		return b, nil
+	}
+	switch {
+	case plan.IsFloat(key):
+		b.OffsetF = plan.ConstFloat(c)
+	case plan.IsDecimal(key):
+		_, s, _ := plan.DecimalPS(key)
+		v, err := plan.CastConst(c, plan.DecimalType(38, s))
+		if err != nil {
+			return b, err
+		}
+		u, ok := v.Val.(decimal128.Num)
+		if !ok || !u.BigInt().IsInt64() {
+			return b, nferr.Queryf("RANGE offset %s is too large", plan.FormatConst(c))
+		}
+		b.Offset = u.BigInt().Int64()
+	default: // integers, and days of a date
+		if !plan.IsInteger(c.Typ) {
+			f := plan.ConstFloat(c)
+			if f != math.Trunc(f) {
+				return b, nferr.Queryf("RANGE offset %s of an integer key must be an integer", plan.FormatConst(c))
+			}
+			b.Offset = int64(f)
+			break
+		}
+		b.Offset = plan.ConstInt(c)
+		if plan.IsTimestamp(key) {
+			return b, nferr.Queryf("RANGE offset of a timestamp key must be an interval")
+		}
+	}
+	return b, nil
 }
 
 // ---------------------------------------------------------------- leaves
