@@ -1224,6 +1224,47 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Ex
 	return plan.NewColRef(col), nil
 }
 
+// namedWindow resolves a window that refers to one of the WINDOW clause:
+// the named window's PARTITION BY, its ORDER BY unless w gives one, its
+// frame unless w gives one (PostgreSQL's rules: w may not give a PARTITION
+// BY, nor an ORDER BY when the named window has one, and the named window
+// may not have a frame).
+func (b *binder) namedWindow(w *sql.WindowSpec, named map[string]*sql.NamedWindow, depth int) (*sql.WindowSpec, error) {
+	nw := named[w.Ref]
+	if nw == nil {
+		return nil, b.errorf(w, "window %q does not exist", w.Ref)
+	}
+	if depth > len(named) {
+		return nil, b.errorf(w, "window %q refers to itself", w.Ref)
+	}
+	base := nw.Spec
+	if base.Ref != "" {
+		var err error
+		if base, err = b.namedWindow(base, named, depth+1); err != nil {
+			return nil, err
+		}
+	}
+	if w.PartitionBy == nil && w.OrderBy == nil && w.Frame == nil {
+		return base, nil // OVER name: the window as it is
+	}
+	if len(w.PartitionBy) > 0 {
+		return nil, b.errorf(w, "cannot override PARTITION BY clause of window %q", w.Ref)
+	}
+	if len(w.OrderBy) > 0 && len(base.OrderBy) > 0 {
+		return nil, b.errorf(w, "cannot override ORDER BY clause of window %q", w.Ref)
+	}
+	if base.Frame != nil {
+		return nil, b.errorf(w, "cannot copy window %q because it has a frame clause", w.Ref)
+	}
+	out := *base
+	out.Pos = w.Pos
+	if len(w.OrderBy) > 0 {
+		out.OrderBy = w.OrderBy
+	}
+	out.Frame = w.Frame
+	return &out, nil
+}
+
 // windowCall binds a window function into the SELECT's window context.
 func (b *binder) windowCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, error) {
 	name := x.Name.Name
@@ -1232,6 +1273,15 @@ func (b *binder) windowCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr,
 	}
 	if x.Filter != nil || x.Distinct {
 		return nil, b.errorf(x, "FILTER and DISTINCT are not supported in window functions")
+	}
+	if x.Over.Ref != "" {
+		over, err := b.namedWindow(x.Over, ctx.win.named, 0)
+		if err != nil {
+			return nil, err
+		}
+		fx := *x
+		fx.Over = over
+		x = &fx
 	}
 	// Arguments, partitions and orders are evaluated above the aggregate
 	// (if any): bind them in the same context (aggregates allowed), then

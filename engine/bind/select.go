@@ -32,6 +32,8 @@ type winCtx struct {
 	calls []*plan.WindowCall
 	cols  []plan.Column
 	keys  map[string]int
+	// named are the SELECT's WINDOW clause entries.
+	named map[string]*sql.NamedWindow
 }
 
 // exprCtx says where an expression is bound and what it may contain.
@@ -69,7 +71,13 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (plan.Plan
 	}
 	grouped := len(sel.GroupBy) > 0 || sel.Having != nil || b.hasAggregate(sel.Items, orderBy)
 	var groupingSets [][]int
-	ctx := &exprCtx{clause: "SELECT", win: &winCtx{keys: map[string]int{}}}
+	ctx := &exprCtx{clause: "SELECT", win: &winCtx{keys: map[string]int{}, named: map[string]*sql.NamedWindow{}}}
+	for _, w := range sel.Windows {
+		if _, dup := ctx.win.named[w.Name.Name]; dup {
+			return nil, nil, b.errorf(w, "window %q is already defined", w.Name.Name)
+		}
+		ctx.win.named[w.Name.Name] = w
+	}
 	if grouped {
 		ac := &aggCtx{groupKeys: map[string]int{}, aggKeys: map[string]int{}, input: plan.ColSetOf(lp.Columns())}
 		// Columns of enclosing queries are constants here, never "ungrouped".

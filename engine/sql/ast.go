@@ -113,6 +113,15 @@ type Select struct {
 	Where    Expr
 	GroupBy  []Expr
 	Having   Expr
+	// Windows is the WINDOW clause: named windows OVER may refer to.
+	Windows []*NamedWindow
+}
+
+// NamedWindow is WINDOW name AS (spec).
+type NamedWindow struct {
+	Pos
+	Name Ident
+	Spec *WindowSpec
 }
 
 // SelectItem is an output expression with an optional alias. Expr is a *Star
@@ -407,9 +416,12 @@ type Extract struct {
 	X     Expr
 }
 
-// WindowSpec is the window of OVER (PARTITION BY ... ORDER BY ... frame).
+// WindowSpec is the window of OVER (PARTITION BY ... ORDER BY ... frame),
+// or of OVER name / OVER (name ORDER BY ... frame): Ref names a window of
+// the SELECT's WINDOW clause, which this one copies and may extend.
 type WindowSpec struct {
 	Pos
+	Ref         string
 	PartitionBy []Expr
 	OrderBy     []*OrderItem
 	Frame       *Frame // nil: default frame

@@ -358,10 +358,18 @@ func not(b bool) string {
 }
 
 func (d *deparser) window(w *WindowSpec) {
+	if w.Ref != "" && len(w.PartitionBy) == 0 && len(w.OrderBy) == 0 && w.Frame == nil {
+		d.w(QuoteIdent(w.Ref))
+		return
+	}
 	d.w("(")
 	sep := ""
+	if w.Ref != "" {
+		d.w(QuoteIdent(w.Ref))
+		sep = " "
+	}
 	if len(w.PartitionBy) > 0 {
-		d.w("PARTITION BY ")
+		d.w(sep + "PARTITION BY ")
 		d.exprList(w.PartitionBy)
 		sep = " "
 	}
@@ -619,6 +627,15 @@ func (d *deparser) sel(s *Select) {
 	if s.Having != nil {
 		d.w(" HAVING ")
 		d.expr(s.Having, 0)
+	}
+	for i, w := range s.Windows {
+		if i == 0 {
+			d.w(" WINDOW ")
+		} else {
+			d.w(", ")
+		}
+		d.w(QuoteIdent(w.Name.Name) + " AS ")
+		d.window(w.Spec)
 	}
 }
 

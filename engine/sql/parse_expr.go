@@ -632,12 +632,35 @@ func (p *parser) parseFuncCall(name Ident) (Expr, error) {
 
 func (p *parser) parseOver() (*WindowSpec, error) {
 	p.next() // OVER
-	if !p.isOp("(") {
-		return nil, p.errExpected("'(' (named windows are not supported)")
+	if t := p.peek(); t.kind == tokIdent && !p.isOp("(") {
+		// OVER name: a window of the WINDOW clause.
+		id, err := p.parseIdent("a window name")
+		if err != nil {
+			return nil, err
+		}
+		return &WindowSpec{Pos: t.pos, Ref: id.Name}, nil
 	}
-	t := p.next()
+	if !p.isOp("(") {
+		return nil, p.errExpected("'(' or a window name")
+	}
+	return p.parseWindowBody()
+}
+
+// parseWindowBody parses "( [name] [PARTITION BY ...] [ORDER BY ...]
+// [frame] )".
+func (p *parser) parseWindowBody() (*WindowSpec, error) {
+	t, err := p.expectOp("(")
+	if err != nil {
+		return nil, err
+	}
 	w := &WindowSpec{Pos: t.pos}
-	var err error
+	if n := p.peek(); n.kind == tokIdent && (n.quoted || !isKwTok(n, "partition") && !isKwTok(n, "order") && !isKwTok(n, "rows") && !isKwTok(n, "range") && !isKwTok(n, "groups")) {
+		id, err := p.parseIdent("a window name")
+		if err != nil {
+			return nil, err
+		}
+		w.Ref = id.Name
+	}
 	if w.PartitionBy, err = byClause(p, "partition", p.parseExprList); err != nil {
 		return nil, err
 	}

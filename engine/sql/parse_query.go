@@ -299,8 +299,25 @@ func (p *parser) parseSelect() (*Select, error) {
 			return nil, err
 		}
 	}
-	if p.isKw("window") {
-		return nil, p.errAt(p.peek(), "the WINDOW clause is not supported; write the window in OVER (...)")
+	if p.acceptKw("window") {
+		for {
+			t := p.peek()
+			name, err := p.parseIdent("a window name")
+			if err != nil {
+				return nil, err
+			}
+			if _, err := p.expectKw("as"); err != nil {
+				return nil, err
+			}
+			spec, err := p.parseWindowBody()
+			if err != nil {
+				return nil, err
+			}
+			s.Windows = append(s.Windows, &NamedWindow{Pos: t.pos, Name: name, Spec: spec})
+			if !p.acceptOp(",") {
+				break
+			}
+		}
 	}
 	return s, nil
 }

@@ -45,6 +45,9 @@ func Walk(n Node, fn func(Node) bool) {
 		expr(n.Where)
 		exprs(n.GroupBy)
 		expr(n.Having)
+		for _, w := range n.Windows {
+			Walk(w.Spec, fn)
+		}
 	case *SelectItem:
 		expr(n.Expr)
 	case *SetOp:

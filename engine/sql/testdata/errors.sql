@@ -74,7 +74,7 @@ select a from t order by a nulls
 ----
 select a from t limit
 ----
-select sum(x) over w from t
+select sum(x) over w from t window w as (order by x) window v as ()
 ----
 select sum(x) over (rows between 1 and current row) from t
 ----
