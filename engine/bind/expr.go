@@ -593,6 +593,80 @@ func (b *binder) rewriteFunc(x *sql.FuncCall, args []plan.Expr) (sql.Expr, error
 		}
 		text := bin("||", bin("||", bin("||", bin("||", a[0], &sql.Literal{Pos: pos, Kind: sql.LitString, Text: "-"}), a[1]), &sql.Literal{Pos: pos, Kind: sql.LitString, Text: "-"}), a[2])
 		return &sql.Cast{Pos: pos, X: text, Type: &sql.TypeName{Pos: pos, Name: "date"}}, nil
+	case "year", "quarter", "month", "day", "hour", "minute", "second", "dayofweek", "dayofyear", "week", "isodow", "millisecond", "microsecond":
+		// DuckDB's and MySQL's part functions: year(d) is EXTRACT(year
+		// FROM d).
+		if len(a) != 1 {
+			return nil, fmt.Errorf("function %s takes 1 argument, got %d", x.Name.Name, len(a))
+		}
+		field := map[string]string{"dayofweek": "dow", "dayofyear": "doy"}[x.Name.Name]
+		if field == "" {
+			field = x.Name.Name
+		}
+		return &sql.Extract{Pos: pos, Field: field, X: a[0]}, nil
+	case "dayname", "monthname":
+		if len(a) != 1 {
+			return nil, fmt.Errorf("function %s takes 1 argument, got %d", x.Name.Name, len(a))
+		}
+		f := map[string]string{"dayname": "%A", "monthname": "%B"}[x.Name.Name]
+		return call("strftime", a[0], &sql.Literal{Pos: pos, Kind: sql.LitString, Text: f}), nil
+	case "last_day":
+		// The month's last day: its first day, a month on, a day back.
+		if len(a) != 1 {
+			return nil, fmt.Errorf("function last_day takes 1 argument, got %d", len(a))
+		}
+		d := &sql.Cast{Pos: pos, X: a[0], Type: &sql.TypeName{Pos: pos, Name: "date"}}
+		first := call("date_trunc", &sql.Literal{Pos: pos, Kind: sql.LitString, Text: "month"}, d)
+		return bin("-", bin("+", first, &sql.IntervalLit{Pos: pos, Value: "1", Unit: "month"}), lit("1")), nil
+	case "ifnull", "nvl":
+		if err := two(); err != nil {
+			return nil, err
+		}
+		return call("coalesce", a[0], a[1]), nil
+	case "char_length", "character_length":
+		if len(a) != 1 {
+			return nil, fmt.Errorf("function %s takes 1 argument, got %d", x.Name.Name, len(a))
+		}
+		return call("length", a[0]), nil
+	case "date_diff", "datediff":
+		// DuckDB's date_diff(part, start, end): the part boundaries
+		// between the two (date_trunc of each, then the distance in
+		// whole parts).
+		if len(a) != 3 {
+			return nil, fmt.Errorf("function %s takes a part, a start and an end", x.Name.Name)
+		}
+		f, ok := a[0].(*sql.Literal)
+		if !ok || f.Kind != sql.LitString {
+			return nil, fmt.Errorf("the part of %s must be a string constant", x.Name.Name)
+		}
+		part := expr.TruncUnitName(strings.ToLower(f.Text))
+		ts := func(e sql.Expr) sql.Expr {
+			return &sql.Cast{Pos: pos, X: e, Type: &sql.TypeName{Pos: pos, Name: "timestamp"}}
+		}
+		ex := func(field string, e sql.Expr) sql.Expr { return &sql.Extract{Pos: pos, Field: field, X: e} }
+		start, end := ts(a[1]), ts(a[2])
+		months := func(e sql.Expr) sql.Expr { return bin("+", bin("*", ex("year", e), lit("12")), ex("month", e)) }
+		switch part {
+		case "year", "quarter", "month", "decade", "century", "millennium":
+			div := map[string]string{"year": "12", "quarter": "3", "month": "1", "decade": "120", "century": "1200", "millennium": "12000"}[part]
+			tr := func(e sql.Expr) sql.Expr {
+				return call("date_trunc", &sql.Literal{Pos: pos, Kind: sql.LitString, Text: part}, e)
+			}
+			return bin("/", bin("-", months(tr(end)), months(tr(start))), lit(div)), nil
+		case "week", "day", "hour", "minute", "second", "millisecond", "microsecond":
+			// NB: weeks are whole days / 7 (truncated), as DuckDB counts
+			// them, not Monday boundaries.
+			per := map[string]string{"week": "604800000000", "day": "86400000000", "hour": "3600000000", "minute": "60000000", "second": "1000000", "millisecond": "1000", "microsecond": "1"}[part]
+			unit := part
+			if part == "week" {
+				unit = "day"
+			}
+			tr := func(e sql.Expr) sql.Expr {
+				return ex("epoch_us", call("date_trunc", &sql.Literal{Pos: pos, Kind: sql.LitString, Text: unit}, e))
+			}
+			return bin("/", bin("-", tr(end), tr(start)), lit(per)), nil
+		}
+		return nil, fmt.Errorf("%s: part %q is not known (want year, quarter, month, week, day, hour, minute, second, millisecond or microsecond)", x.Name.Name, f.Text)
 	case "floor", "ceil", "ceiling", "trunc":
 		if len(args) != 1 || !plan.IsDecimal(args[0].Type()) {
 			return nil, nil
