@@ -618,6 +618,18 @@ func (b *binder) rewriteFunc(x *sql.FuncCall, args []plan.Expr) (sql.Expr, error
 		d := &sql.Cast{Pos: pos, X: a[0], Type: &sql.TypeName{Pos: pos, Name: "date"}}
 		first := call("date_trunc", &sql.Literal{Pos: pos, Kind: sql.LitString, Text: "month"}, d)
 		return bin("-", bin("+", first, &sql.IntervalLit{Pos: pos, Value: "1", Unit: "month"}), lit("1")), nil
+	case "btrim", "lcase", "ucase", "instr", "prefix", "suffix":
+		// Other names: btrim is trim (PostgreSQL), lcase/ucase lower/upper
+		// and instr strpos (MySQL, DuckDB), prefix/suffix starts_with and
+		// ends_with (DuckDB).
+		to := map[string]string{"btrim": "trim", "lcase": "lower", "ucase": "upper", "instr": "strpos", "prefix": "starts_with", "suffix": "ends_with"}[x.Name.Name]
+		return call(to, a...), nil
+	case "contains":
+		// DuckDB's contains(s, sub): sub occurs in s.
+		if err := two(); err != nil {
+			return nil, err
+		}
+		return bin(">", call("strpos", a[0], a[1]), lit("0")), nil
 	case "ifnull", "nvl":
 		if err := two(); err != nil {
 			return nil, err
@@ -1684,8 +1696,12 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			}
 		}
 		return plan.NewCall(fn, plan.TypFloat64, args...), nil
-	case "replace", "repeat", "reverse", "lpad", "rpad", "initcap", "md5", "split_part":
-		sig := map[string]string{"replace": "sss", "repeat": "si", "reverse": "s", "lpad": "sis", "rpad": "sis", "initcap": "s", "md5": "s", "split_part": "ssi"}[name]
+	case "replace", "repeat", "reverse", "lpad", "rpad", "initcap", "md5", "split_part", "translate", "chr", "ascii", "to_hex", "octet_length", "strlen":
+		if name == "strlen" {
+			name = "octet_length" // DuckDB's: bytes
+		}
+		sig := map[string]string{"replace": "sss", "repeat": "si", "reverse": "s", "lpad": "sis", "rpad": "sis", "initcap": "s", "md5": "s", "split_part": "ssi",
+			"translate": "sss", "chr": "i", "ascii": "s", "to_hex": "i", "octet_length": "s"}[name]
 		lo := len(sig)
 		if name == "lpad" || name == "rpad" {
 			lo = 2
@@ -1701,6 +1717,9 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			if err := check(i); err != nil {
 				return nil, err
 			}
+		}
+		if name == "ascii" || name == "octet_length" {
+			return plan.NewCall(name, plan.TypInt32, args...), nil
 		}
 		return plan.NewCall(name, plan.TypString, args...), nil
 	case "version":

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/md5"
 	"encoding/hex"
+	"slices"
+	"strconv"
 	"unicode"
 	"unicode/utf8"
 
@@ -25,6 +27,12 @@ const (
 	FnInitCap   = "initcap"    // initcap(s) [1]
 	FnMD5       = "md5"        // md5(s): hex digest [1]
 	FnSplitPart = "split_part" // split_part(s, sep, n) [3]
+
+	FnTranslate   = "translate"    // translate(s, from, to): each character of from replaced by to's at its place (dropped past to's end) [3]
+	FnChr         = "chr"          // chr(n): the character of code point n [1]
+	FnASCII       = "ascii"        // ascii(s): the code point of s's first character (0 for '') [1] -> integer
+	FnToHex       = "to_hex"       // to_hex(n): n in hexadecimal (two's complement for negatives) [1]
+	FnOctetLength = "octet_length" // octet_length(s): bytes [1] -> integer
 )
 
 // maxStringResult bounds what repeat and the pads build for one row (1
@@ -35,7 +43,8 @@ func (c *compiler) compileMoreString(e *Expr, args []node, desc string) (node, e
 	str := arrow.BinaryTypes.String
 	i64 := arrow.PrimitiveTypes.Int64
 	// kinds: 's' a string argument, 'i' an integer one.
-	sig := map[string]string{FnReplace: "sss", FnRepeat: "si", FnReverse: "s", FnLPad: "sis", FnRPad: "sis", FnInitCap: "s", FnMD5: "s", FnSplitPart: "ssi"}[e.Fn]
+	sig := map[string]string{FnReplace: "sss", FnRepeat: "si", FnReverse: "s", FnLPad: "sis", FnRPad: "sis", FnInitCap: "s", FnMD5: "s", FnSplitPart: "ssi",
+		FnTranslate: "sss", FnChr: "i", FnASCII: "s", FnToHex: "i", FnOctetLength: "s"}[e.Fn]
 	lo := len(sig)
 	if e.Fn == FnLPad || e.Fn == FnRPad {
 		lo = 2
@@ -43,6 +52,7 @@ func (c *compiler) compileMoreString(e *Expr, args []node, desc string) (node, e
 	if err := arity(e, lo, len(sig)); err != nil {
 		return nil, err
 	}
+	width32 := e.Fn == FnToHex && len(args) == 1 && args[0].dt().ID() == arrow.INT32
 	for i, a := range args {
 		var err error
 		switch {
@@ -60,10 +70,17 @@ func (c *compiler) compileMoreString(e *Expr, args []node, desc string) (node, e
 		}
 	}
 	f := &funcNode{desc: desc, t: str, args: args}
+	if e.Fn == FnASCII || e.Fn == FnOctetLength {
+		f.t = arrow.PrimitiveTypes.Int32
+	}
+	if width32 {
+		f.digits = 32 // to_hex of an integer: its 32 bits, as PostgreSQL
+	}
 	f.run = map[string]func(*funcNode, *vec, []*vec, []int32, int) error{
 		FnReplace: replaceKernel, FnRepeat: repeatKernel, FnReverse: reverseKernel,
 		FnLPad: padKernel(true), FnRPad: padKernel(false), FnInitCap: initcapKernel,
 		FnMD5: md5Kernel, FnSplitPart: splitPartKernel,
+		FnTranslate: translateKernel, FnChr: chrKernel, FnASCII: asciiKernel, FnToHex: toHexKernel, FnOctetLength: octetLengthKernel,
 	}[e.Fn]
 	return f, nil
 }
@@ -244,4 +261,77 @@ func splitPartKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error
 	})
 	w.finish(n)
 	return err
+}
+
+// translateKernel replaces each character of s found in from by the
+// character of to at the same place, or drops it when to is shorter.
+func translateKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
+	w := newStrWriter(out, n)
+	each(sel, n, func(i int32) {
+		w.at(i)
+		s, from, to := in[0].strAt(i), []rune(string(in[1].strAt(i))), []rune(string(in[2].strAt(i)))
+		for len(s) > 0 {
+			r, size := utf8.DecodeRune(s)
+			s = s[size:]
+			k := slices.Index(from, r)
+			switch {
+			case k < 0:
+				out.str = utf8.AppendRune(out.str, r)
+			case k < len(to):
+				out.str = utf8.AppendRune(out.str, to[k])
+			}
+		}
+	})
+	w.finish(n)
+	return nil
+}
+
+func chrKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
+	w := newStrWriter(out, n)
+	var err error
+	each(sel, n, func(i int32) {
+		w.at(i)
+		c := in[0].i64[i]
+		if c <= 0 || c > unicode.MaxRune || !utf8.ValidRune(rune(c)) {
+			if err == nil {
+				err = nferr.Dataf("requested character %d is not a valid code point in %s", c, f.desc)
+			}
+			return
+		}
+		out.str = utf8.AppendRune(out.str, rune(c))
+	})
+	w.finish(n)
+	return err
+}
+
+func asciiKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
+	out.i32 = Grow(out.i32, n)
+	each(sel, n, func(i int32) {
+		r := rune(0)
+		if s := in[0].strAt(i); len(s) > 0 {
+			r, _ = utf8.DecodeRune(s)
+		}
+		out.i32[i] = int32(r)
+	})
+	return nil
+}
+
+func toHexKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
+	w := newStrWriter(out, n)
+	each(sel, n, func(i int32) {
+		w.at(i)
+		v := uint64(in[0].i64[i])
+		if f.digits == 32 {
+			v = uint64(uint32(v))
+		}
+		out.str = strconv.AppendUint(out.str, v, 16)
+	})
+	w.finish(n)
+	return nil
+}
+
+func octetLengthKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
+	out.i32 = Grow(out.i32, n)
+	each(sel, n, func(i int32) { out.i32[i] = int32(len(in[0].strAt(i))) })
+	return nil
 }
