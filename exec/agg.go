@@ -52,8 +52,10 @@ type AggSpec struct {
 	Name string
 	// Sep is string_agg's separator.
 	Sep string `json:",omitempty"`
-	// Quantile is quantile_cont's fraction.
+	// Quantile is quantile_cont's and percentile_disc's fraction.
 	Quantile float64 `json:",omitempty"`
+	// Desc: percentile_disc over a descending order.
+	Desc bool `json:",omitempty"`
 }
 
 // HashAggSpec configures a hash aggregate: plain data, shipped to workers.

@@ -85,6 +85,8 @@ func newAggFnOf(ag AggSpec, dt arrow.DataType, final bool, op string) (aggFn, er
 		s.sep = ag.Sep
 	case *quantileFn:
 		s.q = ag.Quantile
+	case *discFn:
+		s.q, s.desc = ag.Quantile, ag.Desc
 	}
 	return fn, err
 }
@@ -104,6 +106,13 @@ func newAggFn(f AggFunc, dt arrow.DataType, final bool, op string) (aggFn, aggTy
 	}
 	if f == AggQuantileCont {
 		fn, t, ok := newQuantileFn(dt, final)
+		if !ok {
+			return bad()
+		}
+		return fn, t, nil
+	}
+	if f == AggPercentileDisc {
+		fn, t, ok := newDiscFn(dt, final)
 		if !ok {
 			return bad()
 		}

@@ -24,7 +24,9 @@ const AggQuantileCont AggFunc = "quantile_cont"
 // NeedsAllRows reports whether aggregate a must see all the rows of a
 // group in one place (DISTINCT, quantiles): it cannot be split into
 // partial and final phases.
-func NeedsAllRows(a AggSpec) bool { return a.Distinct || a.Func == AggQuantileCont }
+func NeedsAllRows(a AggSpec) bool {
+	return a.Distinct || a.Func == AggQuantileCont || a.Func == AggPercentileDisc
+}
 
 type quantileFn struct {
 	q       float64
@@ -87,6 +89,127 @@ func (f *quantileFn) result(alloc memory.Allocator, start, end int) (arrow.Array
 }
 
 func (f *quantileFn) partial(alloc memory.Allocator, start, end int) []arrow.Array {
+	a, _ := f.result(alloc, start, end)
+	return []arrow.Array{a}
+}
+
+// percentile_disc(q) WITHIN GROUP (ORDER BY x [DESC]): the first value, in
+// that order, at or past fraction q of the group's non-NULL values (its
+// cumulative share reaches q), exactly and in x's type: integers, dates,
+// timestamps and decimal64 are kept as their integers, doubles as they are.
+// Like quantile_cont it keeps every value and runs in one phase.
+
+// AggPercentileDisc is percentile_disc; AggSpec.Quantile is q, AggSpec.Desc
+// the order.
+const AggPercentileDisc AggFunc = "percentile_disc"
+
+type discFn struct {
+	q     float64
+	desc  bool
+	dt    arrow.DataType
+	width int
+	float bool
+	ints  [][]int64
+	fls   [][]float64
+	size  int64
+}
+
+func newDiscFn(dt arrow.DataType, final bool) (aggFn, aggTypes, bool) {
+	t := aggTypes{dt, []arrow.DataType{dt}}
+	c, ok := classify(dt)
+	if final || !ok || !(c.class == pcInt && c.width >= 4 || c.class == pcFloat && c.width == 8) {
+		return nil, t, false
+	}
+	return &discFn{dt: dt, width: c.width, float: c.class == pcFloat}, t, true
+}
+
+func (f *discFn) grow(n int) {
+	f.ints = growTo(f.ints, n)
+	f.fls = growTo(f.fls, n)
+}
+
+func (f *discFn) bytes() int64 { return sliceBytes(f.ints) + sliceBytes(f.fls) + f.size }
+
+func (f *discFn) update(gids []uint32, a arrow.Array, sel []int32, _ int) error {
+	bm, off := validityOf(a)
+	var i32 []int32
+	var i64 []int64
+	var f64 []float64
+	switch {
+	case f.float:
+		f64 = valuesOf[float64](a)
+	case f.width == 4:
+		i32 = valuesOf[int32](a)
+	default:
+		i64 = valuesOf[int64](a)
+	}
+	for j, g := range gids {
+		i := rowAt(sel, j)
+		if bm != nil && !bitIsSet(bm, off+i) {
+			continue
+		}
+		switch {
+		case f.float:
+			before := cap(f.fls[g])
+			f.fls[g] = append(f.fls[g], f64[i])
+			f.size += int64(cap(f.fls[g])-before) * 8
+		case i32 != nil:
+			before := cap(f.ints[g])
+			f.ints[g] = append(f.ints[g], int64(i32[i]))
+			f.size += int64(cap(f.ints[g])-before) * 8
+		default:
+			before := cap(f.ints[g])
+			f.ints[g] = append(f.ints[g], i64[i])
+			f.size += int64(cap(f.ints[g])-before) * 8
+		}
+	}
+	return nil
+}
+
+func (f *discFn) merge([]uint32, []arrow.Array, []int32, int) error {
+	return nferr.Internalf("percentile_disc has no partial state to merge")
+}
+
+// pick is the position of the value percentile_disc takes among n sorted
+// ascending: the ceil(q*n)-th in the function's order.
+func (f *discFn) pick(n int) int {
+	k := max(int(math.Ceil(f.q*float64(n)))-1, 0)
+	if f.desc {
+		return n - 1 - k
+	}
+	return k
+}
+
+func (f *discFn) result(alloc memory.Allocator, start, end int) (arrow.Array, error) {
+	seen := make([]bool, end-start)
+	if f.float {
+		out := make([]float64, end-start)
+		for g := start; g < end; g++ {
+			if v := f.fls[g]; len(v) > 0 {
+				slices.SortFunc(v, expr.FloatOrder[float64])
+				out[g-start], seen[g-start] = v[f.pick(len(v))], true
+			}
+		}
+		return arrayFromSlice(alloc, f.dt, out, seen), nil
+	}
+	out := make([]int64, end-start)
+	for g := start; g < end; g++ {
+		if v := f.ints[g]; len(v) > 0 {
+			slices.Sort(v)
+			out[g-start], seen[g-start] = v[f.pick(len(v))], true
+		}
+	}
+	if f.width == 4 {
+		o32 := make([]int32, len(out))
+		for i, x := range out {
+			o32[i] = int32(x)
+		}
+		return arrayFromSlice(alloc, f.dt, o32, seen), nil
+	}
+	return arrayFromSlice(alloc, f.dt, out, seen), nil
+}
+
+func (f *discFn) partial(alloc memory.Allocator, start, end int) []arrow.Array {
 	a, _ := f.result(alloc, start, end)
 	return []arrow.Array{a}
 }

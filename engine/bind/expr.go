@@ -1076,7 +1076,7 @@ func (b *binder) funcCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, e
 }
 
 func isQuantileName(n string) bool {
-	return n == "median" || n == "quantile_cont" || n == "quantile" || n == "percentile_cont"
+	return n == "median" || n == "quantile_cont" || n == "quantile" || n == "percentile_cont" || n == "percentile_disc"
 }
 
 // quantileCall reads the fraction of a quantile aggregate and returns the
@@ -1098,13 +1098,13 @@ func (b *binder) quantileCall(x *sql.FuncCall) (*sql.FuncCall, float64, error) {
 			return nil, 0, b.errorf(x, "%s takes two arguments (value, fraction)", name)
 		}
 		c.Args, qe = x.Args[:1], x.Args[1]
-	case "percentile_cont":
+	case "percentile_cont", "percentile_disc":
 		if len(x.Args) != 1 || len(x.WithinGroup) != 1 {
-			return nil, 0, b.errorf(x, "percentile_cont takes a fraction and WITHIN GROUP (ORDER BY one value)")
+			return nil, 0, b.errorf(x, "%s takes a fraction and WITHIN GROUP (ORDER BY one value)", name)
 		}
 		c.Args, c.WithinGroup, qe = []sql.Expr{x.WithinGroup[0].Expr}, nil, x.Args[0]
 	default:
-		return nil, 0, b.errorf(x, "WITHIN GROUP is only valid for percentile_cont")
+		return nil, 0, b.errorf(x, "WITHIN GROUP is only valid for percentile_cont and percentile_disc")
 	}
 	e, err := b.expr(qe, &scope{}, &exprCtx{clause: "the fraction of " + name})
 	if err != nil {
@@ -1196,6 +1196,7 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Ex
 		}
 	}
 	quantile := 0.0
+	orig := x
 	if isQuantileName(name) || len(x.WithinGroup) > 0 {
 		var err error
 		if x, quantile, err = b.quantileCall(x); err != nil {
@@ -1203,6 +1204,10 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Ex
 		}
 	}
 	ac := &plan.AggCall{Fn: name, Distinct: x.Distinct, Quantile: quantile}
+	if name == "percentile_disc" {
+		// quantileCall turned DESC into 1 - q for percentile_cont only.
+		ac.Desc = len(orig.WithinGroup) == 1 && orig.WithinGroup[0].Desc
+	}
 	switch {
 	case x.Star:
 		if name != "count" {
@@ -1248,6 +1253,14 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Ex
 				t = plan.TypInt32
 			}
 			ac.Typ = t
+		case "percentile_disc":
+			if plan.IsNullType(t) {
+				arg, t = plan.NullConst(plan.TypInt32), plan.TypInt32
+			}
+			if !(plan.IsInteger(t) || plan.IsFloat(t) || plan.IsTemporal(t) || t.ID() == arrow.DECIMAL64) {
+				return nil, b.errorf(x, "function percentile_disc(%s) is not supported yet (numbers, dates and timestamps are)", plan.TypeString(t))
+			}
+			ac.Fn, ac.Typ = plan.AggPercentileDisc, t
 		case "median", "quantile_cont", "quantile", "percentile_cont":
 			if !plan.IsNumeric(t) && !plan.IsNullType(t) {
 				return nil, b.errorf(x, "function %s(%s) does not exist", name, plan.TypeString(t))
@@ -1294,7 +1307,7 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Ex
 		}
 		ac.Arg = withFilter(arg)
 	}
-	key := ac.Fn + "|" + fmt.Sprint(ac.Distinct) + "|" + ac.Sep + "|" + fmt.Sprint(ac.Quantile) + "|"
+	key := ac.Fn + "|" + fmt.Sprint(ac.Distinct) + "|" + ac.Sep + "|" + fmt.Sprint(ac.Quantile) + "|" + fmt.Sprint(ac.Desc) + "|"
 	if ac.Arg != nil {
 		key += plan.ExprKey(ac.Arg)
 	}

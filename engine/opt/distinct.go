@@ -49,7 +49,7 @@ func (o *optimizer) distinctAggs(p plan.Plan) plan.Plan {
 		inner.Groups = append(inner.Groups, x)
 		inner.GroupCols = append(inner.GroupCols, xc)
 		for _, ag := range a.Aggs {
-			outer.Aggs = append(outer.Aggs, &plan.AggCall{Fn: ag.Fn, Arg: plan.NewColRef(xc), Typ: ag.Typ, Sep: ag.Sep, Quantile: ag.Quantile})
+			outer.Aggs = append(outer.Aggs, &plan.AggCall{Fn: ag.Fn, Arg: plan.NewColRef(xc), Typ: ag.Typ, Sep: ag.Sep, Quantile: ag.Quantile, Desc: ag.Desc})
 		}
 		outer.Input = inner
 		return outer

@@ -590,7 +590,7 @@ func (pl *physPlanner) aggregate(n *plan.AggregateNode) (*pnode, error) {
 	k := len(n.Groups)
 	distinct := false
 	for i, a := range n.Aggs {
-		as := exec.AggSpec{Func: exec.AggFunc(a.Fn), Distinct: a.Distinct, Name: n.AggCols[i].Name, Sep: a.Sep, Quantile: a.Quantile}
+		as := exec.AggSpec{Func: exec.AggFunc(a.Fn), Distinct: a.Distinct, Name: n.AggCols[i].Name, Sep: a.Sep, Quantile: a.Quantile, Desc: a.Desc}
 		if a.Arg != nil {
 			as.Arg = pos[k]
 			k++

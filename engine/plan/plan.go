@@ -105,8 +105,10 @@ type AggCall struct {
 	Typ      arrow.DataType
 	// Sep is string_agg's separator.
 	Sep string
-	// Quantile is quantile_cont's fraction (median: 0.5).
+	// Quantile is quantile_cont's and percentile_disc's fraction (median:
+	// 0.5); Desc: percentile_disc over a descending order.
 	Quantile float64
+	Desc     bool
 }
 
 // String prints the call ("sum(l_quantity)", "count(*)").
@@ -118,7 +120,7 @@ func (a *AggCall) String() string {
 	if a.Distinct {
 		d = "DISTINCT "
 	}
-	if a.Fn == AggQuantileCont {
+	if a.Fn == AggQuantileCont || a.Fn == AggPercentileDisc {
 		return a.Fn + "(" + a.Arg.String() + ", " + strconv.FormatFloat(a.Quantile, 'g', -1, 64) + ")"
 	}
 	if a.Fn == AggStringAgg {
@@ -138,6 +140,9 @@ const (
 	AggStringAgg = "string_agg"
 	// AggQuantileCont is quantile_cont (median, percentile_cont).
 	AggQuantileCont = "quantile_cont"
+	// AggPercentileDisc is percentile_disc: the first value at or past the
+	// fraction.
+	AggPercentileDisc = "percentile_disc"
 )
 
 // AggregateNode groups its input by Groups and computes Aggs per group.
