@@ -104,27 +104,37 @@ func TestPromptTerminal(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	scr.waitFor(t, "nicflow> ", 1)
+	// NB: each key waits for the prompt it is typed at: the terminal is
+	// raw only while a line is read, and a Ctrl-C or Ctrl-D typed before
+	// would reach the line discipline instead (a signal, an EOF).
+	prompt := func(n int) { scr.waitFor(t, "nicflow> ", n) }
+	prompt(1)
 	typeKeys("create table t (a integer);\r")
 	scr.waitFor(t, "CREATE TABLE", 1)
+	prompt(2)
 	typeKeys("insert into t\r")
 	scr.waitFor(t, "     ... ", 1)
 	typeKeys("values (1), (2);\r")
 	scr.waitFor(t, "INSERT 2", 1)
+	prompt(3)
 	// Editing: the line typed without its first letter, then Ctrl-A
 	// (start of line) and the letter.
 	typeKeys("elect sum(a) * 21 as answer from t;\x01s\r")
 	scr.waitFor(t, "     63", 1)
+	prompt(4)
 	// History: Up recalls the last statement.
 	typeKeys("\x1b[A\r")
 	scr.waitFor(t, "     63", 2)
+	prompt(5)
 	// Ctrl-C drops the line being typed; the next one runs.
 	typeKeys("select 'dropped'\x03")
-	scr.waitFor(t, "nicflow> ", 6)
+	prompt(6)
 	typeKeys("select 'kept' as k;\r")
 	scr.waitFor(t, " kept", 1)
+	prompt(7)
 	typeKeys("\\d\r")
 	scr.waitFor(t, " t ", 1)
+	prompt(8)
 	typeKeys("\x04") // Ctrl-D on an empty line
 	select {
 	case err := <-done:
