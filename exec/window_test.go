@@ -148,28 +148,11 @@ func refWindow(rows [][]any, spec WindowSpec) ([][]any, error) {
 				if s <= e {
 					frame = part[s : e+1]
 				}
-				switch f.Func {
-				case WinFirstValue, WinLastValue, WinNthValue:
-					j := 0
-					switch f.Func {
-					case WinLastValue:
-						j = len(frame) - 1
-					case WinNthValue:
-						j = int(f.N) - 1
-					}
-					if j >= 0 && j < len(frame) {
-						row = append(row, frame[j][f.Arg])
-					} else {
-						row = append(row, nil)
-					}
-					continue
-				}
-				agg := AggSpec{Func: AggFunc(f.Func), Arg: f.Arg}
-				res, err := refHashAgg(nil, frame, HashAggSpec{Aggs: []AggSpec{agg}})
+				res, err := refFrameValue(f, frame)
 				if err != nil {
 					return nil, err
 				}
-				row = append(row, res[0][0])
+				row = append(row, res)
 			}
 			out = append(out, row)
 		}
