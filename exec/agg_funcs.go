@@ -191,6 +191,10 @@ func newAggFn(f AggFunc, dt arrow.DataType, final bool, op string) (aggFn, aggTy
 			return &minMaxBytesFn{minMax: minMax[string]{isMax: isMax, dt: dt}}, t, nil
 		case pcDec128:
 			return &minMaxDec128Fn{minMax[i128]{isMax: isMax, dt: dt}}, t, nil
+		case pcOpaque:
+			if dt.ID() == arrow.INTERVAL_MONTH_DAY_NANO {
+				return &minMaxIntervalFn{minMax[arrow.MonthDayNanoInterval]{isMax: isMax, dt: dt}}, t, nil
+			}
 		case pcFloat:
 			if c.width == 4 {
 				return &minMaxFloatFn[float32]{minMax[float32]{isMax: isMax, dt: dt}}, t, nil
@@ -839,6 +843,35 @@ func (f *minMaxDec128Fn) update(gids []uint32, a arrow.Array, sel []int32, n int
 }
 
 func (f *minMaxDec128Fn) merge(gids []uint32, st []arrow.Array, sel []int32, n int) error {
+	return f.update(gids, st[0], sel, n)
+}
+
+// minMaxIntervalFn is min and max of intervals, ordered by their span
+// (months as 30 days; expr.IntervalSpan), as they compare.
+type minMaxIntervalFn struct {
+	minMax[arrow.MonthDayNanoInterval]
+}
+
+func (f *minMaxIntervalFn) update(gids []uint32, a arrow.Array, sel []int32, n int) error {
+	src := valuesOf[arrow.MonthDayNanoInterval](a)
+	bm, off := validityOf(a)
+	want := -1
+	if f.isMax {
+		want = 1
+	}
+	for j, g := range gids {
+		i := rowAt(sel, j)
+		if bm != nil && !bitIsSet(bm, off+i) {
+			continue
+		}
+		if v := src[i]; !f.seen[g] || expr.IntervalSpan(v).Cmp(expr.IntervalSpan(f.vals[g])) == want {
+			f.vals[g], f.seen[g] = v, true
+		}
+	}
+	return nil
+}
+
+func (f *minMaxIntervalFn) merge(gids []uint32, st []arrow.Array, sel []int32, n int) error {
 	return f.update(gids, st[0], sel, n)
 }
 
