@@ -335,8 +335,16 @@ type catalog struct {
 	pdb  *pebble.DB
 	lock *dirLock
 	sess *sessionLock
-	// depth counts nested enters; the store is open while it is > 0.
+	// depth counts nested enters; the store is open while it is > 0,
+	// and while sticky.
 	depth int
+	// sticky: the outermost section ended but the store stays open and
+	// catalog.lock held, so that the next section (the next statement of
+	// a script of INSERTs) costs nothing. Another process waiting for
+	// catalog.lock (wanted), an idle second, or close ends it.
+	sticky   bool
+	lastUse  time.Time
+	watching bool // the goroutine that ends a sticky section runs
 
 	mu      sync.Mutex // serializes writers and guards the fields below
 	seq     uint64
@@ -367,8 +375,7 @@ func openCatalog(dir string) (*catalog, error) {
 	}
 	c.lock = lk
 	fail := func(err error) (*catalog, error) {
-		c.depth = 1
-		c.leave()
+		c.release()
 		sess.unlock()
 		return nil, err
 	}
@@ -402,6 +409,20 @@ func (c *catalog) enter() error {
 		c.depth++
 		return nil
 	}
+	if c.sticky {
+		// Still open since the last section: nobody else committed since
+		// (catalog.lock was held throughout), but a commit of ours that
+		// failed half-way may have left the tables behind the store.
+		c.sticky, c.depth = false, 1
+		v, _, err := c.get(keyCommits)
+		if err == nil && decodeCount(v) != c.commits {
+			err = c.load()
+		}
+		if err != nil {
+			c.release()
+		}
+		return err
+	}
 	lk, err := lockDirWait(c.dir, filepath.Join(c.dir, "catalog.lock"), LockWait)
 	if err != nil {
 		return err
@@ -417,20 +438,58 @@ func (c *catalog) enter() error {
 		err = c.load()
 	}
 	if err != nil {
-		c.leave()
+		c.release()
 		return err
 	}
 	return nil
 }
 
-// leave ends a catalog section (the outermost one closes the store and
-// releases catalog.lock). The caller holds c.mu.
+// leave ends a catalog section. The outermost one keeps the store open
+// (sticky) unless another process waits for it; then it closes the store
+// and releases catalog.lock (release, which failures call directly). The
+// caller holds c.mu.
 func (c *catalog) leave() {
 	if c.depth > 1 {
 		c.depth--
 		return
 	}
 	c.depth = 0
+	if c.pdb != nil && c.lock != nil && !wanted(c.lock.f.Name()) {
+		c.sticky, c.lastUse = true, time.Now()
+		if !c.watching {
+			c.watching = true
+			go c.watch()
+		}
+		return
+	}
+	c.release()
+}
+
+// stickyIdle is how long a sticky section outlives its last use.
+const stickyIdle = time.Second
+
+// watch ends the sticky section when another process wants catalog.lock
+// or the section has been idle for stickyIdle.
+func (c *catalog) watch() {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for range t.C {
+		c.mu.Lock()
+		if !c.sticky && c.depth == 0 {
+			c.watching = false
+			c.mu.Unlock()
+			return
+		}
+		if c.sticky && (time.Since(c.lastUse) > stickyIdle || wanted(c.lock.f.Name())) {
+			c.release()
+		}
+		c.mu.Unlock()
+	}
+}
+
+// release closes the store and releases catalog.lock.
+func (c *catalog) release() {
+	c.depth, c.sticky = 0, false
 	if c.pdb != nil {
 		_ = c.pdb.Close()
 		c.pdb = nil
@@ -460,8 +519,8 @@ func (c *catalog) unlockWrite() {
 // caller holds c.mu. A failure keeps the catalog as it was: a reader then
 // answers from the last state it saw.
 func (c *catalog) refreshLocked() error {
-	if c.depth > 0 {
-		return nil // in a section: up to date
+	if c.depth > 0 || c.sticky {
+		return nil // in a section, or holding its lock: up to date
 	}
 	sealed, ok, err := readSeal(c.dir)
 	if err != nil || !ok || sealed == c.commits {
@@ -487,12 +546,11 @@ func (c *catalog) close() error {
 		// holds nothing a damaged log could lose.
 		if err = c.enter(); err == nil {
 			err = c.pdb.Flush()
-			c.leave()
+			c.release()
 		}
 	} else if c.depth > 0 {
 		err = c.pdb.Flush()
-		c.depth = 1
-		c.leave()
+		c.release()
 	}
 	c.sess.unlock()
 	if err != nil {

@@ -49,17 +49,46 @@ func (l *dirLock) unlock() {
 // lockDirWait takes the exclusive lock, waiting up to wait for the
 // process that holds it (polling: flock has no timeout); then it fails as
 // lockDir does, naming the holder.
+//
+// While it waits it holds path+".want" shared: the holder of a lock it
+// keeps between uses (the catalog's sticky section) sees a waiter there
+// (wanted) and lets go.
 func lockDirWait(dir, path string, wait time.Duration) (*dirLock, error) {
+	l, err := lockDir(dir, path)
+	if err == nil || !nferr.Is(err, nferr.KindBusy) {
+		return l, err
+	}
+	if w, werr := os.OpenFile(path+".want", os.O_RDWR|os.O_CREATE, 0o644); werr == nil {
+		if syscall.Flock(int(w.Fd()), syscall.LOCK_SH) == nil {
+			defer syscall.Flock(int(w.Fd()), syscall.LOCK_UN) //nolint:errcheck // released by Close too
+		}
+		defer w.Close()
+	}
 	deadline := time.Now().Add(wait)
 	pause := time.Millisecond
 	for {
+		time.Sleep(pause)
+		pause = min(2*pause, 20*time.Millisecond)
 		l, err := lockDir(dir, path)
 		if err == nil || !nferr.Is(err, nferr.KindBusy) || time.Now().After(deadline) {
 			return l, err
 		}
-		time.Sleep(pause)
-		pause = min(2*pause, 50*time.Millisecond)
 	}
+}
+
+// wanted reports whether another process (or handle) waits in
+// lockDirWait for the lock at path.
+func wanted(path string) bool {
+	w, err := os.OpenFile(path+".want", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return true // cannot tell: let go
+	}
+	defer w.Close()
+	if syscall.Flock(int(w.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		return true
+	}
+	_ = syscall.Flock(int(w.Fd()), syscall.LOCK_UN)
+	return false
 }
 
 // sessionLock is DIR/session.lock, held shared by every process that has
