@@ -8,6 +8,7 @@
 //
 //	DIR/catalog/             Pebble: the catalog (FormatVersion, keys in catalog.go)
 //	DIR/catalog.lock         flock held by the process in a catalog section (a commit)
+//	DIR/catalog.lock.want    flock held shared by processes waiting for catalog.lock
 //	DIR/session.lock         flock held shared by every process that has DIR open
 //	DIR/cache/csv/           CSV files read as tables, converted to Parquet (files_csv.go)
 //	DIR/catalog.seal         the catalog's commit count (catalog_seal.go)
@@ -49,7 +50,14 @@
 //     by a process alone with DIR: another's intent belongs to a live
 //     writer. A load into a table with unique keys holds its section to
 //     the end (its keys are checked against the committed ones as rows
-//     come).
+//     come). Between statements a process keeps its section (sticky)
+//     until another one waits for catalog.lock (DIR/catalog.lock.want,
+//     held shared by waiters) or a second passes.
+//   - After an append, the table's trailing small files are merged in
+//     tiers of ten (compact.go): rows keep their order and keys, a merge
+//     is one more copy-on-write commit that fails harmlessly if the table
+//     changed meanwhile, and a table filled row by row keeps O(log n)
+//     files.
 //
 // # Types
 //

@@ -38,6 +38,9 @@ type AppendOptions struct {
 	// computed from (UPDATE and DELETE read the table they replace):
 	// Commit fails, changing nothing, if another change committed since.
 	Generation uint64
+	// sameRows: the appended rows are those of the replaced files
+	// (compaction, compact.go): unique-key records stay as they are.
+	sameRows bool
 }
 
 // Appender writes Arrow records into new Parquet files of a table and makes
@@ -114,7 +117,9 @@ func (db *DB) NewAppender(name string, opts AppendOptions) (*Appender, error) {
 			return nil, nferr.Queryf("table %s is external (files in %s): nicflow does not write into it", name, t.Location)
 		}
 		a.cols = t.Columns
-		a.uks = newUniqueKeys(a.cols, t.Indexes)
+		if !opts.sameRows {
+			a.uks = newUniqueKeys(a.cols, t.Indexes)
+		}
 		if opts.ReplaceFiles != nil && (!opts.Replace || len(a.uks) > 0) {
 			return nil, nferr.Internalf("append to %s: ReplaceFiles needs Replace and a table without unique indexes", name)
 		}
@@ -323,7 +328,18 @@ func (a *Appender) finishFile() error {
 
 // Commit makes the appended rows visible atomically and returns the number
 // of rows committed.
+//
+// After an append (not a create or replace) the table's trailing small
+// files may be merged (compact.go).
 func (a *Appender) Commit() (int64, error) {
+	n, err := a.commit()
+	if err == nil && !a.opts.Create && !a.opts.Replace {
+		a.db.compactTail(tableKeyName(a.schema, a.name))
+	}
+	return n, err
+}
+
+func (a *Appender) commit() (int64, error) {
 	if a.closed {
 		return 0, nferr.Internalf("commit of %s after commit or abort", a.name)
 	}

@@ -64,9 +64,9 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 			}
 			return plan.FoldNow(plan.NewCall(plan.FnNeg, arg.Type(), arg)), nil
 		default: // "+"
-			if !plan.IsNumeric(arg.Type()) {
-				return nil, b.errorf(x, "operator does not exist: +%s", plan.TypeString(arg.Type()))
-			}
+			// Unary plus is the identity on every type, as SQLite and
+			// MySQL read it (PostgreSQL defines it on numbers only):
+			// generated SQL writes "+ col" for text columns too.
 			return arg, nil
 		}
 	case *sql.BinaryExpr:

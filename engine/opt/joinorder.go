@@ -34,9 +34,12 @@ var ruleJoinOrder = &Rule{
 const maxDPRelations = 10
 
 // maxGreedyRelations bounds the greedy search, which estimates O(n^3)
-// joins: beyond 32 relations (5k estimates) the joins keep the order the
-// query wrote, with each predicate still at the lowest join that has its
-// columns, so that a generated 500-table FROM list plans in bounded time.
+// joins: beyond 32 relations (5k estimates) the joins follow the order
+// the query wrote, except that each step takes the first relation a
+// predicate connects to those joined so far (a cross product only when
+// none is), with each predicate at the lowest join that has its columns:
+// a generated 500-table FROM list plans in bounded time, and a 64-table
+// chain written out of order joins along its predicates.
 const maxGreedyRelations = 32
 
 func (o *optimizer) reorderJoins(p plan.Plan) plan.Plan {
@@ -137,7 +140,7 @@ func (o *optimizer) orderJoins(leaves []plan.Plan, preds []plan.Expr) plan.Plan 
 	}
 	var plan plan.Plan
 	if n > maxGreedyRelations {
-		plan = o.asWritten(leaves, multi)
+		plan = o.asWritten(leaves, multi, touched)
 	} else {
 		// INVARIANT: n <= maxGreedyRelations < 64, so masks fit a uint64.
 		masks := make([]uint64, len(multi))
@@ -251,28 +254,62 @@ func (o *optimizer) greedy(leaves []plan.Plan, preds []plan.Expr, masks []uint64
 	return parts[0].e.plan
 }
 
-// asWritten joins the leaves left-deep in their written order; each
-// predicate joins at the first step that has all its columns. (Bitmasks
-// cannot name more than 64 relations, so it works on column sets.)
-func (o *optimizer) asWritten(leaves []plan.Plan, preds []plan.Expr) plan.Plan {
+// asWritten joins the leaves left-deep: from the first written, each step
+// adds the first remaining leaf (in written order) that a predicate
+// connects to those joined so far, or the first remaining one when none
+// is; each predicate joins at the first step that has all its leaves.
+// touched[k] lists the leaves preds[k] reads. (Bitmasks cannot name more
+// than 64 relations, so it works on leaf lists: O(n * sum |touched|).)
+func (o *optimizer) asWritten(leaves []plan.Plan, preds []plan.Expr, touched [][]int) plan.Plan {
+	n := len(leaves)
+	in := make([]bool, n)
 	used := make([]bool, len(preds))
-	pcols := make([]plan.ColSet, len(preds))
-	for k, p := range preds {
-		pcols[k] = plan.ColsOf(p)
+	byLeaf := make([][]int, n) // the predicates that read each leaf
+	for k, ts := range touched {
+		for _, i := range ts {
+			byLeaf[i] = append(byLeaf[i], k)
+		}
 	}
+	// ready reports whether pred k has all its leaves joined once c is.
+	ready := func(k, c int) bool {
+		for _, i := range touched[k] {
+			if i != c && !in[i] {
+				return false
+			}
+		}
+		return true
+	}
+	in[0] = true
 	acc := dpEntry{plan: leaves[0], rows: o.est.Rows(leaves[0])}
-	have := plan.ColSetOf(leaves[0].Columns())
-	for i := 1; i < len(leaves); i++ {
-		have.AddAll(plan.ColSetOf(leaves[i].Columns()))
+	for step := 1; step < n; step++ {
+		next := -1
+		for c := 0; c < n && next < 0; c++ {
+			if in[c] {
+				continue
+			}
+			for _, k := range byLeaf[c] {
+				if ready(k, c) {
+					next = c
+					break
+				}
+			}
+		}
+		if next < 0 {
+			for c := 0; c < n && next < 0; c++ {
+				if !in[c] {
+					next = c
+				}
+			}
+		}
 		var jp []plan.Expr
-		for k := range preds {
-			if !used[k] && pcols[k].SubsetOf(have) {
+		for _, k := range byLeaf[next] {
+			if !used[k] && ready(k, next) {
 				used[k] = true
 				jp = append(jp, preds[k])
 			}
 		}
-		next := dpEntry{plan: leaves[i], rows: o.est.Rows(leaves[i])}
-		j := o.makeJoin(acc, next, jp)
+		in[next] = true
+		j := o.makeJoin(acc, dpEntry{plan: leaves[next], rows: o.est.Rows(leaves[next])}, jp)
 		acc = dpEntry{plan: j, rows: o.est.Rows(j)}
 	}
 	return acc.plan

@@ -92,6 +92,20 @@ func EvalCall(c *Call) (*Const, error) {
 			return NullConst(TypBool), nil
 		}
 		return BoolConst(false), nil
+	case "nullif":
+		// NULLIF(a, b) is a unless a = b: NULL only when a is.
+		a, b := args[0], args[1]
+		if a.IsNull() || b.IsNull() {
+			return CastConst(a, c.Typ)
+		}
+		cmp, ok := CompareConst(a, b)
+		if !ok {
+			return nil, nil
+		}
+		if cmp == 0 {
+			return NullConst(c.Typ), nil
+		}
+		return CastConst(a, c.Typ)
 	case "greatest", "least":
 		// Not strict (NULLs are skipped): exec folds them.
 		return nil, nil
