@@ -32,7 +32,7 @@ type sqlFlags struct {
 	parallel    int
 	batchSize   int
 	file        string
-	command     string
+	command     []string
 	create      bool
 	cpuprofile  string
 	timer       bool
@@ -129,7 +129,7 @@ func init() {
 	f.IntVar(&sqlF.batchSize, "batch-size", 0, fmt.Sprintf("rows per batch (default %d)", exec.DefaultBatchSize))
 	addSpillFlags(f, &sqlF.spill)
 	f.StringVarP(&sqlF.file, "file", "f", "", "read the SQL script from FILE")
-	f.StringVarP(&sqlF.command, "command", "c", "", "run this SQL (one or more statements; it may start with a comment or a dash)")
+	f.StringArrayVarP(&sqlF.command, "command", "c", nil, "run this SQL (one or more statements; it may start with a comment or a dash); repeatable: the commands run in order, as one script")
 	f.BoolVar(&sqlF.create, "create", false, "create the database in DIR if it holds none")
 	f.StringVar(&sqlF.cpuprofile, "cpuprofile", "", "write a CPU profile (pprof) to this file")
 	f.BoolVar(&sqlF.timer, "timer", false, "print each statement's time on stderr (\\timing at the prompt)")
@@ -252,7 +252,7 @@ func runSQL(ctx context.Context, fl sqlFlags, args []string, stdin *os.File, std
 		return err
 	}
 	sources := 0
-	for _, given := range []bool{fl.file != "", fl.command != "", len(args) > 0} {
+	for _, given := range []bool{fl.file != "", len(fl.command) > 0, len(args) > 0} {
 		if given {
 			sources++
 		}
@@ -283,8 +283,10 @@ func runSQL(ctx context.Context, fl sqlFlags, args []string, stdin *os.File, std
 			return nferr.IOf("reading %s: %w", fl.file, err)
 		}
 		script = string(b)
-	case fl.command != "":
-		script = fl.command
+	case len(fl.command) > 0:
+		// One script: a newline ends a trailing comment, and the
+		// semicolon a statement that has none.
+		script = strings.Join(fl.command, "\n;\n")
 	case len(args) > 0:
 		script = strings.Join(args, " ")
 	case stdin != nil && !term.IsTerminal(int(stdin.Fd())):

@@ -85,13 +85,13 @@ func TestPromptCommands(t *testing.T) {
 func TestSQLCommandFlag(t *testing.T) {
 	db := t.TempDir() + "/db"
 	var out, errb bytes.Buffer
-	if err := runSQL(context.Background(), sqlFlags{dir: db, format: formatCSV, command: "-- a comment\nselect 7 as x", create: true}, nil, nil, &out, &errb); err != nil {
+	if err := runSQL(context.Background(), sqlFlags{dir: db, format: formatCSV, command: []string{"-- a comment\nselect 7 as x"}, create: true}, nil, nil, &out, &errb); err != nil {
 		t.Fatal(err)
 	}
 	if out.String() != "x\n7\n" {
 		t.Errorf("out %q", out.String())
 	}
-	if err := runSQL(context.Background(), sqlFlags{dir: db, format: formatCSV, command: "select 1"}, []string{"select 2"}, nil, &out, &errb); err == nil {
+	if err := runSQL(context.Background(), sqlFlags{dir: db, format: formatCSV, command: []string{"select 1"}}, []string{"select 2"}, nil, &out, &errb); err == nil {
 		t.Error("both -c and an argument: no error")
 	}
 }
@@ -122,7 +122,7 @@ func writeFile(path, text string) error { return os.WriteFile(path, []byte(text)
 func TestSQLTimer(t *testing.T) {
 	db := t.TempDir() + "/db"
 	var out, errb bytes.Buffer
-	if err := runSQL(context.Background(), sqlFlags{dir: db, format: formatCSV, command: "select 1 as x; select 2 as y", create: true, timer: true}, nil, nil, &out, &errb); err != nil {
+	if err := runSQL(context.Background(), sqlFlags{dir: db, format: formatCSV, command: []string{"select 1 as x", "select 2 as y"}, create: true, timer: true}, nil, nil, &out, &errb); err != nil {
 		t.Fatal(err)
 	}
 	if out.String() != "x\n1\n\ny\n2\n" || strings.Count(errb.String(), "Time: ") != 2 {

@@ -626,6 +626,15 @@ func (b *binder) insert(s *sql.Insert) (Statement, error) {
 		}
 	}
 	names := fieldNames(t)
+	if s.OrReplace {
+		oc, err := b.orReplace(s, t)
+		if err != nil {
+			return nil, err
+		}
+		c := *s
+		c.OnConflict, c.OrReplace = oc, false
+		s = &c
+	}
 	if s.OnConflict != nil && len(s.OnConflict.Set) > 0 {
 		return b.upsert(s, t, &QueryStmt{Plan: &plan.ProjectNode{Input: q.Plan, Exprs: exprs, Cols: cols}, Names: names})
 	}

@@ -319,6 +319,41 @@ func (b *binder) conflictIndex(oc *sql.OnConflict, t *plan.TableDef) (*plan.Inde
 	return nil, nil // no target and no unique key: nothing can conflict
 }
 
+// orReplace is the ON CONFLICT clause INSERT OR REPLACE stands for: on
+// the table's unique key, every other column set from the new row (nil,
+// a plain INSERT, when the table has no unique key; DO NOTHING when the
+// key is every column). SQLite replaces rows conflicting on any of
+// several unique keys; nicflow refuses such a table.
+func (b *binder) orReplace(s *sql.Insert, t *plan.TableDef) (*sql.OnConflict, error) {
+	var ix *plan.IndexDef
+	for i := range t.Indexes {
+		if !t.Indexes[i].Unique {
+			continue
+		}
+		if ix != nil {
+			return nil, b.errorf(s, "INSERT OR REPLACE into table %s, which has several unique keys, is not supported", t.Name)
+		}
+		ix = &t.Indexes[i]
+	}
+	if ix == nil {
+		return nil, nil
+	}
+	oc := &sql.OnConflict{Pos: s.Pos}
+	key := map[string]bool{}
+	for _, c := range ix.Columns {
+		key[strings.ToLower(c)] = true
+		oc.Columns = append(oc.Columns, sql.Ident{Pos: s.Pos, Name: c})
+	}
+	for _, f := range t.Schema.Fields() {
+		if key[strings.ToLower(f.Name)] {
+			continue
+		}
+		oc.Set = append(oc.Set, &sql.Assignment{Pos: s.Pos, Column: sql.Ident{Pos: s.Pos, Name: f.Name},
+			Value: &sql.ColumnRef{Pos: s.Pos, Parts: []sql.Ident{{Pos: s.Pos, Name: "excluded"}, {Pos: s.Pos, Name: f.Name}}}})
+	}
+	return oc, nil
+}
+
 // upsert binds INSERT ... ON CONFLICT (key) DO UPDATE SET ... [WHERE
 // cond] as a rewrite of the whole table (the table has a unique key, whose
 // rewrites are whole): the rows without a conflicting new row as they

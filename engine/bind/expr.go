@@ -139,6 +139,10 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 		if err != nil {
 			return nil, err
 		}
+		if len(x.List) == 0 {
+			// x IN () holds for no x, not even NULL (SQLite).
+			return plan.BoolConst(x.Not), nil
+		}
 		list := []plan.Expr{xe}
 		for _, le := range x.List {
 			v, err := b.expr(le, s, ctx)

@@ -578,6 +578,11 @@ type Insert struct {
 	Columns    []Ident
 	Query      *Query
 	OnConflict *OnConflict // nil: none
+	// OrReplace is SQLite's INSERT OR REPLACE (and MySQL's REPLACE INTO):
+	// a new row replaces the row its unique key conflicts with. (INSERT OR
+	// IGNORE parses as ON CONFLICT DO NOTHING, OR ABORT / FAIL / ROLLBACK
+	// as a plain INSERT.)
+	OrReplace bool
 	// Returning is RETURNING's select list (nil: none), over the rows
 	// written.
 	Returning []*SelectItem

@@ -833,7 +833,11 @@ func (d *deparser) stmt(s Statement) {
 		}
 		d.w(" STORED AS " + strings.ToUpper(s.Format) + " LOCATION " + QuoteString(s.Location))
 	case *Insert:
-		d.w("INSERT INTO ")
+		d.w("INSERT ")
+		if s.OrReplace {
+			d.w("OR REPLACE ")
+		}
+		d.w("INTO ")
 		d.objName(s.Table)
 		if len(s.Columns) > 0 {
 			d.w(" ")

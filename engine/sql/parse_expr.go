@@ -214,6 +214,9 @@ func (p *parser) parseRange() (Expr, error) {
 					return nil, err
 				}
 				left = &InSubquery{Pos: left.Position(), X: left, Query: q, Not: not}
+			} else if p.isOp(")") {
+				// x IN (): FALSE (SQLite's extension; SQL has no empty list).
+				left = &InList{Pos: left.Position(), X: left, Not: not}
 			} else {
 				list, err := p.parseExprList()
 				if err != nil {

@@ -295,7 +295,7 @@ func (p *parser) parseStatement() (Statement, error) {
 		return p.parseCreate()
 	case isKwTok(t, "drop"):
 		return p.parseDrop()
-	case isKwTok(t, "insert"):
+	case isKwTok(t, "insert"), isKwTok(t, "replace") && isKwTok(p.peekAt(1), "into"):
 		return p.parseInsert()
 	case isKwTok(t, "delete"):
 		return p.parseDelete()
@@ -824,7 +824,20 @@ func (p *parser) parseDrop() (Statement, error) {
 }
 
 func (p *parser) parseInsert() (Statement, error) {
-	start := p.next() // INSERT
+	start := p.next() // INSERT, or REPLACE (INTO)
+	or := ""
+	if isKwTok(start, "replace") {
+		or = "replace"
+	} else if p.acceptKw("or") {
+		t := p.next()
+		switch {
+		case isKwTok(t, "replace"), isKwTok(t, "ignore"), isKwTok(t, "abort"), isKwTok(t, "fail"), isKwTok(t, "rollback"):
+			or = t.text
+		default:
+			p.i--
+			return nil, p.errExpected("REPLACE, IGNORE, ABORT, FAIL or ROLLBACK")
+		}
+	}
 	if _, err := p.expectKw("into"); err != nil {
 		return nil, err
 	}
@@ -832,7 +845,10 @@ func (p *parser) parseInsert() (Statement, error) {
 	if err != nil {
 		return nil, err
 	}
-	ins := &Insert{Pos: start.pos, Table: name}
+	ins := &Insert{Pos: start.pos, Table: name, OrReplace: or == "replace"}
+	if or == "ignore" {
+		ins.OnConflict = &OnConflict{Pos: start.pos}
+	}
 	if p.isOp("(") && !p.startsQuery(1) {
 		if ins.Columns, err = p.parseIdentList("a column name"); err != nil {
 			return nil, err
@@ -845,6 +861,9 @@ func (p *parser) parseInsert() (Statement, error) {
 		return nil, err
 	}
 	if p.isKw("on") {
+		if or != "" {
+			return nil, p.errAt(p.peek(), "INSERT OR %s cannot have an ON CONFLICT clause", strings.ToUpper(or))
+		}
 		oc := &OnConflict{Pos: p.next().pos}
 		if _, err := p.expectKw("conflict"); err != nil {
 			return nil, err
