@@ -15,7 +15,8 @@ var ruleFold = &Rule{
 //
 //   - calls and casts over constants are evaluated
 //     (date '1998-12-01' - interval '90' day becomes date '1998-09-02');
-//     an evaluation error (1/0) is left for run time
+//     an evaluation error (1/0) is left for run time; a comparison or
+//     arithmetic with a NULL operand is NULL
 //   - AND/OR drop neutral constants and collapse on absorbing ones;
 //     NOT NOT x is x; CASE drops WHEN FALSE/NULL arms
 //   - common conjuncts of OR arms are factored out:

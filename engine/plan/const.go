@@ -526,10 +526,23 @@ func Coerce(e Expr, t arrow.DataType) (Expr, error) {
 // FoldNow folds a freshly built call whose arguments are all constants;
 // an evaluation error (1/0) leaves the call for run time, where it fails
 // only if a row reaches it.
+//
+// A comparison or arithmetic with a NULL constant operand folds to NULL
+// whatever the other operands are: they are not evaluated, nor can they
+// fail (x * y = NULL is NULL even where x * y overflows, as in DuckDB;
+// PostgreSQL evaluates it and fails).
 func FoldNow(e Expr) Expr {
 	c, ok := e.(*Call)
 	if !ok {
 		return e
+	}
+	switch c.Fn {
+	case FnEq, FnNe, FnLt, FnLe, FnGt, FnGe, FnAdd, FnSub, FnMul, FnDiv, FnMod, FnNeg:
+		for _, a := range c.Args {
+			if k, ok := a.(*Const); ok && k.IsNull() {
+				return NullConst(c.Typ)
+			}
+		}
 	}
 	for _, a := range c.Args {
 		if _, ok := a.(*Const); !ok {
