@@ -39,21 +39,22 @@ func tier(rows int64) int {
 
 // compactRun returns the trailing files of t to merge: compactFanIn or
 // more files of the last file's tier, each below half the file size
-// target, or nil.
+// target and local (files placed on storage nodes stay as placed), or
+// nil.
 func compactRun(t *Table, fileRows int64) []*File {
 	n := len(t.Files)
 	if n < compactFanIn {
 		return nil
 	}
 	last := t.Files[n-1]
-	if last.Rows*2 >= fileRows {
+	if last.Rows*2 >= fileRows || len(last.Nodes) > 0 {
 		return nil
 	}
 	lvl := tier(last.Rows)
 	i := n - 1
 	for i > 0 {
 		f := t.Files[i-1]
-		if f.Rows*2 >= fileRows || tier(f.Rows) != lvl {
+		if f.Rows*2 >= fileRows || tier(f.Rows) != lvl || len(f.Nodes) > 0 {
 			break
 		}
 		i--

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -101,5 +102,38 @@ func TestCompactRace(t *testing.T) {
 	rows, _ := scanAll(t, db, ScanSpec{Table: "r", Columns: []string{"id"}}, ScanOptions{})
 	if len(rows) != compactFanIn {
 		t.Fatalf("%d rows after the failed merge, want %d", len(rows), compactFanIn)
+	}
+}
+
+// TestStickySection: a handle keeps its catalog section between changes,
+// and lets go as soon as another waits for it: with waits bounded well
+// below the idle timeout (stickyIdle), alternating changes from two
+// handles all succeed, and each sees the other's.
+func TestStickySection(t *testing.T) {
+	defer func(w time.Duration) { LockWait = w }(LockWait)
+	LockWait = stickyIdle / 3
+	dir := t.TempDir()
+	db1, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db1.Close()
+	sch := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "name", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	mustCreate(t, db1, "s", sch) // db1 now holds its section (sticky)
+	db2, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatalf("open while the other handle is sticky: %v", err)
+	}
+	defer db2.Close()
+	for i := range 6 {
+		db := []*DB{db1, db2}[i%2]
+		if err := appendKeys(db, "s", []int64{int64(i)}, []*string{nil}); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	for _, db := range []*DB{db1, db2} {
+		if rows, _ := scanAll(t, db, ScanSpec{Table: "s", Columns: []string{"id"}}, ScanOptions{}); len(rows) != 6 {
+			t.Fatalf("%d rows, want 6", len(rows))
+		}
 	}
 }
