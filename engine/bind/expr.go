@@ -160,7 +160,7 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 				return nil, b.errorf(x, "%v", err)
 			}
 		}
-		e := plan.Expr(plan.NewCall(plan.FnIn, plan.TypBool, list...))
+		e := plan.FoldNow(plan.NewCall(plan.FnIn, plan.TypBool, list...))
 		if x.Not {
 			e = plan.NewCall(plan.FnNot, plan.TypBool, e)
 		}

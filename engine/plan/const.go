@@ -527,9 +527,9 @@ func Coerce(e Expr, t arrow.DataType) (Expr, error) {
 // an evaluation error (1/0) leaves the call for run time, where it fails
 // only if a row reaches it.
 //
-// A comparison or arithmetic with a NULL constant operand folds to NULL
-// whatever the other operands are: they are not evaluated, nor can they
-// fail (x * y = NULL is NULL even where x * y overflows, as in DuckDB;
+// A comparison or arithmetic with a NULL constant operand, and NULL IN
+// (list), fold to NULL whatever the other operands are: they are not
+// evaluated, nor can they fail (x * y = NULL is NULL even where x * y overflows, as in DuckDB;
 // PostgreSQL evaluates it and fails).
 func FoldNow(e Expr) Expr {
 	c, ok := e.(*Call)
@@ -542,6 +542,11 @@ func FoldNow(e Expr) Expr {
 			if k, ok := a.(*Const); ok && k.IsNull() {
 				return NullConst(c.Typ)
 			}
+		}
+	case FnIn:
+		// NULL IN (list) is NULL whatever the list holds.
+		if k, ok := c.Args[0].(*Const); ok && k.IsNull() {
+			return NullConst(c.Typ)
 		}
 	}
 	for _, a := range c.Args {
