@@ -40,7 +40,10 @@ import (
 // reserves all tasks at once (q.Place, pinned), ships every task its
 // fragment (JSON) with the shuffle channels, the workers' shuffle agent
 // addresses and the placement of the tables it scans, and streams the root
-// task's output to the client.
+// task's output to the client. A statement that changes the database runs
+// on the coordinator's session instead (engine.DistQuery.Local), after
+// which the storage nodes are pruned of the files the catalog no longer
+// places on them (storage.DB.Prune).
 //
 // Every worker runs a corun shuffle agent (mutual TLS with the cluster's
 // keys) whose address it advertises as its DataAddr; its node index in
@@ -60,7 +63,7 @@ const (
 // Request parameters of SQLKind.
 const (
 	// ParamStatement is the 0-based statement of the script to run (the
-	// earlier ones' CREATE/DROP VIEW are replayed); default the last.
+	// earlier ones' SET query_retries are replayed); default the last.
 	ParamStatement = "statement"
 	// ParamReplication (PlaceKind) is the replication factor.
 	ParamReplication = "replication"
@@ -187,6 +190,47 @@ func (r *SQLRunner) repair(c *Coordinator) {
 	case rep.Copied > 0 || len(rep.Unreachable) > 0:
 		log.Info("repaired placements", "files_copied", rep.Copied, "unreachable", rep.Unreachable, "nodes", len(nodes))
 	}
+	r.pruneLocked(ctx, c, nodes)
+}
+
+// prune drops, on every alive storage node, the files and tables the
+// catalog no longer places there (after a statement rewrote or dropped
+// tables on the coordinator): storage.DB.Prune. A node that cannot be
+// reached is pruned by a later statement, placement or repair.
+func (r *SQLRunner) prune(c *Coordinator) {
+	var nodes []storage.Node
+	for _, m := range c.node.Members() {
+		if m.Role == RoleStorage && m.FlightAddr != "" && !m.Leaving {
+			nodes = append(nodes, storage.Node{ID: m.ID, Addr: m.FlightAddr})
+		}
+	}
+	if len(nodes) == 0 {
+		return
+	}
+	r.place.Lock()
+	defer r.place.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r.pruneLocked(ctx, c, nodes)
+}
+
+// pruneLocked is prune with r.place held (no placement runs meanwhile:
+// a file sent but not yet recorded would be dropped).
+func (r *SQLRunner) pruneLocked(ctx context.Context, c *Coordinator, nodes []storage.Node) {
+	reps, unreachable, err := r.sess.DB().Prune(ctx, nodes, storage.ClientOptions{TLS: c.node.Keys().ClientTLS()})
+	log := c.node.Logger()
+	if err != nil {
+		log.Warn("pruning storage nodes failed", "err", err)
+		return
+	}
+	for id, rep := range reps {
+		if rep.Tables > 0 || rep.Files > 0 {
+			log.Info("pruned storage node", "node", id, "tables_dropped", rep.Tables, "files_removed", rep.Files)
+		}
+	}
+	if len(unreachable) > 0 {
+		log.Warn("storage nodes not pruned (unreachable)", "nodes", unreachable)
+	}
 }
 
 // RunQuery implements QueryRunner: PlaceKind and SQLKind requests.
@@ -231,6 +275,9 @@ func (r *SQLRunner) RunQuery(q *Query, out ResultWriter) error {
 		q.SetRetries(dq.Retries)
 	}
 	if dq.Local != nil {
+		if dq.Changed {
+			r.prune(q.c)
+		}
 		return writeLocal(dq.Local, out)
 	}
 	if dq.Explain && !dq.Analyze {
@@ -567,6 +614,9 @@ func (r *SQLRunner) placed(q *Query, name string, alive map[string]NodeInfo, nod
 	if pt, err := db.PlacedTable(name); err == nil && ok(pt) {
 		return pt, nil
 	}
+	// A table dropped and created again under its name must not meet its
+	// old self on the nodes: drop what the catalog no longer places first.
+	r.pruneLocked(q.Context(), q.c, nodes)
 	repl := min(r.opts.Replication, len(nodes))
 	q.c.node.Logger().Info("placing table on storage nodes", "table", name, "nodes", len(nodes), "replication", repl)
 	if err := db.Place(q.Context(), name, nodes, repl, storage.ClientOptions{TLS: q.c.node.Keys().ClientTLS()}); err != nil {
@@ -618,10 +668,12 @@ func (r *SQLRunner) runPlace(q *Query, out ResultWriter) error {
 	}
 	// The catalog's placement may be stale (a node restarted with an empty
 	// directory, a database copied without its nodes' state): check what
-	// the nodes hold and send what they lack.
+	// the nodes hold and send what they lack, then drop what they hold
+	// that the catalog no longer has.
 	if _, err := db.Repair(q.Context(), nodes, repl, copts); err != nil {
 		return err
 	}
+	r.pruneLocked(q.Context(), q.c, nodes)
 	for _, t := range db.Tables() {
 		if t.External {
 			continue

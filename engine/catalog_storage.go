@@ -130,6 +130,10 @@ func tableDefOf(name string, t *storage.Table) (*plan.TableDef, error) {
 	for _, c := range t.Checks {
 		def.Checks = append(def.Checks, plan.CheckDef{Name: c.Name, SQL: c.SQL})
 	}
+	for _, fk := range t.ForeignKeys {
+		def.ForeignKeys = append(def.ForeignKeys, plan.ForeignKeyDef{Name: fk.Name, Columns: fk.Columns, RefTable: fk.RefTable,
+			RefColumns: fk.RefColumns, MatchFull: fk.MatchFull, OnDelete: fk.OnDelete, OnUpdate: fk.OnUpdate})
+	}
 	return def, nil
 }
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"hash/fnv"
 	"sort"
 	"strconv"
@@ -87,6 +88,77 @@ var systemTables = map[string]systemTable{
 		rows: func(c *StorageCatalog) (rows [][]string) {
 			for _, v := range c.db.Views() {
 				rows = append(rows, quoted("nicflow", sqlSchema(v.Schema), v.Name, v.SQL))
+			}
+			return rows
+		},
+	},
+	"information_schema.table_constraints": {
+		cols:  []string{"constraint_catalog", "constraint_schema", "constraint_name", "table_catalog", "table_schema", "table_name", "constraint_type"},
+		types: []string{"TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT"},
+		rows: func(c *StorageCatalog) (rows [][]string) {
+			for _, t := range c.db.Tables() {
+				s := sqlSchema(t.Schema)
+				add := func(name, kind string) {
+					rows = append(rows, quoted("nicflow", s, name, "nicflow", s, t.Name, kind))
+				}
+				for _, ix := range t.Indexes {
+					switch {
+					case ix.Primary:
+						add(ix.Name, "PRIMARY KEY")
+					case ix.Constraint:
+						add(ix.Name, "UNIQUE")
+					}
+				}
+				for _, ch := range t.Checks {
+					add(ch.Name, "CHECK")
+				}
+				for _, fk := range t.ForeignKeys {
+					add(fk.Name, "FOREIGN KEY")
+				}
+			}
+			return rows
+		},
+	},
+	"information_schema.key_column_usage": {
+		cols:  []string{"constraint_catalog", "constraint_schema", "constraint_name", "table_catalog", "table_schema", "table_name", "column_name", "ordinal_position"},
+		types: []string{"TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "INTEGER"},
+		rows: func(c *StorageCatalog) (rows [][]string) {
+			for _, t := range c.db.Tables() {
+				s := sqlSchema(t.Schema)
+				add := func(name string, cols []string) {
+					for i, col := range cols {
+						rows = append(rows, append(quoted("nicflow", s, name, "nicflow", s, t.Name, col), strconv.Itoa(i+1)))
+					}
+				}
+				for _, ix := range t.Indexes {
+					if ix.Constraint {
+						add(ix.Name, ix.Columns)
+					}
+				}
+				for _, fk := range t.ForeignKeys {
+					add(fk.Name, fk.Columns)
+				}
+			}
+			return rows
+		},
+	},
+	"information_schema.referential_constraints": {
+		cols:  []string{"constraint_catalog", "constraint_schema", "constraint_name", "unique_constraint_catalog", "unique_constraint_schema", "unique_constraint_name", "match_option", "update_rule", "delete_rule"},
+		types: []string{"TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT"},
+		rows: func(c *StorageCatalog) (rows [][]string) {
+			for _, t := range c.db.Tables() {
+				for _, fk := range t.ForeignKeys {
+					refSchema := t.Schema
+					if i := strings.IndexByte(fk.RefTable, '.'); i >= 0 {
+						refSchema = fk.RefTable[:i]
+					}
+					match := "NONE" // PostgreSQL's name for MATCH SIMPLE
+					if fk.MatchFull {
+						match = "FULL"
+					}
+					rows = append(rows, quoted("nicflow", sqlSchema(t.Schema), fk.Name, "nicflow", sqlSchema(refSchema), fk.RefIndex,
+						match, cmp.Or(fk.OnUpdate, "NO ACTION"), cmp.Or(fk.OnDelete, "NO ACTION")))
+				}
 			}
 			return rows
 		},

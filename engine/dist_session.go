@@ -15,8 +15,6 @@ import (
 
 	"github.com/nicflow/nicflow/engine/bind"
 
-	"github.com/nicflow/nicflow/engine/plan"
-
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -43,6 +41,10 @@ type DistQuery struct {
 	// Retries is the script's SET query_retries before this statement
 	// (-1: not set; the coordinator's default applies).
 	Retries int
+	// Changed: the statement ran on the coordinator and may have changed
+	// the catalog (tables rewritten or dropped): storage nodes may hold
+	// files it no longer places on them.
+	Changed bool
 
 	logical string
 }
@@ -62,14 +64,18 @@ func SplitScript(script string) ([]string, error) {
 }
 
 // PrepareDistributed prepares statement k (0-based) of script for a
-// cluster of opts.Workers workers of opts.Parallelism streams each: it
-// parses the script, replays the CREATE/DROP VIEW statements before k into
-// views of this request only (a coordinator keeps no state between
-// requests: a client sends the whole script with every statement's
-// index), then binds and optimizes statement k against the session's
-// catalog and those views and plans it into stages. Statements that change
-// the database are refused with a KindQuery error: a cluster does not run
-// them yet.
+// cluster of opts.Workers workers of opts.Parallelism streams each. A query
+// (or EXPLAIN of one) is bound and optimized against the session's catalog
+// and planned into stages. Any other statement runs here, on the
+// coordinator's database, before PrepareDistributed returns (DistQuery.Local
+// holds its result): DDL, INSERT, UPDATE, DELETE, COPY, CREATE VIEW (views
+// persist, as embedded), SHOW and DESCRIBE. The coordinator keeps a copy
+// of every file it placed, so a statement that writes reads and rewrites
+// those copies; its new files are placed on storage nodes by the first
+// query that scans them, and DistQuery.Changed tells the caller to prune
+// the nodes' stale files. The script's SET query_retries before statement
+// k are replayed (the coordinator keeps no per-client state); other
+// settings are refused on a cluster.
 func (s *Session) PrepareDistributed(ctx context.Context, script string, k int, opts dist.DistOptions) (*DistQuery, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -83,25 +89,12 @@ func (s *Session) PrepareDistributed(ctx context.Context, script string, k int, 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	views := plan.NewMemCatalog()
-	cat := plan.OverlayCatalog{Base: s.cat, Views: views}
 	dq := &DistQuery{SQL: stmts[k].Text, Retries: -1}
 	for i := 0; i < k; i++ {
 		if n, ok, err := clusterSetting(stmts[i].Stmt); err != nil {
 			return nil, err
 		} else if ok {
 			dq.Retries = n
-			continue
-		}
-		if !isViewDDL(stmts[i].Stmt) {
-			continue
-		}
-		st, err := Prepare(cat, script, stmts[i].Stmt)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := applyView(views, s, st); err != nil {
-			return nil, err
 		}
 	}
 	if _, ok, err := clusterSetting(stmts[k].Stmt); err != nil {
@@ -110,7 +103,10 @@ func (s *Session) PrepareDistributed(ctx context.Context, script string, k int, 
 		dq.Local = status("SET", 0)
 		return dq, nil
 	}
-	st, err := Prepare(cat, script, stmts[k].Stmt)
+	if err := checkPlanSize(stmts[k].Stmt, s.opts.MemoryLimit); err != nil {
+		return nil, err
+	}
+	st, err := Prepare(s.catalog(), script, stmts[k].Stmt, s.opts.DisabledRules...)
 	if err != nil {
 		return nil, err
 	}
@@ -121,19 +117,17 @@ func (s *Session) PrepareDistributed(ctx context.Context, script string, k int, 
 	case *bind.ExplainStmt:
 		inner, ok := x.Stmt.(*bind.QueryStmt)
 		if !ok {
-			return nil, nferr.Queryf("EXPLAIN on a cluster applies to queries (INSERT and CREATE TABLE AS are not supported on a cluster yet)")
+			return nil, nferr.Queryf("EXPLAIN on a cluster applies to queries (%s runs on the coordinator, not in stages)", statementName(x.Stmt))
 		}
 		q, dq.Explain, dq.Analyze = inner, true, x.Analyze
 		dq.logical = opt.ExplainPlan(q.Plan, opt.ExplainOptions{Verbose: x.Verbose})
-	case *bind.CreateViewStmt, *bind.DropStmt:
-		if !isViewDDL(stmts[k].Stmt) {
-			return nil, nferr.Queryf("%s is not supported on a cluster yet: run it embedded (`nicflow sql --dir DIR`) with the coordinator stopped", statementName(st))
-		}
-		r, err := applyView(views, s, st)
+	case *bind.CreateTableStmt, *bind.CreateIndexStmt, *bind.CreateViewStmt, *bind.DropStmt,
+		*bind.InsertStmt, *bind.DeleteStmt, *bind.UpdateStmt, *bind.CopyStmt, *bind.CopyToStmt:
+		r, err := s.runStmt(ctx, st)
 		if err != nil {
 			return nil, err
 		}
-		dq.Local = r
+		dq.Local, dq.Changed = r, true
 		return dq, nil
 	case *bind.ShowTablesStmt, *bind.DescribeStmt, *bind.ShowStmt:
 		r, err := s.runStmt(ctx, st)
@@ -143,7 +137,7 @@ func (s *Session) PrepareDistributed(ctx context.Context, script string, k int, 
 		dq.Local = r
 		return dq, nil
 	default:
-		return nil, nferr.Queryf("%s is not supported on a cluster yet: run it embedded (`nicflow sql --dir DIR`) with the coordinator stopped", statementName(st))
+		return nil, nferr.Queryf("%s is not supported on a cluster: run it embedded (`nicflow sql --dir DIR`)", statementName(st))
 	}
 	pp, err := phys.PlanPhysical(q.Plan, q.Names, phys.PlanOptions{Parallelism: opts.Parallelism})
 	if err != nil {
@@ -168,38 +162,6 @@ func clusterSetting(st sql.Statement) (int, bool, error) {
 	}
 	n, err := parseRetries(name, bind.SetValue(x))
 	return n, err == nil, err
-}
-
-// isViewDDL: CREATE VIEW or DROP VIEW (which a cluster request replays).
-func isViewDDL(st sql.Statement) bool {
-	switch x := st.(type) {
-	case *sql.CreateView:
-		return true
-	case *sql.Drop:
-		return x.Kind == sql.ObjView
-	}
-	return false
-}
-
-func applyView(views *plan.MemCatalog, s *Session, st bind.Statement) (*Result, error) {
-	switch x := st.(type) {
-	case *bind.CreateViewStmt:
-		if err := views.AddView(&plan.ViewDef{Name: x.Name, Columns: x.Columns, SQL: x.SQL}, x.OrReplace); err != nil {
-			return nil, err
-		}
-		return status("CREATE VIEW", 0), nil
-	case *bind.DropStmt:
-		for _, name := range x.Names {
-			if !views.DropView(name) && !x.IfExists {
-				if t, _ := s.cat.LookupTable(name); t != nil {
-					return nil, nferr.Queryf("%s is a table, not a view (use DROP TABLE)", name)
-				}
-				return nil, nferr.Queryf("view %s does not exist", name)
-			}
-		}
-		return status("DROP VIEW", 0), nil
-	}
-	return nil, nferr.Internalf("not a view statement: %T", st)
 }
 
 func statementName(st bind.Statement) string {

@@ -39,6 +39,9 @@ func narrowDML(t *plan.TableDef, st *storage.Table, hit *bind.QueryStmt) dmlFile
 			return whole
 		}
 	}
+	if len(st.ForeignKeys) > 0 {
+		return whole // its references are rebuilt from the rows written
+	}
 	var scans []*plan.ScanNode
 	plan.WalkPlanDeep(hit.Plan, func(n plan.Plan) {
 		if sc, ok := n.(*plan.ScanNode); ok && sc.Table == t {

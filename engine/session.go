@@ -283,7 +283,7 @@ type Result struct {
 	// Schema describes the rows; nil for a status.
 	Schema *arrow.Schema
 	// Status is the command tag of a statement without rows ("CREATE
-	// TABLE", "INSERT 5", "COPY 1000"); empty for rows.
+	// TABLE", "INSERT 0 5", "COPY 1000"); empty for rows.
 	Status string
 	// RowsAffected counts the rows an INSERT, COPY or CREATE TABLE AS
 	// wrote.
@@ -638,8 +638,12 @@ func (s *Session) explain(ctx context.Context, x *bind.ExplainStmt) (*Result, er
 func (s *Session) createTable(ctx context.Context, x *bind.CreateTableStmt) (*Result, error) {
 	if x.Query == nil {
 		opts := storage.CreateOptions{IfNotExists: x.IfNotExists}
-		if len(x.Indexes)+len(x.Checks) > 0 || x.Defaults != nil {
+		if len(x.Indexes)+len(x.Checks)+len(x.ForeignKeys) > 0 || x.Defaults != nil {
 			c := &storage.Constraints{Defaults: x.Defaults}
+			for _, fk := range x.ForeignKeys {
+				c.ForeignKeys = append(c.ForeignKeys, storage.ForeignKey{Name: fk.Name, Columns: fk.Columns, RefTable: fk.RefTable,
+					RefColumns: fk.RefColumns, MatchFull: fk.MatchFull, OnDelete: fk.OnDelete, OnUpdate: fk.OnUpdate})
+			}
 			for _, ix := range x.Indexes {
 				c.Indexes = append(c.Indexes, storage.Index{Name: ix.Name, Columns: ix.Columns, Unique: ix.Unique, Primary: ix.Primary, Constraint: ix.Constraint})
 			}
@@ -684,7 +688,7 @@ func (s *Session) insert(ctx context.Context, x *bind.InsertStmt) (*Result, erro
 		return nil, err
 	}
 	n, _, err := s.appendQuery(ctx, app, x.Query, x.Checks, false, ret)
-	return dmlResult("INSERT ", n, ret, err)
+	return dmlResult("INSERT 0 ", n, ret, err)
 }
 
 // replaceAppender starts the rewrite of table t by UPDATE or DELETE: q,

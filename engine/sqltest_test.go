@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -218,19 +217,54 @@ func isExplain(text string) bool {
 	return ok
 }
 
-// isViewRecord reports whether text is one CREATE or DROP VIEW.
-func isViewRecord(text string) bool {
+// coordinatorStatements reports whether text is statements a cluster's
+// coordinator runs itself (DDL, DML, COPY; not EXPLAIN, SET or SHOW,
+// which the cluster setups run embedded).
+func coordinatorStatements(text string) bool {
 	stmts, err := sql.Parse(text)
-	return err == nil && len(stmts) == 1 && isViewDDL(stmts[0].Stmt)
+	if err != nil || len(stmts) == 0 {
+		return false
+	}
+	for _, st := range stmts {
+		switch st.Stmt.(type) {
+		case *sql.CreateView, *sql.Drop, *sql.CreateTable, *sql.CreateIndex, *sql.Delete, *sql.Update, *sql.Insert, *sql.Copy:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
-// runSQLRecordDist runs a query record as a cluster does: the request's
-// script is the file's view DDL so far and the query, planned by
+// runSQLRecordCoordinator runs a record of coordinator statements as a
+// cluster does: each statement is a request (the whole script and its
+// index) that PrepareDistributed runs on the session's database.
+func runSQLRecordCoordinator(ctx context.Context, s *Session, r *sqlRecord, o dist.DistOptions) (string, []string, error) {
+	stmts, err := sql.Parse(r.sql)
+	if err != nil {
+		return "", nil, err
+	}
+	var types string
+	var rows []string
+	for k := range stmts {
+		dq, err := s.PrepareDistributed(ctx, r.sql, k, o)
+		if err != nil {
+			return "", nil, err
+		}
+		if dq.Local == nil || !dq.Changed {
+			return "", nil, fmt.Errorf("statement %d did not run on the coordinator", k+1)
+		}
+		if types, rows, err = resultRows(dq.Local, r); err != nil {
+			return "", nil, err
+		}
+	}
+	return types, rows, nil
+}
+
+// runSQLRecordDist runs a query record as a cluster does: planned by
 // PrepareDistributed and run on simulated workers that read the session's
 // database.
-func runSQLRecordDist(ctx context.Context, s *Session, r *sqlRecord, viewDDL []string, o dist.DistOptions, alloc memory.Allocator) (string, []string, error) {
-	script := strings.Join(append(slices.Clone(viewDDL), r.sql), ";\n")
-	dq, err := s.PrepareDistributed(ctx, script, len(viewDDL), o)
+func runSQLRecordDist(ctx context.Context, s *Session, r *sqlRecord, o dist.DistOptions, alloc memory.Allocator) (string, []string, error) {
+	dq, err := s.PrepareDistributed(ctx, r.sql, 0, o)
 	if err != nil {
 		return "", nil, err
 	}
@@ -283,6 +317,11 @@ func runSQLRecord(ctx context.Context, s *Session, r *sqlRecord) (string, []stri
 	if err != nil {
 		return "", nil, err
 	}
+	return resultRows(res, r)
+}
+
+// resultRows reads and closes a result: its types and canonical rows.
+func resultRows(res *Result, r *sqlRecord) (string, []string, error) {
 	defer res.Close()
 	if res.Schema == nil {
 		return "", nil, nil
@@ -375,7 +414,6 @@ func runSQLFile(t *testing.T, path string, recs []*sqlRecord, setup sqlSetup, re
 	}
 	ctx := context.Background()
 	failed := 0
-	var viewDDL []string // the CREATE/DROP VIEW records so far (cluster setups)
 	// __TEST_DIR__ in SQL is a directory of this run (DuckDB's test files'
 	// convention), for files that COPY TO writes and queries read back.
 	testDir := t.TempDir()
@@ -395,24 +433,16 @@ func runSQLFile(t *testing.T, path string, recs []*sqlRecord, setup sqlSetup, re
 		wantErr := r.errMsg
 		distributed := setup.dist.Workers > 0 && isPlainQuery(r.sql)
 		if distributed {
-			types, rows, err = runSQLRecordDist(ctx, s, r, viewDDL, setup.dist, opts.Alloc)
+			types, rows, err = runSQLRecordDist(ctx, s, r, setup.dist, opts.Alloc)
 			if err != nil && r.errMsg != nil {
-				// The error as embedded: without the task that raised it
-				// and, after replayed view DDL, without a position in the
-				// request's longer script.
+				// The error as embedded: without the task that raised it.
 				msg := taskPrefix.ReplaceAllString(errFirstLine(err), "")
-				if len(viewDDL) > 0 {
-					msg = sqlPosition.ReplaceAllString(msg, "")
-					w := sqlPosition.ReplaceAllString(*r.errMsg, "")
-					wantErr = &w
-				}
 				err = &nferr.Error{Kind: nferr.KindOf(err), Msg: msg, Cause: err}
 			}
+		} else if setup.dist.Workers > 0 && coordinatorStatements(r.sql) {
+			types, rows, err = runSQLRecordCoordinator(ctx, s, r, setup.dist)
 		} else {
 			types, rows, err = runSQLRecord(ctx, s, r)
-			if err == nil && setup.dist.Workers > 0 && isViewRecord(r.sql) {
-				viewDDL = append(viewDDL, r.sql)
-			}
 		}
 		where := fmt.Sprintf("%s:%d", path, r.line)
 		if err != nil && r != orig {

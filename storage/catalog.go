@@ -42,6 +42,10 @@ type Table struct {
 	// nicflow did not write and never deletes.
 	External bool   `json:"external,omitempty"`
 	Location string `json:"location,omitempty"`
+	// Received: a storage node holds the table because a catalog placed
+	// its files here (ReceiveFile); that catalog's Prune may drop the
+	// table or its files. Tables loaded on the node itself never are.
+	Received bool `json:"received,omitempty"`
 	// Indexes are the table's PRIMARY KEY and UNIQUE constraints and the
 	// indexes CREATE INDEX made (keys.go); Checks its CHECK constraints;
 	// Defaults, per column, the SQL text of its DEFAULT ("" for none; nil
@@ -49,6 +53,8 @@ type Table struct {
 	Indexes  []Index  `json:"indexes,omitempty"`
 	Checks   []Check  `json:"checks,omitempty"`
 	Defaults []string `json:"defaults,omitempty"`
+	// ForeignKeys are the table's FOREIGN KEY constraints (foreign.go).
+	ForeignKeys []ForeignKey `json:"foreign_keys,omitempty"`
 	// Generation increases with every committed change of the table.
 	Generation uint64    `json:"generation"`
 	Created    time.Time `json:"created"`
@@ -822,9 +828,12 @@ func (t *txn) dropTable(schema, name string) {
 	t.publish[qn] = nil
 }
 
-// dropKeys deletes the recorded unique-key values of table qn.
+// dropKeys deletes the recorded unique-key values and foreign-key
+// references of table qn.
 func (t *txn) dropKeys(qn string) {
 	pfx := tableKeyPrefix(qn)
+	t.b.DeleteRange(pfx, prefixEnd(pfx), nil)
+	pfx = tableRefPrefix(qn)
 	t.b.DeleteRange(pfx, prefixEnd(pfx), nil)
 }
 

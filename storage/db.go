@@ -238,6 +238,11 @@ func newTable(s, n string, cols []Column, c *Constraints) (*Table, error) {
 			return nil, err
 		}
 		t.Indexes, t.Checks, t.Defaults = cc.Indexes, cc.Checks, cc.Defaults
+		for _, fk := range c.ForeignKeys {
+			fk.Columns = append([]string(nil), fk.Columns...)
+			fk.RefColumns = append([]string(nil), fk.RefColumns...)
+			t.ForeignKeys = append(t.ForeignKeys, fk)
+		}
 	}
 	return t, nil
 }
@@ -263,6 +268,14 @@ func (db *DB) CreateTable(name string, sch *arrow.Schema, opts CreateOptions) er
 	t, err := newTable(s, n, cols, opts.Constraints)
 	if err != nil {
 		return err
+	}
+	if err := db.cat.validateForeignKeys(t); err != nil {
+		return err
+	}
+	if old != nil {
+		if err := db.cat.refusedWhileReferenced("replace", name, tableKeyName(s, n)); err != nil {
+			return err
+		}
 	}
 	tx := db.cat.begin()
 	if old != nil {
@@ -296,6 +309,9 @@ func (db *DB) DropTable(name string, ifExists bool) error {
 			return nil
 		}
 		return nferr.Queryf("table %s does not exist", name)
+	}
+	if err := db.cat.refusedWhileReferenced("drop", name, tableKeyName(s, n)); err != nil {
+		return err
 	}
 	tx := db.cat.begin()
 	tx.dropTable(s, n)

@@ -58,6 +58,10 @@
 //     is one more copy-on-write commit that fails harmlessly if the table
 //     changed meanwhile, and a table filled row by row keeps O(log n)
 //     files.
+//   - A storage node's tables that arrived by placement (Table.Received)
+//     belong to the catalog that placed them: its DB.Prune (retain.go)
+//     drops the ones it no longer has and the files it no longer places
+//     there. Tables a node loaded itself are never pruned.
 //
 // # Types
 //

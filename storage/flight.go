@@ -476,7 +476,7 @@ func (db *DB) ReceiveFile(ctx context.Context, h putHeader, body io.Reader) erro
 			}
 		}
 	} else {
-		t = Table{Schema: s, Name: n, Columns: h.Columns, Generation: 1, Created: time.Now().UTC()}
+		t = Table{Schema: s, Name: n, Columns: h.Columns, Generation: 1, Created: time.Now().UTC(), Received: true}
 	}
 	tx = db.cat.begin()
 	fm.ID = tx.nextID()

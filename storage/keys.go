@@ -50,6 +50,9 @@ type Constraints struct {
 	// Defaults holds, per column (same order), the SQL text of its DEFAULT
 	// expression ("" for none); nil when no column has one.
 	Defaults []string `json:"defaults,omitempty"`
+	// ForeignKeys are FOREIGN KEY constraints (foreign.go); CreateTable
+	// resolves what they reference.
+	ForeignKeys []ForeignKey `json:"foreign_keys,omitempty"`
 }
 
 // pfxKey prefixes the recorded values of unique indexes:
@@ -458,6 +461,13 @@ func (db *DB) DropIndex(name string, ifExists bool) error {
 		return nferr.Queryf("index %q does not exist", name)
 	}
 	ix := t.Indexes[i]
+	for _, dep := range db.cat.sortedTables() {
+		for _, fk := range dep.ForeignKeys {
+			if fk.refKeyName() == tableKeyName(t.Schema, t.Name) && strings.EqualFold(fk.RefIndex, ix.Name) {
+				return nferr.Queryf("cannot drop index %s because constraint %s on table %s requires it", ix.Name, fk.Name, dep.Name)
+			}
+		}
+	}
 	if ix.Constraint {
 		what := "unique"
 		if ix.Primary {

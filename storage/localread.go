@@ -73,10 +73,14 @@ func writeLocalToken(dir string) (string, error) {
 	return tok, nil
 }
 
-// DoAction serves localScanAction.
+// DoAction serves localScanAction, inventoryAction (repair.go) and
+// retainAction (retain.go).
 func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoActionServer) error {
-	if a.GetType() == inventoryAction {
+	switch a.GetType() {
+	case inventoryAction:
 		return s.inventory(stream)
+	case retainAction:
+		return s.retain(a.GetBody(), stream)
 	}
 	if a.GetType() != localScanAction {
 		return status.Errorf(codes.Unimplemented, "storage node %s: unknown action %q", s.opts.NodeID, a.GetType())

@@ -72,8 +72,10 @@ type Appender struct {
 	final   []string
 	rows    int64
 	closed  bool
-	// uks track the keys of the table's unique indexes.
+	// uks track the keys of the table's unique indexes; fks the values
+	// its foreign keys reference.
 	uks []*uniqueKeys
+	fks []*fkRefs
 	// holding: the appender holds a catalog section (tables with unique
 	// keys; NewAppender).
 	holding bool
@@ -119,9 +121,10 @@ func (db *DB) NewAppender(name string, opts AppendOptions) (*Appender, error) {
 		a.cols = t.Columns
 		if !opts.sameRows {
 			a.uks = newUniqueKeys(a.cols, t.Indexes)
+			a.fks = newFKRefs(a.cols, t.ForeignKeys)
 		}
-		if opts.ReplaceFiles != nil && (!opts.Replace || len(a.uks) > 0) {
-			return nil, nferr.Internalf("append to %s: ReplaceFiles needs Replace and a table without unique indexes", name)
+		if opts.ReplaceFiles != nil && (!opts.Replace || len(a.uks)+len(a.fks) > 0) {
+			return nil, nferr.Internalf("append to %s: ReplaceFiles needs Replace and a table without unique indexes or foreign keys", name)
 		}
 	}
 	if a.sch, err = ArrowSchema(a.cols); err != nil {
@@ -259,6 +262,11 @@ func (a *Appender) appendNew(rec arrow.RecordBatch) error {
 
 // write writes rec's rows into the appender's files.
 func (a *Appender) write(rec arrow.RecordBatch) error {
+	for _, r := range a.fks {
+		if err := r.add(a.name, rec); err != nil {
+			return err
+		}
+	}
 	n := rec.NumRows()
 	off := int64(0)
 	for off < n {
@@ -380,6 +388,12 @@ func (a *Appender) commit() (int64, error) {
 			a.abortLocked()
 			return 0, nferr.Queryf("table %s already exists", a.name)
 		}
+		if old != nil {
+			if err := db.cat.refusedWhileReferenced("replace", a.name, qn); err != nil {
+				a.abortLocked()
+				return 0, err
+			}
+		}
 		nt := *a.created
 		nt.Created = time.Now().UTC()
 		t = &nt
@@ -426,6 +440,13 @@ func (a *Appender) commit() (int64, error) {
 		tx.abort()
 		a.abortLocked()
 		return 0, err
+	}
+	if len(a.fks) > 0 || fresh && !a.opts.sameRows {
+		if err := checkForeignKeys(db.cat, tx, qn, a.name, a.fks, a.uks, fresh); err != nil {
+			tx.abort()
+			a.abortLocked()
+			return 0, err
+		}
 	}
 	for _, f := range a.done {
 		f.ID = tx.nextID()

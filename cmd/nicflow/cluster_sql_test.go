@@ -239,18 +239,19 @@ func TestClusterSQLBehaviour(t *testing.T) {
 		if err != nil || out != "n_name\nALGERIA\nARGENTINA\nBRAZIL\n" {
 			t.Fatalf("query: %q, %v", out, err)
 		}
-		for _, ddl := range []string{"create table t (a integer)", "insert into nation select * from nation", "drop table nation", "set parallelism = 1"} {
-			_, err := run(ddl)
-			if !nferr.Is(err, nferr.KindQuery) || !strings.Contains(err.Error(), "not supported on a cluster") {
-				t.Errorf("%s: %v", ddl, err)
-			}
+		if _, err := run("set parallelism = 1"); !nferr.Is(err, nferr.KindQuery) || !strings.Contains(err.Error(), "not supported on a cluster") {
+			t.Errorf("set parallelism: %v", err)
 		}
-		out, err = run("create view v as select n_name from nation where n_regionkey = 0; select count(*) from v; drop view v")
+		// Views persist on the coordinator, as embedded.
+		out, err = run("create view v as select n_name from nation where n_regionkey = 0; select count(*) from v")
 		if err != nil || !strings.Contains(out, "CREATE VIEW") || !strings.Contains(out, "\n5\n") {
 			t.Errorf("views across a script: %q, %v", out, err)
 		}
+		if out, err := run("select count(*) from v; drop view v"); err != nil || !strings.Contains(out, "\n5\n") {
+			t.Errorf("a view in the next script: %q, %v", out, err)
+		}
 		if _, err := run("select count(*) from v"); !nferr.Is(err, nferr.KindQuery) {
-			t.Errorf("a view outlived its script: %v", err)
+			t.Errorf("a dropped view: %v", err)
 		}
 		if _, err := run("selec 1"); !nferr.Is(err, nferr.KindQuery) || !strings.Contains(err.Error(), "line 1") {
 			t.Errorf("syntax error: %v", err)
@@ -263,6 +264,68 @@ func TestClusterSQLBehaviour(t *testing.T) {
 		if err != nil || !strings.Contains(out, "on worker-1") || !strings.Contains(out, "on worker-2") || !strings.Contains(out, "shuffled") {
 			t.Errorf("explain analyze: %v\n%s", err, out)
 		}
+	})
+
+	t.Run("dml", func(t *testing.T) {
+		// Statements that write run on the coordinator; queries place the
+		// new files on the storage nodes, and the nodes drop the files
+		// the coordinator no longer has.
+		script := `create table acct (id integer primary key, owner varchar not null, cents bigint check (cents >= 0));
+insert into acct values (1, 'ann', 100), (2, 'bob', 250), (3, 'cy', 0);
+select sum(cents) from acct;
+update acct set cents = cents + 50 where id <> 2;
+select id, cents from acct order by id;
+delete from acct where owner = 'bob';
+select count(*), sum(cents) from acct`
+		out, err := run(script)
+		// (statuses go to stderr, after the results on stdout)
+		want := "sum\n350\n\nid,cents\n1,150\n2,250\n3,50\n\ncount,sum\n2,200\nCREATE TABLE\nINSERT 0 3\nUPDATE 2\nDELETE 1\n"
+		if err != nil || out != want {
+			t.Fatalf("dml script:\n%s\nwant:\n%s\nerr: %v", out, want, err)
+		}
+		if _, err := run("insert into acct values (1, 'dup', 1)"); !nferr.Is(err, nferr.KindData) || !strings.Contains(err.Error(), "acct") {
+			t.Errorf("duplicate key: %v", err)
+		}
+		if out, err := run("update acct set cents = -1 where id = 1 returning id"); !nferr.Is(err, nferr.KindData) {
+			t.Errorf("check violated: %q %v", out, err)
+		}
+		if out, err := run("insert into acct values (4, 'dee', 7) returning id, cents * 2 as twice"); err != nil || out != "id,twice\n4,14\n" {
+			t.Errorf("returning: %q %v", out, err)
+		}
+		// Every storage node holds only the table's current files.
+		current := func() int {
+			var files int
+			for _, id := range []string{"storage-1", "storage-2"} {
+				m, _ := filepath.Glob(filepath.Join(dir, "cluster", id, "acct", "*.parquet"))
+				files = max(files, len(m))
+			}
+			return files
+		}
+		if out, err := run("select count(*) from acct"); err != nil || out != "count\n3\n" {
+			t.Fatalf("count: %q %v", out, err)
+		}
+		before := current()
+		if _, err := run("update acct set owner = upper(owner)"); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := run("select string_agg(owner, ' ' order by id) from acct"); err != nil || out != "string_agg\nANN CY DEE\n" {
+			t.Fatalf("after update: %q %v", out, err)
+		}
+		if n := current(); n > before || n == 0 {
+			t.Errorf("storage nodes hold %d files of acct after a rewrite, %d before", n, before)
+		}
+		// A table dropped and created again with other columns.
+		out, err = run("drop table acct; create table acct (day date, x double); insert into acct values ('2024-02-29', 1.5); select * from acct")
+		if err != nil || !strings.HasPrefix(out, "day,x\n2024-02-29,1.5\n") {
+			t.Errorf("recreated table: %q %v", out, err)
+		}
+		if _, err := run("drop table acct"); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := run("select 1 from acct"); !nferr.Is(err, nferr.KindQuery) {
+			t.Errorf("dropped table: %q %v", out, err)
+		}
+		waitUntil(t, 10*time.Second, "the storage nodes dropped acct", func() bool { return current() == 0 })
 	})
 
 	t.Run("keys", func(t *testing.T) {

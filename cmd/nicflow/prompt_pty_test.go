@@ -115,7 +115,7 @@ func TestPromptTerminal(t *testing.T) {
 	typeKeys("insert into t\r")
 	scr.waitFor(t, "     ... ", 1)
 	typeKeys("values (1), (2);\r")
-	scr.waitFor(t, "INSERT 2", 1)
+	scr.waitFor(t, "INSERT 0 2", 1)
 	prompt(3)
 	// Editing: the line typed without its first letter, then Ctrl-A
 	// (start of line) and the letter.

@@ -80,7 +80,7 @@ Every row-returning statement prints its rows (--format):
 Values print in one canonical form: decimals with their scale (12.30), dates
 as YYYY-MM-DD, timestamps as YYYY-MM-DD HH:MM:SS[.ffffff], doubles as
 PostgreSQL prints them. Statements without rows
-print their status (CREATE TABLE, INSERT 5, ...) on stdout in table format,
+print their status (CREATE TABLE, INSERT 0 5, ...) on stdout in table format,
 on stderr in csv and json so that stdout holds only data.
 
 Statements (docs/sql.md): SELECT (joins, subqueries of any shape, WITH

@@ -19,9 +19,9 @@ import (
 // SQL through a coordinator (`nicflow sql --cluster`, `nicflow tpch run
 // --cluster`). A script is split here (a syntax error is reported before
 // anything runs, as embedded) and every statement is one request carrying
-// the whole script and the statement's index: the coordinator replays the
-// script's earlier CREATE/DROP VIEW statements, so views work across
-// statements without state on the coordinator.
+// the whole script and the statement's index (the coordinator replays the
+// script's SET query_retries before it). Queries run on the workers;
+// statements that change the database run on the coordinator.
 
 // clusterSQL runs statements on a coordinator.
 type clusterSQL struct {

@@ -26,7 +26,7 @@ func TestPrompt(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := out.String()
-	for _, want := range []string{"nicflow> ", "     ... ", "CREATE TABLE", "INSERT 2", " sum\n-----\n   3\n(1 row)"} {
+	for _, want := range []string{"nicflow> ", "     ... ", "CREATE TABLE", "INSERT 0 2", " sum\n-----\n   3\n(1 row)"} {
 		if !strings.Contains(o, want) {
 			t.Errorf("prompt output lacks %q:\n%s", want, o)
 		}
@@ -108,7 +108,7 @@ func TestSQLFromFileAndStdin(t *testing.T) {
 	if err := runSQL(context.Background(), sqlFlags{dir: db, format: formatJSON, file: script, create: true}, nil, nil, &out, &errb); err != nil {
 		t.Fatal(err)
 	}
-	if out.String() != "{\"a\":\"x\"}\n{\"a\":null}\n" || errb.String() != "CREATE TABLE\nINSERT 2\n" {
+	if out.String() != "{\"a\":\"x\"}\n{\"a\":null}\n" || errb.String() != "CREATE TABLE\nINSERT 0 2\n" {
 		t.Errorf("out %q err %q", out.String(), errb.String())
 	}
 	if err := runSQL(context.Background(), sqlFlags{dir: db, format: formatTable, file: script}, []string{"select 1"}, nil, &out, &errb); err == nil {

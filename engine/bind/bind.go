@@ -49,9 +49,10 @@ type CreateTableStmt struct {
 	Query       *QueryStmt
 	// Indexes, Checks and Defaults are the declared constraints (as in
 	// plan.TableDef; primary key columns are NOT NULL in Schema).
-	Indexes  []plan.IndexDef
-	Checks   []plan.CheckDef
-	Defaults []string
+	Indexes     []plan.IndexDef
+	Checks      []plan.CheckDef
+	Defaults    []string
+	ForeignKeys []plan.ForeignKeyDef
 }
 
 // CreateIndexStmt is CREATE [UNIQUE] INDEX.

@@ -11,14 +11,15 @@ import (
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
-// Constraints: CREATE TABLE's PRIMARY KEY, UNIQUE, CHECK and DEFAULT, and
-// CREATE INDEX. Storage enforces unique keys and NOT NULL when rows are
-// committed; CHECK constraints are bound here onto the rows an INSERT
+// Constraints: CREATE TABLE's PRIMARY KEY, UNIQUE, CHECK, FOREIGN KEY and
+// DEFAULT, and CREATE INDEX. Storage enforces unique keys, foreign keys
+// and NOT NULL when rows are committed (it resolves a foreign key's
+// referenced unique index); CHECK constraints are bound here onto the rows an INSERT
 // writes (InsertStmt.Checks) and evaluated by the session; a DEFAULT is
 // bound into the INSERT's projection for a column the INSERT does not
 // name. Constraint names follow PostgreSQL: <table>_pkey,
-// <table>_<columns>_key, <table>_<column>_check or <table>_check, and
-// <table>_<columns>_idx for an unnamed index.
+// <table>_<columns>_key, <table>_<column>_check or <table>_check,
+// <table>_<columns>_fkey, and <table>_<columns>_idx for an unnamed index.
 
 // constraints binds the constraints and defaults of CREATE TABLE s into ct
 // (whose Schema the columns made).
@@ -106,6 +107,15 @@ func (b *binder) constraints(ct *CreateTableStmt, s *sql.CreateTable) error {
 				return err
 			}
 			ct.Checks = append(ct.Checks, plan.CheckDef{Name: n, SQL: sql.Deparse(c.Check)})
+		case sql.ConForeignKey:
+			fk, err := b.foreignKey(ct, table, c)
+			if err != nil {
+				return err
+			}
+			if fk.Name, err = name(c.Name, table+"_"+strings.Join(fk.Columns, "_")+"_fkey"); err != nil {
+				return err
+			}
+			ct.ForeignKeys = append(ct.ForeignKeys, fk)
 		}
 	}
 	if len(ct.Indexes) > 0 {
@@ -122,6 +132,60 @@ func (b *binder) constraints(ct *CreateTableStmt, s *sql.CreateTable) error {
 		ct.Schema = arrow.NewSchema(nf, nil)
 	}
 	return nil
+}
+
+// foreignKey binds a FOREIGN KEY of CREATE TABLE ct: its columns exist,
+// the referenced table exists (or is ct itself) with the referenced
+// columns, and the actions are ones nicflow enforces. Storage checks that
+// the referenced columns are a unique key and the types agree.
+func (b *binder) foreignKey(ct *CreateTableStmt, table string, c *sql.TableConstraint) (plan.ForeignKeyDef, error) {
+	fk := plan.ForeignKeyDef{MatchFull: c.MatchFull, OnDelete: c.OnDelete, OnUpdate: c.OnUpdate}
+	for _, a := range []struct{ on, action string }{{"DELETE", c.OnDelete}, {"UPDATE", c.OnUpdate}} {
+		if a.action != "" && a.action != "NO ACTION" && a.action != "RESTRICT" {
+			return fk, b.errorf(c, "ON %s %s is not supported: nicflow enforces foreign keys as NO ACTION / RESTRICT (the statement fails while rows reference the key)", a.on, a.action)
+		}
+	}
+	seen := map[string]bool{}
+	for _, col := range c.Columns {
+		j := ct.Schema.FieldIndices(col.Name)
+		if len(j) == 0 {
+			return fk, b.errorf(col, "column %q referenced in foreign key constraint does not exist", col.Name)
+		}
+		if seen[col.Name] {
+			return fk, b.errorf(col, "column %q appears twice in foreign key constraint", col.Name)
+		}
+		seen[col.Name] = true
+		fk.Columns = append(fk.Columns, col.Name)
+	}
+	ref, err := b.objName(c.RefTable)
+	if err != nil {
+		return fk, err
+	}
+	var refSchema *arrow.Schema
+	if strings.EqualFold(ref, ct.Name) {
+		refSchema = ct.Schema
+	} else {
+		t, err := b.cat.LookupTable(ref)
+		if err != nil {
+			return fk, err
+		}
+		if t == nil {
+			return fk, b.errorf(c.RefTable, "relation %q does not exist", ref)
+		}
+		refSchema, ref = t.Schema, t.Name
+	}
+	fk.RefTable = ref
+	for _, col := range c.RefColumns {
+		j := refSchema.FieldIndices(col.Name)
+		if len(j) == 0 {
+			return fk, b.errorf(col, "column %q referenced in foreign key constraint does not exist", col.Name)
+		}
+		fk.RefColumns = append(fk.RefColumns, col.Name)
+	}
+	if len(fk.RefColumns) > 0 && len(fk.RefColumns) != len(fk.Columns) {
+		return fk, b.errorf(c, "number of referencing and referenced columns for foreign key disagree")
+	}
+	return fk, nil
 }
 
 func constraintWord(k sql.ConstraintKind) string {

@@ -65,6 +65,21 @@ type TableDef struct {
 	Indexes  []IndexDef
 	Checks   []CheckDef
 	Defaults []string
+	// ForeignKeys are its FOREIGN KEY constraints.
+	ForeignKeys []ForeignKeyDef
+}
+
+// ForeignKeyDef is a FOREIGN KEY constraint: Columns reference RefColumns
+// of table RefTable (RefColumns empty: its primary key, until the
+// catalog resolves it).
+type ForeignKeyDef struct {
+	Name       string
+	Columns    []string
+	RefTable   string
+	RefColumns []string
+	MatchFull  bool
+	// OnDelete and OnUpdate: "NO ACTION" or "RESTRICT".
+	OnDelete, OnUpdate string
 }
 
 // IndexDef is an index of a table: a PRIMARY KEY or UNIQUE constraint

@@ -522,17 +522,28 @@ const (
 	ConPrimaryKey ConstraintKind = iota
 	ConUnique
 	ConCheck
+	ConForeignKey
 )
 
 // TableConstraint is [CONSTRAINT name] PRIMARY KEY (columns), UNIQUE
-// (columns) or CHECK (expr). The parser turns a column's own PRIMARY KEY,
-// UNIQUE and CHECK into table constraints on that column.
+// (columns), CHECK (expr) or FOREIGN KEY (columns) REFERENCES table
+// [(columns)] [ON DELETE action] [ON UPDATE action]. The parser turns a
+// column's own PRIMARY KEY, UNIQUE, CHECK and REFERENCES into table
+// constraints on that column.
 type TableConstraint struct {
 	Pos
 	Name    Ident // empty: named by the table and columns
 	Kind    ConstraintKind
 	Columns []Ident
 	Check   Expr
+	// RefTable and RefColumns (empty: the referenced table's primary key)
+	// are what a FOREIGN KEY references; OnDelete and OnUpdate its
+	// referential actions in upper case ("NO ACTION" when not given), and
+	// MatchFull its MATCH FULL.
+	RefTable           ObjName
+	RefColumns         []Ident
+	OnDelete, OnUpdate string
+	MatchFull          bool
 }
 
 // CreateIndex is CREATE [UNIQUE] INDEX [IF NOT EXISTS] [name] ON table

@@ -741,6 +741,24 @@ func (d *deparser) constraints(cs []*TableConstraint) {
 			d.w("CHECK (")
 			d.expr(c.Check, 0)
 			d.w(")")
+		case ConForeignKey:
+			d.w("FOREIGN KEY ")
+			d.identList(c.Columns)
+			d.w(" REFERENCES ")
+			d.objName(c.RefTable)
+			if len(c.RefColumns) > 0 {
+				d.w(" ")
+				d.identList(c.RefColumns)
+			}
+			if c.MatchFull {
+				d.w(" MATCH FULL")
+			}
+			if c.OnDelete != "" && c.OnDelete != "NO ACTION" {
+				d.w(" ON DELETE " + c.OnDelete)
+			}
+			if c.OnUpdate != "" && c.OnUpdate != "NO ACTION" {
+				d.w(" ON UPDATE " + c.OnUpdate)
+			}
 		}
 	}
 }

@@ -546,7 +546,7 @@ func (p *parser) parseCreateTable(start token) (Statement, error) {
 		p.next()
 		typed := 0
 		for {
-			if p.isKw("constraint") || p.isKw("primary") || p.isKw("unique") || p.isKw("check") {
+			if p.isKw("constraint") || p.isKw("primary") || p.isKw("unique") || p.isKw("check") || p.isKw("foreign") {
 				tc, err := p.parseTableConstraint()
 				if err != nil {
 					return nil, err
@@ -685,11 +685,18 @@ func (p *parser) parseColumnDefConstraints(typeOptional bool) (*ColumnDef, []*Ta
 				return nil, nil, err
 			}
 			cons = append(cons, &TableConstraint{Pos: start.pos, Name: cname, Kind: ConCheck, Check: e})
-		case p.isKw("references") || p.isKw("collate") || p.isKw("generated"):
+		case p.isKw("references"):
+			p.next()
+			tc := &TableConstraint{Pos: start.pos, Name: cname, Kind: ConForeignKey, Columns: []Ident{name}}
+			if err := p.parseReferences(tc); err != nil {
+				return nil, nil, err
+			}
+			cons = append(cons, tc)
+		case p.isKw("collate") || p.isKw("generated"):
 			return nil, nil, p.errAt(p.peek(), "column constraint %s is not supported", strings.ToUpper(p.peek().text))
 		default:
 			if cname.Name != "" {
-				return nil, nil, p.errExpected("NOT NULL, NULL, DEFAULT, PRIMARY KEY, UNIQUE or CHECK")
+				return nil, nil, p.errExpected("NOT NULL, NULL, DEFAULT, PRIMARY KEY, UNIQUE, CHECK or REFERENCES")
 			}
 			return cd, cons, nil
 		}
@@ -697,7 +704,8 @@ func (p *parser) parseColumnDefConstraints(typeOptional bool) (*ColumnDef, []*Ta
 }
 
 // parseTableConstraint parses [CONSTRAINT name] PRIMARY KEY (columns) |
-// UNIQUE (columns) | CHECK (expr) in a CREATE TABLE's list.
+// UNIQUE (columns) | CHECK (expr) | FOREIGN KEY (columns) REFERENCES ...
+// in a CREATE TABLE's list.
 func (p *parser) parseTableConstraint() (*TableConstraint, error) {
 	start := p.peek()
 	tc := &TableConstraint{Pos: start.pos}
@@ -721,13 +729,98 @@ func (p *parser) parseTableConstraint() (*TableConstraint, error) {
 			return nil, err
 		}
 		return tc, nil
+	case p.acceptKw("foreign"):
+		if _, err := p.expectKw("key"); err != nil {
+			return nil, err
+		}
+		tc.Kind = ConForeignKey
+		if tc.Columns, err = p.parseIdentList("a column name"); err != nil {
+			return nil, err
+		}
+		if _, err := p.expectKw("references"); err != nil {
+			return nil, err
+		}
+		return tc, p.parseReferences(tc)
 	default:
-		return nil, p.errExpected("PRIMARY KEY, UNIQUE or CHECK")
+		return nil, p.errExpected("PRIMARY KEY, UNIQUE, CHECK or FOREIGN KEY")
 	}
 	if tc.Columns, err = p.parseIdentList("a column name"); err != nil {
 		return nil, err
 	}
 	return tc, nil
+}
+
+// parseReferences parses what follows REFERENCES: table [(columns)]
+// [MATCH FULL | MATCH SIMPLE] [ON DELETE action] [ON UPDATE action]
+// [[NOT] DEFERRABLE] [INITIALLY DEFERRED | INITIALLY IMMEDIATE], the
+// action one of NO ACTION, RESTRICT, CASCADE, SET NULL, SET DEFAULT.
+func (p *parser) parseReferences(tc *TableConstraint) error {
+	var err error
+	if tc.RefTable, err = p.parseObjName("a table name"); err != nil {
+		return err
+	}
+	if p.isOp("(") {
+		if tc.RefColumns, err = p.parseIdentList("a column name"); err != nil {
+			return err
+		}
+	}
+	tc.OnDelete, tc.OnUpdate = "NO ACTION", "NO ACTION"
+	for {
+		switch {
+		case p.acceptKw("match"):
+			switch {
+			case p.acceptKw("full"):
+				tc.MatchFull = true
+			case p.acceptKw("simple"):
+			default:
+				return p.errExpected("FULL or SIMPLE")
+			}
+		case p.acceptKw("on"):
+			var which *string
+			switch {
+			case p.acceptKw("delete"):
+				which = &tc.OnDelete
+			case p.acceptKw("update"):
+				which = &tc.OnUpdate
+			default:
+				return p.errExpected("DELETE or UPDATE")
+			}
+			switch {
+			case p.acceptKw("restrict"):
+				*which = "RESTRICT"
+			case p.acceptKw("cascade"):
+				*which = "CASCADE"
+			case p.acceptKw("no"):
+				if _, err := p.expectKw("action"); err != nil {
+					return err
+				}
+				*which = "NO ACTION"
+			case p.acceptKw("set"):
+				switch {
+				case p.acceptKw("null"):
+					*which = "SET NULL"
+				case p.acceptKw("default"):
+					*which = "SET DEFAULT"
+				default:
+					return p.errExpected("NULL or DEFAULT")
+				}
+			default:
+				return p.errExpected("NO ACTION, RESTRICT, CASCADE, SET NULL or SET DEFAULT")
+			}
+		case p.isKw("not") && isKwTok(p.peekAt(1), "deferrable"):
+			p.next()
+			p.next()
+		case p.acceptKw("deferrable"):
+		case p.acceptKw("initially"):
+			if !p.acceptKw("deferred") {
+				if _, err := p.expectKw("immediate"); err != nil {
+					return err
+				}
+			}
+		default:
+			return nil
+		}
+	}
 }
 
 // parseParenExpr parses "(" expr ")".

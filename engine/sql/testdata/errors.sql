@@ -80,7 +80,11 @@ select sum(x) over (rows between 1 and current row) from t
 ----
 values (1, 2), (3)
 ----
-create table t (a integer references u (b))
+create table t (a integer references u (b) on delete explode)
+----
+create table t (a integer, foreign key (a) references)
+----
+create table t (a integer, foreign key a references u)
 ----
 create table t (a integer, primary key a)
 ----
