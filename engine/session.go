@@ -848,6 +848,7 @@ func dmlResult(tag string, n int64, ret *returningRows, err error) (*Result, err
 // its TRUE values (UPDATE's count). ret, when set, gets every row written
 // (flagged: the flagged ones) for RETURNING.
 func (s *Session) appendQuery(ctx context.Context, app *storage.Appender, q *bind.QueryStmt, bound []bind.BoundCheck, flagged bool, ret *returningRows) (committed, flags int64, err error) {
+	skip := app.SkipsConflicts()
 	checks, err := compileChecks(q.Plan.Columns(), bound, app.Schema())
 	if err != nil {
 		app.Abort()
@@ -889,11 +890,20 @@ func (s *Session) appendQuery(ctx context.Context, app *storage.Appender, q *bin
 		if len(checks) > 0 {
 			err = checkRows(s.opts.Alloc, app.Name(), checks, out)
 		}
-		if err == nil && ret != nil {
+		// NB: with ON CONFLICT DO NOTHING the appender decides which rows
+		// are written; RETURNING sees only those.
+		if err == nil && ret != nil && !skip {
 			err = ret.add(out, f)
 		}
 		if err == nil {
 			err = app.Append(out)
+		}
+		if err == nil && ret != nil && skip {
+			kf := keptFlags(s.opts.Alloc, app.Kept())
+			err = ret.add(out, kf)
+			if kf != nil {
+				kf.Release()
+			}
 		}
 		out.Release()
 		if err != nil {
@@ -903,6 +913,17 @@ func (s *Session) appendQuery(ctx context.Context, app *storage.Appender, q *bin
 	}
 	committed, err = app.Commit()
 	return committed, flags, err
+}
+
+// keptFlags is Appender.Kept as a boolean array (nil: every row kept).
+func keptFlags(alloc memory.Allocator, kept []bool) *array.Boolean {
+	if kept == nil {
+		return nil
+	}
+	b := array.NewBooleanBuilder(alloc)
+	defer b.Release()
+	b.AppendValues(kept, nil)
+	return b.NewBooleanArray()
 }
 
 func (s *Session) copy(ctx context.Context, x *bind.CopyStmt) (*Result, error) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -76,6 +77,8 @@ type Appender struct {
 	// its foreign keys reference.
 	uks []*uniqueKeys
 	fks []*fkRefs
+	// kept marks the rows of the last Append that SkipConflicts kept.
+	kept []bool
 	// holding: the appender holds a catalog section (tables with unique
 	// keys; NewAppender).
 	holding bool
@@ -200,9 +203,20 @@ func (a *Appender) Append(rec arrow.RecordBatch) error {
 	return a.write(rec)
 }
 
+// SkipsConflicts: the appender drops rows whose key conflicts
+// (AppendOptions.SkipConflicts on a table with a unique key).
+func (a *Appender) SkipsConflicts() bool { return a.opts.SkipConflicts && len(a.uks) > 0 }
+
+// Kept reports, after an Append with SkipConflicts into a table with a
+// unique key, which of its rows were written (the others conflicted); nil
+// when every row was.
+func (a *Appender) Kept() []bool { return a.kept }
+
 // appendNew appends the rows of rec whose keys are new (SkipConflicts),
 // in runs of consecutive kept rows.
 func (a *Appender) appendNew(rec arrow.RecordBatch) error {
+	a.kept = slices.Grow(a.kept[:0], int(rec.NumRows()))[:rec.NumRows()]
+	clear(a.kept)
 	qn := tableKeyName(a.schema, a.name)
 	var buf []byte
 	keys := make([][]byte, len(a.uks))
@@ -253,6 +267,7 @@ func (a *Appender) appendNew(rec arrow.RecordBatch) error {
 				u.keys = append(u.keys, keys[i])
 			}
 		}
+		a.kept[r] = true
 		if start < 0 {
 			start = r
 		}

@@ -651,9 +651,6 @@ func (b *binder) insert(s *sql.Insert) (Statement, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ret != nil && skip {
-		return nil, b.errorf(s.Returning[0], "RETURNING with ON CONFLICT DO NOTHING is not supported yet")
-	}
 	return &InsertStmt{Table: t, Query: &QueryStmt{Plan: &plan.ProjectNode{Input: q.Plan, Exprs: exprs, Cols: cols}, Names: names}, Checks: checks, SkipConflicts: skip, Returning: ret}, nil
 }
 

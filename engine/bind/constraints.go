@@ -438,8 +438,9 @@ func (b *binder) upsert(s *sql.Insert, t *plan.TableDef, rows *QueryStmt) (State
 	if err != nil {
 		return nil, err
 	}
-	if len(s.Returning) > 0 {
-		return nil, b.errorf(s.Returning[0], "RETURNING with ON CONFLICT DO UPDATE is not supported yet")
+	ret, err := b.returning(s.Returning, t, t.Name)
+	if err != nil {
+		return nil, err
 	}
 	fields := t.Schema.Fields()
 	tq := sql.QuoteIdent(t.Name)
@@ -533,5 +534,5 @@ func (b *binder) upsert(s *sql.Insert, t *plan.TableDef, rows *QueryStmt) (State
 		return nil, err
 	}
 	names := append(fieldNames(t), "updated")
-	return &UpdateStmt{Table: t, Query: &QueryStmt{Plan: p, Names: names}, Checks: checks, Upsert: true}, nil
+	return &UpdateStmt{Table: t, Query: &QueryStmt{Plan: p, Names: names}, Checks: checks, Upsert: true, Returning: ret}, nil
 }
