@@ -151,6 +151,9 @@ func (o *optimizer) decorrelateNode(n plan.Plan) (plan.Plan, error) {
 			return &nj, nil
 		}
 	}
+	if j, ok := n.(*plan.JoinNode); ok && (j.Kind == plan.JoinLeft || j.Kind == plan.JoinRight) && j.Cond != nil && readsBothSides(j) {
+		return o.outerJoinByRowID(j)
+	}
 	if j, ok := n.(*plan.JoinNode); ok && j.Cond != nil && plan.HasSubquery(j.Cond) {
 		// A subquery reading one side's columns only (or none) is a value
 		// of that side's rows: computed there, as a column the condition
@@ -179,7 +182,7 @@ func (o *optimizer) decorrelateNode(n plan.Plan) (plan.Plan, error) {
 				case cs.SubsetOf(rc):
 					nj.Right, _, err = o.computeBelow(nj.Right, []*plan.Expr{&v})
 				default:
-					err = nferr.Queryf("subquery %d in a join's ON reads columns of both sides, which is not supported", sq.ID)
+					err = nferr.Queryf("subquery %d in a FULL JOIN's ON reads columns of both sides, which is not supported (a LEFT or RIGHT JOIN's may)", sq.ID)
 				}
 				return v
 			})
@@ -252,6 +255,110 @@ func (o *optimizer) decorrelateNode(n plan.Plan) (plan.Plan, error) {
 		}
 	}
 	return n, nil
+}
+
+// readsBothSides reports whether a subquery in j's ON reads columns of
+// both of j's inputs.
+func readsBothSides(j *plan.JoinNode) bool {
+	lc, rc := plan.ColSetOf(j.Left.Columns()), plan.ColSetOf(j.Right.Columns())
+	both := false
+	plan.WalkExpr(j.Cond, func(x plan.Expr) bool {
+		if sq, ok := x.(*plan.SubqueryExpr); ok {
+			cs := plan.ColsOf(sq)
+			both = both || cs.Intersects(lc) && cs.Intersects(rc)
+			return false
+		}
+		return !both
+	})
+	return both
+}
+
+// outerJoinByRowID rewrites an outer join whose ON holds a subquery that
+// reads both sides. The ON is a filter over the pairs of rows, so the
+// pairs that match are an inner join, which decorrelates like any filter;
+// the outer join then only has to add the preserved rows without a match.
+// The preserved side P is numbered (a shared subplan; both reads see the
+// same numbers) and
+//
+//	P LEFT JOIN I ON cond
+//	  = P' LEFT JOIN (SELECT rid, I.* FROM P'' JOIN I ON cond) m ON P'.rid = m.rid
+//
+// where P' and P” read the numbered P (P” under P's column IDs, which
+// cond reads; P' under fresh ones, renamed back to P's above the join).
+func (o *optimizer) outerJoinByRowID(j *plan.JoinNode) (plan.Plan, error) {
+	preserved, inner := j.Left, j.Right
+	if j.Kind == plan.JoinRight {
+		preserved, inner = j.Right, j.Left
+	}
+	pcols := preserved.Columns()
+	rid := o.newCol("rid", plan.TypInt64, false)
+	// NB: numbered in the order of all of P's columns, so that every
+	// evaluation of the shared subplan (a cluster may compute it in each
+	// stage that reads it) pairs the same rows with the same numbers:
+	// rows tied in that order are equal, and which of them gets which
+	// number changes nothing.
+	var keys []plan.SortKey
+	for _, c := range pcols {
+		keys = append(keys, plan.SortKey{Expr: plan.NewColRef(c)})
+	}
+	def := &plan.SharedDef{ID: o.newDefID(), Name: "outer join rows",
+		Plan: &plan.WindowNode{Input: preserved, Funcs: []*plan.WindowCall{{Fn: "row_number", OrderBy: keys, Typ: plan.TypInt64}}, FuncCols: []plan.Column{rid}}}
+	// The pairs that match: an inner join (its ON becomes a filter).
+	var inLeft, inRight plan.Plan = &plan.SharedScan{Def: def, Cols: append(append([]plan.Column(nil), pcols...), rid)}, inner
+	if j.Kind == plan.JoinRight {
+		inLeft, inRight = inRight, inLeft
+	}
+	matched, err := o.decorrelateNode(&plan.JoinNode{Kind: plan.JoinInner, Left: inLeft, Right: inRight, Cond: j.Cond})
+	if err != nil {
+		return nil, err
+	}
+	icols := inner.Columns()
+	mexprs := []plan.Expr{plan.NewColRef(rid)}
+	for _, c := range icols {
+		mexprs = append(mexprs, plan.NewColRef(c))
+	}
+	m := &plan.ProjectNode{Input: matched, Exprs: mexprs, Cols: append([]plan.Column{rid}, icols...)}
+	// The preserved rows, under fresh IDs, joined to their matches.
+	fresh := make([]plan.Column, len(pcols)+1)
+	for i, c := range append(append([]plan.Column(nil), pcols...), rid) {
+		fresh[i] = o.newCol(c.Name, c.Type, c.Nullable)
+		fresh[i].Table = c.Table
+	}
+	on := plan.NewCall(plan.FnEq, plan.TypBool, plan.NewColRef(fresh[len(pcols)]), plan.NewColRef(rid))
+	var out plan.Plan
+	if j.Kind == plan.JoinLeft {
+		out = &plan.JoinNode{Kind: plan.JoinLeft, Left: &plan.SharedScan{Def: def, Cols: fresh}, Right: m, Cond: on}
+	} else {
+		out = &plan.JoinNode{Kind: plan.JoinRight, Left: m, Right: &plan.SharedScan{Def: def, Cols: fresh}, Cond: on}
+	}
+	// Back to the join's columns: P's under their IDs, I's as they are.
+	rename := map[plan.ColumnID]plan.ColumnID{}
+	for i, c := range pcols {
+		rename[c.ID] = fresh[i].ID
+	}
+	var exprs []plan.Expr
+	for _, c := range j.Columns() {
+		ref := plan.NewColRef(c)
+		if id, ok := rename[c.ID]; ok {
+			ref.ID = id
+		}
+		exprs = append(exprs, ref)
+	}
+	return &plan.ProjectNode{Input: out, Exprs: exprs, Cols: j.Columns()}, nil
+}
+
+// newDefID is an ID for a shared subplan the optimizer makes (EXPLAIN
+// names shared subplans by it), above every ID the plan uses.
+func (o *optimizer) newDefID() int {
+	if o.nextDef == 0 {
+		plan.WalkPlanDeep(o.root, func(n plan.Plan) {
+			if s, ok := n.(*plan.SharedScan); ok {
+				o.nextDef = max(o.nextDef, s.Def.ID)
+			}
+		})
+	}
+	o.nextDef++
+	return o.nextDef
 }
 
 // keySlots copies keys, with the slots of their expressions.

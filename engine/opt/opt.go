@@ -85,8 +85,12 @@ func ruleNamed(name string) *Rule {
 // estimator, and (when traced) what each rule did.
 type optimizer struct {
 	nextID plan.ColumnID
-	est    *Estimator
-	trace  []plan.RuleRun // nil: not traced
+	// nextDef is the last shared-subplan ID used (0: not known yet; see
+	// newDefID), root the query being optimized.
+	nextDef int
+	root    plan.Plan
+	est     *Estimator
+	trace   []plan.RuleRun // nil: not traced
 }
 
 func (o *optimizer) newCol(name string, t arrow.DataType, nullable bool) plan.Column {
@@ -121,7 +125,7 @@ func OptimizeRules(p plan.Plan, rules []string, trace bool) (out plan.Plan, runs
 		}
 		on[r] = true
 	}
-	o := &optimizer{nextID: maxColumnID(p)}
+	o := &optimizer{nextID: maxColumnID(p), root: p}
 	if trace {
 		o.trace = make([]plan.RuleRun, len(Rules))
 		for i, r := range Rules {
