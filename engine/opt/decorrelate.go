@@ -154,6 +154,12 @@ func (o *optimizer) decorrelateNode(n plan.Plan) (plan.Plan, error) {
 	if j, ok := n.(*plan.JoinNode); ok && (j.Kind == plan.JoinLeft || j.Kind == plan.JoinRight) && j.Cond != nil && readsBothSides(j) {
 		return o.outerJoinByRowID(j)
 	}
+	if j, ok := n.(*plan.JoinNode); ok && j.Kind == plan.JoinFull && (j.Cond != nil && readsBothSides(j) || !hasCrossEquality(j)) {
+		// Also a FULL JOIN without an equality between its sides: a hash
+		// join needs one, and a nested loop cannot tell which right rows
+		// found no match across its streams.
+		return o.fullJoinByRowID(j)
+	}
 	if j, ok := n.(*plan.JoinNode); ok && j.Cond != nil && plan.HasSubquery(j.Cond) {
 		// A subquery reading one side's columns only (or none) is a value
 		// of that side's rows: computed there, as a column the condition
@@ -182,7 +188,7 @@ func (o *optimizer) decorrelateNode(n plan.Plan) (plan.Plan, error) {
 				case cs.SubsetOf(rc):
 					nj.Right, _, err = o.computeBelow(nj.Right, []*plan.Expr{&v})
 				default:
-					err = nferr.Queryf("subquery %d in a FULL JOIN's ON reads columns of both sides, which is not supported (a LEFT or RIGHT JOIN's may)", sq.ID)
+					err = nferr.Internalf("subquery %d in a join's ON reads columns of both sides: not rewritten", sq.ID)
 				}
 				return v
 			})
@@ -257,6 +263,26 @@ func (o *optimizer) decorrelateNode(n plan.Plan) (plan.Plan, error) {
 	return n, nil
 }
 
+// hasCrossEquality reports whether j has an equality between an
+// expression of its left side and one of its right side (a hash join key).
+func hasCrossEquality(j *plan.JoinNode) bool {
+	if len(j.Equi) > 0 {
+		return true
+	}
+	lc, rc := plan.ColSetOf(j.Left.Columns()), plan.ColSetOf(j.Right.Columns())
+	for _, c := range plan.Conjuncts(j.Cond) {
+		call, ok := c.(*plan.Call)
+		if !ok || call.Fn != plan.FnEq || plan.HasSubquery(call) {
+			continue
+		}
+		a, b := plan.ColsOf(call.Args[0]), plan.ColsOf(call.Args[1])
+		if len(a) > 0 && len(b) > 0 && (a.SubsetOf(lc) && b.SubsetOf(rc) || a.SubsetOf(rc) && b.SubsetOf(lc)) {
+			return true
+		}
+	}
+	return false
+}
+
 // readsBothSides reports whether a subquery in j's ON reads columns of
 // both of j's inputs.
 func readsBothSides(j *plan.JoinNode) bool {
@@ -297,12 +323,7 @@ func (o *optimizer) outerJoinByRowID(j *plan.JoinNode) (plan.Plan, error) {
 	// stage that reads it) pairs the same rows with the same numbers:
 	// rows tied in that order are equal, and which of them gets which
 	// number changes nothing.
-	var keys []plan.SortKey
-	for _, c := range pcols {
-		keys = append(keys, plan.SortKey{Expr: plan.NewColRef(c)})
-	}
-	def := &plan.SharedDef{ID: o.newDefID(), Name: "outer join rows",
-		Plan: &plan.WindowNode{Input: preserved, Funcs: []*plan.WindowCall{{Fn: "row_number", OrderBy: keys, Typ: plan.TypInt64}}, FuncCols: []plan.Column{rid}}}
+	def := o.numbered(preserved, rid)
 	// The pairs that match: an inner join (its ON becomes a filter).
 	var inLeft, inRight plan.Plan = &plan.SharedScan{Def: def, Cols: append(append([]plan.Column(nil), pcols...), rid)}, inner
 	if j.Kind == plan.JoinRight {
@@ -319,11 +340,7 @@ func (o *optimizer) outerJoinByRowID(j *plan.JoinNode) (plan.Plan, error) {
 	}
 	m := &plan.ProjectNode{Input: matched, Exprs: mexprs, Cols: append([]plan.Column{rid}, icols...)}
 	// The preserved rows, under fresh IDs, joined to their matches.
-	fresh := make([]plan.Column, len(pcols)+1)
-	for i, c := range append(append([]plan.Column(nil), pcols...), rid) {
-		fresh[i] = o.newCol(c.Name, c.Type, c.Nullable)
-		fresh[i].Table = c.Table
-	}
+	fresh := o.freshCopies(append(append([]plan.Column(nil), pcols...), rid))
 	on := plan.NewCall(plan.FnEq, plan.TypBool, plan.NewColRef(fresh[len(pcols)]), plan.NewColRef(rid))
 	var out plan.Plan
 	if j.Kind == plan.JoinLeft {
@@ -345,6 +362,81 @@ func (o *optimizer) outerJoinByRowID(j *plan.JoinNode) (plan.Plan, error) {
 		exprs = append(exprs, ref)
 	}
 	return &plan.ProjectNode{Input: out, Exprs: exprs, Cols: j.Columns()}, nil
+}
+
+// numbered is p with its rows numbered in rid, as a shared subplan.
+func (o *optimizer) numbered(p plan.Plan, rid plan.Column) *plan.SharedDef {
+	var keys []plan.SortKey
+	for _, c := range p.Columns() {
+		keys = append(keys, plan.SortKey{Expr: plan.NewColRef(c)})
+	}
+	return &plan.SharedDef{ID: o.newDefID(), Name: "outer join rows",
+		Plan: &plan.WindowNode{Input: p, Funcs: []*plan.WindowCall{{Fn: "row_number", OrderBy: keys, Typ: plan.TypInt64}}, FuncCols: []plan.Column{rid}}}
+}
+
+// freshCopies are new columns like cols (names, types, tables).
+func (o *optimizer) freshCopies(cols []plan.Column) []plan.Column {
+	out := make([]plan.Column, len(cols))
+	for i, c := range cols {
+		out[i] = o.newCol(c.Name, c.Type, c.Nullable)
+		out[i].Table = c.Table
+	}
+	return out
+}
+
+// fullJoinByRowID is outerJoinByRowID for a FULL JOIN: both sides are
+// numbered, the matching pairs (an inner join, decorrelated) are shared,
+// and
+//
+//	L FULL JOIN R ON cond
+//	  = SELECT L'.*, m.R* FROM L' LEFT JOIN m ON L'.lrid = m.lrid
+//	    UNION ALL SELECT NULL..., R'.* FROM R' WHERE NOT EXISTS (m with R'.rrid)
+//
+// with m = SELECT lrid, rrid, R.* FROM L'' JOIN R'' ON cond.
+func (o *optimizer) fullJoinByRowID(j *plan.JoinNode) (plan.Plan, error) {
+	lcols, rcols := j.Left.Columns(), j.Right.Columns()
+	lrid, rrid := o.newCol("lrid", plan.TypInt64, false), o.newCol("rrid", plan.TypInt64, false)
+	defL, defR := o.numbered(j.Left, lrid), o.numbered(j.Right, rrid)
+	matched, err := o.decorrelateNode(&plan.JoinNode{Kind: plan.JoinInner,
+		Left:  &plan.SharedScan{Def: defL, Cols: append(append([]plan.Column(nil), lcols...), lrid)},
+		Right: &plan.SharedScan{Def: defR, Cols: append(append([]plan.Column(nil), rcols...), rrid)},
+		Cond:  j.Cond})
+	if err != nil {
+		return nil, err
+	}
+	mcols := append([]plan.Column{lrid, rrid}, rcols...)
+	var mexprs []plan.Expr
+	for _, c := range mcols {
+		mexprs = append(mexprs, plan.NewColRef(c))
+	}
+	defM := &plan.SharedDef{ID: o.newDefID(), Name: "outer join matches", Plan: &plan.ProjectNode{Input: matched, Exprs: mexprs, Cols: mcols}}
+	refs := func(cols []plan.Column) []plan.Expr {
+		out := make([]plan.Expr, len(cols))
+		for i, c := range cols {
+			out[i] = plan.NewColRef(c)
+		}
+		return out
+	}
+	// The left rows with their matches, or NULLs.
+	l1 := o.freshCopies(append(append([]plan.Column(nil), lcols...), lrid))
+	m1 := o.freshCopies(mcols)
+	left := &plan.JoinNode{Kind: plan.JoinLeft, Left: &plan.SharedScan{Def: defL, Cols: l1}, Right: &plan.SharedScan{Def: defM, Cols: m1},
+		Cond: plan.NewCall(plan.FnEq, plan.TypBool, plan.NewColRef(l1[len(lcols)]), plan.NewColRef(m1[0]))}
+	x := append(refs(l1[:len(lcols)]), refs(m1[2:])...)
+	xcols := o.freshCopies(j.Columns())
+	partX := &plan.ProjectNode{Input: left, Exprs: x, Cols: xcols}
+	// The right rows without a match.
+	r2 := o.freshCopies(append(append([]plan.Column(nil), rcols...), rrid))
+	m2 := o.freshCopies(mcols)
+	anti := &plan.JoinNode{Kind: plan.JoinAnti, Left: &plan.SharedScan{Def: defR, Cols: r2}, Right: &plan.SharedScan{Def: defM, Cols: m2},
+		Cond: plan.NewCall(plan.FnEq, plan.TypBool, plan.NewColRef(r2[len(rcols)]), plan.NewColRef(m2[1]))}
+	var y []plan.Expr
+	for _, c := range lcols {
+		y = append(y, plan.NullConst(c.Type))
+	}
+	y = append(y, refs(r2[:len(rcols)])...)
+	partY := &plan.ProjectNode{Input: anti, Exprs: y, Cols: o.freshCopies(j.Columns())}
+	return &plan.SetOpNode{Kind: plan.SetUnion, All: true, Left: partX, Right: partY, Cols: j.Columns()}, nil
 }
 
 // newDefID is an ID for a shared subplan the optimizer makes (EXPLAIN

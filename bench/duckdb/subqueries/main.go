@@ -77,6 +77,8 @@ var queries = []string{
 		"|||select ak, av, bk, bv from b left join lateral (select * from a where ak = bk and bv > (select count(*) from c where ck < ak and cv <> bv)) l on true",
 	"select ak, bk, bv from a left join b on bv not in (select cv from c where ck = ak and cv <> bk)" +
 		"|||select ak, bk, bv from a left join lateral (select * from b where bv not in (select cv from c where ck = ak and cv <> bk)) l on true",
+	// FULL JOIN without an equality between the sides (no hash key).
+	"select ak, av, bk, bv from a full join b on ak < bk and bv > av",
 	// Several levels; a correlation from two levels out.
 	"select ak from a where exists (select 1 from b where bk = ak and exists (select 1 from c where ck = bk and cv > av))",
 	"select ak from a where not exists (select 1 from b where bk = ak and not exists (select 1 from c where ck = bk and cv = av))",
