@@ -392,7 +392,7 @@ func (o *optimizer) freshCopies(cols []plan.Column) []plan.Column {
 //	  = SELECT L'.*, m.R* FROM L' LEFT JOIN m ON L'.lrid = m.lrid
 //	    UNION ALL SELECT NULL..., R'.* FROM R' WHERE NOT EXISTS (m with R'.rrid)
 //
-// with m = SELECT lrid, rrid, R.* FROM L'' JOIN R'' ON cond.
+// with m = SELECT lrid, rrid, R.* FROM L” JOIN R” ON cond.
 func (o *optimizer) fullJoinByRowID(j *plan.JoinNode) (plan.Plan, error) {
 	lcols, rcols := j.Left.Columns(), j.Right.Columns()
 	lrid, rrid := o.newCol("lrid", plan.TypInt64, false), o.newCol("rrid", plan.TypInt64, false)
