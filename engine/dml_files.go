@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"strings"
+
 	"github.com/nicflow/nicflow/engine/bind"
 	"github.com/nicflow/nicflow/engine/phys"
 	"github.com/nicflow/nicflow/engine/plan"
@@ -13,9 +15,11 @@ import (
 // the files with a row group that may match are read, rewritten and
 // replaced; the other files stay as they are. The whole table is
 // rewritten when nothing narrows it: no WHERE, a WHERE storage cannot test
-// (a subquery, a function), every file a candidate, or a table with a
-// unique index (its key records are rebuilt from the rows written, which
-// must then be all of them).
+// (a subquery, a function), every file a candidate, or a table that
+// references itself (its key and reference records are rebuilt from the
+// rows written, which must then be all of them). A narrowed rewrite of a
+// table with unique keys or foreign keys moves the replaced files' records
+// to the rows written (storage: commitNarrowKeys).
 
 // dmlFiles is the part of table t an UPDATE or DELETE rewrites.
 type dmlFiles struct {
@@ -34,13 +38,10 @@ func narrowDML(t *plan.TableDef, st *storage.Table, hit *bind.QueryStmt) dmlFile
 	if hit == nil {
 		return whole
 	}
-	for _, ix := range st.Indexes {
-		if ix.Unique {
-			return whole
+	for _, fk := range st.ForeignKeys {
+		if strings.EqualFold(fk.RefTable, st.QualifiedName()) {
+			return whole // it references itself: its records are rebuilt
 		}
-	}
-	if len(st.ForeignKeys) > 0 {
-		return whole // its references are rebuilt from the rows written
 	}
 	var scans []*plan.ScanNode
 	plan.WalkPlanDeep(hit.Plan, func(n plan.Plan) {

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"sort"
@@ -290,11 +291,41 @@ func allNull(rec arrow.RecordBatch, cols []int, row int) bool {
 //   - when fresh (the table's rows are all rewritten), every value another
 //     table references is among the keys this commit writes.
 func checkForeignKeys(c *catalog, tx *txn, qn, table string, refs []*fkRefs, uks []*uniqueKeys, fresh bool) error {
+	if err := checkReferencesExist(c, qn, table, refs, uks, fresh); err != nil {
+		return err
+	}
+	if fresh {
+		own := ownKeys(uks)
+		gone := func(ix string, k string) bool {
+			u := own[strings.ToLower(ix)]
+			if u == nil {
+				return true
+			}
+			_, ok := u.seen[k]
+			return !ok
+		}
+		if err := checkNotReferenced(c, qn, table, gone, nil); err != nil {
+			return err
+		}
+		pfx := tableRefPrefix(qn)
+		tx.b.DeleteRange(pfx, prefixEnd(pfx), nil)
+	}
+	return recordReferences(c, tx, qn, refs, fresh, nil)
+}
+
+func ownKeys(uks []*uniqueKeys) map[string]*uniqueKeys {
 	own := map[string]*uniqueKeys{}
 	for _, u := range uks {
 		own[strings.ToLower(u.ix.Name)] = u
 	}
-	// This table's references.
+	return own
+}
+
+// checkReferencesExist checks that every value refs counted is a key of
+// its referenced table (for a table referencing itself, also among the
+// keys this commit writes; only those when fresh).
+func checkReferencesExist(c *catalog, qn, table string, refs []*fkRefs, uks []*uniqueKeys, fresh bool) error {
+	own := ownKeys(uks)
 	for _, r := range refs {
 		rq := r.fk.refKeyName()
 		self := rq == qn
@@ -331,56 +362,208 @@ func checkForeignKeys(c *catalog, tx *txn, qn, table string, refs []*fkRefs, uks
 			}
 		}
 	}
-	// Other tables' references to this one, when its keys are rewritten.
-	if fresh {
-		for _, t := range c.sortedTables() {
-			key := tableKeyName(t.Schema, t.Name)
-			if key == qn {
+	return nil
+}
+
+// checkNotReferenced checks that no other table references a key of
+// table qn that the commit removes: gone(index, key) says whether it
+// does. With candidates (index name -> keys), only those keys are looked
+// up; without, every reference of every referencing table is read.
+func checkNotReferenced(c *catalog, qn, table string, gone func(ix, k string) bool, candidates map[string][]string) error {
+	for _, t := range c.sortedTables() {
+		key := tableKeyName(t.Schema, t.Name)
+		if key == qn {
+			continue
+		}
+		for _, fk := range t.ForeignKeys {
+			if fk.refKeyName() != qn {
 				continue
 			}
-			for _, fk := range t.ForeignKeys {
-				if fk.refKeyName() != qn {
-					continue
-				}
-				u := own[strings.ToLower(fk.RefIndex)]
-				err := c.scan(string(refPrefix(key, fk.Name)), func(k, _ []byte) error {
-					v := k[len(refPrefix(key, fk.Name)):]
-					if u != nil {
-						if _, ok := u.seen[string(v)]; ok {
-							return nil
-						}
+			violation := func(v string) error {
+				return nferr.Dataf("update or delete on table %q violates foreign key constraint %q on table %q: key (%s)=(%s) is still referenced from table %q",
+					table, fk.Name, t.Name, strings.Join(fk.RefColumns, ", "), decodeKeyText([]byte(v)), t.Name)
+			}
+			pfx := refPrefix(key, fk.Name)
+			if candidates != nil {
+				for _, k := range candidates[strings.ToLower(fk.RefIndex)] {
+					if !gone(fk.RefIndex, k) {
+						continue
 					}
-					return nferr.Dataf("update or delete on table %q violates foreign key constraint %q on table %q: key (%s)=(%s) is still referenced from table %q",
-						table, fk.Name, t.Name, strings.Join(fk.RefColumns, ", "), decodeKeyText(v), t.Name)
-				})
-				if err != nil {
-					return err
+					_, found, err := c.get(string(pfx) + k)
+					if err != nil {
+						return err
+					}
+					if found {
+						return violation(k)
+					}
 				}
+				continue
+			}
+			err := c.scan(string(pfx), func(k, _ []byte) error {
+				v := string(k[len(pfx):])
+				if gone(fk.RefIndex, v) {
+					return violation(v)
+				}
+				return nil
+			})
+			if err != nil {
+				return err
 			}
 		}
 	}
-	// Record this table's referencing values.
-	if fresh {
-		pfx := tableRefPrefix(qn)
-		tx.b.DeleteRange(pfx, prefixEnd(pfx), nil)
-	}
-	for _, r := range refs {
+	return nil
+}
+
+// recordReferences records, in tx, the referencing values refs counted:
+// added to the committed counts unless fresh (the table's records were
+// dropped), less old's counts (the values of the rows a narrowed rewrite
+// replaces; nil: none). A count that reaches 0 is deleted.
+func recordReferences(c *catalog, tx *txn, qn string, refs []*fkRefs, fresh bool, old []map[string]int64) error {
+	for i, r := range refs {
 		pfx := string(refPrefix(qn, r.fk.Name))
+		delta := make(map[string]int64, len(r.counts))
 		for k, n := range r.counts {
+			delta[k] += n
+		}
+		if old != nil {
+			for k, n := range old[i] {
+				delta[k] -= n
+			}
+		}
+		for k, n := range delta {
+			if n == 0 {
+				continue
+			}
 			if !fresh {
 				v, ok, err := c.get(pfx + k)
 				if err != nil {
 					return err
 				}
 				if ok {
-					old, w := binary.Uvarint(v)
+					cur, w := binary.Uvarint(v)
 					if w > 0 {
-						n += int64(old)
+						n += int64(cur)
 					}
 				}
+			}
+			if n <= 0 {
+				tx.b.Delete([]byte(pfx+k), nil)
+				continue
 			}
 			tx.b.Set([]byte(pfx+k), binary.AppendUvarint(nil, uint64(n)), nil)
 		}
 	}
 	return nil
+}
+
+// replacedValues are the key and reference values of the files a narrowed
+// rewrite (AppendOptions.ReplaceFiles) replaces: per unique index the
+// keys, per foreign key the referencing values with their row counts.
+type replacedValues struct {
+	keys []map[string]struct{}
+	refs []map[string]int64
+}
+
+// replacedKeys reads the replaced files' key and reference values. The
+// rewrite must name the generation it read (Commit fails if the table
+// changed since, so these are the files' values then). A table that
+// references itself is rewritten whole, never narrowed.
+func (db *DB) replacedKeys(t *Table, opts AppendOptions, uks []*uniqueKeys, fks []*fkRefs) (*replacedValues, error) {
+	if opts.Generation == 0 {
+		return nil, nferr.Internalf("append to %s: a narrowed rewrite of a table with keys must name its generation", t.Name)
+	}
+	qn := tableKeyName(t.Schema, t.Name)
+	for _, fk := range t.ForeignKeys {
+		if fk.refKeyName() == qn {
+			return nil, nferr.Internalf("append to %s: a table that references itself is rewritten whole", t.Name)
+		}
+	}
+	rv := &replacedValues{keys: make([]map[string]struct{}, len(uks)), refs: make([]map[string]int64, len(fks))}
+	for i := range uks {
+		rv.keys[i] = map[string]struct{}{}
+	}
+	for i := range fks {
+		rv.refs[i] = map[string]int64{}
+	}
+	if len(opts.ReplaceFiles) == 0 {
+		return rv, nil
+	}
+	spec := ScanSpec{Table: t.QualifiedName()}.AllColumns(t)
+	for _, p := range opts.ReplaceFiles {
+		spec.Files = append(spec.Files, FileRange{Path: p})
+	}
+	sc, err := db.NewScanner(spec, ScanOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer sc.Close()
+	var buf []byte
+	for {
+		rec, err := sc.Next(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		if rec == nil {
+			break
+		}
+		for r := 0; r < int(rec.NumRows()); r++ {
+			for i, u := range uks {
+				var null bool
+				if buf, null = encodeKey(buf[:0], rec, u.cols, r); !null {
+					rv.keys[i][string(buf)] = struct{}{}
+				}
+			}
+			for i, f := range fks {
+				var null bool
+				if buf, null = encodeKey(buf[:0], rec, f.cols, r); !null {
+					rv.refs[i][string(buf)]++
+				}
+			}
+		}
+		rec.Release()
+	}
+	return rv, nil
+}
+
+// commitNarrowKeys is the key and reference bookkeeping of a narrowed
+// rewrite (c.mu held, tx its batch): the replaced files' keys that the
+// appended rows do not write again leave the unique indexes (refused while
+// another table references one), the appended rows' new keys must be free
+// and enter them, and the references move from the old values to the new.
+func commitNarrowKeys(c *catalog, tx *txn, qn, table string, uks []*uniqueKeys, fks []*fkRefs, old *replacedValues) error {
+	removed := map[string][]string{}
+	for i, u := range uks {
+		pfx := keyPrefix(qn, u.ix.Name)
+		for k := range old.keys[i] {
+			if _, again := u.seen[k]; !again {
+				tx.b.Delete(append(append([]byte(nil), pfx...), k...), nil)
+				removed[strings.ToLower(u.ix.Name)] = append(removed[strings.ToLower(u.ix.Name)], k)
+			}
+		}
+		for _, k := range u.keys {
+			if _, had := old.keys[i][string(k)]; had {
+				continue
+			}
+			full := append(append([]byte(nil), pfx...), k...)
+			_, found, err := c.get(string(full))
+			if err != nil {
+				return err
+			}
+			if found {
+				return u.violationKey(table, k)
+			}
+			tx.b.Set(full, nil, nil)
+		}
+	}
+	for _, ks := range removed {
+		sort.Strings(ks)
+	}
+	gone := func(string, string) bool { return true }
+	if err := checkNotReferenced(c, qn, table, gone, removed); err != nil {
+		return err
+	}
+	if err := checkReferencesExist(c, qn, table, fks, uks, false); err != nil {
+		return err
+	}
+	return recordReferences(c, tx, qn, fks, false, old.refs)
 }

@@ -79,6 +79,9 @@ type Appender struct {
 	fks []*fkRefs
 	// kept marks the rows of the last Append that SkipConflicts kept.
 	kept []bool
+	// old holds the key and reference values of the files a narrowed
+	// rewrite replaces (nil: none, or not narrowed).
+	old *replacedValues
 	// holding: the appender holds a catalog section (tables with unique
 	// keys; NewAppender).
 	holding bool
@@ -126,8 +129,16 @@ func (db *DB) NewAppender(name string, opts AppendOptions) (*Appender, error) {
 			a.uks = newUniqueKeys(a.cols, t.Indexes)
 			a.fks = newFKRefs(a.cols, t.ForeignKeys)
 		}
-		if opts.ReplaceFiles != nil && (!opts.Replace || len(a.uks)+len(a.fks) > 0) {
-			return nil, nferr.Internalf("append to %s: ReplaceFiles needs Replace and a table without unique indexes or foreign keys", name)
+		if opts.ReplaceFiles != nil && !opts.Replace {
+			return nil, nferr.Internalf("append to %s: ReplaceFiles needs Replace", name)
+		}
+		if opts.ReplaceFiles != nil && len(a.uks)+len(a.fks) > 0 {
+			// A narrowed rewrite of a table with keys or references: the
+			// replaced files' values leave the catalog's records, the
+			// appended rows' enter them (commitNarrowKeys).
+			if a.old, err = db.replacedKeys(t, opts, a.uks, a.fks); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if a.sch, err = ArrowSchema(a.cols); err != nil {
@@ -446,22 +457,25 @@ func (a *Appender) commit() (int64, error) {
 	}
 	tx := db.cat.begin()
 	// NB: a partial replace (ReplaceFiles) keeps the other files' keys;
-	// NewAppender allows it only for tables without unique indexes.
+	// the replaced files' ones leave the records in commitNarrowKeys.
 	fresh := a.opts.Create || (a.opts.Replace && a.opts.ReplaceFiles == nil)
 	if fresh {
 		tx.dropKeys(qn)
 	}
-	if err := checkAndRecord(db.cat, tx, qn, a.name, a.uks, fresh); err != nil {
+	var kerr error
+	switch {
+	case a.old != nil:
+		kerr = commitNarrowKeys(db.cat, tx, qn, a.name, a.uks, a.fks, a.old)
+	default:
+		kerr = checkAndRecord(db.cat, tx, qn, a.name, a.uks, fresh)
+		if kerr == nil && (len(a.fks) > 0 || fresh && !a.opts.sameRows) {
+			kerr = checkForeignKeys(db.cat, tx, qn, a.name, a.fks, a.uks, fresh)
+		}
+	}
+	if kerr != nil {
 		tx.abort()
 		a.abortLocked()
-		return 0, err
-	}
-	if len(a.fks) > 0 || fresh && !a.opts.sameRows {
-		if err := checkForeignKeys(db.cat, tx, qn, a.name, a.fks, a.uks, fresh); err != nil {
-			tx.abort()
-			a.abortLocked()
-			return 0, err
-		}
+		return 0, kerr
 	}
 	for _, f := range a.done {
 		f.ID = tx.nextID()
