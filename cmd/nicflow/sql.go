@@ -41,18 +41,22 @@ type sqlFlags struct {
 var sqlF sqlFlags
 
 var sqlCmd = &cobra.Command{
-	Use:   `sql (--dir DIR | --cluster ADDR --keys KEYDIR) [-f FILE | "SQL"]`,
+	Use:   `sql [--dir DIR | --cluster ADDR --keys KEYDIR] [-f FILE | "SQL"]`,
 	Short: "Run SQL on a database directory (a script, or an interactive prompt)",
 	Long: `Run SQL statements on the database in DIR, embedded in this process: queries
-run in parallel on this machine's cores within a memory budget. With
+run in parallel on this machine's cores within a memory budget. Without
+--dir (and --cluster) the database is a transient one in a temporary
+directory, deleted at exit: for queries over files ('x.parquet',
+read_csv(...)) and quick computations. With
 --cluster ADDR (and --keys KEYDIR, the cluster's key directory) the
 statements run on a nicflow cluster instead: the coordinator at ADDR plans
 each query into stages over its catalog, its workers run them, and the rows
 stream back here; output, errors and exit codes are the same as embedded,
 and a terminal shows each stage's progress on stderr (docs/cluster.md).
-On a cluster, queries, EXPLAIN [ANALYZE], CREATE/DROP VIEW (for the rest of
-the script), SHOW TABLES and DESCRIBE run; statements that change tables or
-settings are refused.
+On a cluster, queries and EXPLAIN [ANALYZE] run on the workers; statements
+that change the database (CREATE, DROP, INSERT, UPDATE, DELETE, COPY) run
+on the coordinator, on its catalog; SET other than query_retries is
+refused.
 
 Where the SQL comes from:
   "SQL"        the argument: one or more statements separated by ';' (put
@@ -316,14 +320,30 @@ func runSQL(ctx context.Context, fl sqlFlags, args []string, stdin *os.File, std
 		}
 		return cs.runScript(ctx, script, fl.format, stdout, stderr)
 	}
-	sess, err := openSession(fl.dir, fl.create, opts)
+	dir, create := fl.dir, fl.create
+	if dir == "" {
+		// A transient database, as DuckDB's in-memory one.
+		tmp, err := os.MkdirTemp("", "nicflow-transient-")
+		if err != nil {
+			return nferr.IOf("creating a transient database: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		dir, create = tmp, true
+	}
+	sess, err := openSession(dir, create, opts)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
 	if interactive {
 		promptTiming = fl.timer
-		return sessionPrompt(sess, fl.format, stdin, stdout, stderr)
+		where := sess.DB().Dir()
+		if fl.dir == "" {
+			where = "a transient database (deleted at exit; --dir DIR keeps tables)"
+		}
+		return runPrompt(where, func(ctx context.Context, text string, out io.Writer) error {
+			return runScript(ctx, sess, text, fl.format, out, stderr)
+		}, stdin, stdout, stderr)
 	}
 	if fl.timer {
 		return runScriptTimed(ctx, sess, script, fl.format, stdout, stderr, true)

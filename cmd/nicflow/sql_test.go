@@ -96,6 +96,21 @@ func TestSQLCommandFlag(t *testing.T) {
 	}
 }
 
+// Without --dir the database is transient: statements run, and nothing
+// is left behind.
+func TestSQLTransientDatabase(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	var out, errb bytes.Buffer
+	err := runSQL(context.Background(), sqlFlags{format: formatCSV, command: []string{"create table t (a int)", "insert into t values (4), (5)", "select sum(a) as s from t"}}, nil, nil, &out, &errb)
+	if err != nil || out.String() != "s\n9\n" {
+		t.Fatalf("transient database: %q, %v", out.String(), err)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("the transient database left %d entries in TMPDIR", len(left))
+	}
+}
+
 func TestSQLFromFileAndStdin(t *testing.T) {
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
