@@ -69,8 +69,9 @@
 // utf8, date32, decimal(P<=18,S) as arrow decimal64 in memory and INT64-backed
 // DECIMAL in Parquet, decimal(P>18) as decimal128 / FIXED_LEN_BYTE_ARRAY(16).
 // Foreign files may hold decimals as INT32, INT64 or FLBA, FLOAT columns and
-// unsigned 32-bit integers: they are widened when read (decimal(P<=18)
-// always arrives as decimal64).
+// unsigned integers: they are widened when read (decimal(P<=18) always
+// arrives as decimal64; UINT_8/16/32 as int64, UINT_64 as decimal(20,0),
+// whose minima and maxima are not used: signed readings would be wrong).
 //
 // # Scans
 //

@@ -539,6 +539,11 @@ func statsOf(cc *metadata.ColumnChunkMetaData, c Column, descr *schema.Column) (
 	if !ts.HasMinMax() {
 		return st, nil
 	}
+	if lt, ok := descr.LogicalType().(schema.IntLogicalType); ok && !lt.IsSigned() {
+		// Unsigned minima and maxima read as signed would be wrong past
+		// 2^31 (2^63); older writers ordered them as signed, too.
+		return st, nil
+	}
 	t, err := ParseType(c.Type)
 	if err != nil {
 		return st, err
@@ -670,14 +675,14 @@ func newColDecoder(r file.ColumnChunkReader, t arrow.DataType, name string) (*co
 	d := &colDecoder{name: name, kind: kindOf(t), maxDef: r.Descriptor().MaxDefinitionLevel(), r: r}
 	d.tsMul, d.tsDiv, _ = timestampScale(r.Descriptor())
 	if lt, ok := r.Descriptor().LogicalType().(schema.IntLogicalType); ok && !lt.IsSigned() {
-		d.unsigned = true // UINT_32 read as int64: zero-extended
+		d.unsigned = true // UINT_32 read as int64, UINT_64 as decimal(20,0)
 	}
 	ok := false
 	switch rr := r.(type) {
 	case *file.Int32ColumnChunkReader:
 		d.i32r, ok = rr, d.kind == kInt32 || d.kind == kInt64
 	case *file.Int64ColumnChunkReader:
-		d.i64r, ok = rr, d.kind == kInt64
+		d.i64r, ok = rr, d.kind == kInt64 || d.kind == kDec128 && d.unsigned
 	case *file.Float32ColumnChunkReader:
 		d.f32r, ok = rr, d.kind == kFloat64
 	case *file.Float64ColumnChunkReader:
@@ -731,6 +736,16 @@ func (d *colDecoder) read(v *vector, n int) error {
 		}
 		if err == nil && nv < n {
 			spread(v.i64[:n], def[:total], nv)
+		}
+	case d.i64r != nil && d.kind == kDec128: // UINT_64
+		v.i64 = grow(v.i64, n)
+		v.d128 = grow(v.d128, n)
+		total, nv, err = d.i64r.ReadBatch(int64(n), v.i64, def, nil)
+		for i := 0; i < nv; i++ {
+			v.d128[i] = decimal128.FromU64(uint64(v.i64[i]))
+		}
+		if err == nil && nv < n {
+			spread(v.d128[:n], def[:total], nv)
 		}
 	case d.i64r != nil:
 		v.i64 = grow(v.i64, n)

@@ -321,6 +321,9 @@ func flatChunkSupported(md *metadata.FileMetaData, cc *metadata.ColumnChunkMetaD
 	if md.WriterVersion().LessThan(metadata.Parquet816FixedVersion) {
 		return false
 	}
+	if lt, ok := descr.LogicalType().(schema.IntLogicalType); ok && !lt.IsSigned() && descr.PhysicalType() == parquet.Types.Int64 {
+		return false // UINT_64 becomes decimal(20,0): the column decoder converts it
+	}
 	switch descr.PhysicalType() {
 	case parquet.Types.Boolean, parquet.Types.Int32, parquet.Types.Int64, parquet.Types.Float,
 		parquet.Types.Double, parquet.Types.ByteArray, parquet.Types.FixedLenByteArray:

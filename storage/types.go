@@ -319,7 +319,10 @@ func arrowTypeOfParquet(c *schema.Column) (arrow.DataType, error) {
 			return &arrow.TimestampType{Unit: arrow.Microsecond}, nil
 		case schema.IntLogicalType:
 			if !l.IsSigned() {
-				return nil, fmt.Errorf("column %s: unsigned 64-bit integers are not supported", c.Path())
+				// UINT_64 up to 18446744073709551615: a decimal(20,0)
+				// holds every value (DuckDB has UBIGINT; PostgreSQL has no
+				// unsigned type, and its numeric is what this is).
+				return &arrow.Decimal128Type{Precision: 20, Scale: 0}, nil
 			}
 		default:
 			if lt != nil && !lt.IsNone() {
