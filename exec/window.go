@@ -24,8 +24,10 @@ package exec
 // ORDER BY key of a number, date or timestamp, offsets by value: n
 // PRECEDING starts at the first row whose key is at least the current
 // key - n (+ n when descending), found by a pointer that only moves
-// forward. A row whose key is NULL sees its NULL peers. A frame whose
-// start is after its end is empty.
+// forward. A row whose key is NULL sees its NULL peers. GROUPS frames
+// count peer groups (groupBounds). A frame whose start is after its end
+// is empty. With IGNORE NULLS the value functions skip the rows whose
+// argument is NULL (evalValueIgnoreNulls).
 //
 // Evaluation is O(rows) per function: frame starts and ends never move
 // backwards as the current row advances, so sums and counts slide (add the
@@ -82,13 +84,17 @@ const (
 	WinCumeDist    WindowFunc = "cume_dist"
 )
 
-// FrameMode is ROWS or RANGE.
+// FrameMode is ROWS, RANGE or GROUPS.
 type FrameMode string
 
 // The frame modes.
 const (
 	FrameRows  FrameMode = "rows"
 	FrameRange FrameMode = "range"
+	// FrameGroups counts peer groups: n PRECEDING starts at the first row
+	// of the group n groups before the current row's, n FOLLOWING ends
+	// after the last row of the group n groups after it.
+	FrameGroups FrameMode = "groups"
 )
 
 // BoundKind is the kind of a frame bound.
@@ -131,6 +137,9 @@ type WindowFuncSpec struct {
 	Frame *WindowFrame
 	// Name is the output column name (default "func(column)").
 	Name string
+	// IgnoreNulls (lag, lead, first_value, last_value, nth_value): rows
+	// whose argument is NULL are skipped, as if they were not there.
+	IgnoreNulls bool `json:",omitempty"`
 }
 
 // WindowSpec configures a window operator: every function shares the
@@ -149,8 +158,8 @@ type winFunc struct {
 	argCol colInfo
 	result arrow.DataType
 	scale  int32 // decimal argument scale
-	// byValue: a RANGE frame with an offset bound (frame bounds computed
-	// by rangeBounds into rs, re).
+	// byValue: a RANGE or GROUPS frame with an offset bound (frame bounds
+	// computed by rangeBounds or groupBounds into rs, re).
 	byValue bool
 }
 
@@ -177,7 +186,10 @@ type Window struct {
 	results  []winResult
 	computed bool
 	ps, pe   []int32 // peer bounds of the current partition
-	rs, re   []int32 // RANGE-with-offset frames of the current partition (rangeBounds)
+	rs, re   []int32 // RANGE- or GROUPS-with-offset frames of the current partition (rangeBounds, groupBounds)
+	gid, gs  []int32 // groupBounds: each position's peer group, each group's first position
+	nnCnt    []int32 // IGNORE NULLS: non-NULL positions before each position
+	nnPos    []int32 // IGNORE NULLS: the non-NULL positions
 	rkeyI    []int64
 	rkeyF    []float64
 	pos      int
@@ -296,6 +308,19 @@ func NewWindow(in Operator, spec WindowSpec) (*Window, error) {
 			}
 			wf.byValue = true
 		}
+		if frame.Mode == FrameGroups {
+			if len(spec.OrderBy) == 0 {
+				return nil, nferr.Queryf("%s: GROUPS mode requires an ORDER BY clause", op)
+			}
+			wf.byValue = isOffset(frame.Start.Kind) || isOffset(frame.End.Kind)
+		}
+		if f.IgnoreNulls {
+			switch f.Func {
+			case WinLag, WinLead, WinFirstValue, WinLastValue, WinNthValue:
+			default:
+				return nil, nferr.Queryf("%s: IGNORE NULLS applies to lag, lead, first_value, last_value and nth_value, not %s", op, f.Func)
+			}
+		}
 		w.funcs = append(w.funcs, wf)
 		fields = append(fields, arrow.Field{Name: name, Type: wf.result, Nullable: true})
 	}
@@ -312,7 +337,7 @@ func resolveFrame(f WindowFuncSpec, ordered bool) (WindowFrame, error) {
 		return WindowFrame{Mode: FrameRows, Start: FrameBound{Kind: UnboundedPreceding}, End: FrameBound{Kind: UnboundedFollowing}}, nil
 	}
 	fr := *f.Frame
-	if fr.Mode != FrameRows && fr.Mode != FrameRange {
+	if fr.Mode != FrameRows && fr.Mode != FrameRange && fr.Mode != FrameGroups {
 		return fr, nferr.Queryf("unknown frame mode %q", fr.Mode)
 	}
 	for _, b := range []FrameBound{fr.Start, fr.End} {
@@ -541,7 +566,11 @@ func (w *Window) evaluate() error {
 		peerStart, peerEnd := w.peers(start, end)
 		for i := range w.funcs {
 			if w.funcs[i].byValue {
-				w.rangeBounds(&w.funcs[i], start, end-start, peerStart, peerEnd)
+				if w.funcs[i].frame.Mode == FrameGroups {
+					w.groupBounds(&w.funcs[i], end-start, peerStart, peerEnd)
+				} else {
+					w.rangeBounds(&w.funcs[i], start, end-start, peerStart, peerEnd)
+				}
 			}
 			if err := w.evalPartition(i, start, end, peerStart, peerEnd); err != nil {
 				return err
@@ -732,6 +761,63 @@ func (w *Window) rangeBounds(f *winFunc, start, n int, ps, pe []int32) {
 	}
 }
 
+// groupBounds computes the frames of a GROUPS frame with offsets over a
+// partition of n positions into w.rs, w.re: a bound n groups away is the
+// first (start) or last+1 (end) position of that peer group, clamped to
+// the partition.
+func (w *Window) groupBounds(f *winFunc, n int, ps, pe []int32) {
+	w.rs, w.re = resize(w.rs, n), resize(w.re, n)
+	// gs[g] is the first position of group g, gs[groups] = n; gid the
+	// group of each position.
+	gid := resize(w.gid, n)
+	gs := w.gs[:0]
+	for i := 0; i < n; i++ {
+		if i == 0 || ps[i] != ps[i-1] {
+			gs = append(gs, int32(i))
+		}
+		gid[i] = int32(len(gs) - 1)
+	}
+	groups := int64(len(gs))
+	gs = append(gs, int32(n))
+	w.gid, w.gs = gid, gs
+	bound := func(b FrameBound, i int, start bool) int {
+		switch b.Kind {
+		case UnboundedPreceding:
+			return 0
+		case UnboundedFollowing:
+			return n
+		case CurrentRow:
+			if start {
+				return int(ps[i])
+			}
+			return int(pe[i])
+		}
+		g := int64(gid[i])
+		if b.Kind == Preceding {
+			g -= b.Offset
+		} else {
+			g += b.Offset
+		}
+		switch {
+		case g < 0:
+			return 0
+		case g >= groups:
+			return n
+		case start:
+			return int(gs[g])
+		default:
+			return int(gs[g+1])
+		}
+	}
+	for i := 0; i < n; i++ {
+		s, e := bound(f.frame.Start, i, true), bound(f.frame.End, i, false)
+		if s > e {
+			s = e
+		}
+		w.rs[i], w.re[i] = int32(s), int32(e)
+	}
+}
+
 // frameOf returns the frame [s, e) of position i of a partition of n rows.
 func frameOf(fr WindowFrame, i, n int, ps, pe []int32) (int, int) {
 	bound := func(b FrameBound, start bool) int {
@@ -741,7 +827,7 @@ func frameOf(fr WindowFrame, i, n int, ps, pe []int32) (int, int) {
 		case UnboundedFollowing:
 			return n
 		case CurrentRow:
-			if fr.Mode == FrameRange {
+			if fr.Mode == FrameRange || fr.Mode == FrameGroups {
 				if start {
 					return int(ps[i])
 				}
@@ -855,6 +941,10 @@ func (w *Window) evalValue(f *winFunc, r *winResult, start, n int, ps, pe []int3
 		return int32(perm[j])
 	}
 	off := int(min(max(f.spec.N, -int64(n)), int64(n))) // |N| beyond the partition reads nothing
+	if f.spec.IgnoreNulls {
+		w.evalValueIgnoreNulls(f, out, perm, off, ps, pe)
+		return
+	}
 	for k := 0; k < n; k++ {
 		switch f.spec.Func {
 		case WinLag:
@@ -871,6 +961,72 @@ func (w *Window) evalValue(f *winFunc, r *winResult, start, n int, ps, pe []int3
 			default: // nth_value
 				ok := f.spec.N <= int64(e-s)
 				out[k] = at(s+int(min(f.spec.N, int64(n)))-1, ok)
+			}
+		}
+	}
+}
+
+// evalValueIgnoreNulls is evalValue skipping the rows whose argument is
+// NULL: cnt[j] counts the non-NULL positions before j and nn lists them,
+// so each answer is one lookup.
+func (w *Window) evalValueIgnoreNulls(f *winFunc, out []int32, perm []uint32, off int, ps, pe []int32) {
+	n := len(perm)
+	v := w.store.vecs[f.spec.Arg]
+	cnt := resize(w.nnCnt, n+1)
+	nn := w.nnPos[:0]
+	for j, r := range perm {
+		cnt[j] = int32(len(nn))
+		if !v.IsNull(int(r)) {
+			nn = append(nn, int32(j))
+		}
+	}
+	cnt[n] = int32(len(nn))
+	w.nnCnt, w.nnPos = cnt, nn
+	pick := func(i int) int32 {
+		if i < 0 || i >= len(nn) {
+			return -1
+		}
+		return int32(perm[nn[i]])
+	}
+	for k := 0; k < n; k++ {
+		fn, o := f.spec.Func, off
+		if fn == WinLag && o < 0 {
+			fn, o = WinLead, -o
+		} else if fn == WinLead && o < 0 {
+			fn, o = WinLag, -o
+		}
+		switch fn {
+		case WinLag, WinLead:
+			switch {
+			case o == 0:
+				out[k] = int32(perm[k])
+				if v.IsNull(int(perm[k])) {
+					out[k] = -1
+				}
+			case fn == WinLag:
+				out[k] = pick(int(cnt[k]) - o)
+			default:
+				out[k] = pick(int(cnt[k+1]) + o - 1)
+			}
+		default:
+			s, e := w.frameAt(f, k, n, ps, pe)
+			lo, hi := int(cnt[s]), int(cnt[e]) // the non-NULL rows of the frame
+			switch fn {
+			case WinFirstValue:
+				out[k] = -1
+				if lo < hi {
+					out[k] = pick(lo)
+				}
+			case WinLastValue:
+				out[k] = -1
+				if lo < hi {
+					out[k] = pick(hi - 1)
+				}
+			default: // nth_value
+				out[k] = -1
+				if int64(hi-lo) >= f.spec.N {
+					out[k] = pick(lo + int(f.spec.N) - 1)
+				}
 			}
 		}
 	}

@@ -268,6 +268,9 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 		}
 		return b.extract(x, x.Field, arg)
 	case *sql.FuncCall:
+		if x.IgnoreNulls && x.Over == nil {
+			return nil, b.errorf(x, "IGNORE NULLS applies to the window functions lag, lead, first_value, last_value and nth_value")
+		}
 		return b.funcCall(x, s, ctx)
 	}
 	return nil, b.errorf(e, "unsupported expression %T", e)
@@ -1400,7 +1403,14 @@ func (b *binder) windowCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr,
 		}
 		return v, nil
 	}
-	wc := &plan.WindowCall{Fn: name}
+	wc := &plan.WindowCall{Fn: name, IgnoreNulls: x.IgnoreNulls}
+	switch name {
+	case "lag", "lead", "first_value", "last_value", "nth_value":
+	default:
+		if x.IgnoreNulls {
+			return nil, b.errorf(x, "IGNORE NULLS applies to the window functions lag, lead, first_value, last_value and nth_value, not %s", name)
+		}
+	}
 	switch name {
 	case "row_number", "rank", "dense_rank":
 		if len(x.Args) != 0 || x.Star {
@@ -1528,12 +1538,12 @@ func (b *binder) windowCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr,
 		if wf.Start == plan.BoundUnboundedFollowing || wf.End == plan.BoundUnboundedPreceding || wf.Start > wf.End {
 			return nil, b.errorf(f, "window frame starts after it ends")
 		}
-		if wf.Mode == "groups" && (wf.StartOffset != nil || wf.EndOffset != nil) {
-			return nil, b.errorf(f, "GROUPS frames with offsets are not supported yet; use ROWS or RANGE")
+		if wf.Mode == "groups" && len(wc.OrderBy) == 0 {
+			return nil, b.errorf(f, "GROUPS mode requires an ORDER BY clause")
 		}
 		wc.Frame = wf
 	}
-	key := wc.Fn + "|" + strconv.FormatInt(wc.N, 10)
+	key := wc.Fn + "|" + strconv.FormatInt(wc.N, 10) + "|" + strconv.FormatBool(wc.IgnoreNulls)
 	for _, a := range wc.Args {
 		key += "|" + plan.ExprKey(a)
 	}

@@ -1237,7 +1237,7 @@ func (pl *physPlanner) window(n *plan.WindowNode, need plan.ColSet) (*pnode, err
 		layout := append([]plan.ColumnID(nil), in.layout...)
 		for _, fi := range g.funcs {
 			f := n.Funcs[fi]
-			ws := exec.WindowFuncSpec{Func: exec.WindowFunc(f.Fn), Name: n.FuncCols[fi].Name, N: f.N}
+			ws := exec.WindowFuncSpec{Func: exec.WindowFunc(f.Fn), Name: n.FuncCols[fi].Name, N: f.N, IgnoreNulls: f.IgnoreNulls}
 			if len(f.Args) > 0 {
 				ws.Arg = pos[k]
 				k += len(f.Args)
@@ -1290,8 +1290,10 @@ func windowFrame(f *plan.WindowFrame, key arrow.DataType) (*exec.WindowFrame, er
 		mode = exec.FrameRows
 	case "range":
 		mode = exec.FrameRange
+	case "groups":
+		mode = exec.FrameGroups
 	default:
-		return nil, nferr.Queryf("%s window frames are not supported (use ROWS or RANGE)", strings.ToUpper(f.Mode))
+		return nil, nferr.Queryf("%s window frames are not supported (use ROWS, RANGE or GROUPS)", strings.ToUpper(f.Mode))
 	}
 	bound := func(k plan.FrameBoundKind, off plan.Expr) (exec.FrameBound, error) {
 		b := exec.FrameBound{Kind: frameBounds[k]}
@@ -1302,7 +1304,7 @@ func windowFrame(f *plan.WindowFrame, key arrow.DataType) (*exec.WindowFrame, er
 		if !ok || c.IsNull() {
 			return b, nferr.Queryf("window frame offset %s must be a constant", off)
 		}
-		if mode == exec.FrameRows {
+		if mode == exec.FrameRows || mode == exec.FrameGroups {
 			if !plan.IsInteger(c.Typ) {
 				return b, nferr.Queryf("window frame offset %s must be an integer constant", off)
 			}

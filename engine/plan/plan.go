@@ -325,6 +325,8 @@ type WindowCall struct {
 	// Frame is nil for the default frame (RANGE UNBOUNDED PRECEDING to
 	// CURRENT ROW with ORDER BY, the whole partition without).
 	Frame *WindowFrame
+	// IgnoreNulls: a value function skips rows whose argument is NULL.
+	IgnoreNulls bool
 	Typ   arrow.DataType
 }
 

@@ -407,6 +407,9 @@ type FuncCall struct {
 	WithinGroup []*OrderItem
 	Filter      Expr
 	Over        *WindowSpec
+	// IgnoreNulls is IGNORE NULLS after the arguments (first_value(x)
+	// IGNORE NULLS OVER ..., or DuckDB's first_value(x IGNORE NULLS)).
+	IgnoreNulls bool
 }
 
 // Extract is EXTRACT(Field FROM X); Field is lower-cased (year, month, ...).

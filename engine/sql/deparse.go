@@ -319,6 +319,9 @@ func (d *deparser) expr(e Expr, _ int) {
 			}
 		}
 		d.w(")")
+		if e.IgnoreNulls {
+			d.w(" IGNORE NULLS")
+		}
 		if len(e.WithinGroup) > 0 {
 			d.w(" WITHIN GROUP (ORDER BY ")
 			d.orderList(e.WithinGroup)

@@ -592,9 +592,13 @@ func (p *parser) parseFuncCall(name Ident) (Expr, error) {
 		if f.OrderBy, err = byClause(p, "order", p.parseOrderList); err != nil {
 			return nil, err
 		}
+		f.IgnoreNulls = p.nullTreatment()
 	}
 	if _, err := p.expectOp(")"); err != nil {
 		return nil, err
+	}
+	if p.nullTreatment() {
+		f.IgnoreNulls = true
 	}
 	if p.isKw("within") && isKwTok(p.peekAt(1), "group") {
 		p.next()
@@ -631,6 +635,17 @@ func (p *parser) parseFuncCall(name Ident) (Expr, error) {
 		}
 	}
 	return f, nil
+}
+
+// nullTreatment reads an optional IGNORE NULLS (true) or RESPECT NULLS.
+func (p *parser) nullTreatment() bool {
+	if (p.isKw("ignore") || p.isKw("respect")) && isKwTok(p.peekAt(1), "nulls") {
+		ignore := p.isKw("ignore")
+		p.next()
+		p.next()
+		return ignore
+	}
+	return false
 }
 
 func (p *parser) parseOver() (*WindowSpec, error) {

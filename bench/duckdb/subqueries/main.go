@@ -93,6 +93,16 @@ var queries = []string{
 	// Subqueries in GROUP BY and aggregate arguments.
 	"select (select count(*) from b where bk = ak) as n, count(*) from a group by 1",
 	"select sum((select max(cv) from c where ck = ak)) from a",
+	// Not subqueries, but checked on the same tables: GROUPS frames and
+	// IGNORE NULLS (row order made total by the keys).
+	"select ak, av, as_, sum(av) over (order by ak groups between 1 preceding and current row) from a",
+	"select ak, av, as_, count(av) over (partition by as_ order by ak groups between current row and 2 following) from a",
+	"select ak, av, as_, max(av) over (order by ak desc groups between 2 preceding and 1 preceding) from a",
+	"select ak, av, as_, last_value(av ignore nulls) over (order by ak, av, as_ rows between unbounded preceding and 1 preceding) from a",
+	"select ak, av, as_, lag(av, 2 ignore nulls) over (partition by as_ order by ak, av) from a where ak is not null and as_ is not null",
+	"select ak, av, as_, lead(av ignore nulls) over (order by ak, av, as_) from a",
+	"select ak, av, as_, nth_value(av, 2 ignore nulls) over (order by ak, av, as_ rows between 2 preceding and 2 following) from a",
+	"select ak, av, as_, min(av) over (order by ak nulls first groups between 1 following and 3 following) from a",
 	// WITH, and WITH RECURSIVE over the random edges of b.
 	"with t as (select bk, count(*) as n from b group by bk) select ak, (select n from t where bk = ak) from a",
 	"with recursive r(n) as (select bk from b where bk = 1 union select bv from r join b on bk = n where bv is not null) select n from r",
