@@ -327,7 +327,7 @@ type WindowCall struct {
 	Frame *WindowFrame
 	// IgnoreNulls: a value function skips rows whose argument is NULL.
 	IgnoreNulls bool
-	Typ   arrow.DataType
+	Typ         arrow.DataType
 }
 
 // WindowNode computes window functions over its input.
