@@ -73,7 +73,15 @@ func (c *StorageCatalog) LookupFiles(pattern string, o plan.FileOptions) (*plan.
 	var name string
 	var err error
 	if o.Format == "csv" {
-		name, err = storage.CSVTableName(pattern, storage.CSVOptions{Header: o.Header, Delimiter: o.Delimiter, Null: o.Null})
+		co := storage.CSVOptions{Header: o.Header, Delimiter: o.Delimiter, Null: o.Null, Quote: o.Quote}
+		for _, fc := range o.Columns {
+			typ, terr := storage.TypeName(fc.Type)
+			if terr != nil {
+				return nil, terr
+			}
+			co.Columns = append(co.Columns, storage.Column{Name: fc.Name, Type: typ, Nullable: true})
+		}
+		name, err = storage.CSVTableName(pattern, co)
 	} else {
 		name, err = storage.FileTableName(pattern)
 	}

@@ -3,12 +3,15 @@ package engine
 import (
 	"bufio"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/nicflow/nicflow/engine/bind"
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -84,6 +87,7 @@ type csvSink struct {
 	path, tmp string
 	f         *os.File
 	w         *bufio.Writer
+	z         io.WriteCloser // the compressor (.gz, .zst), or nil
 	fmts      []*ValueFormatter
 	delim     byte
 	null      string
@@ -109,7 +113,21 @@ func newCSVSink(path string, sch *arrow.Schema, x *bind.CopyToStmt) (*csvSink, e
 	if c.f, err = os.Create(c.tmp); err != nil {
 		return nil, nferr.IOf("creating %s: %w", path, err)
 	}
-	c.w = bufio.NewWriterSize(c.f, 256<<10)
+	var out io.Writer = c.f
+	switch lower := strings.ToLower(abs); {
+	case strings.HasSuffix(lower, ".gz"):
+		c.z = gzip.NewWriter(c.f)
+	case strings.HasSuffix(lower, ".zst") || strings.HasSuffix(lower, ".zstd"):
+		if c.z, err = zstd.NewWriter(c.f); err != nil {
+			c.f.Close()
+			os.Remove(c.tmp)
+			return nil, nferr.Internalf("zstd writer: %v", err)
+		}
+	}
+	if c.z != nil {
+		out = c.z
+	}
+	c.w = bufio.NewWriterSize(out, 256<<10)
 	if x.Header {
 		c.line = c.line[:0]
 		for i, f := range sch.Fields() {
@@ -161,6 +179,9 @@ func (c *csvSink) write(rec arrow.RecordBatch) error {
 
 func (c *csvSink) close() error {
 	err := c.w.Flush()
+	if err == nil && c.z != nil {
+		err = c.z.Close()
+	}
 	if err == nil {
 		err = c.f.Sync()
 	}
@@ -178,6 +199,9 @@ func (c *csvSink) close() error {
 }
 
 func (c *csvSink) abort() {
+	if c.z != nil {
+		c.z.Close()
+	}
 	c.f.Close()
 	os.Remove(c.tmp)
 }

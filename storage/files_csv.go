@@ -38,6 +38,8 @@ type CSVOptions struct {
 	Delimiter byte
 	// Null is the text of NULL (default: the empty unquoted field).
 	Null string
+	// Quote is the quote character (0: '"').
+	Quote byte
 	// Columns, when set, names and types the columns (type names as
 	// ParseType reads them) instead of inference.
 	Columns []Column
@@ -61,6 +63,9 @@ func CSVTableName(pattern string, o CSVOptions) (string, error) {
 	if o.Null != "" {
 		fmt.Fprintf(&b, "\x00null=%q", o.Null)
 	}
+	if o.Quote != 0 {
+		fmt.Fprintf(&b, "\x00quote=%d", o.Quote)
+	}
 	for _, c := range o.Columns {
 		fmt.Fprintf(&b, "\x00col=%s:%s", c.Name, c.Type)
 	}
@@ -82,6 +87,9 @@ func parseCSVTableName(s string) (string, CSVOptions, error) {
 			o.Delimiter = byte(d)
 		case "null":
 			o.Null, _ = strconv.Unquote(v)
+		case "quote":
+			q, _ := strconv.Atoi(v)
+			o.Quote = byte(q)
 		case "col":
 			name, typ, _ := strings.Cut(v, ":")
 			o.Columns = append(o.Columns, Column{Name: name, Type: typ, Nullable: true})
@@ -135,9 +143,9 @@ func (db *DB) csvTable(pattern string, o CSVOptions) (*Table, error) {
 // convertCSV parses the CSV files into the Parquet file cache (written
 // under a temporary name and renamed, so a reader sees it whole).
 func (db *DB) convertCSV(paths []string, o CSVOptions, dir, cache string) error {
-	copts := CopyOptions{Format: "csv", Delimiter: o.Delimiter, Null: o.Null, BatchRows: 64 << 10}
+	copts := CopyOptions{Format: "csv", Delimiter: o.Delimiter, Null: o.Null, Quote: o.Quote, BatchRows: 64 << 10}
 	if copts.Delimiter == 0 {
-		d, err := detectDelimiter(paths[0])
+		d, err := detectDelimiter(paths[0], o.Quote)
 		if err != nil {
 			return err
 		}
@@ -147,6 +155,13 @@ func (db *DB) convertCSV(paths []string, o CSVOptions, dir, cache string) error 
 	header := false
 	if o.Header != nil {
 		header = *o.Header
+	} else if cols != nil {
+		// Declared columns: the first line is a header when a value of it
+		// does not read as its column's type.
+		var err error
+		if header, err = firstLineMisfits(paths[0], copts, cols); err != nil {
+			return err
+		}
 	}
 	if cols == nil {
 		var err error
@@ -179,12 +194,15 @@ func (db *DB) convertCSV(paths []string, o CSVOptions, dir, cache string) error 
 
 // detectDelimiter picks the delimiter that splits the first lines of path
 // into the same number of fields, the most ("," when none does).
-func detectDelimiter(path string) (byte, error) {
+func detectDelimiter(path string, quote byte) (byte, error) {
 	best, bestN := byte(','), 1
 	for _, d := range []byte{',', '|', ';', '\t'} {
+		if d == quote {
+			continue
+		}
 		n, lines := -1, 0
 		consistent := true
-		err := textRecords(path, CopyOptions{Format: "csv", Delimiter: d}, "read_csv", func(_ int, fields [][]byte, _ []bool) error {
+		err := textRecords(path, CopyOptions{Format: "csv", Delimiter: d, Quote: quote}, "read_csv", func(_ int, fields [][]byte, _ []bool) error {
 			if n >= 0 && len(fields) != n {
 				consistent = false
 			}
@@ -208,6 +226,38 @@ func detectDelimiter(path string) (byte, error) {
 }
 
 var errStop = fmt.Errorf("stop")
+
+// firstLineMisfits reports whether a value of the first record of path
+// does not read as its column's type (or the record has another number
+// of fields): then that line is a header.
+func firstLineMisfits(path string, o CopyOptions, cols []Column) (bool, error) {
+	misfit := false
+	err := textRecords(path, o, "read_csv", func(_ int, fields [][]byte, quoted []bool) error {
+		if len(fields) != len(cols) {
+			misfit = true
+			return errStop
+		}
+		for i, c := range cols {
+			t, err := ParseType(c.Type)
+			if err != nil {
+				return err
+			}
+			b := &colBuilder{name: c.Name, typ: t, kind: kindOf(t), nullable: true}
+			if d, ok := t.(arrow.DecimalType); ok {
+				b.prec, b.scale = d.GetPrecision(), d.GetScale()
+			}
+			b.reset()
+			if why := b.add(fields[i], !quoted[i] && string(fields[i]) == o.Null); why != "" {
+				misfit = true
+			}
+		}
+		return errStop
+	})
+	if err != nil && err != errStop {
+		return false, err
+	}
+	return misfit, nil
+}
 
 // The inferred types, in order of preference.
 const (

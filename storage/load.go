@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/nicflow/nicflow/internal/nferr"
 )
@@ -30,6 +33,9 @@ type CopyOptions struct {
 	// Null is the text of a NULL field (default: the empty field). Only
 	// nullable columns accept NULLs.
 	Null string
+	// Quote encloses csv fields that hold delimiters, line breaks or
+	// quotes (doubled inside); 0 is '"'.
+	Quote byte
 	// Replace replaces the table's rows instead of appending.
 	Replace bool
 	// BatchRows is the number of rows parsed per record (default 65536).
@@ -53,7 +59,7 @@ func (o *CopyOptions) appendChecked(app *Appender, rec arrow.RecordBatch) error 
 // Validate fills defaults from the file name and checks the options.
 func (o *CopyOptions) Validate(path string) error {
 	if o.Format == "" {
-		ext := strings.ToLower(filepath.Ext(path))
+		ext := strings.ToLower(filepath.Ext(strings.TrimSuffix(path, compressedExt(path))))
 		switch ext {
 		case ".csv":
 			o.Format = "csv"
@@ -82,8 +88,11 @@ func (o *CopyOptions) Validate(path string) error {
 	default:
 		return nferr.Queryf("unknown format %q (want csv, tbl or parquet)", o.Format)
 	}
-	if o.Delimiter == '"' || o.Delimiter == '\n' || o.Delimiter == '\r' {
+	if o.Delimiter == o.quote() || o.Delimiter == '\n' || o.Delimiter == '\r' {
 		return nferr.Queryf("invalid delimiter %q", o.Delimiter)
+	}
+	if q := o.quote(); q == '\n' || q == '\r' {
+		return nferr.Queryf("invalid quote %q", q)
 	}
 	if o.BatchRows <= 0 {
 		o.BatchRows = 64 << 10
@@ -338,21 +347,23 @@ func parseText(ctx context.Context, path string, sch *arrow.Schema, o CopyOption
 // file path (after the header line when o.Header), with the record's
 // first line number; a quoted csv field may span lines.
 func textRecords(path string, o CopyOptions, what string, fn func(lineNo int, fields [][]byte, quoted []bool) error) error {
-	f, err := os.Open(path)
+	f, err := openText(path, what)
 	if err != nil {
-		if os.IsNotExist(err) {
-			return nferr.Queryf("%s: %s does not exist", what, path)
-		}
-		return nferr.IOf("%s: %w", what, err)
+		return err
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 1<<20)
+	q := o.quote()
 	lineNo := 0
 	var fields [][]byte
 	var quoted []bool
 	var buf []byte
 	for {
 		line, rerr := readLine(r, &buf)
+		var bad *corruptInput
+		if errors.As(rerr, &bad) {
+			return nferr.Dataf("%s: damaged compressed data near line %d: %v", path, lineNo+1, bad.err)
+		}
 		if rerr != nil && rerr != io.EOF {
 			return nferr.Wrap(nferr.KindIO, rerr, "reading %s line %d", path, lineNo+1)
 		}
@@ -363,7 +374,7 @@ func textRecords(path string, o CopyOptions, what string, fn func(lineNo int, fi
 		first := lineNo
 		// CSV fields may hold newlines inside quotes: keep reading.
 		if o.Format == "csv" {
-			for bytes.Count(line, []byte{'"'})%2 == 1 {
+			for bytes.Count(line, []byte{q})%2 == 1 {
 				more, err2 := readLine(r, nil)
 				if more == nil {
 					return nferr.Dataf("%s:%d: unterminated quoted field", path, first)
@@ -399,6 +410,83 @@ func textRecords(path string, o CopyOptions, what string, fn func(lineNo int, fi
 		}
 	}
 	return nil
+}
+
+// quote is the csv quote character.
+func (o *CopyOptions) quote() byte {
+	if o.Quote == 0 {
+		return '"'
+	}
+	return o.Quote
+}
+
+// compressedExt is the compression suffix of a file name (".gz", ".zst"
+// or ".zstd"), or "".
+func compressedExt(path string) string {
+	lower := strings.ToLower(path)
+	for _, ext := range []string{".gz", ".zst", ".zstd"} {
+		if strings.HasSuffix(lower, ext) {
+			return path[len(path)-len(ext):]
+		}
+	}
+	return ""
+}
+
+// corruptInput marks a decompression error: the file is damaged (bad
+// data), not unreadable.
+type corruptInput struct{ err error }
+
+func (c *corruptInput) Error() string { return c.err.Error() }
+
+// decompressed reads a decompressor, marking its errors as corruptInput.
+type decompressed struct {
+	r     io.Reader
+	close func()
+	f     *os.File
+}
+
+func (d *decompressed) Read(p []byte) (int, error) {
+	n, err := d.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = &corruptInput{err}
+	}
+	return n, err
+}
+
+func (d *decompressed) Close() error {
+	if d.close != nil {
+		d.close()
+	}
+	return d.f.Close()
+}
+
+// openText opens a text file, decompressing it when its name ends in .gz
+// (gzip) or .zst/.zstd (zstandard).
+func openText(path, what string) (io.ReadCloser, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, nferr.Queryf("%s: %s does not exist", what, path)
+		}
+		return nil, nferr.IOf("%s: %w", what, err)
+	}
+	switch strings.ToLower(compressedExt(path)) {
+	case ".gz":
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			f.Close()
+			return nil, nferr.Dataf("%s: %s is not a gzip file: %v", what, path, err)
+		}
+		return &decompressed{r: zr, close: func() { zr.Close() }, f: f}, nil
+	case ".zst", ".zstd":
+		zr, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			f.Close()
+			return nil, nferr.Dataf("%s: %s is not a zstd file: %v", what, path, err)
+		}
+		return &decompressed{r: zr, close: zr.Close, f: f}, nil
+	}
+	return f, nil
 }
 
 func truncate(b []byte, n int) string {
@@ -450,7 +538,7 @@ func trimEOL(b []byte) []byte {
 // writes a trailing one). csv: RFC 4180 quoting ("a ""b""", embedded
 // delimiters and newlines).
 func splitFields(line []byte, o CopyOptions, fields [][]byte, quoted []bool) ([][]byte, []bool, error) {
-	d := o.Delimiter
+	d, q := o.Delimiter, o.quote()
 	csv := o.Format != "tbl"
 	if !csv {
 		if len(line) == 0 || line[len(line)-1] != d {
@@ -459,15 +547,15 @@ func splitFields(line []byte, o CopyOptions, fields [][]byte, quoted []bool) ([]
 		line = line[:len(line)-1]
 	}
 	for {
-		if csv && len(line) > 0 && line[0] == '"' {
+		if csv && len(line) > 0 && line[0] == q {
 			// Quoted field: unescape "" into a fresh slice.
 			var val []byte
 			i := 1
 			closed := false
 			for i < len(line) {
-				if line[i] == '"' {
-					if i+1 < len(line) && line[i+1] == '"' {
-						val = append(val, '"')
+				if line[i] == q {
+					if i+1 < len(line) && line[i+1] == q {
+						val = append(val, q)
 						i += 2
 						continue
 					}

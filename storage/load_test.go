@@ -1,8 +1,10 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/nicflow/nicflow/internal/nferr"
 )
@@ -264,4 +267,44 @@ func TestIntegrity(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A compressed CSV that is not what its name says, or is cut short, is
+// bad data with the file's name, never a crash or a silent short read.
+func TestDamagedCompressedCSV(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.csv.gz")
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	for i := 0; i < 20000; i++ {
+		fmt.Fprintf(zw, "%d,row %d\n", i, i)
+	}
+	zw.Close()
+	if err := os.WriteFile(good, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(dir, "cut.csv.gz")
+	if err := os.WriteFile(cut, buf.Bytes()[:buf.Len()/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notgz := filepath.Join(dir, "plain.csv.gz")
+	if err := os.WriteFile(notgz, []byte("1,a\n2,b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := openTestDB(t, WriteOptions{})
+	sch := arrow.NewSchema([]arrow.Field{{Name: "n", Type: arrow.PrimitiveTypes.Int64}, {Name: "s", Type: arrow.BinaryTypes.String}}, nil)
+	mustCreate(t, db, "t", sch)
+	ctx := context.Background()
+	if n, err := db.Copy(ctx, "t", []string{good}, CopyOptions{}); err != nil || n != 20000 {
+		t.Fatalf("good file: %d rows, %v", n, err)
+	}
+	for _, p := range []string{cut, notgz} {
+		_, err := db.Copy(ctx, "t", []string{p}, CopyOptions{})
+		if !nferr.Is(err, nferr.KindData) || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: %v, want a data error naming the file", filepath.Base(p), err)
+		}
+	}
+	if tb := mustTable(t, db, "t"); tb.Rows() != 20000 {
+		t.Errorf("the failed loads left %d rows, want 20000", tb.Rows())
+	}
 }

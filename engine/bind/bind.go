@@ -723,6 +723,9 @@ type copyOpts struct {
 func (b *binder) copyOptions(s *sql.Copy, what string, formats ...string) (copyOpts, error) {
 	o := copyOpts{format: formats[0]}
 	lower := strings.ToLower(s.File)
+	for _, z := range []string{".gz", ".zst", ".zstd"} {
+		lower = strings.TrimSuffix(lower, z) // a compressed text file
+	}
 	for _, f := range formats {
 		if strings.HasSuffix(lower, "."+f) {
 			o.format = f

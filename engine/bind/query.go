@@ -555,20 +555,23 @@ func (b *binder) fileTable(t *sql.TableFunc) (plan.Plan, []*scopeItem, error) {
 	}
 	pattern := k.Val.(string)
 	lower := strings.ToLower(pattern)
+	for _, z := range []string{".gz", ".zst", ".zstd"} {
+		lower = strings.TrimSuffix(lower, z) // compressed CSV: read through
+	}
 	var fo plan.FileOptions
 	switch {
 	case name == "read_csv" || name == "read_csv_auto":
 		fo.Format = "csv"
 	case name != sql.FileTableFunc:
-	case strings.HasSuffix(lower, ".csv") || strings.HasSuffix(lower, ".tsv") || strings.HasSuffix(lower, ".txt") || strings.HasSuffix(lower, ".csv.gz"):
+	case strings.HasSuffix(lower, ".csv") || strings.HasSuffix(lower, ".tsv") || strings.HasSuffix(lower, ".txt"):
 		fo.Format = "csv"
 	case !strings.HasSuffix(lower, ".parquet"):
 		if st, err := os.Stat(pattern); err != nil || !st.IsDir() {
 			return nil, nil, b.errorf(t, "cannot tell the format of %q: name a .parquet or .csv file, or use read_parquet or read_csv", pattern)
 		}
 	}
-	if strings.HasSuffix(lower, ".gz") {
-		return nil, nil, b.errorf(t.Args[0], "compressed files (%s) are not supported yet", pattern)
+	if fo.Format != "csv" && lower != strings.ToLower(pattern) {
+		return nil, nil, b.errorf(t.Args[0], "compressed files are read as CSV only (%s); Parquet compresses its pages itself", pattern)
 	}
 	if err := b.fileOptions(t, &fo); err != nil {
 		return nil, nil, err
@@ -625,6 +628,12 @@ func (b *binder) fileOptions(t *sql.TableFunc, fo *plan.FileOptions) error {
 		if !ok || len(ref.Parts) != 1 {
 			return b.errorf(a, "options of %s are name = value", t.Name.Name)
 		}
+		if st, isStruct := be.R.(*sql.StructLit); isStruct && strings.EqualFold(ref.Parts[0].Name, "columns") && fo.Format == "csv" {
+			if err := b.csvColumns(st, fo); err != nil {
+				return err
+			}
+			continue
+		}
 		v, err := b.expr(be.R, &scope{}, &exprCtx{clause: "FROM"})
 		if err != nil {
 			return err
@@ -659,9 +668,51 @@ func (b *binder) fileOptions(t *sql.TableFunc, fo *plan.FileOptions) error {
 				return b.errorf(be.R, "option %s takes a string", opt)
 			}
 			fo.Null = s
+		case "quote":
+			s, ok := c.Val.(string)
+			if !ok || len(s) != 1 || s[0] == '\n' || s[0] == '\r' || s[0] == fo.Delimiter {
+				return b.errorf(be.R, "option quote takes one ASCII character other than a line break or the delimiter")
+			}
+			fo.Quote = s[0]
 		default:
-			return b.errorf(a, "unknown option %s of %s (want header, delim or nullstr)", opt, t.Name.Name)
+			return b.errorf(a, "unknown option %s of %s (want header, delim, nullstr, quote or columns)", opt, t.Name.Name)
 		}
+	}
+	return nil
+}
+
+// csvColumns reads read_csv's columns = {'name': 'TYPE', ...}: the
+// columns in order, typed as CAST would type them.
+func (b *binder) csvColumns(st *sql.StructLit, fo *plan.FileOptions) error {
+	if len(st.Names) == 0 {
+		return b.errorf(st, "option columns names no column")
+	}
+	seen := map[string]bool{}
+	for i, n := range st.Names {
+		lit, ok := st.Values[i].(*sql.Literal)
+		if !ok || lit.Kind != sql.LitString {
+			return b.errorf(st.Values[i], "the type of column %s must be a string such as 'INTEGER'", n)
+		}
+		e, err := sql.ParseExpr("CAST(NULL AS " + lit.Text + ")")
+		cast, isCast := e.(*sql.Cast)
+		if err != nil || !isCast {
+			return b.errorf(st.Values[i], "column %s: %q is not a type name", n, lit.Text)
+		}
+		typ, err := b.typeOf(cast.Type)
+		if err != nil {
+			// NB: the position is in the synthetic CAST; the value's is
+			// the one that helps.
+			msg := err.Error()
+			if _, rest, ok := strings.Cut(msg, ": "); ok && strings.HasPrefix(msg, "line ") {
+				msg = rest
+			}
+			return b.errorf(st.Values[i], "column %s: %s", n, msg)
+		}
+		if seen[strings.ToLower(n)] {
+			return b.errorf(st, "column %s appears twice in option columns", n)
+		}
+		seen[strings.ToLower(n)] = true
+		fo.Columns = append(fo.Columns, plan.FileColumn{Name: n, Type: typ})
 	}
 	return nil
 }

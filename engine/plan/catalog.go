@@ -37,12 +37,22 @@ type FileCatalog interface {
 
 // FileOptions say how to read files: Format "parquet" (the default) or
 // "csv", and for CSV the header (nil: detected), the delimiter (0:
-// detected) and the text of NULL.
+// detected), the text of NULL, the quote and the columns.
 type FileOptions struct {
 	Format    string
 	Header    *bool
 	Delimiter byte
 	Null      string
+	// Quote is the CSV quote character (0: '"'); Columns, when set, name
+	// and type the columns instead of inference (names and SQL types).
+	Quote   byte
+	Columns []FileColumn
+}
+
+// FileColumn is a column read_csv's columns option declares.
+type FileColumn struct {
+	Name string
+	Type arrow.DataType
 }
 
 // TableDef describes a table.

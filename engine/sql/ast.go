@@ -256,6 +256,14 @@ type Literal struct {
 	Text string
 }
 
+// StructLit is DuckDB's {'name': value, ...}: nicflow reads it only as
+// the columns option of read_csv ({'a': 'INTEGER', ...}).
+type StructLit struct {
+	Pos
+	Names  []string
+	Values []Expr
+}
+
 // TypedLiteral is type 'string', such as DATE '1998-12-01' or
 // TIMESTAMP '2020-01-01 10:00:00'.
 type TypedLiteral struct {
@@ -732,6 +740,7 @@ func (*GroupingSets) exprNode() {}
 func (*Quantified) exprNode()   {}
 func (*Star) exprNode()         {}
 func (*Literal) exprNode()      {}
+func (*StructLit) exprNode()    {}
 func (*TypedLiteral) exprNode() {}
 func (*IntervalLit) exprNode()  {}
 func (*UnaryExpr) exprNode()    {}

@@ -165,6 +165,16 @@ func (d *deparser) expr(e Expr, _ int) {
 			d.w(".")
 		}
 		d.w("*")
+	case *StructLit:
+		d.w("{")
+		for i, n := range e.Names {
+			if i > 0 {
+				d.w(", ")
+			}
+			d.w(QuoteString(n) + ": ")
+			d.expr(e.Values[i], 0)
+		}
+		d.w("}")
 	case *Literal:
 		switch e.Kind {
 		case LitString:

@@ -316,6 +316,9 @@ func (p *parser) parsePrimary() (Expr, error) {
 		if t.text == "(" {
 			return p.parseParen()
 		}
+		if t.text == "{" {
+			return p.parseStruct()
+		}
 		return nil, p.errExpected("an expression")
 	case tokEOF:
 		return nil, p.errExpected("an expression")
@@ -569,6 +572,37 @@ func (p *parser) parseInterval() (Expr, error) {
 		}
 	}
 	return iv, nil
+}
+
+// parseStruct parses {'name': expr, ...} (names as strings or
+// identifiers).
+func (p *parser) parseStruct() (Expr, error) {
+	t := p.next() // {
+	st := &StructLit{Pos: t.pos}
+	for !p.isOp("}") {
+		n := p.peek()
+		switch n.kind {
+		case tokString, tokIdent:
+			p.next()
+		default:
+			return nil, p.errExpected("a field name")
+		}
+		if _, err := p.expectOp(":"); err != nil {
+			return nil, err
+		}
+		v, err := p.parseExpr()
+		if err != nil {
+			return nil, err
+		}
+		st.Names, st.Values = append(st.Names, n.text), append(st.Values, v)
+		if !p.acceptOp(",") {
+			break
+		}
+	}
+	if _, err := p.expectOp("}"); err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
 func (p *parser) parseFuncCall(name Ident) (Expr, error) {

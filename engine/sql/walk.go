@@ -119,6 +119,8 @@ func Walk(n Node, fn func(Node) bool) {
 		Walk(n.Type, fn)
 	case *TypedLiteral:
 		Walk(n.Type, fn)
+	case *StructLit:
+		exprs(n.Values)
 	case *FuncCall:
 		exprs(n.Args)
 		orders(n.OrderBy)
