@@ -185,6 +185,10 @@ func distinctEstimate(cs storage.ColumnStats, typ arrow.DataType, rows, groups i
 		if a, ok := lo.(arrow.Timestamp); ok {
 			return span(float64(a), float64(hi.(arrow.Timestamp)))
 		}
+	case arrow.TIME64:
+		if a, ok := lo.(arrow.Time64); ok {
+			return span(float64(a), float64(hi.(arrow.Time64)))
+		}
 	}
 	if cs.Distinct > 0 {
 		return cs.Distinct
@@ -226,6 +230,10 @@ func constOfValue(v storage.Value, typ arrow.DataType) (any, bool) {
 	case *arrow.TimestampType:
 		if v.Kind == storage.KindTimestamp {
 			return arrow.Timestamp(v.Int), true
+		}
+	case *arrow.Time64Type:
+		if v.Kind == storage.KindTime {
+			return arrow.Time64(v.Int), true
 		}
 	case *arrow.Decimal64Type:
 		if u, ok := unscaledAt(v, t.Scale); ok && u.IsInt64() {

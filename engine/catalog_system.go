@@ -258,6 +258,7 @@ var pgTypes = []pgType{
 	{16, "bool", 1}, {20, "int8", 8}, {21, "int2", 2}, {23, "int4", 4}, {25, "text", -1},
 	{700, "float4", 4}, {701, "float8", 8}, {1043, "varchar", -1}, {1082, "date", 4},
 	{1114, "timestamp", 8}, {1186, "interval", 16}, {1700, "numeric", -1},
+	{1083, "time", 8},
 }
 
 // typeOID is the PostgreSQL type OID of a stored column (text when
@@ -291,6 +292,8 @@ func typeOID(col storage.Column) int {
 		return 1114
 	case arrow.INTERVAL_MONTH_DAY_NANO:
 		return 1186
+	case arrow.TIME64:
+		return 1083
 	case arrow.DECIMAL32, arrow.DECIMAL64, arrow.DECIMAL128:
 		return 1700
 	}
@@ -308,6 +311,9 @@ func relOID(schema, name string) int {
 // columnType is a stored column's SQL type name.
 func columnType(col storage.Column) string {
 	if at, err := storage.ParseType(col.Type); err == nil {
+		if plan.IsTime(at) {
+			return "time without time zone" // PostgreSQL's name
+		}
 		return plan.TypeString(at)
 	}
 	return col.Type

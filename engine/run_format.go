@@ -25,6 +25,7 @@ import (
 //	               "1234567.5", "1e+21", "NaN", "Infinity"
 //	dates          YYYY-MM-DD
 //	timestamps     YYYY-MM-DD HH:MM:SS[.ffffff] (TIMESTAMPTZ: "+00" after)
+//	times          HH:MM:SS[.ffffff] (24:00:00 possible)
 //	booleans       true / false
 //	strings        as they are
 //	intervals      PostgreSQL's: "1 year 2 mons 3 days 04:05:06.5"
@@ -65,6 +66,11 @@ func NewValueFormatter(t arrow.DataType) (*ValueFormatter, error) {
 		fn = func(a arrow.Array, i int) string {
 			return expr.FormatTimestamp(int64(a.(*array.Timestamp).Value(i)), zone)
 		}
+	case *arrow.Time64Type:
+		if t.Unit != arrow.Microsecond {
+			return nil, fmt.Errorf("cannot print values of type %s", t)
+		}
+		fn = func(a arrow.Array, i int) string { return expr.FormatTime(int64(a.(*array.Time64).Value(i))) }
 	case *arrow.Decimal64Type:
 		s := t.Scale
 		fn = func(a arrow.Array, i int) string { return formatScaled64(int64(a.(*array.Decimal64).Value(i)), s) }

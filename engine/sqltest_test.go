@@ -39,7 +39,7 @@ import (
 //
 // A record ends at a blank line. SQL may span lines. <types> has one
 // letter per result column: I integer or bigint, R double, D decimal, T
-// varchar, B boolean, A date. Values are engine's canonical text (decimals
+// varchar, B boolean, A date, S timestamp, M time, V interval. Values are engine's canonical text (decimals
 // with their scale, dates YYYY-MM-DD), separated by '|'; NULL prints as
 // NULL and the empty string as (empty). rowsort sorts the rows (as text)
 // before comparing; otherwise the order must match. Statements run in one
@@ -188,6 +188,8 @@ func typeLetter(t arrow.DataType) byte {
 		return 'A'
 	case arrow.TIMESTAMP:
 		return 'S'
+	case arrow.TIME64:
+		return 'M'
 	case arrow.INTERVAL_MONTH_DAY_NANO:
 		return 'V'
 	}

@@ -227,7 +227,7 @@ func (t *Table) ColumnStats(col int) ColumnStats {
 
 func valueLess(a, b Value) bool {
 	switch a.Kind {
-	case KindInt, KindDate, KindTimestamp, KindDecimal:
+	case KindInt, KindDate, KindTimestamp, KindTime, KindDecimal:
 		return a.Int < b.Int
 	case KindFloat:
 		return a.Float < b.Float

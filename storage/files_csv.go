@@ -19,7 +19,7 @@ import (
 // Parquet file under the database directory (cache/csv), which then scans
 // like any file table. Column types are inferred from every value of the
 // files (not a sample, so no later row can fail the type): the first type
-// of boolean, bigint, double, date, timestamp that reads every non-NULL
+// of boolean, bigint, double, date, timestamp, time that reads every non-NULL
 // value, else varchar; a column of NULLs only is varchar.
 //
 // INVARIANT: a cache file is named after its source (the files' paths and
@@ -109,6 +109,7 @@ func (db *DB) csvTable(pattern string, o CSVOptions) (*Table, error) {
 	src := fnv.New64a()
 	ver := fnv.New64a()
 	fmt.Fprintf(src, "%q %+v", paths, o)
+	ver.Write([]byte(csvInferVersion))
 	for _, p := range paths {
 		stamp, _, _, err := stampOf(p)
 		if err != nil {
@@ -266,8 +267,13 @@ const (
 	csvFloat
 	csvDate
 	csvTimestamp
-	csvAll = csvBool | csvInt | csvFloat | csvDate | csvTimestamp
+	csvTime
+	csvAll = csvBool | csvInt | csvFloat | csvDate | csvTimestamp | csvTime
 )
+
+// csvInferVersion names the inference rules in the cache key: a cache
+// file typed by older rules (before TIME) is converted again.
+const csvInferVersion = "time"
 
 // fitsCSV is the set of inferred types value v reads as.
 func fitsCSV(v []byte) int {
@@ -285,8 +291,27 @@ func fitsCSV(v []byte) int {
 		m |= csvDate | csvTimestamp
 	} else if _, ok, in := civil.ParseTimestamp(v, false); ok && in {
 		m |= csvTimestamp
+	} else if plainTime(v) {
+		m |= csvTime
 	}
 	return m
+}
+
+// plainTime reports a time of day in the plain form H[H]:MM[:SS[.f...]]
+// (no date, zone or AM/PM): what a CSV column of times holds. Numbers
+// never read as times.
+func plainTime(v []byte) bool {
+	_, n := civil.ParseDigits(v, 2)
+	if n == 0 || n >= len(v) || v[n] != ':' {
+		return false
+	}
+	for _, c := range v {
+		if (c < '0' || c > '9') && c != ':' && c != '.' {
+			return false
+		}
+	}
+	_, ok := civil.ParseTime(v)
+	return ok
 }
 
 // inferCSV types the columns of the files from all their values and reads
@@ -344,6 +369,8 @@ func inferCSV(paths []string, o CopyOptions, header *bool) ([]Column, bool, erro
 			return "date32"
 		case m&csvTimestamp != 0:
 			return "timestamp"
+		case m&csvTime != 0:
+			return "time"
 		}
 		return "utf8"
 	}

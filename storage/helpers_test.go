@@ -160,6 +160,8 @@ func rowsOf(t testing.TB, recs []arrow.RecordBatch) []row {
 					rr = append(rr, int32(a.Value(r)))
 				case *array.Timestamp:
 					rr = append(rr, int64(a.Value(r)))
+				case *array.Time64:
+					rr = append(rr, int64(a.Value(r)))
 				case *array.Boolean:
 					rr = append(rr, a.Value(r))
 				case *array.Decimal64:

@@ -224,6 +224,9 @@ func (c *colBuilder) add(b []byte, isNull bool) (why string) {
 	case arrow.TIMESTAMP:
 		x, why := parseTimestamp(b, c.typ.(*arrow.TimestampType).TimeZone != "")
 		return appendParsed(&c.v.i64, x, why)
+	case arrow.TIME64:
+		x, why := parseTime(b)
+		return appendParsed(&c.v.i64, x, why)
 	case arrow.DECIMAL64:
 		x, why := parseDecimalPrec(b, c.prec, c.scale)
 		return appendParsed(&c.v.i64, x, why)

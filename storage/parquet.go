@@ -563,6 +563,11 @@ func statsOf(cc *metadata.ColumnChunkMetaData, c Column, descr *schema.Column) (
 			scaleTimestamps(w, mul, div)
 			x := Timestamp(w[0])
 			return &x
+		case arrow.TIME64:
+			w := []int64{v}
+			scaleTimestamps(w, mul, div)
+			x := Time(w[0])
+			return &x
 		case arrow.DECIMAL64:
 			x := Decimal(v, scale)
 			return &x
@@ -721,7 +726,7 @@ func (d *colDecoder) read(v *vector, n int) error {
 		if err == nil && nv < n {
 			spread(v.i32[:n], def[:total], nv)
 		}
-	case d.i32r != nil: // INT32 decimal widened to int64
+	case d.i32r != nil: // INT32 decimal, unsigned or TIME(MILLIS) widened to int64
 		d.s32 = grow(d.s32, n)
 		v.i64 = grow(v.i64, n)
 		total, nv, err = d.i32r.ReadBatch(int64(n), d.s32, def, nil)
@@ -734,6 +739,7 @@ func (d *colDecoder) read(v *vector, n int) error {
 				v.i64[i] = int64(d.s32[i])
 			}
 		}
+		scaleTimestamps(v.i64[:nv], d.tsMul, d.tsDiv) // TIME(MILLIS)
 		if err == nil && nv < n {
 			spread(v.i64[:n], def[:total], nv)
 		}

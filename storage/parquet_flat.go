@@ -641,6 +641,7 @@ func (d *flatDecoder) decodePlain(v *vector, at, cnt int, src []byte, bitPos int
 					dst[i] = int64(int32(binary.LittleEndian.Uint32(src[4*i:])))
 				}
 			}
+			scaleTimestamps(dst, d.tsMul, d.tsDiv) // TIME(MILLIS)
 		case d.phys == parquet.Types.Int64:
 			copyLE(v.i64[at:at+cnt], src)
 			scaleTimestamps(v.i64[at:at+cnt], d.tsMul, d.tsDiv)

@@ -182,6 +182,14 @@ func parseTimestamp(b []byte, zone bool) (int64, string) {
 	return us, ""
 }
 
+func parseTime(b []byte) (int64, string) {
+	us, ok := civil.ParseTime(b)
+	if !ok {
+		return 0, "not a time"
+	}
+	return us, ""
+}
+
 func parseBool(b []byte) (bool, string) {
 	switch string(b) {
 	case "t", "true", "TRUE", "True", "1", "y", "yes":

@@ -29,7 +29,9 @@ const (
 	// KindTimestamp is a TIMESTAMP or TIMESTAMPTZ: Int = microseconds
 	// since 1970-01-01 00:00:00 (UTC).
 	KindTimestamp ValueKind = "timestamp"
-	KindDecimal   ValueKind = "decimal" // Int = unscaled value, Scale digits after the point
+	// KindTime is a TIME: Int = microseconds since midnight.
+	KindTime    ValueKind = "time"
+	KindDecimal ValueKind = "decimal" // Int = unscaled value, Scale digits after the point
 	// KindDecimal128 holds a decimal wider than 64 bits: Str is its unscaled
 	// value in decimal digits (statistics of decimal(P>18) columns only).
 	KindDecimal128 ValueKind = "decimal128"
@@ -55,6 +57,9 @@ func Date(days int32) Value { return Value{Kind: KindDate, Int: int64(days)} }
 
 // Timestamp is a timestamp constant of microseconds since 1970-01-01.
 func Timestamp(us int64) Value { return Value{Kind: KindTimestamp, Int: us} }
+
+// Time is a time-of-day constant of microseconds since midnight.
+func Time(us int64) Value { return Value{Kind: KindTime, Int: us} }
 func Decimal(unscaled int64, scale int32) Value {
 	return Value{Kind: KindDecimal, Int: unscaled, Scale: scale}
 }
@@ -92,6 +97,8 @@ func (v Value) String() string {
 		return "DATE '" + time.Unix(v.Int*86400, 0).UTC().Format("2006-01-02") + "'"
 	case KindTimestamp:
 		return "TIMESTAMP '" + string(civil.AppendTimestamp(nil, v.Int, false)) + "'"
+	case KindTime:
+		return "TIME '" + string(civil.AppendTimeOfDay(nil, v.Int)) + "'"
 	case KindDecimal:
 		return formatDecimal(v.Int, v.Scale)
 	case KindDecimal128:
@@ -150,7 +157,7 @@ const (
 // KindDecimal, decimal columns KindInt or KindDecimal (any scale: a constant
 // with more digits than the column is compared exactly), float columns
 // KindInt, KindDecimal or KindFloat, date32 KindDate, timestamps
-// KindTimestamp, utf8 KindString, bool KindBool.
+// KindTimestamp, time64 KindTime, utf8 KindString, bool KindBool.
 type Predicate struct {
 	Op     Op           `json:"op"`
 	Column string       `json:"col,omitempty"`
@@ -450,13 +457,22 @@ func scaledConst(v Value, s int32) (floor int64, exact bool, ok bool) {
 	return q.Int64(), m.Sign() == 0, true
 }
 
-// temporalKind is the Value kind of a date or timestamp column's
+// temporalKind is the Value kind of a date, timestamp or time column's
 // constants.
 func temporalKind(t arrow.DataType) ValueKind {
-	if t.ID() == arrow.TIMESTAMP {
+	switch t.ID() {
+	case arrow.TIMESTAMP:
 		return KindTimestamp
+	case arrow.TIME64:
+		return KindTime
 	}
 	return KindDate
+}
+
+// isTemporalCol reports a date, timestamp or time column: its constants
+// are of its own kind (temporalKind), compared as integers.
+func isTemporalCol(t arrow.DataType) bool {
+	return t.ID() == arrow.DATE32 || t.ID() == arrow.TIMESTAMP || t.ID() == arrow.TIME64
 }
 
 func (n *cnode) setBound(p *Predicate, b bound) error {
@@ -465,7 +481,7 @@ func (n *cnode) setBound(p *Predicate, b bound) error {
 	case kInt32, kInt64:
 		var c int64
 		switch {
-		case n.typ.ID() == arrow.DATE32 || n.typ.ID() == arrow.TIMESTAMP:
+		case isTemporalCol(n.typ):
 			if v.Kind != temporalKind(n.typ) {
 				return n.typeErr(p, v)
 			}
@@ -643,7 +659,7 @@ func (n *cnode) setMaxHi() {
 func (n *cnode) addSetValue(p *Predicate, v Value) error {
 	switch n.kind {
 	case kInt32, kInt64:
-		if n.typ.ID() == arrow.DATE32 || n.typ.ID() == arrow.TIMESTAMP {
+		if isTemporalCol(n.typ) {
 			if v.Kind != temporalKind(n.typ) {
 				return n.typeErr(p, v)
 			}
@@ -767,7 +783,7 @@ func (p *Predicate) check(depth int) error {
 		}
 		for _, v := range p.Values {
 			switch v.Kind {
-			case KindInt, KindFloat, KindString, KindBool, KindDate, KindTimestamp, KindDecimal:
+			case KindInt, KindFloat, KindString, KindBool, KindDate, KindTimestamp, KindTime, KindDecimal:
 			default:
 				return nferr.Dataf("malformed predicate: constant of unknown kind %q", v.Kind)
 			}

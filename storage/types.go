@@ -58,6 +58,11 @@ func TypeName(t arrow.DataType) (string, error) {
 			return "timestamptz", nil
 		}
 		return "timestamp", nil
+	case *arrow.Time64Type:
+		if t.Unit != arrow.Microsecond {
+			return "", nferr.Queryf("type %s: nicflow stores times in microseconds", t)
+		}
+		return "time", nil
 	case *arrow.Decimal64Type:
 		return fmt.Sprintf("decimal(%d,%d)", t.Precision, t.Scale), nil
 	case *arrow.Decimal128Type:
@@ -67,12 +72,12 @@ func TypeName(t arrow.DataType) (string, error) {
 		}
 		return fmt.Sprintf("decimal(%d,%d)", t.Precision, t.Scale), nil
 	}
-	return "", nferr.Queryf("type %s is not supported by nicflow storage (want int32, int64, float64, bool, utf8, date32, timestamp, timestamptz or decimal)", t)
+	return "", nferr.Queryf("type %s is not supported by nicflow storage (want int32, int64, float64, bool, utf8, date32, timestamp, timestamptz, time or decimal)", t)
 }
 
 // ParseType turns a catalog type name into its Arrow type:
 // int32, int64, float64, bool, utf8, date32, timestamp (microseconds),
-// timestamptz (microseconds, UTC), decimal(P,S) (P<=18 is
+// timestamptz (microseconds, UTC), time (microseconds since midnight), decimal(P,S) (P<=18 is
 // decimal64, 19..38 decimal128). A few SQL spellings are accepted too
 // (integer, bigint, double, boolean, varchar, text, date).
 func ParseType(s string) (arrow.DataType, error) {
@@ -94,6 +99,8 @@ func ParseType(s string) (arrow.DataType, error) {
 		return &arrow.TimestampType{Unit: arrow.Microsecond}, nil
 	case "timestamptz":
 		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, nil
+	case "time":
+		return arrow.FixedWidthTypes.Time64us, nil
 	}
 	if strings.HasPrefix(t, "varchar(") || strings.HasPrefix(t, "char(") {
 		return arrow.BinaryTypes.String, nil
@@ -111,7 +118,7 @@ func ParseType(s string) (arrow.DataType, error) {
 			}
 		}
 	}
-	return nil, nferr.Queryf("unknown column type %q (want int32, int64, float64, bool, utf8, date32, timestamp, timestamptz or decimal(P,S) with 1<=P<=38, 0<=S<=P)", s)
+	return nil, nferr.Queryf("unknown column type %q (want int32, int64, float64, bool, utf8, date32, timestamp, timestamptz, time or decimal(P,S) with 1<=P<=38, 0<=S<=P)", s)
 }
 
 // SchemaColumns converts an Arrow schema to catalog columns.
@@ -156,7 +163,7 @@ func kindOf(t arrow.DataType) physKind {
 	switch t.ID() {
 	case arrow.INT32, arrow.DATE32:
 		return kInt32
-	case arrow.INT64, arrow.DECIMAL64, arrow.TIMESTAMP:
+	case arrow.INT64, arrow.DECIMAL64, arrow.TIMESTAMP, arrow.TIME64:
 		return kInt64
 	case arrow.FLOAT64:
 		return kFloat64
@@ -204,6 +211,11 @@ func parquetNode(f arrow.Field) (schema.Node, error) {
 			lt := schema.NewTimestampLogicalType(t.TimeZone != "", schema.TimeUnitMicros)
 			return schema.NewPrimitiveNodeLogical(f.Name, rep, lt, parquet.Types.Int64, 0, -1)
 		}
+	case *arrow.Time64Type:
+		if t.Unit == arrow.Microsecond {
+			lt := schema.NewTimeLogicalType(false, schema.TimeUnitMicros)
+			return schema.NewPrimitiveNodeLogical(f.Name, rep, lt, parquet.Types.Int64, 0, -1)
+		}
 	case *arrow.Decimal64Type:
 		return schema.NewPrimitiveNodeLogical(f.Name, rep, schema.NewDecimalLogicalType(t.Precision, t.Scale), parquet.Types.Int64, 0, -1)
 	case *arrow.Decimal128Type:
@@ -212,13 +224,22 @@ func parquetNode(f arrow.Field) (schema.Node, error) {
 	return nil, nferr.Queryf("column %s: type %s cannot be stored", f.Name, f.Type)
 }
 
-// timestampScale is how a Parquet timestamp column's values convert to
-// microseconds: multiplied by mul (milliseconds: 1000), or floor-divided
-// by div (nanoseconds: 1000); int96 marks the legacy 12-byte form. It is
-// (1, 1, false) for every other column.
+// timestampScale is how a Parquet timestamp or time column's values
+// convert to microseconds: multiplied by mul (milliseconds: 1000), or
+// floor-divided by div (nanoseconds: 1000); int96 marks the legacy 12-byte
+// form. It is (1, 1, false) for every other column.
 func timestampScale(c *schema.Column) (mul, div int64, int96 bool) {
 	if c.PhysicalType() == parquet.Types.Int96 {
 		return 1, 1, true
+	}
+	if l, ok := c.LogicalType().(schema.TimeLogicalType); ok {
+		switch l.TimeUnit() {
+		case schema.TimeUnitMillis:
+			return 1000, 1, false
+		case schema.TimeUnitNanos:
+			return 1, 1000, false
+		}
+		return 1, 1, false
 	}
 	if l, ok := c.LogicalType().(schema.TimestampLogicalType); ok && c.PhysicalType() == parquet.Types.Int64 {
 		switch l.TimeUnit() {
@@ -295,6 +316,12 @@ func arrowTypeOfParquet(c *schema.Column) (arrow.DataType, error) {
 		switch l := lt.(type) {
 		case schema.DateLogicalType:
 			return arrow.FixedWidthTypes.Date32, nil
+		case schema.TimeLogicalType:
+			// TIME(MILLIS): widened to microseconds (timestampScale).
+			if l.TimeUnit() == schema.TimeUnitMillis {
+				return arrow.FixedWidthTypes.Time64us, nil
+			}
+			return nil, fmt.Errorf("column %s: INT32 with logical type %s is not supported", c.Path(), lt)
 		case schema.IntLogicalType:
 			if !l.IsSigned() {
 				return arrow.PrimitiveTypes.Int64, nil
@@ -317,6 +344,13 @@ func arrowTypeOfParquet(c *schema.Column) (arrow.DataType, error) {
 				return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, nil
 			}
 			return &arrow.TimestampType{Unit: arrow.Microsecond}, nil
+		case schema.TimeLogicalType:
+			// TIME(MICROS) or TIME(NANOS), adjusted to UTC or not: a
+			// time of day in microseconds (nanoseconds round down).
+			if l.TimeUnit() == schema.TimeUnitMicros || l.TimeUnit() == schema.TimeUnitNanos {
+				return arrow.FixedWidthTypes.Time64us, nil
+			}
+			return nil, fmt.Errorf("column %s: INT64 with logical type %s is not supported", c.Path(), lt)
 		case schema.IntLogicalType:
 			if !l.IsSigned() {
 				// UINT_64 up to 18446744073709551615: a decimal(20,0)

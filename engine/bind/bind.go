@@ -542,7 +542,14 @@ func (b *binder) typeOf(t *sql.TypeName) (arrow.DataType, error) {
 	case "interval":
 		return plan.TypInterval, args(0)
 	case "time":
-		return nil, b.errorf(t, "type %s is not supported yet (nicflow computes on integer, bigint, double, decimal, varchar, date, timestamp, timestamptz, interval and boolean)", strings.ToUpper(t.Name))
+		// NB: TIME(p) is accepted as TIMESTAMP(p) is: values keep
+		// microseconds.
+		if len(t.Args) == 1 && t.Args[0] > 6 {
+			return nil, b.errorf(t, "TIME(%d) precision must be between 0 and 6", t.Args[0])
+		}
+		return plan.TypTime, args(1)
+	case "timetz":
+		return nil, b.errorf(t, "type TIME WITH TIME ZONE is not supported (PostgreSQL discourages it; use TIME or TIMESTAMPTZ)")
 	}
 	return nil, b.errorf(t, "type %q does not exist", t.Name)
 }

@@ -286,6 +286,9 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 //	date_trunc(unit, ts)        ts rounded down to its unit (dates: rewriteFunc)
 //	to_timestamp(seconds)       TIMESTAMPTZ from Unix seconds
 //	make_timestamp(y, mo, d, h, mi, s)
+//	current_time, localtime     the statement's time of day, TIME (UTC)
+//	make_time(h, mi, s)         TIME
+//	date_trunc(unit, time)      TIME, units up to the hour
 //	epoch(ts), epoch_ms(ts)     seconds (double) / milliseconds (bigint) since 1970
 func (b *binder) timeFunc(name string, args []plan.Expr) (plan.Expr, error) {
 	n := len(args)
@@ -305,6 +308,26 @@ func (b *binder) timeFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			return &plan.Const{Typ: plan.TypTimestamp, Val: now}, nil
 		}
 		return &plan.Const{Typ: plan.TypTimestampTZ, Val: now}, nil
+	case "current_time", "localtime":
+		// NB: PostgreSQL's current_time is a time with time zone;
+		// nicflow's is the TIME of the statement's time in UTC, as
+		// localtime.
+		if err := arity(0); err != nil {
+			return nil, err
+		}
+		_, tod := expr.SplitTimestamp(int64(now))
+		return &plan.Const{Typ: plan.TypTime, Val: arrow.Time64(tod)}, nil
+	case "make_time":
+		if err := arity(3); err != nil {
+			return nil, err
+		}
+		for i := range args {
+			args[i] = plan.ResolveUntyped(args[i], plan.TypInt64)
+			if t := args[i].Type(); !plan.IsNumeric(t) && !plan.IsNullType(t) {
+				return nil, fmt.Errorf("function make_time: argument %d must be a number, not %s", i+1, plan.TypeString(t))
+			}
+		}
+		return plan.NewCall(expr.FnMakeTime, plan.TypTime, args...), nil
 	case "date_trunc":
 		if err := arity(2); err != nil {
 			return nil, err
@@ -313,6 +336,17 @@ func (b *binder) timeFunc(name string, args []plan.Expr) (plan.Expr, error) {
 		t := args[1].Type()
 		if plan.IsDate(t) {
 			return nil, nil
+		}
+		if plan.IsTime(t) {
+			u, ok := args[0].(*plan.Const)
+			if !ok || !plan.IsString(u.Typ) || u.IsNull() {
+				return nil, fmt.Errorf("the unit of date_trunc must be a string constant")
+			}
+			unit := expr.TruncUnitName(u.Val.(string))
+			if _, ok := expr.TruncTime(unit, 0); !ok {
+				return nil, fmt.Errorf("date_trunc: unit %q is not known for time (want %s)", u.Val, strings.Join(expr.TimeTruncUnits, ", "))
+			}
+			return plan.FoldNow(plan.NewCall(expr.FnDateTrunc, t, &plan.Const{Typ: plan.TypString, Val: unit}, args[1])), nil
 		}
 		if !plan.IsTimestamp(t) && !plan.IsNullType(t) {
 			return nil, fmt.Errorf("function date_trunc(%s) does not exist", plan.TypeString(t))
@@ -447,8 +481,8 @@ func (b *binder) extract(at sql.Node, field string, arg plan.Expr) (plan.Expr, e
 		}
 	}
 	t := arg.Type()
-	if !plan.IsTemporal(t) && !plan.IsNullType(t) {
-		return nil, b.errorf(at, "EXTRACT needs a date or a timestamp, not %s", plan.TypeString(t))
+	if !plan.IsTemporal(t) && !plan.IsTime(t) && !plan.IsNullType(t) {
+		return nil, b.errorf(at, "EXTRACT needs a date, a timestamp or a time, not %s", plan.TypeString(t))
 	}
 	if plan.IsNullType(t) {
 		t = plan.TypTimestamp
@@ -874,6 +908,14 @@ func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (plan.Expr, e
 		} else {
 			r, rt = plan.FoldNow(&plan.CastExpr{X: r, Typ: plan.TypTimestamp}), plan.TypTimestamp
 		}
+	}
+	// Times (with intervals, times and dates).
+	if plan.IsTime(lt) || plan.IsTime(rt) {
+		t, ok := expr.TimeArithType(fn, lt, rt)
+		if !ok {
+			return nil, b.errorf(x, "operator does not exist: %s %s %s", plan.TypeString(lt), x.Op, plan.TypeString(rt))
+		}
+		return plan.FoldNow(plan.NewCall(fn, t, l, r)), nil
 	}
 	// Timestamps, dates and intervals.
 	if plan.IsTimestamp(lt) || plan.IsTimestamp(rt) {

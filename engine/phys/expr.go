@@ -154,6 +154,8 @@ func constExpr(c *plan.Const) (expr.Expr, error) {
 		return expr.LitDate(int32(v)), nil
 	case arrow.Timestamp:
 		return expr.LitTimestamp(int64(v), t.ID == expr.TypeTimestampTZ), nil
+	case arrow.Time64:
+		return expr.LitTime(int64(v)), nil
 	case arrow.MonthDayNanoInterval:
 		return expr.LitInterval(v.Months, v.Days, v.Nanoseconds), nil
 	}
@@ -342,6 +344,10 @@ func predValue(k *plan.Const, col arrow.DataType) (storage.Value, bool) {
 	case arrow.Timestamp:
 		if plan.IsTimestamp(col) {
 			return storage.Timestamp(int64(v)), true
+		}
+	case arrow.Time64:
+		if plan.IsTime(col) {
+			return storage.Time(int64(v)), true
 		}
 	case bool:
 		if plan.IsBool(col) {

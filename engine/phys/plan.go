@@ -1131,6 +1131,8 @@ func zeroConst(t arrow.DataType) (*plan.Const, bool) {
 		return &plan.Const{Typ: t, Val: arrow.Date32(0)}, true
 	case arrow.TIMESTAMP:
 		return &plan.Const{Typ: t, Val: arrow.Timestamp(0)}, true
+	case arrow.TIME64:
+		return &plan.Const{Typ: t, Val: arrow.Time64(0)}, true
 	case arrow.BOOL:
 		return &plan.Const{Typ: t, Val: false}, true
 	case arrow.NULL:

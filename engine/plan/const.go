@@ -148,6 +148,8 @@ func CanCast(from, to arrow.DataType) bool {
 		return true
 	case IsTemporal(from) && IsTimestamp(to), IsTimestamp(from) && IsDate(to):
 		return true
+	case IsTimestamp(from) && IsTime(to), IsInterval(from) && IsTime(to), IsTime(from) && IsInterval(to):
+		return true
 	case IsBool(from) && IsInteger(to), IsInteger(from) && IsBool(to):
 		return true
 	}
@@ -173,6 +175,8 @@ func CastConst(c *Const, t arrow.DataType) (*Const, error) {
 			return &Const{Typ: t, Val: v.FormattedString()}, nil
 		case arrow.Timestamp:
 			return &Const{Typ: t, Val: expr.FormatTimestamp(int64(v), expr.HasZone(c.Typ))}, nil
+		case arrow.Time64:
+			return &Const{Typ: t, Val: expr.FormatTime(int64(v))}, nil
 		case bool:
 			return &Const{Typ: t, Val: strconv.FormatBool(v)}, nil
 		}
@@ -190,6 +194,17 @@ func CastConst(c *Const, t arrow.DataType) (*Const, error) {
 		case IsDate(t):
 			days, _ := expr.SplitTimestamp(int64(v))
 			return &Const{Typ: t, Val: arrow.Date32(days)}, nil
+		case IsTime(t):
+			_, tod := expr.SplitTimestamp(int64(v))
+			return &Const{Typ: t, Val: arrow.Time64(tod)}, nil
+		}
+	case arrow.MonthDayNanoInterval:
+		if IsTime(t) {
+			return &Const{Typ: t, Val: arrow.Time64(expr.IntervalToTime(v))}, nil
+		}
+	case arrow.Time64:
+		if IsInterval(t) {
+			return &Const{Typ: t, Val: expr.TimeToInterval(int64(v))}, nil
 		}
 	}
 	switch {
@@ -310,6 +325,12 @@ func parseAs(s string, t arrow.DataType) (*Const, error) {
 			return nil, err
 		}
 		return &Const{Typ: t, Val: arrow.Timestamp(us)}, nil
+	case IsTime(t):
+		us, err := expr.ParseTime(in)
+		if err != nil {
+			return nil, err
+		}
+		return &Const{Typ: t, Val: arrow.Time64(us)}, nil
 	}
 	return bad()
 }

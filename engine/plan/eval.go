@@ -161,9 +161,26 @@ func EvalCall(c *Call) (*Const, error) {
 				return nil, nil
 			}
 			return &Const{Typ: TypInt64, Val: x}, nil
+		case arrow.Time64:
+			field := args[0].Val.(string)
+			if field == "epoch" {
+				return &Const{Typ: TypFloat64, Val: expr.ExtractEpoch(int64(v))}, nil
+			}
+			x, ok := expr.ExtractTime(field, int64(v))
+			if !ok {
+				return nil, nil
+			}
+			return &Const{Typ: TypInt64, Val: x}, nil
 		}
 		return nil, nil
 	case expr.FnDateTrunc:
+		if v, ok := args[1].Val.(arrow.Time64); ok {
+			r, ok := expr.TruncTime(args[0].Val.(string), int64(v))
+			if !ok {
+				return nil, nil
+			}
+			return &Const{Typ: c.Typ, Val: arrow.Time64(r)}, nil
+		}
 		v, ok := args[1].Val.(arrow.Timestamp)
 		if !ok {
 			return nil, nil
@@ -211,6 +228,12 @@ func CompareConst(a, b *Const) (int, bool) {
 		return cmpOrdered(av, bv), true
 	case arrow.Timestamp:
 		bv, ok := b.Val.(arrow.Timestamp)
+		if !ok {
+			return 0, false
+		}
+		return cmpOrdered(av, bv), true
+	case arrow.Time64:
+		bv, ok := b.Val.(arrow.Time64)
 		if !ok {
 			return 0, false
 		}
@@ -267,7 +290,7 @@ func evalNeg(a *Const) (*Const, error) {
 	return bigToConst(new(big.Int).Neg(u), a.Typ)
 }
 
-func cmpOrdered[T int32 | int64 | arrow.Date32 | arrow.Timestamp](a, b T) int {
+func cmpOrdered[T int32 | int64 | arrow.Date32 | arrow.Timestamp | arrow.Time64](a, b T) int {
 	switch {
 	case a < b:
 		return -1
@@ -278,6 +301,9 @@ func cmpOrdered[T int32 | int64 | arrow.Date32 | arrow.Timestamp](a, b T) int {
 }
 
 func EvalArith(fn string, a, b *Const, t arrow.DataType) (*Const, error) {
+	if IsTime(a.Typ) || IsTime(b.Typ) {
+		return evalTimeArith(fn, a, b)
+	}
 	if IsTimestamp(a.Typ) || IsTimestamp(b.Typ) || IsTimestamp(t) {
 		return evalTimestampArith(fn, a, b, t)
 	}
@@ -456,6 +482,39 @@ func evalTimestampArith(fn string, a, b *Const, t arrow.DataType) (*Const, error
 		return &Const{Typ: t, Val: arrow.Timestamp(r)}, nil
 	case yok && fn == FnAdd:
 		return evalTimestampArith(fn, b, a, t)
+	}
+	return nil, nil
+}
+
+// evalTimeArith computes time +/- interval, interval + time, time - time
+// and date + time (expr.TimeArithType).
+func evalTimeArith(fn string, a, b *Const) (*Const, error) {
+	switch x := a.Val.(type) {
+	case arrow.Time64:
+		switch y := b.Val.(type) {
+		case arrow.Time64:
+			return &Const{Typ: TypInterval, Val: expr.TimeDiff(int64(x), int64(y))}, nil
+		case arrow.MonthDayNanoInterval:
+			sign := int64(1)
+			if fn == FnSub {
+				sign = -1
+			}
+			return &Const{Typ: TypTime, Val: arrow.Time64(expr.TimeAddInterval(int64(x), y, sign))}, nil
+		case arrow.Date32:
+			return evalTimeArith(fn, b, a)
+		}
+	case arrow.MonthDayNanoInterval:
+		if y, ok := b.Val.(arrow.Time64); ok && fn == FnAdd {
+			return &Const{Typ: TypTime, Val: arrow.Time64(expr.TimeAddInterval(int64(y), x, 1))}, nil
+		}
+	case arrow.Date32:
+		if y, ok := b.Val.(arrow.Time64); ok && fn == FnAdd {
+			us, ok := expr.DateAddTime(int32(x), int64(y))
+			if !ok {
+				return nil, fmt.Errorf("timestamp out of range")
+			}
+			return &Const{Typ: TypTimestamp, Val: arrow.Timestamp(us)}, nil
+		}
 	}
 	return nil, nil
 }

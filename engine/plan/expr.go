@@ -55,7 +55,7 @@ type ColRef struct {
 // Const is a constant. Val holds, by Typ:
 //
 //	int32 int32, int64 int64, float64 float64, bool bool, utf8 string,
-//	date32 arrow.Date32, decimal64 int64 (unscaled), decimal128
+//	date32 arrow.Date32, time64 arrow.Time64 (microseconds), decimal64 int64 (unscaled), decimal128
 //	decimal128.Num (unscaled), month_day_nano arrow.MonthDayNanoInterval,
 //	and nil for NULL (of any type, including arrow.Null for an untyped NULL).
 type Const struct {
@@ -637,6 +637,8 @@ func FormatConst(c *Const) string {
 			return "timestamptz '" + expr.FormatTimestamp(int64(v), true) + "'"
 		}
 		return "timestamp '" + expr.FormatTimestamp(int64(v), false) + "'"
+	case arrow.Time64:
+		return "time '" + expr.FormatTime(int64(v)) + "'"
 	case arrow.MonthDayNanoInterval:
 		return formatInterval(v)
 	}

@@ -33,6 +33,8 @@ import (
 //	  with a time of day: timestamp); date - date -> int32
 //	timestamp +/- interval -> timestamp; timestamp - timestamp -> interval;
 //	  a date beside a timestamp is its midnight (common type timestamp)
+//	time +/- interval -> time (the interval's time part, wrapped around
+//	  midnight); time - time -> interval; date + time -> timestamp
 //	comparisons, CASE, COALESCE, IN, UNION convert to the common type (the
 //	  exec package's commonType): NULL takes the other type; numbers widen
 //	  as above with decimals taking the larger scale and integer part; an
@@ -53,6 +55,8 @@ var (
 	// TIMESTAMPTZ (microseconds, UTC).
 	TypTimestamp   arrow.DataType = expr.TimestampArrow
 	TypTimestampTZ arrow.DataType = expr.TimestampTZArrow
+	// TypTime is TIME (time of day, microseconds, no zone).
+	TypTime arrow.DataType = expr.TimeArrow
 )
 
 // maxDecimalPrecision is decimal128's limit; maxDecimal64Precision the
@@ -93,6 +97,9 @@ func IsInterval(t arrow.DataType) bool { return t.ID() == arrow.INTERVAL_MONTH_D
 // IsTimestamp reports TIMESTAMP and TIMESTAMPTZ; IsTemporal dates too.
 func IsTimestamp(t arrow.DataType) bool { return expr.IsTimestamp(t) }
 func IsTemporal(t arrow.DataType) bool  { return IsDate(t) || IsTimestamp(t) }
+
+// IsTime reports TIME (not a temporal type above: it has no date).
+func IsTime(t arrow.DataType) bool { return expr.IsTime(t) }
 
 // decimalPS, commonType and arithType are exec's typing rules
 // (exec/expr/types.go): the one authority the binder and the compiler share.
@@ -137,6 +144,8 @@ func TypeString(t arrow.DataType) string {
 			return "timestamp with time zone"
 		}
 		return "timestamp"
+	case arrow.TIME64:
+		return "time"
 	}
 	return t.String()
 }

@@ -359,11 +359,11 @@ func (p *parser) parsePrimary() (Expr, error) {
 		p.next()
 		return p.parseFuncCall(Ident{Pos: t.pos, Name: t.text, Quoted: t.quoted})
 	}
-	if !t.quoted && t.text == "localtimestamp" && !isOpTok(next, ".") {
+	if !t.quoted && (t.text == "localtimestamp" || t.text == "localtime") && !isOpTok(next, ".") {
 		// LOCALTIMESTAMP is a function without parentheses, as
 		// CURRENT_DATE.
 		p.next()
-		return &FuncCall{Pos: t.pos, Name: Ident{Pos: t.pos, Name: "localtimestamp"}}, nil
+		return &FuncCall{Pos: t.pos, Name: Ident{Pos: t.pos, Name: t.text}}, nil
 	}
 	// column reference a[.b[.c]]
 	p.next()
@@ -459,7 +459,15 @@ func (p *parser) parseKeywordExpr(t token) (Expr, error) {
 		}
 		return &FuncCall{Pos: t.pos, Name: Ident{Pos: t.pos, Name: "current_timestamp"}}, nil
 	case "current_time":
-		return nil, p.errAt(t, "%s is not supported (nicflow has no TIME type; use CURRENT_TIMESTAMP)", strings.ToUpper(t.text))
+		// CURRENT_TIME [(precision)]: the precision is accepted and
+		// ignored (times keep microseconds).
+		p.next()
+		if p.isOp("(") {
+			if _, err := p.parseTypeArgs(); err != nil {
+				return nil, err
+			}
+		}
+		return &FuncCall{Pos: t.pos, Name: Ident{Pos: t.pos, Name: "current_time"}}, nil
 	}
 	return nil, p.errExpected("an expression")
 }

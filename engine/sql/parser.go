@@ -1193,7 +1193,9 @@ func (p *parser) parseSet() (Statement, error) {
 // canonical Name (see TypeName).
 func (p *parser) parseType() (*TypeName, error) {
 	t := p.peek()
-	if t.kind != tokIdent || (!t.quoted && reserved[t.text]) {
+	// NB: INTERVAL is a reserved word (INTERVAL '1 day') that also names
+	// a type (CAST(x AS INTERVAL)).
+	if t.kind != tokIdent || (!t.quoted && reserved[t.text] && t.text != "interval") {
 		return nil, p.errExpected("a type name")
 	}
 	p.next()
@@ -1314,7 +1316,7 @@ func (p *parser) parseTypeArgs() ([]int, error) {
 // typeLiteralNames are the type names that may prefix a string literal to
 // form a typed literal (DATE '1998-12-01').
 var typeLiteralNames = map[string]bool{
-	"date": true, "timestamp": true, "timestamptz": true, "time": true,
+	"date": true, "timestamp": true, "timestamptz": true, "time": true, "timetz": true,
 	"int": true, "integer": true, "bigint": true, "smallint": true,
 	"decimal": true, "numeric": true, "real": true, "float": true, "double": true,
 	"text": true, "varchar": true, "char": true, "boolean": true, "bool": true,

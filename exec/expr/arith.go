@@ -129,6 +129,9 @@ func (c *compiler) compileArith(fn string, a, b node, desc string) (node, error)
 	if tb.ID() == arrow.NULL {
 		b, tb = newNullConst(ta), ta
 	}
+	if IsTime(ta) || IsTime(tb) {
+		return c.compileTimeArith(fn, a, b, desc)
+	}
 	// Timestamps, dates and intervals.
 	if IsTimestamp(ta) || IsTimestamp(tb) {
 		return c.compileTimestampArith(fn, a, b, desc)

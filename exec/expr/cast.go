@@ -86,6 +86,8 @@ func newCast(x node, to arrow.DataType, desc string) (node, error) {
 	switch {
 	case arrow.TypeEqual(from, to):
 		c.run = castCopy
+	case timeCast(f, t) != nil:
+		c.run = timeCast(f, t)
 	case t == arrow.STRING:
 		c.run = castToString
 	case f == arrow.STRING:
@@ -560,6 +562,8 @@ func castToString(c *castNode, out, a *vec, sel []int32, n int) error {
 			s = appendDate(s, a.i32[i])
 		case arrow.TIMESTAMP:
 			s = appendTimestamp(s, a.i64[i], zone)
+		case arrow.TIME64:
+			s = civil.AppendTimeOfDay(s, a.i64[i])
 		case arrow.BOOL:
 			s = strconv.AppendBool(s, a.b[i])
 		case arrow.STRING:

@@ -41,7 +41,7 @@ const (
 	pNull pkind = iota // no values: every row is NULL
 	pBool              // []bool
 	pI32               // []int32: int32, date32
-	pI64               // []int64: int64, decimal64, timestamp[us]
+	pI64               // []int64: int64, decimal64, timestamp[us], time64[us]
 	pF64               // []float64
 	pD128              // []decimal128.Num: decimal128
 	pStr               // off/str: utf8
@@ -62,6 +62,11 @@ func kindOf(dt arrow.DataType) (pkind, bool) {
 		return pI64, true
 	case arrow.TIMESTAMP:
 		if dt.(*arrow.TimestampType).Unit != arrow.Microsecond {
+			return 0, false
+		}
+		return pI64, true
+	case arrow.TIME64:
+		if dt.(*arrow.Time64Type).Unit != arrow.Microsecond {
 			return 0, false
 		}
 		return pI64, true
@@ -560,6 +565,12 @@ func parseLiteral(e *Expr) (*constNode, error) {
 		c.i64 = int64(d)
 	case TypeTimestamp, TypeTimestampTZ:
 		us, err := ParseTimestamp(e.Value, e.Type.ID == TypeTimestampTZ)
+		if err != nil {
+			return nil, err
+		}
+		c.i64 = us
+	case TypeTime:
+		us, err := ParseTime(e.Value)
 		if err != nil {
 			return nil, err
 		}
@@ -1207,6 +1218,11 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 			return nil, err
 		}
 		n, err = c.compileMakeTimestamp(args, desc)
+	case FnMakeTime:
+		if err := arity(e, 3, 3); err != nil {
+			return nil, err
+		}
+		n, err = c.compileMakeTime(args, desc)
 	case FnStrftime:
 		if err := arity(e, 2, 2); err != nil {
 			return nil, err

@@ -33,6 +33,7 @@ const (
 
 	TypeTimestamp   TypeID = "timestamp"   // arrow timestamp[us] (SQL TIMESTAMP)
 	TypeTimestampTZ TypeID = "timestamptz" // arrow timestamp[us, tz=UTC] (SQL TIMESTAMPTZ)
+	TypeTime        TypeID = "time"        // arrow time64[us] (SQL TIME: time of day, no zone)
 )
 
 // MaxDecimalPrecision is the largest decimal precision (decimal128).
@@ -63,6 +64,7 @@ var (
 
 	TimestampType   = Type{ID: TypeTimestamp}
 	TimestampTZType = Type{ID: TypeTimestampTZ}
+	TimeType        = Type{ID: TypeTime}
 )
 
 // DecimalType returns decimal(p, s).
@@ -72,7 +74,7 @@ func DecimalType(p, s int32) Type { return Type{ID: TypeDecimal, Precision: p, S
 func (t Type) Validate() error {
 	switch t.ID {
 	case TypeNull, TypeBool, TypeInt32, TypeInt64, TypeFloat64, TypeString, TypeDate, TypeInterval,
-		TypeTimestamp, TypeTimestampTZ:
+		TypeTimestamp, TypeTimestampTZ, TypeTime:
 		if t.Precision != 0 || t.Scale != 0 {
 			return nferr.Queryf("type %s takes no precision or scale", t.ID)
 		}
@@ -112,6 +114,8 @@ func (t Type) Arrow() arrow.DataType {
 		return TimestampArrow
 	case TypeTimestampTZ:
 		return TimestampTZArrow
+	case TypeTime:
+		return TimeArrow
 	case TypeDecimal:
 		if t.Precision <= MaxDecimal64Precision {
 			return &arrow.Decimal64Type{Precision: t.Precision, Scale: t.Scale}
@@ -149,6 +153,10 @@ func TypeOf(dt arrow.DataType) (Type, error) {
 			return TimestampTZType, nil
 		}
 		return TimestampType, nil
+	case *arrow.Time64Type:
+		if t.Unit == arrow.Microsecond {
+			return TimeType, nil
+		}
 	case *arrow.Decimal64Type:
 		return DecimalType(t.Precision, t.Scale), nil
 	case *arrow.Decimal128Type:
@@ -180,6 +188,8 @@ func (t Type) String() string {
 		return "TIMESTAMP"
 	case TypeTimestampTZ:
 		return "TIMESTAMPTZ"
+	case TypeTime:
+		return "TIME"
 	case TypeDecimal:
 		return fmt.Sprintf("DECIMAL(%d,%d)", t.Precision, t.Scale)
 	}
@@ -246,6 +256,7 @@ const (
 	FnDateTrunc     = "date_trunc"     // date_trunc(unit, timestamp) [2]: Args[0] a string literal unit
 	FnToTimestamp   = "to_timestamp"   // to_timestamp(seconds since 1970) TIMESTAMPTZ [1]
 	FnMakeTimestamp = "make_timestamp" // make_timestamp(y, mo, d, h, mi, seconds) [6]
+	FnMakeTime      = "make_time"      // make_time(h, mi, seconds) TIME [3]
 )
 
 // Expr is a serializable expression tree: plain data with a Kind tag, so it
@@ -312,6 +323,9 @@ func LitTimestamp(us int64, zone bool) Expr {
 	}
 	return lit(TimestampType, FormatTimestamp(us, false))
 }
+
+// LitTime is a TIME literal of microseconds since midnight.
+func LitTime(us int64) Expr { return lit(TimeType, FormatTime(us)) }
 
 // LitDecimal is the DECIMAL(p, s) literal unscaled * 10^-s.
 func LitDecimal(unscaled int64, p, s int32) Expr {
@@ -694,7 +708,7 @@ func (e Expr) formatLiteral(sb *strings.Builder) {
 		sb.WriteString("'" + strings.ReplaceAll(e.Value, "'", "''") + "'")
 	case TypeDate:
 		sb.WriteString("DATE '" + e.Value + "'")
-	case TypeTimestamp, TypeTimestampTZ:
+	case TypeTimestamp, TypeTimestampTZ, TypeTime:
 		sb.WriteString(e.Type.String() + " '" + e.Value + "'")
 	case TypeBool:
 		sb.WriteString(strings.ToUpper(e.Value))

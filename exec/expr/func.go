@@ -228,19 +228,25 @@ func (c *compiler) compileExtract(args []node, desc string) (node, error) {
 		return newNullConst(arrow.PrimitiveTypes.Int64), nil
 	}
 	if !ValidExtract(field, x.dt()) {
-		if x.dt().ID() != arrow.DATE32 && !IsTimestamp(x.dt()) {
-			return nil, nferr.Queryf("EXTRACT from %s is not supported in %s (DATE, TIMESTAMP or TIMESTAMPTZ)", TypeName(x.dt()), desc)
+		if x.dt().ID() != arrow.DATE32 && !IsTimestamp(x.dt()) && !IsTime(x.dt()) {
+			return nil, nferr.Queryf("EXTRACT from %s is not supported in %s (DATE, TIMESTAMP, TIMESTAMPTZ or TIME)", TypeName(x.dt()), desc)
 		}
 		return nil, nferr.Queryf("unsupported EXTRACT field %q in %s (%s)", fc.s, desc, strings.Join(ExtractFieldsOf(x.dt()), ", "))
 	}
 	if IsTimestamp(x.dt()) {
 		return &funcNode{args: []node{x}, t: ExtractResultType(field, x.dt()), desc: desc, field: field, run: extractTsKernel}, nil
 	}
+	if IsTime(x.dt()) {
+		return &funcNode{args: []node{x}, t: ExtractResultType(field, x.dt()), desc: desc, field: field, run: extractTimeKernel}, nil
+	}
 	return &funcNode{args: []node{x}, t: arrow.PrimitiveTypes.Int64, desc: desc, field: field, run: extractKernel}, nil
 }
 
 // ExtractFieldsOf lists the fields EXTRACT takes from a value of type dt.
 func ExtractFieldsOf(dt arrow.DataType) []string {
+	if IsTime(dt) {
+		return TimeFields
+	}
 	if IsTimestamp(dt) {
 		return append(append([]string(nil), ExtractFields...), TimestampFields...)
 	}

@@ -96,6 +96,8 @@ func LiteralAt(a arrow.Array, i int) (Expr, error) {
 		return LitDate(int32(v.Value(i))), nil
 	case *array.Timestamp:
 		return LitTimestamp(int64(v.Value(i)), t.ID == TypeTimestampTZ), nil
+	case *array.Time64:
+		return LitTime(int64(v.Value(i))), nil
 	case *array.Decimal64:
 		return lit(t, string(appendDecimal64(nil, int64(v.Value(i)), t.Scale))), nil
 	case *array.Decimal128:

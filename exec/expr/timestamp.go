@@ -186,15 +186,18 @@ func ExtractEpoch(us int64) float64 { return float64(us) / float64(UsPerSecond) 
 // ExtractResultType is the type of EXTRACT(field FROM x) for x of type dt:
 // int64, except the epoch of a timestamp (float64, with its fraction).
 func ExtractResultType(field string, dt arrow.DataType) arrow.DataType {
-	if field == "epoch" && IsTimestamp(dt) {
+	if field == "epoch" && (IsTimestamp(dt) || IsTime(dt)) {
 		return arrow.PrimitiveTypes.Float64
 	}
 	return arrow.PrimitiveTypes.Int64
 }
 
 // ValidExtract reports whether field may be extracted from a value of
-// type dt (a date or a timestamp).
+// type dt (a date, a timestamp or a time).
 func ValidExtract(field string, dt arrow.DataType) bool {
+	if IsTime(dt) {
+		return extractTimeFuncs[field] != nil || field == "epoch"
+	}
 	if extractFuncs[field] != nil {
 		return true
 	}
@@ -305,6 +308,9 @@ func (c *compiler) compileDateTrunc(args []node, desc string) (node, error) {
 		return nil, nferr.Queryf("the unit of date_trunc must be a string constant in %s", desc)
 	}
 	unit := TruncUnitName(uc.s)
+	if IsTime(args[1].dt()) {
+		return c.compileTimeTrunc(unit, args[1], desc)
+	}
 	if _, ok := TruncTimestamp(unit, 0); !ok {
 		return nil, nferr.Queryf("date_trunc: unit %q is not known in %s (want %s)", uc.s, desc, strings.Join(TruncUnits, ", "))
 	}

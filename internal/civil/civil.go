@@ -408,3 +408,74 @@ func parseZone(b []byte) (off int64, ok bool) {
 	}
 	return off, true
 }
+
+// ParseTime reads a time of day (SQL TIME) as PostgreSQL does:
+// HH:MM[:SS[.fraction]] (fractions beyond microseconds round half up; a
+// leap second 60 rolls into the next minute; 24:00:00 is allowed), an
+// optional AM/PM (hours 0..12), an optional zone suffix that is ignored
+// (Z, UTC, +02, -08:00), 'allballs' (00:00:00); a date before the time
+// ('2001-02-03 04:05:06', '2001-02-03T04:05:06') is ignored, and a date
+// alone is midnight. The result is microseconds since midnight, in
+// 0..UsPerDay; ok is false on bad syntax or a value out of range.
+func ParseTime(b []byte) (tod int64, ok bool) {
+	b = TrimSpace(b)
+	if len(b) == 0 {
+		return 0, false
+	}
+	if len(b) == 8 && strings.EqualFold(string(b), "allballs") {
+		return 0, true
+	}
+	// A date first: the token up to a space or 'T' has a '-' and no ':'.
+	end := len(b)
+	for i := 1; i < len(b); i++ {
+		if b[i] == ' ' || b[i] == 'T' || b[i] == 't' {
+			end = i
+			break
+		}
+	}
+	hasDash, hasColon := false, false
+	for _, c := range b[:end] {
+		hasDash = hasDash || c == '-'
+		hasColon = hasColon || c == ':'
+	}
+	if hasDash && !hasColon && b[0] >= '0' && b[0] <= '9' {
+		if _, ok := ParseDate(b[:end]); !ok {
+			return 0, false
+		}
+		b = TrimSpace(b[end:])
+		if len(b) > 0 && (b[0] == 'T' || b[0] == 't') {
+			b = b[1:]
+		}
+		if len(b) == 0 {
+			return 0, true
+		}
+	}
+	if b[0] < '0' || b[0] > '9' {
+		return 0, false
+	}
+	tod, n, ok := parseTimeOfDay(b)
+	if !ok {
+		return 0, false
+	}
+	rest := TrimSpace(b[n:])
+	if len(rest) >= 2 {
+		ampm := strings.ToLower(string(rest[:2]))
+		if ampm == "am" || ampm == "pm" {
+			h := tod / UsPerHour
+			if h > 12 {
+				return 0, false
+			}
+			switch {
+			case ampm == "am" && h == 12:
+				tod -= 12 * UsPerHour
+			case ampm == "pm" && h != 12:
+				tod += 12 * UsPerHour
+			}
+			rest = TrimSpace(rest[2:])
+		}
+	}
+	if _, ok := parseZone(rest); !ok {
+		return 0, false
+	}
+	return tod, tod <= UsPerDay
+}

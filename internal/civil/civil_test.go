@@ -82,3 +82,41 @@ func FuzzParseTimestamp(f *testing.F) {
 		}
 	})
 }
+
+func TestParseTime(t *testing.T) {
+	us := func(h, m, s, f int64) int64 { return h*UsPerHour + m*UsPerMinute + s*UsPerSecond + f }
+	good := map[string]int64{
+		"12:34":                       us(12, 34, 0, 0),
+		" 1:02:03 ":                   us(1, 2, 3, 0),
+		"12:34:56.123456":             us(12, 34, 56, 123456),
+		"12:34:56.1234565":            us(12, 34, 56, 123457),
+		"23:59:59.9999995":            UsPerDay,
+		"24:00:00":                    UsPerDay,
+		"00:00":                       0,
+		"allballs":                    0,
+		"1:02:03 pm":                  us(13, 2, 3, 0),
+		"12:00 AM":                    0,
+		"12:30 pm":                    us(12, 30, 0, 0),
+		"04:05:06+02":                 us(4, 5, 6, 0),
+		"04:05:06 UTC":                us(4, 5, 6, 0),
+		"04:05:06-08:00":              us(4, 5, 6, 0),
+		"2001-02-03 04:05:06":         us(4, 5, 6, 0),
+		"2001-02-03T04:05:06.5":       us(4, 5, 6, 500000),
+		"2001-02-03 24:00:00":         UsPerDay,
+		"2001-02-03":                  0,
+		"12:00:60":                    us(12, 1, 0, 0),
+		"2001-02-03 04:05:06.25+0130": us(4, 5, 6, 250000),
+	}
+	for in, want := range good {
+		got, ok := ParseTime([]byte(in))
+		if !ok || got != want {
+			t.Errorf("ParseTime(%q) = %d, %v; want %d", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"", "12", "1234", "12:3", "25:00", "24:00:01", "12:60", "13:00 pm", "23:59:60.5",
+		"12:00 xx", "2001-02-30 04:05", "abc", "12:34:56.", "-01:00", "12:34:56 America/New_York"} {
+		if got, ok := ParseTime([]byte(in)); ok {
+			t.Errorf("ParseTime(%q) = %d, want an error", in, got)
+		}
+	}
+}

@@ -11,7 +11,8 @@
 // timestamp, timestamptz and varchar, timestamp +/- interval, interval +
 // timestamp, timestamp - timestamp, comparisons with dates, EXTRACT and
 // date_part, date_trunc, to_timestamp, make_timestamp, min/max/count
-// (distinct), GROUP BY, ORDER BY, joins and window min/max.
+// (distinct), GROUP BY, ORDER BY, joins and window min/max; and TIME
+// (the time of day of those timestamps).
 //
 // Both sides' values are turned into one canonical text here (not by
 // either engine's own printing): nicflow's from its Arrow record batches,
@@ -239,6 +240,29 @@ var intervalQueries = []query{
 	{sql: "select id, date_diff('day', a, b), date_diff('month', a, b), date_diff('year', a, b), date_diff('hour', a, b), date_diff('week', d, a), date_diff('quarter', d, b), date_diff('minute', a, b) from t order by id", ordered: true},
 }
 
+// Times (TIME, the time of day of a and b): casts, arithmetic with
+// intervals (wrapping around midnight), time - time, date + time,
+// extract, comparisons, grouping, ordering and joins.
+var timeQueries = []query{
+	{sql: "select id, cast(a as time), cast(b as time), cast(cast(a as time) as varchar), cast(cast(cast(b as time) as varchar) as time) from t order by id", ordered: true},
+	{sql: "select id, cast(a as time) + interval '90 minutes', cast(b as time) - interval '13 hours 0.5 seconds', interval '23:59:59.999999' + cast(a as time) from t order by id", ordered: true},
+	// DuckDB has no time - time: the difference of two timestamps on one day.
+	{
+		sql:     "select id, cast(a as time) - cast(b as time), d + cast(a as time), cast(b as time) + d from t order by id",
+		duck:    "select id, (date '2000-01-01' + cast(a as time)) - (date '2000-01-01' + cast(b as time)), d + cast(a as time), cast(b as time) + d from t order by id",
+		note:    "DuckDB has no time - time (PostgreSQL's is an interval of time)",
+		ordered: true,
+	},
+	{sql: "select id, extract(hour from cast(a as time)), extract(minute from cast(a as time)), extract(second from cast(a as time)), extract(millisecond from cast(a as time)), extract(microsecond from cast(a as time)) from t order by id", ordered: true},
+	{sql: "select id, cast(a as time) < cast(b as time), cast(a as time) = cast(b as time), cast(a as time) between '06:00' and time '18:00:00.5' from t order by id", ordered: true},
+	{sql: "select min(cast(a as time)), max(cast(b as time)), count(distinct cast(a as time)) from t"},
+	{sql: "select date_trunc('hour', a), count(*), min(cast(a as time)), max(cast(a as time)) from t group by 1"},
+	{sql: "select cast(a as time) as k, count(*) from t group by k"},
+	{sql: "select id, cast(a as time) from t order by cast(a as time) desc, id", ordered: true},
+	{sql: "select x.id, y.id from t x join t y on cast(x.a as time) = cast(y.b as time)"},
+	{sql: "select id, make_time(extract(hour from a), extract(minute from a), cast(extract(microsecond from a) as double) / 1000000) from t order by id", ordered: true},
+}
+
 // gaps are queries nicflow does not run yet (--gaps runs them too):
 // epoch_ms of a date. DuckDB runs them
 // all.
@@ -254,6 +278,7 @@ func main() {
 	native := flag.Bool("native", false, "run DuckDB's own spelling of the queries whose semantics differ (shows the differences)")
 	flag.Parse()
 	qs := append(slices.Clone(queries), intervalQueries...)
+	qs = append(qs, timeQueries...)
 	if *withGaps {
 		qs = append(qs, gaps...)
 	}
@@ -479,6 +504,17 @@ func formatTS(us int64, zone bool) string {
 	return s
 }
 
+// formatTime is the canonical text of a time of us microseconds since
+// midnight: HH:MM:SS, then the fraction without trailing zeros (24:00:00
+// possible).
+func formatTime(us int64) string {
+	s := fmt.Sprintf("%02d:%02d:%02d", us/3_600_000_000, us/60_000_000%60, us/1_000_000%60)
+	if f := us % 1_000_000; f != 0 {
+		s += strings.TrimRight(fmt.Sprintf(".%06d", f), "0")
+	}
+	return s
+}
+
 // formatDate is the canonical text of the date days after 1970-01-01.
 func formatDate(days int64) string {
 	return time.Unix(days*86400, 0).UTC().Format("2006-01-02")
@@ -555,6 +591,11 @@ func arrowCell(a arrow.Array, i int) (string, error) {
 			return "", fmt.Errorf("unexpected timestamp unit %s", t.Unit)
 		}
 		return formatTS(int64(a.Value(i)), t.TimeZone != ""), nil
+	case *array.Time64:
+		if u := a.DataType().(*arrow.Time64Type).Unit; u != arrow.Microsecond {
+			return "", fmt.Errorf("unexpected time unit %s", u)
+		}
+		return formatTime(int64(a.Value(i))), nil
 	case *array.MonthDayNanoInterval:
 		v := a.Value(i)
 		if v.Nanoseconds%1000 != 0 {
@@ -620,6 +661,9 @@ func duckCell(typ string, v any) (string, error) {
 			return formatTS(x.UnixMicro(), false), nil
 		case "TIMESTAMPTZ":
 			return formatTS(x.UnixMicro(), true), nil
+		case "TIME":
+			y, m, d := x.Date()
+			return formatTime(x.Sub(time.Date(y, m, d, 0, 0, 0, 0, x.Location())).Microseconds()), nil
 		}
 		return "", fmt.Errorf("unexpected time value of type %s", typ)
 	case duckdb.Interval:

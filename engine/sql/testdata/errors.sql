@@ -138,7 +138,7 @@ describe
 ----
 update t set a =
 ----
-select * from t where a = current_time
+select * from t where a = current_time(
 ----
 select a from t where a similar to 'x'
 ----
