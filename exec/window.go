@@ -47,6 +47,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/nicflow/nicflow/exec/expr"
+	"github.com/nicflow/nicflow/internal/civil"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -117,6 +119,10 @@ type FrameBound struct {
 	Kind    BoundKind
 	Offset  int64
 	OffsetF float64 `json:",omitempty"`
+	// Months (RANGE over a date or timestamp key) come before Offset, in
+	// calendar arithmetic: key - '1 month' is the same day of the month
+	// before (clamped to its end), as date - interval computes it.
+	Months int32 `json:",omitempty"`
 }
 
 // WindowFrame is a frame clause.
@@ -674,10 +680,41 @@ func (w *Window) rangeBounds(f *winFunc, start, n int, ps, pe []int32) {
 			ik[j], fk[j] = -ik[j], -fk[j]
 		}
 	}
+	// calendar is key(i) + sign*(months, offset) computed on the real (not
+	// negated) key; ok is false past the range of timestamps.
+	calendar := func(i int, b FrameBound, sign int) (int64, bool) {
+		k, s := ik[i], int64(sign)
+		if key.Desc {
+			k, s = -k, -s
+		}
+		var v int64
+		if c.width == 4 { // a date: Offset counts days
+			v = civil.AddMonths(int32(k), s*int64(b.Months)) + s*b.Offset
+			if v < math.MinInt32 || v > math.MaxInt32 {
+				return 0, false
+			}
+		} else {
+			var ok bool
+			if v, ok = expr.TimestampAddInterval(k, arrow.MonthDayNanoInterval{Months: b.Months, Nanoseconds: b.Offset * 1000}, s); !ok {
+				return 0, false
+			}
+		}
+		if key.Desc {
+			v = -v
+		}
+		return v, true
+	}
 	// less(a, limit): key a is below limit = key(i) + delta (saturating).
 	within := func(j, i int, b FrameBound, sign int) bool { // key(j) >= key(i) + sign*delta
 		if float {
 			return fk[j] >= fk[i]+float64(sign)*b.OffsetF
+		}
+		if b.Months != 0 {
+			lim, ok := calendar(i, b, sign)
+			if !ok {
+				return sign < 0
+			}
+			return ik[j] >= lim
 		}
 		d := b.Offset * int64(sign)
 		lim := ik[i] + d
@@ -689,6 +726,13 @@ func (w *Window) rangeBounds(f *winFunc, start, n int, ps, pe []int32) {
 	atMost := func(j, i int, b FrameBound, sign int) bool { // key(j) <= key(i) + sign*delta
 		if float {
 			return fk[j] <= fk[i]+float64(sign)*b.OffsetF
+		}
+		if b.Months != 0 {
+			lim, ok := calendar(i, b, sign)
+			if !ok {
+				return sign > 0
+			}
+			return ik[j] <= lim
 		}
 		d := b.Offset * int64(sign)
 		lim := ik[i] + d

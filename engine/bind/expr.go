@@ -1700,10 +1700,7 @@ func (b *binder) frameBound(fb *sql.FrameBound, s *scope, rangeKey arrow.DataTyp
 		}
 	case plan.IsInterval(c.Typ) && plan.IsTemporal(rangeKey):
 		iv := c.Val.(arrow.MonthDayNanoInterval)
-		if iv.Months != 0 {
-			return 0, nil, b.errorf(fb, "RANGE offsets in months or years are not supported yet (months differ in length); use days")
-		}
-		if iv.Days < 0 || iv.Nanoseconds < 0 {
+		if iv.Months < 0 || iv.Days < 0 || iv.Nanoseconds < 0 {
 			return 0, nil, b.errorf(fb, "RANGE offset must not be negative")
 		}
 		if plan.IsDate(rangeKey) && iv.Nanoseconds%expr.NanosPerDay != 0 {

@@ -1334,9 +1334,10 @@ func rangeOffset(b exec.FrameBound, c *plan.Const, key arrow.DataType) (exec.Fra
 		return b, nferr.Queryf("RANGE with an offset needs one ORDER BY key")
 	}
 	if iv, ok := c.Val.(arrow.MonthDayNanoInterval); ok {
-		if iv.Months != 0 {
-			return b, nferr.Queryf("RANGE offsets in months are not supported")
+		if iv.Months != 0 && !plan.IsDate(key) && key.ID() != arrow.TIMESTAMP {
+			return b, nferr.Queryf("RANGE offsets in months need a date or timestamp ORDER BY key")
 		}
+		b.Months = iv.Months
 		us := int64(iv.Days)*expr.UsPerDay + iv.Nanoseconds/1000
 		if plan.IsDate(key) {
 			us /= expr.UsPerDay
