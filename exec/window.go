@@ -26,7 +26,9 @@ package exec
 // key - n (+ n when descending), found by a pointer that only moves
 // forward. A row whose key is NULL sees its NULL peers. GROUPS frames
 // count peer groups (groupBounds). A frame whose start is after its end
-// is empty. With IGNORE NULLS the value functions skip the rows whose
+// is empty. EXCLUDE splits a frame into the rows before the excluded ones
+// and the rows after (framePieces; TIES keeps the current row between
+// them): each part slides on its own and the parts are merged per row. With IGNORE NULLS the value functions skip the rows whose
 // argument is NULL (evalValueIgnoreNulls).
 //
 // Evaluation is O(rows) per function: frame starts and ends never move
@@ -125,10 +127,23 @@ type FrameBound struct {
 	Months int32 `json:",omitempty"`
 }
 
+// FrameExclusion is a frame's EXCLUDE clause.
+type FrameExclusion string
+
+// The exclusions: the current row, its peer group, or its peers but not
+// itself ("": EXCLUDE NO OTHERS).
+const (
+	ExcludeNone       FrameExclusion = ""
+	ExcludeCurrentRow FrameExclusion = "current row"
+	ExcludeGroup      FrameExclusion = "group"
+	ExcludeTies       FrameExclusion = "ties"
+)
+
 // WindowFrame is a frame clause.
 type WindowFrame struct {
 	Mode       FrameMode
 	Start, End FrameBound
+	Exclude    FrameExclusion `json:",omitempty"`
 }
 
 // WindowFuncSpec is one window function call.
@@ -359,6 +374,11 @@ func resolveFrame(f WindowFuncSpec, ordered bool) (WindowFrame, error) {
 	}
 	if fr.Start.Kind == UnboundedFollowing || fr.End.Kind == UnboundedPreceding {
 		return fr, nferr.Queryf("frame from %s to %s is not allowed", fr.Start.Kind, fr.End.Kind)
+	}
+	switch fr.Exclude {
+	case ExcludeNone, ExcludeCurrentRow, ExcludeGroup, ExcludeTies:
+	default:
+		return fr, nferr.Queryf("unknown frame exclusion %q", fr.Exclude)
 	}
 	return fr, nil
 }
@@ -862,6 +882,54 @@ func (w *Window) groupBounds(f *winFunc, n int, ps, pe []int32) {
 	}
 }
 
+// framePieces are the positions of a frame with an exclusion, in order:
+// [a0, a1), then the current row when cur, then [b0, b1).
+type framePieces struct {
+	a0, a1, b0, b1 int
+	cur            bool
+}
+
+func (p framePieces) size() int {
+	n := p.a1 - p.a0 + p.b1 - p.b0
+	if p.cur {
+		n++
+	}
+	return n
+}
+
+// nth is the position of the nth (from 0) row of the pieces, or -1.
+func (p framePieces) nth(i, k int) int {
+	if i < p.a1-p.a0 {
+		return p.a0 + i
+	}
+	i -= p.a1 - p.a0
+	if p.cur {
+		if i == 0 {
+			return k
+		}
+		i--
+	}
+	if i < p.b1-p.b0 {
+		return p.b0 + i
+	}
+	return -1
+}
+
+// piecesAt is the frame of position k less its exclusion: the part
+// before the excluded rows, the current row (EXCLUDE TIES keeps it), and
+// the part after. Every bound is non-decreasing in k, as the frame's are,
+// so each part slides.
+func (w *Window) piecesAt(f *winFunc, k, n int, ps, pe []int32) framePieces {
+	s, e := w.frameAt(f, k, n, ps, pe)
+	x0, x1 := k, k+1
+	if f.frame.Exclude == ExcludeGroup || f.frame.Exclude == ExcludeTies {
+		x0, x1 = int(ps[k]), int(pe[k])
+	}
+	a1 := min(max(x0, s), e)
+	b0 := max(min(x1, e), s)
+	return framePieces{a0: s, a1: a1, b0: b0, b1: e, cur: f.frame.Exclude == ExcludeTies && s <= k && k < e}
+}
+
 // frameOf returns the frame [s, e) of position i of a partition of n rows.
 func frameOf(fr WindowFrame, i, n int, ps, pe []int32) (int, int) {
 	bound := func(b FrameBound, start bool) int {
@@ -929,6 +997,10 @@ func (w *Window) evalPartition(i, start, end int, ps, pe []int32) error {
 		}
 		return nil
 	case WinMin, WinMax:
+		if f.frame.Exclude != ExcludeNone {
+			w.evalMinMaxExcluded(f, r, start, n, ps, pe)
+			return nil
+		}
 		w.evalMinMax(f, r, start, n, ps, pe)
 		return nil
 	case WinLag, WinLead, WinFirstValue, WinLastValue, WinNthValue:
@@ -952,6 +1024,9 @@ func (w *Window) evalPartition(i, start, end int, ps, pe []int32) error {
 		}
 		return nil
 	}
+	if f.frame.Exclude != ExcludeNone {
+		return w.evalAccumExcluded(f, r, start, n, ps, pe)
+	}
 	acc := newWinAccum(f, w.store, w.perm[start:end])
 	ws, we := 0, 0
 	for k := 0; k < n; k++ {
@@ -971,6 +1046,111 @@ func (w *Window) evalPartition(i, start, end int, ps, pe []int32) error {
 		}
 	}
 	return nil
+}
+
+// accSlider slides an accumulator over [ws, we) as both ends advance.
+type accSlider struct {
+	acc    *winAccum
+	ws, we int
+}
+
+func (a *accSlider) moveTo(s, e int) {
+	if s >= a.we {
+		a.acc.reset()
+		a.ws, a.we = s, s
+	}
+	for ; a.we < e; a.we++ {
+		a.acc.add(a.we)
+	}
+	for ; a.ws < s; a.ws++ {
+		a.acc.remove(a.ws)
+	}
+}
+
+// evalAccumExcluded is count, sum and avg over frames with an exclusion:
+// one sliding accumulator per piece (framePieces), merged per row.
+func (w *Window) evalAccumExcluded(f *winFunc, r *winResult, start, n int, ps, pe []int32) error {
+	perm := w.perm[start : start+n]
+	a := &accSlider{acc: newWinAccum(f, w.store, perm)}
+	b := &accSlider{acc: newWinAccum(f, w.store, perm)}
+	for k := 0; k < n; k++ {
+		p := w.piecesAt(f, k, n, ps, pe)
+		a.moveTo(p.a0, p.a1)
+		b.moveTo(p.b0, p.b1)
+		sum := *a.acc
+		sum.merge(b.acc)
+		if p.cur {
+			sum.add(k)
+		}
+		if err := sum.result(r, start+k); err != nil {
+			return nferr.Wrap(nferr.KindQuery, err, "window")
+		}
+	}
+	return nil
+}
+
+// evalMinMaxExcluded is min and max over frames with an exclusion: a
+// monotonic deque per piece, the better of their fronts and the current
+// row (EXCLUDE TIES).
+func (w *Window) evalMinMaxExcluded(f *winFunc, r *winResult, start, n int, ps, pe []int32) {
+	v := w.store.vecs[f.spec.Arg]
+	cmpv := makeKeyCmp(sortKeyInfo{SortKey: SortKey{Col: f.spec.Arg}, info: f.argCol})
+	perm := w.perm[start : start+n]
+	better := func(a, b int) bool { // position a's value beats b's
+		c := cmpv(w.store, w.store, int(perm[a]), int(perm[b]))
+		if f.spec.Func == WinMax {
+			return c > 0
+		}
+		return c < 0
+	}
+	type deque struct {
+		dq     []int
+		ws, we int
+	}
+	slide := func(d *deque, s, e int) {
+		if s >= d.we {
+			d.dq = d.dq[:0]
+			d.ws, d.we = s, s
+		}
+		for ; d.we < e; d.we++ {
+			if v.IsNull(int(perm[d.we])) {
+				continue
+			}
+			for len(d.dq) > 0 && !better(d.dq[len(d.dq)-1], d.we) {
+				d.dq = d.dq[:len(d.dq)-1]
+			}
+			d.dq = append(d.dq, d.we)
+		}
+		d.ws = s
+		for len(d.dq) > 0 && d.dq[0] < d.ws {
+			d.dq = d.dq[1:]
+		}
+	}
+	var da, db deque
+	for k := 0; k < n; k++ {
+		p := w.piecesAt(f, k, n, ps, pe)
+		slide(&da, p.a0, p.a1)
+		slide(&db, p.b0, p.b1)
+		best := -1
+		consider := func(i int) {
+			if best < 0 || better(i, best) {
+				best = i
+			}
+		}
+		if len(da.dq) > 0 {
+			consider(da.dq[0])
+		}
+		if len(db.dq) > 0 {
+			consider(db.dq[0])
+		}
+		if p.cur && !v.IsNull(int(perm[k])) {
+			consider(k)
+		}
+		r.idx[start+k] = -1
+		if best >= 0 {
+			r.idx[start+k] = int32(perm[best])
+		}
+	}
 }
 
 // evalValue computes lag, lead, first_value, last_value and nth_value:
@@ -996,6 +1176,19 @@ func (w *Window) evalValue(f *winFunc, r *winResult, start, n int, ps, pe []int3
 		case WinLead:
 			out[k] = at(k+off, true)
 		default:
+			if f.frame.Exclude != ExcludeNone {
+				p := w.piecesAt(f, k, n, ps, pe)
+				i := 0 // first_value
+				switch f.spec.Func {
+				case WinLastValue:
+					i = p.size() - 1
+				case WinNthValue:
+					i = int(min(f.spec.N, int64(n+1))) - 1
+				}
+				j := p.nth(i, k)
+				out[k] = at(j, i >= 0 && j >= 0)
+				continue
+			}
 			s, e := w.frameAt(f, k, n, ps, pe)
 			switch f.spec.Func {
 			case WinFirstValue:
@@ -1053,6 +1246,36 @@ func (w *Window) evalValueIgnoreNulls(f *winFunc, out []int32, perm []uint32, of
 				out[k] = pick(int(cnt[k+1]) + o - 1)
 			}
 		default:
+			if f.frame.Exclude != ExcludeNone {
+				p := w.piecesAt(f, k, n, ps, pe)
+				na, nb := int(cnt[p.a1]-cnt[p.a0]), int(cnt[p.b1]-cnt[p.b0])
+				curOK := p.cur && !v.IsNull(int(perm[k]))
+				total := na + nb
+				if curOK {
+					total++
+				}
+				i := 0
+				switch fn {
+				case WinLastValue:
+					i = total - 1
+				case WinNthValue:
+					i = int(min(f.spec.N, int64(n+1))) - 1
+				}
+				out[k] = -1
+				switch {
+				case i < 0 || i >= total:
+				case i < na:
+					out[k] = pick(int(cnt[p.a0]) + i)
+				case curOK && i == na:
+					out[k] = int32(perm[k])
+				default:
+					if curOK {
+						i--
+					}
+					out[k] = pick(int(cnt[p.b0]) + i - na)
+				}
+				continue
+			}
 			s, e := w.frameAt(f, k, n, ps, pe)
 			lo, hi := int(cnt[s]), int(cnt[e]) // the non-NULL rows of the frame
 			switch fn {
@@ -1250,7 +1473,20 @@ func (a *winAccum) kahan(x float64) {
 	a.fsum = t
 }
 
-func (a *winAccum) add(pos int)    { a.update(pos, 1) }
+func (a *winAccum) add(pos int) { a.update(pos, 1) }
+
+// merge adds b's rows to a's (a copy's: the sliders keep theirs).
+func (a *winAccum) merge(b *winAccum) {
+	a.cnt += b.cnt
+	var of bool
+	a.sum, of = a.sum.add(b.sum)
+	a.overflowedInt128 = a.overflowedInt128 || b.overflowedInt128 || of
+	a.kahan(b.fsum)
+	a.kahan(b.fc)
+	a.nan += b.nan
+	a.pinf += b.pinf
+	a.ninf += b.ninf
+}
 func (a *winAccum) remove(pos int) { a.update(pos, -1) }
 
 // result stores the frame's value at sorted position p.

@@ -1558,7 +1558,7 @@ func (b *binder) windowCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr,
 		wc.OrderBy = append(wc.OrderBy, sortKey(e, o))
 	}
 	if f := x.Over.Frame; f != nil {
-		wf := &plan.WindowFrame{Mode: strings.ToLower(f.Mode.String())}
+		wf := &plan.WindowFrame{Mode: strings.ToLower(f.Mode.String()), Exclude: f.Exclude}
 		var rangeKey arrow.DataType
 		if wf.Mode == "range" && (f.Start.Offset != nil || f.End != nil && f.End.Offset != nil) {
 			if len(wc.OrderBy) != 1 {

@@ -1323,7 +1323,7 @@ func windowFrame(f *plan.WindowFrame, key arrow.DataType) (*exec.WindowFrame, er
 	if err != nil {
 		return nil, err
 	}
-	return &exec.WindowFrame{Mode: mode, Start: s, End: e}, nil
+	return &exec.WindowFrame{Mode: mode, Start: s, End: e, Exclude: exec.FrameExclusion(f.Exclude)}, nil
 }
 
 // rangeOffset puts a RANGE offset c in the units of the ORDER BY key: the

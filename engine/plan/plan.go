@@ -308,6 +308,8 @@ type WindowFrame struct {
 	Mode                   string
 	Start, End             FrameBoundKind
 	StartOffset, EndOffset Expr
+	// Exclude is "" (no exclusion), "current row", "group" or "ties".
+	Exclude string
 }
 
 // WindowCall is one window function of a WindowNode.

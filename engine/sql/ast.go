@@ -455,6 +455,9 @@ type Frame struct {
 	Pos
 	Mode       FrameMode
 	Start, End *FrameBound
+	// Exclude is the frame exclusion: "" (NO OTHERS), "current row",
+	// "group" or "ties".
+	Exclude string
 }
 
 // BoundKind is a window frame bound kind.

@@ -401,6 +401,9 @@ func (d *deparser) window(w *WindowSpec) {
 		} else {
 			d.bound(f.Start)
 		}
+		if f.Exclude != "" {
+			d.w(" EXCLUDE " + strings.ToUpper(f.Exclude))
+		}
 	}
 	d.w(")")
 }

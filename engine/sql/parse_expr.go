@@ -749,8 +749,24 @@ func (p *parser) parseWindowBody() (*WindowSpec, error) {
 		} else if fr.Start, err = p.parseFrameBound(); err != nil {
 			return nil, err
 		}
-		if p.isKw("exclude") {
-			return nil, p.errAt(p.peek(), "frame EXCLUDE is not supported")
+		if p.acceptKw("exclude") {
+			switch {
+			case p.acceptKw("current"):
+				if _, err := p.expectKw("row"); err != nil {
+					return nil, err
+				}
+				fr.Exclude = "current row"
+			case p.acceptKw("group"):
+				fr.Exclude = "group"
+			case p.acceptKw("ties"):
+				fr.Exclude = "ties"
+			case p.acceptKw("no"):
+				if _, err := p.expectKw("others"); err != nil {
+					return nil, err
+				}
+			default:
+				return nil, p.errExpected("CURRENT ROW, GROUP, TIES or NO OTHERS")
+			}
 		}
 		w.Frame = fr
 	}

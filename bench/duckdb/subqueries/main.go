@@ -103,6 +103,13 @@ var queries = []string{
 	"select ak, av, as_, lead(av ignore nulls) over (order by ak, av, as_) from a",
 	"select ak, av, as_, nth_value(av, 2 ignore nulls) over (order by ak, av, as_ rows between 2 preceding and 2 following) from a",
 	"select ak, av, as_, min(av) over (order by ak nulls first groups between 1 following and 3 following) from a",
+	// EXCLUDE CURRENT ROW / GROUP / TIES over ROWS, RANGE and GROUPS
+	// frames (results that do not depend on the order of peers).
+	"select ak, av, as_, sum(av) over (order by ak, av, as_ rows between 2 preceding and 2 following exclude current row) from a",
+	"select ak, av, as_, count(*) over (order by ak range between 1 preceding and 1 following exclude group), max(av) over (order by ak range between 1 preceding and 1 following exclude group) from a",
+	"select ak, av, as_, sum(av) over (order by ak groups between 1 preceding and current row exclude ties), min(av) over (order by ak groups between current row and 1 following exclude ties) from a",
+	"select ak, av, as_, avg(av) over (partition by as_ order by av rows between unbounded preceding and unbounded following exclude group) from a",
+	"select ak, av, as_, first_value(av) over (order by ak, av, as_ rows between 1 preceding and 3 following exclude current row), last_value(av ignore nulls) over (order by ak, av, as_ rows between 3 preceding and 1 following exclude current row) from a",
 	// WITH, and WITH RECURSIVE over the random edges of b.
 	"with t as (select bk, count(*) as n from b group by bk) select ak, (select n from t where bk = ak) from a",
 	"with recursive r(n) as (select bk from b where bk = 1 union select bv from r join b on bk = n where bv is not null) select n from r",
