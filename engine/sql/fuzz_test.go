@@ -27,6 +27,9 @@ func FuzzParse(f *testing.F) {
 		f.Add(c)
 	}
 	f.Add("select ((((((1))))))")
+	f.Add("create table c (a int references p (x) match full on delete restrict, b int, constraint f foreign key (b) references q)")
+	f.Add(`select * from read_csv('x.csv', columns = {'a': 'INTEGER', "b": 'TEXT'}, quote = '''')`)
+	f.Add("select lag(x, 2 ignore nulls) over w, first_value(y) respect nulls over (order by y groups between 1 preceding and current row exclude ties) from t window w as (order by x)")
 	f.Add("select x from t where a in (select 1) and exists (select 1) or not b")
 	f.Fuzz(func(t *testing.T, src string) {
 		stmts, err := Parse(src)
