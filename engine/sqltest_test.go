@@ -190,6 +190,8 @@ func typeLetter(t arrow.DataType) byte {
 		return 'S'
 	case arrow.INTERVAL_MONTH_DAY_NANO:
 		return 'V'
+	case arrow.BINARY:
+		return 'X' // bytea
 	}
 	return '?'
 }

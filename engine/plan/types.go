@@ -55,6 +55,12 @@ var (
 	TypTimestampTZ arrow.DataType = expr.TimestampTZArrow
 )
 
+// TypBinary is BYTEA (binary strings); its constants hold Bytea values.
+var TypBinary arrow.DataType = arrow.BinaryTypes.Binary
+
+// IsBinary reports BYTEA.
+func IsBinary(t arrow.DataType) bool { return t.ID() == arrow.BINARY }
+
 // maxDecimalPrecision is decimal128's limit; maxDecimal64Precision the
 // largest precision an int64 always holds.
 const (
@@ -124,6 +130,8 @@ func TypeString(t arrow.DataType) string {
 		return "double"
 	case arrow.STRING:
 		return "varchar"
+	case arrow.BINARY:
+		return "bytea"
 	case arrow.DATE32:
 		return "date"
 	case arrow.BOOL:
