@@ -255,7 +255,7 @@ type pgType struct {
 }
 
 var pgTypes = []pgType{
-	{16, "bool", 1}, {20, "int8", 8}, {21, "int2", 2}, {23, "int4", 4}, {25, "text", -1},
+	{16, "bool", 1}, {17, "bytea", -1}, {20, "int8", 8}, {21, "int2", 2}, {23, "int4", 4}, {25, "text", -1},
 	{700, "float4", 4}, {701, "float8", 8}, {1043, "varchar", -1}, {1082, "date", 4},
 	{1114, "timestamp", 8}, {1186, "interval", 16}, {1700, "numeric", -1},
 	{1083, "time", 8},
@@ -283,6 +283,8 @@ func typeOID(col storage.Column) int {
 		return 701
 	case arrow.STRING, arrow.LARGE_STRING:
 		return 1043
+	case arrow.BINARY:
+		return 17
 	case arrow.DATE32:
 		return 1082
 	case arrow.TIMESTAMP:

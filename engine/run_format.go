@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/nicflow/nicflow/exec/expr"
+	"github.com/nicflow/nicflow/internal/bytea"
 
 	"github.com/nicflow/nicflow/engine/plan"
 
@@ -28,6 +29,7 @@ import (
 //	times          HH:MM:SS[.ffffff] (24:00:00 possible)
 //	booleans       true / false
 //	strings        as they are
+//	bytea          PostgreSQL's hex format: \x48656c6c6f ('' is \x)
 //	intervals      PostgreSQL's: "1 year 2 mons 3 days 04:05:06.5"
 //	NULL           reported separately (null = true); callers print it
 //	               their way (NULL, the empty field, JSON null)
@@ -56,6 +58,8 @@ func NewValueFormatter(t arrow.DataType) (*ValueFormatter, error) {
 		// NB: String.Value aliases the array's buffer; the copy keeps the
 		// text valid after the batch is released (and its buffer reused).
 		fn = func(a arrow.Array, i int) string { return strings.Clone(a.(*array.String).Value(i)) }
+	case *arrow.BinaryType:
+		fn = func(a arrow.Array, i int) string { return bytea.Format(a.(*array.Binary).Value(i)) }
 	case *arrow.Date32Type:
 		fn = func(a arrow.Array, i int) string { return expr.FormatDate(int32(a.(*array.Date32).Value(i))) }
 	case *arrow.TimestampType:

@@ -72,8 +72,13 @@ func TestValueFormatter(t *testing.T) {
 	dt.Release()
 	nb := array.NewNull(2)
 	check(nb, []string{"NULL", "NULL"})
-	if _, err := NewValueFormatter(arrow.BinaryTypes.Binary); err == nil {
-		t.Error("binary: no error")
+	bin := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
+	bin.AppendValues([][]byte{[]byte("Hello"), {}, {0, 0xff}}, nil)
+	bin.AppendNull()
+	check(bin.NewArray(), []string{`\x48656c6c6f`, `\x`, `\x00ff`, "NULL"})
+	bin.Release()
+	if _, err := NewValueFormatter(arrow.BinaryTypes.LargeBinary); err == nil {
+		t.Error("large binary: no error")
 	}
 }
 

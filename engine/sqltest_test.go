@@ -192,6 +192,8 @@ func typeLetter(t arrow.DataType) byte {
 		return 'M'
 	case arrow.INTERVAL_MONTH_DAY_NANO:
 		return 'V'
+	case arrow.BINARY:
+		return 'X' // bytea
 	}
 	return '?'
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 
+	"github.com/nicflow/nicflow/internal/bytea"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -205,6 +206,11 @@ func encodeKey(buf []byte, rec arrow.RecordBatch, cols []int, r int) ([]byte, bo
 			buf = append(buf, 's')
 			buf = binary.AppendUvarint(buf, uint64(len(s)))
 			buf = append(buf, s...)
+		case *array.Binary:
+			s := x.Value(r)
+			buf = append(buf, 'x')
+			buf = binary.AppendUvarint(buf, uint64(len(s)))
+			buf = append(buf, s...)
 		case *array.Decimal64:
 			scale := x.DataType().(*arrow.Decimal64Type).Scale
 			buf = append(buf, 'n')
@@ -267,6 +273,13 @@ func decodeKeyText(k []byte) string {
 				return strings.Join(parts, ", ")
 			}
 			parts = append(parts, string(k[w:w+int(n)]))
+			k = k[w+int(n):]
+		case 'x':
+			n, w := binary.Uvarint(k)
+			if w <= 0 || uint64(len(k)-w) < n {
+				return strings.Join(parts, ", ")
+			}
+			parts = append(parts, bytea.Format(k[w:w+int(n)]))
 			k = k[w+int(n):]
 		case 'n', 'N':
 			w := 12

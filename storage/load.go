@@ -18,6 +18,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/nicflow/nicflow/internal/bytea"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -238,6 +239,15 @@ func (c *colBuilder) add(b []byte, isNull bool) (why string) {
 		return appendParsed(&c.v.b, x, why)
 	case arrow.STRING:
 		c.v.data = append(c.v.data, b...)
+		c.v.offs = append(c.v.offs, int32(len(c.v.data)))
+	case arrow.BINARY:
+		// PostgreSQL's bytea input: \x hex or the escape format.
+		data, msg := bytea.Parse(c.v.data, b)
+		if msg != "" {
+			c.v.valid = c.v.valid[:len(c.v.valid)-1]
+			return msg
+		}
+		c.v.data = data
 		c.v.offs = append(c.v.offs, int32(len(c.v.data)))
 	case arrow.DECIMAL128:
 		num, err := decimal128.FromString(string(b), c.prec, c.scale)

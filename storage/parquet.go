@@ -331,7 +331,14 @@ func (pw *parquetWriter) writeColumn(cw file.ColumnChunkWriter, arr arrow.Array,
 		}
 		_, err = w.WriteBatch(pw.b, def, nil)
 	case *file.ByteArrayColumnChunkWriter:
-		sa := arr.(*array.String)
+		// utf8 or binary: the same offsets and bytes.
+		sa, ok := arr.(interface {
+			ValueOffsets() []int32
+			ValueBytes() []byte
+		})
+		if !ok {
+			return fmt.Errorf("unexpected array %s for BYTE_ARRAY", arr.DataType())
+		}
 		pw.ba = pw.ba[:0]
 		offs := sa.ValueOffsets()
 		data := sa.ValueBytes()
@@ -590,6 +597,11 @@ func statsOf(cc *metadata.ColumnChunkMetaData, c Column, descr *schema.Column) (
 		lo, hi := Bool(s.Min()), Bool(s.Max())
 		st.Min, st.Max = &lo, &hi
 	case *metadata.ByteArrayStatistics:
+		if t.ID() != arrow.STRING {
+			// NB: bytea keeps no bounds: catalog values are text, and
+			// no predicate on bytea reaches storage.
+			return st, nil
+		}
 		lo := string(s.Min())
 		if len(lo) > maxStatString {
 			lo = lo[:maxStatString]

@@ -48,6 +48,8 @@ func TypeName(t arrow.DataType) (string, error) {
 		return "bool", nil
 	case *arrow.StringType:
 		return "utf8", nil
+	case *arrow.BinaryType:
+		return "bytea", nil
 	case *arrow.Date32Type:
 		return "date32", nil
 	case *arrow.TimestampType:
@@ -72,11 +74,11 @@ func TypeName(t arrow.DataType) (string, error) {
 		}
 		return fmt.Sprintf("decimal(%d,%d)", t.Precision, t.Scale), nil
 	}
-	return "", nferr.Queryf("type %s is not supported by nicflow storage (want int32, int64, float64, bool, utf8, date32, timestamp, timestamptz, time or decimal)", t)
+	return "", nferr.Queryf("type %s is not supported by nicflow storage (want int32, int64, float64, bool, utf8, bytea, date32, timestamp, timestamptz, time or decimal)", t)
 }
 
 // ParseType turns a catalog type name into its Arrow type:
-// int32, int64, float64, bool, utf8, date32, timestamp (microseconds),
+// int32, int64, float64, bool, utf8, bytea, date32, timestamp (microseconds),
 // timestamptz (microseconds, UTC), time (microseconds since midnight), decimal(P,S) (P<=18 is
 // decimal64, 19..38 decimal128). A few SQL spellings are accepted too
 // (integer, bigint, double, boolean, varchar, text, date).
@@ -93,6 +95,8 @@ func ParseType(s string) (arrow.DataType, error) {
 		return arrow.FixedWidthTypes.Boolean, nil
 	case "utf8", "string", "text", "varchar":
 		return arrow.BinaryTypes.String, nil
+	case "bytea", "binary", "blob":
+		return arrow.BinaryTypes.Binary, nil
 	case "date32", "date":
 		return arrow.FixedWidthTypes.Date32, nil
 	case "timestamp":
@@ -118,7 +122,7 @@ func ParseType(s string) (arrow.DataType, error) {
 			}
 		}
 	}
-	return nil, nferr.Queryf("unknown column type %q (want int32, int64, float64, bool, utf8, date32, timestamp, timestamptz, time or decimal(P,S) with 1<=P<=38, 0<=S<=P)", s)
+	return nil, nferr.Queryf("unknown column type %q (want int32, int64, float64, bool, utf8, bytea, date32, timestamp, timestamptz, time or decimal(P,S) with 1<=P<=38, 0<=S<=P)", s)
 }
 
 // SchemaColumns converts an Arrow schema to catalog columns.
@@ -169,8 +173,8 @@ func kindOf(t arrow.DataType) physKind {
 		return kFloat64
 	case arrow.BOOL:
 		return kBool
-	case arrow.STRING:
-		return kString
+	case arrow.STRING, arrow.BINARY:
+		return kString // bytea: the same offsets and bytes
 	default:
 		return kDec128
 	}
@@ -204,6 +208,9 @@ func parquetNode(f arrow.Field) (schema.Node, error) {
 		return schema.NewPrimitiveNode(f.Name, rep, parquet.Types.Boolean, -1, -1)
 	case *arrow.StringType:
 		return schema.NewPrimitiveNodeLogical(f.Name, rep, schema.StringLogicalType{}, parquet.Types.ByteArray, 0, -1)
+	case *arrow.BinaryType:
+		// BYTE_ARRAY without an annotation: bytes, not text.
+		return schema.NewPrimitiveNode(f.Name, rep, parquet.Types.ByteArray, -1, -1)
 	case *arrow.Date32Type:
 		return schema.NewPrimitiveNodeLogical(f.Name, rep, schema.DateLogicalType{}, parquet.Types.Int32, 0, -1)
 	case *arrow.TimestampType:
@@ -367,7 +374,13 @@ func arrowTypeOfParquet(c *schema.Column) (arrow.DataType, error) {
 	case parquet.Types.Float, parquet.Types.Double:
 		return arrow.PrimitiveTypes.Float64, nil
 	case parquet.Types.ByteArray:
-		return arrow.BinaryTypes.String, nil
+		// Text when annotated as text (STRING/UTF8, ENUM, JSON), bytes
+		// (bytea) otherwise, as DuckDB reads them.
+		switch lt.(type) {
+		case schema.StringLogicalType, schema.EnumLogicalType, schema.JSONLogicalType:
+			return arrow.BinaryTypes.String, nil
+		}
+		return arrow.BinaryTypes.Binary, nil
 	}
 	return nil, fmt.Errorf("column %s: Parquet type %s is not supported", c.Path(), c.PhysicalType())
 }

@@ -541,6 +541,10 @@ func (b *binder) typeOf(t *sql.TypeName) (arrow.DataType, error) {
 		return plan.TypTimestamp, args(1)
 	case "interval":
 		return plan.TypInterval, args(0)
+	case "bytea":
+		// NB: the length of BINARY(n) and VARBINARY(n) is accepted, not
+		// enforced (as VARCHAR(n)'s).
+		return plan.TypBinary, args(1)
 	case "time":
 		// NB: TIME(p) is accepted as TIMESTAMP(p) is: values keep
 		// microseconds.

@@ -1,6 +1,7 @@
 package bind
 
 import (
+	"encoding/hex"
 	"fmt"
 	"math"
 	"strconv"
@@ -776,6 +777,12 @@ func (b *binder) literal(x *sql.Literal) (plan.Expr, error) {
 		return plan.BoolConst(x.Text == "true"), nil
 	case sql.LitString:
 		return &plan.Const{Typ: plan.TypString, Val: x.Text, Untyped: true}, nil
+	case sql.LitBlob:
+		v, err := hex.DecodeString(x.Text)
+		if err != nil {
+			return nil, b.errorf(x, "invalid blob literal x'%s'", x.Text)
+		}
+		return &plan.Const{Typ: plan.TypBinary, Val: plan.Bytea(v)}, nil
 	}
 	c, err := plan.ParseNumber(x.Text)
 	if err != nil {
@@ -858,6 +865,9 @@ func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (plan.Expr, e
 		}
 		return plan.OrOf([]plan.Expr{l, r}), nil
 	case "||":
+		if c, ok, err := b.byteaConcat(x, l, r); ok || err != nil {
+			return c, err
+		}
 		l, r = plan.ResolveUntyped(l, plan.TypString), plan.ResolveUntyped(r, plan.TypString)
 		if !plan.IsString(l.Type()) && !plan.IsString(r.Type()) && !plan.IsNullType(l.Type()) && !plan.IsNullType(r.Type()) {
 			return nil, b.errorf(x, "operator does not exist: %s || %s", plan.TypeString(l.Type()), plan.TypeString(r.Type()))
@@ -957,6 +967,33 @@ func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (plan.Expr, e
 		r, _ = plan.Coerce(r, plan.TypFloat64)
 	}
 	return plan.FoldNow(plan.NewCall(fn, t, l, r)), nil
+}
+
+// byteaConcat binds bytea || bytea (an untyped literal or a NULL beside a
+// bytea is one): ok is false when neither operand is a bytea, or the other
+// is typed otherwise (then || concatenates text, as PostgreSQL's
+// anynonarray || text).
+func (b *binder) byteaConcat(x *sql.BinaryExpr, l, r plan.Expr) (plan.Expr, bool, error) {
+	lb, rb := plan.IsBinary(l.Type()), plan.IsBinary(r.Type())
+	if !lb && !rb {
+		return nil, false, nil
+	}
+	ops := []plan.Expr{l, r}
+	for i, e := range ops {
+		if plan.IsBinary(e.Type()) || plan.IsNullType(e.Type()) {
+			continue
+		}
+		c, ok := e.(*plan.Const)
+		if !ok || !c.Untyped {
+			return nil, false, nil
+		}
+		v, err := plan.CastConst(&plan.Const{Typ: plan.TypString, Val: c.Val}, plan.TypBinary)
+		if err != nil {
+			return nil, false, b.errorf([]sql.Expr{x.L, x.R}[i], "%v", err)
+		}
+		ops[i] = v
+	}
+	return plan.FoldNow(plan.NewCall(plan.FnConcat, plan.TypBinary, ops[0], ops[1])), true, nil
 }
 
 // wholeDays reports whether the interval operand of a or b is a constant
@@ -1782,6 +1819,9 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			if sig[i] == 'i' {
 				check = integer
 			}
+			if (name == "md5" || name == "octet_length") && plan.IsBinary(args[i].Type()) {
+				continue // md5(bytea), octet_length(bytea): of the bytes
+			}
 			if err := check(i); err != nil {
 				return nil, err
 			}
@@ -1918,6 +1958,9 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 		if err := arity(1, 1); err != nil {
 			return nil, err
 		}
+		if name == "length" && plan.IsBinary(args[0].Type()) {
+			return plan.NewCall("length", plan.TypInt32, args...), nil // bytes
+		}
 		if err := str(0); err != nil {
 			return nil, err
 		}
@@ -1940,7 +1983,10 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 		if err := arity(2, 3); err != nil {
 			return nil, err
 		}
-		if err := str(0); err != nil {
+		var t arrow.DataType = plan.TypString
+		if plan.IsBinary(args[0].Type()) {
+			t = plan.TypBinary // of bytes
+		} else if err := str(0); err != nil {
 			return nil, err
 		}
 		for i := 1; i < n; i++ {
@@ -1948,7 +1994,41 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 				return nil, err
 			}
 		}
-		return plan.NewCall("substring", plan.TypString, args...), nil
+		return plan.NewCall("substring", t, args...), nil
+	case "encode", "decode", "get_byte":
+		if err := arity(2, 2); err != nil {
+			return nil, err
+		}
+		// encode(bytea, format) text; decode(text, format) bytea;
+		// get_byte(bytea, n) integer.
+		var want, res arrow.DataType = plan.TypBinary, plan.TypString
+		switch name {
+		case "decode":
+			want, res = plan.TypString, plan.TypBinary
+		case "get_byte":
+			res = plan.TypInt32
+		}
+		args[0] = plan.ResolveUntyped(args[0], want)
+		if t := args[0].Type(); !arrow.TypeEqual(t, want) && !plan.IsNullType(t) {
+			return nil, fmt.Errorf("function %s(%s, %s) does not exist", name, plan.TypeString(t), plan.TypeString(args[1].Type()))
+		}
+		if name == "get_byte" {
+			if err := integer(1); err != nil {
+				return nil, err
+			}
+			return plan.NewCall(name, res, args...), nil
+		}
+		if err := str(1); err != nil {
+			return nil, err
+		}
+		k, ok := args[1].(*plan.Const)
+		if !ok {
+			return nil, fmt.Errorf("%s: the format must be a constant ('hex', 'base64' or 'escape')", name)
+		}
+		if f, _ := k.Val.(string); !k.IsNull() && f != "hex" && f != "base64" && f != "escape" {
+			return nil, fmt.Errorf("unrecognized encoding: %q (want 'hex', 'base64' or 'escape')", f)
+		}
+		return plan.NewCall(name, res, args...), nil
 	case "strpos", "position":
 		if err := arity(2, 2); err != nil {
 			return nil, err

@@ -150,6 +150,8 @@ func constExpr(c *plan.Const) (expr.Expr, error) {
 		return expr.LitFloat64(v), nil
 	case string:
 		return expr.LitString(v), nil
+	case plan.Bytea:
+		return expr.LitBinary([]byte(v)), nil
 	case arrow.Date32:
 		return expr.LitDate(int32(v)), nil
 	case arrow.Timestamp:

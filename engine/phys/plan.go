@@ -1127,6 +1127,8 @@ func zeroConst(t arrow.DataType) (*plan.Const, bool) {
 		return &plan.Const{Typ: t, Val: float64(0)}, true
 	case arrow.STRING:
 		return &plan.Const{Typ: t, Val: ""}, true
+	case arrow.BINARY:
+		return &plan.Const{Typ: t, Val: plan.Bytea("")}, true
 	case arrow.DATE32:
 		return &plan.Const{Typ: t, Val: arrow.Date32(0)}, true
 	case arrow.TIMESTAMP:

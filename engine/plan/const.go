@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -11,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/nicflow/nicflow/exec/expr"
+	"github.com/nicflow/nicflow/internal/bytea"
 )
 
 // Constants: literal parsing, casts of constants and the typing helpers
@@ -171,6 +173,8 @@ func CastConst(c *Const, t arrow.DataType) (*Const, error) {
 		switch v := c.Val.(type) {
 		case string:
 			return &Const{Typ: t, Val: v}, nil
+		case Bytea:
+			return &Const{Typ: t, Val: bytea.Format([]byte(v))}, nil
 		case arrow.Date32:
 			return &Const{Typ: t, Val: v.FormattedString()}, nil
 		case arrow.Timestamp:
@@ -261,6 +265,10 @@ func CastConst(c *Const, t arrow.DataType) (*Const, error) {
 	return nil, fmt.Errorf("cannot cast %s to %s", TypeString(c.Typ), TypeString(t))
 }
 
+// Bytea is the value of a BYTEA constant: its bytes (a string type of its
+// own, so that it is comparable and never taken for text).
+type Bytea string
+
 // parseAs parses a string as a value of type t (PostgreSQL input syntax).
 func parseAs(s string, t arrow.DataType) (*Const, error) {
 	in := strings.TrimSpace(s)
@@ -270,6 +278,12 @@ func parseAs(s string, t arrow.DataType) (*Const, error) {
 	switch {
 	case IsString(t):
 		return &Const{Typ: t, Val: s}, nil
+	case IsBinary(t):
+		b, msg := bytea.ParseString(s)
+		if msg != "" {
+			return nil, errors.New(msg)
+		}
+		return &Const{Typ: t, Val: Bytea(b)}, nil
 	case IsDate(t):
 		d, err := expr.ParseDate(in)
 		if err != nil {

@@ -140,12 +140,27 @@ func EvalCall(c *Call) (*Const, error) {
 	case FnAdd, FnSub, FnMul, FnDiv, FnMod:
 		return EvalArith(c.Fn, args[0], args[1], c.Typ)
 	case FnConcat:
-		return &Const{Typ: TypString, Val: args[0].Val.(string) + args[1].Val.(string)}, nil
+		if x, ok := args[0].Val.(Bytea); ok {
+			y, ok := args[1].Val.(Bytea)
+			if !ok {
+				return nil, nil
+			}
+			return &Const{Typ: TypBinary, Val: x + y}, nil
+		}
+		x, ok1 := args[0].Val.(string)
+		y, ok2 := args[1].Val.(string)
+		if !ok1 || !ok2 {
+			return nil, nil
+		}
+		return &Const{Typ: TypString, Val: x + y}, nil
 	case "upper":
 		return &Const{Typ: TypString, Val: strings.ToUpper(args[0].Val.(string))}, nil
 	case FnLower:
 		return &Const{Typ: TypString, Val: strings.ToLower(args[0].Val.(string))}, nil
 	case "length":
+		if b, ok := args[0].Val.(Bytea); ok {
+			return &Const{Typ: TypInt32, Val: int32(len(b))}, nil
+		}
 		return &Const{Typ: TypInt32, Val: int32(utf8.RuneCountInString(args[0].Val.(string)))}, nil
 	case FnExtract:
 		switch v := args[1].Val.(type) {
@@ -208,6 +223,12 @@ func CompareConst(a, b *Const) (int, bool) {
 			return 0, false
 		}
 		return strings.Compare(av, bv), true
+	case Bytea:
+		bv, ok := b.Val.(Bytea)
+		if !ok {
+			return 0, false
+		}
+		return strings.Compare(string(av), string(bv)), true
 	case bool:
 		bv, ok := b.Val.(bool)
 		if !ok {

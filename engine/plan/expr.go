@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/nicflow/nicflow/exec/expr"
+	"github.com/nicflow/nicflow/internal/bytea"
 )
 
 // ColumnID identifies a column of a logical plan. IDs are unique within one
@@ -57,7 +58,8 @@ type ColRef struct {
 //	int32 int32, int64 int64, float64 float64, bool bool, utf8 string,
 //	date32 arrow.Date32, time64 arrow.Time64 (microseconds), decimal64 int64 (unscaled), decimal128
 //	decimal128.Num (unscaled), month_day_nano arrow.MonthDayNanoInterval,
-//	and nil for NULL (of any type, including arrow.Null for an untyped NULL).
+//	binary Bytea, and nil for NULL (of any type, including arrow.Null for an
+//	untyped NULL).
 type Const struct {
 	Typ arrow.DataType
 	Val any
@@ -630,6 +632,8 @@ func FormatConst(c *Const) string {
 		return strconv.FormatFloat(v, 'g', -1, 64)
 	case string:
 		return "'" + strings.ReplaceAll(v, "'", "''") + "'"
+	case Bytea:
+		return "'" + bytea.Format([]byte(v)) + "'::bytea"
 	case arrow.Date32:
 		return "date '" + v.FormattedString() + "'"
 	case arrow.Timestamp:

@@ -59,6 +59,12 @@ var (
 	TypTime arrow.DataType = expr.TimeArrow
 )
 
+// TypBinary is BYTEA (binary strings); its constants hold Bytea values.
+var TypBinary arrow.DataType = arrow.BinaryTypes.Binary
+
+// IsBinary reports BYTEA.
+func IsBinary(t arrow.DataType) bool { return t.ID() == arrow.BINARY }
+
 // maxDecimalPrecision is decimal128's limit; maxDecimal64Precision the
 // largest precision an int64 always holds.
 const (
@@ -131,6 +137,8 @@ func TypeString(t arrow.DataType) string {
 		return "double"
 	case arrow.STRING:
 		return "varchar"
+	case arrow.BINARY:
+		return "bytea"
 	case arrow.DATE32:
 		return "date"
 	case arrow.BOOL:

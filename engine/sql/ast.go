@@ -247,6 +247,7 @@ const (
 	LitString                // Text is the unescaped value
 	LitBool                  // Text is "true" or "false"
 	LitNull
+	LitBlob // x'48656c': Text is the hex digits (an even number of them)
 )
 
 // Literal is a constant.

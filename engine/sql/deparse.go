@@ -183,6 +183,8 @@ func (d *deparser) expr(e Expr, _ int) {
 			d.w("NULL")
 		case LitBool:
 			d.w(strings.ToUpper(e.Text))
+		case LitBlob:
+			d.w("x'" + e.Text + "'")
 		default:
 			d.w(e.Text)
 		}
@@ -432,7 +434,7 @@ func (d *deparser) typ(t *TypeName) {
 		// string right after the type name to parse back.
 		d.w("TIMESTAMPTZ")
 	case "integer", "bigint", "smallint", "real", "double precision", "decimal", "varchar",
-		"char", "text", "date", "boolean", "timestamp", "time", "interval":
+		"char", "text", "date", "boolean", "timestamp", "time", "interval", "bytea":
 		d.w(strings.ToUpper(t.Name))
 	default:
 		// NB: always quoted: bare, a name like "double" or "character"

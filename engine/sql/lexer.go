@@ -28,6 +28,7 @@ const (
 	tokString         // '...' string literal; Text is the unescaped value
 	tokNumber         // numeric literal; Text is the source spelling
 	tokOp             // operator or punctuation; Text is its spelling
+	tokBlob           // x'...' blob literal (SQLite, DuckDB); Text is the hex digits
 )
 
 type token struct {
@@ -58,6 +59,8 @@ func (t token) describe() string {
 		return "string '" + s + "'"
 	case tokNumber:
 		return "number " + t.text
+	case tokBlob:
+		return "blob x'" + t.text + "'"
 	}
 	return "'" + t.text + "'"
 }
@@ -189,6 +192,8 @@ func (l *lexer) next() (token, error) {
 	}
 	c := l.src[l.off]
 	switch {
+	case (c == 'x' || c == 'X') && l.peekByte(1) == '\'':
+		return l.blob(start)
 	case isIdentStart(c):
 		for l.off < len(l.src) && isIdentCont(l.src[l.off]) {
 			l.advance()
@@ -270,6 +275,33 @@ func (l *lexer) number(start Pos) (token, error) {
 		return token{}, syntaxErrorAt(l.src, l.pos(), "trailing junk after numeric literal")
 	}
 	return token{kind: tokNumber, text: l.src[start.Offset:l.off], pos: start, end: l.off}, nil
+}
+
+// blob scans x'hex digits': an even number of hex digits.
+func (l *lexer) blob(start Pos) (token, error) {
+	l.advance() // x
+	l.advance() // opening quote
+	end := strings.IndexByte(l.src[l.off:], '\'')
+	if end < 0 {
+		return token{}, syntaxErrorAt(l.src, start, "unterminated blob literal")
+	}
+	digits := l.src[l.off : l.off+end]
+	for l.src[l.off] != '\'' {
+		if c := l.src[l.off]; !isHexDigit(c) {
+			r, _ := utf8.DecodeRuneInString(l.src[l.off:])
+			return token{}, syntaxErrorAt(l.src, l.pos(), "invalid hexadecimal digit %q in blob literal", r)
+		}
+		l.advance()
+	}
+	l.advance() // closing quote
+	if len(digits)%2 != 0 {
+		return token{}, syntaxErrorAt(l.src, start, "blob literal x'%s' has an odd number of hexadecimal digits", digits)
+	}
+	return token{kind: tokBlob, text: digits, pos: start, end: l.off}, nil
+}
+
+func isHexDigit(c byte) bool {
+	return isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
 }
 
 // quoted scans a literal delimited by q where a doubled q stands for one.

@@ -312,6 +312,9 @@ func (p *parser) parsePrimary() (Expr, error) {
 	case tokString:
 		p.next()
 		return &Literal{Pos: t.pos, Kind: LitString, Text: t.text}, nil
+	case tokBlob:
+		p.next()
+		return &Literal{Pos: t.pos, Kind: LitBlob, Text: t.text}, nil
 	case tokOp:
 		if t.text == "(" {
 			return p.parseParen()

@@ -1249,6 +1249,10 @@ func (p *parser) parseType() (*TypeName, error) {
 		tn.Name = "text"
 	case "bool", "boolean":
 		tn.Name = "boolean"
+	case "bytea", "blob", "binary", "varbinary":
+		// BLOB (SQLite, DuckDB), BINARY and VARBINARY (MySQL, DuckDB) are
+		// PostgreSQL's BYTEA.
+		tn.Name = "bytea"
 	case "timestamptz":
 		tn.Name = "timestamptz"
 	case "datetime":
@@ -1320,4 +1324,5 @@ var typeLiteralNames = map[string]bool{
 	"int": true, "integer": true, "bigint": true, "smallint": true,
 	"decimal": true, "numeric": true, "real": true, "float": true, "double": true,
 	"text": true, "varchar": true, "char": true, "boolean": true, "bool": true,
+	"bytea": true, "blob": true,
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/nicflow/nicflow/internal/bytea"
 	"github.com/nicflow/nicflow/internal/civil"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
@@ -29,6 +30,8 @@ import (
 //     exactly s fraction digits, doubles in shortest round-trip form,
 //     booleans true/false).
 //   - boolean <-> integer: 1/0, non-zero is true.
+//   - string -> bytea: PostgreSQL's input, hex (\x4142) or escape (AB,
+//     \\ a backslash, \nnn octal); bytea -> string: hex (\x4142).
 
 // castNode converts its input to another type.
 type castNode struct {
@@ -104,6 +107,8 @@ func newCast(x node, to arrow.DataType, desc string) (node, error) {
 			c.run = castStringToTimestamp
 		case arrow.BOOL:
 			c.run = castStringToBool
+		case arrow.BINARY:
+			c.run = castStringToBinary
 		default:
 			return nil, cannotCast(from, to, desc)
 		}
@@ -568,6 +573,8 @@ func castToString(c *castNode, out, a *vec, sel []int32, n int) error {
 			s = strconv.AppendBool(s, a.b[i])
 		case arrow.STRING:
 			s = append(s, a.strAt(i)...)
+		case arrow.BINARY:
+			s = bytea.AppendHex(s, a.strAt(i))
 		case arrow.INTERVAL_MONTH_DAY_NANO:
 			s = appendInterval(s, a.iv[i])
 		}
@@ -856,6 +863,24 @@ func castStringToBool(c *castNode, out, a *vec, sel []int32, n int) error {
 		}
 		out.b[i] = v
 	})
+	return err
+}
+
+// castStringToBinary reads bytea input text (internal/bytea).
+func castStringToBinary(c *castNode, out, a *vec, sel []int32, n int) error {
+	w := newStrWriter(out, n)
+	var err error
+	each(sel, n, func(i int32) {
+		if err != nil {
+			return
+		}
+		w.at(i)
+		var msg string
+		if out.str, msg = bytea.Parse(out.str, a.strAt(i)); msg != "" {
+			err = nferr.Dataf("%s in %s", msg, c.desc)
+		}
+	})
+	w.finish(n)
 	return err
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/nicflow/nicflow/internal/bytea"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -44,7 +45,7 @@ const (
 	pI64               // []int64: int64, decimal64, timestamp[us], time64[us]
 	pF64               // []float64
 	pD128              // []decimal128.Num: decimal128
-	pStr               // off/str: utf8
+	pStr               // off/str: utf8, binary
 	pIv                // []arrow.MonthDayNanoInterval
 )
 
@@ -74,7 +75,7 @@ func kindOf(dt arrow.DataType) (pkind, bool) {
 		return pF64, true
 	case arrow.DECIMAL128:
 		return pD128, true
-	case arrow.STRING:
+	case arrow.STRING, arrow.BINARY:
 		return pStr, true
 	case arrow.INTERVAL_MONTH_DAY_NANO:
 		return pIv, true
@@ -557,6 +558,12 @@ func parseLiteral(e *Expr) (*constNode, error) {
 		c.f64 = v
 	case TypeString:
 		c.s = e.Value
+	case TypeBinary:
+		b, msg := bytea.ParseString(e.Value)
+		if msg != "" {
+			return nil, nferr.Queryf("invalid BYTEA literal %q: %s", e.Value, msg)
+		}
+		c.s = string(b)
 	case TypeDate:
 		d, err := ParseDate(e.Value)
 		if err != nil {
@@ -1256,6 +1263,8 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 	case FnReplace, FnRepeat, FnReverse, FnLPad, FnRPad, FnInitCap, FnMD5, FnSplitPart,
 		FnTranslate, FnChr, FnASCII, FnToHex, FnOctetLength:
 		n, err = c.compileMoreString(e, args, desc)
+	case FnEncode, FnDecode, FnGetByte:
+		n, err = c.compileBytea(e, args, desc)
 	case FnGreatest, FnLeast:
 		n, err = c.compileExtreme(e, args, desc)
 	case FnRegexpReplace, FnRegexpExtract, FnRegexpLike:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/nicflow/nicflow/internal/bytea"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -34,6 +35,7 @@ const (
 	TypeTimestamp   TypeID = "timestamp"   // arrow timestamp[us] (SQL TIMESTAMP)
 	TypeTimestampTZ TypeID = "timestamptz" // arrow timestamp[us, tz=UTC] (SQL TIMESTAMPTZ)
 	TypeTime        TypeID = "time"        // arrow time64[us] (SQL TIME: time of day, no zone)
+	TypeBinary TypeID = "binary" // arrow binary (SQL BYTEA)
 )
 
 // MaxDecimalPrecision is the largest decimal precision (decimal128).
@@ -65,6 +67,7 @@ var (
 	TimestampType   = Type{ID: TypeTimestamp}
 	TimestampTZType = Type{ID: TypeTimestampTZ}
 	TimeType        = Type{ID: TypeTime}
+	BinaryType = Type{ID: TypeBinary}
 )
 
 // DecimalType returns decimal(p, s).
@@ -74,7 +77,7 @@ func DecimalType(p, s int32) Type { return Type{ID: TypeDecimal, Precision: p, S
 func (t Type) Validate() error {
 	switch t.ID {
 	case TypeNull, TypeBool, TypeInt32, TypeInt64, TypeFloat64, TypeString, TypeDate, TypeInterval,
-		TypeTimestamp, TypeTimestampTZ, TypeTime:
+		TypeTimestamp, TypeTimestampTZ, TypeTime, TypeBinary:
 		if t.Precision != 0 || t.Scale != 0 {
 			return nferr.Queryf("type %s takes no precision or scale", t.ID)
 		}
@@ -116,6 +119,8 @@ func (t Type) Arrow() arrow.DataType {
 		return TimestampTZArrow
 	case TypeTime:
 		return TimeArrow
+	case TypeBinary:
+		return arrow.BinaryTypes.Binary
 	case TypeDecimal:
 		if t.Precision <= MaxDecimal64Precision {
 			return &arrow.Decimal64Type{Precision: t.Precision, Scale: t.Scale}
@@ -141,6 +146,8 @@ func TypeOf(dt arrow.DataType) (Type, error) {
 		return Float64Type, nil
 	case *arrow.StringType:
 		return StringType, nil
+	case *arrow.BinaryType:
+		return BinaryType, nil
 	case *arrow.Date32Type:
 		return DateType, nil
 	case *arrow.MonthDayNanoIntervalType:
@@ -190,6 +197,8 @@ func (t Type) String() string {
 		return "TIMESTAMPTZ"
 	case TypeTime:
 		return "TIME"
+	case TypeBinary:
+		return "BYTEA"
 	case TypeDecimal:
 		return fmt.Sprintf("DECIMAL(%d,%d)", t.Precision, t.Scale)
 	}
@@ -278,7 +287,8 @@ type Expr struct {
 	// Value is a KindLiteral's value as text (see Lit* constructors):
 	// integers and decimals in decimal notation, floats in Go's shortest
 	// round-tripping form ("NaN", "+Inf" allowed), booleans "true"/"false",
-	// dates YYYY-MM-DD, intervals "months:days:nanos", strings as is.
+	// dates YYYY-MM-DD, intervals "months:days:nanos", strings as is,
+	// bytea as PostgreSQL's hex text (\x4142).
 	Value string `json:"value,omitempty"`
 	// Null marks a NULL literal of Type.
 	Null bool `json:"null,omitempty"`
@@ -311,6 +321,10 @@ func LitFloat64(v float64) Expr { return lit(Float64Type, strconv.FormatFloat(v,
 
 // LitString is a VARCHAR literal.
 func LitString(v string) Expr { return lit(StringType, v) }
+
+// LitBinary is a BYTEA literal of the bytes b (Value: PostgreSQL's hex
+// text, \x...).
+func LitBinary(b []byte) Expr { return lit(BinaryType, bytea.Format(b)) }
 
 // LitDate is a DATE literal of days since 1970-01-01.
 func LitDate(days int32) Expr { return lit(DateType, FormatDate(days)) }
@@ -708,6 +722,8 @@ func (e Expr) formatLiteral(sb *strings.Builder) {
 		sb.WriteString("'" + strings.ReplaceAll(e.Value, "'", "''") + "'")
 	case TypeDate:
 		sb.WriteString("DATE '" + e.Value + "'")
+	case TypeBinary:
+		sb.WriteString("'" + e.Value + "'::BYTEA")
 	case TypeTimestamp, TypeTimestampTZ, TypeTime:
 		sb.WriteString(e.Type.String() + " '" + e.Value + "'")
 	case TypeBool:

@@ -92,6 +92,11 @@ func (c *compiler) compileString(e *Expr, args []node, desc string) (node, error
 		if err := arity(e, 1, 1); err != nil {
 			return nil, err
 		}
+		if e.Fn == FnLength && args[0].dt().ID() == arrow.BINARY {
+			// length(bytea): bytes.
+			f.t, f.run, f.args = i32, octetLengthKernel, args
+			return f, nil
+		}
 		if args[0], err = needStr(args[0]); err != nil {
 			return nil, err
 		}
@@ -130,21 +135,32 @@ func (c *compiler) compileString(e *Expr, args []node, desc string) (node, error
 		if err := arity(e, 2, 2); err != nil {
 			return nil, err
 		}
+		// bytea || bytea is bytea; anything else concatenates text.
+		t := str
+		binOrNull := func(k arrow.Type) bool { return k == arrow.BINARY || k == arrow.NULL }
+		if k0, k1 := args[0].dt().ID(), args[1].dt().ID(); binOrNull(k0) && binOrNull(k1) && (k0 == arrow.BINARY || k1 == arrow.BINARY) {
+			t = arrow.BinaryTypes.Binary
+		}
 		for i := range args {
 			if args[i].dt().ID() == arrow.NULL {
-				args[i] = newNullConst(str)
+				args[i] = newNullConst(t)
 			}
-			if args[i], err = c.cast(args[i], str, desc); err != nil {
+			if args[i], err = c.cast(args[i], t, desc); err != nil {
 				return nil, err
 			}
 		}
-		f.t = str
+		f.t = t
 		f.run = concatKernel
 	case FnSubstring:
 		if err := arity(e, 2, 3); err != nil {
 			return nil, err
 		}
-		if args[0], err = needStr(args[0]); err != nil {
+		f.t = str
+		f.run = substringKernel
+		if args[0].dt().ID() == arrow.BINARY {
+			// substring(bytea): bytes.
+			f.t, f.run = args[0].dt(), binarySubstringKernel
+		} else if args[0], err = needStr(args[0]); err != nil {
 			return nil, err
 		}
 		for i := 1; i < len(args); i++ {
@@ -152,8 +168,6 @@ func (c *compiler) compileString(e *Expr, args []node, desc string) (node, error
 				return nil, err
 			}
 		}
-		f.t = str
-		f.run = substringKernel
 	case FnStrPos:
 		if err := arity(e, 2, 2); err != nil {
 			return nil, err

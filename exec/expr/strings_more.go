@@ -59,6 +59,8 @@ func (c *compiler) compileMoreString(e *Expr, args []node, desc string) (node, e
 		case a.dt().ID() == arrow.NULL:
 			args[i] = newNullConst(map[byte]arrow.DataType{'s': str, 'i': i64}[sig[i]])
 		case sig[i] == 's' && a.dt().ID() == arrow.STRING:
+		case sig[i] == 's' && a.dt().ID() == arrow.BINARY && (e.Fn == FnMD5 || e.Fn == FnOctetLength):
+			// md5(bytea) and octet_length(bytea): the same kernels.
 		case sig[i] == 'i' && IsInteger(a.dt()):
 			args[i], err = c.cast(a, i64, desc)
 		default:

@@ -171,3 +171,9 @@ update t a = 1
 select a = any (1, 2) from t
 ----
 select a = all from t
+----
+select x'0g'
+----
+select X'abc'
+----
+select x'01
