@@ -35,7 +35,7 @@ const (
 	TypeTimestamp   TypeID = "timestamp"   // arrow timestamp[us] (SQL TIMESTAMP)
 	TypeTimestampTZ TypeID = "timestamptz" // arrow timestamp[us, tz=UTC] (SQL TIMESTAMPTZ)
 	TypeTime        TypeID = "time"        // arrow time64[us] (SQL TIME: time of day, no zone)
-	TypeBinary TypeID = "binary" // arrow binary (SQL BYTEA)
+	TypeBinary      TypeID = "binary"      // arrow binary (SQL BYTEA)
 )
 
 // MaxDecimalPrecision is the largest decimal precision (decimal128).
@@ -67,7 +67,7 @@ var (
 	TimestampType   = Type{ID: TypeTimestamp}
 	TimestampTZType = Type{ID: TypeTimestampTZ}
 	TimeType        = Type{ID: TypeTime}
-	BinaryType = Type{ID: TypeBinary}
+	BinaryType      = Type{ID: TypeBinary}
 )
 
 // DecimalType returns decimal(p, s).
