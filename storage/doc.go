@@ -72,6 +72,9 @@
 // unsigned integers: they are widened when read (decimal(P<=18) always
 // arrives as decimal64; UINT_8/16/32 as int64, UINT_64 as decimal(20,0),
 // whose minima and maxima are not used: signed readings would be wrong).
+// INTERVAL columns are FIXED_LEN_BYTE_ARRAY(16) holding the decimal128
+// whose memory is Arrow's month-day-nano value, named in the footer's
+// key-value metadata (types.go: intervalKey); they keep no statistics.
 //
 // # Scans
 //

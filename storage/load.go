@@ -19,6 +19,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/nicflow/nicflow/internal/bytea"
+	"github.com/nicflow/nicflow/internal/civil"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -249,6 +250,13 @@ func (c *colBuilder) add(b []byte, isNull bool) (why string) {
 		}
 		c.v.data = data
 		c.v.offs = append(c.v.offs, int32(len(c.v.data)))
+	case arrow.INTERVAL_MONTH_DAY_NANO:
+		iv, err := civil.ParseInterval(string(b))
+		if err != nil {
+			c.v.valid = c.v.valid[:len(c.v.valid)-1]
+			return "not an interval"
+		}
+		c.v.d128 = append(c.v.d128, intervalNum(arrow.MonthDayNanoInterval{Months: iv.Months, Days: iv.Days, Nanoseconds: iv.Nanos}))
 	case arrow.DECIMAL128:
 		num, err := decimal128.FromString(string(b), c.prec, c.scale)
 		if err != nil {

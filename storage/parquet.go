@@ -203,7 +203,11 @@ func newParquetWriter(path string, sch *arrow.Schema, opts WriteOptions) (*parqu
 		// NB: the row group length is enforced by parquetWriter itself.
 		parquet.WithMaxRowGroupLength(opts.RowGroupRows),
 	)
-	w, err := file.NewParquetWriterWithError(hw, ps, file.WithWriterProps(props))
+	wopts := []file.WriteOption{file.WithWriterProps(props)}
+	if kv := intervalMetadata(sch); kv != nil {
+		wopts = append(wopts, file.WithWriteMetadata(kv))
+	}
+	w, err := file.NewParquetWriterWithError(hw, ps, wopts...)
 	if err != nil {
 		f.Close()
 		os.Remove(path)
@@ -350,8 +354,13 @@ func (pw *parquetWriter) writeColumn(cw file.ColumnChunkWriter, arr arrow.Array,
 		}
 		_, err = w.WriteBatch(pw.ba, def, nil)
 	case *file.FixedLenByteArrayColumnChunkWriter:
-		da, ok := arr.(*array.Decimal128)
-		if !ok {
+		var value func(i int) decimal128.Num
+		switch da := arr.(type) {
+		case *array.Decimal128:
+			value = da.Value
+		case *array.MonthDayNanoInterval:
+			value = func(i int) decimal128.Num { return intervalNum(da.Value(i)) }
+		default:
 			return fmt.Errorf("unexpected array %s for FIXED_LEN_BYTE_ARRAY", arr.DataType())
 		}
 		pw.fbuf = grow(pw.fbuf, 16*nn)
@@ -359,7 +368,7 @@ func (pw *parquetWriter) writeColumn(cw file.ColumnChunkWriter, arr arrow.Array,
 		k := 0
 		for i := 0; i < n; i++ {
 			if valid(i) {
-				v := da.Value(off + i)
+				v := value(off + i)
 				b := pw.fbuf[16*k : 16*k+16]
 				binary.BigEndian.PutUint64(b[0:8], uint64(v.HighBits()))
 				binary.BigEndian.PutUint64(b[8:16], v.LowBits())
@@ -449,9 +458,10 @@ func readFooter(path string) (md *metadata.FileMetaData, size int64, err error) 
 func schemaOfFooter(path string, md *metadata.FileMetaData) (*arrow.Schema, error) {
 	sc := md.Schema
 	fs := make([]arrow.Field, 0, sc.NumColumns())
+	ivs := intervalColumns(md)
 	for i := 0; i < sc.NumColumns(); i++ {
 		c := sc.Column(i)
-		t, err := arrowTypeOfParquet(c)
+		t, err := arrowTypeOfColumn(c, ivs)
 		if err != nil {
 			return nil, nferr.Dataf("%s: %v", path, err)
 		}
@@ -468,6 +478,7 @@ func schemaOfFooter(path string, md *metadata.FileMetaData) (*arrow.Schema, erro
 func fileFromFooter(path string, md *metadata.FileMetaData, cols []Column) (*File, error) {
 	sc := md.Schema
 	f := &File{Rows: md.NumRows, ColumnIndex: make([]int, len(cols))}
+	ivs := intervalColumns(md)
 	for i, c := range cols {
 		want, err := ParseType(c.Type)
 		if err != nil {
@@ -483,7 +494,7 @@ func fileFromFooter(path string, md *metadata.FileMetaData, cols []Column) (*Fil
 		if idx < 0 {
 			return nil, nferr.Dataf("%s has no column %s", path, c.Name)
 		}
-		got, err := arrowTypeOfParquet(sc.Column(idx))
+		got, err := arrowTypeOfColumn(sc.Column(idx), ivs)
 		if err != nil {
 			return nil, nferr.Dataf("%s: %v", path, err)
 		}
@@ -554,6 +565,9 @@ func statsOf(cc *metadata.ColumnChunkMetaData, c Column, descr *schema.Column) (
 	t, err := ParseType(c.Type)
 	if err != nil {
 		return st, err
+	}
+	if t.ID() == arrow.INTERVAL_MONTH_DAY_NANO {
+		return st, nil // 16 bytes that do not order as intervals do
 	}
 	scale := decimalScale(t)
 	mul, div, int96 := timestampScale(descr)

@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -50,6 +52,8 @@ func TypeName(t arrow.DataType) (string, error) {
 		return "utf8", nil
 	case *arrow.BinaryType:
 		return "bytea", nil
+	case *arrow.MonthDayNanoIntervalType:
+		return "interval", nil
 	case *arrow.Date32Type:
 		return "date32", nil
 	case *arrow.TimestampType:
@@ -97,6 +101,8 @@ func ParseType(s string) (arrow.DataType, error) {
 		return arrow.BinaryTypes.String, nil
 	case "bytea", "binary", "blob":
 		return arrow.BinaryTypes.Binary, nil
+	case "interval":
+		return arrow.FixedWidthTypes.MonthDayNanoInterval, nil
 	case "date32", "date":
 		return arrow.FixedWidthTypes.Date32, nil
 	case "timestamp":
@@ -227,6 +233,11 @@ func parquetNode(f arrow.Field) (schema.Node, error) {
 		return schema.NewPrimitiveNodeLogical(f.Name, rep, schema.NewDecimalLogicalType(t.Precision, t.Scale), parquet.Types.Int64, 0, -1)
 	case *arrow.Decimal128Type:
 		return schema.NewPrimitiveNodeLogical(f.Name, rep, schema.NewDecimalLogicalType(t.Precision, t.Scale), parquet.Types.FixedLenByteArray, 16, -1)
+	case *arrow.MonthDayNanoIntervalType:
+		// Parquet's INTERVAL (12 bytes of unsigned months, days and
+		// milliseconds) loses microseconds and signs: 16 bytes instead,
+		// named in the footer's intervalKey.
+		return schema.NewPrimitiveNode(f.Name, rep, parquet.Types.FixedLenByteArray, -1, 16)
 	}
 	return nil, nferr.Queryf("column %s: type %s cannot be stored", f.Name, f.Type)
 }
@@ -383,4 +394,68 @@ func arrowTypeOfParquet(c *schema.Column) (arrow.DataType, error) {
 		return arrow.BinaryTypes.Binary, nil
 	}
 	return nil, fmt.Errorf("column %s: Parquet type %s is not supported", c.Path(), c.PhysicalType())
+}
+
+// Intervals. nicflow stores an INTERVAL column as FIXED_LEN_BYTE_ARRAY(16)
+// (Parquet's own INTERVAL holds unsigned months, days and milliseconds:
+// no negative or sub-millisecond values), the 16 bytes those of the
+// decimal128 whose in-memory layout is Arrow's month-day-nano value
+// (intervalNum), so that scans decode it as they decode decimal128. The
+// footer's key-value metadata names the interval columns (intervalKey),
+// which tells them from other 16-byte values.
+
+// intervalKey is the footer metadata key listing interval columns (their
+// names, comma-separated).
+const intervalKey = "nicflow.interval_columns"
+
+// intervalNum is the decimal128 whose memory holds iv as Arrow lays it
+// out: months and days in the low word, nanoseconds in the high one.
+func intervalNum(iv arrow.MonthDayNanoInterval) decimal128.Num {
+	lo := uint64(uint32(iv.Months)) | uint64(uint32(iv.Days))<<32
+	return decimal128.New(iv.Nanoseconds, lo)
+}
+
+// intervalMetadata is the footer metadata naming sch's interval columns,
+// or nil.
+func intervalMetadata(sch *arrow.Schema) metadata.KeyValueMetadata {
+	var names []string
+	for _, f := range sch.Fields() {
+		if f.Type.ID() == arrow.INTERVAL_MONTH_DAY_NANO {
+			names = append(names, f.Name)
+		}
+	}
+	if names == nil {
+		return nil
+	}
+	kv := make(metadata.KeyValueMetadata, 0, 1)
+	if err := kv.Append(intervalKey, strings.Join(names, ",")); err != nil {
+		return nil
+	}
+	return kv
+}
+
+// intervalColumns are the interval columns a footer names.
+func intervalColumns(md *metadata.FileMetaData) map[string]bool {
+	kv := md.KeyValueMetadata()
+	if kv == nil {
+		return nil
+	}
+	v := kv.FindValue(intervalKey)
+	if v == nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, n := range strings.Split(*v, ",") {
+		out[n] = true
+	}
+	return out
+}
+
+// arrowTypeOfColumn is arrowTypeOfParquet knowing the file's interval
+// columns.
+func arrowTypeOfColumn(c *schema.Column, intervals map[string]bool) (arrow.DataType, error) {
+	if intervals[c.Name()] && c.PhysicalType() == parquet.Types.FixedLenByteArray && c.TypeLength() == 16 {
+		return arrow.FixedWidthTypes.MonthDayNanoInterval, nil
+	}
+	return arrowTypeOfParquet(c)
 }

@@ -7,12 +7,12 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/nicflow/nicflow/exec/expr"
 	"github.com/nicflow/nicflow/internal/bytea"
+	"github.com/nicflow/nicflow/internal/civil"
 )
 
 // Constants: literal parsing, casts of constants and the typing helpers
@@ -349,154 +349,29 @@ func parseAs(s string, t arrow.DataType) (*Const, error) {
 	return bad()
 }
 
-var intervalUnitNames = map[string]string{
-	"year": "year", "years": "year", "y": "year",
-	"month": "month", "months": "month", "mon": "month", "mons": "month",
-	"week": "week", "weeks": "week", "w": "week",
-	"day": "day", "days": "day", "d": "day",
-	"hour": "hour", "hours": "hour", "h": "hour",
-	"minute": "minute", "minutes": "minute", "min": "minute", "mins": "minute",
-	"second": "second", "seconds": "second", "sec": "second", "secs": "second", "s": "second",
-	"millisecond": "millisecond", "milliseconds": "millisecond", "ms": "millisecond", "msec": "millisecond", "msecs": "millisecond",
-	"microsecond": "microsecond", "microseconds": "microsecond", "us": "microsecond", "usec": "microsecond", "usecs": "microsecond",
-	"decade": "decade", "decades": "decade", "century": "century", "centuries": "century",
-	"millennium": "millennium", "millennia": "millennium", "millenniums": "millennium",
-}
-
 // ParseInterval parses an interval literal: INTERVAL '90' DAY (value and
-// unit) or INTERVAL '3 months 2 days' (PostgreSQL's unit list).
+// unit) or INTERVAL '3 months 2 days' (PostgreSQL's unit list, read by
+// civil.ParseInterval, which storage shares for CSV input).
 func ParseInterval(value, unit, toUnit string) (arrow.MonthDayNanoInterval, error) {
-	var iv arrow.MonthDayNanoInterval
-	add := func(n int64, u string) error {
-		switch u {
-		case "millennium", "century", "decade":
-			n *= map[string]int64{"millennium": 1000, "century": 100, "decade": 10}[u]
-			if n > math.MaxInt32/12 || n < math.MinInt32/12 {
-				return fmt.Errorf("interval out of range")
-			}
-			fallthrough
-		case "year":
-			n *= 12
-			fallthrough
-		case "month":
-			if n > math.MaxInt32 || n < math.MinInt32 || int64(iv.Months)+n > math.MaxInt32 {
-				return fmt.Errorf("interval out of range")
-			}
-			iv.Months += int32(n)
-		case "week":
-			n *= 7
-			fallthrough
-		case "day":
-			if n > math.MaxInt32 || n < math.MinInt32 || int64(iv.Days)+n > math.MaxInt32 {
-				return fmt.Errorf("interval out of range")
-			}
-			iv.Days += int32(n)
-		case "hour":
-			iv.Nanoseconds += n * int64(time.Hour)
-		case "minute":
-			iv.Nanoseconds += n * int64(time.Minute)
-		case "second":
-			iv.Nanoseconds += n * int64(time.Second)
-		case "millisecond":
-			iv.Nanoseconds += n * int64(time.Millisecond)
-		case "microsecond":
-			iv.Nanoseconds += n * int64(time.Microsecond)
-		default:
-			return fmt.Errorf("invalid interval unit %q", u)
-		}
-		return nil
-	}
 	if unit != "" {
 		if toUnit != "" {
-			return iv, fmt.Errorf("INTERVAL ... %s TO %s is not supported; write INTERVAL '...' with units", strings.ToUpper(unit), strings.ToUpper(toUnit))
+			return arrow.MonthDayNanoInterval{}, fmt.Errorf("INTERVAL ... %s TO %s is not supported; write INTERVAL '...' with units", strings.ToUpper(unit), strings.ToUpper(toUnit))
 		}
 		n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 32)
 		if err != nil {
-			return iv, fmt.Errorf("invalid interval value %q for unit %s: want an integer", value, strings.ToUpper(unit))
+			return arrow.MonthDayNanoInterval{}, fmt.Errorf("invalid interval value %q for unit %s: want an integer", value, strings.ToUpper(unit))
 		}
-		return iv, add(n, unit)
-	}
-	f := strings.Fields(value)
-	ago := len(f) > 1 && strings.EqualFold(f[len(f)-1], "ago")
-	if ago {
-		f = f[:len(f)-1]
-	}
-	if len(f) == 0 {
-		return iv, fmt.Errorf("invalid interval %q: want pairs of number and unit, such as '3 months'", value)
-	}
-	for i := 0; i < len(f); {
-		if strings.Contains(f[i], ":") {
-			// A time of day: [-]HH:MM[:SS[.ffffff]].
-			ns, ok := parseIntervalTime(f[i])
-			if !ok {
-				return iv, fmt.Errorf("invalid interval %q: %q is not a time (want HH:MM:SS)", value, f[i])
-			}
-			iv.Nanoseconds += ns
-			i++
-			continue
+		var iv civil.Interval
+		if err := iv.AddUnit(n, unit); err != nil {
+			return arrow.MonthDayNanoInterval{}, err
 		}
-		if i+1 >= len(f) {
-			return iv, fmt.Errorf("invalid interval %q: want pairs of number and unit, such as '3 months'", value)
-		}
-		u, ok := intervalUnitNames[strings.ToLower(f[i+1])]
-		if !ok {
-			return iv, fmt.Errorf("invalid interval %q: unknown unit %q", value, f[i+1])
-		}
-		if n, err := strconv.ParseInt(f[i], 10, 32); err == nil {
-			if err := add(n, u); err != nil {
-				return iv, err
-			}
-		} else {
-			// A fraction ('1.5 days' is 1 day 12:00:00): the unit scaled
-			// as interval * number scales, fractions carried down.
-			x, err := strconv.ParseFloat(f[i], 64)
-			if err != nil || math.IsInf(x, 0) || math.IsNaN(x) || strings.ContainsAny(f[i], "eExXnN") {
-				return iv, fmt.Errorf("invalid interval %q: %q is not a number", value, f[i])
-			}
-			one, err := ParseInterval("1 "+u, "", "")
-			if err != nil {
-				return iv, err
-			}
-			part, ok := expr.ScaleInterval(one, x)
-			if !ok {
-				return iv, fmt.Errorf("interval out of range")
-			}
-			iv = arrow.MonthDayNanoInterval{Months: iv.Months + part.Months, Days: iv.Days + part.Days, Nanoseconds: iv.Nanoseconds + part.Nanoseconds}
-		}
-		i += 2
+		return arrow.MonthDayNanoInterval{Months: iv.Months, Days: iv.Days, Nanoseconds: iv.Nanos}, nil
 	}
-	if ago {
-		iv = arrow.MonthDayNanoInterval{Months: -iv.Months, Days: -iv.Days, Nanoseconds: -iv.Nanoseconds}
+	iv, err := civil.ParseInterval(value)
+	if err != nil {
+		return arrow.MonthDayNanoInterval{}, err
 	}
-	return iv, nil
-}
-
-// parseIntervalTime reads an interval's time part [-]HH:MM[:SS[.f]] as
-// nanoseconds.
-func parseIntervalTime(s string) (int64, bool) {
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(strings.TrimPrefix(s, "-"), "+")
-	parts := strings.Split(s, ":")
-	if len(parts) < 2 || len(parts) > 3 {
-		return 0, false
-	}
-	h, err1 := strconv.ParseInt(parts[0], 10, 32)
-	m, err2 := strconv.ParseInt(parts[1], 10, 32)
-	if err1 != nil || err2 != nil || h < 0 || m < 0 || m > 59 {
-		return 0, false
-	}
-	ns := h*int64(time.Hour) + m*int64(time.Minute)
-	if len(parts) == 3 {
-		sec, err := strconv.ParseFloat(parts[2], 64)
-		if err != nil || sec < 0 || sec >= 60 || strings.ContainsAny(parts[2], "eE") {
-			return 0, false
-		}
-		ns += int64(math.Round(sec * float64(time.Second)))
-	}
-	if neg {
-		ns = -ns
-	}
-	return ns, true
+	return arrow.MonthDayNanoInterval{Months: iv.Months, Days: iv.Days, Nanoseconds: iv.Nanos}, nil
 }
 
 // isUntyped reports whether e is a string literal whose type is still open.

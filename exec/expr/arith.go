@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/nicflow/nicflow/internal/civil"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -716,14 +717,11 @@ func dateIvKernel(out, a, b *vec, sel []int32, n int, sign int64) kcode {
 // field scaled, the fraction of months carried into days (30 a month) and
 // the fraction of days into the time (24 hours a day).
 func ScaleInterval(iv arrow.MonthDayNanoInterval, f float64) (arrow.MonthDayNanoInterval, bool) {
-	m := float64(iv.Months) * f
-	d := float64(iv.Days)*f + (m-math.Trunc(m))*30
-	ns := float64(iv.Nanoseconds)*f + (d-math.Trunc(d))*NanosPerDay
-	m, d, ns = math.Trunc(m), math.Trunc(d), math.Round(ns)
-	if math.IsNaN(ns) || math.Abs(m) > math.MaxInt32 || math.Abs(d) > math.MaxInt32 || math.Abs(ns) >= math.MaxInt64 {
+	r, ok := civil.Interval{Months: iv.Months, Days: iv.Days, Nanos: iv.Nanoseconds}.Scale(f)
+	if !ok {
 		return iv, false
 	}
-	return arrow.MonthDayNanoInterval{Months: int32(m), Days: int32(d), Nanoseconds: int64(ns)}, true
+	return arrow.MonthDayNanoInterval{Months: r.Months, Days: r.Days, Nanoseconds: r.Nanos}, true
 }
 
 func ivScale(out, a, b *vec, sel []int32, n int, div bool) kcode {

@@ -109,6 +109,8 @@ func newCast(x node, to arrow.DataType, desc string) (node, error) {
 			c.run = castStringToBool
 		case arrow.BINARY:
 			c.run = castStringToBinary
+		case arrow.INTERVAL_MONTH_DAY_NANO:
+			c.run = castStringToInterval
 		default:
 			return nil, cannotCast(from, to, desc)
 		}
@@ -844,6 +846,24 @@ func castStringToDate(c *castNode, out, a *vec, sel []int32, n int) error {
 			return
 		}
 		out.i32[i] = d
+	})
+	return err
+}
+
+func castStringToInterval(c *castNode, out, a *vec, sel []int32, n int) error {
+	out.iv = Grow(out.iv, n)
+	var err error
+	each(sel, n, func(i int32) {
+		if err != nil {
+			return
+		}
+		s := a.strAt(i)
+		iv, perr := civil.ParseInterval(string(s))
+		if perr != nil {
+			err = nferr.Dataf("invalid input syntax for type interval: %q in %s", string(s), c.desc)
+			return
+		}
+		out.iv[i] = arrow.MonthDayNanoInterval{Months: iv.Months, Days: iv.Days, Nanoseconds: iv.Nanos}
 	})
 	return err
 }
