@@ -156,13 +156,26 @@ func CanCast(from, to arrow.DataType) bool {
 	return false
 }
 
-// CastConst converts a constant to type t, as CAST would.
-func CastConst(c *Const, t arrow.DataType) (*Const, error) {
+// CastConst converts a constant to type t, as CAST would in UTC.
+func CastConst(c *Const, t arrow.DataType) (*Const, error) { return CastConstIn(c, t, "") }
+
+// CastConstIn converts a constant to type t, as CAST would in the session
+// time zone zone ("": UTC).
+func CastConstIn(c *Const, t arrow.DataType, zone string) (*Const, error) {
 	if arrow.TypeEqual(c.Typ, t) {
 		return &Const{Typ: t, Val: c.Val}, nil
 	}
 	if c.IsNull() {
 		return NullConst(t), nil
+	}
+	if zone != "" && (IsTimestamp(c.Typ) && expr.HasZone(c.Typ) || IsTimestamp(t) && expr.HasZone(t)) {
+		loc, err := expr.LoadZone(zone)
+		if err != nil {
+			return nil, err
+		}
+		if loc != nil {
+			return castConstZone(c, t, loc)
+		}
 	}
 	if s, ok := c.Val.(string); ok {
 		return parseAs(s, t)
@@ -259,6 +272,47 @@ func CastConst(c *Const, t arrow.DataType) (*Const, error) {
 		return BoolConst(ConstInt(c) != 0), nil
 	}
 	return nil, fmt.Errorf("cannot cast %s to %s", TypeString(c.Typ), TypeString(t))
+}
+
+// castConstZone is CastConstIn of a conversion to or from TIMESTAMPTZ in
+// zone loc (not UTC).
+func castConstZone(c *Const, t arrow.DataType, loc *time.Location) (*Const, error) {
+	from := c.Typ
+	switch v := c.Val.(type) {
+	case string:
+		if IsTimestamp(t) {
+			us, err := expr.ParseTimestampTZ(strings.TrimSpace(v), loc)
+			if err != nil {
+				return nil, err
+			}
+			return &Const{Typ: t, Val: arrow.Timestamp(us)}, nil
+		}
+	case arrow.Date32:
+		if IsTimestamp(t) {
+			return &Const{Typ: t, Val: arrow.Timestamp(expr.TimestampFromLocal(int64(v)*expr.UsPerDay, loc))}, nil
+		}
+	case arrow.Timestamp:
+		us := int64(v)
+		switch {
+		case IsString(t):
+			return &Const{Typ: t, Val: expr.FormatTimestampTZ(us, loc)}, nil
+		case IsTimestamp(t) && expr.HasZone(t): // from TIMESTAMP
+			return &Const{Typ: t, Val: arrow.Timestamp(expr.TimestampFromLocal(us, loc))}, nil
+		}
+		w := expr.TimestampToLocal(us, loc)
+		if expr.HasZone(from) {
+			days, tod := expr.SplitTimestamp(w)
+			switch {
+			case IsTimestamp(t):
+				return &Const{Typ: t, Val: arrow.Timestamp(w)}, nil
+			case IsDate(t):
+				return &Const{Typ: t, Val: arrow.Date32(days)}, nil
+			case IsTime(t):
+				return &Const{Typ: t, Val: arrow.Time64(tod)}, nil
+			}
+		}
+	}
+	return CastConst(c, t)
 }
 
 // parseAs parses a string as a value of type t (PostgreSQL input syntax).
@@ -531,7 +585,10 @@ func CommonTypeOf(t arrow.DataType, es ...Expr) (arrow.DataType, bool) {
 
 // Coerce converts e to type t (an implicit conversion the binder decided
 // on): constants are converted now, other expressions get a CastExpr.
-func Coerce(e Expr, t arrow.DataType) (Expr, error) {
+func Coerce(e Expr, t arrow.DataType) (Expr, error) { return CoerceIn(e, t, "") }
+
+// CoerceIn is Coerce in the session time zone zone ("": UTC).
+func CoerceIn(e Expr, t arrow.DataType, zone string) (Expr, error) {
 	if arrow.TypeEqual(e.Type(), t) {
 		if c, ok := e.(*Const); ok && c.Untyped {
 			return &Const{Typ: c.Typ, Val: c.Val}, nil
@@ -539,9 +596,9 @@ func Coerce(e Expr, t arrow.DataType) (Expr, error) {
 		return e, nil
 	}
 	if c, ok := e.(*Const); ok {
-		return CastConst(c, t)
+		return CastConstIn(c, t, zone)
 	}
-	return &CastExpr{X: e, Typ: t}, nil
+	return &CastExpr{X: e, Typ: t, Zone: zone}, nil
 }
 
 // FoldNow folds a freshly built call whose arguments are all constants;
@@ -605,7 +662,7 @@ func FoldToConst(e Expr) (*Const, bool, error) {
 			}
 		case *CastExpr:
 			if c, ok := y.X.(*Const); ok {
-				v, err := CastConst(c, y.Typ)
+				v, err := CastConstIn(c, y.Typ, y.Zone)
 				if err != nil {
 					if ferr == nil {
 						ferr = err
