@@ -22,7 +22,7 @@ import (
 //     half away from zero (0.285 -> 0.29, not 0.28 from binary noise).
 //   - decimal/integer -> double: nearest double.
 //   - date <-> timestamp: midnight / the day; timestamp <-> timestamptz: the
-//     same instant (the session time zone is UTC).
+//     wall clock in the session time zone (zone.go; UTC: the same value).
 //   - string -> integer/decimal/double/date/timestamp/boolean: surrounding spaces
 //     allowed; anything else is "invalid input syntax" (KindData) naming
 //     the value and the expression.

@@ -13,9 +13,10 @@ import (
 
 // Timestamps are arrow timestamp[us] values (internal/civil): microseconds
 // since 1970-01-01 00:00:00. TIMESTAMP (no zone) is a wall-clock reading;
-// TIMESTAMPTZ (arrow time zone "UTC") is an instant, stored in UTC. The
-// session time zone is UTC, so a TIMESTAMPTZ prints with "+00" and the two
-// types convert to each other without a shift. The range is that of DATE:
+// TIMESTAMPTZ (arrow time zone "UTC") is an instant, stored in UTC, that
+// reads and prints as a wall clock in the session time zone (zone.go; in
+// UTC, the default, it prints with "+00" and the two types convert without
+// a shift). The range is that of DATE:
 // years 0001 to 9999, so that arithmetic on int64 microseconds cannot
 // overflow and every value prints as YYYY-MM-DD HH:MM:SS[.ffffff].
 
