@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/klauspost/compress/gzip"
@@ -33,7 +34,7 @@ func (s *Session) copyTo(ctx context.Context, x *bind.CopyToStmt) (*Result, erro
 	if x.Format == "parquet" {
 		w, err = newParquetSink(x.File, r.Schema)
 	} else {
-		w, err = newCSVSink(x.File, r.Schema, x)
+		w, err = newCSVSink(x.File, r.Schema, x, s.TimeZone())
 	}
 	if err != nil {
 		return nil, err
@@ -94,14 +95,14 @@ type csvSink struct {
 	line      []byte
 }
 
-func newCSVSink(path string, sch *arrow.Schema, x *bind.CopyToStmt) (*csvSink, error) {
+func newCSVSink(path string, sch *arrow.Schema, x *bind.CopyToStmt, loc *time.Location) (*csvSink, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, nferr.Queryf("file %s: %v", path, err)
 	}
 	c := &csvSink{path: abs, tmp: filepath.Join(filepath.Dir(abs), "."+filepath.Base(abs)+".tmp-"+strconv.Itoa(os.Getpid())), delim: byte(x.Delimiter), null: x.Null}
 	for _, f := range sch.Fields() {
-		vf, err := NewValueFormatter(f.Type)
+		vf, err := NewValueFormatterIn(f.Type, loc) // TIMESTAMPTZ in the session zone, as PostgreSQL
 		if err != nil {
 			return nil, nferr.Queryf("COPY TO: column %s: %v", f.Name, err)
 		}

@@ -106,7 +106,7 @@ func (s *Session) PrepareDistributed(ctx context.Context, script string, k int, 
 	if err := checkPlanSize(stmts[k].Stmt, s.opts.MemoryLimit); err != nil {
 		return nil, err
 	}
-	st, err := Prepare(s.catalog(), script, stmts[k].Stmt, s.opts.DisabledRules...)
+	st, err := PrepareIn(s.catalog(), script, stmts[k].Stmt, s.zone, s.opts.DisabledRules...)
 	if err != nil {
 		return nil, err
 	}

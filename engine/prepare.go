@@ -17,7 +17,14 @@ import (
 // the one call a session makes per parsed statement. disabled names rules
 // not to apply (SET disabled_rules; checked by CheckDisabledRules).
 func Prepare(cat plan.Catalog, src string, stmt sql.Statement, disabled ...string) (bind.Statement, error) {
-	st, err := bind.Bind(cat, src, stmt)
+	return PrepareIn(cat, src, stmt, "", disabled...)
+}
+
+// PrepareIn is Prepare in the session time zone zone ("": UTC; see
+// bind.BindIn): the zone is stamped on the plan's expressions, so the
+// plan, and any fragment of it shipped to a worker, computes in it.
+func PrepareIn(cat plan.Catalog, src string, stmt sql.Statement, zone string, disabled ...string) (bind.Statement, error) {
+	st, err := bind.BindIn(cat, src, stmt, zone)
 	if err != nil {
 		return nil, err
 	}

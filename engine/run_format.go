@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nicflow/nicflow/exec/expr"
 	"github.com/nicflow/nicflow/internal/bytea"
@@ -25,7 +26,8 @@ import (
 //	               unless the exponent is below -4 or at least 15: "0.1",
 //	               "1234567.5", "1e+21", "NaN", "Infinity"
 //	dates          YYYY-MM-DD
-//	timestamps     YYYY-MM-DD HH:MM:SS[.ffffff] (TIMESTAMPTZ: "+00" after)
+//	timestamps     YYYY-MM-DD HH:MM:SS[.ffffff] (TIMESTAMPTZ: in the session
+//	               zone with its offset after: "+00", "-04", "+05:30")
 //	times          HH:MM:SS[.ffffff] (24:00:00 possible)
 //	booleans       true / false
 //	strings        as they are
@@ -40,8 +42,14 @@ type ValueFormatter struct {
 	fn func(a arrow.Array, i int) string
 }
 
-// NewValueFormatter returns the formatter of a column type.
-func NewValueFormatter(t arrow.DataType) (*ValueFormatter, error) {
+// NewValueFormatter returns the formatter of a column type (TIMESTAMPTZ
+// printed in UTC).
+func NewValueFormatter(t arrow.DataType) (*ValueFormatter, error) { return NewValueFormatterIn(t, nil) }
+
+// NewValueFormatterIn returns the formatter of a column type, TIMESTAMPTZ
+// values printed in zone loc (nil: UTC) with their offset there:
+// 2024-07-01 08:00:00-04, 2024-07-01 17:30:00+05:30.
+func NewValueFormatterIn(t arrow.DataType, loc *time.Location) (*ValueFormatter, error) {
 	var fn func(a arrow.Array, i int) string
 	switch t := t.(type) {
 	case *arrow.Int32Type:
@@ -68,6 +76,9 @@ func NewValueFormatter(t arrow.DataType) (*ValueFormatter, error) {
 		}
 		zone := t.TimeZone != ""
 		fn = func(a arrow.Array, i int) string {
+			if zone && loc != nil {
+				return expr.FormatTimestampTZ(int64(a.(*array.Timestamp).Value(i)), loc)
+			}
 			return expr.FormatTimestamp(int64(a.(*array.Timestamp).Value(i)), zone)
 		}
 	case *arrow.Time64Type:
@@ -130,9 +141,14 @@ func formatScaled64(u int64, s int32) string {
 // RowsText renders every row of rec in the canonical text; NULLs become
 // null (the caller's choice: "" for tpch.Result, "NULL" for tests).
 func RowsText(rec arrow.RecordBatch, null string) ([][]string, error) {
+	return RowsTextIn(rec, null, nil)
+}
+
+// RowsTextIn is RowsText with TIMESTAMPTZ values printed in zone loc.
+func RowsTextIn(rec arrow.RecordBatch, null string, loc *time.Location) ([][]string, error) {
 	fs := make([]*ValueFormatter, rec.NumCols())
 	for c := range fs {
-		f, err := NewValueFormatter(rec.Column(c).DataType())
+		f, err := NewValueFormatterIn(rec.Column(c).DataType(), loc)
 		if err != nil {
 			return nil, err
 		}

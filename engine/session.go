@@ -115,6 +115,11 @@ type Session struct {
 	mu   sync.Mutex
 	// queryRetries is SET query_retries (-1: not set).
 	queryRetries int
+	// zone is SET TIME ZONE's zone (expr.LoadZone's names; "": UTC, the
+	// default): statements bind in it and TIMESTAMPTZ values print in it
+	// (TimeZone, ValueFormatter).
+	zone      string
+	zoneShown string // the zone as SET gave it (SHOW timezone)
 	// spillRoot is the spill directory in use ("": spilling off), resolved
 	// from the SpillDir setting spillFor at the first query after it
 	// changed; leftovers of killed processes are removed then.
@@ -282,6 +287,9 @@ type Result struct {
 	SQL string
 	// Schema describes the rows; nil for a status.
 	Schema *arrow.Schema
+	// Zone is the session time zone when the statement ran (nil: UTC):
+	// the zone its TIMESTAMPTZ values print in (NewValueFormatterIn).
+	Zone *time.Location
 	// Status is the command tag of a statement without rows ("CREATE
 	// TABLE", "INSERT 0 5", "COPY 1000"); empty for rows.
 	Status string
@@ -413,7 +421,7 @@ func (s *Session) run(ctx context.Context, src string, raw sql.RawStmt) (*Result
 	if err := checkPlanSize(raw.Stmt, s.opts.MemoryLimit); err != nil {
 		return nil, err
 	}
-	st, err := Prepare(s.catalog(), src, raw.Stmt, s.opts.DisabledRules...)
+	st, err := PrepareIn(s.catalog(), src, raw.Stmt, s.zone, s.opts.DisabledRules...)
 	if err != nil {
 		return nil, err
 	}
@@ -423,6 +431,7 @@ func (s *Session) run(ctx context.Context, src string, raw sql.RawStmt) (*Result
 	}
 	r.SQL = raw.Text
 	r.started = start
+	r.Zone = s.TimeZone()
 	return r, nil
 }
 
@@ -1194,11 +1203,17 @@ func (s *Session) set(name, value string) error {
 	case SettingDisabledRules:
 		o.DisabledRules = parseRuleList(v)
 	case SettingTimeZone, "time zone":
-		switch strings.ToUpper(strings.Trim(v, "'")) {
-		case "UTC", "GMT", "ETC/UTC", "Z", "+00", "+00:00", "00:00", "0", "DEFAULT", "LOCAL":
-			return nil
+		// The binder made the value a zone name (bind.zoneSetting).
+		loc, err := expr.LoadZone(v)
+		if err != nil {
+			return err
 		}
-		return nferr.Queryf("time zone %q is not supported: nicflow's session time zone is UTC", value)
+		s.zone = v
+		if loc == nil {
+			s.zone = ""
+		}
+		s.zoneShown = v
+		return nil
 	default:
 		return nferr.Queryf("unknown setting %q (known: %s)", name, knownSettings)
 	}
@@ -1238,8 +1253,12 @@ func (s *Session) show(name string) (*Result, error) {
 		if v == "" {
 			v = "none"
 		}
-	case SettingTimeZone:
-		v = "UTC"
+	case SettingTimeZone, "time zone":
+		v = s.zoneShown
+		if v == "" {
+			v = "UTC"
+		}
+		name = SettingTimeZone
 	default:
 		return nil, nferr.Queryf("unknown setting %q (known: %s)", name, knownSettings)
 	}
@@ -1292,4 +1311,11 @@ func explainRules(runs []plan.RuleRun, disabled []string) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// TimeZone is the session time zone (nil: UTC), in which TIMESTAMPTZ
+// values print (ValueFormatter, RowsText).
+func (s *Session) TimeZone() *time.Location {
+	loc, _ := expr.LoadZone(s.zone)
+	return loc
 }

@@ -288,7 +288,7 @@ func runSQLRecordDist(ctx context.Context, s *Session, r *sqlRecord, o dist.Dist
 	}
 	var rows []string
 	for _, rec := range res.Records {
-		text, err := RowsText(rec, "NULL")
+		text, err := RowsTextIn(rec, "NULL", s.TimeZone())
 		if err != nil {
 			return "", nil, err
 		}
@@ -343,7 +343,7 @@ func resultRows(res *Result, r *sqlRecord) (string, []string, error) {
 		if rec == nil {
 			break
 		}
-		text, err := RowsText(rec, "NULL")
+		text, err := RowsTextIn(rec, "NULL", res.Zone)
 		if err != nil {
 			return "", nil, err
 		}

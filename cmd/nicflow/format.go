@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -111,19 +112,25 @@ func isNumberType(t arrow.DataType) bool {
 
 // writeResult prints every row of r; it returns the number of rows.
 func writeResult(w io.Writer, format string, r *engine.Result) (int64, error) {
-	return writeRecords(w, format, r.Schema, r.Next)
+	return writeRecordsIn(w, format, r.Schema, r.Next, r.Zone)
 }
 
 // writeRecords formats the batches next returns (until nil) of schema sch:
 // embedded results and cluster results print the same.
 func writeRecords(w io.Writer, format string, sch *arrow.Schema, next func() (arrow.RecordBatch, error)) (int64, error) {
+	return writeRecordsIn(w, format, sch, next, nil)
+}
+
+// writeRecordsIn is writeRecords with TIMESTAMPTZ values printed in zone
+// loc (the session's; nil: UTC).
+func writeRecordsIn(w io.Writer, format string, sch *arrow.Schema, next func() (arrow.RecordBatch, error), loc *time.Location) (int64, error) {
 	rw, err := newRowWriter(w, format, sch)
 	if err != nil {
 		return 0, err
 	}
 	fs := make([]*engine.ValueFormatter, sch.NumFields())
 	for i, f := range sch.Fields() {
-		if fs[i], err = engine.NewValueFormatter(f.Type); err != nil {
+		if fs[i], err = engine.NewValueFormatterIn(f.Type, loc); err != nil {
 			return 0, err
 		}
 	}

@@ -102,7 +102,9 @@ Settings (SET name = value; SHOW name): memory_limit (what does not fit
 spills to spill_dir), parallelism, batch_size, spill_dir (a directory, or
 off), spill_limit (bytes on disk per query), query_retries (on a cluster),
 disabled_rules (optimizer rules to skip, e.g. 'pushdown,topn': for a
-planner bug; EXPLAIN VERBOSE lists the rules and what each did).
+planner bug; EXPLAIN VERBOSE lists the rules and what each did), timezone
+(SET TIME ZONE 'America/New_York': TIMESTAMPTZ values read and print in
+it; default UTC; RESET timezone or SET TIME ZONE LOCAL goes back).
 
 A script stops at the first error, which is printed on stderr; the exit
 status tells a bad query (2) from bad data (3), exhausted memory (4) and

@@ -2,11 +2,13 @@ package bind
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/nicflow/nicflow/engine/plan"
+	"github.com/nicflow/nicflow/exec/expr"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -210,12 +212,23 @@ type binder struct {
 	// current_date), fixed when binding starts so that every use in a
 	// statement agrees.
 	now time.Time
+	// zone is the session time zone (expr.LoadZone's names; "" is UTC),
+	// stamped on every call and cast; local is now's wall clock there.
+	zone  string
+	local time.Time
 }
 
 // Bind resolves a parsed statement against cat. src is the text the
 // statement was parsed from (its positions index into it), for errors with
 // a caret. Errors are KindQuery errors naming the position of the culprit.
 func Bind(cat plan.Catalog, src string, stmt sql.Statement) (st Statement, err error) {
+	return BindIn(cat, src, stmt, "")
+}
+
+// BindIn is Bind in the session time zone zone ("" or UTC: UTC): the zone
+// TIMESTAMPTZ values read and print in, stamped on the plan's expressions
+// (plan.Call.Zone) so that every phase and every node computes in it.
+func BindIn(cat plan.Catalog, src string, stmt sql.Statement, zone string) (st Statement, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			// NB: a panic here is a binder bug; it must not take a server
@@ -224,6 +237,15 @@ func Bind(cat plan.Catalog, src string, stmt sql.Statement) (st Statement, err e
 		}
 	}()
 	b := &binder{cat: cat, src: src, views: map[string]*plan.SharedDef{}, now: time.Now().UTC()}
+	loc, err := expr.LoadZone(zone)
+	if err != nil {
+		return nil, err
+	}
+	b.local = b.now
+	if loc != nil {
+		b.zone = zone
+		b.local = b.now.In(loc)
+	}
 	return b.stmt(stmt)
 }
 
@@ -329,6 +351,13 @@ func (b *binder) stmt(stmt sql.Statement) (Statement, error) {
 		}
 		return &DescribeStmt{Name: name, Schema: queryArrowSchema(q), View: true}, nil
 	case *sql.Set:
+		if n := strings.ToLower(s.Name.Name); n == "timezone" || n == "time zone" {
+			spec, err := b.zoneSetting(s)
+			if err != nil {
+				return nil, err
+			}
+			return &SetStmt{Name: "timezone", Value: spec}, nil
+		}
 		return &SetStmt{Name: s.Name.Name, Value: SetValue(s)}, nil
 	}
 	return nil, b.errorf(stmt, "statement %T is not supported", stmt)
@@ -678,7 +707,7 @@ func (b *binder) assignCast(e plan.Expr, t arrow.DataType) (plan.Expr, error) {
 	if !ok {
 		return nil, fmt.Errorf("no assignment cast")
 	}
-	return &plan.CastExpr{X: e, Typ: t}, nil
+	return &plan.CastExpr{Zone: b.zone, X: e, Typ: t}, nil
 }
 
 // copyToStmt binds COPY ... TO: the query (for a table, SELECT of its
@@ -825,4 +854,71 @@ func (b *binder) copyStmt(s *sql.Copy) (Statement, error) {
 		return nil, b.errorf(s, "COPY options DELIMITER, HEADER and NULL apply to csv and tbl files, not parquet")
 	}
 	return c, nil
+}
+
+// newCall is fn(args...) of type t computing in the session time zone.
+func (b *binder) newCall(fn string, t arrow.DataType, args ...plan.Expr) *plan.Call {
+	c := plan.NewCall(fn, t, args...)
+	c.Zone = b.zone
+	return c
+}
+
+// coerce is plan.Coerce in the session time zone.
+func (b *binder) coerce(e plan.Expr, t arrow.DataType) (plan.Expr, error) {
+	return plan.CoerceIn(e, t, b.zone)
+}
+
+// castConst is plan.CastConst in the session time zone.
+func (b *binder) castConst(c *plan.Const, t arrow.DataType) (*plan.Const, error) {
+	return plan.CastConstIn(c, t, b.zone)
+}
+
+// zoneSetting reads SET TIME ZONE's value as PostgreSQL does and returns
+// the zone's name for expr.LoadZone: a string names a zone ('Europe/Paris',
+// 'UTC', POSIX '+02' or 'UTC+5', whose sign counts hours WEST); a number is
+// hours EAST of UTC (-7, 5.5) as is an interval (INTERVAL '+05:30' HOUR TO
+// MINUTE); LOCAL and DEFAULT are nicflow's default, UTC.
+func (b *binder) zoneSetting(s *sql.Set) (string, error) {
+	east := func(sec int64) (string, error) {
+		if sec < -15*3600 || sec > 15*3600 {
+			return "", b.errorf(s.Value, "time zone offset %d seconds is out of range (at most 15 hours)", sec)
+		}
+		return expr.ZoneSpecFromOffset(sec), nil
+	}
+	switch x := s.Value.(type) {
+	case *sql.ColumnRef:
+		n := x.Parts[0].Name
+		if strings.EqualFold(n, "local") || strings.EqualFold(n, "default") {
+			return "UTC", nil
+		}
+		if _, err := expr.LoadZone(n); err != nil {
+			return "", b.errorf(s.Value, "%s", err.Error())
+		}
+		return n, nil
+	case *sql.Literal:
+		if x.Kind == sql.LitString {
+			if _, err := expr.LoadZone(x.Text); err != nil {
+				return "", b.errorf(s.Value, "%s", err.Error())
+			}
+			return x.Text, nil
+		}
+	}
+	e, err := b.expr(s.Value, &scope{}, &exprCtx{clause: "SET TIME ZONE"})
+	if err != nil {
+		return "", err
+	}
+	c, ok := e.(*plan.Const)
+	if !ok || c.IsNull() {
+		return "", b.errorf(s.Value, "invalid value for SET TIME ZONE")
+	}
+	if iv, ok := c.Val.(arrow.MonthDayNanoInterval); ok {
+		if iv.Months != 0 || iv.Days != 0 {
+			return "", b.errorf(s.Value, "invalid interval value for time zone: day not allowed")
+		}
+		return east(iv.Nanoseconds / 1e9)
+	}
+	if plan.IsNumeric(c.Typ) {
+		return east(int64(math.Round(plan.ConstFloat(c) * 3600)))
+	}
+	return "", b.errorf(s.Value, "invalid value for SET TIME ZONE")
 }

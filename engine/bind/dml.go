@@ -135,7 +135,7 @@ func (b *binder) whereHit(e sql.Expr, sc *scope) (plan.Expr, error) {
 	if !plan.IsBool(cond.Type()) && !plan.IsNullType(cond.Type()) {
 		return nil, b.errorf(e, "argument of WHERE must be type boolean, not type %s", plan.TypeString(cond.Type()))
 	}
-	return plan.NewCall(plan.FnCoalesce, plan.TypBool, cond, plan.BoolConst(false)), nil
+	return b.newCall(plan.FnCoalesce, plan.TypBool, cond, plan.BoolConst(false)), nil
 }
 
 func (b *binder) deleteStmt(s *sql.Delete) (Statement, error) {
@@ -164,7 +164,7 @@ func (b *binder) deleteStmt(s *sql.Delete) (Statement, error) {
 	if err != nil {
 		return nil, err
 	}
-	keep := &plan.FilterNode{Input: scan, Cond: plan.NewCall(plan.FnNot, plan.TypBool, hit)}
+	keep := &plan.FilterNode{Input: scan, Cond: b.newCall(plan.FnNot, plan.TypBool, hit)}
 	d := &DeleteStmt{Table: tab, Keep: &QueryStmt{Plan: keep, Names: fieldNames(tab)}, Returning: ret,
 		Hit: hitQuery(scan, hit, tab)}
 	return d, nil

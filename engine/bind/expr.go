@@ -6,7 +6,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/nicflow/nicflow/internal/buildinfo"
 
@@ -36,7 +35,7 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		c, err := plan.CastConst(&plan.Const{Typ: plan.TypString, Val: x.Value}, t)
+		c, err := b.castConst(&plan.Const{Typ: plan.TypString, Val: x.Value}, t)
 		if err != nil {
 			return nil, b.errorf(x, "%v", err)
 		}
@@ -57,13 +56,13 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 			if arg, err = b.boolCheck(arg, x.X, "NOT"); err != nil {
 				return nil, err
 			}
-			return plan.NewCall(plan.FnNot, plan.TypBool, arg), nil
+			return b.newCall(plan.FnNot, plan.TypBool, arg), nil
 		case "-":
 			arg = plan.ResolveUntyped(arg, plan.TypInt32)
 			if !plan.IsNumeric(arg.Type()) && !plan.IsNullType(arg.Type()) && !plan.IsInterval(arg.Type()) {
 				return nil, b.errorf(x, "operator does not exist: -%s", plan.TypeString(arg.Type()))
 			}
-			return plan.FoldNow(plan.NewCall(plan.FnNeg, arg.Type(), arg)), nil
+			return plan.FoldNow(b.newCall(plan.FnNeg, arg.Type(), arg)), nil
 		default: // "+"
 			// Unary plus is the identity on every type, as SQLite and
 			// MySQL read it (PostgreSQL defines it on numbers only):
@@ -87,7 +86,7 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 			if x.Not {
 				fn = plan.FnNotNull
 			}
-			return plan.NewCall(fn, plan.TypBool, arg), nil
+			return b.newCall(fn, plan.TypBool, arg), nil
 		}
 		if arg, err = b.boolCheck(arg, x.X, "IS TRUE/FALSE"); err != nil {
 			return nil, err
@@ -96,7 +95,7 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 		if x.Not {
 			fn = plan.FnDistinct
 		}
-		return plan.NewCall(fn, plan.TypBool, arg, plan.BoolConst(x.What == sql.IsTrue)), nil
+		return b.newCall(fn, plan.TypBool, arg, plan.BoolConst(x.What == sql.IsTrue)), nil
 	case *sql.IsDistinct:
 		l, r, err := b.comparable(x.L, x.R, s, ctx, x, "IS DISTINCT FROM")
 		if err != nil {
@@ -106,7 +105,7 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 		if x.Not {
 			fn = plan.FnNotDist
 		}
-		return plan.NewCall(fn, plan.TypBool, l, r), nil
+		return b.newCall(fn, plan.TypBool, l, r), nil
 	case *sql.Between:
 		xe, err := b.expr(x.X, s, ctx)
 		if err != nil {
@@ -126,13 +125,13 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 		}
 		var cs [3]plan.Expr
 		for i, v := range []plan.Expr{xe, lo, hi} {
-			if cs[i], err = plan.Coerce(v, t); err != nil {
+			if cs[i], err = b.coerce(v, t); err != nil {
 				return nil, b.errorf(x, "%v", err)
 			}
 		}
-		e := plan.Expr(plan.AndOf([]plan.Expr{plan.NewCall(plan.FnGe, plan.TypBool, cs[0], cs[1]), plan.NewCall(plan.FnLe, plan.TypBool, cs[0], cs[2])}))
+		e := plan.Expr(plan.AndOf([]plan.Expr{b.newCall(plan.FnGe, plan.TypBool, cs[0], cs[1]), b.newCall(plan.FnLe, plan.TypBool, cs[0], cs[2])}))
 		if x.Not {
-			e = plan.NewCall(plan.FnNot, plan.TypBool, e)
+			e = b.newCall(plan.FnNot, plan.TypBool, e)
 		}
 		return e, nil
 	case *sql.InList:
@@ -157,13 +156,13 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 			return nil, b.errorf(x, "IN list types cannot be matched with %s", plan.TypeString(xe.Type()))
 		}
 		for i := range list {
-			if list[i], err = plan.Coerce(list[i], t); err != nil {
+			if list[i], err = b.coerce(list[i], t); err != nil {
 				return nil, b.errorf(x, "%v", err)
 			}
 		}
-		e := plan.FoldNow(plan.NewCall(plan.FnIn, plan.TypBool, list...))
+		e := plan.FoldNow(b.newCall(plan.FnIn, plan.TypBool, list...))
 		if x.Not {
-			e = plan.NewCall(plan.FnNot, plan.TypBool, e)
+			e = b.newCall(plan.FnNot, plan.TypBool, e)
 		}
 		return e, nil
 	case *sql.InSubquery:
@@ -180,15 +179,15 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 		if !ok {
 			return nil, b.errorf(x, "IN: types %s and %s cannot be compared", plan.TypeString(xe.Type()), plan.TypeString(sc.Type))
 		}
-		if xe, err = plan.Coerce(xe, t); err != nil {
+		if xe, err = b.coerce(xe, t); err != nil {
 			return nil, b.errorf(x, "%v", err)
 		}
 		if !arrow.TypeEqual(t, sc.Type) {
-			lp = b.castProject(lp, []plan.Expr{&plan.CastExpr{X: plan.NewColRef(sc), Typ: t}})
+			lp = b.castProject(lp, []plan.Expr{&plan.CastExpr{Zone: b.zone, X: plan.NewColRef(sc), Typ: t}})
 		}
 		e := plan.Expr(b.newSubquery(plan.SubIn, xe, lp, plan.TypBool, x.Query))
 		if x.Not {
-			e = plan.NewCall(plan.FnNot, plan.TypBool, e)
+			e = b.newCall(plan.FnNot, plan.TypBool, e)
 		}
 		return e, nil
 	case *sql.Quantified:
@@ -229,12 +228,12 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 			}
 		}
 		if x.ILike {
-			args[0] = plan.NewCall(plan.FnLower, plan.TypString, args[0])
-			args[1] = plan.FoldNow(plan.NewCall(plan.FnLower, plan.TypString, args[1]))
+			args[0] = b.newCall(plan.FnLower, plan.TypString, args[0])
+			args[1] = plan.FoldNow(b.newCall(plan.FnLower, plan.TypString, args[1]))
 		}
-		e := plan.Expr(plan.NewCall(plan.FnLike, plan.TypBool, args...))
+		e := plan.Expr(b.newCall(plan.FnLike, plan.TypBool, args...))
 		if x.Not {
-			e = plan.NewCall(plan.FnNot, plan.TypBool, e)
+			e = b.newCall(plan.FnNot, plan.TypBool, e)
 		}
 		return e, nil
 	case *sql.Case:
@@ -252,7 +251,7 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 			return nil, b.errorf(x, "cannot cast type %s to %s", plan.TypeString(arg.Type()), plan.TypeString(t))
 		}
 		if c, ok := arg.(*plan.Const); ok {
-			v, err := plan.CastConst(c, t)
+			v, err := b.castConst(c, t)
 			if err != nil {
 				return nil, b.errorf(x, "%v", err)
 			}
@@ -261,7 +260,7 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 		if arrow.TypeEqual(arg.Type(), t) {
 			return arg, nil
 		}
-		return &plan.CastExpr{X: arg, Typ: t}, nil
+		return &plan.CastExpr{Zone: b.zone, X: arg, Typ: t}, nil
 	case *sql.Extract:
 		arg, err := b.expr(x.X, s, ctx)
 		if err != nil {
@@ -306,7 +305,7 @@ func (b *binder) timeFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			return nil, err
 		}
 		if name == "localtimestamp" {
-			return &plan.Const{Typ: plan.TypTimestamp, Val: now}, nil
+			return &plan.Const{Typ: plan.TypTimestamp, Val: b.localNow()}, nil
 		}
 		return &plan.Const{Typ: plan.TypTimestampTZ, Val: now}, nil
 	case "current_time", "localtime":
@@ -316,8 +315,47 @@ func (b *binder) timeFunc(name string, args []plan.Expr) (plan.Expr, error) {
 		if err := arity(0); err != nil {
 			return nil, err
 		}
-		_, tod := expr.SplitTimestamp(int64(now))
+		_, tod := expr.SplitTimestamp(int64(b.localNow()))
 		return &plan.Const{Typ: plan.TypTime, Val: arrow.Time64(tod)}, nil
+	case "timezone":
+		// timezone(zone, ts), ts AT TIME ZONE zone: TIMESTAMP -> TIMESTAMPTZ
+		// (ts read as a wall clock in zone), TIMESTAMPTZ -> TIMESTAMP (the
+		// wall clock in zone); an untyped literal is a TIMESTAMPTZ, as in
+		// PostgreSQL.
+		if err := arity(2); err != nil {
+			return nil, err
+		}
+		args[0] = plan.ResolveUntyped(args[0], plan.TypString)
+		args[1] = plan.ResolveUntyped(args[1], plan.TypTimestampTZ)
+		if c, ok := args[1].(*plan.Const); ok && plan.IsString(c.Typ) {
+			v, err := b.castConst(c, plan.TypTimestampTZ)
+			if err != nil {
+				return nil, err
+			}
+			args[1] = v
+		}
+		zt, xt := args[0].Type(), args[1].Type()
+		if !plan.IsString(zt) && !plan.IsNullType(zt) {
+			return nil, fmt.Errorf("function timezone(%s, %s) does not exist (the zone is text)", plan.TypeString(zt), plan.TypeString(xt))
+		}
+		if k, ok := args[0].(*plan.Const); ok && !k.IsNull() {
+			if _, err := expr.LoadZone(k.Val.(string)); err != nil {
+				return nil, err
+			}
+		}
+		var t arrow.DataType
+		switch {
+		case plan.IsTimestamp(xt) && expr.HasZone(xt):
+			t = plan.TypTimestamp
+		case plan.IsTimestamp(xt):
+			t = plan.TypTimestampTZ
+		case plan.IsDate(xt), plan.IsNullType(xt):
+			// a date: its midnight in the session zone, a TIMESTAMPTZ
+			t = plan.TypTimestamp
+		default:
+			return nil, fmt.Errorf("function timezone(%s, %s) does not exist (AT TIME ZONE takes a TIMESTAMP or TIMESTAMPTZ)", plan.TypeString(zt), plan.TypeString(xt))
+		}
+		return b.newCall(expr.FnTimezone, t, args...), nil
 	case "make_time":
 		if err := arity(3); err != nil {
 			return nil, err
@@ -328,7 +366,7 @@ func (b *binder) timeFunc(name string, args []plan.Expr) (plan.Expr, error) {
 				return nil, fmt.Errorf("function make_time: argument %d must be a number, not %s", i+1, plan.TypeString(t))
 			}
 		}
-		return plan.NewCall(expr.FnMakeTime, plan.TypTime, args...), nil
+		return b.newCall(expr.FnMakeTime, plan.TypTime, args...), nil
 	case "date_trunc":
 		if err := arity(2); err != nil {
 			return nil, err
@@ -347,7 +385,7 @@ func (b *binder) timeFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			if _, ok := expr.TruncTime(unit, 0); !ok {
 				return nil, fmt.Errorf("date_trunc: unit %q is not known for time (want %s)", u.Val, strings.Join(expr.TimeTruncUnits, ", "))
 			}
-			return plan.FoldNow(plan.NewCall(expr.FnDateTrunc, t, &plan.Const{Typ: plan.TypString, Val: unit}, args[1])), nil
+			return plan.FoldNow(b.newCall(expr.FnDateTrunc, t, &plan.Const{Typ: plan.TypString, Val: unit}, args[1])), nil
 		}
 		if !plan.IsTimestamp(t) && !plan.IsNullType(t) {
 			return nil, fmt.Errorf("function date_trunc(%s) does not exist", plan.TypeString(t))
@@ -363,7 +401,7 @@ func (b *binder) timeFunc(name string, args []plan.Expr) (plan.Expr, error) {
 		if plan.IsNullType(t) {
 			return plan.NullConst(plan.TypTimestamp), nil
 		}
-		return plan.NewCall(expr.FnDateTrunc, t, &plan.Const{Typ: plan.TypString, Val: unit}, args[1]), nil
+		return b.newCall(expr.FnDateTrunc, t, &plan.Const{Typ: plan.TypString, Val: unit}, args[1]), nil
 	case "strftime", "to_char", "strptime":
 		if err := arity(2); err != nil {
 			return nil, err
@@ -376,8 +414,8 @@ func (b *binder) timeFunc(name string, args []plan.Expr) (plan.Expr, error) {
 	case "age":
 		if n == 1 {
 			// age(ts): from today's midnight.
-			midnight := b.now.Truncate(24 * time.Hour)
-			args = append([]plan.Expr{&plan.Const{Typ: plan.TypTimestamp, Val: arrow.Timestamp(midnight.UnixMicro())}}, args...)
+			days, _ := expr.SplitTimestamp(int64(b.localNow()))
+			args = append([]plan.Expr{&plan.Const{Typ: plan.TypTimestamp, Val: arrow.Timestamp(days * expr.UsPerDay)}}, args...)
 			n = 2
 		}
 		if err := arity(2); err != nil {
@@ -389,7 +427,7 @@ func (b *binder) timeFunc(name string, args []plan.Expr) (plan.Expr, error) {
 				return nil, fmt.Errorf("function age(%s) does not exist", plan.TypeString(t))
 			}
 		}
-		return plan.NewCall(expr.FnAge, plan.TypInterval, args...), nil
+		return b.newCall(expr.FnAge, plan.TypInterval, args...), nil
 	case "to_timestamp":
 		if n == 2 {
 			return b.timeFormatCall(name, "pg", args)
@@ -401,7 +439,7 @@ func (b *binder) timeFunc(name string, args []plan.Expr) (plan.Expr, error) {
 		if t := args[0].Type(); !plan.IsNumeric(t) && !plan.IsNullType(t) {
 			return nil, fmt.Errorf("function to_timestamp(%s) does not exist (want seconds since 1970)", plan.TypeString(t))
 		}
-		return plan.NewCall(expr.FnToTimestamp, plan.TypTimestampTZ, args[0]), nil
+		return b.newCall(expr.FnToTimestamp, plan.TypTimestampTZ, args[0]), nil
 	case "make_timestamp":
 		if err := arity(6); err != nil {
 			return nil, err
@@ -412,7 +450,7 @@ func (b *binder) timeFunc(name string, args []plan.Expr) (plan.Expr, error) {
 				return nil, fmt.Errorf("function make_timestamp: argument %d must be a number, not %s", i+1, plan.TypeString(t))
 			}
 		}
-		return plan.NewCall(expr.FnMakeTimestamp, plan.TypTimestamp, args...), nil
+		return b.newCall(expr.FnMakeTimestamp, plan.TypTimestamp, args...), nil
 	case "epoch", "epoch_ms":
 		if err := arity(1); err != nil {
 			return nil, err
@@ -423,13 +461,13 @@ func (b *binder) timeFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			return nil, fmt.Errorf("function %s(%s) does not exist", name, plan.TypeString(t))
 		}
 		if plan.IsDate(t) || plan.IsNullType(t) {
-			args[0] = plan.FoldNow(&plan.CastExpr{X: args[0], Typ: plan.TypTimestamp})
+			args[0] = plan.FoldNow(&plan.CastExpr{Zone: b.zone, X: args[0], Typ: plan.TypTimestamp})
 			t = plan.TypTimestamp
 		}
 		if name == "epoch" {
-			return plan.NewCall(plan.FnExtract, plan.TypFloat64, &plan.Const{Typ: plan.TypString, Val: "epoch"}, args[0]), nil
+			return b.newCall(plan.FnExtract, plan.TypFloat64, &plan.Const{Typ: plan.TypString, Val: "epoch"}, args[0]), nil
 		}
-		return plan.NewCall(plan.FnExtract, plan.TypInt64, &plan.Const{Typ: plan.TypString, Val: "epoch_ms"}, args[0]), nil
+		return b.newCall(plan.FnExtract, plan.TypInt64, &plan.Const{Typ: plan.TypString, Val: "epoch_ms"}, args[0]), nil
 	}
 	return nil, nil
 }
@@ -457,16 +495,16 @@ func (b *binder) timeFormatCall(name, dialect string, args []plan.Expr) (plan.Ex
 		if t := args[0].Type(); !plan.IsTemporal(t) && !plan.IsNullType(t) {
 			return nil, fmt.Errorf("function %s(%s) does not exist (dates and timestamps are formatted)", name, plan.TypeString(t))
 		}
-		return plan.NewCall(expr.FnStrftime, plan.TypString, args[0], fmtArg), nil
+		return b.newCall(expr.FnStrftime, plan.TypString, args[0], fmtArg), nil
 	}
 	args[0] = plan.ResolveUntyped(args[0], plan.TypString)
 	if t := args[0].Type(); !plan.IsString(t) && !plan.IsNullType(t) {
 		return nil, fmt.Errorf("function %s(%s, text) does not exist", name, plan.TypeString(t))
 	}
 	if name == "to_timestamp" {
-		return plan.NewCall(expr.FnStrptimeTZ, plan.TypTimestampTZ, args[0], fmtArg), nil
+		return b.newCall(expr.FnStrptimeTZ, plan.TypTimestampTZ, args[0], fmtArg), nil
 	}
-	return plan.NewCall(expr.FnStrptime, plan.TypTimestamp, args[0], fmtArg), nil
+	return b.newCall(expr.FnStrptime, plan.TypTimestamp, args[0], fmtArg), nil
 }
 
 // extract types EXTRACT(field FROM arg) (and date_part): a date's or a
@@ -491,7 +529,7 @@ func (b *binder) extract(at sql.Node, field string, arg plan.Expr) (plan.Expr, e
 	if !expr.ValidExtract(field, t) {
 		return nil, b.errorf(at, "EXTRACT field %q is not supported for %s (want %s)", field, plan.TypeString(t), strings.Join(expr.ExtractFieldsOf(t), ", "))
 	}
-	return plan.FoldNow(plan.NewCall(plan.FnExtract, expr.ExtractResultType(field, t), &plan.Const{Typ: plan.TypString, Val: field}, arg)), nil
+	return plan.FoldNow(b.newCall(plan.FnExtract, expr.ExtractResultType(field, t), &plan.Const{Typ: plan.TypString, Val: field}, arg)), nil
 }
 
 // rewriteFunc writes some functions in terms of others, over the call's
@@ -573,9 +611,9 @@ func (b *binder) rewriteFunc(x *sql.FuncCall, args []plan.Expr) (sql.Expr, error
 		if len(a) != 0 {
 			return nil, fmt.Errorf("current_date takes no arguments")
 		}
-		// The statement's date, in UTC (the session time zone), fixed
-		// when the statement is bound.
-		return &sql.TypedLiteral{Pos: pos, Type: &sql.TypeName{Pos: pos, Name: "date"}, Value: b.now.Format("2006-01-02")}, nil
+		// The statement's date in the session time zone, fixed when the
+		// statement is bound.
+		return &sql.TypedLiteral{Pos: pos, Type: &sql.TypeName{Pos: pos, Name: "date"}, Value: b.local.Format("2006-01-02")}, nil
 	case "concat_ws":
 		// concat_ws(sep, a, b, ...): the non-NULL values joined by sep:
 		// substring(coalesce(sep || a, '') || coalesce(sep || b, '') ...,
@@ -795,7 +833,7 @@ func (b *binder) literal(x *sql.Literal) (plan.Expr, error) {
 func (b *binder) boolCheck(e plan.Expr, at sql.Node, clause string) (plan.Expr, error) {
 	e = plan.ResolveUntyped(e, plan.TypBool)
 	if c, ok := e.(*plan.Const); ok && plan.IsString(c.Typ) {
-		v, err := plan.CastConst(c, plan.TypBool)
+		v, err := b.castConst(c, plan.TypBool)
 		if err != nil {
 			return nil, b.errorf(at, "argument of %s must be boolean: %v", clause, err)
 		}
@@ -824,10 +862,10 @@ func (b *binder) comparable(le, re sql.Expr, s *scope, ctx *exprCtx, at sql.Node
 	if !ok {
 		return nil, nil, b.errorf(at, "operator does not exist: %s %s %s", plan.TypeString(l.Type()), op, plan.TypeString(r.Type()))
 	}
-	if l, err = plan.Coerce(l, t); err != nil {
+	if l, err = b.coerce(l, t); err != nil {
 		return nil, nil, b.errorf(le, "%v", err)
 	}
-	if r, err = plan.Coerce(r, t); err != nil {
+	if r, err = b.coerce(r, t); err != nil {
 		return nil, nil, b.errorf(re, "%v", err)
 	}
 	return l, r, nil
@@ -842,7 +880,7 @@ func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (plan.Expr, e
 		if err != nil {
 			return nil, err
 		}
-		return plan.FoldNow(plan.NewCall(fn, plan.TypBool, l, r)), nil
+		return plan.FoldNow(b.newCall(fn, plan.TypBool, l, r)), nil
 	}
 	l, err := b.expr(x.L, s, ctx)
 	if err != nil {
@@ -877,13 +915,13 @@ func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (plan.Expr, e
 				return e
 			}
 			if c, ok := e.(*plan.Const); ok {
-				if v, err := plan.CastConst(c, plan.TypString); err == nil {
+				if v, err := b.castConst(c, plan.TypString); err == nil {
 					return v
 				}
 			}
-			return &plan.CastExpr{X: e, Typ: plan.TypString}
+			return &plan.CastExpr{Zone: b.zone, X: e, Typ: plan.TypString}
 		}
-		return plan.FoldNow(plan.NewCall(plan.FnConcat, plan.TypString, toStr(l), toStr(r))), nil
+		return plan.FoldNow(b.newCall(plan.FnConcat, plan.TypString, toStr(l), toStr(r))), nil
 	case "^":
 		return nil, b.errorf(x, "operator ^ is not supported")
 	case "~", "~*", "!~", "!~*":
@@ -900,9 +938,9 @@ func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (plan.Expr, e
 		if !k.IsNull() && strings.Contains(x.Op, "*") {
 			k = &plan.Const{Typ: plan.TypString, Val: "(?i)" + k.Val.(string)}
 		}
-		var m plan.Expr = plan.NewCall("regexp_like", plan.TypBool, l, k)
+		var m plan.Expr = b.newCall("regexp_like", plan.TypBool, l, k)
 		if strings.HasPrefix(x.Op, "!") {
-			m = plan.NewCall(plan.FnNot, plan.TypBool, m)
+			m = b.newCall(plan.FnNot, plan.TypBool, m)
 		}
 		return m, nil
 	}
@@ -914,9 +952,9 @@ func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (plan.Expr, e
 	// run time) is a timestamp: its midnight plus the interval.
 	if (plan.IsDate(lt) && plan.IsInterval(rt) || plan.IsInterval(lt) && plan.IsDate(rt)) && !wholeDays(l, r) {
 		if plan.IsDate(lt) {
-			l, lt = plan.FoldNow(&plan.CastExpr{X: l, Typ: plan.TypTimestamp}), plan.TypTimestamp
+			l, lt = plan.FoldNow(&plan.CastExpr{Zone: b.zone, X: l, Typ: plan.TypTimestamp}), plan.TypTimestamp
 		} else {
-			r, rt = plan.FoldNow(&plan.CastExpr{X: r, Typ: plan.TypTimestamp}), plan.TypTimestamp
+			r, rt = plan.FoldNow(&plan.CastExpr{Zone: b.zone, X: r, Typ: plan.TypTimestamp}), plan.TypTimestamp
 		}
 	}
 	// Times (with intervals, times and dates).
@@ -925,17 +963,17 @@ func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (plan.Expr, e
 		if !ok {
 			return nil, b.errorf(x, "operator does not exist: %s %s %s", plan.TypeString(lt), x.Op, plan.TypeString(rt))
 		}
-		return plan.FoldNow(plan.NewCall(fn, t, l, r)), nil
+		return plan.FoldNow(b.newCall(fn, t, l, r)), nil
 	}
 	// Timestamps, dates and intervals.
 	if plan.IsTimestamp(lt) || plan.IsTimestamp(rt) {
 		switch {
 		case plan.IsTimestamp(lt) && plan.IsInterval(rt) && (fn == plan.FnAdd || fn == plan.FnSub):
-			return plan.FoldNow(plan.NewCall(fn, lt, l, r)), nil
+			return plan.FoldNow(b.newCall(fn, lt, l, r)), nil
 		case plan.IsInterval(lt) && plan.IsTimestamp(rt) && fn == plan.FnAdd:
-			return plan.FoldNow(plan.NewCall(fn, rt, l, r)), nil
+			return plan.FoldNow(b.newCall(fn, rt, l, r)), nil
 		case plan.IsTemporal(lt) && plan.IsTemporal(rt) && fn == plan.FnSub:
-			return plan.FoldNow(plan.NewCall(fn, plan.TypInterval, l, r)), nil
+			return plan.FoldNow(b.newCall(fn, plan.TypInterval, l, r)), nil
 		}
 		return nil, b.errorf(x, "operator does not exist: %s %s %s", plan.TypeString(lt), x.Op, plan.TypeString(rt))
 	}
@@ -943,14 +981,14 @@ func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (plan.Expr, e
 	case plan.IsDate(lt) && (plan.IsInteger(rt) || plan.IsInterval(rt)) && (fn == plan.FnAdd || fn == plan.FnSub),
 		plan.IsInteger(lt) && plan.IsDate(rt) && fn == plan.FnAdd,
 		plan.IsInterval(lt) && plan.IsDate(rt) && fn == plan.FnAdd:
-		return plan.FoldNow(plan.NewCall(fn, plan.TypDate, l, r)), nil
+		return plan.FoldNow(b.newCall(fn, plan.TypDate, l, r)), nil
 	case plan.IsDate(lt) && plan.IsDate(rt) && fn == plan.FnSub:
-		return plan.FoldNow(plan.NewCall(fn, plan.TypInt32, l, r)), nil
+		return plan.FoldNow(b.newCall(fn, plan.TypInt32, l, r)), nil
 	case plan.IsInterval(lt) && plan.IsInterval(rt) && (fn == plan.FnAdd || fn == plan.FnSub):
-		return plan.FoldNow(plan.NewCall(fn, plan.TypInterval, l, r)), nil
+		return plan.FoldNow(b.newCall(fn, plan.TypInterval, l, r)), nil
 	case plan.IsInterval(lt) && plan.IsNumeric(rt) && (fn == plan.FnMul || fn == plan.FnDiv),
 		plan.IsNumeric(lt) && plan.IsInterval(rt) && fn == plan.FnMul:
-		return plan.NewCall(fn, plan.TypInterval, l, r), nil
+		return b.newCall(fn, plan.TypInterval, l, r), nil
 	}
 	t, ok := plan.ArithType(fn, lt, rt)
 	if !ok {
@@ -963,10 +1001,10 @@ func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (plan.Expr, e
 		t = t2
 	}
 	if plan.IsFloat(t) {
-		l, _ = plan.Coerce(l, plan.TypFloat64)
-		r, _ = plan.Coerce(r, plan.TypFloat64)
+		l, _ = b.coerce(l, plan.TypFloat64)
+		r, _ = b.coerce(r, plan.TypFloat64)
 	}
-	return plan.FoldNow(plan.NewCall(fn, t, l, r)), nil
+	return plan.FoldNow(b.newCall(fn, t, l, r)), nil
 }
 
 // byteaConcat binds bytea || bytea (an untyped literal or a NULL beside a
@@ -1057,11 +1095,11 @@ func (b *binder) caseExpr(x *sql.Case, s *scope, ctx *exprCtx) (plan.Expr, error
 			if !ok {
 				return nil, b.errorf(w, "CASE operand of type %s cannot be compared with %s", plan.TypeString(operand.Type()), plan.TypeString(cond.Type()))
 			}
-			o, _ := plan.Coerce(operand, t)
-			if cond, err = plan.Coerce(cond, t); err != nil {
+			o, _ := b.coerce(operand, t)
+			if cond, err = b.coerce(cond, t); err != nil {
 				return nil, b.errorf(w.Cond, "%v", err)
 			}
-			cond = plan.NewCall(plan.FnEq, plan.TypBool, o, cond)
+			cond = b.newCall(plan.FnEq, plan.TypBool, o, cond)
 		} else if cond, err = b.boolCheck(cond, w.Cond, "CASE WHEN"); err != nil {
 			return nil, err
 		}
@@ -1088,7 +1126,7 @@ func (b *binder) caseExpr(x *sql.Case, s *scope, ctx *exprCtx) (plan.Expr, error
 		t = plan.TypString
 	}
 	for i := range results {
-		if results[i], err = plan.Coerce(results[i], t); err != nil {
+		if results[i], err = b.coerce(results[i], t); err != nil {
 			return nil, b.errorf(x, "%v", err)
 		}
 	}
@@ -1156,7 +1194,7 @@ func (b *binder) funcCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, e
 		}
 		return b.expr(r, s, ctx)
 	}
-	e, err := scalarFunc(name, args)
+	e, err := b.scalarFunc(name, args)
 	if err != nil {
 		return nil, b.errorf(x, "%v", err)
 	}
@@ -1204,7 +1242,7 @@ func (b *binder) quantileCall(x *sql.FuncCall) (*sql.FuncCall, float64, error) {
 	}
 	var q float64
 	if ok && !k.IsNull() {
-		if f, err := plan.CastConst(k, plan.TypFloat64); err == nil {
+		if f, err := b.castConst(k, plan.TypFloat64); err == nil {
 			q, ok = f.Val.(float64)
 		}
 	}
@@ -1563,7 +1601,7 @@ func (b *binder) windowCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr,
 		}
 		wc.Args, wc.Typ, wc.N = []plan.Expr{arg}, arg.Type(), 1
 		if plan.IsNullType(wc.Typ) {
-			wc.Args[0], wc.Typ = &plan.CastExpr{X: arg, Typ: plan.TypInt32}, plan.TypInt32
+			wc.Args[0], wc.Typ = &plan.CastExpr{Zone: b.zone, X: arg, Typ: plan.TypInt32}, plan.TypInt32
 		}
 		if len(x.Args) == 2 {
 			what := "the offset of " + name
@@ -1750,7 +1788,7 @@ func (b *binder) frameBound(fb *sql.FrameBound, s *scope, rangeKey arrow.DataTyp
 }
 
 // scalarFunc types a call of a scalar function.
-func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
+func (b *binder) scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 	n := len(args)
 	arity := func(lo, hi int) error {
 		if n < lo || n > hi {
@@ -1800,7 +1838,7 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 				return nil, err
 			}
 		}
-		return plan.NewCall(fn, plan.TypFloat64, args...), nil
+		return b.newCall(fn, plan.TypFloat64, args...), nil
 	case "replace", "repeat", "reverse", "lpad", "rpad", "initcap", "md5", "split_part", "translate", "chr", "ascii", "to_hex", "octet_length", "strlen":
 		if name == "strlen" {
 			name = "octet_length" // DuckDB's: bytes
@@ -1827,9 +1865,9 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			}
 		}
 		if name == "ascii" || name == "octet_length" {
-			return plan.NewCall(name, plan.TypInt32, args...), nil
+			return b.newCall(name, plan.TypInt32, args...), nil
 		}
-		return plan.NewCall(name, plan.TypString, args...), nil
+		return b.newCall(name, plan.TypString, args...), nil
 	case "version":
 		if err := arity(0, 0); err != nil {
 			return nil, err
@@ -1860,12 +1898,12 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 		if name == "regexp_like" || name == "regexp_matches" {
 			// regexp_matches: DuckDB's boolean one (PostgreSQL's
 			// returns the matches as rows of arrays, which nicflow lacks).
-			return plan.NewCall("regexp_like", plan.TypBool, args...), nil
+			return b.newCall("regexp_like", plan.TypBool, args...), nil
 		}
 		if name == "regexp_extract" && n == 3 {
-			args[2] = plan.FoldNow(&plan.CastExpr{X: args[2], Typ: plan.TypInt32})
+			args[2] = plan.FoldNow(&plan.CastExpr{Zone: b.zone, X: args[2], Typ: plan.TypInt32})
 		}
-		return plan.NewCall(name, plan.TypString, args...), nil
+		return b.newCall(name, plan.TypString, args...), nil
 	case "pi":
 		if err := arity(0, 0); err != nil {
 			return nil, err
@@ -1875,7 +1913,7 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 		if err := arity(0, 0); err != nil {
 			return nil, err
 		}
-		return plan.NewCall(expr.FnRandom, plan.TypFloat64), nil
+		return b.newCall(expr.FnRandom, plan.TypFloat64), nil
 	case "coalesce":
 		if n == 0 {
 			return nil, fmt.Errorf("coalesce needs at least one argument")
@@ -1885,9 +1923,9 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			return nil, fmt.Errorf("COALESCE types cannot be matched: %s", typeList(args))
 		}
 		for i := range args {
-			args[i], _ = plan.Coerce(args[i], t)
+			args[i], _ = b.coerce(args[i], t)
 		}
-		return plan.NewCall(plan.FnCoalesce, t, args...), nil
+		return b.newCall(plan.FnCoalesce, t, args...), nil
 	case "greatest", "least":
 		if n == 0 {
 			return nil, fmt.Errorf("%s needs at least one argument", name)
@@ -1898,11 +1936,11 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 		}
 		for i := range args {
 			var err error
-			if args[i], err = plan.Coerce(args[i], t); err != nil {
+			if args[i], err = b.coerce(args[i], t); err != nil {
 				return nil, err
 			}
 		}
-		return plan.NewCall(name, t, args...), nil
+		return b.newCall(name, t, args...), nil
 	case "nullif":
 		if err := arity(2, 2); err != nil {
 			return nil, err
@@ -1912,9 +1950,9 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			return nil, fmt.Errorf("NULLIF types cannot be matched: %s", typeList(args))
 		}
 		for i := range args {
-			args[i], _ = plan.Coerce(args[i], t)
+			args[i], _ = b.coerce(args[i], t)
 		}
-		return plan.NewCall("nullif", t, args...), nil
+		return b.newCall("nullif", t, args...), nil
 	case "abs":
 		if err := arity(1, 1); err != nil {
 			return nil, err
@@ -1922,7 +1960,7 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 		if !plan.IsNumeric(args[0].Type()) {
 			return nil, fmt.Errorf("function abs(%s) does not exist", plan.TypeString(args[0].Type()))
 		}
-		return plan.NewCall("abs", args[0].Type(), args...), nil
+		return b.newCall("abs", args[0].Type(), args...), nil
 	case "round":
 		if err := arity(1, 2); err != nil {
 			return nil, err
@@ -1945,7 +1983,7 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			ns := min(max(int32(digits), 0), s)
 			t = plan.DecimalType(min(p-s+ns+1, plan.MaxDecimalPrecision), ns)
 		}
-		return plan.NewCall("round", t, args...), nil
+		return b.newCall("round", t, args...), nil
 	case "upper", "lower":
 		if err := arity(1, 1); err != nil {
 			return nil, err
@@ -1953,7 +1991,7 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 		if err := str(0); err != nil {
 			return nil, err
 		}
-		return plan.NewCall(name, plan.TypString, args...), nil
+		return b.newCall(name, plan.TypString, args...), nil
 	case "length", "char_length", "character_length":
 		if err := arity(1, 1); err != nil {
 			return nil, err
@@ -1964,7 +2002,7 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 		if err := str(0); err != nil {
 			return nil, err
 		}
-		return plan.NewCall("length", plan.TypInt32, args...), nil
+		return b.newCall("length", plan.TypInt32, args...), nil
 	case "btrim", "trim", "ltrim", "rtrim":
 		if err := arity(1, 2); err != nil {
 			return nil, err
@@ -1978,7 +2016,7 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 		if fn == "btrim" {
 			fn = "trim"
 		}
-		return plan.NewCall(fn, plan.TypString, args...), nil
+		return b.newCall(fn, plan.TypString, args...), nil
 	case "substring", "substr":
 		if err := arity(2, 3); err != nil {
 			return nil, err
@@ -1994,7 +2032,7 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 				return nil, err
 			}
 		}
-		return plan.NewCall("substring", t, args...), nil
+		return b.newCall("substring", t, args...), nil
 	case "encode", "decode", "get_byte":
 		if err := arity(2, 2); err != nil {
 			return nil, err
@@ -2042,7 +2080,7 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 				return nil, err
 			}
 		}
-		return plan.NewCall("strpos", plan.TypInt32, args...), nil
+		return b.newCall("strpos", plan.TypInt32, args...), nil
 	case "concat":
 		if n == 0 {
 			return nil, fmt.Errorf("concat needs at least one argument")
@@ -2052,16 +2090,23 @@ func scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 		for _, a := range args {
 			a = plan.ResolveUntyped(a, plan.TypString)
 			if !plan.IsString(a.Type()) {
-				a = &plan.CastExpr{X: a, Typ: plan.TypString}
+				a = &plan.CastExpr{Zone: b.zone, X: a, Typ: plan.TypString}
 			}
-			a = plan.NewCall(plan.FnCoalesce, plan.TypString, a, &plan.Const{Typ: plan.TypString, Val: ""})
+			a = b.newCall(plan.FnCoalesce, plan.TypString, a, &plan.Const{Typ: plan.TypString, Val: ""})
 			if out == nil {
 				out = a
 			} else {
-				out = plan.NewCall(plan.FnConcat, plan.TypString, out, a)
+				out = b.newCall(plan.FnConcat, plan.TypString, out, a)
 			}
 		}
 		return out, nil
 	}
 	return nil, fmt.Errorf("function %s does not exist", name)
+}
+
+// localNow is the statement's time as a wall clock in the session time
+// zone (localtimestamp).
+func (b *binder) localNow() arrow.Timestamp {
+	_, off := b.local.Zone()
+	return arrow.Timestamp(b.now.UnixMicro() + int64(off)*expr.UsPerSecond)
 }

@@ -38,11 +38,11 @@ func (b *binder) quantified(x *sql.Quantified, s *scope, ctx *exprCtx) (plan.Exp
 	if !ok {
 		return nil, b.errorf(x, "%s: types %s and %s cannot be compared", what, plan.TypeString(xe.Type()), plan.TypeString(sc.Type))
 	}
-	if xe, err = plan.Coerce(xe, t); err != nil {
+	if xe, err = b.coerce(xe, t); err != nil {
 		return nil, b.errorf(x, "%v", err)
 	}
 	if !arrow.TypeEqual(t, sc.Type) {
-		lp = b.castProject(lp, []plan.Expr{&plan.CastExpr{X: plan.NewColRef(sc), Typ: t}})
+		lp = b.castProject(lp, []plan.Expr{&plan.CastExpr{Zone: b.zone, X: plan.NewColRef(sc), Typ: t}})
 		sc = lp.Columns()[0]
 	}
 	v := plan.NewColRef(sc)
@@ -59,12 +59,12 @@ func (b *binder) quantified(x *sql.Quantified, s *scope, ctx *exprCtx) (plan.Exp
 		},
 		AggCols: []plan.Column{cnt, cntv, mn, mx},
 	}
-	cmp := func(fn string, a, c plan.Expr) plan.Expr { return plan.NewCall(fn, plan.TypBool, a, c) }
+	cmp := func(fn string, a, c plan.Expr) plan.Expr { return b.newCall(fn, plan.TypBool, a, c) }
 	fn := map[string]string{"<": plan.FnLt, "<=": plan.FnLe, ">": plan.FnGt, ">=": plan.FnGe, "=": plan.FnEq, "<>": plan.FnNe}[x.Op]
 	// decided is the comparison that settles the answer (ALL: it fails
 	// for some value; ANY: it holds for some value).
 	var decided plan.Expr
-	differs := plan.NewCall(plan.FnOr, plan.TypBool, cmp(plan.FnNe, plan.NewColRef(mn), xe), cmp(plan.FnNe, plan.NewColRef(mx), xe))
+	differs := b.newCall(plan.FnOr, plan.TypBool, cmp(plan.FnNe, plan.NewColRef(mn), xe), cmp(plan.FnNe, plan.NewColRef(mx), xe))
 	switch {
 	case x.Op == "=" || x.Op == "<>":
 		decided = differs // = ALL fails, <> ANY holds, when some value differs
@@ -73,7 +73,7 @@ func (b *binder) quantified(x *sql.Quantified, s *scope, ctx *exprCtx) (plan.Exp
 		if x.Op == "<" || x.Op == "<=" {
 			bound = mn
 		}
-		decided = plan.NewCall(plan.FnNot, plan.TypBool, cmp(fn, xe, plan.NewColRef(bound)))
+		decided = b.newCall(plan.FnNot, plan.TypBool, cmp(fn, xe, plan.NewColRef(bound)))
 	default:
 		bound := mn // x > ANY: above the smallest
 		if x.Op == "<" || x.Op == "<=" {
@@ -89,12 +89,12 @@ func (b *binder) quantified(x *sql.Quantified, s *scope, ctx *exprCtx) (plan.Exp
 	answer := &plan.CaseExpr{
 		Whens: []plan.Expr{
 			cmp(plan.FnEq, plan.NewColRef(cnt), zero),
-			plan.NewCall(plan.FnIsNull, plan.TypBool, xe),
+			b.newCall(plan.FnIsNull, plan.TypBool, xe),
 			decided,
 			cmp(plan.FnGt, plan.NewColRef(cnt), plan.NewColRef(cntv)),
 		},
 		Thens: []plan.Expr{empty, plan.NullConst(plan.TypBool), settled, plan.NullConst(plan.TypBool)},
-		Else:  plan.NewCall(plan.FnNot, plan.TypBool, settled),
+		Else:  b.newCall(plan.FnNot, plan.TypBool, settled),
 		Typ:   plan.TypBool,
 	}
 	out := b.newCol(what, "", plan.TypBool, true)

@@ -308,7 +308,7 @@ func (b *binder) values(v *sql.Values, s *scope) (plan.Plan, []string, error) {
 		t := types[c]
 		nullable := false
 		for r := range rows {
-			ce, err := plan.Coerce(rows[r][c], t)
+			ce, err := b.coerce(rows[r][c], t)
 			if err != nil {
 				return nil, nil, b.errorf(v.Rows[r][c], "%v", err)
 			}
@@ -359,7 +359,7 @@ func (b *binder) coerceTo(p plan.Plan, cols []plan.Column) plan.Plan {
 	exprs := make([]plan.Expr, len(in))
 	cast := false
 	for i, c := range in {
-		exprs[i], _ = plan.Coerce(plan.NewColRef(c), cols[i].Type)
+		exprs[i], _ = b.coerce(plan.NewColRef(c), cols[i].Type)
 		cast = cast || !arrow.TypeEqual(c.Type, cols[i].Type)
 	}
 	if !cast {
@@ -937,16 +937,16 @@ func (b *binder) join(j *sql.Join, s *scope) (plan.Plan, []*scopeItem, error) {
 			if !ok {
 				return nil, nil, b.errorf(u, "JOIN/USING types %s and %s for column %q cannot be matched", plan.TypeString(lc.Type), plan.TypeString(rc.Type), u.Name)
 			}
-			le, _ := plan.Coerce(plan.NewColRef(lc), t)
-			re, _ := plan.Coerce(plan.NewColRef(rc), t)
-			conds = append(conds, plan.NewCall(plan.FnEq, plan.TypBool, le, re))
+			le, _ := b.coerce(plan.NewColRef(lc), t)
+			re, _ := b.coerce(plan.NewColRef(rc), t)
+			conds = append(conds, b.newCall(plan.FnEq, plan.TypBool, le, re))
 			markHidden(li, lc.ID)
 			markHidden(ri, rc.ID)
 			var m plan.Column
 			switch {
 			case kind == plan.JoinFull:
 				m = b.newCol(u.Name, "", t, lc.Nullable || rc.Nullable)
-				computed = append(computed, plan.NewCall(plan.FnCoalesce, t, le, re))
+				computed = append(computed, b.newCall(plan.FnCoalesce, t, le, re))
 				computedCols = append(computedCols, m)
 			case kind == plan.JoinRight && arrow.TypeEqual(rc.Type, t):
 				m = rc

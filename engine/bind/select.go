@@ -193,7 +193,7 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (plan.Plan
 			for _, pe := range projExprs[:visible] {
 				derived = derived || plan.ExprEqual(pe, o.expr)
 			}
-			o.expr = plan.NewCall(expr.FnIntervalSpan, plan.DecimalType(38, 0), o.expr)
+			o.expr = b.newCall(expr.FnIntervalSpan, plan.DecimalType(38, 0), o.expr)
 		}
 		if o.idx >= 0 {
 			keys = append(keys, sortKey(nil, o.item))
@@ -356,7 +356,7 @@ func (b *binder) aboveAgg(e plan.Expr, ac *aggCtx, at sql.Node) (plan.Expr, erro
 			for i, a := range y.Args {
 				args[i] = rewrite(a)
 			}
-			return &plan.Call{Fn: y.Fn, Args: args, Typ: y.Typ}
+			return &plan.Call{Fn: y.Fn, Args: args, Typ: y.Typ, Zone: y.Zone}
 		case *plan.CaseExpr:
 			c := &plan.CaseExpr{Typ: y.Typ, Whens: make([]plan.Expr, len(y.Whens)), Thens: make([]plan.Expr, len(y.Thens))}
 			for i := range y.Whens {
@@ -367,7 +367,7 @@ func (b *binder) aboveAgg(e plan.Expr, ac *aggCtx, at sql.Node) (plan.Expr, erro
 			}
 			return c
 		case *plan.CastExpr:
-			return &plan.CastExpr{X: rewrite(y.X), Typ: y.Typ}
+			return &plan.CastExpr{X: rewrite(y.X), Typ: y.Typ, Zone: y.Zone}
 		case *plan.SubqueryExpr:
 			c := *y
 			if y.X != nil {

@@ -85,7 +85,9 @@ func toExecExpr(e plan.Expr, layout []plan.ColumnID, params map[plan.ColumnID]ex
 		if err != nil {
 			return expr.Expr{}, err
 		}
-		return expr.Cast(arg, t), nil
+		c := expr.Cast(arg, t)
+		c.Zone = x.Zone
+		return c, nil
 	case *plan.CaseExpr:
 		whens := make([]expr.Expr, len(x.Whens))
 		thens := make([]expr.Expr, len(x.Thens))
@@ -118,7 +120,9 @@ func toExecExpr(e plan.Expr, layout []plan.ColumnID, params map[plan.ColumnID]ex
 			}
 			args[i] = ea
 		}
-		return expr.Call(x.Fn, args...), nil
+		c := expr.Call(x.Fn, args...)
+		c.Zone = x.Zone
+		return c, nil
 	case *plan.SubqueryExpr:
 		return expr.Expr{}, nferr.Internalf("physical planner: subquery %d was not decorrelated", x.ID)
 	}

@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
@@ -158,13 +159,26 @@ func CanCast(from, to arrow.DataType) bool {
 	return false
 }
 
-// CastConst converts a constant to type t, as CAST would.
-func CastConst(c *Const, t arrow.DataType) (*Const, error) {
+// CastConst converts a constant to type t, as CAST would in UTC.
+func CastConst(c *Const, t arrow.DataType) (*Const, error) { return CastConstIn(c, t, "") }
+
+// CastConstIn converts a constant to type t, as CAST would in the session
+// time zone zone ("": UTC).
+func CastConstIn(c *Const, t arrow.DataType, zone string) (*Const, error) {
 	if arrow.TypeEqual(c.Typ, t) {
 		return &Const{Typ: t, Val: c.Val}, nil
 	}
 	if c.IsNull() {
 		return NullConst(t), nil
+	}
+	if zone != "" && (IsTimestamp(c.Typ) && expr.HasZone(c.Typ) || IsTimestamp(t) && expr.HasZone(t)) {
+		loc, err := expr.LoadZone(zone)
+		if err != nil {
+			return nil, err
+		}
+		if loc != nil {
+			return castConstZone(c, t, loc)
+		}
 	}
 	if s, ok := c.Val.(string); ok {
 		return parseAs(s, t)
@@ -268,6 +282,47 @@ func CastConst(c *Const, t arrow.DataType) (*Const, error) {
 // Bytea is the value of a BYTEA constant: its bytes (a string type of its
 // own, so that it is comparable and never taken for text).
 type Bytea string
+
+// castConstZone is CastConstIn of a conversion to or from TIMESTAMPTZ in
+// zone loc (not UTC).
+func castConstZone(c *Const, t arrow.DataType, loc *time.Location) (*Const, error) {
+	from := c.Typ
+	switch v := c.Val.(type) {
+	case string:
+		if IsTimestamp(t) {
+			us, err := expr.ParseTimestampTZ(strings.TrimSpace(v), loc)
+			if err != nil {
+				return nil, err
+			}
+			return &Const{Typ: t, Val: arrow.Timestamp(us)}, nil
+		}
+	case arrow.Date32:
+		if IsTimestamp(t) {
+			return &Const{Typ: t, Val: arrow.Timestamp(expr.TimestampFromLocal(int64(v)*expr.UsPerDay, loc))}, nil
+		}
+	case arrow.Timestamp:
+		us := int64(v)
+		switch {
+		case IsString(t):
+			return &Const{Typ: t, Val: expr.FormatTimestampTZ(us, loc)}, nil
+		case IsTimestamp(t) && expr.HasZone(t): // from TIMESTAMP
+			return &Const{Typ: t, Val: arrow.Timestamp(expr.TimestampFromLocal(us, loc))}, nil
+		}
+		w := expr.TimestampToLocal(us, loc)
+		if expr.HasZone(from) {
+			days, tod := expr.SplitTimestamp(w)
+			switch {
+			case IsTimestamp(t):
+				return &Const{Typ: t, Val: arrow.Timestamp(w)}, nil
+			case IsDate(t):
+				return &Const{Typ: t, Val: arrow.Date32(days)}, nil
+			case IsTime(t):
+				return &Const{Typ: t, Val: arrow.Time64(tod)}, nil
+			}
+		}
+	}
+	return CastConst(c, t)
+}
 
 // parseAs parses a string as a value of type t (PostgreSQL input syntax).
 func parseAs(s string, t arrow.DataType) (*Const, error) {
@@ -420,7 +475,10 @@ func CommonTypeOf(t arrow.DataType, es ...Expr) (arrow.DataType, bool) {
 
 // Coerce converts e to type t (an implicit conversion the binder decided
 // on): constants are converted now, other expressions get a CastExpr.
-func Coerce(e Expr, t arrow.DataType) (Expr, error) {
+func Coerce(e Expr, t arrow.DataType) (Expr, error) { return CoerceIn(e, t, "") }
+
+// CoerceIn is Coerce in the session time zone zone ("": UTC).
+func CoerceIn(e Expr, t arrow.DataType, zone string) (Expr, error) {
 	if arrow.TypeEqual(e.Type(), t) {
 		if c, ok := e.(*Const); ok && c.Untyped {
 			return &Const{Typ: c.Typ, Val: c.Val}, nil
@@ -428,9 +486,9 @@ func Coerce(e Expr, t arrow.DataType) (Expr, error) {
 		return e, nil
 	}
 	if c, ok := e.(*Const); ok {
-		return CastConst(c, t)
+		return CastConstIn(c, t, zone)
 	}
-	return &CastExpr{X: e, Typ: t}, nil
+	return &CastExpr{X: e, Typ: t, Zone: zone}, nil
 }
 
 // FoldNow folds a freshly built call whose arguments are all constants;
@@ -494,7 +552,7 @@ func FoldToConst(e Expr) (*Const, bool, error) {
 			}
 		case *CastExpr:
 			if c, ok := y.X.(*Const); ok {
-				v, err := CastConst(c, y.Typ)
+				v, err := CastConstIn(c, y.Typ, y.Zone)
 				if err != nil {
 					if ferr == nil {
 						ferr = err

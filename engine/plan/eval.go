@@ -113,6 +113,11 @@ func EvalCall(c *Call) (*Const, error) {
 	if anyNull {
 		return NullConst(c.Typ), nil
 	}
+	if c.Zone != "" {
+		if v, done, err := evalZoned(c, args); done {
+			return v, err
+		}
+	}
 	switch c.Fn {
 	case FnEq, FnNe, FnLt, FnLe, FnGt, FnGe:
 		cmp, ok := CompareConst(args[0], args[1])
@@ -575,4 +580,87 @@ func likeMatch(s, pat string) bool {
 		return r
 	}
 	return rec(0, 0)
+}
+
+// evalZoned evaluates the calls on TIMESTAMPTZ values that depend on the
+// session time zone c.Zone (when it is not UTC): done is false for the
+// others. A call it does not fold (a date beside a TIMESTAMPTZ, AT TIME
+// ZONE) is left to exec, which computes it in the same zone.
+func evalZoned(c *Call, args []*Const) (_ *Const, done bool, _ error) {
+	tz := false
+	for _, a := range args {
+		tz = tz || IsTimestamp(a.Typ) && expr.HasZone(a.Typ)
+	}
+	if !tz && !(IsTimestamp(c.Typ) && expr.HasZone(c.Typ)) {
+		return nil, false, nil
+	}
+	loc, err := expr.LoadZone(c.Zone)
+	if err != nil || loc == nil {
+		return nil, err != nil, err
+	}
+	switch c.Fn {
+	case FnEq, FnNe, FnLt, FnLe, FnGt, FnGe, FnDistinct, FnNotDist, FnIn, FnCoalesce, "nullif":
+		for _, a := range args[1:] {
+			if !arrow.TypeEqual(a.Typ, args[0].Typ) {
+				return nil, true, nil
+			}
+		}
+		return nil, false, nil
+	case FnExtract:
+		v, ok := args[1].Val.(arrow.Timestamp)
+		if !ok {
+			return nil, true, nil
+		}
+		field := args[0].Val.(string)
+		switch field {
+		case "epoch", "epoch_ms", "epoch_us":
+			return nil, false, nil
+		case "timezone", "timezone_hour", "timezone_minute":
+			return &Const{Typ: TypInt64, Val: expr.ExtractZoneField(field, expr.ZoneOffset(int64(v), loc))}, true, nil
+		}
+		x, ok := expr.ExtractTimestamp(field, expr.TimestampToLocal(int64(v), loc))
+		if !ok {
+			return nil, true, nil
+		}
+		return &Const{Typ: TypInt64, Val: x}, true, nil
+	case expr.FnDateTrunc:
+		v, ok := args[1].Val.(arrow.Timestamp)
+		if !ok {
+			return nil, true, nil
+		}
+		if _, ok := expr.TruncTimestamp(args[0].Val.(string), 0); !ok {
+			return nil, true, nil
+		}
+		r := expr.TruncTimestampTZ(args[0].Val.(string), int64(v), loc)
+		if r < expr.MinTimestamp {
+			return nil, true, nil
+		}
+		return &Const{Typ: c.Typ, Val: arrow.Timestamp(r)}, true, nil
+	case FnAdd, FnSub:
+		if len(args) != 2 {
+			return nil, true, nil
+		}
+		a, b := args[0], args[1]
+		if c.Fn == FnAdd && IsInterval(a.Typ) {
+			a, b = b, a
+		}
+		x, ok1 := a.Val.(arrow.Timestamp)
+		iv, ok2 := b.Val.(arrow.MonthDayNanoInterval)
+		if !ok1 || !ok2 {
+			if y, ok := b.Val.(arrow.Timestamp); ok1 && ok && c.Fn == FnSub && arrow.TypeEqual(a.Typ, b.Typ) {
+				return &Const{Typ: TypInterval, Val: expr.TimestampDiff(int64(x), int64(y))}, true, nil
+			}
+			return nil, true, nil
+		}
+		sign := int64(1)
+		if c.Fn == FnSub {
+			sign = -1
+		}
+		r, ok := expr.TimestampTZAddIntervalIn(int64(x), int64(iv.Months), int64(iv.Days), iv.Nanoseconds, sign, loc)
+		if !ok {
+			return nil, true, fmt.Errorf("timestamp out of range")
+		}
+		return &Const{Typ: c.Typ, Val: arrow.Timestamp(r)}, true, nil
+	}
+	return nil, true, nil // left to exec
 }

@@ -73,6 +73,9 @@ type Call struct {
 	Fn   string
 	Args []Expr
 	Typ  arrow.DataType
+	// Zone is the session time zone the call computes in (expr.LoadZone's
+	// names; "" is UTC): the binder stamps every call and cast it builds.
+	Zone string
 }
 
 // CaseExpr is CASE WHEN Whens[i] THEN Thens[i] ... ELSE Else END; Else is
@@ -85,8 +88,9 @@ type CaseExpr struct {
 
 // CastExpr converts X to Typ.
 type CastExpr struct {
-	X   Expr
-	Typ arrow.DataType
+	X    Expr
+	Typ  arrow.DataType
+	Zone string // the session time zone (as Call.Zone)
 }
 
 // SubqueryKind is the form of a subquery expression.
@@ -290,7 +294,7 @@ func MapExpr(e Expr, f func(Expr) Expr) Expr {
 			}
 		}
 		if args != nil {
-			e = &Call{Fn: x.Fn, Args: args, Typ: x.Typ}
+			e = &Call{Fn: x.Fn, Args: args, Typ: x.Typ, Zone: x.Zone}
 		}
 	case *CaseExpr:
 		nc := &CaseExpr{Whens: make([]Expr, len(x.Whens)), Thens: make([]Expr, len(x.Thens)), Typ: x.Typ}
@@ -306,7 +310,7 @@ func MapExpr(e Expr, f func(Expr) Expr) Expr {
 		}
 	case *CastExpr:
 		if nx := MapExpr(x.X, f); nx != x.X {
-			e = &CastExpr{X: nx, Typ: x.Typ}
+			e = &CastExpr{X: nx, Typ: x.Typ, Zone: x.Zone}
 		}
 	case *SubqueryExpr:
 		if x.X != nil {

@@ -262,7 +262,32 @@ func (p *parser) parseRange() (Expr, error) {
 func (p *parser) parseOther() (Expr, error) { return p.binaryChain(p.parseAdd, matchOther) }
 func (p *parser) parseAdd() (Expr, error)   { return p.binaryChain(p.parseMul, matchAdd) }
 func (p *parser) parseMul() (Expr, error)   { return p.binaryChain(p.parseExp, matchMul) }
-func (p *parser) parseExp() (Expr, error)   { return p.binaryChain(p.parseUnary, matchExp) }
+func (p *parser) parseExp() (Expr, error)   { return p.binaryChain(p.parseAt, matchExp) }
+
+// parseAt parses x AT TIME ZONE zone (binding tighter than ^ and looser
+// than unary minus, as in PostgreSQL) as the call timezone(zone, x).
+func (p *parser) parseAt() (Expr, error) {
+	saved := p.depth
+	defer func() { p.depth = saved }()
+	x, err := p.parseUnary()
+	if err != nil {
+		return nil, err
+	}
+	for p.isKw("at") && isKwTok(p.peekAt(1), "time") && isKwTok(p.peekAt(2), "zone") {
+		if err := p.enter(); err != nil {
+			return nil, err
+		}
+		t := p.next()
+		p.next()
+		p.next()
+		z, err := p.parseUnary()
+		if err != nil {
+			return nil, err
+		}
+		x = &FuncCall{Pos: t.pos, Name: Ident{Pos: t.pos, Name: "timezone"}, Args: []Expr{z, x}}
+	}
+	return x, nil
+}
 
 func (p *parser) parseUnary() (Expr, error) {
 	if p.isOp("-") || p.isOp("+") {

@@ -325,6 +325,18 @@ func (p *parser) parseStatement() (Statement, error) {
 		return &Describe{Pos: t.pos, Name: name}, nil
 	case isKwTok(t, "set"):
 		return p.parseSet()
+	case isKwTok(t, "reset"):
+		// RESET name: SET name TO DEFAULT.
+		start := p.next()
+		name, err := p.parseLabel("a setting name")
+		if err != nil {
+			return nil, err
+		}
+		if strings.EqualFold(name.Name, "time") && isKwTok(p.peek(), "zone") {
+			p.next()
+			name.Name = "timezone"
+		}
+		return &Set{Pos: start.pos, Name: name, Value: &ColumnRef{Pos: name.Pos, Parts: []Ident{{Pos: name.Pos, Name: "default"}}}}, nil
 	}
 	return nil, p.errExpected("a statement (SELECT, WITH, VALUES, CREATE, DROP, INSERT, UPDATE, DELETE, COPY, EXPLAIN, SHOW, DESCRIBE or SET)")
 }
@@ -1178,6 +1190,18 @@ func (p *parser) parseSet() (Statement, error) {
 	case isKwTok(v, "true"), isKwTok(v, "false"):
 		p.next()
 		s.Value = &Literal{Pos: v.pos, Kind: LitBool, Text: v.text}
+	case isKwTok(v, "interval") && strings.EqualFold(name.Name, "timezone"):
+		// SET TIME ZONE INTERVAL '+05:30' HOUR TO MINUTE: an offset east.
+		p.next()
+		str := p.peek()
+		if str.kind != tokString {
+			return nil, p.errExpected("a string after INTERVAL")
+		}
+		p.next()
+		for isKwTok(p.peek(), "hour") || isKwTok(p.peek(), "to") || isKwTok(p.peek(), "minute") {
+			p.next()
+		}
+		s.Value = &TypedLiteral{Pos: v.pos, Type: &TypeName{Pos: v.pos, Name: "interval"}, Value: str.text}
 	case v.kind == tokIdent:
 		p.next()
 		s.Value = &ColumnRef{Pos: v.pos, Parts: []Ident{{Pos: v.pos, Name: v.text, Quoted: v.quoted}}}

@@ -3,6 +3,7 @@ package expr
 import (
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
@@ -22,7 +23,7 @@ import (
 //     half away from zero (0.285 -> 0.29, not 0.28 from binary noise).
 //   - decimal/integer -> double: nearest double.
 //   - date <-> timestamp: midnight / the day; timestamp <-> timestamptz: the
-//     same instant (the session time zone is UTC).
+//     wall clock in the session time zone (zone.go; UTC: the same value).
 //   - string -> integer/decimal/double/date/timestamp/boolean: surrounding spaces
 //     allowed; anything else is "invalid input syntax" (KindData) naming
 //     the value and the expression.
@@ -41,6 +42,7 @@ type castNode struct {
 	fp, fs   int32 // source decimal precision/scale
 	tp, ts   int32 // target decimal precision/scale
 	run      func(c *castNode, out, a *vec, sel []int32, n int) error
+	loc      *time.Location // the session time zone (nil: UTC)
 
 	v   vec
 	s1  []int32
@@ -77,12 +79,12 @@ func (c *castNode) invalid(val []byte) error {
 
 // newCast builds the cast of x to type to, or a KindQuery error when no
 // such cast exists.
-func newCast(x node, to arrow.DataType, desc string) (node, error) {
+func newCast(x node, to arrow.DataType, desc string, loc *time.Location) (node, error) {
 	from := x.dt()
 	if from.ID() == arrow.NULL {
 		return newNullConst(to), nil
 	}
-	c := &castNode{x: x, from: from, to: to, desc: desc}
+	c := &castNode{x: x, from: from, to: to, desc: desc, loc: loc}
 	c.fp, c.fs, _ = decimalPS(from)
 	c.tp, c.ts, _ = decimalPS(to)
 	f, t := from.ID(), to.ID()
@@ -551,6 +553,7 @@ func castToString(c *castNode, out, a *vec, sel []int32, n int) error {
 	w := newStrWriter(out, n)
 	fk := c.from.ID()
 	zone := HasZone(c.from)
+	z := newTZCache(c.loc)
 	each(sel, n, func(i int32) {
 		w.at(i)
 		s := out.str
@@ -568,7 +571,11 @@ func castToString(c *castNode, out, a *vec, sel []int32, n int) error {
 		case arrow.DATE32:
 			s = appendDate(s, a.i32[i])
 		case arrow.TIMESTAMP:
-			s = appendTimestamp(s, a.i64[i], zone)
+			if zone {
+				s = z.appendTimestampTZ(s, a.i64[i])
+			} else {
+				s = appendTimestamp(s, a.i64[i], false)
+			}
 		case arrow.TIME64:
 			s = civil.AppendTimeOfDay(s, a.i64[i])
 		case arrow.BOOL:

@@ -137,7 +137,7 @@ func (c *compiler) unifyLiterals(a, b node, desc string) (node, node, error) {
 // castConst casts a constant now, reporting a failed conversion as the
 // error of the query.
 func (c *compiler) castConst(x *constNode, to arrow.DataType, desc string) (node, error) {
-	n, err := newCast(x, to, desc)
+	n, err := newCast(x, to, desc, c.loc)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package expr
 import (
 	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -733,6 +734,13 @@ type CompiledExpr struct {
 // the binder must insert.
 func CompileExpr(e Expr, input *arrow.Schema) (*CompiledExpr, error) {
 	c := &compiler{schema: input}
+	if z := findZone(&e); z != "" {
+		loc, err := LoadZone(z)
+		if err != nil {
+			return nil, err
+		}
+		c.loc = loc
+	}
 	n, err := c.compile(&e)
 	if err != nil {
 		// A value that fails before any row is read (a literal that does
@@ -1032,6 +1040,20 @@ func TypeName(dt arrow.DataType) string {
 
 type compiler struct {
 	schema *arrow.Schema
+	loc    *time.Location // the session time zone: the first Expr.Zone in the tree (nil: UTC)
+}
+
+// findZone is the first zone stamped on e or its arguments ("": none).
+func findZone(e *Expr) string {
+	if e.Zone != "" {
+		return e.Zone
+	}
+	for i := range e.Args {
+		if z := findZone(&e.Args[i]); z != "" {
+			return z
+		}
+	}
+	return ""
 }
 
 func (c *compiler) compile(e *Expr) (node, error) {
@@ -1079,7 +1101,7 @@ func (c *compiler) cast(x node, to arrow.DataType, desc string) (node, error) {
 	if arrow.TypeEqual(x.dt(), to) {
 		return x, nil
 	}
-	n, err := newCast(x, to, desc)
+	n, err := newCast(x, to, desc, c.loc)
 	if err != nil {
 		return nil, err
 	}
@@ -1225,6 +1247,11 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 			return nil, err
 		}
 		n, err = c.compileMakeTimestamp(args, desc)
+	case FnTimezone:
+		if err := arity(e, 2, 2); err != nil {
+			return nil, err
+		}
+		n, err = c.compileTimezone(args, desc)
 	case FnMakeTime:
 		if err := arity(e, 3, 3); err != nil {
 			return nil, err

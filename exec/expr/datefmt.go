@@ -3,6 +3,7 @@ package expr
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -154,6 +155,12 @@ func compileToChar(p string) ([]tpart, error) {
 
 // appendFormatted appends us formatted by parts.
 func appendFormatted(dst []byte, parts []tpart, us int64, zone bool) []byte {
+	return appendFormattedIn(dst, parts, us, zone, "")
+}
+
+// appendFormattedIn formats the wall clock us; zname is what a zone
+// pattern (TZ, %Z) prints for a TIMESTAMPTZ (zone true; "" prints UTC).
+func appendFormattedIn(dst []byte, parts []tpart, us int64, zone bool, zname string) []byte {
 	days, tod := SplitTimestamp(us)
 	y, m, d := CivilFromDays(days)
 	h, mi, s := tod/UsPerHour, tod/UsPerMinute%60, tod/UsPerSecond%60
@@ -232,7 +239,10 @@ func appendFormatted(dst []byte, parts []tpart, us int64, zone bool) []byte {
 			pad(dow+1, 1, true)
 		case tfZone:
 			if zone {
-				dst = append(dst, "UTC"...)
+				if zname == "" {
+					zname = "UTC"
+				}
+				dst = append(dst, zname...)
 			}
 		}
 	}
@@ -242,6 +252,13 @@ func appendFormatted(dst []byte, parts []tpart, us int64, zone bool) []byte {
 // parseFormatted reads text by parts into microseconds; ok is false when
 // the text does not match.
 func parseFormatted(parts []tpart, b []byte) (int64, bool) {
+	us, ok, _ := parseFormattedZone(parts, b)
+	return us, ok
+}
+
+// parseFormattedZone is parseFormatted also reporting whether the text
+// named its zone (UTC, GMT, Z): then it is a UTC time, else a wall clock.
+func parseFormattedZone(parts []tpart, b []byte) (_ int64, _ bool, zoned bool) {
 	y, m, d := int64(1970), 1, 1
 	var h, mi, s, frac int64
 	pm, ampm := false, false
@@ -280,7 +297,7 @@ func parseFormatted(parts []tpart, b []byte) (int64, bool) {
 					continue
 				}
 				if len(b) == 0 || b[0] != c {
-					return 0, false
+					return 0, false, false
 				}
 				b = b[1:]
 			}
@@ -343,20 +360,21 @@ func parseFormatted(parts []tpart, b []byte) (int64, bool) {
 			for _, z := range []string{"UTC", "GMT", "Z"} {
 				if len(b) >= len(z) && strings.EqualFold(string(b[:len(z)]), z) {
 					b = b[len(z):]
+					zoned = true
 					break
 				}
 			}
 		}
 		if !ok {
-			return 0, false
+			return 0, false, false
 		}
 	}
 	if len(TrimSpaceBytes(b)) != 0 {
-		return 0, false
+		return 0, false, false
 	}
 	if ampm {
 		if h < 1 || h > 12 {
-			return 0, false
+			return 0, false, false
 		}
 		h %= 12
 		if pm {
@@ -364,9 +382,9 @@ func parseFormatted(parts []tpart, b []byte) (int64, bool) {
 		}
 	}
 	if m < 1 || m > 12 || d < 1 || d > daysInMonth(y, m) || h > 23 || mi > 59 || s > 59 || y < 1 || y > 9999 {
-		return 0, false
+		return 0, false, false
 	}
-	return DaysFromCivil(y, m, d)*UsPerDay + h*UsPerHour + mi*UsPerMinute + s*UsPerSecond + frac, true
+	return DaysFromCivil(y, m, d)*UsPerDay + h*UsPerHour + mi*UsPerMinute + s*UsPerSecond + frac, true, zoned
 }
 
 // compilePattern compiles a constant pattern argument: C-style for
@@ -413,10 +431,23 @@ func (c *compiler) compileStrftime(args []node, desc string) (node, error) {
 		return nil, nferr.Queryf("function strftime(%s) does not exist in %s", TypeName(x.dt()), desc)
 	}
 	zone := HasZone(x.dt())
+	loc := c.loc
 	f := &funcNode{args: []node{x}, t: arrow.BinaryTypes.String, desc: desc}
 	f.run = func(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
 		w := newStrWriter(out, n)
 		a := in[0]
+		if zone && loc != nil {
+			// A TIMESTAMPTZ formats its wall clock in the session zone; TZ
+			// prints the zone's abbreviation there (EDT, CET).
+			each(sel, n, func(i int32) {
+				w.at(i)
+				t := time.UnixMicro(a.i64[i]).In(loc)
+				name, off := t.Zone()
+				out.str = appendFormattedIn(out.str, parts, a.i64[i]+int64(off)*UsPerSecond, true, name)
+			})
+			w.finish(n)
+			return nil
+		}
 		each(sel, n, func(i int32) {
 			w.at(i)
 			out.str = appendFormatted(out.str, parts, a.i64[i], zone)
@@ -444,18 +475,23 @@ func (c *compiler) compileStrptime(args []node, desc string, zone bool) (node, e
 		return nil, nferr.Queryf("function strptime(%s) does not exist in %s", TypeName(x.dt()), desc)
 	}
 	f := &funcNode{args: []node{x}, t: t, desc: desc}
+	loc := c.loc
 	f.run = func(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
 		out.i64 = Grow(out.i64, n)
 		a := in[0]
+		z := newTZCache(loc)
 		var err error
 		each(sel, n, func(i int32) {
 			if err != nil {
 				return
 			}
-			us, ok := parseFormatted(parts, a.strAt(i))
+			us, ok, zoned := parseFormattedZone(parts, a.strAt(i))
 			if !ok {
 				err = nferr.Dataf("could not parse %q with the format of %s", string(a.strAt(i)), f.desc)
 				return
+			}
+			if zone && !zoned {
+				us = z.fromLocal(us) // a wall clock in the session zone
 			}
 			out.i64[i] = us
 		})

@@ -266,6 +266,7 @@ const (
 	FnToTimestamp   = "to_timestamp"   // to_timestamp(seconds since 1970) TIMESTAMPTZ [1]
 	FnMakeTimestamp = "make_timestamp" // make_timestamp(y, mo, d, h, mi, seconds) [6]
 	FnMakeTime      = "make_time"      // make_time(h, mi, seconds) TIME [3]
+	FnTimezone      = "timezone"       // timezone(zone, ts): ts AT TIME ZONE zone [2]: TIMESTAMP <-> TIMESTAMPTZ
 )
 
 // Expr is a serializable expression tree: plain data with a Kind tag, so it
@@ -294,6 +295,12 @@ type Expr struct {
 	Null bool `json:"null,omitempty"`
 	// Args are the operands of calls, casts and CASE.
 	Args []Expr `json:"args,omitempty"`
+	// Zone is the session time zone of a call or cast (LoadZone's names;
+	// "" is UTC): the binder stamps it on every call and cast of a
+	// statement, and CompileExpr compiles the whole tree in the first zone
+	// it finds, so that a fragment shipped to a worker computes as the
+	// session would.
+	Zone string `json:"zone,omitempty"`
 }
 
 // ---------------------------------------------------------------- leaves

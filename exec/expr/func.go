@@ -234,7 +234,11 @@ func (c *compiler) compileExtract(args []node, desc string) (node, error) {
 		return nil, nferr.Queryf("unsupported EXTRACT field %q in %s (%s)", fc.s, desc, strings.Join(ExtractFieldsOf(x.dt()), ", "))
 	}
 	if IsTimestamp(x.dt()) {
-		return &funcNode{args: []node{x}, t: ExtractResultType(field, x.dt()), desc: desc, field: field, run: extractTsKernel}, nil
+		fn := &funcNode{args: []node{x}, t: ExtractResultType(field, x.dt()), desc: desc, field: field, run: extractTsKernel}
+		if HasZone(x.dt()) {
+			fn.loc = c.loc
+		}
+		return fn, nil
 	}
 	if IsTime(x.dt()) {
 		return &funcNode{args: []node{x}, t: ExtractResultType(field, x.dt()), desc: desc, field: field, run: extractTimeKernel}, nil
@@ -248,7 +252,11 @@ func ExtractFieldsOf(dt arrow.DataType) []string {
 		return TimeFields
 	}
 	if IsTimestamp(dt) {
-		return append(append([]string(nil), ExtractFields...), TimestampFields...)
+		fs := append(append([]string(nil), ExtractFields...), TimestampFields...)
+		if HasZone(dt) {
+			fs = append(fs, ZoneFields...)
+		}
+		return fs
 	}
 	return ExtractFields
 }

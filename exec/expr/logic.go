@@ -867,7 +867,7 @@ func (c *constNode) text() string {
 	if c.null {
 		return "NULL"
 	}
-	cv, err := newCast(c, arrow.BinaryTypes.String, "")
+	cv, err := newCast(c, arrow.BinaryTypes.String, "", nil)
 	if err != nil {
 		return "?"
 	}

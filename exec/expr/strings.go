@@ -2,6 +2,7 @@ package expr
 
 import (
 	"bytes"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -22,10 +23,11 @@ type funcNode struct {
 	run  func(f *funcNode, out *vec, in []*vec, sel []int32, n int) error
 
 	// parameters some kernels use
-	runes  []rune // trim characters
-	field  string // extract field
-	digits int32  // round digits
-	ts, fs int32  // round: target/source scale
+	runes  []rune         // trim characters
+	field  string         // extract field
+	loc    *time.Location // the session time zone (TIMESTAMPTZ kernels; nil: UTC)
+	digits int32          // round digits
+	ts, fs int32          // round: target/source scale
 
 	v     vec
 	ins   []*vec

@@ -185,6 +185,11 @@ func castStringToTime(c *castNode, out, a *vec, sel []int32, n int) error {
 
 func castTimestampToTime(c *castNode, out, a *vec, sel []int32, n int) error {
 	out.i64 = Grow(out.i64, n)
+	if c.loc != nil && HasZone(c.from) {
+		z := newTZCache(c.loc)
+		each(sel, n, func(i int32) { _, out.i64[i] = SplitTimestamp(z.toLocal(a.i64[i])) })
+		return nil
+	}
 	if sel == nil {
 		for i := 0; i < n; i++ {
 			_, out.i64[i] = SplitTimestamp(a.i64[i])

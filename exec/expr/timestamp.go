@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/nicflow/nicflow/internal/civil"
@@ -12,9 +13,10 @@ import (
 
 // Timestamps are arrow timestamp[us] values (internal/civil): microseconds
 // since 1970-01-01 00:00:00. TIMESTAMP (no zone) is a wall-clock reading;
-// TIMESTAMPTZ (arrow time zone "UTC") is an instant, stored in UTC. The
-// session time zone is UTC, so a TIMESTAMPTZ prints with "+00" and the two
-// types convert to each other without a shift. The range is that of DATE:
+// TIMESTAMPTZ (arrow time zone "UTC") is an instant, stored in UTC, that
+// reads and prints as a wall clock in the session time zone (zone.go; in
+// UTC, the default, it prints with "+00" and the two types convert without
+// a shift). The range is that of DATE:
 // years 0001 to 9999, so that arithmetic on int64 microseconds cannot
 // overflow and every value prints as YYYY-MM-DD HH:MM:SS[.ffffff].
 
@@ -201,11 +203,55 @@ func ValidExtract(field string, dt arrow.DataType) bool {
 	if extractFuncs[field] != nil {
 		return true
 	}
+	if HasZone(dt) && isZoneField(field) {
+		return true
+	}
 	return IsTimestamp(dt) && (extractTimeFuncs[field] != nil || extractEpochFuncs[field] != nil)
+}
+
+// ZoneFields are the fields EXTRACT takes from a TIMESTAMPTZ only: the
+// session zone's offset east of UTC at that instant (seconds, hours,
+// minutes), as PostgreSQL.
+var ZoneFields = []string{"timezone", "timezone_hour", "timezone_minute"}
+
+func isZoneField(f string) bool {
+	return f == "timezone" || f == "timezone_hour" || f == "timezone_minute"
+}
+
+// ExtractZoneField is a zone field of an offset east of UTC in seconds.
+func ExtractZoneField(field string, off int64) int64 {
+	switch field {
+	case "timezone_hour":
+		return off / 3600
+	case "timezone_minute":
+		return off / 60 % 60
+	}
+	return off
 }
 
 func extractTsKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
 	a := in[0]
+	if isZoneField(f.field) {
+		out.i64 = Grow(out.i64, n)
+		z := newTZCache(f.loc)
+		each(sel, n, func(i int32) { out.i64[i] = ExtractZoneField(f.field, z.offset(a.i64[i])/UsPerSecond) })
+		return nil
+	}
+	if f.loc != nil && f.field != "epoch" && extractEpochFuncs[f.field] == nil {
+		// The wall clock in the session zone, then the timestamp's field.
+		z := newTZCache(f.loc)
+		out.i64 = Grow(out.i64, n)
+		if tf := extractTimeFuncs[f.field]; tf != nil {
+			each(sel, n, func(i int32) {
+				_, tod := SplitTimestamp(z.toLocal(a.i64[i]))
+				out.i64[i] = tf(tod)
+			})
+			return nil
+		}
+		df := extractFuncs[f.field]
+		each(sel, n, func(i int32) { out.i64[i] = df(floorDiv(z.toLocal(a.i64[i]), UsPerDay)) })
+		return nil
+	}
 	if f.field == "epoch" {
 		out.f64 = Grow(out.f64, n)
 		each(sel, n, func(i int32) { out.f64[i] = ExtractEpoch(a.i64[i]) })
@@ -287,10 +333,41 @@ func TruncUnitName(u string) string {
 	return u
 }
 
+// TruncTimestampTZ is date_trunc(unit, us) of a TIMESTAMPTZ in the
+// session zone, as PostgreSQL truncates: the wall clock is truncated; for
+// units up to the hour the instant keeps its offset, for a day and longer
+// the local midnight is read again in the zone (its offset may differ).
+func truncTZ(unit string, us int64, z *tzCache) int64 {
+	off := z.offset(us)
+	r, _ := TruncTimestamp(unit, us+off)
+	switch unit {
+	case "microsecond", "millisecond", "second", "minute", "hour":
+		return r - off
+	}
+	return z.fromLocal(r)
+}
+
+// TruncTimestampTZ is date_trunc(unit, us) of a TIMESTAMPTZ in zone loc.
+func TruncTimestampTZ(unit string, us int64, loc *time.Location) int64 {
+	z := newTZCache(loc)
+	return truncTZ(unit, us, &z)
+}
+
 func truncTsKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
 	out.i64 = Grow(out.i64, n)
 	a := in[0]
 	var err error
+	if f.loc != nil {
+		z := newTZCache(f.loc)
+		each(sel, n, func(i int32) {
+			r := truncTZ(f.field, a.i64[i], &z)
+			if r < MinTimestamp && err == nil {
+				err = errAt("timestamp out of range", f.desc)
+			}
+			out.i64[i] = r
+		})
+		return err
+	}
 	each(sel, n, func(i int32) {
 		r, _ := TruncTimestamp(f.field, a.i64[i])
 		if r < MinTimestamp && err == nil {
@@ -322,7 +399,11 @@ func (c *compiler) compileDateTrunc(args []node, desc string) (node, error) {
 	default:
 		return nil, nferr.Queryf("function date_trunc(%s) does not exist in %s", TypeName(x.dt()), desc)
 	}
-	return &funcNode{args: []node{x}, t: x.dt(), desc: desc, field: unit, run: truncTsKernel}, nil
+	fn := &funcNode{args: []node{x}, t: x.dt(), desc: desc, field: unit, run: truncTsKernel}
+	if HasZone(x.dt()) {
+		fn.loc = c.loc
+	}
+	return fn, nil
 }
 
 // ---------------------------------------------------------------- casts
@@ -330,13 +411,20 @@ func (c *compiler) compileDateTrunc(args []node, desc string) (node, error) {
 func castStringToTimestamp(c *castNode, out, a *vec, sel []int32, n int) error {
 	out.i64 = Grow(out.i64, n)
 	zone := HasZone(c.to)
+	z := newTZCache(c.loc)
 	var err error
 	each(sel, n, func(i int32) {
 		if err != nil {
 			return
 		}
 		s := a.strAt(i)
-		us, ok, rangeOK := civil.ParseTimestamp(s, zone)
+		var us int64
+		var ok, rangeOK bool
+		if zone {
+			us, ok, rangeOK = z.parseTimestampTZ(s)
+		} else {
+			us, ok, rangeOK = civil.ParseTimestamp(s, false)
+		}
 		switch {
 		case !ok:
 			err = c.invalid(s)
@@ -348,23 +436,46 @@ func castStringToTimestamp(c *castNode, out, a *vec, sel []int32, n int) error {
 	return err
 }
 
+// castDateToTimestamp gives the date's midnight: for a TIMESTAMPTZ, the
+// midnight of the session zone.
 func castDateToTimestamp(c *castNode, out, a *vec, sel []int32, n int) error {
 	out.i64 = Grow(out.i64, n)
+	if c.loc != nil && HasZone(c.to) {
+		z := newTZCache(c.loc)
+		each(sel, n, func(i int32) { out.i64[i] = z.fromLocal(int64(a.i32[i]) * UsPerDay) })
+		return nil
+	}
 	each(sel, n, func(i int32) { out.i64[i] = int64(a.i32[i]) * UsPerDay })
 	return nil
 }
 
+// castTimestampToDate gives the date of the wall clock (for a
+// TIMESTAMPTZ, in the session zone).
 func castTimestampToDate(c *castNode, out, a *vec, sel []int32, n int) error {
 	out.i32 = Grow(out.i32, n)
+	if c.loc != nil && HasZone(c.from) {
+		z := newTZCache(c.loc)
+		each(sel, n, func(i int32) { out.i32[i] = int32(floorDiv(z.toLocal(a.i64[i]), UsPerDay)) })
+		return nil
+	}
 	each(sel, n, func(i int32) { out.i32[i] = int32(floorDiv(a.i64[i], UsPerDay)) })
 	return nil
 }
 
-// castTimestampKind converts TIMESTAMP to TIMESTAMPTZ and back: the same
-// microseconds, as the session time zone is UTC.
+// castTimestampKind converts TIMESTAMP to TIMESTAMPTZ (the wall clock read
+// in the session zone) and back (the wall clock there at that instant).
 func castTimestampKind(c *castNode, out, a *vec, sel []int32, n int) error {
 	out.i64 = Grow(out.i64, n)
-	each(sel, n, func(i int32) { out.i64[i] = a.i64[i] })
+	if c.loc == nil {
+		each(sel, n, func(i int32) { out.i64[i] = a.i64[i] })
+		return nil
+	}
+	z := newTZCache(c.loc)
+	if HasZone(c.to) {
+		each(sel, n, func(i int32) { out.i64[i] = z.fromLocal(a.i64[i]) })
+	} else {
+		each(sel, n, func(i int32) { out.i64[i] = z.toLocal(a.i64[i]) })
+	}
 	return nil
 }
 
@@ -375,6 +486,21 @@ func tsIvKernel(out, a, b *vec, sel []int32, n int, sign int64) kcode {
 	code := kOK
 	each(sel, n, func(i int32) {
 		r, ok := TimestampAddInterval(a.i64[i], b.iv[i], sign)
+		if !ok {
+			code = kTsRange
+		}
+		out.i64[i] = r
+	})
+	return code
+}
+
+func tzIvKernel(out, a, b *vec, sel []int32, n int, sign int64, loc *time.Location) kcode {
+	out.i64 = Grow(out.i64, n)
+	z := newTZCache(loc)
+	code := kOK
+	each(sel, n, func(i int32) {
+		iv := b.iv[i]
+		r, ok := TimestampTZAddInterval(a.i64[i], [3]int64{int64(iv.Months), int64(iv.Days), iv.Nanoseconds}, sign, &z)
 		if !ok {
 			code = kTsRange
 		}
@@ -413,6 +539,16 @@ func (c *compiler) compileTimestampArith(fn string, a, b node, desc string) (nod
 		tb = b.dt()
 	}
 	mk := func(a, b node, t arrow.DataType, k binKernel) (node, error) {
+		if c.loc != nil && HasZone(t) {
+			// months and days on the session zone's wall clock
+			loc, sign := c.loc, int64(1)
+			if fn == FnSub {
+				sign = -1
+			}
+			k = func(out, a, b *vec, sel []int32, n int) kcode {
+				return tzIvKernel(out, a, b, sel, n, sign, loc)
+			}
+		}
 		return &arithNode{a: a, b: b, t: t, kern: k, desc: desc}, nil
 	}
 	iv := arrow.FixedWidthTypes.MonthDayNanoInterval

@@ -283,9 +283,27 @@ func ParseDate(b []byte) (int32, bool) {
 // PostgreSQL does. ok is false on bad syntax, inRange false when the value
 // lies outside years 0001..9999.
 func ParseTimestamp(b []byte, zone bool) (us int64, ok, inRange bool) {
+	w, off, _, name, ok, inRange := ParseTimestampZone(b)
+	if !ok || name != "" {
+		return 0, false, false // a named zone needs the zone database (exec)
+	}
+	us = w
+	if zone {
+		us -= off * UsPerSecond
+		inRange = inRange && us >= MinTimestamp && us <= MaxTimestamp
+	}
+	return us, true, inRange
+}
+
+// ParseTimestampZone reads a timestamp as ParseTimestamp does and returns
+// its wall clock w (microseconds), the explicit numeric offset east of
+// UTC in seconds (hasOff; Z, UTC and GMT are offset 0), or the zone name
+// written after it (name: 'America/New_York', which the caller resolves).
+// inRange reports whether the wall clock lies within years 0001..9999.
+func ParseTimestampZone(b []byte) (w, off int64, hasOff bool, name string, ok, inRange bool) {
 	b = TrimSpace(b)
 	if strings.EqualFold(string(b), "epoch") {
-		return 0, true, true
+		return 0, 0, true, "", true, true
 	}
 	// The date ends at the first space or 'T' after its first character.
 	end := len(b)
@@ -297,7 +315,7 @@ func ParseTimestamp(b []byte, zone bool) (us int64, ok, inRange bool) {
 	}
 	days, ok := ParseDate(b[:end])
 	if !ok {
-		return 0, false, false
+		return 0, 0, false, "", false, false
 	}
 	rest := TrimSpace(b[end:])
 	if len(rest) > 0 && (rest[0] == 'T' || rest[0] == 't') {
@@ -307,22 +325,37 @@ func ParseTimestamp(b []byte, zone bool) (us int64, ok, inRange bool) {
 	if len(rest) > 0 && rest[0] >= '0' && rest[0] <= '9' {
 		var n int
 		if tod, n, ok = parseTimeOfDay(rest); !ok {
-			return 0, false, false
+			return 0, 0, false, "", false, false
 		}
 		rest = TrimSpace(rest[n:])
 	}
-	off, ok := parseZone(rest)
+	hasOff = len(rest) > 0
+	off, ok = parseZone(rest)
 	if !ok {
-		return 0, false, false
+		if !isZoneName(rest) {
+			return 0, 0, false, "", false, false
+		}
+		hasOff, name = false, string(rest)
 	}
 	if days < MinDate || days > MaxDate {
-		return 0, true, false
+		return 0, 0, hasOff, name, true, false
 	}
-	us = int64(days)*UsPerDay + tod
-	if zone {
-		us -= off * UsPerSecond
+	w = int64(days)*UsPerDay + tod
+	return w, off, hasOff, name, true, true
+}
+
+// isZoneName reports whether b may be a zone name: letters, digits and
+// / _ - + (America/New_York, Etc/GMT+5, EST5EDT), starting with a letter.
+func isZoneName(b []byte) bool {
+	if len(b) == 0 || !(b[0] >= 'a' && b[0] <= 'z' || b[0] >= 'A' && b[0] <= 'Z') {
+		return false
 	}
-	return us, true, us >= MinTimestamp && us <= MaxTimestamp
+	for _, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '/' || c == '_' || c == '-' || c == '+') {
+			return false
+		}
+	}
+	return true
 }
 
 // parseTimeOfDay reads HH:MM[:SS[.fraction]] at the start of b and returns
