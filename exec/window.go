@@ -1093,44 +1093,12 @@ func (w *Window) evalAccumExcluded(f *winFunc, r *winResult, start, n int, ps, p
 // monotonic deque per piece, the better of their fronts and the current
 // row (EXCLUDE TIES).
 func (w *Window) evalMinMaxExcluded(f *winFunc, r *winResult, start, n int, ps, pe []int32) {
-	v := w.store.vecs[f.spec.Arg]
-	cmpv := makeKeyCmp(sortKeyInfo{SortKey: SortKey{Col: f.spec.Arg}, info: f.argCol})
-	perm := w.perm[start : start+n]
-	better := func(a, b int) bool { // position a's value beats b's
-		c := cmpv(w.store, w.store, int(perm[a]), int(perm[b]))
-		if f.spec.Func == WinMax {
-			return c > 0
-		}
-		return c < 0
-	}
-	type deque struct {
-		dq     []int
-		ws, we int
-	}
-	slide := func(d *deque, s, e int) {
-		if s >= d.we {
-			d.dq = d.dq[:0]
-			d.ws, d.we = s, s
-		}
-		for ; d.we < e; d.we++ {
-			if v.IsNull(int(perm[d.we])) {
-				continue
-			}
-			for len(d.dq) > 0 && !better(d.dq[len(d.dq)-1], d.we) {
-				d.dq = d.dq[:len(d.dq)-1]
-			}
-			d.dq = append(d.dq, d.we)
-		}
-		d.ws = s
-		for len(d.dq) > 0 && d.dq[0] < d.ws {
-			d.dq = d.dq[1:]
-		}
-	}
-	var da, db deque
+	v, perm, better := w.minMaxOrder(f, start, n)
+	var da, db bestDeque
 	for k := 0; k < n; k++ {
 		p := w.piecesAt(f, k, n, ps, pe)
-		slide(&da, p.a0, p.a1)
-		slide(&db, p.b0, p.b1)
+		da.slide(p.a0, p.a1, v, perm, better)
+		db.slide(p.b0, p.b1, v, perm, better)
 		best := -1
 		consider := func(i int) {
 			if best < 0 || better(i, best) {
@@ -1316,43 +1284,59 @@ func evalNtile(out []int64, buckets int64) {
 // evalMinMax slides a monotonic deque of candidate positions: the front is
 // the frame's extreme; a new row evicts the rows it beats from the back.
 func (w *Window) evalMinMax(f *winFunc, r *winResult, start, n int, ps, pe []int32) {
-	col := f.spec.Arg
-	v := w.store.vecs[col]
-	cmpv := makeKeyCmp(sortKeyInfo{SortKey: SortKey{Col: col}, info: f.argCol})
+	v, perm, better := w.minMaxOrder(f, start, n)
+	var d bestDeque
+	for k := 0; k < n; k++ {
+		s, e := w.frameAt(f, k, n, ps, pe)
+		d.slide(s, e, v, perm, better)
+		r.idx[start+k] = -1
+		if len(d.dq) > 0 {
+			r.idx[start+k] = int32(perm[d.dq[0]])
+		}
+	}
+}
+
+// minMaxOrder is what min and max compare: the argument's column, the
+// partition's positions, and whether position a's value beats b's.
+func (w *Window) minMaxOrder(f *winFunc, start, n int) (colVec, []uint32, func(a, b int) bool) {
+	v := w.store.vecs[f.spec.Arg]
+	cmpv := makeKeyCmp(sortKeyInfo{SortKey: SortKey{Col: f.spec.Arg}, info: f.argCol})
 	perm := w.perm[start : start+n]
-	better := func(a, b int) bool { // position a's value beats b's
+	better := func(a, b int) bool {
 		c := cmpv(w.store, w.store, int(perm[a]), int(perm[b]))
 		if f.spec.Func == WinMax {
 			return c > 0
 		}
 		return c < 0
 	}
-	var dq []int
-	ws, we := 0, 0
-	for k := 0; k < n; k++ {
-		s, e := w.frameAt(f, k, n, ps, pe)
-		if s >= we {
-			dq = dq[:0]
-			ws, we = s, s
+	return v, perm, better
+}
+
+// bestDeque is a monotonic deque of the positions of [ws, we) whose value
+// no later position beats: its front is the frame's min or max.
+type bestDeque struct {
+	dq     []int
+	ws, we int
+}
+
+// slide moves the deque's frame to [s, e) (both ends never move back).
+func (d *bestDeque) slide(s, e int, v colVec, perm []uint32, better func(a, b int) bool) {
+	if s >= d.we {
+		d.dq = d.dq[:0]
+		d.ws, d.we = s, s
+	}
+	for ; d.we < e; d.we++ {
+		if v.IsNull(int(perm[d.we])) {
+			continue
 		}
-		for ; we < e; we++ {
-			if v.IsNull(int(perm[we])) {
-				continue
-			}
-			for len(dq) > 0 && !better(dq[len(dq)-1], we) {
-				dq = dq[:len(dq)-1]
-			}
-			dq = append(dq, we)
+		for len(d.dq) > 0 && !better(d.dq[len(d.dq)-1], d.we) {
+			d.dq = d.dq[:len(d.dq)-1]
 		}
-		ws = s
-		for len(dq) > 0 && dq[0] < ws {
-			dq = dq[1:]
-		}
-		if len(dq) == 0 {
-			r.idx[start+k] = -1
-		} else {
-			r.idx[start+k] = int32(perm[dq[0]])
-		}
+		d.dq = append(d.dq, d.we)
+	}
+	d.ws = s
+	for len(d.dq) > 0 && d.dq[0] < d.ws {
+		d.dq = d.dq[1:]
 	}
 }
 

@@ -290,8 +290,22 @@ func skipChars(s []byte, k int64) int {
 }
 
 // substringKernel is SQL substring(s FROM start FOR len): characters at
-// positions [start, start+len) intersected with [1, length(s)].
+// positions [start, start+len) intersected with [1, length(s)];
+// binarySubstringKernel the same over the bytes of a bytea.
 func substringKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
+	return substringBy(skipChars, f, out, in, sel, n)
+}
+
+func binarySubstringKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
+	return substringBy(skipBytes, f, out, in, sel, n)
+}
+
+// skipBytes is skipChars for bytes: the offset of position k+1.
+func skipBytes(s []byte, k int64) int { return int(min(max(k, 0), int64(len(s)))) }
+
+// substringBy is substring with skip counting positions (characters or
+// bytes).
+func substringBy(skip func([]byte, int64) int, f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
 	a, st := in[0], in[1]
 	var ln *vec
 	if len(in) > 2 {
@@ -308,7 +322,7 @@ func substringKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error
 		start := st.i64[i]
 		from := max(start, 1)
 		if ln == nil {
-			out.str = append(out.str, s[skipChars(s, from-1):]...)
+			out.str = append(out.str, s[skip(s, from-1):]...)
 			return
 		}
 		l := ln.i64[i]
@@ -324,8 +338,8 @@ func substringKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error
 		if end <= from {
 			return
 		}
-		b0 := skipChars(s, from-1)
-		b1 := b0 + skipChars(s[b0:], end-from)
+		b0 := skip(s, from-1)
+		b1 := b0 + skip(s[b0:], end-from)
 		out.str = append(out.str, s[b0:b1]...)
 	})
 	w.finish(n)
