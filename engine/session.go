@@ -957,6 +957,9 @@ func (s *Session) copy(ctx context.Context, x *bind.CopyStmt) (*Result, error) {
 		return nil, err
 	}
 	opts := storage.CopyOptions{Format: x.Format, Delimiter: byte(x.Delimiter), Header: x.Header, Null: x.Null}
+	if s.zone != "" {
+		opts.ParseTimestampTZ = expr.TimestampTZParser(s.TimeZone())
+	}
 	if len(checks) > 0 {
 		opts.Check = func(rec arrow.RecordBatch) error { return checkRows(s.opts.Alloc, x.Table.Name, checks, rec) }
 	}

@@ -38,6 +38,10 @@ type CopyOptions struct {
 	// Quote encloses csv fields that hold delimiters, line breaks or
 	// quotes (doubled inside); 0 is '"'.
 	Quote byte
+	// ParseTimestampTZ, when set, reads TIMESTAMPTZ fields (the session
+	// time zone's reader: a wall clock without an offset is in that
+	// zone); nil reads them in UTC.
+	ParseTimestampTZ func(b []byte) (us int64, ok, inRange bool)
 	// Replace replaces the table's rows instead of appending.
 	Replace bool
 	// BatchRows is the number of rows parsed per record (default 65536).
@@ -182,6 +186,8 @@ type colBuilder struct {
 	prec     int32
 	scale    int32
 	v        vector
+	// tzParse reads TIMESTAMPTZ text (CopyOptions.ParseTimestampTZ).
+	tzParse func(b []byte) (us int64, ok, inRange bool)
 }
 
 func (c *colBuilder) reset() {
@@ -224,7 +230,18 @@ func (c *colBuilder) add(b []byte, isNull bool) (why string) {
 		x, why := parseInt(b, 64)
 		return appendParsed(&c.v.i64, x, why)
 	case arrow.TIMESTAMP:
-		x, why := parseTimestamp(b, c.typ.(*arrow.TimestampType).TimeZone != "")
+		tz := c.typ.(*arrow.TimestampType).TimeZone != ""
+		if tz && c.tzParse != nil {
+			us, ok, inRange := c.tzParse(b)
+			switch {
+			case !ok:
+				return appendParsed(&c.v.i64, 0, "not a timestamp")
+			case !inRange:
+				return appendParsed(&c.v.i64, 0, "timestamp out of range (years 0001 to 9999)")
+			}
+			return appendParsed(&c.v.i64, us, "")
+		}
+		x, why := parseTimestamp(b, tz)
 		return appendParsed(&c.v.i64, x, why)
 	case arrow.TIME64:
 		x, why := parseTime(b)
@@ -296,7 +313,7 @@ func copyText(ctx context.Context, app *Appender, path string, o CopyOptions) er
 func parseText(ctx context.Context, path string, sch *arrow.Schema, o CopyOptions, what string, emit func(arrow.RecordBatch) error) error {
 	cols := make([]*colBuilder, sch.NumFields())
 	for i, fd := range sch.Fields() {
-		c := &colBuilder{name: fd.Name, typ: fd.Type, kind: kindOf(fd.Type), nullable: fd.Nullable}
+		c := &colBuilder{name: fd.Name, typ: fd.Type, kind: kindOf(fd.Type), nullable: fd.Nullable, tzParse: o.ParseTimestampTZ}
 		switch t := fd.Type.(type) {
 		case *arrow.Decimal64Type:
 			c.prec, c.scale = t.Precision, t.Scale

@@ -341,6 +341,14 @@ func ParseTimestampTZ(s string, loc *time.Location) (int64, error) {
 	return us, nil
 }
 
+// TimestampTZParser returns a reader of TIMESTAMPTZ text in zone loc (a
+// wall clock without an offset is loc's) that keeps its zone lookups
+// between calls: for loaders parsing many values (storage's CopyOptions).
+func TimestampTZParser(loc *time.Location) func(b []byte) (us int64, ok, inRange bool) {
+	z := newTZCache(loc)
+	return z.parseTimestampTZ
+}
+
 // TimestampTZAddInterval is timestamptz + sign*iv in zone loc, as
 // PostgreSQL adds: months and days to the wall clock (the offset read
 // again after), the time as elapsed microseconds.
