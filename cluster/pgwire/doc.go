@@ -1,0 +1,27 @@
+// Package pgwire serves nicflow SQL over the PostgreSQL wire protocol
+// (version 3), so that psql, pgx, JDBC and other PostgreSQL clients can
+// connect to `nicflow serve`. It owns the protocol: startup (SSL and GSS
+// encryption requests are declined, so clients fall back to plain TCP;
+// cancel requests cancel the statement running on the connection they
+// name), the simple query protocol (a script per message: every
+// statement's rows or command tag, the first error ending it) and the
+// extended one (Parse, Bind, Describe, Execute, Close, Sync, Flush;
+// statements without parameters), values in PostgreSQL's text format with
+// the type OIDs of every nicflow type, and errors as ErrorResponse with a
+// SQLSTATE derived from the error's kind and the position of a syntax
+// error.
+//
+// Invariants:
+//   - each connection has its own engine.Session (Options.Open), so
+//     settings (SET TIME ZONE, ...) stay with the connection, and several
+//     connections read concurrently (the storage catalog arbitrates
+//     writers, as between processes);
+//   - a message is answered in order; after an error in the extended
+//     protocol, messages are discarded until Sync, as PostgreSQL does;
+//   - the server listens on loopback addresses only: password and TLS
+//     authentication are not implemented yet, and local connections are
+//     trusted (as PostgreSQL's "trust" for 127.0.0.1).
+//
+// Not yet: parameters ($1) in the extended protocol, authentication, TLS,
+// the catalog queries psql's \d sends, COPY over the protocol.
+package pgwire

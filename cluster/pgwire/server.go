@@ -1,0 +1,601 @@
+package pgwire
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/nicflow/nicflow/engine"
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// Options configure a server.
+type Options struct {
+	// Listen is the TCP address (default 127.0.0.1:5433). It must be a
+	// loopback address: authentication is not implemented yet.
+	Listen string
+	// Open makes the session of a new connection; the server closes it
+	// when the connection ends. Required.
+	Open func() (*engine.Session, error)
+	// Logger receives connection errors (default: slog's default).
+	Logger *slog.Logger
+}
+
+// maxMessage bounds a client message (a query text or a Bind): a claimed
+// length beyond it ends the connection instead of reserving memory.
+const maxMessage = 64 << 20
+
+// DefaultListen is the default address: PostgreSQL's port plus one.
+const DefaultListen = "127.0.0.1:5433"
+
+// Validate fills defaults and checks the options.
+func (o *Options) Validate() error {
+	if o.Listen == "" {
+		o.Listen = DefaultListen
+	}
+	if o.Open == nil {
+		return nferr.Internalf("pgwire: Options.Open is required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	host, _, err := net.SplitHostPort(o.Listen)
+	if err != nil {
+		return nferr.Queryf("listen address %q: %v", o.Listen, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nferr.Queryf("listen address %q: the PostgreSQL protocol listens on loopback addresses only until authentication is implemented", o.Listen)
+	}
+	return nil
+}
+
+// Server is a PostgreSQL protocol server.
+type Server struct {
+	opts Options
+	ln   net.Listener
+
+	mu      sync.Mutex
+	conns   map[uint32]*conn // by process ID (cancel requests name it)
+	closed  bool
+	wg      sync.WaitGroup
+	nextPID uint32
+}
+
+// Listen opens the server's socket; Serve accepts connections on it.
+func Listen(opts Options) (*Server, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return nil, nferr.IOf("listening on %s: %w", opts.Listen, err)
+	}
+	return &Server{opts: opts, ln: ln, conns: map[uint32]*conn{}, nextPID: 1000}, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Serve accepts connections until Close; it returns nil after Close.
+func (s *Server) Serve() error {
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return nil
+			}
+			return nferr.IOf("accepting: %w", err)
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.handle(nc)
+		}()
+	}
+}
+
+// Close stops accepting, ends every connection and waits for them.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for _, c := range s.conns {
+		c.nc.Close()
+	}
+	s.mu.Unlock()
+	err := s.ln.Close()
+	s.wg.Wait()
+	return err
+}
+
+// conn is one client connection.
+type conn struct {
+	s      *Server
+	nc     net.Conn
+	be     *pgproto3.Backend
+	sess   *engine.Session
+	pid    uint32
+	secret []byte
+
+	mu     sync.Mutex
+	cancel context.CancelFunc // of the running statement, or nil
+
+	stmts   map[string]*prepared
+	portals map[string]*portal
+	// failed: an extended-protocol error; messages are skipped until Sync.
+	failed bool
+}
+
+// prepared is a statement of the extended protocol.
+type prepared struct {
+	sql string
+	// described: names and types computed (Describe); rows false for a
+	// statement without rows.
+	described bool
+	rows      bool
+	names     []string
+	types     []arrow.DataType
+}
+
+type portal struct {
+	stmt *prepared
+	// formats are Bind's result format codes (PostgreSQL's rule: none is
+	// all text, one is every column's, else one per column).
+	formats []int16
+	// res is a result run early (Describe of a portal runs it to learn
+	// its columns); Execute sends it.
+	res *engine.Result
+}
+
+func (s *Server) handle(nc net.Conn) {
+	defer nc.Close()
+	c := &conn{s: s, nc: nc, be: pgproto3.NewBackend(nc, nc), stmts: map[string]*prepared{}, portals: map[string]*portal{}}
+	c.be.SetMaxBodyLen(maxMessage)
+	if !c.startup() {
+		return
+	}
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c.pid)
+		s.mu.Unlock()
+		c.closePortals()
+		c.sess.Close()
+	}()
+	if err := c.loop(); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.ECONNRESET) {
+		s.opts.Logger.Warn("pgwire connection ended", "remote", nc.RemoteAddr().String(), "err", err)
+	}
+}
+
+// startup runs the startup phase: encryption requests declined, a cancel
+// request served, then the startup message answered (trust).
+func (c *conn) startup() bool {
+	for {
+		msg, err := c.be.ReceiveStartupMessage()
+		if err != nil {
+			return false
+		}
+		switch m := msg.(type) {
+		case *pgproto3.SSLRequest, *pgproto3.GSSEncRequest:
+			if _, err := c.nc.Write([]byte{'N'}); err != nil {
+				return false
+			}
+		case *pgproto3.CancelRequest:
+			c.s.cancel(m.ProcessID, m.SecretKey)
+			return false
+		case *pgproto3.StartupMessage:
+			sess, err := c.s.opts.Open()
+			if err != nil {
+				c.be.Send(errorResponse(err, ""))
+				c.be.Flush()
+				return false
+			}
+			c.sess = sess
+			c.secret = make([]byte, 4)
+			rand.Read(c.secret)
+			c.s.mu.Lock()
+			c.s.nextPID++
+			c.pid = c.s.nextPID
+			c.s.conns[c.pid] = c
+			c.s.mu.Unlock()
+			c.be.Send(&pgproto3.AuthenticationOk{})
+			for _, p := range [][2]string{
+				{"server_version", "16.0 (nicflow)"},
+				{"server_encoding", "UTF8"},
+				{"client_encoding", "UTF8"},
+				{"DateStyle", "ISO, MDY"},
+				{"IntervalStyle", "postgres"},
+				{"TimeZone", "UTC"},
+				{"integer_datetimes", "on"},
+				{"standard_conforming_strings", "on"},
+				{"application_name", m.Parameters["application_name"]},
+			} {
+				c.be.Send(&pgproto3.ParameterStatus{Name: p[0], Value: p[1]})
+			}
+			c.be.Send(&pgproto3.BackendKeyData{ProcessID: c.pid, SecretKey: c.secret})
+			c.be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+			return c.be.Flush() == nil
+		default:
+			return false
+		}
+	}
+}
+
+// cancel cancels the statement running on connection pid if key matches.
+func (s *Server) cancel(pid uint32, key []byte) {
+	s.mu.Lock()
+	c := s.conns[pid]
+	s.mu.Unlock()
+	if c == nil || subtle.ConstantTimeCompare(c.secret, key) != 1 {
+		return
+	}
+	c.mu.Lock()
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.mu.Unlock()
+}
+
+// context is a cancellable context for one statement.
+func (c *conn) context() (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.mu.Lock()
+	c.cancel = cancel
+	c.mu.Unlock()
+	return ctx, func() {
+		c.mu.Lock()
+		c.cancel = nil
+		c.mu.Unlock()
+		cancel()
+	}
+}
+
+// receive reads the next message; a decoder that panics on malformed
+// bytes ends the connection, not the server.
+func (c *conn) receive() (msg pgproto3.FrontendMessage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg, err = nil, nferr.Dataf("malformed protocol message: %v", r)
+		}
+	}()
+	return c.be.Receive()
+}
+
+func (c *conn) loop() error {
+	for {
+		msg, err := c.receive()
+		if err != nil {
+			return err
+		}
+		if c.failed {
+			if _, ok := msg.(*pgproto3.Sync); !ok {
+				if _, ok := msg.(*pgproto3.Terminate); !ok {
+					continue
+				}
+			}
+		}
+		switch m := msg.(type) {
+		case *pgproto3.Query:
+			c.simpleQuery(m.String)
+			c.be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+		case *pgproto3.Parse:
+			c.parse(m)
+		case *pgproto3.Bind:
+			c.bind(m)
+		case *pgproto3.Describe:
+			c.describe(m)
+		case *pgproto3.Execute:
+			c.execute(m)
+		case *pgproto3.Close:
+			if m.ObjectType == 'S' {
+				delete(c.stmts, m.Name)
+			} else {
+				c.closePortal(m.Name)
+			}
+			c.be.Send(&pgproto3.CloseComplete{})
+		case *pgproto3.Sync:
+			c.failed = false
+			c.closePortal("")
+			c.be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+		case *pgproto3.Flush:
+		case *pgproto3.Terminate:
+			return c.be.Flush()
+		default:
+			c.fail(nferr.Queryf("protocol message %T is not supported", msg), "")
+		}
+		if err := c.be.Flush(); err != nil {
+			return err
+		}
+	}
+}
+
+// fail sends an error; in the extended protocol the messages until Sync
+// are then skipped.
+func (c *conn) fail(err error, src string) {
+	c.be.Send(errorResponse(err, src))
+	c.failed = true
+}
+
+// simpleQuery runs a script: each statement's rows and command tag; the
+// first error ends it.
+func (c *conn) simpleQuery(script string) {
+	defer func() { c.failed = false }()
+	if strings.TrimSpace(strings.Trim(strings.TrimSpace(script), ";")) == "" {
+		c.be.Send(&pgproto3.EmptyQueryResponse{})
+		return
+	}
+	ctx, done := c.context()
+	defer done()
+	sc, err := c.sess.Execute(ctx, script)
+	if err != nil {
+		c.fail(err, script)
+		return
+	}
+	defer sc.Close()
+	for {
+		r, err := sc.Next()
+		if err != nil {
+			c.fail(err, script)
+			return
+		}
+		if r == nil {
+			return
+		}
+		if r.Schema != nil {
+			c.be.Send(rowDescription(r.Schema))
+		}
+		if err := c.sendResult(r, script, nil); err != nil {
+			return
+		}
+	}
+}
+
+// sendResult sends a result's rows (the row description already sent)
+// in formats (Bind's codes; nil: text) and its command tag, and closes it.
+func (c *conn) sendResult(r *engine.Result, src string, formats []int16) error {
+	defer r.Close()
+	if r.Schema == nil {
+		c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(r.Status)})
+		return nil
+	}
+	fmts := make([]*engine.ValueFormatter, r.Schema.NumFields())
+	for i, f := range r.Schema.Fields() {
+		vf, err := engine.NewValueFormatterIn(f.Type, r.Zone)
+		if err != nil {
+			c.fail(err, src)
+			return err
+		}
+		fmts[i] = vf
+	}
+	var n int64
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			c.fail(err, src)
+			return err
+		}
+		if rec == nil {
+			break
+		}
+		for i := 0; i < int(rec.NumRows()); i++ {
+			vals := make([][]byte, len(fmts))
+			for j, vf := range fmts {
+				col := rec.Column(j)
+				if col.IsNull(i) {
+					continue // nil: NULL
+				}
+				v, _ := vf.Format(col, i)
+				if col.DataType().ID() == arrow.BOOL {
+					v = v[:1] // t or f
+				}
+				if formatOf(formats, j) == 1 {
+					b, err := binaryValue(col, i, v)
+					if err != nil {
+						c.fail(err, src)
+						return err
+					}
+					vals[j] = b
+					continue
+				}
+				vals[j] = []byte(v)
+			}
+			c.be.Send(&pgproto3.DataRow{Values: vals})
+		}
+		n += rec.NumRows()
+		// NB: large results go out as they come.
+		if err := c.be.Flush(); err != nil {
+			return err
+		}
+	}
+	tag := r.Status
+	if tag == "" {
+		tag = "SELECT " + strconv.FormatInt(n, 10)
+	}
+	c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(tag)})
+	return nil
+}
+
+// formatOf is column j's format code among Bind's codes.
+func formatOf(formats []int16, j int) int16 {
+	switch {
+	case len(formats) == 1:
+		return formats[0]
+	case j < len(formats):
+		return formats[j]
+	}
+	return 0
+}
+
+// paramRef finds a $n parameter outside strings and comments (coarse: a
+// '$' followed by a digit).
+var paramRef = regexp.MustCompile(`\$[0-9]`)
+
+func (c *conn) parse(m *pgproto3.Parse) {
+	if len(m.ParameterOIDs) > 0 || paramRef.MatchString(stripLiterals(m.Query)) {
+		c.fail(nferr.Queryf("statement parameters ($1, ...) are not supported yet"), "")
+		return
+	}
+	if m.Name != "" {
+		if _, dup := c.stmts[m.Name]; dup {
+			c.fail(&nferr.Error{Kind: nferr.KindQuery, Msg: fmt.Sprintf("prepared statement %q already exists", m.Name)}, "")
+			return
+		}
+	}
+	c.stmts[m.Name] = &prepared{sql: m.Query}
+	c.be.Send(&pgproto3.ParseComplete{})
+}
+
+func (c *conn) bind(m *pgproto3.Bind) {
+	st := c.stmts[m.PreparedStatement]
+	if st == nil {
+		c.fail(nferr.Queryf("prepared statement %q does not exist", m.PreparedStatement), "")
+		return
+	}
+	if len(m.Parameters) > 0 {
+		c.fail(nferr.Queryf("statement parameters ($1, ...) are not supported yet"), "")
+		return
+	}
+	for _, f := range m.ResultFormatCodes {
+		if f != 0 && f != 1 {
+			c.fail(&nferr.Error{Kind: nferr.KindQuery, Msg: fmt.Sprintf("unknown result format code %d", f)}, "")
+			return
+		}
+	}
+	c.closePortal(m.DestinationPortal)
+	c.portals[m.DestinationPortal] = &portal{stmt: st, formats: m.ResultFormatCodes}
+	c.be.Send(&pgproto3.BindComplete{})
+}
+
+// describeStmt plans st once to learn its columns.
+func (c *conn) describeStmt(st *prepared) error {
+	if st.described {
+		return nil
+	}
+	if strings.TrimSpace(strings.Trim(strings.TrimSpace(st.sql), ";")) == "" {
+		st.described = true
+		return nil
+	}
+	names, types, rows, err := c.sess.Describe(st.sql)
+	if err != nil {
+		return err
+	}
+	st.described, st.rows, st.names, st.types = true, rows, names, types
+	return nil
+}
+
+func (c *conn) describe(m *pgproto3.Describe) {
+	var st *prepared
+	var formats []int16
+	if m.ObjectType == 'S' {
+		st = c.stmts[m.Name]
+	} else if p := c.portals[m.Name]; p != nil {
+		st, formats = p.stmt, p.formats
+	}
+	if st == nil {
+		c.fail(nferr.Queryf("%s %q does not exist", map[byte]string{'S': "prepared statement", 'P': "portal"}[m.ObjectType], m.Name), "")
+		return
+	}
+	if err := c.describeStmt(st); err != nil {
+		c.fail(err, st.sql)
+		return
+	}
+	if m.ObjectType == 'S' {
+		c.be.Send(&pgproto3.ParameterDescription{})
+	}
+	if !st.rows {
+		c.be.Send(&pgproto3.NoData{})
+		return
+	}
+	fs := make([]arrow.Field, len(st.types))
+	for i, t := range st.types {
+		fs[i] = arrow.Field{Name: st.names[i], Type: t}
+	}
+	// NB: a portal's description carries the formats its Bind chose.
+	rd := rowDescription(arrow.NewSchema(fs, nil))
+	for j := range rd.Fields {
+		rd.Fields[j].Format = formatOf(formats, j)
+	}
+	c.be.Send(rd)
+}
+
+func (c *conn) execute(m *pgproto3.Execute) {
+	p := c.portals[m.Portal]
+	if p == nil {
+		c.fail(nferr.Queryf("portal %q does not exist", m.Portal), "")
+		return
+	}
+	src := p.stmt.sql
+	if strings.TrimSpace(strings.Trim(strings.TrimSpace(src), ";")) == "" {
+		c.be.Send(&pgproto3.EmptyQueryResponse{})
+		return
+	}
+	ctx, done := c.context()
+	defer done()
+	r, err := c.sess.Query(ctx, src)
+	if err != nil {
+		c.fail(err, src)
+		return
+	}
+	// NB: a portal's rows all go out at once (maxRows is not honored:
+	// no PortalSuspended); the client asked for them.
+	if err := c.sendResult(r, src, p.formats); err != nil {
+		return
+	}
+	c.closePortal(m.Portal)
+}
+
+func (c *conn) closePortal(name string) {
+	if p := c.portals[name]; p != nil {
+		if p.res != nil {
+			p.res.Close()
+		}
+		delete(c.portals, name)
+	}
+}
+
+func (c *conn) closePortals() {
+	for name := range c.portals {
+		c.closePortal(name)
+	}
+}
+
+// stripLiterals blanks string literals, quoted identifiers and comments
+// of a statement (for the parameter check).
+func stripLiterals(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '\'' || s[i] == '"':
+			q := s[i]
+			for i++; i < len(s) && s[i] != q; i++ {
+			}
+		case strings.HasPrefix(s[i:], "--"):
+			for i < len(s) && s[i] != '\n' {
+				i++
+			}
+		case strings.HasPrefix(s[i:], "/*"):
+			end := strings.Index(s[i+2:], "*/")
+			if end < 0 {
+				return b.String()
+			}
+			i += end + 3
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,248 @@
+package pgwire
+
+import (
+	"encoding/binary"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+// PostgreSQL type OIDs (pg_type) of nicflow's types.
+const (
+	oidBool        = 16
+	oidBytea       = 17
+	oidInt8        = 20
+	oidInt4        = 23
+	oidText        = 25
+	oidFloat8      = 701
+	oidDate        = 1082
+	oidTime        = 1083
+	oidTimestamp   = 1114
+	oidTimestampTZ = 1184
+	oidInterval    = 1186
+	oidNumeric     = 1700
+)
+
+// typeOID is the OID, size and type modifier of an Arrow type as
+// PostgreSQL describes it (text for a type nicflow does not name).
+func typeOID(t arrow.DataType) (oid uint32, size int16, mod int32) {
+	switch t := t.(type) {
+	case *arrow.BooleanType:
+		return oidBool, 1, -1
+	case *arrow.Int32Type:
+		return oidInt4, 4, -1
+	case *arrow.Int64Type:
+		return oidInt8, 8, -1
+	case *arrow.Float64Type:
+		return oidFloat8, 8, -1
+	case *arrow.Decimal64Type:
+		return oidNumeric, -1, (t.Precision<<16 | t.Scale) + 4
+	case *arrow.Decimal128Type:
+		return oidNumeric, -1, (t.Precision<<16 | t.Scale) + 4
+	case *arrow.Date32Type:
+		return oidDate, 4, -1
+	case *arrow.TimestampType:
+		if t.TimeZone != "" {
+			return oidTimestampTZ, 8, -1
+		}
+		return oidTimestamp, 8, -1
+	case *arrow.Time64Type:
+		return oidTime, 8, -1
+	case *arrow.MonthDayNanoIntervalType:
+		return oidInterval, 16, -1
+	case *arrow.BinaryType:
+		return oidBytea, -1, -1
+	}
+	return oidText, -1, -1
+}
+
+// rowDescription describes a result's columns (all in text format).
+func rowDescription(sch *arrow.Schema) *pgproto3.RowDescription {
+	rd := &pgproto3.RowDescription{Fields: make([]pgproto3.FieldDescription, sch.NumFields())}
+	for i, f := range sch.Fields() {
+		oid, size, mod := typeOID(f.Type)
+		rd.Fields[i] = pgproto3.FieldDescription{Name: []byte(f.Name), DataTypeOID: oid, DataTypeSize: size, TypeModifier: mod, Format: 0}
+	}
+	return rd
+}
+
+// sqlState is the SQLSTATE of an error: syntax errors 42601, other query
+// errors 42000 (or 42P01 / 42703 for a missing relation or column), data
+// errors 22000 (22012 division by zero, 22003 out of range, 23505 and
+// 23503 for key violations), resources 53000, cancellation 57014,
+// unavailable nodes 08006, authentication 28000, busy 55006, I/O 58030,
+// internal errors XX000.
+func sqlState(err error) string {
+	msg := err.Error()
+	switch nferr.KindOf(err) {
+	case nferr.KindQuery:
+		switch {
+		case strings.Contains(msg, "syntax error"):
+			return "42601"
+		case strings.Contains(msg, "does not exist") && (strings.Contains(msg, "relation") || strings.Contains(msg, "table")):
+			return "42P01"
+		case strings.Contains(msg, "column") && strings.Contains(msg, "does not exist"):
+			return "42703"
+		}
+		return "42000"
+	case nferr.KindData:
+		switch {
+		case strings.Contains(msg, "division by zero"):
+			return "22012"
+		case strings.Contains(msg, "out of range"):
+			return "22003"
+		case strings.Contains(msg, "duplicate key"):
+			return "23505"
+		case strings.Contains(msg, "foreign key"):
+			return "23503"
+		case strings.Contains(msg, "violates check constraint"):
+			return "23514"
+		case strings.Contains(msg, "null value"):
+			return "23502"
+		}
+		return "22000"
+	case nferr.KindResource:
+		return "53000"
+	case nferr.KindCanceled:
+		return "57014"
+	case nferr.KindUnavailable:
+		return "08006"
+	case nferr.KindAuth:
+		return "28000"
+	case nferr.KindBusy:
+		return "55006"
+	case nferr.KindIO:
+		return "58030"
+	}
+	return "XX000"
+}
+
+// linePos finds "line L, column C" in an error message.
+var linePos = regexp.MustCompile(`line (\d+), column (\d+)`)
+
+// errorResponse is err as PostgreSQL sends it: the first line of the
+// message (the caret drawing nicflow adds is for terminals), and the
+// position of the error in src (1-based characters) when it names one.
+func errorResponse(err error, src string) *pgproto3.ErrorResponse {
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	e := &pgproto3.ErrorResponse{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: sqlState(err), Message: msg}
+	if m := linePos.FindStringSubmatch(msg); m != nil && src != "" {
+		line, _ := strconv.Atoi(m[1])
+		col, _ := strconv.Atoi(m[2])
+		off, ok := 0, true
+		for l := 1; l < line && ok; l++ {
+			i := strings.IndexByte(src[off:], '\n')
+			if i < 0 {
+				ok = false
+				break
+			}
+			off += i + 1
+		}
+		if ok {
+			// NB: columns count bytes in nicflow's messages; PostgreSQL's
+			// position counts characters.
+			e.Position = int32(utf8.RuneCountInString(src[:min(off+col-1, len(src))]) + 1)
+		}
+	}
+	return e
+}
+
+// pgEpochDays is 2000-01-01 in days since 1970-01-01 (PostgreSQL's
+// binary dates and timestamps count from it).
+const pgEpochDays = 10957
+
+// binaryValue is value i of col in PostgreSQL's binary format; text is
+// its text format (numeric is encoded from it).
+func binaryValue(col arrow.Array, i int, text string) ([]byte, error) {
+	switch a := col.(type) {
+	case *array.Boolean:
+		if a.Value(i) {
+			return []byte{1}, nil
+		}
+		return []byte{0}, nil
+	case *array.Int32:
+		return binary.BigEndian.AppendUint32(nil, uint32(a.Value(i))), nil
+	case *array.Int64:
+		return binary.BigEndian.AppendUint64(nil, uint64(a.Value(i))), nil
+	case *array.Float64:
+		return binary.BigEndian.AppendUint64(nil, math.Float64bits(a.Value(i))), nil
+	case *array.String:
+		return []byte(a.Value(i)), nil
+	case *array.Binary:
+		return append([]byte(nil), a.Value(i)...), nil
+	case *array.Date32:
+		return binary.BigEndian.AppendUint32(nil, uint32(int32(a.Value(i))-pgEpochDays)), nil
+	case *array.Timestamp:
+		return binary.BigEndian.AppendUint64(nil, uint64(int64(a.Value(i))-pgEpochDays*86400_000000)), nil
+	case *array.Time64:
+		return binary.BigEndian.AppendUint64(nil, uint64(a.Value(i))), nil
+	case *array.MonthDayNanoInterval:
+		v := a.Value(i)
+		b := binary.BigEndian.AppendUint64(nil, uint64(v.Nanoseconds/1000))
+		b = binary.BigEndian.AppendUint32(b, uint32(v.Days))
+		return binary.BigEndian.AppendUint32(b, uint32(v.Months)), nil
+	case *array.Decimal64, *array.Decimal128:
+		return numericBinary(text)
+	}
+	return nil, nferr.Queryf("binary format of type %s is not supported: request text (format 0)", col.DataType())
+}
+
+// numericBinary encodes a decimal's text ("-123.4500") as PostgreSQL's
+// binary numeric: base-10000 digits around the decimal point.
+func numericBinary(s string) ([]byte, error) {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	intPart, frac, _ := strings.Cut(s, ".")
+	dscale := len(frac)
+	// Pad both parts to whole groups of four digits.
+	if r := len(intPart) % 4; r != 0 {
+		intPart = strings.Repeat("0", 4-r) + intPart
+	}
+	if r := len(frac) % 4; r != 0 {
+		frac += strings.Repeat("0", 4-r)
+	}
+	all := intPart + frac
+	var digits []uint16
+	for k := 0; k < len(all); k += 4 {
+		d, err := strconv.Atoi(all[k : k+4])
+		if err != nil {
+			return nil, nferr.Internalf("numeric %q: %v", s, err)
+		}
+		digits = append(digits, uint16(d))
+	}
+	weight := len(intPart)/4 - 1
+	// Strip leading and trailing zero groups.
+	for len(digits) > 0 && digits[0] == 0 {
+		digits = digits[1:]
+		weight--
+	}
+	for len(digits) > 0 && digits[len(digits)-1] == 0 {
+		digits = digits[:len(digits)-1]
+	}
+	if len(digits) == 0 {
+		weight, neg = 0, false
+	}
+	sign := uint16(0)
+	if neg {
+		sign = 0x4000
+	}
+	b := binary.BigEndian.AppendUint16(nil, uint16(len(digits)))
+	b = binary.BigEndian.AppendUint16(b, uint16(int16(weight)))
+	b = binary.BigEndian.AppendUint16(b, sign)
+	b = binary.BigEndian.AppendUint16(b, uint16(dscale))
+	for _, d := range digits {
+		b = binary.BigEndian.AppendUint16(b, d)
+	}
+	return b, nil
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nicflow/nicflow/cluster/pgwire"
+	"github.com/nicflow/nicflow/engine"
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+var serveFlags struct {
+	dir         string
+	create      bool
+	pgListen    string
+	memoryLimit string
+	parallel    int
+}
+
+var serveCmd = &cobra.Command{
+	Use:   "serve --dir DIR",
+	Short: "Serve a database to PostgreSQL clients (psql, pgx, JDBC, ...)",
+	Long: `Serve the database in DIR over the PostgreSQL wire protocol: psql, pgx,
+JDBC and other PostgreSQL clients connect to --pg-listen (default
+127.0.0.1:5433) and run SQL as with "nicflow sql". Each connection has its
+own session (its SET settings), and connections run concurrently; a
+statement that writes waits for another's commit, as between processes.
+
+The server listens on loopback addresses only and trusts local
+connections, as PostgreSQL's "trust" for 127.0.0.1: password and TLS
+authentication are not implemented yet. Statements with parameters ($1)
+in the extended protocol and the catalog queries psql's \d sends are not
+supported yet. Ctrl-C (SIGINT) or SIGTERM stops the server.`,
+	Example: `  nicflow tpch gen --sf 0.01 --dir data/sf0.01
+  nicflow serve --dir data/sf0.01 &
+  psql -h 127.0.0.1 -p 5433 -c "select count(*) from lineitem"`,
+	Args: cobra.NoArgs,
+	RunE: func(cmd *cobra.Command, _ []string) error {
+		return runServe(cmd, os.Stderr)
+	},
+}
+
+func init() {
+	f := serveCmd.Flags()
+	f.StringVar(&serveFlags.dir, "dir", "", "database directory to serve (required)")
+	f.BoolVar(&serveFlags.create, "create", false, "create the database in DIR if it holds none")
+	f.StringVar(&serveFlags.pgListen, "pg-listen", pgwire.DefaultListen, "PostgreSQL protocol address (loopback only)")
+	f.StringVar(&serveFlags.memoryLimit, "memory-limit", "", "memory budget per query, e.g. 2GiB (default: 60% of memory, or NICFLOW_MEMORY_LIMIT)")
+	f.IntVar(&serveFlags.parallel, "parallel", 0, "pipelines per query (default: number of CPUs)")
+	rootCmd.AddCommand(serveCmd)
+}
+
+func runServe(cmd *cobra.Command, stderr io.Writer) error {
+	if serveFlags.dir == "" {
+		return usagef("--dir is required")
+	}
+	opts, err := sessionOptions(serveFlags.memoryLimit, serveFlags.parallel, 0)
+	if err != nil {
+		return err
+	}
+	// The first session checks (or creates) the database before clients come.
+	first, err := openSession(serveFlags.dir, serveFlags.create, opts)
+	if err != nil {
+		return err
+	}
+	first.Close()
+	srv, err := pgwire.Listen(pgwire.Options{
+		Listen: serveFlags.pgListen,
+		Open:   func() (*engine.Session, error) { return engine.Open(serveFlags.dir, opts) },
+	})
+	if err != nil {
+		return err
+	}
+	abs, _ := filepath.Abs(serveFlags.dir)
+	fmt.Fprintf(stderr, "nicflow: serving %s to PostgreSQL clients on %s (psql -h %s -p %s)\n", abs, srv.Addr(), hostOf(srv.Addr()), portOf(srv.Addr()))
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve() }()
+	select {
+	case <-cmd.Context().Done():
+		srv.Close()
+		<-done
+		return nil
+	case err := <-done:
+		srv.Close()
+		if err != nil {
+			return nferr.Wrap(nferr.KindIO, err, "serving")
+		}
+		return nil
+	}
+}
+
+func hostOf(addr string) string {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	return h
+}
+
+func portOf(addr string) string {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return ""
+	}
+	return p
+}

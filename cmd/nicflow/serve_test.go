@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/nicflow/nicflow/cluster/pgwire"
+	"github.com/nicflow/nicflow/engine"
+	"github.com/nicflow/nicflow/tpch"
+)
+
+// startPGServer serves dir over the PostgreSQL protocol on a free port.
+func startPGServer(t *testing.T, dir string) string {
+	t.Helper()
+	opts, err := sessionOptions("", 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := pgwire.Listen(pgwire.Options{Listen: "127.0.0.1:0", Open: func() (*engine.Session, error) { return engine.Open(dir, opts) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	t.Cleanup(func() { srv.Close() })
+	return srv.Addr()
+}
+
+func pgConnect(t *testing.T, addr string, mode pgx.QueryExecMode) *pgx.Conn {
+	t.Helper()
+	host, port, _ := strings.Cut(addr, ":")
+	cfg, err := pgx.ParseConfig(fmt.Sprintf("postgres://nicflow@%s:%s/nicflow?sslmode=disable", host, port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DefaultQueryExecMode = mode
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+// pgText is a value pgx decoded (binary or text format) in TPC-H's
+// answer form.
+func pgText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case int16, int32, int64:
+		return fmt.Sprint(x)
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case bool:
+		return strconv.FormatBool(x)
+	case time.Time:
+		return x.Format("2006-01-02")
+	case pgtype.Numeric:
+		if !x.Valid {
+			return ""
+		}
+		s := new(big.Int).Set(x.Int).String()
+		neg := strings.HasPrefix(s, "-")
+		s = strings.TrimPrefix(s, "-")
+		if x.Exp < 0 {
+			for len(s) <= int(-x.Exp) {
+				s = "0" + s
+			}
+			s = s[:len(s)+int(x.Exp)] + "." + s[len(s)+int(x.Exp):]
+		} else {
+			s += strings.Repeat("0", int(x.Exp))
+		}
+		if neg {
+			s = "-" + s
+		}
+		return s
+	}
+	return fmt.Sprint(v)
+}
+
+// pgRunner runs a TPC-H query text (a script for Q15) through a pgx
+// connection, statement by statement.
+func pgRunner(c *pgx.Conn) textRunner {
+	return func(ctx context.Context, text string, keep bool) (tpch.Result, int64, error) {
+		stmts, err := engine.SplitScript(text)
+		if err != nil {
+			return tpch.Result{}, 0, err
+		}
+		var out tpch.Result
+		for _, st := range stmts {
+			rows, err := c.Query(ctx, st)
+			if err != nil {
+				return tpch.Result{}, 0, err
+			}
+			fields := rows.FieldDescriptions()
+			if len(fields) == 0 {
+				rows.Close()
+				if err := rows.Err(); err != nil {
+					return tpch.Result{}, 0, err
+				}
+				continue
+			}
+			out = tpch.Result{}
+			for _, f := range fields {
+				out.Columns = append(out.Columns, f.Name)
+			}
+			for rows.Next() {
+				vals, err := rows.Values()
+				if err != nil {
+					rows.Close()
+					return tpch.Result{}, 0, err
+				}
+				row := make([]string, len(vals))
+				for i, v := range vals {
+					row[i] = pgText(v)
+				}
+				out.Rows = append(out.Rows, row)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return tpch.Result{}, 0, err
+			}
+		}
+		return out, -1, nil
+	}
+}
+
+// TestServeTPCHThroughPgx runs the 22 TPC-H queries at SF 0.01 through
+// pgx against the PostgreSQL protocol server and checks every answer:
+// once with pgx's default extended protocol (prepared statements, binary
+// results for the types it knows) and once with the simple protocol (text).
+func TestServeTPCHThroughPgx(t *testing.T) {
+	addr := startPGServer(t, tpchDir(t, 0.01))
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeCacheStatement, pgx.QueryExecModeSimpleProtocol} {
+		c := pgConnect(t, addr, mode)
+		for q := 1; q <= tpch.NumQueries; q++ {
+			r := runTPCHQuery(context.Background(), pgRunner(c), q, 0.01, 1, true)
+			if r.err != nil || r.verdict != "ok" {
+				t.Errorf("mode %v Q%d: %v %s", mode, q, r.err, r.verdict)
+			}
+		}
+	}
+}
+
+// TestServeBehaviour: statements of every kind, every type's values in
+// both formats, errors with SQLSTATE and position, a cancel, and psql.
+func TestServeBehaviour(t *testing.T) {
+	dir := t.TempDir()
+	first, err := openSession(dir, true, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	addr := startPGServer(t, dir)
+	ctx := context.Background()
+	for k, mode := range []pgx.QueryExecMode{pgx.QueryExecModeCacheStatement, pgx.QueryExecModeSimpleProtocol} {
+		c := pgConnect(t, addr, mode)
+		name := fmt.Sprintf("t%d", k)
+		if _, err := c.Exec(ctx, "create table "+name+" (id int primary key, v text, d decimal(12,2), x double precision, b boolean, day date, ts timestamp, tz timestamptz, tm time, iv interval, by bytea)"); err != nil {
+			t.Fatal(err)
+		}
+		tag, err := c.Exec(ctx, "insert into "+name+` values (1, 'a''b', -1234.50, 0.25, true, '2024-02-29', '2024-02-29 10:11:12.5', '2024-02-29 10:11:12+02', '23:59:59.999999', '1 mon 2 days 03:04:05', '\x00ff'), (2, null, null, null, null, null, null, null, null, null, null)`)
+		if err != nil || tag.String() != "INSERT 0 2" {
+			t.Fatalf("mode %v insert: %q %v", mode, tag, err)
+		}
+		var (
+			id         int32
+			v          *string
+			d          pgtype.Numeric
+			x          *float64
+			b          *bool
+			day, ts    pgtype.Date
+			tsv, tzv   pgtype.Timestamp
+			tztz       pgtype.Timestamptz
+			tm         pgtype.Time
+			iv         pgtype.Interval
+			by         []byte
+			unusedDate = day
+		)
+		_ = unusedDate
+		_ = ts
+		_ = tzv
+		err = c.QueryRow(ctx, "select id, v, d, x, b, day, ts, tz, tm, iv, by from "+name+" where id = 1").Scan(&id, &v, &d, &x, &b, &day, &tsv, &tztz, &tm, &iv, &by)
+		if err != nil {
+			t.Fatalf("mode %v select: %v", mode, err)
+		}
+		got := fmt.Sprintf("%d|%s|%s|%v|%v|%s|%s|%s|%d|%d,%d,%d|%x", id, *v, pgText(d), *x, *b, day.Time.Format("2006-01-02"),
+			tsv.Time.Format("2006-01-02 15:04:05.000000"), tztz.Time.UTC().Format("2006-01-02 15:04:05"), tm.Microseconds, iv.Months, iv.Days, iv.Microseconds, by)
+		want := "1|a'b|-1234.50|0.25|true|2024-02-29|2024-02-29 10:11:12.500000|2024-02-29 08:11:12|86399999999|1,2,11045000000|00ff"
+		if got != want {
+			t.Errorf("mode %v values:\n got %s\nwant %s", mode, got, want)
+		}
+		var nulls int
+		if err := c.QueryRow(ctx, "select count(*) from "+name+" where v is null and d is null and iv is null and by is null").Scan(&nulls); err != nil || nulls != 1 {
+			t.Errorf("mode %v nulls: %d %v", mode, nulls, err)
+		}
+		// Errors keep their kind as a SQLSTATE, with the position.
+		_, err = c.Exec(ctx, "insert into "+name+" (id) values (1)")
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "23505" {
+			t.Errorf("mode %v duplicate key: %v", mode, err)
+		}
+		_, err = c.Exec(ctx, "select nosuch from "+name)
+		if !errors.As(err, &pe) || pe.Code != "42703" || pe.Position != 8 {
+			t.Errorf("mode %v unknown column: %v (position %d)", mode, err, pe.Position)
+		}
+		// The connection goes on after an error.
+		var one int32
+		if err := c.QueryRow(ctx, "select 1").Scan(&one); err != nil || one != 1 {
+			t.Errorf("mode %v after an error: %v", mode, err)
+		}
+		// A canceled statement stops and says so (SQLSTATE 57014).
+		cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		start := time.Now()
+		_, err = c.Exec(cctx, "select count(*) from generate_series(1, 2000000000) a")
+		cancel()
+		if err == nil || time.Since(start) > 5*time.Second {
+			t.Errorf("mode %v: a canceled statement: %v after %v", mode, err, time.Since(start))
+		}
+	}
+
+	// psql, as users run it.
+	if _, err := exec.LookPath("psql"); err != nil {
+		t.Skip("psql is not installed")
+	}
+	host, port, _ := strings.Cut(addr, ":")
+	out, err := exec.Command("psql", "-h", host, "-p", port, "-U", "nicflow", "-A", "-t", "-c", "select id, v from t0 order by id; select 1 + 1").CombinedOutput()
+	if err != nil || string(out) != "1|a'b\n2|\n2\n" {
+		t.Errorf("psql: %q %v", out, err)
+	}
+	out, _ = exec.Command("psql", "-h", host, "-p", port, "-U", "nicflow", "-c", "select 1 from\nnosuch").CombinedOutput()
+	if !strings.Contains(string(out), `relation "nosuch" does not exist`) || !strings.Contains(string(out), "LINE 2: nosuch") {
+		t.Errorf("psql error: %s", out)
+	}
+}
