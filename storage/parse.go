@@ -140,6 +140,10 @@ func parseInt(b []byte, bits int) (int64, string) {
 // 0001..9999; one-digit months and days are accepted, as PostgreSQL does).
 func parseDate(b []byte) (int32, string) {
 	d, ok := civil.ParseDate(b)
+	if !ok {
+		// A timestamp's text: its date, as PostgreSQL reads a date.
+		d, ok = civil.ParseDate([]byte(civil.DateText(string(b))))
+	}
 	switch {
 	case !ok && dateShaped(b):
 		return 0, "no such date"

@@ -5,11 +5,12 @@
 // cancel requests cancel the statement running on the connection they
 // name), the simple query protocol (a script per message: every
 // statement's rows or command tag, the first error ending it) and the
-// extended one (Parse, Bind, Describe, Execute, Close, Sync, Flush;
-// statements without parameters), values in PostgreSQL's text format with
-// the type OIDs of every nicflow type, and errors as ErrorResponse with a
-// SQLSTATE derived from the error's kind and the position of a syntax
-// error.
+// extended one (Parse, Bind, Describe, Execute, Close, Sync, Flush, with
+// parameters $1...: their values are substituted as quoted literals before
+// the statement is bound, sql.BindParams), results in text or binary
+// format with the type OIDs of every nicflow type, and errors as
+// ErrorResponse with a SQLSTATE derived from the error's kind and the
+// position of a syntax error.
 //
 // Invariants:
 //   - each connection has its own engine.Session (Options.Open), so
@@ -22,6 +23,7 @@
 //     authentication are not implemented yet, and local connections are
 //     trusted (as PostgreSQL's "trust" for 127.0.0.1).
 //
-// Not yet: parameters ($1) in the extended protocol, authentication, TLS,
-// the catalog queries psql's \d sends, COPY over the protocol.
+// Not yet: authentication, TLS, the catalog queries psql's \d sends, COPY
+// over the protocol, inference of untyped parameters' types (they are
+// described as unspecified, 0, and typed by their context when bound).
 package pgwire

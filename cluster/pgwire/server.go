@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/nicflow/nicflow/engine"
+	"github.com/nicflow/nicflow/engine/sql"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -144,6 +144,9 @@ type conn struct {
 // prepared is a statement of the extended protocol.
 type prepared struct {
 	sql string
+	// params are the parameters' type OIDs (Parse's, 0 where it named
+	// none).
+	params []uint32
 	// described: names and types computed (Describe); rows false for a
 	// statement without rows.
 	described bool
@@ -157,6 +160,8 @@ type portal struct {
 	// formats are Bind's result format codes (PostgreSQL's rule: none is
 	// all text, one is every column's, else one per column).
 	formats []int16
+	// sql is the statement with its parameters' values substituted.
+	sql string
 	// res is a result run early (Describe of a portal runs it to learn
 	// its columns); Execute sends it.
 	res *engine.Result
@@ -440,22 +445,22 @@ func formatOf(formats []int16, j int) int16 {
 	return 0
 }
 
-// paramRef finds a $n parameter outside strings and comments (coarse: a
-// '$' followed by a digit).
-var paramRef = regexp.MustCompile(`\$[0-9]`)
-
 func (c *conn) parse(m *pgproto3.Parse) {
-	if len(m.ParameterOIDs) > 0 || paramRef.MatchString(stripLiterals(m.Query)) {
-		c.fail(nferr.Queryf("statement parameters ($1, ...) are not supported yet"), "")
+	n, err := sql.ParamCount(m.Query)
+	if err != nil {
+		c.fail(err, m.Query)
 		return
 	}
+	n = max(n, len(m.ParameterOIDs))
+	params := make([]uint32, n)
+	copy(params, m.ParameterOIDs)
 	if m.Name != "" {
 		if _, dup := c.stmts[m.Name]; dup {
 			c.fail(&nferr.Error{Kind: nferr.KindQuery, Msg: fmt.Sprintf("prepared statement %q already exists", m.Name)}, "")
 			return
 		}
 	}
-	c.stmts[m.Name] = &prepared{sql: m.Query}
+	c.stmts[m.Name] = &prepared{sql: m.Query, params: params}
 	c.be.Send(&pgproto3.ParseComplete{})
 }
 
@@ -465,8 +470,22 @@ func (c *conn) bind(m *pgproto3.Bind) {
 		c.fail(nferr.Queryf("prepared statement %q does not exist", m.PreparedStatement), "")
 		return
 	}
-	if len(m.Parameters) > 0 {
-		c.fail(nferr.Queryf("statement parameters ($1, ...) are not supported yet"), "")
+	if len(m.Parameters) != len(st.params) {
+		c.fail(&nferr.Error{Kind: nferr.KindQuery, Msg: fmt.Sprintf("bind message supplies %d parameters, but prepared statement %q requires %d", len(m.Parameters), m.PreparedStatement, len(st.params))}, "")
+		return
+	}
+	vals := make([]sql.ParamValue, len(m.Parameters))
+	for i, raw := range m.Parameters {
+		v, err := paramValue(st.params[i], formatOf(m.ParameterFormatCodes, i), raw)
+		if err != nil {
+			c.fail(err, "")
+			return
+		}
+		vals[i] = v
+	}
+	bound, err := sql.BindParams(st.sql, vals)
+	if err != nil {
+		c.fail(err, st.sql)
 		return
 	}
 	for _, f := range m.ResultFormatCodes {
@@ -476,7 +495,7 @@ func (c *conn) bind(m *pgproto3.Bind) {
 		}
 	}
 	c.closePortal(m.DestinationPortal)
-	c.portals[m.DestinationPortal] = &portal{stmt: st, formats: m.ResultFormatCodes}
+	c.portals[m.DestinationPortal] = &portal{stmt: st, formats: m.ResultFormatCodes, sql: bound}
 	c.be.Send(&pgproto3.BindComplete{})
 }
 
@@ -489,7 +508,20 @@ func (c *conn) describeStmt(st *prepared) error {
 		st.described = true
 		return nil
 	}
-	names, types, rows, err := c.sess.Describe(st.sql)
+	// NB: parameters are described as NULLs: the columns do not depend on
+	// their values.
+	src := st.sql
+	if len(st.params) > 0 {
+		nulls := make([]sql.ParamValue, len(st.params))
+		for i := range nulls {
+			nulls[i].Null = true
+		}
+		var err error
+		if src, err = sql.BindParams(src, nulls); err != nil {
+			return err
+		}
+	}
+	names, types, rows, err := c.sess.Describe(src)
 	if err != nil {
 		return err
 	}
@@ -514,7 +546,11 @@ func (c *conn) describe(m *pgproto3.Describe) {
 		return
 	}
 	if m.ObjectType == 'S' {
-		c.be.Send(&pgproto3.ParameterDescription{})
+		// NB: a parameter the client did not type is described as
+		// unspecified (0): clients then send its text, which nicflow reads
+		// as an untyped literal that its context types ($1 in id = $1 is
+		// an integer). PostgreSQL would infer and report the type.
+		c.be.Send(&pgproto3.ParameterDescription{ParameterOIDs: append([]uint32(nil), st.params...)})
 	}
 	if !st.rows {
 		c.be.Send(&pgproto3.NoData{})
@@ -538,7 +574,7 @@ func (c *conn) execute(m *pgproto3.Execute) {
 		c.fail(nferr.Queryf("portal %q does not exist", m.Portal), "")
 		return
 	}
-	src := p.stmt.sql
+	src := p.sql
 	if strings.TrimSpace(strings.Trim(strings.TrimSpace(src), ";")) == "" {
 		c.be.Send(&pgproto3.EmptyQueryResponse{})
 		return
@@ -571,31 +607,4 @@ func (c *conn) closePortals() {
 	for name := range c.portals {
 		c.closePortal(name)
 	}
-}
-
-// stripLiterals blanks string literals, quoted identifiers and comments
-// of a statement (for the parameter check).
-func stripLiterals(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		switch {
-		case s[i] == '\'' || s[i] == '"':
-			q := s[i]
-			for i++; i < len(s) && s[i] != q; i++ {
-			}
-		case strings.HasPrefix(s[i:], "--"):
-			for i < len(s) && s[i] != '\n' {
-				i++
-			}
-		case strings.HasPrefix(s[i:], "/*"):
-			end := strings.Index(s[i+2:], "*/")
-			if end < 0 {
-				return b.String()
-			}
-			i += end + 3
-		default:
-			b.WriteByte(s[i])
-		}
-	}
-	return b.String()
 }

@@ -2,16 +2,19 @@ package pgwire
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"math"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/jackc/pgx/v5/pgproto3"
 
+	"github.com/nicflow/nicflow/engine/sql"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -245,4 +248,86 @@ func numericBinary(s string) ([]byte, error) {
 		b = binary.BigEndian.AppendUint16(b, d)
 	}
 	return b, nil
+}
+
+// paramTypes are the SQL types of parameter OIDs a client names ("" for
+// an unspecified or unknown one: the value stays an untyped literal).
+var paramTypes = map[uint32]string{
+	oidBool: "BOOLEAN", oidBytea: "BYTEA", oidInt8: "BIGINT", 21: "SMALLINT", oidInt4: "INTEGER", oidText: "TEXT",
+	700: "REAL", oidFloat8: "DOUBLE PRECISION", 1043: "VARCHAR", oidDate: "DATE", oidTime: "TIME",
+	oidTimestamp: "TIMESTAMP", oidTimestampTZ: "TIMESTAMPTZ", oidInterval: "INTERVAL", oidNumeric: "NUMERIC",
+}
+
+// paramValue decodes a Bind parameter of type oid in format (0 text, 1
+// binary) into its text and SQL type.
+func paramValue(oid uint32, format int16, raw []byte) (sql.ParamValue, error) {
+	v := sql.ParamValue{Type: paramTypes[oid]}
+	if oid == oidText || oid == 1043 {
+		v.Type = "" // text: let the context type it, as an untyped literal
+	}
+	if raw == nil {
+		v.Null = true
+		return v, nil
+	}
+	if format == 0 {
+		v.Text = string(raw)
+		return v, nil
+	}
+	bad := func() (sql.ParamValue, error) {
+		return v, nferr.Dataf("binary parameter of type OID %d with %d bytes: malformed", oid, len(raw))
+	}
+	switch oid {
+	case 0, oidText, 1043, 19:
+		v.Text = string(raw)
+	case oidBool:
+		if len(raw) != 1 {
+			return bad()
+		}
+		v.Text = strconv.FormatBool(raw[0] != 0)
+	case 21:
+		if len(raw) != 2 {
+			return bad()
+		}
+		v.Text = strconv.Itoa(int(int16(binary.BigEndian.Uint16(raw))))
+	case oidInt4:
+		if len(raw) != 4 {
+			return bad()
+		}
+		v.Text = strconv.Itoa(int(int32(binary.BigEndian.Uint32(raw))))
+	case oidInt8:
+		if len(raw) != 8 {
+			return bad()
+		}
+		v.Text = strconv.FormatInt(int64(binary.BigEndian.Uint64(raw)), 10)
+	case 700:
+		if len(raw) != 4 {
+			return bad()
+		}
+		v.Text = strconv.FormatFloat(float64(math.Float32frombits(binary.BigEndian.Uint32(raw))), 'g', -1, 32)
+	case oidFloat8:
+		if len(raw) != 8 {
+			return bad()
+		}
+		v.Text = strconv.FormatFloat(math.Float64frombits(binary.BigEndian.Uint64(raw)), 'g', -1, 64)
+	case oidBytea:
+		v.Text = `\x` + hex.EncodeToString(raw)
+	case oidDate:
+		if len(raw) != 4 {
+			return bad()
+		}
+		days := int64(int32(binary.BigEndian.Uint32(raw))) + pgEpochDays
+		v.Text = time.Unix(days*86400, 0).UTC().Format("2006-01-02")
+	case oidTimestamp, oidTimestampTZ:
+		if len(raw) != 8 {
+			return bad()
+		}
+		us := int64(binary.BigEndian.Uint64(raw)) + pgEpochDays*86400_000000
+		v.Text = time.UnixMicro(us).UTC().Format("2006-01-02 15:04:05.999999")
+		if oid == oidTimestampTZ {
+			v.Text += "+00"
+		}
+	default:
+		return v, nferr.Queryf("binary parameters of type OID %d are not supported: send it in text format", oid)
+	}
+	return v, nil
 }

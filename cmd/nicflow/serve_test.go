@@ -209,6 +209,30 @@ func TestServeBehaviour(t *testing.T) {
 		if err := c.QueryRow(ctx, "select count(*) from "+name+" where v is null and d is null and iv is null and by is null").Scan(&nulls); err != nil || nulls != 1 {
 			t.Errorf("mode %v nulls: %d %v", mode, nulls, err)
 		}
+		// Parameters: values of every kind, never SQL text of their own.
+		if mode == pgx.QueryExecModeCacheStatement {
+			evil := "x'); drop table " + name + "; --"
+			if _, err := c.Exec(ctx, "insert into "+name+" (id, v, d, x, b, day, ts, by) values ($1, $2, $3, $4, $5, $6, $7, $8)",
+				3, evil, "7.25", 1.5, false, time.Date(2020, 2, 29, 0, 0, 0, 0, time.UTC), time.Date(2020, 2, 29, 1, 2, 3, 4000, time.UTC), []byte{1, 2}); err != nil {
+				t.Fatalf("insert with parameters: %v", err)
+			}
+			var gv string
+			var gd pgtype.Numeric
+			var gb bool
+			var gday pgtype.Date
+			var gby []byte
+			err := c.QueryRow(ctx, "select v, d, b, day, by from "+name+" where id = $1 and x > $2 and v like $3", 3, 1.25, "x%").Scan(&gv, &gd, &gb, &gday, &gby)
+			if err != nil || gv != evil || pgText(gd) != "7.25" || gb || gday.Time.Format("2006-01-02") != "2020-02-29" || fmt.Sprintf("%x", gby) != "0102" {
+				t.Errorf("select with parameters: %q %s %v %v %x %v", gv, pgText(gd), gb, gday.Time, gby, err)
+			}
+			var cnt int64
+			if err := c.QueryRow(ctx, "select count(*) from "+name+" where v = $1 or $1 is null", nil).Scan(&cnt); err != nil || cnt != 3 {
+				t.Errorf("a NULL parameter: %d %v", cnt, err)
+			}
+			if _, err := c.Exec(ctx, "delete from "+name+" where id = $1", 3); err != nil {
+				t.Errorf("delete with a parameter: %v", err)
+			}
+		}
 		// Errors keep their kind as a SQLSTATE, with the position.
 		_, err = c.Exec(ctx, "insert into "+name+" (id) values (1)")
 		var pe *pgconn.PgError

@@ -269,6 +269,8 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 		return b.extract(x, x.Field, arg)
 	case *sql.StructLit:
 		return nil, b.errorf(x, "struct values ({...}) are not supported (read_csv's columns option takes one)")
+	case *sql.Param:
+		return nil, b.errorf(x, "parameter $%d has no value: parameters are bound by a client's extended query protocol", x.N)
 	case *sql.FuncCall:
 		if x.IgnoreNulls && x.Over == nil {
 			return nil, b.errorf(x, "IGNORE NULLS applies to the window functions lag, lead, first_value, last_value and nth_value")

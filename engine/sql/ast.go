@@ -257,6 +257,13 @@ type Literal struct {
 	Text string
 }
 
+// Param is a statement parameter $N (the extended query protocol binds
+// its value; nicflow substitutes it before binding: SubstituteParams).
+type Param struct {
+	Pos
+	N int
+}
+
 // StructLit is DuckDB's {'name': value, ...}: nicflow reads it only as
 // the columns option of read_csv ({'a': 'INTEGER', ...}).
 type StructLit struct {
@@ -745,6 +752,7 @@ func (*Quantified) exprNode()   {}
 func (*Star) exprNode()         {}
 func (*Literal) exprNode()      {}
 func (*StructLit) exprNode()    {}
+func (*Param) exprNode()        {}
 func (*TypedLiteral) exprNode() {}
 func (*IntervalLit) exprNode()  {}
 func (*UnaryExpr) exprNode()    {}

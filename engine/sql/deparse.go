@@ -175,6 +175,8 @@ func (d *deparser) expr(e Expr, _ int) {
 			d.expr(e.Values[i], 0)
 		}
 		d.w("}")
+	case *Param:
+		d.w("$" + strconv.Itoa(e.N))
 	case *Literal:
 		switch e.Kind {
 		case LitString:

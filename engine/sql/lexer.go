@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -29,6 +30,7 @@ const (
 	tokNumber         // numeric literal; Text is the source spelling
 	tokOp             // operator or punctuation; Text is its spelling
 	tokBlob           // x'...' blob literal (SQLite, DuckDB); Text is the hex digits
+	tokParam          // $n statement parameter; Text is the digits
 )
 
 type token struct {
@@ -61,6 +63,8 @@ func (t token) describe() string {
 		return "number " + t.text
 	case tokBlob:
 		return "blob x'" + t.text + "'"
+	case tokParam:
+		return "parameter $" + t.text
 	}
 	return "'" + t.text + "'"
 }
@@ -203,6 +207,16 @@ func (l *lexer) next() (token, error) {
 			return token{}, syntaxErrorAt(l.src, start, "invalid UTF-8 in identifier")
 		}
 		return token{kind: tokIdent, text: foldIdent(word), pos: start, end: l.off}, nil
+	case c == '$' && isDigit(l.peekByte(1)):
+		l.advance()
+		for l.off < len(l.src) && isDigit(l.src[l.off]) {
+			l.advance()
+		}
+		text := l.src[start.Offset+1 : l.off]
+		if n, err := strconv.Atoi(text); err != nil || n < 1 || n > 65535 {
+			return token{}, syntaxErrorAt(l.src, start, "parameter $%s out of range (1 to 65535)", text)
+		}
+		return token{kind: tokParam, text: text, pos: start, end: l.off}, nil
 	case isDigit(c) || (c == '.' && isDigit(l.peekByte(1))):
 		return l.number(start)
 	case c == '\'':

@@ -1,6 +1,9 @@
 package sql
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Expression grammar, loosest first (PostgreSQL's precedence table):
 //
@@ -340,6 +343,10 @@ func (p *parser) parsePrimary() (Expr, error) {
 	case tokBlob:
 		p.next()
 		return &Literal{Pos: t.pos, Kind: LitBlob, Text: t.text}, nil
+	case tokParam:
+		p.next()
+		n, _ := strconv.Atoi(t.text)
+		return &Param{Pos: t.pos, N: n}, nil
 	case tokOp:
 		if t.text == "(" {
 			return p.parseParen()

@@ -49,9 +49,15 @@ func ParseDate(s string) (int32, error) {
 	return d, nil
 }
 
-// parseDate is ParseDate without allocation or range check beyond int32;
-// ok is false on bad syntax or an impossible day.
-func parseDate(b []byte) (int32, bool) { return civil.ParseDate(b) }
+// parseDate is ParseDate without a range check beyond int32 (and without
+// allocation unless a time of day follows the date); ok is false on bad
+// syntax or an impossible day.
+func parseDate(b []byte) (int32, bool) {
+	if d, ok := civil.ParseDate(b); ok {
+		return d, true
+	}
+	return civil.ParseDate([]byte(civil.DateText(string(b))))
+}
 
 // parseDigits reads up to max leading ASCII digits of b.
 func parseDigits(b []byte, max int) (v int64, n int) { return civil.ParseDigits(b, max) }
