@@ -379,6 +379,12 @@ func (d *deparser) window(w *WindowSpec) {
 		d.w(QuoteIdent(w.Ref))
 		return
 	}
+	d.windowBody(w)
+}
+
+// windowBody writes a window in parentheses (a WINDOW clause's definition
+// needs them even when it only names another window).
+func (d *deparser) windowBody(w *WindowSpec) {
 	d.w("(")
 	sep := ""
 	if w.Ref != "" {
@@ -655,7 +661,7 @@ func (d *deparser) sel(s *Select) {
 			d.w(", ")
 		}
 		d.w(QuoteIdent(w.Name.Name) + " AS ")
-		d.window(w.Spec)
+		d.windowBody(w.Spec)
 	}
 }
 
