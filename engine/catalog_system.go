@@ -182,8 +182,8 @@ var systemTables = map[string]systemTable{
 		},
 	},
 	"pg_catalog.pg_class": {
-		cols:  []string{"oid", "relname", "relnamespace", "relkind", "relowner", "reltuples", "relnatts"},
-		types: []string{"INTEGER", "TEXT", "INTEGER", "TEXT", "INTEGER", "DOUBLE PRECISION", "INTEGER"},
+		cols:  []string{"oid", "relname", "relnamespace", "relkind", "relowner", "reltuples", "relnatts", "relam"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "TEXT", "INTEGER", "DOUBLE PRECISION", "INTEGER", "INTEGER"},
 		rows: func(c *StorageCatalog) (rows [][]string) {
 			for _, t := range c.db.Tables() {
 				kind := "r"
@@ -191,14 +191,20 @@ var systemTables = map[string]systemTable{
 					kind = "f"
 				}
 				rows = append(rows, []string{strconv.Itoa(relOID(t.Schema, t.Name)), sql.QuoteString(t.Name), strconv.Itoa(oidPublic), sql.QuoteString(kind),
-					strconv.Itoa(oidOwner), "CAST(" + strconv.FormatInt(t.Rows(), 10) + " AS DOUBLE PRECISION)", strconv.Itoa(len(t.Columns))})
+					strconv.Itoa(oidOwner), "CAST(" + strconv.FormatInt(t.Rows(), 10) + " AS DOUBLE PRECISION)", strconv.Itoa(len(t.Columns)), "0"})
 			}
 			for _, v := range c.db.Views() {
 				rows = append(rows, []string{strconv.Itoa(relOID(v.Schema, v.Name)), sql.QuoteString(v.Name), strconv.Itoa(oidPublic), sql.QuoteString("v"),
-					strconv.Itoa(oidOwner), "CAST(-1 AS DOUBLE PRECISION)", "0"})
+					strconv.Itoa(oidOwner), "CAST(-1 AS DOUBLE PRECISION)", "0", "0"})
 			}
 			return rows
 		},
+	},
+	"pg_catalog.pg_am": {
+		// Access methods: nicflow's tables have none (relam is 0).
+		cols:  []string{"oid", "amname", "amtype"},
+		types: []string{"INTEGER", "TEXT", "TEXT"},
+		rows:  func(*StorageCatalog) [][]string { return nil },
 	},
 	"pg_catalog.pg_attribute": {
 		cols:  []string{"attrelid", "attname", "atttypid", "attnum", "attnotnull", "atthasdef", "attisdropped"},

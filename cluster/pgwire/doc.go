@@ -23,7 +23,7 @@
 //     authentication are not implemented yet, and local connections are
 //     trusted (as PostgreSQL's "trust" for 127.0.0.1).
 //
-// Not yet: authentication, TLS, the catalog queries psql's \d sends, COPY
+// Not yet: authentication, TLS, the catalog queries psql's \d TABLE sends, COPY
 // over the protocol, inference of untyped parameters' types (they are
 // described as unspecified, 0, and typed by their context when bound).
 package pgwire

@@ -34,7 +34,7 @@ statement that writes waits for another's commit, as between processes.
 The server listens on loopback addresses only and trusts local
 connections, as PostgreSQL's "trust" for 127.0.0.1: password and TLS
 authentication are not implemented yet, nor are the catalog queries
-psql's \d sends (docs/clients.md). Ctrl-C (SIGINT) or SIGTERM stops the
+psql's \d TABLE sends; \dt and \d work (docs/clients.md). Ctrl-C (SIGINT) or SIGTERM stops the
 server.`,
 	Example: `  nicflow tpch gen --sf 0.01 --dir data/sf0.01
   nicflow serve --dir data/sf0.01 &

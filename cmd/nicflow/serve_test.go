@@ -267,6 +267,13 @@ func TestServeBehaviour(t *testing.T) {
 	if err != nil || string(out) != "1|a'b\n2|\n2\n" {
 		t.Errorf("psql: %q %v", out, err)
 	}
+	// psql's \dt and \d (list) send their catalog queries.
+	for _, cmd := range []string{`\dt`, `\d`} {
+		out, err := exec.Command("psql", "-h", host, "-p", port, "-U", "nicflow", "-A", "-t", "-c", cmd).CombinedOutput()
+		if err != nil || string(out) != "public|t0|table|nicflow\npublic|t1|table|nicflow\n" {
+			t.Errorf("psql %s: %q %v", cmd, out, err)
+		}
+	}
 	out, _ = exec.Command("psql", "-h", host, "-p", port, "-U", "nicflow", "-c", "select 1 from\nnosuch").CombinedOutput()
 	if !strings.Contains(string(out), `relation "nosuch" does not exist`) || !strings.Contains(string(out), "LINE 2: nosuch") {
 		t.Errorf("psql error: %s", out)

@@ -394,6 +394,14 @@ func (p *parser) parsePrimary() (Expr, error) {
 		p.next()
 		return p.parseFuncCall(Ident{Pos: t.pos, Name: t.text, Quoted: t.quoted})
 	}
+	// pg_catalog.f(...): the functions are in pg_catalog, where
+	// PostgreSQL's tools name them.
+	if !t.quoted && t.text == "pg_catalog" && isOpTok(next, ".") && p.peekAt(2).kind == tokIdent && isOpTok(p.peekAt(3), "(") {
+		p.next()
+		p.next()
+		f := p.next()
+		return p.parseFuncCall(Ident{Pos: f.pos, Name: f.text, Quoted: f.quoted})
+	}
 	if !t.quoted && (t.text == "localtimestamp" || t.text == "localtime") && !isOpTok(next, ".") {
 		// LOCALTIMESTAMP is a function without parentheses, as
 		// CURRENT_DATE.
