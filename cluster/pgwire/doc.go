@@ -19,11 +19,13 @@
 //     writers, as between processes);
 //   - a message is answered in order; after an error in the extended
 //     protocol, messages are discarded until Sync, as PostgreSQL does;
-//   - the server listens on loopback addresses only: password and TLS
-//     authentication are not implemented yet, and local connections are
-//     trusted (as PostgreSQL's "trust" for 127.0.0.1).
+//   - without a users file the server listens on loopback addresses only
+//     and trusts local connections (as PostgreSQL's "trust" for
+//     127.0.0.1); with one (Options.UsersFile, users.go) every connection
+//     authenticates with SCRAM-SHA-256 before anything else, and an
+//     unknown user fails exactly as a wrong password does.
 //
-// Not yet: authentication, TLS, the catalog queries psql's \d TABLE sends, COPY
+// Not yet: TLS, the catalog queries psql's \d TABLE sends, COPY
 // over the protocol, inference of untyped parameters' types (they are
 // described as unspecified, 0, and typed by their context when bound).
 package pgwire

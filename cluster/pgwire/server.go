@@ -24,9 +24,14 @@ import (
 
 // Options configure a server.
 type Options struct {
-	// Listen is the TCP address (default 127.0.0.1:5433). It must be a
-	// loopback address: authentication is not implemented yet.
+	// Listen is the TCP address (default 127.0.0.1:5433). Without
+	// UsersFile it must be a loopback address (local connections are
+	// trusted).
 	Listen string
+	// UsersFile, when set, requires every connection to authenticate
+	// with SCRAM-SHA-256 as one of its users (AddUser); the file is read
+	// at each connection.
+	UsersFile string
 	// Open makes the session of a new connection; the server closes it
 	// when the connection ends. Required.
 	Open func() (*engine.Session, error)
@@ -56,8 +61,8 @@ func (o *Options) Validate() error {
 	if err != nil {
 		return nferr.Queryf("listen address %q: %v", o.Listen, err)
 	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nferr.Queryf("listen address %q: the PostgreSQL protocol listens on loopback addresses only until authentication is implemented", o.Listen)
+	if ip := net.ParseIP(host); o.UsersFile == "" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nferr.Queryf("listen address %q: listening beyond loopback addresses requires authentication (--auth, with users from `nicflow user add`)", o.Listen)
 	}
 	return nil
 }
@@ -210,6 +215,14 @@ func (c *conn) startup() bool {
 				return false
 			}
 			c.sess = sess
+			if c.s.opts.UsersFile != "" {
+				if err := c.authenticate(m.Parameters["user"]); err != nil {
+					c.be.Send(errorResponse(err, ""))
+					c.be.Flush()
+					sess.Close()
+					return false
+				}
+			}
 			c.secret = make([]byte, 4)
 			rand.Read(c.secret)
 			c.s.mu.Lock()
@@ -238,6 +251,57 @@ func (c *conn) startup() bool {
 			return false
 		}
 	}
+}
+
+// authenticate runs SCRAM-SHA-256 with the client for user: the server's
+// first and final messages as PostgreSQL sends them (AuthenticationSASL,
+// SASLContinue, SASLFinal); any failure is one error, 28P01.
+func (c *conn) authenticate(user string) error {
+	failed := &nferr.Error{Kind: nferr.KindAuth, Msg: fmt.Sprintf("password authentication failed for user %q", user)}
+	srv, err := scramServer(c.s.opts.UsersFile, user)
+	if err != nil {
+		return err
+	}
+	conv := srv.NewConversation()
+	c.be.Send(&pgproto3.AuthenticationSASL{AuthMechanisms: []string{"SCRAM-SHA-256"}})
+	if err := c.be.Flush(); err != nil {
+		return err
+	}
+	if err := c.be.SetAuthType(pgproto3.AuthTypeSASL); err != nil {
+		return err
+	}
+	msg, err := c.receive()
+	if err != nil {
+		return err
+	}
+	first, ok := msg.(*pgproto3.SASLInitialResponse)
+	if !ok || first.AuthMechanism != "SCRAM-SHA-256" {
+		return failed
+	}
+	out, err := conv.Step(string(first.Data))
+	if err != nil {
+		return failed
+	}
+	c.be.Send(&pgproto3.AuthenticationSASLContinue{Data: []byte(out)})
+	if err := c.be.Flush(); err != nil {
+		return err
+	}
+	if err := c.be.SetAuthType(pgproto3.AuthTypeSASLContinue); err != nil {
+		return err
+	}
+	if msg, err = c.receive(); err != nil {
+		return err
+	}
+	resp, ok := msg.(*pgproto3.SASLResponse)
+	if !ok {
+		return failed
+	}
+	out, err = conv.Step(string(resp.Data))
+	if err != nil || !conv.Valid() {
+		return failed
+	}
+	c.be.Send(&pgproto3.AuthenticationSASLFinal{Data: []byte(out)})
+	return nil
 }
 
 // cancel cancels the statement running on connection pid if key matches.

@@ -119,6 +119,9 @@ func sqlState(err error) string {
 	case nferr.KindUnavailable:
 		return "08006"
 	case nferr.KindAuth:
+		if strings.Contains(msg, "password authentication failed") {
+			return "28P01"
+		}
 		return "28000"
 	case nferr.KindBusy:
 		return "55006"

@@ -20,6 +20,7 @@ var serveFlags struct {
 	pgListen    string
 	memoryLimit string
 	parallel    int
+	auth        bool
 }
 
 var serveCmd = &cobra.Command{
@@ -31,10 +32,13 @@ JDBC and other PostgreSQL clients connect to --pg-listen (default
 own session (its SET settings), and connections run concurrently; a
 statement that writes waits for another's commit, as between processes.
 
-The server listens on loopback addresses only and trusts local
-connections, as PostgreSQL's "trust" for 127.0.0.1: password and TLS
-authentication are not implemented yet, nor are the catalog queries
-psql's \d TABLE sends; \dt and \d work (docs/clients.md). Ctrl-C (SIGINT) or SIGTERM stops the
+Without --auth the server listens on loopback addresses only and trusts
+local connections, as PostgreSQL's "trust" for 127.0.0.1. With --auth every
+connection logs in as a user of "nicflow user add" with SCRAM-SHA-256 (the
+password never crosses the network), and the server may listen on any
+address; TLS is not implemented yet, so the data itself is not encrypted.
+The catalog queries psql's \d TABLE sends are not supported yet; \dt and
+\d work (docs/clients.md). Ctrl-C (SIGINT) or SIGTERM stops the
 server.`,
 	Example: `  nicflow tpch gen --sf 0.01 --dir data/sf0.01
   nicflow serve --dir data/sf0.01 &
@@ -52,6 +56,7 @@ func init() {
 	f.StringVar(&serveFlags.pgListen, "pg-listen", pgwire.DefaultListen, "PostgreSQL protocol address (loopback only)")
 	f.StringVar(&serveFlags.memoryLimit, "memory-limit", "", "memory budget per query, e.g. 2GiB (default: 60% of memory, or NICFLOW_MEMORY_LIMIT)")
 	f.IntVar(&serveFlags.parallel, "parallel", 0, "pipelines per query (default: number of CPUs)")
+	f.BoolVar(&serveFlags.auth, "auth", false, "require a password (SCRAM-SHA-256) from every connection: users of `nicflow user add`")
 	rootCmd.AddCommand(serveCmd)
 }
 
@@ -69,10 +74,19 @@ func runServe(cmd *cobra.Command, stderr io.Writer) error {
 		return err
 	}
 	first.Close()
-	srv, err := pgwire.Listen(pgwire.Options{
+	po := pgwire.Options{
 		Listen: serveFlags.pgListen,
 		Open:   func() (*engine.Session, error) { return engine.Open(serveFlags.dir, opts) },
-	})
+	}
+	if serveFlags.auth {
+		po.UsersFile = pgwire.UsersFile(serveFlags.dir)
+		if names, err := pgwire.ListUsers(po.UsersFile); err != nil {
+			return err
+		} else if len(names) == 0 {
+			return usagef("--auth: %s has no users yet; add one with `nicflow user add --dir %s NAME`", po.UsersFile, serveFlags.dir)
+		}
+	}
+	srv, err := pgwire.Listen(po)
 	if err != nil {
 		return err
 	}

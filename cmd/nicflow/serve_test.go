@@ -279,3 +279,62 @@ func TestServeBehaviour(t *testing.T) {
 		t.Errorf("psql error: %s", out)
 	}
 }
+
+// TestServeAuth: with users, a connection logs in with SCRAM-SHA-256; a
+// wrong password and an unknown user fail alike (28P01); without users
+// the server refuses to listen beyond loopback.
+func TestServeAuth(t *testing.T) {
+	dir := t.TempDir()
+	first, err := openSession(dir, true, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	users := pgwire.UsersFile(dir)
+	if err := pgwire.AddUser(users, "alice", "short"); err == nil {
+		t.Error("a 5-character password was accepted")
+	}
+	if err := pgwire.AddUser(users, "alice", "correct horse"); err != nil {
+		t.Fatal(err)
+	}
+	open := func() (*engine.Session, error) { return engine.Open(dir, engine.Options{Parallelism: 2}) }
+	if _, err := pgwire.Listen(pgwire.Options{Listen: "0.0.0.0:0", Open: open}); err == nil {
+		t.Error("listening on 0.0.0.0 without authentication was allowed")
+	}
+	srv, err := pgwire.Listen(pgwire.Options{Listen: "0.0.0.0:0", Open: open, UsersFile: users})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	defer srv.Close()
+	_, port, _ := strings.Cut(srv.Addr(), "]:")
+	if port == "" {
+		_, port, _ = strings.Cut(srv.Addr(), ":")
+	}
+	ctx := context.Background()
+	connect := func(user, pw string) (*pgx.Conn, error) {
+		return pgx.Connect(ctx, fmt.Sprintf("postgres://%s:%s@127.0.0.1:%s/nicflow?sslmode=disable", user, pw, port))
+	}
+	c, err := connect("alice", "correct%20horse")
+	if err != nil {
+		t.Fatalf("alice with her password: %v", err)
+	}
+	var n int32
+	if err := c.QueryRow(ctx, "select 6 * 7").Scan(&n); err != nil || n != 42 {
+		t.Errorf("query after login: %d %v", n, err)
+	}
+	c.Close(ctx)
+	for _, who := range [][2]string{{"alice", "wrong"}, {"mallory", "correct%20horse"}} {
+		_, err := connect(who[0], who[1])
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "28P01" {
+			t.Errorf("%s with a wrong password: %v", who[0], err)
+		}
+	}
+	if err := pgwire.RemoveUser(users, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := connect("alice", "correct%20horse"); err == nil {
+		t.Error("a removed user logged in")
+	}
+}
