@@ -287,7 +287,9 @@ func fitsCSV(v []byte) int {
 	} else if _, why := parseFloat(v); why == "" {
 		m |= csvFloat
 	}
-	if _, why := parseDate(v); why == "" {
+	// NB: strictly a date (a timestamp's text loads into a date column,
+	// but infers a timestamp).
+	if d, ok := civil.ParseDate(v); ok && d >= civil.MinDate && d <= civil.MaxDate {
 		m |= csvDate | csvTimestamp
 	} else if _, ok, in := civil.ParseTimestamp(v, false); ok && in {
 		m |= csvTimestamp
