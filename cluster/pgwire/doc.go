@@ -1,7 +1,8 @@
 // Package pgwire serves nicflow SQL over the PostgreSQL wire protocol
 // (version 3), so that psql, pgx, JDBC and other PostgreSQL clients can
-// connect to `nicflow serve`. It owns the protocol: startup (SSL and GSS
-// encryption requests are declined, so clients fall back to plain TCP;
+// connect to `nicflow serve`. It owns the protocol: startup (an SSL
+// request switches to TLS when the server has a certificate, else it and
+// GSS encryption requests are declined and clients fall back to plain TCP;
 // cancel requests cancel the statement running on the connection they
 // name), the simple query protocol (a script per message: every
 // statement's rows or command tag, the first error ending it) and the
@@ -25,7 +26,7 @@
 //     authenticates with SCRAM-SHA-256 before anything else, and an
 //     unknown user fails exactly as a wrong password does.
 //
-// Not yet: TLS, the catalog queries psql's \d TABLE sends, COPY
+// Not yet: client certificates, the catalog queries psql's \d TABLE sends, COPY
 // over the protocol, inference of untyped parameters' types (they are
 // described as unspecified, 0, and typed by their context when bound).
 package pgwire

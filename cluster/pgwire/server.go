@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +33,10 @@ type Options struct {
 	// with SCRAM-SHA-256 as one of its users (AddUser); the file is read
 	// at each connection.
 	UsersFile string
+	// TLS, when set, accepts a client's SSL request (sslmode=require and
+	// above); RequireTLS then refuses connections that do not ask for it.
+	TLS        *tls.Config
+	RequireTLS bool
 	// Open makes the session of a new connection; the server closes it
 	// when the connection ends. Required.
 	Open func() (*engine.Session, error)
@@ -60,6 +65,9 @@ func (o *Options) Validate() error {
 	host, _, err := net.SplitHostPort(o.Listen)
 	if err != nil {
 		return nferr.Queryf("listen address %q: %v", o.Listen, err)
+	}
+	if o.RequireTLS && o.TLS == nil {
+		return nferr.Queryf("requiring TLS needs a certificate and key")
 	}
 	if ip := net.ParseIP(host); o.UsersFile == "" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return nferr.Queryf("listen address %q: listening beyond loopback addresses requires authentication (--auth, with users from `nicflow user add`)", o.Listen)
@@ -136,6 +144,7 @@ type conn struct {
 	sess   *engine.Session
 	pid    uint32
 	secret []byte
+	tls    bool // the connection switched to TLS
 
 	mu     sync.Mutex
 	cancel context.CancelFunc // of the running statement, or nil
@@ -200,7 +209,24 @@ func (c *conn) startup() bool {
 			return false
 		}
 		switch m := msg.(type) {
-		case *pgproto3.SSLRequest, *pgproto3.GSSEncRequest:
+		case *pgproto3.SSLRequest:
+			if c.s.opts.TLS == nil || c.tls {
+				if _, err := c.nc.Write([]byte{'N'}); err != nil {
+					return false
+				}
+				continue
+			}
+			if _, err := c.nc.Write([]byte{'S'}); err != nil {
+				return false
+			}
+			tc := tls.Server(c.nc, c.s.opts.TLS)
+			if err := tc.Handshake(); err != nil {
+				return false
+			}
+			c.nc, c.tls = tc, true
+			c.be = pgproto3.NewBackend(tc, tc)
+			c.be.SetMaxBodyLen(maxMessage)
+		case *pgproto3.GSSEncRequest:
 			if _, err := c.nc.Write([]byte{'N'}); err != nil {
 				return false
 			}
@@ -208,6 +234,11 @@ func (c *conn) startup() bool {
 			c.s.cancel(m.ProcessID, m.SecretKey)
 			return false
 		case *pgproto3.StartupMessage:
+			if c.s.opts.RequireTLS && !c.tls {
+				c.be.Send(errorResponse(&nferr.Error{Kind: nferr.KindAuth, Msg: "this server accepts TLS connections only (sslmode=require)"}, ""))
+				c.be.Flush()
+				return false
+			}
 			sess, err := c.s.opts.Open()
 			if err != nil {
 				c.be.Send(errorResponse(err, ""))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -21,6 +22,9 @@ var serveFlags struct {
 	memoryLimit string
 	parallel    int
 	auth        bool
+	tlsCert     string
+	tlsKey      string
+	requireTLS  bool
 }
 
 var serveCmd = &cobra.Command{
@@ -36,7 +40,8 @@ Without --auth the server listens on loopback addresses only and trusts
 local connections, as PostgreSQL's "trust" for 127.0.0.1. With --auth every
 connection logs in as a user of "nicflow user add" with SCRAM-SHA-256 (the
 password never crosses the network), and the server may listen on any
-address; TLS is not implemented yet, so the data itself is not encrypted.
+address. With --tls-cert and --tls-key, clients that ask for SSL
+(sslmode=require and above) get TLS; --require-tls refuses the others.
 The catalog queries psql's \d TABLE sends are not supported yet; \dt and
 \d work (docs/clients.md). Ctrl-C (SIGINT) or SIGTERM stops the
 server.`,
@@ -57,6 +62,9 @@ func init() {
 	f.StringVar(&serveFlags.memoryLimit, "memory-limit", "", "memory budget per query, e.g. 2GiB (default: 60% of memory, or NICFLOW_MEMORY_LIMIT)")
 	f.IntVar(&serveFlags.parallel, "parallel", 0, "pipelines per query (default: number of CPUs)")
 	f.BoolVar(&serveFlags.auth, "auth", false, "require a password (SCRAM-SHA-256) from every connection: users of `nicflow user add`")
+	f.StringVar(&serveFlags.tlsCert, "tls-cert", "", "PEM certificate (chain) for TLS connections (with --tls-key)")
+	f.StringVar(&serveFlags.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	f.BoolVar(&serveFlags.requireTLS, "require-tls", false, "refuse connections that do not use TLS")
 	rootCmd.AddCommand(serveCmd)
 }
 
@@ -78,6 +86,17 @@ func runServe(cmd *cobra.Command, stderr io.Writer) error {
 		Listen: serveFlags.pgListen,
 		Open:   func() (*engine.Session, error) { return engine.Open(serveFlags.dir, opts) },
 	}
+	if (serveFlags.tlsCert == "") != (serveFlags.tlsKey == "") {
+		return usagef("--tls-cert and --tls-key go together")
+	}
+	if serveFlags.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(serveFlags.tlsCert, serveFlags.tlsKey)
+		if err != nil {
+			return nferr.Queryf("--tls-cert/--tls-key: %v", err)
+		}
+		po.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	po.RequireTLS = serveFlags.requireTLS
 	if serveFlags.auth {
 		po.UsersFile = pgwire.UsersFile(serveFlags.dir)
 		if names, err := pgwire.ListUsers(po.UsersFile); err != nil {

@@ -2,9 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"math/big"
+	"net"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -336,5 +343,50 @@ func TestServeAuth(t *testing.T) {
 	}
 	if _, err := connect("alice", "correct%20horse"); err == nil {
 		t.Error("a removed user logged in")
+	}
+}
+
+// TestServeTLS: a client asking for SSL gets TLS; with RequireTLS a plain
+// connection is refused.
+func TestServeTLS(t *testing.T) {
+	dir := t.TempDir()
+	first, err := openSession(dir, true, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+	srv, err := pgwire.Listen(pgwire.Options{Listen: "127.0.0.1:0", TLS: cfg, RequireTLS: true,
+		Open: func() (*engine.Session, error) { return engine.Open(dir, engine.Options{Parallelism: 2}) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	defer srv.Close()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, "postgres://nicflow@"+srv.Addr()+"/nicflow?sslmode=require")
+	if err != nil {
+		t.Fatalf("sslmode=require: %v", err)
+	}
+	if !c.PgConn().Conn().(*tls.Conn).ConnectionState().HandshakeComplete {
+		t.Error("the connection is not TLS")
+	}
+	var n int32
+	if err := c.QueryRow(ctx, "select 40 + 2").Scan(&n); err != nil || n != 42 {
+		t.Errorf("query over TLS: %d %v", n, err)
+	}
+	c.Close(ctx)
+	if _, err := pgx.Connect(ctx, "postgres://nicflow@"+srv.Addr()+"/nicflow?sslmode=disable"); err == nil {
+		t.Error("a plain connection was accepted with RequireTLS")
 	}
 }
