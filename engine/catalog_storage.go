@@ -26,6 +26,8 @@ import (
 // use.
 type StorageCatalog struct {
 	db *storage.DB
+	// fileAccess is Options.FileAccess (file tables check it).
+	fileAccess string
 
 	mu    sync.Mutex
 	cache map[string]*cachedDef
@@ -70,6 +72,9 @@ func (c *StorageCatalog) LookupTable(name string) (*plan.TableDef, error) {
 // table's; CSV files through their cached Parquet form
 // (storage/files_csv.go).
 func (c *StorageCatalog) LookupFiles(pattern string, o plan.FileOptions) (*plan.TableDef, error) {
+	if err := checkFileAccess(c.fileAccess, pattern); err != nil {
+		return nil, err
+	}
 	var name string
 	var err error
 	if o.Format == "csv" {

@@ -25,6 +25,9 @@ import (
 // quotes them). The file appears whole or not at all: it is written under
 // a temporary name and renamed when the last row is in.
 func (s *Session) copyTo(ctx context.Context, x *bind.CopyToStmt) (*Result, error) {
+	if err := checkFileAccess(s.opts.FileAccess, x.File); err != nil {
+		return nil, err
+	}
 	r, err := s.startQuery(ctx, x.Query, false)
 	if err != nil {
 		return nil, err

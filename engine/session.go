@@ -59,6 +59,13 @@ type Options struct {
 	// tests, and for users hit by a planner bug). Required rules cannot be
 	// disabled.
 	DisabledRules []string
+	// FileAccess limits the files statements may read and write (file
+	// tables, read_parquet/read_csv, COPY FROM and TO, CREATE EXTERNAL
+	// TABLE): "" allows any path the process can reach (embedded use, as
+	// the user who runs it); FileAccessNone allows none; any other value
+	// is a directory under which every path must resolve. A server
+	// exposing the database to others sets it.
+	FileAccess string
 	// Storage configures the database directory (file writing options,
 	// checksum verification).
 	Storage storage.Options
@@ -176,7 +183,9 @@ func Open(dir string, opts Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Session{db: db, cat: NewStorageCatalog(db), opts: opts, queryRetries: -1}, nil
+	cat := NewStorageCatalog(db)
+	cat.fileAccess = opts.FileAccess
+	return &Session{db: db, cat: cat, opts: opts, queryRetries: -1}, nil
 }
 
 // Close closes the database. Results still open must be closed first.
@@ -963,6 +972,9 @@ func (s *Session) copy(ctx context.Context, x *bind.CopyStmt) (*Result, error) {
 	if len(checks) > 0 {
 		opts.Check = func(rec arrow.RecordBatch) error { return checkRows(s.opts.Alloc, x.Table.Name, checks, rec) }
 	}
+	if err := checkFileAccess(s.opts.FileAccess, x.File); err != nil {
+		return nil, err
+	}
 	n, err := s.db.Copy(ctx, name, []string{x.File}, opts)
 	if err != nil {
 		return nil, err
@@ -971,6 +983,9 @@ func (s *Session) copy(ctx context.Context, x *bind.CopyStmt) (*Result, error) {
 }
 
 func (s *Session) createExternal(ctx context.Context, x *bind.CreateExternalTableStmt) (*Result, error) {
+	if err := checkFileAccess(s.opts.FileAccess, x.Location); err != nil {
+		return nil, err
+	}
 	if s.db.View(x.Name) != nil {
 		return nil, nferr.Queryf("cannot create table %s: a view of that name exists", x.Name)
 	}

@@ -25,6 +25,7 @@ var serveFlags struct {
 	tlsCert     string
 	tlsKey      string
 	requireTLS  bool
+	fileRoot    string
 }
 
 var serveCmd = &cobra.Command{
@@ -65,6 +66,7 @@ func init() {
 	f.StringVar(&serveFlags.tlsCert, "tls-cert", "", "PEM certificate (chain) for TLS connections (with --tls-key)")
 	f.StringVar(&serveFlags.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	f.BoolVar(&serveFlags.requireTLS, "require-tls", false, "refuse connections that do not use TLS")
+	f.StringVar(&serveFlags.fileRoot, "file-root", "", "directory under which statements may read and write files (file tables, COPY); 'none' for no file access. Default: any path without --auth, none with it")
 	rootCmd.AddCommand(serveCmd)
 }
 
@@ -75,6 +77,12 @@ func runServe(cmd *cobra.Command, stderr io.Writer) error {
 	opts, err := sessionOptions(serveFlags.memoryLimit, serveFlags.parallel, 0)
 	if err != nil {
 		return err
+	}
+	// NB: clients that log in over the network must not read or write the
+	// server's files unless the operator says where they may.
+	opts.FileAccess = serveFlags.fileRoot
+	if opts.FileAccess == "" && serveFlags.auth {
+		opts.FileAccess = engine.FileAccessNone
 	}
 	// The first session checks (or creates) the database before clients come.
 	first, err := openSession(serveFlags.dir, serveFlags.create, opts)
