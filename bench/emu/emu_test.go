@@ -201,7 +201,10 @@ func TestLab(t *testing.T) {
 	}
 	d1, _ := a.DeviceCPUTime("dpu")
 	c2, _ := a.CPUTime()
-	if used := d1 - d0; used < 350*time.Millisecond || used > 700*time.Millisecond || c2-c1 > 50*time.Millisecond {
+	// NB: the lower bound only shows the spinning was accounted on the
+	// device; other test packages running beside this one on a 2-core
+	// machine can leave the device less than its quota (246 ms seen).
+	if used := d1 - d0; used < 150*time.Millisecond || used > 700*time.Millisecond || c2-c1 > 50*time.Millisecond {
 		t.Errorf("1 s of spinning on a 0.5 CPU device used %v there and %v on the host", used, c2-c1)
 	}
 	if _, err := a.DeviceCPUTime("gpu"); err == nil {
