@@ -3,7 +3,6 @@ package storage
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -205,9 +204,4 @@ func sameColumnDefs(a, b []Column) bool {
 		}
 	}
 	return true
-}
-
-// String is the report as a log line.
-func (r PruneReport) String() string {
-	return fmt.Sprintf("%d tables dropped, %d files removed", r.Tables, r.Files)
 }

@@ -176,9 +176,6 @@ type portal struct {
 	formats []int16
 	// sql is the statement with its parameters' values substituted.
 	sql string
-	// res is a result run early (Describe of a portal runs it to learn
-	// its columns); Execute sends it.
-	res *engine.Result
 }
 
 func (s *Server) handle(nc net.Conn) {
@@ -192,7 +189,6 @@ func (s *Server) handle(nc net.Conn) {
 		s.mu.Lock()
 		delete(s.conns, c.pid)
 		s.mu.Unlock()
-		c.closePortals()
 		c.sess.Close()
 	}()
 	if err := c.loop(); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.ECONNRESET) {
@@ -404,12 +400,12 @@ func (c *conn) loop() error {
 			if m.ObjectType == 'S' {
 				delete(c.stmts, m.Name)
 			} else {
-				c.closePortal(m.Name)
+				delete(c.portals, m.Name)
 			}
 			c.be.Send(&pgproto3.CloseComplete{})
 		case *pgproto3.Sync:
 			c.failed = false
-			c.closePortal("")
+			delete(c.portals, "")
 			c.be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
 		case *pgproto3.Flush:
 		case *pgproto3.Terminate:
@@ -434,7 +430,7 @@ func (c *conn) fail(err error, src string) {
 // first error ends it.
 func (c *conn) simpleQuery(script string) {
 	defer func() { c.failed = false }()
-	if strings.TrimSpace(strings.Trim(strings.TrimSpace(script), ";")) == "" {
+	if emptyStatement(script) {
 		c.be.Send(&pgproto3.EmptyQueryResponse{})
 		return
 	}
@@ -529,6 +525,12 @@ func (c *conn) sendResult(r *engine.Result, src string, formats []int16) error {
 	return nil
 }
 
+// emptyStatement: the text holds no statement (blank or only ';'), which
+// PostgreSQL answers with EmptyQueryResponse.
+func emptyStatement(s string) bool {
+	return strings.TrimSpace(strings.Trim(strings.TrimSpace(s), ";")) == ""
+}
+
 // formatOf is column j's format code among Bind's codes.
 func formatOf(formats []int16, j int) int16 {
 	switch {
@@ -589,7 +591,7 @@ func (c *conn) bind(m *pgproto3.Bind) {
 			return
 		}
 	}
-	c.closePortal(m.DestinationPortal)
+	delete(c.portals, m.DestinationPortal)
 	c.portals[m.DestinationPortal] = &portal{stmt: st, formats: m.ResultFormatCodes, sql: bound}
 	c.be.Send(&pgproto3.BindComplete{})
 }
@@ -599,7 +601,7 @@ func (c *conn) describeStmt(st *prepared) error {
 	if st.described {
 		return nil
 	}
-	if strings.TrimSpace(strings.Trim(strings.TrimSpace(st.sql), ";")) == "" {
+	if emptyStatement(st.sql) {
 		st.described = true
 		return nil
 	}
@@ -670,7 +672,7 @@ func (c *conn) execute(m *pgproto3.Execute) {
 		return
 	}
 	src := p.sql
-	if strings.TrimSpace(strings.Trim(strings.TrimSpace(src), ";")) == "" {
+	if emptyStatement(src) {
 		c.be.Send(&pgproto3.EmptyQueryResponse{})
 		return
 	}
@@ -686,20 +688,5 @@ func (c *conn) execute(m *pgproto3.Execute) {
 	if err := c.sendResult(r, src, p.formats); err != nil {
 		return
 	}
-	c.closePortal(m.Portal)
-}
-
-func (c *conn) closePortal(name string) {
-	if p := c.portals[name]; p != nil {
-		if p.res != nil {
-			p.res.Close()
-		}
-		delete(c.portals, name)
-	}
-}
-
-func (c *conn) closePortals() {
-	for name := range c.portals {
-		c.closePortal(name)
-	}
+	delete(c.portals, m.Portal)
 }
