@@ -773,21 +773,8 @@ func (w *Window) rangeBounds(f *winFunc, start, n int, ps, pe []int32) {
 	lo, hi := nnLo, nnLo
 	for i := 0; i < n; i++ {
 		// UNBOUNDED and CURRENT ROW bounds; offsets replace them below.
-		fixed := func(k BoundKind, start bool) int {
-			switch k {
-			case UnboundedPreceding:
-				return 0
-			case UnboundedFollowing:
-				return n
-			case CurrentRow:
-				if start {
-					return int(ps[i])
-				}
-				return int(pe[i])
-			}
-			return 0
-		}
-		s, e := fixed(fr.Start.Kind, true), fixed(fr.End.Kind, false)
+		s, _ := peerBound(fr.Start.Kind, true, i, n, ps, pe)
+		e, _ := peerBound(fr.End.Kind, false, i, n, ps, pe)
 		if null(i) {
 			// NULL keys: offsets reach their NULL peers.
 			if isOffset(fr.Start.Kind) {
@@ -825,6 +812,25 @@ func (w *Window) rangeBounds(f *winFunc, start, n int, ps, pe []int32) {
 	}
 }
 
+// peerBound is a frame bound that needs no offset, at position i of a
+// partition of n positions: UNBOUNDED, or CURRENT ROW as the edge of the
+// row's peer group (RANGE and GROUPS frames); ok is false for an offset
+// bound (PRECEDING, FOLLOWING), which the caller computes.
+func peerBound(k BoundKind, start bool, i, n int, ps, pe []int32) (int, bool) {
+	switch k {
+	case UnboundedPreceding:
+		return 0, true
+	case UnboundedFollowing:
+		return n, true
+	case CurrentRow:
+		if start {
+			return int(ps[i]), true
+		}
+		return int(pe[i]), true
+	}
+	return 0, false
+}
+
 // groupBounds computes the frames of a GROUPS frame with offsets over a
 // partition of n positions into w.rs, w.re: a bound n groups away is the
 // first (start) or last+1 (end) position of that peer group, clamped to
@@ -845,16 +851,8 @@ func (w *Window) groupBounds(f *winFunc, n int, ps, pe []int32) {
 	gs = append(gs, int32(n))
 	w.gid, w.gs = gid, gs
 	bound := func(b FrameBound, i int, start bool) int {
-		switch b.Kind {
-		case UnboundedPreceding:
-			return 0
-		case UnboundedFollowing:
-			return n
-		case CurrentRow:
-			if start {
-				return int(ps[i])
-			}
-			return int(pe[i])
+		if p, ok := peerBound(b.Kind, start, i, n, ps, pe); ok {
+			return p
 		}
 		g := int64(gid[i])
 		if b.Kind == Preceding {
