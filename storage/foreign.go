@@ -544,15 +544,9 @@ func commitNarrowKeys(c *catalog, tx *txn, qn, table string, uks []*uniqueKeys, 
 			if _, had := old.keys[i][string(k)]; had {
 				continue
 			}
-			full := append(append([]byte(nil), pfx...), k...)
-			_, found, err := c.get(string(full))
-			if err != nil {
+			if err := recordKey(c, tx, u, table, pfx, k, true); err != nil {
 				return err
 			}
-			if found {
-				return u.violationKey(table, k)
-			}
-			tx.b.Set(full, nil, nil)
 		}
 	}
 	for _, ks := range removed {

@@ -356,19 +356,28 @@ func checkAndRecord(c *catalog, tx *txn, qn, table string, uks []*uniqueKeys, fr
 	for _, u := range uks {
 		pfx := keyPrefix(qn, u.ix.Name)
 		for _, k := range u.keys {
-			full := append(append([]byte(nil), pfx...), k...)
-			if !fresh {
-				_, found, err := c.get(string(full))
-				if err != nil {
-					return err
-				}
-				if found {
-					return u.violationKey(table, k)
-				}
+			if err := recordKey(c, tx, u, table, pfx, k, !fresh); err != nil {
+				return err
 			}
-			tx.b.Set(full, nil, nil)
 		}
 	}
+	return nil
+}
+
+// recordKey records key k of index u (prefix pfx) in tx; with check, a
+// key the catalog already holds is a duplicate-key error instead.
+func recordKey(c *catalog, tx *txn, u *uniqueKeys, table string, pfx, k []byte, check bool) error {
+	full := append(append([]byte(nil), pfx...), k...)
+	if check {
+		_, found, err := c.get(string(full))
+		if err != nil {
+			return err
+		}
+		if found {
+			return u.violationKey(table, k)
+		}
+	}
+	tx.b.Set(full, nil, nil)
 	return nil
 }
 

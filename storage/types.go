@@ -250,22 +250,20 @@ func timestampScale(c *schema.Column) (mul, div int64, int96 bool) {
 	if c.PhysicalType() == parquet.Types.Int96 {
 		return 1, 1, true
 	}
-	if l, ok := c.LogicalType().(schema.TimeLogicalType); ok {
-		switch l.TimeUnit() {
-		case schema.TimeUnitMillis:
-			return 1000, 1, false
-		case schema.TimeUnitNanos:
-			return 1, 1000, false
+	var unit schema.TimeUnitType = schema.TimeUnitMicros
+	switch l := c.LogicalType().(type) {
+	case schema.TimeLogicalType:
+		unit = l.TimeUnit()
+	case schema.TimestampLogicalType:
+		if c.PhysicalType() == parquet.Types.Int64 {
+			unit = l.TimeUnit()
 		}
-		return 1, 1, false
 	}
-	if l, ok := c.LogicalType().(schema.TimestampLogicalType); ok && c.PhysicalType() == parquet.Types.Int64 {
-		switch l.TimeUnit() {
-		case schema.TimeUnitMillis:
-			return 1000, 1, false
-		case schema.TimeUnitNanos:
-			return 1, 1000, false
-		}
+	switch unit {
+	case schema.TimeUnitMillis:
+		return 1000, 1, false
+	case schema.TimeUnitNanos:
+		return 1, 1000, false
 	}
 	return 1, 1, false
 }
