@@ -274,6 +274,9 @@ func (r *SQLRunner) RunQuery(q *Query, out ResultWriter) error {
 	if dq.Retries >= 0 {
 		q.SetRetries(dq.Retries)
 	}
+	if dq.Zone != "" {
+		out = zonedWriter{out, dq.Zone}
+	}
 	if dq.Local != nil {
 		if dq.Changed {
 			r.prune(q.c)
@@ -344,6 +347,21 @@ func writeLocal(res *engine.Result, out ResultWriter) error {
 			return err
 		}
 	}
+}
+
+// zonedWriter names the statement's time zone in the result schema
+// (ZoneMetadataKey), so that clients print TIMESTAMPTZ values in it.
+type zonedWriter struct {
+	ResultWriter
+	zone string
+}
+
+func (w zonedWriter) SetSchema(s *arrow.Schema) error {
+	md := s.Metadata()
+	keys := append(append([]string(nil), md.Keys()...), ZoneMetadataKey)
+	vals := append(append([]string(nil), md.Values()...), w.zone)
+	m := arrow.NewMetadata(keys, vals)
+	return w.ResultWriter.SetSchema(arrow.NewSchema(s.Fields(), &m))
 }
 
 type runResult struct {

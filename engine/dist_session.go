@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +42,9 @@ type DistQuery struct {
 	// Retries is the script's SET query_retries before this statement
 	// (-1: not set; the coordinator's default applies).
 	Retries int
+	// Zone is the time zone the script set (a name LoadZone reads; "":
+	// UTC): TIMESTAMPTZ values of the result print in it.
+	Zone string
 	// Changed: the statement ran on the coordinator and may have changed
 	// the catalog (tables rewritten or dropped): storage nodes may hold
 	// files it no longer places on them.
@@ -90,16 +94,22 @@ func (s *Session) PrepareDistributed(ctx context.Context, script string, k int, 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	dq := &DistQuery{SQL: stmts[k].Text, Retries: -1}
-	for i := 0; i < k; i++ {
-		if n, ok, err := clusterSetting(stmts[i].Stmt); err != nil {
+	// The script's SET statements up to k apply to this statement only:
+	// the coordinator's session is shared by every client.
+	saved := s.clusterState()
+	defer s.restoreClusterState(saved)
+	s.queryRetries = -1
+	for i := 0; i <= k; i++ {
+		if _, ok := stmts[i].Stmt.(*sql.Set); !ok {
+			continue
+		}
+		if err := s.replaySet(ctx, script, stmts[i].Stmt); err != nil {
 			return nil, err
-		} else if ok {
-			dq.Retries = n
 		}
 	}
-	if _, ok, err := clusterSetting(stmts[k].Stmt); err != nil {
-		return nil, err
-	} else if ok {
+	dq.Retries = s.queryRetries
+	dq.Zone = s.zone
+	if _, ok := stmts[k].Stmt.(*sql.Set); ok {
 		dq.Local = status("SET", 0)
 		return dq, nil
 	}
@@ -149,19 +159,43 @@ func (s *Session) PrepareDistributed(ctx context.Context, script string, k int, 
 	return dq, nil
 }
 
-// clusterSetting recognizes SET query_retries (task_retries), the setting a
-// cluster request replays, and returns its value.
-func clusterSetting(st sql.Statement) (int, bool, error) {
-	x, ok := st.(*sql.Set)
-	if !ok {
-		return 0, false, nil
+// clusterState is what a cluster script's SET statements change on the
+// coordinator's session for the time of one PrepareDistributed.
+type clusterState struct {
+	zone, zoneShown string
+	queryRetries    int
+	disabledRules   []string
+	client          map[string]string
+}
+
+func (s *Session) clusterState() clusterState {
+	return clusterState{s.zone, s.zoneShown, s.queryRetries, s.opts.DisabledRules, maps.Clone(s.client)}
+}
+
+func (s *Session) restoreClusterState(st clusterState) {
+	s.zone, s.zoneShown, s.queryRetries, s.opts.DisabledRules, s.client = st.zone, st.zoneShown, st.queryRetries, st.disabledRules, st.client
+}
+
+// replaySet applies one SET of a cluster script. The settings that
+// have a meaning on a cluster are replayed: the time zone (binding and
+// output), query_retries, disabled_rules (planning) and the PostgreSQL
+// client settings; the ones that size embedded execution (memory_limit,
+// parallelism, batch_size, spill_*) are refused, since workers size
+// their tasks themselves.
+func (s *Session) replaySet(ctx context.Context, script string, st sql.Statement) error {
+	x := st.(*sql.Set)
+	switch name := strings.ToLower(x.Name.Name); {
+	case name == SettingTimeZone || name == "time zone" || name == SettingQueryRetries || name == SettingTaskRetries ||
+		name == SettingDisabledRules || isClientSetting(name):
+	default:
+		return nferr.Queryf("SET %s is not supported on a cluster (it sizes embedded execution; workers size their tasks with their own --memory-limit); supported: timezone, query_retries, disabled_rules", x.Name.Name)
 	}
-	name := strings.ToLower(x.Name.Name)
-	if name != SettingQueryRetries && name != SettingTaskRetries {
-		return 0, false, nil
+	b, err := PrepareIn(s.catalog(), script, st, s.zone, s.opts.DisabledRules...)
+	if err != nil {
+		return err
 	}
-	n, err := parseRetries(name, bind.SetValue(x))
-	return n, err == nil, err
+	_, err = s.runStmt(ctx, b)
+	return err
 }
 
 func statementName(st bind.Statement) string {

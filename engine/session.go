@@ -127,6 +127,9 @@ type Session struct {
 	// (TimeZone, ValueFormatter).
 	zone      string
 	zoneShown string // the zone as SET gave it (SHOW timezone)
+	// client holds the PostgreSQL client settings SET has given
+	// (clientSettings): accepted and shown, without effect on queries.
+	client map[string]string
 	// spillRoot is the spill directory in use ("": spilling off), resolved
 	// from the SpillDir setting spillFor at the first query after it
 	// changed; leftovers of killed processes are removed then.
@@ -320,6 +323,7 @@ type Result struct {
 	err     error
 	started time.Time
 	onClose func()
+	stream  Stream // NewStreamResult's source
 }
 
 // Next returns the next batch of rows, or nil at the end. The batch is
@@ -334,6 +338,19 @@ func (r *Result) Next() (arrow.RecordBatch, error) {
 	}
 	if r.done || r.closed {
 		return nil, nil
+	}
+	if r.stream != nil {
+		rec, err := r.stream.Next()
+		if err != nil {
+			r.err = err
+			return nil, err
+		}
+		if rec == nil {
+			r.done = true
+			return nil, nil
+		}
+		r.rows += rec.NumRows()
+		return rec, nil
 	}
 	if r.root == nil {
 		if len(r.static) == 0 {
@@ -398,6 +415,11 @@ func (r *Result) Close() error {
 			r.spilled.Add(r.env.Spill.Written())
 		}
 		if serr := r.env.Spill.Close(); err == nil {
+			err = serr
+		}
+	}
+	if r.stream != nil {
+		if serr := r.stream.Close(); err == nil {
 			err = serr
 		}
 	}
@@ -1233,6 +1255,16 @@ func (s *Session) set(name, value string) error {
 		s.zoneShown = v
 		return nil
 	default:
+		if cs, ok := clientSettings[strings.ToLower(name)]; ok {
+			if err := cs.check(name, v); err != nil {
+				return err
+			}
+			if s.client == nil {
+				s.client = map[string]string{}
+			}
+			s.client[strings.ToLower(name)] = v
+			return nil
+		}
 		return nferr.Queryf("unknown setting %q (known: %s)", name, knownSettings)
 	}
 	if err := o.Validate(); err != nil {
@@ -1278,7 +1310,14 @@ func (s *Session) show(name string) (*Result, error) {
 		}
 		name = SettingTimeZone
 	default:
-		return nil, nferr.Queryf("unknown setting %q (known: %s)", name, knownSettings)
+		cs, ok := clientSettings[strings.ToLower(name)]
+		if !ok {
+			return nil, nferr.Queryf("unknown setting %q (known: %s)", name, knownSettings)
+		}
+		v = cs.value
+		if got, ok := s.client[strings.ToLower(name)]; ok {
+			v = got
+		}
 	}
 	return staticResult(s.opts.Alloc, []string{strings.ToLower(name)}, []arrow.DataType{typStr}, [][]any{{v}}), nil
 }

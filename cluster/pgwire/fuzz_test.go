@@ -20,7 +20,7 @@ func FuzzConnection(f *testing.F) {
 		f.Fatal(err)
 	}
 	s.Close()
-	srv := &Server{opts: Options{Open: func() (*engine.Session, error) { return engine.Open(dir, engine.Options{Parallelism: 1}) }}, conns: map[uint32]*conn{}}
+	srv := &Server{opts: Options{Open: func() (engine.Conn, error) { return engine.OpenConn(dir, engine.Options{Parallelism: 1}) }}, conns: map[uint32]*conn{}}
 	if err := srv.opts.Validate(); err != nil {
 		f.Fatal(err)
 	}

@@ -37,9 +37,10 @@ type Options struct {
 	// above); RequireTLS then refuses connections that do not ask for it.
 	TLS        *tls.Config
 	RequireTLS bool
-	// Open makes the session of a new connection; the server closes it
-	// when the connection ends. Required.
-	Open func() (*engine.Session, error)
+	// Open makes the session of a new connection (engine.LocalConn of a
+	// database in this process, cluster.NewSQLConn on a coordinator);
+	// the server closes it when the connection ends. Required.
+	Open func() (engine.Conn, error)
 	// Logger receives connection errors (default: slog's default).
 	Logger *slog.Logger
 }
@@ -141,7 +142,7 @@ type conn struct {
 	s      *Server
 	nc     net.Conn
 	be     *pgproto3.Backend
-	sess   *engine.Session
+	sess   engine.Conn
 	pid    uint32
 	secret []byte
 	tls    bool // the connection switched to TLS
@@ -678,7 +679,7 @@ func (c *conn) execute(m *pgproto3.Execute) {
 	}
 	ctx, done := c.context()
 	defer done()
-	r, err := c.sess.Query(ctx, src)
+	r, err := engine.QueryConn(ctx, c.sess, src)
 	if err != nil {
 		c.fail(err, src)
 		return

@@ -18,8 +18,9 @@ import (
 
 // coordinatorNode is a running coordinator and what it holds open.
 type coordinatorNode struct {
-	node *cluster.Node
-	sess *engine.Session
+	node   *cluster.Node
+	sess   *engine.Session
+	runner *cluster.SQLRunner // with a catalog (dir), else nil
 }
 
 func (c *coordinatorNode) Close() {
@@ -32,19 +33,20 @@ func (c *coordinatorNode) Close() {
 // startCoordinatorNode starts a coordinator; with dir it serves SQL over
 // the catalog of dir (which it holds open: no other process may open dir
 // meanwhile).
-func startCoordinatorNode(ctx context.Context, o cluster.Options, dir string, so cluster.SQLOptions) (*coordinatorNode, error) {
+func startCoordinatorNode(ctx context.Context, o cluster.Options, dir string, so cluster.SQLOptions, fileAccess string) (*coordinatorNode, error) {
 	runners := cluster.RunnerMux{}
 	for k, r := range coordinatorRunners {
 		runners[k] = r
 	}
 	c := &coordinatorNode{}
 	if dir != "" {
-		sess, err := openSession(dir, false, engine.Options{})
+		sess, err := openSession(dir, false, engine.Options{FileAccess: fileAccess})
 		if err != nil {
 			return nil, err
 		}
 		c.sess = sess
 		r := cluster.NewSQLRunner(sess, so)
+		c.runner = r
 		runners[cluster.SQLKind] = r
 		runners[cluster.PlaceKind] = r
 	}

@@ -69,6 +69,12 @@ func copyTPCH(t testing.TB, src string) string {
 // with a SQL client.
 func localSQLCluster(t testing.TB, dir string, workers, storageNodes, replication int, workerArgs ...string) (*cluster.LocalCluster, *clusterSQL) {
 	t.Helper()
+	return localSQLClusterWith(t, dir, workers, storageNodes, replication, nil, workerArgs...)
+}
+
+// localSQLClusterWith is localSQLCluster with extra coordinator flags.
+func localSQLClusterWith(t testing.TB, dir string, workers, storageNodes, replication int, coordArgs []string, workerArgs ...string) (*cluster.LocalCluster, *clusterSQL) {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +84,7 @@ func localSQLCluster(t testing.TB, dir string, workers, storageNodes, replicatio
 	lc, err := cluster.StartLocal(ctx, cluster.LocalOptions{
 		Dir: dir, Workers: workers, Storage: storageNodes, Replication: replication,
 		Exe: exe, Env: []string{testNodeEnv + "=1"},
-		Extra: map[cluster.Role][]string{cluster.RoleWorker: append([]string{"--cores", "2"}, workerArgs...)},
+		Extra: map[cluster.Role][]string{cluster.RoleWorker: append([]string{"--cores", "2"}, workerArgs...), cluster.RoleCoordinator: coordArgs},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"fmt"
+	"os"
+
 	"github.com/spf13/cobra"
 
 	"github.com/nicflow/nicflow/cluster"
+	"github.com/nicflow/nicflow/cluster/pgwire"
+	"github.com/nicflow/nicflow/engine"
 	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
@@ -14,6 +19,11 @@ var coordSQLFlags struct {
 	dir         string
 	replication int
 	memoryLimit string
+	pgListen    string
+	tlsCert     string
+	tlsKey      string
+	requireTLS  bool
+	fileRoot    string
 }
 
 // coordinatorRunners are the request kinds every coordinator serves; with
@@ -43,12 +53,25 @@ result to the client, and fails a query within seconds, naming the node,
 when a node it uses dies. No other process may open DIR while it runs.
 /metrics and /status are served on the admin port (default 127.0.0.1:7480).
 
+With --pg-listen ADDR (and --dir) the coordinator also serves the cluster
+over the PostgreSQL wire protocol, as "nicflow serve" serves one database:
+psql, pgx and JDBC clients connect there, log in with SCRAM-SHA-256 as
+users of "nicflow user add --dir DIR" (a cluster has no anonymous access),
+and their queries run on the workers like any other client's. --tls-cert
+and --tls-key give them TLS; --require-tls refuses plain connections.
+
 Every node needs the cluster's key directory (--keys): create it once with
 "nicflow cluster init --dir KEYDIR" and copy it to every machine (see
 docs/cluster.md for per-node certificates instead).`,
 	Example: `  # first machine (10.0.0.1)
   nicflow cluster init --dir /etc/nicflow/keys
   nicflow coordinator --keys /etc/nicflow/keys --advertise 10.0.0.1 --dir /data/tpch
+
+  # PostgreSQL clients too (users live in DIR/users.json)
+  nicflow user add --dir /data/tpch alice
+  nicflow coordinator --keys /etc/nicflow/keys --dir /data/tpch --pg-listen 0.0.0.0:5433 \
+    --tls-cert pg.crt --tls-key pg.key
+  psql "host=10.0.0.1 port=5433 user=alice sslmode=require" -c "select count(*) from lineitem"
 
   # options from a JSON file, one flag overriding it
   nicflow coordinator --config coordinator.json --log-level debug`,
@@ -69,11 +92,40 @@ docs/cluster.md for per-node certificates instead).`,
 		if coordSQLFlags.replication < 1 {
 			return usagef("--replication must be at least 1")
 		}
-		c, err := startCoordinatorNode(cmd.Context(), o, coordSQLFlags.dir, so)
+		f := coordSQLFlags
+		fileAccess := f.fileRoot
+		var pg *pgwire.Options
+		if f.pgListen != "" && f.pgListen != "off" {
+			if f.dir == "" {
+				return usagef("--pg-listen needs --dir: PostgreSQL clients run SQL against the coordinator's catalog")
+			}
+			// NB: a cluster has no anonymous access: PostgreSQL clients
+			// log in as users of DIR/users.json, and read or write the
+			// coordinator's files only under --file-root.
+			po, err := pgOptions(f.pgListen, f.dir, true, f.tlsCert, f.tlsKey, f.requireTLS)
+			if err != nil {
+				return err
+			}
+			pg = &po
+			if fileAccess == "" {
+				fileAccess = engine.FileAccessNone
+			}
+		}
+		c, err := startCoordinatorNode(cmd.Context(), o, f.dir, so, fileAccess)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
+		if pg != nil {
+			pg.Open = func() (engine.Conn, error) { return cluster.NewSQLConn(c.node.Coordinator(), c.runner), nil }
+			srv, err := pgwire.Listen(*pg)
+			if err != nil {
+				return err
+			}
+			defer srv.Close()
+			go srv.Serve() //nolint:errcheck // ends at Close
+			fmt.Fprintf(os.Stderr, "nicflow: serving the cluster to PostgreSQL clients on %s (psql -h %s -p %s -U USER)\n", srv.Addr(), hostOf(srv.Addr()), portOf(srv.Addr()))
+		}
 		return serveNode(cmd.Context(), c.node, coordFlags.readyFile)
 	},
 }
@@ -84,5 +136,10 @@ func init() {
 	f.StringVar(&coordSQLFlags.dir, "dir", "", "database directory whose catalog the coordinator plans SQL against (without it, SQL is refused)")
 	f.IntVar(&coordSQLFlags.replication, "replication", 1, "storage nodes each file is copied to when the coordinator places a table")
 	f.StringVar(&coordSQLFlags.memoryLimit, "memory-limit", "", "memory budget of each task on the workers, e.g. 2GiB (default: the worker's)")
+	f.StringVar(&coordSQLFlags.pgListen, "pg-listen", "", "serve the cluster to PostgreSQL clients (psql, pgx, JDBC) on this address, e.g. 0.0.0.0:5433; they log in as users of `nicflow user add --dir DIR` (default: off)")
+	f.StringVar(&coordSQLFlags.tlsCert, "tls-cert", "", "PEM certificate (chain) for PostgreSQL clients' TLS (with --tls-key)")
+	f.StringVar(&coordSQLFlags.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	f.BoolVar(&coordSQLFlags.requireTLS, "require-tls", false, "refuse PostgreSQL connections that do not use TLS")
+	f.StringVar(&coordSQLFlags.fileRoot, "file-root", "", "directory under which SQL may read and write the coordinator's files (file tables, COPY); 'none' for no file access. Default: any path, none with --pg-listen")
 	rootCmd.AddCommand(coordinatorCmd)
 }

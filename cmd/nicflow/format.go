@@ -115,14 +115,9 @@ func writeResult(w io.Writer, format string, r *engine.Result) (int64, error) {
 	return writeRecordsIn(w, format, r.Schema, r.Next, r.Zone)
 }
 
-// writeRecords formats the batches next returns (until nil) of schema sch:
-// embedded results and cluster results print the same.
-func writeRecords(w io.Writer, format string, sch *arrow.Schema, next func() (arrow.RecordBatch, error)) (int64, error) {
-	return writeRecordsIn(w, format, sch, next, nil)
-}
-
-// writeRecordsIn is writeRecords with TIMESTAMPTZ values printed in zone
-// loc (the session's; nil: UTC).
+// writeRecordsIn formats the batches next returns (until nil) of schema
+// sch, TIMESTAMPTZ values in zone loc (the session's; nil: UTC): embedded
+// results and cluster results print the same.
 func writeRecordsIn(w io.Writer, format string, sch *arrow.Schema, next func() (arrow.RecordBatch, error), loc *time.Location) (int64, error) {
 	rw, err := newRowWriter(w, format, sch)
 	if err != nil {

@@ -90,29 +90,11 @@ func runServe(cmd *cobra.Command, stderr io.Writer) error {
 		return err
 	}
 	first.Close()
-	po := pgwire.Options{
-		Listen: serveFlags.pgListen,
-		Open:   func() (*engine.Session, error) { return engine.Open(serveFlags.dir, opts) },
+	po, err := pgOptions(serveFlags.pgListen, serveFlags.dir, serveFlags.auth, serveFlags.tlsCert, serveFlags.tlsKey, serveFlags.requireTLS)
+	if err != nil {
+		return err
 	}
-	if (serveFlags.tlsCert == "") != (serveFlags.tlsKey == "") {
-		return usagef("--tls-cert and --tls-key go together")
-	}
-	if serveFlags.tlsCert != "" {
-		cert, err := tls.LoadX509KeyPair(serveFlags.tlsCert, serveFlags.tlsKey)
-		if err != nil {
-			return nferr.Queryf("--tls-cert/--tls-key: %v", err)
-		}
-		po.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	}
-	po.RequireTLS = serveFlags.requireTLS
-	if serveFlags.auth {
-		po.UsersFile = pgwire.UsersFile(serveFlags.dir)
-		if names, err := pgwire.ListUsers(po.UsersFile); err != nil {
-			return err
-		} else if len(names) == 0 {
-			return usagef("--auth: %s has no users yet; add one with `nicflow user add --dir %s NAME`", po.UsersFile, serveFlags.dir)
-		}
-	}
+	po.Open = func() (engine.Conn, error) { return engine.OpenConn(serveFlags.dir, opts) }
 	srv, err := pgwire.Listen(po)
 	if err != nil {
 		return err
@@ -149,4 +131,34 @@ func portOf(addr string) string {
 		return ""
 	}
 	return p
+}
+
+// pgOptions are the PostgreSQL server's options from the flags `nicflow
+// serve` and `nicflow coordinator` share (Open is the caller's): with
+// auth, the users of dir's users file log in with SCRAM-SHA-256.
+func pgOptions(listen, dir string, auth bool, certFile, keyFile string, requireTLS bool) (pgwire.Options, error) {
+	po := pgwire.Options{Listen: listen, RequireTLS: requireTLS}
+	if (certFile == "") != (keyFile == "") {
+		return po, usagef("--tls-cert and --tls-key go together")
+	}
+	if certFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return po, nferr.Queryf("--tls-cert/--tls-key: %v", err)
+		}
+		po.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	} else if requireTLS {
+		return po, usagef("--require-tls needs --tls-cert and --tls-key")
+	}
+	if auth {
+		po.UsersFile = pgwire.UsersFile(dir)
+		names, err := pgwire.ListUsers(po.UsersFile)
+		if err != nil {
+			return po, err
+		}
+		if len(names) == 0 {
+			return po, usagef("%s has no users yet; add one with `nicflow user add --dir %s NAME`", po.UsersFile, dir)
+		}
+	}
+	return po, nil
 }

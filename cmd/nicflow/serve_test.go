@@ -34,7 +34,7 @@ func startPGServer(t *testing.T, dir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := pgwire.Listen(pgwire.Options{Listen: "127.0.0.1:0", Open: func() (*engine.Session, error) { return engine.Open(dir, opts) }})
+	srv, err := pgwire.Listen(pgwire.Options{Listen: "127.0.0.1:0", Open: func() (engine.Conn, error) { return engine.OpenConn(dir, opts) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestServeAuth(t *testing.T) {
 	if err := pgwire.AddUser(users, "alice", "correct horse"); err != nil {
 		t.Fatal(err)
 	}
-	open := func() (*engine.Session, error) { return engine.Open(dir, engine.Options{Parallelism: 2}) }
+	open := func() (engine.Conn, error) { return engine.OpenConn(dir, engine.Options{Parallelism: 2}) }
 	if _, err := pgwire.Listen(pgwire.Options{Listen: "0.0.0.0:0", Open: open}); err == nil {
 		t.Error("listening on 0.0.0.0 without authentication was allowed")
 	}
@@ -367,7 +367,7 @@ func TestServeTLS(t *testing.T) {
 	}
 	cfg := &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
 	srv, err := pgwire.Listen(pgwire.Options{Listen: "127.0.0.1:0", TLS: cfg, RequireTLS: true,
-		Open: func() (*engine.Session, error) { return engine.Open(dir, engine.Options{Parallelism: 2}) }})
+		Open: func() (engine.Conn, error) { return engine.OpenConn(dir, engine.Options{Parallelism: 2}) }})
 	if err != nil {
 		t.Fatal(err)
 	}

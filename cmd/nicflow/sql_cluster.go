@@ -13,6 +13,7 @@ import (
 
 	"github.com/nicflow/nicflow/cluster"
 	"github.com/nicflow/nicflow/engine"
+	"github.com/nicflow/nicflow/exec/expr"
 	"github.com/nicflow/nicflow/tpch"
 )
 
@@ -20,7 +21,7 @@ import (
 // --cluster`). A script is split here (a syntax error is reported before
 // anything runs, as embedded) and every statement is one request carrying
 // the whole script and the statement's index (the coordinator replays the
-// script's SET query_retries before it). Queries run on the workers;
+// script's SET statements before it). Queries run on the workers;
 // statements that change the database run on the coordinator.
 
 // clusterSQL runs statements on a coordinator.
@@ -144,7 +145,9 @@ func (cs *clusterSQL) runScript(ctx context.Context, script, format string, stdo
 			continue
 		}
 		out.startResult()
-		_, err = writeRecords(stdout, format, sr.schema, sr.res.Next)
+		zone, _ := sr.schema.Metadata().GetValue(cluster.ZoneMetadataKey)
+		loc, _ := expr.LoadZone(zone)
+		_, err = writeRecordsIn(stdout, format, sr.schema, sr.res.Next, loc)
 		sr.res.Close()
 		if err != nil {
 			return err
