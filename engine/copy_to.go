@@ -25,7 +25,12 @@ import (
 // quotes them). The file appears whole or not at all: it is written under
 // a temporary name and renamed when the last row is in.
 func (s *Session) copyTo(ctx context.Context, x *bind.CopyToStmt) (*Result, error) {
-	if err := checkFileAccess(s.opts.FileAccess, x.File); err != nil {
+	var out CopyOut
+	if x.Stdout {
+		if out = copyOutOf(ctx); out == nil {
+			return nil, nferr.Queryf("COPY TO STDOUT needs a client that receives the rows (psql, a driver's copy-out, nicflow sql); write to a file instead")
+		}
+	} else if err := checkFileAccess(s.opts.FileAccess, x.File); err != nil {
 		return nil, err
 	}
 	r, err := s.startQuery(ctx, x.Query, false)
@@ -34,9 +39,15 @@ func (s *Session) copyTo(ctx context.Context, x *bind.CopyToStmt) (*Result, erro
 	}
 	defer r.Close()
 	var w rowSink
-	if x.Format == "parquet" {
+	switch {
+	case x.Stdout:
+		if err := out.Begin(r.Schema.NumFields()); err != nil {
+			return nil, err
+		}
+		w = newTextSink(out, "STDOUT", r.Schema, x, s.TimeZone())
+	case x.Format == "parquet":
 		w, err = newParquetSink(x.File, r.Schema)
-	} else {
+	default:
 		w, err = newCSVSink(x.File, r.Schema, x, s.TimeZone())
 	}
 	if err != nil {
@@ -87,6 +98,10 @@ func (p *parquetSink) abort()                            { p.f.Abort() }
 // csvSink writes CSV: delimiter-separated fields, a field quoted (with ""
 // for a quote inside) when it holds the delimiter, a quote or a line
 // break, or when it equals the NULL text; NULL is the NULL text unquoted.
+// In PostgreSQL's text format (text) a field's backslashes, line breaks,
+// tabs and delimiters are escaped with a backslash instead, and NULL is
+// \N. It writes a file (path, renamed from tmp at close) or a client's
+// copy stream (f nil).
 type csvSink struct {
 	path, tmp string
 	f         *os.File
@@ -95,15 +110,12 @@ type csvSink struct {
 	fmts      []*ValueFormatter
 	delim     byte
 	null      string
+	text      bool
 	line      []byte
 }
 
-func newCSVSink(path string, sch *arrow.Schema, x *bind.CopyToStmt, loc *time.Location) (*csvSink, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, nferr.Queryf("file %s: %v", path, err)
-	}
-	c := &csvSink{path: abs, tmp: filepath.Join(filepath.Dir(abs), "."+filepath.Base(abs)+".tmp-"+strconv.Itoa(os.Getpid())), delim: byte(x.Delimiter), null: x.Null}
+func newSink(path string, sch *arrow.Schema, x *bind.CopyToStmt, loc *time.Location) (*csvSink, error) {
+	c := &csvSink{path: path, delim: byte(x.Delimiter), null: x.Null, text: x.Format == "text"}
 	for _, f := range sch.Fields() {
 		vf, err := NewValueFormatterIn(f.Type, loc) // TIMESTAMPTZ in the session zone, as PostgreSQL
 		if err != nil {
@@ -111,6 +123,50 @@ func newCSVSink(path string, sch *arrow.Schema, x *bind.CopyToStmt, loc *time.Lo
 		}
 		c.fmts = append(c.fmts, vf)
 	}
+	return c, nil
+}
+
+// newTextSink writes the rows to a client's copy stream w (named what in
+// errors).
+func newTextSink(w io.Writer, what string, sch *arrow.Schema, x *bind.CopyToStmt, loc *time.Location) *csvSink {
+	c, err := newSink(what, sch, x, loc)
+	if err != nil {
+		// NB: only a type without a text form fails, which COPY's
+		// query cannot produce; fall back to the error at write.
+		c = &csvSink{path: what, delim: byte(x.Delimiter), null: x.Null, text: x.Format == "text"}
+	}
+	c.w = bufio.NewWriterSize(w, 64<<10)
+	if x.Header {
+		c.writeHeader(sch) //nolint:errcheck // reported by the next write
+	}
+	return c
+}
+
+func (c *csvSink) writeHeader(sch *arrow.Schema) error {
+	c.line = c.line[:0]
+	for i, f := range sch.Fields() {
+		if i > 0 {
+			c.line = append(c.line, c.delim)
+		}
+		c.line = c.field(c.line, f.Name)
+	}
+	c.line = append(c.line, '\n')
+	if _, err := c.w.Write(c.line); err != nil {
+		return nferr.IOf("writing %s: %w", c.path, err)
+	}
+	return nil
+}
+
+func newCSVSink(path string, sch *arrow.Schema, x *bind.CopyToStmt, loc *time.Location) (*csvSink, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, nferr.Queryf("file %s: %v", path, err)
+	}
+	c, err := newSink(abs, sch, x, loc)
+	if err != nil {
+		return nil, err
+	}
+	c.tmp = filepath.Join(filepath.Dir(abs), "."+filepath.Base(abs)+".tmp-"+strconv.Itoa(os.Getpid()))
 	if st, err := os.Stat(filepath.Dir(abs)); err != nil || !st.IsDir() {
 		return nil, nferr.Queryf("COPY TO %s: directory %s does not exist", path, filepath.Dir(path))
 	}
@@ -133,24 +189,19 @@ func newCSVSink(path string, sch *arrow.Schema, x *bind.CopyToStmt, loc *time.Lo
 	}
 	c.w = bufio.NewWriterSize(out, 256<<10)
 	if x.Header {
-		c.line = c.line[:0]
-		for i, f := range sch.Fields() {
-			if i > 0 {
-				c.line = append(c.line, c.delim)
-			}
-			c.line = c.field(c.line, f.Name)
-		}
-		c.line = append(c.line, '\n')
-		if _, err := c.w.Write(c.line); err != nil {
+		if err := c.writeHeader(sch); err != nil {
 			c.abort()
-			return nil, nferr.IOf("writing %s: %w", path, err)
+			return nil, err
 		}
 	}
 	return c, nil
 }
 
-// field appends v, quoted when it must be.
+// field appends v, quoted (csv) or escaped (text) when it must be.
 func (c *csvSink) field(dst []byte, v string) []byte {
+	if c.text {
+		return appendTextField(dst, v, c.delim)
+	}
 	if v != c.null && !strings.ContainsAny(v, "\"\r\n"+string(c.delim)) {
 		return append(dst, v...)
 	}
@@ -181,8 +232,37 @@ func (c *csvSink) write(rec arrow.RecordBatch) error {
 	return nil
 }
 
+// appendTextField appends v in PostgreSQL's COPY text format: backslash,
+// line breaks, tab and the delimiter escaped with a backslash.
+func appendTextField(dst []byte, v string, delim byte) []byte {
+	for i := 0; i < len(v); i++ {
+		switch ch := v[i]; ch {
+		case '\\':
+			dst = append(dst, '\\', '\\')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			if ch == delim {
+				dst = append(dst, '\\')
+			}
+			dst = append(dst, ch)
+		}
+	}
+	return dst
+}
+
 func (c *csvSink) close() error {
 	err := c.w.Flush()
+	if c.f == nil {
+		if err != nil {
+			return nferr.IOf("writing %s: %w", c.path, err)
+		}
+		return nil
+	}
 	if err == nil && c.z != nil {
 		err = c.z.Close()
 	}
@@ -203,6 +283,9 @@ func (c *csvSink) close() error {
 }
 
 func (c *csvSink) abort() {
+	if c.f == nil {
+		return
+	}
 	if c.z != nil {
 		c.z.Close()
 	}

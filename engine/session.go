@@ -994,11 +994,28 @@ func (s *Session) copy(ctx context.Context, x *bind.CopyStmt) (*Result, error) {
 	if len(checks) > 0 {
 		opts.Check = func(rec arrow.RecordBatch) error { return checkRows(s.opts.Alloc, x.Table.Name, checks, rec) }
 	}
-	if err := checkFileAccess(s.opts.FileAccess, x.File); err != nil {
+	file := x.File
+	if x.Stdin {
+		// NB: the client's data is spooled to a file first, so that it
+		// loads as a file does (one atomic commit, line numbers in
+		// errors) and the client's stream ends before any row is parsed.
+		path, err := s.spoolCopyIn(ctx, x.Table.Schema.NumFields())
+		if err != nil {
+			return nil, err
+		}
+		defer os.Remove(path)
+		file = path
+	} else if err := checkFileAccess(s.opts.FileAccess, x.File); err != nil {
 		return nil, err
 	}
-	n, err := s.db.Copy(ctx, name, []string{x.File}, opts)
+	n, err := s.db.Copy(ctx, name, []string{file}, opts)
 	if err != nil {
+		if e, ok := nferr.As(err); ok && x.Stdin {
+			// The spool file is ours: name the client's data instead.
+			named := *e
+			named.Msg = strings.ReplaceAll(e.Msg, file, "STDIN")
+			err = &named
+		}
 		return nil, err
 	}
 	return status("COPY "+strconv.FormatInt(n, 10), n), nil

@@ -127,7 +127,7 @@ func FuzzScanSpec(f *testing.F) {
 	})
 }
 
-// FuzzTextLine parses csv and tbl input: a bad line must give a KindData
+// FuzzTextLine parses csv, tbl and text input: a bad line must give a KindData
 // error naming the line, never a panic.
 func FuzzTextLine(f *testing.F) {
 	db, err := Open(f.TempDir(), Options{})
@@ -139,10 +139,11 @@ func FuzzTextLine(f *testing.F) {
 	f.Add("1|2|3.50|1.5|abc|1995-01-01|t|12.345|\n", "tbl")
 	f.Add("1,2,3.50,1.5,\"a,\"\"b\",1995-01-01,false,-1\n", "csv")
 	f.Add("1,,,,,1995-01-01,,\n\"", "csv")
+	f.Add("1\t2\t3.50\t1.5\ta\\tb\\\\c\\x41\\101\t1995-01-01\tt\t\\N\n\\.\n", "text")
 	in := f.TempDir()
 	var n atomic.Int64
 	f.Fuzz(func(t *testing.T, body, format string) {
-		if format != "csv" && format != "tbl" {
+		if format != "csv" && format != "tbl" && format != "text" {
 			return
 		}
 		p := filepath.Join(in, fmt.Sprintf("f%d.%s", n.Add(1), format))
@@ -150,7 +151,7 @@ func FuzzTextLine(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer os.Remove(p)
-		_, err := db.Copy(context.Background(), "t", []string{p}, CopyOptions{Replace: true})
+		_, err := db.Copy(context.Background(), "t", []string{p}, CopyOptions{Replace: true, Format: format})
 		if err != nil && !nferr.Is(err, nferr.KindData) {
 			t.Fatalf("copy %q: %v (kind %v)", body, err, nferr.KindOf(err))
 		}

@@ -90,9 +90,21 @@ func (o *CopyOptions) Validate(path string) error {
 		if o.Header {
 			return nferr.Queryf("tbl files have no header line")
 		}
+	case "text":
+		// PostgreSQL's COPY text format: tab-separated, \N for NULL,
+		// backslash escapes.
+		if o.Delimiter == 0 {
+			o.Delimiter = '\t'
+		}
+		if o.Null == "" {
+			o.Null = `\N`
+		}
+		if o.Delimiter == '\\' {
+			return nferr.Queryf("invalid delimiter %q for the text format", o.Delimiter)
+		}
 	case "parquet":
 	default:
-		return nferr.Queryf("unknown format %q (want csv, tbl or parquet)", o.Format)
+		return nferr.Queryf("unknown format %q (want csv, tbl, text or parquet)", o.Format)
 	}
 	if o.Delimiter == o.quote() || o.Delimiter == '\n' || o.Delimiter == '\r' {
 		return nferr.Queryf("invalid delimiter %q", o.Delimiter)
@@ -433,6 +445,9 @@ func textRecords(path string, o CopyOptions, what string, fn func(lineNo int, fi
 		if len(line) == 0 && rerr == io.EOF {
 			break
 		}
+		if o.Format == "text" && string(line) == `\.` {
+			break // PostgreSQL's end-of-data marker
+		}
 		if len(line) == 0 {
 			return nferr.Dataf("%s:%d: empty line", path, first)
 		}
@@ -448,6 +463,115 @@ func textRecords(path string, o CopyOptions, what string, fn func(lineNo int, fi
 		}
 	}
 	return nil
+}
+
+// splitTextFields splits a line of PostgreSQL's COPY text format: fields
+// separated by the delimiter (a delimiter after a backslash is data), each
+// unescaped (\b \f \n \r \t \v \\, \digits in octal, \xhh in hex, any
+// other character after a backslash as itself). A field that reads o.Null
+// before unescaping is NULL (quoted false); every other field is marked
+// quoted, so that an escaped \\N stays the text \N.
+func splitTextFields(line []byte, o CopyOptions, fields [][]byte, quoted []bool) ([][]byte, []bool, error) {
+	d := o.Delimiter
+	start := 0
+	esc := false
+	for i := 0; i <= len(line); i++ {
+		if i < len(line) {
+			if line[i] == '\\' {
+				if i+1 == len(line) {
+					return nil, nil, fmt.Errorf("a backslash ends the line")
+				}
+				i++ // the escaped byte is data
+				esc = true
+				continue
+			}
+			if line[i] != d {
+				continue
+			}
+		}
+		raw := line[start:i]
+		start = i + 1
+		hadEsc := esc
+		esc = false
+		if string(raw) == o.Null {
+			fields = append(fields, raw)
+			quoted = append(quoted, false)
+			continue
+		}
+		if !hadEsc {
+			fields = append(fields, raw)
+			quoted = append(quoted, true)
+			continue
+		}
+		val, err := unescapeText(raw)
+		if err != nil {
+			return nil, nil, err
+		}
+		fields = append(fields, val)
+		quoted = append(quoted, true)
+	}
+	return fields, quoted, nil
+}
+
+// unescapeText reads one field's backslash escapes (splitTextFields).
+func unescapeText(raw []byte) ([]byte, error) {
+	out := make([]byte, 0, len(raw))
+	for i := 0; i < len(raw); i++ {
+		ch := raw[i]
+		if ch != '\\' {
+			out = append(out, ch)
+			continue
+		}
+		i++
+		if i == len(raw) {
+			return nil, fmt.Errorf("a backslash ends the line")
+		}
+		switch c := raw[i]; {
+		case c == 'b':
+			out = append(out, '\b')
+		case c == 'f':
+			out = append(out, '\f')
+		case c == 'n':
+			out = append(out, '\n')
+		case c == 'r':
+			out = append(out, '\r')
+		case c == 't':
+			out = append(out, '\t')
+		case c == 'v':
+			out = append(out, '\v')
+		case c >= '0' && c <= '7':
+			v := 0
+			j := i
+			for ; j < len(raw) && j < i+3 && raw[j] >= '0' && raw[j] <= '7'; j++ {
+				v = v*8 + int(raw[j]-'0')
+			}
+			out = append(out, byte(v))
+			i = j - 1
+		case c == 'x' && i+1 < len(raw) && isHex(raw[i+1]):
+			v := 0
+			j := i + 1
+			for ; j < len(raw) && j < i+3 && isHex(raw[j]); j++ {
+				v = v*16 + hexVal(raw[j])
+			}
+			out = append(out, byte(v))
+			i = j - 1
+		default:
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+func hexVal(c byte) int {
+	switch {
+	case c >= 'a':
+		return int(c-'a') + 10
+	case c >= 'A':
+		return int(c-'A') + 10
+	}
+	return int(c - '0')
 }
 
 // quote is the csv quote character.
@@ -577,6 +701,9 @@ func trimEOL(b []byte) []byte {
 // delimiters and newlines).
 func splitFields(line []byte, o CopyOptions, fields [][]byte, quoted []bool) ([][]byte, []bool, error) {
 	d, q := o.Delimiter, o.quote()
+	if o.Format == "text" {
+		return splitTextFields(line, o, fields, quoted)
+	}
 	csv := o.Format != "tbl"
 	if !csv {
 		if len(line) == 0 || line[len(line)-1] != d {

@@ -26,7 +26,12 @@
 //     authenticates with SCRAM-SHA-256 before anything else, and an
 //     unknown user fails exactly as a wrong password does.
 //
-// Not yet: client certificates, the catalog queries psql's \d TABLE sends, COPY
-// over the protocol, inference of untyped parameters' types (they are
+// COPY ... FROM STDIN and TO STDOUT (psql's \copy, a driver's copy) run
+// over the protocol's copy-in and copy-out streams in text or csv format
+// (copy.go); stray copy messages after a failed copy-in are dropped, as
+// PostgreSQL drops them.
+//
+// Not yet: client certificates, the catalog queries psql's \d TABLE
+// sends, binary COPY, portal suspension (Execute's row limit), inference of untyped parameters' types (they are
 // described as unspecified, 0, and typed by their context when bound).
 package pgwire

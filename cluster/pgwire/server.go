@@ -154,6 +154,10 @@ type conn struct {
 	portals map[string]*portal
 	// failed: an extended-protocol error; messages are skipped until Sync.
 	failed bool
+	// copyIn and copyOut serve the running statement's COPY FROM STDIN
+	// and TO STDOUT (copy.go).
+	copyIn  copyIn
+	copyOut copyOut
 }
 
 // prepared is a statement of the extended protocol.
@@ -348,16 +352,22 @@ func (s *Server) cancel(pid uint32, key []byte) {
 }
 
 // context is a cancellable context for one statement.
+// It carries the connection's COPY streams; when the statement ends, a
+// copy-in it did not finish is drained.
 func (c *conn) context() (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.mu.Lock()
 	c.cancel = cancel
 	c.mu.Unlock()
+	c.copyIn = copyIn{c: c}
+	c.copyOut = copyOut{c: c}
+	ctx = engine.WithCopyOut(engine.WithCopyIn(ctx, &c.copyIn), &c.copyOut)
 	return ctx, func() {
 		c.mu.Lock()
 		c.cancel = nil
 		c.mu.Unlock()
 		cancel()
+		c.copyIn.finish() //nolint:errcheck // a broken connection ends at the next receive
 	}
 }
 
@@ -409,6 +419,8 @@ func (c *conn) loop() error {
 			delete(c.portals, "")
 			c.be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
 		case *pgproto3.Flush:
+		case *pgproto3.CopyData, *pgproto3.CopyDone, *pgproto3.CopyFail:
+			// The rest of a copy-in that failed: PostgreSQL drops it.
 		case *pgproto3.Terminate:
 			return c.be.Flush()
 		default:
@@ -466,6 +478,7 @@ func (c *conn) simpleQuery(script string) {
 func (c *conn) sendResult(r *engine.Result, src string, formats []int16) error {
 	defer r.Close()
 	if r.Schema == nil {
+		c.copyOut.end()
 		c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(r.Status)})
 		return nil
 	}

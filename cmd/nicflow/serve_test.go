@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -388,5 +390,84 @@ func TestServeTLS(t *testing.T) {
 	c.Close(ctx)
 	if _, err := pgx.Connect(ctx, "postgres://nicflow@"+srv.Addr()+"/nicflow?sslmode=disable"); err == nil {
 		t.Error("a plain connection was accepted with RequireTLS")
+	}
+}
+
+// TestServeCopy: COPY FROM STDIN and TO STDOUT over the protocol, in
+// text and csv format, through pgx's copy calls and psql's \copy; a
+// failed copy leaves the table as it was and the connection usable.
+func TestServeCopy(t *testing.T) {
+	dir := t.TempDir()
+	first, err := openSession(dir, true, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	addr := startPGServer(t, dir)
+	c := pgConnect(t, addr, pgx.QueryExecModeCacheStatement)
+	ctx := context.Background()
+	if _, err := c.Exec(ctx, "create table cp (id int, s varchar, d date)"); err != nil {
+		t.Fatal(err)
+	}
+	pc := c.PgConn()
+	tag, err := pc.CopyFrom(ctx, strings.NewReader("1\thello\t2024-01-02\n2\ttab\\there\t\\N\n3\t\\\\N\t2024-03-04\n\\.\n"), "copy cp from stdin")
+	if err != nil || tag.RowsAffected() != 3 {
+		t.Fatalf("copy from stdin (text): %v %v", tag, err)
+	}
+	if tag, err = pc.CopyFrom(ctx, strings.NewReader("id,s,d\n4,\"a,b\",2024-05-06\n5,,\n"), "copy cp from stdin (format csv, header)"); err != nil || tag.RowsAffected() != 2 {
+		t.Fatalf("copy from stdin (csv): %v %v", tag, err)
+	}
+	// A bad row fails the copy, naming STDIN and the line; nothing is added.
+	_, err = pc.CopyFrom(ctx, strings.NewReader("6\tx\t2024-01-01\n7\ty\n"), "copy cp from stdin")
+	if err == nil || !strings.Contains(err.Error(), "STDIN:2: expected 3 fields, found 2") {
+		t.Fatalf("bad row: %v", err)
+	}
+	var buf strings.Builder
+	if tag, err = pc.CopyTo(ctx, &buf, "copy (select * from cp order by id) to stdout"); err != nil || tag.String() != "COPY 5" {
+		t.Fatalf("copy to stdout: %v %v", tag, err)
+	}
+	want := "1\thello\t2024-01-02\n2\ttab\\there\t\\N\n3\t\\\\N\t2024-03-04\n4\ta,b\t2024-05-06\n5\t\\N\t\\N\n"
+	if buf.String() != want {
+		t.Errorf("copy to stdout (text):\n got %q\nwant %q", buf.String(), want)
+	}
+	buf.Reset()
+	if _, err = pc.CopyTo(ctx, &buf, "copy cp to stdout with csv header"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(buf.String(), "id,s,d\n") || !strings.Contains(buf.String(), "4,\"a,b\",2024-05-06\n") {
+		t.Errorf("copy to stdout (csv): %q", buf.String())
+	}
+	buf.Reset()
+	if _, err = pc.CopyTo(ctx, &buf, "copy (select * from cp where id > 100) to stdout"); err != nil || buf.Len() != 0 {
+		t.Errorf("empty copy: %q %v", buf.String(), err)
+	}
+	if _, err = pc.CopyFrom(ctx, strings.NewReader(""), "copy cp from stdin binary"); err == nil || !strings.Contains(err.Error(), "binary is not supported") {
+		t.Errorf("binary copy: %v", err)
+	}
+	var n int
+	if err := c.QueryRow(ctx, "select count(*) from cp").Scan(&n); err != nil || n != 5 {
+		t.Errorf("rows after the copies: %d %v", n, err)
+	}
+
+	// psql's \copy sends COPY ... FROM STDIN / TO STDOUT with the old
+	// option syntax.
+	if _, err := exec.LookPath("psql"); err != nil {
+		t.Skip("psql is not installed")
+	}
+	host, port, _ := strings.Cut(addr, ":")
+	in := filepath.Join(t.TempDir(), "in.csv")
+	if err := os.WriteFile(in, []byte("10,ten,2020-10-10\n11,\"el,even\",\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out.txt")
+	got, err := exec.Command("psql", "-h", host, "-p", port, "-U", "nicflow", "-A", "-t",
+		"-c", `\copy cp from '`+in+`' csv`,
+		"-c", `\copy (select id, s from cp where id >= 10 order by id) to '`+out+`'`).CombinedOutput()
+	if err != nil || string(got) != "COPY 2\nCOPY 2\n" {
+		t.Fatalf("psql \\copy: %q %v", got, err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil || string(b) != "10\tten\n11\tel,even\n" {
+		t.Errorf("psql \\copy to: %q %v", b, err)
 	}
 }

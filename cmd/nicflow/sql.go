@@ -347,11 +347,26 @@ func runSQL(ctx context.Context, fl sqlFlags, args []string, stdin *os.File, std
 			return runScript(ctx, sess, text, fl.format, out, stderr)
 		}, stdin, stdout, stderr)
 	}
+	// COPY ... TO STDOUT writes to standard output; COPY ... FROM STDIN
+	// reads standard input when the script came from elsewhere.
+	ctx = engine.WithCopyOut(ctx, stdioCopy{Writer: stdout})
+	if stdin != nil && (fl.file != "" || len(fl.command) > 0 || len(args) > 0) {
+		ctx = engine.WithCopyIn(ctx, stdioCopy{Reader: stdin})
+	}
 	if fl.timer {
 		return runScriptTimed(ctx, sess, script, fl.format, stdout, stderr, true)
 	}
 	return runScript(ctx, sess, script, fl.format, stdout, stderr)
 }
+
+// stdioCopy serves COPY FROM STDIN and TO STDOUT from the process's
+// standard input and output.
+type stdioCopy struct {
+	io.Reader
+	io.Writer
+}
+
+func (stdioCopy) Begin(int) error { return nil }
 
 // sessionPrompt is the interactive shell on an embedded session.
 func sessionPrompt(sess *engine.Session, format string, stdin io.Reader, stdout, stderr io.Writer) error {

@@ -128,6 +128,9 @@ type CopyToStmt struct {
 	Header    bool
 	// Null is the text of NULL in CSV ("" by default).
 	Null string
+	// Stdout: COPY ... TO STDOUT, to the client (File is empty; Format
+	// "text", PostgreSQL's default, or "csv").
+	Stdout bool
 }
 
 func (*CopyToStmt) boundStmt() {}
@@ -143,8 +146,12 @@ type CopyStmt struct {
 	Format    string
 	Delimiter rune
 	Header    bool
-	// Null is the text that stands for NULL in csv/tbl ("" by default).
+	// Null is the text that stands for NULL in csv/tbl ("" by default;
+	// \N in text).
 	Null string
+	// Stdin: COPY ... FROM STDIN, from the client (File is empty; Format
+	// "text", PostgreSQL's default, or "csv").
+	Stdin bool
 	// Checks are the table's CHECK constraints over CheckCols (the table's
 	// columns, in order).
 	Checks    []BoundCheck
@@ -730,11 +737,21 @@ func (b *binder) copyToStmt(s *sql.Copy) (Statement, error) {
 	if err != nil {
 		return nil, err
 	}
-	o, err := b.copyOptions(s, "COPY TO", "csv", "parquet")
+	formats := []string{"csv", "parquet", "text"}
+	if s.Stdio {
+		formats = []string{"text", "csv"}
+	}
+	o, err := b.copyOptions(s, "COPY TO", formats...)
 	if err != nil {
 		return nil, err
 	}
-	c := &CopyToStmt{Query: qs, File: s.File, Format: o.format, Delimiter: ',', Header: o.header, Null: o.null}
+	c := &CopyToStmt{Query: qs, File: s.File, Format: o.format, Delimiter: ',', Header: o.header, Null: o.null, Stdout: s.Stdio}
+	if c.Format == "text" {
+		c.Delimiter = '\t'
+		if !o.nullSet {
+			c.Null = `\N`
+		}
+	}
 	if o.delimSet {
 		if o.delim > 127 || o.delim == '"' || o.delim == '\n' || o.delim == '\r' {
 			return nil, b.errorf(s, "COPY delimiter must be an ASCII character other than a quote or a line break, got %q", o.delim)
@@ -781,6 +798,9 @@ func (b *binder) copyOptions(s *sql.Copy, what string, formats ...string) (copyO
 		}
 		switch opt.Name {
 		case "format":
+			if strings.EqualFold(val, "binary") {
+				return o, b.errorf(opt, "%s format binary is not supported (want text or csv)", what)
+			}
 			if !slices.Contains(formats, strings.ToLower(val)) {
 				want := strings.Join(formats[:len(formats)-1], ", ") + " or " + formats[len(formats)-1]
 				return o, b.errorf(opt, "%s format %q is not supported (want %s)", what, val, want)
@@ -806,6 +826,11 @@ func (b *binder) copyOptions(s *sql.Copy, what string, formats ...string) (copyO
 				return o, b.errorf(opt, "COPY NULL takes a string")
 			}
 			o.null, o.nullSet = val, true
+		case "quote", "escape":
+			// NB: nicflow quotes and escapes csv with '"' only.
+			if val != `"` {
+				return o, b.errorf(opt, "COPY %s %q is not supported (nicflow's csv uses '\"')", strings.ToUpper(opt.Name), val)
+			}
 		default:
 			return o, b.errorf(opt, "unknown COPY option %s (want FORMAT, DELIMITER, HEADER or NULL)", strings.ToUpper(opt.Name))
 		}
@@ -838,17 +863,29 @@ func (b *binder) copyStmt(s *sql.Copy) (Statement, error) {
 			c.Columns = append(c.Columns, i)
 		}
 	}
-	o, err := b.copyOptions(s, "COPY", "csv", "tbl", "parquet")
+	formats := []string{"csv", "tbl", "parquet", "text"}
+	if s.Stdio {
+		formats = []string{"text", "csv"}
+	}
+	o, err := b.copyOptions(s, "COPY", formats...)
 	if err != nil {
 		return nil, err
 	}
-	c.Format, c.Header, c.Null = o.format, o.header, o.null
+	c.Format, c.Header, c.Null, c.Stdin = o.format, o.header, o.null, s.Stdio
 	delimSet := o.delimSet
 	if delimSet {
 		c.Delimiter = o.delim
 	}
-	if c.Format == "tbl" && !delimSet {
+	switch {
+	case c.Format == "tbl" && !delimSet:
 		c.Delimiter = '|'
+	case c.Format == "text":
+		if !delimSet {
+			c.Delimiter = '\t'
+		}
+		if !o.nullSet {
+			c.Null = `\N`
+		}
 	}
 	if c.Format == "parquet" && (delimSet || c.Header || c.Null != "") {
 		return nil, b.errorf(s, "COPY options DELIMITER, HEADER and NULL apply to csv and tbl files, not parquet")

@@ -677,6 +677,10 @@ type Copy struct {
 	// written to the file. Query is COPY (query) TO (Table is then empty).
 	To    bool
 	Query *Query
+	// Stdio is FROM STDIN / TO STDOUT (File is empty): the rows come from
+	// or go to the client (the protocol's copy stream, the CLI's
+	// standard input or output).
+	Stdio bool
 }
 
 // Option is a name with an optional value (COPY and EXPLAIN options). Name

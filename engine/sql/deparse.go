@@ -942,9 +942,14 @@ func (d *deparser) stmt(s Statement) {
 			d.w(" ")
 			d.identList(s.Columns)
 		}
-		if s.To {
+		switch {
+		case s.Stdio && s.To:
+			d.w(" TO STDOUT")
+		case s.Stdio:
+			d.w(" FROM STDIN")
+		case s.To:
 			d.w(" TO " + QuoteString(s.File))
-		} else {
+		default:
 			d.w(" FROM " + QuoteString(s.File))
 		}
 		if len(s.Options) > 0 {

@@ -1042,16 +1042,57 @@ func (p *parser) parseCopy() (Statement, error) {
 	} else if _, err := p.expectKw("from"); err != nil {
 		return nil, err
 	}
-	if c.File, err = p.parseString("a file name string"); err != nil {
-		return nil, err
+	switch {
+	case c.To && p.acceptKw("stdout"), !c.To && p.acceptKw("stdin"):
+		c.Stdio = true
+	case p.isKw("stdin"), p.isKw("stdout"):
+		return nil, p.errExpected("FROM STDIN or TO STDOUT")
+	default:
+		if c.File, err = p.parseString("a file name string, STDIN or STDOUT"); err != nil {
+			return nil, err
+		}
 	}
 	p.acceptKw("with")
 	if p.isOp("(") {
 		if c.Options, err = p.parseOptions(); err != nil {
 			return nil, err
 		}
+		return c, nil
+	}
+	if c.Options, err = p.parseLegacyCopyOptions(); err != nil {
+		return nil, err
 	}
 	return c, nil
+}
+
+// parseLegacyCopyOptions parses COPY's options in PostgreSQL's older
+// syntax, without parentheses, which psql's \copy sends: BINARY, CSV,
+// HEADER, DELIMITER [AS] 'c', NULL [AS] 'x', QUOTE [AS] 'q' and ESCAPE
+// [AS] 'e', as the options FORMAT binary/csv, HEADER, ... .
+func (p *parser) parseLegacyCopyOptions() ([]*Option, error) {
+	var opts []*Option
+	for {
+		t := p.peek()
+		switch {
+		case isKwTok(t, "binary"), isKwTok(t, "csv"):
+			p.next()
+			opts = append(opts, &Option{Pos: t.pos, Name: "format", Value: &Literal{Pos: t.pos, Kind: LitString, Text: t.text}})
+		case isKwTok(t, "header"):
+			p.next()
+			opts = append(opts, &Option{Pos: t.pos, Name: "header"})
+		case isKwTok(t, "delimiter"), isKwTok(t, "null"), isKwTok(t, "quote"), isKwTok(t, "escape"):
+			p.next()
+			p.acceptKw("as")
+			v := p.peek()
+			text, err := p.parseString("a string after " + strings.ToUpper(t.text))
+			if err != nil {
+				return nil, err
+			}
+			opts = append(opts, &Option{Pos: t.pos, Name: t.text, Value: &Literal{Pos: v.pos, Kind: LitString, Text: text}})
+		default:
+			return opts, nil
+		}
+	}
 }
 
 // parseOptions parses "(name [value], ...)" where value is a string, a
