@@ -1,9 +1,12 @@
 package main
 
 import (
+	"net"
+
 	"github.com/spf13/cobra"
 
 	"github.com/nicflow/nicflow/cluster"
+	"github.com/nicflow/nicflow/cluster/console"
 	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
@@ -41,7 +44,10 @@ into stages, places tables that are not yet on the storage nodes there
 on workers according to their advertised cores and memory, streams the
 result to the client, and fails a query within seconds, naming the node,
 when a node it uses dies. No other process may open DIR while it runs.
-/metrics and /status are served on the admin port (default 127.0.0.1:7480).
+/metrics and /status are served on the admin port (default 127.0.0.1:7480),
+and the web console at its root (http://127.0.0.1:7480/): members, running
+and recent queries with their stages, and a SQL box, which only a loopback
+admin address offers (docs/console.md).
 
 Every node needs the cluster's key directory (--keys): create it once with
 "nicflow cluster init --dir KEYDIR" and copy it to every machine (see
@@ -74,6 +80,13 @@ docs/cluster.md for per-node certificates instead).`,
 			return err
 		}
 		defer c.Close()
+		web, err := mountConsole(c.node)
+		if err != nil {
+			return err
+		}
+		if web != nil {
+			defer web.Close()
+		}
 		return serveNode(cmd.Context(), c.node, coordFlags.readyFile)
 	},
 }
@@ -85,4 +98,25 @@ func init() {
 	f.IntVar(&coordSQLFlags.replication, "replication", 1, "storage nodes each file is copied to when the coordinator places a table")
 	f.StringVar(&coordSQLFlags.memoryLimit, "memory-limit", "", "memory budget of each task on the workers, e.g. 2GiB (default: the worker's)")
 	rootCmd.AddCommand(coordinatorCmd)
+}
+
+// mountConsole serves the web console on the coordinator's admin port:
+// with a SQL box when the port is on a loopback address, read-only
+// beyond (the coordinator has no console users yet).
+func mountConsole(n *cluster.Node) (*console.Console, error) {
+	addr := n.Self().AdminAddr
+	if addr == "" {
+		return nil, nil
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	ip := net.ParseIP(host)
+	c, err := console.New(console.Options{Backend: console.NewCluster(n), Loopback: ip != nil && ip.IsLoopback(), Logger: n.Logger()})
+	if err != nil {
+		return nil, err
+	}
+	if err := n.HandleAdmin("/", c.Handler()); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
 }
