@@ -63,6 +63,13 @@ func (st *Statement) Plan() string {
 	return f()
 }
 
+// HasPlan says whether Plan has a query plan to show (cheaper than Plan).
+func (st *Statement) HasPlan() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.plan != nil
+}
+
 // Cancel cancels the statement (its query fails with a KindCanceled
 // error); it does nothing once the statement has ended.
 func (st *Statement) Cancel() { st.cancel() }
