@@ -95,6 +95,7 @@ func (n *Node) startAdmin(addr string) (net.Listener, error) {
 		return nil, nferr.Unavailablef("admin port %s: %v", addr, err)
 	}
 	mux := http.NewServeMux()
+	n.adminMux = mux
 	mux.Handle("/metrics", promhttp.HandlerFor(n.metrics.reg, promhttp.HandlerOpts{Registry: n.metrics.reg}))
 	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -120,6 +121,24 @@ func (n *Node) startAdmin(addr string) (net.Listener, error) {
 		}
 	}()
 	return lis, nil
+}
+
+// HandleAdmin serves h on the admin port for pattern (http.ServeMux
+// patterns; /metrics, /status and /debug/pprof/ stay the node's): the web
+// console (cluster/console) mounts itself here on a coordinator. It fails
+// when the admin port is off.
+func (n *Node) HandleAdmin(pattern string, h http.Handler) (err error) {
+	if n.adminMux == nil {
+		return nferr.Queryf("node %s has no admin port (--admin off)", n.ID())
+	}
+	defer func() {
+		// NB: ServeMux panics on a conflicting or malformed pattern.
+		if r := recover(); r != nil {
+			err = nferr.Internalf("admin handler %q: %v", pattern, r)
+		}
+	}()
+	n.adminMux.Handle(pattern, h)
+	return nil
 }
 
 func (n *Node) stopAdmin() {

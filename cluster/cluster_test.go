@@ -317,7 +317,7 @@ func TestQueryRetriedAfterWorkerCrash(t *testing.T) {
 		c := tc.coord.Coordinator()
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return c.recent[len(c.recent)-1]
+		return c.recent[len(c.recent)-1].Progress
 	}
 	p := last()
 	if p.Attempt != 1 || len(p.Retried) != 1 || !strings.Contains(p.Retried[0], "w3") {

@@ -100,7 +100,7 @@ type Coordinator struct {
 
 	mu       sync.Mutex
 	queries  map[string]*Query
-	recent   []Progress // final progress of the last finished queries
+	recent   []QueryInfo // final progress of the last finished queries
 	regWait  chan struct{}
 	conns    map[string]*workerConn
 	closed   bool
@@ -497,7 +497,7 @@ func (c *Coordinator) finish(q *Query, err error) {
 	final := q.Progress()
 	c.mu.Lock()
 	delete(c.queries, q.ID)
-	c.recent = append(c.recent, final)
+	c.recent = append(c.recent, QueryInfo{Progress: final, Text: clipText(q.Text), Started: q.started})
 	if len(c.recent) > recentQueries {
 		c.recent = c.recent[len(c.recent)-recentQueries:]
 	}
@@ -650,6 +650,59 @@ func (c *Coordinator) runningProgress() []Progress {
 	return out
 }
 
+// QueryInfo is a running or recent query as a status page shows it: its
+// progress, its request text (the first 4 KiB) and when it started.
+type QueryInfo struct {
+	Progress
+	Text    string    `json:"text"`
+	Started time.Time `json:"started"`
+}
+
+// maxInfoText bounds QueryInfo.Text: a status page needs no 16 MiB
+// script, and 64 recent ones stay small.
+const maxInfoText = 4 << 10
+
+func clipText(s string) string {
+	if len(s) <= maxInfoText {
+		return s
+	}
+	i := maxInfoText
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
+
+// Queries returns the running queries (by ID) and the last finished ones
+// (oldest first, at most 64).
+func (c *Coordinator) Queries() (running, recent []QueryInfo) {
+	c.mu.Lock()
+	qs := make([]*Query, 0, len(c.queries))
+	for _, q := range c.queries {
+		qs = append(qs, q)
+	}
+	recent = append([]QueryInfo(nil), c.recent...)
+	c.mu.Unlock()
+	for _, q := range qs {
+		running = append(running, QueryInfo{Progress: q.Progress(), Text: clipText(q.Text), Started: q.started})
+	}
+	sort.Slice(running, func(i, j int) bool { return running[i].QueryID < running[j].QueryID })
+	return running, recent
+}
+
+// Cancel cancels a running query as a client's cancel action does; it
+// reports whether a query with that ID was running.
+func (c *Coordinator) Cancel(id string) bool {
+	c.mu.Lock()
+	q := c.queries[id]
+	c.mu.Unlock()
+	if q == nil {
+		return false
+	}
+	q.Fail(nferr.Wrap(nferr.KindCanceled, context.Canceled, "query %s canceled by an operator", q.ID))
+	return true
+}
+
 // lookup finds a running query, or the final progress of a recent one,
 // waiting up to wait for a query that has not registered yet.
 func (c *Coordinator) lookup(ctx context.Context, id string, wait time.Duration) (*Query, *Progress, error) {
@@ -662,7 +715,7 @@ func (c *Coordinator) lookup(ctx context.Context, id string, wait time.Duration)
 		if q == nil {
 			for i := len(c.recent) - 1; i >= 0; i-- {
 				if c.recent[i].QueryID == id {
-					pp := c.recent[i]
+					pp := c.recent[i].Progress
 					p = &pp
 					break
 				}

@@ -22,7 +22,7 @@
 //	retry.go        retryWriter: a query's result held back while the query may be retried
 //	local.go        LocalCluster: a whole cluster as child processes (process group, Pdeathsig,
 //	                restart of dead workers and storage nodes)
-//	admin.go        /metrics, /status, /debug/pprof
+//	admin.go        /metrics, /status, /debug/pprof; HandleAdmin mounts more (the web console)
 //
 // # Invariants
 //

@@ -48,6 +48,7 @@ type Node struct {
 	grpcSrv  *grpc.Server
 	ctlLis   net.Listener
 	adminSrv *http.Server
+	adminMux *http.ServeMux
 
 	worker *worker
 	coord  *Coordinator

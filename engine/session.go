@@ -69,6 +69,9 @@ type Options struct {
 	// Storage configures the database directory (file writing options,
 	// checksum verification).
 	Storage storage.Options
+	// Observer, when set, is told of every statement the session runs
+	// (observe.go): a server's registry of running and recent queries.
+	Observer Observer
 	// Alloc allocates Arrow buffers (default: a pool that reuses freed
 	// batch buffers, run_alloc.go; tests pass a checked allocator to catch
 	// leaks).
@@ -138,6 +141,9 @@ type Session struct {
 	spillResolved bool
 	nquery        atomic.Int64
 	spilled       atomic.Int64 // bytes the session's finished queries spilled
+	// live is the observed statement being run (Options.Observer; set
+	// under mu): the queries it builds count per-operator rows for it.
+	live *Statement
 }
 
 // Spilled is the number of bytes the session's finished queries have
@@ -323,7 +329,8 @@ type Result struct {
 	err     error
 	started time.Time
 	onClose func()
-	stream  Stream // NewStreamResult's source
+	stream  Stream     // NewStreamResult's source
+	live    *Statement // the observed statement whose rows these are
 }
 
 // Next returns the next batch of rows, or nil at the end. The batch is
@@ -360,6 +367,9 @@ func (r *Result) Next() (arrow.RecordBatch, error) {
 		r.rec = r.static[0] // ownership moves to r.rec
 		r.static = r.static[1:]
 		r.rows += r.rec.NumRows()
+		if r.live != nil {
+			r.live.rows.Store(r.rows)
+		}
 		return r.rec, nil
 	}
 	b, err := r.root.Next()
@@ -380,6 +390,9 @@ func (r *Result) Next() (arrow.RecordBatch, error) {
 		a.Release()
 	}
 	r.rows += int64(c.N)
+	if r.live != nil {
+		r.live.rows.Store(r.rows)
+	}
 	return r.rec, nil
 }
 
@@ -449,6 +462,39 @@ func (s *Session) run(ctx context.Context, src string, raw sql.RawStmt) (*Result
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	start := time.Now()
+	obs := s.opts.Observer
+	if obs == nil {
+		return s.runLocked(ctx, src, raw, start)
+	}
+	ctx, st := s.observe(ctx, raw.Text, start)
+	s.live = st
+	r, err := s.runLocked(ctx, src, raw, start)
+	s.live = nil
+	switch {
+	case err != nil:
+		s.endStatement(obs, st, err)
+	case r.root == nil:
+		// A status, or rows built in memory (SHOW, EXPLAIN): done now.
+		n := r.RowsAffected
+		for _, rec := range r.static {
+			n += rec.NumRows()
+		}
+		st.rows.Store(n)
+		s.endStatement(obs, st, nil)
+	default:
+		r.live = st
+		prev := r.onClose
+		r.onClose = func() {
+			if prev != nil {
+				prev()
+			}
+			s.endStatement(obs, st, r.err)
+		}
+	}
+	return r, err
+}
+
+func (s *Session) runLocked(ctx context.Context, src string, raw sql.RawStmt, start time.Time) (*Result, error) {
 	if err := checkPlanSize(raw.Stmt, s.opts.MemoryLimit); err != nil {
 		return nil, err
 	}
@@ -546,13 +592,16 @@ func (s *Session) startQuery(ctx context.Context, q *bind.QueryStmt, analyze boo
 
 func (s *Session) open(ctx context.Context, pp *phys.PhysPlan, analyze bool) (*Result, *phys.Executable, error) {
 	env, cancel := s.newEnv(ctx)
-	exe, err := phys.Build(pp, phys.BuildOptions{Source: s.db, Analyze: analyze, Budget: env.Budget})
+	exe, err := phys.Build(pp, phys.BuildOptions{Source: s.db, Analyze: analyze || s.live != nil, Budget: env.Budget})
 	if err != nil {
 		cancel()
 		if env.Spill != nil {
 			env.Spill.Close()
 		}
 		return nil, nil, err
+	}
+	if s.live != nil {
+		s.live.setPlan(pp, exe.Stats)
 	}
 	r := &Result{root: exe.Root, env: env, cancel: cancel, Schema: resultSchema(pp, exe.Root.Schema()), started: time.Now(), spilled: &s.spilled}
 	if err := exe.Root.Open(env); err != nil {

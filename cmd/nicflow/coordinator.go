@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nicflow/nicflow/cluster"
+	"github.com/nicflow/nicflow/cluster/console"
 	"github.com/nicflow/nicflow/cluster/pgwire"
 	"github.com/nicflow/nicflow/engine"
 	"github.com/nicflow/nicflow/exec"
@@ -51,7 +53,10 @@ into stages, places tables that are not yet on the storage nodes there
 on workers according to their advertised cores and memory, streams the
 result to the client, and fails a query within seconds, naming the node,
 when a node it uses dies. No other process may open DIR while it runs.
-/metrics and /status are served on the admin port (default 127.0.0.1:7480).
+/metrics and /status are served on the admin port (default 127.0.0.1:7480),
+and the web console at its root (http://127.0.0.1:7480/): members, running
+and recent queries with their stages, and a SQL box, which only a loopback
+admin address offers (docs/console.md).
 
 With --pg-listen ADDR (and --dir) the coordinator also serves the cluster
 over the PostgreSQL wire protocol, as "nicflow serve" serves one database:
@@ -126,6 +131,13 @@ docs/cluster.md for per-node certificates instead).`,
 			go srv.Serve() //nolint:errcheck // ends at Close
 			fmt.Fprintf(os.Stderr, "nicflow: serving the cluster to PostgreSQL clients on %s (psql -h %s -p %s -U USER)\n", srv.Addr(), hostOf(srv.Addr()), portOf(srv.Addr()))
 		}
+		web, err := mountConsole(c.node)
+		if err != nil {
+			return err
+		}
+		if web != nil {
+			defer web.Close()
+		}
 		return serveNode(cmd.Context(), c.node, coordFlags.readyFile)
 	},
 }
@@ -142,4 +154,25 @@ func init() {
 	f.BoolVar(&coordSQLFlags.requireTLS, "require-tls", false, "refuse PostgreSQL connections that do not use TLS")
 	f.StringVar(&coordSQLFlags.fileRoot, "file-root", "", "directory under which SQL may read and write the coordinator's files (file tables, COPY); 'none' for no file access. Default: any path, none with --pg-listen")
 	rootCmd.AddCommand(coordinatorCmd)
+}
+
+// mountConsole serves the web console on the coordinator's admin port:
+// with a SQL box when the port is on a loopback address, read-only
+// beyond (the coordinator has no console users yet).
+func mountConsole(n *cluster.Node) (*console.Console, error) {
+	addr := n.Self().AdminAddr
+	if addr == "" {
+		return nil, nil
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	ip := net.ParseIP(host)
+	c, err := console.New(console.Options{Backend: console.NewCluster(n), Loopback: ip != nil && ip.IsLoopback(), Logger: n.Logger()})
+	if err != nil {
+		return nil, err
+	}
+	if err := n.HandleAdmin("/", c.Handler()); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nicflow/nicflow/cluster/console"
 	"github.com/nicflow/nicflow/cluster/pgwire"
 	"github.com/nicflow/nicflow/engine"
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -26,6 +27,7 @@ var serveFlags struct {
 	tlsKey      string
 	requireTLS  bool
 	fileRoot    string
+	httpListen  string
 }
 
 var serveCmd = &cobra.Command{
@@ -45,10 +47,19 @@ address. With --tls-cert and --tls-key, clients that ask for SSL
 (sslmode=require and above) get TLS; --require-tls refuses the others.
 The catalog queries psql's \d TABLE sends are not supported yet; \dt and
 \d work (docs/clients.md). Ctrl-C (SIGINT) or SIGTERM stops the
-server.`,
+server.
+
+A web console listens on --http-listen (default 127.0.0.1:8080; "off"
+turns it off): open it in a browser to see this server, its running and
+recent queries (PostgreSQL clients' too) with their progress, a query's
+EXPLAIN ANALYZE plan as a tree, and a SQL box that runs a query and shows
+its result. Without --auth local browsers use it freely; with --auth it
+asks for a user of "nicflow user add", and beyond loopback it needs
+--tls-cert/--tls-key (HTTPS) too (docs/console.md).`,
 	Example: `  nicflow tpch gen --sf 0.01 --dir data/sf0.01
   nicflow serve --dir data/sf0.01 &
-  psql -h 127.0.0.1 -p 5433 -c "select count(*) from lineitem"`,
+  psql -h 127.0.0.1 -p 5433 -c "select count(*) from lineitem"
+  # then open http://127.0.0.1:8080/ for the console`,
 	Args: cobra.NoArgs,
 	RunE: func(cmd *cobra.Command, _ []string) error {
 		return runServe(cmd, os.Stderr)
@@ -67,6 +78,7 @@ func init() {
 	f.StringVar(&serveFlags.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	f.BoolVar(&serveFlags.requireTLS, "require-tls", false, "refuse connections that do not use TLS")
 	f.StringVar(&serveFlags.fileRoot, "file-root", "", "directory under which statements may read and write files (file tables, COPY); 'none' for no file access. Default: any path without --auth, none with it")
+	f.StringVar(&serveFlags.httpListen, "http-listen", console.DefaultListen, `web console address ("off": no console); beyond loopback it needs --auth and --tls-cert`)
 	rootCmd.AddCommand(serveCmd)
 }
 
@@ -94,15 +106,38 @@ func runServe(cmd *cobra.Command, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	po.Open = func() (engine.Conn, error) { return engine.OpenConn(serveFlags.dir, opts) }
+	// Every PostgreSQL session reports its statements to the console's
+	// registry (engine.Options.Observer).
+	reg := console.NewRegistry(0)
+	po.Open = func() (engine.Conn, error) {
+		o := opts
+		o.Observer = reg.Observer("pgwire", "")
+		return engine.OpenConn(serveFlags.dir, o)
+	}
 	srv, err := pgwire.Listen(po)
 	if err != nil {
 		return err
 	}
 	abs, _ := filepath.Abs(serveFlags.dir)
+	var web *console.Server
+	if serveFlags.httpListen != "off" {
+		web, err = console.Listen(console.Options{
+			Backend: console.NewLocal(serveFlags.dir, opts, reg), Listen: serveFlags.httpListen,
+			UsersFile: po.UsersFile, TLS: po.TLS,
+		})
+		if err != nil {
+			srv.Close()
+			return err
+		}
+	}
 	fmt.Fprintf(stderr, "nicflow: serving %s to PostgreSQL clients on %s (psql -h %s -p %s)\n", abs, srv.Addr(), hostOf(srv.Addr()), portOf(srv.Addr()))
-	done := make(chan error, 1)
+	done := make(chan error, 2)
 	go func() { done <- srv.Serve() }()
+	if web != nil {
+		fmt.Fprintf(stderr, "nicflow: web console on %s\n", web.URL())
+		go func() { done <- web.Serve() }()
+		defer web.Close()
+	}
 	select {
 	case <-cmd.Context().Done():
 		srv.Close()
