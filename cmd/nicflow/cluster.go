@@ -118,6 +118,7 @@ var clusterLocalFlags struct {
 	keys        string
 	replication int
 	onFailure   string
+	pgListen    string
 	worker      localWorkerFlags
 }
 
@@ -146,7 +147,12 @@ written to --addr-file (default DIR/cluster/coordinator.addr), where
 
   nicflow tpch gen --sf 1 --dir sf1
   nicflow cluster local --dir sf1 --workers 4 --storage 2 --replication 2
-  nicflow tpch run --cluster $(cat sf1/cluster/coordinator.addr) --keys sf1/cluster/keys --verify`,
+  nicflow tpch run --cluster $(cat sf1/cluster/coordinator.addr) --keys sf1/cluster/keys --verify
+
+  # psql and other PostgreSQL clients, through the coordinator
+  NICFLOW_PASSWORD=secret-pass nicflow user add --dir sf1 alice
+  nicflow cluster local --dir sf1 --workers 2 --storage 1 --pg-listen 127.0.0.1:5433
+  PGPASSWORD=secret-pass psql -h 127.0.0.1 -p 5433 -U alice -c "select count(*) from lineitem"`,
 	Args: cobra.NoArgs,
 	RunE: func(cmd *cobra.Command, _ []string) error {
 		f := clusterLocalFlags
@@ -164,6 +170,14 @@ written to --addr-file (default DIR/cluster/coordinator.addr), where
 			Replication: f.replication, Out: cmd.ErrOrStderr(), Restart: f.onFailure == "restart",
 		}
 		o.Extra = map[cluster.Role][]string{cluster.RoleWorker: f.worker.args()}
+		if f.pgListen != "" {
+			// NB: checked here, before any process starts: the
+			// coordinator refuses PostgreSQL clients without users.
+			if _, err := pgOptions(f.pgListen, f.dir, true, "", "", false); err != nil {
+				return err
+			}
+			o.Extra[cluster.RoleCoordinator] = []string{"--pg-listen", f.pgListen}
+		}
 		lc, err := cluster.StartLocal(cmd.Context(), o)
 		if err != nil {
 			return err
@@ -373,6 +387,7 @@ func init() {
 	f.StringVar(&clusterLocalFlags.keys, "keys", "", "cluster key directory (default DIR/cluster/keys, created when missing)")
 	clusterLocalFlags.worker.addFlags(f)
 	f.IntVar(&clusterLocalFlags.replication, "replication", 1, "storage nodes each table file is copied to")
+	f.StringVar(&clusterLocalFlags.pgListen, "pg-listen", "", "the coordinator serves PostgreSQL clients here, e.g. 127.0.0.1:5433 (users of `nicflow user add --dir DIR`)")
 	f.StringVar(&clusterLocalFlags.onFailure, "on-failure", "restart", "when a worker or storage node exits: restart it (the others keep running) or stop the whole cluster")
 
 	addClientFlags(clusterStatusCmd, &statusFlags)
