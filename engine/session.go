@@ -1331,6 +1331,9 @@ func (s *Session) set(name, value string) error {
 			s.client[strings.ToLower(name)] = v
 			return nil
 		}
+		if _, ok := bind.ServerSettings[strings.ToLower(name)]; ok {
+			return nferr.Queryf("parameter %q cannot be changed", name)
+		}
 		return nferr.Queryf("unknown setting %q (known: %s)", name, knownSettings)
 	}
 	if err := o.Validate(); err != nil {
@@ -1378,7 +1381,11 @@ func (s *Session) show(name string) (*Result, error) {
 	default:
 		cs, ok := clientSettings[strings.ToLower(name)]
 		if !ok {
-			return nil, nferr.Queryf("unknown setting %q (known: %s)", name, knownSettings)
+			ro, isServer := bind.ServerSettings[strings.ToLower(name)]
+			if !isServer {
+				return nil, nferr.Queryf("unknown setting %q (known: %s)", name, knownSettings)
+			}
+			cs = clientSetting{value: ro}
 		}
 		v = cs.value
 		if got, ok := s.client[strings.ToLower(name)]; ok {

@@ -1841,11 +1841,11 @@ func (b *binder) scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			}
 		}
 		return b.newCall(fn, plan.TypFloat64, args...), nil
-	case "replace", "repeat", "reverse", "lpad", "rpad", "initcap", "md5", "split_part", "translate", "chr", "ascii", "to_hex", "octet_length", "strlen":
+	case "replace", "repeat", "reverse", "lpad", "rpad", "initcap", "md5", "split_part", "translate", "chr", "ascii", "to_hex", "octet_length", "strlen", "quote_ident", "quote_literal":
 		if name == "strlen" {
 			name = "octet_length" // DuckDB's: bytes
 		}
-		sig := map[string]string{"replace": "sss", "repeat": "si", "reverse": "s", "lpad": "sis", "rpad": "sis", "initcap": "s", "md5": "s", "split_part": "ssi",
+		sig := map[string]string{"replace": "sss", "repeat": "si", "reverse": "s", "lpad": "sis", "rpad": "sis", "initcap": "s", "md5": "s", "split_part": "ssi", "quote_ident": "s", "quote_literal": "s",
 			"translate": "sss", "chr": "i", "ascii": "s", "to_hex": "i", "octet_length": "s"}[name]
 		lo := len(sig)
 		if name == "lpad" || name == "rpad" {
@@ -1881,6 +1881,43 @@ func (b *binder) scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			return nil, err
 		}
 		return &plan.Const{Typ: plan.TypString, Val: "nicflow"}, nil
+	case "current_database", "current_catalog":
+		if err := arity(0, 0); err != nil {
+			return nil, err
+		}
+		return &plan.Const{Typ: plan.TypString, Val: "nicflow"}, nil
+	case "current_schema":
+		// The first schema of the search path: tables are created in public.
+		if err := arity(0, 0); err != nil {
+			return nil, err
+		}
+		return &plan.Const{Typ: plan.TypString, Val: "public"}, nil
+	case "has_table_privilege", "has_schema_privilege", "has_database_privilege", "has_column_privilege", "has_any_column_privilege":
+		// nicflow has no privileges: a user who connected may do
+		// anything, which is what these answer.
+		if err := arity(2, 4); err != nil {
+			return nil, err
+		}
+		return &plan.Const{Typ: plan.TypBool, Val: true}, nil
+	case "current_setting":
+		if err := arity(1, 2); err != nil {
+			return nil, err
+		}
+		c, ok := args[0].(*plan.Const)
+		name, isStr := c.Val.(string)
+		if !ok || !isStr {
+			return nil, fmt.Errorf("current_setting: the setting's name must be a constant string")
+		}
+		v, known := b.settingValue(strings.ToLower(name))
+		if !known {
+			if len(args) == 2 {
+				if m, ok := args[1].(*plan.Const); ok && m.Val == true {
+					return &plan.Const{Typ: plan.TypString, Val: nil}, nil
+				}
+			}
+			return nil, fmt.Errorf("unrecognized configuration parameter %q", name)
+		}
+		return &plan.Const{Typ: plan.TypString, Val: v}, nil
 	case "pg_table_is_visible":
 		// Every relation is in the search path (one schema).
 		if err := arity(1, 1); err != nil {

@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"github.com/nicflow/nicflow/internal/sqlkw"
 	"strconv"
 	"strings"
 )
@@ -999,8 +1000,6 @@ func QuoteString(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
 
-// QuoteIdent returns name as it must be written in SQL: bare when it is a
-// lower-case identifier that is not reserved, otherwise in double quotes.
 // assignments prints "col = expr, ...".
 func (d *deparser) assignments(set []*Assignment) {
 	for i, a := range set {
@@ -1012,16 +1011,5 @@ func (d *deparser) assignments(set []*Assignment) {
 	}
 }
 
-func QuoteIdent(name string) string {
-	ok := name != "" && !reserved[name]
-	for i := 0; ok && i < len(name); i++ {
-		c := name[i]
-		if !(c == '_' || (c >= 'a' && c <= 'z') || (i > 0 && (isDigit(c) || c == '$'))) {
-			ok = false
-		}
-	}
-	if ok {
-		return name
-	}
-	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
-}
+// QuoteIdent returns name as it must be written in SQL (sqlkw.QuoteIdent).
+func QuoteIdent(name string) string { return sqlkw.QuoteIdent(name) }

@@ -49,7 +49,7 @@ func (t token) describe() string {
 	case tokEOF:
 		return "end of input"
 	case tokIdent:
-		if !t.quoted && reserved[t.text] {
+		if !t.quoted && IsReserved(t.text) {
 			return "keyword " + strings.ToUpper(t.text)
 		}
 		return "identifier \"" + t.text + "\""

@@ -359,7 +359,7 @@ func (p *parser) parsePrimary() (Expr, error) {
 		return nil, p.errExpected("an expression")
 	}
 	// an identifier or keyword
-	if !t.quoted && reserved[t.text] {
+	if !t.quoted && IsReserved(t.text) {
 		return p.parseKeywordExpr(t)
 	}
 	next := p.peekAt(1)
@@ -402,9 +402,10 @@ func (p *parser) parsePrimary() (Expr, error) {
 		f := p.next()
 		return p.parseFuncCall(Ident{Pos: f.pos, Name: f.text, Quoted: f.quoted})
 	}
-	if !t.quoted && (t.text == "localtimestamp" || t.text == "localtime") && !isOpTok(next, ".") {
-		// LOCALTIMESTAMP is a function without parentheses, as
-		// CURRENT_DATE.
+	if !t.quoted && (t.text == "localtimestamp" || t.text == "localtime" || t.text == "current_catalog" || t.text == "current_schema") &&
+		!isOpTok(next, ".") && !isOpTok(next, "(") {
+		// LOCALTIMESTAMP, CURRENT_CATALOG and CURRENT_SCHEMA are
+		// functions without parentheses, as CURRENT_DATE.
 		p.next()
 		return &FuncCall{Pos: t.pos, Name: Ident{Pos: t.pos, Name: t.text}}, nil
 	}

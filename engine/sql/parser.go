@@ -199,7 +199,7 @@ func (p *parser) enter() error {
 
 // isName reports whether t can be a name: a quoted identifier or an
 // unreserved word.
-func isName(t token) bool { return t.kind == tokIdent && (t.quoted || !reserved[t.text]) }
+func isName(t token) bool { return t.kind == tokIdent && (t.quoted || !IsReserved(t.text)) }
 
 func (p *parser) parseIdent(what string) (Ident, error) {
 	t := p.peek()
@@ -1260,7 +1260,7 @@ func (p *parser) parseType() (*TypeName, error) {
 	t := p.peek()
 	// NB: INTERVAL is a reserved word (INTERVAL '1 day') that also names
 	// a type (CAST(x AS INTERVAL)).
-	if t.kind != tokIdent || (!t.quoted && reserved[t.text] && t.text != "interval") {
+	if t.kind != tokIdent || (!t.quoted && IsReserved(t.text) && t.text != "interval") {
 		return nil, p.errExpected("a type name")
 	}
 	p.next()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/nicflow/nicflow/internal/nferr"
+	"github.com/nicflow/nicflow/internal/sqlkw"
 )
 
 // More string functions, strict like the others (a NULL argument gives
@@ -28,11 +29,13 @@ const (
 	FnMD5       = "md5"        // md5(s): hex digest [1]
 	FnSplitPart = "split_part" // split_part(s, sep, n) [3]
 
-	FnTranslate   = "translate"    // translate(s, from, to): each character of from replaced by to's at its place (dropped past to's end) [3]
-	FnChr         = "chr"          // chr(n): the character of code point n [1]
-	FnASCII       = "ascii"        // ascii(s): the code point of s's first character (0 for '') [1] -> integer
-	FnToHex       = "to_hex"       // to_hex(n): n in hexadecimal (two's complement for negatives) [1]
-	FnOctetLength = "octet_length" // octet_length(s): bytes [1] -> integer
+	FnTranslate   = "translate"     // translate(s, from, to): each character of from replaced by to's at its place (dropped past to's end) [3]
+	FnChr         = "chr"           // chr(n): the character of code point n [1]
+	FnASCII       = "ascii"         // ascii(s): the code point of s's first character (0 for '') [1] -> integer
+	FnToHex       = "to_hex"        // to_hex(n): n in hexadecimal (two's complement for negatives) [1]
+	FnOctetLength = "octet_length"  // octet_length(s): bytes [1] -> integer
+	FnQuoteIdent  = "quote_ident"   // quote_ident(s): s as an SQL identifier, quoted when it must be [1]
+	FnQuoteLit    = "quote_literal" // quote_literal(s): s as an SQL string literal [1]
 )
 
 // maxStringResult bounds what repeat and the pads build for one row (1
@@ -44,7 +47,7 @@ func (c *compiler) compileMoreString(e *Expr, args []node, desc string) (node, e
 	i64 := arrow.PrimitiveTypes.Int64
 	// kinds: 's' a string argument, 'i' an integer one.
 	sig := map[string]string{FnReplace: "sss", FnRepeat: "si", FnReverse: "s", FnLPad: "sis", FnRPad: "sis", FnInitCap: "s", FnMD5: "s", FnSplitPart: "ssi",
-		FnTranslate: "sss", FnChr: "i", FnASCII: "s", FnToHex: "i", FnOctetLength: "s"}[e.Fn]
+		FnTranslate: "sss", FnChr: "i", FnASCII: "s", FnToHex: "i", FnOctetLength: "s", FnQuoteIdent: "s", FnQuoteLit: "s"}[e.Fn]
 	lo := len(sig)
 	if e.Fn == FnLPad || e.Fn == FnRPad {
 		lo = 2
@@ -83,8 +86,42 @@ func (c *compiler) compileMoreString(e *Expr, args []node, desc string) (node, e
 		FnLPad: padKernel(true), FnRPad: padKernel(false), FnInitCap: initcapKernel,
 		FnMD5: md5Kernel, FnSplitPart: splitPartKernel,
 		FnTranslate: translateKernel, FnChr: chrKernel, FnASCII: asciiKernel, FnToHex: toHexKernel, FnOctetLength: octetLengthKernel,
+		FnQuoteIdent: quoteIdentKernel, FnQuoteLit: quoteLiteralKernel,
 	}[e.Fn]
 	return f, nil
+}
+
+func quoteIdentKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
+	w := newStrWriter(out, n)
+	each(sel, n, func(i int32) {
+		w.at(i)
+		out.str = append(out.str, sqlkw.QuoteIdent(string(in[0].strAt(i)))...)
+	})
+	w.finish(n)
+	return nil
+}
+
+// quoteLiteralKernel quotes as PostgreSQL's quote_literal: quotes doubled,
+// and a string with a backslash written E'...' with it doubled.
+func quoteLiteralKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
+	w := newStrWriter(out, n)
+	each(sel, n, func(i int32) {
+		w.at(i)
+		s := in[0].strAt(i)
+		if bytes.IndexByte(s, '\\') >= 0 {
+			out.str = append(out.str, 'E')
+		}
+		out.str = append(out.str, '\'')
+		for _, c := range s {
+			if c == '\'' || c == '\\' {
+				out.str = append(out.str, c)
+			}
+			out.str = append(out.str, c)
+		}
+		out.str = append(out.str, '\'')
+	})
+	w.finish(n)
+	return nil
 }
 
 func replaceKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
