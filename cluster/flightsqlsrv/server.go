@@ -138,6 +138,7 @@ type Server struct {
 	closed   bool
 	stop     chan struct{}
 	janitor  sync.WaitGroup
+	streams  sync.WaitGroup // DoGet streams' goroutines
 }
 
 // Listen opens the server's socket; Serve answers calls on it.
@@ -207,6 +208,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.gs.Stop()
+	s.streams.Wait()
 	s.janitor.Wait()
 	s.mu.Lock()
 	var open []*session

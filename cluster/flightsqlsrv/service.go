@@ -261,7 +261,9 @@ func (s *Server) stream(ctx context.Context, st *statement) (*arrow.Schema, <-ch
 	}
 	sch := schemaOf(r.Schema)
 	ch := make(chan flight.StreamChunk)
+	s.streams.Add(1)
 	go func() {
+		defer s.streams.Done()
 		defer close(ch)
 		defer done()
 		defer r.Close()
