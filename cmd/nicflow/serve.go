@@ -76,7 +76,7 @@ func init() {
 	f.StringVar(&serveFlags.fsqlListen, "flightsql-listen", flightsqlsrv.DefaultListen, "Arrow Flight SQL address; \"off\" (or empty) disables it")
 	f.StringVar(&serveFlags.memoryLimit, "memory-limit", "", "memory budget per query, e.g. 2GiB (default: 60% of memory, or NICFLOW_MEMORY_LIMIT)")
 	f.IntVar(&serveFlags.parallel, "parallel", 0, "pipelines per query (default: number of CPUs)")
-	f.BoolVar(&serveFlags.auth, "auth", false, "require a password from every connection (SCRAM-SHA-256 for PostgreSQL, basic auth then a bearer token for Flight SQL): users of `nicflow user add`")
+	f.BoolVar(&serveFlags.auth, "auth", false, "require a password from every connection (SCRAM-SHA-256 for PostgreSQL, basic auth then a bearer token for Flight SQL): users of \"nicflow user add\"")
 	f.StringVar(&serveFlags.tlsCert, "tls-cert", "", "PEM certificate (chain) for TLS connections (with --tls-key)")
 	f.StringVar(&serveFlags.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	f.BoolVar(&serveFlags.requireTLS, "require-tls", false, "refuse connections that do not use TLS")
