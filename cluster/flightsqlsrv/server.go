@@ -435,10 +435,8 @@ func toStatus(err error) error {
 			return err
 		}
 	}
-	if errors.Is(err, context.DeadlineExceeded) && !nferr.Is(err, nferr.KindQuery) {
-		if _, nf := nferr.As(err); !nf {
-			return status.Error(codes.DeadlineExceeded, err.Error())
-		}
+	if _, nf := nferr.As(err); !nf && errors.Is(err, context.DeadlineExceeded) {
+		return status.Error(codes.DeadlineExceeded, err.Error())
 	}
 	return nferr.ToStatus(nferr.With(nferr.KindInternal, err))
 }
