@@ -55,3 +55,11 @@ fmt:
 
 clean:
 	rm -rf bin
+
+# The Flight SQL endpoint of `nicflow serve` through the ADBC Go driver (the
+# one under Python's adbc_driver_flightsql): a module of its own, bench/adbc,
+# since the driver pulls in dependencies the main module does not need.
+# Builds nicflow, generates TPC-H SF 0.01 and checks the 22 answers.
+.PHONY: test-adbc
+test-adbc:
+	cd bench/adbc && $(GO) test -count=1 -timeout 20m ./

@@ -2,6 +2,7 @@ package pgwire
 
 import (
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"os"
@@ -148,4 +149,42 @@ func scramServer(path, user string) (*scram.Server, error) {
 		}
 		return scram.StoredCredentials{KeyFactors: scram.KeyFactors{Salt: string(u.Salt), Iters: u.Iters}, StoredKey: u.StoredKey, ServerKey: u.ServerKey}, nil
 	})
+}
+
+// Verifier is a user's stored SCRAM-SHA-256 verifier, for protocols that
+// receive the password itself (Flight SQL's basic authentication) and
+// check it against the same users file.
+type Verifier struct {
+	Salt      []byte
+	Iters     int
+	StoredKey []byte
+}
+
+// LookupUser returns the verifier of user name (ok false: no such user).
+// The file is read at each call, so a change takes effect at once.
+func LookupUser(path, name string) (v Verifier, ok bool, err error) {
+	m, err := readUsers(path)
+	if err != nil {
+		return Verifier{}, false, err
+	}
+	u, ok := m[name]
+	if !ok {
+		return Verifier{}, false, nil
+	}
+	return Verifier{Salt: u.Salt, Iters: u.Iters, StoredKey: u.StoredKey}, true, nil
+}
+
+// CheckPassword reports whether password is user name's: it derives the
+// StoredKey from the password (SASLprep, PBKDF2 with the stored salt and
+// iteration count) as AddUser did and compares it in constant time.
+func (v Verifier) CheckPassword(name, password string) bool {
+	if v.Iters <= 0 || v.Iters > 1<<20 || len(v.StoredKey) == 0 {
+		return false
+	}
+	client, err := scram.SHA256.NewClient(name, password, "")
+	if err != nil {
+		return false
+	}
+	creds := client.GetStoredCredentials(scram.KeyFactors{Salt: string(v.Salt), Iters: v.Iters})
+	return subtle.ConstantTimeCompare(creds.StoredKey, v.StoredKey) == 1
 }

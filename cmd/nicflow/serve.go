@@ -11,8 +11,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nicflow/nicflow/cluster/console"
+	"github.com/nicflow/nicflow/cluster/flightsqlsrv"
 	"github.com/nicflow/nicflow/cluster/pgwire"
 	"github.com/nicflow/nicflow/engine"
+	"github.com/nicflow/nicflow/internal/buildinfo"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -20,6 +22,7 @@ var serveFlags struct {
 	dir         string
 	create      bool
 	pgListen    string
+	fsqlListen  string
 	memoryLimit string
 	parallel    int
 	auth        bool
@@ -32,19 +35,28 @@ var serveFlags struct {
 
 var serveCmd = &cobra.Command{
 	Use:   "serve --dir DIR",
-	Short: "Serve a database to PostgreSQL clients (psql, pgx, JDBC, ...)",
-	Long: `Serve the database in DIR over the PostgreSQL wire protocol: psql, pgx,
-JDBC and other PostgreSQL clients connect to --pg-listen (default
-127.0.0.1:5433) and run SQL as with "nicflow sql". Each connection has its
-own session (its SET settings), and connections run concurrently; a
-statement that writes waits for another's commit, as between processes.
+	Short: "Serve a database to PostgreSQL and Arrow Flight SQL clients (psql, pgx, JDBC, ADBC, ...)",
+	Long: `Serve the database in DIR over the PostgreSQL wire protocol and Arrow
+Flight SQL, from one process: psql, pgx, JDBC and other PostgreSQL clients
+connect to --pg-listen (default 127.0.0.1:5433); ADBC (Python's
+adbc_driver_flightsql, Go), the Flight SQL JDBC driver and arrow-go's
+database/sql driver connect to --flightsql-listen (default
+127.0.0.1:31337; "off" disables it) and get results as Arrow batches. Both
+run SQL as with "nicflow sql". Each connection has its own session (its
+SET settings), and connections run concurrently; a statement that writes
+waits for another's commit, as between processes.
 
 Without --auth the server listens on loopback addresses only and trusts
 local connections, as PostgreSQL's "trust" for 127.0.0.1. With --auth every
 connection logs in as a user of "nicflow user add" with SCRAM-SHA-256 (the
 password never crosses the network), and the server may listen on any
-address. With --tls-cert and --tls-key, clients that ask for SSL
-(sslmode=require and above) get TLS; --require-tls refuses the others.
+address. Flight SQL clients log in as the same users with basic
+authentication (user and password, checked against the stored SCRAM
+verifier) and get a bearer token; since the password itself crosses the
+network, Flight SQL listens beyond loopback only with TLS. With
+--tls-cert and --tls-key, PostgreSQL clients that ask for SSL
+(sslmode=require and above) get TLS, --require-tls refuses the others, and
+Flight SQL speaks TLS only (clients connect to grpc+tls://HOST:PORT).
 The catalog queries psql's \d TABLE sends are not supported yet; \dt and
 \d work (docs/clients.md). Ctrl-C (SIGINT) or SIGTERM stops the
 server.
@@ -59,7 +71,8 @@ asks for a user of "nicflow user add", and beyond loopback it needs
 	Example: `  nicflow tpch gen --sf 0.01 --dir data/sf0.01
   nicflow serve --dir data/sf0.01 &
   psql -h 127.0.0.1 -p 5433 -c "select count(*) from lineitem"
-  # then open http://127.0.0.1:8080/ for the console`,
+  # then open http://127.0.0.1:8080/ for the console
+  python3 -c 'import adbc_driver_flightsql.dbapi as f; c = f.connect("grpc://127.0.0.1:31337").cursor(); c.execute("select count(*) from orders"); print(c.fetchall())'`,
 	Args: cobra.NoArgs,
 	RunE: func(cmd *cobra.Command, _ []string) error {
 		return runServe(cmd, os.Stderr)
@@ -71,9 +84,10 @@ func init() {
 	f.StringVar(&serveFlags.dir, "dir", "", "database directory to serve (required)")
 	f.BoolVar(&serveFlags.create, "create", false, "create the database in DIR if it holds none")
 	f.StringVar(&serveFlags.pgListen, "pg-listen", pgwire.DefaultListen, "PostgreSQL protocol address (loopback only)")
+	f.StringVar(&serveFlags.fsqlListen, "flightsql-listen", flightsqlsrv.DefaultListen, "Arrow Flight SQL address; \"off\" (or empty) disables it")
 	f.StringVar(&serveFlags.memoryLimit, "memory-limit", "", "memory budget per query, e.g. 2GiB (default: 60% of memory, or NICFLOW_MEMORY_LIMIT)")
 	f.IntVar(&serveFlags.parallel, "parallel", 0, "pipelines per query (default: number of CPUs)")
-	f.BoolVar(&serveFlags.auth, "auth", false, "require a password (SCRAM-SHA-256) from every connection: users of `nicflow user add`")
+	f.BoolVar(&serveFlags.auth, "auth", false, "require a password from every connection (SCRAM-SHA-256 for PostgreSQL, basic auth then a bearer token for Flight SQL): users of \"nicflow user add\"")
 	f.StringVar(&serveFlags.tlsCert, "tls-cert", "", "PEM certificate (chain) for TLS connections (with --tls-key)")
 	f.StringVar(&serveFlags.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	f.BoolVar(&serveFlags.requireTLS, "require-tls", false, "refuse connections that do not use TLS")
@@ -114,8 +128,23 @@ func runServe(cmd *cobra.Command, stderr io.Writer) error {
 		o.Observer = reg.Observer("pgwire", "")
 		return engine.OpenConn(serveFlags.dir, o)
 	}
+	var fsrv *flightsqlsrv.Server
+	if l := serveFlags.fsqlListen; l != "" && l != "off" {
+		fo := flightsqlsrv.Options{Listen: l, UsersFile: po.UsersFile, TLS: po.TLS, Version: buildinfo.Version()}
+		fo.Open = func() (engine.Conn, error) {
+			o := opts
+			o.Observer = reg.Observer("flightsql", "")
+			return engine.OpenConn(serveFlags.dir, o)
+		}
+		if fsrv, err = flightsqlsrv.Listen(fo); err != nil {
+			return err
+		}
+	}
 	srv, err := pgwire.Listen(po)
 	if err != nil {
+		if fsrv != nil {
+			fsrv.Close()
+		}
 		return err
 	}
 	abs, _ := filepath.Abs(serveFlags.dir)
@@ -133,18 +162,33 @@ func runServe(cmd *cobra.Command, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "nicflow: serving %s to PostgreSQL clients on %s (psql -h %s -p %s)\n", abs, srv.Addr(), hostOf(srv.Addr()), portOf(srv.Addr()))
 	done := make(chan error, 2)
 	go func() { done <- srv.Serve() }()
+	if fsrv != nil {
+		scheme := "grpc"
+		if po.TLS != nil {
+			scheme = "grpc+tls"
+		}
+		fmt.Fprintf(stderr, "nicflow: serving %s to Flight SQL clients on %s (%s://%s)\n", abs, fsrv.Addr(), scheme, fsrv.Addr())
+		go func() { done <- fsrv.Serve() }()
+	}
 	if web != nil {
 		fmt.Fprintf(stderr, "nicflow: web console on %s\n", web.URL())
 		go func() { done <- web.Serve() }()
-		defer web.Close()
+	}
+	stop := func() {
+		srv.Close()
+		if fsrv != nil {
+			fsrv.Close()
+		}
+		if web != nil {
+			web.Close()
+		}
 	}
 	select {
 	case <-cmd.Context().Done():
-		srv.Close()
-		<-done
+		stop()
 		return nil
 	case err := <-done:
-		srv.Close()
+		stop()
 		if err != nil {
 			return nferr.Wrap(nferr.KindIO, err, "serving")
 		}
