@@ -4,74 +4,27 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
-	"os"
 	"sync"
 	"time"
 
-	"github.com/xdg-go/scram"
-
-	"github.com/nicflow/nicflow/internal/nferr"
+	"github.com/nicflow/nicflow/cluster/pgwire"
 )
 
-// userRecord is a user of the users file (cluster/pgwire/users.go, written
-// by `nicflow user add`): a SCRAM-SHA-256 verifier, never the password.
-// NB: the console reads the file itself rather than reaching into pgwire;
-// TestLoginWithUsersFromUserAdd writes it with pgwire.AddUser, so a change
-// of the format fails there.
-type userRecord struct {
-	Name      string `json:"name"`
-	Salt      []byte `json:"salt"`
-	Iters     int    `json:"iterations"`
-	StoredKey []byte `json:"stored_key"`
-}
-
-// maxIterations bounds the PBKDF2 cost a users file may ask of a login.
-const maxIterations = 1 << 20
-
-// verifyPassword checks name's password against the users file at path:
-// it recomputes the salted password with the user's salt and iteration
-// count, derives the client key and compares its hash with the stored
-// key (RFC 5802), in constant time. An unknown user costs the same as a
-// wrong password.
+// verifyPassword checks name's password against the users file at path
+// (pgwire's SCRAM verifiers: Verifier.CheckPassword, in constant time).
+// An unknown user costs the same as a wrong password: the password is
+// derived against a made-up verifier of the same cost.
 func verifyPassword(path, name, password string) (bool, error) {
-	b, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return false, nferr.IOf("reading %s: %w", path, err)
+	v, known, err := pgwire.LookupUser(path, name)
+	if err != nil {
+		return false, err
 	}
-	var users []userRecord
-	if len(b) > 0 {
-		if err := json.Unmarshal(b, &users); err != nil {
-			return false, nferr.Dataf("%s is damaged: %v", path, err)
-		}
-	}
-	var u *userRecord
-	for i := range users {
-		if users[i].Name == name {
-			u = &users[i]
-			break
-		}
-	}
-	known := u != nil
 	if !known {
 		salt := make([]byte, 16)
 		rand.Read(salt)
-		u = &userRecord{Name: name, Salt: salt, Iters: 4096, StoredKey: make([]byte, 32)}
+		v = pgwire.Verifier{Salt: salt, Iters: 4096, StoredKey: make([]byte, 32)}
 	}
-	if u.Iters < 1 || u.Iters > maxIterations {
-		return false, nferr.Dataf("%s: user %s has %d iterations", path, u.Name, u.Iters)
-	}
-	client, err := scram.SHA256.NewClient(name, password, "")
-	if err != nil {
-		// SASLprep refuses the password (prohibited characters).
-		return false, nil
-	}
-	creds, err := client.GetStoredCredentialsWithError(scram.KeyFactors{Salt: string(u.Salt), Iters: u.Iters})
-	if err != nil {
-		return false, nferr.Internalf("deriving the key of user %s: %v", name, err)
-	}
-	ok := subtle.ConstantTimeCompare(creds.StoredKey, u.StoredKey) == 1
+	ok := v.CheckPassword(name, password)
 	return ok && known, nil
 }
 
