@@ -9,9 +9,11 @@ import (
 
 	"github.com/nicflow/nicflow/cluster"
 	"github.com/nicflow/nicflow/cluster/console"
+	"github.com/nicflow/nicflow/cluster/flightsqlsrv"
 	"github.com/nicflow/nicflow/cluster/pgwire"
 	"github.com/nicflow/nicflow/engine"
 	"github.com/nicflow/nicflow/exec"
+	"github.com/nicflow/nicflow/internal/buildinfo"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -22,6 +24,7 @@ var coordSQLFlags struct {
 	replication int
 	memoryLimit string
 	pgListen    string
+	fsqlListen  string
 	tlsCert     string
 	tlsKey      string
 	requireTLS  bool
@@ -62,8 +65,11 @@ With --pg-listen ADDR (and --dir) the coordinator also serves the cluster
 over the PostgreSQL wire protocol, as "nicflow serve" serves one database:
 psql, pgx and JDBC clients connect there, log in with SCRAM-SHA-256 as
 users of "nicflow user add --dir DIR" (a cluster has no anonymous access),
-and their queries run on the workers like any other client's. --tls-cert
-and --tls-key give them TLS; --require-tls refuses plain connections.
+and their queries run on the workers like any other client's. With
+--flightsql-listen ADDR Arrow Flight SQL clients (ADBC, JDBC, Go's
+database/sql) do the same, logging in as the same users. --tls-cert and
+--tls-key give both TLS; --require-tls refuses plain PostgreSQL
+connections (Flight SQL with a certificate speaks TLS only).
 
 Every node needs the cluster's key directory (--keys): create it once with
 "nicflow cluster init --dir KEYDIR" and copy it to every machine (see
@@ -100,18 +106,25 @@ docs/cluster.md for per-node certificates instead).`,
 		f := coordSQLFlags
 		fileAccess := f.fileRoot
 		var pg *pgwire.Options
-		if f.pgListen != "" && f.pgListen != "off" {
+		var fo *flightsqlsrv.Options
+		on := func(l string) bool { return l != "" && l != "off" }
+		if on(f.pgListen) || on(f.fsqlListen) {
 			if f.dir == "" {
-				return usagef("--pg-listen needs --dir: PostgreSQL clients run SQL against the coordinator's catalog")
+				return usagef("--pg-listen and --flightsql-listen need --dir: clients run SQL against the coordinator's catalog")
 			}
-			// NB: a cluster has no anonymous access: PostgreSQL clients
-			// log in as users of DIR/users.json, and read or write the
+			// NB: a cluster has no anonymous access: clients log in as
+			// users of DIR/users.json, and read or write the
 			// coordinator's files only under --file-root.
 			po, err := pgOptions(f.pgListen, f.dir, true, f.tlsCert, f.tlsKey, f.requireTLS)
 			if err != nil {
 				return err
 			}
-			pg = &po
+			if on(f.pgListen) {
+				pg = &po
+			}
+			if on(f.fsqlListen) {
+				fo = &flightsqlsrv.Options{Listen: f.fsqlListen, UsersFile: po.UsersFile, TLS: po.TLS, Version: buildinfo.Version()}
+			}
 			if fileAccess == "" {
 				fileAccess = engine.FileAccessNone
 			}
@@ -131,6 +144,16 @@ docs/cluster.md for per-node certificates instead).`,
 			go srv.Serve() //nolint:errcheck // ends at Close
 			fmt.Fprintf(os.Stderr, "nicflow: serving the cluster to PostgreSQL clients on %s (psql -h %s -p %s -U USER)\n", srv.Addr(), hostOf(srv.Addr()), portOf(srv.Addr()))
 		}
+		if fo != nil {
+			fo.Open = func() (engine.Conn, error) { return cluster.NewSQLConn(c.node.Coordinator(), c.runner), nil }
+			fs, err := flightsqlsrv.Listen(*fo)
+			if err != nil {
+				return err
+			}
+			defer fs.Close()
+			go fs.Serve() //nolint:errcheck // ends at Close
+			fmt.Fprintf(os.Stderr, "nicflow: serving the cluster to Flight SQL clients on %s\n", fs.Addr())
+		}
 		web, err := mountConsole(c.node)
 		if err != nil {
 			return err
@@ -149,7 +172,8 @@ func init() {
 	f.IntVar(&coordSQLFlags.replication, "replication", 1, "storage nodes each file is copied to when the coordinator places a table")
 	f.StringVar(&coordSQLFlags.memoryLimit, "memory-limit", "", "memory budget of each task on the workers, e.g. 2GiB (default: the worker's)")
 	f.StringVar(&coordSQLFlags.pgListen, "pg-listen", "", "serve the cluster to PostgreSQL clients (psql, pgx, JDBC) on this address, e.g. 0.0.0.0:5433; they log in as users of `nicflow user add --dir DIR` (default: off)")
-	f.StringVar(&coordSQLFlags.tlsCert, "tls-cert", "", "PEM certificate (chain) for PostgreSQL clients' TLS (with --tls-key)")
+	f.StringVar(&coordSQLFlags.fsqlListen, "flightsql-listen", "", "serve the cluster to Arrow Flight SQL clients (ADBC, JDBC, database/sql) on this address, e.g. 127.0.0.1:31337; users of `nicflow user add --dir DIR`; beyond loopback only with --tls-cert (default: off)")
+	f.StringVar(&coordSQLFlags.tlsCert, "tls-cert", "", "PEM certificate (chain) for PostgreSQL and Flight SQL clients' TLS (with --tls-key)")
 	f.StringVar(&coordSQLFlags.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	f.BoolVar(&coordSQLFlags.requireTLS, "require-tls", false, "refuse PostgreSQL connections that do not use TLS")
 	f.StringVar(&coordSQLFlags.fileRoot, "file-root", "", "directory under which SQL may read and write the coordinator's files (file tables, COPY); 'none' for no file access. Default: any path, none with --pg-listen")

@@ -12,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/nicflow/nicflow/cluster/pgwire"
 	"github.com/nicflow/nicflow/tpch"
@@ -48,12 +50,13 @@ func pgConnectAs(t *testing.T, addr, user, password string, mode pgx.QueryExecMo
 	return c, nil
 }
 
-// TestCoordinatorServesPostgres: a coordinator started with --pg-listen
-// serves its cluster to PostgreSQL clients: SCRAM logins only, the 22
-// TPC-H queries at SF 0.01 run on the workers through pgx (extended and
-// simple protocol, answers checked), and a connection's SET statements
-// (time zone, client settings) stay with it.
-func TestCoordinatorServesPostgres(t *testing.T) {
+// TestCoordinatorServesClients: a coordinator started with --pg-listen
+// and --flightsql-listen serves its cluster to PostgreSQL and Flight SQL
+// clients: logins only, the 22 TPC-H queries at SF 0.01 run on the
+// workers through pgx (extended and simple protocol) and arrow-go's Flight
+// SQL client (answers checked), and a connection's SET statements (time
+// zone, client settings) stay with it.
+func TestCoordinatorServesClients(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts a cluster of processes")
 	}
@@ -61,8 +64,8 @@ func TestCoordinatorServesPostgres(t *testing.T) {
 	if err := pgwire.AddUser(pgwire.UsersFile(dir), "alice", "s3cret pass"); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
-	localSQLClusterWith(t, dir, 2, 1, 1, []string{"--pg-listen", addr})
+	addr, faddr := freeAddr(t), freeAddr(t)
+	localSQLClusterWith(t, dir, 2, 1, 1, []string{"--pg-listen", addr, "--flightsql-listen", faddr})
 	var c *pgx.Conn
 	var err error
 	deadline := time.Now().Add(20 * time.Second)
@@ -144,5 +147,24 @@ func TestCoordinatorServesPostgres(t *testing.T) {
 	// The connection is still usable after errors.
 	if got := one(c, "select cast(count(*) as varchar) from region"); got != "5" {
 		t.Errorf("after errors: %q", got)
+	}
+
+	// Flight SQL: a token for alice, then the 22 queries on the workers.
+	fc := flightClient(t, faddr)
+	if _, err := fc.Execute(ctx, "select 1"); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("Flight SQL without credentials: %v", err)
+	}
+	actx, err := fc.Client.AuthenticateBasicToken(ctx, "alice", "s3cret pass")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for q := 1; q <= tpch.NumQueries; q++ {
+		r := runTPCHQuery(actx, flightRunner(fc), q, 0.01, 1, true)
+		if r.err != nil || r.verdict != "ok" {
+			t.Errorf("Flight SQL Q%d: %v %s", q, r.err, r.verdict)
+		}
+	}
+	if got := flightQueryCtx(t, actx, fc, "select count(*) from pg_t"); fmt.Sprint(got) != "[[3]]" {
+		t.Errorf("Flight SQL reads the table pgx wrote: %v", got)
 	}
 }
