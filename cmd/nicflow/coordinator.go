@@ -50,8 +50,8 @@ docs/cluster.md for per-node certificates instead).`,
   nicflow cluster init --dir /etc/nicflow/keys
   nicflow coordinator --keys /etc/nicflow/keys --advertise 10.0.0.1 --dir /data/tpch
 
-  # options from a JSON file, one flag overriding it
-  nicflow coordinator --config coordinator.json --log-level debug`,
+  # settings from the config file ([coordinator] section), one flag overriding it
+  nicflow coordinator --config /etc/nicflow/nicflow.toml --log-level debug`,
 	Args: cobra.NoArgs,
 	RunE: func(cmd *cobra.Command, _ []string) error {
 		o, err := coordFlags.options(cmd, cluster.RoleCoordinator)

@@ -54,7 +54,7 @@ node its own directory, never the coordinator's.`,
 	RunE: func(cmd *cobra.Command, _ []string) error {
 		f := storageFlags
 		so := storage.ServerOptions{ScanParallelism: f.parallel, MaxMessageBytes: f.maxMsgKiB << 10}
-		if cmd.Flags().Changed("keys") || storageNodeFlags.config != "" {
+		if cmd.Flags().Changed("keys") {
 			if f.tlsCert != "" || f.tlsKey != "" || f.tlsCA != "" {
 				return usagef("--tls-* files are for a standalone node; a cluster member uses the cluster's keys (--keys)")
 			}
