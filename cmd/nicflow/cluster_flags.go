@@ -201,7 +201,7 @@ func serveNode(ctx context.Context, n *cluster.Node, readyFile string) error {
 	if self.AdminAddr != "" {
 		fmt.Fprintf(os.Stderr, ", admin http://%s/status", self.AdminAddr)
 	}
-	fmt.Fprintln(os.Stderr)
+	fmt.Fprintf(os.Stderr, "\n  offering %d cores and %s of memory (this machine: %s)\n", self.Cores, exec.FormatBytes(self.Memory), exec.SystemMemory())
 	if readyFile != "" {
 		if err := cluster.WriteReadyFile(readyFile, self); err != nil {
 			return err
