@@ -126,6 +126,23 @@ func (m *StorageMetrics) ObserveScan(d time.Duration, st storage.ScanStats, err 
 	m.bytesRead.Add(float64(st.BytesRead))
 }
 
+// ServeStandalone serves the series on addr's /metrics, with the Go and
+// process collectors, for a storage node that is not a cluster member
+// (no Node, so no admin port of its own). Close the server to stop it.
+func (m *StorageMetrics) ServeStandalone(addr string) (*http.Server, string, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), m.seconds, m.rows, m.bytesRead)
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", nferr.Unavailablef("admin port %s: %v", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, MaxHeaderBytes: 64 << 10}
+	go srv.Serve(lis) //nolint:errcheck // ends with ErrServerClosed when closed
+	return srv, lis.Addr().String(), nil
+}
+
 // Register adds the series to the node's /metrics.
 func (m *StorageMetrics) Register(n *Node) error {
 	for _, c := range []prometheus.Collector{m.seconds, m.rows, m.bytesRead} {

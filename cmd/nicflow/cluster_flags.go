@@ -64,7 +64,11 @@ func addNodeFlags(cmd *cobra.Command, f *nodeFlags, role cluster.Role) {
 		}
 		fs.StringVar(&f.listen, "listen", "", "control/gRPC listen address, default "+def)
 	}
-	fs.StringVar(&f.admin, "admin", "", `admin HTTP address for /metrics and /status (default 127.0.0.1:748x; "off" disables)`)
+	adminHelp := `admin HTTP address for /metrics and /status (default 127.0.0.1:748x; "off" disables)`
+	if role == cluster.RoleStorage {
+		adminHelp = `admin HTTP address for /metrics and /status (default 127.0.0.1:7482 in a cluster, none standalone; "off" disables)`
+	}
+	fs.StringVar(&f.admin, "admin", "", adminHelp)
 	fs.StringVar(&f.data, "data-addr", "", "advertised shuffle agent address host:port")
 	if role == cluster.RoleStorage {
 		fs.StringVar(&f.flight, "flight-addr", "", "advertised Flight storage address host:port")
