@@ -132,10 +132,10 @@ func (f *nodeFlags) options(cmd *cobra.Command, role cluster.Role) (cluster.Opti
 		{"hang-after", &o.HangAfter, f.hangAfter}, {"heartbeat-timeout", &o.HeartbeatTimeout, f.heartbeatTimeout},
 		{"suspect-for", &o.SuspectFor, f.suspectFor}} {
 		if changed(d.name) {
-			if d.v <= 0 {
-				return o, usagef("--%s: want a positive duration such as 2s", d.name)
+			if d.v < 0 {
+				return o, usagef("--%s: want a duration such as 2s (0: the default)", d.name)
 			}
-			*d.dst = cluster.Duration(d.v)
+			*d.dst = cluster.Duration(d.v) // 0: SetDefaults fills it
 		}
 	}
 	if changed("max-message-size") {

@@ -204,7 +204,10 @@ func resolveFlags(cmd *cobra.Command, cf *configFile, lookup func(string) (strin
 			return
 		}
 		e, sec, ok := cf.lookup(cmd, f.Name)
-		if !ok {
+		if !ok || e.v == "" {
+			// NB: an empty string leaves the flag at its default, as an
+			// empty variable does: the example file's "" defaults then
+			// mean what they say when uncommented.
 			return
 		}
 		args, cerr := tomlFlagArgs(f, e.v)

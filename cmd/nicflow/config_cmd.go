@@ -196,7 +196,7 @@ func (cf *configFile) checkTypes(root *cobra.Command) (int, error) {
 				return
 			}
 			e, sec, ok := cf.lookup(c, f.Name)
-			if !ok {
+			if !ok || e.v == "" {
 				return
 			}
 			args, cerr := tomlFlagArgs(f, e.v)

@@ -167,6 +167,18 @@ func TestConfigSectionsDoNotLeak(t *testing.T) {
 	}
 }
 
+// TestEmptyIsUnset: an empty string in the file, like an empty variable,
+// leaves the flag at its default (the example file's "" defaults).
+func TestEmptyIsUnset(t *testing.T) {
+	_, serve, _, _ := testTree()
+	if err := configure(t, serve, nil, map[string]string{"NICFLOW_DIR": ""}, "[serve]\npg-listen = \"\"\ndir = \"\"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if got := flagString(t, serve, "pg-listen"); got != "127.0.0.1:5433" || serve.Flags().Changed("pg-listen") || serve.Flags().Changed("dir") {
+		t.Errorf("pg-listen %q (changed %v): an empty value must leave the default", got, serve.Flags().Changed("pg-listen"))
+	}
+}
+
 // TestReservedEnv: NICFLOW_MEMORY_LIMIT and NICFLOW_PASSWORD keep their
 // meaning and never set flags of the same name.
 func TestReservedEnv(t *testing.T) {
