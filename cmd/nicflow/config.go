@@ -30,6 +30,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -63,6 +64,10 @@ var envReserved = map[string]string{
 // notFromConfig are flags that neither the environment nor the file set:
 // cobra's own, and --config itself (NICFLOW_CONFIG names the file).
 var notFromConfig = map[string]bool{"help": true, "version": true, "config": true}
+
+// noConfigFile annotates commands that do not read the config file in
+// effect (config example and check: a broken file must not stop them).
+const noConfigFile = "nicflow:no-config-file"
 
 // appliedConfig are the values applyConfig set (for `nicflow config show`).
 var appliedConfig map[string]flagValue
@@ -99,9 +104,12 @@ func applyConfig(cmd *cobra.Command) error {
 			return usagef("NICFLOW_MEMORY_LIMIT=%q: want a size such as 2GiB", s)
 		}
 	}
-	cf, err := loadConfigFor(cmd)
-	if err != nil {
-		return err
+	var cf *configFile
+	if cmd.Annotations[noConfigFile] == "" {
+		var err error
+		if cf, err = loadConfigFor(cmd); err != nil {
+			return err
+		}
 	}
 	vals, err := resolveFlags(cmd, cf, os.LookupEnv)
 	if err != nil {
@@ -134,7 +142,23 @@ func loadConfigFor(cmd *cobra.Command) (*configFile, error) {
 	if err := cf.check(cmd.Root()); err != nil {
 		return nil, err
 	}
+	configInEffect, _ = filepath.Abs(path)
 	return cf, nil
+}
+
+// configInEffect is the absolute path of the file applyConfig read.
+var configInEffect string
+
+// childEnv passes this process's configuration on to the nodes a command
+// starts as processes (cluster local): the config file in effect and the
+// log settings, as environment variables, so that the command line the
+// command gives each node still wins over them.
+func childEnv() []string {
+	env := []string{"NICFLOW_LOG_FORMAT=" + rootConfig.logFormat, "NICFLOW_LOG_LEVEL=" + rootConfig.logLevel}
+	if configInEffect != "" {
+		env = append(env, envPrefix+"CONFIG="+configInEffect)
+	}
+	return env
 }
 
 // setupLogging makes slog's default logger (which every node and server
@@ -714,10 +738,10 @@ func suggest(key string, cands []string) string {
 }
 
 // nearest is the candidate closest to s in edit distance, when it is close
-// enough to be what was meant (a third of the length, at least 2).
+// enough to be what was meant (a third of the length, at least 1).
 func nearest(s string, cands []string) string {
 	sort.Strings(cands)
-	best, bestD := "", max(2, len(s)/3)+1
+	best, bestD := "", max(1, len(s)/3)+1
 	norm := strings.ReplaceAll(strings.ToLower(s), "_", "-")
 	for _, c := range cands {
 		if d := editDistance(norm, c); d < bestD {

@@ -53,8 +53,9 @@ default (docs/nicflow.example.toml is its output); see docs/configuration.md.`,
 }
 
 var configExampleCmd = &cobra.Command{
-	Use:   "example",
-	Short: "Print a commented config file with every key and its default",
+	Annotations: map[string]string{noConfigFile: "1"},
+	Use:         "example",
+	Short:       "Print a commented config file with every key and its default",
 	Long: `example prints a TOML config file generated from the real flags of every
 command: each key commented out with its default value, its help and its
 environment variable. Uncomment and edit what you need.`,
@@ -66,8 +67,9 @@ environment variable. Uncomment and edit what you need.`,
 }
 
 var configCheckCmd = &cobra.Command{
-	Use:   "check [FILE]",
-	Short: "Check a config file: syntax, keys, and the type of every value",
+	Annotations: map[string]string{noConfigFile: "1"},
+	Use:         "check [FILE]",
+	Short:       "Check a config file: syntax, keys, and the type of every value",
 	Long: `check reads a config file (FILE, else --config, else NICFLOW_CONFIG) and
 reports every unknown key or section and every value whose type does not fit
 its flag, for every command the file configures. Sizes, addresses and other

@@ -403,4 +403,15 @@ func TestConfigEndToEnd(t *testing.T) {
 	if out, code := run(nil, "config", "check", file); code != 0 || !strings.Contains(out, "ok") {
 		t.Errorf("config check: exit %d, %s", code, out)
 	}
+	// A broken file in effect does not stop the commands that do not read
+	// it; the others fail naming it.
+	if out, code := run([]string{"NICFLOW_CONFIG=" + bad}, "config", "example"); code != 0 || !strings.Contains(out, "[worker]") {
+		t.Errorf("config example with a broken NICFLOW_CONFIG: exit %d, %.200s", code, out)
+	}
+	if out, code := run([]string{"NICFLOW_CONFIG=" + bad}, "config", "check", file); code != 0 {
+		t.Errorf("config check FILE with a broken NICFLOW_CONFIG: exit %d, %s", code, out)
+	}
+	if out, code := run([]string{"NICFLOW_CONFIG=" + bad}, "version"); code != 2 || !strings.Contains(out, "bad.toml:2:") {
+		t.Errorf("version with a broken NICFLOW_CONFIG: exit %d, %s", code, out)
+	}
 }
