@@ -222,6 +222,10 @@ type StageProgress struct {
 	Rows     int64  `json:"rows"`
 	BytesIn  int64  `json:"bytes_in"`
 	BytesOut int64  `json:"bytes_out"`
+
+	started time.Time // the start of the stage's first task (stage_seconds)
+	failed  error     // its first task's failure
+	ended   bool      // stage_seconds observed
 }
 
 // Final reports whether the query has ended.

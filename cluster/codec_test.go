@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -238,32 +236,6 @@ func TestOptionsValidate(t *testing.T) {
 		if !nferr.Is(err, c.kind) || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("%s: got %v", c.msg, err)
 		}
-	}
-}
-
-func TestLoadOptionsFile(t *testing.T) {
-	dir := t.TempDir()
-	good := filepath.Join(dir, "w.json")
-	os.WriteFile(good, []byte(`{"role":"worker","node_id":"w7","key_dir":"/k","join":["10.0.0.1:7946"],"cores":4,"heartbeat_interval":"250ms"}`), 0o644)
-	var o Options
-	if err := LoadOptionsFile(good, &o); err != nil {
-		t.Fatal(err)
-	}
-	if o.Role != RoleWorker || o.NodeID != "w7" || o.Cores != 4 || len(o.Join) != 1 || o.HeartbeatInterval != Duration(250*time.Millisecond) {
-		t.Errorf("loaded %+v", o)
-	}
-	bad := filepath.Join(dir, "bad.json")
-	os.WriteFile(bad, []byte("{\n  \"role\": \"worker\",\n  \"cores\": 4,\n  \"corez\": 5\n}"), 0o644)
-	if err := LoadOptionsFile(bad, &o); !nferr.Is(err, nferr.KindQuery) || !strings.Contains(err.Error(), "corez") {
-		t.Errorf("unknown key: %v", err)
-	}
-	syn := filepath.Join(dir, "syn.json")
-	os.WriteFile(syn, []byte("{\n  \"role\": \"worker\",\n  \"cores\" 4\n}"), 0o644)
-	if err := LoadOptionsFile(syn, &o); !nferr.Is(err, nferr.KindQuery) || !strings.Contains(err.Error(), "syn.json:3:") {
-		t.Errorf("syntax error position: %v", err)
-	}
-	if err := LoadOptionsFile(filepath.Join(dir, "missing.json"), &o); !nferr.Is(err, nferr.KindIO) {
-		t.Errorf("missing file: %v", err)
 	}
 }
 

@@ -504,6 +504,7 @@ func (c *Coordinator) finish(q *Query, err error) {
 	c.mu.Unlock()
 	c.node.metrics.queriesRunning.Dec()
 	c.node.metrics.queriesFinished.WithLabelValues(resultLabel(err)).Inc()
+	c.node.metrics.querySeconds.WithLabelValues(resultLabel(err)).Observe(time.Since(q.started).Seconds())
 	c.node.log.Debug("query finished", "query", q.ID, "state", final.State, "elapsed", final.Elapsed, "err", err)
 }
 

@@ -4,7 +4,7 @@
 //
 // # Pieces
 //
-//	options.go      Options (one struct for every role), defaults, Validate, JSON config files
+//	options.go      Options (one struct for every role), defaults, Validate
 //	meta.go         NodeInfo and its compact versioned encoding in memberlist metadata
 //	keys.go         cluster key + CA (InitKeys, IssueNodeDir, LoadKeys), TLS configs for every port
 //	membership.go   memberlist wrapper: alive members, ordered events, LAN failure-detection timing
@@ -22,7 +22,9 @@
 //	retry.go        retryWriter: a query's result held back while the query may be retried
 //	local.go        LocalCluster: a whole cluster as child processes (process group, Pdeathsig,
 //	                restart of dead workers and storage nodes)
-//	admin.go        /metrics, /status, /debug/pprof; HandleAdmin mounts more (the web console)
+//	admin.go        /metrics (latency histograms: LatencyBuckets), /status, /debug/pprof;
+//	                StorageMetrics, a storage node's scan series; HandleAdmin mounts more
+//	                (the web console)
 //
 // # Invariants
 //

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"sort"
@@ -125,7 +126,8 @@ func gossipConfig(o *Options, keys *Keys, logw io.Writer) (*memberlist.Config, e
 	// key can neither join nor inject state.
 	c.GossipVerifyIncoming = true
 	c.GossipVerifyOutgoing = true
-	c.LogOutput = logw
+	// NB: no timestamp prefix: slog stamps the record.
+	c.Logger = log.New(logw, "", 0)
 	return c, nil
 }
 
@@ -461,15 +463,17 @@ type slogWriter struct{ log *slog.Logger }
 
 func (w slogWriter) Write(p []byte) (int, error) {
 	line := string(bytes.TrimSpace(p))
-	// NB: log.Logger prefixes a timestamp; the level tag follows it.
 	lvl := slog.LevelInfo
-	switch {
-	case bytes.Contains(p, []byte("[DEBUG]")):
-		lvl = slog.LevelDebug
-	case bytes.Contains(p, []byte("[WARN]")):
-		lvl = slog.LevelWarn
-	case bytes.Contains(p, []byte("[ERR]")):
-		lvl = slog.LevelError
+	for _, t := range []struct {
+		tag string
+		lvl slog.Level
+	}{{"[DEBUG]", slog.LevelDebug}, {"[INFO]", slog.LevelInfo}, {"[WARN]", slog.LevelWarn}, {"[ERR]", slog.LevelError}} {
+		if _, after, ok := strings.Cut(line, t.tag); ok {
+			// The level goes into the record; a timestamp before the tag
+			// (a logger with one) is slog's to write.
+			lvl, line = t.lvl, strings.TrimSpace(after)
+			break
+		}
 	}
 	w.log.Log(context.Background(), lvl, line, "component", "gossip")
 	return len(p), nil

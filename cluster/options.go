@@ -1,8 +1,6 @@
 package cluster
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -95,8 +93,9 @@ const (
 
 // Options configure one node of any role. Zero values take the defaults
 // documented on each field (SetDefaults fills them); Validate reports the
-// first problem naming the field. Options can be read from a JSON file whose
-// keys are the json names below (see LoadOptionsFile and docs/cluster.md).
+// first problem naming the field. cmd/nicflow sets them from flags, which
+// the NICFLOW_* environment and the config file can also set
+// (docs/configuration.md).
 type Options struct {
 	// Role of the node. Required.
 	Role Role `json:"role"`
@@ -387,46 +386,6 @@ func checkHostPort(field, v string, needHost bool) error {
 		return nferr.Queryf("options: %s %q needs a host and a non-zero port", field, v)
 	}
 	return nil
-}
-
-// LoadOptionsFile reads options from a JSON file (see docs/cluster.md for an
-// example). Unknown keys are errors, so a misspelt option does not silently
-// fall back to its default. Fields set in o before the call are overwritten
-// only by keys present in the file.
-func LoadOptionsFile(path string, o *Options) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nferr.IOf("reading config file %s: %w", path, err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(o); err != nil {
-		if se, ok := err.(*json.SyntaxError); ok {
-			line, col := lineCol(b, se.Offset)
-			return nferr.Queryf("config file %s:%d:%d: %v", path, line, col, err)
-		}
-		return nferr.Queryf("config file %s: %v", path, err)
-	}
-	if dec.More() {
-		return nferr.Queryf("config file %s: extra data after the JSON object", path)
-	}
-	return nil
-}
-
-func lineCol(b []byte, off int64) (int, int) {
-	if off > int64(len(b)) {
-		off = int64(len(b))
-	}
-	line, col := 1, 1
-	for _, c := range b[:off] {
-		if c == '\n' {
-			line++
-			col = 1
-		} else {
-			col++
-		}
-	}
-	return line, col
 }
 
 func defaultAdvertiseHost(bind string) string {

@@ -320,6 +320,9 @@ func (q *Query) Start(p Placement, spec TaskSpec) (*Task, error) {
 	q.mu.Lock()
 	q.tasks = append(q.tasks, t)
 	sp := q.stageLocked(spec.Stage)
+	if sp.started.IsZero() {
+		sp.started = time.Now()
+	}
 	sp.Running++
 	if sp.Running+sp.Done+sp.Failed > sp.Tasks {
 		sp.Tasks = sp.Running + sp.Done + sp.Failed
@@ -587,6 +590,15 @@ func (t *Task) recvLoop(stream grpc.ClientStream) {
 		sp.Done++
 	} else {
 		sp.Failed++
+		if sp.failed == nil {
+			sp.failed = result
+		}
+	}
+	if sp.Running == 0 && sp.Done+sp.Failed >= sp.Tasks && !sp.ended {
+		// The stage's last task ended (stages are declared with their
+		// task count, DefineStage, before their tasks start).
+		sp.ended = true
+		n.metrics.stageSeconds.WithLabelValues(resultLabel(sp.failed)).Observe(time.Since(sp.started).Seconds())
 	}
 	q.signalLocked()
 	q.mu.Unlock()

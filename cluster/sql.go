@@ -739,6 +739,10 @@ type SQLWorker struct {
 	peers map[int]string
 
 	scanned, scannedBytes, sent, received, spilled prometheus.Counter
+	// scanSeconds: the fragments' scans, open to end; shuffleSeconds: the
+	// streams of their network exchanges, first payload to end, by side.
+	scanSeconds    prometheus.Histogram
+	shuffleSeconds *prometheus.HistogramVec
 
 	// memory is the node's --memory, shared by the tasks of every query
 	// on it: each task's budget draws from it (engine.FragmentEnv.Memory).
@@ -798,10 +802,14 @@ func (w *SQLWorker) Start(n *Node, listen string) error {
 	w.sent = prometheus.NewCounter(prometheus.CounterOpts{Name: "nicflow_shuffle_sent_bytes_total", Help: "Payload bytes this worker's fragments sent through network exchanges."})
 	w.received = prometheus.NewCounter(prometheus.CounterOpts{Name: "nicflow_shuffle_received_bytes_total", Help: "Payload bytes this worker's fragments received from network exchanges."})
 	w.spilled = prometheus.NewCounter(prometheus.CounterOpts{Name: "nicflow_spilled_bytes_total", Help: "Bytes this worker's fragments wrote to spill files (what did not fit in memory)."})
+	w.scanSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "nicflow_scan_seconds", Buckets: LatencyBuckets,
+		Help: "Scan latency on a worker: a fragment's scan of one table's files, from its open to its end (over Flight or local reads)."})
+	w.shuffleSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "nicflow_shuffle_seconds", Buckets: LatencyBuckets,
+		Help: "Shuffle latency on a worker: one stream of a network exchange from its first payload to its end; side send (closed after its last payload) or receive (every sender done)."}, []string{"side"})
 	w.memory = exec.NewNodeBudget(n.opts.Memory, "the worker's --memory")
 	w.mu.Unlock()
 	reg := n.Metrics()
-	reg.MustRegister(w.scanned, w.scannedBytes, w.sent, w.received, w.spilled)
+	reg.MustRegister(w.scanned, w.scannedBytes, w.sent, w.received, w.spilled, w.scanSeconds, w.shuffleSeconds)
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nicflow_task_memory_bytes", Help: "Memory the tasks on this worker hold now (of its --memory)."},
 		func() float64 { return float64(w.memory.Used()) }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nicflow_shuffle_agent_frames_dropped", Help: "Frames the shuffle agent dropped (no local task took them)."},
@@ -858,9 +866,12 @@ func (w *SQLWorker) Execute(ctx context.Context, tc *TaskContext) error {
 	if len(f.Tables) > 0 {
 		ps := storage.NewPlacedScanner(f.Tables, f.Storage, storage.ClientOptions{TLS: tc.Node.Keys().ClientTLS(), LocalReads: !tc.Node.opts.NoLocalReads, Pool: w.storage, Codec: tc.Node.opts.ScanCodec})
 		defer ps.Close()
-		src = countingSource{Source: ps, rows: w.scanned, bytes: w.scannedBytes}
+		src = countingSource{Source: ps, rows: w.scanned, bytes: w.scannedBytes, seconds: w.scanSeconds}
 	}
 	ctr := &dist.FragmentCounters{}
+	sendSec, recvSec := w.shuffleSeconds.WithLabelValues("send"), w.shuffleSeconds.WithLabelValues("receive")
+	ctr.Sent.Stream = func(d time.Duration) { sendSec.Observe(d.Seconds()) }
+	ctr.Received.Stream = func(d time.Duration) { recvSec.Observe(d.Seconds()) }
 	done := make(chan struct{})
 	var last [2]int64
 	publish := func() {
@@ -907,19 +918,23 @@ func (w *SQLWorker) Execute(ctx context.Context, tc *TaskContext) error {
 type countingSource struct {
 	storage.Source
 	rows, bytes prometheus.Counter
+	seconds     prometheus.Observer // scan open to end (or close)
 }
 
 func (c countingSource) OpenScan(ctx context.Context, spec storage.ScanSpec, opts storage.ScanOptions) (storage.RecordIterator, error) {
+	start := time.Now()
 	it, err := c.Source.OpenScan(ctx, spec, opts)
 	if err != nil {
 		return nil, err
 	}
-	return &countingIter{RecordIterator: it, c: c}, nil
+	return &countingIter{RecordIterator: it, c: c, start: start}, nil
 }
 
 type countingIter struct {
 	storage.RecordIterator
-	c countingSource
+	c     countingSource
+	start time.Time
+	ended bool
 }
 
 func (it *countingIter) Next(ctx context.Context) (arrow.RecordBatch, error) {
@@ -927,6 +942,22 @@ func (it *countingIter) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if rec != nil {
 		it.c.rows.Add(float64(rec.NumRows()))
 		it.c.bytes.Add(float64(recordBytes(rec)))
+	} else if err == nil {
+		it.end()
 	}
 	return rec, err
+}
+
+// end observes the scan's latency once: at its end, or when it is closed
+// early (a LIMIT reached, a failure elsewhere).
+func (it *countingIter) end() {
+	if !it.ended && it.c.seconds != nil {
+		it.ended = true
+		it.c.seconds.Observe(time.Since(it.start).Seconds())
+	}
+}
+
+func (it *countingIter) Close() error {
+	it.end()
+	return it.RecordIterator.Close()
 }

@@ -305,9 +305,11 @@ func (w *worker) runTask(stream grpc.ServerStream) error {
 	m.tasksStarted.Inc()
 	m.tasksRunning.Inc()
 	defer m.tasksRunning.Dec()
+	start := time.Now()
 
 	if err := tc.send(jsonFrame(ftStarted, taskStatus{Stats: tc.snapshot(false)})); err != nil {
 		m.tasksFinished.WithLabelValues(resultLabel(err)).Inc()
+		m.taskSeconds.WithLabelValues(resultLabel(err)).Observe(time.Since(start).Seconds())
 		return nil
 	}
 	hbDone := make(chan struct{})
@@ -344,6 +346,7 @@ func (w *worker) runTask(stream grpc.ServerStream) error {
 		}
 	}
 	m.tasksFinished.WithLabelValues(resultLabel(err)).Inc()
+	m.taskSeconds.WithLabelValues(resultLabel(err)).Observe(time.Since(start).Seconds())
 	st := tc.snapshot(true)
 	m.taskRows.Add(float64(st.Rows))
 	if err != nil {

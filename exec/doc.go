@@ -65,6 +65,12 @@
 // limit; a global aggregate holds one group; NOT IN joins, one window
 // partition larger than the budget and exchange queues do not spill.
 //
+// Memory budgets (memory.go): a query's Budget, under a node's when it runs
+// on a worker; the default, DefaultMemoryLimit, is 60% of what the process
+// may use (memory_system.go: the smallest cgroup v1 or v2 limit along the
+// process's own cgroup path, else the physical memory; read through an
+// fs.FS so that tests use fake trees).
+//
 // The stateful operators (joins, aggregate, sort, top-N, window, ordered
 // merge) share the contract's lifecycle through opState (lifecycle.go):
 // the sticky error, Close once, and the output arrays released before the

@@ -238,45 +238,20 @@ func (a *Account) Peak() int64 { return a.peak }
 func (a *Account) Close() { a.Shrink(a.used) }
 
 // DefaultMemoryLimit is the default per-query budget on a node: 60% of the
-// memory available to the process (cgroup limit or physical memory), or
-// 4 GiB when neither can be read. NICFLOW_MEMORY_LIMIT (bytes, or with a
-// KiB/MiB/GiB suffix) overrides it.
+// memory available to the process (the cgroup v1 or v2 limit, or the
+// physical memory: SystemMemory), or 4 GiB when neither can be read.
+// NICFLOW_MEMORY_LIMIT (bytes, or with a KiB/MiB/GiB suffix) overrides it.
 func DefaultMemoryLimit() int64 {
 	if s := os.Getenv("NICFLOW_MEMORY_LIMIT"); s != "" {
 		if n, err := ParseBytes(s); err == nil {
 			return n
 		}
 	}
-	total := systemMemory()
+	total := SystemMemory().Available()
 	if total <= 0 {
 		return 4 << 30
 	}
 	return total / 10 * 6
-}
-
-func systemMemory() int64 {
-	// cgroup v2 limit first: containers and DPU workers run under one.
-	if b, err := os.ReadFile("/sys/fs/cgroup/memory.max"); err == nil {
-		s := strings.TrimSpace(string(b))
-		if n, err := strconv.ParseInt(s, 10, 64); err == nil && n > 0 {
-			return n
-		}
-	}
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "MemTotal:") {
-			f := strings.Fields(line)
-			if len(f) >= 2 {
-				if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
-					return kb << 10
-				}
-			}
-		}
-	}
-	return 0
 }
 
 // ParseBytes parses "123", "64KiB", "512MiB", "2GiB", "1.5GB" (SI units are

@@ -23,6 +23,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nicflow/nicflow/exec/expr"
 
@@ -50,6 +51,13 @@ type NetSendSpec struct {
 // atomically; one set may be shared by several operators).
 type NetCounters struct {
 	Rows, Batches, Bytes atomic.Int64
+	// Stream, when set (before the operators run), is called as each
+	// stream of an exchange ends after carrying at least one payload, with
+	// the time from its first payload to its end: a sending stream's close
+	// once its last payload is handed to the shuffle layer, a receiving
+	// stream's end of stream (every sender closed). The latency of the
+	// shuffle as each end saw it (nicflow_shuffle_seconds).
+	Stream func(time.Duration)
 }
 
 // NetSend drives every input on its own goroutine and sends its batches
@@ -83,13 +91,16 @@ func NetSend(env *Env, inputs []Operator, schema *arrow.Schema, senders []*shuff
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			err := netSendOne(&senv, inputs[i], schema, senders[i], spec, sent)
+			var first time.Time
+			err := netSendOne(&senv, inputs[i], schema, senders[i], spec, sent, &first)
 			if err != nil {
 				senders[i].Fail(err)
 				cancel(err)
 			} else if cerr := senders[i].Close(); cerr != nil {
 				err = cerr
 				cancel(err)
+			} else if sent != nil && sent.Stream != nil && !first.IsZero() {
+				sent.Stream(time.Since(first))
 			}
 			errs[i] = err
 		}(i)
@@ -117,7 +128,9 @@ func closeOps(ops []Operator) {
 	}
 }
 
-func netSendOne(env *Env, in Operator, schema *arrow.Schema, s *shuffle.Sender, spec NetSendSpec, sent *NetCounters) (err error) {
+// netSendOne sends one input's batches; *first is set to the time of its
+// first payload.
+func netSendOne(env *Env, in Operator, schema *arrow.Schema, s *shuffle.Sender, spec NetSendSpec, sent *NetCounters, first *time.Time) (err error) {
 	defer func() {
 		if cerr := in.Close(); err == nil && cerr != nil {
 			err = cerr
@@ -150,6 +163,9 @@ func netSendOne(env *Env, in Operator, schema *arrow.Schema, s *shuffle.Sender, 
 			return err
 		}
 		n := int64(len(p))
+		if first.IsZero() {
+			*first = time.Now()
+		}
 		if broadcast {
 			err = s.Broadcast(env.Ctx, p)
 		} else {
@@ -293,6 +309,7 @@ type NetReceiver struct {
 	out    Batch
 	done   bool
 	err    error
+	first  time.Time // the first payload's arrival
 }
 
 // NewNetReceiver returns the operator reading rcv; recvd (optional)
@@ -339,7 +356,13 @@ func (r *NetReceiver) Next() (*Batch, error) {
 		}
 		if p == nil {
 			r.done = true
+			if r.recvd != nil && r.recvd.Stream != nil && !r.first.IsZero() {
+				r.recvd.Stream(time.Since(r.first))
+			}
 			return nil, nil
+		}
+		if r.first.IsZero() {
+			r.first = time.Now()
 		}
 		rec, err := r.dec.Decode(p)
 		if err != nil {

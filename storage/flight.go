@@ -58,6 +58,11 @@ type ServerOptions struct {
 	// ScanParallelism is the number of goroutines decoding each scan
 	// (default 1).
 	ScanParallelism int
+	// ScanObserver, when set, is called as every scan served over Flight
+	// ends, with its duration (from the scanner's start to the last
+	// record sent), its statistics and its error (nil when it completed).
+	// It serves the node's metrics; it must not block.
+	ScanObserver func(d time.Duration, st ScanStats, err error)
 }
 
 // Validate fills defaults.
@@ -181,17 +186,23 @@ func (s *Server) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServ
 	if err := s.holds(spec); err != nil {
 		return s.statusErr(err)
 	}
+	start := time.Now()
 	sc, err := s.db.NewScanner(spec, ScanOptions{Parallelism: s.opts.ScanParallelism})
 	if err != nil {
 		return s.statusErr(err)
 	}
 	defer sc.Close()
+	var scanErr error // the scan's own error, for the observer
+	if obs := s.opts.ScanObserver; obs != nil {
+		defer func() { obs(time.Since(start), sc.Stats(), scanErr) }()
+	}
 	ctx := stream.Context()
 	w := flight.NewRecordWriter(stream, scanWriterOptions(sc.Schema(), spec.Codec)...)
 	defer w.Close()
 	for {
 		rec, err := sc.Next(ctx)
 		if err != nil {
+			scanErr = err
 			return s.statusErr(err)
 		}
 		if rec == nil {
@@ -200,7 +211,8 @@ func (s *Server) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServ
 		err = writeSplit(w, rec, s.opts.MaxMessageBytes)
 		rec.Release()
 		if err != nil {
-			return s.statusErr(nferr.Unavailablef("storage node %s: sending records: %v", s.opts.NodeID, err))
+			scanErr = nferr.Unavailablef("storage node %s: sending records: %v", s.opts.NodeID, err)
+			return s.statusErr(scanErr)
 		}
 	}
 	st, _ := json.Marshal(sc.Stats())

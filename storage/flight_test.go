@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,8 @@ import (
 type testNode struct {
 	db  *DB
 	srv *Server
+	// Scans the node served (ServerOptions.ScanObserver) and their rows.
+	scans, scanRows, scanErrs atomic.Int64
 }
 
 func startNode(t testing.TB, id string, maxMsg int) *testNode {
@@ -25,12 +28,23 @@ func startNode(t testing.TB, id string, maxMsg int) *testNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(db, "127.0.0.1:0", ServerOptions{NodeID: id, MaxMessageBytes: maxMsg})
+	n := &testNode{db: db}
+	srv, err := NewServer(db, "127.0.0.1:0", ServerOptions{NodeID: id, MaxMessageBytes: maxMsg,
+		ScanObserver: func(d time.Duration, st ScanStats, err error) {
+			if d <= 0 {
+				t.Errorf("scan observed with duration %v", d)
+			}
+			n.scans.Add(1)
+			n.scanRows.Add(st.RowsReturned)
+			if err != nil {
+				n.scanErrs.Add(1)
+			}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	go srv.Serve()
-	n := &testNode{db: db, srv: srv}
+	n.srv = srv
 	t.Cleanup(func() { srv.Stop(time.Second); db.Close() })
 	return n
 }
@@ -101,6 +115,7 @@ func TestRemoteScansMatchLocal(t *testing.T) {
 		codecs = append(codecs, r)
 	}
 	all := ScanSpec{Table: "t"}.AllColumns(tb)
+	var remoteRows int64
 	for i := 0; i < 40; i++ {
 		spec := variedSpec(all, rng, i)
 		want, _ := scanAll(t, coord, spec, ScanOptions{})
@@ -121,6 +136,12 @@ func TestRemoteScansMatchLocal(t *testing.T) {
 		if !equalRows(got, want) {
 			t.Fatalf("remote scan %s: %d rows, local %d", spec.Filter, len(got), len(want))
 		}
+		remoteRows += int64(len(got))
+	}
+	// The nodes observed every scan they served (their metrics).
+	if n1.scans.Load()+n2.scans.Load() < 40 || n1.scanRows.Load()+n2.scanRows.Load() != remoteRows || n1.scanErrs.Load()+n2.scanErrs.Load() != 0 {
+		t.Errorf("observed %d+%d scans, %d+%d rows (%d errors), want at least 40 scans and %d rows",
+			n1.scans.Load(), n2.scans.Load(), n1.scanRows.Load(), n2.scanRows.Load(), n1.scanErrs.Load()+n2.scanErrs.Load(), remoteRows)
 	}
 	// Node n1 goes away: files fail over to n2.
 	n1.srv.Stop(time.Second)

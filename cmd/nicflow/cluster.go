@@ -168,6 +168,9 @@ written to --addr-file (default DIR/cluster/coordinator.addr), where
 		o := cluster.LocalOptions{
 			Dir: f.dir, Workers: f.workers, Storage: f.storage, AddrFile: f.addrFile, KeyDir: f.keys,
 			Replication: f.replication, Out: cmd.ErrOrStderr(), Restart: f.onFailure == "restart",
+			// The nodes read the same config file ([coordinator], [worker],
+			// [storage]) and log as this command does.
+			Env: childEnv(),
 		}
 		o.Extra = map[cluster.Role][]string{cluster.RoleWorker: f.worker.args()}
 		if f.pgListen != "" {

@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -20,7 +20,6 @@ import (
 // storage). Role commands call addNodeFlags in init and nodeFlags.options in
 // RunE; cmd/nicflow/storage.go uses the same two for `nicflow storage`.
 type nodeFlags struct {
-	config       string
 	nodeID       string
 	keys         string
 	gossip       string
@@ -35,17 +34,24 @@ type nodeFlags struct {
 	nicBandwidth string
 	gossipMode   string
 	readyFile    string
-	logLevel     string
 	noLocalReads bool
 	scanCodec    string
 	shuffleCodec string
 	spillDir     string
 	queryRetries int
+
+	// Timing and limits that rarely need changing (cluster.Options).
+	joinTimeout      time.Duration
+	heartbeat        time.Duration
+	hangAfter        time.Duration
+	heartbeatTimeout time.Duration
+	suspectFor       time.Duration
+	maxMessageSize   string
+	retryBuffer      string
 }
 
 func addNodeFlags(cmd *cobra.Command, f *nodeFlags, role cluster.Role) {
 	fs := cmd.Flags()
-	fs.StringVar(&f.config, "config", "", "JSON file with node options (keys as in docs/cluster.md); flags override it")
 	fs.StringVar(&f.nodeID, "node-id", "", "unique node name (default <role>-<hostname>-<gossip port>)")
 	fs.StringVar(&f.keys, "keys", "", "cluster key directory from `nicflow cluster init` or `nicflow cluster cert` (required)")
 	fs.StringVar(&f.gossip, "gossip", "", "gossip listen address host:port (default 0.0.0.0:7946 coordinator, :7947 worker, :7948 storage)")
@@ -58,7 +64,11 @@ func addNodeFlags(cmd *cobra.Command, f *nodeFlags, role cluster.Role) {
 		}
 		fs.StringVar(&f.listen, "listen", "", "control/gRPC listen address, default "+def)
 	}
-	fs.StringVar(&f.admin, "admin", "", `admin HTTP address for /metrics and /status (default 127.0.0.1:748x; "off" disables)`)
+	adminHelp := `admin HTTP address for /metrics and /status (default 127.0.0.1:748x; "off" disables)`
+	if role == cluster.RoleStorage {
+		adminHelp = `admin HTTP address for /metrics and /status (default 127.0.0.1:7482 in a cluster, none standalone; "off" disables)`
+	}
+	fs.StringVar(&f.admin, "admin", "", adminHelp)
 	fs.StringVar(&f.data, "data-addr", "", "advertised shuffle agent address host:port")
 	if role == cluster.RoleStorage {
 		fs.StringVar(&f.flight, "flight-addr", "", "advertised Flight storage address host:port")
@@ -68,9 +78,19 @@ func addNodeFlags(cmd *cobra.Command, f *nodeFlags, role cluster.Role) {
 	fs.StringVar(&f.nicBandwidth, "nic-bandwidth", "", "network bandwidth to advertise, e.g. 25Gbit (default: link speed, else 10Gbit)")
 	fs.StringVar(&f.gossipMode, "gossip-profile", "", "gossip timing: lan (default, failures seen in ~1-3 s) or wan")
 	fs.StringVar(&f.readyFile, "ready-file", "", "write this node's advertised addresses (JSON) here once it has joined")
-	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	if role == cluster.RoleCoordinator {
 		fs.IntVar(&f.queryRetries, "query-retries", 2, "times a query runs again, without the failed nodes, after a node died, hung or became unreachable (0: never)")
+	}
+	fs.DurationVar(&f.joinTimeout, "join-timeout", 30*time.Second, "how long the node retries joining the cluster through --join")
+	fs.StringVar(&f.maxMessageSize, "max-message-size", "64MiB", "largest control-plane message (gRPC frame) in either direction, 1MiB to 1GiB")
+	if role != cluster.RoleStorage {
+		fs.DurationVar(&f.heartbeat, "heartbeat-interval", 100*time.Millisecond, "how often a worker reports each running task to the coordinator")
+	}
+	if role == cluster.RoleCoordinator {
+		fs.DurationVar(&f.hangAfter, "hang-after", 0, "silence of a task's worker after which the coordinator pings it directly and, without an answer, fails its tasks as hung (default 400ms, or 4 heartbeat intervals)")
+		fs.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", 5*time.Second, "silence of a task's worker after which the task fails")
+		fs.DurationVar(&f.suspectFor, "suspect-for", 30*time.Second, "how long a worker whose task failed by its fault gets no new tasks (unless it restarts)")
+		fs.StringVar(&f.retryBuffer, "retry-buffer", "64MiB", "result bytes held back while a query may still be retried; a larger result streams and is no longer retried")
 	}
 	switch role {
 	case cluster.RoleWorker:
@@ -83,18 +103,10 @@ func addNodeFlags(cmd *cobra.Command, f *nodeFlags, role cluster.Role) {
 	}
 }
 
-// options builds validated cluster options from the config file and flags.
+// options builds validated cluster options from the flags (set on the
+// command line, by NICFLOW_* variables or in the config file: config.go).
 func (f *nodeFlags) options(cmd *cobra.Command, role cluster.Role) (cluster.Options, error) {
-	var o cluster.Options
-	if f.config != "" {
-		if err := cluster.LoadOptionsFile(f.config, &o); err != nil {
-			return o, err
-		}
-		if o.Role != 0 && o.Role != role {
-			return o, nferr.Queryf("config file %s is for a %v, not a %v", f.config, o.Role, role)
-		}
-	}
-	o.Role = role
+	o := cluster.Options{Role: role}
 	fs := cmd.Flags()
 	changed := fs.Changed
 	setIfChanged(fs, "node-id", &o.NodeID, f.nodeID)
@@ -112,6 +124,34 @@ func (f *nodeFlags) options(cmd *cobra.Command, role cluster.Role) (cluster.Opti
 	setIfChanged(fs, "join", &o.Join, f.join)
 	setIfChanged(fs, "no-local-reads", &o.NoLocalReads, f.noLocalReads)
 	setIfChanged(fs, "cores", &o.Cores, f.cores)
+	for _, d := range []struct {
+		name string
+		dst  *cluster.Duration
+		v    time.Duration
+	}{{"join-timeout", &o.JoinTimeout, f.joinTimeout}, {"heartbeat-interval", &o.HeartbeatInterval, f.heartbeat},
+		{"hang-after", &o.HangAfter, f.hangAfter}, {"heartbeat-timeout", &o.HeartbeatTimeout, f.heartbeatTimeout},
+		{"suspect-for", &o.SuspectFor, f.suspectFor}} {
+		if changed(d.name) {
+			if d.v < 0 {
+				return o, usagef("--%s: want a duration such as 2s (0: the default)", d.name)
+			}
+			*d.dst = cluster.Duration(d.v) // 0: SetDefaults fills it
+		}
+	}
+	if changed("max-message-size") {
+		n, err := exec.ParseBytes(f.maxMessageSize)
+		if err != nil || n > 1<<30 {
+			return o, usagef("--max-message-size %q: want a size from 1MiB to 1GiB", f.maxMessageSize)
+		}
+		o.MaxMessageSize = int(n)
+	}
+	if changed("retry-buffer") {
+		n, err := exec.ParseBytes(f.retryBuffer)
+		if err != nil {
+			return o, usagef("--retry-buffer: %v", err)
+		}
+		o.RetryBuffer = n
+	}
 	if changed("query-retries") {
 		if f.queryRetries < 0 || f.queryRetries > 100 {
 			return o, usagef("--query-retries: want 0 to 100")
@@ -138,12 +178,7 @@ func (f *nodeFlags) options(cmd *cobra.Command, role cluster.Role) (cluster.Opti
 	if o.KeyDir == "" {
 		return o, usagef("--keys is required: the cluster key directory (create one with `nicflow cluster init --dir KEYDIR`)")
 	}
-	lvl, err := parseLogLevel(f.logLevel)
-	if err != nil {
-		return o, err
-	}
-	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
-	o.SetDefaults()
+	o.SetDefaults() // the logger: slog's default, set up by config.go
 	if err := o.Validate(); err != nil {
 		return o, err
 	}
@@ -158,20 +193,6 @@ func setIfChanged[T any](fs *pflag.FlagSet, name string, dst *T, v T) {
 	}
 }
 
-func parseLogLevel(s string) (slog.Level, error) {
-	switch strings.ToLower(s) {
-	case "debug":
-		return slog.LevelDebug, nil
-	case "info", "":
-		return slog.LevelInfo, nil
-	case "warn", "warning":
-		return slog.LevelWarn, nil
-	case "error":
-		return slog.LevelError, nil
-	}
-	return 0, usagef("--log-level %q: want debug, info, warn or error", s)
-}
-
 // serveNode writes the ready file and runs until ctx ends (Ctrl-C, SIGTERM)
 // or the node stops; it then leaves the cluster gracefully.
 func serveNode(ctx context.Context, n *cluster.Node, readyFile string) error {
@@ -184,7 +205,7 @@ func serveNode(ctx context.Context, n *cluster.Node, readyFile string) error {
 	if self.AdminAddr != "" {
 		fmt.Fprintf(os.Stderr, ", admin http://%s/status", self.AdminAddr)
 	}
-	fmt.Fprintln(os.Stderr)
+	fmt.Fprintf(os.Stderr, "\n  offering %d cores and %s of memory (this machine: %s)\n", self.Cores, exec.FormatBytes(self.Memory), exec.SystemMemory())
 	if readyFile != "" {
 		if err := cluster.WriteReadyFile(readyFile, self); err != nil {
 			return err

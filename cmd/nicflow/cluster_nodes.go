@@ -139,6 +139,10 @@ func startStorageNode(ctx context.Context, o cluster.Options, dir, listen string
 	reportRecovered(db)
 	so.NodeID, so.TLS = o.NodeID, keys.ServerTLS()
 	so.DisableLocalReads = so.DisableLocalReads || o.NoLocalReads
+	// The node's own series (scans served), on its /metrics once it
+	// has joined.
+	sm := cluster.NewStorageMetrics(o.NodeID)
+	so.ScanObserver = sm.ObserveScan
 	if listen == "" {
 		listen = net.JoinHostPort(o.AdvertiseHost, "0")
 	}
@@ -156,6 +160,10 @@ func startStorageNode(ctx context.Context, o cluster.Options, dir, listen string
 		return nil, err
 	}
 	s.node = n
+	if err := sm.Register(n); err != nil {
+		s.Close()
+		return nil, err
+	}
 	addr := n.Advertised(addrOf(srv.Addr()))
 	if o.FlightAddr != "" {
 		addr = o.FlightAddr

@@ -84,8 +84,8 @@ docs/cluster.md for per-node certificates instead).`,
     --tls-cert pg.crt --tls-key pg.key
   psql "host=10.0.0.1 port=5433 user=alice sslmode=require" -c "select count(*) from lineitem"
 
-  # options from a JSON file, one flag overriding it
-  nicflow coordinator --config coordinator.json --log-level debug`,
+  # settings from the config file ([coordinator] section), one flag overriding it
+  nicflow coordinator --config /etc/nicflow/nicflow.toml --log-level debug`,
 	Args: cobra.NoArgs,
 	RunE: func(cmd *cobra.Command, _ []string) error {
 		o, err := coordFlags.options(cmd, cluster.RoleCoordinator)

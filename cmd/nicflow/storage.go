@@ -54,7 +54,7 @@ node its own directory, never the coordinator's.`,
 	RunE: func(cmd *cobra.Command, _ []string) error {
 		f := storageFlags
 		so := storage.ServerOptions{ScanParallelism: f.parallel, MaxMessageBytes: f.maxMsgKiB << 10}
-		if cmd.Flags().Changed("keys") || storageNodeFlags.config != "" {
+		if cmd.Flags().Changed("keys") {
 			if f.tlsCert != "" || f.tlsKey != "" || f.tlsCA != "" {
 				return usagef("--tls-* files are for a standalone node; a cluster member uses the cluster's keys (--keys)")
 			}
@@ -87,11 +87,24 @@ node its own directory, never the coordinator's.`,
 		defer db.Close()
 		reportRecovered(db)
 		so.NodeID, so.TLS = storageNodeFlags.nodeID, tcfg
+		// /metrics only where --admin asks for it: a standalone node has
+		// no cluster admin port.
+		var metricsAt string
+		if a := storageNodeFlags.admin; a != "" && a != "off" {
+			sm := cluster.NewStorageMetrics(storageNodeFlags.nodeID)
+			so.ScanObserver = sm.ObserveScan
+			hs, addr, err := sm.ServeStandalone(a)
+			if err != nil {
+				return err
+			}
+			defer hs.Close()
+			metricsAt = ", metrics http://" + addr + "/metrics"
+		}
 		srv, err := storage.NewServer(db, f.listen, so)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "storage node %s serving %d tables from %s on %s\n", storageNodeFlags.nodeID, len(db.Tables()), db.Dir(), srv.Addr())
+		fmt.Fprintf(cmd.OutOrStdout(), "storage node %s serving %d tables from %s on %s%s\n", storageNodeFlags.nodeID, len(db.Tables()), db.Dir(), srv.Addr(), metricsAt)
 		errc := make(chan error, 1)
 		go func() { errc <- srv.Serve() }()
 		select {

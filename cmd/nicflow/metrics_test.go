@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nicflow/nicflow/cluster"
+)
+
+// scrape reads a node's /metrics.
+func scrape(t *testing.T, n cluster.NodeInfo) string {
+	t.Helper()
+	resp, err := http.Get("http://" + n.AdminAddr + "/metrics")
+	if err != nil {
+		t.Fatalf("/metrics of %s: %v", n.ID, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// metricSum adds the values of every sample of name whose labels contain
+// every one of want (`result="ok"`).
+func metricSum(text, name string, want ...string) float64 {
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `(\{[^}]*\})? (\S+)$`)
+	var sum float64
+	for _, m := range re.FindAllStringSubmatch(text, -1) {
+		ok := true
+		for _, w := range want {
+			ok = ok && strings.Contains(m[1], w)
+		}
+		if v, err := strconv.ParseFloat(m[2], 64); ok && err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// TestClusterLatencyMetrics runs real queries on a local cluster of
+// processes (two workers that read every scan over Flight, one storage
+// node) and checks that the latency histograms of every role appear in
+// /metrics and count them: queries and stages on the coordinator, tasks,
+// scans and shuffles on the workers, served scans on the storage node.
+// The nodes take their log format from NICFLOW_LOG_FORMAT and their
+// worker flag from the config file, as deployments give them.
+func TestClusterLatencyMetrics(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	exe := mustExe(t)
+	// NB: 20,000-row groups, so that lineitem's three spread over both
+	// workers.
+	dir := copyTPCH(t, tpchSmallGroups(t, 0.01))
+	conf := filepath.Join(t.TempDir(), "nicflow.toml")
+	if err := os.WriteFile(conf, []byte("[worker]\nno-local-reads = true\ncores = 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	lc, err := cluster.StartLocal(ctx, cluster.LocalOptions{
+		Dir: dir, Workers: 2, Storage: 1, Exe: exe,
+		Env: []string{testNodeEnv + "=1", "NICFLOW_CONFIG=" + conf, "NICFLOW_LOG_FORMAT=json"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lc.Stop() })
+	if err := placeTables(ctx, lc, 1, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := dialClusterSQL(lc.CoordinatorAddr, lc.KeyDir, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	var coord, storageNode cluster.NodeInfo
+	var workers []cluster.NodeInfo
+	for _, n := range lc.Nodes {
+		switch n.Role {
+		case cluster.RoleCoordinator:
+			coord = n
+		case cluster.RoleWorker:
+			workers = append(workers, n)
+		case cluster.RoleStorage:
+			storageNode = n
+		}
+	}
+	workerSum := func(name string, want ...string) float64 {
+		var s float64
+		for _, w := range workers {
+			s += metricSum(scrape(t, w), name, want...)
+		}
+		return s
+	}
+	// A grouping of lineitem: scans on both workers, their partial
+	// aggregates shuffled to the final one.
+	const q = "select l_returnflag, count(*) from lineitem group by l_returnflag order by l_returnflag"
+	plan := scriptOutput(t, cs, "explain "+q)
+	before := scrape(t, coord)
+	storageBefore := metricSum(scrape(t, storageNode), "nicflow_storage_scan_seconds_count", `result="ok"`)
+	for range 3 {
+		if out := scriptOutput(t, cs, q); !strings.Contains(out, "R,") {
+			t.Fatalf("query answer: %q", out)
+		}
+	}
+	// A failing query counts as an error.
+	if err := cs.runScript(ctx, "select 1 / (n_nationkey - n_nationkey) from nation", formatCSV, io.Discard, io.Discard); err == nil {
+		t.Fatal("division by zero succeeded")
+	}
+
+	after := scrape(t, coord)
+	if d := metricSum(after, "nicflow_query_seconds_count", `result="ok"`) - metricSum(before, "nicflow_query_seconds_count", `result="ok"`); d != 3 {
+		t.Errorf("coordinator nicflow_query_seconds_count{result=ok} grew by %v, want 3", d)
+	}
+	if d := metricSum(after, "nicflow_query_seconds_count", `result="error"`) - metricSum(before, "nicflow_query_seconds_count", `result="error"`); d != 1 {
+		t.Errorf("coordinator nicflow_query_seconds_count{result=error} grew by %v, want 1", d)
+	}
+	// Buckets are cumulative: the +Inf bucket holds every query, the 1 ms
+	// one fewer (an EXPLAIN may take under a millisecond, a query on
+	// three workers' scans does not).
+	if inf, ms := metricSum(after, "nicflow_query_seconds_bucket", `le="+Inf"`), metricSum(after, "nicflow_query_seconds_bucket", `le="0.001"`); inf != metricSum(after, "nicflow_query_seconds_count") || ms >= inf {
+		t.Errorf("query buckets: +Inf %v, 1ms %v, count %v", inf, ms, metricSum(after, "nicflow_query_seconds_count"))
+	}
+	if s := metricSum(after, "nicflow_query_seconds_sum"); s <= 0 {
+		t.Errorf("nicflow_query_seconds_sum = %v", s)
+	}
+	if d := metricSum(after, "nicflow_stage_seconds_count", `result="ok"`) - metricSum(before, "nicflow_stage_seconds_count", `result="ok"`); d < 6 {
+		t.Errorf("coordinator nicflow_stage_seconds_count{result=ok} grew by %v, want at least 2 stages a query; plan:\n%s", d, plan)
+	}
+	for _, c := range []struct {
+		name string
+		want []string
+	}{
+		{"nicflow_task_seconds_count", []string{`result="ok"`}},
+		{"nicflow_scan_seconds_count", nil},
+		{"nicflow_shuffle_seconds_count", []string{`side="send"`}},
+		{"nicflow_shuffle_seconds_count", []string{`side="receive"`}},
+	} {
+		if v := workerSum(c.name, c.want...); v < 3 {
+			t.Errorf("workers' %s%v = %v, want at least one a query; plan:\n%s", c.name, c.want, v, plan)
+		}
+	}
+	st := scrape(t, storageNode)
+	if d := metricSum(st, "nicflow_storage_scan_seconds_count", `result="ok"`) - storageBefore; d < 3 {
+		t.Errorf("storage node nicflow_storage_scan_seconds_count{result=ok} grew by %v, want at least one a query (workers read over Flight)", d)
+	}
+	if v := metricSum(st, "nicflow_storage_scan_rows_total"); v < 3*25 {
+		t.Errorf("storage node nicflow_storage_scan_rows_total = %v", v)
+	}
+	// Latency histograms belong to the roles that measure them.
+	if strings.Contains(st, "nicflow_query_seconds") || strings.Contains(scrape(t, workers[0]), "nicflow_query_seconds") {
+		t.Error("query latency exported by a node that runs no queries")
+	}
+
+	// The nodes log JSON (NICFLOW_LOG_FORMAT) and the workers took their
+	// flags from the file (NICFLOW_CONFIG).
+	log, err := os.ReadFile(filepath.Join(dir, "cluster", "logs", "coordinator.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonLines := 0
+	for _, l := range strings.Split(string(log), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(l), &rec) == nil && rec["msg"] != nil && rec["level"] != nil {
+			jsonLines++
+		}
+	}
+	if jsonLines == 0 {
+		t.Errorf("coordinator log has no JSON record:\n%s", log)
+	}
+	for _, w := range workers {
+		if w.Cores != 2 {
+			t.Errorf("worker %s offers %d cores, want 2 from the config file", w.ID, w.Cores)
+		}
+	}
+}
