@@ -2,10 +2,10 @@ package engine
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/nicflow/nicflow/internal/nferr"
 )
@@ -84,46 +84,31 @@ func (s *Session) spoolCopyIn(ctx context.Context, columns int) (string, error) 
 		}
 		return "", err
 	}
+	atStart := true // the next chunk begins a line
 	for {
 		if err := ctx.Err(); err != nil {
 			return fail(nferr.With(nferr.KindCanceled, err))
 		}
-		line, err := r.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			if _, werr := w.Write(line); werr != nil {
-				return fail(werr)
-			}
-			// A long line: copy the rest of it as it comes.
-			for err == bufio.ErrBufferFull {
-				line, err = r.ReadSlice('\n')
-				if _, werr := w.Write(line); werr != nil {
-					return fail(werr)
-				}
-			}
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return fail(err)
-			}
-			continue
+		// NB: a chunk is a line, or part of a line longer than the
+		// reader's buffer.
+		chunk, err := r.ReadSlice('\n')
+		if err != nil && err != bufio.ErrBufferFull && err != io.EOF {
+			return fail(err)
 		}
-		if t := strings.TrimRight(string(line), "\r\n"); t == `\.` {
+		if atStart && err != bufio.ErrBufferFull && bytes.Equal(bytes.TrimRight(chunk, "\r\n"), []byte(`\.`)) {
 			// The rest (normally nothing) is the client's to drain.
 			if _, err := io.Copy(io.Discard, r); err != nil {
 				return fail(err)
 			}
 			break
 		}
-		if _, werr := w.Write(line); werr != nil {
+		if _, werr := w.Write(chunk); werr != nil {
 			return fail(werr)
 		}
 		if err == io.EOF {
 			break
 		}
-		if err != nil {
-			return fail(err)
-		}
+		atStart = err == nil
 	}
 	if err := w.Flush(); err != nil {
 		return fail(err)

@@ -152,6 +152,7 @@ func flightQuery(t *testing.T, c *flightsql.Client, q string) [][]string {
 	return rows
 }
 
+// newDB is a new empty database directory.
 func newDB(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()

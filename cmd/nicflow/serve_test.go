@@ -47,19 +47,10 @@ func startPGServer(t *testing.T, dir string) string {
 
 func pgConnect(t *testing.T, addr string, mode pgx.QueryExecMode) *pgx.Conn {
 	t.Helper()
-	host, port, _ := strings.Cut(addr, ":")
-	cfg, err := pgx.ParseConfig(fmt.Sprintf("postgres://nicflow@%s:%s/nicflow?sslmode=disable", host, port))
+	c, err := pgConnectAs(t, addr, "nicflow", "", mode)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.DefaultQueryExecMode = mode
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close(context.Background()) })
 	return c
 }
 
@@ -169,12 +160,7 @@ func TestServeTPCHThroughPgx(t *testing.T) {
 // TestServeBehaviour: statements of every kind, every type's values in
 // both formats, errors with SQLSTATE and position, a cancel, and psql.
 func TestServeBehaviour(t *testing.T) {
-	dir := t.TempDir()
-	first, err := openSession(dir, true, engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	first.Close()
+	dir := newDB(t)
 	addr := startPGServer(t, dir)
 	ctx := context.Background()
 	for k, mode := range []pgx.QueryExecMode{pgx.QueryExecModeCacheStatement, pgx.QueryExecModeSimpleProtocol} {
@@ -293,12 +279,7 @@ func TestServeBehaviour(t *testing.T) {
 // wrong password and an unknown user fail alike (28P01); without users
 // the server refuses to listen beyond loopback.
 func TestServeAuth(t *testing.T) {
-	dir := t.TempDir()
-	first, err := openSession(dir, true, engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	first.Close()
+	dir := newDB(t)
 	users := pgwire.UsersFile(dir)
 	if err := pgwire.AddUser(users, "alice", "short"); err == nil {
 		t.Error("a 5-character password was accepted")
@@ -351,12 +332,7 @@ func TestServeAuth(t *testing.T) {
 // TestServeTLS: a client asking for SSL gets TLS; with RequireTLS a plain
 // connection is refused.
 func TestServeTLS(t *testing.T) {
-	dir := t.TempDir()
-	first, err := openSession(dir, true, engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	first.Close()
+	dir := newDB(t)
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -397,12 +373,7 @@ func TestServeTLS(t *testing.T) {
 // text and csv format, through pgx's copy calls and psql's \copy; a
 // failed copy leaves the table as it was and the connection usable.
 func TestServeCopy(t *testing.T) {
-	dir := t.TempDir()
-	first, err := openSession(dir, true, engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	first.Close()
+	dir := newDB(t)
 	addr := startPGServer(t, dir)
 	c := pgConnect(t, addr, pgx.QueryExecModeCacheStatement)
 	ctx := context.Background()

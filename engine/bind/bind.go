@@ -832,7 +832,7 @@ func (b *binder) copyOptions(s *sql.Copy, what string, formats ...string) (copyO
 				return o, b.errorf(opt, "COPY %s %q is not supported (nicflow's csv uses '\"')", strings.ToUpper(opt.Name), val)
 			}
 		default:
-			return o, b.errorf(opt, "unknown COPY option %s (want FORMAT, DELIMITER, HEADER or NULL)", strings.ToUpper(opt.Name))
+			return o, b.errorf(opt, "unknown COPY option %s (want FORMAT, DELIMITER, HEADER, NULL, QUOTE or ESCAPE)", strings.ToUpper(opt.Name))
 		}
 	}
 	return o, nil

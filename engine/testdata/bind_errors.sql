@@ -100,7 +100,13 @@ create view v as select 1 as a, 2 as a
 ----
 create view nation as select 1
 ----
-copy nation from 'n.csv' with (quote '"')
+copy nation from 'n.csv' with (quote '''')
+----
+copy nation from 'n.csv' with (escape '\\', format csv)
+----
+copy nation from stdin (format binary)
+----
+copy nation to stdin
 ----
 copy nation from 'n.parquet' with (header)
 ----
