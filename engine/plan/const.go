@@ -165,6 +165,9 @@ func CastConst(c *Const, t arrow.DataType) (*Const, error) { return CastConstIn(
 // CastConstIn converts a constant to type t, as CAST would in the session
 // time zone zone ("": UTC).
 func CastConstIn(c *Const, t arrow.DataType, zone string) (*Const, error) {
+	if c.Param != nil {
+		return c.Param.resolve(t), nil
+	}
 	if arrow.TypeEqual(c.Typ, t) {
 		return &Const{Typ: t, Val: c.Val}, nil
 	}
@@ -443,6 +446,9 @@ func ResolveUntyped(e Expr, t arrow.DataType) Expr {
 	if !ok || !c.Untyped || t == nil || IsNullType(t) {
 		return e
 	}
+	if c.Param != nil {
+		return c.Param.resolve(t)
+	}
 	if IsString(t) {
 		return &Const{Typ: TypString, Val: c.Val}
 	}
@@ -479,6 +485,9 @@ func Coerce(e Expr, t arrow.DataType) (Expr, error) { return CoerceIn(e, t, "") 
 
 // CoerceIn is Coerce in the session time zone zone ("": UTC).
 func CoerceIn(e Expr, t arrow.DataType, zone string) (Expr, error) {
+	if c, ok := e.(*Const); ok && c.Param != nil {
+		return c.Param.resolve(t), nil
+	}
 	if arrow.TypeEqual(e.Type(), t) {
 		if c, ok := e.(*Const); ok && c.Untyped {
 			return &Const{Typ: c.Typ, Val: c.Val}, nil
