@@ -69,6 +69,11 @@ func TestDescribeStatementParams(t *testing.T) {
 	if r := exec1(t, s, "select count(*) from t"); r[0][0] != "1" {
 		t.Errorf("describe changed the table: %s rows", r)
 	}
+	// A number beside a decimal keeps its fraction digits, whether it
+	// came as a string literal or as a parameter's value.
+	if r := exec1(t, s, "select d + '0.0001', d = '3.501', d * ('2') from t"); r[0][0] != "3.5001" || r[0][1] != "false" || r[0][2] != "7.0000" {
+		t.Errorf("untyped numbers beside a decimal: %v", r)
+	}
 	// Without the protocol's parameters, $1 is an error, and a bad
 	// statement fails as it would at execution.
 	if _, _, _, err := s.Describe("select $1"); err == nil {

@@ -260,7 +260,9 @@ func numericBinary(s string) ([]byte, error) {
 var paramTypes = map[uint32]string{
 	oidBool: "BOOLEAN", oidBytea: "BYTEA", oidInt8: "BIGINT", 21: "SMALLINT", oidInt4: "INTEGER", oidText: "TEXT",
 	700: "REAL", oidFloat8: "DOUBLE PRECISION", 1043: "VARCHAR", oidDate: "DATE", oidTime: "TIME",
-	oidTimestamp: "TIMESTAMP", oidTimestampTZ: "TIMESTAMPTZ", oidInterval: "INTERVAL", oidNumeric: "NUMERIC",
+	oidTimestamp: "TIMESTAMP", oidTimestampTZ: "TIMESTAMPTZ", oidInterval: "INTERVAL",
+	// NB: numeric is left untyped too: Parse carries no precision, and
+	// nicflow's bare NUMERIC is decimal(18,3), which would round the value.
 }
 
 // paramArrowType is the engine type of a parameter type OID a client
@@ -290,9 +292,9 @@ func paramArrowType(oid uint32) arrow.DataType {
 		return plan.TypTimestampTZ
 	case oidInterval:
 		return plan.TypInterval
-	case oidNumeric:
-		return plan.DecimalType(18, 3) // NUMERIC without a precision (bind.typeOf)
 	}
+	// NB: numeric (whose precision Parse cannot carry) and unknown types
+	// are inferred like unspecified ones.
 	return nil
 }
 

@@ -865,6 +865,14 @@ func (b *binder) comparable(le, re sql.Expr, s *scope, ctx *exprCtx, at sql.Node
 	if err != nil {
 		return nil, nil, err
 	}
+	// NB: a number beside a decimal keeps its fraction digits (d = '1.005'
+	// is false for a decimal(12,2) d), as in arithmetic.
+	if plan.IsDecimal(r.Type()) {
+		l = plan.ResolveUntyped(l, r.Type())
+	}
+	if plan.IsDecimal(l.Type()) {
+		r = plan.ResolveUntyped(r, l.Type())
+	}
 	t, ok := plan.CommonTypeOf(plan.TypNull, l, r)
 	if !ok {
 		return nil, nil, b.errorf(at, "operator does not exist: %s %s %s", plan.TypeString(l.Type()), op, plan.TypeString(r.Type()))
