@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	gosql "database/sql"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	gosql "database/sql"
 	"encoding/pem"
 	"errors"
 	"fmt"
