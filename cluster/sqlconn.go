@@ -49,6 +49,10 @@ func (s *sqlConn) Describe(src string) ([]string, []arrow.DataType, bool, error)
 	return s.r.sess.Describe(src)
 }
 
+func (s *sqlConn) DescribeStatement(src string, given []arrow.DataType) (*engine.Description, error) {
+	return s.r.sess.DescribeStatement(src, given)
+}
+
 func (s *sqlConn) Close() error { return nil }
 
 // sqlCursor runs a script's statements one request each.

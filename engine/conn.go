@@ -23,6 +23,10 @@ type Conn interface {
 	// return, or ok false for a statement without rows, without running
 	// it (Session.Describe).
 	Describe(src string) (names []string, types []arrow.DataType, ok bool, err error)
+	// DescribeStatement describes a statement with parameters $1, $2,
+	// ...: their types (given[i] where not nil, else inferred from their
+	// context) and its columns (Session.DescribeStatement).
+	DescribeStatement(src string, given []arrow.DataType) (*Description, error)
 	// Close ends the session.
 	Close() error
 }
@@ -47,6 +51,10 @@ func (c localConn) Execute(ctx context.Context, script string) (Cursor, error) {
 
 func (c localConn) Describe(src string) ([]string, []arrow.DataType, bool, error) {
 	return c.s.Describe(src)
+}
+
+func (c localConn) DescribeStatement(src string, given []arrow.DataType) (*Description, error) {
+	return c.s.DescribeStatement(src, given)
 }
 
 func (c localConn) Close() error { return c.s.Close() }

@@ -3,6 +3,8 @@ package engine
 import (
 	"slices"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/nicflow/nicflow/engine/opt"
 
 	"github.com/nicflow/nicflow/engine/bind"
@@ -28,6 +30,21 @@ func PrepareIn(cat plan.Catalog, src string, stmt sql.Statement, zone string, di
 	if err != nil {
 		return nil, err
 	}
+	return st, optimizeWith(st, disabled)
+}
+
+// prepareDescribe is PrepareIn for describing a statement with
+// parameters (bind.BindDescribe): it also returns the parameters' types.
+func prepareDescribe(cat plan.Catalog, src string, stmt sql.Statement, zone string, given []arrow.DataType, disabled ...string) (bind.Statement, []arrow.DataType, error) {
+	st, params, err := bind.BindDescribe(cat, src, stmt, zone, given)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, params, optimizeWith(st, disabled)
+}
+
+// optimizeWith optimizes st with every rule but the disabled ones.
+func optimizeWith(st bind.Statement, disabled []string) error {
 	rules := opt.AllRules
 	if len(disabled) > 0 {
 		rules = nil
@@ -37,10 +54,7 @@ func PrepareIn(cat plan.Catalog, src string, stmt sql.Statement, zone string, di
 			}
 		}
 	}
-	if err := optimizeStatement(st, rules, false); err != nil {
-		return nil, err
-	}
-	return st, nil
+	return optimizeStatement(st, rules, false)
 }
 
 // optimizeHit optimizes the query of the rows an UPDATE or DELETE changes

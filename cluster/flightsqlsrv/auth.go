@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 
 	"github.com/nicflow/nicflow/cluster/pgwire"
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -67,10 +69,34 @@ func (s *Server) authenticate(ctx context.Context, method string, setHeader func
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
 	vals := md.Get("authorization")
+	if cn, ok := peerCert(ctx); ok {
+		// A verified client certificate (mutual TLS) authenticates the
+		// user it names; credentials sent too must be the same user's.
+		if err := s.checkCertUser(cn); err != nil {
+			return ctx, err
+		}
+		if len(vals) == 0 {
+			return context.WithValue(ctx, userKey{}, cn), nil
+		}
+		ctx, err := s.authenticateHeader(ctx, method, vals[0], setHeader)
+		if err != nil {
+			return ctx, err
+		}
+		if u := userOf(ctx); u != cn {
+			return ctx, nferr.Authf("the client certificate is for user %q but the credentials are user %q's", cn, u)
+		}
+		return ctx, nil
+	}
 	if len(vals) == 0 {
 		return ctx, nferr.Authf("authentication required: log in with a user and password of `nicflow user add` (basic authentication)")
 	}
-	scheme, cred, ok := parseAuthorization(vals[0])
+	return s.authenticateHeader(ctx, method, vals[0], setHeader)
+}
+
+// authenticateHeader checks an authorization header's credentials (basic
+// or bearer) and returns the call's context with their user.
+func (s *Server) authenticateHeader(ctx context.Context, method, header string, setHeader func(map[string]string)) (context.Context, error) {
+	scheme, cred, ok := parseAuthorization(header)
 	if !ok {
 		return ctx, nferr.Authf("malformed authorization header: Basic or Bearer credentials expected")
 	}
@@ -97,6 +123,33 @@ func (s *Server) authenticate(ctx context.Context, method string, setHeader func
 		setHeader(map[string]string{"authorization": "Bearer " + tok})
 	}
 	return context.WithValue(ctx, userKey{}, user), nil
+}
+
+// peerCert returns the CommonName of the call's client certificate, when
+// the connection is TLS and the certificate verified against the
+// server's ClientCAs.
+func peerCert(ctx context.Context) (string, bool) {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return "", false
+	}
+	ti, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok || len(ti.State.VerifiedChains) == 0 || len(ti.State.PeerCertificates) == 0 {
+		return "", false
+	}
+	return ti.State.PeerCertificates[0].Subject.CommonName, true
+}
+
+// checkCertUser checks that the user a client certificate names exists.
+func (s *Server) checkCertUser(cn string) error {
+	_, ok, err := pgwire.LookupUser(s.opts.UsersFile, cn)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return nferr.Authf("certificate authentication failed for user %q: no such user (nicflow user add)", cn)
+	}
+	return nil
 }
 
 // checkPassword checks user's password against the users file and

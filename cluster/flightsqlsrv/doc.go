@@ -12,10 +12,12 @@
 //     produces it. A statement without rows runs at GetFlightInfo;
 //   - updates (CommandStatementUpdate, a script allowed) with the rows
 //     they wrote;
-//   - prepared statements with parameters $1, $2, ...: values bound with
-//     DoPut as an Arrow batch (column i is $i+1, one execution per row for
-//     updates) and substituted as quoted literals cast to their Arrow
-//     type's SQL type (sql.BindParams, as pgwire does);
+//   - prepared statements with parameters $1, $2, ...: a parameter schema
+//     with the types their context gives them (engine.Conn.
+//     DescribeStatement; integers as int64), values bound with DoPut as an
+//     Arrow batch (column i is $i+1, one execution per row for updates)
+//     and substituted as quoted literals cast to their Arrow type's SQL
+//     type (sql.BindParams, as pgwire does);
 //   - metadata: GetCatalogs (one, "nicflow"), GetDbSchemas, GetTables
 //     (with each table's Arrow schema on request), GetTableTypes and
 //     GetSqlInfo, from information_schema through the session;
@@ -26,7 +28,9 @@
 //     and the engine's message;
 //   - authentication: basic authentication (user and password, checked
 //     against the SCRAM-SHA-256 verifiers of pgwire's users file) gives a
-//     bearer token (auth.go); TLS.
+//     bearer token (auth.go); TLS, and with the TLS configuration's
+//     ClientCAs mutual TLS, where a verified client certificate
+//     authenticates the user its CommonName names.
 //
 // Invariants:
 //   - each client connection (and user) has its own engine.Conn
@@ -47,6 +51,5 @@
 // Wire types are the engine's Arrow types except Decimal64, sent as
 // Decimal128 (types.go). Not done: transactions (each statement commits
 // alone), Substrait plans, primary and foreign keys, bulk ingestion
-// (CommandStatementIngest), XDBC type info, and a parameter schema for
-// prepared statements (parameters are typed by their context).
+// (CommandStatementIngest), XDBC type info.
 package flightsqlsrv

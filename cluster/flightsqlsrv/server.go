@@ -47,7 +47,12 @@ type Options struct {
 	// server with users listens beyond loopback only with TLS.
 	UsersFile string
 	// TLS, when set, makes the server speak TLS only (gRPC has no
-	// in-band upgrade: a client connects with grpc+tls://).
+	// in-band upgrade: a client connects with grpc+tls://). With ClientCAs
+	// (mutual TLS), a client certificate that verifies against them
+	// authenticates the user its CommonName names, with no password; a
+	// client without one logs in with basic authentication (unless
+	// ClientAuth requires a certificate). Client certificates need
+	// UsersFile: the user must exist.
 	TLS *tls.Config
 	// TokenTTL is how long a bearer token is valid (default 12h); a
 	// client then logs in again. Removing a user or changing the password
@@ -107,6 +112,9 @@ func (o *Options) Validate() error {
 	host, _, err := net.SplitHostPort(o.Listen)
 	if err != nil {
 		return nferr.Queryf("Flight SQL listen address %q: %v", o.Listen, err)
+	}
+	if o.TLS != nil && o.TLS.ClientCAs != nil && o.UsersFile == "" {
+		return nferr.Queryf("client certificates authenticate users of the users file: they need authentication on (--auth)")
 	}
 	ip := net.ParseIP(host)
 	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())

@@ -435,19 +435,18 @@ func (h *handler) CreatePreparedStatement(ctx context.Context, req flightsql.Act
 	if err != nil {
 		return res, err
 	}
-	// NB: the result's columns do not depend on the parameters' values:
-	// NULLs stand in for them (as the PostgreSQL server describes).
-	src := text
-	if n > 0 {
-		src, err = sql.BindParams(text, nullParams(n))
-		if err != nil {
-			return res, err
-		}
-	}
-	sch, rows, err := h.describe(ctx, src)
+	sess, release, err := h.s.acquire(ctx)
 	if err != nil {
 		return res, err
 	}
+	// NB: the parameters' types come from their context (id = $1 is id's
+	// type), the result's columns from planning with NULLs for them.
+	d, err := sess.DescribeStatement(text, nil)
+	release()
+	if err != nil {
+		return res, err
+	}
+	sch, rows := wireSchema(d.Names, d.Types), d.Rows
 	p := &prepared{owner: userOf(ctx), sql: text, nparams: n, rows: rows, schema: sch, used: time.Now()}
 	h.s.mu.Lock()
 	if len(h.s.prepared) >= maxPrepared {
@@ -462,18 +461,10 @@ func (h *handler) CreatePreparedStatement(ctx context.Context, req flightsql.Act
 	if rows {
 		res.DatasetSchema = sch
 	}
-	// NB: no parameter schema: a parameter's type comes from its context
-	// when the values are bound (as PostgreSQL's unspecified type), so
-	// clients bind values of any Arrow type (types.go).
-	return res, nil
-}
-
-func nullParams(n int) []sql.ParamValue {
-	vs := make([]sql.ParamValue, n)
-	for i := range vs {
-		vs[i].Null = true
+	if n > 0 {
+		res.ParameterSchema = paramSchema(d.Params)
 	}
-	return vs
+	return res, nil
 }
 
 func (h *handler) ClosePreparedStatement(ctx context.Context, req flightsql.ActionClosePreparedStatementRequest) error {

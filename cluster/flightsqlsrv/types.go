@@ -38,6 +38,25 @@ func wireSchema(names []string, types []arrow.DataType) *arrow.Schema {
 	return arrow.NewSchema(fs, nil)
 }
 
+// paramSchema is the parameter schema of a prepared statement whose
+// parameters $1... have types params (inferred from their context, text
+// where none types them): field i is $i+1, in its wire type, except that
+// every integer is int64, so that a client's integer binds whatever the
+// column's width (arrow-go's database/sql driver builds values to this
+// schema and has only int64 for Go's integers). The server accepts values
+// of any Arrow type all the same: each is cast to its own type's SQL type
+// and then typed by its context.
+func paramSchema(params []arrow.DataType) *arrow.Schema {
+	fs := make([]arrow.Field, len(params))
+	for i, t := range params {
+		if arrow.IsInteger(t.ID()) {
+			t = arrow.PrimitiveTypes.Int64
+		}
+		fs[i] = arrow.Field{Name: "$" + strconv.Itoa(i+1), Type: wireType(t), Nullable: true}
+	}
+	return arrow.NewSchema(fs, nil)
+}
+
 func schemaOf(s *arrow.Schema) *arrow.Schema {
 	names := make([]string, s.NumFields())
 	types := make([]arrow.DataType, s.NumFields())

@@ -7,8 +7,11 @@
 // name), the simple query protocol (a script per message: every
 // statement's rows or command tag, the first error ending it) and the
 // extended one (Parse, Bind, Describe, Execute, Close, Sync, Flush, with
-// parameters $1...: their values are substituted as quoted literals before
-// the statement is bound, sql.BindParams), results in text or binary
+// parameters $1...: Describe reports the type each one's context gives it
+// where Parse named none, engine.Conn.DescribeStatement; their values, in
+// text or binary format, are substituted as quoted literals before the
+// statement is bound, sql.BindParams), portals suspended at Execute's row
+// limit and resumed by the next Execute, results in text or binary
 // format with the type OIDs of every nicflow type, and errors as
 // ErrorResponse with a SQLSTATE derived from the error's kind and the
 // position of a syntax error.
@@ -20,18 +23,25 @@
 //     writers, as between processes);
 //   - a message is answered in order; after an error in the extended
 //     protocol, messages are discarded until Sync, as PostgreSQL does;
+//   - a portal suspended at a row limit keeps its running result, holding
+//     only the batch it stopped in; its Close, Sync (which ends the
+//     implicit transaction, and with it every portal, as in PostgreSQL
+//     outside a transaction block), a new Bind to its name or the
+//     connection's end closes the result and cancels its query;
 //   - without a users file the server listens on loopback addresses only
 //     and trusts local connections (as PostgreSQL's "trust" for
 //     127.0.0.1); with one (Options.UsersFile, users.go) every connection
 //     authenticates with SCRAM-SHA-256 before anything else, and an
-//     unknown user fails exactly as a wrong password does.
+//     unknown user fails exactly as a wrong password does; with client
+//     CAs in Options.TLS, a verified client certificate whose CommonName
+//     is the user authenticates it instead, with no password, and one for
+//     another user is refused (PostgreSQL's "cert" method).
 //
 // COPY ... FROM STDIN and TO STDOUT (psql's \copy, a driver's copy) run
 // over the protocol's copy-in and copy-out streams in text or csv format
 // (copy.go); stray copy messages after a failed copy-in are dropped, as
 // PostgreSQL drops them.
 //
-// Not yet: client certificates, the catalog queries psql's \d TABLE
-// sends, binary COPY, portal suspension (Execute's row limit), inference of untyped parameters' types (they are
-// described as unspecified, 0, and typed by their context when bound).
+// Not yet: the catalog queries psql's \d TABLE sends, binary COPY,
+// transactions (so no portal outlives a Sync), channel binding.
 package pgwire

@@ -33,6 +33,9 @@ func FuzzConnection(f *testing.F) {
 	f.Add(msg('Q', "select 1 from\x00"))
 	f.Add(append(msg('P', "s\x00select $1\x00\x00\x00"), msg('S', "")...))
 	f.Add(append(append(msg('P', "\x00select 1.5::decimal(3,1)\x00\x00\x00"), msg('B', "\x00\x00\x00\x00\x00\x00\x00\x01\x00\x01")...), append(msg('E', "\x00\x00\x00\x00\x00"), msg('S', "")...)...))
+	// A portal suspended at a row limit, resumed, then closed.
+	f.Add(append(append(msg('P', "\x00select * from generate_series(1, 5)\x00\x00\x00"), msg('B', "p\x00\x00\x00\x00\x00\x00\x00\x00")...),
+		append(append(msg('E', "p\x00\x00\x00\x00\x02"), msg('E', "p\x00\x00\x00\x00\x02")...), append(msg('C', "Pp\x00"), msg('S', "")...)...)...))
 	f.Add(msg('D', "Sx\x00"))
 	f.Add([]byte{'X', 0, 0, 0, 4})
 	f.Fuzz(func(t *testing.T, data []byte) {

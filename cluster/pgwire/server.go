@@ -35,6 +35,14 @@ type Options struct {
 	UsersFile string
 	// TLS, when set, accepts a client's SSL request (sslmode=require and
 	// above); RequireTLS then refuses connections that do not ask for it.
+	// With ClientCAs (and ClientAuth VerifyClientCertIfGiven or
+	// RequireAndVerifyClientCert) a client's certificate is verified
+	// against them and authenticates it: a connection whose verified
+	// certificate's CommonName is the user it logs in as needs no
+	// password, one whose CommonName differs is refused (PostgreSQL's
+	// "cert" method), one without a certificate uses its password. Client
+	// certificates need UsersFile (the user must exist), and a required
+	// one implies RequireTLS.
 	TLS        *tls.Config
 	RequireTLS bool
 	// Open makes the session of a new connection (engine.LocalConn of a
@@ -69,6 +77,14 @@ func (o *Options) Validate() error {
 	}
 	if o.RequireTLS && o.TLS == nil {
 		return nferr.Queryf("requiring TLS needs a certificate and key")
+	}
+	if o.TLS != nil && o.TLS.ClientCAs != nil {
+		if o.UsersFile == "" {
+			return nferr.Queryf("client certificates authenticate users of the users file: they need authentication on (--auth)")
+		}
+		if o.TLS.ClientAuth == tls.RequireAndVerifyClientCert {
+			o.RequireTLS = true // no certificate without TLS
+		}
 	}
 	if ip := net.ParseIP(host); o.UsersFile == "" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return nferr.Queryf("listen address %q: listening beyond loopback addresses requires authentication (--auth, with users from `nicflow user add`)", o.Listen)
@@ -163,11 +179,14 @@ type conn struct {
 // prepared is a statement of the extended protocol.
 type prepared struct {
 	sql string
-	// params are the parameters' type OIDs (Parse's, 0 where it named
-	// none).
+	// given are the parameters' type OIDs Parse named (0 where it named
+	// none); params are their OIDs as described: the client's, else the
+	// type their context gives them (engine.Conn.DescribeStatement), set
+	// when described.
+	given  []uint32
 	params []uint32
-	// described: names and types computed (Describe); rows false for a
-	// statement without rows.
+	// described: parameters and columns computed (Describe); rows false
+	// for a statement without rows.
 	described bool
 	rows      bool
 	names     []string
@@ -181,6 +200,42 @@ type portal struct {
 	formats []int16
 	// sql is the statement with its parameters' values substituted.
 	sql string
+	// run is the portal's statement while its rows are sent in parts
+	// (Execute with a row limit: PortalSuspended between them); nil
+	// before the first Execute.
+	run *portalRun
+}
+
+// portalRun is a suspended portal's running statement: its result, read
+// where the last Execute stopped, and the context that cancels it.
+type portalRun struct {
+	rows   *rowSender
+	cancel context.CancelFunc
+	done   func()
+}
+
+// closePortal closes portal name: a running statement is canceled and
+// its result released.
+func (c *conn) closePortal(name string) {
+	p := c.portals[name]
+	if p == nil {
+		return
+	}
+	delete(c.portals, name)
+	if p.run != nil {
+		p.run.rows.close()
+		p.run.done()
+		p.run = nil
+	}
+}
+
+// closePortals closes every portal (Sync ends the implicit transaction,
+// and with it the portals, as PostgreSQL does outside a transaction
+// block; the connection's end).
+func (c *conn) closePortals() {
+	for name := range c.portals {
+		c.closePortal(name)
+	}
 }
 
 func (s *Server) handle(nc net.Conn) {
@@ -194,6 +249,7 @@ func (s *Server) handle(nc net.Conn) {
 		s.mu.Lock()
 		delete(s.conns, c.pid)
 		s.mu.Unlock()
+		c.closePortals()
 		c.sess.Close()
 	}()
 	if err := c.loop(); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.ECONNRESET) {
@@ -248,7 +304,11 @@ func (c *conn) startup() bool {
 			}
 			c.sess = sess
 			if c.s.opts.UsersFile != "" {
-				if err := c.authenticate(m.Parameters["user"]); err != nil {
+				auth := c.authenticate
+				if cn, ok := c.clientCert(); ok {
+					auth = func(user string) error { return c.certAuthenticate(user, cn) }
+				}
+				if err := auth(m.Parameters["user"]); err != nil {
 					c.be.Send(errorResponse(err, ""))
 					c.be.Flush()
 					sess.Close()
@@ -336,6 +396,38 @@ func (c *conn) authenticate(user string) error {
 	return nil
 }
 
+// clientCert returns the CommonName of the connection's client
+// certificate, when it sent one that verified against Options.TLS's
+// ClientCAs.
+func (c *conn) clientCert() (string, bool) {
+	tc, ok := c.nc.(*tls.Conn)
+	if !ok || c.s.opts.TLS == nil || c.s.opts.TLS.ClientCAs == nil {
+		return "", false
+	}
+	st := tc.ConnectionState()
+	if len(st.VerifiedChains) == 0 || len(st.PeerCertificates) == 0 {
+		return "", false
+	}
+	return st.PeerCertificates[0].Subject.CommonName, true
+}
+
+// certAuthenticate authenticates user by a verified client certificate
+// whose CommonName is cn: it must be the user's name, and the user must
+// exist (PostgreSQL's "cert" method). No password is asked.
+func (c *conn) certAuthenticate(user, cn string) error {
+	if cn != user {
+		return &nferr.Error{Kind: nferr.KindAuth, Msg: fmt.Sprintf("certificate authentication failed for user %q: the client certificate is for %q", user, cn)}
+	}
+	_, ok, err := LookupUser(c.s.opts.UsersFile, user)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return &nferr.Error{Kind: nferr.KindAuth, Msg: fmt.Sprintf("certificate authentication failed for user %q: no such user (nicflow user add)", user)}
+	}
+	return nil
+}
+
 // cancel cancels the statement running on connection pid if key matches.
 func (s *Server) cancel(pid uint32, key []byte) {
 	s.mu.Lock()
@@ -411,12 +503,12 @@ func (c *conn) loop() error {
 			if m.ObjectType == 'S' {
 				delete(c.stmts, m.Name)
 			} else {
-				delete(c.portals, m.Name)
+				c.closePortal(m.Name)
 			}
 			c.be.Send(&pgproto3.CloseComplete{})
 		case *pgproto3.Sync:
 			c.failed = false
-			delete(c.portals, "")
+			c.closePortals()
 			c.be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
 		case *pgproto3.Flush:
 		case *pgproto3.CopyData, *pgproto3.CopyDone, *pgproto3.CopyFail:
@@ -476,66 +568,122 @@ func (c *conn) simpleQuery(script string) {
 // sendResult sends a result's rows (the row description already sent)
 // in formats (Bind's codes; nil: text) and its command tag, and closes it.
 func (c *conn) sendResult(r *engine.Result, src string, formats []int16) error {
-	defer r.Close()
-	if r.Schema == nil {
-		c.copyOut.end()
-		c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(r.Status)})
-		return nil
+	rs, err := newRowSender(r, formats)
+	if err != nil {
+		r.Close()
+		c.fail(err, src)
+		return err
 	}
-	fmts := make([]*engine.ValueFormatter, r.Schema.NumFields())
+	defer rs.close()
+	_, err = c.sendRows(rs, src, 0)
+	return err
+}
+
+// rowSender sends a result's rows as DataRows, all at once or in parts
+// (a portal's Execute with a row limit): it keeps the batch it stopped in
+// and the row to resume at, and reads the next batch only when that one
+// is sent, so a result is never held whole.
+type rowSender struct {
+	r       *engine.Result
+	formats []int16
+	fmts    []*engine.ValueFormatter
+	rec     arrow.RecordBatch // the result's batch being sent (valid until its next Next)
+	row     int               // the next row of rec to send
+	n       int64             // rows sent by the current Execute
+}
+
+func newRowSender(r *engine.Result, formats []int16) (*rowSender, error) {
+	rs := &rowSender{r: r, formats: formats}
+	if r.Schema == nil {
+		return rs, nil
+	}
+	rs.fmts = make([]*engine.ValueFormatter, r.Schema.NumFields())
 	for i, f := range r.Schema.Fields() {
 		vf, err := engine.NewValueFormatterIn(f.Type, r.Zone)
 		if err != nil {
-			c.fail(err, src)
-			return err
+			return nil, err
 		}
-		fmts[i] = vf
+		rs.fmts[i] = vf
 	}
-	var n int64
-	for {
-		rec, err := r.Next()
-		if err != nil {
-			c.fail(err, src)
-			return err
-		}
-		if rec == nil {
-			break
-		}
-		for i := 0; i < int(rec.NumRows()); i++ {
-			vals := make([][]byte, len(fmts))
-			for j, vf := range fmts {
-				col := rec.Column(j)
-				if col.IsNull(i) {
-					continue // nil: NULL
+	return rs, nil
+}
+
+func (rs *rowSender) close() { rs.r.Close() }
+
+// sendRows sends up to limit rows (0: all that remain) and, when the
+// result ends, its command tag: done is then true. Stopping at the limit
+// sends nothing more (the caller sends PortalSuspended), even when no
+// row remains, as PostgreSQL does. An error is sent (fail) and returned.
+func (c *conn) sendRows(rs *rowSender, src string, limit int64) (done bool, err error) {
+	r := rs.r
+	if r.Schema == nil {
+		c.copyOut.end()
+		c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(r.Status)})
+		return true, nil
+	}
+	rs.n = 0
+	for limit <= 0 || rs.n < limit {
+		if rs.rec == nil || rs.row >= int(rs.rec.NumRows()) {
+			// NB: rows go out batch by batch as the engine makes them.
+			if rs.rec != nil {
+				if err := c.be.Flush(); err != nil {
+					return false, err
 				}
-				v, _ := vf.Format(col, i)
-				if col.DataType().ID() == arrow.BOOL {
-					v = v[:1] // t or f
-				}
-				if formatOf(formats, j) == 1 {
-					b, err := binaryValue(col, i, v)
-					if err != nil {
-						c.fail(err, src)
-						return err
-					}
-					vals[j] = b
-					continue
-				}
-				vals[j] = []byte(v)
 			}
-			c.be.Send(&pgproto3.DataRow{Values: vals})
+			rec, err := r.Next()
+			if err != nil {
+				rs.rec = nil
+				c.fail(err, src)
+				return false, err
+			}
+			if rec == nil {
+				tag := r.Status
+				if tag == "" {
+					// NB: the rows of this Execute, as PostgreSQL counts
+					// a suspended portal's last part.
+					tag = "SELECT " + strconv.FormatInt(rs.n, 10)
+				}
+				rs.rec = nil
+				c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(tag)})
+				return true, nil
+			}
+			rs.rec, rs.row = rec, 0
+			continue
 		}
-		n += rec.NumRows()
-		// NB: large results go out as they come.
-		if err := c.be.Flush(); err != nil {
-			return err
+		if err := c.sendRow(rs, rs.row); err != nil {
+			c.fail(err, src)
+			return false, err
 		}
+		rs.row++
+		rs.n++
 	}
-	tag := r.Status
-	if tag == "" {
-		tag = "SELECT " + strconv.FormatInt(n, 10)
+	return false, nil
+}
+
+// sendRow sends row i of rs's batch as a DataRow.
+func (c *conn) sendRow(rs *rowSender, i int) error {
+	rec := rs.rec
+	vals := make([][]byte, len(rs.fmts))
+	for j, vf := range rs.fmts {
+		col := rec.Column(j)
+		if col.IsNull(i) {
+			continue // nil: NULL
+		}
+		v, _ := vf.Format(col, i)
+		if col.DataType().ID() == arrow.BOOL {
+			v = v[:1] // t or f
+		}
+		if formatOf(rs.formats, j) == 1 {
+			b, err := binaryValue(col, i, v)
+			if err != nil {
+				return err
+			}
+			vals[j] = b
+			continue
+		}
+		vals[j] = []byte(v)
 	}
-	c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(tag)})
+	c.be.Send(&pgproto3.DataRow{Values: vals})
 	return nil
 }
 
@@ -563,15 +711,15 @@ func (c *conn) parse(m *pgproto3.Parse) {
 		return
 	}
 	n = max(n, len(m.ParameterOIDs))
-	params := make([]uint32, n)
-	copy(params, m.ParameterOIDs)
+	given := make([]uint32, n)
+	copy(given, m.ParameterOIDs)
 	if m.Name != "" {
 		if _, dup := c.stmts[m.Name]; dup {
 			c.fail(&nferr.Error{Kind: nferr.KindQuery, Msg: fmt.Sprintf("prepared statement %q already exists", m.Name)}, "")
 			return
 		}
 	}
-	c.stmts[m.Name] = &prepared{sql: m.Query, params: params}
+	c.stmts[m.Name] = &prepared{sql: m.Query, given: given}
 	c.be.Send(&pgproto3.ParseComplete{})
 }
 
@@ -581,16 +729,27 @@ func (c *conn) bind(m *pgproto3.Bind) {
 		c.fail(nferr.Queryf("prepared statement %q does not exist", m.PreparedStatement), "")
 		return
 	}
-	if len(m.Parameters) != len(st.params) {
-		c.fail(&nferr.Error{Kind: nferr.KindQuery, Msg: fmt.Sprintf("bind message supplies %d parameters, but prepared statement %q requires %d", len(m.Parameters), m.PreparedStatement, len(st.params))}, "")
+	if len(m.Parameters) != len(st.given) {
+		c.fail(&nferr.Error{Kind: nferr.KindQuery, Msg: fmt.Sprintf("bind message supplies %d parameters, but prepared statement %q requires %d", len(m.Parameters), m.PreparedStatement, len(st.given))}, "")
 		return
 	}
 	vals := make([]sql.ParamValue, len(m.Parameters))
 	for i, raw := range m.Parameters {
-		v, err := paramValue(st.params[i], formatOf(m.ParameterFormatCodes, i), raw)
+		oid := st.given[i]
+		if oid == 0 && st.described {
+			oid = st.params[i]
+		}
+		v, err := paramValue(oid, formatOf(m.ParameterFormatCodes, i), raw)
 		if err != nil {
 			c.fail(err, "")
 			return
+		}
+		if st.given[i] == 0 {
+			// NB: a parameter whose type was inferred (Describe) stays an
+			// untyped literal: its context types it, as it did when its
+			// type was described; a cast would round a numeric to
+			// NUMERIC's default scale.
+			v.Type = ""
 		}
 		vals[i] = v
 	}
@@ -605,38 +764,41 @@ func (c *conn) bind(m *pgproto3.Bind) {
 			return
 		}
 	}
-	delete(c.portals, m.DestinationPortal)
+	c.closePortal(m.DestinationPortal)
 	c.portals[m.DestinationPortal] = &portal{stmt: st, formats: m.ResultFormatCodes, sql: bound}
 	c.be.Send(&pgproto3.BindComplete{})
 }
 
-// describeStmt plans st once to learn its columns.
+// describeStmt plans st once to learn its parameters' types (those
+// Parse did not name are inferred from their context) and its columns.
 func (c *conn) describeStmt(st *prepared) error {
 	if st.described {
 		return nil
 	}
 	if emptyStatement(st.sql) {
-		st.described = true
+		st.described, st.params = true, st.given
 		return nil
 	}
-	// NB: parameters are described as NULLs: the columns do not depend on
-	// their values.
-	src := st.sql
-	if len(st.params) > 0 {
-		nulls := make([]sql.ParamValue, len(st.params))
-		for i := range nulls {
-			nulls[i].Null = true
-		}
-		var err error
-		if src, err = sql.BindParams(src, nulls); err != nil {
-			return err
-		}
+	given := make([]arrow.DataType, len(st.given))
+	for i, oid := range st.given {
+		given[i] = paramArrowType(oid)
 	}
-	names, types, rows, err := c.sess.Describe(src)
+	d, err := c.sess.DescribeStatement(st.sql, given)
 	if err != nil {
 		return err
 	}
-	st.described, st.rows, st.names, st.types = true, rows, names, types
+	st.params = make([]uint32, len(st.given))
+	for i := range st.params {
+		switch {
+		case st.given[i] != 0:
+			st.params[i] = st.given[i] // the client's, as PostgreSQL echoes it
+		case i < len(d.Params):
+			st.params[i], _, _ = typeOID(d.Params[i])
+		default:
+			st.params[i] = oidText
+		}
+	}
+	st.described, st.rows, st.names, st.types = true, d.Rows, d.Names, d.Types
 	return nil
 }
 
@@ -657,10 +819,6 @@ func (c *conn) describe(m *pgproto3.Describe) {
 		return
 	}
 	if m.ObjectType == 'S' {
-		// NB: a parameter the client did not type is described as
-		// unspecified (0): clients then send its text, which nicflow reads
-		// as an untyped literal that its context types ($1 in id = $1 is
-		// an integer). PostgreSQL would infer and report the type.
 		c.be.Send(&pgproto3.ParameterDescription{ParameterOIDs: append([]uint32(nil), st.params...)})
 	}
 	if !st.rows {
@@ -679,6 +837,10 @@ func (c *conn) describe(m *pgproto3.Describe) {
 	c.be.Send(rd)
 }
 
+// execute runs a portal's statement, or resumes a suspended one: with a
+// row limit (maxRows > 0) it sends that many rows and PortalSuspended,
+// keeping the statement running until the next Execute of the portal,
+// its Close, or Sync; the last part ends with the command tag.
 func (c *conn) execute(m *pgproto3.Execute) {
 	p := c.portals[m.Portal]
 	if p == nil {
@@ -686,21 +848,44 @@ func (c *conn) execute(m *pgproto3.Execute) {
 		return
 	}
 	src := p.sql
-	if emptyStatement(src) {
-		c.be.Send(&pgproto3.EmptyQueryResponse{})
+	if p.run == nil {
+		if emptyStatement(src) {
+			c.be.Send(&pgproto3.EmptyQueryResponse{})
+			return
+		}
+		ctx, done := c.context()
+		c.mu.Lock()
+		cancel := c.cancel
+		c.mu.Unlock()
+		r, err := engine.QueryConn(ctx, c.sess, src)
+		if err != nil {
+			done()
+			c.fail(err, src)
+			c.closePortal(m.Portal)
+			return
+		}
+		rs, err := newRowSender(r, p.formats)
+		if err != nil {
+			r.Close()
+			done()
+			c.fail(err, src)
+			c.closePortal(m.Portal)
+			return
+		}
+		p.run = &portalRun{rows: rs, cancel: cancel, done: done}
+	} else {
+		// A cancel request now cancels the portal's statement.
+		c.mu.Lock()
+		c.cancel = p.run.cancel
+		c.mu.Unlock()
+	}
+	done, err := c.sendRows(p.run.rows, src, int64(m.MaxRows))
+	if done || err != nil {
+		c.closePortal(m.Portal)
 		return
 	}
-	ctx, done := c.context()
-	defer done()
-	r, err := engine.QueryConn(ctx, c.sess, src)
-	if err != nil {
-		c.fail(err, src)
-		return
-	}
-	// NB: a portal's rows all go out at once (maxRows is not honored:
-	// no PortalSuspended); the client asked for them.
-	if err := c.sendResult(r, src, p.formats); err != nil {
-		return
-	}
-	delete(c.portals, m.Portal)
+	c.mu.Lock()
+	c.cancel = nil
+	c.mu.Unlock()
+	c.be.Send(&pgproto3.PortalSuspended{})
 }

@@ -3,6 +3,7 @@ package pgwire
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"math"
 	"regexp"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/jackc/pgx/v5/pgproto3"
 
+	"github.com/nicflow/nicflow/engine/plan"
 	"github.com/nicflow/nicflow/engine/sql"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
@@ -258,7 +260,42 @@ func numericBinary(s string) ([]byte, error) {
 var paramTypes = map[uint32]string{
 	oidBool: "BOOLEAN", oidBytea: "BYTEA", oidInt8: "BIGINT", 21: "SMALLINT", oidInt4: "INTEGER", oidText: "TEXT",
 	700: "REAL", oidFloat8: "DOUBLE PRECISION", 1043: "VARCHAR", oidDate: "DATE", oidTime: "TIME",
-	oidTimestamp: "TIMESTAMP", oidTimestampTZ: "TIMESTAMPTZ", oidInterval: "INTERVAL", oidNumeric: "NUMERIC",
+	oidTimestamp: "TIMESTAMP", oidTimestampTZ: "TIMESTAMPTZ", oidInterval: "INTERVAL",
+	// NB: numeric is left untyped too: Parse carries no precision, and
+	// nicflow's bare NUMERIC is decimal(18,3), which would round the value.
+}
+
+// paramArrowType is the engine type of a parameter type OID a client
+// named in Parse (as CAST to paramTypes' name makes it), or nil for an
+// unspecified or unknown one, whose type is then inferred.
+func paramArrowType(oid uint32) arrow.DataType {
+	switch oid {
+	case oidBool:
+		return plan.TypBool
+	case oidBytea:
+		return plan.TypBinary
+	case oidInt8:
+		return plan.TypInt64
+	case 21, oidInt4:
+		return plan.TypInt32
+	case oidText, 1043, 19:
+		return plan.TypString
+	case 700, oidFloat8:
+		return plan.TypFloat64
+	case oidDate:
+		return plan.TypDate
+	case oidTime:
+		return plan.TypTime
+	case oidTimestamp:
+		return plan.TypTimestamp
+	case oidTimestampTZ:
+		return plan.TypTimestampTZ
+	case oidInterval:
+		return plan.TypInterval
+	}
+	// NB: numeric (whose precision Parse cannot carry) and unknown types
+	// are inferred like unspecified ones.
+	return nil
 }
 
 // paramValue decodes a Bind parameter of type oid in format (0 text, 1
@@ -329,8 +366,95 @@ func paramValue(oid uint32, format int16, raw []byte) (sql.ParamValue, error) {
 		if oid == oidTimestampTZ {
 			v.Text += "+00"
 		}
+	case oidTime:
+		if len(raw) != 8 {
+			return bad()
+		}
+		us := int64(binary.BigEndian.Uint64(raw))
+		if us < 0 || us > 86400_000000 {
+			return bad()
+		}
+		v.Text = time.UnixMicro(us).UTC().Format("15:04:05.999999")
+		if us == 86400_000000 {
+			v.Text = "24:00:00"
+		}
+	case oidInterval:
+		if len(raw) != 16 {
+			return bad()
+		}
+		us := int64(binary.BigEndian.Uint64(raw))
+		days := int32(binary.BigEndian.Uint32(raw[8:]))
+		months := int32(binary.BigEndian.Uint32(raw[12:]))
+		v.Text = fmt.Sprintf("%d mons %d days %d microseconds", months, days, us)
+	case oidNumeric:
+		t, err := numericText(raw)
+		if err != nil {
+			return v, err
+		}
+		v.Text = t
 	default:
 		return v, nferr.Queryf("binary parameters of type OID %d are not supported: send it in text format", oid)
 	}
 	return v, nil
+}
+
+// numericText decodes PostgreSQL's binary numeric (numericBinary's
+// inverse: base-10000 digits, the weight of the first, sign, display
+// scale) into its text.
+func numericText(raw []byte) (string, error) {
+	bad := nferr.Dataf("binary numeric parameter with %d bytes: malformed", len(raw))
+	if len(raw) < 8 {
+		return "", bad
+	}
+	ndigits := int(binary.BigEndian.Uint16(raw))
+	weight := int(int16(binary.BigEndian.Uint16(raw[2:])))
+	sign := binary.BigEndian.Uint16(raw[4:])
+	dscale := int(binary.BigEndian.Uint16(raw[6:]))
+	switch sign {
+	case 0xC000:
+		return "NaN", nil
+	case 0xD000:
+		return "Infinity", nil
+	case 0xF000:
+		return "-Infinity", nil
+	case 0, 0x4000:
+	default:
+		return "", bad
+	}
+	if len(raw) != 8+2*ndigits || dscale > 0x3FFF || weight > 0x3FFF || weight < -0x3FFF {
+		return "", bad
+	}
+	digit := func(i int) int {
+		if i < 0 || i >= ndigits {
+			return 0
+		}
+		return int(binary.BigEndian.Uint16(raw[8+2*i:]))
+	}
+	for i := range ndigits {
+		if digit(i) > 9999 {
+			return "", bad
+		}
+	}
+	var b strings.Builder
+	if sign == 0x4000 {
+		b.WriteByte('-')
+	}
+	// Digit i counts 10000^(weight-i).
+	if weight < 0 {
+		b.WriteByte('0')
+	} else {
+		b.WriteString(strconv.Itoa(digit(0)))
+		for i := 1; i <= weight; i++ {
+			fmt.Fprintf(&b, "%04d", digit(i))
+		}
+	}
+	if dscale > 0 {
+		var frac strings.Builder
+		for i := weight + 1; frac.Len() < dscale; i++ {
+			fmt.Fprintf(&frac, "%04d", digit(i))
+		}
+		b.WriteByte('.')
+		b.WriteString(frac.String()[:dscale])
+	}
+	return b.String(), nil
 }

@@ -28,6 +28,8 @@ var coordSQLFlags struct {
 	tlsCert     string
 	tlsKey      string
 	requireTLS  bool
+	clientCA    string
+	certReq     bool
 	fileRoot    string
 }
 
@@ -70,6 +72,9 @@ and their queries run on the workers like any other client's. With
 database/sql) do the same, logging in as the same users. --tls-cert and
 --tls-key give both TLS; --require-tls refuses plain PostgreSQL
 connections (Flight SQL with a certificate speaks TLS only).
+--tls-client-ca CA.pem lets clients log in with a certificate CA.pem
+signed whose CommonName is their user name, without a password;
+--tls-client-cert-required refuses clients without one.
 
 Every node needs the cluster's key directory (--keys): create it once with
 "nicflow cluster init --dir KEYDIR" and copy it to every machine (see
@@ -117,6 +122,9 @@ docs/cluster.md for per-node certificates instead).`,
 			// coordinator's files only under --file-root.
 			po, err := pgOptions(f.pgListen, f.dir, true, f.tlsCert, f.tlsKey, f.requireTLS)
 			if err != nil {
+				return err
+			}
+			if err := clientCertOptions(&po, f.clientCA, f.certReq); err != nil {
 				return err
 			}
 			if on(f.pgListen) {
@@ -176,6 +184,8 @@ func init() {
 	f.StringVar(&coordSQLFlags.tlsCert, "tls-cert", "", "PEM certificate (chain) for PostgreSQL and Flight SQL clients' TLS (with --tls-key)")
 	f.StringVar(&coordSQLFlags.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	f.BoolVar(&coordSQLFlags.requireTLS, "require-tls", false, "refuse PostgreSQL connections that do not use TLS")
+	f.StringVar(&coordSQLFlags.clientCA, "tls-client-ca", "", "PEM CA certificate(s): PostgreSQL and Flight SQL clients may log in with a certificate they signed, whose CommonName is the user name (no password)")
+	f.BoolVar(&coordSQLFlags.certReq, "tls-client-cert-required", false, "with --tls-client-ca: refuse PostgreSQL and Flight SQL clients without a verified certificate")
 	f.StringVar(&coordSQLFlags.fileRoot, "file-root", "", "directory under which SQL may read and write the coordinator's files (file tables, COPY); 'none' for no file access. Default: any path, none with --pg-listen")
 	rootCmd.AddCommand(coordinatorCmd)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
@@ -29,6 +30,8 @@ var serveFlags struct {
 	tlsCert     string
 	tlsKey      string
 	requireTLS  bool
+	clientCA    string
+	certReq     bool
 	fileRoot    string
 	httpListen  string
 }
@@ -57,6 +60,11 @@ network, Flight SQL listens beyond loopback only with TLS. With
 --tls-cert and --tls-key, PostgreSQL clients that ask for SSL
 (sslmode=require and above) get TLS, --require-tls refuses the others, and
 Flight SQL speaks TLS only (clients connect to grpc+tls://HOST:PORT).
+With --auth and --tls-client-ca CA.pem, a client may instead present a
+certificate CA.pem signed: one whose CommonName is the user it logs in as
+needs no password (PostgreSQL's "cert" method; mutual TLS for Flight
+SQL), one for another user is refused, and clients without a certificate
+still log in with their password unless --tls-client-cert-required.
 The catalog queries psql's \d TABLE sends are not supported yet; \dt and
 \d work (docs/clients.md). Ctrl-C (SIGINT) or SIGTERM stops the
 server.
@@ -72,6 +80,9 @@ asks for a user of "nicflow user add", and beyond loopback it needs
   nicflow serve --dir data/sf0.01 &
   psql -h 127.0.0.1 -p 5433 -c "select count(*) from lineitem"
   # then open http://127.0.0.1:8080/ for the console
+  # users log in with client certificates (CN = user name) or passwords
+  nicflow serve --dir data/sf0.01 --auth --tls-cert server.pem --tls-key server.key --tls-client-ca ca.pem
+  psql "host=127.0.0.1 port=5433 user=alice sslmode=verify-full sslrootcert=ca.pem sslcert=alice.pem sslkey=alice.key"
   python3 -c 'import adbc_driver_flightsql.dbapi as f; c = f.connect("grpc://127.0.0.1:31337").cursor(); c.execute("select count(*) from orders"); print(c.fetchall())'`,
 	Args: cobra.NoArgs,
 	RunE: func(cmd *cobra.Command, _ []string) error {
@@ -91,6 +102,8 @@ func init() {
 	f.StringVar(&serveFlags.tlsCert, "tls-cert", "", "PEM certificate (chain) for TLS connections (with --tls-key)")
 	f.StringVar(&serveFlags.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	f.BoolVar(&serveFlags.requireTLS, "require-tls", false, "refuse connections that do not use TLS")
+	f.StringVar(&serveFlags.clientCA, "tls-client-ca", "", "PEM CA certificate(s): clients may log in with a certificate they signed, whose CommonName is the user name (no password); needs --auth and --tls-cert")
+	f.BoolVar(&serveFlags.certReq, "tls-client-cert-required", false, "with --tls-client-ca: refuse clients without a verified certificate (implies --require-tls)")
 	f.StringVar(&serveFlags.fileRoot, "file-root", "", "directory under which statements may read and write files (file tables, COPY); 'none' for no file access. Default: any path without --auth, none with it")
 	f.StringVar(&serveFlags.httpListen, "http-listen", console.DefaultListen, `web console address ("off": no console); beyond loopback it needs --auth and --tls-cert`)
 	rootCmd.AddCommand(serveCmd)
@@ -118,6 +131,9 @@ func runServe(cmd *cobra.Command, stderr io.Writer) error {
 	first.Close()
 	po, err := pgOptions(serveFlags.pgListen, serveFlags.dir, serveFlags.auth, serveFlags.tlsCert, serveFlags.tlsKey, serveFlags.requireTLS)
 	if err != nil {
+		return err
+	}
+	if err := clientCertOptions(&po, serveFlags.clientCA, serveFlags.certReq); err != nil {
 		return err
 	}
 	// Every PostgreSQL session reports its statements to the console's
@@ -152,7 +168,7 @@ func runServe(cmd *cobra.Command, stderr io.Writer) error {
 	if serveFlags.httpListen != "off" {
 		web, err = console.Listen(console.Options{
 			Backend: console.NewLocal(serveFlags.dir, opts, reg), Listen: serveFlags.httpListen,
-			UsersFile: po.UsersFile, TLS: po.TLS,
+			UsersFile: po.UsersFile, TLS: serverAuthOnly(po.TLS),
 		})
 		if err != nil {
 			srv.Close()
@@ -240,4 +256,52 @@ func pgOptions(listen, dir string, auth bool, certFile, keyFile string, requireT
 		}
 	}
 	return po, nil
+}
+
+// clientCertOptions makes po's TLS request client certificates and verify
+// them against the CA certificates in caFile (--tls-client-ca): a client
+// whose certificate verifies logs in as the user its CommonName names,
+// without a password (PostgreSQL's "cert" method; mutual TLS for Flight
+// SQL). required refuses clients without one (--tls-client-cert-required).
+func clientCertOptions(po *pgwire.Options, caFile string, required bool) error {
+	if caFile == "" {
+		if required {
+			return usagef("--tls-client-cert-required needs --tls-client-ca")
+		}
+		return nil
+	}
+	if po.TLS == nil {
+		return usagef("--tls-client-ca needs --tls-cert and --tls-key: client certificates travel over TLS")
+	}
+	if po.UsersFile == "" {
+		return usagef("--tls-client-ca needs --auth: a certificate logs in as a user of `nicflow user add`")
+	}
+	b, err := os.ReadFile(caFile)
+	if err != nil {
+		return nferr.IOf("--tls-client-ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nferr.Queryf("--tls-client-ca %s: no PEM certificate in it", caFile)
+	}
+	cfg := po.TLS.Clone()
+	cfg.ClientCAs = pool
+	cfg.ClientAuth = tls.VerifyClientCertIfGiven
+	if required {
+		cfg.ClientAuth = tls.RequireAndVerifyClientCert
+		po.RequireTLS = true
+	}
+	po.TLS = cfg
+	return nil
+}
+
+// serverAuthOnly is cfg without client certificates, for the web console
+// (browsers would ask their users to pick one).
+func serverAuthOnly(cfg *tls.Config) *tls.Config {
+	if cfg == nil || cfg.ClientCAs == nil {
+		return cfg
+	}
+	c := cfg.Clone()
+	c.ClientCAs, c.ClientAuth = nil, tls.NoClientCert
+	return c
 }

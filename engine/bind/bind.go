@@ -223,6 +223,34 @@ type binder struct {
 	// stamped on every call and cast; local is now's wall clock there.
 	zone  string
 	local time.Time
+	// params, while describing a statement (BindDescribe), gives its
+	// parameters $1... their stand-ins; nil: a parameter is an error.
+	params *paramBinding
+}
+
+// paramBinding types a described statement's parameters: those the
+// client typed are NULLs of their type, the others untyped NULLs whose
+// context records their type (plan.ParamSlot).
+type paramBinding struct {
+	given []arrow.DataType
+	slots map[int]*plan.ParamSlot
+	// insertValues is the VALUES list of the INSERT being bound and
+	// insertTypes the types of its target columns: a parameter there takes
+	// its column's type (INSERT INTO t (id) VALUES ($1)).
+	insertValues *sql.Values
+	insertTypes  []arrow.DataType
+}
+
+func (p *paramBinding) ref(n int) plan.Expr {
+	if n <= len(p.given) && p.given[n-1] != nil {
+		return plan.NullConst(p.given[n-1])
+	}
+	s := p.slots[n]
+	if s == nil {
+		s = &plan.ParamSlot{N: n}
+		p.slots[n] = s
+	}
+	return plan.ParamConst(s)
 }
 
 // Bind resolves a parsed statement against cat. src is the text the
@@ -236,6 +264,41 @@ func Bind(cat plan.Catalog, src string, stmt sql.Statement) (st Statement, err e
 // TIMESTAMPTZ values read and print in, stamped on the plan's expressions
 // (plan.Call.Zone) so that every phase and every node computes in it.
 func BindIn(cat plan.Catalog, src string, stmt sql.Statement, zone string) (st Statement, err error) {
+	return bindIn(cat, src, stmt, zone, nil)
+}
+
+// BindDescribe binds stmt as BindIn does, for describing it before its
+// parameters' values are known: parameter $n is a NULL of given[n-1]
+// when the client typed it (non-nil), else a value of unknown type that
+// takes the type its context gives it, as an untyped string literal
+// does ('5' in id = '5' is an integer). params are the n parameters'
+// types, n the larger of len(given) and the highest $n in the
+// statement; a parameter no context types is text (PostgreSQL's unknown
+// resolves to text too).
+func BindDescribe(cat plan.Catalog, src string, stmt sql.Statement, zone string, given []arrow.DataType) (st Statement, params []arrow.DataType, err error) {
+	pb := &paramBinding{given: given, slots: map[int]*plan.ParamSlot{}}
+	if st, err = bindIn(cat, src, stmt, zone, pb); err != nil {
+		return nil, nil, err
+	}
+	n := len(given)
+	for k := range pb.slots {
+		n = max(n, k)
+	}
+	params = make([]arrow.DataType, n)
+	for i := range params {
+		switch s := pb.slots[i+1]; {
+		case i < len(given) && given[i] != nil:
+			params[i] = given[i]
+		case s != nil && s.Type != nil:
+			params[i] = s.Type
+		default:
+			params[i] = plan.TypString
+		}
+	}
+	return st, params, nil
+}
+
+func bindIn(cat plan.Catalog, src string, stmt sql.Statement, zone string, params *paramBinding) (st Statement, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			// NB: a panic here is a binder bug; it must not take a server
@@ -243,7 +306,7 @@ func BindIn(cat plan.Catalog, src string, stmt sql.Statement, zone string) (st S
 			st, err = nil, nferr.Internalf("binder bug (please report): %v", r)
 		}
 	}()
-	b := &binder{cat: cat, src: src, views: map[string]*plan.SharedDef{}, now: time.Now().UTC()}
+	b := &binder{cat: cat, src: src, views: map[string]*plan.SharedDef{}, now: time.Now().UTC(), params: params}
 	loc, err := expr.LoadZone(zone)
 	if err != nil {
 		return nil, err
@@ -634,6 +697,12 @@ func (b *binder) insert(s *sql.Insert) (Statement, error) {
 			}
 			seen[i] = true
 			target = append(target, i)
+		}
+	}
+	if v, ok := s.Query.Body.(*sql.Values); ok && b.params != nil && len(s.Query.With) == 0 {
+		b.params.insertValues, b.params.insertTypes = v, nil
+		for _, i := range target {
+			b.params.insertTypes = append(b.params.insertTypes, t.Schema.Field(i).Type)
 		}
 	}
 	q, err := b.queryStmt(s.Query)

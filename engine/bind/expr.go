@@ -270,6 +270,9 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 	case *sql.StructLit:
 		return nil, b.errorf(x, "struct values ({...}) are not supported (read_csv's columns option takes one)")
 	case *sql.Param:
+		if b.params != nil && x.N >= 1 {
+			return b.params.ref(x.N), nil
+		}
 		return nil, b.errorf(x, "parameter $%d has no value: parameters are bound by a client's extended query protocol", x.N)
 	case *sql.FuncCall:
 		if x.IgnoreNulls && x.Over == nil {
@@ -514,7 +517,9 @@ func (b *binder) timeFormatCall(name, dialect string, args []plan.Expr) (plan.Ex
 // of day, else a date.
 func (b *binder) extract(at sql.Node, field string, arg plan.Expr) (plan.Expr, error) {
 	field = expr.ExtractFieldName(field)
-	if c, ok := arg.(*plan.Const); ok && c.Untyped {
+	if c, ok := arg.(*plan.Const); ok && c.Param != nil {
+		arg = plan.ResolveUntyped(arg, plan.TypTimestamp)
+	} else if ok && c.Untyped {
 		if v := plan.ResolveUntyped(arg, plan.TypDate); v != arg && !strings.ContainsAny(strings.TrimSpace(c.Val.(string)), " T:") {
 			arg = v
 		} else {
@@ -859,6 +864,14 @@ func (b *binder) comparable(le, re sql.Expr, s *scope, ctx *exprCtx, at sql.Node
 	r, err := b.expr(re, s, ctx)
 	if err != nil {
 		return nil, nil, err
+	}
+	// NB: a number beside a decimal keeps its fraction digits (d = '1.005'
+	// is false for a decimal(12,2) d), as in arithmetic.
+	if plan.IsDecimal(r.Type()) {
+		l = plan.ResolveUntyped(l, r.Type())
+	}
+	if plan.IsDecimal(l.Type()) {
+		r = plan.ResolveUntyped(r, l.Type())
 	}
 	t, ok := plan.CommonTypeOf(plan.TypNull, l, r)
 	if !ok {

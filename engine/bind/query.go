@@ -235,7 +235,8 @@ func (b *binder) limit(lp plan.Plan, q *sql.Query, s *scope) (plan.Plan, error) 
 		if err != nil {
 			return 0, err
 		}
-		c, ok, err := plan.FoldToConst(be)
+		// NB: an untyped literal ('5', a parameter's value) is a BIGINT here.
+		c, ok, err := plan.FoldToConst(plan.ResolveUntyped(be, plan.TypInt64))
 		if err != nil {
 			return 0, b.errorf(e, "%s: %v", what, err)
 		}
@@ -293,6 +294,12 @@ func (b *binder) values(v *sql.Values, s *scope) (plan.Plan, []string, error) {
 			be, err := b.expr(e, s, &exprCtx{clause: "VALUES"})
 			if err != nil {
 				return nil, nil, err
+			}
+			if p := b.params; p != nil && p.insertValues == v && c < len(p.insertTypes) {
+				// A parameter in an INSERT's VALUES takes its column's type.
+				if k, ok := be.(*plan.Const); ok && k.Param != nil {
+					be = plan.ResolveUntyped(be, p.insertTypes[c])
+				}
 			}
 			rows[r][c] = be
 			t, ok := plan.CommonTypeOf(types[c], be)

@@ -165,6 +165,9 @@ func CastConst(c *Const, t arrow.DataType) (*Const, error) { return CastConstIn(
 // CastConstIn converts a constant to type t, as CAST would in the session
 // time zone zone ("": UTC).
 func CastConstIn(c *Const, t arrow.DataType, zone string) (*Const, error) {
+	if c.Param != nil {
+		return c.Param.resolve(t), nil
+	}
 	if arrow.TypeEqual(c.Typ, t) {
 		return &Const{Typ: t, Val: c.Val}, nil
 	}
@@ -443,14 +446,42 @@ func ResolveUntyped(e Expr, t arrow.DataType) Expr {
 	if !ok || !c.Untyped || t == nil || IsNullType(t) {
 		return e
 	}
+	if c.Param != nil {
+		return c.Param.resolve(t)
+	}
 	if IsString(t) {
 		return &Const{Typ: TypString, Val: c.Val}
+	}
+	if tp, ts, ok := DecimalPS(t); ok {
+		// NB: a number with more fraction digits than the decimal beside
+		// it keeps them ('0.0001' beside a decimal(12,2) is not 0.00), as
+		// a numeric literal would.
+		if ip, fs, ok := decimalDigits(c.Val.(string)); ok && fs > ts {
+			t = DecimalType(min(MaxDecimalPrecision, max(ip, tp-ts)+fs), min(fs, MaxDecimalPrecision-1))
+		}
 	}
 	v, err := CastConst(&Const{Typ: TypString, Val: c.Val}, t)
 	if err != nil {
 		return e
 	}
 	return v
+}
+
+// decimalDigits counts the integer and fraction digits of a plain
+// decimal number's text ([+-]digits[.digits]); ok false for anything else.
+func decimalDigits(text string) (ip, fs int32, ok bool) {
+	text = strings.TrimSpace(text)
+	text = strings.TrimLeft(strings.TrimLeft(text, "+-"), "0")
+	intPart, frac, _ := strings.Cut(text, ".")
+	if intPart == "" && frac == "" && !strings.Contains(text, ".") && text != "" {
+		return 0, 0, false
+	}
+	for _, r := range intPart + frac {
+		if r < '0' || r > '9' {
+			return 0, 0, false
+		}
+	}
+	return int32(len(intPart)), int32(len(frac)), true
 }
 
 // CommonTypeOf folds commonType over the types of es, starting from t. An
@@ -479,6 +510,9 @@ func Coerce(e Expr, t arrow.DataType) (Expr, error) { return CoerceIn(e, t, "") 
 
 // CoerceIn is Coerce in the session time zone zone ("": UTC).
 func CoerceIn(e Expr, t arrow.DataType, zone string) (Expr, error) {
+	if c, ok := e.(*Const); ok && c.Param != nil {
+		return c.Param.resolve(t), nil
+	}
 	if arrow.TypeEqual(e.Type(), t) {
 		if c, ok := e.(*Const); ok && c.Untyped {
 			return &Const{Typ: c.Typ, Val: c.Val}, nil

@@ -66,6 +66,10 @@ type Const struct {
 	// Untyped marks a string literal whose type the binder may still change
 	// to the other operand's (WHERE d < '1998-01-01').
 	Untyped bool
+	// Param, on an untyped NULL, is the statement parameter it stands for
+	// while a statement is described (bind.BindDescribe): the first type
+	// its context gives it is recorded there (ParamSlot).
+	Param *ParamSlot
 }
 
 // Call is an operator or function call; see Expr for the names.
