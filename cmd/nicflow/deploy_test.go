@@ -9,6 +9,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -825,4 +826,55 @@ func TestHealthCommand(t *testing.T) {
 	if code, out := run("--admin", "nohost"); code != 2 {
 		t.Errorf("--admin without a port: exit %d, want 2\n%s", code, out)
 	}
+}
+
+// TestKeysIfMissing runs cluster init and cluster cert twice, as the
+// compose keys service and the chart's init containers may: --if-missing
+// keeps what is there, and refuses what belongs to another cluster.
+func TestKeysIfMissing(t *testing.T) {
+	exe := mustExe(t)
+	run := func(args ...string) (int, string) {
+		t.Helper()
+		cmd := exec.Command(exe, append([]string{"cluster"}, args...)...)
+		cmd.Env = append(os.Environ(), testNodeEnv+"=1")
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), string(out)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	dir := t.TempDir()
+	ca, w := filepath.Join(dir, "ca"), filepath.Join(dir, "worker")
+	mustRun := func(want int, wantOut string, args ...string) {
+		t.Helper()
+		if code, out := run(args...); code != want || !strings.Contains(out, wantOut) {
+			t.Errorf("nicflow cluster %s: exit %d, want %d with %q\n%s", strings.Join(args, " "), code, want, wantOut, out)
+		}
+	}
+	mustRun(0, "wrote cluster key", "init", "--dir", ca, "--if-missing")
+	key, err := os.ReadFile(filepath.Join(ca, cluster.ClusterKeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRun(0, "kept", "init", "--dir", ca, "--if-missing")
+	mustRun(2, "already holds a cluster key", "init", "--dir", ca)
+	mustRun(2, "contradict", "init", "--dir", ca, "--if-missing", "--force")
+	if again, _ := os.ReadFile(filepath.Join(ca, cluster.ClusterKeyFile)); !bytes.Equal(again, key) {
+		t.Fatal("--if-missing replaced the cluster key")
+	}
+	mustRun(0, "wrote worker certificate", "cert", "--dir", ca, "--out", w, "--name", "worker", "--role", "worker", "--if-missing")
+	crt, _ := os.ReadFile(filepath.Join(w, cluster.NodeCertFile))
+	mustRun(0, "kept", "cert", "--dir", ca, "--out", w, "--name", "worker", "--role", "worker", "--if-missing")
+	if again, _ := os.ReadFile(filepath.Join(w, cluster.NodeCertFile)); !bytes.Equal(again, crt) {
+		t.Error("--if-missing issued a new certificate")
+	}
+	// A kept directory must be for the role asked, and of this cluster.
+	mustRun(6, "is for a worker, not a storage", "cert", "--dir", ca, "--out", w, "--name", "s", "--role", "storage", "--if-missing")
+	other := filepath.Join(dir, "other")
+	mustRun(0, "wrote", "init", "--dir", other)
+	mustRun(6, "another cluster", "cert", "--dir", other, "--out", w, "--name", "worker", "--role", "worker", "--if-missing")
 }
