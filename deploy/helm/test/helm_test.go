@@ -316,6 +316,15 @@ func checkPod(t *testing.T, where, role string, spec corev1.PodSpec) (args []str
 			if !mounted || keySecret == nil {
 				t.Errorf("%s: --keys %s is not the keys Secret mounted read-only", cw, keys)
 			} else {
+				// The files belong to root and the Pod's fsGroup: the
+				// non-root user reads them through the group.
+				var fsGroup *int64
+				if psc != nil {
+					fsGroup = psc.FSGroup
+				}
+				if m := keySecret.DefaultMode; m == nil || *m&0o040 == 0 || *m&0o007 != 0 || fsGroup == nil {
+					t.Errorf("%s: key files mode %v with fsGroup %v: want group-readable, nothing for others, and an fsGroup", cw, m, fsGroup)
+				}
 				items := map[string]string{}
 				for _, it := range keySecret.Items {
 					items[it.Path] = it.Key

@@ -45,7 +45,8 @@ app.kubernetes.io/component: {{ .component }}
 - name: keys
   secret:
     secretName: {{ include "nicflow.keysSecret" .ctx }}
-    defaultMode: 0400
+    # Readable by the Pod's fsGroup (the nicflow user), not by others.
+    defaultMode: 0440
     items:
       - {key: cluster.key, path: cluster.key}
       - {key: ca.crt, path: ca.crt}
