@@ -800,24 +800,27 @@ func TestHealthCommand(t *testing.T) {
 	if code, out := run("--pg", coord.AdminAddr, "--timeout", "1s"); code != 5 || !strings.Contains(out, "did not answer") {
 		t.Errorf("an HTTP server as PostgreSQL server: exit %d, want 5\n%s", code, out)
 	}
-	// A server that answers with something else.
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lis.Close()
-	go func() {
-		for {
-			c, err := lis.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("SSH-2.0-x\r\n"))
-			c.Close()
+	// Servers that answer with something else: a banner, one byte that
+	// happens to be a PostgreSQL answer then more, or that and hanging up.
+	for _, answer := range []string{"X", "SSH-2.0-x\r\n", "N"} {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
-	if code, out := run("--pg", lis.Addr().String()); code != 5 || !strings.Contains(out, "is not a PostgreSQL server") {
-		t.Errorf("an SSH-like server as PostgreSQL server: exit %d, want 5\n%s", code, out)
+		defer lis.Close()
+		go func() {
+			for {
+				c, err := lis.Accept()
+				if err != nil {
+					return
+				}
+				c.Write([]byte(answer))
+				c.Close()
+			}
+		}()
+		if code, out := run("--pg", lis.Addr().String()); code != 5 || !strings.Contains(out, "is not a PostgreSQL server") {
+			t.Errorf("a server answering %q as PostgreSQL server: exit %d, want 5\n%s", answer, code, out)
+		}
 	}
 	lc.Stop()
 	if code, out := run("--admin", coord.AdminAddr); code != 5 {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -138,11 +139,24 @@ func checkPG(ctx context.Context, addr string) (string, error) {
 	if _, err := io.ReadFull(c, b[:]); err != nil {
 		return "", nferr.Unavailablef("PostgreSQL server %s did not answer: %v", addr, err)
 	}
-	switch b[0] {
-	case 'S':
-		return fmt.Sprintf("ok: PostgreSQL server %s (TLS offered)", addr), nil
-	case 'N':
-		return fmt.Sprintf("ok: PostgreSQL server %s", addr), nil
+	if b[0] != 'S' && b[0] != 'N' {
+		return "", nferr.Unavailablef("%s is not a PostgreSQL server: it answered an SSLRequest with %q", addr, b[0])
 	}
-	return "", nferr.Unavailablef("%s is not a PostgreSQL server: it answered an SSLRequest with %q", addr, b[0])
+	// A PostgreSQL server now waits for the client (a TLS handshake or the
+	// startup message): anything more, or hanging up, is another server
+	// whose banner happens to start with S or N.
+	c.SetReadDeadline(time.Now().Add(200 * time.Millisecond)) //nolint:errcheck // a failed deadline shows as a failed read
+	var more [64]byte
+	n, err := c.Read(more[:])
+	if n > 0 {
+		return "", nferr.Unavailablef("%s is not a PostgreSQL server: it answered an SSLRequest with %q", addr, append(b[:], more[:n]...))
+	}
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		return "", nferr.Unavailablef("%s is not a PostgreSQL server: it answered an SSLRequest with %q and hung up", addr, b[0])
+	}
+	if b[0] == 'S' {
+		return fmt.Sprintf("ok: PostgreSQL server %s (TLS offered)", addr), nil
+	}
+	return fmt.Sprintf("ok: PostgreSQL server %s", addr), nil
 }
