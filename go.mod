@@ -17,6 +17,7 @@ require (
 	github.com/vbauerster/mpb/v8 v8.9.3
 	github.com/xdg-go/scram v1.4.0
 	github.com/zeebo/xxh3 v1.1.0
+	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/sys v0.49.0
 	golang.org/x/term v0.47.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261012220534-4341edf3f941

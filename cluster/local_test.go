@@ -14,11 +14,13 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/nicflow/nicflow/internal/emutest"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
 // localTestOptions run the test binary itself as the nodes (see TestMain).
 func localTestOptions(t *testing.T, dir string, workers, storage int) LocalOptions {
+	emutest.Skip(t, "the cluster's node processes")
 	return LocalOptions{
 		Dir: dir, Workers: workers, Storage: storage,
 		Exe: os.Args[0], Env: []string{"NICFLOW_TEST_NODE=1"},
@@ -177,6 +179,7 @@ func TestLocalClusterDiesWithLauncher(t *testing.T) {
 	}
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pids.json")
+	emutest.Skip(t, "a launcher process")
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "NICFLOW_TEST_LAUNCHER="+dir, "NICFLOW_TEST_PIDS="+pidFile)
 	cmd.Stderr = os.Stderr

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/nicflow/nicflow/cluster"
 	"github.com/nicflow/nicflow/exec"
+	"github.com/nicflow/nicflow/internal/nferr"
 )
 
 var clusterCmd = &cobra.Command{
@@ -45,8 +47,8 @@ See docs/cluster.md for a three-machine setup.`,
 }
 
 var clusterInitFlags struct {
-	dir   string
-	force bool
+	dir              string
+	force, ifMissing bool
 }
 
 var clusterInitCmd = &cobra.Command{
@@ -61,15 +63,30 @@ Copy KEYDIR to every node (mode 0700): nodes issue themselves a certificate at
 start with the CA key. To keep the CA key off worker machines, issue node
 directories instead with "nicflow cluster cert". Refuses to overwrite an
 existing key unless --force (which makes every running node unable to talk to
-nodes started with the new key).`,
+nodes started with the new key); with --if-missing an existing key directory
+is kept and the command succeeds (for init containers and scripts run at
+every start).`,
 	Example: `  nicflow cluster init --dir /etc/nicflow/keys
-  scp -r /etc/nicflow/keys node2:/etc/nicflow/`,
+  scp -r /etc/nicflow/keys node2:/etc/nicflow/
+
+  # idempotent (docker-compose.yml's keys service)
+  nicflow cluster init --dir /keys/ca --if-missing`,
 	Args: cobra.NoArgs,
 	RunE: func(cmd *cobra.Command, _ []string) error {
-		if clusterInitFlags.dir == "" {
+		f := clusterInitFlags
+		if f.dir == "" {
 			return usagef("--dir is required")
 		}
-		if err := cluster.InitKeys(clusterInitFlags.dir, clusterInitFlags.force); err != nil {
+		if f.force && f.ifMissing {
+			return usagef("--force and --if-missing contradict each other")
+		}
+		if f.ifMissing {
+			if _, err := cluster.LoadKeys(f.dir, "nicflow-cluster-init", cluster.RoleClient); err == nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s already holds a cluster key and CA; kept\n", f.dir)
+				return nil
+			}
+		}
+		if err := cluster.InitKeys(f.dir, f.force); err != nil {
 			return err
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "wrote cluster key and CA to %s\n", clusterInitFlags.dir)
@@ -80,6 +97,7 @@ nodes started with the new key).`,
 var clusterCertFlags struct {
 	dir, out, name, role string
 	validity             time.Duration
+	ifMissing            bool
 }
 
 var clusterCertCmd = &cobra.Command{
@@ -89,9 +107,11 @@ var clusterCertCmd = &cobra.Command{
 NAME with ROLE (coordinator, worker, storage or client), signed with the CA
 key in KEYDIR. NODEDIR holds no CA key: a stolen node directory cannot mint
 new identities, and the certificate expires after --validity. Start the node
-with --keys NODEDIR and --node-id NAME.`,
+with --keys NODEDIR and --node-id NAME. With --if-missing, a NODEDIR that
+already holds a valid certificate of this cluster's CA for ROLE is kept.`,
 	Example: `  nicflow cluster cert --dir keys --out keys-w1 --name w1 --role worker
-  nicflow cluster cert --dir keys --out ~/.nicflow/client --name alice --role client`,
+  nicflow cluster cert --dir keys --out ~/.nicflow/client --name alice --role client
+  nicflow cluster cert --dir /keys/ca --out /keys/worker --name worker --role worker --if-missing`,
 	Args: cobra.NoArgs,
 	RunE: func(cmd *cobra.Command, _ []string) error {
 		f := clusterCertFlags
@@ -101,6 +121,15 @@ with --keys NODEDIR and --node-id NAME.`,
 		role, err := cluster.ParseRole(f.role)
 		if err != nil {
 			return usagef("--role: %v", err)
+		}
+		if f.ifMissing {
+			if _, err := os.Stat(filepath.Join(f.out, cluster.NodeCertFile)); err == nil {
+				if err := checkNodeDir(f.dir, f.out, role); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s already holds a %s certificate of this cluster; kept\n", f.out, role)
+				return nil
+			}
 		}
 		if err := cluster.IssueNodeDir(f.dir, f.out, f.name, role, f.validity); err != nil {
 			return err
@@ -337,6 +366,29 @@ check and every task on the cluster.`,
 	},
 }
 
+// checkNodeDir verifies that the node directory out holds a certificate
+// for role signed by the CA of the key directory dir (and the same cluster
+// key): a directory left from another cluster must not be kept silently.
+func checkNodeDir(dir, out string, role cluster.Role) error {
+	if _, err := cluster.LoadKeys(out, "", role); err != nil {
+		return err
+	}
+	want, err := os.ReadFile(filepath.Join(dir, cluster.CACertFile))
+	if err != nil {
+		return nferr.Authf("reading the cluster CA: %v", err)
+	}
+	have, err := os.ReadFile(filepath.Join(out, cluster.CACertFile))
+	if err != nil {
+		return nferr.Authf("reading %s: %v", filepath.Join(out, cluster.CACertFile), err)
+	}
+	wantKey, err1 := os.ReadFile(filepath.Join(dir, cluster.ClusterKeyFile))
+	haveKey, err2 := os.ReadFile(filepath.Join(out, cluster.ClusterKeyFile))
+	if !bytes.Equal(want, have) || err1 != nil || err2 != nil || !bytes.Equal(wantKey, haveKey) {
+		return nferr.Authf("%s holds a certificate of another cluster (its %s or %s differs from %s's); remove it to issue a new one", out, cluster.CACertFile, cluster.ClusterKeyFile, dir)
+	}
+	return nil
+}
+
 // progressLine renders a progress snapshot on one line.
 func progressLine(p cluster.Progress) string {
 	var b strings.Builder
@@ -374,6 +426,7 @@ func init() {
 	f := clusterInitCmd.Flags()
 	f.StringVar(&clusterInitFlags.dir, "dir", "", "key directory to create (required)")
 	f.BoolVar(&clusterInitFlags.force, "force", false, "replace an existing cluster key and CA")
+	f.BoolVar(&clusterInitFlags.ifMissing, "if-missing", false, "keep an existing key directory and succeed")
 
 	f = clusterCertCmd.Flags()
 	f.StringVar(&clusterCertFlags.dir, "dir", "", "key directory with the CA key (from cluster init)")
@@ -381,6 +434,7 @@ func init() {
 	f.StringVar(&clusterCertFlags.name, "name", "", "node or client name (use it as --node-id)")
 	f.StringVar(&clusterCertFlags.role, "role", "worker", "coordinator, worker, storage or client")
 	f.DurationVar(&clusterCertFlags.validity, "validity", 365*24*time.Hour, "certificate lifetime")
+	f.BoolVar(&clusterCertFlags.ifMissing, "if-missing", false, "keep a node directory that already holds a valid certificate for --role")
 
 	f = clusterLocalCmd.Flags()
 	f.StringVar(&clusterLocalFlags.dir, "dir", "", "database directory; cluster state goes to DIR/cluster (required)")

@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
-	"runtime"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/nicflow/nicflow/internal/buildinfo"
 )
 
 // Parent commands whose subcommands live in their own files
@@ -25,18 +25,20 @@ can verify their answers.`,
 	}
 	versionCmd = &cobra.Command{
 		Use:   "version",
-		Short: "Print the version, Go version and platform",
-		Args:  cobra.NoArgs,
+		Short: "Print the version, commit, build date, Go version and platform",
+		Long: `Print what this binary is: its version (stamped by "make release" from git
+describe, else the module version, else "(devel)"), the commit and build
+date (stamped, else the VCS revision and commit time Go recorded), the Go
+version and the platform. "nicflow --version" prints the same.`,
+		Args: cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			v := "devel"
-			if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-				v = bi.Main.Version
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "nicflow %s %s %s/%s\n", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			fmt.Fprint(cmd.OutOrStdout(), buildinfo.Get().String())
 		},
 	}
 )
 
 func init() {
 	rootCmd.AddCommand(tpchCmd, benchCmd, versionCmd)
+	// NB: --version prints what `nicflow version` prints.
+	rootCmd.SetVersionTemplate(buildinfo.Get().String())
 }

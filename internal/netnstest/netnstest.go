@@ -14,6 +14,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/nicflow/nicflow/internal/emutest"
 )
 
 // Hosts builds n namespaces on a fresh bridge and returns their names and
@@ -38,6 +40,8 @@ func Hosts(t testing.TB, prefix, subnet string, n int, rate string) (namespaces,
 	if os.Getenv("NICFLOW_SKIP_NETNS") != "" {
 		t.Skip("NICFLOW_SKIP_NETNS is set")
 	}
+	// The namespaces' nodes are processes of the test binary.
+	emutest.Skip(t, "node processes in network namespaces")
 	var rb [3]byte
 	rand.Read(rb[:])
 	tag := hex.EncodeToString(rb[:])
