@@ -98,30 +98,15 @@ func flightFetch(ctx context.Context, c *flightsql.Client, info *flight.FlightIn
 	return cols, rows, nil
 }
 
-// flightRunner runs a TPC-H query text (a script for Q15) through a
-// Flight SQL client, statement by statement.
+// flightRunner runs TPC-H query texts through a Flight SQL client.
 func flightRunner(c *flightsql.Client) textRunner {
-	return func(ctx context.Context, text string, keep bool) (tpch.Result, int64, error) {
-		stmts, err := engine.SplitScript(text)
+	return statementRunner(func(ctx context.Context, st string) ([]string, [][]string, error) {
+		info, err := c.Execute(ctx, st)
 		if err != nil {
-			return tpch.Result{}, 0, err
+			return nil, nil, err
 		}
-		var out tpch.Result
-		for _, st := range stmts {
-			info, err := c.Execute(ctx, st)
-			if err != nil {
-				return tpch.Result{}, 0, err
-			}
-			cols, rows, err := flightFetch(ctx, c, info)
-			if err != nil {
-				return tpch.Result{}, 0, err
-			}
-			if len(cols) > 0 {
-				out = tpch.Result{Columns: cols, Rows: rows}
-			}
-		}
-		return out, -1, nil
-	}
+		return flightFetch(ctx, c, info)
+	})
 }
 
 // TestFlightSQLTPCH runs the 22 TPC-H queries at SF 0.01 through arrow-go's

@@ -93,9 +93,10 @@ func pgText(v any) string {
 	return fmt.Sprint(v)
 }
 
-// pgRunner runs a TPC-H query text (a script for Q15) through a pgx
-// connection, statement by statement.
-func pgRunner(c *pgx.Conn) textRunner {
+// statementRunner runs a TPC-H query text (a script for Q15) statement
+// by statement through run, which returns a statement's columns and rows
+// (none for a statement without rows); the answer is the last rows.
+func statementRunner(run func(ctx context.Context, stmt string) ([]string, [][]string, error)) textRunner {
 	return func(ctx context.Context, text string, keep bool) (tpch.Result, int64, error) {
 		stmts, err := engine.SplitScript(text)
 		if err != nil {
@@ -103,41 +104,44 @@ func pgRunner(c *pgx.Conn) textRunner {
 		}
 		var out tpch.Result
 		for _, st := range stmts {
-			rows, err := c.Query(ctx, st)
+			cols, rows, err := run(ctx, st)
 			if err != nil {
 				return tpch.Result{}, 0, err
 			}
-			fields := rows.FieldDescriptions()
-			if len(fields) == 0 {
-				rows.Close()
-				if err := rows.Err(); err != nil {
-					return tpch.Result{}, 0, err
-				}
-				continue
-			}
-			out = tpch.Result{}
-			for _, f := range fields {
-				out.Columns = append(out.Columns, f.Name)
-			}
-			for rows.Next() {
-				vals, err := rows.Values()
-				if err != nil {
-					rows.Close()
-					return tpch.Result{}, 0, err
-				}
-				row := make([]string, len(vals))
-				for i, v := range vals {
-					row[i] = pgText(v)
-				}
-				out.Rows = append(out.Rows, row)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return tpch.Result{}, 0, err
+			if len(cols) > 0 {
+				out = tpch.Result{Columns: cols, Rows: rows}
 			}
 		}
 		return out, -1, nil
 	}
+}
+
+// pgRunner runs TPC-H query texts through a pgx connection.
+func pgRunner(c *pgx.Conn) textRunner {
+	return statementRunner(func(ctx context.Context, st string) ([]string, [][]string, error) {
+		rows, err := c.Query(ctx, st)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer rows.Close()
+		var cols []string
+		for _, f := range rows.FieldDescriptions() {
+			cols = append(cols, f.Name)
+		}
+		var out [][]string
+		for rows.Next() {
+			vals, err := rows.Values()
+			if err != nil {
+				return nil, nil, err
+			}
+			row := make([]string, len(vals))
+			for i, v := range vals {
+				row[i] = pgText(v)
+			}
+			out = append(out, row)
+		}
+		return cols, out, rows.Err()
+	})
 }
 
 // TestServeTPCHThroughPgx runs the 22 TPC-H queries at SF 0.01 through
