@@ -746,17 +746,7 @@ func TestHealthCommand(t *testing.T) {
 	exe := mustExe(t)
 	run := func(args ...string) (int, string) {
 		t.Helper()
-		cmd := exec.Command(exe, append([]string{"health"}, args...)...)
-		cmd.Env = append(os.Environ(), testNodeEnv+"=1")
-		out, err := cmd.CombinedOutput()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return ee.ExitCode(), string(out)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return 0, string(out)
+		return runExe(t, exe, append([]string{"health"}, args...)...)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -838,17 +828,7 @@ func TestKeysIfMissing(t *testing.T) {
 	exe := mustExe(t)
 	run := func(args ...string) (int, string) {
 		t.Helper()
-		cmd := exec.Command(exe, append([]string{"cluster"}, args...)...)
-		cmd.Env = append(os.Environ(), testNodeEnv+"=1")
-		out, err := cmd.CombinedOutput()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return ee.ExitCode(), string(out)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return 0, string(out)
+		return runExe(t, exe, append([]string{"cluster"}, args...)...)
 	}
 	dir := t.TempDir()
 	ca, w := filepath.Join(dir, "ca"), filepath.Join(dir, "worker")

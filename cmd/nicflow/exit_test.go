@@ -15,6 +15,23 @@ import (
 	"github.com/nicflow/nicflow/storage"
 )
 
+// runExe runs the nicflow binary exe with args as a user does and returns
+// its exit status and output.
+func runExe(t *testing.T, exe string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), testNodeEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), string(out)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0, string(out)
+}
+
 // TestExitStatuses runs nicflow as users do and checks that the exit
 // status says who is at fault, as the table in `nicflow --help` does.
 func TestExitStatuses(t *testing.T) {
@@ -24,19 +41,7 @@ func TestExitStatuses(t *testing.T) {
 	if err := cluster.InitKeys(keys, true); err != nil {
 		t.Fatal(err)
 	}
-	run := func(args ...string) (int, string) {
-		cmd := exec.Command(exe, args...)
-		cmd.Env = append(os.Environ(), testNodeEnv+"=1")
-		out, err := cmd.CombinedOutput()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return ee.ExitCode(), string(out)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return 0, string(out)
-	}
+	run := func(args ...string) (int, string) { return runExe(t, exe, args...) }
 	for _, c := range []struct {
 		args []string
 		want int
