@@ -35,6 +35,7 @@ type sqlConn struct {
 	r    *SQLRunner
 	mu   sync.Mutex
 	sets []string // the session's SET statements, in order
+	tx   engine.TxBlock
 }
 
 func (s *sqlConn) Execute(ctx context.Context, script string) (engine.Cursor, error) {
@@ -51,6 +52,12 @@ func (s *sqlConn) Describe(src string) ([]string, []arrow.DataType, bool, error)
 
 func (s *sqlConn) DescribeStatement(src string, given []arrow.DataType) (*engine.Description, error) {
 	return s.r.sess.DescribeStatement(src, given)
+}
+
+func (s *sqlConn) TxStatus() byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tx.Status()
 }
 
 func (s *sqlConn) Close() error { return nil }
@@ -84,12 +91,22 @@ func (sc *sqlCursor) Next() (*engine.Result, error) {
 	sc.i++
 	s := sc.conn
 	s.mu.Lock()
+	tag, handled, err := s.tx.BeforeSQL(text)
 	sets := append([]string(nil), s.sets...)
 	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if handled {
+		return engine.NewStreamResult(text, nil, nil, tag, 0, &resultStream{done: true}), nil
+	}
 	script := strings.Join(append(sets, text), ";\n")
 	req := QueryRequest{Kind: SQLKind, Text: script, Params: map[string]string{ParamStatement: strconv.Itoa(len(sets))}}
 	r, err := startStream(sc.ctx, s.c, req, text)
 	if err != nil {
+		s.mu.Lock()
+		s.tx.Fail()
+		s.mu.Unlock()
 		return nil, err
 	}
 	if r.Status == "SET" {

@@ -27,6 +27,9 @@ type Conn interface {
 	// ...: their types (given[i] where not nil, else inferred from their
 	// context) and its columns (Session.DescribeStatement).
 	DescribeStatement(src string, given []arrow.DataType) (*Description, error)
+	// TxStatus is the session's transaction status: 'I' idle, 'T' in a
+	// transaction block, 'E' in a failed one (TxBlock).
+	TxStatus() byte
 	// Close ends the session.
 	Close() error
 }
@@ -56,6 +59,8 @@ func (c localConn) Describe(src string) ([]string, []arrow.DataType, bool, error
 func (c localConn) DescribeStatement(src string, given []arrow.DataType) (*Description, error) {
 	return c.s.DescribeStatement(src, given)
 }
+
+func (c localConn) TxStatus() byte { return c.s.TxStatus() }
 
 func (c localConn) Close() error { return c.s.Close() }
 

@@ -130,6 +130,8 @@ type Session struct {
 	// (TimeZone, ValueFormatter).
 	zone      string
 	zoneShown string // the zone as SET gave it (SHOW timezone)
+	// tx is the transaction block (BEGIN ... COMMIT) the session is in.
+	tx TxBlock
 	// client holds the PostgreSQL client settings SET has given
 	// (clientSettings): accepted and shown, without effect on queries.
 	client map[string]string
@@ -330,6 +332,7 @@ type Result struct {
 	started time.Time
 	onClose func()
 	stream  Stream     // NewStreamResult's source
+	tx      *TxBlock   // the session's block, failed by an error of these rows
 	live    *Statement // the observed statement whose rows these are
 }
 
@@ -374,6 +377,9 @@ func (r *Result) Next() (arrow.RecordBatch, error) {
 	}
 	b, err := r.root.Next()
 	if err != nil {
+		if r.tx != nil {
+			r.tx.Fail()
+		}
 		r.err = err
 		if ctxErr := r.env.Ctx.Err(); ctxErr != nil && !nferr.Is(err, nferr.KindCanceled) {
 			r.err = nferr.With(nferr.KindCanceled, ctxErr)
@@ -461,6 +467,23 @@ func (r *Result) drain() error {
 func (s *Session) run(ctx context.Context, src string, raw sql.RawStmt) (*Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if tag, handled, err := s.tx.Before(raw.Stmt); err != nil || handled {
+		if err != nil {
+			return nil, err
+		}
+		return status(tag, 0), nil
+	}
+	r, err := s.runObserved(ctx, src, raw)
+	if err != nil {
+		s.tx.Fail()
+	} else if r.root != nil {
+		r.tx = &s.tx
+	}
+	return r, err
+}
+
+// runObserved runs a statement, reported to the session's observer.
+func (s *Session) runObserved(ctx context.Context, src string, raw sql.RawStmt) (*Result, error) {
 	start := time.Now()
 	obs := s.opts.Observer
 	if obs == nil {
@@ -1441,6 +1464,13 @@ func explainRules(runs []plan.RuleRun, disabled []string) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// TxStatus is the session's transaction status (TxBlock.Status).
+func (s *Session) TxStatus() byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tx.Status()
 }
 
 // TimeZone is the session time zone (nil: UTC), in which TIMESTAMPTZ

@@ -435,7 +435,11 @@ func runSQLFile(t *testing.T, path string, recs []*sqlRecord, setup sqlSetup, re
 		var rows []string
 		var err error
 		wantErr := r.errMsg
-		distributed := setup.dist.Workers > 0 && isPlainQuery(r.sql)
+		// NB: inside BEGIN ... COMMIT the block decides first (as a
+		// cluster connection's TxBlock does), so those records run on
+		// the session.
+		cluster := setup.dist.Workers > 0 && s.TxStatus() == 'I'
+		distributed := cluster && isPlainQuery(r.sql)
 		if distributed {
 			types, rows, err = runSQLRecordDist(ctx, s, r, setup.dist, opts.Alloc)
 			if err != nil && r.errMsg != nil {
@@ -443,7 +447,7 @@ func runSQLFile(t *testing.T, path string, recs []*sqlRecord, setup sqlSetup, re
 				msg := taskPrefix.ReplaceAllString(errFirstLine(err), "")
 				err = &nferr.Error{Kind: nferr.KindOf(err), Msg: msg, Cause: err}
 			}
-		} else if setup.dist.Workers > 0 && coordinatorStatements(r.sql) {
+		} else if cluster && coordinatorStatements(r.sql) {
 			types, rows, err = runSQLRecordCoordinator(ctx, s, r, setup.dist)
 		} else {
 			types, rows, err = runSQLRecord(ctx, s, r)

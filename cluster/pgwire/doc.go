@@ -42,6 +42,11 @@
 // (copy.go); stray copy messages after a failed copy-in are dropped, as
 // PostgreSQL drops them.
 //
-// Not yet: the catalog queries psql's \d TABLE sends, binary COPY,
-// transactions (so no portal outlives a Sync), channel binding.
+// Transaction blocks (BEGIN ... COMMIT) are the session's (engine.TxBlock:
+// reads only, each write commits on its own and is refused in a block):
+// ReadyForQuery carries the block's status, and Sync closes the portals
+// only outside a block, so a suspended portal outlives it inside one.
+//
+// Not yet: the catalog queries psql's \d TABLE sends, binary COPY, writes
+// in a transaction block, channel binding.
 package pgwire

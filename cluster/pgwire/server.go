@@ -337,7 +337,7 @@ func (c *conn) startup() bool {
 				c.be.Send(&pgproto3.ParameterStatus{Name: p[0], Value: p[1]})
 			}
 			c.be.Send(&pgproto3.BackendKeyData{ProcessID: c.pid, SecretKey: c.secret})
-			c.be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+			c.be.Send(&pgproto3.ReadyForQuery{TxStatus: c.sess.TxStatus()})
 			return c.be.Flush() == nil
 		default:
 			return false
@@ -490,7 +490,7 @@ func (c *conn) loop() error {
 		switch m := msg.(type) {
 		case *pgproto3.Query:
 			c.simpleQuery(m.String)
-			c.be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+			c.be.Send(&pgproto3.ReadyForQuery{TxStatus: c.sess.TxStatus()})
 		case *pgproto3.Parse:
 			c.parse(m)
 		case *pgproto3.Bind:
@@ -508,8 +508,13 @@ func (c *conn) loop() error {
 			c.be.Send(&pgproto3.CloseComplete{})
 		case *pgproto3.Sync:
 			c.failed = false
-			c.closePortals()
-			c.be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+			if c.sess.TxStatus() == 'I' {
+				// NB: Sync ends the implicit transaction, and with it
+				// the portals; inside BEGIN ... COMMIT they live on, so
+				// that a client fetches a suspended portal in parts.
+				c.closePortals()
+			}
+			c.be.Send(&pgproto3.ReadyForQuery{TxStatus: c.sess.TxStatus()})
 		case *pgproto3.Flush:
 		case *pgproto3.CopyData, *pgproto3.CopyDone, *pgproto3.CopyFail:
 			// The rest of a copy-in that failed: PostgreSQL drops it.

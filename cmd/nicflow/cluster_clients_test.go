@@ -144,6 +144,20 @@ func TestCoordinatorServesClients(t *testing.T) {
 	if !errors.As(err, &pe) || !strings.Contains(pe.Message, "not supported on a cluster") {
 		t.Errorf("set memory_limit: %v", err)
 	}
+	// A transaction block on the cluster: reads run, a write is refused.
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := one(c, "select cast(count(*) as varchar) from pg_t"); got != "3" || c.PgConn().TxStatus() != 'T' {
+		t.Errorf("read in a block: %q, status %q", got, c.PgConn().TxStatus())
+	}
+	if _, err := tx.Exec(ctx, "delete from pg_t"); err == nil || !strings.Contains(err.Error(), "cannot run inside a transaction block") {
+		t.Errorf("a write in a block on the cluster: %v", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
 	// The connection is still usable after errors.
 	if got := one(c, "select cast(count(*) as varchar) from region"); got != "5" {
 		t.Errorf("after errors: %q", got)

@@ -484,3 +484,53 @@ func TestServeTPCHThroughPsql(t *testing.T) {
 		}
 	}
 }
+
+// TestServeTransactions: drivers' transaction blocks. pgx's Begin/Commit
+// and Rollback run; ReadyForQuery reports the block ('T', 'E' after an
+// error); a write inside a block is refused and fails it.
+func TestServeTransactions(t *testing.T) {
+	addr := startPGServer(t, newDB(t))
+	ctx := context.Background()
+	c := pgConnect(t, addr, pgx.QueryExecModeCacheStatement)
+	if _, err := c.Exec(ctx, "create table tb (a int)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, "insert into tb values (1), (2)"); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c.PgConn().TxStatus(); s != 'T' {
+		t.Errorf("in a block: status %q", s)
+	}
+	var n int
+	if err := tx.QueryRow(ctx, "select sum(a) from tb").Scan(&n); err != nil || n != 3 {
+		t.Errorf("read in a block: %d %v", n, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.PgConn().TxStatus(); s != 'I' {
+		t.Errorf("after COMMIT: status %q", s)
+	}
+	tx, err = c.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tx.Exec(ctx, "insert into tb values (3)")
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || !strings.Contains(pe.Message, "cannot run inside a transaction block") {
+		t.Errorf("a write in a block: %v", err)
+	}
+	if s := c.PgConn().TxStatus(); s != 'E' {
+		t.Errorf("after an error in a block: status %q", s)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.QueryRow(ctx, "select count(*) from tb").Scan(&n); err != nil || n != 2 {
+		t.Errorf("after ROLLBACK: %d rows, %v", n, err)
+	}
+}

@@ -683,6 +683,17 @@ type Copy struct {
 	Stdio bool
 }
 
+// Transaction is BEGIN / START TRANSACTION (Op "begin", with its modes),
+// COMMIT / END (Op "commit") or ROLLBACK / ABORT (Op "rollback").
+type Transaction struct {
+	Pos
+	Op string
+	// Isolation is the ISOLATION LEVEL asked for, lower case ("read
+	// committed"; "" when not given); ReadOnly: READ ONLY.
+	Isolation string
+	ReadOnly  bool
+}
+
 // Option is a name with an optional value (COPY and EXPLAIN options). Name
 // is lower-cased; Value is nil when absent (HEADER means HEADER true).
 type Option struct {
@@ -739,6 +750,7 @@ func (*ShowTables) stmtNode()          {}
 func (*Show) stmtNode()                {}
 func (*Describe) stmtNode()            {}
 func (*Set) stmtNode()                 {}
+func (*Transaction) stmtNode()         {}
 
 func (*Query) bodyNode()  {}
 func (*Select) bodyNode() {}

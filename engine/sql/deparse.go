@@ -930,6 +930,14 @@ func (d *deparser) stmt(s Statement) {
 			d.expr(s.Where, 0)
 		}
 		d.returning(s.Returning)
+	case *Transaction:
+		d.w(strings.ToUpper(s.Op))
+		if s.Isolation != "" {
+			d.w(" ISOLATION LEVEL " + strings.ToUpper(s.Isolation))
+		}
+		if s.ReadOnly {
+			d.w(" READ ONLY")
+		}
 	case *Copy:
 		d.w("COPY ")
 		if s.Query != nil {

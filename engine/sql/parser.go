@@ -325,6 +325,9 @@ func (p *parser) parseStatement() (Statement, error) {
 		return &Describe{Pos: t.pos, Name: name}, nil
 	case isKwTok(t, "set"):
 		return p.parseSet()
+	case isKwTok(t, "begin"), isKwTok(t, "start") && isKwTok(p.peekAt(1), "transaction"),
+		isKwTok(t, "commit"), isKwTok(t, "end"), isKwTok(t, "rollback"), isKwTok(t, "abort"):
+		return p.parseTransaction()
 	case isKwTok(t, "reset"):
 		// RESET name: SET name TO DEFAULT.
 		start := p.next()
@@ -1063,6 +1066,87 @@ func (p *parser) parseCopy() (Statement, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// parseTransaction parses BEGIN [WORK | TRANSACTION] [modes], START
+// TRANSACTION [modes], COMMIT | END [WORK | TRANSACTION] [AND NO CHAIN],
+// ROLLBACK | ABORT [WORK | TRANSACTION] [AND NO CHAIN]. Modes: ISOLATION
+// LEVEL {SERIALIZABLE | REPEATABLE READ | READ COMMITTED | READ
+// UNCOMMITTED}, READ WRITE | READ ONLY, [NOT] DEFERRABLE, separated by
+// commas or not.
+func (p *parser) parseTransaction() (Statement, error) {
+	t := p.next()
+	x := &Transaction{Pos: t.pos}
+	switch t.text {
+	case "begin", "start":
+		x.Op = "begin"
+		if t.text == "start" {
+			p.next() // TRANSACTION
+		} else if !p.acceptKw("work") {
+			p.acceptKw("transaction")
+		}
+		for {
+			switch {
+			case p.acceptKw("isolation"):
+				if _, err := p.expectKw("level"); err != nil {
+					return nil, err
+				}
+				switch {
+				case p.acceptKw("serializable"):
+					x.Isolation = "serializable"
+				case p.acceptKw("repeatable"):
+					if _, err := p.expectKw("read"); err != nil {
+						return nil, err
+					}
+					x.Isolation = "repeatable read"
+				case p.acceptKw("read"):
+					switch {
+					case p.acceptKw("committed"):
+						x.Isolation = "read committed"
+					case p.acceptKw("uncommitted"):
+						x.Isolation = "read uncommitted"
+					default:
+						return nil, p.errExpected("COMMITTED or UNCOMMITTED")
+					}
+				default:
+					return nil, p.errExpected("an isolation level")
+				}
+			case p.isKw("read") && isKwTok(p.peekAt(1), "only"):
+				p.next()
+				p.next()
+				x.ReadOnly = true
+			case p.isKw("read") && isKwTok(p.peekAt(1), "write"):
+				p.next()
+				p.next()
+			case p.acceptKw("deferrable"):
+			case p.isKw("not") && isKwTok(p.peekAt(1), "deferrable"):
+				p.next()
+				p.next()
+			default:
+				return x, nil
+			}
+			if p.isOp(",") {
+				p.next()
+			}
+		}
+	case "commit", "end":
+		x.Op = "commit"
+	default:
+		x.Op = "rollback"
+	}
+	if !p.acceptKw("work") {
+		p.acceptKw("transaction")
+	}
+	if p.acceptKw("and") {
+		if p.acceptKw("no") {
+			if _, err := p.expectKw("chain"); err != nil {
+				return nil, err
+			}
+		} else {
+			return nil, p.errExpected("NO CHAIN (AND CHAIN is not supported)")
+		}
+	}
+	return x, nil
 }
 
 // parseLegacyCopyOptions parses COPY's options in PostgreSQL's older
