@@ -96,6 +96,12 @@ func sqlState(err error) string {
 			return "42P01"
 		case strings.Contains(msg, "column") && strings.Contains(msg, "does not exist"):
 			return "42703"
+		case strings.Contains(msg, "current transaction is aborted"):
+			return "25P02" // in_failed_sql_transaction
+		case strings.Contains(msg, "cannot run inside a transaction block"):
+			return "25001" // active_sql_transaction, as PostgreSQL's CREATE DATABASE
+		case strings.Contains(msg, "is not supported"):
+			return "0A000" // feature_not_supported
 		}
 		return "42000"
 	case nferr.KindData:

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nicflow/nicflow/engine"
+	"github.com/nicflow/nicflow/tpch"
+)
+
+// scriptClient is a client program (testdata/clients) that runs scripts
+// sent on its standard input: statements separated by a U+001D line, a
+// script ended by a U+001E line; it answers with the last result's
+// columns and rows (fields separated by U+001F), or U+0015 SQLSTATE and
+// message, then a U+001E line.
+type scriptClient struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+func startScriptClient(t *testing.T, name string, args ...string) *scriptClient {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &scriptClient{cmd: cmd, in: in, out: bufio.NewReader(out)}
+	t.Cleanup(func() {
+		in.Close()
+		cmd.Wait()
+	})
+	return c
+}
+
+// run sends one script and reads its answer; a SQL error is returned
+// with its SQLSTATE first.
+func (c *scriptClient) run(stmts []string) (tpch.Result, error) {
+	if _, err := io.WriteString(c.in, strings.Join(stmts, "\n\x1d\n")+"\n\x1e\n"); err != nil {
+		return tpch.Result{}, err
+	}
+	var lines []string
+	for {
+		l, err := c.out.ReadString('\n')
+		if err != nil {
+			return tpch.Result{}, fmt.Errorf("client ended: %v", err)
+		}
+		l = strings.TrimSuffix(l, "\n")
+		if l == "\x1e" {
+			break
+		}
+		lines = append(lines, l)
+	}
+	if len(lines) > 0 && strings.HasPrefix(lines[0], "\x15") {
+		return tpch.Result{}, fmt.Errorf("%s", lines[0][1:])
+	}
+	var res tpch.Result
+	for i, l := range lines {
+		f := strings.Split(l, "\x1f")
+		if i == 0 {
+			res.Columns = f
+		} else {
+			res.Rows = append(res.Rows, f)
+		}
+	}
+	return res, nil
+}
+
+func (c *scriptClient) runner() textRunner {
+	return func(ctx context.Context, text string, keep bool) (tpch.Result, int64, error) {
+		stmts, err := engine.SplitScript(text)
+		if err != nil {
+			return tpch.Result{}, 0, err
+		}
+		r, err := c.run(stmts)
+		return r, -1, err
+	}
+}
+
+// TestServeJDBC runs the 22 TPC-H queries at SF 0.01 through PostgreSQL's
+// JDBC driver (pgjdbc, server-side prepared statements) and checks every
+// answer. It needs a JDK and the driver (Debian: default-jdk-headless
+// libpostgresql-jdbc-java).
+func TestServeJDBC(t *testing.T) {
+	jar := "/usr/share/java/postgresql.jar"
+	if _, err := os.Stat(jar); err != nil {
+		t.Skip("pgjdbc is not installed (Debian: apt-get install libpostgresql-jdbc-java)")
+	}
+	if _, err := exec.LookPath("javac"); err != nil {
+		t.Skip("no JDK (Debian: apt-get install default-jdk-headless)")
+	}
+	classes := t.TempDir()
+	if out, err := exec.Command("javac", "-cp", jar, "-d", classes, filepath.Join("testdata", "clients", "NicflowJdbc.java")).CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	addr := startPGServer(t, tpchDir(t, 0.01))
+	c := startScriptClient(t, "java", "-cp", classes+string(os.PathListSeparator)+jar, "NicflowJdbc", addr)
+	for q := 1; q <= tpch.NumQueries; q++ {
+		r := runTPCHQuery(context.Background(), c.runner(), q, 0.01, 1, true)
+		if r.err != nil || r.verdict != "ok" {
+			t.Errorf("Q%d: %v %s", q, r.err, r.verdict)
+		}
+	}
+}
+
+// TestServePsycopg2 runs the 22 TPC-H queries at SF 0.01 through Python's
+// psycopg2 (libpq) with autocommit and checks every answer; in psycopg2's
+// default mode (a transaction block opened before the first statement)
+// reads run and a write is refused with SQLSTATE 25001. It needs
+// python3-psycopg2.
+func TestServePsycopg2(t *testing.T) {
+	py := "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import psycopg2").Run(); err != nil {
+		t.Skip("psycopg2 is not installed (Debian: apt-get install python3-psycopg2)")
+	}
+	addr := startPGServer(t, tpchDir(t, 0.01))
+	host, port, _ := strings.Cut(addr, ":")
+	script := filepath.Join("testdata", "clients", "nicflow_psycopg2.py")
+	c := startScriptClient(t, py, script, host, port, "autocommit")
+	for q := 1; q <= tpch.NumQueries; q++ {
+		r := runTPCHQuery(context.Background(), c.runner(), q, 0.01, 1, true)
+		if r.err != nil || r.verdict != "ok" {
+			t.Errorf("Q%d: %v %s", q, r.err, r.verdict)
+		}
+	}
+	b := startScriptClient(t, py, script, host, port, "block")
+	if r, err := b.run([]string{"select count(*) from nation where n_regionkey = 1"}); err != nil || fmt.Sprint(r.Rows) != "[[5]]" {
+		t.Errorf("a read in a transaction block: %v %v", r.Rows, err)
+	}
+	if _, err := b.run([]string{"create table py_t (a int)"}); err == nil || !strings.HasPrefix(err.Error(), "25001 CREATE cannot run inside a transaction block") {
+		t.Errorf("a write in a transaction block: %v", err)
+	}
+}

@@ -1,0 +1,72 @@
+// NicflowJdbc runs query scripts through PostgreSQL's JDBC driver (pgjdbc)
+// for cmd/nicflow's client tests. Arguments: host:port [user password].
+// Standard input: scripts, each ending with a line holding only U+001E;
+// statements of a script are separated by a line holding only U+001D.
+// Standard output, for each script: the last result's column names and
+// rows (fields separated by U+001F, NULL empty), or U+0015 SQLSTATE and
+// the message, then a line holding only U+001E.
+import java.io.*;
+import java.nio.charset.StandardCharsets;
+import java.sql.*;
+import java.util.*;
+
+public class NicflowJdbc {
+    public static void main(String[] args) throws Exception {
+        Properties p = new Properties();
+        p.setProperty("user", args.length > 1 ? args[1] : "nicflow");
+        if (args.length > 2) p.setProperty("password", args[2]);
+        p.setProperty("sslmode", "disable");
+        // Server-side prepared statements from the first execution on.
+        p.setProperty("prepareThreshold", "1");
+        Connection c = DriverManager.getConnection("jdbc:postgresql://" + args[0] + "/nicflow", p);
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        PrintStream out = new PrintStream(new BufferedOutputStream(System.out), false, "UTF-8");
+        StringBuilder script = new StringBuilder();
+        String line;
+        while ((line = in.readLine()) != null) {
+            if (!line.equals("\u001e")) {
+                script.append(line).append('\n');
+                continue;
+            }
+            try {
+                run(c, script.toString(), out);
+            } catch (SQLException e) {
+                out.println("\u0015" + e.getSQLState() + " " + e.getMessage().replace('\n', ' '));
+            }
+            out.println("\u001e");
+            out.flush();
+            script.setLength(0);
+        }
+        c.close();
+    }
+
+    static void run(Connection c, String script, PrintStream out) throws SQLException {
+        List<String> lines = new ArrayList<>();
+        for (String s : script.split("\u001d\n")) {
+            if (s.isBlank()) continue;
+            try (PreparedStatement st = c.prepareStatement(s)) {
+                if (!st.execute()) continue;
+                try (ResultSet rs = st.getResultSet()) {
+                    ResultSetMetaData md = rs.getMetaData();
+                    lines.clear();
+                    StringBuilder b = new StringBuilder();
+                    for (int i = 1; i <= md.getColumnCount(); i++) {
+                        if (i > 1) b.append('\u001f');
+                        b.append(md.getColumnLabel(i));
+                    }
+                    lines.add(b.toString());
+                    while (rs.next()) {
+                        b.setLength(0);
+                        for (int i = 1; i <= md.getColumnCount(); i++) {
+                            if (i > 1) b.append('\u001f');
+                            String v = rs.getString(i);
+                            if (v != null) b.append(v);
+                        }
+                        lines.add(b.toString());
+                    }
+                }
+            }
+        }
+        for (String l : lines) out.println(l);
+    }
+}
