@@ -182,8 +182,8 @@ var systemTables = map[string]systemTable{
 		},
 	},
 	"pg_catalog.pg_class": {
-		cols:  []string{"oid", "relname", "relnamespace", "relkind", "relowner", "reltuples", "relnatts", "relam"},
-		types: []string{"INTEGER", "TEXT", "INTEGER", "TEXT", "INTEGER", "DOUBLE PRECISION", "INTEGER", "INTEGER"},
+		cols:  []string{"oid", "relname", "relnamespace", "relkind", "relowner", "reltuples", "relnatts", "relam", "relhasindex", "relchecks", "reltype", "relpersistence", "relispartition"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "TEXT", "INTEGER", "DOUBLE PRECISION", "INTEGER", "INTEGER", "BOOLEAN", "INTEGER", "INTEGER", "TEXT", "BOOLEAN"},
 		rows: func(c *StorageCatalog) (rows [][]string) {
 			for _, t := range c.db.Tables() {
 				kind := "r"
@@ -191,11 +191,35 @@ var systemTables = map[string]systemTable{
 					kind = "f"
 				}
 				rows = append(rows, []string{strconv.Itoa(relOID(t.Schema, t.Name)), sql.QuoteString(t.Name), strconv.Itoa(oidPublic), sql.QuoteString(kind),
-					strconv.Itoa(oidOwner), "CAST(" + strconv.FormatInt(t.Rows(), 10) + " AS DOUBLE PRECISION)", strconv.Itoa(len(t.Columns)), "0"})
+					strconv.Itoa(oidOwner), "CAST(" + strconv.FormatInt(t.Rows(), 10) + " AS DOUBLE PRECISION)", strconv.Itoa(len(t.Columns)), "0",
+					strconv.FormatBool(len(t.Indexes) > 0), strconv.Itoa(len(t.Checks)), "0", "'p'", "false"})
 			}
 			for _, v := range c.db.Views() {
 				rows = append(rows, []string{strconv.Itoa(relOID(v.Schema, v.Name)), sql.QuoteString(v.Name), strconv.Itoa(oidPublic), sql.QuoteString("v"),
-					strconv.Itoa(oidOwner), "CAST(-1 AS DOUBLE PRECISION)", "0", "0"})
+					strconv.Itoa(oidOwner), "CAST(-1 AS DOUBLE PRECISION)", "0", "0", "false", "0", "0", "'p'", "false"})
+			}
+			return rows
+		},
+	},
+	"pg_catalog.pg_description": {
+		// Comments on objects: nicflow has no COMMENT ON, so none.
+		cols:  []string{"objoid", "classoid", "objsubid", "description"},
+		types: []string{"INTEGER", "INTEGER", "INTEGER", "TEXT"},
+		rows:  func(*StorageCatalog) [][]string { return nil },
+	},
+	"pg_catalog.pg_attrdef": {
+		// Column defaults; adbin holds the default's SQL text, which
+		// pg_get_expr returns as it is.
+		cols:  []string{"oid", "adrelid", "adnum", "adbin"},
+		types: []string{"INTEGER", "INTEGER", "INTEGER", "TEXT"},
+		rows: func(c *StorageCatalog) (rows [][]string) {
+			for _, t := range c.db.Tables() {
+				oid := relOID(t.Schema, t.Name)
+				for i, d := range t.Defaults {
+					if d != "" {
+						rows = append(rows, []string{strconv.Itoa(oid + i + 1), strconv.Itoa(oid), strconv.Itoa(i + 1), sql.QuoteString(d)})
+					}
+				}
 			}
 			return rows
 		},
@@ -207,26 +231,29 @@ var systemTables = map[string]systemTable{
 		rows:  func(*StorageCatalog) [][]string { return nil },
 	},
 	"pg_catalog.pg_attribute": {
-		cols:  []string{"attrelid", "attname", "atttypid", "attnum", "attnotnull", "atthasdef", "attisdropped"},
-		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER", "BOOLEAN", "BOOLEAN", "BOOLEAN"},
+		cols:  []string{"attrelid", "attname", "atttypid", "attnum", "attnotnull", "atthasdef", "attisdropped", "atttypmod", "attlen", "attidentity", "attgenerated", "attcollation"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER", "BOOLEAN", "BOOLEAN", "BOOLEAN", "INTEGER", "INTEGER", "TEXT", "TEXT", "INTEGER"},
 		rows: func(c *StorageCatalog) (rows [][]string) {
 			for _, t := range c.db.Tables() {
 				oid := strconv.Itoa(relOID(t.Schema, t.Name))
 				for i, col := range t.Columns {
 					hasDef := i < len(t.Defaults) && t.Defaults[i] != ""
-					rows = append(rows, []string{oid, sql.QuoteString(col.Name), strconv.Itoa(typeOID(col)), strconv.Itoa(i + 1),
-						strconv.FormatBool(!col.Nullable), strconv.FormatBool(hasDef), "false"})
+					typ := typeOID(col)
+					rows = append(rows, []string{oid, sql.QuoteString(col.Name), strconv.Itoa(typ), strconv.Itoa(i + 1),
+						strconv.FormatBool(!col.Nullable), strconv.FormatBool(hasDef), "false", strconv.Itoa(typeMod(col)), strconv.Itoa(pgTypeLen(typ)), "''", "''", "0"})
 				}
 			}
 			return rows
 		},
 	},
 	"pg_catalog.pg_type": {
-		cols:  []string{"oid", "typname", "typnamespace", "typlen"},
-		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER"},
+		// Base types only ('b'): no domains, composites or arrays.
+		cols:  []string{"oid", "typname", "typnamespace", "typlen", "typtype", "typnotnull", "typtypmod", "typbasetype", "typrelid", "typelem", "typcollation"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER", "TEXT", "BOOLEAN", "INTEGER", "INTEGER", "INTEGER", "INTEGER", "INTEGER"},
 		rows: func(*StorageCatalog) (rows [][]string) {
 			for _, t := range pgTypes {
-				rows = append(rows, []string{strconv.Itoa(t.oid), sql.QuoteString(t.name), strconv.Itoa(oidPgCatalog), strconv.Itoa(t.len)})
+				rows = append(rows, []string{strconv.Itoa(t.oid), sql.QuoteString(t.name), strconv.Itoa(oidPgCatalog), strconv.Itoa(t.len),
+					"'b'", "false", "-1", "0", "0", "0", "0"})
 			}
 			return rows
 		},
@@ -264,7 +291,7 @@ var pgTypes = []pgType{
 	{16, "bool", 1}, {17, "bytea", -1}, {20, "int8", 8}, {21, "int2", 2}, {23, "int4", 4}, {25, "text", -1},
 	{700, "float4", 4}, {701, "float8", 8}, {1043, "varchar", -1}, {1082, "date", 4},
 	{1114, "timestamp", 8}, {1186, "interval", 16}, {1700, "numeric", -1},
-	{1083, "time", 8},
+	{1083, "time", 8}, {1184, "timestamptz", 8},
 }
 
 // typeOID is the PostgreSQL type OID of a stored column (text when
@@ -306,6 +333,89 @@ func typeOID(col storage.Column) int {
 		return 1700
 	}
 	return 25
+}
+
+// pgTypeLen is the typlen of type OID oid (-1: variable length).
+func pgTypeLen(oid int) int {
+	for _, t := range pgTypes {
+		if t.oid == oid {
+			return t.len
+		}
+	}
+	return -1
+}
+
+// typeMod is a column's atttypmod as PostgreSQL computes it: numeric(p,s)
+// ((p << 16) | s) + 4, varchar(n) n + 4, else -1.
+func typeMod(col storage.Column) int {
+	t, err := storage.ParseType(col.Type)
+	if err != nil {
+		return -1
+	}
+	if d, ok := t.(arrow.DecimalType); ok {
+		return (int(d.GetPrecision())<<16 | int(d.GetScale())) + 4
+	}
+	return -1
+}
+
+// systemOIDs are PostgreSQL's OIDs of the pg_catalog relations nicflow
+// has, for 'pg_class'::regclass.
+var systemOIDs = map[string]int{
+	"pg_class": 1259, "pg_type": 1247, "pg_attribute": 1249, "pg_proc": 1255, "pg_namespace": 2615,
+	"pg_description": 2609, "pg_attrdef": 2604, "pg_database": 1262, "pg_am": 2601,
+	"pg_tables": 12000, "pg_views": 12001,
+}
+
+// OIDOf implements plan.OIDCatalog: a relation's OID (a user table or
+// view, or a pg_catalog relation), a type's or a schema's.
+func (c *StorageCatalog) OIDOf(kind, name string) (int, bool) {
+	schema, rel, qualified := strings.Cut(name, ".")
+	if !qualified {
+		schema, rel = "", name
+	}
+	switch kind {
+	case "regclass":
+		if schema == "" || schema == "pg_catalog" {
+			if oid, ok := systemOIDs[rel]; ok {
+				return oid, true
+			}
+		}
+		if schema == "pg_catalog" {
+			return 0, false
+		}
+		if t, _ := c.LookupTable(name); t != nil {
+			if st, ok := t.Handle.(*storage.Table); ok {
+				return relOID(st.Schema, st.Name), true
+			}
+		}
+		for _, v := range c.db.Views() {
+			if v.Name == rel && (schema == "" || sqlSchema(v.Schema) == schema) {
+				return relOID(v.Schema, v.Name), true
+			}
+		}
+	case "regtype":
+		if schema != "" && schema != "pg_catalog" {
+			return 0, false
+		}
+		for _, t := range pgTypes {
+			if t.name == rel {
+				return t.oid, true
+			}
+		}
+		alias := map[string]string{"integer": "int4", "bigint": "int8", "smallint": "int2", "boolean": "bool", "double precision": "float8",
+			"real": "float4", "numeric": "numeric", "decimal": "numeric", "character varying": "varchar", "timestamp without time zone": "timestamp",
+			"timestamp with time zone": "timestamptz", "time without time zone": "time"}
+		if a, ok := alias[rel]; ok {
+			return c.OIDOf(kind, a)
+		}
+	case "regnamespace":
+		if qualified {
+			return 0, false
+		}
+		oid, ok := map[string]int{"pg_catalog": oidPgCatalog, "public": oidPublic, "information_schema": oidInfo}[name]
+		return oid, ok
+	}
+	return 0, false
 }
 
 // relOID is the OID of table or view name in schema: a hash above the

@@ -117,6 +117,13 @@ func TestServeJDBC(t *testing.T) {
 			t.Errorf("Q%d: %v %s", q, r.err, r.verdict)
 		}
 	}
+	// DatabaseMetaData, as JDBC tools browse: the tables, a table's columns.
+	if r, err := c.run([]string{"!tables"}); err != nil || len(r.Rows) != 8 || fmt.Sprint(r.Rows[0]) != "[customer TABLE]" {
+		t.Errorf("getTables: %v %v", r.Rows, err)
+	}
+	if r, err := c.run([]string{"!columns nation"}); err != nil || fmt.Sprint(r.Rows) != "[[n_nationkey int8 0] [n_name varchar 0] [n_regionkey int8 0] [n_comment varchar 0]]" {
+		t.Errorf("getColumns: %v %v", r.Rows, err)
+	}
 }
 
 // TestServePsycopg2 runs the 22 TPC-H queries at SF 0.01 through Python's

@@ -596,6 +596,8 @@ func (b *binder) typeOf(t *sql.TypeName) (arrow.DataType, error) {
 		return nil
 	}
 	switch t.Name {
+	case "regclass", "regtype", "regnamespace":
+		return arrow.PrimitiveTypes.Int32, nil
 	case "integer", "smallint":
 		// NB: smallint is stored as int32: the engine has no int16.
 		return plan.TypInt32, args(0)

@@ -247,6 +247,9 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 		if err != nil {
 			return nil, err
 		}
+		if k := x.Type.Name; k == "regclass" || k == "regtype" || k == "regnamespace" {
+			return b.regCast(x, arg, k)
+		}
 		if !plan.CanCast(arg.Type(), t) {
 			return nil, b.errorf(x, "cannot cast type %s to %s", plan.TypeString(arg.Type()), plan.TypeString(t))
 		}
@@ -1931,6 +1934,16 @@ func (b *binder) scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			return nil, fmt.Errorf("unrecognized configuration parameter %q", name)
 		}
 		return &plan.Const{Typ: plan.TypString, Val: v}, nil
+	case "pg_get_expr":
+		// The text of a stored expression (pg_attrdef.adbin holds it as
+		// text already).
+		if err := arity(2, 3); err != nil {
+			return nil, err
+		}
+		if err := str(0); err != nil {
+			return nil, err
+		}
+		return args[0], nil
 	case "pg_table_is_visible":
 		// Every relation is in the search path (one schema).
 		if err := arity(1, 1); err != nil {
@@ -2173,4 +2186,28 @@ func (b *binder) scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 func (b *binder) localNow() arrow.Timestamp {
 	_, off := b.local.Zone()
 	return arrow.Timestamp(b.now.UnixMicro() + int64(off)*expr.UsPerSecond)
+}
+
+// regCast is CAST(x AS regclass | regtype | regnamespace): an integer is
+// already an OID; a string constant names the object, looked up in the
+// catalog (plan.OIDCatalog), as PostgreSQL's input function does.
+func (b *binder) regCast(x *sql.Cast, arg plan.Expr, kind string) (plan.Expr, error) {
+	if plan.IsInteger(arg.Type()) {
+		return b.coerce(arg, arrow.PrimitiveTypes.Int32)
+	}
+	c, ok := arg.(*plan.Const)
+	name, isStr := c.Val.(string)
+	if !ok || !isStr {
+		return nil, b.errorf(x, "cannot cast %s to %s: only a constant name or an integer OID", plan.TypeString(arg.Type()), kind)
+	}
+	oc, ok := b.cat.(plan.OIDCatalog)
+	if !ok {
+		return nil, b.errorf(x, "%s is not supported here", kind)
+	}
+	oid, found := oc.OIDOf(kind, strings.ToLower(strings.TrimSpace(name)))
+	if !found {
+		what := map[string]string{"regclass": "relation", "regtype": "type", "regnamespace": "schema"}[kind]
+		return nil, b.errorf(x, "%s %q does not exist", what, name)
+	}
+	return &plan.Const{Typ: arrow.PrimitiveTypes.Int32, Val: int32(oid)}, nil
 }

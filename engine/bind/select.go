@@ -217,6 +217,16 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (plan.Plan
 		keys = append(keys, sortKey(nil, o.item))
 		keys[len(keys)-1].Expr = &outputRef{idx: found}
 	}
+	if len(keys) > 0 || sel.Distinct {
+		// An untyped NULL in the select list is text, as PostgreSQL
+		// resolves it, so that the sort or DISTINCT above carries it
+		// (pgjdbc's getTables sorts a SELECT NULL AS TABLE_CAT).
+		for i, e := range projExprs {
+			if k, ok := e.(*plan.Const); ok && plan.IsNullType(k.Typ) {
+				projExprs[i] = &plan.Const{Typ: plan.TypString}
+			}
+		}
+	}
 	inCols := lp.Columns()
 	projCols := make([]plan.Column, len(projExprs))
 	for i, e := range projExprs {

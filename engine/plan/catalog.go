@@ -26,6 +26,14 @@ type Catalog interface {
 	LookupView(name string) (*ViewDef, error)
 }
 
+// OIDCatalog is a Catalog that also names its objects by PostgreSQL OIDs,
+// for casts to regclass, regtype and regnamespace (kind "regclass",
+// "regtype", "regnamespace") of a name: ok false when there is no such
+// object.
+type OIDCatalog interface {
+	OIDOf(kind, name string) (oid int, ok bool)
+}
+
 // FileCatalog is a Catalog that also reads files a query names (FROM
 // 'x.parquet', read_parquet('dir/*.parquet'), read_csv('x.csv')).
 type FileCatalog interface {

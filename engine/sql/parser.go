@@ -1348,14 +1348,24 @@ func (p *parser) parseType() (*TypeName, error) {
 		return nil, p.errExpected("a type name")
 	}
 	p.next()
+	if !t.quoted && t.text == "pg_catalog" && p.isOp(".") && p.peekAt(1).kind == tokIdent {
+		// pg_catalog.int4, pg_catalog.regclass: the types are there.
+		p.next()
+		t = p.next()
+	}
 	tn := &TypeName{Pos: t.pos, Name: t.text}
 	word := t.text
 	if t.quoted {
 		word = "" // a quoted name is taken as written, with optional modifiers
 	}
 	switch word {
-	case "int", "integer", "int4":
+	case "int", "integer", "int4", "oid":
+		// NB: OIDs are unsigned 32-bit in PostgreSQL; nicflow's fit in
+		// an integer.
 		tn.Name = "integer"
+	case "regclass", "regtype", "regnamespace":
+		// A relation, type or schema named by its OID (an integer);
+		// CAST('name' AS regclass) looks the name up.
 	case "bigint", "int8":
 		tn.Name = "bigint"
 	case "smallint", "int2", "tinyint", "int1":

@@ -4,7 +4,9 @@
 // statements of a script are separated by a line holding only U+001D.
 // Standard output, for each script: the last result's column names and
 // rows (fields separated by U+001F, NULL empty), or U+0015 SQLSTATE and
-// the message, then a line holding only U+001E.
+// the message, then a line holding only U+001E. A script "!tables" lists
+// DatabaseMetaData.getTables (name, type), "!columns T" getColumns of T
+// (name, type name, nullable), as JDBC tools browse a database.
 import java.io.*;
 import java.nio.charset.StandardCharsets;
 import java.sql.*;
@@ -41,6 +43,25 @@ public class NicflowJdbc {
     }
 
     static void run(Connection c, String script, PrintStream out) throws SQLException {
+        String s0 = script.trim();
+        if (s0.equals("!tables") || s0.startsWith("!columns ")) {
+            DatabaseMetaData md = c.getMetaData();
+            boolean tables = s0.equals("!tables");
+            String[] cols = tables ? new String[]{"TABLE_NAME", "TABLE_TYPE"} : new String[]{"COLUMN_NAME", "TYPE_NAME", "NULLABLE"};
+            out.println(String.join("\u001f", cols));
+            try (ResultSet rs = tables ? md.getTables(null, null, "%", new String[]{"TABLE", "VIEW"})
+                    : md.getColumns(null, null, s0.substring(9), "%")) {
+                while (rs.next()) {
+                    StringBuilder b = new StringBuilder();
+                    for (int i = 0; i < cols.length; i++) {
+                        if (i > 0) b.append('\u001f');
+                        b.append(rs.getString(cols[i]));
+                    }
+                    out.println(b);
+                }
+            }
+            return;
+        }
         List<String> lines = new ArrayList<>();
         for (String s : script.split("\u001d\n")) {
             if (s.isBlank()) continue;
