@@ -71,6 +71,10 @@ func (c *StorageCatalog) LookupTable(name string) (*plan.TableDef, error) {
 // as a storage file table (storage/files.go), whose scans run like any
 // table's; CSV files through their cached Parquet form
 // (storage/files_csv.go).
+// CheckFile implements plan.FileAccessChecker: the session's file access
+// policy (Options.FileAccess).
+func (c *StorageCatalog) CheckFile(path string) error { return checkFileAccess(c.fileAccess, path) }
+
 func (c *StorageCatalog) LookupFiles(pattern string, o plan.FileOptions) (*plan.TableDef, error) {
 	if err := checkFileAccess(c.fileAccess, pattern); err != nil {
 		return nil, err

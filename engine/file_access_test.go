@@ -50,3 +50,21 @@ func TestFileAccess(t *testing.T) {
 		t.Errorf("no file access: %v", err)
 	}
 }
+
+// A refused path is refused before anything looks at it: the answer is the
+// same whether the file or directory exists or not.
+func TestFileAccessTellsNothing(t *testing.T) {
+	s := newTestDB(t, Options{Parallelism: 2, FileAccess: FileAccessNone})
+	dir := t.TempDir()
+	for _, q := range []string{
+		"select * from '" + dir + "'",
+		"select * from '" + filepath.Join(dir, "missing") + "'",
+		"select * from '" + filepath.Join(dir, "missing.csv") + "'",
+		"select * from read_parquet('" + dir + "')",
+	} {
+		_, err := s.Query(context.Background(), q)
+		if err == nil || !strings.HasPrefix(err.Error(), "permission denied: this server gives no access to files") {
+			t.Errorf("%s: %v", q, err)
+		}
+	}
+}

@@ -565,6 +565,13 @@ func (b *binder) fileTable(t *sql.TableFunc) (plan.Plan, []*scopeItem, error) {
 	for _, z := range []string{".gz", ".zst", ".zstd"} {
 		lower = strings.TrimSuffix(lower, z) // compressed CSV: read through
 	}
+	if fc, ok := b.cat.(plan.FileAccessChecker); ok {
+		// NB: before the file is looked at (os.Stat below): a refused path
+		// gets the same answer whether it exists or not.
+		if err := fc.CheckFile(pattern); err != nil {
+			return nil, nil, err
+		}
+	}
 	var fo plan.FileOptions
 	switch {
 	case name == "read_csv" || name == "read_csv_auto":

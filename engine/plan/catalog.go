@@ -43,6 +43,13 @@ type FileCatalog interface {
 	LookupFiles(pattern string, o FileOptions) (*TableDef, error)
 }
 
+// FileAccessChecker is a FileCatalog that confines files to a policy:
+// CheckFile refuses a path statements may not use, before anything looks
+// at the file (so that a refusal does not tell whether it exists).
+type FileAccessChecker interface {
+	CheckFile(path string) error
+}
+
 // FileOptions say how to read files: Format "parquet" (the default) or
 // "csv", and for CSV the header (nil: detected), the delimiter (0:
 // detected), the text of NULL, the quote and the columns.
