@@ -491,6 +491,7 @@ func (t *fixedTable[K]) grow(preGrow func(int64) error) error {
 	}
 	old := t.slots
 	t.slots = make([]fixedSlot[K], n)
+	prefault(t.slots) // the re-insert below reads slots first
 	t.mask = uint64(n - 1)
 	t.shift = uint(64 - bits.TrailingZeros(uint(n)))
 	t.limit = n / 4 * 3
@@ -669,6 +670,7 @@ func (t *bytesTable) grow(preGrow func(int64) error) error {
 	}
 	old := t.slots
 	t.slots = make([]bytesSlot, n)
+	prefault(t.slots) // the re-insert below reads slots first
 	t.mask = uint64(n - 1)
 	t.shift = uint(64 - bits.TrailingZeros(uint(n)))
 	t.limit = n / 4 * 3
