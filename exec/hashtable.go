@@ -772,8 +772,8 @@ func (t *bytesTable) findOrInsert(kb []byte, koff []int32, hashes []uint64, gids
 					continue
 				}
 				g := uint32(t.groups())
-				t.arena = append(t.arena, k...)
-				t.offs = append(t.offs, int64(len(t.arena)))
+				t.arena = append(growSlice(t.arena, len(k)), k...)
+				t.offs = append(growSlice(t.offs, 1), int64(len(t.arena)))
 				s.hash, s.g = h, g+1
 				gids[j] = g
 				break
