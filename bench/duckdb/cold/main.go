@@ -94,10 +94,10 @@ func run(dir, nicflow, qlist, engines, format string, runs, threads int) error {
 	}
 	defer os.RemoveAll(tmp)
 	if format == "csv" {
-		fmt.Println("query,nicflow_ms,duckdb_ms,ratio,nicflow_rss_mib,duckdb_rss_mib,nicflow_cpu_ms,nicflow_sys_ms,nicflow_minflt")
+		fmt.Println("query,nicflow_ms,duckdb_ms,ratio,nicflow_rss_mib,duckdb_rss_mib,nicflow_cpu_ms,duckdb_cpu_ms,nicflow_sys_ms,nicflow_minflt")
 	} else {
 		fmt.Printf("TPC-H SF %g cold (a fresh process per run), %d threads, min of %d runs\n", sf, threads, runs)
-		fmt.Printf("%-6s %10s %10s %6s %9s %9s %9s %9s %9s\n", "query", "nicflow_ms", "duckdb_ms", "ratio", "nf_rssMiB", "dk_rssMiB", "nf_cpu_ms", "nf_sys_ms", "nf_minflt")
+		fmt.Printf("%-6s %10s %10s %6s %9s %9s %9s %9s %9s %9s\n", "query", "nicflow_ms", "duckdb_ms", "ratio", "nf_rssMiB", "dk_rssMiB", "nf_cpu_ms", "dk_cpu_ms", "nf_sys_ms", "nf_minflt")
 	}
 	var totN, totD time.Duration
 	var peakN, peakD int64
@@ -142,9 +142,9 @@ func run(dir, nicflow, qlist, engines, format string, runs, threads int) error {
 			worst = max(worst, ratio)
 		}
 		if format == "csv" {
-			fmt.Printf("Q%d,%s,%s,%.2f,%d,%d,%s,%s,%d\n", q, ms(mn.wall), ms(md.wall), ratio, mn.rssKiB>>10, md.rssKiB>>10, ms(mn.cpu), ms(mn.sys), mn.minflt)
+			fmt.Printf("Q%d,%s,%s,%.2f,%d,%d,%s,%s,%s,%d\n", q, ms(mn.wall), ms(md.wall), ratio, mn.rssKiB>>10, md.rssKiB>>10, ms(mn.cpu), ms(md.cpu), ms(mn.sys), mn.minflt)
 		} else {
-			fmt.Printf("Q%-5d %10s %10s %6.2f %9d %9d %9s %9s %9d\n", q, ms(mn.wall), ms(md.wall), ratio, mn.rssKiB>>10, md.rssKiB>>10, ms(mn.cpu), ms(mn.sys), mn.minflt)
+			fmt.Printf("Q%-5d %10s %10s %6.2f %9d %9d %9s %9s %9s %9d\n", q, ms(mn.wall), ms(md.wall), ratio, mn.rssKiB>>10, md.rssKiB>>10, ms(mn.cpu), ms(md.cpu), ms(mn.sys), mn.minflt)
 		}
 	}
 	ratio := 0.0
@@ -152,7 +152,7 @@ func run(dir, nicflow, qlist, engines, format string, runs, threads int) error {
 		ratio = float64(totN) / float64(totD)
 	}
 	if format == "csv" {
-		fmt.Printf("total,%s,%s,%.2f,%d,%d,,,\n", ms(totN), ms(totD), ratio, peakN>>10, peakD>>10)
+		fmt.Printf("total,%s,%s,%.2f,%d,%d,,,,\n", ms(totN), ms(totD), ratio, peakN>>10, peakD>>10)
 	} else {
 		fmt.Printf("%-6s %10s %10s %6.2f %9d %9d  (worst query %.2fx; RSS: the peak over queries)\n", "total", ms(totN), ms(totD), ratio, peakN>>10, peakD>>10, worst)
 	}
