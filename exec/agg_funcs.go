@@ -239,6 +239,7 @@ func growTo[T any](s []T, n int) []T {
 		c = n
 	}
 	ns := make([]T, n, c)
+	prefault(ns) // accumulators read their state before they write it
 	copy(ns, s)
 	return ns
 }

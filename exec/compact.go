@@ -568,7 +568,7 @@ func (v *fixedVec[T]) Append(a arrow.Array, sel []int32, n int) {
 	src := valuesOf[T](a)
 	n0 := len(v.vals)
 	if sel == nil {
-		v.vals = append(v.vals, src[:n]...)
+		v.vals = append(growSlice(v.vals, n), src[:n]...)
 	} else {
 		v.vals = growSlice(v.vals, len(sel))
 		for _, j := range sel {
@@ -602,7 +602,7 @@ func (v *fixedVec[T]) AppendNulls(k int) {
 func (v *fixedVec[T]) AppendVec(src colVec, start, end int) {
 	s := src.(*fixedVec[T])
 	n0 := len(v.vals)
-	v.vals = append(v.vals, s.vals[start:end]...)
+	v.vals = append(growSlice(v.vals, end-start), s.vals[start:end]...)
 	v.nm.appendMask(n0, len(v.vals), &s.nm, start)
 }
 
@@ -674,7 +674,7 @@ func (v *boolVec) AppendNulls(k int) {
 func (v *boolVec) AppendVec(src colVec, start, end int) {
 	s := src.(*boolVec)
 	n0 := len(v.vals)
-	v.vals = append(v.vals, s.vals[start:end]...)
+	v.vals = append(growSlice(v.vals, end-start), s.vals[start:end]...)
 	v.nm.appendMask(n0, len(v.vals), &s.nm, start)
 }
 
@@ -721,7 +721,8 @@ func (v *bytesVec) Append(a arrow.Array, sel []int32, n int) {
 	offs, data := bytesOf(a)
 	n0 := v.Len()
 	if sel == nil {
-		v.data = append(v.data, data[offs[0]:offs[n]]...)
+		v.data = append(growSlice(v.data, int(offs[n]-offs[0])), data[offs[0]:offs[n]]...)
+		v.offs = growSlice(v.offs, n)
 		base := int64(len(v.data)) - int64(offs[n])
 		for j := 1; j <= n; j++ {
 			v.offs = append(v.offs, base+int64(offs[j]))
@@ -729,7 +730,7 @@ func (v *bytesVec) Append(a arrow.Array, sel []int32, n int) {
 	} else {
 		v.offs = growSlice(v.offs, len(sel))
 		for _, j := range sel {
-			v.data = append(v.data, data[offs[j]:offs[j+1]]...)
+			v.data = append(growSlice(v.data, int(offs[j+1]-offs[j])), data[offs[j]:offs[j+1]]...)
 			v.offs = append(v.offs, int64(len(v.data)))
 		}
 	}
@@ -740,7 +741,8 @@ func (v *bytesVec) Append(a arrow.Array, sel []int32, n int) {
 func (v *bytesVec) AppendRange(a arrow.Array, start, end int) {
 	offs, data := bytesOf(a)
 	n0 := v.Len()
-	v.data = append(v.data, data[offs[start]:offs[end]]...)
+	v.data = append(growSlice(v.data, int(offs[end]-offs[start])), data[offs[start]:offs[end]]...)
+	v.offs = growSlice(v.offs, end-start)
 	base := int64(len(v.data)) - int64(offs[end])
 	for j := start + 1; j <= end; j++ {
 		v.offs = append(v.offs, base+int64(offs[j]))
@@ -763,7 +765,8 @@ func (v *bytesVec) AppendNulls(k int) {
 func (v *bytesVec) AppendVec(src colVec, start, end int) {
 	s := src.(*bytesVec)
 	n0 := v.Len()
-	v.data = append(v.data, s.data[s.offs[start]:s.offs[end]]...)
+	v.data = append(growSlice(v.data, int(s.offs[end]-s.offs[start])), s.data[s.offs[start]:s.offs[end]]...)
+	v.offs = growSlice(v.offs, end-start)
 	base := int64(len(v.data)) - s.offs[end]
 	for j := start + 1; j <= end; j++ {
 		v.offs = append(v.offs, base+s.offs[j])
@@ -785,7 +788,12 @@ func (v *bytesVec) Bytes() int64 {
 
 func (v *bytesVec) Reset() { v.offs = v.offs[:1]; v.data = v.data[:0]; v.nm.reset() }
 
-// growSlice makes room for k more elements with amortized doubling.
+// growSlice makes room for k more elements with amortized doubling (the
+// vectors of a sort or a join build grow to hundreds of megabytes: Go's
+// append grows large slices by a quarter, allocating about five times the
+// final size on the way, each time on fresh pages). The part about to be
+// filled is prefaulted (see prefault): the copy and the appends that
+// follow do not fault page by page.
 func growSlice[T any](s []T, k int) []T {
 	if cap(s)-len(s) >= k {
 		return s
@@ -795,6 +803,7 @@ func growSlice[T any](s []T, k int) []T {
 		c = len(s) + k
 	}
 	ns := make([]T, len(s), c)
+	prefault(ns[: len(s)+k : len(s)+k])
 	copy(ns, s)
 	return ns
 }

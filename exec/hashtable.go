@@ -361,6 +361,18 @@ func (t *keyTable) find(cols []arrow.Array, sel []int32, n int, gids []uint32, s
 	}
 }
 
+// buildFilter builds the Bloom filter that lets find reject most absent
+// keys cheaply (packed layouts; see fixedTable.filter). A join calls it
+// once its build side is complete.
+func (t *keyTable) buildFilter() {
+	switch t.layout.mode {
+	case mode64:
+		t.t64.buildFilter()
+	case mode128:
+		t.t128.buildFilter()
+	}
+}
+
 // encode fills the scratch keys and hashes for the live rows. With bad ==
 // nil it stops and returns false at the first row the layout cannot hold;
 // otherwise it marks such rows in bad and returns true.
@@ -457,6 +469,14 @@ type fixedTable[K uint64 | [2]uint64] struct {
 	limit int // grow when groups reach limit
 	keys  []K // by group id
 	hash  func(K) uint64
+
+	// filter is a one-hash Bloom filter over the keys' hashes (bit
+	// hash&fmask), built by buildFilter once a join's build side is in
+	// and kept up to date by later inserts; nil when not built. find
+	// rejects most absent keys with one bit test, a branch that is
+	// predictable when most probes miss, instead of walking the slots.
+	filter []uint64
+	fmask  uint64
 }
 
 type fixedSlot[K uint64 | [2]uint64] struct {
@@ -472,12 +492,37 @@ func (t *fixedTable[K]) init(h func(K) uint64) {
 	t.hash = h
 	t.slots = nil
 	t.keys = nil
+	t.filter = nil
+}
+
+// Filter sizing: filterBitsPerKey bits a key (one hash: about 6% false
+// positives), rounded up to a power of two, within [filterMinBits,
+// filterMaxBits].
+const (
+	filterBitsPerKey = 16
+	filterMinBits    = 1 << 12
+	filterMaxBits    = 1 << 26 // 8 MiB
+)
+
+// buildFilter builds the Bloom filter of the keys in the table (see
+// filter).
+func (t *fixedTable[K]) buildFilter() {
+	n := filterMinBits
+	for n < filterMaxBits && n < len(t.keys)*filterBitsPerKey {
+		n *= 2
+	}
+	t.filter = make([]uint64, n/64)
+	t.fmask = uint64(n - 1)
+	for _, k := range t.keys {
+		h := t.hash(k) & t.fmask
+		t.filter[h>>6] |= 1 << (h & 63)
+	}
 }
 
 func (t *fixedTable[K]) bytes() int64 {
 	var zero fixedSlot[K]
 	var zk K
-	return int64(cap(t.slots))*int64(sizeOf(zero)) + int64(cap(t.keys))*int64(sizeOf(zk))
+	return int64(cap(t.slots))*int64(sizeOf(zero)) + int64(cap(t.keys))*int64(sizeOf(zk)) + int64(cap(t.filter))*8
 }
 
 func (t *fixedTable[K]) grow(preGrow func(int64) error) error {
@@ -491,6 +536,7 @@ func (t *fixedTable[K]) grow(preGrow func(int64) error) error {
 	}
 	old := t.slots
 	t.slots = make([]fixedSlot[K], n)
+	prefault(t.slots) // the re-insert below reads slots first
 	t.mask = uint64(n - 1)
 	t.shift = uint(64 - bits.TrailingZeros(uint(n)))
 	t.limit = n / 4 * 3
@@ -521,8 +567,17 @@ const prefetchSlots = 1 << 16
 // rows ahead, 550 ms touching 1024 ahead).
 func (t *fixedTable[K]) touch(hashes []uint64) {
 	var sink uint32
-	for _, h := range hashes {
-		sink += t.slots[h>>t.shift].g
+	if t.filter != nil {
+		// Only keys the filter lets through reach the slots.
+		for _, h := range hashes {
+			if f := h & t.fmask; t.filter[f>>6]&(1<<(f&63)) != 0 {
+				sink += t.slots[h>>t.shift].g
+			}
+		}
+	} else {
+		for _, h := range hashes {
+			sink += t.slots[h>>t.shift].g
+		}
 	}
 	// A data-dependent side effect keeps the loads alive; find runs
 	// concurrently on shared tables, so it must not write the table.
@@ -581,6 +636,10 @@ func (t *fixedTable[K]) insertRange(keys []K, hashes []uint64, gids []uint32, st
 				t.keys = append(t.keys, k)
 				s.key, s.g = k, g+1
 				gids[j] = g
+				if t.filter != nil {
+					h := hashes[j] & t.fmask
+					t.filter[h>>6] |= 1 << (h & 63)
+				}
 				break
 			}
 			if s.key == k {
@@ -601,6 +660,7 @@ func (t *fixedTable[K]) find(keys []K, hashes []uint64, bad []bool, gids []uint3
 		return
 	}
 	slots, shift, mask := t.slots, t.shift, t.mask
+	filter, fmask := t.filter, t.fmask
 	big := len(slots) >= prefetchSlots
 	for start := 0; start < len(keys); start += touchChunk {
 		end := min(start+touchChunk, len(keys))
@@ -616,6 +676,12 @@ func (t *fixedTable[K]) find(keys []K, hashes []uint64, bad []bool, gids []uint3
 			if j > 0 && k == keys[j-1] && !bad[j-1] {
 				gids[j] = gids[j-1] // a run of one key: see insertRange
 				continue
+			}
+			if filter != nil {
+				if h := hashes[j] & fmask; filter[h>>6]&(1<<(h&63)) == 0 {
+					gids[j] = noGroup
+					continue
+				}
 			}
 			pos := hashes[j] >> shift
 			for {
@@ -669,6 +735,7 @@ func (t *bytesTable) grow(preGrow func(int64) error) error {
 	}
 	old := t.slots
 	t.slots = make([]bytesSlot, n)
+	prefault(t.slots) // the re-insert below reads slots first
 	t.mask = uint64(n - 1)
 	t.shift = uint(64 - bits.TrailingZeros(uint(n)))
 	t.limit = n / 4 * 3
@@ -705,8 +772,8 @@ func (t *bytesTable) findOrInsert(kb []byte, koff []int32, hashes []uint64, gids
 					continue
 				}
 				g := uint32(t.groups())
-				t.arena = append(t.arena, k...)
-				t.offs = append(t.offs, int64(len(t.arena)))
+				t.arena = append(growSlice(t.arena, len(k)), k...)
+				t.offs = append(growSlice(t.offs, 1), int64(len(t.arena)))
 				s.hash, s.g = h, g+1
 				gids[j] = g
 				break

@@ -297,3 +297,66 @@ func TestHashPartitionConsistent(t *testing.T) {
 		}
 	}
 }
+
+// TestFixedTableFilter checks find through the Bloom filter a join builds:
+// every present key is found (also keys inserted after the filter was
+// built and keys of a table too big for filterMaxBits to be selective),
+// every absent key is not, and the filter actually rejects most absent
+// keys.
+func TestFixedTableFilter(t *testing.T) {
+	for _, n := range []int{1, 200, 5000, 300000} {
+		var ft fixedTable[uint64]
+		ft.init(hash64)
+		keys := make([]uint64, n)
+		hashes := make([]uint64, n)
+		for i := range keys {
+			keys[i] = uint64(i) * 7919
+			hashes[i] = hash64(keys[i])
+		}
+		gids := make([]uint32, n)
+		if err := ft.findOrInsert(keys[:n/2+1], hashes[:n/2+1], gids, noGrow); err != nil {
+			t.Fatal(err)
+		}
+		ft.buildFilter()
+		// Inserts after the build keep the filter right.
+		if err := ft.findOrInsert(keys, hashes, gids, noGrow); err != nil {
+			t.Fatal(err)
+		}
+		probe := make([]uint64, 2*n)
+		ph := make([]uint64, 2*n)
+		for i := range probe {
+			probe[i] = uint64(i/2) * 7919
+			if i%2 == 1 {
+				probe[i]++ // absent
+			}
+			ph[i] = hash64(probe[i])
+		}
+		out := make([]uint32, len(probe))
+		ft.find(probe, ph, make([]bool, len(probe)), out)
+		for i, g := range out {
+			if i%2 == 0 && g != uint32(i/2) {
+				t.Fatalf("n=%d: key %d found as %d, want group %d", n, probe[i], g, i/2)
+			}
+			if i%2 == 1 && g != noGroup {
+				t.Fatalf("n=%d: absent key %d found as group %d", n, probe[i], g)
+			}
+		}
+		pass := 0
+		for _, h := range oddOf(ph) {
+			if f := h & ft.fmask; ft.filter[f>>6]&(1<<(f&63)) != 0 {
+				pass++
+			}
+		}
+		if pass > n/5+5 {
+			t.Fatalf("n=%d: the filter let %d of %d absent keys through", n, pass, n)
+		}
+	}
+}
+
+func oddOf(s []uint64) []uint64 {
+	var out []uint64
+	for i := 1; i < len(s); i += 2 {
+		out = append(out, s[i])
+	}
+	return out
+}

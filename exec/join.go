@@ -542,6 +542,13 @@ func (t *joinTable) finish() error {
 		t.matched = make([]uint32, (t.nrows+31)/32)
 	}
 	t.accBytes -= int64(g+1)*4 + int64(len(gidOf))*4
+	if t.parts != nil {
+		for _, p := range t.parts {
+			p.keys.buildFilter()
+		}
+	} else if t.keys != nil {
+		t.keys.buildFilter()
+	}
 	return t.charge()
 }
 

@@ -3,6 +3,9 @@ package opt
 import (
 	"math"
 	"math/bits"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/nicflow/nicflow/engine/plan"
 )
@@ -149,28 +152,167 @@ func (o *optimizer) orderJoins(leaves []plan.Plan, preds []plan.Expr) plan.Plan 
 				masks[k] |= 1 << i
 			}
 		}
+		var class []int
+		multi, masks, class = deriveEqualities(multi, masks, lcols)
 		if n <= maxDPRelations {
-			plan = o.dp(leaves, multi, masks, false)
+			plan = o.dp(leaves, multi, masks, class, false)
 			if plan == nil {
-				plan = o.dp(leaves, multi, masks, true)
+				plan = o.dp(leaves, multi, masks, class, true)
 			}
 		} else {
-			plan = o.greedy(leaves, multi, masks)
+			plan = o.greedy(leaves, multi, masks, class)
 		}
 	}
 	return filterOver(plan, constPreds)
 }
 
 // joinPreds returns the predicates to apply when joining s1 and s2: those
-// within s1|s2 that touch both.
-func joinPreds(preds []plan.Expr, masks []uint64, s1, s2 uint64) []plan.Expr {
+// within s1|s2 that touch both, but only one equality of each column
+// equivalence class (class[k] >= 0; see deriveEqualities): the others
+// follow from it and from the equalities already applied inside s1 and s2.
+func joinPreds(preds []plan.Expr, masks []uint64, class []int, s1, s2 uint64) []plan.Expr {
 	var out []plan.Expr
+	var seen uint64 // classes already joined on (the first 64)
 	for k, m := range masks {
 		if m&^(s1|s2) == 0 && m&s1 != 0 && m&s2 != 0 {
+			if c := class[k]; c >= 0 && c < 64 {
+				if seen&(1<<c) != 0 {
+					continue
+				}
+				seen |= 1 << c
+			}
 			out = append(out, preds[k])
 		}
 	}
 	return out
+}
+
+// deriveEqualities adds the equalities that follow from the join
+// predicates by transitivity: with a.x = b.y and b.y = c.z, also a.x =
+// c.z, so that a and c may join directly (TPC-H Q5: customer joins nation
+// on c_nationkey = n_nationkey, through s_nationkey, and the orders of
+// one region's customers are found before lineitem is probed). It returns
+// the predicates and masks with the derived ones appended, and each
+// predicate's equivalence class (-1 for predicates outside one).
+//
+// A class is formed by equalities between two plain columns of the same
+// type in two different leaves, and is used only when each of its leaves
+// holds one of its columns: then, joining up any set of leaves on one
+// equality of the class per join (joinPreds), every column of the class
+// inside a joined set is equal to every other, and a further equality of
+// the class between two sets is implied by any one of them. (A leaf with
+// two columns of a class does not know them equal by itself; such
+// classes are left as written.)
+func deriveEqualities(preds []plan.Expr, masks []uint64, lcols []plan.ColSet) ([]plan.Expr, []uint64, []int) {
+	class := make([]int, len(preds))
+	for k := range class {
+		class[k] = -1
+	}
+	type member struct {
+		ref  *plan.ColRef
+		leaf int
+	}
+	parent := map[plan.ColumnID]plan.ColumnID{}
+	var find func(plan.ColumnID) plan.ColumnID
+	find = func(x plan.ColumnID) plan.ColumnID {
+		p, ok := parent[x]
+		if !ok || p == x {
+			return x
+		}
+		r := find(p)
+		parent[x] = r
+		return r
+	}
+	leafOf := func(id plan.ColumnID) int {
+		for i, cs := range lcols {
+			if cs.Has(id) {
+				return i
+			}
+		}
+		return -1
+	}
+	refs := map[plan.ColumnID]member{}
+	eqs := make([][2]*plan.ColRef, len(preds))
+	for k, p := range preds {
+		c, ok := p.(*plan.Call)
+		if !ok || c.Fn != plan.FnEq || len(c.Args) != 2 {
+			continue
+		}
+		a, ok1 := c.Args[0].(*plan.ColRef)
+		b, ok2 := c.Args[1].(*plan.ColRef)
+		if !ok1 || !ok2 || !arrow.TypeEqual(a.Typ, b.Typ) {
+			continue
+		}
+		la, lb := leafOf(a.ID), leafOf(b.ID)
+		if la < 0 || lb < 0 || la == lb || masks[k] != 1<<la|1<<lb {
+			continue
+		}
+		eqs[k] = [2]*plan.ColRef{a, b}
+		refs[a.ID], refs[b.ID] = member{a, la}, member{b, lb}
+		parent[find(a.ID)] = find(b.ID)
+	}
+	if len(refs) < 3 {
+		return preds, masks, class
+	}
+	// Classes in a stable order (first appearance among the predicates).
+	ids := map[plan.ColumnID]int{}
+	var members [][]member
+	for _, e := range eqs {
+		for _, r := range e {
+			if r == nil {
+				continue
+			}
+			root := find(r.ID)
+			c, ok := ids[root]
+			if !ok {
+				c = len(members)
+				ids[root] = c
+				members = append(members, nil)
+			}
+			if !slices.ContainsFunc(members[c], func(m member) bool { return m.ref.ID == r.ID }) {
+				members[c] = append(members[c], refs[r.ID])
+			}
+		}
+	}
+	usable := make([]bool, len(members))
+	for c, ms := range members {
+		usable[c] = len(ms) >= 3
+		for i := range ms {
+			for j := i + 1; j < len(ms); j++ {
+				if ms[i].leaf == ms[j].leaf || !arrow.TypeEqual(ms[i].ref.Typ, ms[j].ref.Typ) {
+					usable[c] = false
+				}
+			}
+		}
+	}
+	have := map[[2]plan.ColumnID]bool{}
+	for k, e := range eqs {
+		if e[0] == nil {
+			continue
+		}
+		if c := ids[find(e[0].ID)]; usable[c] {
+			class[k] = c
+			have[[2]plan.ColumnID{e[0].ID, e[1].ID}] = true
+			have[[2]plan.ColumnID{e[1].ID, e[0].ID}] = true
+		}
+	}
+	for c, ms := range members {
+		if !usable[c] {
+			continue
+		}
+		for i := range ms {
+			for j := i + 1; j < len(ms); j++ {
+				a, b := ms[i], ms[j]
+				if have[[2]plan.ColumnID{a.ref.ID, b.ref.ID}] {
+					continue
+				}
+				preds = append(preds, plan.NewCall(plan.FnEq, plan.TypBool, a.ref, b.ref))
+				masks = append(masks, 1<<a.leaf|1<<b.leaf)
+				class = append(class, c)
+			}
+		}
+	}
+	return preds, masks, class
 }
 
 // makeJoin builds an inner join of a and b on preds, the larger input as
@@ -184,7 +326,7 @@ func (o *optimizer) makeJoin(a, b dpEntry, preds []plan.Expr) *plan.JoinNode {
 	return &plan.JoinNode{Kind: plan.JoinInner, Left: l, Right: r, Equi: equi, Cond: cond, Build: plan.BuildRight}
 }
 
-func (o *optimizer) dp(leaves []plan.Plan, preds []plan.Expr, masks []uint64, allowCross bool) plan.Plan {
+func (o *optimizer) dp(leaves []plan.Plan, preds []plan.Expr, masks []uint64, class []int, allowCross bool) plan.Plan {
 	n := len(leaves)
 	full := uint64(1)<<n - 1
 	best := make([]dpEntry, full+1)
@@ -205,7 +347,7 @@ func (o *optimizer) dp(leaves []plan.Plan, preds []plan.Expr, masks []uint64, al
 			if a.plan == nil || b.plan == nil {
 				continue
 			}
-			jp := joinPreds(preds, masks, s1, s2)
+			jp := joinPreds(preds, masks, class, s1, s2)
 			if len(jp) == 0 && !allowCross {
 				continue
 			}
@@ -220,7 +362,7 @@ func (o *optimizer) dp(leaves []plan.Plan, preds []plan.Expr, masks []uint64, al
 	return best[full].plan
 }
 
-func (o *optimizer) greedy(leaves []plan.Plan, preds []plan.Expr, masks []uint64) plan.Plan {
+func (o *optimizer) greedy(leaves []plan.Plan, preds []plan.Expr, masks []uint64, class []int) plan.Plan {
 	type part struct {
 		e    dpEntry
 		mask uint64
@@ -235,7 +377,7 @@ func (o *optimizer) greedy(leaves []plan.Plan, preds []plan.Expr, masks []uint64
 		bestRows, bestConnected := math.Inf(1), false
 		for i := range parts {
 			for j := i + 1; j < len(parts); j++ {
-				jp := joinPreds(preds, masks, parts[i].mask, parts[j].mask)
+				jp := joinPreds(preds, masks, class, parts[i].mask, parts[j].mask)
 				connected := len(jp) > 0
 				if bestConnected && !connected {
 					continue
