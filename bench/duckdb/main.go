@@ -21,13 +21,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/duckdb/duckdb-go/v2"
 
+	"github.com/nicflow/nicflow/bench/duckdb/internal/benchq"
 	"github.com/nicflow/nicflow/engine"
 	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/tpch"
@@ -81,7 +81,7 @@ func run(dir string, qlist string, o options) error {
 	if runs < 1 || threads < 1 {
 		return fmt.Errorf("--runs and --threads must be at least 1")
 	}
-	qs, err := parseQueries(qlist)
+	qs, err := benchq.ParseQueries(qlist)
 	if err != nil {
 		return err
 	}
@@ -195,10 +195,10 @@ func runDuckDB(db *sql.DB, text string, keep bool) (time.Duration, tpch.Result, 
 	var out tpch.Result
 	start := time.Now()
 	for _, stmt := range strings.Split(text, ";") {
-		if strings.TrimSpace(stripComments(stmt)) == "" {
+		if strings.TrimSpace(benchq.StripComments(stmt)) == "" {
 			continue
 		}
-		if !strings.HasPrefix(strings.ToLower(strings.TrimSpace(stripComments(stmt))), "select") {
+		if !strings.HasPrefix(strings.ToLower(strings.TrimSpace(benchq.StripComments(stmt))), "select") {
 			if _, err := db.Exec(stmt); err != nil {
 				return 0, out, err
 			}
@@ -258,18 +258,6 @@ func cellText(v any) string {
 
 var intervalPrecision = regexp.MustCompile(`(?i)(interval\s+'[^']*'\s+(?:day|month|year))\s*\(\s*\d+\s*\)`)
 
-func stripComments(s string) string {
-	var b strings.Builder
-	for _, line := range strings.Split(s, "\n") {
-		if i := strings.Index(line, "--"); i >= 0 {
-			line = line[:i]
-		}
-		b.WriteString(line)
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
 func print(ts []timing, format string, sf float64, threads, runs int, version string, memTables bool, memLimit int64) {
 	src := "Parquet views"
 	if memTables {
@@ -309,31 +297,4 @@ func print(ts []timing, format string, sf float64, threads, runs int, version st
 	} else {
 		fmt.Printf("%-6s %12s %12s %8.2f  (worst query %.2fx)\n", "total", ms(totN), ms(totD), ratio, worst)
 	}
-}
-
-func parseQueries(s string) ([]int, error) {
-	var qs []int
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil {
-			return nil, fmt.Errorf("bad query list %q", s)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil {
-				return nil, fmt.Errorf("bad query list %q", s)
-			}
-		}
-		for q := a; q <= b; q++ {
-			if q < 1 || q > 22 {
-				return nil, fmt.Errorf("query %d out of range 1-22", q)
-			}
-			if !slices.Contains(qs, q) {
-				qs = append(qs, q)
-			}
-		}
-	}
-	return qs, nil
 }

@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,6 +27,7 @@ import (
 
 	_ "github.com/duckdb/duckdb-go/v2"
 
+	"github.com/nicflow/nicflow/bench/duckdb/internal/benchq"
 	"github.com/nicflow/nicflow/tpch"
 )
 
@@ -72,7 +72,7 @@ func run(dir, nicflow, qlist, engines, format string, runs, threads int) error {
 	if runs < 1 || threads < 1 {
 		return fmt.Errorf("--runs and --threads must be at least 1")
 	}
-	qs, err := parseQueries(qlist)
+	qs, err := benchq.ParseQueries(qlist)
 	if err != nil {
 		return err
 	}
@@ -218,7 +218,7 @@ func duckdbChild(dir, file string, threads int) error {
 		}
 	}
 	for _, stmt := range strings.Split(string(text), ";") {
-		s := strings.TrimSpace(stripComments(stmt))
+		s := strings.TrimSpace(benchq.StripComments(stmt))
 		if s == "" {
 			continue
 		}
@@ -256,42 +256,3 @@ func duckdbChild(dir, file string, threads int) error {
 }
 
 var intervalPrecision = regexp.MustCompile(`(?i)(interval\s+'[^']*'\s+(?:day|month|year))\s*\(\s*\d+\s*\)`)
-
-func stripComments(s string) string {
-	var b strings.Builder
-	for _, line := range strings.Split(s, "\n") {
-		if i := strings.Index(line, "--"); i >= 0 {
-			line = line[:i]
-		}
-		b.WriteString(line)
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
-func parseQueries(s string) ([]int, error) {
-	var qs []int
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil {
-			return nil, fmt.Errorf("bad query list %q", s)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil {
-				return nil, fmt.Errorf("bad query list %q", s)
-			}
-		}
-		for q := a; q <= b; q++ {
-			if q < 1 || q > 22 {
-				return nil, fmt.Errorf("query %d out of range 1-22", q)
-			}
-			if !slices.Contains(qs, q) {
-				qs = append(qs, q)
-			}
-		}
-	}
-	return qs, nil
-}
