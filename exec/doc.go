@@ -28,7 +28,14 @@
 //   - Keys go through one hash table design (hashtable.go): keys packed
 //     into one or two 64-bit words when they fit (ints, dates, decimals,
 //     short strings), byte strings otherwise; open addressing, keys compared
-//     on every hash hit; dense group ids in first-appearance order.
+//     on every hash hit; dense group ids in first-appearance order. A
+//     join's packed-key table keeps a one-hash Bloom filter of its keys
+//     (counted in the join's budget), so most probes for absent keys end
+//     at one bit test before the table is read.
+//   - Large fresh slices that are read before they are written (hash
+//     slots, aggregate state, doubling build buffers) are prefaulted
+//     (prefault.go), so that no zero-page copy-on-write faults hit the hot
+//     loops.
 //   - HashPartitioner (hash.go) is the only partitioning function: local
 //     repartitions and the network shuffle call it, so rows of one key meet
 //     wherever they are routed.
