@@ -36,6 +36,12 @@ func FuzzConnection(f *testing.F) {
 	// A portal suspended at a row limit, resumed, then closed.
 	f.Add(append(append(msg('P', "\x00select * from generate_series(1, 5)\x00\x00\x00"), msg('B', "p\x00\x00\x00\x00\x00\x00\x00\x00")...),
 		append(append(msg('E', "p\x00\x00\x00\x00\x02"), msg('E', "p\x00\x00\x00\x00\x02")...), append(msg('C', "Pp\x00"), msg('S', "")...)...)...))
+	// COPY in and out, a copy-in the client fails, and a transaction
+	// block with a write refused in it.
+	f.Add(append(append(msg('Q', "create table c (a int, b text)\x00"), msg('Q', "copy c from stdin\x00")...),
+		append(append(msg('d', "1\tx\n2\t\\N\n"), msg('c', "")...), msg('Q', "copy c to stdout (format csv)\x00")...)...))
+	f.Add(append(msg('Q', "copy c from stdin\x00"), append(msg('d', "1\t"), msg('f', "aborted\x00")...)...))
+	f.Add(append(append(msg('Q', "begin\x00"), msg('Q', "insert into c values (3, 'y')\x00")...), append(msg('Q', "select 1\x00"), msg('Q', "rollback\x00")...)...))
 	f.Add(msg('D', "Sx\x00"))
 	f.Add([]byte{'X', 0, 0, 0, 4})
 	f.Fuzz(func(t *testing.T, data []byte) {
