@@ -3,11 +3,14 @@ package main
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -153,7 +156,7 @@ func runServe(cmd *cobra.Command, stderr io.Writer) error {
 			return engine.OpenConn(serveFlags.dir, o)
 		}
 		if fsrv, err = flightsqlsrv.Listen(fo); err != nil {
-			return err
+			return listenHint(err, "--flightsql-listen")
 		}
 	}
 	srv, err := pgwire.Listen(po)
@@ -161,7 +164,7 @@ func runServe(cmd *cobra.Command, stderr io.Writer) error {
 		if fsrv != nil {
 			fsrv.Close()
 		}
-		return err
+		return listenHint(err, "--pg-listen")
 	}
 	abs, _ := filepath.Abs(serveFlags.dir)
 	var web *console.Server
@@ -172,7 +175,10 @@ func runServe(cmd *cobra.Command, stderr io.Writer) error {
 		})
 		if err != nil {
 			srv.Close()
-			return err
+			if fsrv != nil {
+				fsrv.Close()
+			}
+			return listenHint(err, "--http-listen")
 		}
 	}
 	fmt.Fprintf(stderr, "nicflow: serving %s to PostgreSQL clients on %s (psql -h %s -p %s)\n", abs, srv.Addr(), hostOf(srv.Addr()), portOf(srv.Addr()))
@@ -210,6 +216,20 @@ func runServe(cmd *cobra.Command, stderr io.Writer) error {
 		}
 		return nil
 	}
+}
+
+// listenHint adds to an address-in-use error the flag that moves the
+// listener (another nicflow serve on this machine holds the defaults).
+func listenHint(err error, flag string) error {
+	// NB: some listeners format the OS error into their own (no %w).
+	if errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use") {
+		how := flag + " ADDR"
+		if flag != "--pg-listen" {
+			how += ", or " + flag + " off"
+		}
+		return nferr.Wrap(nferr.KindUnavailable, err, "the address is taken (another nicflow serve?): choose another with %s", how)
+	}
+	return err
 }
 
 func hostOf(addr string) string {

@@ -534,3 +534,22 @@ func TestServeTransactions(t *testing.T) {
 		t.Errorf("after ROLLBACK: %d rows, %v", n, err)
 	}
 }
+
+// A port another process holds is an error that names the flag to move.
+func TestListenHint(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, err = pgwire.Listen(pgwire.Options{Listen: ln.Addr().String(), Open: func() (engine.Conn, error) { return nil, nil }})
+	if err == nil {
+		t.Fatal("listening on a taken port succeeded")
+	}
+	if got := listenHint(err, "--pg-listen").Error(); !strings.Contains(got, "choose another with --pg-listen ADDR") {
+		t.Errorf("pg: %s", got)
+	}
+	if got := listenHint(err, "--http-listen").Error(); !strings.Contains(got, "--http-listen ADDR, or --http-listen off") {
+		t.Errorf("console: %s", got)
+	}
+}
