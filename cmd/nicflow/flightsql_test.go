@@ -2,16 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	gosql "database/sql"
 	"fmt"
-	"math/big"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -465,21 +459,12 @@ func flightQueryCtx(t *testing.T, ctx context.Context, c *flightsql.Client, q st
 
 // TestFlightSQLTLS: with a certificate the server speaks TLS only.
 func TestFlightSQLTLS(t *testing.T) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
+	ca := newTestCA(t, "test CA")
+	cert := ca.issue(t, t.TempDir(), "server", "127.0.0.1", true)
 	pool := x509.NewCertPool()
-	pool.AddCert(cert)
+	pool.AddCert(ca.cert)
 	srv := startFlightSQL(t, newDB(t), func(o *flightsqlsrv.Options) {
-		o.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+		o.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 	})
 	c := flightClient(t, srv.Addr(), grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool})))
 	if got := flightQuery(t, c, "select 40 + 2"); fmt.Sprint(got) != "[[42]]" {

@@ -2,12 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"math/big"
@@ -337,17 +332,8 @@ func TestServeAuth(t *testing.T) {
 // connection is refused.
 func TestServeTLS(t *testing.T) {
 	dir := newDB(t)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+	cert := newTestCA(t, "test CA").issue(t, t.TempDir(), "server", "127.0.0.1", true)
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}}
 	srv, err := pgwire.Listen(pgwire.Options{Listen: "127.0.0.1:0", TLS: cfg, RequireTLS: true,
 		Open: func() (engine.Conn, error) { return engine.OpenConn(dir, engine.Options{Parallelism: 2}) }})
 	if err != nil {
