@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/nicflow/nicflow/engine"
+	"github.com/nicflow/nicflow/engine/sql"
 	"github.com/nicflow/nicflow/exec/expr"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
@@ -39,7 +40,7 @@ type sqlConn struct {
 }
 
 func (s *sqlConn) Execute(ctx context.Context, script string) (engine.Cursor, error) {
-	stmts, err := engine.SplitScript(script)
+	stmts, err := sql.Parse(script)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +67,7 @@ func (s *sqlConn) Close() error { return nil }
 type sqlCursor struct {
 	conn  *sqlConn
 	ctx   context.Context
-	stmts []string
+	stmts []sql.RawStmt
 	i     int
 	cur   *engine.Result
 }
@@ -87,11 +88,12 @@ func (sc *sqlCursor) Next() (*engine.Result, error) {
 	if sc.i >= len(sc.stmts) {
 		return nil, nil
 	}
-	text := sc.stmts[sc.i]
+	raw := sc.stmts[sc.i]
+	text := raw.Text
 	sc.i++
 	s := sc.conn
 	s.mu.Lock()
-	tag, handled, err := s.tx.BeforeSQL(text)
+	tag, handled, err := s.tx.Before(raw.Stmt)
 	sets := append([]string(nil), s.sets...)
 	s.mu.Unlock()
 	if err != nil {

@@ -346,7 +346,7 @@ func pgTypeLen(oid int) int {
 }
 
 // typeMod is a column's atttypmod as PostgreSQL computes it: numeric(p,s)
-// ((p << 16) | s) + 4, varchar(n) n + 4, else -1.
+// ((p << 16) | s) + 4, else -1 (nicflow's text columns carry no length).
 func typeMod(col storage.Column) int {
 	t, err := storage.ParseType(col.Type)
 	if err != nil {

@@ -227,28 +227,7 @@ func (s *Session) Execute(ctx context.Context, script string) (*Script, error) {
 // Query runs a script and returns the result of its last statement (the
 // others are run to completion first): the convenient call for one query.
 func (s *Session) Query(ctx context.Context, script string) (*Result, error) {
-	sc, err := s.Execute(ctx, script)
-	if err != nil {
-		return nil, err
-	}
-	if sc.Len() == 0 {
-		return nil, nferr.Queryf("no statement to run")
-	}
-	for {
-		r, err := sc.Next()
-		if err != nil {
-			sc.Close()
-			return nil, err
-		}
-		if sc.i == len(sc.stmts) {
-			sc.cur = nil // the caller owns the last result now
-			return r, nil
-		}
-		if err := r.drain(); err != nil {
-			sc.Close()
-			return nil, err
-		}
-	}
+	return QueryConn(ctx, LocalConn(s), script)
 }
 
 // Script is a parsed script being run.

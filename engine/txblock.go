@@ -60,16 +60,6 @@ func (tb *TxBlock) Before(stmt sql.Statement) (status string, handled bool, err 
 	return "", false, nil
 }
 
-// BeforeSQL is Before for a statement's text (one statement).
-func (tb *TxBlock) BeforeSQL(src string) (status string, handled bool, err error) {
-	stmts, err := sql.Parse(src)
-	if err != nil || len(stmts) != 1 {
-		// The statement's own run reports a syntax error.
-		return "", false, nil
-	}
-	return tb.Before(stmts[0].Stmt)
-}
-
 // Fail marks the block failed after an error (outside a block: nothing).
 func (tb *TxBlock) Fail() {
 	if tb.open {
