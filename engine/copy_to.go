@@ -44,7 +44,7 @@ func (s *Session) copyTo(ctx context.Context, x *bind.CopyToStmt) (*Result, erro
 		if err := out.Begin(r.Schema.NumFields()); err != nil {
 			return nil, err
 		}
-		w = newTextSink(out, "STDOUT", r.Schema, x, s.TimeZone())
+		w, err = newTextSink(out, "STDOUT", r.Schema, x, s.TimeZone())
 	case x.Format == "parquet":
 		w, err = newParquetSink(x.File, r.Schema)
 	default:
@@ -128,18 +128,18 @@ func newSink(path string, sch *arrow.Schema, x *bind.CopyToStmt, loc *time.Locat
 
 // newTextSink writes the rows to a client's copy stream w (named what in
 // errors).
-func newTextSink(w io.Writer, what string, sch *arrow.Schema, x *bind.CopyToStmt, loc *time.Location) *csvSink {
+func newTextSink(w io.Writer, what string, sch *arrow.Schema, x *bind.CopyToStmt, loc *time.Location) (*csvSink, error) {
 	c, err := newSink(what, sch, x, loc)
 	if err != nil {
-		// NB: only a type without a text form fails, which COPY's
-		// query cannot produce; fall back to the error at write.
-		c = &csvSink{path: what, delim: byte(x.Delimiter), null: x.Null, text: x.Format == "text"}
+		return nil, err
 	}
 	c.w = bufio.NewWriterSize(w, 64<<10)
 	if x.Header {
-		c.writeHeader(sch) //nolint:errcheck // reported by the next write
+		if err := c.writeHeader(sch); err != nil {
+			return nil, err
+		}
 	}
-	return c
+	return c, nil
 }
 
 func (c *csvSink) writeHeader(sch *arrow.Schema) error {
