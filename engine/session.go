@@ -1390,6 +1390,9 @@ func (s *Session) show(name string) (*Result, error) {
 			cs = clientSetting{value: ro}
 		}
 		v = cs.value
+		if v == "" {
+			v = bind.ServerSettings[strings.ToLower(name)]
+		}
 		if got, ok := s.client[strings.ToLower(name)]; ok {
 			v = got
 		}

@@ -14,7 +14,9 @@ import (
 // believes a setting took effect that did not: output is always UTF-8,
 // dates ISO, intervals in PostgreSQL's style, strings standard-conforming.
 type clientSetting struct {
-	value string // what SHOW answers before any SET (PostgreSQL's default)
+	// value is what SHOW answers before any SET (PostgreSQL's default;
+	// "": the server setting of that name, bind.ServerSettings, if any).
+	value string
 	// allowed are the accepted values (lower case; nil: any value).
 	allowed []string
 }
@@ -22,11 +24,11 @@ type clientSetting struct {
 var clientSettings = map[string]clientSetting{
 	"application_name":                    {value: ""},
 	"extra_float_digits":                  {value: "1", allowed: []string{"-15", "-14", "-13", "-12", "-11", "-10", "-9", "-8", "-7", "-6", "-5", "-4", "-3", "-2", "-1", "0", "1", "2", "3"}},
-	"client_encoding":                     {value: "UTF8", allowed: []string{"utf8", "utf-8", "unicode"}},
-	"datestyle":                           {value: "ISO, MDY", allowed: []string{"iso", "iso, mdy", "iso,mdy", "iso, ymd", "iso, dmy"}},
-	"intervalstyle":                       {value: "postgres", allowed: []string{"postgres"}},
-	"standard_conforming_strings":         {value: "on", allowed: []string{"on", "true"}},
-	"search_path":                         {value: `"$user", public`},
+	"client_encoding":                     {allowed: []string{"utf8", "utf-8", "unicode"}},
+	"datestyle":                           {allowed: []string{"iso", "iso, mdy", "iso,mdy", "iso, ymd", "iso, dmy"}},
+	"intervalstyle":                       {allowed: []string{"postgres"}},
+	"standard_conforming_strings":         {allowed: []string{"on", "true"}},
+	"search_path":                         {},
 	"statement_timeout":                   {value: "0", allowed: []string{"0"}},
 	"lock_timeout":                        {value: "0", allowed: []string{"0"}},
 	"idle_in_transaction_session_timeout": {value: "0", allowed: []string{"0"}},
