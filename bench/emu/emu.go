@@ -833,6 +833,19 @@ func (c cgroupFS) pids(prefix string) []int {
 	return out
 }
 
+// removeCgroupDir removes an empty cgroup directory. A cgroup whose last
+// process has just exited stays busy until the kernel has moved the task
+// out (it does so asynchronously), so EBUSY is retried for up to a second.
+func removeCgroupDir(dir string) error {
+	var err error
+	for wait := time.Millisecond; ; wait *= 2 {
+		if err = os.Remove(dir); err == nil || !errors.Is(err, syscall.EBUSY) || wait > 512*time.Millisecond {
+			return err
+		}
+		time.Sleep(wait)
+	}
+}
+
 // remove deletes the lab's (empty) cgroups, children first.
 func (c cgroupFS) remove(prefix string) error {
 	if c.cpuDir == "" {
@@ -843,12 +856,12 @@ func (c cgroupFS) remove(prefix string) error {
 		kids, _ := os.ReadDir(d)
 		for _, k := range kids {
 			if k.IsDir() {
-				if err := os.Remove(filepath.Join(d, k.Name())); err != nil {
+				if err := removeCgroupDir(filepath.Join(d, k.Name())); err != nil {
 					errs = append(errs, nferr.IOf("emu: removing cgroup: %v", err))
 				}
 			}
 		}
-		if err := os.Remove(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := removeCgroupDir(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, nferr.IOf("emu: removing cgroup: %v", err))
 		}
 	}
