@@ -51,7 +51,7 @@ func TestPhysicalPlansTPCH(t *testing.T) {
 	var b strings.Builder
 	for q := 1; q <= 22; q++ {
 		_, pp := planTPCH(t, q, 4)
-		text := phys.ExplainPhysical(pp, nil)
+		text := phys.ExplainLocalPhysical(pp, nil)
 		fmt.Fprintf(&b, "-- Q%d (%s)\n%s\n", q, strings.Join(pp.Names, ", "), text)
 
 		js, err := json.Marshal(pp)
@@ -66,7 +66,7 @@ func TestPhysicalPlansTPCH(t *testing.T) {
 		if !bytes.Equal(js, js2) {
 			t.Errorf("Q%d: the plan changes in a JSON round trip", q)
 		}
-		if got := phys.ExplainPhysical(&back, nil); got != text {
+		if got := phys.ExplainLocalPhysical(&back, nil); got != text {
 			t.Errorf("Q%d: EXPLAIN differs after a JSON round trip:\n%s\nwant:\n%s", q, got, text)
 		}
 		checkPhysShape(t, q, pp)

@@ -698,7 +698,7 @@ func (s *Session) explain(ctx context.Context, x *bind.ExplainStmt) (*Result, er
 	}
 	if !x.Analyze {
 		text.WriteString("Physical plan (parallelism " + strconv.Itoa(s.opts.Parallelism) + "):\n")
-		text.WriteString(phys.ExplainPhysical(pp, nil))
+		text.WriteString(phys.ExplainLocalPhysical(pp, nil))
 	} else {
 		r, exe, err := s.open(ctx, pp, true)
 		if err != nil {
@@ -714,7 +714,7 @@ func (s *Session) explain(ctx context.Context, x *bind.ExplainStmt) (*Result, er
 			return nil, err
 		}
 		text.WriteString("Physical plan (parallelism " + strconv.Itoa(s.opts.Parallelism) + "), executed:\n")
-		text.WriteString(phys.ExplainPhysical(pp, exe.Stats))
+		text.WriteString(phys.ExplainLocalPhysical(pp, exe.Stats))
 		text.WriteString("Total: " + strconv.FormatInt(rows, 10) + " rows in " + phys.FormatDuration(elapsed) + ", peak memory " + exec.FormatBytes(peak) + "\n")
 	}
 	var rows [][]any

@@ -341,6 +341,7 @@ type buildScratch struct {
 	part    *HashPartitioner // partitioned builds
 	live    []int32
 	enc     []uint32
+	kc      *keyCollector // key filters' values (nil: none)
 }
 
 // addBatch adds the live rows of a build batch. Rows get consecutive ids;
@@ -370,6 +371,7 @@ func (t *joinTable) addBatch(b *Batch, sc *buildScratch) error {
 	if nnSel != nil && len(nnSel) == 0 {
 		return t.charge()
 	}
+	sc.kc.add(sc.keyCols, nnSel, b.N)
 	cnt := lenLive(nnSel, b.N)
 	sc.gids = resize(sc.gids, cnt)
 	if err := t.keys.findOrInsert(sc.keyCols, nnSel, b.N, sc.gids); err != nil {
@@ -419,6 +421,7 @@ func (t *joinTable) addBatchParallel(b *Batch, sc *buildScratch) error {
 	if err != nil || (nnSel != nil && len(nnSel) == 0) {
 		return err
 	}
+	sc.kc.add(sc.keyCols, nnSel, b.N)
 	// Live index of each physical row.
 	sc.live = resize(sc.live, b.N)
 	for j := 0; j < m; j++ {
@@ -631,6 +634,8 @@ type HashJoin struct {
 	spec  HashJoinSpec
 	level int         // spill recursion depth (0: the planned operator)
 	grace *graceProbe // set once the build spilled
+
+	keyFilters []JoinKeyFilter // published by this instance's own build
 }
 
 // NewHashJoin validates spec against the inputs' schemas and builds the
@@ -749,6 +754,20 @@ func (h *HashJoin) acquireBuild() error {
 	env := h.env
 	t := newJoinTable(h.shape, env.NewSpillableAccount("hash join build"))
 	var sc buildScratch
+	if h.level == 0 {
+		sc.kc = newKeyCollector(h.keyFilters, h.shape, env)
+	}
+	// Whatever the outcome, the filters end published or disabled, and
+	// the collected keys are freed.
+	built := false
+	defer func() {
+		if built {
+			sc.kc.publish()
+		} else if sc.kc != nil {
+			sc.kc.release()
+			disableKeyFilters(h.keyFilters)
+		}
+	}()
 	for {
 		if err := env.Ctx.Err(); err != nil {
 			h.bt = t
@@ -779,6 +798,7 @@ func (h *HashJoin) acquireBuild() error {
 	}
 	h.bt = t
 	t.probersLeft.Store(1)
+	built = true
 	return nil
 }
 

@@ -40,6 +40,8 @@ type sharedBuild struct {
 	inClosed bool
 	closedIn []bool     // inputs closed early (they failed)
 	mu       sync.Mutex // serializes inserts and input lifecycle
+
+	keyFilters []JoinKeyFilter // published when the build completes
 }
 
 // closeInput closes input i as soon as it failed. NB: its siblings may be
@@ -81,6 +83,20 @@ func (s *sharedBuild) spillWriters(env *Env) (*partWriters, error) {
 }
 
 func (s *sharedBuild) build(env *Env) (*joinTable, error) {
+	// The key filters' values: each build goroutine collects its own,
+	// merged into kc as it ends; published only when the table is built
+	// in memory, disabled otherwise.
+	kc := newKeyCollector(s.keyFilters, s.shape, env)
+	var kcMu sync.Mutex
+	built := false
+	defer func() {
+		if built {
+			kc.publish()
+		} else if kc != nil {
+			kc.release()
+			disableKeyFilters(s.keyFilters)
+		}
+	}()
 	acct := env.NewSpillableAccount("hash join build")
 	t := newJoinTable(s.shape, acct)
 	parallel := len(s.inputs) > 1
@@ -108,6 +124,14 @@ func (s *sharedBuild) build(env *Env) (*joinTable, error) {
 		go func(i int, in Operator) {
 			defer wg.Done()
 			var sc buildScratch
+			if kc != nil {
+				sc.kc = newKeyCollector(s.keyFilters, s.shape, env)
+				defer func() {
+					kcMu.Lock()
+					kc.merge(sc.kc)
+					kcMu.Unlock()
+				}()
+			}
 			if parallel {
 				sc.part, _ = NewHashPartitioner(s.shape.buildSchema, s.shape.buildKeys, len(t.parts))
 			}
@@ -191,6 +215,7 @@ func (s *sharedBuild) build(env *Env) (*joinTable, error) {
 		return nil, nil
 	}
 	t.probersLeft.Store(s.probers)
+	built = true
 	return t, nil
 }
 

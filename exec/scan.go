@@ -26,6 +26,7 @@ type Scan struct {
 	src         storage.Source
 	spec        storage.ScanSpec
 	parallelism int
+	keyFilters  []storage.ScanKeyFilter
 	schema      *arrow.Schema
 
 	env    *Env
@@ -43,6 +44,9 @@ type ScanConfig struct {
 	// (default 1: planners run one scan per pipeline, each with its own
 	// share of the row groups). Remote scans ignore it.
 	Parallelism int
+	// KeyFilters are join key filters the storage scan applies (local
+	// scans only; see storage.ScanOptions).
+	KeyFilters []storage.ScanKeyFilter
 }
 
 // NewScan builds a scan operator. The spec's table and columns are
@@ -58,7 +62,7 @@ func NewScan(src storage.Source, spec storage.ScanSpec, cfg ScanConfig) (*Scan, 
 	if cfg.Parallelism <= 0 {
 		cfg.Parallelism = 1
 	}
-	return &Scan{src: src, spec: spec, parallelism: cfg.Parallelism, schema: sch}, nil
+	return &Scan{src: src, spec: spec, parallelism: cfg.Parallelism, keyFilters: cfg.KeyFilters, schema: sch}, nil
 }
 
 // Schema implements Operator.
@@ -81,7 +85,7 @@ func (s *Scan) Open(env *Env) error {
 	if spec.BatchSize <= 0 {
 		spec.BatchSize = env.BatchSize
 	}
-	it, err := s.src.OpenScan(env.Ctx, spec, storage.ScanOptions{Alloc: env.Alloc, Parallelism: s.parallelism})
+	it, err := s.src.OpenScan(env.Ctx, spec, storage.ScanOptions{Alloc: env.Alloc, Parallelism: s.parallelism, KeyFilters: s.keyFilters})
 	if err != nil {
 		return err
 	}

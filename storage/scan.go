@@ -138,6 +138,17 @@ type ScanOptions struct {
 	// 1: the caller's goroutine does all the work; planners that run one
 	// scan per core keep it at 1).
 	Parallelism int
+	// KeyFilters are join key filters (keyfilter.go) on columns of the
+	// table: rows whose value cannot match drop before they are
+	// materialized, and row groups whose statistics say none can match are
+	// skipped. Local scans only: a storage node's scan ignores them.
+	KeyFilters []ScanKeyFilter
+}
+
+// ScanKeyFilter applies Filter to table column Column.
+type ScanKeyFilter struct {
+	Column string
+	Filter *KeyFilter
 }
 
 // ScanStats count what a scan did. BytesRead counts the compressed bytes
@@ -207,6 +218,7 @@ type Scanner struct {
 	needT   []arrow.DataType
 	nFilter int // vectors [0, nFilter) are filter columns
 	filter  *cnode
+	kf      []scanKeyFilter
 	tasks   []task
 	batch   int
 	stats   ScanStats
@@ -296,6 +308,13 @@ func newScanner(fs *fileSet, t *Table, spec ScanSpec, opts ScanOptions) (*Scanne
 		fields = append(fields, sch.Field(tc))
 	}
 	s.out = arrow.NewSchema(fields, nil)
+	for _, k := range opts.KeyFilters {
+		tc := t.ColumnIndex(k.Column)
+		if tc < 0 {
+			return nil, nferr.Internalf("scan of %s: key filter on unknown column %q", t.QualifiedName(), k.Column)
+		}
+		s.kf = append(s.kf, scanKeyFilter{vec: addNeed(tc), tcol: tc, f: k.Filter})
+	}
 
 	// Plan: select files and row groups, prune with statistics.
 	var want map[string]map[int]bool
@@ -650,6 +669,11 @@ func (w *worker) begin(t task) (err error) {
 	w.cur, w.off, w.active = t, 0, true
 	w.rows = int(t.file.RowGroups[t.rg].Rows)
 	w.path = w.s.files.Path(t.file)
+	if w.s.keyFiltersExclude(&t.file.RowGroups[t.rg]) {
+		atomic.AddInt64(&w.s.stats.RowGroupsPruned, 1)
+		w.rows = 0
+		return nil
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = nferr.Dataf("data file %s row group %d is corrupt (the Parquet decoder failed: %v)", w.path, t.rg, r)
@@ -795,6 +819,11 @@ func (w *worker) nextChunk(ctx context.Context) (rec arrow.RecordBatch, err erro
 			}
 			if len(sel) == n {
 				sel = nil
+			}
+		}
+		if len(s.kf) > 0 && (sel == nil || len(sel) > 0) {
+			if sel, err = w.applyKeyFilters(sel, n); err != nil {
+				return nil, err
 			}
 		}
 		if sel != nil && len(sel) == 0 {

@@ -66,7 +66,7 @@ func Build(plan *PhysPlan, opts BuildOptions) (exe *Executable, err error) {
 			exe, err = nil, nferr.Internalf("build bug (please report): %v", r)
 		}
 	}()
-	b := &builder{opts: opts, shared: map[int]*sharedMat{}}
+	b := newBuilder(plan, opts)
 	if opts.Analyze {
 		if opts.Budget == nil {
 			return nil, nferr.Internalf("build: Analyze needs the query's budget")
@@ -101,7 +101,7 @@ func BuildStreams(plan *PhysPlan, opts BuildOptions) (ops []exec.Operator, stats
 			ops, stats, err = nil, nil, nferr.Internalf("build bug (please report): %v", r)
 		}
 	}()
-	b := &builder{opts: opts, shared: map[int]*sharedMat{}}
+	b := newBuilder(plan, opts)
 	if opts.Analyze {
 		if opts.Budget == nil {
 			return nil, nil, nferr.Internalf("build: Analyze needs the query's budget")
@@ -155,12 +155,63 @@ type builder struct {
 	opts   BuildOptions
 	shared map[int]*sharedMat
 	stats  map[int]*OpStats
+	// keyFilters are the plan's join key filters (keyfilter.go); kf holds
+	// the filter object of each, created by whichever of the scan and the
+	// join is built first.
+	keyFilters []keyFilterTarget
+	kf         map[keyFilterTarget]*storage.KeyFilter
 	// work holds the work tables of the recursive nodes built so far.
 	work map[int]*exec.WorkTable
 	// mu serializes the builds made while the query runs (a recursive
 	// term's runs, an apply's subqueries), which may come from several
 	// streams at once.
 	mu sync.Mutex
+}
+
+func newBuilder(plan *PhysPlan, opts BuildOptions) *builder {
+	b := &builder{opts: opts, shared: map[int]*sharedMat{}, kf: map[keyFilterTarget]*storage.KeyFilter{}}
+	if _, local := opts.Source.(*storage.DB); local {
+		// NB: only local scans apply key filters (a storage node's scan
+		// runs in another process).
+		roots := []*PhysNode{plan.Root}
+		for _, d := range plan.Shared {
+			roots = append(roots, d.Root)
+		}
+		b.keyFilters = keyFilterTargets(roots...)
+	}
+	return b
+}
+
+// keyFilter returns the filter object of t.
+func (b *builder) keyFilter(t keyFilterTarget) *storage.KeyFilter {
+	f := b.kf[t]
+	if f == nil {
+		f = storage.NewKeyFilter(keyFilterName(t))
+		b.kf[t] = f
+	}
+	return f
+}
+
+// scanKeyFilters are the key filters scan node n applies.
+func (b *builder) scanKeyFilters(n *PhysNode) []storage.ScanKeyFilter {
+	var out []storage.ScanKeyFilter
+	for _, t := range b.keyFilters {
+		if t.Scan == n.ID {
+			out = append(out, storage.ScanKeyFilter{Column: t.Column, Filter: b.keyFilter(t)})
+		}
+	}
+	return out
+}
+
+// joinKeyFilters are the key filters join node n publishes.
+func (b *builder) joinKeyFilters(n *PhysNode) []exec.JoinKeyFilter {
+	var out []exec.JoinKeyFilter
+	for _, t := range b.keyFilters {
+		if t.Join == n.ID {
+			out = append(out, exec.JoinKeyFilter{Key: t.Key, Filter: b.keyFilter(t)})
+		}
+	}
+	return out
 }
 
 // abandon frees shared subplans no reader owns (after a failed build).
@@ -236,6 +287,11 @@ func (b *builder) build(n *PhysNode) ([]exec.Operator, error) {
 		return ops, nil
 	default:
 		ops, err = instantiate(n, ins)
+		if err == nil && n.Kind == PhysHashJoin {
+			if kf := b.joinKeyFilters(n); len(kf) > 0 {
+				exec.SetKeyFilters(ops, kf)
+			}
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -253,6 +309,11 @@ func (b *builder) build(n *PhysNode) ([]exec.Operator, error) {
 			b.stats[n.ID] = st
 		}
 		st.Instances += len(ops)
+		if n.Kind == PhysScan {
+			for _, k := range b.scanKeyFilters(n) {
+				st.KeyFilters = append(st.KeyFilters, k.Filter)
+			}
+		}
 		for i, o := range ops {
 			child := b.opts.Budget.Child()
 			st.budgets = append(st.budgets, child)
@@ -294,9 +355,10 @@ func (b *builder) scan(n *PhysNode) ([]exec.Operator, error) {
 		tasks = mine
 	}
 	q := &TaskQueue{tasks: tasks}
+	kf := b.scanKeyFilters(n)
 	ops := make([]exec.Operator, n.Streams)
 	for i := range ops {
-		ops[i] = &morselScan{src: b.opts.Source, spec: spec, q: q, schema: sch}
+		ops[i] = &morselScan{src: b.opts.Source, spec: spec, q: q, schema: sch, keyFilters: kf}
 	}
 	return ops, nil
 }

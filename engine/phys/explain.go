@@ -21,7 +21,26 @@ import (
 // in its own goroutine, but includes waiting for inputs driven by other
 // goroutines (an exchange's producers, a shared hash join build).
 func ExplainPhysical(p *PhysPlan, stats map[int]*OpStats) string {
-	e := &physExplainer{stats: stats}
+	return explainPhysical(p, stats, nil)
+}
+
+// ExplainLocalPhysical is ExplainPhysical for a plan that runs in this
+// process over the local database: scans also list the join key filters
+// they apply (keyfilter.go), as "join filters=[column, ...]".
+func ExplainLocalPhysical(p *PhysPlan, stats map[int]*OpStats) string {
+	roots := []*PhysNode{p.Root}
+	for _, d := range p.Shared {
+		roots = append(roots, d.Root)
+	}
+	kf := map[int][]string{}
+	for _, t := range keyFilterTargets(roots...) {
+		kf[t.Scan] = append(kf[t.Scan], t.Column)
+	}
+	return explainPhysical(p, stats, kf)
+}
+
+func explainPhysical(p *PhysPlan, stats map[int]*OpStats, keyFilters map[int][]string) string {
+	e := &physExplainer{stats: stats, keyFilters: keyFilters}
 	e.node(p.Root, 0)
 	for _, d := range p.Shared {
 		fmt.Fprintf(&e.b, "Shared %d (%s):\n", d.ID, d.Name)
@@ -31,12 +50,16 @@ func ExplainPhysical(p *PhysPlan, stats map[int]*OpStats) string {
 }
 
 type physExplainer struct {
-	b     strings.Builder
-	stats map[int]*OpStats
+	b          strings.Builder
+	stats      map[int]*OpStats
+	keyFilters map[int][]string // scan node ID -> filtered columns
 }
 
 func (e *physExplainer) node(n *PhysNode, depth int) {
 	line := strings.Repeat("  ", depth) + physLine(n)
+	if cols := e.keyFilters[n.ID]; len(cols) > 0 {
+		line += " join filters=[" + strings.Join(cols, ", ") + "]"
+	}
 	if n.Streams > 1 {
 		line += fmt.Sprintf(" x%d", n.Streams)
 	}
@@ -76,6 +99,17 @@ func (e *physExplainer) figures(n *PhysNode) string {
 		s += fmt.Sprintf(", row groups %d/%d", t.RowGroupsTotal-t.RowGroupsPruned, t.RowGroupsTotal)
 		if t.LocalScans > 0 {
 			s += fmt.Sprintf(", %d read locally", t.LocalScans)
+		}
+	}
+	for _, f := range st.KeyFilters {
+		k := f.Stats()
+		switch {
+		case k.Tested == 0:
+			s += fmt.Sprintf(", %s: unused", f.Name)
+		case k.Off:
+			s += fmt.Sprintf(", %s: passed %s of %s, then off", f.Name, opt.FormatRows(float64(k.Passed)), opt.FormatRows(float64(k.Tested)))
+		default:
+			s += fmt.Sprintf(", %s: passed %s of %s", f.Name, opt.FormatRows(float64(k.Passed)), opt.FormatRows(float64(k.Tested)))
 		}
 	}
 	return s

@@ -65,6 +65,8 @@ type morselScan struct {
 	spec   storage.ScanSpec
 	q      *TaskQueue
 	schema *arrow.Schema
+	// keyFilters are the join key filters the scan applies.
+	keyFilters []storage.ScanKeyFilter
 
 	env    *exec.Env
 	cur    *exec.Scan
@@ -99,7 +101,7 @@ func (s *morselScan) Next() (*exec.Batch, error) {
 			if t.Path != "" {
 				spec.Files = []storage.FileRange{t}
 			}
-			sc, err := exec.NewScan(s.src, spec, exec.ScanConfig{})
+			sc, err := exec.NewScan(s.src, spec, exec.ScanConfig{KeyFilters: s.keyFilters})
 			if err != nil {
 				s.err = err
 				return nil, err
@@ -435,6 +437,8 @@ type OpStats struct {
 	Nanos   atomic.Int64
 	budgets []*exec.Budget
 	Scan    *TaskQueue
+	// KeyFilters are the join key filters a scan node applies.
+	KeyFilters []*storage.KeyFilter
 	// RemotePeak, RemoteSpilled and RemoteSpillFiles are counted elsewhere
 	// (by the tasks of a distributed stage) and added here.
 	RemotePeak, RemoteSpilled, RemoteSpillFiles int64

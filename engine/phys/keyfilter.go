@@ -1,0 +1,161 @@
+package phys
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/nicflow/nicflow/exec"
+	"github.com/nicflow/nicflow/exec/expr"
+	"github.com/nicflow/nicflow/storage"
+)
+
+// Join key filters in the plan (storage/keyfilter.go, exec/join_keyfilter.go
+// say what they are): which hash join publishes a filter on which probe
+// key, and which scan applies it on which column.
+//
+// A probe key qualifies when the join drops unmatched probe rows
+// (HashJoinSpec.ProbeDropsUnmatched), its type has a filter domain, and
+// the key is a plain column all the way down to a scan, through operators
+// under which filtering a column commutes:
+//
+//	filter, sort, exchange  rows pass unchanged
+//	project                 the key is a column reference
+//	hash_agg                the key is a group column
+//	distinct                the key is one of the distinct columns
+//	hash_join               the key comes from an input whose rows the
+//	                        join does not NULL-extend (either input of an
+//	                        inner join, the left of left/semi/anti/mark
+//	                        joins, the right of a right join)
+//
+// Anything else (limits, top-N, windows, unions, shared or remote inputs,
+// expressions) stops the search: there the filter would change which rows
+// reach the join, or the scan runs in another process. Targets are found
+// per plan or fragment built, so a filter never crosses a network
+// exchange (a fragment's remote nodes end the search).
+//
+// A join whose estimates say its output keeps most probe rows
+// (keyFilterMinCut) gets no filter: it would test every probe row for
+// nothing (the filter also turns itself off at run time, but only after
+// its probation).
+
+// keyFilterTarget is one filter: join node Join's probe key Key, applied
+// by scan node Scan to its column Column (a table column name).
+type keyFilterTarget struct {
+	Join, Key, Scan int
+	Column          string
+	// BuildCol names the join's build key column (EXPLAIN ANALYZE).
+	BuildCol string
+}
+
+// keyFilterMinCut: a join gets filters only when its estimated output is
+// below this share of its estimated probe rows.
+const keyFilterMinCut = 0.8
+
+// keyFilterTargets finds the filters of the trees under roots (inputs
+// only: a recursive term or an apply's subquery is built again for every
+// run and gets none).
+func keyFilterTargets(roots ...*PhysNode) []keyFilterTarget {
+	var out []keyFilterTarget
+	var walk func(n *PhysNode)
+	walk = func(n *PhysNode) {
+		if n == nil {
+			return
+		}
+		if n.Kind == PhysHashJoin && n.Join != nil {
+			out = append(out, joinKeyFilters(n)...)
+		}
+		for _, in := range n.Inputs {
+			walk(in)
+		}
+	}
+	for _, r := range roots {
+		walk(r)
+	}
+	return out
+}
+
+func joinKeyFilters(n *PhysNode) []keyFilterTarget {
+	spec := n.Join
+	if len(n.Inputs) != 2 || !spec.ProbeDropsUnmatched() {
+		return nil
+	}
+	probe, build, keys, bkeys := n.Inputs[0], n.Inputs[1], spec.LeftKeys, spec.RightKeys
+	if spec.Build == exec.SideLeft {
+		probe, build, keys, bkeys = n.Inputs[1], n.Inputs[0], spec.RightKeys, spec.LeftKeys
+	}
+	if build.EstRows > storage.MaxKeyFilterKeys || (probe.EstRows > 0 && n.EstRows >= keyFilterMinCut*probe.EstRows) {
+		return nil
+	}
+	var out []keyFilterTarget
+	for i, k := range keys {
+		if k < 0 || k >= len(probe.Columns) {
+			continue
+		}
+		if _, ok := exec.KeyFilterDomain(probe.Columns[k].Type.Arrow()); !ok {
+			continue
+		}
+		if scan, col, ok := traceKeyColumn(probe, k); ok {
+			t := keyFilterTarget{Join: n.ID, Key: i, Scan: scan.ID, Column: col}
+			if i < len(bkeys) && bkeys[i] >= 0 && bkeys[i] < len(build.Columns) {
+				t.BuildCol = build.Columns[bkeys[i]].Name
+			}
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// traceKeyColumn follows output column col of n down to the scan column
+// it is (see the file comment for the operators it passes).
+func traceKeyColumn(n *PhysNode, col int) (*PhysNode, string, bool) {
+	for {
+		if col < 0 || col >= len(n.Columns) {
+			return nil, "", false
+		}
+		switch n.Kind {
+		case PhysScan:
+			if n.Scan == nil || col >= len(n.Scan.Spec.Columns) {
+				return nil, "", false
+			}
+			return n, n.Scan.Spec.Columns[col], true
+		case PhysFilter, PhysSort, PhysExchange:
+			n = n.Inputs[0]
+		case PhysProject:
+			e := n.Project.Exprs[col]
+			if e.Kind != expr.KindColumn {
+				return nil, "", false
+			}
+			n, col = n.Inputs[0], e.Index
+		case PhysHashAgg:
+			if col >= len(n.Agg.GroupCols) {
+				return nil, "", false
+			}
+			n, col = n.Inputs[0], n.Agg.GroupCols[col]
+		case PhysDistinct:
+			if n.Distinct.Cols != nil && !slices.Contains(n.Distinct.Cols, col) {
+				return nil, "", false
+			}
+			n = n.Inputs[0]
+		case PhysHashJoin:
+			left := len(n.Inputs[0].Columns)
+			switch t := n.Join.Type; {
+			case col < left && t != exec.JoinRight && t != exec.JoinFull:
+				n = n.Inputs[0]
+			case col >= left && (t == exec.JoinInner || t == exec.JoinRight):
+				n, col = n.Inputs[1], col-left
+			default:
+				return nil, "", false
+			}
+		default:
+			return nil, "", false
+		}
+		if n == nil {
+			return nil, "", false
+		}
+	}
+}
+
+// keyFilterName names a filter in EXPLAIN ANALYZE.
+func keyFilterName(t keyFilterTarget) string {
+	return fmt.Sprintf("%s in %s", t.Column, t.BuildCol)
+}
