@@ -474,7 +474,7 @@ func (db *DB) describeFile(path string, cols []Column) (*File, []Column, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	sum, n, err := fileChecksum(path)
+	sum, n, err := recordChecksums(path, md, f)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -482,9 +482,6 @@ func (db *DB) describeFile(path string, cols []Column) (*File, []Column, error) 
 		return nil, nil, nferr.Dataf("%s changed while it was being registered", path)
 	}
 	f.Size, f.Checksum = size, sum
-	if err := recordChecksums(path, md, f); err != nil {
-		return nil, nil, err
-	}
 	addDistinctFromDictionaries(path, md, f)
 	return f, cols, nil
 }
