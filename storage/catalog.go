@@ -92,7 +92,8 @@ type RowGroup struct {
 	// Sums are the xxh3-64 checksums of each table column's chunk (its
 	// pages' bytes, in table column order), checked every time a scan
 	// reads the chunk. Nil: not recorded (an older catalog; the whole
-	// file is then verified on its first use in a process).
+	// file is then verified on its first use in a process, and its sums
+	// recorded, upgrade.go).
 	Sums []uint64 `json:"sums,omitempty"`
 }
 
@@ -410,7 +411,14 @@ func openCatalog(dir string) (*catalog, error) {
 // enter starts a catalog section: catalog.lock held exclusively (waiting
 // for another process's section to end), the store open, the in-memory
 // catalog as the store has it. Sections nest. The caller holds c.mu.
-func (c *catalog) enter() error {
+func (c *catalog) enter() error { return c.enterWith(true) }
+
+// tryEnter is enter for work that can wait for another time (upgrade.go):
+// it fails at once, KindBusy, when another process holds catalog.lock,
+// and does not ask a holder to let go (catalog.lock.want).
+func (c *catalog) tryEnter() error { return c.enterWith(false) }
+
+func (c *catalog) enterWith(wait bool) error {
 	if c.depth > 0 {
 		c.depth++
 		return nil
@@ -429,7 +437,13 @@ func (c *catalog) enter() error {
 		}
 		return err
 	}
-	lk, err := lockDirWait(c.dir, filepath.Join(c.dir, "catalog.lock"), LockWait)
+	var lk *dirLock
+	var err error
+	if wait {
+		lk, err = lockDirWait(c.dir, filepath.Join(c.dir, "catalog.lock"), LockWait)
+	} else {
+		lk, err = lockDir(c.dir, filepath.Join(c.dir, "catalog.lock"))
+	}
 	if err != nil {
 		return err
 	}

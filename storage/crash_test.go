@@ -138,6 +138,12 @@ func crashChild(dir, op, point string) int {
 			}
 			fmt.Printf("committed %d\n", round+1)
 		}
+	case "scan":
+		// Reading an older catalog's files records their sums (upgrade.go).
+		if _, err := scanAllRows(db); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			return 2
+		}
 	case "drop":
 		if err := db.DropTable("t", false); err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)

@@ -44,8 +44,8 @@ type DB struct {
 	Recovered []string
 
 	fs        *fileSet
-	files     fileTables // file tables (files.go)
-	verified  sync.Map   // abs path -> error (nil: verified)
+	files     fileTables  // file tables (files.go)
+	sums      sumsUpgrade // chunk checksums to record (upgrade.go)
 	closeOnce sync.Once
 }
 
@@ -77,6 +77,8 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{dir: abs, opts: opts, cat: cat, fs: &fileSet{dir: abs, verify: opts.VerifyChecksums}}
+	db.fs.verified = db.sumsVerified
+	db.sums.stop = make(chan struct{})
 	// Leftovers of writers that died (intents) and of deletions a crash
 	// cut short (garbage) are cleaned up only by a process alone with the
 	// database: another one's intent belongs to a live writer, and the
@@ -108,10 +110,16 @@ func OpenExisting(dir string, opts Options) (*DB, error) {
 	return Open(dir, opts)
 }
 
-// Close releases the catalog and its lock. Idempotent.
+// Close records the chunk checksums this process measured of an older
+// catalog's files (upgrade.go), then releases the catalog and its lock.
+// Idempotent.
 func (db *DB) Close() error {
 	var err error
-	db.closeOnce.Do(func() { err = db.cat.close() })
+	db.closeOnce.Do(func() {
+		close(db.sums.stop)
+		_, _ = db.recordSums(true) // best effort: the next process measures again
+		err = db.cat.close()
+	})
 	return err
 }
 
@@ -474,7 +482,7 @@ func (db *DB) describeFile(path string, cols []Column) (*File, []Column, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	sum, n, err := fileChecksum(path)
+	sum, n, err := recordChecksums(path, md, f)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -482,9 +490,6 @@ func (db *DB) describeFile(path string, cols []Column) (*File, []Column, error) 
 		return nil, nil, nferr.Dataf("%s changed while it was being registered", path)
 	}
 	f.Size, f.Checksum = size, sum
-	if err := recordChecksums(path, md, f); err != nil {
-		return nil, nil, err
-	}
 	addDistinctFromDictionaries(path, md, f)
 	return f, cols, nil
 }
@@ -558,10 +563,17 @@ type VerifyResult struct {
 	Table string
 	Path  string
 	Err   error // nil: size, checksum and footer match the catalog
+	// Recorded: the file had no chunk checksums (an older catalog); they
+	// are recorded now that the file was verified (upgrade.go).
+	Recorded bool
 }
 
 // Verify reads every file of the named tables (all when none are named)
 // and checks size, whole-file checksum and footer against the catalog.
+// Files of an older catalog that pass get their footer and chunk
+// checksums recorded, so that scans need no whole-file check of them any
+// more (upgrade.go); the results say which. An error (canceled, or the
+// checksums could not be recorded) comes with the results so far.
 func (db *DB) Verify(ctx context.Context, names ...string) ([]VerifyResult, error) {
 	var tables []*Table
 	if len(names) == 0 {
@@ -576,24 +588,39 @@ func (db *DB) Verify(ctx context.Context, names ...string) ([]VerifyResult, erro
 		}
 	}
 	var out []VerifyResult
+	queued := map[int]uint64{} // index in out -> file ID whose sums wait to be recorded
 	for _, t := range tables {
 		for _, f := range t.Files {
 			if err := ctx.Err(); err != nil {
 				return out, nferr.With(nferr.KindCanceled, err)
 			}
-			out = append(out, VerifyResult{Table: t.QualifiedName(), Path: db.Path(f), Err: db.verifyFile(f)})
+			md, err := db.fs.verifyFile(f)
+			if err == nil && needsWholeFileCheck(f) {
+				var m *measuredSums
+				if m, err = db.measureSums(f, md); err == nil {
+					db.queueSums(f.ID, m)
+					queued[len(out)] = f.ID
+				}
+			}
+			out = append(out, VerifyResult{Table: t.QualifiedName(), Path: db.Path(f), Err: err})
 		}
 	}
-	return out, nil
+	if len(queued) == 0 {
+		return out, nil
+	}
+	recorded, err := db.recordSums(true)
+	for i, id := range queued {
+		out[i].Recorded = recorded[id]
+	}
+	return out, err
 }
-
-func (db *DB) verifyFile(f *File) error { return db.fs.verifyFile(f) }
 
 func (db *DB) checkSize(f *File) error { return db.fs.checkSize(f) }
 
 // footer returns a file's parsed footer, cached for the process. The file's
 // size is checked against the catalog first, and with
-// Options.VerifyChecksums its whole-file checksum on first use.
+// Options.VerifyChecksums (or for a file of an older catalog,
+// needsWholeFileCheck) its whole-file checksum on first use.
 func (db *DB) footer(f *File) (*metadata.FileMetaData, error) { return db.fs.footer(f) }
 
 // fileSet resolves a table's data files under one directory, checks them
@@ -605,27 +632,41 @@ type fileSet struct {
 	dir     string // absolute
 	verify  bool
 	footers sync.Map // abs path + checksum -> *footerEntry
+	// verified, when set, is told of each file of an older catalog
+	// (needsWholeFileCheck) that passed its whole-file check, with its
+	// footer (DB.sumsVerified; nil for a worker's short-circuit reads).
+	verified func(f *File, md *metadata.FileMetaData) error
 }
 
 // Path is the absolute path of f.
 func (fs *fileSet) Path(f *File) string { return absIn(fs.dir, f.Path) }
 
-func (fs *fileSet) verifyFile(f *File) error {
+// matchesFooter checks that the footer md of the file at p holds the rows
+// and row groups the catalog recorded for f.
+func matchesFooter(p string, f *File, md *metadata.FileMetaData) error {
+	if md.NumRows != f.Rows || md.NumRowGroups() != len(f.RowGroups) {
+		return nferr.Dataf("data file %s does not match the catalog: %d rows in %d row groups, the catalog recorded %d in %d",
+			p, md.NumRows, md.NumRowGroups(), f.Rows, len(f.RowGroups))
+	}
+	return nil
+}
+
+// verifyFile checks f's size and whole-file checksum, then parses its
+// footer.
+func (fs *fileSet) verifyFile(f *File) (*metadata.FileMetaData, error) {
 	p := fs.Path(f)
 	if err := fs.checkSize(f); err != nil {
-		return err
+		return nil, err
 	}
 	sum, _, err := fileChecksum(p)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if sum != f.Checksum {
-		return nferr.Dataf("data file %s is corrupt: checksum %s, the catalog recorded %s", p, sum, f.Checksum)
+		return nil, nferr.Dataf("data file %s is corrupt: checksum %s, the catalog recorded %s", p, sum, f.Checksum)
 	}
-	if _, _, err := readFooter(p); err != nil {
-		return err
-	}
-	return nil
+	md, _, err := readFooter(p)
+	return md, err
 }
 
 func (fs *fileSet) checkFooterOf(f *File) error {
@@ -666,25 +707,26 @@ func (fs *fileSet) footer(f *File) (*metadata.FileMetaData, error) {
 			e.err = err
 			return
 		}
+		var md *metadata.FileMetaData
+		var err error
 		if fs.verify || needsWholeFileCheck(f) {
-			if err := fs.verifyFile(f); err != nil {
-				e.err = err
-				return
-			}
+			md, err = fs.verifyFile(f) // the whole file, footer included
+		} else if err = fs.checkFooterOf(f); err == nil {
+			md, _, err = readFooter(p)
 		}
-		if err := fs.checkFooterOf(f); err != nil {
-			e.err = err
-			return
-		}
-		md, _, err := readFooter(p)
 		if err != nil {
 			e.err = err
 			return
 		}
-		if md.NumRows != f.Rows || md.NumRowGroups() != len(f.RowGroups) {
-			e.err = nferr.Dataf("data file %s does not match the catalog: %d rows in %d row groups, the catalog recorded %d in %d",
-				p, md.NumRows, md.NumRowGroups(), f.Rows, len(f.RowGroups))
+		if err := matchesFooter(p, f, md); err != nil {
+			e.err = err
 			return
+		}
+		if fs.verified != nil && needsWholeFileCheck(f) {
+			if err := fs.verified(f, md); err != nil {
+				e.err = err
+				return
+			}
 		}
 		e.md = md
 	})

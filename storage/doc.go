@@ -112,9 +112,12 @@
 // answer. Files registered before chunk checksums existed have their
 // whole-file checksum verified on first use in a process instead (as all
 // files do with Options.VerifyChecksums); DB.Verify (`nicflow catalog
-// verify`) checks whole files. Panics of the Parquet decoder on malformed
-// input are recovered and returned as KindData errors naming the file and
-// row group.
+// verify`) checks whole files. A file of such an older catalog that passed
+// gets its footer and chunk checksums recorded in the catalog (upgrade.go,
+// one commit that changes nothing else and never makes a scan wait), so
+// that later processes need no whole-file check of it. Panics of the
+// Parquet decoder on malformed input are recovered and returned as
+// KindData errors naming the file and row group.
 //
 // The catalog counts its commits and seals the count in DIR/catalog.seal
 // after each (catalog_seal.go): a catalog that lost commits (a damaged

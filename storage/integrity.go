@@ -20,7 +20,8 @@ import (
 // chunk each time it reads it, so a damaged file is a KindData error naming
 // the file, row group and column, never a wrong answer. Files without
 // recorded sums (catalogs written before them) get their whole-file
-// checksum verified on their first use in a process instead. Files of
+// checksum verified on their first use in a process instead, after which
+// their sums are recorded (upgrade.go). Files of
 // external tables are covered the same way from their registration on: a
 // file rewritten in place afterwards fails its checks.
 

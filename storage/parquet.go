@@ -1,11 +1,13 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"math/big"
 	"os"
+	"sort"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -100,47 +102,117 @@ func fileChecksum(path string) (string, int64, error) {
 	return formatChecksum(h.Sum64()), n, nil
 }
 
-// recordChecksums fills f.FooterSum and every row group's chunk Sums from
-// the file at path, whose footer is md: what scans check before they trust
-// a footer or a chunk (integrity.go).
-func recordChecksums(path string, md *metadata.FileMetaData, f *File) error {
+// recordChecksums fills f.FooterSum and every row group's chunk Sums
+// from the file at path, whose footer is md: what scans check before they
+// trust a footer or a chunk (integrity.go). It reads the file once, in
+// order, and returns the whole-file checksum and size of the bytes it
+// read: the sums and the whole-file checksum are of the same bytes, so a
+// caller that finds the checksum it expects (a written file's, or an
+// older catalog's, upgrade.go) knows the sums are of that file too.
+func recordChecksums(path string, md *metadata.FileMetaData, f *File) (checksum string, size int64, err error) {
 	fh, err := os.Open(path)
 	if err != nil {
-		return fileErr(path, err)
+		return "", 0, fileErr(path, err)
 	}
 	defer fh.Close()
 	st, err := fh.Stat()
 	if err != nil {
-		return nferr.IOf("stat %s: %w", path, err)
+		return "", 0, nferr.IOf("stat %s: %w", path, err)
 	}
-	if f.FooterSum, err = footerSum(fh, st.Size()); err != nil {
-		return nferr.Wrap(nferr.KindData, err, "%s", path)
+	size = st.Size()
+	type chunk struct {
+		rg, col       int
+		start, length int64
 	}
-	var buf []byte
+	chunks := make([]chunk, 0, len(f.RowGroups)*len(f.ColumnIndex))
+	sums := make([][]uint64, len(f.RowGroups))
 	for r := range f.RowGroups {
 		rgm := md.RowGroup(r)
-		sums := make([]uint64, len(f.ColumnIndex))
+		sums[r] = make([]uint64, len(f.ColumnIndex))
 		for i, pc := range f.ColumnIndex {
 			cc, err := rgm.ColumnChunk(pc)
 			if err != nil {
-				return nferr.Dataf("%s row group %d: %v", path, r, err)
+				return "", 0, nferr.Dataf("%s row group %d: %v", path, r, err)
 			}
 			start, length := chunkRange(cc)
-			if start < 0 || length < 0 || length > st.Size()-start {
-				return nferr.Dataf("%s row group %d: column chunk at %d+%d lies outside the file of %d bytes", path, r, start, length, st.Size())
+			if start < 0 || length < 0 || start > size || length > size-start {
+				return "", 0, nferr.Dataf("%s row group %d: column chunk at %d+%d lies outside the file of %d bytes", path, r, start, length, size)
 			}
-			if int64(cap(buf)) < length {
-				buf = make([]byte, length)
-			}
-			buf = buf[:length]
-			if _, err := fh.ReadAt(buf, start); err != nil {
-				return nferr.IOf("reading %s: %w", path, err)
-			}
-			sums[i] = xxh3.Hash(buf)
+			chunks = append(chunks, chunk{r, i, start, length})
 		}
-		f.RowGroups[r].Sums = sums
 	}
-	return nil
+	sort.SliceStable(chunks, func(i, j int) bool { return chunks[i].start < chunks[j].start })
+	whole := xxh3.New()
+	var buf []byte
+	read := func(off, n int64) ([]byte, error) {
+		if int64(cap(buf)) < n {
+			buf = make([]byte, n)
+		}
+		b := buf[:n]
+		if _, err := fh.ReadAt(b, off); err != nil {
+			return nil, nferr.IOf("reading %s: %w", path, err)
+		}
+		return b, nil
+	}
+	// skipTo hashes the bytes between chunks (the leading magic, page
+	// indexes) into the whole-file checksum, a block at a time.
+	pos := int64(0)
+	skipTo := func(end int64) error {
+		for pos < end {
+			b, err := read(pos, min(end-pos, 1<<20))
+			if err != nil {
+				return err
+			}
+			whole.Write(b)
+			pos += int64(len(b))
+		}
+		return nil
+	}
+	for _, c := range chunks {
+		if err := skipTo(c.start); err != nil {
+			return "", 0, err
+		}
+		b, err := read(c.start, c.length)
+		if err != nil {
+			return "", 0, err
+		}
+		sums[c.rg][c.col] = xxh3.Hash(b)
+		// Chunks do not overlap in a well-formed file; should they, each
+		// byte still enters the whole-file checksum once.
+		if end := c.start + c.length; end > pos {
+			whole.Write(b[pos-c.start:])
+			pos = end
+		}
+	}
+	// The tail: the footer (and whatever precedes it after the last
+	// chunk), read in one piece unless it is implausibly large.
+	var tail []byte
+	if size-pos <= 16<<20 {
+		if tail, err = read(pos, size-pos); err != nil {
+			return "", 0, err
+		}
+		whole.Write(tail)
+		pos = size
+	} else if err := skipTo(size); err != nil {
+		return "", 0, err
+	}
+	var fsum uint64
+	footer, ferr := footerBytes(bytes.NewReader(tail), int64(len(tail)))
+	if ferr == nil {
+		fsum = xxh3.Hash(footer)
+	} else if fsum, err = footerSum(fh, size); err != nil {
+		// The footer does not lie after the last chunk: only a broken
+		// file is laid out so.
+		return "", 0, nferr.Wrap(nferr.KindData, err, "%s", path)
+	}
+	if st, err := fh.Stat(); err != nil || st.Size() != size {
+		return "", 0, nferr.Dataf("%s changed while it was being read", path)
+	}
+	f.FooterSum = fsum
+	for r := range f.RowGroups {
+		f.RowGroups[r].Sums = sums[r]
+	}
+	return formatChecksum(whole.Sum64()), size, nil
 }
 
 func fileErr(path string, err error) error {

@@ -351,8 +351,12 @@ func (a *Appender) finishFile() error {
 		return err
 	}
 	last := a.done[len(a.done)-1]
-	if err := recordChecksums(w.path, md, f); err != nil {
+	rsum, rsize, err := recordChecksums(w.path, md, f)
+	if err != nil {
 		return err
+	}
+	if rsum != sum || rsize != size {
+		return nferr.IOf("%s reads back differently than it was written (%d bytes, %s; wrote %d bytes, %s)", w.path, rsize, rsum, size, sum)
 	}
 	addDistinctFromDictionaries(w.path, md, f)
 	f.Path, f.Size, f.Checksum = last.Path, size, sum

@@ -76,29 +76,53 @@ var catalogVerifyCmd = &cobra.Command{
 	Long: `verify reads every file of the named tables (all tables by default) and checks
 its size, its whole-file xxh3 checksum and its Parquet footer against the
 catalog. It exits with status 3 (bad data) when any file is missing or corrupt.
-Scans check sizes and footers on every open; whole-file checksums are checked
-here (and by scans only with Options.VerifyChecksums), because reading whole
-files would double the I/O of scans that read a few columns.`,
+Scans check sizes and footers on every open, and every column chunk they read
+against the chunk checksums the catalog recorded when the file was written;
+whole-file checksums are checked here, because reading whole files would
+double the I/O of scans that read a few columns.
+
+A catalog written before nicflow recorded chunk checksums has only whole-file
+checksums, so every process reads each such file whole before its first scan
+of it (50-100 ms per query at TPC-H SF 1). Any process that verified such a
+file records its footer and chunk checksums in the catalog, so that later
+ones skip that; verify does it for every file that passes and says how many
+it upgraded. A file that fails gets nothing recorded and stays an error.`,
 	Example: `  nicflow catalog verify --dir data
-  nicflow catalog verify --dir data lineitem orders`,
+  nicflow catalog verify --dir data lineitem orders
+
+  # an older database: the first verify upgrades it
+  $ nicflow catalog verify --dir data/sf1
+  verified 18 files: 18 ok, 0 bad
+  recorded footer and chunk checksums of 18 files: scans no longer read them whole first`,
 	RunE: func(cmd *cobra.Command, args []string) error {
 		db, err := openCatalogReader()
 		if err != nil {
 			return err
 		}
 		defer db.Close()
+		// NB: with an error, res holds the files verified before it (the
+		// error: canceled, or their checksums could not be recorded).
 		res, err := db.Verify(cmd.Context(), args...)
-		if err != nil {
+		if err != nil && len(res) == 0 {
 			return err
 		}
-		bad := 0
+		bad, recorded := 0, 0
 		for _, r := range res {
 			if r.Err != nil {
 				bad++
 				fmt.Fprintf(cmd.OutOrStdout(), "BAD  %s\n", r.Err)
 			}
+			if r.Recorded {
+				recorded++
+			}
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "verified %d files: %d ok, %d bad\n", len(res), len(res)-bad, bad)
+		if recorded > 0 {
+			fmt.Fprintf(cmd.OutOrStdout(), "recorded footer and chunk checksums of %d files: scans no longer read them whole first\n", recorded)
+		}
+		if err != nil {
+			return err
+		}
 		if bad > 0 {
 			return nferr.Dataf("%d of %d files failed verification", bad, len(res))
 		}
