@@ -104,46 +104,86 @@ func keyFilterRows(st *keyFilterState, v *vector, sel []int32, n int, out []int3
 	return nil, false
 }
 
+// keyRowsInt and keyRowsDictInt are the scan's hot loops: the state's
+// fields in locals, the hash and the word test inlined, and the output
+// cursor advanced by the outcome (no branch per row; filter.go's NB).
+
 func keyRowsInt[T int32 | int64](st *keyFilterState, x []T, valid []bool, sel []int32, out []int32) []int32 {
+	lo, hi, words, shift := st.lo, st.hi, st.words, st.shift
 	k := 0
 	out = out[:cap(out)]
-	if sel == nil {
+	switch {
+	case sel == nil && valid == nil:
 		for i, val := range x {
+			v := int64(val)
+			h := KeyHashInt(v)
+			m := keyFilterMask(h)
 			out[k] = int32(i)
-			if (valid == nil || valid[i]) && st.mayHoldInt(int64(val)) {
-				k++
-			}
+			k += b2i(v >= lo && v <= hi && words[h>>shift]&m == m)
 		}
-		return out[:k]
-	}
-	for _, i := range sel {
-		out[k] = i
-		if (valid == nil || valid[i]) && st.mayHoldInt(int64(x[i])) {
-			k++
+	case sel == nil:
+		valid = valid[:len(x)]
+		for i, val := range x {
+			v := int64(val)
+			h := KeyHashInt(v)
+			m := keyFilterMask(h)
+			out[k] = int32(i)
+			k += b2i(valid[i] && v >= lo && v <= hi && words[h>>shift]&m == m)
+		}
+	default:
+		for _, i := range sel {
+			v := int64(x[i])
+			h := KeyHashInt(v)
+			m := keyFilterMask(h)
+			out[k] = i
+			k += b2i((valid == nil || valid[i]) && v >= lo && v <= hi && words[h>>shift]&m == m)
 		}
 	}
 	return out[:k]
 }
 
 func keyRowsDictInt[T int32 | int64](st *keyFilterState, dict []T, idx []int32, valid []bool, sel []int32, n int, out []int32) []int32 {
+	// The dictionary's entries are tested once each, then rows look
+	// their entry's outcome up (a dictionary larger than the chunk is
+	// tested row by row).
+	if len(dict) > n {
+		k := 0
+		out = out[:cap(out)]
+		for j := 0; j < lenRows(sel, n); j++ {
+			i := int32(j)
+			if sel != nil {
+				i = sel[j]
+			}
+			out[k] = i
+			k += b2i((valid == nil || valid[i]) && st.mayHoldInt(int64(dict[idx[i]])))
+		}
+		return out[:k]
+	}
+	pass := make([]bool, len(dict))
+	for e, val := range dict {
+		pass[e] = st.mayHoldInt(int64(val))
+	}
 	k := 0
 	out = out[:cap(out)]
 	if sel == nil {
 		for i := 0; i < n; i++ {
 			out[k] = int32(i)
-			if (valid == nil || valid[i]) && st.mayHoldInt(int64(dict[idx[i]])) {
-				k++
-			}
+			k += b2i((valid == nil || valid[i]) && pass[idx[i]])
 		}
 		return out[:k]
 	}
 	for _, i := range sel {
 		out[k] = i
-		if (valid == nil || valid[i]) && st.mayHoldInt(int64(dict[idx[i]])) {
-			k++
-		}
+		k += b2i((valid == nil || valid[i]) && pass[idx[i]])
 	}
 	return out[:k]
+}
+
+func lenRows(sel []int32, n int) int {
+	if sel != nil {
+		return len(sel)
+	}
+	return n
 }
 
 func keyRowsBytes(st *keyFilterState, v *vector, sel []int32, n int, out []int32) []int32 {
