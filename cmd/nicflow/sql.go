@@ -19,6 +19,7 @@ import (
 
 	"github.com/nicflow/nicflow/engine"
 	"github.com/nicflow/nicflow/exec"
+	"github.com/nicflow/nicflow/internal/gctune"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -201,7 +202,16 @@ func sessionOptions(memoryLimit string, parallel, batchSize int) (engine.Options
 // 400; peak RSS 470 MB -> 1.1 GB). docs/decisions.md has the figures.
 const gcPercent = 400
 
-// tuneGC sets the collector for query commands: GOGC 400, and a soft
+// gcMinPercent and gcHeadroom: as the live heap grows, GOGC falls so that
+// the heap grows by about gcHeadroom between collections, down to
+// gcMinPercent (internal/gctune; docs/decisions.md D34).
+const (
+	gcMinPercent = 50
+	gcHeadroom   = 128 << 20
+)
+
+// tuneGC sets the collector for query commands: GOGC 400 while the heap
+// is small, lower as it grows (gcHeadroom), and a soft
 // limit so that the heap is collected harder as it nears what the budget
 // implies (unless GOGC or GOMEMLIMIT are set): the budget plus a quarter
 // plus 64 MiB, but no more than 90% of the memory available to the
@@ -215,7 +225,7 @@ const gcPercent = 400
 // the same time (docs/decisions.md D19).
 func tuneGC(budget int64) {
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(gcPercent)
+		gctune.Start(gctune.Options{Max: gcPercent, Min: gcMinPercent, Headroom: gcHeadroom})
 	}
 	if os.Getenv("GOMEMLIMIT") == "" && budget > 0 {
 		debug.SetMemoryLimit(min(budget+budget/4+64<<20, max(budget, exec.DefaultMemoryLimit()/2*3)))
