@@ -32,6 +32,11 @@
 //     join's packed-key table keeps a one-hash Bloom filter of its keys
 //     (counted in the join's budget), so most probes for absent keys end
 //     at one bit test before the table is read.
+//   - A hash join may also publish its build keys to scans below its
+//     probe side (join_keyfilter.go, SetKeyFilters): only joins whose
+//     unmatched probe rows affect nothing (HashJoinSpec.ProbeDropsUnmatched),
+//     only once the build is complete in memory (a spilled build disables
+//     them); the join still tests every row it receives.
 //   - Large fresh slices that are read before they are written (hash
 //     slots, aggregate state, doubling build buffers) are prefaulted
 //     (prefault.go), so that no zero-page copy-on-write faults hit the hot

@@ -14,6 +14,10 @@
 // operators only the engine builds (morsel scans, shared materializations,
 // single-row checks) and the EXPLAIN ANALYZE counters (OpStats).
 //
+// keyfilter.go decides which hash join publishes its build keys to which
+// scan below its probe side (join key filters, wired by Build for local
+// scans; EXPLAIN shows them as "join filters=[...]").
+//
 // Invariants:
 //   - A physical plan's root has one stream; every node with several
 //     streams is consumed by goroutines (exchange producers or a shared
