@@ -206,7 +206,7 @@ const gcPercent = 400
 // the heap grows by about gcHeadroom between collections, down to
 // gcMinPercent (internal/gctune; docs/decisions.md D34).
 const (
-	gcMinPercent = 50
+	gcMinPercent = 20
 	gcHeadroom   = 128 << 20
 )
 
