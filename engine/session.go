@@ -566,7 +566,7 @@ func (s *Session) runStmt(ctx context.Context, st bind.Statement) (*Result, erro
 
 // plan turns an optimized query into a physical plan.
 func (s *Session) plan(q *bind.QueryStmt) (*phys.PhysPlan, error) {
-	return phys.PlanPhysical(q.Plan, q.Names, phys.PlanOptions{Parallelism: s.opts.Parallelism})
+	return phys.PlanPhysical(q.Plan, q.Names, phys.PlanOptions{Parallelism: s.opts.Parallelism, Local: true})
 }
 
 func (s *Session) newEnv(ctx context.Context) (*exec.Env, context.CancelFunc) {

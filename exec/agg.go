@@ -65,6 +65,43 @@ type HashAggSpec struct {
 	GroupCols []int
 	Aggs      []AggSpec
 	Phase     AggPhase
+	// Segmented (single phase, no DISTINCT or ordered-set aggregate): the
+	// input arrives in segments whose groups are disjoint (a scan of a
+	// table stored in key order, one row group a segment, grouped on the
+	// key). With a SegmentClock attached (SetSegmentClocks) the
+	// aggregate emits and forgets its groups at each segment's end, so it
+	// holds one segment's groups at a time; without one it aggregates as
+	// usual (still right: the planner only sets it where every group's
+	// rows reach one instance).
+	Segmented bool `json:"segmented,omitempty"`
+}
+
+// SegmentClock counts the segments a scan started (exec's side of
+// HashAggSpec.Segmented): the scan ticks it when it starts reading a new
+// segment, and the aggregate in the same pipeline (same goroutine)
+// compares it between batches. Not safe for concurrent use.
+type SegmentClock struct{ n uint64 }
+
+// Tick marks the start of a new segment.
+func (c *SegmentClock) Tick() { c.n++ }
+
+// SetSegmentClocks attaches clocks[i] to hash aggregate ops[i] when its
+// spec is Segmented (one clock per stream, ticked by that stream's scan).
+// Call before Open.
+func SetSegmentClocks(ops []Operator, clocks []*SegmentClock) {
+	for i, o := range ops {
+		a, ok := o.(*HashAgg)
+		if !ok || i >= len(clocks) || !a.spec.Segmented || a.spec.phase() != AggSingle || len(a.spec.GroupCols) == 0 {
+			continue
+		}
+		all := false
+		for _, ag := range a.spec.Aggs {
+			all = all || NeedsAllRows(ag)
+		}
+		if !all {
+			a.seg = clocks[i]
+		}
+	}
 }
 
 func (s HashAggSpec) phase() AggPhase {
@@ -146,6 +183,10 @@ type HashAgg struct {
 	pending  *Batch    // partial phase: the batch to aggregate after a flush
 	flushing bool      // partial phase: emitting early to free memory
 	flushes  int       // partial phase: early flushes so far
+
+	seg     *SegmentClock // segmented: the input's segment clock
+	segAt   uint64        // segmented: the segment of the groups held
+	segDone bool          // the flush under way ends a segment
 }
 
 // NewHashAgg validates spec against the input schema and builds the
@@ -272,8 +313,9 @@ func (a *HashAgg) Next() (*Batch, error) {
 		a.consumed = true
 	}
 	for a.flushing && a.emitted >= a.ngroups {
-		// A partial aggregate emitted its groups early to free memory:
-		// start afresh with the rest of the input.
+		// A partial aggregate emitted its groups early to free memory, or
+		// a segmented one ended a segment: start afresh with the rest of
+		// the input.
 		if err := a.restart(); err != nil {
 			return a.fail(err)
 		}
@@ -339,6 +381,14 @@ func (a *HashAgg) consume() error {
 			var err error
 			if b, err = a.in.Next(); err != nil {
 				return err
+			}
+			if b != nil && a.seg != nil && a.seg.n != a.segAt {
+				// A new segment: its groups are none of those held.
+				a.segAt = a.seg.n
+				if a.sp == nil && a.table.groups() > 0 {
+					a.pending, a.flushing, a.segDone = b, true, true
+					return nil
+				}
 			}
 		}
 		if b == nil {
@@ -460,8 +510,16 @@ func (a *HashAgg) canFlush(err error) bool {
 // restart drops the emitted groups of an early flush.
 func (a *HashAgg) restart() error {
 	a.flushing = false
-	a.table.release()
-	a.table = newKeyTable(a.keys, a.acct)
+	if a.segDone {
+		// NB: the next segment's groups reuse the table's memory: fresh
+		// slot arrays for every segment would fault in new pages each
+		// time.
+		a.segDone = false
+		a.table.reset()
+	} else {
+		a.table.release()
+		a.table = newKeyTable(a.keys, a.acct)
+	}
 	for i, ag := range a.spec.Aggs {
 		fn, err := newAggFnOf(ag, a.argDT[i], false, a.op)
 		if err != nil {

@@ -294,6 +294,29 @@ func (t *keyTable) release() {
 	t.sc = keyScratch{}
 }
 
+// reset empties the table but keeps its memory (slot arrays, key
+// storage), still charged: for a table refilled again and again (a
+// segmented aggregate's).
+func (t *keyTable) reset() {
+	t.t64.reset()
+	t.t128.reset()
+	t.tb.reset()
+}
+
+func (t *fixedTable[K]) reset() {
+	clear(t.slots)
+	t.keys = t.keys[:0]
+	if t.filter != nil {
+		clear(t.filter)
+	}
+}
+
+func (t *bytesTable) reset() {
+	clear(t.slots)
+	t.arena = t.arena[:0]
+	t.offs = append(t.offs[:0], 0)
+}
+
 // preGrow charges the account for growing slot arrays before they are
 // allocated, so a huge rehash fails cleanly instead of exhausting memory.
 func (t *keyTable) preGrow(extra int64) error {

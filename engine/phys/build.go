@@ -160,6 +160,11 @@ type builder struct {
 	// join is built first.
 	keyFilters []keyFilterTarget
 	kf         map[keyFilterTarget]*storage.KeyFilter
+	// segScan maps a scan node to the segmented aggregate it clocks;
+	// clocks holds each such aggregate's clocks (one per stream), made
+	// when its scan is built.
+	segScan map[int]int
+	clocks  map[int][]*exec.SegmentClock
 	// work holds the work tables of the recursive nodes built so far.
 	work map[int]*exec.WorkTable
 	// mu serializes the builds made while the query runs (a recursive
@@ -169,7 +174,26 @@ type builder struct {
 }
 
 func newBuilder(plan *PhysPlan, opts BuildOptions) *builder {
-	b := &builder{opts: opts, shared: map[int]*sharedMat{}, kf: map[keyFilterTarget]*storage.KeyFilter{}}
+	b := &builder{opts: opts, shared: map[int]*sharedMat{}, kf: map[keyFilterTarget]*storage.KeyFilter{},
+		segScan: map[int]int{}, clocks: map[int][]*exec.SegmentClock{}}
+	var segs func(n *PhysNode)
+	segs = func(n *PhysNode) {
+		if n == nil {
+			return
+		}
+		if n.Kind == PhysHashAgg && n.Agg != nil && n.Agg.Segmented && len(n.Inputs) == 1 {
+			if s := segmentScan(n.Inputs[0], n.Agg.GroupCols); s != nil && s.Streams == n.Streams {
+				b.segScan[s.ID] = n.ID
+			}
+		}
+		for _, in := range n.Inputs {
+			segs(in)
+		}
+	}
+	segs(plan.Root)
+	for _, d := range plan.Shared {
+		segs(d.Root)
+	}
 	if _, local := opts.Source.(*storage.DB); local {
 		// NB: only local scans apply key filters (a storage node's scan
 		// runs in another process).
@@ -292,6 +316,12 @@ func (b *builder) build(n *PhysNode) ([]exec.Operator, error) {
 				exec.SetKeyFilters(ops, kf)
 			}
 		}
+		if err == nil && n.Kind == PhysHashAgg {
+			if c := b.clocks[n.ID]; c != nil {
+				exec.SetSegmentClocks(ops, c)
+				delete(b.clocks, n.ID)
+			}
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -356,9 +386,19 @@ func (b *builder) scan(n *PhysNode) ([]exec.Operator, error) {
 	}
 	q := &TaskQueue{tasks: tasks}
 	kf := b.scanKeyFilters(n)
+	var clocks []*exec.SegmentClock
+	if agg, ok := b.segScan[n.ID]; ok {
+		for range n.Streams {
+			clocks = append(clocks, &exec.SegmentClock{})
+		}
+		b.clocks[agg] = clocks
+	}
 	ops := make([]exec.Operator, n.Streams)
 	for i := range ops {
 		ops[i] = &morselScan{src: b.opts.Source, spec: spec, q: q, schema: sch, keyFilters: kf}
+		if clocks != nil {
+			ops[i].(*morselScan).clock = clocks[i]
+		}
 	}
 	return ops, nil
 }

@@ -238,6 +238,9 @@ func physLine(n *PhysNode) string {
 		if n.Agg.Phase != "" && n.Agg.Phase != exec.AggSingle {
 			s += " " + string(n.Agg.Phase)
 		}
+		if n.Agg.Segmented {
+			s += " segmented"
+		}
 		if len(n.Agg.GroupCols) > 0 {
 			s += " group=[" + ColNames(in(0), n.Agg.GroupCols) + "]"
 		}

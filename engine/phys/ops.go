@@ -67,6 +67,9 @@ type morselScan struct {
 	schema *arrow.Schema
 	// keyFilters are the join key filters the scan applies.
 	keyFilters []storage.ScanKeyFilter
+	// clock, when set, is ticked at every task (row group): a segmented
+	// aggregate in this stream's pipeline flushes its groups then.
+	clock *exec.SegmentClock
 
 	env    *exec.Env
 	cur    *exec.Scan
@@ -96,6 +99,9 @@ func (s *morselScan) Next() (*exec.Batch, error) {
 			if !ok {
 				s.done = true
 				break
+			}
+			if s.clock != nil {
+				s.clock.Tick()
 			}
 			spec := s.spec
 			if t.Path != "" {

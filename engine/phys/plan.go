@@ -68,6 +68,10 @@ type PlanOptions struct {
 	// results is cheap; above, it would redo most of the work on one
 	// core).
 	RepartitionGroups float64
+	// Local: the plan runs in this process over the local database (not
+	// cut into distributed stages), which allows segmented aggregation
+	// (segment.go).
+	Local bool
 }
 
 // Validate fills defaults and checks the options.
@@ -610,6 +614,11 @@ func (pl *physPlanner) aggregate(n *plan.AggregateNode) (*pnode, error) {
 	groups := pl.est.Rows(n)
 	var out *pnode
 	switch {
+	case pl.opts.Local && !distinct && len(spec.GroupCols) > 0 && segmentScan(in.n, spec.GroupCols) != nil:
+		// Every group's rows are in one stream and one row group: no
+		// repartition, and groups are emitted a row group at a time.
+		spec.Segmented = true
+		out, err = pl.node(&PhysNode{Kind: PhysHashAgg, Streams: in.n.Streams, Agg: &spec}, layout, groups, in)
 	case in.n.Streams == 1:
 		out, err = pl.node(&PhysNode{Kind: PhysHashAgg, Streams: 1, Agg: &spec}, layout, groups, in)
 	case distinct && len(spec.GroupCols) == 0:
