@@ -44,7 +44,10 @@ import (
 //	hash aggregates  partial per stream -> gather -> final when the
 //	                 estimated groups are few; hash repartition by the
 //	                 group key into P single-phase aggregates when many
-//	                 (and always for DISTINCT aggregates with groups)
+//	                 (and always for DISTINCT aggregates with groups);
+//	                 local plans grouped on a key whose row groups hold
+//	                 disjoint ranges: one segmented aggregate per scan
+//	                 stream, no exchange (segment.go)
 //	hash joins       the probe side's streams probe one table that all
 //	                 build streams fill (exec.NewParallelHashJoin)
 //	nested loops     the right side is broadcast to every left stream
