@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"slices"
+
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -13,7 +15,9 @@ import (
 // (*storage.DB, embedded mode) or a *storage.RemoteScanner reading from
 // storage nodes over Flight.
 //
-// Batches are dense (Sel is nil): the storage filter compacts survivors
+// Batches from the local database are dense (Sel is nil); batches from a
+// storage node carry a selection when key filters (ScanConfig.KeyFilters)
+// dropped rows. The storage filter compacts survivors
 // while it copies them out of the Parquet decoder's buffers, which costs
 // one gather per surviving value, whereas a selection vector would force
 // materializing every decoded row into Arrow arrays first (see
@@ -28,6 +32,12 @@ type Scan struct {
 	parallelism int
 	keyFilters  []storage.ScanKeyFilter
 	schema      *arrow.Schema
+	// selfFilter: the source does not apply keyFilters (a storage node's
+	// scan): Next applies those on projected columns, kfCol[i] being
+	// filter i's output column (-1: not projected).
+	selfFilter bool
+	kfCol      []int
+	sel        []int32
 
 	env    *Env
 	it     storage.RecordIterator
@@ -90,6 +100,12 @@ func (s *Scan) Open(env *Env) error {
 		return err
 	}
 	s.it = it
+	if a, ok := it.(storage.KeyFilterApplier); len(s.keyFilters) > 0 && (!ok || !a.AppliesKeyFilters()) {
+		s.selfFilter = true
+		for _, k := range s.keyFilters {
+			s.kfCol = append(s.kfCol, slices.Index(spec.Columns, k.Column))
+		}
+	}
 	return nil
 }
 
@@ -125,8 +141,39 @@ func (s *Scan) Next() (*Batch, error) {
 		}
 		s.cur = rec
 		s.out = Batch{Cols: rec.Columns(), N: int(rec.NumRows())}
+		if s.selfFilter && !s.applyKeyFilters() {
+			s.release()
+			continue // no row can match
+		}
 		return &s.out, nil
 	}
+}
+
+// applyKeyFilters narrows s.out to the rows the key filters pass (a
+// selection vector); false when none does.
+func (s *Scan) applyKeyFilters() bool {
+	var sel []int32 // nil: all rows
+	for i, k := range s.keyFilters {
+		c := s.kfCol[i]
+		if c < 0 {
+			continue
+		}
+		if cap(s.sel) < s.out.N {
+			s.sel = make([]int32, s.out.N)
+		}
+		kept, ok := k.Filter.FilterArray(s.out.Cols[c], sel, s.sel[:s.out.N])
+		if !ok {
+			continue
+		}
+		if len(kept) == 0 {
+			return false
+		}
+		sel = kept
+	}
+	if sel != nil && len(sel) < s.out.N {
+		s.out.Sel = sel
+	}
+	return true
 }
 
 func (s *Scan) release() {

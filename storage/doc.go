@@ -89,11 +89,12 @@
 // into dense Arrow arrays (no selection vectors leave storage). Counters:
 // ScanStats.
 //
-// Join key filters (keyfilter.go, scan_keyfilter.go): a local scan may
-// also apply ScanOptions.KeyFilters, the build keys a hash join above it
+// Join key filters (keyfilter.go, scan_keyfilter.go, keyfilter_arrow.go):
+// a local scan may also apply ScanOptions.KeyFilters, the build keys a hash join above it
 // publishes at run time (min/max and a Bloom filter). They run after the
 // predicate, before materialization, and skip row groups whose statistics
-// miss the keys. INVARIANT: a key filter never drops a row whose key is a
+// miss the keys (records from storage nodes get them in exec.Scan, through
+// KeyFilter.FilterArray). INVARIANT: a key filter never drops a row whose key is a
 // build key; until published (or once disabled or off) it passes every
 // row, and nothing ever waits for it.
 //

@@ -141,7 +141,9 @@ type ScanOptions struct {
 	// KeyFilters are join key filters (keyfilter.go) on columns of the
 	// table: rows whose value cannot match drop before they are
 	// materialized, and row groups whose statistics say none can match are
-	// skipped. Local scans only: a storage node's scan ignores them.
+	// skipped. Only the local Scanner applies them (KeyFilterApplier): a
+	// storage node's scan ignores them, and exec.Scan applies them to the
+	// records it receives.
 	KeyFilters []ScanKeyFilter
 }
 

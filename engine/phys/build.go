@@ -194,15 +194,13 @@ func newBuilder(plan *PhysPlan, opts BuildOptions) *builder {
 	for _, d := range plan.Shared {
 		segs(d.Root)
 	}
-	if _, local := opts.Source.(*storage.DB); local {
-		// NB: only local scans apply key filters (a storage node's scan
-		// runs in another process).
-		roots := []*PhysNode{plan.Root}
-		for _, d := range plan.Shared {
-			roots = append(roots, d.Root)
-		}
-		b.keyFilters = keyFilterTargets(roots...)
+	// NB: a local scan applies key filters while decoding; a storage
+	// node's records get them in exec.Scan as they arrive.
+	roots := []*PhysNode{plan.Root}
+	for _, d := range plan.Shared {
+		roots = append(roots, d.Root)
 	}
+	b.keyFilters = keyFilterTargets(roots...)
 	return b
 }
 

@@ -28,9 +28,12 @@ import (
 //
 // Anything else (limits, top-N, windows, unions, shared or remote inputs,
 // expressions) stops the search: there the filter would change which rows
-// reach the join, or the scan runs in another process. Targets are found
+// reach the join, or the rows come from another task. Targets are found
 // per plan or fragment built, so a filter never crosses a network
-// exchange (a fragment's remote nodes end the search).
+// exchange (a fragment's remote nodes end the search). A scan of the
+// local database applies its filters while decoding; a scan reading from
+// storage nodes (a cluster worker's) applies them to the records it
+// receives (exec.Scan).
 //
 // Estimates do not decide: a HAVING or LIKE estimate may be off by four
 // orders of magnitude (TPC-H Q18 at SF 10: 15M orders estimated, 624
