@@ -48,6 +48,28 @@ func (s HashJoinSpec) ProbeDropsUnmatched() bool {
 	return false
 }
 
+// EmitsWhileProbing reports whether the join keeps no state per build row:
+// every output row is produced while a probe row is probed, none in a tail
+// of build rows after the probe side ends (outer joins preserving the
+// build side, and semi, anti and mark joins building on their preserved
+// left side, keep matched flags). Then the probe side may be split
+// between tasks that each join against all build rows (dist), and output
+// batches belong to the probe batch being probed (phys/segment.go).
+func (s HashJoinSpec) EmitsWhileProbing() bool {
+	buildLeft := s.buildLeft()
+	switch s.Type {
+	case JoinFull:
+		return false
+	case JoinLeft:
+		return !buildLeft
+	case JoinRight:
+		return buildLeft
+	case JoinSemi, JoinAnti, JoinMark:
+		return !buildLeft
+	}
+	return true
+}
+
 // KeyFilterDomain says whether a key of type t can be filtered and in
 // which domain: integers (ints true: stored as 32- or 64-bit integers) or
 // bytes (strings, binary).

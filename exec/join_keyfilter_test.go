@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/nicflow/nicflow/storage"
 )
@@ -30,28 +29,18 @@ func (p *keyFilterProbe) Next() (*Batch, error) {
 		if err != nil || b == nil {
 			return b, err
 		}
-		p.sel = p.sel[:0]
-		c := b.Cols[p.col]
-		for j := 0; j < b.Len(); j++ {
-			i := rowAt(b.Sel, j)
-			var pass bool
-			switch a := c.(type) {
-			case *array.Int64:
-				pass = p.f.PassesInt(a.Value(i), a.IsNull(i))
-			case *array.String:
-				pass = p.f.PassesBytes([]byte(a.Value(i)), a.IsNull(i))
-			default:
-				panic(fmt.Sprintf("key column %T", c))
-			}
-			if pass {
-				p.sel = append(p.sel, int32(i))
-			} else {
-				*p.dropped++
-			}
+		if cap(p.sel) < b.N {
+			p.sel = make([]int32, b.N)
 		}
-		if len(p.sel) == 0 {
+		kept, ok := p.f.FilterArray(b.Cols[p.col], b.Sel, p.sel[:b.N])
+		if !ok {
+			return b, nil // not published yet
+		}
+		*p.dropped += b.Len() - len(kept)
+		if len(kept) == 0 {
 			continue
 		}
+		p.sel = kept
 		p.out = Batch{Cols: b.Cols, N: b.N, Sel: p.sel}
 		return &p.out, nil
 	}

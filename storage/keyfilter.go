@@ -105,37 +105,6 @@ func (f *KeyFilter) active() *keyFilterState {
 	return s
 }
 
-// PassesInt reports whether a row whose key is v (NULL: null) may pass:
-// always while the filter is not published, disabled or off. For
-// operators other than the scan (tests, remote batches); the scan has
-// typed loops of its own.
-func (f *KeyFilter) PassesInt(v int64, null bool) bool {
-	s := f.active()
-	switch {
-	case s == nil:
-		return true
-	case null || s.empty:
-		return false
-	case !s.ints:
-		return true
-	}
-	return s.mayHoldInt(v)
-}
-
-// PassesBytes is PassesInt for a bytes-domain key.
-func (f *KeyFilter) PassesBytes(v []byte, null bool) bool {
-	s := f.active()
-	switch {
-	case s == nil:
-		return true
-	case null || s.empty:
-		return false
-	case s.ints:
-		return true
-	}
-	return s.mayHoldBytes(v)
-}
-
 // keyFilterOffRatio: after keyFilterProbation rows, a filter passing more
 // than this share of them turns off.
 const (

@@ -913,20 +913,7 @@ func withScans(n *phys.PhysNode, set func(n *phys.PhysNode, s *phys.ScanOp)) *ph
 // broadcastable: every task may join its probe rows against all build
 // rows; false when the join keeps state per build row (outer joins
 // preserving the build side, semi/anti/mark joins building on the left).
-func broadcastable(s *exec.HashJoinSpec) bool {
-	buildLeft := s.Build == exec.SideLeft
-	switch s.Type {
-	case exec.JoinFull:
-		return false
-	case exec.JoinLeft:
-		return !buildLeft
-	case exec.JoinRight:
-		return buildLeft
-	case exec.JoinSemi, exec.JoinAnti, exec.JoinMark:
-		return !buildLeft
-	}
-	return true
-}
+func broadcastable(s *exec.HashJoinSpec) bool { return s.EmitsWhileProbing() }
 
 func (d *distPlanner) hashJoin(n *phys.PhysNode) (frag, error) {
 	l, err := d.walk(n.Inputs[0])

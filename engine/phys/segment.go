@@ -66,7 +66,7 @@ func segmentSource(n *PhysNode, col int) *PhysNode {
 			buildLeft := n.Join.Build == exec.SideLeft
 			probeLeft := !buildLeft
 			fromLeft := col < left
-			if fromLeft != probeLeft || !probeStreams(n.Join.Type, buildLeft) {
+			if fromLeft != probeLeft || !n.Join.EmitsWhileProbing() {
 				return nil
 			}
 			if fromLeft {
@@ -79,22 +79,6 @@ func segmentSource(n *PhysNode, col int) *PhysNode {
 		}
 	}
 	return nil
-}
-
-// probeStreams: the join emits every output row while probing (no tail of
-// build rows after the probe side ends).
-func probeStreams(t exec.JoinType, buildLeft bool) bool {
-	switch t {
-	case exec.JoinInner:
-		return true
-	case exec.JoinLeft:
-		return !buildLeft
-	case exec.JoinRight:
-		return buildLeft
-	case exec.JoinSemi, exec.JoinAnti, exec.JoinMark:
-		return !buildLeft
-	}
-	return false
 }
 
 // strictlyDisjoint: no value is in two row groups (ClusterCol allows a
