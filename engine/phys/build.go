@@ -3,6 +3,7 @@ package phys
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"testing"
 
@@ -159,7 +160,7 @@ type builder struct {
 	// the filter object of each, created by whichever of the scan and the
 	// join is built first.
 	keyFilters []keyFilterTarget
-	kf         map[keyFilterTarget]*storage.KeyFilter
+	kf         map[[2]int]*storage.KeyFilter // by (join node, key)
 	// segScan maps a scan node to the segmented aggregate it clocks;
 	// clocks holds each such aggregate's clocks (one per stream), made
 	// when its scan is built.
@@ -174,7 +175,7 @@ type builder struct {
 }
 
 func newBuilder(plan *PhysPlan, opts BuildOptions) *builder {
-	b := &builder{opts: opts, shared: map[int]*sharedMat{}, kf: map[keyFilterTarget]*storage.KeyFilter{},
+	b := &builder{opts: opts, shared: map[int]*sharedMat{}, kf: map[[2]int]*storage.KeyFilter{},
 		segScan: map[int]int{}, clocks: map[int][]*exec.SegmentClock{}}
 	var segs func(n *PhysNode)
 	segs = func(n *PhysNode) {
@@ -204,12 +205,14 @@ func newBuilder(plan *PhysPlan, opts BuildOptions) *builder {
 	return b
 }
 
-// keyFilter returns the filter object of t.
+// keyFilter returns the filter object of t's join key (one for all the
+// scans it reaches, the branches of a UNION ALL).
 func (b *builder) keyFilter(t keyFilterTarget) *storage.KeyFilter {
-	f := b.kf[t]
+	id := [2]int{t.Join, t.Key}
+	f := b.kf[id]
 	if f == nil {
 		f = storage.NewKeyFilter(keyFilterName(t))
-		b.kf[t] = f
+		b.kf[id] = f
 	}
 	return f
 }
@@ -229,7 +232,7 @@ func (b *builder) scanKeyFilters(n *PhysNode) []storage.ScanKeyFilter {
 func (b *builder) joinKeyFilters(n *PhysNode) []exec.JoinKeyFilter {
 	var out []exec.JoinKeyFilter
 	for _, t := range b.keyFilters {
-		if t.Join == n.ID {
+		if t.Join == n.ID && !slices.ContainsFunc(out, func(k exec.JoinKeyFilter) bool { return k.Key == t.Key }) {
 			out = append(out, exec.JoinKeyFilter{Key: t.Key, Filter: b.keyFilter(t)})
 		}
 	}

@@ -18,6 +18,7 @@ import (
 // under which filtering a column commutes:
 //
 //	filter, sort, exchange  rows pass unchanged
+//	union (ALL)             the key of each input
 //	project                 the key is a column reference
 //	hash_agg                the key is a group column
 //	distinct                the key is one of the distinct columns
@@ -26,7 +27,7 @@ import (
 //	                        inner join, the left of left/semi/anti/mark
 //	                        joins, the right of a right join)
 //
-// Anything else (limits, top-N, windows, unions, shared or remote inputs,
+// Anything else (limits, top-N, windows, shared or remote inputs,
 // expressions) stops the search: there the filter would change which rows
 // reach the join, or the rows come from another task. Targets are found
 // per plan or fragment built, so a filter never crosses a network
@@ -90,8 +91,8 @@ func joinKeyFilters(n *PhysNode) []keyFilterTarget {
 		if _, ok := exec.KeyFilterDomain(probe.Columns[k].Type.Arrow()); !ok {
 			continue
 		}
-		if scan, col, ok := traceKeyColumn(probe, k); ok {
-			t := keyFilterTarget{Join: n.ID, Key: i, Scan: scan.ID, Column: col}
+		for _, sc := range traceKeyColumn(probe, k, nil) {
+			t := keyFilterTarget{Join: n.ID, Key: i, Scan: sc.scan.ID, Column: sc.col}
 			if i < len(bkeys) && bkeys[i] >= 0 && bkeys[i] < len(build.Columns) {
 				t.BuildCol = build.Columns[bkeys[i]].Name
 			}
@@ -101,35 +102,47 @@ func joinKeyFilters(n *PhysNode) []keyFilterTarget {
 	return out
 }
 
-// traceKeyColumn follows output column col of n down to the scan column
-// it is (see the file comment for the operators it passes).
-func traceKeyColumn(n *PhysNode, col int) (*PhysNode, string, bool) {
+// keyScanCol is a scan node and one of its table columns.
+type keyScanCol struct {
+	scan *PhysNode
+	col  string
+}
+
+// traceKeyColumn follows output column col of n down to the scan columns
+// it is (see the file comment for the operators it passes; a UNION ALL
+// leads to one in each input), appending them to out.
+func traceKeyColumn(n *PhysNode, col int, out []keyScanCol) []keyScanCol {
 	for {
-		if col < 0 || col >= len(n.Columns) {
-			return nil, "", false
+		if n == nil || col < 0 || col >= len(n.Columns) {
+			return out
 		}
 		switch n.Kind {
 		case PhysScan:
 			if n.Scan == nil || col >= len(n.Scan.Spec.Columns) {
-				return nil, "", false
+				return out
 			}
-			return n, n.Scan.Spec.Columns[col], true
+			return append(out, keyScanCol{n, n.Scan.Spec.Columns[col]})
+		case PhysUnion:
+			for _, in := range n.Inputs {
+				out = traceKeyColumn(in, col, out)
+			}
+			return out
 		case PhysFilter, PhysSort, PhysExchange:
 			n = n.Inputs[0]
 		case PhysProject:
 			e := n.Project.Exprs[col]
 			if e.Kind != expr.KindColumn {
-				return nil, "", false
+				return out
 			}
 			n, col = n.Inputs[0], e.Index
 		case PhysHashAgg:
 			if col >= len(n.Agg.GroupCols) {
-				return nil, "", false
+				return out
 			}
 			n, col = n.Inputs[0], n.Agg.GroupCols[col]
 		case PhysDistinct:
 			if n.Distinct.Cols != nil && !slices.Contains(n.Distinct.Cols, col) {
-				return nil, "", false
+				return out
 			}
 			n = n.Inputs[0]
 		case PhysHashJoin:
@@ -140,13 +153,10 @@ func traceKeyColumn(n *PhysNode, col int) (*PhysNode, string, bool) {
 			case col >= left && (t == exec.JoinInner || t == exec.JoinRight):
 				n, col = n.Inputs[1], col-left
 			default:
-				return nil, "", false
+				return out
 			}
 		default:
-			return nil, "", false
-		}
-		if n == nil {
-			return nil, "", false
+			return out
 		}
 	}
 }
