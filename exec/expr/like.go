@@ -2,6 +2,7 @@ package expr
 
 import (
 	"bytes"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -54,7 +55,41 @@ type likeMatcher struct {
 	startAnch  bool // the pattern does not begin with '%'
 	endAnch    bool // the pattern does not end with '%'
 	hasPercent bool
+	// need is the longest literal every match contains (nil: none worth
+	// searching for): a batch is searched for it once, end to end, and
+	// only the rows holding it are matched (candidateRows).
+	need   []byte
+	needAt int // the position in need of its rarest byte
 }
+
+// byteFreq ranks how common a byte is in text (higher: more common), from
+// English letter frequencies; other bytes rank low (rare) except space.
+func byteFreq(c byte) int {
+	const order = "etaoinshrdlcumwfgypbvkjxqz" // most to least common
+	switch {
+	case c == ' ':
+		return 100
+	case c >= 'a' && c <= 'z':
+		return 60 - strings.IndexByte(order, c)*2
+	case c >= 'A' && c <= 'Z':
+		return 20
+	}
+	return 10
+}
+
+// rarestByte is the position of lit's rarest byte.
+func rarestByte(lit []byte) int {
+	at := 0
+	for i := range lit {
+		if byteFreq(lit[i]) < byteFreq(lit[at]) {
+			at = i
+		}
+	}
+	return at
+}
+
+// minNeed is the shortest required literal worth a whole-batch search.
+const minNeed = 3
 
 // compileLike parses pattern with escape character esc (-1: none).
 func CompileLikePattern(pattern []byte, esc int) (*likeMatcher, error) {
@@ -160,7 +195,59 @@ func CompileLikePattern(pattern []byte, esc int) (*likeMatcher, error) {
 		m.Kind = LikeGeneral
 	}
 	m.segs = ne
+	if m.Kind == LikeContains || m.Kind == LikeGeneral {
+		// The literal whose rarest byte is rarest: the search runs on
+		// that byte (bytes.IndexByte is vectorized) and checks the
+		// literal around each hit.
+		best := 1 << 30
+		for _, s := range ne {
+			for _, t := range s.toks {
+				if len(t.lit) < minNeed {
+					continue
+				}
+				at := rarestByte(t.lit)
+				if f := byteFreq(t.lit[at]); f < best || f == best && len(t.lit) > len(m.need) {
+					best, m.need, m.needAt = f, t.lit, at
+				}
+			}
+		}
+	}
 	return m, nil
+}
+
+// candidateRows marks the rows in [lo, hi) whose string holds lit, by
+// searching the batch's string bytes from row lo's start to row hi's end
+// at once (a vectorized bytes.Index over long runs, instead of a call per
+// row): a hit is a candidate when it lies within one row, and the search
+// then resumes at the next row. Rows are contiguous and in order in str
+// (vec's INVARIANT).
+func candidateRows(str []byte, off []int32, lo, hi int, lit []byte, at int, marks []bool) {
+	clear(marks[lo:hi])
+	p, end := int(off[lo]), int(off[hi])
+	r := lo
+	c := lit[at]
+	for p+len(lit) <= end {
+		// The next place lit may start: its rarest byte found first.
+		i := bytes.IndexByte(str[p+at:end-len(lit)+at+1], c)
+		if i < 0 {
+			return
+		}
+		hit := p + i
+		if !bytes.Equal(str[hit:hit+len(lit)], lit) {
+			p = hit + 1
+			continue
+		}
+		for int(off[r+1]) <= hit {
+			r++
+		}
+		if hit+len(lit) <= int(off[r+1]) {
+			marks[r] = true
+			p = int(off[r+1])
+			r++
+			continue
+		}
+		p = hit + 1
+	}
 }
 
 func hasRuneAt(p []byte, i int, r rune) bool {
@@ -310,6 +397,7 @@ type likeNode struct {
 	v        vec
 	matchBuf []bool
 	nulls    []bool
+	cand     []bool // likeSelect's candidate rows
 }
 
 func (c *compiler) compileLike(args []node, neg bool, desc string) (node, error) {
@@ -408,7 +496,7 @@ func (x *likeNode) filter(b *evalBatch, sel []int32) ([]int32, error) {
 	out := Grow(x.out, size)
 	x.out = out
 	if x.m != nil {
-		return likeSelect(x.m, x.neg, out, v, s, n), nil
+		return likeSelect(x.m, x.neg, out, v, s, n, &x.cand), nil
 	}
 	k := 0
 	var ferr error
@@ -432,9 +520,33 @@ func (x *likeNode) filter(b *evalBatch, sel []int32) ([]int32, error) {
 
 // likeSelect writes the rows of sel (nil: all n) whose string matches m
 // (neg: does not match) to out. The pattern kind is switched on once.
-func likeSelect(m *likeMatcher, neg bool, out []int32, v *vec, sel []int32, n int) []int32 {
+func likeSelect(m *likeMatcher, neg bool, out []int32, v *vec, sel []int32, n int, scratch *[]bool) []int32 {
 	k := 0
 	str, off := v.str, v.off
+	if m.need != nil && n > 0 && (sel == nil || len(sel) > 0) {
+		lo, hi := 0, n
+		if sel != nil {
+			lo, hi = int(sel[0]), int(sel[len(sel)-1])+1
+		}
+		if cap(*scratch) < n {
+			*scratch = make([]bool, n)
+		}
+		marks := (*scratch)[:n]
+		candidateRows(str, off, lo, hi, m.need, m.needAt, marks)
+		contains := m.Kind == LikeContains
+		if sel == nil {
+			for i := 0; i < n; i++ {
+				out[k] = int32(i)
+				k += b2i((marks[i] && (contains || m.Match(str[off[i]:off[i+1]]))) != neg)
+			}
+		} else {
+			for _, i := range sel {
+				out[k] = i
+				k += b2i((marks[i] && (contains || m.Match(str[off[i]:off[i+1]]))) != neg)
+			}
+		}
+		return out[:k]
+	}
 	switch m.Kind {
 	case LikePrefix:
 		if sel == nil {
