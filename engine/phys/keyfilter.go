@@ -49,6 +49,10 @@ type keyFilterTarget struct {
 	Column          string
 	// BuildCol names the join's build key column (EXPLAIN ANALYZE).
 	BuildCol string
+	// build and buildKey are the join's build input and key column
+	// (planning only).
+	build    *PhysNode
+	buildKey int
 }
 
 // keyFilterTargets finds the filters of the trees under roots (inputs
@@ -71,7 +75,55 @@ func keyFilterTargets(roots ...*PhysNode) []keyFilterTarget {
 	for _, r := range roots {
 		walk(r)
 	}
-	return out
+	return dropWholeTableBuilds(out)
+}
+
+// dropWholeTableBuilds removes the filters of joins whose build key is a
+// column of a whole table: a scan with no predicate and no key filter of
+// its own, reached through projections and exchanges. Such a build holds
+// every value of the column, so its filter would pass nearly every probe
+// row (TPC-H's orders joined to all of customer), after costing a hash per
+// build row. Removing one join's filters may leave another scan whole:
+// repeat until nothing changes.
+func dropWholeTableBuilds(ts []keyFilterTarget) []keyFilterTarget {
+	for {
+		filtered := map[int]bool{}
+		for _, t := range ts {
+			filtered[t.Scan] = true
+		}
+		var keep []keyFilterTarget
+		for _, t := range ts {
+			if !t.wholeBuild(filtered) {
+				keep = append(keep, t)
+			}
+		}
+		if len(keep) == len(ts) {
+			return ts
+		}
+		ts = keep
+	}
+}
+
+// wholeBuild reports whether t's build key is a column of a whole table.
+func (t keyFilterTarget) wholeBuild(filtered map[int]bool) bool {
+	n, col := t.build, t.buildKey
+	for n != nil && col >= 0 && col < len(n.Columns) {
+		switch n.Kind {
+		case PhysScan:
+			return n.Scan != nil && n.Scan.Spec.Filter == nil && n.Scan.Residual == "" && !filtered[n.ID]
+		case PhysExchange:
+			n = n.Inputs[0]
+		case PhysProject:
+			e := n.Project.Exprs[col]
+			if e.Kind != expr.KindColumn {
+				return false
+			}
+			n, col = n.Inputs[0], e.Index
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 func joinKeyFilters(n *PhysNode) []keyFilterTarget {
@@ -92,7 +144,10 @@ func joinKeyFilters(n *PhysNode) []keyFilterTarget {
 			continue
 		}
 		for _, sc := range traceKeyColumn(probe, k, nil) {
-			t := keyFilterTarget{Join: n.ID, Key: i, Scan: sc.scan.ID, Column: sc.col}
+			t := keyFilterTarget{Join: n.ID, Key: i, Scan: sc.scan.ID, Column: sc.col, build: build, buildKey: -1}
+			if i < len(bkeys) {
+				t.buildKey = bkeys[i]
+			}
 			if i < len(bkeys) && bkeys[i] >= 0 && bkeys[i] < len(build.Columns) {
 				t.BuildCol = build.Columns[bkeys[i]].Name
 			}
