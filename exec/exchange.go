@@ -17,8 +17,7 @@ package exec
 //     per input. A producer pulls batches, Retains their arrays (they are
 //     borrowed), copies their selection, and sends them to the outputs'
 //     bounded queues (depth max(2, N) batches per output), charging the
-//     queued bytes to the exchange's account: a forced one (bounded, it
-//     never fails; spillable operators spill sooner instead).
+//     queued bytes to the "exchange" account.
 //   - An output's Next returns the next queued batch; the arrays stay
 //     valid until its next Next or Close, then are released.
 //   - Errors: the first error of any producer (or of opening an input)
@@ -220,13 +219,7 @@ func (r *router) err() error {
 func (r *router) start(env *Env) {
 	r.startOnce.Do(func() {
 		r.ctx, r.cancel = context.WithCancel(env.Ctx)
-		// NB: forced: the queues are bounded (depth batches per output,
-		// plus what each producer holds while it sends) and cannot spill,
-		// so their growth never fails the query; it leaves the spillable
-		// accounts less room, and they spill sooner. A plain account
-		// failed when spilling aggregates' forced write buffers had taken
-		// the budget's last quarter (TestParallelSpills at 3-4 MiB).
-		r.acct = &syncAccount{a: env.Budget.NewForcedAccount(r.name)}
+		r.acct = &syncAccount{a: env.Budget.NewAccount(r.name)}
 		cenv := *env
 		cenv.Ctx = r.ctx
 		for _, in := range r.inputs {
