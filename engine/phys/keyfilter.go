@@ -114,11 +114,10 @@ func (t keyFilterTarget) wholeBuild(filtered map[int]bool) bool {
 		case PhysExchange:
 			n = n.Inputs[0]
 		case PhysProject:
-			e := n.Project.Exprs[col]
-			if e.Kind != expr.KindColumn {
+			var ok bool
+			if n, col, ok = projectedColumn(n, col); !ok {
 				return false
 			}
-			n, col = n.Inputs[0], e.Index
 		default:
 			return false
 		}
@@ -185,11 +184,10 @@ func traceKeyColumn(n *PhysNode, col int, out []keyScanCol) []keyScanCol {
 		case PhysFilter, PhysSort, PhysExchange:
 			n = n.Inputs[0]
 		case PhysProject:
-			e := n.Project.Exprs[col]
-			if e.Kind != expr.KindColumn {
+			var ok bool
+			if n, col, ok = projectedColumn(n, col); !ok {
 				return out
 			}
-			n, col = n.Inputs[0], e.Index
 		case PhysHashAgg:
 			if col >= len(n.Agg.GroupCols) {
 				return out
@@ -214,6 +212,16 @@ func traceKeyColumn(n *PhysNode, col int, out []keyScanCol) []keyScanCol {
 			return out
 		}
 	}
+}
+
+// projectedColumn follows output column col of project node n to the
+// input column it passes on unchanged; ok is false for an expression.
+func projectedColumn(n *PhysNode, col int) (in *PhysNode, inCol int, ok bool) {
+	e := n.Project.Exprs[col]
+	if e.Kind != expr.KindColumn {
+		return nil, 0, false
+	}
+	return n.Inputs[0], e.Index, true
 }
 
 // keyFilterName names a filter in EXPLAIN ANALYZE.

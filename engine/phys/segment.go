@@ -4,7 +4,6 @@ import (
 	"sort"
 
 	"github.com/nicflow/nicflow/exec"
-	"github.com/nicflow/nicflow/exec/expr"
 )
 
 // Segmented aggregation: a table stored in key order (lineitem and orders
@@ -56,11 +55,10 @@ func segmentSource(n *PhysNode, col int) *PhysNode {
 		case PhysFilter:
 			n = n.Inputs[0]
 		case PhysProject:
-			e := n.Project.Exprs[col]
-			if e.Kind != expr.KindColumn {
+			var ok bool
+			if n, col, ok = projectedColumn(n, col); !ok {
 				return nil
 			}
-			n, col = n.Inputs[0], e.Index
 		case PhysHashJoin:
 			left := len(n.Inputs[0].Columns)
 			buildLeft := n.Join.Build == exec.SideLeft
