@@ -58,19 +58,7 @@ func (f *KeyFilter) FilterArray(a arrow.Array, sel []int32, out []int32) (kept [
 		if b := d.Buffers()[2]; b != nil {
 			data = b.Bytes()
 		}
-		k := 0
-		out = out[:cap(out)]
-		for j := 0; j < tested; j++ {
-			i := j
-			if sel != nil {
-				i = int(sel[j])
-			}
-			out[k] = int32(i)
-			if (valid == nil || valid[i]) && st.mayHoldBytes(data[offs[i]:offs[i+1]]) {
-				k++
-			}
-		}
-		kept = out[:k]
+		kept = keyRowsBytes(st, offs, data, nil, valid, sel, n, out)
 	default:
 		return sel, false
 	}

@@ -99,7 +99,10 @@ func keyFilterRows(st *keyFilterState, v *vector, sel []int32, n int, out []int3
 		}
 		return keyRowsInt(st, v.i64[:n], v.valid, sel, out), true
 	case !st.ints && v.kind == kString:
-		return keyRowsBytes(st, v, sel, n, out), true
+		if v.dict != nil {
+			return keyRowsBytes(st, v.dict.offs, v.dict.data, v.idx, v.valid, sel, n, out), true
+		}
+		return keyRowsBytes(st, v.offs, v.data, nil, v.valid, sel, n, out), true
 	}
 	return nil, false
 }
@@ -186,31 +189,24 @@ func lenRows(sel []int32, n int) int {
 	return n
 }
 
-func keyRowsBytes(st *keyFilterState, v *vector, sel []int32, n int, out []int32) []int32 {
-	offs, data, idx := v.offs, v.data, []int32(nil)
-	if v.dict != nil {
-		offs, data, idx = v.dict.offs, v.dict.data, v.idx
-	}
-	val := func(i int32) []byte {
-		if idx != nil {
-			i = idx[i]
-		}
-		return data[offs[i]:offs[i+1]]
-	}
+// keyRowsBytes keeps the candidate rows whose string (row i is
+// data[offs[i]:offs[i+1]], or entry idx[i] of a dictionary when idx is
+// set) may be a build key. The scan's vectors and Arrow arrays
+// (FilterArray) both lay strings out this way.
+func keyRowsBytes(st *keyFilterState, offs []int32, data []byte, idx []int32, valid []bool, sel []int32, n int, out []int32) []int32 {
 	k := 0
 	out = out[:cap(out)]
-	if sel == nil {
-		for i := 0; i < n; i++ {
-			out[k] = int32(i)
-			if (v.valid == nil || v.valid[i]) && st.mayHoldBytes(val(int32(i))) {
-				k++
-			}
+	for j := 0; j < lenRows(sel, n); j++ {
+		i := int32(j)
+		if sel != nil {
+			i = sel[j]
 		}
-		return out[:k]
-	}
-	for _, i := range sel {
+		e := i
+		if idx != nil {
+			e = idx[i]
+		}
 		out[k] = i
-		if (v.valid == nil || v.valid[i]) && st.mayHoldBytes(val(i)) {
+		if (valid == nil || valid[i]) && st.mayHoldBytes(data[offs[e]:offs[e+1]]) {
 			k++
 		}
 	}
