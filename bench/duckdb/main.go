@@ -75,13 +75,7 @@ type timing struct {
 
 func run(dir string, qlist string, o options) error {
 	runs, threads, memTables, format := o.runs, o.threads, o.memTables, o.format
-	if dir == "" {
-		return fmt.Errorf("--dir is required")
-	}
-	if runs < 1 || threads < 1 {
-		return fmt.Errorf("--runs and --threads must be at least 1")
-	}
-	qs, err := benchq.ParseQueries(qlist)
+	qs, err := benchq.Args(dir, qlist, runs, threads)
 	if err != nil {
 		return err
 	}

@@ -66,13 +66,7 @@ type measure struct {
 }
 
 func run(dir, nicflow, qlist, engines, format string, runs, threads int) error {
-	if dir == "" {
-		return fmt.Errorf("--dir is required")
-	}
-	if runs < 1 || threads < 1 {
-		return fmt.Errorf("--runs and --threads must be at least 1")
-	}
-	qs, err := benchq.ParseQueries(qlist)
+	qs, err := benchq.Args(dir, qlist, runs, threads)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,18 @@ func StripComments(s string) string {
 	return b.String()
 }
 
+// Args checks the flags both programs take and returns the queries of
+// qlist (ParseQueries).
+func Args(dir, qlist string, runs, threads int) ([]int, error) {
+	if dir == "" {
+		return nil, fmt.Errorf("--dir is required")
+	}
+	if runs < 1 || threads < 1 {
+		return nil, fmt.Errorf("--runs and --threads must be at least 1")
+	}
+	return ParseQueries(qlist)
+}
+
 // ParseQueries reads a query list such as "1-22" or "1,3,6" (TPC-H
 // numbers 1 to 22, each once, in the order given).
 func ParseQueries(s string) ([]int, error) {
