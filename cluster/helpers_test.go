@@ -33,7 +33,11 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv("NICFLOW_TEST_LAUNCHER"); dir != "" {
 		os.Exit(runTestLauncher(dir, os.Getenv("NICFLOW_TEST_PIDS")))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if sharedKeys != "" {
+		os.RemoveAll(sharedKeys)
+	}
+	os.Exit(code)
 }
 
 func runTestNode(args []string) int {

@@ -45,6 +45,9 @@ func TestBrowserConsole(t *testing.T) {
 	aopts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(bin),
 		chromedp.UserDataDir(t.TempDir()),
+		// NB: Chromium makes its own org.chromium.* directories under
+		// TMPDIR and leaves them behind; keep them in the test's.
+		chromedp.Env("TMPDIR=" + t.TempDir()),
 		chromedp.Headless,
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,

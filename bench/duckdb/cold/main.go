@@ -10,19 +10,15 @@
 package main
 
 import (
-	"bytes"
 	"database/sql"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	_ "github.com/duckdb/duckdb-go/v2"
@@ -53,16 +49,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "cold:", err)
 		os.Exit(1)
 	}
-}
-
-// measure is one engine's fastest run of a query.
-type measure struct {
-	wall   time.Duration
-	cpu    time.Duration // user + system of the child
-	sys    time.Duration
-	rssKiB int64
-	minflt int64
-	ran    bool
 }
 
 func run(dir, nicflow, qlist, engines, format string, runs, threads int) error {
@@ -110,35 +96,35 @@ func run(dir, nicflow, qlist, engines, format string, runs, threads int) error {
 		if err := os.WriteFile(df, []byte(intervalPrecision.ReplaceAllString(text, "$1")), 0o644); err != nil {
 			return err
 		}
-		var mn, md measure
+		var mn, md benchq.Measure
 		for r := 0; r < runs; r++ {
 			if doN {
-				m, err := timeProc(nicflow, "sql", "--dir", dir, "--parallel", strconv.Itoa(threads), "--format", "csv", "-f", nf)
+				m, err := benchq.TimeProc(nil, nicflow, "sql", "--dir", dir, "--parallel", strconv.Itoa(threads), "--format", "csv", "-f", nf)
 				if err != nil {
 					return fmt.Errorf("nicflow Q%d: %w", q, err)
 				}
-				mn = best(mn, m)
+				mn = benchq.Best(mn, m)
 			}
 			if doD {
-				m, err := timeProc(self, "-duckdb-child", "-dir", dir, "-threads", strconv.Itoa(threads), "-f", df)
+				m, err := benchq.TimeProc(nil, self, "-duckdb-child", "-dir", dir, "-threads", strconv.Itoa(threads), "-f", df)
 				if err != nil {
 					return fmt.Errorf("duckdb Q%d: %w", q, err)
 				}
-				md = best(md, m)
+				md = benchq.Best(md, m)
 			}
 		}
-		totN += mn.wall
-		totD += md.wall
-		peakN, peakD = max(peakN, mn.rssKiB), max(peakD, md.rssKiB)
+		totN += mn.Wall
+		totD += md.Wall
+		peakN, peakD = max(peakN, mn.RSSKiB), max(peakD, md.RSSKiB)
 		ratio := 0.0
-		if mn.ran && md.ran {
-			ratio = float64(mn.wall) / float64(md.wall)
+		if mn.Ran && md.Ran {
+			ratio = float64(mn.Wall) / float64(md.Wall)
 			worst = max(worst, ratio)
 		}
 		if format == "csv" {
-			fmt.Printf("Q%d,%s,%s,%.2f,%d,%d,%s,%s,%s,%d\n", q, ms(mn.wall), ms(md.wall), ratio, mn.rssKiB>>10, md.rssKiB>>10, ms(mn.cpu), ms(md.cpu), ms(mn.sys), mn.minflt)
+			fmt.Printf("Q%d,%s,%s,%.2f,%d,%d,%s,%s,%s,%d\n", q, benchq.Ms(mn.Wall), benchq.Ms(md.Wall), ratio, mn.RSSKiB>>10, md.RSSKiB>>10, benchq.Ms(mn.CPU), benchq.Ms(md.CPU), benchq.Ms(mn.Sys), mn.MinFlt)
 		} else {
-			fmt.Printf("Q%-5d %10s %10s %6.2f %9d %9d %9s %9s %9s %9d\n", q, ms(mn.wall), ms(md.wall), ratio, mn.rssKiB>>10, md.rssKiB>>10, ms(mn.cpu), ms(md.cpu), ms(mn.sys), mn.minflt)
+			fmt.Printf("Q%-5d %10s %10s %6.2f %9d %9d %9s %9s %9s %9d\n", q, benchq.Ms(mn.Wall), benchq.Ms(md.Wall), ratio, mn.RSSKiB>>10, md.RSSKiB>>10, benchq.Ms(mn.CPU), benchq.Ms(md.CPU), benchq.Ms(mn.Sys), mn.MinFlt)
 		}
 	}
 	ratio := 0.0
@@ -146,46 +132,11 @@ func run(dir, nicflow, qlist, engines, format string, runs, threads int) error {
 		ratio = float64(totN) / float64(totD)
 	}
 	if format == "csv" {
-		fmt.Printf("total,%s,%s,%.2f,%d,%d,,,,\n", ms(totN), ms(totD), ratio, peakN>>10, peakD>>10)
+		fmt.Printf("total,%s,%s,%.2f,%d,%d,,,,\n", benchq.Ms(totN), benchq.Ms(totD), ratio, peakN>>10, peakD>>10)
 	} else {
-		fmt.Printf("%-6s %10s %10s %6.2f %9d %9d  (worst query %.2fx; RSS: the peak over queries)\n", "total", ms(totN), ms(totD), ratio, peakN>>10, peakD>>10, worst)
+		fmt.Printf("%-6s %10s %10s %6.2f %9d %9d  (worst query %.2fx; RSS: the peak over queries)\n", "total", benchq.Ms(totN), benchq.Ms(totD), ratio, peakN>>10, peakD>>10, worst)
 	}
 	return nil
-}
-
-func ms(d time.Duration) string {
-	return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64)
-}
-
-func best(a, b measure) measure {
-	if !a.ran || b.wall < a.wall {
-		return b
-	}
-	return a
-}
-
-// timeProc runs a command to completion (its output discarded, its
-// standard error kept for the error message) and returns its wall time
-// and resource usage.
-func timeProc(name string, args ...string) (measure, error) {
-	cmd := exec.Command(name, args...)
-	cmd.Stdout = io.Discard
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	start := time.Now()
-	err := cmd.Run()
-	wall := time.Since(start)
-	if err != nil {
-		return measure{}, fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
-	}
-	m := measure{wall: wall, ran: true}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		m.rssKiB = ru.Maxrss
-		m.minflt = ru.Minflt
-		m.sys = time.Duration(ru.Stime.Nano())
-		m.cpu = time.Duration(ru.Utime.Nano()) + m.sys
-	}
-	return m, nil
 }
 
 // duckdbChild runs a script in DuckDB over views on the Parquet files and

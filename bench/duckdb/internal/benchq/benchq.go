@@ -37,7 +37,10 @@ func Args(dir, qlist string, runs, threads int) ([]int, error) {
 
 // ParseQueries reads a query list such as "1-22" or "1,3,6" (TPC-H
 // numbers 1 to 22, each once, in the order given).
-func ParseQueries(s string) ([]int, error) {
+func ParseQueries(s string) ([]int, error) { return ParseQueryList(s, 22) }
+
+// ParseQueryList reads a query list of numbers 1 to n.
+func ParseQueryList(s string, n int) ([]int, error) {
 	var qs []int
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
@@ -53,8 +56,8 @@ func ParseQueries(s string) ([]int, error) {
 			}
 		}
 		for q := a; q <= b; q++ {
-			if q < 1 || q > 22 {
-				return nil, fmt.Errorf("query %d out of range 1-22", q)
+			if q < 1 || q > n {
+				return nil, fmt.Errorf("query %d out of range 1-%d", q, n)
 			}
 			if !slices.Contains(qs, q) {
 				qs = append(qs, q)

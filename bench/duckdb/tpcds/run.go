@@ -1,0 +1,391 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/csv"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/duckdb/duckdb-go/v2"
+
+	"github.com/nicflow/nicflow/bench/duckdb/internal/benchq"
+	"github.com/nicflow/nicflow/engine"
+)
+
+type runOptions struct {
+	runs, threads int
+	warm, verify  bool
+}
+
+type result struct {
+	q          int
+	n, d       benchq.Measure
+	nErr, dErr string
+	answer     string
+}
+
+func run(dir, nicflow, qlist string, o runOptions) error {
+	qs, err := benchq.ParseQueryList(qlist, 99)
+	if err != nil {
+		return err
+	}
+	if o.runs < 1 || o.threads < 1 {
+		return fmt.Errorf("--runs and --threads must be at least 1")
+	}
+	sfText, err := os.ReadFile(filepath.Join(dir, "tpcds", "sf"))
+	if err != nil {
+		return fmt.Errorf("%s holds no TPC-DS data (run tpcds gen): %w", dir, err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	var w *warmEngines
+	if o.warm {
+		if w, err = openWarm(dir, o.threads); err != nil {
+			return err
+		}
+		defer w.close()
+	}
+	mode := "cold (a fresh process per run)"
+	if o.warm {
+		mode = "warm (both engines in one process)"
+	}
+	fmt.Printf("TPC-DS SF %s %s, %d threads, min of %d runs\n", strings.TrimSpace(string(sfText)), mode, o.threads, o.runs)
+	fmt.Printf("%-5s %10s %10s %6s %9s %9s  %s\n", "query", "nicflow_ms", "duckdb_ms", "ratio", "nf_rssMiB", "dk_rssMiB", "answer")
+	var res []result
+	for _, q := range qs {
+		qf := queryFile(dir, q)
+		text, err := os.ReadFile(qf)
+		if err != nil {
+			return err
+		}
+		r := result{q: q}
+		var nRows, dRows [][]string
+		for i := 0; i < o.runs && r.nErr == "" && r.dErr == ""; i++ {
+			keep := o.verify && i == 0
+			var m benchq.Measure
+			var rows [][]string
+			var err error
+			if o.warm {
+				m, rows, err = w.nicflow(string(text), keep)
+			} else {
+				m, rows, err = coldProc(keep, nicflow, "sql", "--dir", dir, "--parallel", strconv.Itoa(o.threads), "--format", "csv", "-f", qf)
+			}
+			if err != nil {
+				r.nErr = firstLine(err.Error())
+				break
+			}
+			r.n = benchq.Best(r.n, m)
+			if keep {
+				nRows = rows
+			}
+			if o.warm {
+				m, rows, err = w.duckdb(string(text), keep)
+			} else {
+				m, rows, err = coldProc(keep, self, "duckdb-child", "--dir", dir, "--threads", strconv.Itoa(o.threads), "-f", qf)
+			}
+			if err != nil {
+				r.dErr = firstLine(err.Error())
+				break
+			}
+			r.d = benchq.Best(r.d, m)
+			if keep {
+				dRows = rows
+			}
+		}
+		switch {
+		case r.nErr != "":
+			r.answer = "nicflow error: " + r.nErr
+		case r.dErr != "":
+			r.answer = "duckdb error: " + r.dErr
+		case o.verify:
+			r.answer = compareRows(nRows, dRows)
+		}
+		res = append(res, r)
+		ratio := 0.0
+		if r.n.Ran && r.d.Ran {
+			ratio = float64(r.n.Wall) / float64(r.d.Wall)
+		}
+		fmt.Printf("q%-4d %10s %10s %6.2f %9d %9d  %s\n", q, benchq.Ms(r.n.Wall), benchq.Ms(r.d.Wall), ratio, r.n.RSSKiB>>10, r.d.RSSKiB>>10, r.answer)
+	}
+	var totN, totD time.Duration
+	var peakN, peakD int64
+	both, worstQ, differ := 0, 0, 0
+	worst := 0.0
+	for _, r := range res {
+		if !r.n.Ran || !r.d.Ran {
+			continue
+		}
+		both++
+		totN += r.n.Wall
+		totD += r.d.Wall
+		peakN, peakD = max(peakN, r.n.RSSKiB), max(peakD, r.d.RSSKiB)
+		if ratio := float64(r.n.Wall) / float64(r.d.Wall); ratio > worst {
+			worst, worstQ = ratio, r.q
+		}
+		if o.verify && r.answer != "ok" {
+			differ++
+		}
+	}
+	fmt.Printf("total %10s %10s %6.2f %9d %9d  over the %d of %d queries both engines answered; worst q%d %.2fx",
+		benchq.Ms(totN), benchq.Ms(totD), float64(totN)/float64(max(totD, time.Microsecond)), peakN>>10, peakD>>10, both, len(res), worstQ, worst)
+	if o.verify {
+		fmt.Printf("; %d answers differ", differ)
+	}
+	fmt.Println()
+	return nil
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
+
+// coldProc runs a child that prints CSV (a header line, then rows) and
+// returns the rows when keep.
+func coldProc(keep bool, name string, args ...string) (benchq.Measure, [][]string, error) {
+	var out bytes.Buffer
+	var m benchq.Measure
+	var err error
+	if keep {
+		m, err = benchq.TimeProc(&out, name, args...)
+	} else {
+		m, err = benchq.TimeProc(nil, name, args...)
+	}
+	if err != nil || !keep {
+		return m, nil, err
+	}
+	r := csv.NewReader(&out)
+	r.FieldsPerRecord = -1 // the header line is checked by nobody
+	recs, err := r.ReadAll()
+	if err != nil {
+		return m, nil, fmt.Errorf("reading the output of %s: %w", filepath.Base(name), err)
+	}
+	if len(recs) > 0 {
+		recs = recs[1:]
+	}
+	return m, recs, nil
+}
+
+// compareRows says "ok" when the rows agree: in order, or else as
+// multisets (queries order by columns with ties, and a LIMIT cuts a tie
+// anywhere: that shows as a difference in the last rows only); numbers
+// within 1e-6 relative or 0.01 absolute.
+func compareRows(n, d [][]string) string {
+	if len(n) != len(d) {
+		return fmt.Sprintf("DIFFERS: %d rows, duckdb %d", len(n), len(d))
+	}
+	first := -1
+	for i := range n {
+		if !rowEqual(n[i], d[i]) {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return "ok"
+	}
+	sn, sd := slices.Clone(n), slices.Clone(d)
+	cmp := func(a, b []string) int { return slices.Compare(a, b) }
+	slices.SortFunc(sn, cmp)
+	slices.SortFunc(sd, cmp)
+	same := true
+	for i := range sn {
+		if !rowEqual(sn[i], sd[i]) {
+			same = false
+			break
+		}
+	}
+	if same {
+		return "ok"
+	}
+	return fmt.Sprintf("DIFFERS at row %d: %v, duckdb %v", first+1, n[first], d[first])
+}
+
+func rowEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] == b[i] {
+			continue
+		}
+		x, err1 := strconv.ParseFloat(a[i], 64)
+		y, err2 := strconv.ParseFloat(b[i], 64)
+		if err1 != nil || err2 != nil {
+			return false
+		}
+		if diff := math.Abs(x - y); diff > 0.01 && diff > 1e-6*math.Max(math.Abs(x), math.Abs(y)) {
+			return false
+		}
+	}
+	return true
+}
+
+// views makes DuckDB read every table of the nicflow database in dir
+// from nicflow's own Parquet files.
+func views(db *sql.DB, dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		files, _ := filepath.Glob(filepath.Join(dir, e.Name(), "*.parquet"))
+		if len(files) == 0 {
+			continue
+		}
+		glob := filepath.Join(dir, e.Name(), "*.parquet")
+		stmt := fmt.Sprintf("CREATE VIEW %s AS SELECT * FROM read_parquet('%s')", e.Name(), strings.ReplaceAll(glob, "'", "''"))
+		if _, err := db.Exec(stmt); err != nil {
+			return fmt.Errorf("%s: %w", stmt, err)
+		}
+	}
+	return nil
+}
+
+// duckdbRows runs the statements of a script and returns the rows of its
+// last query in text (when keep; else empty rows that only count).
+func duckdbRows(db *sql.DB, text string, keep bool) ([][]string, error) {
+	var out [][]string
+	for _, stmt := range strings.Split(text, ";") {
+		s := strings.TrimSpace(benchq.StripComments(stmt))
+		if s == "" {
+			continue
+		}
+		rows, err := db.Query(s)
+		if err != nil {
+			return nil, err
+		}
+		cols, _ := rows.Columns()
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		out = out[:0]
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			var row []string
+			if keep {
+				row = make([]string, len(vals))
+				for i, v := range vals {
+					row[i] = cellText(v)
+				}
+			}
+			out = append(out, row)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// cellText renders a DuckDB value as nicflow's CSV does.
+func cellText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case duckdb.Decimal:
+		return x.String()
+	case time.Time:
+		if x.Hour() == 0 && x.Minute() == 0 && x.Second() == 0 && x.Nanosecond() == 0 {
+			return x.Format("2006-01-02")
+		}
+		return x.Format("2006-01-02 15:04:05.999999")
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case float32:
+		return strconv.FormatFloat(float64(x), 'g', -1, 32)
+	case []byte:
+		return string(x)
+	case bool:
+		if x {
+			return "t"
+		}
+		return "f"
+	}
+	return fmt.Sprint(v)
+}
+
+// duckdbChild runs a query file in a fresh DuckDB and prints its rows as
+// CSV.
+func duckdbChild(dir, file string, threads int) error {
+	text, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	db, err := openDuckDB("", threads)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := views(db, dir); err != nil {
+		return err
+	}
+	rows, err := duckdbRows(db, string(text), true)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(os.Stdout)
+	w.Write([]string{"header"})
+	w.WriteAll(rows)
+	return w.Error()
+}
+
+// warmEngines runs both engines in this process.
+type warmEngines struct {
+	db   *sql.DB
+	sess *engine.Session
+}
+
+func openWarm(dir string, threads int) (*warmEngines, error) {
+	db, err := openDuckDB("", threads)
+	if err != nil {
+		return nil, err
+	}
+	if err := views(db, dir); err != nil {
+		db.Close()
+		return nil, err
+	}
+	sess, err := engine.Open(dir, engine.Options{Parallelism: threads})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &warmEngines{db: db, sess: sess}, nil
+}
+
+func (w *warmEngines) close() {
+	w.sess.Close()
+	w.db.Close()
+}
+
+func (w *warmEngines) nicflow(text string, keep bool) (benchq.Measure, [][]string, error) {
+	start := time.Now()
+	_, rows, err := engine.ScriptText(context.Background(), w.sess, text, keep)
+	return benchq.Measure{Wall: time.Since(start), Ran: err == nil}, rows, err
+}
+
+func (w *warmEngines) duckdb(text string, keep bool) (benchq.Measure, [][]string, error) {
+	start := time.Now()
+	rows, err := duckdbRows(w.db, text, keep)
+	return benchq.Measure{Wall: time.Since(start), Ran: err == nil}, rows, err
+}
