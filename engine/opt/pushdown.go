@@ -1,6 +1,11 @@
 package opt
 
-import "github.com/nicflow/nicflow/engine/plan"
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/nicflow/nicflow/engine/plan"
+	"github.com/nicflow/nicflow/exec/expr"
+)
 
 var rulePushdown = &Rule{
 	Name:   RulePushdown,
@@ -172,12 +177,137 @@ func (o *optimizer) pushJoin(n *plan.JoinNode, above []plan.Expr) plan.Plan {
 		keepAbove = above
 		keepOn = on
 	}
+	// A filter on one side's join key holds for the other side's key too
+	// in every row that can match (TPC-DS q78: ss_sold_year = 2000 also
+	// filters the web and catalog sales it is left-joined with).
+	switch {
+	case n.Kind == plan.JoinInner:
+		toRight = append(toRight, transferKeyPreds(toLeft, append(append([]plan.Expr(nil), on...), above...), lc, rc, toRight)...)
+		toLeft = append(toLeft, transferKeyPreds(toRight, append(append([]plan.Expr(nil), on...), above...), rc, lc, toLeft)...)
+	case !n.NullAware && (n.Kind == plan.JoinLeft || n.Kind == plan.JoinSemi || n.Kind == plan.JoinAnti):
+		toRight = append(toRight, transferKeyPreds(toLeft, on, lc, rc, toRight)...)
+	}
 	j := *n
 	j.Left = o.push(n.Left, toLeft)
 	j.Right = o.push(n.Right, toRight)
 	j.Equi, j.Cond = SplitEqui(keepOn, plan.ColSetOf(j.Left.Columns()), plan.ColSetOf(j.Right.Columns()))
 	j.Equi = append(append([]plan.EquiCond(nil), pinned...), j.Equi...)
+	if j.Kind == plan.JoinLeft {
+		if anti, rest, ok := leftToAnti(&j, keepAbove); ok {
+			return filterOver(anti, rest)
+		}
+	}
 	return filterOver(pushSemiDown(&j), keepAbove)
+}
+
+// transferKeyPreds returns, for the predicates preds over the from side
+// that read only columns equal (by a conjunct of eqs, "from = to" between
+// two plain columns of one type) to columns of the to side, the same
+// predicates over those columns, leaving out any already in have. A row
+// of the to side whose key fails such a predicate has no partner on the
+// from side once preds filter it, so the join loses nothing by dropping
+// it first (inner, left-outer from the preserved side, semi and anti
+// joins; not a null-aware one, whose NULL keys count). Floating-point
+// keys are left alone (0 = -0, yet they differ to some predicates), as
+// are predicates with subqueries or random().
+func transferKeyPreds(preds, eqs []plan.Expr, from, to plan.ColSet, have []plan.Expr) []plan.Expr {
+	m := map[plan.ColumnID]plan.Expr{}
+	for _, e := range eqs {
+		c, ok := e.(*plan.Call)
+		if !ok || c.Fn != plan.FnEq || len(c.Args) != 2 {
+			continue
+		}
+		a, ok1 := c.Args[0].(*plan.ColRef)
+		b, ok2 := c.Args[1].(*plan.ColRef)
+		if !ok1 || !ok2 || !arrow.TypeEqual(a.Typ, b.Typ) || arrow.IsFloating(a.Typ.ID()) {
+			continue
+		}
+		if to.Has(a.ID) && from.Has(b.ID) {
+			a, b = b, a
+		}
+		if from.Has(a.ID) && to.Has(b.ID) {
+			if _, dup := m[a.ID]; !dup {
+				m[a.ID] = b
+			}
+		}
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	var out []plan.Expr
+next:
+	for _, pr := range preds {
+		cs := plan.ColsOf(pr)
+		if len(cs) == 0 || plan.HasSubquery(pr) || hasRandom(pr) {
+			continue
+		}
+		for id := range cs {
+			if _, ok := m[id]; !ok {
+				continue next
+			}
+		}
+		d := plan.Substitute(pr, m)
+		for _, h := range append(have, out...) {
+			if plan.ExprEqual(h, d) {
+				continue next
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func hasRandom(e plan.Expr) bool {
+	found := false
+	plan.WalkExpr(e, func(x plan.Expr) bool {
+		if c, ok := x.(*plan.Call); ok && c.Fn == expr.FnRandom {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// leftToAnti turns a left join under a filter "k IS NULL", where k is a
+// right-side column the join matches with "=" (never NULL in a joined
+// row), into an anti join: the filter keeps exactly the left rows
+// without a match (TPC-DS q78, q80: sales LEFT JOIN returns WHERE the
+// return's key IS NULL). The right columns, NULL in every such row, are
+// projected as NULL constants under their IDs. It returns the plan and
+// the filters that remain.
+func leftToAnti(j *plan.JoinNode, filters []plan.Expr) (plan.Plan, []plan.Expr, bool) {
+	keys := plan.ColSet{}
+	for _, q := range j.Equi {
+		if r, ok := q.Right.(*plan.ColRef); ok {
+			keys.Add(r.ID)
+		}
+	}
+	at := -1
+	for i, f := range filters {
+		if c, ok := f.(*plan.Call); ok && c.Fn == plan.FnIsNull && len(c.Args) == 1 {
+			if r, ok := c.Args[0].(*plan.ColRef); ok && keys.Has(r.ID) {
+				at = i
+				break
+			}
+		}
+	}
+	if at < 0 {
+		return nil, nil, false
+	}
+	anti := *j
+	anti.Kind = plan.JoinAnti
+	cols := j.Columns()
+	exprs := make([]plan.Expr, len(cols))
+	nl := len(j.Left.Columns())
+	for i, c := range cols {
+		if i < nl {
+			exprs[i] = plan.NewColRef(c)
+		} else {
+			exprs[i] = plan.NullConst(c.Type)
+		}
+	}
+	rest := append(append([]plan.Expr(nil), filters[:at]...), filters[at+1:]...)
+	return &plan.ProjectNode{Input: pushSemiDown(&anti), Exprs: exprs, Cols: cols}, rest, true
 }
 
 // deriveSide returns, for an OR whose every arm has conjuncts over cols
