@@ -170,6 +170,9 @@ func OptimizeRules(p plan.Plan, rules []string, trace bool) (out plan.Plan, runs
 	if defErr != nil {
 		return nil, nil, defErr
 	}
+	if on[RulePrune] {
+		p = pruneShared(p)
+	}
 	return restoreColumns(p, want), o.trace, nil
 }
 
