@@ -143,6 +143,9 @@ func OptimizeRules(p plan.Plan, rules []string, trace bool) (out plan.Plan, runs
 	if p, err = o.optimizeBody(p, on); err != nil {
 		return nil, nil, err
 	}
+	if on[RulePushdown] {
+		filterShared(p)
+	}
 	// Shared subplans (used twice or more) are optimized once each.
 	seen := map[*plan.SharedDef]bool{}
 	var defErr error

@@ -47,7 +47,9 @@ func (o *optimizer) push(p plan.Plan, preds []plan.Expr) plan.Plan {
 		}
 		var down []plan.Expr
 		for _, pr := range preds {
-			down = append(down, plan.Substitute(pr, m))
+			// NB: simplify: a projected constant makes a comparison
+			// constant ('s' = 's' in a branch of a UNION ALL).
+			down = append(down, simplify(plan.Substitute(pr, m)))
 		}
 		return &plan.ProjectNode{Input: o.push(n.Input, down), Exprs: n.Exprs, Cols: n.Cols}
 	case *plan.SortNode:
@@ -60,14 +62,24 @@ func (o *optimizer) push(p plan.Plan, preds []plan.Expr) plan.Plan {
 			groups[n.GroupCols[i].ID] = g
 		}
 		aggCols := plan.ColSetOf(n.AggCols)
+		groupCols := plan.ColSetOf(n.GroupCols)
 		var down, keep []plan.Expr
 		for _, pr := range preds {
 			// Without GROUP BY a filter cannot move below: the aggregate
 			// returns one row even over no input.
-			if len(n.Groups) > 0 && !plan.ColsOf(pr).Intersects(aggCols) {
-				down = append(down, plan.Substitute(pr, groups))
-			} else {
+			switch {
+			case len(n.Groups) == 0:
 				keep = append(keep, pr)
+			case !plan.ColsOf(pr).Intersects(aggCols):
+				down = append(down, plan.Substitute(pr, groups))
+			default:
+				keep = append(keep, pr)
+				// An OR whose every arm tests group keys implies the OR
+				// of those tests, which filters the input (TPC-DS q4:
+				// (year = 2001 AND total > 0) OR year = 2002).
+				if d := deriveSide(pr, groupCols); d != nil {
+					down = append(down, plan.Substitute(d, groups))
+				}
 			}
 		}
 		c := *n
@@ -395,4 +407,47 @@ func SplitEqui(conds []plan.Expr, lc, rc plan.ColSet) ([]plan.EquiCond, plan.Exp
 		rest = append(rest, e)
 	}
 	return equi, plan.AndOf(rest)
+}
+
+// filterShared gives a shared subplan (a CTE read twice or more) the OR
+// of the filters over its scans when every scan of it is filtered: rows
+// that no reader keeps are not made (TPC-DS q4, q11, q74: each reader of
+// year_total takes one channel and one year). Readers keep their own
+// filters. Scans inside other shared subplans are not seen here, so
+// their defs are left as they are.
+func filterShared(root plan.Plan) {
+	total := map[*plan.SharedDef]int{}
+	plan.WalkPlanDeep(root, func(n plan.Plan) {
+		if s, ok := n.(*plan.SharedScan); ok {
+			total[s.Def]++
+		}
+	})
+	preds := map[*plan.SharedDef][]plan.Expr{}
+	plan.WalkPlan(root, func(n plan.Plan) bool {
+		f, ok := n.(*plan.FilterNode)
+		if !ok {
+			return true
+		}
+		s, ok := f.Input.(*plan.SharedScan)
+		if !ok || plan.HasSubquery(f.Cond) || hasRandom(f.Cond) {
+			return true
+		}
+		defCols := s.Def.Plan.Columns()
+		m := map[plan.ColumnID]plan.Expr{}
+		for i, c := range s.Cols {
+			m[c.ID] = plan.NewColRef(defCols[i])
+		}
+		preds[s.Def] = append(preds[s.Def], plan.Substitute(f.Cond, m))
+		return true
+	})
+	for d, ps := range preds {
+		if len(ps) != total[d] {
+			continue
+		}
+		cond := simplify(plan.OrOf(ps))
+		if k, ok := cond.(*plan.Const); ok && k.Val == true {
+			continue
+		}
+		d.Plan = &plan.FilterNode{Input: d.Plan, Cond: cond}
+	}
 }
