@@ -209,7 +209,65 @@ func (o *optimizer) pushJoin(n *plan.JoinNode, above []plan.Expr) plan.Plan {
 			return filterOver(anti, rest)
 		}
 	}
+	if down, ok := pushSingleDown(&j, keepAbove); ok {
+		return restoreColumns(down, j.Columns())
+	}
 	return filterOver(pushSemiDown(&j), keepAbove)
+}
+
+// pushSingleDown moves an uncorrelated single join (a scalar subquery
+// that does not depend on the row) below an inner join, to the input
+// whose columns the filters reading its value compare it with, and those
+// filters with it: they then filter that input before the larger join
+// (TPC-DS q6: d_month_seq = (SELECT DISTINCT d_month_seq ...) filters
+// date_dim, not the join of store_sales with four tables). The subquery
+// still runs once and still fails on a second row.
+func pushSingleDown(j *plan.JoinNode, above []plan.Expr) (plan.Plan, bool) {
+	if j.Kind != plan.JoinSingle || len(j.Equi) > 0 || j.Cond != nil {
+		return nil, false
+	}
+	inner, ok := j.Left.(*plan.JoinNode)
+	if !ok || inner.Kind != plan.JoinInner {
+		return nil, false
+	}
+	rc := plan.ColSetOf(j.Right.Columns())
+	var mine, rest []plan.Expr
+	need := plan.ColSet{}
+	for _, e := range above {
+		cs := plan.ColsOf(e)
+		if !cs.Intersects(rc) {
+			rest = append(rest, e)
+			continue
+		}
+		mine = append(mine, e)
+		for id := range cs {
+			if !rc.Has(id) {
+				need.Add(id)
+			}
+		}
+	}
+	if len(mine) == 0 || len(need) == 0 {
+		return nil, false
+	}
+	for i, child := range []plan.Plan{inner.Left, inner.Right} {
+		if !need.SubsetOf(plan.ColSetOf(child.Columns())) {
+			continue
+		}
+		nj := *j
+		nj.Left = child
+		down, ok := pushSingleDown(&nj, mine)
+		if !ok {
+			down = filterOver(&nj, mine)
+		}
+		ni := *inner
+		if i == 0 {
+			ni.Left = down
+		} else {
+			ni.Right = down
+		}
+		return filterOver(&ni, rest), true
+	}
+	return nil, false
 }
 
 // transferKeyPreds returns, for the predicates preds over the from side
