@@ -288,7 +288,29 @@ func (e *Estimator) compute(p plan.Plan) *RelStats {
 		case plan.SetExcept:
 			rows = l.Rows
 		}
-		return distinctRows(n.Cols, rows)
+		// A column has at most the values of both inputs' columns (a
+		// key of a UNION ALL of sales and returns has the store keys'
+		// count, not one per row: TPC-DS q5, q77, q80), over both ranges.
+		out := distinctRows(n.Cols, rows)
+		lc, rc := n.Left.Columns(), n.Right.Columns()
+		for i, c := range n.Cols {
+			if i >= len(lc) || i >= len(rc) {
+				break
+			}
+			a, b := l.Cols[lc[i].ID], r.Cols[rc[i].ID]
+			if a == nil || b == nil || a.Ndv <= 0 || b.Ndv <= 0 {
+				continue
+			}
+			cs := &ColStat{Ndv: math.Max(1, math.Min(rows, math.Min(a.Ndv, l.Rows)+math.Min(b.Ndv, r.Rows)))}
+			if a.HasRange && b.HasRange {
+				cs.HasRange, cs.Min, cs.Max = true, math.Min(a.Min, b.Min), math.Max(a.Max, b.Max)
+			}
+			if rows > 0 {
+				cs.nullFrac = (a.nullFrac*l.Rows + b.nullFrac*r.Rows) / (l.Rows + r.Rows)
+			}
+			out.Cols[c.ID] = cs
+		}
+		return out
 	case *plan.DistinctNode:
 		in := e.stats(n.Input)
 		d := 1.0
