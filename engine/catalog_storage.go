@@ -163,6 +163,16 @@ func tableDefOf(name string, t *storage.Table) (*plan.TableDef, error) {
 // 0 means unknown (the optimizer then assumes all values distinct).
 func distinctEstimate(cs storage.ColumnStats, typ arrow.DataType, rows, groups int64, lo, hi any) int64 {
 	nonNull := rows - max(cs.Nulls, 0)
+	full := rangeSpan(typ, lo, hi, nonNull)
+	if cs.Distinct > 0 && groups > 1 && cs.GroupSpan > 0 && full > 0 {
+		// Row groups that each cover a slice of the range (data written
+		// in date or key order: TPC-DS's sales by sold date) hold
+		// different values: the table holds about a row group's count
+		// per slice.
+		if ratio := float64(full) / cs.GroupSpan; ratio > 1.5 {
+			return min(int64(float64(cs.Distinct)*ratio), full)
+		}
+	}
 	if cs.Distinct > 0 {
 		perGroup := rows / max(groups, 1)
 		// NB: 1/16 of a row group: a domain that small is seen whole by
@@ -171,6 +181,18 @@ func distinctEstimate(cs storage.ColumnStats, typ arrow.DataType, rows, groups i
 			return cs.Distinct
 		}
 	}
+	if full > 0 {
+		return full
+	}
+	if cs.Distinct > 0 {
+		return cs.Distinct
+	}
+	return 0
+}
+
+// rangeSpan bounds the distinct count of an integer, date or time column
+// by its range (max - min + 1) and its non-null rows (0: no range).
+func rangeSpan(typ arrow.DataType, lo, hi any, nonNull int64) int64 {
 	span := func(a, b float64) int64 {
 		if b < a || math.IsNaN(b-a) {
 			return 0
@@ -198,9 +220,6 @@ func distinctEstimate(cs storage.ColumnStats, typ arrow.DataType, rows, groups i
 		if a, ok := lo.(arrow.Time64); ok {
 			return span(float64(a), float64(hi.(arrow.Time64)))
 		}
-	}
-	if cs.Distinct > 0 {
-		return cs.Distinct
 	}
 	return 0
 }

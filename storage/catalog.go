@@ -184,12 +184,24 @@ func (t *Table) ColumnIndex(name string) int {
 // ColumnStats merges a column's statistics over all row groups: null count,
 // min and max (nil when any row group lacks them), and the largest
 // per-row-group distinct estimate (a lower bound of the table's).
-func (t *Table) ColumnStats(col int) ColumnStats {
-	var out ColumnStats
+func (t *Table) ColumnStats(col int) (out ColumnStats) {
 	first := true
+	spanSum, spans := 0.0, 0
+	defer func() {
+		if spans > 0 {
+			out.GroupSpan = spanSum / float64(spans)
+		}
+	}()
 	for _, f := range t.Files {
 		for _, rg := range f.RowGroups {
 			st := rg.Columns[col]
+			if st.Min != nil && st.Max != nil && st.Min.Kind == st.Max.Kind {
+				switch st.Min.Kind {
+				case KindInt, KindDate, KindTimestamp, KindTime:
+					spanSum += float64(st.Max.Int) - float64(st.Min.Int) + 1
+					spans++
+				}
+			}
 			if st.Nulls < 0 || out.Nulls < 0 {
 				out.Nulls = -1
 			} else {

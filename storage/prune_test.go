@@ -85,7 +85,8 @@ func TestPruning(t *testing.T) {
 	}
 	// Table-level statistics for the planner.
 	cs := tb.ColumnStats(tb.ColumnIndex("id"))
-	if cs.Min.Int != 0 || cs.Max.Int != 999 || cs.Nulls != 0 {
+	// Row groups of 100 consecutive ids: each spans 100 of the 1000.
+	if cs.Min.Int != 0 || cs.Max.Int != 999 || cs.Nulls != 0 || cs.GroupSpan != 100 {
 		t.Fatalf("id stats %+v", cs)
 	}
 	if ns := tb.ColumnStats(tb.ColumnIndex("n")); ns.Nulls != 100 {

@@ -16,6 +16,11 @@ type ColumnStats struct {
 	Max   *Value `json:"max,omitempty"`
 	// Distinct is an estimate of the number of distinct values (0: unknown).
 	Distinct int64 `json:"ndv,omitempty"`
+	// GroupSpan, in Table.ColumnStats of an integer, date or time
+	// column, is the mean width (max - min + 1) of its row groups' ranges
+	// (0: unknown): the table's range over it says how many row groups'
+	// worth of values the table holds.
+	GroupSpan float64 `json:"-"`
 }
 
 // maxStatString bounds string statistics kept in the catalog: a longer min
