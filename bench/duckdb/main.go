@@ -25,8 +25,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/duckdb/duckdb-go/v2"
-
 	"github.com/nicflow/nicflow/bench/duckdb/internal/benchq"
 	"github.com/nicflow/nicflow/engine"
 	"github.com/nicflow/nicflow/exec"
@@ -198,56 +196,13 @@ func runDuckDB(db *sql.DB, text string, keep bool) (time.Duration, tpch.Result, 
 			}
 			continue
 		}
-		rows, err := db.Query(stmt)
+		cols, rows, err := benchq.QueryRows(db, stmt, keep)
 		if err != nil {
 			return 0, out, err
 		}
-		cols, _ := rows.Columns()
-		out = tpch.Result{Columns: cols}
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		for rows.Next() {
-			if err := rows.Scan(ptrs...); err != nil {
-				rows.Close()
-				return 0, out, err
-			}
-			var row []string
-			if keep {
-				row = make([]string, len(vals))
-				for i, v := range vals {
-					row[i] = cellText(v)
-				}
-			}
-			out.Rows = append(out.Rows, row)
-		}
-		if err := rows.Err(); err != nil {
-			return 0, out, err
-		}
-		rows.Close()
+		out = tpch.Result{Columns: cols, Rows: rows}
 	}
 	return time.Since(start), out, nil
-}
-
-// cellText renders a DuckDB value in tpch.Result's canonical text.
-func cellText(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case duckdb.Decimal:
-		return x.String()
-	case time.Time:
-		return x.Format("2006-01-02")
-	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64)
-	case float32:
-		return strconv.FormatFloat(float64(x), 'g', -1, 32)
-	case []byte:
-		return string(x)
-	}
-	return fmt.Sprint(v)
 }
 
 var intervalPrecision = regexp.MustCompile(`(?i)(interval\s+'[^']*'\s+(?:day|month|year))\s*\(\s*\d+\s*\)`)

@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/duckdb/duckdb-go/v2"
-
 	"github.com/nicflow/nicflow/bench/duckdb/internal/benchq"
 	"github.com/nicflow/nicflow/engine"
 )
@@ -264,65 +262,12 @@ func duckdbRows(db *sql.DB, text string, keep bool) ([][]string, error) {
 		if s == "" {
 			continue
 		}
-		rows, err := db.Query(s)
-		if err != nil {
-			return nil, err
-		}
-		cols, _ := rows.Columns()
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		out = out[:0]
-		for rows.Next() {
-			if err := rows.Scan(ptrs...); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			var row []string
-			if keep {
-				row = make([]string, len(vals))
-				for i, v := range vals {
-					row[i] = cellText(v)
-				}
-			}
-			out = append(out, row)
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
+		var err error
+		if _, out, err = benchq.QueryRows(db, s, keep); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
-}
-
-// cellText renders a DuckDB value as nicflow's CSV does.
-func cellText(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case duckdb.Decimal:
-		return x.String()
-	case time.Time:
-		if x.Hour() == 0 && x.Minute() == 0 && x.Second() == 0 && x.Nanosecond() == 0 {
-			return x.Format("2006-01-02")
-		}
-		return x.Format("2006-01-02 15:04:05.999999")
-	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64)
-	case float32:
-		return strconv.FormatFloat(float64(x), 'g', -1, 32)
-	case []byte:
-		return string(x)
-	case bool:
-		if x {
-			return "t"
-		}
-		return "f"
-	}
-	return fmt.Sprint(v)
 }
 
 // duckdbChild runs a query file in a fresh DuckDB and prints its rows as
