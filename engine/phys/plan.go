@@ -1051,8 +1051,10 @@ func (pl *physPlanner) setOp(n *plan.SetOpNode) (*pnode, error) {
 	// equal; the ALL forms number the copies of each row first, so that
 	// the n-th copy on the left matches the n-th on the right.
 	if !n.All {
-		if left, err = pl.distinct(left, est); err != nil {
-			return nil, err
+		if !rowsDistinct(n.Left) {
+			if left, err = pl.distinct(left, est); err != nil {
+				return nil, err
+			}
 		}
 	} else {
 		if left, err = pl.numberCopies(left); err != nil {
@@ -1080,6 +1082,36 @@ func (pl *physPlanner) setOp(n *plan.SetOpNode) (*pnode, error) {
 		return nil, err
 	}
 	return pl.dropSynth(j)
+}
+
+// rowsDistinct reports plans whose rows are distinct by construction:
+// DISTINCT, a set operation without ALL (TPC-DS q38's INTERSECT of
+// SELECT DISTINCTs made each left input distinct twice), an aggregate
+// with only group keys, under projections that keep every column.
+func rowsDistinct(p plan.Plan) bool {
+	switch n := p.(type) {
+	case *plan.DistinctNode:
+		return true
+	case *plan.SetOpNode:
+		return !n.All
+	case *plan.AggregateNode:
+		return len(n.Aggs) == 0 && len(n.Groups) > 0
+	case *plan.ProjectNode:
+		in := n.Input.Columns()
+		seen := plan.ColSet{}
+		for _, e := range n.Exprs {
+			if r, ok := e.(*plan.ColRef); ok {
+				seen.Add(r.ID)
+			}
+		}
+		for _, c := range in {
+			if !seen.Has(c.ID) {
+				return false
+			}
+		}
+		return rowsDistinct(n.Input)
+	}
+	return false
 }
 
 // numberCopies appends row_number() over (partition by every column).
