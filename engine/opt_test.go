@@ -31,6 +31,7 @@ var rulePrereqs = map[string][]string{
 	opt.RuleTopN:          nil,
 	opt.RuleSemiLift:      {opt.RuleInlineShared, opt.RuleDecorrelate, opt.RuleFold, opt.RuleOuterJoin, opt.RulePushdown, opt.RuleJoinOrder, opt.RulePrune},
 	opt.RuleReduceGrouped: {opt.RuleInlineShared, opt.RuleDecorrelate, opt.RuleFold, opt.RuleOuterJoin, opt.RulePushdown, opt.RuleJoinOrder, opt.RulePrune},
+	opt.RuleEagerAgg:      {opt.RuleInlineShared, opt.RuleDecorrelate, opt.RuleFold, opt.RuleOuterJoin, opt.RulePushdown, opt.RuleJoinOrder, opt.RulePrune},
 }
 
 // TestRulesGolden shows each rule on its own: for every query of

@@ -113,6 +113,70 @@ func withRows(in *RelStats, rows float64) *RelStats {
 	return out
 }
 
+// listedValues lowers a column's distinct count to the constants a
+// filter lets through: c = k leaves one value, c IN (k1, k2) or
+// c = k1 OR c = k2 as many as listed (TPC-DS q4's d_year = 2001 OR
+// d_year = 2002 left two years of 200, not 200).
+func listedValues(st *RelStats, cond plan.Expr) *RelStats {
+	for _, c := range plan.Conjuncts(cond) {
+		id, n, ok := listedCol(c)
+		if !ok {
+			continue
+		}
+		if cs, found := st.Cols[id]; found && cs.Ndv > float64(n) {
+			cs.Ndv = float64(n)
+		}
+	}
+	return st
+}
+
+// listedCol returns the column a predicate compares with n constants
+// (c = k, c IN (...), an OR of those on one column).
+func listedCol(e plan.Expr) (plan.ColumnID, int, bool) {
+	c, ok := e.(*plan.Call)
+	if !ok {
+		return 0, 0, false
+	}
+	switch c.Fn {
+	case plan.FnEq:
+		if len(c.Args) != 2 {
+			return 0, 0, false
+		}
+		r, ok1 := c.Args[0].(*plan.ColRef)
+		_, ok2 := c.Args[1].(*plan.Const)
+		if !ok1 || !ok2 {
+			r, ok1 = c.Args[1].(*plan.ColRef)
+			_, ok2 = c.Args[0].(*plan.Const)
+		}
+		if ok1 && ok2 {
+			return r.ID, 1, true
+		}
+	case plan.FnIn:
+		r, ok := c.Args[0].(*plan.ColRef)
+		if !ok {
+			return 0, 0, false
+		}
+		for _, a := range c.Args[1:] {
+			if _, ok := a.(*plan.Const); !ok {
+				return 0, 0, false
+			}
+		}
+		return r.ID, len(c.Args) - 1, true
+	case plan.FnOr:
+		var id plan.ColumnID
+		total := 0
+		for i, d := range plan.Disjuncts(e) {
+			did, n, ok := listedCol(d)
+			if !ok || i > 0 && did != id {
+				return 0, 0, false
+			}
+			id, total = did, total+n
+		}
+		return id, total, true
+	}
+	return 0, 0, false
+}
+
 func (e *Estimator) compute(p plan.Plan) *RelStats {
 	switch n := p.(type) {
 	case *plan.ScanNode:
@@ -136,12 +200,12 @@ func (e *Estimator) compute(p plan.Plan) *RelStats {
 			s.Cols[c.ID] = cs
 		}
 		if len(n.Filters) > 0 {
-			return withRows(s, rows*e.Sel(plan.AndOf(n.Filters), s))
+			return listedValues(withRows(s, rows*e.Sel(plan.AndOf(n.Filters), s)), plan.AndOf(n.Filters))
 		}
 		return s
 	case *plan.FilterNode:
 		in := e.stats(n.Input)
-		return withRows(in, in.Rows*e.Sel(n.Cond, in))
+		return listedValues(withRows(in, in.Rows*e.Sel(n.Cond, in)), n.Cond)
 	case *plan.ProjectNode:
 		in := e.stats(n.Input)
 		out := &RelStats{Rows: in.Rows, Cols: map[plan.ColumnID]*ColStat{}}

@@ -25,6 +25,7 @@ const (
 	RuleTopN          = "topn"           // Limit over Sort becomes TopN
 	RuleSemiLift      = "semi_lift"      // semi/anti joins lifted above inner joins when cheaper
 	RuleReduceGrouped = "reduce_grouped" // grouped subqueries reduced by the join's other side first
+	RuleEagerAgg      = "eager_agg"      // aggregates over a join computed partly below it
 )
 
 // Rule is one optimizer rewrite: a named value the driver (OptimizeWith)
@@ -45,7 +46,7 @@ type Rule struct {
 }
 
 // Rules lists every rule in application order.
-var Rules = []*Rule{ruleInlineShared, ruleDecorrelate, ruleFold, ruleOuterJoin, rulePushdown, ruleJoinOrder, rulePrune, ruleDistinctAgg, ruleTopN, ruleSemiLift, ruleReduceGrouped}
+var Rules = []*Rule{ruleInlineShared, ruleDecorrelate, ruleFold, ruleOuterJoin, rulePushdown, ruleJoinOrder, rulePrune, ruleDistinctAgg, ruleTopN, ruleSemiLift, ruleReduceGrouped, ruleEagerAgg}
 
 // AllRules lists every rule's name in application order.
 var AllRules = func() []string {
