@@ -220,6 +220,26 @@ func (d *rleDecoder) levels(valid []bool, maxDef uint32) (int, error) {
 			}
 			d.rep -= m
 			valid = valid[m:]
+		case d.bp > 0 && d.width == 1 && maxDef == 1:
+			// One bit per level, 1 = present: the run is a validity
+			// bitmap; 8 levels per byte through a table.
+			m := min(d.bp, len(valid))
+			i, bit := 0, d.bit
+			for ; i+8 <= m; i += 8 {
+				b := uint8(bitsAt(d.full, bit, 0xff))
+				*(*[8]bool)(valid[i : i+8]) = byteBools[b]
+				nn += bits.OnesCount8(b)
+				bit += 8
+			}
+			for ; i < m; i++ {
+				t := bitsAt(d.full, bit, 1) == 1
+				valid[i] = t
+				nn += b2i(t)
+				bit++
+			}
+			d.bit = bit
+			d.bp -= m
+			valid = valid[m:]
 		case d.bp > 0:
 			m := min(d.bp, len(valid))
 			bit := d.bit
@@ -240,6 +260,16 @@ func (d *rleDecoder) levels(valid []bool, maxDef uint32) (int, error) {
 	}
 	return nn, nil
 }
+
+// byteBools[b] are the 8 bits of b, least significant first.
+var byteBools = func() (t [256][8]bool) {
+	for b := range t {
+		for k := range 8 {
+			t[b][k] = b>>k&1 == 1
+		}
+	}
+	return
+}()
 
 // skip discards n values.
 func (d *rleDecoder) skip(n int) error {

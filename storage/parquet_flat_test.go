@@ -801,3 +801,74 @@ func BenchmarkMaterializeDictStrings(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(sel)), "ns/value")
 }
+
+// TestRLELevels checks definition-level decoding into validity (a level
+// equal to the maximum is a present value) on hand-written runs: the
+// one-bit fast path and wider levels, reads of every size that split runs
+// and bytes, skips between them, and data without slack after it.
+func TestRLELevels(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	for _, w := range []int{1, 2, 3} {
+		maxDef := uint32(1)<<uint(w) - 1
+		for trial := 0; trial < 6; trial++ {
+			var enc []byte
+			var want []uint32
+			for r := 0; r < 30; r++ {
+				if rng.Intn(3) == 0 {
+					cnt := 1 + rng.Intn(70)
+					v := uint32(rng.Intn(int(maxDef) + 1))
+					enc = appendUvarint(enc, uint64(cnt)<<1)
+					enc = append(enc, byte(v))
+					for k := 0; k < cnt; k++ {
+						want = append(want, v)
+					}
+					continue
+				}
+				groups := 1 + rng.Intn(9)
+				vals := make([]uint32, groups*8)
+				for i := range vals {
+					vals[i] = uint32(rng.Intn(int(maxDef) + 1))
+				}
+				enc = appendUvarint(enc, uint64(groups)<<1|1)
+				enc = append(enc, packBits(vals, w)...)
+				want = append(want, vals...)
+			}
+			buf := append([]byte(nil), enc...)
+			if trial%2 == 1 {
+				buf = append(buf, make([]byte, bitReaderSlack)...)[:len(enc)]
+			}
+			var d rleDecoder
+			if err := d.init(buf, w); err != nil {
+				t.Fatal(err)
+			}
+			for off := 0; off < len(want); {
+				n := min(len(want)-off, 1+rng.Intn(45))
+				if rng.Intn(4) == 0 {
+					if err := d.skip(n); err != nil {
+						t.Fatal(err)
+					}
+					off += n
+					continue
+				}
+				valid := make([]bool, n)
+				nn, err := d.levels(valid, maxDef)
+				if err != nil {
+					t.Fatalf("w=%d: %v", w, err)
+				}
+				wantNN := 0
+				for i := range valid {
+					if exp := want[off+i] == maxDef; valid[i] != exp {
+						t.Fatalf("w=%d level %d: valid %v, level %d", w, off+i, valid[i], want[off+i])
+					}
+					if valid[i] {
+						wantNN++
+					}
+				}
+				if nn != wantNN {
+					t.Fatalf("w=%d: %d present, want %d", w, nn, wantNN)
+				}
+				off += n
+			}
+		}
+	}
+}
