@@ -924,14 +924,19 @@ func (d *flatDecoder) spread(v *vector, off, m, nv int, pv []bool) {
 // spreadFill moves nv dense values to the valid positions of vals (back to
 // front, in place) and writes fill at the others.
 func spreadFill[T any](vals []T, valid []bool, nv int, fill T) {
-	j := nv - 1
-	for i := len(vals) - 1; i >= 0; i-- {
-		if valid[i] {
-			vals[i] = vals[j]
-			j--
-		} else {
-			vals[i] = fill
+	// NB: from the back, a run of valid rows at a time is one copy; once
+	// every NULL is placed the rows before are where they were.
+	i, j := len(vals), nv
+	for i > j {
+		p := i - 1
+		for valid[p] {
+			p--
 		}
+		run := i - p - 1
+		copy(vals[p+1:i], vals[j-run:j])
+		j -= run
+		vals[p] = fill
+		i = p
 	}
 }
 

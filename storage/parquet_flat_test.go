@@ -872,3 +872,39 @@ func TestRLELevels(t *testing.T) {
 		}
 	}
 }
+
+// TestSpreadFill checks that dense values land on the valid rows, in
+// order, and NULL rows get the fill value: no NULLs, all NULLs, NULLs at
+// both ends, in runs and alone.
+func TestSpreadFill(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	for trial := 0; trial < 2000; trial++ {
+		n := rng.Intn(300)
+		valid := make([]bool, n)
+		density := rng.Float64()
+		var dense []int32
+		for i := range valid {
+			valid[i] = rng.Float64() < density
+			if valid[i] {
+				dense = append(dense, int32(1000+len(dense)))
+			}
+		}
+		vals := make([]int32, n)
+		for i := range vals {
+			vals[i] = -7 // garbage beyond the dense prefix
+		}
+		copy(vals, dense)
+		spreadFill(vals, valid, len(dense), -1)
+		k := 0
+		for i, ok := range valid {
+			want := int32(-1)
+			if ok {
+				want = dense[k]
+				k++
+			}
+			if vals[i] != want {
+				t.Fatalf("trial %d row %d: %d, want %d", trial, i, vals[i], want)
+			}
+		}
+	}
+}
