@@ -7,8 +7,12 @@
 // in the order of Rules by the driver in opt.go: inline_shared
 // (inline.go), decorrelate, fold, outer_join (outerjoin.go), pushdown,
 // join_order (joinorder.go, with build sides), prune, distinct_agg
-// (distinct.go), topn, and the cost-based semi_lift and reduce_grouped
-// (semi.go). A session disables any rule but decorrelate with SET
+// (distinct.go), topn, the cost-based semi_lift and reduce_grouped
+// (semi.go), and eager_agg (eager.go). Around the shared subplans the
+// driver adds two steps: before they are optimized, a def whose every
+// reader filters gets the OR of those filters (filterShared, pushdown.go);
+// at the end, each def keeps only the columns its readers use
+// (pruneShared, prune.go). A session disables any rule but decorrelate with SET
 // disabled_rules (every .slt file and the TPC-H answers are tested with
 // each disabled in turn); OptimizeRules with trace reports what each did
 // (plan.RuleRun), shown by EXPLAIN VERBOSE. docs/contributing.md walks
