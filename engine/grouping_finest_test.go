@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"math"
 	"sort"
 	"strconv"
@@ -17,7 +16,6 @@ import (
 // NULL keys and values, groups of NULLs only, an empty input, CUBE,
 // disjoint sets and grouping(), at several parallelisms.
 func TestGroupingSetsFromFinest(t *testing.T) {
-	ctx := context.Background()
 	setup := []string{
 		"CREATE TABLE gf (a INTEGER, b VARCHAR, c INTEGER, i INTEGER, d DECIMAL(7,2), f DOUBLE, s VARCHAR)",
 		"INSERT INTO gf SELECT CASE WHEN g % 17 = 0 THEN NULL ELSE g % 5 END, CASE WHEN g % 13 = 0 THEN NULL ELSE 'b' || (g % 3) END, g % 4, " +
@@ -51,14 +49,7 @@ func TestGroupingSetsFromFinest(t *testing.T) {
 		}
 		run := func(q string) string {
 			t.Helper()
-			res, err := s.Query(ctx, q)
-			if err != nil {
-				t.Fatalf("%s: %v", q, err)
-			}
-			_, rows, err := resultRows(res, &sqlRecord{})
-			if err != nil {
-				t.Fatalf("%s: %v", q, err)
-			}
+			rows := queryRows(t, s, q)
 			sort.Strings(rows)
 			return strings.Join(rows, "\n")
 		}

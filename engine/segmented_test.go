@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -14,7 +13,6 @@ import (
 // sizes, with memory tight enough to spill, and only where no key spans
 // two row groups.
 func TestSegmentedAggregation(t *testing.T) {
-	ctx := context.Background()
 	setup := []string{
 		// 1000-row groups: a's keys (4 rows each) end at group ends; b's
 		// (3 rows each) straddle them; s holds a's rows shuffled.
@@ -45,23 +43,11 @@ func TestSegmentedAggregation(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, q := range setup {
-			r, err := s.Query(ctx, q)
-			if err != nil {
-				t.Fatalf("%s: %v", q, err)
-			}
-			r.Close()
+			queryRows(t, s, q)
 		}
 		run := func(q string) string {
 			t.Helper()
-			res, err := s.Query(ctx, q)
-			if err != nil {
-				t.Fatalf("%s: %v", q, err)
-			}
-			_, rows, err := resultRows(res, &sqlRecord{})
-			if err != nil {
-				t.Fatalf("%s: %v", q, err)
-			}
-			return strings.Join(rows, "\n")
+			return strings.Join(queryRows(t, s, q), "\n")
 		}
 		for _, q := range queries {
 			want := run(strings.ReplaceAll(q, "%s", "s"))

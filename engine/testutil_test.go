@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"flag"
 	"os"
 	"path/filepath"
@@ -131,4 +132,19 @@ func readFileBytes(path string) ([]byte, error) { return os.ReadFile(path) }
 func newTestSessionWith(base plan.Catalog) *testSession {
 	views := plan.NewMemCatalog()
 	return &testSession{cat: plan.OverlayCatalog{Base: base, Views: views}, views: views}
+}
+
+// queryRows runs q on s and returns its rows as text ("a|b|NULL"), failing
+// the test on an error.
+func queryRows(t *testing.T, s *Session, q string) []string {
+	t.Helper()
+	res, err := s.Query(context.Background(), q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	_, rows, err := resultRows(res, &sqlRecord{})
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return rows
 }

@@ -194,27 +194,13 @@ func (b *binder) aggregatePlan(in plan.Plan, ac *aggCtx, sets [][]int) plan.Plan
 		names[i] = c.Name
 	}
 	def := &plan.SharedDef{ID: b.nextDef, Name: "grouping sets", Plan: in}
-	out := append(append([]plan.Column(nil), ac.groupCols...), ac.aggCols...)
-	for _, fn := range ac.groupingFns {
-		out = append(out, fn.col)
-	}
-	var union plan.Plan
-	for _, set := range sets {
+	return b.setsUnion(ac, sets, func(set []int) (*plan.AggregateNode, []plan.Expr) {
 		scan := b.sharedScan(def, names, "")
 		m := map[plan.ColumnID]plan.Expr{}
 		for i, c := range inCols {
 			m[c.ID] = plan.NewColRef(scan.Cols[i])
 		}
-		agg := &plan.AggregateNode{Input: scan}
-		pos := map[int]int{}
-		for _, k := range set {
-			if _, dup := pos[k]; dup {
-				continue
-			}
-			pos[k] = len(agg.Groups)
-			agg.Groups = append(agg.Groups, plan.Substitute(ac.groups[k], m))
-			agg.GroupCols = append(agg.GroupCols, b.newCol(ac.groupCols[k].Name, "", ac.groupCols[k].Type, true))
-		}
+		agg := b.setAggregate(scan, ac, set, func(k int) plan.Expr { return plan.Substitute(ac.groups[k], m) })
 		for i, a := range ac.aggs {
 			ca := *a
 			if a.Arg != nil {
@@ -222,6 +208,45 @@ func (b *binder) aggregatePlan(in plan.Plan, ac *aggCtx, sets [][]int) plan.Plan
 			}
 			agg.Aggs = append(agg.Aggs, &ca)
 			agg.AggCols = append(agg.AggCols, b.newCol(ac.aggCols[i].Name, "", ac.aggCols[i].Type, ac.aggCols[i].Nullable))
+		}
+		return agg, plan.ColRefs(agg.AggCols)
+	})
+}
+
+// setAggregate is the aggregate of one grouping set over in, grouped by
+// the set's keys (key(k) is key k over in), its aggregates still to add.
+func (b *binder) setAggregate(in plan.Plan, ac *aggCtx, set []int, key func(k int) plan.Expr) *plan.AggregateNode {
+	agg := &plan.AggregateNode{Input: in}
+	seen := map[int]bool{}
+	for _, k := range set {
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		agg.Groups = append(agg.Groups, key(k))
+		agg.GroupCols = append(agg.GroupCols, b.newCol(ac.groupCols[k].Name, "", ac.groupCols[k].Type, true))
+	}
+	return agg
+}
+
+// setsUnion is the UNION ALL of one branch per grouping set, in the
+// aggCtx's layout: the set's keys (NULL for the others), the aggregates'
+// values, each grouping() call's value for the set. branch returns the
+// set's aggregate (made by setAggregate) and its aggregates' values over
+// it. The last node's columns are the aggCtx's (renamed by a projection).
+func (b *binder) setsUnion(ac *aggCtx, sets [][]int, branch func(set []int) (*plan.AggregateNode, []plan.Expr)) plan.Plan {
+	out := append(append([]plan.Column(nil), ac.groupCols...), ac.aggCols...)
+	for _, fn := range ac.groupingFns {
+		out = append(out, fn.col)
+	}
+	var union plan.Plan
+	for _, set := range sets {
+		agg, vals := branch(set)
+		pos := map[int]int{}
+		for _, k := range set {
+			if _, dup := pos[k]; !dup {
+				pos[k] = len(pos)
+			}
 		}
 		exprs := make([]plan.Expr, 0, len(out))
 		for k, gc := range ac.groupCols {
@@ -231,18 +256,17 @@ func (b *binder) aggregatePlan(in plan.Plan, ac *aggCtx, sets [][]int) plan.Plan
 				exprs = append(exprs, plan.NullConst(gc.Type))
 			}
 		}
-		exprs = append(exprs, plan.ColRefs(agg.AggCols)...)
+		exprs = append(exprs, vals...)
 		for _, fn := range ac.groupingFns {
 			exprs = append(exprs, &plan.Const{Typ: plan.TypInt32, Val: groupingValue(fn, set)})
 		}
-		var branch plan.Plan = &plan.ProjectNode{Input: agg, Exprs: exprs, Cols: b.nullableCopies(out)}
+		var br plan.Plan = &plan.ProjectNode{Input: agg, Exprs: exprs, Cols: b.nullableCopies(out)}
 		if union == nil {
-			union = branch
+			union = br
 			continue
 		}
-		union = &plan.SetOpNode{Kind: plan.SetUnion, All: true, Left: union, Right: branch, Cols: b.nullableCopies(out)}
+		union = &plan.SetOpNode{Kind: plan.SetUnion, All: true, Left: union, Right: br, Cols: b.nullableCopies(out)}
 	}
-	// The last node's columns are the aggCtx's: rename by a projection.
 	for i := range out {
 		out[i].Nullable = true
 	}
@@ -329,24 +353,10 @@ func (b *binder) setsFromFinest(in plan.Plan, ac *aggCtx, sets [][]int) (plan.Pl
 	}
 	b.nextDef++
 	def := &plan.SharedDef{ID: b.nextDef, Name: "grouping sets", Plan: fin}
-	out := append(append([]plan.Column(nil), ac.groupCols...), ac.aggCols...)
-	for _, fn := range ac.groupingFns {
-		out = append(out, fn.col)
-	}
 	ng := len(ac.groups)
-	var union plan.Plan
-	for _, set := range sets {
+	return b.setsUnion(ac, sets, func(set []int) (*plan.AggregateNode, []plan.Expr) {
 		scan := b.sharedScan(def, names, "")
-		agg := &plan.AggregateNode{Input: scan}
-		pos := map[int]int{}
-		for _, k := range set {
-			if _, dup := pos[k]; dup {
-				continue
-			}
-			pos[k] = len(agg.Groups)
-			agg.Groups = append(agg.Groups, plan.NewColRef(scan.Cols[k]))
-			agg.GroupCols = append(agg.GroupCols, b.newCol(ac.groupCols[k].Name, "", ac.groupCols[k].Type, true))
-		}
+		agg := b.setAggregate(scan, ac, set, func(k int) plan.Expr { return plan.NewColRef(scan.Cols[k]) })
 		for k, pa := range partial {
 			fn := pa.Fn
 			switch fn {
@@ -356,14 +366,7 @@ func (b *binder) setsFromFinest(in plan.Plan, ac *aggCtx, sets [][]int) (plan.Pl
 			agg.Aggs = append(agg.Aggs, &plan.AggCall{Fn: fn, Arg: plan.NewColRef(scan.Cols[ng+k]), Typ: pa.Typ})
 			agg.AggCols = append(agg.AggCols, b.newCol(pa.String(), "", pa.Typ, true))
 		}
-		exprs := make([]plan.Expr, 0, len(out))
-		for k, gc := range ac.groupCols {
-			if p, ok := pos[k]; ok {
-				exprs = append(exprs, plan.NewColRef(agg.GroupCols[p]))
-			} else {
-				exprs = append(exprs, plan.NullConst(gc.Type))
-			}
-		}
+		vals := make([]plan.Expr, len(ac.aggs))
 		for i, a := range ac.aggs {
 			p := ps[i]
 			v := plan.Expr(plan.NewColRef(agg.AggCols[p.first]))
@@ -374,22 +377,10 @@ func (b *binder) setsFromFinest(in plan.Plan, ac *aggCtx, sets [][]int) (plan.Pl
 			case plan.AggAvg:
 				v = avgOf(v, plan.NewColRef(agg.AggCols[p.first+1]), a.Typ)
 			}
-			exprs = append(exprs, v)
+			vals[i] = v
 		}
-		for _, fn := range ac.groupingFns {
-			exprs = append(exprs, &plan.Const{Typ: plan.TypInt32, Val: groupingValue(fn, set)})
-		}
-		var branch plan.Plan = &plan.ProjectNode{Input: agg, Exprs: exprs, Cols: b.nullableCopies(out)}
-		if union == nil {
-			union = branch
-			continue
-		}
-		union = &plan.SetOpNode{Kind: plan.SetUnion, All: true, Left: union, Right: branch, Cols: b.nullableCopies(out)}
-	}
-	for i := range out {
-		out[i].Nullable = true
-	}
-	return &plan.ProjectNode{Input: union, Exprs: plan.ColRefs(union.Columns()), Cols: out}, true
+		return agg, vals
+	}), true
 }
 
 // avgOf is sum / count as avg computes it, of type t: a decimal sum
