@@ -234,13 +234,8 @@ func deriveEqualities(preds []plan.Expr, masks []uint64, lcols []plan.ColSet) ([
 	refs := map[plan.ColumnID]member{}
 	eqs := make([][2]*plan.ColRef, len(preds))
 	for k, p := range preds {
-		c, ok := p.(*plan.Call)
-		if !ok || c.Fn != plan.FnEq || len(c.Args) != 2 {
-			continue
-		}
-		a, ok1 := c.Args[0].(*plan.ColRef)
-		b, ok2 := c.Args[1].(*plan.ColRef)
-		if !ok1 || !ok2 || !arrow.TypeEqual(a.Typ, b.Typ) {
+		a, b, ok := columnEquality(p)
+		if !ok {
 			continue
 		}
 		la, lb := leafOf(a.ID), leafOf(b.ID)
@@ -455,4 +450,20 @@ func (o *optimizer) asWritten(leaves []plan.Plan, preds []plan.Expr, touched [][
 		acc = dpEntry{plan: j, rows: o.est.Rows(j)}
 	}
 	return acc.plan
+}
+
+// columnEquality returns the two columns of an equality between two plain
+// columns of one type (a = b), which makes them one value wherever it
+// holds.
+func columnEquality(e plan.Expr) (a, b *plan.ColRef, ok bool) {
+	c, isCall := e.(*plan.Call)
+	if !isCall || c.Fn != plan.FnEq || len(c.Args) != 2 {
+		return nil, nil, false
+	}
+	a, ok1 := c.Args[0].(*plan.ColRef)
+	b, ok2 := c.Args[1].(*plan.ColRef)
+	if !ok1 || !ok2 || !arrow.TypeEqual(a.Typ, b.Typ) {
+		return nil, nil, false
+	}
+	return a, b, true
 }

@@ -283,13 +283,8 @@ func pushSingleDown(j *plan.JoinNode, above []plan.Expr) (plan.Plan, bool) {
 func transferKeyPreds(preds, eqs []plan.Expr, from, to plan.ColSet, have []plan.Expr) []plan.Expr {
 	m := map[plan.ColumnID]plan.Expr{}
 	for _, e := range eqs {
-		c, ok := e.(*plan.Call)
-		if !ok || c.Fn != plan.FnEq || len(c.Args) != 2 {
-			continue
-		}
-		a, ok1 := c.Args[0].(*plan.ColRef)
-		b, ok2 := c.Args[1].(*plan.ColRef)
-		if !ok1 || !ok2 || !arrow.TypeEqual(a.Typ, b.Typ) || arrow.IsFloating(a.Typ.ID()) {
+		a, b, ok := columnEquality(e)
+		if !ok || arrow.IsFloating(a.Typ.ID()) {
 			continue
 		}
 		if to.Has(a.ID) && from.Has(b.ID) {
