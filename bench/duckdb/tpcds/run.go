@@ -67,39 +67,31 @@ func run(dir, nicflow, qlist string, o runOptions) error {
 			return err
 		}
 		r := result{q: q}
-		var nRows, dRows [][]string
-		for i := 0; i < o.runs && r.nErr == "" && r.dErr == ""; i++ {
-			keep := o.verify && i == 0
-			var m benchq.Measure
-			var rows [][]string
-			var err error
-			if o.warm {
-				m, rows, err = w.nicflow(string(text), keep)
-			} else {
-				m, rows, err = coldProc(keep, nicflow, "sql", "--dir", dir, "--parallel", strconv.Itoa(o.threads), "--format", "csv", "-f", qf)
-			}
-			if err != nil {
-				r.nErr = firstLine(err.Error())
-				break
-			}
-			r.n = benchq.Best(r.n, m)
-			if keep {
-				nRows = rows
-			}
-			if o.warm {
-				m, rows, err = w.duckdb(string(text), keep)
-			} else {
-				m, rows, err = coldProc(keep, self, "duckdb-child", "--dir", dir, "--threads", strconv.Itoa(o.threads), "-f", qf)
-			}
-			if err != nil {
-				r.dErr = firstLine(err.Error())
-				break
-			}
-			r.d = benchq.Best(r.d, m)
-			if keep {
-				dRows = rows
+		// Each run runs nicflow, then DuckDB; the first failure stops both.
+		engines := []*engineRuns{
+			{run: func(keep bool) (benchq.Measure, [][]string, error) {
+				if o.warm {
+					return w.nicflow(string(text), keep)
+				}
+				return coldProc(keep, nicflow, "sql", "--dir", dir, "--parallel", strconv.Itoa(o.threads), "--format", "csv", "-f", qf)
+			}},
+			{run: func(keep bool) (benchq.Measure, [][]string, error) {
+				if o.warm {
+					return w.duckdb(string(text), keep)
+				}
+				return coldProc(keep, self, "duckdb-child", "--dir", dir, "--threads", strconv.Itoa(o.threads), "-f", qf)
+			}},
+		}
+	runs:
+		for i := 0; i < o.runs; i++ {
+			for _, e := range engines {
+				if !e.once(o.verify && i == 0) {
+					break runs
+				}
 			}
 		}
+		r.n, r.nErr, r.d, r.dErr = engines[0].best, engines[0].err, engines[1].best, engines[1].err
+		nRows, dRows := engines[0].rows, engines[1].rows
 		switch {
 		case r.nErr != "":
 			r.answer = "nicflow error: " + r.nErr
@@ -141,6 +133,30 @@ func run(dir, nicflow, qlist string, o runOptions) error {
 	}
 	fmt.Println()
 	return nil
+}
+
+// engineRuns is one engine's runs of one query: the fastest, the rows of
+// the run that kept them, and the first error.
+type engineRuns struct {
+	run  func(keep bool) (benchq.Measure, [][]string, error)
+	best benchq.Measure
+	rows [][]string
+	err  string
+}
+
+// once runs the query once more (keeping its rows when keep) and reports
+// whether it succeeded.
+func (e *engineRuns) once(keep bool) bool {
+	m, rows, err := e.run(keep)
+	if err != nil {
+		e.err = firstLine(err.Error())
+		return false
+	}
+	e.best = benchq.Best(e.best, m)
+	if keep {
+		e.rows = rows
+	}
+	return true
 }
 
 func firstLine(s string) string {
