@@ -152,7 +152,7 @@ func (c *csvSink) writeHeader(sch *arrow.Schema) error {
 	}
 	c.line = append(c.line, '\n')
 	if _, err := c.w.Write(c.line); err != nil {
-		return nferr.IOf("writing %s: %w", c.path, err)
+		return nferr.OS(err, "writing %s", c.path)
 	}
 	return nil
 }
@@ -171,7 +171,7 @@ func newCSVSink(path string, sch *arrow.Schema, x *bind.CopyToStmt, loc *time.Lo
 		return nil, nferr.Queryf("COPY TO %s: directory %s does not exist", path, filepath.Dir(path))
 	}
 	if c.f, err = os.Create(c.tmp); err != nil {
-		return nil, nferr.IOf("creating %s: %w", path, err)
+		return nil, nferr.OS(err, "creating %s", path)
 	}
 	var out io.Writer = c.f
 	switch lower := strings.ToLower(abs); {
@@ -226,7 +226,7 @@ func (c *csvSink) write(rec arrow.RecordBatch) error {
 		}
 		c.line = append(c.line, '\n')
 		if _, err := c.w.Write(c.line); err != nil {
-			return nferr.IOf("writing %s: %w", c.path, err)
+			return nferr.OS(err, "writing %s", c.path)
 		}
 	}
 	return nil
@@ -259,7 +259,7 @@ func (c *csvSink) close() error {
 	err := c.w.Flush()
 	if c.f == nil {
 		if err != nil {
-			return nferr.IOf("writing %s: %w", c.path, err)
+			return nferr.OS(err, "writing %s", c.path)
 		}
 		return nil
 	}
@@ -277,7 +277,7 @@ func (c *csvSink) close() error {
 	}
 	if err != nil {
 		os.Remove(c.tmp)
-		return nferr.IOf("writing %s: %w", c.path, err)
+		return nferr.OS(err, "writing %s", c.path)
 	}
 	return nil
 }

@@ -1,12 +1,12 @@
 package exec
 
 import (
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/nicflow/nicflow/internal/bytesize"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -279,15 +279,4 @@ func ParseBytes(s string) (int64, error) {
 }
 
 // FormatBytes prints n bytes with a binary unit ("1.5 GiB").
-func FormatBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
+func FormatBytes(n int64) string { return bytesize.Format(n) }

@@ -4,16 +4,20 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/nicflow/nicflow/internal/nferr"
 )
@@ -56,9 +60,14 @@ type Table struct {
 	// ForeignKeys are the table's FOREIGN KEY constraints (foreign.go).
 	ForeignKeys []ForeignKey `json:"foreign_keys,omitempty"`
 	// Generation increases with every committed change of the table.
-	Generation uint64    `json:"generation"`
-	Created    time.Time `json:"created"`
-	Files      []*File   `json:"files,omitempty"`
+	Generation uint64 `json:"generation"`
+	// Since is the catalog id current when the table was created (CREATE
+	// TABLE, CREATE TABLE AS): it tells a table from an earlier one of
+	// the same name in the files' footers (recover.go). 0: made before
+	// it was recorded, or registered (tpch gen, external tables).
+	Since   uint64    `json:"since,omitempty"`
+	Created time.Time `json:"created"`
+	Files   []*File   `json:"files,omitempty"`
 }
 
 // File is one Parquet file of a table.
@@ -371,6 +380,13 @@ type catalog struct {
 	tables  map[string]*Table // by lower-case qualified name
 	views   map[string]*View  // by lower-case qualified name
 	nodes   map[string]Node
+
+	// rw: the open store is read-write (a section that may change the
+	// catalog); readers open it read-only. wrote: this process opened it
+	// read-write (close then flushes it).
+	rw, wrote bool
+	// space guards the store against a full disk (catalog_space.go).
+	space *catalogSpace
 }
 
 // LockWait bounds how long a process waits for another's catalog section
@@ -378,15 +394,35 @@ type catalog struct {
 // fails with KindBusy. `nicflow` takes it from NICFLOW_LOCK_WAIT.
 var LockWait = 2 * time.Minute
 
+// section says what a catalog section does with the store.
+type section uint8
+
+const (
+	// sectionRead only reads: the store opens read-only, and nothing in
+	// DIR/catalog is written (a damaged or incomplete catalog is never
+	// modified by a reader).
+	sectionRead section = iota
+	// sectionWrite may change the catalog: the store opens read-write,
+	// after catalogSpace.check.
+	sectionWrite
+	// sectionFreeing is a write whose statement deletes files (DROP
+	// TABLE, an aborted load, recovery): it may use the catalog's
+	// reserve on a full disk.
+	sectionFreeing
+)
+
 // openCatalog opens the catalog of dir and loads it; it returns inside a
-// section (the caller recovers, then leaves).
-func openCatalog(dir string) (*catalog, error) {
+// section (the caller recovers, then leaves). An existing catalog is opened
+// read-only and checked (layout version, records, seal) before anything
+// could write to it; a new one is created only in a directory that never
+// held a database (checkExisting).
+func openCatalog(dir string, rebuilding bool) (*catalog, error) {
 	cdir := filepath.Join(dir, "catalog")
 	sess, err := openSessionLock(dir)
 	if err != nil {
 		return nil, err
 	}
-	c := &catalog{dir: dir, sess: sess, tables: map[string]*Table{}, views: map[string]*View{}, nodes: map[string]Node{}}
+	c := &catalog{dir: dir, sess: sess, space: newCatalogSpace(dir), tables: map[string]*Table{}, views: map[string]*View{}, nodes: map[string]Node{}}
 	lk, err := lockDirWait(dir, filepath.Join(dir, "catalog.lock"), LockWait)
 	if err != nil {
 		sess.unlock()
@@ -398,13 +434,22 @@ func openCatalog(dir string) (*catalog, error) {
 		sess.unlock()
 		return nil, err
 	}
-	if err := checkExisting(dir, cdir); err != nil {
-		return fail(err)
+	if storeExists(cdir) {
+		c.pdb, err = openPebble(dir, cdir, sectionRead, c.space)
+	} else {
+		if err := checkExisting(dir, cdir, rebuilding); err != nil {
+			return fail(err)
+		}
+		if err := os.MkdirAll(cdir, 0o755); err != nil {
+			return fail(nferr.OS(err, "creating catalog directory %s", cdir))
+		}
+		if err := c.space.check(false); err != nil {
+			return fail(err)
+		}
+		c.pdb, err = openPebble(dir, cdir, sectionWrite, c.space)
+		c.rw, c.wrote = true, true
 	}
-	if err := os.MkdirAll(cdir, 0o755); err != nil {
-		return fail(nferr.IOf("creating catalog directory %s: %w", cdir, err))
-	}
-	if c.pdb, err = openPebble(dir, cdir); err != nil {
+	if err != nil {
 		return fail(err)
 	}
 	c.depth = 1
@@ -420,18 +465,49 @@ func openCatalog(dir string) (*catalog, error) {
 	return c, nil
 }
 
-// enter starts a catalog section: catalog.lock held exclusively (waiting
-// for another process's section to end), the store open, the in-memory
-// catalog as the store has it. Sections nest. The caller holds c.mu.
-func (c *catalog) enter() error { return c.enterWith(true) }
+// storeExists reports whether cdir holds a Pebble store, whole or not (a
+// manifest, a table or a log): such a directory is opened, never created
+// anew. An empty directory, or one holding only what a creation that died
+// at once leaves (a lock, an options file, a format marker), holds none.
+func storeExists(cdir string) bool {
+	ents, err := os.ReadDir(cdir)
+	if err != nil {
+		return !errors.Is(err, fs.ErrNotExist) // unreadable: let the open say why
+	}
+	for _, e := range ents {
+		n := e.Name()
+		if strings.HasPrefix(n, "MANIFEST-") || strings.HasPrefix(n, "marker.manifest.") || strings.HasSuffix(n, ".sst") || strings.HasSuffix(n, ".log") {
+			return true
+		}
+	}
+	return false
+}
+
+// enter starts a catalog section that may change the catalog: catalog.lock
+// held exclusively (waiting for another process's section to end), the
+// store open read-write, the in-memory catalog as the store has it.
+// Sections nest. The caller holds c.mu.
+func (c *catalog) enter() error { return c.enterWith(true, sectionWrite) }
+
+// enterFreeing is enter for a change whose statement deletes files: on a
+// full disk it may use the catalog's reserve (catalog_space.go).
+func (c *catalog) enterFreeing() error { return c.enterWith(true, sectionFreeing) }
+
+// enterRead is enter for reading only: the store opens read-only.
+func (c *catalog) enterRead() error { return c.enterWith(true, sectionRead) }
 
 // tryEnter is enter for work that can wait for another time (upgrade.go):
 // it fails at once, KindBusy, when another process holds catalog.lock,
 // and does not ask a holder to let go (catalog.lock.want).
-func (c *catalog) tryEnter() error { return c.enterWith(false) }
+func (c *catalog) tryEnter() error { return c.enterWith(false, sectionWrite) }
 
-func (c *catalog) enterWith(wait bool) error {
+func (c *catalog) enterWith(wait bool, s section) error {
 	if c.depth > 0 {
+		if s != sectionRead && !c.rw {
+			if err := c.reopenRW(s); err != nil {
+				return err
+			}
+		}
 		c.depth++
 		return nil
 	}
@@ -440,9 +516,16 @@ func (c *catalog) enterWith(wait bool) error {
 		// (catalog.lock was held throughout), but a commit of ours that
 		// failed half-way may have left the tables behind the store.
 		c.sticky, c.depth = false, 1
-		v, _, err := c.get(keyCommits)
-		if err == nil && decodeCount(v) != c.commits {
-			err = c.load()
+		var err error
+		if s != sectionRead && !c.rw {
+			err = c.reopenRW(s)
+		}
+		if err == nil {
+			var v []byte
+			v, _, err = c.get(keyCommits)
+			if err == nil && decodeCount(v) != c.commits {
+				err = c.load()
+			}
 		}
 		if err != nil {
 			c.release()
@@ -459,12 +542,19 @@ func (c *catalog) enterWith(wait bool) error {
 	if err != nil {
 		return err
 	}
-	pdb, err := openPebble(c.dir, filepath.Join(c.dir, "catalog"))
+	if s != sectionRead {
+		if err := c.space.check(s == sectionFreeing); err != nil {
+			lk.unlock()
+			return err
+		}
+	}
+	pdb, err := openPebble(c.dir, filepath.Join(c.dir, "catalog"), s, c.space)
 	if err != nil {
 		lk.unlock()
 		return err
 	}
-	c.pdb, c.lock, c.depth = pdb, lk, 1
+	c.pdb, c.lock, c.depth, c.rw = pdb, lk, 1, s != sectionRead
+	c.wrote = c.wrote || c.rw
 	v, _, err := c.get(keyCommits)
 	if err == nil && decodeCount(v) != c.commits {
 		err = c.load()
@@ -473,6 +563,23 @@ func (c *catalog) enterWith(wait bool) error {
 		c.release()
 		return err
 	}
+	return nil
+}
+
+// reopenRW turns the read-only store of the current section read-write
+// (catalog.lock is held throughout: nothing changed in between). The
+// caller holds no batch or iterator of the store.
+func (c *catalog) reopenRW(s section) error {
+	if err := c.space.check(s == sectionFreeing); err != nil {
+		return err
+	}
+	_ = c.pdb.Close()
+	c.pdb = nil
+	pdb, err := openPebble(c.dir, filepath.Join(c.dir, "catalog"), s, c.space)
+	if err != nil {
+		return err
+	}
+	c.pdb, c.rw, c.wrote = pdb, true, true
 	return nil
 }
 
@@ -519,12 +626,18 @@ func (c *catalog) watch() {
 	}
 }
 
-// release closes the store and releases catalog.lock.
+// release closes the store and releases catalog.lock; after a read-write
+// section it first refills the catalog's reserve (under catalog.lock: one
+// process at a time changes it).
 func (c *catalog) release() {
 	c.depth, c.sticky = 0, false
 	if c.pdb != nil {
 		_ = c.pdb.Close()
 		c.pdb = nil
+	}
+	if c.rw {
+		c.rw = false
+		c.space.refill()
 	}
 	c.lock.unlock()
 	c.lock = nil
@@ -532,9 +645,15 @@ func (c *catalog) release() {
 
 // lockWrite takes c.mu and enters a section: what every change does
 // before it reads the tables it changes.
-func (c *catalog) lockWrite() error {
+func (c *catalog) lockWrite() error { return c.lockWriteWith(sectionWrite) }
+
+// lockWriteFreeing is lockWrite for a change whose statement deletes files
+// (enterFreeing).
+func (c *catalog) lockWriteFreeing() error { return c.lockWriteWith(sectionFreeing) }
+
+func (c *catalog) lockWriteWith(s section) error {
 	c.mu.Lock()
-	if err := c.enter(); err != nil {
+	if err := c.enterWith(true, s); err != nil {
 		c.mu.Unlock()
 		return err
 	}
@@ -558,7 +677,7 @@ func (c *catalog) refreshLocked() error {
 	if err != nil || !ok || sealed == c.commits {
 		return err
 	}
-	if err := c.enter(); err != nil {
+	if err := c.enterRead(); err != nil {
 		return err
 	}
 	c.leave()
@@ -569,39 +688,51 @@ func (c *catalog) refreshLocked() error {
 // it holds, others cannot open it. The caller ends it with c.sess.share().
 func (c *catalog) alone() bool { return c.sess.tryExclusive() }
 
+// close releases the catalog. A process that changed it first flushes the
+// store: flushed, the catalog lives in checksummed tables and its log
+// holds nothing a damaged log could lose. A reader writes nothing.
 func (c *catalog) close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var err error
-	if c.depth == 0 && c.sess != nil && c.sess.f != nil {
-		// Flushed, the catalog lives in checksummed tables and its log
-		// holds nothing a damaged log could lose.
+	if c.wrote && c.sess != nil && c.sess.f != nil {
 		if err = c.enter(); err == nil {
 			err = c.pdb.Flush()
-			c.release()
 		}
-	} else if c.depth > 0 {
-		err = c.pdb.Flush()
+		if nferr.Is(err, nferr.KindResource) || nferr.Is(err, nferr.KindBusy) {
+			// NB: the log is durable; the flush only shortens what a
+			// damaged log could lose. A full disk or a busy catalog skips it.
+			err = nil
+		}
+	}
+	if c.lock != nil {
 		c.release()
 	}
 	c.sess.unlock()
 	if err != nil {
-		return nferr.IOf("closing catalog %s: %v", c.dir, err)
+		return nferr.Wrap(nferr.KindIO, err, "closing catalog %s", c.dir)
 	}
 	return nil
 }
 
-// openPebble opens the store. NB: our own flock (catalog.lock, held by
-// every section) keeps other processes out, so whatever Pebble refuses
-// here, or panics on, is about its files: the catalog is damaged.
-func openPebble(dir, cdir string) (pdb *pebble.DB, err error) {
+// openPebble opens the store: read-only for sectionRead (nothing is
+// written, a store that is not there is not created), read-write
+// otherwise, creating it only when cdir holds none (openCatalog decides:
+// storeExists). Its files are written through reserveFS. NB: our own flock
+// (catalog.lock, held by every section) keeps other processes out, so
+// whatever Pebble refuses here, or panics on, is about its files: the
+// catalog is damaged, unless the disk is full or refuses access.
+func openPebble(dir, cdir string, s section, space *catalogSpace) (pdb *pebble.DB, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			pdb, err = nil, damaged(dir, "opening it: %v", r)
 		}
 	}()
 	pdb, err = pebble.Open(cdir, &pebble.Options{
-		Logger: quietLogger{},
+		FS:               reserveFS{FS: vfs.Default, space: space},
+		ReadOnly:         s == sectionRead,
+		ErrorIfNotExists: storeExists(cdir),
+		Logger:           quietLogger{},
 		// Damage Pebble finds is reported by the read that found it (a
 		// KindData error, storeErr), not by its default handler, which
 		// ends the process.
@@ -611,9 +742,49 @@ func openPebble(dir, cdir string) (pdb *pebble.DB, err error) {
 		DisableTableStats: true,
 	})
 	if err != nil {
-		return nil, damaged(dir, "opening it: %v", err)
+		return nil, openErr(dir, cdir, err)
 	}
 	return pdb, nil
+}
+
+// openErr classifies a failed open of the store.
+func openErr(dir, cdir string, err error) error {
+	switch {
+	case errors.Is(err, pebble.ErrDBDoesNotExist):
+		return damaged(dir, "%s", missingManifest(cdir))
+	case isNoSpace(err):
+		return nferr.Resourcef("no space left on device for the catalog of %s (free space there): %s", dir, pebbleText(err))
+	case errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS):
+		return nferr.IOf("catalog %s: %s", cdir, pebbleText(err))
+	}
+	return damaged(dir, "opening it: %s", pebbleText(err))
+}
+
+// missingManifest says what is missing when a store's manifest cannot be
+// found, and how to recover it.
+func missingManifest(cdir string) string {
+	if m := newestManifest(cdir); m != "" {
+		return fmt.Sprintf("its manifest marker (marker.manifest.*) is missing, which Pebble needs to find %s; `nicflow catalog recover --dir %s` checks whether that manifest holds the catalog and restores the marker",
+			m, filepath.Dir(cdir))
+	}
+	return "it has no manifest (MANIFEST-*), which lists the store's tables"
+}
+
+// newestManifest is the name of the MANIFEST-* file of cdir with the
+// highest number ("" for none).
+func newestManifest(cdir string) string {
+	ents, _ := os.ReadDir(cdir)
+	best, bestNum := "", uint64(0)
+	for _, e := range ents {
+		num, ok := strings.CutPrefix(e.Name(), "MANIFEST-")
+		if !ok {
+			continue
+		}
+		if n, err := strconv.ParseUint(num, 10, 64); err == nil && (best == "" || n > bestNum) {
+			best, bestNum = e.Name(), n
+		}
+	}
+	return best
 }
 
 type quietLogger struct{}
@@ -675,6 +846,11 @@ func (c *catalog) migrate() error {
 		return nil
 	}
 	// v0 -> v1: tables stored whole under "t/<name>".
+	if !c.rw {
+		if err := c.reopenRW(sectionWrite); err != nil {
+			return err
+		}
+	}
 	b := c.pdb.NewBatch()
 	defer b.Close()
 	var seq uint64
@@ -719,7 +895,7 @@ func (c *catalog) migrate() error {
 	b.Set([]byte(keySeq), sb[:], nil)
 	b.Set([]byte(keyVersion), []byte(strconv.Itoa(FormatVersion)), nil)
 	if err := b.Commit(pebble.Sync); err != nil {
-		return nferr.IOf("migrating catalog %s to format %d: %v", c.dir, FormatVersion, err)
+		return nferr.OS(err, "migrating catalog %s to format %d", c.dir, FormatVersion)
 	}
 	return nil
 }
@@ -875,7 +1051,7 @@ func (t *txn) commit() error {
 		return err
 	}
 	if err := t.b.Commit(pebble.Sync); err != nil {
-		return nferr.IOf("committing catalog change in %s: %v", t.c.dir, err)
+		return nferr.OS(err, "committing catalog change in %s", t.c.dir)
 	}
 	t.c.commits++
 	if err := crashPoint("after-commit"); err != nil {
@@ -955,15 +1131,16 @@ func (c *catalog) referenced() map[string]bool {
 }
 
 // recover undoes interrupted writers (intents) and finishes interrupted
-// deletions (garbage). It returns the files it removed.
+// deletions (garbage). It returns the files it removed. It reads the
+// records first and deletes their files before the store opens
+// read-write to drop them (a freeing section: on a full disk, the files
+// make the room).
 func (c *catalog) recover() ([]string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var removed []string
 	ref := c.referenced()
-	b := c.pdb.NewBatch()
-	defer b.Close()
-	n := 0
+	var done [][]byte
 	err := c.scan(pfxIntent, func(k, v []byte) error {
 		var in intent
 		if err := json.Unmarshal(v, &in); err != nil {
@@ -985,8 +1162,7 @@ func (c *catalog) recover() ([]string, error) {
 			}
 		}
 		removeIfEmpty(dir)
-		b.Delete(k, nil)
-		n++
+		done = append(done, append([]byte(nil), k...))
 		return nil
 	})
 	if err != nil {
@@ -998,17 +1174,26 @@ func (c *catalog) recover() ([]string, error) {
 			return nferr.Dataf("catalog %s: corrupt garbage record %s: %v", c.dir, k, err)
 		}
 		removed = append(removed, c.collect(&g, ref)...)
-		b.Delete(k, nil)
-		n++
+		done = append(done, append([]byte(nil), k...))
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	if err != nil || len(done) == 0 {
+		return removed, err
 	}
-	if n > 0 {
-		if err := b.Commit(pebble.Sync); err != nil {
-			return nil, nferr.IOf("catalog %s: recording recovery: %v", c.dir, err)
+	if !c.rw {
+		if err := c.reopenRW(sectionFreeing); err != nil {
+			// NB: the records stay (their files are gone): the next
+			// process alone with the database drops them.
+			return removed, nil
 		}
+	}
+	b := c.pdb.NewBatch()
+	defer b.Close()
+	for _, k := range done {
+		b.Delete(k, nil)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return nil, nferr.OS(err, "catalog %s: recording recovery", c.dir)
 	}
 	return removed, nil
 }
@@ -1081,11 +1266,11 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
-		return nferr.IOf("syncing directory %s: %w", dir, err)
+		return nferr.OS(err, "syncing directory %s", dir)
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil {
-		return nferr.IOf("syncing directory %s: %w", dir, err)
+		return nferr.OS(err, "syncing directory %s", dir)
 	}
 	return nil
 }

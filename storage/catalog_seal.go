@@ -25,8 +25,9 @@ import (
 // (written atomically, with its own checksum). Open compares: a catalog
 // with fewer commits than its seal lost some, and is a KindData error.
 // The seal may lag the catalog (a crash between the two writes), never
-// lead it. A clean close also flushes Pebble's memtable into its tables,
-// whose blocks carry checksums, so the log holds nothing after it.
+// lead it. A clean close of a process that changed the catalog also
+// flushes Pebble's memtable into its tables, whose blocks carry checksums,
+// so the log holds nothing after it.
 
 const (
 	keyCommits = "meta/commits"
@@ -36,17 +37,34 @@ const (
 
 // damaged is the error for a catalog that cannot be trusted.
 func damaged(dir, format string, args ...any) error {
-	return nferr.Dataf("catalog %s is damaged: %s; restore %s from a backup, or move the data files away and load them into a new database",
-		filepath.Join(dir, "catalog"), fmt.Sprintf(format, args...), filepath.Join(dir, "catalog"))
+	return nferr.Dataf("catalog %s is damaged: %s; restore %s from a backup, or run `nicflow catalog recover --dir %s`, which rebuilds it from the data files (moving the damaged one aside)",
+		filepath.Join(dir, "catalog"), fmt.Sprintf(format, args...), filepath.Join(dir, "catalog"), dir)
 }
 
 // storeErr classifies an error of the Pebble store: corruption is bad data
 // naming the catalog, anything else an I/O error.
 func storeErr(dir, what string, err error) error {
 	if pebble.IsCorruptionError(err) {
-		return damaged(dir, "%s: %v", what, err)
+		return damaged(dir, "%s: %s", what, pebbleText(err))
 	}
-	return nferr.IOf("catalog %s: %s: %v", dir, what, err)
+	return nferr.OS(err, "catalog %s: %s", dir, what)
+}
+
+// pebbleText is the message of a Pebble error for people: one line, with
+// the damaged file it names, without the marker errors Pebble joins in
+// ("<corruption detail carrier>").
+func pebbleText(err error) string {
+	var parts []string
+	for _, l := range strings.Split(err.Error(), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !(strings.HasPrefix(l, "<") && strings.HasSuffix(l, ">")) {
+			parts = append(parts, l)
+		}
+	}
+	msg := strings.Join(parts, "; ")
+	if info := pebble.ExtractDataCorruptionInfo(err); info != nil && info.Path != "" && !strings.Contains(msg, info.Path) {
+		msg += " (in " + info.Path + ")"
+	}
+	return msg
 }
 
 func sealBody(commits uint64) string {
@@ -78,7 +96,7 @@ func readSeal(dir string) (commits uint64, ok bool, err error) {
 func writeSeal(dir string, commits uint64) error {
 	path := filepath.Join(dir, sealFile)
 	if err := writeFileAtomic(path, []byte(sealBody(commits)), 0o600); err != nil {
-		return nferr.IOf("writing %s: %v", path, err)
+		return nferr.OS(err, "writing %s", path)
 	}
 	return syncDir(dir)
 }
@@ -94,7 +112,11 @@ func (c *catalog) checkSeal() error {
 		return damaged(c.dir, "it holds %d committed changes, but %d were made (its log or tables lost the last %d)", c.commits, sealed, sealed-c.commits)
 	}
 	if !ok || c.commits > sealed {
-		return writeSeal(c.dir, c.commits)
+		// NB: best effort. The seal lags (a database from before seals,
+		// or a crash between a commit and its seal), and the next commit
+		// writes it; a reader on a full disk or a read-only medium must
+		// not fail for it.
+		_ = writeSeal(c.dir, c.commits)
 	}
 	return nil
 }
@@ -114,15 +136,24 @@ func encodeCount(n uint64) []byte {
 }
 
 // checkExisting refuses to create a catalog in a directory that already
-// held one (its seal is there) whose catalog is gone: the tables and their
-// data files would be silently forgotten.
-func checkExisting(dir, cdir string) error {
-	if ents, err := os.ReadDir(cdir); err == nil && len(ents) > 0 {
+// held one whose catalog is gone: its seal is there, or data files nicflow
+// wrote are (unless rebuilding: recover.go). The tables and their data
+// would be silently forgotten, and the database would read as empty.
+func checkExisting(dir, cdir string, rebuilding bool) error {
+	if _, err := os.Stat(filepath.Join(dir, sealFile)); err == nil {
+		return nferr.Dataf("database %s has lost its catalog: %s is missing or empty, but %s says it held one; `nicflow catalog recover --dir %s` rebuilds the catalog from the data files, or restore %s from a backup",
+			dir, cdir, filepath.Join(dir, sealFile), dir, cdir)
+	}
+	if rebuilding {
 		return nil
 	}
-	if _, err := os.Stat(filepath.Join(dir, sealFile)); err != nil {
-		return nil
+	if dirs := dataDirs(dir, 4); len(dirs) > 0 {
+		more := ""
+		if len(dirs) > 3 {
+			dirs, more = dirs[:3], ", ..."
+		}
+		return nferr.Dataf("database %s has data files (in %s%s) but no catalog (%s is missing or empty); `nicflow catalog recover --dir %s` rebuilds the catalog from the data files, or restore %s from a backup",
+			dir, strings.Join(dirs, ", "), more, cdir, dir, cdir)
 	}
-	return nferr.Dataf("database %s has lost its catalog: %s is missing or empty, but %s says it held one; restore the catalog from a backup, or move the data files away and load them into a new database",
-		dir, cdir, filepath.Join(dir, sealFile))
+	return nil
 }

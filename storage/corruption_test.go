@@ -191,10 +191,15 @@ func catalogCampaign(t *testing.T, crashed bool) {
 					t.Errorf("trial %d (%s): PANIC %v", i, what, r)
 				}
 			}()
+			before := storeState(t, dir)
 			db, err := Open(dir, Options{})
 			if err != nil {
 				if !nferr.Is(err, nferr.KindData) || !strings.Contains(err.Error(), "catalog") {
 					t.Errorf("trial %d (%s): error of kind %v: %v", i, what, nferr.KindOf(err), err)
+				}
+				// A failed open leaves the damaged catalog as it found it.
+				if after := storeState(t, dir); after != before {
+					t.Errorf("trial %d (%s): the failed open changed the catalog", i, what)
 				}
 				outcomes["open fails"]++
 				return

@@ -58,7 +58,11 @@ type footerEntry struct {
 // Open opens (creating if needed) the database in dir. Other processes may
 // have it open too: readers run side by side, and each change takes the
 // catalog's lock only while it commits (catalog.go).
-func Open(dir string, opts Options) (*DB, error) {
+func Open(dir string, opts Options) (*DB, error) { return openDB(dir, opts, false) }
+
+// openDB is Open; rebuilding (recover.go) creates a catalog beside data
+// files, which Open refuses (checkExisting).
+func openDB(dir string, opts Options, rebuilding bool) (*DB, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -72,7 +76,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return nil, nferr.IOf("creating database directory %s: %w", dir, err)
 	}
-	cat, err := openCatalog(abs)
+	cat, err := openCatalog(abs, rebuilding)
 	if err != nil {
 		return nil, err
 	}
@@ -104,10 +108,28 @@ func Open(dir string, opts Options) (*DB, error) {
 // OpenExisting opens dir only if it already holds a catalog (readers such
 // as `nicflow sql` and `nicflow catalog` must not create one by accident).
 func OpenExisting(dir string, opts Options) (*DB, error) {
-	if _, err := os.Stat(filepath.Join(dir, "catalog")); err != nil {
-		return nil, nferr.Queryf("%s is not a nicflow database (no catalog); create one with `nicflow tpch gen --dir %s` or `nicflow load --dir %s`", dir, dir, dir)
+	if err := IsDatabase(dir); err != nil {
+		return nil, err
 	}
 	return Open(dir, opts)
+}
+
+// IsDatabase checks that dir holds a database: a catalog directory, or
+// else the error that says it lost its catalog (its seal or data files
+// are there: checkExisting) or that it is none (KindQuery).
+func IsDatabase(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nferr.IOf("database directory %s: %w", dir, err)
+	}
+	cdir := filepath.Join(abs, "catalog")
+	if _, err := os.Stat(cdir); err == nil {
+		return nil
+	}
+	if err := checkExisting(abs, cdir, false); err != nil {
+		return err
+	}
+	return nferr.Queryf("%s is not a nicflow database (no catalog); create one with `nicflow tpch gen --dir %s` or `nicflow load --dir %s`", dir, dir, dir)
 }
 
 // Close records the chunk checksums this process measured of an older
@@ -286,6 +308,7 @@ func (db *DB) CreateTable(name string, sch *arrow.Schema, opts CreateOptions) er
 		}
 	}
 	tx := db.cat.begin()
+	t.Since = tx.nextID()
 	if old != nil {
 		t.Generation = old.Generation + 1
 		tx.dropKeys(tableKeyName(s, n))
@@ -307,7 +330,9 @@ func (db *DB) DropTable(name string, ifExists bool) error {
 	if err != nil {
 		return err
 	}
-	if err := db.cat.lockWrite(); err != nil {
+	// A freeing section: on a full disk, dropping a table is how room is
+	// made, so it may use the catalog's reserve.
+	if err := db.cat.lockWriteFreeing(); err != nil {
 		return err
 	}
 	defer db.cat.unlockWrite()
@@ -386,27 +411,45 @@ func tableDir(schema, name string) string {
 // their footers for schemas and statistics and their bytes for checksums.
 // All tables change in one atomic batch. This is what `tpch gen` uses.
 func (db *DB) RegisterFiles(ctx context.Context, tables map[string][]string) error {
+	plans := make([]tablePlan, 0, len(tables))
+	for n, paths := range tables {
+		plans = append(plans, tablePlan{name: n, paths: paths})
+	}
+	return db.registerTables(ctx, plans)
+}
+
+// tablePlan is a table RegisterFiles makes: its name, its files and,
+// when a catalog is rebuilt (recover.go), its definition as a footer
+// records it (columns, checks, defaults, Since; indexes and
+// foreign keys are restored afterwards, with their records).
+type tablePlan struct {
+	name  string
+	paths []string
+	def   *Table
+}
+
+func (db *DB) registerTables(ctx context.Context, plans []tablePlan) error {
 	type prepared struct {
 		schema, name string
 		t            *Table
 	}
 	var preps []prepared
-	names := make([]string, 0, len(tables))
-	for n := range tables {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	sort.Slice(plans, func(i, j int) bool { return plans[i].name < plans[j].name })
+	for _, plan := range plans {
+		name := plan.name
 		s, n, err := splitName(name)
 		if err != nil {
 			return err
 		}
-		paths := append([]string(nil), tables[name]...)
+		paths := append([]string(nil), plan.paths...)
 		sort.Strings(paths)
 		if len(paths) == 0 {
 			return nferr.Queryf("register table %s: no files", name)
 		}
 		t := &Table{Schema: s, Name: n, Created: time.Now().UTC()}
+		if d := plan.def; d != nil {
+			t.Columns, t.Checks, t.Defaults, t.Received, t.Since = d.Columns, d.Checks, d.Defaults, d.Received, d.Since
+		}
 		for _, p := range paths {
 			if err := ctx.Err(); err != nil {
 				return nferr.With(nferr.KindCanceled, err)

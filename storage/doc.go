@@ -12,6 +12,8 @@
 //	DIR/session.lock         flock held shared by every process that has DIR open
 //	DIR/cache/csv/           CSV files read as tables, converted to Parquet (files_csv.go)
 //	DIR/catalog.seal         the catalog's commit count (catalog_seal.go)
+//	DIR/catalog.reserve      space held for the catalog on a full disk (catalog_space.go)
+//	DIR/catalog.damaged-*    a catalog Recover moved aside (recover.go)
 //	DIR/<table>/*.parquet    files nicflow wrote (tpch gen, COPY, appenders)
 //	DIR/.nicflow-local-read  token of a running storage service (short-circuit reads)
 //
@@ -37,6 +39,28 @@
 //     never are.
 //   - Tables handed out (*Table) are immutable snapshots; a change publishes
 //     a new one after its batch committed.
+//   - A catalog is never modified by opening it or reading it: sections
+//     that only read open the store read-only; an existing store is
+//     opened read-only and checked (layout, records, seal) before any
+//     section may open it read-write, and a read-write open never creates
+//     a store in a directory that holds one (a lost manifest marker is
+//     KindData naming `nicflow catalog recover`, not a new empty store).
+//     A new catalog is made only where no database was: a directory with
+//     a seal or nicflow data files but no catalog is KindData (the
+//     catalog was lost), not an empty database.
+//   - Pebble never runs out of disk (catalog_space.go): a read-write
+//     section starts only when the disk has room for what it may write,
+//     else it fails at once with KindResource; its writes go through
+//     reserveFS, which gives back part of DIR/catalog.reserve when the
+//     disk fills meanwhile. Sections whose statement frees space (DROP
+//     TABLE, an aborted load, recovery) may count the reserve. An aborted
+//     load deletes its files before it takes the catalog, so a load that
+//     filled the disk makes the room its abort needs.
+//   - Every data file records in its footer the table's definition and
+//     what the write replaced (recover.go: footerTableKey,
+//     footerWriteKey), so that Recover can rebuild a lost catalog from
+//     the files: tables, constraints and their key records, without the
+//     files later writes replaced.
 //   - Several processes may have DIR open (each holds DIR/session.lock
 //     shared). The Pebble store is open only inside a catalog section,
 //     under DIR/catalog.lock held exclusively (holder pid and command
@@ -132,8 +156,11 @@
 // after each (catalog_seal.go): a catalog that lost commits (a damaged
 // write-ahead log's tail) or its whole directory is a KindData error, not
 // an older or empty database. Damage Pebble finds (block checksums, the
-// manifest, the log) is KindData naming the catalog and how to recover. A
-// clean close flushes the catalog into Pebble's checksummed tables.
+// manifest, the log) is KindData naming the catalog and how to recover
+// (Recover, `nicflow catalog recover`: the manifest marker restored, or the
+// catalog rebuilt from the data files, the damaged one moved aside). A
+// clean close of a process that changed the catalog flushes it into
+// Pebble's checksummed tables.
 //
 // # Storage service and short-circuit reads
 //

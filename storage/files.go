@@ -212,7 +212,7 @@ func (f *ParquetFile) Close() (int64, error) {
 	}
 	if err := os.Rename(f.tmp, f.path); err != nil {
 		os.Remove(f.tmp)
-		return 0, nferr.IOf("writing %s: %w", f.path, err)
+		return 0, nferr.OS(err, "writing %s", f.path)
 	}
 	return f.rows, nil
 }

@@ -176,7 +176,7 @@ func (db *DB) convertCSV(paths []string, o CSVOptions, dir, cache string) error 
 		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nferr.IOf("creating %s: %w", dir, err)
+		return nferr.OS(err, "creating %s", dir)
 	}
 	w, err := CreateParquetFile(cache, sch, WriteOptions{})
 	if err != nil {

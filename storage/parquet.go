@@ -75,12 +75,18 @@ type hashWriter struct {
 	w io.Writer
 	h *xxh3.Hasher
 	n int64
+	// err is the first write error: the Parquet writer reports it in its
+	// own words, which lose the cause (a full disk).
+	err error
 }
 
 func (h *hashWriter) Write(p []byte) (int, error) {
 	n, err := h.w.Write(p)
 	h.h.Write(p[:n])
 	h.n += int64(n)
+	if err != nil && h.err == nil {
+		h.err = err
+	}
 	return n, err
 }
 
@@ -258,14 +264,17 @@ func parquetSchema(sch *arrow.Schema) (*schema.GroupNode, error) {
 	return schema.NewGroupNode("schema", parquet.Repetitions.Required, fields, -1)
 }
 
-func newParquetWriter(path string, sch *arrow.Schema, opts WriteOptions) (*parquetWriter, error) {
+// newParquetWriter creates path for rows of sch; meta are key-value pairs
+// for the footer (footerTableKey, footerWriteKey: what `catalog recover`
+// reads back).
+func newParquetWriter(path string, sch *arrow.Schema, opts WriteOptions, meta ...[2]string) (*parquetWriter, error) {
 	ps, err := parquetSchema(sch)
 	if err != nil {
 		return nil, err
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
-		return nil, nferr.IOf("creating %s: %w", path, err)
+		return nil, nferr.OS(err, "creating %s", path)
 	}
 	hw := &hashWriter{w: f, h: xxh3.New()}
 	props := parquet.NewWriterProperties(
@@ -276,7 +285,15 @@ func newParquetWriter(path string, sch *arrow.Schema, opts WriteOptions) (*parqu
 		parquet.WithMaxRowGroupLength(opts.RowGroupRows),
 	)
 	wopts := []file.WriteOption{file.WithWriterProps(props)}
-	if kv := intervalMetadata(sch); kv != nil {
+	kv := intervalMetadata(sch)
+	for _, m := range meta {
+		if err := kv.Append(m[0], m[1]); err != nil {
+			f.Close()
+			os.Remove(path)
+			return nil, nferr.Internalf("parquet footer of %s: %v", path, err)
+		}
+	}
+	if kv != nil {
 		wopts = append(wopts, file.WithWriteMetadata(kv))
 	}
 	w, err := file.NewParquetWriterWithError(hw, ps, wopts...)
@@ -293,7 +310,7 @@ func newParquetWriter(path string, sch *arrow.Schema, opts WriteOptions) (*parqu
 func (pw *parquetWriter) write(rec arrow.RecordBatch) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = nferr.Internalf("writing %s: parquet writer panicked: %v", pw.path, r)
+			err = pw.failed("writing", nferr.Internalf("writing %s: parquet writer panicked: %v", pw.path, r))
 		}
 	}()
 	n := rec.NumRows()
@@ -302,7 +319,7 @@ func (pw *parquetWriter) write(rec arrow.RecordBatch) (err error) {
 		if pw.rg == nil {
 			rg, err := pw.w.AppendBufferedRowGroupChecked()
 			if err != nil {
-				return nferr.IOf("writing %s: %v", pw.path, err)
+				return pw.failed("writing", nferr.IOf("writing %s: %v", pw.path, err))
 			}
 			pw.rg, pw.rgRows = rg, 0
 		}
@@ -310,10 +327,10 @@ func (pw *parquetWriter) write(rec arrow.RecordBatch) (err error) {
 		for c := 0; c < int(rec.NumCols()); c++ {
 			cw, err := pw.rg.Column(c)
 			if err != nil {
-				return nferr.IOf("writing %s: %v", pw.path, err)
+				return pw.failed("writing", nferr.IOf("writing %s: %v", pw.path, err))
 			}
 			if err := pw.writeColumn(cw, rec.Column(c), int(off), int(take)); err != nil {
-				return nferr.Wrap(nferr.KindIO, err, "writing column %s of %s", pw.sch.Field(c).Name, pw.path)
+				return pw.failed("writing", nferr.Wrap(nferr.KindIO, err, "writing column %s of %s", pw.sch.Field(c).Name, pw.path))
 			}
 		}
 		pw.rgRows += take
@@ -321,7 +338,7 @@ func (pw *parquetWriter) write(rec arrow.RecordBatch) (err error) {
 		off += take
 		if pw.rgRows >= pw.maxRG {
 			if err := pw.rg.Close(); err != nil {
-				return nferr.IOf("writing %s: %v", pw.path, err)
+				return pw.failed("writing", nferr.IOf("writing %s: %v", pw.path, err))
 			}
 			pw.rg = nil
 		}
@@ -460,19 +477,19 @@ func (pw *parquetWriter) writeColumn(cw file.ColumnChunkWriter, arr arrow.Array,
 func (pw *parquetWriter) finish() (size int64, checksum string, md *metadata.FileMetaData, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = nferr.Internalf("closing %s: parquet writer panicked: %v", pw.path, r)
+			err = pw.failed("closing", nferr.Internalf("closing %s: parquet writer panicked: %v", pw.path, r))
 		}
 	}()
 	if pw.rg != nil {
 		if err := pw.rg.Close(); err != nil {
 			pw.f.Close()
-			return 0, "", nil, nferr.IOf("writing %s: %v", pw.path, err)
+			return 0, "", nil, pw.failed("writing", nferr.IOf("writing %s: %v", pw.path, err))
 		}
 		pw.rg = nil
 	}
 	if err := pw.w.Close(); err != nil {
 		pw.f.Close()
-		return 0, "", nil, nferr.IOf("writing %s: %v", pw.path, err)
+		return 0, "", nil, pw.failed("writing", nferr.IOf("writing %s: %v", pw.path, err))
 	}
 	md, err = pw.w.FileMetadata()
 	if err != nil {
@@ -481,12 +498,21 @@ func (pw *parquetWriter) finish() (size int64, checksum string, md *metadata.Fil
 	}
 	if err := pw.f.Sync(); err != nil {
 		pw.f.Close()
-		return 0, "", nil, nferr.IOf("syncing %s: %w", pw.path, err)
+		return 0, "", nil, nferr.OS(err, "syncing %s", pw.path)
 	}
 	if err := pw.f.Close(); err != nil {
-		return 0, "", nil, nferr.IOf("closing %s: %w", pw.path, err)
+		return 0, "", nil, nferr.OS(err, "closing %s", pw.path)
 	}
 	return pw.hw.n, formatChecksum(pw.hw.h.Sum64()), md, nil
+}
+
+// failed is the error of a failed write: the file's own write error when
+// there was one (a full disk is KindResource), else err.
+func (pw *parquetWriter) failed(op string, err error) error {
+	if pw.hw.err != nil {
+		return nferr.OS(pw.hw.err, "%s %s", op, pw.path)
+	}
+	return err
 }
 
 // abort closes and removes a file that will not be committed.

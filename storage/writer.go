@@ -88,6 +88,9 @@ type Appender struct {
 	// created is the table a creating appender commits (columns and
 	// constraints validated up front).
 	created *Table
+	// meta is what every file's footer records for `catalog recover`
+	// (recover.go): the table's definition and what this write replaces.
+	meta [][2]string
 }
 
 // NewAppender starts writing into table name.
@@ -144,6 +147,10 @@ func (db *DB) NewAppender(name string, opts AppendOptions) (*Appender, error) {
 	if a.sch, err = ArrowSchema(a.cols); err != nil {
 		return nil, err
 	}
+	def := a.created
+	if def == nil {
+		def, _ = db.cat.lookup(name)
+	}
 	a.dir = tableDir(s, n)
 	if err := os.MkdirAll(filepath.Join(db.dir, a.dir), 0o755); err != nil {
 		return nil, nferr.IOf("creating %s: %w", filepath.Join(db.dir, a.dir), err)
@@ -156,6 +163,10 @@ func (db *DB) NewAppender(name string, opts AppendOptions) (*Appender, error) {
 	a.id = tx.nextID()
 	a.tmpPfx = fmt.Sprintf(".tmp-%016x-", a.id)
 	a.finPfx = fmt.Sprintf("%s-%016x-", n, a.id)
+	if a.created != nil {
+		a.created.Since = a.id
+	}
+	a.meta = footerMeta(def, a.id, opts)
 	tx.putJSON([]byte(fmt.Sprintf("%s%016x", pfxIntent, a.id)), &intent{
 		ID: a.id, Dir: a.dir, Prefixes: []string{a.tmpPfx, a.finPfx}, PID: os.Getpid(), Started: time.Now().UTC(),
 	})
@@ -329,7 +340,7 @@ func (a *Appender) startFile() error {
 	tmp := filepath.Join(a.dir, fmt.Sprintf("%s%04d", a.tmpPfx, a.nfile))
 	final := filepath.Join(a.dir, fmt.Sprintf("%s%04d.parquet", a.finPfx, a.nfile))
 	a.nfile++
-	w, err := newParquetWriter(filepath.Join(a.db.dir, tmp), a.sch, a.wopts)
+	w, err := newParquetWriter(filepath.Join(a.db.dir, tmp), a.sch, a.wopts, a.meta...)
 	if err != nil {
 		return err
 	}
@@ -509,7 +520,10 @@ func (a *Appender) Abort() {
 	if a.closed {
 		return
 	}
-	if err := a.db.cat.lockWrite(); err != nil {
+	// NB: the files first, before the catalog: on a full disk they make
+	// the room its change needs.
+	a.removeFiles()
+	if err := a.db.cat.lockWriteFreeing(); err != nil {
 		// NB: the intent stays; the next process alone with the database
 		// removes the files.
 		a.closed = true
@@ -531,11 +545,9 @@ func (a *Appender) release() {
 	}
 }
 
-func (a *Appender) abortLocked() {
-	if a.closed {
-		return
-	}
-	a.closed = true
+// removeFiles deletes the files the appender wrote (none is committed, so
+// no reader has them). Idempotent.
+func (a *Appender) removeFiles() {
 	if a.cur != nil {
 		a.cur.abort()
 		a.cur = nil
@@ -544,6 +556,14 @@ func (a *Appender) abortLocked() {
 		os.Remove(filepath.Join(a.db.dir, f.Path))
 		os.Remove(filepath.Join(a.db.dir, a.final[i]))
 	}
+}
+
+func (a *Appender) abortLocked() {
+	if a.closed {
+		return
+	}
+	a.closed = true
+	a.removeFiles()
 	_ = a.db.cat.pdb.Delete([]byte(fmt.Sprintf("%s%016x", pfxIntent, a.id)), nil)
 	removeIfEmpty(filepath.Join(a.db.dir, a.dir))
 }

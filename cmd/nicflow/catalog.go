@@ -28,9 +28,99 @@ its columns, its Parquet files with sizes and checksums, the row groups of each
 file with per-column min/max/null statistics (used to skip row groups), and
 which storage nodes hold each file.
 
-  catalog ls      one line per table
-  catalog show    one table in detail
-  catalog verify  re-read every file and check sizes, checksums and footers`,
+  catalog ls       one line per table
+  catalog show     one table in detail
+  catalog verify   re-read every file and check sizes, checksums and footers
+  catalog recover  bring back a lost or damaged catalog (from its manifests,
+                   or rebuilt from the data files)
+
+A damaged or incomplete catalog is never modified by opening it: every command
+that only reads opens it read-only, and one that finds it damaged exits with
+status 3 and says how to recover.`,
+}
+
+var catalogRecoverFlags struct{ dryRun bool }
+
+var catalogRecoverCmd = &cobra.Command{
+	Use:   "recover --dir DIR [--dry-run]",
+	Short: "Bring back a lost or damaged catalog, deleting nothing",
+	Long: `recover gets a database's catalog back in the least destructive way that
+works. It needs the database to itself (stop servers that have it open first).
+
+  1. A catalog that opens and holds every commit its seal (DIR/catalog.seal)
+     counts is healthy: nothing is done.
+  2. A catalog whose manifest marker (DIR/catalog/marker.manifest.*) is gone:
+     each MANIFEST-* file is tried on a copy, newest first, and the first whose
+     catalog is whole gets its marker back. Nothing else changes.
+  3. Otherwise (no catalog, or a damaged one) the catalog is rebuilt from the
+     data files (DIR/<table>/<table>-*.parquet) and their footers. The old
+     catalog and seal are moved to DIR/catalog.damaged-<time>, never deleted.
+
+Every file nicflow writes records in its footer the table's definition and
+what the write replaced, so a rebuilt table gets back its columns, defaults,
+CHECK constraints, indexes, primary and unique keys and foreign keys, and files
+that a later UPDATE, DELETE, CREATE OR REPLACE or compaction replaced (but that
+were not yet deleted) stay out. Files written by older versions or by tpch gen
+give their columns only. Views, external tables and a cluster's storage nodes
+are recorded in the catalog alone: recover lists them as things to recreate.
+
+Exit status 0 when the catalog is healthy or was recovered, 3 when there is
+nothing to recover it from, 7 when another process has the database open.`,
+	Example: `  nicflow catalog recover --dir data --dry-run    # say what it would do
+  nicflow catalog recover --dir data`,
+	Args: cobra.NoArgs,
+	RunE: func(cmd *cobra.Command, _ []string) error {
+		if catalogFlags.dir == "" {
+			return usagef("--dir is required")
+		}
+		out := cmd.OutOrStdout()
+		rep, err := storage.Recover(cmd.Context(), catalogFlags.dir, storage.RecoverOptions{DryRun: catalogRecoverFlags.dryRun, Progress: cmd.ErrOrStderr()})
+		if err != nil {
+			return err
+		}
+		would := ""
+		if catalogRecoverFlags.dryRun {
+			would = "would be "
+		}
+		switch rep.Action {
+		case "healthy":
+			fmt.Fprintf(out, "catalog of %s is healthy: nothing to recover (%d tables)\n", catalogFlags.dir, len(rep.Tables))
+			return nil
+		case "marker":
+			fmt.Fprintf(out, "catalog of %s %srecovered: its manifest marker was missing; %s holds the whole catalog\n", catalogFlags.dir, would, rep.Manifest)
+		case "rebuilt":
+			fmt.Fprintf(out, "catalog of %s %srebuilt from its data files\n", catalogFlags.dir, would)
+			if rep.Damage != "" {
+				fmt.Fprintf(out, "  it was damaged: %s\n", rep.Damage)
+			}
+			if rep.Aside != "" {
+				fmt.Fprintf(out, "  the old catalog was moved to %s\n", rep.Aside)
+			}
+		}
+		if len(rep.Tables) > 0 {
+			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "TABLE\tFILES\tROWS\tLEFT OUT\tDEFINITION")
+			for _, t := range rep.Tables {
+				def := "from footers"
+				if !t.Defined {
+					def = "columns only"
+				}
+				if rep.Action == "marker" {
+					def = "catalog"
+				}
+				rows := fmt.Sprint(t.Rows)
+				if catalogRecoverFlags.dryRun {
+					rows = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\n", t.Name, t.Files, rows, t.Skipped, def)
+			}
+			tw.Flush()
+		}
+		for _, w := range rep.Warnings {
+			fmt.Fprintf(out, "note: %s\n", w)
+		}
+		return nil
+	},
 }
 
 var catalogLsCmd = &cobra.Command{
@@ -267,6 +357,7 @@ func init() {
 	pf.StringVar(&catalogFlags.dir, "dir", "", "database directory (required)")
 	pf.StringVar(&catalogFlags.format, "format", "text", "output format: text or json")
 	catalogShowCmd.Flags().IntVar(&catalogFlags.rowGroups, "row-groups", 20, "row groups to list (0: none, -1: all)")
-	catalogCmd.AddCommand(catalogLsCmd, catalogShowCmd, catalogVerifyCmd)
+	catalogRecoverCmd.Flags().BoolVar(&catalogRecoverFlags.dryRun, "dry-run", false, "say what recover would do, change nothing")
+	catalogCmd.AddCommand(catalogLsCmd, catalogShowCmd, catalogVerifyCmd, catalogRecoverCmd)
 	rootCmd.AddCommand(catalogCmd)
 }

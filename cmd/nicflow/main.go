@@ -44,8 +44,9 @@ Exit status says who is at fault:
   1    local I/O error (disk, permissions)
   2    bad query or usage (syntax, unknown names, bad flags, query too large)
   3    bad data (a damaged file or catalog, division by zero or a bad cast
-       on the data, a wrong TPC-H answer)
-  4    resource exhausted (memory limit, disk full)
+       on the data, a wrong TPC-H answer; see nicflow catalog recover)
+  4    resource exhausted (memory limit, disk full or quota: data files,
+       spill files and the catalog alike)
   5    unavailable (a node dead or unreachable, a stale placement)
   6    authentication (another cluster's keys, certificates)
   7    busy (the database is in use by another process)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/internal/gctune"
 	"github.com/nicflow/nicflow/internal/nferr"
+	"github.com/nicflow/nicflow/storage"
 )
 
 type sqlFlags struct {
@@ -238,8 +238,11 @@ func openSession(dir string, create bool, opts engine.Options) (*engine.Session,
 		return nil, usagef("--dir is required")
 	}
 	if !create {
-		if _, err := os.Stat(filepath.Join(dir, "catalog")); err != nil {
-			return nil, nferr.Queryf("%s is not a nicflow database (no catalog); create one with `nicflow tpch gen --dir %s`, `nicflow load --dir %s`, or pass --create", dir, dir, dir)
+		if err := storage.IsDatabase(dir); err != nil {
+			if nferr.Is(err, nferr.KindQuery) {
+				return nil, nferr.Wrap(nferr.KindQuery, err, "open (or pass --create)")
+			}
+			return nil, err
 		}
 	}
 	tuneGC(opts.MemoryLimit)

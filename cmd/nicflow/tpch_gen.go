@@ -14,6 +14,7 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 	"golang.org/x/term"
 
+	"github.com/nicflow/nicflow/storage"
 	"github.com/nicflow/nicflow/tpch"
 )
 
@@ -128,6 +129,18 @@ func (g tpchGenFlags) options() (tpch.GenOptions, error) {
 
 // runTpchGen generates, registers Parquet tables and prints a summary.
 func runTpchGen(ctx context.Context, opts tpch.GenOptions, stdout io.Writer, stderr *os.File) error {
+	// NB: the database opens (its catalog created if new) before any data
+	// file is written: data files in a directory without a catalog are a
+	// database that lost it (storage.Open refuses them).
+	var db *storage.DB
+	if opts.Format == tpch.FormatParquet {
+		var err error
+		if db, err = storage.Open(opts.Dir, storage.Options{}); err != nil {
+			return err
+		}
+		reportRecovered(db)
+		defer db.Close()
+	}
 	bars := newGenProgress(opts, stderr)
 	if bars != nil {
 		opts.Progress = bars.add
@@ -148,7 +161,10 @@ func runTpchGen(ctx context.Context, opts tpch.GenOptions, stdout io.Writer, std
 		for _, t := range res.Tables {
 			files[t.Table.String()] = t.Files
 		}
-		if err := registerTables(ctx, opts.Dir, files); err != nil {
+		if err := db.RegisterFiles(ctx, files); err != nil {
+			return err
+		}
+		if err := db.Close(); err != nil {
 			return err
 		}
 	}

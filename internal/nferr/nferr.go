@@ -11,8 +11,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"google.golang.org/grpc/codes"
+	"io/fs"
 	"strings"
+	"syscall"
+
+	"google.golang.org/grpc/codes"
 )
 
 // Kind says who is at fault for an error.
@@ -221,4 +224,30 @@ func Decode(k Kind, msg, remote string) error {
 		msg = remote + ": " + msg
 	}
 	return &Error{Kind: k, Msg: msg}
+}
+
+// OS wraps a failed operation on a local file ("<context>: <err>"): a full
+// disk or an exhausted quota is KindResource (the table of exit statuses:
+// 4), anything else KindIO, unless err already carries a kind. err stays
+// reachable through errors.Unwrap. A nil err stays nil.
+func OS(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := As(err); ok {
+		return Wrap(KindIO, err, format, args...)
+	}
+	k := KindIO
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		k = KindResource
+	}
+	ctx := fmt.Sprintf(format, args...)
+	text := err.Error()
+	// "writing /a/b: write /a/b: no space left on device" says the path
+	// twice: the context names it, the cause says what happened.
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path != "" && strings.Contains(ctx, pe.Path) {
+		text = pe.Err.Error()
+	}
+	return &Error{Kind: k, Msg: ctx + ": " + text, Cause: err}
 }

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -60,5 +63,28 @@ func TestExitStatusDistinct(t *testing.T) {
 	}
 	if ExitStatus(KindInternal) != 70 || ExitStatus(KindBusy) != 7 {
 		t.Error("internal errors and busy resources have their own statuses")
+	}
+}
+
+// TestOS: a failed file operation is KindResource for a full disk or
+// quota (exit status 4), KindIO otherwise, says the path once, keeps the
+// cause, and keeps the kind of an error that has one.
+func TestOS(t *testing.T) {
+	full := &fs.PathError{Op: "write", Path: "/d/f", Err: syscall.ENOSPC}
+	err := OS(full, "writing %s", "/d/f")
+	if KindOf(err) != KindResource || ExitStatus(KindOf(err)) != 4 || err.Error() != "writing /d/f: no space left on device" || !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("full disk: %v (kind %v)", err, KindOf(err))
+	}
+	if err := OS(&fs.PathError{Op: "write", Path: "/d/f", Err: syscall.EDQUOT}, "x"); KindOf(err) != KindResource {
+		t.Errorf("quota: kind %v", KindOf(err))
+	}
+	if err := OS(&fs.PathError{Op: "open", Path: "/d/f", Err: syscall.EACCES}, "opening %s", "/e"); KindOf(err) != KindIO || !strings.Contains(err.Error(), "/d/f") {
+		t.Errorf("permission: %v (kind %v)", err, KindOf(err))
+	}
+	if err := OS(Dataf("bad"), "reading"); KindOf(err) != KindData {
+		t.Errorf("kinded: kind %v", KindOf(err))
+	}
+	if OS(nil, "x") != nil {
+		t.Error("nil error")
 	}
 }
