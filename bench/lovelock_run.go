@@ -74,6 +74,9 @@ type LovelockRunOptions struct {
 	// and ShuffleCodec the one their shuffle agents apply between workers
 	// ("none", "s2", "zstd"; cluster.Options.ShuffleCodec). Default "none".
 	ScanCodec, ShuffleCodec string
+	// ScanMode is how the storage hosts serve the workers' scans: "auto"
+	// (default), "bytes" or "rows" (cluster.Options.ScanMode).
+	ScanMode string
 	// CS, PS, CP, PP and CF are the cost model's inputs (relative to one
 	// smart NIC) for the cost and energy ratios. Defaults: the paper's 7,
 	// 11, 0, 0, 0.7.
@@ -167,6 +170,12 @@ func (o *LovelockRunOptions) Validate() error {
 		return nferr.Queryf("lovelock: a smart NIC would get %.4f cores: raise the server's cores or lower the CPU ratio", o.ServerCores/o.CPURatio)
 	}
 	if err := storage.CheckScanCodec(o.ScanCodec); err != nil {
+		return err
+	}
+	if o.ScanMode == "" {
+		o.ScanMode = storage.ScanModeAuto
+	}
+	if err := storage.CheckScanMode(o.ScanMode); err != nil {
 		return err
 	}
 	if _, err := shuffle.ParseCodec(o.ShuffleCodec); err != nil {
@@ -334,7 +343,7 @@ func runLovelockConfig(ctx context.Context, o *LovelockRunOptions, c lovelockCon
 		Extra: map[cluster.Role][]string{
 			// Scans must cross the NICs: no short-circuit reads of the
 			// storage hosts' files (which share this machine's disk).
-			cluster.RoleWorker:  {"--cores", cores, "--no-local-reads", "--scan-codec", o.ScanCodec, "--shuffle-codec", o.ShuffleCodec},
+			cluster.RoleWorker:  {"--cores", cores, "--no-local-reads", "--scan-codec", o.ScanCodec, "--scan-mode", o.ScanMode, "--shuffle-codec", o.ShuffleCodec},
 			cluster.RoleStorage: {"--no-local-reads"},
 		},
 	})

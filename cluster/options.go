@@ -180,6 +180,14 @@ type Options struct {
 	// a data-center fabric) it shortens scans several-fold; on loopback it
 	// only costs CPU. Default "none".
 	ScanCodec string `json:"scan_codec"`
+	// ScanMode is how storage nodes serve a worker's scans it does not read
+	// locally (storage.ClientOptions.ScanMode): "bytes", the Parquet bytes
+	// as stored, decoded by the worker (what a smart NIC's network and
+	// cores are for); "rows", the node's own scan, filtered Arrow batches
+	// (ScanCodec compresses them); "auto" (default), bytes unless the
+	// planner estimates that the scan's filter keeps at most 10% of the
+	// rows.
+	ScanMode string `json:"scan_mode"`
 	// ShuffleCodec compresses the frames a worker's shuffle agent sends to
 	// other workers: "none", "s2" or "zstd" (shuffle.Options.Codec;
 	// adaptive: data that does not compress is sent as it is). Default
@@ -328,6 +336,9 @@ func (o *Options) Validate() error {
 	}
 	if err := storage.CheckScanCodec(o.ScanCodec); err != nil {
 		return nferr.Queryf("options: scan_codec: %v", err)
+	}
+	if err := storage.CheckScanMode(o.ScanMode); err != nil {
+		return nferr.Queryf("options: scan_mode: %v", err)
 	}
 	if _, err := shuffle.ParseCodec(o.ShuffleCodec); err != nil {
 		return nferr.Queryf("options: shuffle_codec: %v", err)

@@ -864,7 +864,7 @@ func (w *SQLWorker) Execute(ctx context.Context, tc *TaskContext) error {
 	w.mu.Unlock()
 	var src storage.Source
 	if len(f.Tables) > 0 {
-		ps := storage.NewPlacedScanner(f.Tables, f.Storage, storage.ClientOptions{TLS: tc.Node.Keys().ClientTLS(), LocalReads: !tc.Node.opts.NoLocalReads, Pool: w.storage, Codec: tc.Node.opts.ScanCodec})
+		ps := storage.NewPlacedScanner(f.Tables, f.Storage, storage.ClientOptions{TLS: tc.Node.Keys().ClientTLS(), LocalReads: !tc.Node.opts.NoLocalReads, Pool: w.storage, Codec: tc.Node.opts.ScanCodec, ScanMode: tc.Node.opts.ScanMode})
 		defer ps.Close()
 		src = countingSource{Source: ps, rows: w.scanned, bytes: w.scannedBytes, seconds: w.scanSeconds}
 	}

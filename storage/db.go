@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -80,7 +81,8 @@ func openDB(dir string, opts Options, rebuilding bool) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{dir: abs, opts: opts, cat: cat, fs: &fileSet{dir: abs, verify: opts.VerifyChecksums}}
+	db := &DB{dir: abs, opts: opts, cat: cat, fs: newFileSet(abs)}
+	db.fs.verify = opts.VerifyChecksums
 	db.fs.verified = db.sumsVerified
 	db.sums.stop = make(chan struct{})
 	// Leftovers of writers that died (intents) and of deletions a crash
@@ -666,23 +668,54 @@ func (db *DB) checkSize(f *File) error { return db.fs.checkSize(f) }
 // needsWholeFileCheck) its whole-file checksum on first use.
 func (db *DB) footer(f *File) (*metadata.FileMetaData, error) { return db.fs.footer(f) }
 
-// fileSet resolves a table's data files under one directory, checks them
-// against their catalog entries and caches their parsed footers: what a
-// Scanner needs from the files, whether the catalog is open in this process
-// (DB) or was sent by the storage node that owns the directory (a worker's
-// short-circuit read, localread.go).
+// fileSet resolves a table's data files, checks them against their
+// catalog entries and caches their parsed footers: what a Scanner needs
+// from the files, whether the catalog is open in this process (DB), was
+// sent by the storage node that owns the directory (a worker's
+// short-circuit read, localread.go), or the files are a storage node's
+// read over the network as stored bytes (remote, remotebytes.go).
 type fileSet struct {
-	dir     string // absolute
+	dir     string // absolute ("" for remote files)
 	verify  bool
-	footers sync.Map // abs path + checksum -> *footerEntry
+	footers *sync.Map // Path + checksum -> *footerEntry
 	// verified, when set, is told of each file of an older catalog
 	// (needsWholeFileCheck) that passed its whole-file check, with its
 	// footer (DB.sumsVerified; nil for a worker's short-circuit reads).
 	verified func(f *File, md *metadata.FileMetaData) error
+	// remote, when set, reads the files from a storage node.
+	remote *remoteFiles
 }
 
-// Path is the absolute path of f.
-func (fs *fileSet) Path(f *File) string { return absIn(fs.dir, f.Path) }
+func newFileSet(dir string) *fileSet { return &fileSet{dir: dir, footers: &sync.Map{}} }
+
+// fileHandle is an open data file: random reads, and the seeking arrow-go's
+// readers ask for.
+type fileHandle interface {
+	io.ReaderAt
+	io.Seeker
+	io.Closer
+}
+
+// Path names f: its absolute path, or its path on a storage node.
+func (fs *fileSet) Path(f *File) string {
+	if fs.remote != nil {
+		return fs.remote.name(f)
+	}
+	return absIn(fs.dir, f.Path)
+}
+
+// open opens f for reading.
+func (fs *fileSet) open(f *File) (fileHandle, error) {
+	if fs.remote != nil {
+		return fs.remote.open(f), nil
+	}
+	p := fs.Path(f)
+	h, err := os.Open(p)
+	if err != nil {
+		return nil, fileErr(p, err)
+	}
+	return h, nil
+}
 
 // matchesFooter checks that the footer md of the file at p holds the rows
 // and row groups the catalog recorded for f.
@@ -694,9 +727,28 @@ func matchesFooter(p string, f *File, md *metadata.FileMetaData) error {
 	return nil
 }
 
+// readFooter checks f's footer against the catalog's checksum of it
+// (when recorded), then parses it.
+func (fs *fileSet) readFooter(f *File) (*metadata.FileMetaData, error) {
+	p := fs.Path(f)
+	h, err := fs.open(f)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	if err := checkFooter(p, h, f); err != nil {
+		return nil, err
+	}
+	return parseFooter(p, h)
+}
+
 // verifyFile checks f's size and whole-file checksum, then parses its
-// footer.
+// footer. Only local files: a scan of remote files that needs it reads
+// through the storage node's own scan instead (remoteFiles.usable).
 func (fs *fileSet) verifyFile(f *File) (*metadata.FileMetaData, error) {
+	if fs.remote != nil {
+		return nil, nferr.Internalf("whole-file check of %s over the network", fs.Path(f))
+	}
 	p := fs.Path(f)
 	if err := fs.checkSize(f); err != nil {
 		return nil, err
@@ -712,20 +764,12 @@ func (fs *fileSet) verifyFile(f *File) (*metadata.FileMetaData, error) {
 	return md, err
 }
 
-func (fs *fileSet) checkFooterOf(f *File) error {
-	if f.FooterSum == 0 {
+// checkSize checks f's size against the catalog. NB: a storage node checks
+// the size of its file on every read of it (remotebytes.go).
+func (fs *fileSet) checkSize(f *File) error {
+	if fs.remote != nil {
 		return nil
 	}
-	p := fs.Path(f)
-	fh, err := os.Open(p)
-	if err != nil {
-		return fileErr(p, err)
-	}
-	defer fh.Close()
-	return checkFooter(p, fh, f)
-}
-
-func (fs *fileSet) checkSize(f *File) error {
 	p := fs.Path(f)
 	st, err := os.Stat(p)
 	if err != nil {
@@ -754,8 +798,8 @@ func (fs *fileSet) footer(f *File) (*metadata.FileMetaData, error) {
 		var err error
 		if fs.verify || needsWholeFileCheck(f) {
 			md, err = fs.verifyFile(f) // the whole file, footer included
-		} else if err = fs.checkFooterOf(f); err == nil {
-			md, _, err = readFooter(p)
+		} else {
+			md, err = fs.readFooter(f)
 		}
 		if err != nil {
 			e.err = err

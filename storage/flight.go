@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -95,6 +96,9 @@ type Server struct {
 	// localToken proves a client shares the node's directory ("": local
 	// reads are off).
 	localToken string
+	// bytesServed counts the stored bytes served to clients that decode
+	// them (remotebytes.go).
+	bytesServed atomic.Int64
 }
 
 const statsTrailer = "nicflow-scan-stats"
@@ -531,6 +535,51 @@ type ClientOptions struct {
 	// client's Flight scans (ScanSpec.Codec): "" or "none", "lz4", "zstd".
 	// It trades the nodes' and this client's CPU for network bytes.
 	Codec string
+	// ScanMode is how storage nodes serve scans this client does not read
+	// locally (remotebytes.go): ScanModeBytes, the Parquet bytes as
+	// stored, decoded here; ScanModeRows, the node's own scan, filtered
+	// Arrow batches; ScanModeAuto ("", the default): bytes, unless the
+	// scan's filter is estimated to keep at most PushdownSelectivity of
+	// the rows (ScanSpec.Selectivity), when the node's filtered batches
+	// cost the network less.
+	ScanMode string
+}
+
+// Scan modes (ClientOptions.ScanMode).
+const (
+	ScanModeAuto  = "auto"
+	ScanModeBytes = "bytes"
+	ScanModeRows  = "rows"
+)
+
+// ScanModes are the values of ClientOptions.ScanMode.
+var ScanModes = []string{ScanModeAuto, ScanModeBytes, ScanModeRows}
+
+// CheckScanMode validates a scan mode name ("" is auto).
+func CheckScanMode(m string) error {
+	switch m {
+	case "", ScanModeAuto, ScanModeBytes, ScanModeRows:
+		return nil
+	}
+	return nferr.Queryf("scan mode %q: want auto, bytes or rows", m)
+}
+
+// PushdownSelectivity is the estimated fraction of rows a filter keeps at
+// or below which ScanModeAuto has the storage node filter: Parquet's
+// encodings and compression make the stored bytes of TPC-H's columns 3 to
+// 8 times smaller than their Arrow batches, so filtered batches cost the
+// network less only when the filter keeps fewer rows than about that.
+var PushdownSelectivity = 0.1
+
+// bytesFor reports whether a scan with spec is served as stored bytes.
+func (o *ClientOptions) bytesFor(spec ScanSpec) bool {
+	switch o.ScanMode {
+	case ScanModeBytes:
+		return true
+	case ScanModeRows:
+		return false
+	}
+	return !(spec.Filter != nil && spec.Selectivity > 0 && spec.Selectivity <= PushdownSelectivity)
 }
 
 // ClientPool holds connections to storage nodes, shared by every scanner
@@ -788,7 +837,7 @@ func (r *RemoteScanner) OpenScan(ctx context.Context, spec ScanSpec, opts ScanOp
 	if opts.Alloc == nil {
 		opts.Alloc = memory.DefaultAllocator
 	}
-	it := &remoteIter{r: r, schema: plan.Schema(), alloc: opts.Alloc, spec: spec, parallelism: opts.Parallelism}
+	it := &remoteIter{r: r, schema: plan.Schema(), alloc: opts.Alloc, spec: spec, parallelism: opts.Parallelism, keyFilters: opts.KeyFilters}
 	it.stats.RowGroupsTotal = plan.stats.RowGroupsTotal
 	it.stats.RowGroupsPruned = plan.stats.RowGroupsPruned
 	// Group surviving row groups by file, files by replica.
@@ -854,6 +903,9 @@ type remoteIter struct {
 	spec   ScanSpec
 	// parallelism of a local scan (ScanOptions.Parallelism).
 	parallelism int
+	// keyFilters are the scan's join key filters (ScanOptions.KeyFilters):
+	// a scan of the node's files run here applies them too.
+	keyFilters []ScanKeyFilter
 	// keepRG keeps the row-group counts of the node's scans (PlacedScanner:
 	// the client planned nothing; RemoteScanner counted them already).
 	keepRG bool
@@ -930,13 +982,27 @@ func (it *remoteIter) stream(ctx context.Context, node string, frs []FileRange, 
 	spec := it.spec
 	spec.Files = frs
 	spec.Codec = it.r.cl.opts.Codec
-	if it.r.cl.opts.LocalReads {
-		sc, err := it.localScanner(ctx, c, addr, spec, files)
-		if err != nil {
-			return 0, err
+	opts := &it.r.cl.opts
+	if bytes := opts.bytesFor(spec); opts.LocalReads || bytes {
+		lt := it.localTableOf(ctx, c, addr, spec, files)
+		if opts.LocalReads && lt.files != nil {
+			sc, err := it.nodeScanner(lt.files, lt, spec)
+			if err != nil {
+				return 0, err
+			}
+			if sc != nil {
+				return it.streamLocal(ctx, sc, func(s *ScanStats) { s.LocalScans = 1 })
+			}
 		}
-		if sc != nil {
-			return it.streamLocal(ctx, sc)
+		if bytes && lt.table != nil && bytesReadable(lt.table, spec.Files) {
+			wire := &atomic.Int64{}
+			sc, err := it.nodeScanner(remoteFileSet(ctx, c, node, addr, spec.Table, wire), lt, spec)
+			if err != nil {
+				return 0, err
+			}
+			if sc != nil {
+				return it.streamLocal(ctx, sc, func(s *ScanStats) { s.ByteScans, s.WireBytes = 1, wire.Load() })
+			}
 		}
 	}
 	tkt, err := MarshalScanSpec(spec)
@@ -948,7 +1014,8 @@ func (it *remoteIter) stream(ctx context.Context, node string, frs []FileRange, 
 	if err != nil {
 		return 0, decodeStatus(err, name)
 	}
-	rdr, err := flight.NewRecordReader(st, ipc.WithAllocator(it.alloc))
+	counted := &countingStream{FlightService_DoGetClient: st}
+	rdr, err := flight.NewRecordReader(counted, ipc.WithAllocator(it.alloc))
 	if err != nil {
 		return 0, decodeStatus(err, name)
 	}
@@ -965,13 +1032,27 @@ func (it *remoteIter) stream(ctx context.Context, node string, frs []FileRange, 
 	if err := rdr.Err(); err != nil && !errors.Is(err, io.EOF) {
 		return n, decodeStatus(err, name)
 	}
+	var s ScanStats
 	if tr := st.Trailer(); len(tr.Get(statsTrailer)) == 1 {
-		var s ScanStats
-		if json.Unmarshal([]byte(tr.Get(statsTrailer)[0]), &s) == nil {
-			it.addStats(s)
-		}
+		_ = json.Unmarshal([]byte(tr.Get(statsTrailer)[0]), &s)
 	}
+	s.WireBytes = counted.n
+	it.addStats(s)
 	return n, nil
+}
+
+// countingStream counts the payload bytes of a DoGet's messages.
+type countingStream struct {
+	flight.FlightService_DoGetClient
+	n int64
+}
+
+func (c *countingStream) Recv() (*flight.FlightData, error) {
+	d, err := c.FlightService_DoGetClient.Recv()
+	if d != nil {
+		c.n += int64(len(d.DataHeader) + len(d.DataBody) + len(d.AppMetadata))
+	}
+	return d, err
 }
 
 // addStats adds the figures of one node's scan (over Flight or local).
@@ -1137,7 +1218,7 @@ func (p *PlacedScanner) OpenScan(ctx context.Context, spec ScanSpec, opts ScanOp
 	for _, f := range t.Files {
 		files[f.Path] = f
 	}
-	it := &remoteIter{r: p.r, schema: sch, alloc: opts.Alloc, spec: spec, parallelism: opts.Parallelism, keepRG: true}
+	it := &remoteIter{r: p.r, schema: sch, alloc: opts.Alloc, spec: spec, parallelism: opts.Parallelism, keyFilters: opts.KeyFilters, keepRG: true}
 	if err := it.start(ctx, spec.Files, files, ""); err != nil {
 		return nil, err
 	}

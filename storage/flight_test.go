@@ -104,13 +104,14 @@ func TestRemoteScansMatchLocal(t *testing.T) {
 	}
 	alloc := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer alloc.AssertSize(t, 0)
-	rs := NewRemoteScanner(coord, nil, ClientOptions{})
+	// NB: the nodes' own scans (ScanModeRows; bytes: TestRemoteBytes).
+	rs := NewRemoteScanner(coord, nil, ClientOptions{ScanMode: ScanModeRows})
 	defer rs.Close()
 	// Scans compressed by the storage nodes read the same (and leak no
 	// decompressed buffer).
 	var codecs []*RemoteScanner
 	for _, c := range []string{"lz4", "zstd"} {
-		r := NewRemoteScanner(coord, nil, ClientOptions{Codec: c})
+		r := NewRemoteScanner(coord, nil, ClientOptions{Codec: c, ScanMode: ScanModeRows})
 		defer r.Close()
 		codecs = append(codecs, r)
 	}

@@ -33,7 +33,7 @@ func footerBytes(r io.ReaderAt, size int64) ([]byte, error) {
 	}
 	var tail [8]byte
 	if _, err := r.ReadAt(tail[:], size-8); err != nil {
-		return nil, fmt.Errorf("reading the footer: %v", err)
+		return nil, fmt.Errorf("reading the footer: %w", err)
 	}
 	if string(tail[4:]) != "PAR1" {
 		return nil, fmt.Errorf("no Parquet magic at the end of the file")
@@ -44,7 +44,7 @@ func footerBytes(r io.ReaderAt, size int64) ([]byte, error) {
 	}
 	b := make([]byte, n+8)
 	if _, err := r.ReadAt(b, size-8-n); err != nil {
-		return nil, fmt.Errorf("reading the footer: %v", err)
+		return nil, fmt.Errorf("reading the footer: %w", err)
 	}
 	return b, nil
 }
@@ -64,6 +64,9 @@ func checkFooter(path string, r io.ReaderAt, f *File) error {
 		return nil
 	}
 	sum, err := footerSum(r, f.Size)
+	if _, kinded := nferr.As(err); kinded {
+		return nferr.Wrap(nferr.KindData, err, "data file %s", path) // a storage node's read failed
+	}
 	if err != nil {
 		return nferr.Dataf("data file %s is corrupt: %v", path, err)
 	}
@@ -109,7 +112,7 @@ func checkChunkAt(r io.ReaderAt, f *File, rg, tc int, cc *metadata.ColumnChunkMe
 	}
 	b := make([]byte, length)
 	if _, err := r.ReadAt(b, start); err != nil {
-		return fmt.Errorf("reading the column chunk: %v", err)
+		return fmt.Errorf("reading the column chunk: %w", err)
 	}
 	return checkChunk(f, rg, tc, b)
 }

@@ -73,21 +73,23 @@ func writeLocalToken(dir string) (string, error) {
 	return tok, nil
 }
 
-// DoAction serves localScanAction, inventoryAction (repair.go) and
-// retainAction (retain.go).
+// DoAction serves localScanAction (the table handshake), readAction
+// (remotebytes.go), inventoryAction (repair.go) and retainAction
+// (retain.go).
 func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoActionServer) error {
 	switch a.GetType() {
 	case inventoryAction:
 		return s.inventory(stream)
 	case retainAction:
 		return s.retain(a.GetBody(), stream)
+	case readAction:
+		return s.readRanges(a.GetBody(), stream)
 	}
 	if a.GetType() != localScanAction {
 		return status.Errorf(codes.Unimplemented, "storage node %s: unknown action %q", s.opts.NodeID, a.GetType())
 	}
-	if s.localToken == "" {
-		return status.Errorf(codes.Unimplemented, "storage node %s: local reads are off", s.opts.NodeID)
-	}
+	// NB: with local reads off the token is empty: the reply still gives
+	// the table's catalog entry, for reads of its stored bytes.
 	spec, err := UnmarshalScanSpec(a.GetBody())
 	if err != nil {
 		return s.statusErr(err)
@@ -109,8 +111,10 @@ func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoAction
 // process-wide so that every task of a worker shares the footer cache.
 var localDirs sync.Map // dir -> *fileSet
 
-// localTable is what a client learned about reading one table of one
-// node locally: nil table when it cannot.
+// localTable is what a client learned from one node's table handshake:
+// the node's catalog entry of the table (nil: the node did not answer;
+// asked again after localRetry) and, when this process sees the node's
+// directory, the files there (nil: read them over the network).
 type localTable struct {
 	files *fileSet
 	table *Table
@@ -139,7 +143,7 @@ func (lt *localTable) reusable(frs []FileRange, files map[string]*File) bool {
 			return false
 		}
 	}
-	return holdsToken(lt.dir, lt.token)
+	return lt.files == nil || holdsToken(lt.dir, lt.token)
 }
 
 // holdsToken reports whether dir's token file holds token.
@@ -194,22 +198,23 @@ func askLocal(ctx context.Context, c flight.Client, table string) *localTable {
 		}
 	}
 	var r localScanReply
-	if err := json.Unmarshal(res.GetBody(), &r); err != nil || r.Table == nil || r.Dir == "" || r.Token == "" {
+	if err := json.Unmarshal(res.GetBody(), &r); err != nil || r.Table == nil {
 		return lt
 	}
-	if !holdsToken(r.Dir, r.Token) {
+	lt.table = r.Table
+	if r.Dir == "" || r.Token == "" || !holdsToken(r.Dir, r.Token) {
 		return lt
 	}
-	v, _ := localDirs.LoadOrStore(r.Dir, &fileSet{dir: r.Dir})
-	lt.files, lt.table, lt.dir, lt.token = v.(*fileSet), r.Table, r.Dir, r.Token
+	v, _ := localDirs.LoadOrStore(r.Dir, newFileSet(r.Dir))
+	lt.files, lt.dir, lt.token = v.(*fileSet), r.Dir, r.Token
 	return lt
 }
 
-// localScanner returns a Scanner over the node's files for spec when this
-// process sees the node's directory, or nil (use DoGet). An error is one
-// of the scan itself (bad spec, a file failing its checks).
-func (it *remoteIter) localScanner(ctx context.Context, c flight.Client, addr string, spec ScanSpec, files map[string]*File) (*Scanner, error) {
-	lt := it.localTableOf(ctx, c, addr, spec, files)
+// nodeScanner returns a Scanner of spec over the node's files in fs, with
+// the node's catalog entry lt.table, or nil when the entry does not hold
+// the files or differs from the plan (use DoGet: the node answers). An
+// error is one of the scan itself (bad spec, a file failing its checks).
+func (it *remoteIter) nodeScanner(fs *fileSet, lt *localTable, spec ScanSpec) (*Scanner, error) {
 	if lt.table == nil {
 		return nil, nil
 	}
@@ -218,7 +223,7 @@ func (it *remoteIter) localScanner(ctx context.Context, c flight.Client, addr st
 			return nil, nil // placed there after we asked: let the node answer
 		}
 	}
-	sc, err := newScanner(lt.files, lt.table, spec, ScanOptions{Alloc: it.alloc, Parallelism: it.parallelism})
+	sc, err := newScanner(fs, lt.table, spec, ScanOptions{Alloc: it.alloc, Parallelism: it.parallelism, KeyFilters: it.keyFilters})
 	if err != nil {
 		return nil, err
 	}
@@ -241,9 +246,10 @@ func sameSchema(a, b *arrow.Schema) bool {
 	return true
 }
 
-// streamLocal drains a local scanner into the iterator's channel; it
-// returns the number of records sent.
-func (it *remoteIter) streamLocal(ctx context.Context, sc *Scanner) (int, error) {
+// streamLocal drains a scanner of the node's files (read locally or as
+// stored bytes) into the iterator's channel; it returns the number of
+// records sent. count adds to the scan's figures.
+func (it *remoteIter) streamLocal(ctx context.Context, sc *Scanner, count func(*ScanStats)) (int, error) {
 	defer sc.Close()
 	n := 0
 	for {
@@ -260,7 +266,7 @@ func (it *remoteIter) streamLocal(ctx context.Context, sc *Scanner) (int, error)
 		n++
 	}
 	s := sc.Stats()
-	s.LocalScans = 1
+	count(&s)
 	it.addStats(s)
 	return n, nil
 }

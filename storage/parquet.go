@@ -538,18 +538,24 @@ func readFooter(path string) (md *metadata.FileMetaData, size int64, err error) 
 	if err != nil {
 		return nil, 0, nferr.IOf("stat %s: %w", path, err)
 	}
+	md, err = parseFooter(path, f)
+	return md, st.Size(), err
+}
+
+// parseFooter parses the footer of the Parquet file r (named path in
+// errors), containing panics of the decoder.
+func parseFooter(path string, r parquet.ReaderAtSeeker) (md *metadata.FileMetaData, err error) {
 	defer func() {
-		if r := recover(); r != nil {
-			md, err = nil, nferr.Dataf("%s is not a readable Parquet file (corrupt footer: %v)", path, r)
+		if rec := recover(); rec != nil {
+			md, err = nil, nferr.Dataf("%s is not a readable Parquet file (corrupt footer: %v)", path, rec)
 		}
 	}()
-	rdr, err := file.NewParquetReader(f)
+	rdr, err := file.NewParquetReader(r)
 	if err != nil {
-		return nil, 0, nferr.Dataf("%s is not a readable Parquet file: %v", path, err)
+		return nil, nferr.Dataf("%s is not a readable Parquet file: %v", path, err)
 	}
 	md = rdr.MetaData()
-	rdr.Close()
-	return md, st.Size(), nil
+	return md, nil
 }
 
 // schemaOfFooter derives the table schema of a Parquet file.

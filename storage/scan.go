@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
 	"sort"
@@ -44,6 +43,12 @@ type ScanSpec struct {
 	// or "zstd". Readers decompress whatever they receive; a local scan
 	// ignores it.
 	Codec string `json:"codec,omitempty"`
+	// Selectivity is the planner's estimate of the fraction of rows
+	// Filter keeps (0: unknown). A client reading a storage node's files
+	// lets the node filter (ClientOptions.ScanMode auto) when it is small
+	// enough that filtered batches cost the network less than the stored
+	// bytes.
+	Selectivity float64 `json:"sel,omitempty"`
 }
 
 // ScanCodecs are the values of ScanSpec.Codec.
@@ -164,6 +169,12 @@ type ScanStats struct {
 	// LocalScans counts the storage-node scans a client ran itself on the
 	// node's files (short-circuit local reads) instead of over Flight.
 	LocalScans int64 `json:"local_scans,omitempty"`
+	// ByteScans counts the storage-node scans a client decoded itself from
+	// the Parquet bytes the node served (remotebytes.go).
+	ByteScans int64 `json:"byte_scans,omitempty"`
+	// WireBytes counts what crossed the network from storage nodes for
+	// the scan: Flight payloads of batches, or the stored bytes.
+	WireBytes int64 `json:"wire_bytes,omitempty"`
 }
 
 func (s *ScanStats) add(o *ScanStats) {
@@ -173,6 +184,8 @@ func (s *ScanStats) add(o *ScanStats) {
 	atomic.AddInt64(&s.RowsReturned, o.RowsReturned)
 	atomic.AddInt64(&s.BytesRead, o.BytesRead)
 	atomic.AddInt64(&s.LocalScans, o.LocalScans)
+	atomic.AddInt64(&s.ByteScans, o.ByteScans)
+	atomic.AddInt64(&s.WireBytes, o.WireBytes)
 }
 
 func (s *ScanStats) load() ScanStats {
@@ -183,6 +196,8 @@ func (s *ScanStats) load() ScanStats {
 		LocalScans:      atomic.LoadInt64(&s.LocalScans),
 		RowsReturned:    atomic.LoadInt64(&s.RowsReturned),
 		BytesRead:       atomic.LoadInt64(&s.BytesRead),
+		ByteScans:       atomic.LoadInt64(&s.ByteScans),
+		WireBytes:       atomic.LoadInt64(&s.WireBytes),
 	}
 }
 
@@ -531,7 +546,7 @@ type worker struct {
 	rec     *recycler
 
 	curPath string
-	osf     *os.File
+	fh      fileHandle
 	rdr     *file.Reader
 	// sized is the last file whose size a column-less scan checked.
 	sized string
@@ -610,12 +625,12 @@ func (w *worker) closeDecoders() {
 func (w *worker) closeFile() {
 	w.closeDecoders()
 	if w.rdr != nil {
-		w.rdr.Close() // closes osf too
+		w.rdr.Close() // closes fh too
 		w.rdr = nil
-	} else if w.osf != nil {
-		w.osf.Close()
+	} else if w.fh != nil {
+		w.fh.Close()
 	}
-	w.osf = nil
+	w.fh = nil
 	w.curPath = ""
 }
 
@@ -634,16 +649,16 @@ func (w *worker) open(f *File) error {
 	if err != nil {
 		return err
 	}
-	osf, err := os.Open(p)
+	fh, err := w.s.files.open(f)
 	if err != nil {
-		return fileErr(p, err)
+		return err
 	}
-	rdr, err := file.NewParquetReader(osf, file.WithMetadata(md), file.WithReadProps(w.props))
+	rdr, err := file.NewParquetReader(fh, file.WithMetadata(md), file.WithReadProps(w.props))
 	if err != nil {
-		osf.Close()
+		fh.Close()
 		return nferr.Dataf("data file %s: %v", p, err)
 	}
-	w.osf, w.rdr, w.curPath = osf, rdr, p
+	w.fh, w.rdr, w.curPath = fh, rdr, p
 	return nil
 }
 
@@ -709,6 +724,18 @@ func (w *worker) begin(t task) (err error) {
 	if rgm.NumRows() != int64(w.rows) {
 		return nferr.Dataf("data file %s row group %d has %d rows, the catalog recorded %d", w.path, t.rg, rgm.NumRows(), w.rows)
 	}
+	if p, ok := w.fh.(prefetcher); ok {
+		// A storage node's file: every chunk of the row group in one
+		// request (errors surface at the reads below).
+		rs := make([][2]int64, 0, len(s.need))
+		for _, tc := range s.need {
+			if cc, err := rgm.ColumnChunk(t.file.ColumnIndex[tc]); err == nil {
+				start, length := chunkRange(cc)
+				rs = append(rs, [2]int64{start, length})
+			}
+		}
+		p.prefetch(rs)
+	}
 	var bytes int64
 	for i, tc := range s.need {
 		pc := t.file.ColumnIndex[tc]
@@ -722,7 +749,9 @@ func (w *worker) begin(t task) (err error) {
 		if flatChunkSupported(md, cc, descr) {
 			fd := w.bufs.flat[i]
 			if err := w.readChunk(fd, cc, t.file.Size); err != nil {
-				return nferr.Dataf("data file %s row group %d column %s: %v", w.path, t.rg, name, err)
+				// NB: a storage node's read failing keeps its kind
+				// (KindUnavailable: the scan fails over).
+				return nferr.Wrap(nferr.KindData, err, "data file %s row group %d column %s", w.path, t.rg, name)
 			}
 			if err := checkChunk(t.file, t.rg, tc, fd.chunk); err != nil {
 				return nferr.Dataf("data file %s row group %d column %s is corrupt: %v", w.path, t.rg, name, err)
@@ -733,7 +762,10 @@ func (w *worker) begin(t task) (err error) {
 			w.cols[i] = fd
 			continue
 		}
-		if err := checkChunkAt(w.osf, t.file, t.rg, tc, cc); err != nil {
+		if err := checkChunkAt(w.fh, t.file, t.rg, tc, cc); err != nil {
+			if _, kinded := nferr.As(err); kinded {
+				return nferr.Wrap(nferr.KindData, err, "data file %s row group %d column %s", w.path, t.rg, name)
+			}
 			return nferr.Dataf("data file %s row group %d column %s is corrupt: %v", w.path, t.rg, name, err)
 		}
 		cr, err := w.rdr.RowGroup(t.rg).Column(pc)
@@ -763,8 +795,8 @@ func (w *worker) readChunk(fd *flatDecoder, cc *metadata.ColumnChunkMetaData, fi
 		fd.chunk = make([]byte, n, n+n/8+bitReaderSlack)
 	}
 	fd.chunk = fd.chunk[:n]
-	if _, err := w.osf.ReadAt(fd.chunk, start); err != nil {
-		return fmt.Errorf("reading the column chunk: %v", err)
+	if _, err := w.fh.ReadAt(fd.chunk, start); err != nil {
+		return fmt.Errorf("reading the column chunk: %w", err)
 	}
 	return nil
 }

@@ -117,7 +117,7 @@ func floatList(flag, s string) ([]float64, error) {
 
 var lovelockRunFlags struct {
 	dir, sf, phi, queries, format, plot, from, out string
-	scanCodec, shuffleCodec                        string
+	scanCodec, shuffleCodec, scanMode              string
 	runs, storage                                  int
 	nicMbit, cpuRatio, serverCores, storageMbit    float64
 	storageCPUs                                    float64
@@ -213,7 +213,8 @@ func init() {
 	r.Float64Var(&rf.cpuRatio, "cpu-ratio", d.CPURatio, "smart NICs per server's CPU: a NIC host gets server-cores / this")
 	r.Float64Var(&rf.serverCores, "server-cores", 0, "the server's CPU quota in cores (default: all cores of this machine)")
 	r.IntVar(&rf.storage, "storage", d.Storage, "storage hosts")
-	r.StringVar(&rf.scanCodec, "scan-codec", d.ScanCodec, "compression of storage reads: none, lz4 or zstd (workers' --scan-codec)")
+	r.StringVar(&rf.scanCodec, "scan-codec", d.ScanCodec, "compression of storage reads served as rows: none, lz4 or zstd (workers' --scan-codec)")
+	r.StringVar(&rf.scanMode, "scan-mode", "auto", "how storage hosts serve scans: auto, bytes (Parquet as stored, decoded by the workers) or rows (workers' --scan-mode)")
 	r.StringVar(&rf.shuffleCodec, "shuffle-codec", d.ShuffleCodec, "compression of shuffles between workers: none, s2 or zstd (workers' --shuffle-codec)")
 	r.Float64Var(&rf.storageCPUs, "storage-cpus", 0, "each storage host's CPU quota, the same in every configuration (default: a quarter of this machine's cores over the storage hosts)")
 	r.Float64Var(&rf.storageMbit, "storage-mbit", 0, "storage hosts' NIC rate in Mbit/s (default 0: unshaped)")
@@ -247,7 +248,7 @@ func runBenchLovelock(cmd *cobra.Command, _ []string) error {
 		}
 	} else {
 		o := bench.LovelockRunOptions{Runs: f.runs, NICMbit: f.nicMbit, CPURatio: f.cpuRatio, ServerCores: f.serverCores,
-			Storage: f.storage, StorageMbit: f.storageMbit, ScanCodec: f.scanCodec, ShuffleCodec: f.shuffleCodec, StorageCPUs: f.storageCPUs, CS: f.cs, PS: f.ps, CP: f.cp, PP: f.pp, CF: f.cf, Progress: stderr}
+			Storage: f.storage, StorageMbit: f.storageMbit, ScanCodec: f.scanCodec, ScanMode: f.scanMode, ShuffleCodec: f.shuffleCodec, StorageCPUs: f.storageCPUs, CS: f.cs, PS: f.ps, CP: f.cp, PP: f.pp, CF: f.cf, Progress: stderr}
 		phis, err := intList("phi", f.phi, false)
 		if err != nil {
 			return err

@@ -36,6 +36,7 @@ type nodeFlags struct {
 	readyFile    string
 	noLocalReads bool
 	scanCodec    string
+	scanMode     string
 	shuffleCodec string
 	spillDir     string
 	queryRetries int
@@ -95,7 +96,8 @@ func addNodeFlags(cmd *cobra.Command, f *nodeFlags, role cluster.Role) {
 	switch role {
 	case cluster.RoleWorker:
 		fs.BoolVar(&f.noLocalReads, "no-local-reads", false, "always receive scans over Flight, even when a storage node's files are visible on this machine")
-		fs.StringVar(&f.scanCodec, "scan-codec", "", "compression storage nodes apply to this worker's scans: none (default), lz4 or zstd; pays on slow networks")
+		fs.StringVar(&f.scanCodec, "scan-codec", "", "compression storage nodes apply to this worker's scans served as rows: none (default), lz4 or zstd; pays on slow networks")
+		fs.StringVar(&f.scanMode, "scan-mode", "auto", "how storage nodes serve this worker's scans: bytes (Parquet as stored, decoded here), rows (filtered at the node, sent as Arrow), auto (bytes unless the filter is estimated to keep at most 10% of the rows)")
 		fs.StringVar(&f.shuffleCodec, "shuffle-codec", "", "compression of this worker's shuffle frames to other workers: none (default), s2 or zstd")
 		fs.StringVar(&f.spillDir, "spill-dir", "", "where tasks write what does not fit in their memory budget (default: the OS temporary directory; off: fail instead)")
 	case cluster.RoleStorage:
@@ -119,6 +121,7 @@ func (f *nodeFlags) options(cmd *cobra.Command, role cluster.Role) (cluster.Opti
 	setIfChanged(fs, "flight-addr", &o.FlightAddr, f.flight)
 	setIfChanged(fs, "gossip-profile", &o.Gossip, f.gossipMode)
 	setIfChanged(fs, "scan-codec", &o.ScanCodec, f.scanCodec)
+	setIfChanged(fs, "scan-mode", &o.ScanMode, f.scanMode)
 	setIfChanged(fs, "shuffle-codec", &o.ShuffleCodec, f.shuffleCodec)
 	setIfChanged(fs, "spill-dir", &o.SpillDir, f.spillDir)
 	setIfChanged(fs, "join", &o.Join, f.join)
