@@ -118,6 +118,7 @@ func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		close(db.sums.stop)
 		_, _ = db.recordSums(true) // best effort: the next process measures again
+		db.files.closeRoots()
 		err = db.cat.close()
 	})
 	return err
@@ -150,14 +151,7 @@ func (db *DB) Schemas() []string {
 // its pattern names, described from their footers.
 func (db *DB) Table(name string) (*Table, error) {
 	if pattern, ok := strings.CutPrefix(name, FileTableSchema+"."); ok {
-		if strings.Contains(pattern, "\x00csv") {
-			p, o, err := parseCSVTableName(pattern)
-			if err != nil {
-				return nil, err
-			}
-			return db.csvTable(p, o)
-		}
-		return db.fileTable(pattern)
+		return db.fileTableOf(pattern)
 	}
 	return db.cat.lookup(name)
 }
@@ -213,6 +207,10 @@ type CreateOptions struct {
 	// Constraints are the table's keys, indexes, checks and defaults (nil:
 	// none).
 	Constraints *Constraints
+	// Root, for RegisterExternal, is the file access root the location
+	// is listed and its files described through (files_root.go; nil:
+	// none): a file leading outside it refuses the table.
+	Root *FileRoot
 }
 
 // replacedTable is what creating table name (catalog key qn) with opts
@@ -465,7 +463,12 @@ func (db *DB) RegisterFiles(ctx context.Context, tables map[string][]string) err
 // describeFile reads a Parquet file's footer and checksum. When cols is
 // nil the table's columns are derived from the file.
 func (db *DB) describeFile(path string, cols []Column) (*File, []Column, error) {
-	md, size, err := readFooter(path)
+	return db.describeFileIn(nil, path, cols)
+}
+
+// describeFileIn is describeFile through root when it is set.
+func (db *DB) describeFileIn(root *FileRoot, path string, cols []Column) (*File, []Column, error) {
+	md, size, err := readFooterIn(root, path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -482,7 +485,7 @@ func (db *DB) describeFile(path string, cols []Column) (*File, []Column, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	sum, n, err := recordChecksums(path, md, f)
+	sum, n, err := recordChecksumsIn(root, path, md, f)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -490,7 +493,7 @@ func (db *DB) describeFile(path string, cols []Column) (*File, []Column, error) 
 		return nil, nil, nferr.Dataf("%s changed while it was being registered", path)
 	}
 	f.Size, f.Checksum = size, sum
-	addDistinctFromDictionaries(path, md, f)
+	addDistinctFromDictionariesIn(root, path, md, f)
 	return f, cols, nil
 }
 
@@ -507,7 +510,15 @@ func (db *DB) RegisterExternal(ctx context.Context, name, dir string, opts Creat
 	if err != nil {
 		return nferr.IOf("location %s: %w", dir, err)
 	}
-	ents, err := os.ReadDir(adir)
+	var ents []os.DirEntry
+	if opts.Root != nil {
+		ents, err = opts.Root.readDir(adir)
+	} else {
+		ents, err = os.ReadDir(adir)
+	}
+	if nferr.Is(err, nferr.KindAuth) {
+		return err
+	}
 	if err != nil {
 		return nferr.Queryf("external table %s: cannot read location %s: %v", name, dir, err)
 	}
@@ -520,7 +531,10 @@ func (db *DB) RegisterExternal(ctx context.Context, name, dir string, opts Creat
 			return nferr.With(nferr.KindCanceled, err)
 		}
 		p := filepath.Join(adir, e.Name())
-		f, cols, err := db.describeFile(p, t.Columns)
+		f, cols, err := db.describeFileIn(opts.Root, p, t.Columns)
+		if nferr.Is(err, nferr.KindAuth) {
+			return err
+		}
 		if err != nil {
 			return nferr.Wrap(nferr.KindData, err, "external table %s", name)
 		}
@@ -636,6 +650,9 @@ type fileSet struct {
 	// (needsWholeFileCheck) that passed its whole-file check, with its
 	// footer (DB.sumsVerified; nil for a worker's short-circuit reads).
 	verified func(f *File, md *metadata.FileMetaData) error
+	// root, when set, is the file access root the files open through
+	// (files_root.go: the file tables under it).
+	root *FileRoot
 }
 
 // Path is the absolute path of f.
@@ -658,14 +675,14 @@ func (fs *fileSet) verifyFile(f *File) (*metadata.FileMetaData, error) {
 	if err := fs.checkSize(f); err != nil {
 		return nil, err
 	}
-	sum, _, err := fileChecksum(p)
+	sum, _, err := fileChecksumIn(fs.root, p)
 	if err != nil {
 		return nil, err
 	}
 	if sum != f.Checksum {
 		return nil, nferr.Dataf("data file %s is corrupt: checksum %s, the catalog recorded %s", p, sum, f.Checksum)
 	}
-	md, _, err := readFooter(p)
+	md, _, err := readFooterIn(fs.root, p)
 	return md, err
 }
 
@@ -674,7 +691,7 @@ func (fs *fileSet) checkFooterOf(f *File) error {
 		return nil
 	}
 	p := fs.Path(f)
-	fh, err := os.Open(p)
+	fh, err := openFile(fs.root, p)
 	if err != nil {
 		return fileErr(p, err)
 	}
@@ -684,7 +701,7 @@ func (fs *fileSet) checkFooterOf(f *File) error {
 
 func (fs *fileSet) checkSize(f *File) error {
 	p := fs.Path(f)
-	st, err := os.Stat(p)
+	st, err := statFile(fs.root, p)
 	if err != nil {
 		return fileErr(p, err)
 	}
@@ -712,7 +729,7 @@ func (fs *fileSet) footer(f *File) (*metadata.FileMetaData, error) {
 		if fs.verify || needsWholeFileCheck(f) {
 			md, err = fs.verifyFile(f) // the whole file, footer included
 		} else if err = fs.checkFooterOf(f); err == nil {
-			md, _, err = readFooter(p)
+			md, _, err = readFooterIn(fs.root, p)
 		}
 		if err != nil {
 			e.err = err

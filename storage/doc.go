@@ -63,6 +63,17 @@
 //     drops the ones it no longer has and the files it no longer places
 //     there. Tables a node loaded itself are never pruned.
 //
+// # Files a statement names
+//
+// File tables (files.go: FROM 'x.parquet', read_parquet, read_csv through
+// files_csv.go), COPY FROM and TO and external tables read and write
+// files outside the database directory. Under a file access root
+// (files_root.go: FileRoot, engine.Options.FileAccess) each of those
+// files is matched, opened and created through the root's os.Root, so
+// that no glob, link or ".." reaches outside it, checked or not; a
+// confined file table's name carries the root, and its scans open its
+// files through the root too (Table.root).
+//
 // # Types
 //
 // Arrow types are stored as (decisions D4): int32, int64, float64, bool,

@@ -250,6 +250,11 @@ func (db *DB) NewScanner(spec ScanSpec, opts ScanOptions) (*Scanner, error) {
 }
 
 func (db *DB) newScanner(t *Table, spec ScanSpec, opts ScanOptions) (*Scanner, error) {
+	if t.root != nil {
+		// A file table under a file access root: its files open
+		// through the root (files_root.go).
+		return newScanner(t.root.fs, t, spec, opts)
+	}
 	return newScanner(db.fs, t, spec, opts)
 }
 
@@ -634,7 +639,7 @@ func (w *worker) open(f *File) error {
 	if err != nil {
 		return err
 	}
-	osf, err := os.Open(p)
+	osf, err := openFile(w.s.files.root, p)
 	if err != nil {
 		return fileErr(p, err)
 	}
