@@ -360,3 +360,33 @@ func treeOf(t *testing.T, dir string) string {
 	})
 	return b.String()
 }
+
+// Under a file access policy a client cannot choose where the server
+// spills: SET spill_dir is refused, with the same answer for any path
+// (issue 28, item 8); embedded use keeps it.
+func TestFileAccessSpillDir(t *testing.T) {
+	outside := t.TempDir()
+	for _, access := range []string{FileAccessNone, t.TempDir()} {
+		s := newTestDB(t, Options{Parallelism: 2, FileAccess: access})
+		var msgs []string
+		for _, p := range []string{outside, filepath.Join(outside, "missing"), "off"} {
+			_, err := tryRows(s, "set spill_dir = '"+p+"'")
+			if !nferr.Is(err, nferr.KindAuth) || !strings.HasPrefix(err.Error(), "permission denied: spill_dir") {
+				t.Errorf("%s: set spill_dir = %s: %v", access, p, err)
+				continue
+			}
+			msgs = append(msgs, err.Error())
+		}
+		if len(msgs) == 3 && (msgs[0] != msgs[1] || msgs[1] != msgs[2]) {
+			t.Errorf("answers differ: %q", msgs)
+		}
+		if rows := exec1(t, s, "show spill_dir"); len(rows) != 1 || rows[0][0] == outside {
+			t.Errorf("%s: spill_dir %v", access, rows)
+		}
+	}
+	s := newTestDB(t, Options{Parallelism: 2})
+	exec1(t, s, "set spill_dir = '"+outside+"'")
+	if rows := exec1(t, s, "show spill_dir"); len(rows) != 1 || rows[0][0] != outside {
+		t.Errorf("embedded SET spill_dir: %v", rows)
+	}
+}
