@@ -401,6 +401,25 @@ func TestServeFileRoot(t *testing.T) {
 	}
 }
 
+// TestUserAddNeedsDatabase: user add refuses a directory without a
+// database (a mistyped --dir) instead of writing users.json where no
+// server reads it.
+func TestUserAddNeedsDatabase(t *testing.T) {
+	t.Setenv("NICFLOW_PASSWORD", "correct horse")
+	empty := t.TempDir()
+	_, err := runCLI(t, "user", "add", "--dir", empty, "alice")
+	if err == nil || !strings.Contains(err.Error(), "is not a nicflow database") || !strings.Contains(err.Error(), "--create") {
+		t.Errorf("user add on an empty directory: %v", err)
+	}
+	if _, err := os.Stat(pgwire.UsersFile(empty)); err == nil {
+		t.Error("users.json written without a database")
+	}
+	dir := newDB(t)
+	if out, err := runCLI(t, "user", "add", "--dir", dir, "alice"); err != nil || !strings.Contains(out, "user alice added") {
+		t.Errorf("user add: %q, %v", out, err)
+	}
+}
+
 // TestServeTLS: a client asking for SSL gets TLS; with RequireTLS a plain
 // connection is refused.
 func TestServeTLS(t *testing.T) {

@@ -232,13 +232,19 @@ func tuneGC(budget int64) {
 	}
 }
 
+// isDatabase reports whether dir holds a nicflow database (its catalog).
+func isDatabase(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "catalog"))
+	return err == nil
+}
+
 // openSession opens DIR; without create it must already hold a database.
 func openSession(dir string, create bool, opts engine.Options) (*engine.Session, error) {
 	if dir == "" {
 		return nil, usagef("--dir is required")
 	}
 	if !create {
-		if _, err := os.Stat(filepath.Join(dir, "catalog")); err != nil {
+		if !isDatabase(dir) {
 			return nil, nferr.Queryf("%s is not a nicflow database (no catalog); create one with `nicflow tpch gen --dir %s`, `nicflow load --dir %s`, or pass --create", dir, dir, dir)
 		}
 	}
