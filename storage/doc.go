@@ -97,8 +97,10 @@
 // filter columns first, conjunct by conjunct, each column decoded only if
 // rows survive so far; the remaining projected columns are decoded only for
 // chunks with survivors (skipped otherwise), and survivors are gathered
-// into dense Arrow arrays (no selection vectors leave storage). Counters:
-// ScanStats.
+// into dense Arrow arrays (no selection vectors leave storage). An IN
+// list longer than smallSet values is sorted once when the predicate is
+// compiled and binary-searched per row (and per row group's min/max).
+// Counters: ScanStats.
 //
 // Join key filters (keyfilter.go, scan_keyfilter.go, keyfilter_arrow.go):
 // a local scan may also apply ScanOptions.KeyFilters, the build keys a hash join above it
