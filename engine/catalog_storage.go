@@ -3,6 +3,7 @@ package engine
 import (
 	"math"
 	"math/big"
+	"strings"
 	"sync"
 
 	"github.com/nicflow/nicflow/engine/plan"
@@ -47,6 +48,11 @@ func NewStorageCatalog(db *storage.DB) *StorageCatalog {
 // is "no such table" (nil, nil): the binder then reports it at its
 // position in the query.
 func (c *StorageCatalog) LookupTable(name string) (*plan.TableDef, error) {
+	if strings.HasPrefix(name, storage.FileTableSchema+".") {
+		// NB: a file table is named by LookupFiles only, after the file
+		// access check: a quoted "$files./path" is no table.
+		return nil, nil
+	}
 	t, err := c.db.Table(name)
 	if err != nil {
 		if nferr.Is(err, nferr.KindQuery) {
@@ -73,14 +79,17 @@ func (c *StorageCatalog) LookupTable(name string) (*plan.TableDef, error) {
 // (storage/files_csv.go).
 // CheckFile implements plan.FileAccessChecker: the session's file access
 // policy (Options.FileAccess).
-func (c *StorageCatalog) CheckFile(path string) error { return checkFileAccess(c.fileAccess, path) }
+func (c *StorageCatalog) CheckFile(path string) error {
+	_, err := fileAccess(c.db, c.fileAccess, path)
+	return err
+}
 
 func (c *StorageCatalog) LookupFiles(pattern string, o plan.FileOptions) (*plan.TableDef, error) {
-	if err := checkFileAccess(c.fileAccess, pattern); err != nil {
+	root, err := fileAccess(c.db, c.fileAccess, pattern)
+	if err != nil {
 		return nil, err
 	}
 	var name string
-	var err error
 	if o.Format == "csv" {
 		co := storage.CSVOptions{Header: o.Header, Delimiter: o.Delimiter, Null: o.Null, Quote: o.Quote}
 		for _, fc := range o.Columns {
@@ -90,9 +99,9 @@ func (c *StorageCatalog) LookupFiles(pattern string, o plan.FileOptions) (*plan.
 			}
 			co.Columns = append(co.Columns, storage.Column{Name: fc.Name, Type: typ, Nullable: true})
 		}
-		name, err = storage.CSVTableName(pattern, co)
+		name, err = storage.CSVTableName(pattern, root, co)
 	} else {
-		name, err = storage.FileTableName(pattern)
+		name, err = storage.FileTableName(pattern, root)
 	}
 	if err != nil {
 		return nil, err

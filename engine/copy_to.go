@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -26,12 +25,16 @@ import (
 // a temporary name and renamed when the last row is in.
 func (s *Session) copyTo(ctx context.Context, x *bind.CopyToStmt) (*Result, error) {
 	var out CopyOut
+	var root *storage.FileRoot
 	if x.Stdout {
 		if out = copyOutOf(ctx); out == nil {
 			return nil, nferr.Queryf("COPY TO STDOUT needs a client that receives the rows (psql, a driver's copy-out, nicflow sql); write to a file instead")
 		}
-	} else if err := checkFileAccess(s.opts.FileAccess, x.File); err != nil {
-		return nil, err
+	} else {
+		var err error
+		if root, err = fileAccess(s.db, s.opts.FileAccess, x.File); err != nil {
+			return nil, err
+		}
 	}
 	r, err := s.startQuery(ctx, x.Query, false)
 	if err != nil {
@@ -46,9 +49,9 @@ func (s *Session) copyTo(ctx context.Context, x *bind.CopyToStmt) (*Result, erro
 		}
 		w, err = newTextSink(out, "STDOUT", r.Schema, x, s.TimeZone())
 	case x.Format == "parquet":
-		w, err = newParquetSink(x.File, r.Schema)
+		w, err = newParquetSink(root, x.File, r.Schema)
 	default:
-		w, err = newCSVSink(x.File, r.Schema, x, s.TimeZone())
+		w, err = newCSVSink(root, x.File, r.Schema, x, s.TimeZone())
 	}
 	if err != nil {
 		return nil, err
@@ -83,8 +86,11 @@ type rowSink interface {
 
 type parquetSink struct{ f *storage.ParquetFile }
 
-func newParquetSink(path string, sch *arrow.Schema) (*parquetSink, error) {
-	f, err := storage.CreateParquetFile(path, sch, storage.WriteOptions{})
+func newParquetSink(root *storage.FileRoot, path string, sch *arrow.Schema) (*parquetSink, error) {
+	f, err := storage.CreateParquetFile(root, path, sch, storage.WriteOptions{})
+	if nferr.Is(err, nferr.KindAuth) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, nferr.Wrap(nferr.KindOf(err), err, "COPY TO %s", path)
 	}
@@ -100,18 +106,18 @@ func (p *parquetSink) abort()                            { p.f.Abort() }
 // break, or when it equals the NULL text; NULL is the NULL text unquoted.
 // In PostgreSQL's text format (text) a field's backslashes, line breaks,
 // tabs and delimiters are escaped with a backslash instead, and NULL is
-// \N. It writes a file (path, renamed from tmp at close) or a client's
-// copy stream (f nil).
+// \N. It writes a file (path, storage.NewFile: renamed into place at
+// close) or a client's copy stream (f nil).
 type csvSink struct {
-	path, tmp string
-	f         *os.File
-	w         *bufio.Writer
-	z         io.WriteCloser // the compressor (.gz, .zst), or nil
-	fmts      []*ValueFormatter
-	delim     byte
-	null      string
-	text      bool
-	line      []byte
+	path  string
+	f     *storage.NewFile
+	w     *bufio.Writer
+	z     io.WriteCloser // the compressor (.gz, .zst), or nil
+	fmts  []*ValueFormatter
+	delim byte
+	null  string
+	text  bool
+	line  []byte
 }
 
 func newSink(path string, sch *arrow.Schema, x *bind.CopyToStmt, loc *time.Location) (*csvSink, error) {
@@ -157,7 +163,7 @@ func (c *csvSink) writeHeader(sch *arrow.Schema) error {
 	return nil
 }
 
-func newCSVSink(path string, sch *arrow.Schema, x *bind.CopyToStmt, loc *time.Location) (*csvSink, error) {
+func newCSVSink(root *storage.FileRoot, path string, sch *arrow.Schema, x *bind.CopyToStmt, loc *time.Location) (*csvSink, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, nferr.Queryf("file %s: %v", path, err)
@@ -166,12 +172,11 @@ func newCSVSink(path string, sch *arrow.Schema, x *bind.CopyToStmt, loc *time.Lo
 	if err != nil {
 		return nil, err
 	}
-	c.tmp = filepath.Join(filepath.Dir(abs), "."+filepath.Base(abs)+".tmp-"+strconv.Itoa(os.Getpid()))
-	if st, err := os.Stat(filepath.Dir(abs)); err != nil || !st.IsDir() {
-		return nil, nferr.Queryf("COPY TO %s: directory %s does not exist", path, filepath.Dir(path))
-	}
-	if c.f, err = os.Create(c.tmp); err != nil {
-		return nil, nferr.OS(err, "creating %s", path)
+	if c.f, err = storage.CreateFile(root, abs); err != nil {
+		if nferr.Is(err, nferr.KindQuery) {
+			return nil, nferr.Queryf("COPY TO %s: directory %s does not exist", path, filepath.Dir(path))
+		}
+		return nil, err
 	}
 	var out io.Writer = c.f
 	switch lower := strings.ToLower(abs); {
@@ -179,8 +184,7 @@ func newCSVSink(path string, sch *arrow.Schema, x *bind.CopyToStmt, loc *time.Lo
 		c.z = gzip.NewWriter(c.f)
 	case strings.HasSuffix(lower, ".zst") || strings.HasSuffix(lower, ".zstd"):
 		if c.z, err = zstd.NewWriter(c.f); err != nil {
-			c.f.Close()
-			os.Remove(c.tmp)
+			c.f.Abort()
 			return nil, nferr.Internalf("zstd writer: %v", err)
 		}
 	}
@@ -272,14 +276,11 @@ func (c *csvSink) close() error {
 	if cerr := c.f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(c.tmp, c.path)
-	}
 	if err != nil {
-		os.Remove(c.tmp)
+		c.f.Abort()
 		return nferr.OS(err, "writing %s", c.path)
 	}
-	return nil
+	return c.f.Commit()
 }
 
 func (c *csvSink) abort() {
@@ -289,6 +290,5 @@ func (c *csvSink) abort() {
 	if c.z != nil {
 		c.z.Close()
 	}
-	c.f.Close()
-	os.Remove(c.tmp)
+	c.f.Abort()
 }

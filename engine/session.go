@@ -63,8 +63,11 @@ type Options struct {
 	// tables, read_parquet/read_csv, COPY FROM and TO, CREATE EXTERNAL
 	// TABLE): "" allows any path the process can reach (embedded use, as
 	// the user who runs it); FileAccessNone allows none; any other value
-	// is a directory under which every path must resolve. A server
-	// exposing the database to others sets it.
+	// is a directory under which every path must resolve (storage.FileRoot:
+	// each file a glob matches and each file of a directory, links and
+	// ".." resolved, opened through the root). A server exposing the
+	// database to others sets it. Under any policy (not "") SET spill_dir
+	// is refused: SpillDir is then the operator's.
 	FileAccess string
 	// Storage configures the database directory (file writing options,
 	// checksum verification).
@@ -1056,7 +1059,7 @@ func (s *Session) copy(ctx context.Context, x *bind.CopyStmt) (*Result, error) {
 		}
 		defer os.Remove(path)
 		file = path
-	} else if err := checkFileAccess(s.opts.FileAccess, x.File); err != nil {
+	} else if opts.Root, err = fileAccess(s.db, s.opts.FileAccess, x.File); err != nil {
 		return nil, err
 	}
 	n, err := s.db.Copy(ctx, name, []string{file}, opts)
@@ -1073,7 +1076,8 @@ func (s *Session) copy(ctx context.Context, x *bind.CopyStmt) (*Result, error) {
 }
 
 func (s *Session) createExternal(ctx context.Context, x *bind.CreateExternalTableStmt) (*Result, error) {
-	if err := checkFileAccess(s.opts.FileAccess, x.Location); err != nil {
+	root, err := fileAccess(s.db, s.opts.FileAccess, x.Location)
+	if err != nil {
 		return nil, err
 	}
 	if s.db.View(x.Name) != nil {
@@ -1084,7 +1088,7 @@ func (s *Session) createExternal(ctx context.Context, x *bind.CreateExternalTabl
 			return status("CREATE EXTERNAL TABLE", 0), nil
 		}
 	}
-	if err := s.db.RegisterExternal(ctx, x.Name, x.Location, storage.CreateOptions{IfNotExists: x.IfNotExists}); err != nil {
+	if err := s.db.RegisterExternal(ctx, x.Name, x.Location, storage.CreateOptions{IfNotExists: x.IfNotExists, Root: root}); err != nil {
 		return nil, err
 	}
 	if x.Schema != nil {
@@ -1293,6 +1297,13 @@ func (s *Session) set(name, value string) error {
 		s.queryRetries = n
 		return nil
 	case SettingSpillDir:
+		if s.opts.FileAccess != "" {
+			// NB: a session under a file access policy is a server's
+			// client, which must not choose where the server writes
+			// (nor learn, from the answer, which paths exist): the
+			// operator sets the directory (nicflow serve --spill-dir).
+			return &nferr.Error{Kind: nferr.KindAuth, Msg: "permission denied: spill_dir is the server operator's setting (nicflow serve --spill-dir); clients cannot change it"}
+		}
 		if v == "" {
 			return nferr.Queryf("spill_dir takes a directory, or off")
 		}

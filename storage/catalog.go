@@ -68,6 +68,9 @@ type Table struct {
 	Since   uint64    `json:"since,omitempty"`
 	Created time.Time `json:"created"`
 	Files   []*File   `json:"files,omitempty"`
+	// root is the file access root a file table's files open through
+	// (files_root.go); nil for every other table. Never stored.
+	root *FileRoot
 }
 
 // File is one Parquet file of a table.

@@ -142,6 +142,7 @@ func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		close(db.sums.stop)
 		_, _ = db.recordSums(true) // best effort: the next process measures again
+		db.files.closeRoots()
 		err = db.cat.close()
 	})
 	return err
@@ -174,14 +175,7 @@ func (db *DB) Schemas() []string {
 // its pattern names, described from their footers.
 func (db *DB) Table(name string) (*Table, error) {
 	if pattern, ok := strings.CutPrefix(name, FileTableSchema+"."); ok {
-		if strings.Contains(pattern, "\x00csv") {
-			p, o, err := parseCSVTableName(pattern)
-			if err != nil {
-				return nil, err
-			}
-			return db.csvTable(p, o)
-		}
-		return db.fileTable(pattern)
+		return db.fileTableOf(pattern)
 	}
 	return db.cat.lookup(name)
 }
@@ -237,6 +231,10 @@ type CreateOptions struct {
 	// Constraints are the table's keys, indexes, checks and defaults (nil:
 	// none).
 	Constraints *Constraints
+	// Root, for RegisterExternal, is the file access root the location
+	// is listed and its files described through (files_root.go; nil:
+	// none): a file leading outside it refuses the table.
+	Root *FileRoot
 }
 
 // replacedTable is what creating table name (catalog key qn) with opts
@@ -510,7 +508,12 @@ func (db *DB) registerTables(ctx context.Context, plans []tablePlan) error {
 // describeFile reads a Parquet file's footer and checksum. When cols is
 // nil the table's columns are derived from the file.
 func (db *DB) describeFile(path string, cols []Column) (*File, []Column, error) {
-	md, size, err := readFooter(path)
+	return db.describeFileIn(nil, path, cols)
+}
+
+// describeFileIn is describeFile through root when it is set.
+func (db *DB) describeFileIn(root *FileRoot, path string, cols []Column) (*File, []Column, error) {
+	md, size, err := readFooterIn(root, path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -527,7 +530,7 @@ func (db *DB) describeFile(path string, cols []Column) (*File, []Column, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	sum, n, err := recordChecksums(path, md, f)
+	sum, n, err := recordChecksumsIn(root, path, md, f)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -535,7 +538,7 @@ func (db *DB) describeFile(path string, cols []Column) (*File, []Column, error) 
 		return nil, nil, nferr.Dataf("%s changed while it was being registered", path)
 	}
 	f.Size, f.Checksum = size, sum
-	addDistinctFromDictionaries(path, md, f)
+	addDistinctFromDictionariesIn(root, path, md, f)
 	return f, cols, nil
 }
 
@@ -552,7 +555,15 @@ func (db *DB) RegisterExternal(ctx context.Context, name, dir string, opts Creat
 	if err != nil {
 		return nferr.IOf("location %s: %w", dir, err)
 	}
-	ents, err := os.ReadDir(adir)
+	var ents []os.DirEntry
+	if opts.Root != nil {
+		ents, err = opts.Root.readDir(adir)
+	} else {
+		ents, err = os.ReadDir(adir)
+	}
+	if nferr.Is(err, nferr.KindAuth) {
+		return err
+	}
 	if err != nil {
 		return nferr.Queryf("external table %s: cannot read location %s: %v", name, dir, err)
 	}
@@ -565,7 +576,10 @@ func (db *DB) RegisterExternal(ctx context.Context, name, dir string, opts Creat
 			return nferr.With(nferr.KindCanceled, err)
 		}
 		p := filepath.Join(adir, e.Name())
-		f, cols, err := db.describeFile(p, t.Columns)
+		f, cols, err := db.describeFileIn(opts.Root, p, t.Columns)
+		if nferr.Is(err, nferr.KindAuth) {
+			return err
+		}
 		if err != nil {
 			return nferr.Wrap(nferr.KindData, err, "external table %s", name)
 		}
@@ -684,6 +698,9 @@ type fileSet struct {
 	verified func(f *File, md *metadata.FileMetaData) error
 	// remote, when set, reads the files from a storage node.
 	remote *remoteFiles
+	// root, when set, is the file access root the files open through
+	// (files_root.go: the file tables under it).
+	root *FileRoot
 }
 
 func newFileSet(dir string) *fileSet { return &fileSet{dir: dir, footers: &sync.Map{}} }
@@ -710,7 +727,7 @@ func (fs *fileSet) open(f *File) (fileHandle, error) {
 		return fs.remote.open(f), nil
 	}
 	p := fs.Path(f)
-	h, err := os.Open(p)
+	h, err := openFile(fs.root, p)
 	if err != nil {
 		return nil, fileErr(p, err)
 	}
@@ -753,14 +770,14 @@ func (fs *fileSet) verifyFile(f *File) (*metadata.FileMetaData, error) {
 	if err := fs.checkSize(f); err != nil {
 		return nil, err
 	}
-	sum, _, err := fileChecksum(p)
+	sum, _, err := fileChecksumIn(fs.root, p)
 	if err != nil {
 		return nil, err
 	}
 	if sum != f.Checksum {
 		return nil, nferr.Dataf("data file %s is corrupt: checksum %s, the catalog recorded %s", p, sum, f.Checksum)
 	}
-	md, _, err := readFooter(p)
+	md, _, err := readFooterIn(fs.root, p)
 	return md, err
 }
 
@@ -771,7 +788,7 @@ func (fs *fileSet) checkSize(f *File) error {
 		return nil
 	}
 	p := fs.Path(f)
-	st, err := os.Stat(p)
+	st, err := statFile(fs.root, p)
 	if err != nil {
 		return fileErr(p, err)
 	}

@@ -87,6 +87,17 @@
 //     drops the ones it no longer has and the files it no longer places
 //     there. Tables a node loaded itself are never pruned.
 //
+// # Files a statement names
+//
+// File tables (files.go: FROM 'x.parquet', read_parquet, read_csv through
+// files_csv.go), COPY FROM and TO and external tables read and write
+// files outside the database directory. Under a file access root
+// (files_root.go: FileRoot, engine.Options.FileAccess) each of those
+// files is matched, opened and created through the root's os.Root, so
+// that no glob, link or ".." reaches outside it, checked or not; a
+// confined file table's name carries the root, and its scans open its
+// files through the root too (Table.root).
+//
 // # Types
 //
 // Arrow types are stored as (decisions D4): int32, int64, float64, bool,
@@ -110,8 +121,10 @@
 // filter columns first, conjunct by conjunct, each column decoded only if
 // rows survive so far; the remaining projected columns are decoded only for
 // chunks with survivors (skipped otherwise), and survivors are gathered
-// into dense Arrow arrays (no selection vectors leave storage). Counters:
-// ScanStats.
+// into dense Arrow arrays (no selection vectors leave storage). An IN
+// list longer than smallSet values is sorted once when the predicate is
+// compiled and binary-searched per row (and per row group's min/max).
+// Counters: ScanStats.
 //
 // Join key filters (keyfilter.go, scan_keyfilter.go, keyfilter_arrow.go):
 // a local scan may also apply ScanOptions.KeyFilters, the build keys a hash join above it

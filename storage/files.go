@@ -36,8 +36,11 @@ const FileTableSchema = "$files"
 
 // FileTableName is the table name of the Parquet files pattern names: a
 // file, a directory (its *.parquet files) or a glob (* ? [...]), made
-// absolute.
-func FileTableName(pattern string) (string, error) {
+// absolute; under root (a file access root, files_root.go; nil: none) the
+// name carries the root ("\x00root=<dir>" after the pattern), so that
+// whoever describes the table again from its name (a worker, a storage
+// node) confines it alike.
+func FileTableName(pattern string, root *FileRoot) (string, error) {
 	if strings.TrimSpace(pattern) == "" {
 		return "", nferr.Queryf("an empty file name")
 	}
@@ -45,13 +48,45 @@ func FileTableName(pattern string) (string, error) {
 	if err != nil {
 		return "", nferr.Queryf("file %s: %v", pattern, err)
 	}
-	return FileTableSchema + "." + abs, nil
+	name := FileTableSchema + "." + abs
+	if root != nil {
+		name += "\x00root=" + root.Dir()
+	}
+	return name, nil
 }
 
-// fileTables caches file table descriptions by pattern.
+// fileTableOf describes the file table of a FileTableName or CSVTableName
+// without its "$files." prefix.
+func (db *DB) fileTableOf(name string) (*Table, error) {
+	parts := strings.Split(name, "\x00")
+	pattern, opts := parts[0], parts[1:]
+	var root *FileRoot
+	if len(opts) > 0 && strings.HasPrefix(opts[0], "root=") {
+		var err error
+		if root, err = db.FileRoot(strings.TrimPrefix(opts[0], "root=")); err != nil {
+			return nil, err
+		}
+		opts = opts[1:]
+	}
+	if len(opts) > 0 && opts[0] == "csv" {
+		o, err := parseCSVOptions(opts[1:])
+		if err != nil {
+			return nil, err
+		}
+		return db.csvTable(pattern, root, o)
+	}
+	if len(opts) > 0 {
+		return nil, nferr.Queryf("malformed file table name")
+	}
+	return db.fileTable(pattern, root)
+}
+
+// fileTables caches file table descriptions by name, and holds the file
+// access roots (files_root.go).
 type fileTables struct {
-	mu sync.Mutex
-	m  map[string]*fileTableEntry
+	mu    sync.Mutex
+	m     map[string]*fileTableEntry
+	roots map[string]*FileRoot
 }
 
 type fileTableEntry struct {
@@ -60,24 +95,34 @@ type fileTableEntry struct {
 }
 
 // matchFiles returns the Parquet files pattern names, sorted: a directory
-// is its *.parquet files.
-func matchFiles(pattern string) ([]string, error) {
-	if st, err := os.Stat(pattern); err == nil && st.IsDir() {
+// is its *.parquet files. Under root (nil: none) every match is checked
+// through the root (files_root.go).
+func matchFiles(root *FileRoot, pattern string) ([]string, error) {
+	if st, err := statFile(root, pattern); err == nil && st.IsDir() {
 		pattern = filepath.Join(pattern, "*.parquet")
+	} else if nferr.Is(err, nferr.KindAuth) {
+		return nil, err
 	}
-	return matchAny(pattern)
+	return matchAny(root, pattern)
 }
 
 // matchAny returns the files pattern (a file or a glob) names, sorted.
-func matchAny(pattern string) ([]string, error) {
-	paths, err := filepath.Glob(pattern)
-	if err != nil {
-		return nil, nferr.Queryf("file pattern %s: %v", pattern, err)
-	}
+func matchAny(root *FileRoot, pattern string) ([]string, error) {
 	var out []string
-	for _, p := range paths {
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			out = append(out, p)
+	if root != nil {
+		var err error
+		if out, err = root.glob(pattern); err != nil {
+			return nil, err
+		}
+	} else {
+		paths, err := filepath.Glob(pattern)
+		if err != nil {
+			return nil, nferr.Queryf("file pattern %s: %v", pattern, err)
+		}
+		for _, p := range paths {
+			if st, err := os.Stat(p); err == nil && !st.IsDir() {
+				out = append(out, p)
+			}
 		}
 	}
 	if len(out) == 0 {
@@ -90,9 +135,10 @@ func matchAny(pattern string) ([]string, error) {
 	return out, nil
 }
 
-// stampOf identifies a file's version: path, size and modification time.
-func stampOf(p string) (string, int64, int64, error) {
-	st, err := os.Stat(p)
+// stampOf identifies a file's version: path, size and modification time
+// (through root when it is set).
+func stampOf(root *FileRoot, p string) (string, int64, int64, error) {
+	st, err := statFile(root, p)
 	if err != nil {
 		return "", 0, 0, fileErr(p, err)
 	}
@@ -102,27 +148,35 @@ func stampOf(p string) (string, int64, int64, error) {
 
 // fileTable describes the Parquet files of pattern (absolute) as a table:
 // the first file's schema, which every other file must have (columns
-// matched by name, types equal).
-func (db *DB) fileTable(pattern string) (*Table, error) {
-	paths, err := matchFiles(pattern)
+// matched by name, types equal). Under root (nil: none) the files are
+// matched, described and later scanned through the root.
+func (db *DB) fileTable(pattern string, root *FileRoot) (*Table, error) {
+	paths, err := matchFiles(root, pattern)
 	if err != nil {
 		return nil, err
 	}
 	stamps := make([]string, len(paths))
 	for i, p := range paths {
-		if stamps[i], _, _, err = stampOf(p); err != nil {
+		if stamps[i], _, _, err = stampOf(root, p); err != nil {
 			return nil, err
 		}
 	}
+	key := pattern
+	if root != nil {
+		key += "\x00root=" + root.Dir()
+	}
 	db.files.mu.Lock()
-	e := db.files.m[pattern]
+	e := db.files.m[key]
 	db.files.mu.Unlock()
 	if e != nil && slices.Equal(e.stamps, stamps) {
 		return e.t, nil
 	}
-	t := &Table{Schema: FileTableSchema, Name: pattern, External: true, Location: pattern}
+	// NB: under a root the name carries it (FileTableName), so that a
+	// scan spec naming the table (QualifiedName) confines it wherever it
+	// is described again.
+	t := &Table{Schema: FileTableSchema, Name: key, External: true, Location: pattern, root: root}
 	for i, p := range paths {
-		md, size, err := readFooter(p)
+		md, size, err := readFooterIn(root, p)
 		if err != nil {
 			return nil, err
 		}
@@ -139,7 +193,7 @@ func (db *DB) fileTable(pattern string) (*Table, error) {
 		if err != nil {
 			return nil, err
 		}
-		_, _, mt, err := stampOf(p)
+		_, _, mt, err := stampOf(root, p)
 		if err != nil {
 			return nil, err
 		}
@@ -152,17 +206,17 @@ func (db *DB) fileTable(pattern string) (*Table, error) {
 	if db.files.m == nil {
 		db.files.m = map[string]*fileTableEntry{}
 	}
-	db.files.m[pattern] = &fileTableEntry{t: t, stamps: stamps}
+	db.files.m[key] = &fileTableEntry{t: t, stamps: stamps}
 	db.files.mu.Unlock()
 	return t, nil
 }
 
 // ParquetFile writes rows to a standalone Parquet file (COPY ... TO):
 // under a temporary name beside the target, renamed into place by Close,
-// so a reader never sees half a file and a failed COPY leaves no file.
+// so a reader never sees half a file and a failed COPY leaves no file
+// (NewFile).
 type ParquetFile struct {
-	path string
-	tmp  string
+	nf   *NewFile
 	w    *parquetWriter
 	rows int64
 }
@@ -170,28 +224,25 @@ type ParquetFile struct {
 // CreateParquetFile starts the Parquet file path for rows of schema sch
 // (the engine's types; nicflow's own layout: decimals as INT64 or
 // FIXED_LEN_BYTE_ARRAY, timestamps as TIMESTAMP(MICROS), opts' codec and
-// row group size). An existing file at path is replaced by Close.
-func CreateParquetFile(path string, sch *arrow.Schema, opts WriteOptions) (*ParquetFile, error) {
+// row group size), through root when it is set (CreateFile). An existing
+// file at path is replaced by Close.
+func CreateParquetFile(root *FileRoot, path string, sch *arrow.Schema, opts WriteOptions) (*ParquetFile, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
 	if _, err := SchemaColumns(sch); err != nil {
 		return nil, err
 	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, nferr.Queryf("file %s: %v", path, err)
-	}
-	if st, err := os.Stat(filepath.Dir(abs)); err != nil || !st.IsDir() {
-		return nil, nferr.Queryf("directory %s does not exist", filepath.Dir(path))
-	}
-	tmp := filepath.Join(filepath.Dir(abs), "."+filepath.Base(abs)+".tmp-"+strconv.Itoa(os.Getpid()))
-	os.Remove(tmp)
-	w, err := newParquetWriter(tmp, sch, opts)
+	nf, err := CreateFile(root, path)
 	if err != nil {
 		return nil, err
 	}
-	return &ParquetFile{path: abs, tmp: tmp, w: w}, nil
+	w, err := newParquetWriterOn(nf.File, nf.tmp, sch, opts)
+	if err != nil {
+		nf.Abort()
+		return nil, err
+	}
+	return &ParquetFile{nf: nf, w: w}, nil
 }
 
 // Write appends rec's rows.
@@ -207,18 +258,14 @@ func (f *ParquetFile) Write(rec arrow.RecordBatch) error {
 // an error nothing is left behind.
 func (f *ParquetFile) Close() (int64, error) {
 	if _, _, _, err := f.w.finish(); err != nil {
-		os.Remove(f.tmp)
+		f.nf.Abort()
 		return 0, err
 	}
-	if err := os.Rename(f.tmp, f.path); err != nil {
-		os.Remove(f.tmp)
-		return 0, nferr.OS(err, "writing %s", f.path)
+	if err := f.nf.Commit(); err != nil {
+		return 0, err
 	}
 	return f.rows, nil
 }
 
 // Abort drops the partial file.
-func (f *ParquetFile) Abort() {
-	f.w.f.Close()
-	os.Remove(f.tmp)
-}
+func (f *ParquetFile) Abort() { f.nf.Abort() }

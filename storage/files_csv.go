@@ -46,9 +46,10 @@ type CSVOptions struct {
 }
 
 // CSVTableName is the table name of the CSV files pattern names with
-// options o: "$files.<pattern>" with the options after a '\x00'.
-func CSVTableName(pattern string, o CSVOptions) (string, error) {
-	name, err := FileTableName(pattern)
+// options o, under root (nil: none): FileTableName's, then "\x00csv" and
+// the options, each after a '\x00'.
+func CSVTableName(pattern string, root *FileRoot, o CSVOptions) (string, error) {
+	name, err := FileTableName(pattern, root)
 	if err != nil {
 		return "", err
 	}
@@ -72,11 +73,11 @@ func CSVTableName(pattern string, o CSVOptions) (string, error) {
 	return name + b.String(), nil
 }
 
-// parseCSVTableName splits a CSVTableName's pattern and options.
-func parseCSVTableName(s string) (string, CSVOptions, error) {
-	parts := strings.Split(s, "\x00")
+// parseCSVOptions reads the options of a CSVTableName (its parts after
+// "csv").
+func parseCSVOptions(parts []string) (CSVOptions, error) {
 	var o CSVOptions
-	for _, p := range parts[2:] {
+	for _, p := range parts {
 		k, v, _ := strings.Cut(p, "=")
 		switch k {
 		case "header":
@@ -94,15 +95,16 @@ func parseCSVTableName(s string) (string, CSVOptions, error) {
 			name, typ, _ := strings.Cut(v, ":")
 			o.Columns = append(o.Columns, Column{Name: name, Type: typ, Nullable: true})
 		default:
-			return "", o, nferr.Queryf("malformed CSV table name")
+			return o, nferr.Queryf("malformed CSV table name")
 		}
 	}
-	return parts[0], o, nil
+	return o, nil
 }
 
-// csvTable is the file table over the CSV files of pattern (absolute).
-func (db *DB) csvTable(pattern string, o CSVOptions) (*Table, error) {
-	paths, err := matchAny(pattern)
+// csvTable is the file table over the CSV files of pattern (absolute),
+// matched and read through root when it is set.
+func (db *DB) csvTable(pattern string, root *FileRoot, o CSVOptions) (*Table, error) {
+	paths, err := matchAny(root, pattern)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +113,7 @@ func (db *DB) csvTable(pattern string, o CSVOptions) (*Table, error) {
 	fmt.Fprintf(src, "%q %+v", paths, o)
 	ver.Write([]byte(csvInferVersion))
 	for _, p := range paths {
-		stamp, _, _, err := stampOf(p)
+		stamp, _, _, err := stampOf(root, p)
 		if err != nil {
 			return nil, err
 		}
@@ -121,7 +123,7 @@ func (db *DB) csvTable(pattern string, o CSVOptions) (*Table, error) {
 	srcKey := fmt.Sprintf("%016x", src.Sum64())
 	cache := filepath.Join(dir, fmt.Sprintf("%s-%016x.parquet", srcKey, ver.Sum64()))
 	if _, err := os.Stat(cache); err != nil {
-		if err := db.convertCSV(paths, o, dir, cache); err != nil {
+		if err := db.convertCSV(paths, root, o, dir, cache); err != nil {
 			return nil, err
 		}
 		// Older versions of the same source are stale.
@@ -132,7 +134,7 @@ func (db *DB) csvTable(pattern string, o CSVOptions) (*Table, error) {
 			}
 		}
 	}
-	t, err := db.fileTable(cache)
+	t, err := db.fileTable(cache, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -141,12 +143,13 @@ func (db *DB) csvTable(pattern string, o CSVOptions) (*Table, error) {
 	return &c, nil
 }
 
-// convertCSV parses the CSV files into the Parquet file cache (written
-// under a temporary name and renamed, so a reader sees it whole).
-func (db *DB) convertCSV(paths []string, o CSVOptions, dir, cache string) error {
-	copts := CopyOptions{Format: "csv", Delimiter: o.Delimiter, Null: o.Null, Quote: o.Quote, BatchRows: 64 << 10}
+// convertCSV parses the CSV files (opened through root when it is set)
+// into the Parquet file cache (written under a temporary name and renamed,
+// so a reader sees it whole).
+func (db *DB) convertCSV(paths []string, root *FileRoot, o CSVOptions, dir, cache string) error {
+	copts := CopyOptions{Format: "csv", Delimiter: o.Delimiter, Null: o.Null, Quote: o.Quote, BatchRows: 64 << 10, Root: root}
 	if copts.Delimiter == 0 {
-		d, err := detectDelimiter(paths[0], o.Quote)
+		d, err := detectDelimiter(root, paths[0], o.Quote)
 		if err != nil {
 			return err
 		}
@@ -178,7 +181,7 @@ func (db *DB) convertCSV(paths []string, o CSVOptions, dir, cache string) error 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nferr.OS(err, "creating %s", dir)
 	}
-	w, err := CreateParquetFile(cache, sch, WriteOptions{})
+	w, err := CreateParquetFile(nil, cache, sch, WriteOptions{})
 	if err != nil {
 		return err
 	}
@@ -195,7 +198,7 @@ func (db *DB) convertCSV(paths []string, o CSVOptions, dir, cache string) error 
 
 // detectDelimiter picks the delimiter that splits the first lines of path
 // into the same number of fields, the most ("," when none does).
-func detectDelimiter(path string, quote byte) (byte, error) {
+func detectDelimiter(root *FileRoot, path string, quote byte) (byte, error) {
 	best, bestN := byte(','), 1
 	for _, d := range []byte{',', '|', ';', '\t'} {
 		if d == quote {
@@ -203,7 +206,7 @@ func detectDelimiter(path string, quote byte) (byte, error) {
 		}
 		n, lines := -1, 0
 		consistent := true
-		err := textRecords(path, CopyOptions{Format: "csv", Delimiter: d, Quote: quote}, "read_csv", func(_ int, fields [][]byte, _ []bool) error {
+		err := textRecords(path, CopyOptions{Format: "csv", Delimiter: d, Quote: quote, Root: root}, "read_csv", func(_ int, fields [][]byte, _ []bool) error {
 			if n >= 0 && len(fields) != n {
 				consistent = false
 			}
@@ -444,7 +447,7 @@ func InferColumns(paths []string, o CopyOptions) ([]Column, bool, error) {
 	}
 	switch o.Format {
 	case "parquet":
-		md, _, err := readFooter(paths[0])
+		md, _, err := readFooterIn(o.Root, paths[0])
 		if err != nil {
 			return nil, false, err
 		}

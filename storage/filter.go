@@ -2,6 +2,8 @@ package storage
 
 import (
 	"bytes"
+	"cmp"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
@@ -277,16 +279,7 @@ type setElem interface{ ~int32 | ~int64 | ~float64 }
 func filterSet[T setElem, S int64 | float64](x []T, valid []bool, sel []int32, out []int32, set []S, negate bool) []int32 {
 	out = out[:cap(out)]
 	k := 0
-	test := func(v T) bool {
-		found := false
-		for _, s := range set {
-			if S(v) == s {
-				found = true
-				break
-			}
-		}
-		return found != negate
-	}
+	test := func(v T) bool { return setHas(set, S(v)) != negate }
 	if sel == nil {
 		for i, v := range x {
 			out[k] = int32(i)
@@ -331,10 +324,14 @@ func (n *cnode) strTest(s []byte) bool {
 		return bytes.HasPrefix(s, []byte(n.strlo))
 	case OpIn, OpNe:
 		found := false
-		for _, c := range n.strset {
-			if string(s) == c {
-				found = true
-				break
+		if len(n.strset) > smallSet {
+			_, found = slices.BinarySearchFunc(n.strset, s, compareStringBytes)
+		} else {
+			for _, c := range n.strset {
+				if string(s) == c {
+					found = true
+					break
+				}
 			}
 		}
 		return found != (n.op == OpNe)
@@ -352,6 +349,20 @@ func (n *cnode) strTest(s []byte) bool {
 		}
 	}
 	return true
+}
+
+// compareStringBytes compares a and b bytewise, as strings.Compare would
+// (without converting b, which would allocate per row).
+func compareStringBytes(a string, b []byte) int {
+	for i := 0; i < min(len(a), len(b)); i++ {
+		if a[i] != b[i] {
+			if a[i] < b[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return cmp.Compare(len(a), len(b))
 }
 
 func (n *cnode) filterString(v *vector, sel []int32, rows int, out []int32) []int32 {
@@ -375,10 +386,14 @@ func (n *cnode) dec128Test(x decimal128.Num) bool {
 	switch n.op {
 	case OpIn, OpNe:
 		found := false
-		for _, c := range n.d128set {
-			if x == c {
-				found = true
-				break
+		if len(n.d128set) > smallSet {
+			_, found = slices.BinarySearchFunc(n.d128set, x, func(a, b decimal128.Num) int { return a.Cmp(b) })
+		} else {
+			for _, c := range n.d128set {
+				if x == c {
+					found = true
+					break
+				}
 			}
 		}
 		return found != (n.op == OpNe)

@@ -181,7 +181,7 @@ func FuzzReadCSV(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer os.Remove(p)
-		name, err := CSVTableName(p, CSVOptions{})
+		name, err := CSVTableName(p, nil, CSVOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

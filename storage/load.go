@@ -50,6 +50,9 @@ type CopyOptions struct {
 	// engine's CHECK constraints); its error fails the COPY, which then
 	// leaves the table as it was.
 	Check func(arrow.RecordBatch) error
+	// Root, when set, is the file access root the input files open
+	// through (files_root.go): a path leading outside it is refused.
+	Root *FileRoot
 }
 
 // appendChecked appends rec after o.Check accepts it.
@@ -155,7 +158,7 @@ func (db *DB) Copy(ctx context.Context, table string, paths []string, opts CopyO
 // copyParquet rewrites a Parquet file's rows into the table (columns are
 // matched by name, types must agree).
 func (db *DB) copyParquet(ctx context.Context, app *Appender, path string, o *CopyOptions) error {
-	md, size, err := readFooter(path)
+	md, size, err := readFooterIn(o.Root, path)
 	if err != nil {
 		return err
 	}
@@ -165,7 +168,7 @@ func (db *DB) copyParquet(ctx context.Context, app *Appender, path string, o *Co
 	}
 	f.Path, f.Size = path, size
 	f.Checksum = "external"
-	src := &Table{Schema: app.schema, Name: app.name, Columns: app.cols, Files: []*File{f}}
+	src := &Table{Schema: app.schema, Name: app.name, Columns: app.cols, Files: []*File{f}, root: o.Root}
 	spec := ScanSpec{Table: src.QualifiedName()}.AllColumns(src)
 	spec.BatchSize = 64 << 10
 	sc, err := db.newScanner(src, spec, ScanOptions{})
@@ -397,7 +400,7 @@ func parseText(ctx context.Context, path string, sch *arrow.Schema, o CopyOption
 // file path (after the header line when o.Header), with the record's
 // first line number; a quoted csv field may span lines.
 func textRecords(path string, o CopyOptions, what string, fn func(lineNo int, fields [][]byte, quoted []bool) error) error {
-	f, err := openText(path, what)
+	f, err := openText(o.Root, path, what)
 	if err != nil {
 		return err
 	}
@@ -622,11 +625,15 @@ func (d *decompressed) Close() error {
 	return d.f.Close()
 }
 
-// openText opens a text file, decompressing it when its name ends in .gz
-// (gzip) or .zst/.zstd (zstandard).
-func openText(path, what string) (io.ReadCloser, error) {
-	f, err := os.Open(path)
+// openText opens a text file (through root when it is set),
+// decompressing it when its name ends in .gz (gzip) or .zst/.zstd
+// (zstandard).
+func openText(root *FileRoot, path, what string) (io.ReadCloser, error) {
+	f, err := openFile(root, path)
 	if err != nil {
+		if _, ok := nferr.As(err); ok {
+			return nil, err // the root's refusal
+		}
 		if os.IsNotExist(err) {
 			return nil, nferr.Queryf("%s: %s does not exist", what, path)
 		}

@@ -98,6 +98,12 @@ func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoAction
 	if err != nil {
 		return s.statusErr(err)
 	}
+	if t.root != nil {
+		// NB: the files of a file table under a file access root open
+		// through the root (files_root.go), which a client reading
+		// them itself would not use: it scans through the node.
+		return status.Errorf(codes.Unimplemented, "storage node %s: no local reads of files under a file access root", s.opts.NodeID)
+	}
 	// NB: Open made the directory absolute.
 	body, err := json.Marshal(localScanReply{Dir: s.db.Dir(), Token: s.localToken, Table: t})
 	if err != nil {

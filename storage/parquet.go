@@ -94,8 +94,12 @@ func (h *hashWriter) Write(p []byte) (int, error) {
 func formatChecksum(sum uint64) string { return fmt.Sprintf("xxh3:%016x", sum) }
 
 // fileChecksum reads a whole file and returns its checksum and size.
-func fileChecksum(path string) (string, int64, error) {
-	f, err := os.Open(path)
+func fileChecksum(path string) (string, int64, error) { return fileChecksumIn(nil, path) }
+
+// fileChecksumIn is fileChecksum through root when it is set
+// (files_root.go).
+func fileChecksumIn(root *FileRoot, path string) (string, int64, error) {
+	f, err := openFile(root, path)
 	if err != nil {
 		return "", 0, fileErr(path, err)
 	}
@@ -116,7 +120,13 @@ func fileChecksum(path string) (string, int64, error) {
 // caller that finds the checksum it expects (a written file's, or an
 // older catalog's, upgrade.go) knows the sums are of that file too.
 func recordChecksums(path string, md *metadata.FileMetaData, f *File) (checksum string, size int64, err error) {
-	fh, err := os.Open(path)
+	return recordChecksumsIn(nil, path, md, f)
+}
+
+// recordChecksumsIn is recordChecksums through root when it is set
+// (files_root.go).
+func recordChecksumsIn(root *FileRoot, path string, md *metadata.FileMetaData, f *File) (checksum string, size int64, err error) {
+	fh, err := openFile(root, path)
 	if err != nil {
 		return "", 0, fileErr(path, err)
 	}
@@ -222,6 +232,9 @@ func recordChecksums(path string, md *metadata.FileMetaData, f *File) (checksum 
 }
 
 func fileErr(path string, err error) error {
+	if _, ok := nferr.As(err); ok {
+		return err // a file access root's refusal (files_root.go)
+	}
 	if os.IsNotExist(err) {
 		return nferr.Dataf("data file %s is missing", path)
 	}
@@ -268,13 +281,27 @@ func parquetSchema(sch *arrow.Schema) (*schema.GroupNode, error) {
 // for the footer (footerTableKey, footerWriteKey: what `catalog recover`
 // reads back).
 func newParquetWriter(path string, sch *arrow.Schema, opts WriteOptions, meta ...[2]string) (*parquetWriter, error) {
-	ps, err := parquetSchema(sch)
-	if err != nil {
+	if _, err := parquetSchema(sch); err != nil {
 		return nil, err
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, nferr.OS(err, "creating %s", path)
+	}
+	w, err := newParquetWriterOn(f, path, sch, opts, meta...)
+	if err != nil {
+		f.Close()
+		os.Remove(path)
+	}
+	return w, err
+}
+
+// newParquetWriterOn writes into f, the new file at path (which the
+// caller removes when this fails).
+func newParquetWriterOn(f *os.File, path string, sch *arrow.Schema, opts WriteOptions, meta ...[2]string) (*parquetWriter, error) {
+	ps, err := parquetSchema(sch)
+	if err != nil {
+		return nil, err
 	}
 	hw := &hashWriter{w: f, h: xxh3.New()}
 	props := parquet.NewWriterProperties(
@@ -288,8 +315,6 @@ func newParquetWriter(path string, sch *arrow.Schema, opts WriteOptions, meta ..
 	kv := intervalMetadata(sch)
 	for _, m := range meta {
 		if err := kv.Append(m[0], m[1]); err != nil {
-			f.Close()
-			os.Remove(path)
 			return nil, nferr.Internalf("parquet footer of %s: %v", path, err)
 		}
 	}
@@ -298,8 +323,6 @@ func newParquetWriter(path string, sch *arrow.Schema, opts WriteOptions, meta ..
 	}
 	w, err := file.NewParquetWriterWithError(hw, ps, wopts...)
 	if err != nil {
-		f.Close()
-		os.Remove(path)
 		return nil, nferr.Internalf("parquet writer for %s: %v", path, err)
 	}
 	return &parquetWriter{path: path, f: f, hw: hw, w: w, sch: sch, maxRG: opts.RowGroupRows}, nil
@@ -529,7 +552,12 @@ func (pw *parquetWriter) abort() {
 // readFooter opens path and parses its Parquet footer, containing panics of
 // the decoder.
 func readFooter(path string) (md *metadata.FileMetaData, size int64, err error) {
-	f, err := os.Open(path)
+	return readFooterIn(nil, path)
+}
+
+// readFooterIn is readFooter through root when it is set (files_root.go).
+func readFooterIn(root *FileRoot, path string) (md *metadata.FileMetaData, size int64, err error) {
+	f, err := openFile(root, path)
 	if err != nil {
 		return nil, 0, fileErr(path, err)
 	}
@@ -1066,7 +1094,13 @@ var _ = bitutil.BitIsSet
 // dictionary page is read (a buffered stream, not the whole chunk).
 // Failures leave the estimate unknown: it is an optimization.
 func addDistinctFromDictionaries(path string, md *metadata.FileMetaData, f *File) {
-	osf, err := os.Open(path)
+	addDistinctFromDictionariesIn(nil, path, md, f)
+}
+
+// addDistinctFromDictionariesIn is addDistinctFromDictionaries through
+// root when it is set (files_root.go).
+func addDistinctFromDictionariesIn(root *FileRoot, path string, md *metadata.FileMetaData, f *File) {
+	osf, err := openFile(root, path)
 	if err != nil {
 		return
 	}

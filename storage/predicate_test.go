@@ -124,6 +124,9 @@ func randomPredicate(rng *rand.Rand, depth int) *Predicate {
 		return Between(col, gen(), gen())
 	case OpIn:
 		n := 1 + rng.Intn(4)
+		if rng.Intn(3) == 0 {
+			n = smallSet + 1 + rng.Intn(60) // sorted and binary-searched (cnode.sortSets)
+		}
 		vs := make([]Value, n)
 		for i := range vs {
 			vs[i] = gen()

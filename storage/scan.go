@@ -265,6 +265,11 @@ func (db *DB) NewScanner(spec ScanSpec, opts ScanOptions) (*Scanner, error) {
 }
 
 func (db *DB) newScanner(t *Table, spec ScanSpec, opts ScanOptions) (*Scanner, error) {
+	if t.root != nil {
+		// A file table under a file access root: its files open
+		// through the root (files_root.go).
+		return newScanner(t.root.fs, t, spec, opts)
+	}
 	return newScanner(db.fs, t, spec, opts)
 }
 

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"math/big"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
@@ -82,12 +83,7 @@ func (n *cnode) mayMatch(stats func(tcol int) *ColumnStats, rows int64) bool {
 		lo, hi := st.Min.Int, st.Max.Int
 		switch n.op {
 		case OpIn:
-			for _, c := range n.i64set {
-				if c >= lo && c <= hi {
-					return true
-				}
-			}
-			return false
+			return setMeets(n.i64set, lo, hi)
 		case OpNe:
 			return !(lo == hi && len(n.i64set) == 1 && n.i64set[0] == lo)
 		}
@@ -99,12 +95,7 @@ func (n *cnode) mayMatch(stats func(tcol int) *ColumnStats, rows int64) bool {
 		}
 		switch n.op {
 		case OpIn:
-			for _, c := range n.f64set {
-				if c >= lo && c <= hi {
-					return true
-				}
-			}
-			return false
+			return setMeets(n.f64set, lo, hi)
 		case OpNe:
 			return !(lo == hi && len(n.f64set) == 1 && n.f64set[0] == lo)
 		}
@@ -147,12 +138,7 @@ func (n *cnode) mayMatch(stats func(tcol int) *ColumnStats, rows int64) bool {
 			}
 			return true
 		case OpIn:
-			for _, c := range n.strset {
-				if c >= lo && c <= hi {
-					return true
-				}
-			}
-			return false
+			return setMeets(n.strset, lo, hi)
 		case OpNe:
 			return !(lo == hi && len(n.strset) == 1 && n.strset[0] == lo)
 		}
@@ -203,4 +189,19 @@ func dec128Of(v Value) (decimal128.Num, bool) {
 		return decimal128.FromBigInt(b), true
 	}
 	return decimal128.Num{}, false
+}
+
+// setMeets reports whether an IN set (sorted when longer than smallSet,
+// cnode.sortSets) holds a value in [lo, hi].
+func setMeets[S int64 | float64 | string](set []S, lo, hi S) bool {
+	if len(set) > smallSet {
+		i, _ := slices.BinarySearch(set, lo)
+		return i < len(set) && set[i] <= hi
+	}
+	for _, c := range set {
+		if c >= lo && c <= hi {
+			return true
+		}
+	}
+	return false
 }

@@ -83,8 +83,9 @@ func rowDescription(sch *arrow.Schema) *pgproto3.RowDescription {
 // errors 42000 (or 42P01 / 42703 for a missing relation or column), data
 // errors 22000 (22012 division by zero, 22003 out of range, 23505 and
 // 23503 for key violations), resources 53000, cancellation 57014,
-// unavailable nodes 08006, authentication 28000, busy 55006, I/O 58030,
-// internal errors XX000.
+// unavailable nodes 08006, authentication 28000 (28P01 a wrong password,
+// 42501 "permission denied"), busy 55006, I/O 58030, internal errors
+// XX000.
 func sqlState(err error) string {
 	msg := err.Error()
 	switch nferr.KindOf(err) {
@@ -129,6 +130,9 @@ func sqlState(err error) string {
 	case nferr.KindAuth:
 		if strings.Contains(msg, "password authentication failed") {
 			return "28P01"
+		}
+		if strings.HasPrefix(msg, "permission denied") {
+			return "42501" // insufficient_privilege: a file outside --file-root, SET spill_dir
 		}
 		return "28000"
 	case nferr.KindBusy:

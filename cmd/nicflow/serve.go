@@ -37,6 +37,7 @@ var serveFlags struct {
 	certReq     bool
 	fileRoot    string
 	httpListen  string
+	spill       spillFlags
 }
 
 var serveCmd = &cobra.Command{
@@ -78,7 +79,17 @@ recent queries (PostgreSQL clients' too) with their progress, a query's
 EXPLAIN ANALYZE plan as a tree, and a SQL box that runs a query and shows
 its result. Without --auth local browsers use it freely; with --auth it
 asks for a user of "nicflow user add", and beyond loopback it needs
---tls-cert/--tls-key (HTTPS) too (docs/console.md).`,
+--tls-cert/--tls-key (HTTPS) too (docs/console.md).
+
+Files: with --auth, statements may read or write files (file tables,
+read_csv, read_parquet, COPY FROM/TO, CREATE EXTERNAL TABLE) only under
+--file-root DIR, and none without it. Every path is resolved inside DIR
+as it is opened: ".." and symbolic links alike, each file a glob (* ? [])
+matches and each file of a directory location; a path that leads outside
+fails with "permission denied" (the same answer whether what lies outside
+exists or not). Where queries spill is the operator's choice
+(--spill-dir): under --auth or --file-root, clients' SET spill_dir is
+refused.`,
 	Example: `  nicflow tpch gen --sf 0.01 --dir data/sf0.01
   nicflow serve --dir data/sf0.01 &
   psql -h 127.0.0.1 -p 5433 -c "select count(*) from lineitem"
@@ -107,24 +118,43 @@ func init() {
 	f.BoolVar(&serveFlags.requireTLS, "require-tls", false, "refuse connections that do not use TLS")
 	f.StringVar(&serveFlags.clientCA, "tls-client-ca", "", "PEM CA certificate(s): clients may log in with a certificate they signed, whose CommonName is the user name (no password); needs --auth and --tls-cert")
 	f.BoolVar(&serveFlags.certReq, "tls-client-cert-required", false, "with --tls-client-ca: refuse clients without a verified certificate (implies --require-tls)")
-	f.StringVar(&serveFlags.fileRoot, "file-root", "", "directory under which statements may read and write files (file tables, COPY); 'none' for no file access. Default: any path without --auth, none with it")
+	f.StringVar(&serveFlags.fileRoot, "file-root", "", "directory under which statements may read and write files (file tables, read_csv/read_parquet, COPY, CREATE EXTERNAL TABLE): every file a glob matches, links and .. resolved, must lie inside; 'none' for no file access. Default: any path without --auth, none with it")
 	f.StringVar(&serveFlags.httpListen, "http-listen", console.DefaultListen, `web console address ("off": no console); beyond loopback it needs --auth and --tls-cert`)
+	addSpillFlags(f, &serveFlags.spill)
 	rootCmd.AddCommand(serveCmd)
+}
+
+// serveOptions are the session options of serve's flags.
+func serveOptions() (engine.Options, error) {
+	opts, err := sessionOptions(serveFlags.memoryLimit, serveFlags.parallel, 0)
+	if err != nil {
+		return opts, err
+	}
+	if err := serveFlags.spill.apply(&opts); err != nil {
+		return opts, err
+	}
+	// NB: clients that log in over the network must not read or write the
+	// server's files unless the operator says where they may, nor choose
+	// where it spills (engine.Options.FileAccess).
+	opts.FileAccess = serveFlags.fileRoot
+	if opts.FileAccess == "" && serveFlags.auth {
+		opts.FileAccess = engine.FileAccessNone
+	}
+	if a := opts.FileAccess; a != "" && a != engine.FileAccessNone {
+		if st, err := os.Stat(a); err != nil || !st.IsDir() {
+			return opts, usagef("--file-root %q is not a directory", a)
+		}
+	}
+	return opts, nil
 }
 
 func runServe(cmd *cobra.Command, stderr io.Writer) error {
 	if serveFlags.dir == "" {
 		return usagef("--dir is required")
 	}
-	opts, err := sessionOptions(serveFlags.memoryLimit, serveFlags.parallel, 0)
+	opts, err := serveOptions()
 	if err != nil {
 		return err
-	}
-	// NB: clients that log in over the network must not read or write the
-	// server's files unless the operator says where they may.
-	opts.FileAccess = serveFlags.fileRoot
-	if opts.FileAccess == "" && serveFlags.auth {
-		opts.FileAccess = engine.FileAccessNone
 	}
 	// The first session checks (or creates) the database before clients come.
 	first, err := openSession(serveFlags.dir, serveFlags.create, opts)

@@ -328,6 +328,98 @@ func TestServeAuth(t *testing.T) {
 	}
 }
 
+// TestServeFileRoot: with --auth --file-root R, a client's glob or path
+// reaches no file outside R through a symbolic link in R, and SET
+// spill_dir is refused alike for any path (issue 28, items 7 and 8);
+// --auth alone gives no file access.
+func TestServeFileRoot(t *testing.T) {
+	dir, root, outside := newDB(t), t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(outside, "passwd"), []byte("root:x:0:0:secret:/root:/bin/sh\n"), 0o644)
+	os.WriteFile(filepath.Join(outside, "hostname"), []byte("secret\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "ok.csv"), []byte("a\ninside\n"), 0o644)
+	os.Symlink(filepath.Join(outside, "passwd"), filepath.Join(root, "passwd_link"))
+	os.Symlink(outside, filepath.Join(root, "etc_link"))
+	saved := serveFlags
+	t.Cleanup(func() { serveFlags = saved })
+	serveFlags.auth, serveFlags.parallel = true, 2
+	opts, err := serveOptions()
+	if err != nil || opts.FileAccess != engine.FileAccessNone {
+		t.Fatalf("--auth: file access %q, %v", opts.FileAccess, err)
+	}
+	serveFlags.fileRoot = filepath.Join(root, "missing")
+	if _, err := serveOptions(); err == nil {
+		t.Error("--file-root of a missing directory was accepted")
+	}
+	serveFlags.fileRoot = root
+	if opts, err = serveOptions(); err != nil || opts.FileAccess != root {
+		t.Fatalf("--file-root: %q, %v", opts.FileAccess, err)
+	}
+	srv, err := pgwire.Listen(pgwire.Options{Listen: "127.0.0.1:0", Open: func() (engine.Conn, error) { return engine.OpenConn(dir, opts) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	t.Cleanup(func() { srv.Close() })
+	c := pgConnect(t, srv.Addr(), pgx.QueryExecModeSimpleProtocol)
+	ctx := context.Background()
+	denied := func(q string) string {
+		t.Helper()
+		rows, err := c.Query(ctx, q)
+		if err == nil {
+			for rows.Next() {
+				t.Errorf("%s returned %v", q, rows.RawValues())
+			}
+			rows.Close()
+			err = rows.Err()
+		}
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "42501" || !strings.HasPrefix(pe.Message, "permission denied") {
+			t.Errorf("%s: %v", q, err)
+			return ""
+		}
+		return pe.Message
+	}
+	for _, q := range []string{
+		"select * from read_csv('" + root + "/passwd_lin[k]', header=false, delim=':')",
+		"select * from read_csv('" + root + "/passwd_lin?', header=false, delim=':')",
+		"select * from read_csv('" + root + "/etc_link/hostname', header=false)",
+		"select * from read_csv('/etc/passwd', header=false, delim=':')",
+	} {
+		denied(q)
+	}
+	var n int64
+	if err := c.QueryRow(ctx, "select count(*) from read_csv('"+root+"/*/hostname', header=false)").Scan(&n); err == nil {
+		t.Errorf("a glob through a link read %d rows outside the root", n)
+	}
+	var v string
+	if err := c.QueryRow(ctx, "select a from read_csv('"+root+"/o?.csv')").Scan(&v); err != nil || v != "inside" {
+		t.Errorf("a file inside the root: %q, %v", v, err)
+	}
+	a, b := denied("set spill_dir = '"+outside+"'"), denied("set spill_dir = '"+filepath.Join(outside, "missing")+"'")
+	if a != b {
+		t.Errorf("SET spill_dir answers differ: %q, %q", a, b)
+	}
+}
+
+// TestUserAddNeedsDatabase: user add refuses a directory without a
+// database (a mistyped --dir) instead of writing users.json where no
+// server reads it.
+func TestUserAddNeedsDatabase(t *testing.T) {
+	t.Setenv("NICFLOW_PASSWORD", "correct horse")
+	empty := t.TempDir()
+	_, err := runCLI(t, "user", "add", "--dir", empty, "alice")
+	if err == nil || !strings.Contains(err.Error(), "is not a nicflow database") || !strings.Contains(err.Error(), "--create") {
+		t.Errorf("user add on an empty directory: %v", err)
+	}
+	if _, err := os.Stat(pgwire.UsersFile(empty)); err == nil {
+		t.Error("users.json written without a database")
+	}
+	dir := newDB(t)
+	if out, err := runCLI(t, "user", "add", "--dir", dir, "alice"); err != nil || !strings.Contains(out, "user alice added") {
+		t.Errorf("user add: %q, %v", out, err)
+	}
+}
+
 // TestServeTLS: a client asking for SSL gets TLS; with RequireTLS a plain
 // connection is refused.
 func TestServeTLS(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nicflow/nicflow/cluster/pgwire"
 	"github.com/nicflow/nicflow/internal/nferr"
+	"github.com/nicflow/nicflow/storage"
 )
 
 var userDir string
@@ -20,7 +21,8 @@ var userCmd = &cobra.Command{
 	Short: "Manage the users PostgreSQL clients log in as (nicflow serve --auth)",
 	Long: `Manage the users of "nicflow serve --auth": each is a name and a SCRAM-SHA-256
 verifier (salt and keys, never the password) in DIR/users.json (mode 0600).
-A running server reads the file at each connection.
+DIR must hold a database (user add refuses a directory without one). A
+running server reads the file at each connection.
 
 The password comes from NICFLOW_PASSWORD, else it is asked for on the
 terminal (not echoed), else read as one line from standard input.`,
@@ -37,6 +39,14 @@ var userAddCmd = &cobra.Command{
 	RunE: func(cmd *cobra.Command, args []string) error {
 		if userDir == "" {
 			return usagef("--dir is required")
+		}
+		// NB: users.json belongs beside a catalog: a mistyped --dir must
+		// not leave a users file where no server will read it.
+		if err := storage.IsDatabase(userDir); err != nil {
+			if !nferr.Is(err, nferr.KindQuery) {
+				return err // a database that lost its catalog
+			}
+			return nferr.Queryf("%s is not a nicflow database (no catalog), so no server reads users from it; give the database's directory, or create one first (`nicflow sql --dir %s --create \"select 1\"`, or `nicflow serve --dir %s --create`)", userDir, userDir, userDir)
 		}
 		pw, err := readPassword(args[0])
 		if err != nil {

@@ -143,7 +143,8 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 			// x IN () holds for no x, not even NULL (SQLite).
 			return plan.BoolConst(x.Not), nil
 		}
-		list := []plan.Expr{xe}
+		list := make([]plan.Expr, 1, 1+len(x.List))
+		list[0] = xe
 		for _, le := range x.List {
 			v, err := b.expr(le, s, ctx)
 			if err != nil {

@@ -107,7 +107,10 @@ func (e *explainer) node(p plan.Plan, depth int) {
 	}
 	switch n := p.(type) {
 	case *plan.ScanNode:
-		line = fmt.Sprintf("Scan %s", n.Table.Name)
+		// NB: a file table's name ends in its options after a NUL
+		// (storage.FileTableName): shown without them.
+		name, _, _ := strings.Cut(n.Table.Name, "\x00")
+		line = fmt.Sprintf("Scan %s", name)
 		if n.Alias != n.Table.Name {
 			line += " AS " + n.Alias
 		}

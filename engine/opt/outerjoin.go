@@ -30,6 +30,9 @@ func strictCols(e plan.Expr) plan.ColSet {
 			return out
 		}
 		for _, a := range x.Args {
+			if _, ok := a.(*plan.Const); ok {
+				continue // no columns (and an IN list may hold 200,000)
+			}
 			out.AddAll(strictCols(a))
 		}
 	}

@@ -203,7 +203,8 @@ func physLine(n *PhysNode) string {
 	}
 	switch n.Kind {
 	case PhysScan:
-		s := "Scan " + n.Scan.Spec.Table + " [" + strings.Join(n.Scan.Spec.Columns, ", ") + "]"
+		table, _, _ := strings.Cut(n.Scan.Spec.Table, "\x00") // a file table's options (storage.FileTableName)
+		s := "Scan " + table + " [" + strings.Join(n.Scan.Spec.Columns, ", ") + "]"
 		if n.Scan.Spec.Filter != nil {
 			s += " storage filter=[" + n.Scan.Spec.Filter.String() + "]"
 		}

@@ -220,7 +220,7 @@ func scanPredicate(e plan.Expr, cols map[plan.ColumnID]scanColumn) (*storage.Pre
 		if !ok {
 			return nil, false
 		}
-		var vs []storage.Value
+		vs := make([]storage.Value, 0, len(c.Args)-1)
 		for _, a := range c.Args[1:] {
 			k, ok := a.(*plan.Const)
 			if !ok {

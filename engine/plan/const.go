@@ -237,6 +237,10 @@ func CastConstIn(c *Const, t arrow.DataType, zone string) (*Const, error) {
 				return nil, fmt.Errorf("value %v is out of range for %s", f, TypeString(t))
 			}
 			v = int64(r)
+		} else if i, ok := c.Val.(int32); ok {
+			v = int64(i) // NB: no big.Int for the common case (IN lists)
+		} else if i, ok := c.Val.(int64); ok && !IsDecimal(c.Typ) {
+			v = i
 		} else {
 			u, s, _ := unscaled(c)
 			r := rescale(u, s, 0)

@@ -26,6 +26,11 @@
 // purpose gets its own message ("ON CONFLICT DO UPDATE is not supported
 // (DO NOTHING is)").
 //
+// The parser reads tokens through a window (tokenWindow: lexed as it
+// reaches them, the ones behind dropped), so parsing holds the AST, not a
+// token per 3 bytes of the script; the script is lexed once beforehand so
+// that its first lexical error comes first.
+//
 // Invariants:
 //   - The parser never panics and never loops forever on any input (a fuzz
 //     target checks it); a recovered panic would surface as a KindInternal

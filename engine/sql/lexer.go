@@ -33,13 +33,15 @@ const (
 	tokParam          // $n statement parameter; Text is the digits
 )
 
+// token is one token of a script. NB: fields are ordered to pack, and the
+// position past a token is kept as a byte offset only: lex (parameters,
+// params.go) holds one per token of a script.
 type token struct {
-	kind   tokKind
 	text   string
-	quoted bool // a "quoted identifier"
 	pos    Pos
 	end    int // byte offset just past the token
-	endPos Pos // position just past the token
+	kind   tokKind
+	quoted bool // a "quoted identifier"
 }
 
 // describe names a token for error messages: "')'", "keyword FROM",
@@ -81,23 +83,99 @@ type lexer struct {
 // error (unterminated string, quoted identifier or comment; bad character).
 func lex(src string) ([]token, error) {
 	l := &lexer{src: src, line: 1, col: 1}
-	// NB: a rough guess (one token per 5 bytes) avoids most regrowth.
-	toks := make([]token, 0, len(src)/5+1)
+	// NB: a guess of one token per 3 bytes avoids regrowth, which would
+	// hold the old and the new array at once, up to lists of numbers
+	// ("1,2,3,...": a token per 3.2 bytes at 200,000 values).
+	toks := make([]token, 0, len(src)/3+1)
+	var lastEnd Pos // just past the last token
 	for {
 		t, err := l.next()
 		if err != nil {
 			return nil, err
 		}
-		t.endPos = l.pos()
 		if t.kind == tokEOF && len(toks) > 0 {
 			// NB: errors "at end of input" point just past the last token,
 			// not at a blank line after it.
-			t.pos = toks[len(toks)-1].endPos
+			t.pos = lastEnd
 		}
+		lastEnd = l.pos()
 		toks = append(toks, t)
 		if t.kind == tokEOF {
 			return toks, nil
 		}
+	}
+}
+
+// tokenWindow hands the parser the tokens of a script as it reaches them:
+// lexed on demand, and dropped once they are far behind (the parser looks
+// a few tokens ahead and steps back at most one). So parsing holds a few
+// tokens, not one per 3 bytes of the script (a 200,000-value IN list is
+// 400,000 tokens, 50 MB of INSERTs millions). The script is lexed once
+// before (newTokenWindow) so that a lexical error anywhere comes first, as
+// when all tokens were lexed up front.
+type tokenWindow struct {
+	l       *lexer
+	buf     []token // tokens base .. base+len(buf)-1
+	base    int
+	eof     bool // buf ends with the tokEOF token
+	lastEnd Pos  // just past the last token lexed
+}
+
+// tokensBehind is how many tokens the window keeps behind the parser.
+const tokensBehind = 16
+
+// newTokenWindow checks that src lexes and returns the window over its
+// tokens.
+func newTokenWindow(src string) (*tokenWindow, error) {
+	l := &lexer{src: src, line: 1, col: 1}
+	for {
+		t, err := l.next()
+		if err != nil {
+			return nil, err
+		}
+		if t.kind == tokEOF {
+			break
+		}
+	}
+	return &tokenWindow{l: &lexer{src: src, line: 1, col: 1}}, nil
+}
+
+// at returns token i of the script (the tokEOF token past the end).
+func (w *tokenWindow) at(i int) token {
+	if j := i - w.base; j >= 0 && j < len(w.buf) {
+		return w.buf[j]
+	}
+	return w.lexTo(i)
+}
+
+// lexTo lexes up to token i and returns it (at's slow path).
+func (w *tokenWindow) lexTo(i int) token {
+	for !w.eof && i >= w.base+len(w.buf) {
+		t, err := w.l.next()
+		if err != nil {
+			panic("sql: a script lexed twice differently: " + err.Error()) // recovered by Parse
+		}
+		if t.kind == tokEOF {
+			w.eof = true
+			if w.base+len(w.buf) > 0 {
+				t.pos = w.lastEnd // "at end of input" points just past the last token
+			}
+		}
+		w.lastEnd = w.l.pos()
+		w.buf = append(w.buf, t)
+	}
+	if i >= w.base+len(w.buf) {
+		return w.buf[len(w.buf)-1]
+	}
+	return w.buf[i-w.base]
+}
+
+// release drops the tokens more than tokensBehind before token i.
+func (w *tokenWindow) release(i int) {
+	if d := i - tokensBehind - w.base; d > 0 && d >= len(w.buf)/2 && d >= 64 {
+		n := copy(w.buf, w.buf[d:])
+		w.buf = w.buf[:n]
+		w.base += d
 	}
 }
 
@@ -248,7 +326,8 @@ func (l *lexer) next() (token, error) {
 	}
 	if strings.IndexByte(singleCharOps, c) >= 0 {
 		l.advance()
-		return token{kind: tokOp, text: string(c), pos: start, end: l.off}, nil
+		// NB: the source's byte, not string(c), which allocates.
+		return token{kind: tokOp, text: l.src[start.Offset:l.off], pos: start, end: l.off}, nil
 	}
 	r, _ := utf8.DecodeRuneInString(l.src[l.off:])
 	if r == utf8.RuneError {

@@ -17,10 +17,11 @@ import (
 // stack.
 const maxDepth = 5000
 
-// parser is a recursive-descent parser over the token slice of one script.
+// parser is a recursive-descent parser over the tokens of one script
+// (a tokenWindow: token i is toks.at(i)).
 type parser struct {
 	src   string
-	toks  []token
+	toks  *tokenWindow
 	i     int
 	depth int
 }
@@ -36,7 +37,7 @@ func Parse(src string) (stmts []RawStmt, err error) {
 			stmts, err = nil, nferr.Internalf("SQL parser bug (please report): %v", r)
 		}
 	}()
-	toks, err := lex(src)
+	toks, err := newTokenWindow(src)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +56,7 @@ func Parse(src string) (stmts []RawStmt, err error) {
 		if t := p.peek(); t.kind != tokEOF && !p.isOp(";") {
 			return nil, p.errExpected("';' or end of input")
 		}
-		end := p.toks[p.i-1].end
+		end := p.toks.at(p.i - 1).end
 		stmts = append(stmts, RawStmt{Stmt: st, Start: start.pos, End: end, Text: src[start.pos.Offset:end]})
 	}
 }
@@ -80,7 +81,7 @@ func ParseExpr(src string) (e Expr, err error) {
 			e, err = nil, nferr.Internalf("SQL parser bug (please report): %v", r)
 		}
 	}()
-	toks, err := lex(src)
+	toks, err := newTokenWindow(src)
 	if err != nil {
 		return nil, err
 	}
@@ -97,19 +98,15 @@ func ParseExpr(src string) (e Expr, err error) {
 
 // ---------------------------------------------------------------- token helpers
 
-func (p *parser) peek() token { return p.toks[p.i] }
+func (p *parser) peek() token { return p.toks.at(p.i) }
 
-func (p *parser) peekAt(k int) token {
-	if p.i+k < len(p.toks) {
-		return p.toks[p.i+k]
-	}
-	return p.toks[len(p.toks)-1]
-}
+func (p *parser) peekAt(k int) token { return p.toks.at(p.i + k) }
 
 func (p *parser) next() token {
-	t := p.toks[p.i]
+	t := p.toks.at(p.i)
 	if t.kind != tokEOF {
 		p.i++
+		p.toks.release(p.i)
 	}
 	return t
 }

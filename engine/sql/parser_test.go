@@ -333,3 +333,37 @@ func BenchmarkParseTPCH(b *testing.B) {
 		}
 	}
 }
+
+// TestTokenWindow: the parser holds a few tokens at a time, not one per
+// token of the script (a 100,000-value IN list), and a lexical error
+// anywhere in the script still comes before a syntax error earlier in it.
+func TestTokenWindow(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("select 1 where x in (0")
+	for i := 1; i < 100000; i++ {
+		fmt.Fprintf(&b, ",%d", i)
+	}
+	b.WriteString("); select 2")
+	w, err := newTokenWindow(b.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &parser{src: b.String(), toks: w}
+	most := 0
+	for p.peek().kind != tokEOF {
+		if _, err := p.parseStatement(); err != nil {
+			t.Fatal(err)
+		}
+		most = max(most, len(w.buf))
+		p.acceptOp(";")
+	}
+	if most > 1024 {
+		t.Errorf("the parser held %d tokens", most)
+	}
+	if _, err := Parse("select 1 +; select 'abc"); err == nil || !strings.Contains(err.Error(), "unterminated") {
+		t.Errorf("a lexical error after a syntax error: %v", err)
+	}
+	if _, err := Parse(b.String()); err != nil {
+		t.Fatal(err)
+	}
+}
