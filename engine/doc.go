@@ -24,6 +24,12 @@
 //	  phys.Build + Executable.Open        exec operators; Result streams
 //	                                      the root's batches
 //
+// A server's connections each get a Session of one SharedDB (shared.go):
+// the database opened once, the session made without I/O, its settings
+// its own. Every statement holds a storage read (DB.BeginRead) until its
+// rows are closed, so that another session's DROP or replace keeps the
+// files it may still scan.
+//
 // A coordinator's statement takes Session.PrepareDistributed
 // (dist_session.go): the same Prepare and PlanPhysical, then
 // dist.PlanDistributed cuts stages and the cluster package ships

@@ -125,7 +125,9 @@ type Session struct {
 	db   *storage.DB
 	cat  *StorageCatalog
 	opts Options
-	mu   sync.Mutex
+	// shared: db is a SharedDB's, which Close leaves open.
+	shared bool
+	mu     sync.Mutex
 	// queryRetries is SET query_retries (-1: not set).
 	queryRetries int
 	// zone is SET TIME ZONE's zone (expr.LoadZone's names; "": UTC, the
@@ -144,7 +146,6 @@ type Session struct {
 	spillRoot     string
 	spillFor      string
 	spillResolved bool
-	nquery        atomic.Int64
 	spilled       atomic.Int64 // bytes the session's finished queries spilled
 	// live is the observed statement being run (Options.Observer; set
 	// under mu): the queries it builds count per-operator rows for it.
@@ -184,8 +185,13 @@ func (s *Session) newSpill() *exec.Spill {
 	if s.spillRoot == "" {
 		return nil
 	}
-	return exec.NewSpill(s.spillRoot, fmt.Sprintf("q%d", s.nquery.Add(1)), s.opts.SpillLimit)
+	// NB: numbered in the process, not the session: the spill directory
+	// is named by the process and this name, and sessions run side by side.
+	return exec.NewSpill(s.spillRoot, fmt.Sprintf("q%d", spillQueries.Add(1)), s.opts.SpillLimit)
 }
+
+// spillQueries numbers the spill spaces of the process's queries.
+var spillQueries atomic.Int64
 
 // Open opens the database in dir (creating an empty one when dir holds
 // none) for a session.
@@ -202,8 +208,14 @@ func Open(dir string, opts Options) (*Session, error) {
 	return &Session{db: db, cat: cat, opts: opts, queryRetries: -1}, nil
 }
 
-// Close closes the database. Results still open must be closed first.
-func (s *Session) Close() error { return s.db.Close() }
+// Close closes the database (a SharedDB's session leaves it open).
+// Results still open must be closed first.
+func (s *Session) Close() error {
+	if s.shared {
+		return nil
+	}
+	return s.db.Close()
+}
 
 // DB is the session's database.
 func (s *Session) DB() *storage.DB { return s.db }
@@ -455,11 +467,26 @@ func (s *Session) run(ctx context.Context, src string, raw sql.RawStmt) (*Result
 		}
 		return status(tag, 0), nil
 	}
+	// NB: the files of the tables the statement binds stay until its rows
+	// are closed, though another session sharing the database replaces or
+	// drops them meanwhile (storage.DB.BeginRead).
+	end := s.db.BeginRead()
 	r, err := s.runObserved(ctx, src, raw)
-	if err != nil {
+	switch {
+	case err != nil:
+		end()
 		s.tx.Fail()
-	} else if r.root != nil {
+	case r.root != nil:
 		r.tx = &s.tx
+		prev := r.onClose
+		r.onClose = func() {
+			if prev != nil {
+				prev()
+			}
+			end()
+		}
+	default:
+		end() // a status, or rows already in memory
 	}
 	return r, err
 }

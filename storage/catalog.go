@@ -1177,6 +1177,9 @@ func (c *catalog) recover() ([]string, error) {
 			return nferr.Dataf("catalog %s: corrupt garbage record %s: %v", c.dir, k, err)
 		}
 		removed = append(removed, c.collect(&g, ref)...)
+		for _, d := range g.Dirs {
+			removeIfEmpty(c.abs(d))
+		}
 		done = append(done, append([]byte(nil), k...))
 		return nil
 	})
@@ -1201,7 +1204,8 @@ func (c *catalog) recover() ([]string, error) {
 	return removed, nil
 }
 
-// collect deletes a garbage record's files that no table references.
+// collect deletes a garbage record's files that no table references
+// (its directories are the caller's).
 func (c *catalog) collect(g *garbage, ref map[string]bool) []string {
 	var removed []string
 	for _, p := range g.Paths {
@@ -1213,10 +1217,25 @@ func (c *catalog) collect(g *garbage, ref map[string]bool) []string {
 			removed = append(removed, ap)
 		}
 	}
-	for _, d := range g.Dirs {
-		removeIfEmpty(c.abs(d))
-	}
 	return removed
+}
+
+// removeUnusedDir removes the table directory rel (relative to the
+// database directory) if it is empty and no writer's intent names it: a
+// load, of this process or another, that committed its intent may not have
+// created its first file there yet. The caller is in a section.
+func (c *catalog) removeUnusedDir(rel string) {
+	used := false
+	_ = c.scan(pfxIntent, func(_, v []byte) error {
+		var in intent
+		if json.Unmarshal(v, &in) == nil && filepath.Clean(in.Dir) == filepath.Clean(rel) {
+			used = true
+		}
+		return nil
+	})
+	if !used {
+		removeIfEmpty(c.abs(rel))
+	}
 }
 
 func (c *catalog) abs(p string) string { return absIn(c.dir, p) }

@@ -47,6 +47,7 @@ type DB struct {
 	fs        *fileSet
 	files     fileTables  // file tables (files.go)
 	sums      sumsUpgrade // chunk checksums to record (upgrade.go)
+	reads     readSet     // statements of this process reading (reads.go)
 	closeOnce sync.Once
 }
 
@@ -140,6 +141,7 @@ func IsDatabase(dir string) error {
 func (db *DB) Close() error {
 	var err error
 	db.closeOnce.Do(func() {
+		db.closeReads()
 		close(db.sums.stop)
 		_, _ = db.recordSums(true) // best effort: the next process measures again
 		db.files.closeRoots()
@@ -387,6 +389,16 @@ func (db *DB) finishGarbage(g *garbage) {
 		return
 	}
 	_ = crashPoint("before-gc")
+	// NB: a statement of this process may still read them (reads.go).
+	if db.deferGarbage(g) {
+		return
+	}
+	db.collectGarbage(g)
+}
+
+// collectGarbage deletes g's files and its record unless another process
+// has the database open. The caller holds cat.mu, in a section.
+func (db *DB) collectGarbage(g *garbage) {
 	// NB: the files may be read by another process that has the database
 	// open: then the record stays, for the next process alone with it.
 	if !db.cat.alone() {
@@ -395,6 +407,9 @@ func (db *DB) finishGarbage(g *garbage) {
 	defer db.cat.sess.share()
 	ref := db.cat.referenced()
 	db.cat.collect(g, ref)
+	for _, d := range g.Dirs {
+		db.cat.removeUnusedDir(d)
+	}
 	_ = db.cat.pdb.Delete([]byte(fmt.Sprintf("%s%016x", pfxGarbage, g.ID)), nil)
 }
 

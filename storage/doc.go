@@ -77,6 +77,15 @@
 //     come). Between statements a process keeps its section (sticky)
 //     until another one waits for catalog.lock (DIR/catalog.lock.want,
 //     held shared by waiters) or a second passes.
+//   - Within one process, goroutines share one DB (a server's sessions,
+//     engine.SharedDB): a statement holds a read (DB.BeginRead, reads.go)
+//     from before it looks its tables up until its rows are closed, and
+//     garbage committed while reads that began before it are held keeps
+//     its files (and its record) until they have ended; the last of them
+//     deletes them. An empty table directory is removed only when no
+//     intent names it, and a load makes its directory in the section that
+//     commits its intent, so a collection never removes the directory of
+//     a load that has not written its first file yet.
 //   - After an append, the table's trailing small files are merged in
 //     tiers of ten (compact.go): rows keep their order and keys, a merge
 //     is one more copy-on-write commit that fails harmlessly if the table

@@ -152,12 +152,18 @@ func (db *DB) NewAppender(name string, opts AppendOptions) (*Appender, error) {
 		def, _ = db.cat.lookup(name)
 	}
 	a.dir = tableDir(s, n)
-	if err := os.MkdirAll(filepath.Join(db.dir, a.dir), 0o755); err != nil {
-		return nil, nferr.IOf("creating %s: %w", filepath.Join(db.dir, a.dir), err)
-	}
 	// Commit the intent before creating any file.
 	if err := db.cat.lockWrite(); err != nil {
 		return nil, err
+	}
+	// NB: the directory is made in the section that commits the intent
+	// naming it: a collection of garbage (a DROP's, of this process or
+	// another) removes an empty table directory only when no intent
+	// names it (catalog.removeUnusedDir), so it cannot remove this one
+	// before the load's first file is in it.
+	if err := os.MkdirAll(filepath.Join(db.dir, a.dir), 0o755); err != nil {
+		db.cat.unlockWrite()
+		return nil, nferr.IOf("creating %s: %w", filepath.Join(db.dir, a.dir), err)
 	}
 	tx := db.cat.begin()
 	a.id = tx.nextID()
@@ -565,5 +571,5 @@ func (a *Appender) abortLocked() {
 	a.closed = true
 	a.removeFiles()
 	_ = a.db.cat.pdb.Delete([]byte(fmt.Sprintf("%s%016x", pfxIntent, a.id)), nil)
-	removeIfEmpty(filepath.Join(a.db.dir, a.dir))
+	a.db.cat.removeUnusedDir(a.dir)
 }

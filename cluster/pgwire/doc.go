@@ -17,10 +17,32 @@
 // position of a syntax error.
 //
 // Invariants:
-//   - each connection has its own engine.Session (Options.Open), so
-//     settings (SET TIME ZONE, ...) stay with the connection, and several
-//     connections read concurrently (the storage catalog arbitrates
-//     writers, as between processes);
+//   - each connection has its own engine.Conn (Options.Open), made once it
+//     has logged in, so settings (SET TIME ZONE, ...) stay with the
+//     connection and several connections run concurrently; Open is cheap
+//     (`nicflow serve` makes sessions of one engine.SharedDB), so a login
+//     costs its socket and well under a millisecond of the server's CPU;
+//   - the accept loop only counts and hands off: a connection's startup,
+//     and its refusal past the limits, run on its own goroutine, and no
+//     lock a statement takes is held across a connection's startup;
+//     running out of file descriptors makes Accept wait and retry, not
+//     end the server;
+//   - limits (limits_test.go): at most Options.MaxConnections sessions (a
+//     connection past its startup message); the next startup message is
+//     answered FATAL 53300 "sorry, too many clients already", before
+//     authentication, as PostgreSQL does past max_connections.
+//     Connections before their startup message are bounded apart: past as
+//     many again, one is read with SSL declined (libpq shows an error only
+//     once SSL is answered) for two seconds and refused at its startup
+//     message, past twice as many it is refused as soon as accepted;
+//     cancel requests are no sessions. The startup (SSL, TLS handshake,
+//     startup message, SCRAM) must end within Options.AuthTimeout
+//     (PostgreSQL's authentication_timeout), else the connection is
+//     closed; a session idle for Options.IdleTimeout (after ReadyForQuery,
+//     outside a transaction block: PostgreSQL's idle_session_timeout) is
+//     sent FATAL 57P05 and closed, while one in a block, between Parse and
+//     Sync or running a statement (reading COPY data included) is never
+//     idle;
 //   - a message is answered in order; after an error in the extended
 //     protocol, messages are discarded until Sync, as PostgreSQL does;
 //   - a portal suspended at a row limit keeps its running result, holding

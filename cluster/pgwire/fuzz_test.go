@@ -15,12 +15,12 @@ import (
 // answers or closes the connection, never panics or hangs.
 func FuzzConnection(f *testing.F) {
 	dir := f.TempDir()
-	s, err := engine.Open(dir, engine.Options{Parallelism: 1})
+	db, err := engine.OpenShared(dir, engine.Options{Parallelism: 1})
 	if err != nil {
 		f.Fatal(err)
 	}
-	s.Close()
-	srv := &Server{opts: Options{Open: func() (engine.Conn, error) { return engine.OpenConn(dir, engine.Options{Parallelism: 1}) }}, conns: map[uint32]*conn{}}
+	f.Cleanup(func() { db.Close() })
+	srv := &Server{opts: Options{Open: func() (engine.Conn, error) { return db.Conn(nil), nil }}, conns: map[uint32]*conn{}}
 	if err := srv.opts.Validate(); err != nil {
 		f.Fatal(err)
 	}

@@ -10,10 +10,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -45,13 +47,52 @@ type Options struct {
 	// one implies RequireTLS.
 	TLS        *tls.Config
 	RequireTLS bool
-	// Open makes the session of a new connection (engine.LocalConn of a
-	// database in this process, cluster.NewSQLConn on a coordinator);
-	// the server closes it when the connection ends. Required.
+	// Open makes the session of a new connection once it has logged in
+	// (a session of an engine.SharedDB in this process, cluster.NewSQLConn
+	// on a coordinator); the server closes it when the connection ends.
+	// It must be cheap: it runs for every connection. Required.
 	Open func() (engine.Conn, error)
 	// Logger receives connection errors (default: slog's default).
 	Logger *slog.Logger
+
+	// MaxConnections bounds the connections served at once (default
+	// DefaultMaxConnections, PostgreSQL's max_connections): past it, a
+	// startup message is answered with PostgreSQL's FATAL 53300 "sorry,
+	// too many clients already", before authentication, and the
+	// connection closed. Connections still before their startup message
+	// (SSL negotiation) are bounded apart: past MaxConnections of them, a
+	// new one has SSL declined and its startup message refused the same
+	// way (within two seconds), and past twice as many it is sent the
+	// refusal at once. A cancel request is no session: it is served
+	// however many sessions there are.
+	MaxConnections int
+	// IdleTimeout closes a connection that has waited this long for its
+	// next query (default DefaultIdleTimeout; negative: never), as
+	// PostgreSQL's idle_session_timeout: after ReadyForQuery, outside a
+	// transaction block. A connection in a block, between the messages
+	// of an extended-protocol exchange (before its Sync) or running a
+	// statement is not idle. It is sent FATAL 57P05 "terminating
+	// connection due to idle-session timeout" before it is closed.
+	IdleTimeout time.Duration
+	// AuthTimeout bounds a connection's startup (default
+	// DefaultAuthTimeout, PostgreSQL's authentication_timeout): SSL
+	// negotiation, the startup message and authentication must be done
+	// by then, else the connection is closed.
+	AuthTimeout time.Duration
 }
+
+// Defaults of Options' limits.
+const (
+	// DefaultMaxConnections is PostgreSQL's default max_connections.
+	DefaultMaxConnections = 100
+	// DefaultIdleTimeout outlasts the idle times of connection pools
+	// (pgxpool's 30 minutes, HikariCP's 10), which close their idle
+	// connections first; PostgreSQL's idle_session_timeout is off by
+	// default.
+	DefaultIdleTimeout = time.Hour
+	// DefaultAuthTimeout is PostgreSQL's authentication_timeout.
+	DefaultAuthTimeout = time.Minute
+)
 
 // maxMessage bounds a client message (a query text or a Bind): a claimed
 // length beyond it ends the connection instead of reserving memory.
@@ -70,6 +111,21 @@ func (o *Options) Validate() error {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	switch {
+	case o.MaxConnections == 0:
+		o.MaxConnections = DefaultMaxConnections
+	case o.MaxConnections < 0:
+		return nferr.Queryf("max connections %d: want at least 1", o.MaxConnections)
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	switch {
+	case o.AuthTimeout == 0:
+		o.AuthTimeout = DefaultAuthTimeout
+	case o.AuthTimeout < 0:
+		return nferr.Queryf("authentication timeout %v: want a positive duration", o.AuthTimeout)
 	}
 	host, _, err := net.SplitHostPort(o.Listen)
 	if err != nil {
@@ -97,11 +153,41 @@ type Server struct {
 	opts Options
 	ln   net.Listener
 
-	mu      sync.Mutex
-	conns   map[uint32]*conn // by process ID (cancel requests name it)
+	mu    sync.Mutex
+	conns map[uint32]*conn // logged in, by process ID (cancel requests name it)
+	// live are the connections accepted and not yet ended (Close ends
+	// them), each in a phase (Options.MaxConnections bounds each count).
+	live    map[net.Conn]struct{}
+	phases  [phaseSession + 1]int
+	refused refusals
 	closed  bool
 	wg      sync.WaitGroup
 	nextPID uint32
+}
+
+// phase is where a connection stands, for Options.MaxConnections.
+type phase int
+
+const (
+	phaseNone     phase = iota // refused at once, or not counted yet
+	phaseStarting              // before its startup message
+	// phaseRefusing: accepted with phaseStarting full, it is read (SSL
+	// declined) for refusalWait, to answer its startup message with
+	// PostgreSQL's refusal, which a client reads once SSL is declined
+	// (libpq ignores an error sent instead of its SSL answer).
+	phaseRefusing
+	phaseSession // past its startup message: a session
+)
+
+// refusalWait bounds the wait for the startup message of a connection
+// that is to be refused.
+const refusalWait = 2 * time.Second
+
+// refusals counts connections refused for Options.MaxConnections, to log
+// them once in a while rather than one line each.
+type refusals struct {
+	n      int
+	logged time.Time
 }
 
 // Listen opens the server's socket; Serve accepts connections on it.
@@ -113,14 +199,17 @@ func Listen(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, nferr.IOf("listening on %s: %w", opts.Listen, err)
 	}
-	return &Server{opts: opts, ln: ln, conns: map[uint32]*conn{}, nextPID: 1000}, nil
+	return &Server{opts: opts, ln: ln, conns: map[uint32]*conn{}, live: map[net.Conn]struct{}{}, nextPID: 1000}, nil
 }
 
 // Addr is the address the server listens on.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
 // Serve accepts connections until Close; it returns nil after Close.
+// Running out of file descriptors (or kernel memory) does not end it: it
+// waits, up to a second, and accepts again, as net/http does.
 func (s *Server) Serve() error {
+	var backoff time.Duration
 	for {
 		nc, err := s.ln.Accept()
 		if err != nil {
@@ -130,9 +219,28 @@ func (s *Server) Serve() error {
 			if closed {
 				return nil
 			}
+			if acceptRetryable(err) {
+				if backoff == 0 {
+					s.opts.Logger.Warn("pgwire: accepting connections failed; retrying", "err", err)
+				}
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				time.Sleep(backoff)
+				continue
+			}
 			return nferr.IOf("accepting: %w", err)
 		}
+		backoff = 0
+		// NB: nothing here but bookkeeping: a connection's startup, and
+		// its refusal past the limits, run on its own goroutine.
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			nc.Close()
+			continue
+		}
+		s.live[nc] = struct{}{}
 		s.wg.Add(1)
+		s.mu.Unlock()
 		go func() {
 			defer s.wg.Done()
 			s.handle(nc)
@@ -140,12 +248,24 @@ func (s *Server) Serve() error {
 	}
 }
 
+// acceptRetryable: Accept failed for want of resources that connections
+// ending give back (EMFILE, ENFILE, ENOBUFS, ENOMEM), or for a client
+// that gave up (ECONNABORTED).
+func acceptRetryable(err error) bool {
+	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
 // Close stops accepting, ends every connection and waits for them.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
-	for _, c := range s.conns {
-		c.nc.Close()
+	for nc := range s.live {
+		nc.Close()
 	}
 	s.mu.Unlock()
 	err := s.ln.Close()
@@ -153,15 +273,40 @@ func (s *Server) Close() error {
 	return err
 }
 
+// tooManyClients is PostgreSQL's refusal past max_connections.
+var tooManyClients = &pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "53300", Message: "sorry, too many clients already"}
+
+// refuse counts a refusal for MaxConnections and logs the refusals, at
+// most one line every ten seconds.
+func (s *Server) refuse(phase string) {
+	s.mu.Lock()
+	s.refused.n++
+	n := s.refused.n
+	now := time.Now()
+	log := now.Sub(s.refused.logged) >= 10*time.Second
+	if log {
+		s.refused.n, s.refused.logged = 0, now
+	}
+	s.mu.Unlock()
+	if log {
+		s.opts.Logger.Warn("pgwire: refused connections: too many clients (--pg-max-connections)", "refused", n, "phase", phase, "max", s.opts.MaxConnections)
+	}
+}
+
 // conn is one client connection.
 type conn struct {
-	s      *Server
-	nc     net.Conn
+	s  *Server
+	nc net.Conn
+	// raw is the TCP connection under nc (nc is a *tls.Conn after an SSL
+	// request): its deadlines bound the startup and idle waits.
+	raw    net.Conn
 	be     *pgproto3.Backend
 	sess   engine.Conn
 	pid    uint32
 	secret []byte
 	tls    bool // the connection switched to TLS
+	// phase is the server's count the connection is in (admit moves it).
+	phase phase
 
 	mu     sync.Mutex
 	cancel context.CancelFunc // of the running statement, or nil
@@ -239,12 +384,46 @@ func (c *conn) closePortals() {
 }
 
 func (s *Server) handle(nc net.Conn) {
-	defer nc.Close()
-	c := &conn{s: s, nc: nc, be: pgproto3.NewBackend(nc, nc), stmts: map[string]*prepared{}, portals: map[string]*portal{}}
+	c := &conn{s: s, nc: nc, raw: nc, stmts: map[string]*prepared{}, portals: map[string]*portal{}}
+	defer func() {
+		nc.Close()
+		s.mu.Lock()
+		delete(s.live, nc)
+		s.phases[c.phase]--
+		s.mu.Unlock()
+	}()
+	s.mu.Lock()
+	switch {
+	case s.phases[phaseStarting] < s.opts.MaxConnections:
+		c.phase = phaseStarting
+	case s.phases[phaseRefusing] < s.opts.MaxConnections:
+		c.phase = phaseRefusing
+	}
+	s.phases[c.phase]++
+	s.mu.Unlock()
+	if c.phase == phaseNone {
+		// NB: a flood of connections that send nothing: refused at once,
+		// without waiting for their startup message.
+		s.refuse("accept")
+		if b, err := tooManyClients.Encode(nil); err == nil {
+			nc.SetWriteDeadline(time.Now().Add(time.Second))
+			nc.Write(b) //nolint:errcheck // closing anyway
+		}
+		return
+	}
+	c.be = pgproto3.NewBackend(nc, nc)
 	c.be.SetMaxBodyLen(maxMessage)
+	// NB: the whole startup (TLS handshake, authentication included)
+	// must end by the deadline: a client that stalls is closed.
+	wait := s.opts.AuthTimeout
+	if c.phase == phaseRefusing {
+		wait = min(wait, refusalWait)
+	}
+	nc.SetDeadline(time.Now().Add(wait))
 	if !c.startup() {
 		return
 	}
+	nc.SetDeadline(time.Time{})
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns, c.pid)
@@ -252,9 +431,41 @@ func (s *Server) handle(nc net.Conn) {
 		c.closePortals()
 		c.sess.Close()
 	}()
-	if err := c.loop(); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.ECONNRESET) {
+	if err := c.loop(); err != nil && !clientLeft(err) {
 		s.opts.Logger.Warn("pgwire connection ended", "remote", nc.RemoteAddr().String(), "err", err)
 	}
+}
+
+// clientLeft: err is the client closing its connection, which is no
+// error of the server's to log (pgproto3 reports an end of input, even
+// between messages, as io.ErrUnexpectedEOF).
+func clientLeft(err error) bool {
+	for _, e := range []error{io.EOF, io.ErrUnexpectedEOF, net.ErrClosed, syscall.EPIPE, syscall.ECONNRESET} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// admit makes the connection a session, unless MaxConnections are served
+// already or it was accepted past the starting ones: then it sends
+// PostgreSQL's refusal.
+func (c *conn) admit() bool {
+	s := c.s
+	s.mu.Lock()
+	if c.phase != phaseStarting || s.phases[phaseSession] >= s.opts.MaxConnections {
+		s.mu.Unlock()
+		s.refuse("startup")
+		c.be.Send(tooManyClients)
+		c.be.Flush()
+		return false
+	}
+	s.phases[phaseStarting]--
+	s.phases[phaseSession]++
+	c.phase = phaseSession
+	s.mu.Unlock()
+	return true
 }
 
 // startup runs the startup phase: encryption requests declined, a cancel
@@ -267,7 +478,7 @@ func (c *conn) startup() bool {
 		}
 		switch m := msg.(type) {
 		case *pgproto3.SSLRequest:
-			if c.s.opts.TLS == nil || c.tls {
+			if c.s.opts.TLS == nil || c.tls || c.phase == phaseRefusing {
 				if _, err := c.nc.Write([]byte{'N'}); err != nil {
 					return false
 				}
@@ -291,18 +502,14 @@ func (c *conn) startup() bool {
 			c.s.cancel(m.ProcessID, m.SecretKey)
 			return false
 		case *pgproto3.StartupMessage:
+			if !c.admit() {
+				return false
+			}
 			if c.s.opts.RequireTLS && !c.tls {
 				c.be.Send(errorResponse(&nferr.Error{Kind: nferr.KindAuth, Msg: "this server accepts TLS connections only (sslmode=require)"}, ""))
 				c.be.Flush()
 				return false
 			}
-			sess, err := c.s.opts.Open()
-			if err != nil {
-				c.be.Send(errorResponse(err, ""))
-				c.be.Flush()
-				return false
-			}
-			c.sess = sess
 			if c.s.opts.UsersFile != "" {
 				auth := c.authenticate
 				if cn, ok := c.clientCert(); ok {
@@ -311,10 +518,17 @@ func (c *conn) startup() bool {
 				if err := auth(m.Parameters["user"]); err != nil {
 					c.be.Send(errorResponse(err, ""))
 					c.be.Flush()
-					sess.Close()
 					return false
 				}
 			}
+			// NB: the session is made only for a client that logged in.
+			sess, err := c.s.opts.Open()
+			if err != nil {
+				c.be.Send(errorResponse(err, ""))
+				c.be.Flush()
+				return false
+			}
+			c.sess = sess
 			c.secret = make([]byte, 4)
 			rand.Read(c.secret)
 			c.s.mu.Lock()
@@ -474,11 +688,39 @@ func (c *conn) receive() (msg pgproto3.FrontendMessage, err error) {
 	return c.be.Receive()
 }
 
+// idleSessionTimeout is PostgreSQL's notice to a connection it closes
+// for idle_session_timeout.
+var idleSessionTimeout = &pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "57P05", Message: "terminating connection due to idle-session timeout"}
+
 func (c *conn) loop() error {
+	// idle: the last message sent was ReadyForQuery (the startup's, a
+	// query's, a Sync's); outside a transaction block, the wait for the
+	// next message is then bounded by Options.IdleTimeout.
+	idle := true
 	for {
+		armed := false
+		if t := c.s.opts.IdleTimeout; t > 0 && idle && c.sess.TxStatus() == 'I' {
+			c.raw.SetReadDeadline(time.Now().Add(t))
+			armed = true
+		}
 		msg, err := c.receive()
 		if err != nil {
+			if armed && errors.Is(err, os.ErrDeadlineExceeded) {
+				c.raw.SetWriteDeadline(time.Now().Add(5 * time.Second))
+				c.be.Send(idleSessionTimeout)
+				c.be.Flush()
+				return nil
+			}
 			return err
+		}
+		if armed {
+			// NB: a statement's own reads (COPY FROM STDIN) are not bounded.
+			c.raw.SetReadDeadline(time.Time{})
+		}
+		idle = false
+		switch msg.(type) {
+		case *pgproto3.Query, *pgproto3.Sync:
+			idle = true
 		}
 		if c.failed {
 			if _, ok := msg.(*pgproto3.Sync); !ok {

@@ -31,6 +31,7 @@ var coordSQLFlags struct {
 	clientCA    string
 	certReq     bool
 	fileRoot    string
+	pgLimits    pgLimits
 }
 
 // coordinatorRunners are the request kinds every coordinator serves; with
@@ -74,7 +75,10 @@ database/sql) do the same, logging in as the same users. --tls-cert and
 connections (Flight SQL with a certificate speaks TLS only).
 --tls-client-ca CA.pem lets clients log in with a certificate CA.pem
 signed whose CommonName is their user name, without a password;
---tls-client-cert-required refuses clients without one.
+--tls-client-cert-required refuses clients without one. PostgreSQL
+connections are limited as "nicflow serve" limits them:
+--pg-max-connections (default 100; past it SQLSTATE 53300, "sorry, too
+many clients already"), --pg-auth-timeout (1m) and --pg-idle-timeout (1h).
 
 Every node needs the cluster's key directory (--keys): create it once with
 "nicflow cluster init --dir KEYDIR" and copy it to every machine (see
@@ -125,6 +129,9 @@ docs/cluster.md for per-node certificates instead).`,
 				return err
 			}
 			if err := clientCertOptions(&po, f.clientCA, f.certReq); err != nil {
+				return err
+			}
+			if err := f.pgLimits.apply(&po); err != nil {
 				return err
 			}
 			if on(f.pgListen) {
@@ -187,6 +194,7 @@ func init() {
 	f.StringVar(&coordSQLFlags.clientCA, "tls-client-ca", "", "PEM CA certificate(s): PostgreSQL and Flight SQL clients may log in with a certificate they signed, whose CommonName is the user name (no password)")
 	f.BoolVar(&coordSQLFlags.certReq, "tls-client-cert-required", false, "with --tls-client-ca: refuse PostgreSQL and Flight SQL clients without a verified certificate")
 	f.StringVar(&coordSQLFlags.fileRoot, "file-root", "", "directory under which SQL may read and write the coordinator's files (file tables, COPY); 'none' for no file access. Default: any path, none with --pg-listen")
+	coordSQLFlags.pgLimits.register(f)
 	rootCmd.AddCommand(coordinatorCmd)
 }
 

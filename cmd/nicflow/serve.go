@@ -11,8 +11,10 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/nicflow/nicflow/cluster/console"
 	"github.com/nicflow/nicflow/cluster/flightsqlsrv"
@@ -38,6 +40,7 @@ var serveFlags struct {
 	fileRoot    string
 	httpListen  string
 	spill       spillFlags
+	pgLimits    pgLimits
 }
 
 var serveCmd = &cobra.Command{
@@ -49,9 +52,17 @@ connect to --pg-listen (default 127.0.0.1:5433); ADBC (Python's
 adbc_driver_flightsql, Go), the Flight SQL JDBC driver and arrow-go's
 database/sql driver connect to --flightsql-listen (default
 127.0.0.1:31337; "off" disables it) and get results as Arrow batches. Both
-run SQL as with "nicflow sql". Each connection has its own session (its
-SET settings), and connections run concurrently; a statement that writes
-waits for another's commit, as between processes.
+run SQL as with "nicflow sql". The database is opened once; each
+connection has its own session (its SET settings), made when it has logged
+in, and connections run concurrently; a statement that writes waits for
+another's commit.
+
+At most --pg-max-connections PostgreSQL connections (default 100, as
+PostgreSQL's max_connections) are served at once; past it a client is told
+"sorry, too many clients already" (SQLSTATE 53300) and disconnected. A
+connection that has not logged in within --pg-auth-timeout (default 1m) is
+closed, and so is one idle for --pg-idle-timeout (default 1h; 0: never)
+outside a transaction block, told SQLSTATE 57P05 first.
 
 Without --auth the server listens on loopback addresses only and trusts
 local connections, as PostgreSQL's "trust" for 127.0.0.1. With --auth every
@@ -121,6 +132,7 @@ func init() {
 	f.StringVar(&serveFlags.fileRoot, "file-root", "", "directory under which statements may read and write files (file tables, read_csv/read_parquet, COPY, CREATE EXTERNAL TABLE): every file a glob matches, links and .. resolved, must lie inside; 'none' for no file access. Default: any path without --auth, none with it")
 	f.StringVar(&serveFlags.httpListen, "http-listen", console.DefaultListen, `web console address ("off": no console); beyond loopback it needs --auth and --tls-cert`)
 	addSpillFlags(f, &serveFlags.spill)
+	serveFlags.pgLimits.register(f)
 	rootCmd.AddCommand(serveCmd)
 }
 
@@ -156,12 +168,11 @@ func runServe(cmd *cobra.Command, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// The first session checks (or creates) the database before clients come.
-	first, err := openSession(serveFlags.dir, serveFlags.create, opts)
+	db, err := openServed(serveFlags.dir, serveFlags.create, opts)
 	if err != nil {
 		return err
 	}
-	first.Close()
+	defer db.Close()
 	po, err := pgOptions(serveFlags.pgListen, serveFlags.dir, serveFlags.auth, serveFlags.tlsCert, serveFlags.tlsKey, serveFlags.requireTLS)
 	if err != nil {
 		return err
@@ -169,22 +180,17 @@ func runServe(cmd *cobra.Command, stderr io.Writer) error {
 	if err := clientCertOptions(&po, serveFlags.clientCA, serveFlags.certReq); err != nil {
 		return err
 	}
+	if err := serveFlags.pgLimits.apply(&po); err != nil {
+		return err
+	}
 	// Every PostgreSQL session reports its statements to the console's
 	// registry (engine.Options.Observer).
 	reg := console.NewRegistry(0)
-	po.Open = func() (engine.Conn, error) {
-		o := opts
-		o.Observer = reg.Observer("pgwire", "")
-		return engine.OpenConn(serveFlags.dir, o)
-	}
+	po.Open = servedSessions(db, reg, "pgwire")
 	var fsrv *flightsqlsrv.Server
 	if l := serveFlags.fsqlListen; l != "" && l != "off" {
 		fo := flightsqlsrv.Options{Listen: l, UsersFile: po.UsersFile, TLS: po.TLS, Version: buildinfo.Version()}
-		fo.Open = func() (engine.Conn, error) {
-			o := opts
-			o.Observer = reg.Observer("flightsql", "")
-			return engine.OpenConn(serveFlags.dir, o)
-		}
+		fo.Open = servedSessions(db, reg, "flightsql")
 		if fsrv, err = flightsqlsrv.Listen(fo); err != nil {
 			return listenHint(err, "--flightsql-listen")
 		}
@@ -246,6 +252,55 @@ func runServe(cmd *cobra.Command, stderr io.Writer) error {
 		}
 		return nil
 	}
+}
+
+// openServed opens the database `nicflow serve` serves, once for every
+// client's session (engine.SharedDB: a session is made without I/O);
+// without create it must already hold a database.
+func openServed(dir string, create bool, opts engine.Options) (*engine.SharedDB, error) {
+	if err := checkDatabase(dir, create, opts); err != nil {
+		return nil, err
+	}
+	return engine.OpenShared(dir, opts)
+}
+
+// servedSessions makes the sessions of a protocol server's connections
+// (source names them in the console's registry, reg).
+func servedSessions(db *engine.SharedDB, reg *console.Registry, source string) func() (engine.Conn, error) {
+	return func() (engine.Conn, error) { return db.Conn(reg.Observer(source, "")), nil }
+}
+
+// pgLimits are the PostgreSQL server's connection limits (pgwire.Options'
+// MaxConnections, IdleTimeout, AuthTimeout): flags of `nicflow serve` and
+// `nicflow coordinator`.
+type pgLimits struct {
+	maxConns    int
+	idleTimeout time.Duration
+	authTimeout time.Duration
+}
+
+func (l *pgLimits) register(f *pflag.FlagSet) {
+	f.IntVar(&l.maxConns, "pg-max-connections", pgwire.DefaultMaxConnections, `PostgreSQL connections served at once; past it a client is refused with "sorry, too many clients already" (SQLSTATE 53300), as PostgreSQL's max_connections`)
+	f.DurationVar(&l.idleTimeout, "pg-idle-timeout", pgwire.DefaultIdleTimeout, "close a PostgreSQL connection idle this long outside a transaction block, telling it SQLSTATE 57P05 (PostgreSQL's idle_session_timeout); 0: never")
+	f.DurationVar(&l.authTimeout, "pg-auth-timeout", pgwire.DefaultAuthTimeout, "close a PostgreSQL connection that has not logged in this long after connecting (PostgreSQL's authentication_timeout)")
+}
+
+// apply checks the limits and sets them in po.
+func (l pgLimits) apply(po *pgwire.Options) error {
+	if l.maxConns < 1 {
+		return usagef("--pg-max-connections %d: want at least 1", l.maxConns)
+	}
+	if l.idleTimeout < 0 {
+		return usagef("--pg-idle-timeout %v: want a duration, or 0 for never", l.idleTimeout)
+	}
+	if l.authTimeout <= 0 {
+		return usagef("--pg-auth-timeout %v: want a positive duration", l.authTimeout)
+	}
+	po.MaxConnections, po.IdleTimeout, po.AuthTimeout = l.maxConns, l.idleTimeout, l.authTimeout
+	if l.idleTimeout == 0 {
+		po.IdleTimeout = -1 // never (pgwire's 0 is its default)
+	}
+	return nil
 }
 
 // listenHint adds to an address-in-use error the flag that moves the

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/nicflow/nicflow/cluster/console"
 	"github.com/nicflow/nicflow/cluster/pgwire"
 	"github.com/nicflow/nicflow/engine"
 	"github.com/nicflow/nicflow/tpch"
@@ -31,12 +32,21 @@ func startPGServer(t *testing.T, dir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := pgwire.Listen(pgwire.Options{Listen: "127.0.0.1:0", Open: func() (engine.Conn, error) { return engine.OpenConn(dir, opts) }})
+	// NB: sessions made as runServe makes them, of the database opened once.
+	db, err := openServed(dir, false, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv, err := pgwire.Listen(pgwire.Options{Listen: "127.0.0.1:0", Open: servedSessions(db, console.NewRegistry(0), "pgwire")})
+	if err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
 	go srv.Serve()
-	t.Cleanup(func() { srv.Close() })
+	t.Cleanup(func() {
+		srv.Close()
+		db.Close()
+	})
 	return srv.Addr()
 }
 

@@ -234,19 +234,28 @@ func tuneGC(budget int64) {
 
 // openSession opens DIR; without create it must already hold a database.
 func openSession(dir string, create bool, opts engine.Options) (*engine.Session, error) {
+	if err := checkDatabase(dir, create, opts); err != nil {
+		return nil, err
+	}
+	return engine.Open(dir, opts)
+}
+
+// checkDatabase checks, before DIR is opened, that it holds a database
+// (unless create), and tunes the GC to the memory budget.
+func checkDatabase(dir string, create bool, opts engine.Options) error {
 	if dir == "" {
-		return nil, usagef("--dir is required")
+		return usagef("--dir is required")
 	}
 	if !create {
 		if err := storage.IsDatabase(dir); err != nil {
 			if nferr.Is(err, nferr.KindQuery) {
-				return nil, nferr.Wrap(nferr.KindQuery, err, "open (or pass --create)")
+				return nferr.Wrap(nferr.KindQuery, err, "open (or pass --create)")
 			}
-			return nil, err
+			return err
 		}
 	}
 	tuneGC(opts.MemoryLimit)
-	return engine.Open(dir, opts)
+	return nil
 }
 
 // startCPUProfile starts a CPU profile when path is set; the returned
