@@ -104,6 +104,8 @@ type StorageMetrics struct {
 	seconds   *prometheus.HistogramVec
 	rows      prometheus.Counter
 	bytesRead prometheus.Counter
+	served    prometheus.Counter
+	reads     *prometheus.CounterVec
 }
 
 // NewStorageMetrics returns the series of storage node nodeID.
@@ -116,7 +118,16 @@ func NewStorageMetrics(nodeID string) *StorageMetrics {
 		seconds:   newLatency(f("storage_scan_seconds", "Scan latency on a storage node, from the scan's start to its last record sent over Flight, by result."), "result"),
 		rows:      prometheus.NewCounter(prometheus.CounterOpts(f("storage_scan_rows_total", "Rows storage node scans sent (after filtering here)."))),
 		bytesRead: prometheus.NewCounter(prometheus.CounterOpts(f("storage_scan_read_bytes_total", "Parquet bytes storage node scans read from disk."))),
+		served:    prometheus.NewCounter(prometheus.CounterOpts(f("storage_served_bytes_total", "Parquet bytes storage nodes served as stored to clients that decode them."))),
+		reads:     prometheus.NewCounterVec(prometheus.CounterOpts(f("storage_reads_total", "Reads of stored bytes storage nodes served, by result.")), []string{"result"}),
 	}
+}
+
+// ObserveRead records one read of stored bytes served
+// (storage.ServerOptions.ReadObserver).
+func (m *StorageMetrics) ObserveRead(bytes int64, err error) {
+	m.served.Add(float64(bytes))
+	m.reads.WithLabelValues(resultLabel(err)).Inc()
 }
 
 // ObserveScan records one scan served (storage.ServerOptions.ScanObserver).
@@ -131,7 +142,7 @@ func (m *StorageMetrics) ObserveScan(d time.Duration, st storage.ScanStats, err 
 // (no Node, so no admin port of its own). Close the server to stop it.
 func (m *StorageMetrics) ServeStandalone(addr string) (*http.Server, string, error) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), m.seconds, m.rows, m.bytesRead)
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), m.seconds, m.rows, m.bytesRead, m.served, m.reads)
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, "", nferr.Unavailablef("admin port %s: %v", addr, err)
@@ -145,7 +156,7 @@ func (m *StorageMetrics) ServeStandalone(addr string) (*http.Server, string, err
 
 // Register adds the series to the node's /metrics.
 func (m *StorageMetrics) Register(n *Node) error {
-	for _, c := range []prometheus.Collector{m.seconds, m.rows, m.bytesRead} {
+	for _, c := range []prometheus.Collector{m.seconds, m.rows, m.bytesRead, m.served, m.reads} {
 		if err := n.Metrics().Register(c); err != nil {
 			return nferr.Internalf("storage metrics: %v", err)
 		}

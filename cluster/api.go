@@ -171,6 +171,11 @@ type TaskStats struct {
 	// BytesIn read (storage, shuffle) and BytesOut written (shuffle, results).
 	BytesIn  int64 `json:"bytes_in"`
 	BytesOut int64 `json:"bytes_out"`
+	// ScanWire is what the task's scans received from storage nodes over
+	// the network; ScanRead the Parquet bytes of the column chunks they
+	// read (storage.ScanStats.WireBytes, BytesRead).
+	ScanWire int64 `json:"scan_wire,omitempty"`
+	ScanRead int64 `json:"scan_read,omitempty"`
 	// PeakMemory is the largest memory reservation the executor reported.
 	PeakMemory int64 `json:"peak_memory"`
 	// Wall is the task's running time so far (or in total when done).
@@ -183,6 +188,7 @@ type TaskStats struct {
 // (atomically: pipelines may run on several goroutines).
 type TaskCounters struct {
 	Rows, Batches, BytesIn, BytesOut atomic.Int64
+	ScanWire, ScanRead               atomic.Int64
 	peak                             atomic.Int64
 }
 
@@ -222,6 +228,9 @@ type StageProgress struct {
 	Rows     int64  `json:"rows"`
 	BytesIn  int64  `json:"bytes_in"`
 	BytesOut int64  `json:"bytes_out"`
+	// ScanWire and ScanRead sum the tasks' (TaskStats).
+	ScanWire int64 `json:"scan_wire,omitempty"`
+	ScanRead int64 `json:"scan_read,omitempty"`
 
 	started time.Time // the start of the stage's first task (stage_seconds)
 	failed  error     // its first task's failure

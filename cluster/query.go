@@ -377,7 +377,7 @@ func (q *Query) progressAndWait() (Progress, <-chan struct{}) {
 		Attempt: q.attempt, Retried: append([]string(nil), q.retried...)}
 	for _, sp := range q.stages {
 		s := *sp
-		s.Rows, s.BytesIn, s.BytesOut = 0, 0, 0
+		s.Rows, s.BytesIn, s.BytesOut, s.ScanWire, s.ScanRead = 0, 0, 0, 0, 0
 		p.Stages = append(p.Stages, s)
 	}
 	idx := map[int]int{}
@@ -391,6 +391,8 @@ func (q *Query) progressAndWait() (Progress, <-chan struct{}) {
 		s.Rows += st.Rows
 		s.BytesIn += st.BytesIn
 		s.BytesOut += st.BytesOut
+		s.ScanWire += st.ScanWire
+		s.ScanRead += st.ScanRead
 	}
 	return p, q.changed
 }

@@ -866,7 +866,7 @@ func (w *SQLWorker) Execute(ctx context.Context, tc *TaskContext) error {
 	if len(f.Tables) > 0 {
 		ps := storage.NewPlacedScanner(f.Tables, f.Storage, storage.ClientOptions{TLS: tc.Node.Keys().ClientTLS(), LocalReads: !tc.Node.opts.NoLocalReads, Pool: w.storage, Codec: tc.Node.opts.ScanCodec, ScanMode: tc.Node.opts.ScanMode})
 		defer ps.Close()
-		src = countingSource{Source: ps, rows: w.scanned, bytes: w.scannedBytes, seconds: w.scanSeconds}
+		src = countingSource{Source: ps, rows: w.scanned, bytes: w.scannedBytes, seconds: w.scanSeconds, task: tc.Stats}
 	}
 	ctr := &dist.FragmentCounters{}
 	sendSec, recvSec := w.shuffleSeconds.WithLabelValues("send"), w.shuffleSeconds.WithLabelValues("receive")
@@ -919,6 +919,8 @@ type countingSource struct {
 	storage.Source
 	rows, bytes prometheus.Counter
 	seconds     prometheus.Observer // scan open to end (or close)
+	// task gets each scan's bytes on the wire and Parquet bytes read.
+	task *TaskCounters
 }
 
 func (c countingSource) OpenScan(ctx context.Context, spec storage.ScanSpec, opts storage.ScanOptions) (storage.RecordIterator, error) {
@@ -951,9 +953,17 @@ func (it *countingIter) Next(ctx context.Context) (arrow.RecordBatch, error) {
 // end observes the scan's latency once: at its end, or when it is closed
 // early (a LIMIT reached, a failure elsewhere).
 func (it *countingIter) end() {
-	if !it.ended && it.c.seconds != nil {
-		it.ended = true
+	if it.ended {
+		return
+	}
+	it.ended = true
+	if it.c.seconds != nil {
 		it.c.seconds.Observe(time.Since(it.start).Seconds())
+	}
+	if it.c.task != nil {
+		st := it.Stats()
+		it.c.task.ScanWire.Add(st.WireBytes)
+		it.c.task.ScanRead.Add(st.BytesRead)
 	}
 }
 

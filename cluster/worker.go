@@ -176,6 +176,7 @@ func (tc *TaskContext) snapshot(done bool) TaskStats {
 		TaskID: tc.TaskID, Node: tc.Node.ID(), Stage: tc.Spec.Stage, Index: tc.Spec.Index,
 		Rows: tc.Stats.Rows.Load(), Batches: tc.Stats.Batches.Load(),
 		BytesIn: tc.Stats.BytesIn.Load(), BytesOut: tc.Stats.BytesOut.Load(),
+		ScanWire: tc.Stats.ScanWire.Load(), ScanRead: tc.Stats.ScanRead.Load(),
 		PeakMemory: tc.Stats.peak.Load(), Wall: time.Since(tc.started), Done: done,
 	}
 }

@@ -72,7 +72,8 @@ func (db *DB) FileRoot(dir string) (*FileRoot, error) {
 		return nil, nferr.Internalf("file access root %s: %v", dir, err)
 	}
 	r := &FileRoot{dir: abs, real: real, root: root}
-	r.fs = &fileSet{dir: real, root: r}
+	r.fs = newFileSet(real)
+	r.fs.root = r
 	if db.files.roots == nil {
 		db.files.roots = map[string]*FileRoot{}
 	}

@@ -64,6 +64,10 @@ type ServerOptions struct {
 	// record sent), its statistics and its error (nil when it completed).
 	// It serves the node's metrics; it must not block.
 	ScanObserver func(d time.Duration, st ScanStats, err error)
+	// ReadObserver, when set, is called as every read of stored bytes
+	// (remotebytes.go) ends, with the bytes served and its error. It must
+	// not block.
+	ReadObserver func(bytes int64, err error)
 }
 
 // Validate fills defaults.
@@ -96,9 +100,6 @@ type Server struct {
 	// localToken proves a client shares the node's directory ("": local
 	// reads are off).
 	localToken string
-	// bytesServed counts the stored bytes served to clients that decode
-	// them (remotebytes.go).
-	bytesServed atomic.Int64
 }
 
 const statsTrailer = "nicflow-scan-stats"

@@ -70,7 +70,11 @@ const (
 )
 
 // readRanges serves readAction.
-func (s *Server) readRanges(body []byte, stream flight.FlightService_DoActionServer) error {
+func (s *Server) readRanges(body []byte, stream flight.FlightService_DoActionServer) (err error) {
+	var served int64
+	if obs := s.opts.ReadObserver; obs != nil {
+		defer func() { obs(served, err) }()
+	}
 	var req readRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		return s.statusErr(nferr.Dataf("storage node %s: malformed read request: %v", s.opts.NodeID, err))
@@ -140,7 +144,7 @@ func (s *Server) readRanges(body []byte, stream flight.FlightService_DoActionSer
 	if err := flush(); err != nil {
 		return err
 	}
-	s.bytesServed.Add(total)
+	served = total
 	return nil
 }
 

@@ -232,6 +232,8 @@ func benchOneCluster(ctx context.Context, exe, dir string, sh clusterShape, work
 		return err
 	}
 	defer cs.Close()
+	scanCounter = cs.scanTotals
+	defer func() { scanCounter = nil }()
 	if err := runAll(cs.runQueryText); err != nil {
 		return err
 	}
@@ -249,6 +251,7 @@ func mergeRun(rs []queryRun, r queryRun) []queryRun {
 		old := &rs[i]
 		if minDur(r.times) < minDur(old.times) {
 			old.cpu, old.shuffled, old.rows = r.cpu, r.shuffled, r.rows
+			old.scanWire, old.scanRead = r.scanWire, r.scanRead
 		}
 		old.times = append(old.times, r.times...)
 		if old.verdict == "ok" || old.verdict == "" {
@@ -262,12 +265,14 @@ func mergeRun(rs []queryRun, r queryRun) []queryRun {
 func printBenchCluster(w io.Writer, format string, sf float64, shapes []clusterShape, results [][]queryRun, noLocal bool) {
 	header := []string{"query", "embedded_ms"}
 	for _, sh := range shapes {
-		header = append(header, sh.String()+"_ms", sh.String()+"_shuffled")
+		header = append(header, sh.String()+"_ms", sh.String()+"_shuffled", sh.String()+"_scan_wire", sh.String()+"_scan_read")
 	}
 	best := func(r queryRun) time.Duration { return minDur(r.times) }
 	var rows [][]string
 	totals := make([]time.Duration, len(results))
 	shuffled := make([]int64, len(results))
+	wire := make([]int64, len(results))
+	read := make([]int64, len(results))
 	for i := range results[0] {
 		row := []string{fmt.Sprintf("Q%d", results[0][i].q), ms(best(results[0][i]))}
 		totals[0] += best(results[0][i])
@@ -275,21 +280,27 @@ func printBenchCluster(w io.Writer, format string, sf float64, shapes []clusterS
 			r := results[c][i]
 			totals[c] += best(r)
 			shuffled[c] += max(r.shuffled, 0)
-			row = append(row, ms(best(r)), exec.FormatBytes(max(r.shuffled, 0)))
+			wire[c] += r.scanWire
+			read[c] += r.scanRead
+			row = append(row, ms(best(r)), exec.FormatBytes(max(r.shuffled, 0)), exec.FormatBytes(r.scanWire), exec.FormatBytes(r.scanRead))
 		}
 		rows = append(rows, row)
 	}
 	total := []string{"total", ms(totals[0])}
 	ratio := []string{"ratio", "1.00"}
 	for c := 1; c < len(results); c++ {
-		total = append(total, ms(totals[c]), exec.FormatBytes(shuffled[c]))
-		ratio = append(ratio, fmt.Sprintf("%.2f", float64(totals[c])/float64(max(totals[0], 1))), "")
+		total = append(total, ms(totals[c]), exec.FormatBytes(shuffled[c]), exec.FormatBytes(wire[c]), exec.FormatBytes(read[c]))
+		wireRatio := ""
+		if read[c] > 0 {
+			wireRatio = fmt.Sprintf("%.2f", float64(wire[c])/float64(read[c]))
+		}
+		ratio = append(ratio, fmt.Sprintf("%.2f", float64(totals[c])/float64(max(totals[0], 1))), "", wireRatio, "")
 	}
 	rows = append(rows, total, ratio)
 	scans := "scans read locally"
 	if noLocal {
 		scans = "scans over Flight"
 	}
-	title := fmt.Sprintf("TPC-H SF %g, best of the runs, clusters WORKERSxSTORAGE on this machine (%s); ratio = cluster total / embedded total", sf, scans)
+	title := fmt.Sprintf("TPC-H SF %g, best of the runs, clusters WORKERSxSTORAGE on this machine (%s); ratio = cluster total / embedded total; scan_wire = bytes scans received from storage nodes over the network (its ratio: / scan_read, the Parquet bytes of the chunks the scans read)", sf, scans)
 	writeFigures(w, format, title, header, rows, func(col int) bool { return col == 0 })
 }

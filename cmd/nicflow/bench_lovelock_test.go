@@ -91,7 +91,9 @@ func TestBenchLovelockRun(t *testing.T) {
 		if r.Ms <= 0 || r.Mu <= 0 || r.ProjectedMu <= 0 || r.CPUS < 0 || r.CPUShare < 0 || r.CPUShare > 1 {
 			t.Errorf("%s %s: implausible figures %+v", r.Config, r.Query, r)
 		}
-		if r.Query == "Q1" && r.StorageBytes < 1<<20 {
+		// NB: Q1 reads 7 columns of lineitem: about 0.6 MB of Parquet
+		// at SF 0.01 (stored bytes on the wire), 3 MB as Arrow batches.
+		if r.Query == "Q1" && r.StorageBytes < 256<<10 {
 			t.Errorf("%s Q1: %d bytes from storage: lineitem's columns did not cross the NICs", r.Config, r.StorageBytes)
 		}
 		if r.Query == "total" && r.Config == "lovelock-phi2" {

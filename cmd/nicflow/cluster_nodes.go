@@ -142,7 +142,7 @@ func startStorageNode(ctx context.Context, o cluster.Options, dir, listen string
 	// The node's own series (scans served), on its /metrics once it
 	// has joined.
 	sm := cluster.NewStorageMetrics(o.NodeID)
-	so.ScanObserver = sm.ObserveScan
+	so.ScanObserver, so.ReadObserver = sm.ObserveScan, sm.ObserveRead
 	if listen == "" {
 		listen = net.JoinHostPort(o.AdvertiseHost, "0")
 	}

@@ -32,7 +32,13 @@ type clusterSQL struct {
 	// retried is how many times the coordinator ran the statements of the
 	// last runQueryText again after node failures.
 	retried int
+	// scanWire and scanRead total the scans of every statement run: bytes
+	// from storage nodes over the network, Parquet bytes read.
+	scanWire, scanRead int64
 }
+
+// scanTotals are the scan totals so far (scanCounter).
+func (cs *clusterSQL) scanTotals() (wire, read int64) { return cs.scanWire, cs.scanRead }
 
 func dialClusterSQL(addr, keys string, stderr io.Writer) (*clusterSQL, error) {
 	if keys == "" {
@@ -77,6 +83,18 @@ func (sr *statementResult) Shuffled() int64 {
 		}
 	}
 	return n
+}
+
+// Scanned is what the statement's scans received from storage nodes over
+// the network and the Parquet bytes they read (every stage's).
+func (sr *statementResult) Scanned() (wire, read int64) {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	for _, s := range sr.last.Stages {
+		wire += s.ScanWire
+		read += s.ScanRead
+	}
+	return wire, read
 }
 
 // Retried is how many times the coordinator ran the statement again after
@@ -215,6 +233,9 @@ func (cs *clusterSQL) runQueryText(ctx context.Context, text string, keep bool) 
 		}
 		sr.res.Close()
 		shuffled += sr.Shuffled()
+		w, r := sr.Scanned()
+		cs.scanWire += w
+		cs.scanRead += r
 		cs.retried += sr.Retried()
 	}
 	return out, shuffled, nil

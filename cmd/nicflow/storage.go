@@ -92,7 +92,7 @@ node its own directory, never the coordinator's.`,
 		var metricsAt string
 		if a := storageNodeFlags.admin; a != "" && a != "off" {
 			sm := cluster.NewStorageMetrics(storageNodeFlags.nodeID)
-			so.ScanObserver = sm.ObserveScan
+			so.ScanObserver, so.ReadObserver = sm.ObserveScan, sm.ObserveRead
 			hs, addr, err := sm.ServeStandalone(a)
 			if err != nil {
 				return err

@@ -132,6 +132,9 @@ type queryRun struct {
 	shuffled int64
 	// spilled is the bytes the fastest run wrote to spill files (embedded).
 	spilled int64
+	// scanWire and scanRead are the fastest cluster run's scan bytes on
+	// the network and the Parquet bytes its scans read (scanCounter).
+	scanWire, scanRead int64
 	verdict string
 	// answer is the last run's rows when verify was asked at a scale
 	// factor without reference answers: the caller compares it with
@@ -254,8 +257,13 @@ func firstErr(rs []queryRun) error {
 // count unless keep) and the bytes it shuffled (-1 when not on a cluster).
 type textRunner func(ctx context.Context, text string, keep bool) (tpch.Result, int64, error)
 
-// spillCounter, when set, totals the bytes an embedded session spilled.
-var spillCounter func() int64
+// spillCounter, when set, totals the bytes an embedded session spilled;
+// scanCounter the bytes a cluster's scans received from storage nodes over
+// the network (wire) and the Parquet bytes of the chunks they read.
+var (
+	spillCounter func() int64
+	scanCounter  func() (wire, read int64)
+)
 
 // sessionRunner runs query texts on an embedded session.
 func sessionRunner(sess *engine.Session) textRunner {
@@ -286,15 +294,22 @@ func runTPCHQuery(ctx context.Context, run textRunner, q int, sf float64, runs i
 	for i := 0; i < runs; i++ {
 		cpu0 := cpuTime()
 		start := time.Now()
-		var spill0 int64
+		var spill0, wire0, read0 int64
 		if spillCounter != nil {
 			spill0 = spillCounter()
 		}
+		if scanCounter != nil {
+			wire0, read0 = scanCounter()
+		}
 		got, shuffled, err := run(ctx, text, verify && i == runs-1)
 		elapsed := time.Since(start)
-		var spilled int64
+		var spilled, wire, read int64
 		if spillCounter != nil {
 			spilled = spillCounter() - spill0
+		}
+		if scanCounter != nil {
+			w, r := scanCounter()
+			wire, read = w-wire0, r-read0
 		}
 		cpu := cpuTime() - cpu0
 		if err != nil {
@@ -304,6 +319,7 @@ func runTPCHQuery(ctx context.Context, run textRunner, q int, sf float64, runs i
 		res.times = append(res.times, elapsed)
 		if elapsed < best {
 			best, res.cpu, res.shuffled, res.spilled = elapsed, cpu, shuffled, spilled
+			res.scanWire, res.scanRead = wire, read
 		}
 		res.rows = int64(len(got.Rows))
 		answer = got

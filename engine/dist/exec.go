@@ -317,8 +317,13 @@ type ScanTotals struct {
 	RowGroupsTotal  int64 `json:"rg_total"`
 	RowGroupsPruned int64 `json:"rg_pruned"`
 	// LocalScans counts reads of a storage node's files done by the
-	// worker itself (storage.ScanStats.LocalScans).
+	// worker itself (storage.ScanStats.LocalScans); ByteScans those of
+	// the stored bytes a node served, WireBytes what crossed the network
+	// and BytesRead the Parquet bytes of the chunks read.
 	LocalScans int64 `json:"local,omitempty"`
+	ByteScans  int64 `json:"byte_scans,omitempty"`
+	WireBytes  int64 `json:"wire,omitempty"`
+	BytesRead  int64 `json:"read,omitempty"`
 }
 
 // ReportSchema is the schema of an analyze report batch: one row, the
@@ -371,7 +376,8 @@ func CollectStats(reports []TaskReport) *DistStats {
 			if st.Scan == nil {
 				st.Scan = &phys.TaskQueue{}
 			}
-			st.Scan.AddStats(storage.ScanStats{RowGroupsTotal: s.RowGroupsTotal, RowGroupsPruned: s.RowGroupsPruned, LocalScans: s.LocalScans})
+			st.Scan.AddStats(storage.ScanStats{RowGroupsTotal: s.RowGroupsTotal, RowGroupsPruned: s.RowGroupsPruned, LocalScans: s.LocalScans,
+				ByteScans: s.ByteScans, WireBytes: s.WireBytes, BytesRead: s.BytesRead})
 		}
 	}
 	return ds
@@ -567,7 +573,8 @@ func sendReport(f *Fragment, fe FragmentEnv, stats map[int]*phys.OpStats, ctr *F
 			Spilled: sp, SpillFile: files}
 		if st.Scan != nil {
 			t := st.Scan.Totals()
-			r.Scans[id] = ScanTotals{RowGroupsTotal: t.RowGroupsTotal, RowGroupsPruned: t.RowGroupsPruned, LocalScans: t.LocalScans}
+			r.Scans[id] = ScanTotals{RowGroupsTotal: t.RowGroupsTotal, RowGroupsPruned: t.RowGroupsPruned, LocalScans: t.LocalScans,
+				ByteScans: t.ByteScans, WireBytes: t.WireBytes, BytesRead: t.BytesRead}
 		}
 	}
 	b, err := json.Marshal(r)

@@ -100,6 +100,12 @@ func (e *physExplainer) figures(n *PhysNode) string {
 		if t.LocalScans > 0 {
 			s += fmt.Sprintf(", %d read locally", t.LocalScans)
 		}
+		if t.ByteScans > 0 {
+			s += fmt.Sprintf(", %d read as stored bytes", t.ByteScans)
+		}
+		if t.WireBytes > 0 {
+			s += fmt.Sprintf(", %s on the wire for %s of chunks", exec.FormatBytes(t.WireBytes), exec.FormatBytes(t.BytesRead))
+		}
 	}
 	for _, f := range st.KeyFilters {
 		k := f.Stats()

@@ -48,6 +48,8 @@ func (q *TaskQueue) AddStats(s storage.ScanStats) {
 	q.stats.RowsReturned += s.RowsReturned
 	q.stats.BytesRead += s.BytesRead
 	q.stats.LocalScans += s.LocalScans
+	q.stats.ByteScans += s.ByteScans
+	q.stats.WireBytes += s.WireBytes
 	q.mu.Unlock()
 }
 

@@ -361,6 +361,12 @@ func (pl *physPlanner) scan(n *plan.ScanNode, need plan.ColSet) (*pnode, error) 
 		op.Residual = logicalExprList(residual)
 	}
 	rows := pl.est.Rows(n)
+	if op.Spec.Filter != nil && len(residual) == 0 && op.TableRows > 0 {
+		// The estimate of what the pushed filter keeps: a storage node
+		// filters a scan that keeps few rows (storage.ClientOptions.
+		// ScanMode auto), and serves the stored bytes of the others.
+		op.Spec.Selectivity = min(max(rows/op.TableRows, 1e-9), 1)
+	}
 	out, err := pl.node(&PhysNode{Kind: PhysScan, Streams: streams, Columns: pcols, Scan: op}, layout, rows)
 	if err != nil {
 		return nil, err
