@@ -135,7 +135,7 @@ type queryRun struct {
 	// scanWire and scanRead are the fastest cluster run's scan bytes on
 	// the network and the Parquet bytes its scans read (scanCounter).
 	scanWire, scanRead int64
-	verdict string
+	verdict            string
 	// answer is the last run's rows when verify was asked at a scale
 	// factor without reference answers: the caller compares it with
 	// another run's (tpch.CompareAnswers).
