@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -66,6 +67,23 @@ type Query struct {
 	state      string
 	errMsg     string
 	changed    chan struct{}
+	// filterPart receives the tasks' parts of cross-stage key filters
+	// (OnFilterPart).
+	filterPart func(t *Task, id int, body []byte)
+}
+
+// OnFilterPart sets fn to receive each part of a cross-stage join key
+// filter a task of the current attempt sends (before its tasks start).
+func (q *Query) OnFilterPart(fn func(t *Task, id int, body []byte)) {
+	q.mu.Lock()
+	q.filterPart = fn
+	q.mu.Unlock()
+}
+
+func (q *Query) onFilterPart() func(t *Task, id int, body []byte) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.filterPart
 }
 
 // Context is canceled when the query's current attempt ends, fails or is
@@ -302,10 +320,10 @@ func (q *Query) Start(p Placement, spec TaskSpec) (*Task, error) {
 	}
 	stream, err := cc.NewStream(ctx, &runTaskDesc, "/"+controlService+"/RunTask", grpc.CallContentSubtype(codecName))
 	if err == nil {
+		// NB: the send side stays open: merged key filters follow the
+		// spec (SendFilter).
 		err = stream.SendMsg(jsonFrame(ftTaskSpec, taskRequest{QueryID: q.ID, TaskID: t.id, Coordinator: n.ID(), Spec: spec}))
-		if err == nil {
-			err = stream.CloseSend()
-		}
+		t.stream = stream
 	}
 	if err != nil {
 		q.c.sched.release(p.id)
@@ -417,6 +435,11 @@ type Task struct {
 	out  chan *frame
 	done chan struct{}
 
+	// stream is the task's control stream; sendMu serializes what the
+	// coordinator sends on it after the spec (SendFilter).
+	stream grpc.ClientStream
+	sendMu sync.Mutex
+
 	mu      sync.Mutex
 	stats   TaskStats
 	err     error
@@ -428,6 +451,19 @@ type Task struct {
 
 // ID is the task's cluster-wide ID ("<query>/s<stage>.t<index>.<seq>").
 func (t *Task) ID() string { return t.id }
+
+// SendFilter sends the task a merged cross-stage key filter (a marshaled
+// storage.KeyFilterPart). A task that ended no longer reads it: the error
+// is then of no consequence.
+func (t *Task) SendFilter(id int, body []byte) error {
+	if t.stream == nil {
+		return nil
+	}
+	h, _ := json.Marshal(filterHeader{ID: id})
+	t.sendMu.Lock()
+	defer t.sendMu.Unlock()
+	return t.stream.SendMsg(&frame{Type: ftFilter, Header: h, Body: body})
+}
 
 // Node is the worker running the task.
 func (t *Task) Node() NodeInfo { return t.node }
@@ -558,6 +594,16 @@ func (t *Task) recvLoop(stream grpc.ClientStream) {
 				reported = result != nil
 			}
 			continue
+		case ftFilterPart:
+			var h filterHeader
+			if err := f.decodeHeader(ftFilterPart, &h); err != nil {
+				result = nferr.Wrap(nferr.KindData, err, "worker %s, task %s", t.node.ID, t.id)
+				break
+			}
+			if fn := q.onFilterPart(); fn != nil {
+				fn(t, h.ID, f.Body)
+			}
+			continue
 		case ftData:
 			n.metrics.bytesReceived.Add(float64(len(f.Meta) + len(f.Body)))
 			t.blocked.Store(true)
@@ -573,6 +619,9 @@ func (t *Task) recvLoop(stream grpc.ClientStream) {
 		}
 		break
 	}
+	t.sendMu.Lock()
+	_ = stream.CloseSend()
+	t.sendMu.Unlock()
 	if result != nil && nferr.Is(result, nferr.KindCanceled) && ctx.Err() == nil {
 		// A worker-side cancellation we did not ask for (the worker is
 		// shutting down, or saw a node die): not the client's doing.

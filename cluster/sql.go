@@ -443,6 +443,7 @@ func (r *SQLRunner) run(q *Query, dq *engine.DistQuery, workers []NodeInfo, out 
 	if err != nil {
 		return res, err
 	}
+	relay := relayFilters(q, dp)
 	var tasks []*Task
 	var root *Task
 	for i, p := range places {
@@ -451,6 +452,7 @@ func (r *SQLRunner) run(q *Query, dq *engine.DistQuery, workers []NodeInfo, out 
 			q.Release(places[i+1:]...)
 			return res, err
 		}
+		relay.started(t)
 		tasks = append(tasks, t)
 		if all[i].f.Out == nil {
 			root = t
@@ -901,7 +903,7 @@ func (w *SQLWorker) Execute(ctx context.Context, tc *TaskContext) error {
 		}
 	}()
 	err = dist.RunFragment(ctx, f, dist.FragmentEnv{Exchanges: xs, Source: src, Alloc: w.alloc, Send: tc.Send, Counters: ctr, Node: tc.Node.ID(),
-		SpillDir: tc.Node.opts.SpillDir, Memory: mem})
+		SpillDir: tc.Node.opts.SpillDir, Memory: mem, Filters: taskFilters(tc, f)})
 	close(done)
 	publish()
 	w.spilled.Add(float64(ctr.Spilled.Load()))
@@ -970,4 +972,82 @@ func (it *countingIter) end() {
 func (it *countingIter) Close() error {
 	it.end()
 	return it.RecordIterator.Close()
+}
+
+// Cross-stage join key filters on a cluster (engine/dist/filters.go): each
+// task of a join's stage sends its part to the coordinator (ftFilterPart),
+// the coordinator's relay merges them and sends the filter to every task
+// of the scan's stage (ftFilter), those started later included.
+
+// filterRelay is a query attempt's relay; nil when the plan has no
+// cross-stage filters.
+type filterRelay struct {
+	r       *dist.FilterRelay
+	mu      sync.Mutex
+	byStage map[int][]*Task
+}
+
+func relayFilters(q *Query, dp *dist.DistPlan) *filterRelay {
+	if len(dp.KeyFilters) == 0 {
+		return nil
+	}
+	fr := &filterRelay{byStage: map[int][]*Task{}}
+	fr.r = dist.NewFilterRelay(dp, func(kf phys.RemoteKeyFilter, p storage.KeyFilterPart) {
+		b, _ := p.MarshalBinary()
+		fr.mu.Lock()
+		ts := append([]*Task(nil), fr.byStage[kf.ScanStage]...)
+		fr.mu.Unlock()
+		for _, t := range ts {
+			go t.SendFilter(kf.ID, b) //nolint:errcheck // a task that ended needs no filter
+		}
+	})
+	q.OnFilterPart(func(t *Task, id int, body []byte) {
+		p, err := storage.UnmarshalKeyFilterPart(body)
+		if err != nil {
+			// A garbled part: the filter passes everything (and the
+			// scans stop waiting for it).
+			p = storage.KeyFilterPart{Disabled: true}
+		}
+		fr.r.Part(id, t.Spec().Index, p)
+	})
+	return fr
+}
+
+// started registers a task that may apply filters, and sends it those
+// merged before it started.
+func (fr *filterRelay) started(t *Task) {
+	if fr == nil {
+		return
+	}
+	st := t.Spec().Stage
+	fr.mu.Lock()
+	fr.byStage[st] = append(fr.byStage[st], t)
+	fr.mu.Unlock()
+	for id, p := range fr.r.Merged(st) {
+		b, _ := p.MarshalBinary()
+		go t.SendFilter(id, b) //nolint:errcheck // as above
+	}
+}
+
+// taskFilters is a fragment task's end of the cross-stage filters (nil
+// when its stage has none).
+func taskFilters(tc *TaskContext, f *dist.Fragment) *dist.TaskFilters {
+	if len(f.KeyFilters) == 0 {
+		return nil
+	}
+	tf := dist.NewTaskFilters(func(id int, p storage.KeyFilterPart) {
+		b, _ := p.MarshalBinary()
+		if err := tc.SendFilterPart(id, b); err != nil {
+			tc.Log.Debug("key filter part not sent", "filter", id, "err", err)
+		}
+	})
+	tc.SetFilterHandler(func(id int, body []byte) {
+		p, err := storage.UnmarshalKeyFilterPart(body)
+		if err != nil {
+			tc.Log.Warn("a key filter from the coordinator is malformed; the scans pass every row", "filter", id, "err", err)
+			p = storage.KeyFilterPart{Disabled: true}
+		}
+		tf.Deliver(id, p)
+	})
+	return tf
 }

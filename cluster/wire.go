@@ -35,8 +35,20 @@ const (
 	ftDone      = 5 // worker -> coordinator: finished (header: taskStatus with final stats and error)
 	ftCancel    = 6 // coordinator -> worker: cancel a query's tasks (header: cancelRequest)
 	ftAck       = 7 // reply to ftCancel (header: cancelReply)
-	ftMax       = ftAck
+	// ftFilterPart: worker -> coordinator, the task's part of a
+	// cross-stage join key filter (header: filterHeader; body:
+	// storage.KeyFilterPart's bytes); ftFilter: coordinator -> worker,
+	// the merged filter for a task's scans (same layout).
+	ftFilterPart = 8
+	ftFilter     = 9
+	ftMax        = ftFilter
 )
+
+// filterHeader names the cross-stage key filter of an ftFilterPart or
+// ftFilter frame (dist.DistPlan.KeyFilters).
+type filterHeader struct {
+	ID int `json:"id"`
+}
 
 type frame struct {
 	Type   byte

@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"maps"
 	"runtime/debug"
@@ -35,7 +36,9 @@ import (
 const controlService = "nicflow.Control"
 
 var (
-	runTaskDesc = grpc.StreamDesc{StreamName: "RunTask", ServerStreams: true}
+	// NB: bidirectional: after the task's spec the coordinator sends the
+	// merged cross-stage key filters (ftFilter) on the same stream.
+	runTaskDesc = grpc.StreamDesc{StreamName: "RunTask", ServerStreams: true, ClientStreams: true}
 	controlDesc = grpc.ServiceDesc{
 		ServiceName: controlService,
 		HandlerType: (*any)(nil),
@@ -52,6 +55,7 @@ var (
 		Streams: []grpc.StreamDesc{{
 			StreamName:    "RunTask",
 			ServerStreams: true,
+			ClientStreams: true,
 			Handler:       func(srv any, stream grpc.ServerStream) error { return srv.(*worker).runTask(stream) },
 		}},
 	}
@@ -111,6 +115,67 @@ type TaskContext struct {
 	schema   *arrow.Schema
 	sendErr  error
 	sentByte int64
+
+	// filterMu guards onFilter and the filters that arrived before the
+	// executor asked for them (SetFilterHandler).
+	filterMu      sync.Mutex
+	onFilter      func(id int, body []byte)
+	filtersQueued []queuedFilter
+}
+
+type queuedFilter struct {
+	id   int
+	body []byte
+}
+
+// SendFilterPart sends the task's part of cross-stage key filter id (a
+// marshaled storage.KeyFilterPart) to the coordinator.
+func (tc *TaskContext) SendFilterPart(id int, body []byte) error {
+	h, _ := json.Marshal(filterHeader{ID: id})
+	return tc.send(&frame{Type: ftFilterPart, Header: h, Body: body})
+}
+
+// SetFilterHandler sets fn to receive the merged cross-stage key filters
+// the coordinator sends the task (those that came already first).
+func (tc *TaskContext) SetFilterHandler(fn func(id int, body []byte)) {
+	tc.filterMu.Lock()
+	q := tc.filtersQueued
+	tc.onFilter, tc.filtersQueued = fn, nil
+	tc.filterMu.Unlock()
+	for _, f := range q {
+		fn(f.id, f.body)
+	}
+}
+
+// filterArrived hands a merged filter to the executor's handler, or keeps
+// it until there is one.
+func (tc *TaskContext) filterArrived(id int, body []byte) {
+	tc.filterMu.Lock()
+	fn := tc.onFilter
+	if fn == nil {
+		tc.filtersQueued = append(tc.filtersQueued, queuedFilter{id, body})
+	}
+	tc.filterMu.Unlock()
+	if fn != nil {
+		fn(id, body)
+	}
+}
+
+// readFilters reads what the coordinator sends after the task's spec (the
+// merged cross-stage key filters) until the stream ends.
+func (tc *TaskContext) readFilters(stream grpc.ServerStream) {
+	for {
+		var f frame
+		if err := stream.RecvMsg(&f); err != nil {
+			return
+		}
+		var h filterHeader
+		if f.decodeHeader(ftFilter, &h) != nil {
+			tc.Log.Debug("ignoring a control frame after the task spec", "type", f.Type)
+			continue
+		}
+		tc.filterArrived(h.ID, f.Body)
+	}
 }
 
 // Send streams one batch of the task's output to the coordinator, where
@@ -283,6 +348,7 @@ func (w *worker) runTask(stream grpc.ServerStream) error {
 		}
 		return nil
 	}
+	go tc.readFilters(stream)
 	rt := &runningTask{tc: tc, cancel: cancel, done: make(chan struct{})}
 	defer close(rt.done)
 	w.mu.Lock()

@@ -1,7 +1,9 @@
 package exec
 
 import (
+	"context"
 	"slices"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -94,6 +96,9 @@ func (s *Scan) Open(env *Env) error {
 	spec := s.spec
 	if spec.BatchSize <= 0 {
 		spec.BatchSize = env.BatchSize
+	}
+	if err := waitKeyFilters(env.Ctx, s.keyFilters); err != nil {
+		return err
 	}
 	it, err := s.src.OpenScan(env.Ctx, spec, storage.ScanOptions{Alloc: env.Alloc, Parallelism: s.parallelism, KeyFilters: s.keyFilters})
 	if err != nil {
@@ -203,6 +208,36 @@ func (s *Scan) Close() error {
 	s.release()
 	if s.it != nil {
 		return s.it.Close()
+	}
+	return nil
+}
+
+// waitKeyFilters waits, up to each filter's Wait, for the key filters that
+// come from another stage to be published, so that the scan starts with
+// them (row groups pruned by their range, rows dropped before they are
+// shuffled). A filter that does not come in time is applied when it does.
+func waitKeyFilters(ctx context.Context, fs []storage.ScanKeyFilter) error {
+	var deadline time.Time
+	for _, f := range fs {
+		if f.Wait <= 0 || f.Filter == nil || f.Filter.Ready() == nil {
+			continue
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(f.Wait)
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil
+		}
+		t := time.NewTimer(left)
+		select {
+		case <-f.Filter.Ready():
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nferr.With(nferr.KindCanceled, ctx.Err())
+		}
+		t.Stop()
 	}
 	return nil
 }

@@ -850,6 +850,15 @@ func (c *catalog) migrate() error {
 	}
 	// v0 -> v1: tables stored whole under "t/<name>".
 	if !c.rw {
+		// NB: a catalog sealed was written with a version record (seals
+		// came after v1): one without it lost records, and is not
+		// migrated (written) but refused.
+		if _, sealed, err := readSeal(c.dir); err != nil || sealed {
+			if err != nil {
+				return err
+			}
+			return damaged(c.dir, "it has no format version record, which every catalog with a seal (%s) has", filepath.Join(c.dir, sealFile))
+		}
 		if err := c.reopenRW(sectionWrite); err != nil {
 			return err
 		}

@@ -218,3 +218,28 @@ func FuzzReadCSV(f *testing.F) {
 		}
 	})
 }
+
+// FuzzKeyFilterPart: key filter parts come from the network (a worker's
+// part, a coordinator's merged filter): decoding never panics, and what
+// decodes is a filter that can be applied and merged.
+func FuzzKeyFilterPart(f *testing.F) {
+	good, _ := KeyFilterPart{Ints: true, Lo: -5, Hi: 99, Keys: 3, Words: make([]uint64, 8)}.MarshalBinary()
+	empty, _ := KeyFilterPart{Empty: true}.MarshalBinary()
+	f.Add(good)
+	f.Add(empty)
+	f.Add([]byte{1, 1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := UnmarshalKeyFilterPart(b)
+		if err != nil {
+			return
+		}
+		if err := p.Check(); err != nil {
+			t.Fatalf("decoded an unusable part: %v", err)
+		}
+		k := NewKeyFilter("fuzz")
+		k.PublishPart(MergeKeyFilterParts([]KeyFilterPart{p, p}))
+		if s := k.active(); s != nil && !s.empty && s.ints {
+			s.mayHoldInt(p.Lo)
+		}
+	})
+}

@@ -241,3 +241,95 @@ func TestScanKeyFilters(t *testing.T) {
 		t.Error("a key filter on an unknown column was accepted")
 	}
 }
+
+// TestKeyFilterParts: the parts of a filter built by several tasks (each
+// the keys of its partition, at the planned size or larger) merge into a
+// filter passing every key of every part; parts survive marshaling, and
+// malformed bytes are refused.
+func TestKeyFilterParts(t *testing.T) {
+	rng := randSource(9)
+	const tasks = 5
+	var parts []KeyFilterPart
+	var keys []int64
+	for task := 0; task < tasks; task++ {
+		b := NewKeyFilterBuilder(true)
+		var vals []int64
+		for i := 0; i < 200+rng.Intn(2000); i++ {
+			vals = append(vals, rng.Int63n(1<<40)-1<<39)
+		}
+		AddInts(b, vals, nil)
+		keys = append(keys, vals...)
+		f := NewKeyFilter("part")
+		words := KeyFilterWords(3000)
+		if task == 2 {
+			words *= 4 // a part built larger is folded down
+		}
+		f.SetWords(words)
+		notified := false
+		f.Notify(func(*KeyFilter) { notified = true })
+		f.Publish(b)
+		if !notified {
+			t.Fatal("publishing did not notify")
+		}
+		select {
+		case <-f.Ready():
+		default:
+			t.Fatal("a published filter is not ready")
+		}
+		p, ok := f.Part()
+		if !ok || len(p.Words) != words {
+			t.Fatalf("part: %v, %d words", ok, len(p.Words))
+		}
+		bin, _ := p.MarshalBinary()
+		back, err := UnmarshalKeyFilterPart(bin)
+		if err != nil || back.Lo != p.Lo || back.Hi != p.Hi || back.Keys != p.Keys || len(back.Words) != len(p.Words) {
+			t.Fatalf("round trip: %+v, %v", back, err)
+		}
+		parts = append(parts, back)
+	}
+	// An empty part (a task whose partition had no build row).
+	parts = append(parts, KeyFilterPart{Empty: true, Ints: true})
+	m := MergeKeyFilterParts(parts)
+	if m.Disabled || m.Empty || len(m.Words) != KeyFilterWords(3000) {
+		t.Fatalf("merged: disabled %v, empty %v, %d words", m.Disabled, m.Empty, len(m.Words))
+	}
+	f := NewKeyFilter("merged")
+	f.PublishPart(m)
+	s := f.active()
+	for _, k := range keys {
+		if !s.mayHoldInt(k) {
+			t.Fatalf("the merged filter drops build key %d", k)
+		}
+	}
+	fp := 0
+	for i := 0; i < 10000; i++ {
+		if s.mayHoldInt(rng.Int63n(1<<40) - 1<<39) {
+			fp++
+		}
+	}
+	t.Logf("%d keys in %d words: %.1f%% false positives", len(keys), len(m.Words), float64(fp)/100)
+	if fp > 3000 {
+		t.Errorf("%d of 10000 random keys pass", fp)
+	}
+	// A disabled part disables the merge; so do parts of two domains.
+	if !MergeKeyFilterParts(append(parts, KeyFilterPart{Disabled: true})).Disabled {
+		t.Error("a disabled part did not disable the merge")
+	}
+	if !MergeKeyFilterParts([]KeyFilterPart{{Empty: true, Ints: true}, {Empty: true}}).Disabled {
+		t.Error("parts of two domains merged")
+	}
+	if all := MergeKeyFilterParts([]KeyFilterPart{{Empty: true, Ints: true}, {Empty: true, Ints: true}}); !all.Empty || all.Disabled {
+		t.Errorf("empty parts: %+v", all)
+	}
+	for _, bad := range [][]byte{nil, {2, 0}, {1}, {1, 0, 0x80}, append([]byte{1, 0, 0, 0, 0}, make([]byte, 7)...), append([]byte{1, 0, 0, 0, 0}, make([]byte, 8*3)...)} {
+		if _, err := UnmarshalKeyFilterPart(bad); err == nil {
+			t.Errorf("malformed part %v accepted", bad)
+		}
+	}
+	// A malformed part published disables the filter: it passes all.
+	g := NewKeyFilter("bad")
+	g.PublishPart(KeyFilterPart{Ints: true, Words: make([]uint64, 3)})
+	if g.active() != nil {
+		t.Error("a malformed part was applied")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -152,10 +153,14 @@ type ScanOptions struct {
 	KeyFilters []ScanKeyFilter
 }
 
-// ScanKeyFilter applies Filter to table column Column.
+// ScanKeyFilter applies Filter to table column Column. exec.Scan waits up
+// to Wait for the filter to be published before it starts reading (a
+// filter from another stage's join, which the scan's task cannot see
+// coming; bounded, so that a late filter costs at most Wait).
 type ScanKeyFilter struct {
 	Column string
 	Filter *KeyFilter
+	Wait   time.Duration
 }
 
 // ScanStats count what a scan did. BytesRead counts the compressed bytes

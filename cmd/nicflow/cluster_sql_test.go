@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -156,6 +157,9 @@ func TestClusterTPCH(t *testing.T) {
 			checkTPCHOnCluster(t, cs, 0.1, name)
 			checkLocalReads(t, cs, !c.flight)
 			checkRangeSplit(t, cs, c.workers > 1)
+			if c.workers > 1 {
+				checkCrossStageFilters(t, cs)
+			}
 		})
 	}
 	t.Run("sf0.1/default-row-groups/workers=4/storage=2/replication=2/flight/lz4", func(t *testing.T) {
@@ -446,4 +450,27 @@ select count(*), sum(cents) from acct`
 			t.Errorf("Q5 after the kill: %v %s", r.err, r.verdict)
 		}
 	})
+}
+
+// checkCrossStageFilters checks from EXPLAIN ANALYZE that a join key filter
+// crossed from the join's stage to the scan's (TPC-H Q20: lineitem's
+// l_partkey in partsupp's, built from a repartitioned partsupp) and
+// dropped lineitem rows there.
+func checkCrossStageFilters(t *testing.T, cs *clusterSQL) {
+	t.Helper()
+	text, err := tpch.Query(20, tpch.DefaultParams(20, 0.1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := scriptOutput(t, cs, "explain analyze "+text)
+	if !strings.Contains(out, "join filter 1: node") {
+		t.Errorf("Q20 has no cross-stage key filter:\n%s", out)
+		return
+	}
+	re := regexp.MustCompile(`l_partkey in partsupp\.ps_partkey: passed ([0-9.]+[kM]?) of ([0-9.]+[kM]?)`)
+	m := re.FindStringSubmatch(out)
+	t.Logf("Q20 cross-stage filter: %v", m)
+	if m == nil || m[1] == m[2] {
+		t.Errorf("Q20's cross-stage filter dropped no lineitem row (%v):\n%s", m, out)
+	}
 }

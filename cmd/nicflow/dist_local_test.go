@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/nicflow/nicflow/engine/dist"
 
@@ -135,5 +136,73 @@ func TestDistributedSharedSubplans(t *testing.T) {
 				t.Fatalf("distributed %v, embedded %v", got.Rows, want.Rows)
 			}
 		})
+	}
+}
+
+// TestCrossStageKeyFilters runs TPC-H queries whose join and probe scan
+// are in different stages on 4 simulated workers: the join's tasks send
+// their parts, the merged filter reaches the scan's tasks (which wait for
+// it: their builds are small), the scan drops rows with it, and the answers
+// are right; with the filters' wait off the answers are right too
+// (whenever the filter comes).
+func TestCrossStageKeyFilters(t *testing.T) {
+	sf := 0.01
+	dir := tpchSmallGroups(t, sf)
+	sess, err := engine.Open(dir, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	dropped := 0
+	for _, q := range []int{9, 17, 18, 20, 21} {
+		params, _ := tpch.AnswerParams(q, sf)
+		text, err := tpch.Query(q, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, wait := range []time.Duration{0, -1} {
+			opts := dist.DistOptions{Workers: 4, Parallelism: 2, KeyFilterWait: wait}
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			got, _ := distLocalAnswer(t, sess, text, opts, mem)
+			mem.AssertSize(t, 0)
+			if err := tpch.CheckAnswer(q, sf, got); err != nil {
+				t.Errorf("Q%d (wait %v): %v", q, wait, err)
+			}
+		}
+		// With the wait (the default): count what the filters dropped.
+		stmts, _ := engine.SplitScript(text)
+		for k := range stmts {
+			dq, err := sess.PrepareDistributed(context.Background(), text, k, dist.DistOptions{Workers: 4, Parallelism: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dq.Plan == nil || len(dq.Plan.KeyFilters) == 0 {
+				continue
+			}
+			res, err := dist.RunDistributedLocal(context.Background(), dq.Plan, dist.LocalDistOptions{Source: sess.DB(), Analyze: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, kf := range dq.Plan.KeyFilters {
+				st := res.Stats.Ops[kf.ScanStage][kf.Scan]
+				if st == nil {
+					t.Errorf("Q%d: no figures of scan node %d", q, kf.Scan)
+					continue
+				}
+				for _, f := range st.KeyFilters {
+					if f.Name != kf.Name {
+						continue
+					}
+					k := f.Stats()
+					t.Logf("Q%d filter %s: passed %d of %d", q, f.Name, k.Passed, k.Tested)
+					if k.Tested > 0 && k.Passed < k.Tested {
+						dropped++
+					}
+				}
+			}
+		}
+	}
+	if dropped == 0 {
+		t.Fatal("no cross-stage filter dropped a row")
 	}
 }

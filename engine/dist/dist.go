@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nicflow/nicflow/exec/expr"
 
@@ -111,6 +112,13 @@ type DistOptions struct {
 	// Trino's adaptive partial aggregation): then the rows are sent as they
 	// are and aggregated once.
 	PartialRatio float64
+	// KeyFilterWait is how long a scan waits for a join key filter from
+	// another stage before it reads (filters.go), when the join's build
+	// side is estimated at most KeyFilterWaitRows rows (a build that
+	// finishes soon; default 1 s and 1M rows; a negative wait: never).
+	// A filter that comes later is applied from then on.
+	KeyFilterWait     time.Duration
+	KeyFilterWaitRows float64
 }
 
 // Validate fills defaults and checks the options.
@@ -130,6 +138,12 @@ func (o *DistOptions) Validate() error {
 	if o.PartialRatio == 0 {
 		o.PartialRatio = 0.8
 	}
+	if o.KeyFilterWait == 0 {
+		o.KeyFilterWait = time.Second
+	}
+	if o.KeyFilterWaitRows == 0 {
+		o.KeyFilterWaitRows = 1 << 20
+	}
 	return nil
 }
 
@@ -145,6 +159,9 @@ type DistPlan struct {
 	// Workers and Parallelism are the options it was planned with.
 	Workers     int `json:"workers"`
 	Parallelism int `json:"parallelism"`
+	// KeyFilters are the join key filters whose join and scan run in
+	// different stages (filters.go).
+	KeyFilters []phys.RemoteKeyFilter `json:"key_filters,omitempty"`
 }
 
 // Stage is a fragment run by Tasks tasks.
@@ -427,7 +444,9 @@ func (d *distPlanner) plan1() (*DistPlan, *phys.PhysShared, error) {
 			}
 		})
 	}
-	return &DistPlan{Stages: d.stages, Names: pp.Names, Columns: pp.Root.Columns, Exchanges: d.nexch, Workers: d.opts.Workers, Parallelism: d.opts.Parallelism}, nil, nil
+	dp := &DistPlan{Stages: d.stages, Names: pp.Names, Columns: pp.Root.Columns, Exchanges: d.nexch, Workers: d.opts.Workers, Parallelism: d.opts.Parallelism}
+	dp.KeyFilters = crossStageFilters(dp, d.opts)
+	return dp, nil, nil
 }
 
 func (d *distPlanner) stageByID(id int) *Stage {
@@ -1157,6 +1176,14 @@ func ExplainDistributed(dp *DistPlan, stats *DistStats) string {
 			}
 		}
 		fmt.Fprintf(&b, "Stage %d: %d task(s), output %s\n", s.ID, s.Tasks, out)
+		for _, f := range dp.KeyFilters {
+			switch s.ID {
+			case f.JoinStage:
+				fmt.Fprintf(&b, "  join filter %d: node %d publishes %s to stage %d\n", f.ID, f.Join, f.Name, f.ScanStage)
+			case f.ScanStage:
+				fmt.Fprintf(&b, "  join filter %d: node %d applies %s from stage %d\n", f.ID, f.Scan, f.Name, f.JoinStage)
+			}
+		}
 		var st map[int]*phys.OpStats
 		if stats != nil {
 			st = stats.Ops[s.ID]

@@ -14,6 +14,11 @@
 //	                           shuffle senders or the coordinator
 //	RunDistributedLocal        a distributed plan in one process (local.go,
 //	                           tests)
+//	DistPlan.KeyFilters        join key filters whose join and probe scan
+//	                           are in different stages: parts from the
+//	                           join's tasks, merged by a FilterRelay (the
+//	                           coordinator), applied by the scan's tasks
+//	                           (TaskFilters; filters.go)
 //	ExplainDistributed         stages [+ EXPLAIN ANALYZE task reports]
 //
 // INVARIANT: a node the embedded plan ran as one stream runs in one task

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,6 +67,9 @@ type Fragment struct {
 	// Analyze: instead of its output, the task sends one TaskReport (a
 	// one-row batch, ReportSchema) with per-operator figures.
 	Analyze bool `json:"analyze,omitempty"`
+	// KeyFilters are the plan's cross-stage key filters that this
+	// stage's joins publish or its scans apply (filters.go).
+	KeyFilters []phys.RemoteKeyFilter `json:"key_filters,omitempty"`
 }
 
 // ChannelID names exchange x of query number q in the cluster (shuffle
@@ -113,7 +117,8 @@ func (dp *DistPlan) Fragments(query string, q uint64, node func(stage, task int)
 			}
 		})
 		for t := 0; t < s.Tasks; t++ {
-			f := &Fragment{Query: query, Stage: s.ID, Task: t, Tasks: s.Tasks, Parallelism: dp.Parallelism, Root: s.Root, Shared: s.Shared, Out: s.Out, Channels: used}
+			f := &Fragment{Query: query, Stage: s.ID, Task: t, Tasks: s.Tasks, Parallelism: dp.Parallelism, Root: s.Root, Shared: s.Shared, Out: s.Out, Channels: used,
+				KeyFilters: dp.stageFilters(s.ID)}
 			if s.Out == nil {
 				f.Names = dp.Names
 			}
@@ -275,6 +280,9 @@ type FragmentEnv struct {
 	// memory limit) draws from it too, so its operators spill when the
 	// node is short even if the query's limit is not reached.
 	Memory *exec.Budget
+	// Filters carries the fragment's cross-stage key filters (nil: they
+	// are not built: the joins publish none, the scans wait for none).
+	Filters *TaskFilters
 }
 
 // FragmentCounters are a task's live figures.
@@ -324,6 +332,16 @@ type ScanTotals struct {
 	ByteScans  int64 `json:"byte_scans,omitempty"`
 	WireBytes  int64 `json:"wire,omitempty"`
 	BytesRead  int64 `json:"read,omitempty"`
+	// Filters are the scan's join key filters' counters.
+	Filters []FilterTotals `json:"filters,omitempty"`
+}
+
+// FilterTotals are one join key filter's counters in one task's scan.
+type FilterTotals struct {
+	Name   string `json:"name"`
+	Tested int64  `json:"tested"`
+	Passed int64  `json:"passed"`
+	Off    bool   `json:"off,omitempty"`
 }
 
 // ReportSchema is the schema of an analyze report batch: one row, the
@@ -378,6 +396,14 @@ func CollectStats(reports []TaskReport) *DistStats {
 			}
 			st.Scan.AddStats(storage.ScanStats{RowGroupsTotal: s.RowGroupsTotal, RowGroupsPruned: s.RowGroupsPruned, LocalScans: s.LocalScans,
 				ByteScans: s.ByteScans, WireBytes: s.WireBytes, BytesRead: s.BytesRead})
+			for _, ft := range s.Filters {
+				i := slices.IndexFunc(st.KeyFilters, func(f *storage.KeyFilter) bool { return f.Name == ft.Name })
+				if i < 0 {
+					st.KeyFilters = append(st.KeyFilters, storage.NewKeyFilter(ft.Name))
+					i = len(st.KeyFilters) - 1
+				}
+				st.KeyFilters[i].Tally(ft.Tested, ft.Passed, ft.Off)
+			}
 		}
 	}
 	return ds
@@ -477,6 +503,7 @@ func RunFragment(ctx context.Context, f *Fragment, fe FragmentEnv) (err error) {
 		Source: fe.Source, Analyze: f.Analyze, Budget: env.Budget,
 		Remote: &remoteBuilder{f: f, xs: xs, recvd: &ctr.Received},
 		Task:   f.Task, Tasks: f.Tasks, StreamBase: f.Task * phys.MaxParallelism,
+		Stage: f.Stage, RemoteFilters: f.KeyFilters, FilterHub: fe.filterHub(),
 	})
 	if err != nil {
 		return err
@@ -573,8 +600,13 @@ func sendReport(f *Fragment, fe FragmentEnv, stats map[int]*phys.OpStats, ctr *F
 			Spilled: sp, SpillFile: files}
 		if st.Scan != nil {
 			t := st.Scan.Totals()
-			r.Scans[id] = ScanTotals{RowGroupsTotal: t.RowGroupsTotal, RowGroupsPruned: t.RowGroupsPruned, LocalScans: t.LocalScans,
+			sc := ScanTotals{RowGroupsTotal: t.RowGroupsTotal, RowGroupsPruned: t.RowGroupsPruned, LocalScans: t.LocalScans,
 				ByteScans: t.ByteScans, WireBytes: t.WireBytes, BytesRead: t.BytesRead}
+			for _, f := range st.KeyFilters {
+				k := f.Stats()
+				sc.Filters = append(sc.Filters, FilterTotals{Name: f.Name, Tested: k.Tested, Passed: k.Passed, Off: k.Off})
+			}
+			r.Scans[id] = sc
 		}
 	}
 	b, err := json.Marshal(r)

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/nicflow/nicflow/engine/phys"
 	"github.com/nicflow/nicflow/internal/nferr"
 	"github.com/nicflow/nicflow/shuffle"
 	"github.com/nicflow/nicflow/storage"
@@ -113,6 +114,19 @@ func RunDistributedLocal(ctx context.Context, dp *DistPlan, o LocalDistOptions) 
 	}
 	root := dp.Root()
 	var counters []*FragmentCounters
+	// Cross-stage key filters: every task's end, and the relay merging
+	// the parts (the coordinator's job on a cluster).
+	tfs := map[int][]*TaskFilters{}
+	relay := NewFilterRelay(dp, func(kf phys.RemoteKeyFilter, p storage.KeyFilterPart) {
+		for _, tf := range tfs[kf.ScanStage] {
+			tf.Deliver(kf.ID, p)
+		}
+	})
+	for _, s := range dp.Stages {
+		for t := range frags[s.ID] {
+			tfs[s.ID] = append(tfs[s.ID], NewTaskFilters(func(id int, p storage.KeyFilterPart) { relay.Part(id, t, p) }))
+		}
+	}
 	for _, s := range dp.Stages {
 		for t, f := range frags[s.ID] {
 			f.BatchSize, f.Analyze = o.BatchSize, o.Analyze
@@ -142,7 +156,8 @@ func RunDistributedLocal(ctx context.Context, dp *DistPlan, o LocalDistOptions) 
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				err := RunFragment(ctx, f, FragmentEnv{Exchanges: xs[n], Source: o.Source, Alloc: o.Alloc, Send: send, Counters: ctr, Node: fmt.Sprintf("worker-%d", n)})
+				err := RunFragment(ctx, f, FragmentEnv{Exchanges: xs[n], Source: o.Source, Alloc: o.Alloc, Send: send, Counters: ctr, Node: fmt.Sprintf("worker-%d", n),
+					Filters: tfs[s.ID][t]})
 				if err != nil {
 					fail(nferr.Wrap(nferr.KindOf(err), err, "stage %d task %d", s.ID, t))
 					return

@@ -35,6 +35,23 @@ type BuildOptions struct {
 	// StreamBase numbers this fragment's streams after those of the
 	// stage's earlier tasks (row ids stay unique across tasks).
 	StreamBase int
+	// Stage, RemoteFilters and FilterHub (distributed fragments): the key
+	// filters whose join or scan is in this stage but not both
+	// (CrossStageKeyFilters), and what carries them between tasks.
+	Stage         int
+	RemoteFilters []RemoteKeyFilter
+	FilterHub     FilterHub
+}
+
+// FilterHub carries a fragment's cross-stage key filters (RemoteKeyFilter)
+// over the network.
+type FilterHub interface {
+	// Published is called once this task's join published its part of
+	// filter id (or disabled it); it must not block.
+	Published(id int, f *storage.KeyFilter)
+	// Expect registers the filter object of id a scan of this task
+	// applies: the hub publishes the merged filter into it when it comes.
+	Expect(id int, f *storage.KeyFilter)
 }
 
 // RemoteBuilder makes the operators reading a remote node's receivers
@@ -161,6 +178,10 @@ type builder struct {
 	// join is built first.
 	keyFilters []keyFilterTarget
 	kf         map[[2]int]*storage.KeyFilter // by (join node, key)
+	// remoteJoin and remoteScan are the cross-stage filters this
+	// fragment's joins publish and its scans apply (remoteFilters).
+	remoteJoin []RemoteKeyFilter
+	remoteScan []remoteScanFilter
 	// segScan maps a scan node to the segmented aggregate it clocks;
 	// clocks holds each such aggregate's clocks (one per stream), made
 	// when its scan is built.
@@ -202,16 +223,58 @@ func newBuilder(plan *PhysPlan, opts BuildOptions) *builder {
 		roots = append(roots, d.Root)
 	}
 	b.keyFilters = keyFilterTargets(roots...)
+	if opts.FilterHub != nil {
+		b.remoteFilters(opts)
+	}
 	return b
+}
+
+// remoteFilters wires the fragment's cross-stage key filters: a join of
+// this stage publishes into the object of its key, sized as planned, and
+// tells the hub; a scan of this stage gets an object the hub publishes
+// into when the merged filter arrives.
+func (b *builder) remoteFilters(opts BuildOptions) {
+	sends := map[*storage.KeyFilter][]int{}
+	for _, r := range opts.RemoteFilters {
+		switch opts.Stage {
+		case r.JoinStage:
+			f := b.keyFilterOf(r.Join, r.Key, r.Name)
+			f.SetWords(r.Words)
+			if sends[f] == nil {
+				hub := opts.FilterHub
+				f.Notify(func(f *storage.KeyFilter) {
+					for _, id := range sends[f] {
+						hub.Published(id, f)
+					}
+				})
+			}
+			sends[f] = append(sends[f], r.ID)
+			b.remoteJoin = append(b.remoteJoin, r)
+		case r.ScanStage:
+			f := storage.NewKeyFilter(r.Name)
+			opts.FilterHub.Expect(r.ID, f)
+			b.remoteScan = append(b.remoteScan, remoteScanFilter{r: r, f: f})
+		}
+	}
+}
+
+// remoteScanFilter is the object a scan applies for a cross-stage filter.
+type remoteScanFilter struct {
+	r RemoteKeyFilter
+	f *storage.KeyFilter
 }
 
 // keyFilter returns the filter object of t's join key (one for all the
 // scans it reaches, the branches of a UNION ALL).
 func (b *builder) keyFilter(t keyFilterTarget) *storage.KeyFilter {
-	id := [2]int{t.Join, t.Key}
+	return b.keyFilterOf(t.Join, t.Key, keyFilterName(t))
+}
+
+func (b *builder) keyFilterOf(join, key int, name string) *storage.KeyFilter {
+	id := [2]int{join, key}
 	f := b.kf[id]
 	if f == nil {
-		f = storage.NewKeyFilter(keyFilterName(t))
+		f = storage.NewKeyFilter(name)
 		b.kf[id] = f
 	}
 	return f
@@ -225,6 +288,11 @@ func (b *builder) scanKeyFilters(n *PhysNode) []storage.ScanKeyFilter {
 			out = append(out, storage.ScanKeyFilter{Column: t.Column, Filter: b.keyFilter(t)})
 		}
 	}
+	for _, r := range b.remoteScan {
+		if r.r.Scan == n.ID {
+			out = append(out, storage.ScanKeyFilter{Column: r.r.Column, Filter: r.f, Wait: r.r.Wait})
+		}
+	}
 	return out
 }
 
@@ -234,6 +302,11 @@ func (b *builder) joinKeyFilters(n *PhysNode) []exec.JoinKeyFilter {
 	for _, t := range b.keyFilters {
 		if t.Join == n.ID && !slices.ContainsFunc(out, func(k exec.JoinKeyFilter) bool { return k.Key == t.Key }) {
 			out = append(out, exec.JoinKeyFilter{Key: t.Key, Filter: b.keyFilter(t)})
+		}
+	}
+	for _, r := range b.remoteJoin {
+		if r.Join == n.ID && !slices.ContainsFunc(out, func(k exec.JoinKeyFilter) bool { return k.Key == r.Key }) {
+			out = append(out, exec.JoinKeyFilter{Key: r.Key, Filter: b.keyFilterOf(r.Join, r.Key, r.Name)})
 		}
 	}
 	return out

@@ -3,9 +3,11 @@ package phys
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/exec/expr"
+	"github.com/nicflow/nicflow/storage"
 )
 
 // Join key filters in the plan (storage/keyfilter.go, exec/join_keyfilter.go
@@ -27,14 +29,16 @@ import (
 //	                        inner join, the left of left/semi/anti/mark
 //	                        joins, the right of a right join)
 //
-// Anything else (limits, top-N, windows, shared or remote inputs,
-// expressions) stops the search: there the filter would change which rows
-// reach the join, or the rows come from another task. Targets are found
-// per plan or fragment built, so a filter never crosses a network
-// exchange (a fragment's remote nodes end the search). A scan of the
-// local database applies its filters while decoding; a scan reading from
-// storage nodes (a cluster worker's) applies them to the records it
-// receives (exec.Scan).
+// Anything else (limits, top-N, windows, shared inputs, expressions)
+// stops the search: there the filter would change which rows reach the
+// join. Targets are found per plan or fragment built (a fragment's remote
+// nodes end that search); a distributed plan's search also follows network
+// exchanges into the stages producing a join's probe side
+// (CrossStageKeyFilters: the filter's parts then travel through the
+// coordinator, engine/dist/filters.go). A scan of the local database, or
+// of a storage node's files read locally or as stored bytes, applies its
+// filters while decoding; a scan a storage node runs (rows) has them
+// applied to the records it receives (exec.Scan).
 //
 // Estimates do not decide: a HAVING or LIKE estimate may be off by four
 // orders of magnitude (TPC-H Q18 at SF 10: 15M orders estimated, 624
@@ -53,6 +57,10 @@ type keyFilterTarget struct {
 	// (planning only).
 	build    *PhysNode
 	buildKey int
+	// scanStage is the stage of the scan when the search crossed a
+	// network exchange (via, CrossStageKeyFilters), else 0.
+	scanStage int
+	via       func(*PhysNode) (*PhysNode, int, bool)
 }
 
 // keyFilterTargets finds the filters of the trees under roots (inputs
@@ -113,6 +121,14 @@ func (t keyFilterTarget) wholeBuild(filtered map[int]bool) bool {
 			return n.Scan != nil && n.Scan.Spec.Filter == nil && n.Scan.Residual == "" && !filtered[n.ID]
 		case PhysExchange:
 			n = n.Inputs[0]
+		case PhysRemote:
+			var ok bool
+			if t.via == nil {
+				return false
+			}
+			if n, _, ok = t.via(n); !ok {
+				return false
+			}
 		case PhysProject:
 			var ok bool
 			if n, col, ok = projectedColumn(n, col); !ok {
@@ -125,7 +141,11 @@ func (t keyFilterTarget) wholeBuild(filtered map[int]bool) bool {
 	return false
 }
 
-func joinKeyFilters(n *PhysNode) []keyFilterTarget {
+func joinKeyFilters(n *PhysNode) []keyFilterTarget { return joinKeyFiltersVia(n, nil) }
+
+// joinKeyFiltersVia is joinKeyFilters whose search follows network
+// exchanges through via (nil: it stops there).
+func joinKeyFiltersVia(n *PhysNode, via func(*PhysNode) (*PhysNode, int, bool)) []keyFilterTarget {
 	spec := n.Join
 	if len(n.Inputs) != 2 || !spec.ProbeDropsUnmatched() {
 		return nil
@@ -142,8 +162,8 @@ func joinKeyFilters(n *PhysNode) []keyFilterTarget {
 		if _, ok := exec.KeyFilterDomain(probe.Columns[k].Type.Arrow()); !ok {
 			continue
 		}
-		for _, sc := range traceKeyColumn(probe, k, nil) {
-			t := keyFilterTarget{Join: n.ID, Key: i, Scan: sc.scan.ID, Column: sc.col, build: build, buildKey: -1}
+		for _, sc := range traceKeyColumnVia(probe, k, via, 0, nil) {
+			t := keyFilterTarget{Join: n.ID, Key: i, Scan: sc.scan.ID, Column: sc.col, build: build, buildKey: -1, scanStage: sc.stage, via: via}
 			if i < len(bkeys) {
 				t.buildKey = bkeys[i]
 			}
@@ -156,29 +176,47 @@ func joinKeyFilters(n *PhysNode) []keyFilterTarget {
 	return out
 }
 
-// keyScanCol is a scan node and one of its table columns.
+// keyScanCol is a scan node and one of its table columns (in stage stage
+// when the search crossed a network exchange, else 0).
 type keyScanCol struct {
-	scan *PhysNode
-	col  string
+	scan  *PhysNode
+	col   string
+	stage int
 }
 
 // traceKeyColumn follows output column col of n down to the scan columns
 // it is (see the file comment for the operators it passes; a UNION ALL
 // leads to one in each input), appending them to out.
 func traceKeyColumn(n *PhysNode, col int, out []keyScanCol) []keyScanCol {
+	return traceKeyColumnVia(n, col, nil, 0, out)
+}
+
+// traceKeyColumnVia is traceKeyColumn that also follows network exchanges:
+// via maps a PhysRemote node to the root of the stage whose rows it
+// receives (the same columns) and that stage's ID.
+func traceKeyColumnVia(n *PhysNode, col int, via func(*PhysNode) (*PhysNode, int, bool), stage int, out []keyScanCol) []keyScanCol {
 	for {
 		if n == nil || col < 0 || col >= len(n.Columns) {
 			return out
 		}
 		switch n.Kind {
+		case PhysRemote:
+			if via == nil {
+				return out
+			}
+			var ok bool
+			if n, stage, ok = via(n); !ok {
+				return out
+			}
+			continue
 		case PhysScan:
 			if n.Scan == nil || col >= len(n.Scan.Spec.Columns) {
 				return out
 			}
-			return append(out, keyScanCol{n, n.Scan.Spec.Columns[col]})
+			return append(out, keyScanCol{n, n.Scan.Spec.Columns[col], stage})
 		case PhysUnion:
 			for _, in := range n.Inputs {
-				out = traceKeyColumn(in, col, out)
+				out = traceKeyColumnVia(in, col, via, stage, out)
 			}
 			return out
 		case PhysFilter, PhysSort, PhysExchange:
@@ -227,4 +265,71 @@ func projectedColumn(n *PhysNode, col int) (in *PhysNode, inCol int, ok bool) {
 // keyFilterName names a filter in EXPLAIN ANALYZE.
 func keyFilterName(t keyFilterTarget) string {
 	return fmt.Sprintf("%s in %s", t.Column, t.BuildCol)
+}
+
+// RemoteKeyFilter is a join key filter whose join and scan run in
+// different stages of a distributed plan: every task of JoinStage builds a
+// part (the keys of its partition) with Words words, the coordinator
+// merges the parts and sends the filter to the tasks of ScanStage, whose
+// scan node Scan applies it on table column Column once it arrives.
+type RemoteKeyFilter struct {
+	ID        int    `json:"id"`
+	JoinStage int    `json:"join_stage"`
+	Join      int    `json:"join"`
+	Key       int    `json:"key"`
+	ScanStage int    `json:"scan_stage"`
+	Scan      int    `json:"scan"`
+	Column    string `json:"column"`
+	Name      string `json:"name"`
+	Words     int    `json:"words"`
+	// BuildRows is the build side's estimated rows; Wait how long the
+	// scan waits for the filter before it reads (dist decides).
+	BuildRows float64       `json:"build_rows"`
+	Wait      time.Duration `json:"wait,omitempty"`
+}
+
+// CrossStageKeyFilters finds the key filters of a distributed plan whose
+// join (in the stage of roots' key) and scan lie in different stages:
+// the search of a probe key follows network exchanges through via (a
+// PhysRemote node to the root of the stage producing its rows). Filters of
+// whole-table builds are dropped as within a stage. Each filter's parts
+// are sized for the build's estimated rows.
+func CrossStageKeyFilters(roots map[int]*PhysNode, via func(*PhysNode) (*PhysNode, int, bool)) []RemoteKeyFilter {
+	ids := make([]int, 0, len(roots))
+	for id := range roots {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var all []keyFilterTarget
+	stageOf := map[int]int{}
+	for _, id := range ids {
+		var walk func(n *PhysNode)
+		walk = func(n *PhysNode) {
+			if n == nil {
+				return
+			}
+			if n.Kind == PhysHashJoin && n.Join != nil {
+				stageOf[n.ID] = id
+				all = append(all, joinKeyFiltersVia(n, via)...)
+			}
+			for _, in := range n.Inputs {
+				walk(in)
+			}
+		}
+		walk(roots[id])
+	}
+	var out []RemoteKeyFilter
+	for _, t := range dropWholeTableBuilds(all) {
+		js := stageOf[t.Join]
+		if t.scanStage == 0 || t.scanStage == js {
+			continue // within one stage: the fragment's own filters
+		}
+		est := 1.0
+		if t.build != nil {
+			est = max(t.build.EstRows, 1)
+		}
+		out = append(out, RemoteKeyFilter{ID: len(out) + 1, JoinStage: js, Join: t.Join, Key: t.Key, ScanStage: t.scanStage,
+			Scan: t.Scan, Column: t.Column, Name: keyFilterName(t), Words: storage.KeyFilterWords(est), BuildRows: est})
+	}
+	return out
 }
