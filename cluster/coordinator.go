@@ -603,6 +603,15 @@ func (c *Coordinator) watchdog() {
 	}
 }
 
+// hangPings is how many gossip pings in a row a silent worker must miss,
+// over at least hangConfirm, to count as hung: a process starved of CPU
+// (dozens of nodes on a few cores, its first TLS handshakes with every
+// peer) can miss pings for a second, a stopped one misses them all.
+const (
+	hangPings   = 3
+	hangConfirm = 2 * time.Second
+)
+
 // probeHang pings the worker of tasks (all on one node, silent for
 // HangAfter); when it does not answer, the worker hangs: it becomes a
 // suspect and its tasks fail as unavailable, so the query retries without
@@ -616,9 +625,30 @@ func (c *Coordinator) probeHang(tasks []*Task, done chan<- string) {
 		}
 	}()
 	start := time.Now()
-	perr := c.node.members.ping(n)
-	if perr == nil {
-		return
+	// NB: a worker starved of CPU (dozens of nodes on a few cores, a GC
+	// pause) may miss one ping: hangPings in a row, each after its
+	// predecessor's timeout, and a task that spoke meanwhile, are needed
+	// before the worker counts as hung.
+	var perr error
+	for i := 0; ; i++ {
+		if perr = c.node.members.ping(n); perr == nil {
+			return
+		}
+		spoke := false
+		for _, tk := range tasks {
+			spoke = spoke || time.Unix(0, tk.lastSeen.Load()).After(start)
+		}
+		if spoke {
+			return
+		}
+		if i+1 >= hangPings && time.Since(start) >= hangConfirm {
+			break
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-c.stopDog:
+			return
+		}
 	}
 	c.node.metrics.hangsDetected.Inc()
 	for _, tk := range tasks {

@@ -63,6 +63,7 @@ func runTestNode(args []string) int {
 	fs.StringVar(&join, "join", "", "")
 	fs.StringVar(&dir, "dir", "", "")
 	fs.IntVar(&o.Cores, "cores", 0, "")
+	fs.Int64Var(&o.Memory, "memory", 0, "")
 	fs.Int("replication", 0, "")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2

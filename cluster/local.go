@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	nfexec "github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -191,8 +192,10 @@ func StartLocal(ctx context.Context, o LocalOptions) (*LocalCluster, error) {
 	lc.CoordinatorAddr = ci.ControlAddr
 	lc.Nodes = append(lc.Nodes, ci)
 	var started []*localProc
+	workerArgs := []string{"--join", ci.GossipAddr}
+	workerArgs = append(workerArgs, smallWorkerArgs(o)...)
 	for i := 1; i <= o.Workers; i++ {
-		p, err := lc.start(RoleWorker, "worker-"+strconv.Itoa(i), []string{"--join", ci.GossipAddr})
+		p, err := lc.start(RoleWorker, "worker-"+strconv.Itoa(i), workerArgs)
 		if err != nil {
 			return nil, err
 		}
@@ -523,4 +526,18 @@ func countServing(ms []NodeInfo) int {
 		}
 	}
 	return n
+}
+
+// smallWorkerArgs are the flags that keep a local cluster of more workers
+// than this machine has CPUs small: each worker offers one core (and runs
+// its Go scheduler on one: GOMAXPROCS, from --cores) and an equal share of
+// the memory a worker would take alone (exec.DefaultMemoryLimit over the
+// workers, at least 64 MiB). Flags the caller gives in Extra win: they come
+// later on the command line.
+func smallWorkerArgs(o LocalOptions) []string {
+	if o.Workers <= runtime.NumCPU() {
+		return nil
+	}
+	share := max(nfexec.DefaultMemoryLimit()/int64(o.Workers), 64<<20)
+	return []string{"--cores", "1", "--memory", strconv.FormatInt(share, 10)}
 }

@@ -154,11 +154,12 @@ type Options struct {
 	HeartbeatInterval Duration `json:"heartbeat_interval"`
 	// HangAfter: when a task's worker has been silent this long (no data,
 	// no heartbeat) while the coordinator waited for it, the coordinator
-	// pings the worker's gossip agent directly; no answer within the gossip
-	// probe timeout (250ms on LAN) means the worker hangs (stopped, frozen,
-	// cut off): its tasks fail as unavailable and the query retries
-	// without it. A busy worker answers and is left alone. Default 400ms;
-	// at least twice HeartbeatInterval.
+	// pings the worker's gossip agent directly; no answer to the pings of
+	// two seconds (each within the gossip probe timeout, 250ms on LAN),
+	// and no word from the task meanwhile, means the worker hangs (stopped,
+	// frozen, cut off): its tasks fail as unavailable and the query
+	// retries without it. A busy or CPU-starved worker answers one of them
+	// and is left alone. Default 400ms; at least twice HeartbeatInterval.
 	HangAfter Duration `json:"hang_after"`
 	// HeartbeatTimeout fails a task whose worker has been silent this long
 	// while the coordinator waited for it. Default 5s (10 heartbeats).

@@ -383,19 +383,18 @@ func (r *SQLRunner) run(q *Query, dq *engine.DistQuery, workers []NodeInfo, out 
 		}
 	}
 	w := len(workers)
-	node := func(stage, task int) int {
-		if s := dp.Stage(stage); s != nil && s.Tasks == 1 {
-			return ShuffleIndex(workers[stage%w].ID)
-		}
-		return ShuffleIndex(workers[task%w].ID)
-	}
+	qn := r.seq.Add(1)
+	// NB: each query starts its tasks at another worker, so that queries
+	// using fewer tasks than there are workers (small ones, dist's
+	// widestScan) spread over all of them.
+	off := int(qn % uint64(w))
 	worker := func(stage, task int) NodeInfo {
 		if s := dp.Stage(stage); s != nil && s.Tasks == 1 {
-			return workers[stage%w]
+			return workers[(stage+off)%w]
 		}
-		return workers[task%w]
+		return workers[(task+off)%w]
 	}
-	qn := r.seq.Add(1)
+	node := func(stage, task int) int { return ShuffleIndex(worker(stage, task).ID) }
 	frags, err := dp.Fragments(q.ID, qn, node)
 	if err != nil {
 		return res, err
@@ -779,7 +778,7 @@ func (w *SQLWorker) Start(n *Node, listen string) error {
 		return err
 	}
 	a, err := shuffle.NewAgent(shuffle.AgentConfig{Node: idx, Peers: peers, Listen: listen, Log: n.Logger(),
-		Options: shuffle.Options{TLS: keys.ServerTLS(), TLSClient: keys.ClientTLS(), Codec: codec}})
+		Options: shuffle.Options{TLS: keys.ServerTLS(), TLSClient: keys.ClientTLS(), Codec: codec, Credits: shuffleCredits(n.opts.Memory)}})
 	if err != nil {
 		return err
 	}
@@ -816,11 +815,75 @@ func (w *SQLWorker) Start(n *Node, listen string) error {
 		func() float64 { return float64(w.memory.Used()) }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nicflow_shuffle_agent_frames_dropped", Help: "Frames the shuffle agent dropped (no local task took them)."},
 		func() float64 { return float64(a.Stats().Dropped) }))
+	// The agent's aggregation, as Buddy measures it: messages routed, and
+	// the frames (network-sized buffers) and bytes sent to other agents.
+	for _, g := range []struct {
+		name, help string
+		v          func(shuffle.AgentStats) int64
+	}{
+		{"nicflow_shuffle_agent_messages", "Messages the shuffle agent routed.", func(s shuffle.AgentStats) int64 { return s.Messages }},
+		{"nicflow_shuffle_agent_remote_frames", "Frames the shuffle agent sent to other agents.", func(s shuffle.AgentStats) int64 { return s.RemoteFramesOut }},
+		{"nicflow_shuffle_agent_remote_bytes", "Bytes (headers included, before compression) the shuffle agent sent to other agents.", func(s shuffle.AgentStats) int64 { return s.RemoteBytesOut }},
+		{"nicflow_shuffle_agent_channels", "Shuffle channels the agent tracks now.", func(s shuffle.AgentStats) int64 { return int64(s.Channels) }},
+	} {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: g.name, Help: g.help}, func() float64 { return float64(g.v(a.Stats())) }))
+	}
 	go func() {
 		<-n.Done()
 		w.Close()
 	}()
-	return n.SetServiceAddrs(addr, "")
+	if err := n.SetServiceAddrs(addr, ""); err != nil {
+		return err
+	}
+	w.warmLinks(n)
+	return nil
+}
+
+// warmLinks dials the shuffle links to every other worker as it joins (and
+// to those already there), a few at a time and spread over a second or
+// two, instead of during the first query that sends to it.
+func (w *SQLWorker) warmLinks(n *Node) {
+	sem := make(chan struct{}, 4)
+	warm := func(m NodeInfo) {
+		if m.Role != RoleWorker || m.DataAddr == "" || m.ID == n.ID() {
+			return
+		}
+		idx := ShuffleIndex(m.ID)
+		w.mu.Lock()
+		a := w.agent
+		if a == nil {
+			w.mu.Unlock()
+			return
+		}
+		if w.peers[idx] != m.DataAddr {
+			if a.SetPeer(idx, m.DataAddr) != nil {
+				w.mu.Unlock()
+				return
+			}
+			w.peers[idx] = m.DataAddr
+		}
+		w.mu.Unlock()
+		go func() {
+			// NB: jitter, so that N nodes joining at once do not all dial
+			// each other in the same instant.
+			select {
+			case <-time.After(time.Duration(rand.Int64N(int64(2 * time.Second)))):
+			case <-n.Done():
+				return
+			}
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			a.Warm(idx)
+		}()
+	}
+	n.Subscribe(func(ev MemberEvent) {
+		if ev.Type == EventJoin || ev.Type == EventUpdate {
+			warm(ev.Node)
+		}
+	})
+	for _, m := range n.Members() {
+		warm(m)
+	}
 }
 
 // Close stops the shuffle agent.
@@ -1050,4 +1113,13 @@ func taskFilters(tc *TaskContext, f *dist.Fragment) *dist.TaskFilters {
 		tf.Deliver(id, p)
 	})
 	return tf
+}
+
+// shuffleCredits is the flow-control window a worker grants each (peer,
+// channel): a receiving task may hold a window from every peer, so a
+// small node (one of dozens of local workers, a DPU with little memory)
+// grants less. 1/512 of the node's memory, from 256 KiB to shuffle's
+// default 2 MiB (a node of 1 GiB or more keeps the default).
+func shuffleCredits(memory int64) int {
+	return int(min(max(memory/512, 256<<10), shuffle.DefaultCredits))
 }

@@ -437,6 +437,30 @@ func (a *Agent) register(l *link, client bool) bool {
 	return true
 }
 
+// Warm dials the outbound link to node (SetPeer's address) now, if it is not
+// up or being dialed, so that a query's first frames to it do not pay the
+// handshake: a cluster of N nodes has N x (N-1) links, and dialing them
+// all during the first queries starves small nodes of CPU.
+// It returns once the link is up, failed, or DialTimeout passed (callers
+// bound how many dials run at once by how many Warm calls they make).
+func (a *Agent) Warm(node int) {
+	if node == a.node {
+		return
+	}
+	l := a.peerLink(node)
+	if l == nil {
+		return
+	}
+	deadline := time.Now().Add(a.opts.DialTimeout)
+	for !l.connected() && !l.down() && time.Now().Before(deadline) {
+		select {
+		case <-a.ctx.Done():
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
 // peerLink returns the outbound link to node, dialing it on first use.
 func (a *Agent) peerLink(node int) *link {
 	a.mu.Lock()

@@ -600,6 +600,13 @@ func (l *link) close(reason error) {
 }
 
 // down reports whether the link has failed or closed.
+// connected reports whether the link has its connection (started).
+func (l *link) connected() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.conn != nil
+}
+
 func (l *link) down() bool {
 	select {
 	case <-l.done:

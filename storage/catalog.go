@@ -146,6 +146,24 @@ func (t *Table) FilesMayMatch(p *Predicate) ([]*File, error) {
 	if p == nil {
 		return t.Files, nil
 	}
+	filter, err := t.compileFilter(p)
+	if err != nil {
+		return nil, err
+	}
+	var out []*File
+	for _, f := range t.Files {
+		for rg := range f.RowGroups {
+			if f.RowGroups[rg].mayHold(filter) {
+				out = append(out, f)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// compileFilter compiles p over t's columns for row-group pruning.
+func (t *Table) compileFilter(p *Predicate) (*cnode, error) {
 	sch, err := ArrowSchema(t.Columns)
 	if err != nil {
 		return nil, err
@@ -162,16 +180,22 @@ func (t *Table) FilesMayMatch(p *Predicate) ([]*File, error) {
 	if err != nil {
 		return nil, nferr.Wrap(nferr.KindQuery, err, "filter of %s", t.QualifiedName())
 	}
-	var out []*File
-	for _, f := range t.Files {
-		for rg := range f.RowGroups {
-			if f.RowGroups[rg].mayHold(filter) {
-				out = append(out, f)
-				break
-			}
-		}
+	return filter, nil
+}
+
+// RowGroupMayMatch returns whether row group rg of f may hold a row
+// passing p, by the catalog's statistics (every row group for a nil p, or
+// one that cannot be compiled: the scan decides then). A planner uses it
+// to leave out the row groups a scan would skip anyway.
+func (t *Table) RowGroupMayMatch(p *Predicate) func(f *File, rg int) bool {
+	if p == nil {
+		return func(*File, int) bool { return true }
 	}
-	return out, nil
+	filter, err := t.compileFilter(p)
+	if err != nil {
+		return func(*File, int) bool { return true }
+	}
+	return func(f *File, rg int) bool { return f.RowGroups[rg].mayHold(filter) }
 }
 
 // RowGroupCount is the number of row groups over all files.

@@ -474,3 +474,20 @@ func checkCrossStageFilters(t *testing.T, cs *clusterSQL) {
 		t.Errorf("Q20's cross-stage filter dropped no lineitem row (%v):\n%s", m, out)
 	}
 }
+
+// TestManyWorkers runs a 12-worker cluster (more workers than this
+// machine's cores: each gets one, and a share of memory) and checks a few
+// TPC-H answers, on the first pass after the cluster starts: the short
+// version of `nicflow bench scale`.
+func TestManyWorkers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a 12-worker cluster takes seconds to start")
+	}
+	_, cs := localSQLCluster(t, copyTPCH(t, tpchSmallGroups(t, 0.01)), 12, 1, 1)
+	for _, q := range []int{1, 3, 9, 18, 21} {
+		r := runTPCHQuery(context.Background(), cs.runQueryText, q, 0.01, 1, true)
+		if r.err != nil || r.verdict != "ok" {
+			t.Errorf("Q%d on 12 workers: %v %s", q, r.err, r.verdict)
+		}
+	}
+}

@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,22 +29,8 @@ func scrape(t *testing.T, n cluster.NodeInfo) string {
 	return string(b)
 }
 
-// metricSum adds the values of every sample of name whose labels contain
-// every one of want (`result="ok"`).
-func metricSum(text, name string, want ...string) float64 {
-	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `(\{[^}]*\})? (\S+)$`)
-	var sum float64
-	for _, m := range re.FindAllStringSubmatch(text, -1) {
-		ok := true
-		for _, w := range want {
-			ok = ok && strings.Contains(m[1], w)
-		}
-		if v, err := strconv.ParseFloat(m[2], 64); ok && err == nil {
-			sum += v
-		}
-	}
-	return sum
-}
+// metricSum is promSum (bench_scale.go).
+func metricSum(text, name string, want ...string) float64 { return promSum(text, name, want...) }
 
 // TestClusterLatencyMetrics runs real queries on a local cluster of
 // processes (two workers that read every scan over Flight, one storage

@@ -33,8 +33,10 @@ type clusterSQL struct {
 	// last runQueryText again after node failures.
 	retried int
 	// scanWire and scanRead total the scans of every statement run: bytes
-	// from storage nodes over the network, Parquet bytes read.
+	// from storage nodes over the network, Parquet bytes read; tasks and
+	// stages total the statements' distributed plans.
 	scanWire, scanRead int64
+	tasks, stages      int64
 }
 
 // scanTotals are the scan totals so far (scanCounter).
@@ -95,6 +97,16 @@ func (sr *statementResult) Scanned() (wire, read int64) {
 		read += s.ScanRead
 	}
 	return wire, read
+}
+
+// Tasks are the tasks and stages of the statement's last attempt.
+func (sr *statementResult) Tasks() (tasks, stages int64) {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	for _, s := range sr.last.Stages {
+		tasks += int64(s.Tasks)
+	}
+	return tasks, int64(len(sr.last.Stages))
 }
 
 // Retried is how many times the coordinator ran the statement again after
@@ -236,6 +248,9 @@ func (cs *clusterSQL) runQueryText(ctx context.Context, text string, keep bool) 
 		w, r := sr.Scanned()
 		cs.scanWire += w
 		cs.scanRead += r
+		tk, st := sr.Tasks()
+		cs.tasks += tk
+		cs.stages += st
 		cs.retried += sr.Retried()
 	}
 	return out, shuffled, nil

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"runtime"
+
 	"github.com/spf13/cobra"
 
 	"github.com/nicflow/nicflow/cluster"
@@ -42,6 +45,12 @@ cores, a container's limits); the scheduler places tasks by them.`,
 		o, err := workerFlags.options(cmd, cluster.RoleWorker)
 		if err != nil {
 			return err
+		}
+		// NB: a worker offering fewer cores than the machine has (a
+		// container's share, one of many local workers) runs its Go
+		// scheduler on that many, unless GOMAXPROCS says otherwise.
+		if o.Cores > 0 && o.Cores < runtime.GOMAXPROCS(0) && os.Getenv("GOMAXPROCS") == "" {
+			runtime.GOMAXPROCS(o.Cores)
 		}
 		n, err := startWorkerNode(cmd.Context(), o)
 		if err != nil {

@@ -356,6 +356,13 @@ func PlanDistributed(pp *phys.PhysPlan, opts DistOptions) (dp *DistPlan, err err
 			dp, err = nil, nferr.Internalf("distributed planner bug (please report): %v", r)
 		}
 	}()
+	if w := widestScan(pp); w > 0 && w < opts.Workers {
+		// NB: no wide stage can use more tasks than its widest scan has
+		// row groups to read: a query of a few row groups (a point
+		// lookup, a small table) on 64 workers would otherwise start 64
+		// tasks per stage, most of them with nothing to do.
+		opts.Workers = w
+	}
 	if opts.Workers == 1 {
 		// One worker: a network exchange would only move rows from the
 		// worker to itself (and split aggregates into partial and final
@@ -1197,4 +1204,28 @@ func ExplainDistributed(dp *DistPlan, stats *DistStats) string {
 		}
 	}
 	return b.String()
+}
+
+// widestScan is the most row-group tasks any scan of pp has (at least 1),
+// or 0 when a scan's row groups are unknown (a table without storage: a
+// test catalog).
+func widestScan(pp *phys.PhysPlan) int {
+	widest, unknown := 1, false
+	visit := func(n *phys.PhysNode) {
+		if n.Kind != phys.PhysScan || n.Scan == nil {
+			return
+		}
+		if n.Scan.RowGroups < 0 {
+			unknown = true
+		}
+		widest = max(widest, len(n.Scan.Tasks))
+	}
+	pp.Root.Walk(visit)
+	for _, s := range pp.Shared {
+		s.Root.Walk(visit)
+	}
+	if unknown {
+		return 0
+	}
+	return widest
 }

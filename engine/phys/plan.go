@@ -314,12 +314,18 @@ func (pl *physPlanner) scan(n *plan.ScanNode, need plan.ColSet) (*pnode, error) 
 	st, _ := n.Table.Handle.(*storage.Table)
 	if st != nil {
 		table = st.QualifiedName()
+		// NB: row groups the pushed filter's statistics rule out get no
+		// task (the scan would skip them): a query reading a few row
+		// groups of a big table then plans as few streams and tasks.
+		may := st.RowGroupMayMatch(andPreds(preds))
 		for _, f := range st.Files {
 			for g := range f.RowGroups {
-				tasks = append(tasks, storage.FileRange{Path: f.Path, RowGroups: []int{g}})
+				groups++
+				if may(f, g) {
+					tasks = append(tasks, storage.FileRange{Path: f.Path, RowGroups: []int{g}})
+				}
 			}
 		}
-		groups = len(tasks)
 	} else {
 		// NB: a table without storage (a test catalog) is one task: the
 		// whole table (FileRange{} scans every file).
