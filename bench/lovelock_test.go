@@ -5,6 +5,8 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -137,5 +139,52 @@ func TestWriteModel(t *testing.T) {
 	}
 	if err := WriteModel(&b, "xml", rs); err == nil {
 		t.Error("xml accepted")
+	}
+}
+
+// TestSimulateValidates projects the emulated runs of docs/lovelock from
+// their server rows and checks the 22-query totals against what the runs
+// measured: within 15% for SF 1 at 200 Mbit/s (phi 1-3) and at 1100 Mbit/s
+// (phi 1-3; phi 4 there is bound by the emulating machine itself).
+func TestSimulateValidates(t *testing.T) {
+	for _, c := range []struct {
+		file              string
+		nic, cores, store float64
+		phis              []float64
+	}{
+		{"sf1-200mbit.csv", 200, 2, 0.5, []float64{1, 2, 3}},
+		{"sf1-1100mbit-c3.csv", 1100, 1, 1, []float64{1, 2, 3}},
+	} {
+		fh, err := os.Open(filepath.Join("..", "docs", "lovelock", c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := ReadLovelockCSV(fh)
+		fh.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs, err := SimProfile(rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := DefaultSimParams()
+		p.NICMbit, p.ServerCores, p.StorageCPUs, p.MachineCores = c.nic, c.cores, c.store, 2
+		rs := Simulate(p, qs, c.phis, 1)
+		AttachMeasured(rs, rows)
+		for _, r := range rs {
+			if r.Measured == 0 {
+				t.Fatalf("%s: %s has no measured total", c.file, r.Config)
+			}
+			if e := r.Seconds/r.Measured - 1; e > 0.15 || e < -0.15 {
+				t.Errorf("%s %s: projected %.1f s, measured %.1f s (%+.0f%%)", c.file, r.Config, r.Seconds, r.Measured, 100*e)
+			}
+		}
+		// More NICs per server never cost more in the model's terms.
+		for i := 2; i < len(rs); i++ {
+			if rs[i].CostRatio > rs[i-1].CostRatio {
+				t.Errorf("%s: cost ratio grows with phi: %v", c.file, rs)
+			}
+		}
 	}
 }
