@@ -38,7 +38,7 @@ type chaosOptions struct {
 	Progress io.Writer
 }
 
-var chaosFaults = []string{"kill-worker", "stop-worker", "kill-storage"}
+var chaosFaults = []string{"kill-worker", "kill-2-workers", "stop-worker", "kill-storage"}
 
 func (o *chaosOptions) validate() error {
 	switch {
@@ -100,6 +100,7 @@ fault per query at a random moment while it runs (after a warm-up pass
 that is not counted):
 
   kill-worker    SIGKILL a random worker (it restarts and rejoins)
+  kill-2-workers SIGKILL two random workers at once (both restart)
   stop-worker    SIGSTOP a random worker (a hang: connections stay open),
                  SIGCONT once the query is done
   kill-storage   SIGKILL a random storage node (files have replicas)
@@ -204,8 +205,10 @@ func runChaos(ctx context.Context, o chaosOptions, stdout io.Writer) error {
 			// A killed node must be back as a new process (not its old
 			// incarnation still listed) before the next query.
 			if r.victim != "" && strings.HasPrefix(fault, "kill") {
-				if err := waitWhole(ctx, cs.c, o.Workers, o.Storage, restartedFrom(before, r.victim)); err != nil {
-					return err
+				for _, v := range strings.Split(r.victim, "+") {
+					if err := waitWhole(ctx, cs.c, o.Workers, o.Storage, restartedFrom(before, v)); err != nil {
+						return err
+					}
 				}
 			}
 			if fault == "none" {
@@ -239,6 +242,10 @@ func chaosQuery(ctx context.Context, o chaosOptions, lc *cluster.LocalCluster, c
 	switch fault {
 	case "kill-worker", "stop-worker":
 		victim = fmt.Sprintf("worker-%d", 1+rng.IntN(o.Workers))
+	case "kill-2-workers":
+		a := 1 + rng.IntN(o.Workers)
+		b := 1 + (a-1+1+rng.IntN(max(o.Workers-1, 1)))%o.Workers
+		victim = fmt.Sprintf("worker-%d+worker-%d", a, b)
 	case "kill-storage":
 		victim = fmt.Sprintf("storage-%d", 1+rng.IntN(o.Storage))
 	}
@@ -257,16 +264,22 @@ func chaosQuery(ctx context.Context, o chaosOptions, lc *cluster.LocalCluster, c
 				struck <- -1
 				return
 			}
-			pid := lc.Pids()[victim]
 			sig := syscall.SIGKILL
 			if fault == "stop-worker" {
 				sig = syscall.SIGSTOP
 			}
-			syscall.Kill(pid, sig) //nolint:errcheck // a node already gone is fine
+			var pids []int
+			for _, v := range strings.Split(victim, "+") {
+				pid := lc.Pids()[v]
+				pids = append(pids, pid)
+				syscall.Kill(pid, sig) //nolint:errcheck // a node already gone is fine
+			}
 			struck <- at
 			if fault == "stop-worker" {
 				<-strike
-				syscall.Kill(pid, syscall.SIGCONT) //nolint:errcheck
+				for _, pid := range pids {
+					syscall.Kill(pid, syscall.SIGCONT) //nolint:errcheck
+				}
 			}
 		}()
 	}
