@@ -20,7 +20,9 @@
 //     stream reader/writer that verifies every frame from outside.
 //   - link.go: one connection; per-(link, channel) credit flow control.
 //   - transport.go, shm_linux.go, auth.go: in-process, TCP (optionally
-//     TLS), unix-socket and shared-memory carriers; authentication.
+//     TLS), unix-socket and shared-memory carriers; authentication. Other
+//     carriers plug in by URL scheme (Transport, RegisterTransport: TCP is
+//     one), from other modules (an RDMA transport needs cgo: its own).
 //   - agent.go, agent_chan.go, router.go: the routing agent.
 //   - client.go, endpoint.go: the runtime library.
 //   - exchange.go, arrowipc.go: the API the engine's exchanges use.

@@ -46,6 +46,8 @@ func newCluster(t testing.TB, n int, mode clusterMode, opts Options) *cluster {
 	for i := range peers {
 		if mode.transport == "mem" {
 			peers[i] = fmt.Sprintf("mem:agent%d", i)
+		} else if mode.transport != "tcp" {
+			peers[i] = mode.transport + ":127.0.0.1:0" // a registered transport
 		} else {
 			peers[i] = "127.0.0.1:0"
 		}

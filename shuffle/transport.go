@@ -28,7 +28,8 @@ import (
 //
 // Addresses pick the carrier: "mem:NAME", "unix:/path", "shm:/path" (dial
 // only: a unix socket that negotiates a shared-memory ring), "tcp:host:port"
-// or plain "host:port".
+// or plain "host:port", or "SCHEME:..." of a Transport registered by
+// another module (RegisterTransport: a byte stream the agent frames).
 type frameConn interface {
 	// writeFrames sends frames in order. On wire conns the caller keeps the
 	// frames (and releases them after); on in-process conns ownership passes
@@ -227,6 +228,8 @@ type netListener struct {
 	timeout  time.Duration
 	// path is the unix socket file, removed on close.
 	path string
+	// scheme is a registered transport's ("" or "tcp": plain host:port).
+	scheme string
 }
 
 func (l *netListener) accept() (func() (frameConn, error), error) {
@@ -268,15 +271,82 @@ func (l *netListener) addr() string {
 	if l.unix {
 		return "unix:" + l.path
 	}
+	if l.scheme != "" && l.scheme != "tcp" {
+		return l.scheme + ":" + l.ln.Addr().String()
+	}
 	return l.ln.Addr().String()
 }
 
-// splitAddr returns the scheme ("mem", "unix", "shm", "tcp") and the rest.
+// Transport carries byte streams between shuffle agents for the addresses
+// of one URL scheme ("tcp:host:port", "rdma:host:port"): the seam through
+// which a transport of another module (RDMA verbs, a DPU's own channel)
+// plugs in without touching this package. The agent frames what a
+// transport carries (checksums, aggregation, flow control, TLS when the
+// agent has a TLS configuration), so a transport only moves bytes.
+// Register it with RegisterTransport before agents start. "tcp" is
+// registered here; "mem", "unix" and "shm" are built in (in-process
+// frames, and a worker's local connection to its agent).
+type Transport interface {
+	// Listen opens a listener on addr (the address without its scheme).
+	Listen(addr string) (net.Listener, error)
+	// Dial connects to addr (without its scheme); ctx bounds the attempt.
+	Dial(ctx context.Context, addr string) (net.Conn, error)
+}
+
+var (
+	transportsMu sync.RWMutex
+	transports   = map[string]Transport{"tcp": tcpTransport{}}
+)
+
+// RegisterTransport makes t carry the addresses "scheme:...". A scheme of
+// the built-in carriers, or one registered already, is refused.
+func RegisterTransport(scheme string, t Transport) error {
+	if scheme == "" || strings.ContainsAny(scheme, ":/") || t == nil {
+		return nferr.Queryf("shuffle: transport scheme %q", scheme)
+	}
+	transportsMu.Lock()
+	defer transportsMu.Unlock()
+	if _, dup := transports[scheme]; dup || scheme == "mem" || scheme == "unix" || scheme == "shm" {
+		return nferr.Queryf("shuffle: transport %q is already registered", scheme)
+	}
+	transports[scheme] = t
+	return nil
+}
+
+func transportOf(scheme string) Transport {
+	transportsMu.RLock()
+	defer transportsMu.RUnlock()
+	return transports[scheme]
+}
+
+// tcpTransport is TCP, the default carrier between agents.
+type tcpTransport struct{}
+
+func (tcpTransport) Listen(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+
+func (tcpTransport) Dial(ctx context.Context, addr string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		// Frames are already aggregated; Nagle would only add latency.
+		_ = tc.SetNoDelay(true)
+	}
+	return c, nil
+}
+
+// splitAddr returns the scheme ("mem", "unix", "shm", or a registered
+// transport's; "tcp" without one) and the rest.
 func splitAddr(addr string) (scheme, rest string) {
-	for _, s := range []string{"mem", "unix", "shm", "tcp"} {
+	for _, s := range []string{"mem", "unix", "shm"} {
 		if strings.HasPrefix(addr, s+":") {
 			return s, strings.TrimPrefix(strings.TrimPrefix(addr, s+":"), "//")
 		}
+	}
+	if i := strings.Index(addr, ":"); i > 0 && transportOf(addr[:i]) != nil {
+		return addr[:i], strings.TrimPrefix(addr[i+1:], "//")
 	}
 	return "tcp", addr
 }
@@ -305,14 +375,15 @@ func listenAddr(addr string, tlsConf *tls.Config, opts *Options, mem *MemNetwork
 			return nil, nferr.IOf("shuffle: securing %s: %v", rest, err)
 		}
 		return &netListener{ln: ln, maxFrame: opts.MaxFrame, aggSize: opts.LocalAggSize, unix: true, path: rest, timeout: opts.DialTimeout}, nil
-	case "tcp":
-		ln, err := net.Listen("tcp", rest)
+	}
+	if t := transportOf(scheme); t != nil {
+		ln, err := t.Listen(rest)
 		if err != nil {
 			return nil, nferr.IOf("shuffle: listening on %s: %v", addr, err)
 		}
-		return &netListener{ln: ln, tls: tlsConf, maxFrame: opts.MaxFrame, aggSize: opts.AggSize, timeout: opts.DialTimeout}, nil
+		return &netListener{ln: ln, tls: tlsConf, maxFrame: opts.MaxFrame, aggSize: opts.AggSize, timeout: opts.DialTimeout, scheme: scheme}, nil
 	}
-	return nil, nferr.Queryf("shuffle: cannot listen on %q: want host:port, unix:/path or mem:name", addr)
+	return nil, nferr.Queryf("shuffle: cannot listen on %q: want host:port, unix:/path, mem:name or a registered transport's scheme", addr)
 }
 
 // dialAddr connects to addr and returns the connection before the hello.
@@ -331,15 +402,11 @@ func dialAddr(ctx context.Context, addr string, tlsConf *tls.Config, opts *Optio
 			return nil, nferr.Unavailablef("shuffle: connecting to the agent at %s: %v", addr, err)
 		}
 		return dialLocal(c.(*net.UnixConn), scheme == "shm", addr, opts)
-	case "tcp":
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "tcp", rest)
+	}
+	if t := transportOf(scheme); t != nil {
+		c, err := t.Dial(ctx, rest)
 		if err != nil {
 			return nil, nferr.Unavailablef("shuffle: connecting to %s: %v", addr, err)
-		}
-		if tc, ok := c.(*net.TCPConn); ok {
-			// Frames are already aggregated; Nagle would only add latency.
-			_ = tc.SetNoDelay(true)
 		}
 		if tlsConf != nil {
 			conf := tlsConf
@@ -349,12 +416,12 @@ func dialAddr(ctx context.Context, addr string, tlsConf *tls.Config, opts *Optio
 					conf.ServerName = h
 				}
 			}
-			t := tls.Client(c, conf)
-			if err := t.HandshakeContext(ctx); err != nil {
+			tc := tls.Client(c, conf)
+			if err := tc.HandshakeContext(ctx); err != nil {
 				c.Close()
 				return nil, handshakeErr(addr, err)
 			}
-			return newStreamConn(t, addr, opts.MaxFrame, opts.AggSize), nil
+			return newStreamConn(tc, addr, opts.MaxFrame, opts.AggSize), nil
 		}
 		return newStreamConn(c, addr, opts.MaxFrame, opts.AggSize), nil
 	}
