@@ -418,27 +418,13 @@ func (db *DB) CreateIndex(ctx context.Context, table string, ix Index, ifNotExis
 		for i := range uk.cols {
 			uk.cols[i] = i
 		}
-		sc, err := db.NewScanner(ScanSpec{Table: table, Columns: nix.Columns}, ScanOptions{})
-		if err != nil {
-			return err
-		}
-		for {
-			rec, err := sc.Next(ctx)
-			if err != nil {
-				sc.Close()
-				return err
-			}
-			if rec == nil {
-				break
-			}
-			err = uk.add(table, rec)
-			rec.Release()
-			if err != nil {
-				sc.Close()
+		err := db.scanEach(ctx, table, nix.Columns, func(rec arrow.RecordBatch) error {
+			if err := uk.add(table, rec); err != nil {
 				return nferr.Dataf("could not create unique index %q: %v", nix.Name, err)
 			}
-		}
-		if err := sc.Close(); err != nil {
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 	}
@@ -527,4 +513,30 @@ func (db *DB) indexTableLocked(s, name string) (*Table, int) {
 		}
 	}
 	return nil, -1
+}
+
+// scanEach reads columns of table and calls fn with every record (fn does
+// not keep it).
+func (db *DB) scanEach(ctx context.Context, table string, columns []string, fn func(arrow.RecordBatch) error) error {
+	sc, err := db.NewScanner(ScanSpec{Table: table, Columns: columns}, ScanOptions{})
+	if err != nil {
+		return err
+	}
+	for {
+		rec, err := sc.Next(ctx)
+		if err != nil {
+			sc.Close()
+			return err
+		}
+		if rec == nil {
+			break
+		}
+		err = fn(rec)
+		rec.Release()
+		if err != nil {
+			sc.Close()
+			return err
+		}
+	}
+	return sc.Close()
 }

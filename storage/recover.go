@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -653,27 +654,7 @@ func (db *DB) restoreForeignKey(ctx context.Context, table string, fk ForeignKey
 		proj[i] = t.Columns[ci]
 	}
 	refs := newFKRefs(proj, []ForeignKey{fk})
-	sc, err := db.NewScanner(ScanSpec{Table: table, Columns: fk.Columns}, ScanOptions{})
-	if err != nil {
-		return err
-	}
-	for {
-		rec, err := sc.Next(ctx)
-		if err != nil {
-			sc.Close()
-			return err
-		}
-		if rec == nil {
-			break
-		}
-		err = refs[0].add(table, rec)
-		rec.Release()
-		if err != nil {
-			sc.Close()
-			return err
-		}
-	}
-	if err := sc.Close(); err != nil {
+	if err := db.scanEach(ctx, table, fk.Columns, func(rec arrow.RecordBatch) error { return refs[0].add(table, rec) }); err != nil {
 		return err
 	}
 	if err := db.cat.lockWrite(); err != nil {
