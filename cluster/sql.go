@@ -372,90 +372,19 @@ type runResult struct {
 
 func (r *SQLRunner) run(q *Query, dq *engine.DistQuery, workers []NodeInfo, out ResultWriter) (runResult, error) {
 	var res runResult
-	dp := dq.Plan
-	tables, storageNodes, needs, err := r.placement(q, dp)
+	// Adaptive execution: the build sides whose size decides the plan run
+	// first (waves of held stages), and the rest is planned with their
+	// real sizes (dist.Adapt).
+	dp, err := dist.Adapt(q.Context(), dq.Plan, fmt.Sprintf("%s.%d", q.ID, r.seq.Add(1)), func(ctx context.Context, wave *dist.DistPlan) (map[string][]phys.HeldPart, error) {
+		return r.runWave(q, dq, wave, workers)
+	})
 	if err != nil {
 		return res, err
 	}
-	if len(needs) > 0 {
-		if err := q.Watch(needs...); err != nil {
-			return res, err
-		}
-	}
-	w := len(workers)
-	qn := r.seq.Add(1)
-	// NB: each query starts its tasks at another worker, so that queries
-	// using fewer tasks than there are workers (small ones, dist's
-	// widestScan) spread over all of them.
-	off := int(qn % uint64(w))
-	worker := func(stage, task int) NodeInfo {
-		if s := dp.Stage(stage); s != nil && s.Tasks == 1 {
-			return workers[(stage+off)%w]
-		}
-		return workers[(task+off)%w]
-	}
-	node := func(stage, task int) int { return ShuffleIndex(worker(stage, task).ID) }
-	frags, err := dp.Fragments(q.ID, qn, node)
+	dq.Plan = dp
+	tasks, root, err := r.startTasks(q, dq, dp, workers)
 	if err != nil {
 		return res, err
-	}
-	peers := map[int]string{}
-	for _, wk := range workers {
-		peers[ShuffleIndex(wk.ID)] = wk.DataAddr
-	}
-	var reqs []TaskRequest
-	type planned struct {
-		f    *dist.Fragment
-		spec TaskSpec
-	}
-	var all []planned
-	for _, s := range dp.Stages {
-		name := fmt.Sprintf("stage %d", s.ID)
-		if s.Out == nil {
-			name += " (result)"
-		} else {
-			name += " (" + string(s.Out.Kind) + ")"
-		}
-		q.DefineStage(s.ID, name, s.Tasks)
-		scans := map[string]*storage.PlacedTable{}
-		s.Walk(func(n *phys.PhysNode) {
-			if n.Kind == phys.PhysScan {
-				scans[n.Scan.Spec.Table] = tables[n.Scan.Spec.Table]
-			}
-		})
-		for t, f := range frags[s.ID] {
-			f.Peers, f.Tables, f.Storage = peers, scans, storageNodes
-			f.MemoryLimit, f.BatchSize, f.Analyze = r.opts.MemoryLimit, r.opts.BatchSize, dq.Analyze
-			b, err := dist.MarshalFragment(f)
-			if err != nil {
-				return res, err
-			}
-			spec := TaskSpec{Kind: FragmentTaskKind, Stage: s.ID, Index: t, Fragment: b}
-			if len(scans) > 0 {
-				spec.Needs = needs
-			}
-			all = append(all, planned{f: f, spec: spec})
-			reqs = append(reqs, TaskRequest{Stage: s.ID, Cores: 1, Node: worker(s.ID, t).ID})
-		}
-	}
-	places, err := q.Place(reqs)
-	if err != nil {
-		return res, err
-	}
-	relay := relayFilters(q, dp)
-	var tasks []*Task
-	var root *Task
-	for i, p := range places {
-		t, err := q.Start(p, all[i].spec)
-		if err != nil {
-			q.Release(places[i+1:]...)
-			return res, err
-		}
-		relay.started(t)
-		tasks = append(tasks, t)
-		if all[i].f.Out == nil {
-			root = t
-		}
 	}
 	if dq.Analyze {
 		reports, rows, err := collectReports(q, tasks)
@@ -501,6 +430,142 @@ func (r *SQLRunner) run(q *Query, dq *engine.DistQuery, workers []NodeInfo, out 
 		}
 	}
 	return res, nil
+}
+
+// startTasks places and starts every task of dp; root is the root stage's
+// task (nil for an adaptive wave, whose stages are held).
+func (r *SQLRunner) startTasks(q *Query, dq *engine.DistQuery, dp *dist.DistPlan, workers []NodeInfo) ([]*Task, *Task, error) {
+	tables, storageNodes, needs, err := r.placement(q, dp)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(needs) > 0 {
+		if err := q.Watch(needs...); err != nil {
+			return nil, nil, err
+		}
+	}
+	w := len(workers)
+	qn := r.seq.Add(1)
+	byIndex := map[int]NodeInfo{}
+	for _, wk := range workers {
+		byIndex[ShuffleIndex(wk.ID)] = wk
+	}
+	// NB: each query starts its tasks at another worker, so that queries
+	// using fewer tasks than there are workers (small ones, dist's
+	// widestScan) spread over all of them. A task reading a held output
+	// runs where it is held.
+	off := int(qn % uint64(w))
+	worker := func(stage, task int) NodeInfo {
+		if n, ok := dp.HeldNode(stage, task); ok {
+			if wk, ok := byIndex[n]; ok {
+				return wk
+			}
+		}
+		if s := dp.Stage(stage); s != nil && s.Tasks == 1 {
+			return workers[(stage+off)%w]
+		}
+		return workers[(task+off)%w]
+	}
+	for _, s := range dp.Stages {
+		for t := 0; t < s.Tasks; t++ {
+			if n, ok := dp.HeldNode(s.ID, t); ok {
+				if _, ok := byIndex[n]; !ok {
+					return nil, nil, nferr.Unavailablef("query %s: the worker holding part %d of stage %d's input left the cluster", q.ID, t, s.ID)
+				}
+			}
+		}
+	}
+	node := func(stage, task int) int { return ShuffleIndex(worker(stage, task).ID) }
+	frags, err := dp.Fragments(q.ID, qn, node)
+	if err != nil {
+		return nil, nil, err
+	}
+	peers := map[int]string{}
+	for _, wk := range workers {
+		peers[ShuffleIndex(wk.ID)] = wk.DataAddr
+	}
+	var reqs []TaskRequest
+	type planned struct {
+		f    *dist.Fragment
+		spec TaskSpec
+	}
+	var all []planned
+	for _, s := range dp.Stages {
+		name := fmt.Sprintf("stage %d", s.ID)
+		if s.Out == nil {
+			name += " (result)"
+		} else {
+			name += " (" + string(s.Out.Kind) + ")"
+		}
+		q.DefineStage(s.ID, name, s.Tasks)
+		scans := map[string]*storage.PlacedTable{}
+		s.Walk(func(n *phys.PhysNode) {
+			if n.Kind == phys.PhysScan {
+				scans[n.Scan.Spec.Table] = tables[n.Scan.Spec.Table]
+			}
+		})
+		for t, f := range frags[s.ID] {
+			f.Peers, f.Tables, f.Storage = peers, scans, storageNodes
+			f.MemoryLimit, f.BatchSize, f.Analyze = r.opts.MemoryLimit, r.opts.BatchSize, dq.Analyze
+			b, err := dist.MarshalFragment(f)
+			if err != nil {
+				return nil, nil, err
+			}
+			spec := TaskSpec{Kind: FragmentTaskKind, Stage: s.ID, Index: t, Fragment: b}
+			if len(scans) > 0 {
+				spec.Needs = needs
+			}
+			all = append(all, planned{f: f, spec: spec})
+			reqs = append(reqs, TaskRequest{Stage: s.ID, Cores: 1, Node: worker(s.ID, t).ID})
+		}
+	}
+	places, err := q.Place(reqs)
+	if err != nil {
+		return nil, nil, err
+	}
+	relay := relayFilters(q, dp)
+	var tasks []*Task
+	var root *Task
+	for i, p := range places {
+		t, err := q.Start(p, all[i].spec)
+		if err != nil {
+			q.Release(places[i+1:]...)
+			return nil, nil, err
+		}
+		relay.started(t)
+		tasks = append(tasks, t)
+		if all[i].f.Out == nil {
+			root = t
+		}
+	}
+	return tasks, root, nil
+}
+
+// runWave runs an adaptive wave to its end and returns its held outputs'
+// parts: per task, the worker holding it and its rows.
+func (r *SQLRunner) runWave(q *Query, dq *engine.DistQuery, wave *dist.DistPlan, workers []NodeInfo) (map[string][]phys.HeldPart, error) {
+	tasks, _, err := r.startTasks(q, dq, wave, workers)
+	if err != nil {
+		return nil, err
+	}
+	parts := map[string][]phys.HeldPart{}
+	for _, s := range wave.Stages {
+		if s.Out != nil && s.Out.Kind == exec.ExchangeHeld {
+			parts[s.Out.Held] = make([]phys.HeldPart, s.Tasks)
+		}
+	}
+	for _, t := range tasks {
+		st, err := t.Wait()
+		if err != nil {
+			return nil, err
+		}
+		s := wave.Stage(t.Spec().Stage)
+		if s == nil || s.Out == nil || s.Out.Kind != exec.ExchangeHeld {
+			continue
+		}
+		parts[s.Out.Held][t.Spec().Index] = phys.HeldPart{Node: ShuffleIndex(t.Node().ID), Rows: st.Rows}
+	}
+	return parts, nil
 }
 
 func resultSchema(dp *dist.DistPlan) *arrow.Schema {
@@ -808,6 +873,11 @@ func (w *SQLWorker) Start(n *Node, listen string) error {
 	w.shuffleSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "nicflow_shuffle_seconds", Buckets: LatencyBuckets,
 		Help: "Shuffle latency on a worker: one stream of a network exchange from its first payload to its end; side send (closed after its last payload) or receive (every sender done)."}, []string{"side"})
 	w.memory = exec.NewNodeBudget(n.opts.Memory, "the worker's --memory")
+	if n.opts.Memory > 0 {
+		// Held outputs of adaptive waves (a query's build sides, waiting
+		// for the re-planned rest) may use a quarter of the node.
+		dist.DefaultHeld.SetLimit(n.opts.Memory / 4)
+	}
 	w.mu.Unlock()
 	reg := n.Metrics()
 	reg.MustRegister(w.scanned, w.scannedBytes, w.sent, w.received, w.spilled, w.scanSeconds, w.shuffleSeconds)

@@ -153,6 +153,9 @@ func (s *Session) PrepareDistributed(ctx context.Context, script string, k int, 
 	if err != nil {
 		return nil, err
 	}
+	if s.adaptiveOff {
+		opts.AdaptiveWaves = -1
+	}
 	if dq.Plan, err = dist.PlanDistributed(pp, opts); err != nil {
 		return nil, err
 	}
@@ -165,15 +168,16 @@ type clusterState struct {
 	zone, zoneShown string
 	queryRetries    int
 	disabledRules   []string
+	adaptiveOff     bool
 	client          map[string]string
 }
 
 func (s *Session) clusterState() clusterState {
-	return clusterState{s.zone, s.zoneShown, s.queryRetries, s.opts.DisabledRules, maps.Clone(s.client)}
+	return clusterState{s.zone, s.zoneShown, s.queryRetries, s.opts.DisabledRules, s.adaptiveOff, maps.Clone(s.client)}
 }
 
 func (s *Session) restoreClusterState(st clusterState) {
-	s.zone, s.zoneShown, s.queryRetries, s.opts.DisabledRules, s.client = st.zone, st.zoneShown, st.queryRetries, st.disabledRules, st.client
+	s.zone, s.zoneShown, s.queryRetries, s.opts.DisabledRules, s.adaptiveOff, s.client = st.zone, st.zoneShown, st.queryRetries, st.disabledRules, st.adaptiveOff, st.client
 }
 
 // replaySet applies one SET of a cluster script. The settings that
@@ -186,9 +190,9 @@ func (s *Session) replaySet(ctx context.Context, script string, st sql.Statement
 	x := st.(*sql.Set)
 	switch name := strings.ToLower(x.Name.Name); {
 	case name == SettingTimeZone || name == "time zone" || name == SettingQueryRetries || name == SettingTaskRetries ||
-		name == SettingDisabledRules || isClientSetting(name):
+		name == SettingDisabledRules || name == SettingAdaptive || isClientSetting(name):
 	default:
-		return nferr.Queryf("SET %s is not supported on a cluster (it sizes embedded execution; workers size their tasks with their own --memory-limit); supported: timezone, query_retries, disabled_rules", x.Name.Name)
+		return nferr.Queryf("SET %s is not supported on a cluster (it sizes embedded execution; workers size their tasks with their own --memory-limit); supported: timezone, query_retries, disabled_rules, adaptive", x.Name.Name)
 	}
 	b, err := PrepareIn(s.catalog(), script, st, s.zone, s.opts.DisabledRules...)
 	if err != nil {

@@ -130,6 +130,9 @@ type Session struct {
 	mu     sync.Mutex
 	// queryRetries is SET query_retries (-1: not set).
 	queryRetries int
+	// adaptiveOff is SET adaptive = off (a cluster's plans are not
+	// re-planned at run time).
+	adaptiveOff bool
 	// zone is SET TIME ZONE's zone (expr.LoadZone's names; "": UTC, the
 	// default): statements bind in it and TIMESTAMPTZ values print in it
 	// (TimeZone, ValueFormatter).
@@ -1264,12 +1267,16 @@ const (
 	// SettingDisabledRules is Options.DisabledRules, comma-separated ('' or
 	// 'none': every rule on).
 	SettingDisabledRules = "disabled_rules"
+	// SettingAdaptive turns a cluster's adaptive execution (dist.Adapt:
+	// build sides run first and the rest is re-planned from their real
+	// sizes) on or off; embedded it is kept and shown.
+	SettingAdaptive = "adaptive"
 	// SettingTimeZone is the session time zone: UTC only (docs/sql.md), so
 	// that scripts setting it to UTC run.
 	SettingTimeZone = "timezone"
 )
 
-const knownSettings = "memory_limit, parallelism, batch_size, query_retries, spill_dir, spill_limit, disabled_rules, timezone"
+const knownSettings = "memory_limit, parallelism, batch_size, query_retries, spill_dir, spill_limit, disabled_rules, adaptive, timezone"
 
 // parseRuleList reads SET disabled_rules' value.
 func parseRuleList(v string) []string {
@@ -1348,6 +1355,16 @@ func (s *Session) set(name, value string) error {
 		o.SpillLimit = n
 	case SettingDisabledRules:
 		o.DisabledRules = parseRuleList(v)
+	case SettingAdaptive:
+		switch strings.ToLower(strings.Trim(v, "'")) {
+		case "on", "true", "1", "default":
+			s.adaptiveOff = false
+		case "off", "false", "0":
+			s.adaptiveOff = true
+		default:
+			return nferr.Queryf("adaptive takes on or off, got %q", value)
+		}
+		return nil
 	case SettingTimeZone, "time zone":
 		// The binder made the value a zone name (bind.zoneSetting).
 		loc, err := expr.LoadZone(v)
@@ -1406,6 +1423,11 @@ func (s *Session) show(name string) (*Result, error) {
 		v = "0"
 		if s.opts.SpillLimit > 0 {
 			v = exec.FormatBytes(s.opts.SpillLimit)
+		}
+	case SettingAdaptive:
+		v = "on"
+		if s.adaptiveOff {
+			v = "off"
 		}
 	case SettingDisabledRules:
 		v = strings.Join(s.opts.DisabledRules, ",")

@@ -418,6 +418,10 @@ func arrayBytes(a arrow.Array) int64 {
 	return n
 }
 
+// ArraySize is arrayBytes for other packages (the bytes an array's
+// buffers hold).
+func ArraySize(a arrow.Array) int64 { return arrayBytes(a) }
+
 // batchBytes estimates the memory a batch keeps alive.
 func batchBytes(b *Batch) int64 {
 	n := int64(len(b.Sel) * 4)

@@ -50,6 +50,10 @@ const (
 	ExchangeHash      ExchangeKind = "hash"
 	ExchangeBroadcast ExchangeKind = "broadcast"
 	ExchangeMerge     ExchangeKind = "merge"
+	// ExchangeHeld (distributed plans only) keeps a stage's output on the
+	// node that computed it, for a later wave of the query to read
+	// (adaptive execution: engine/dist/adaptive.go).
+	ExchangeHeld ExchangeKind = "held"
 )
 
 // ExchangeSpec describes an exchange as plain data: the planner uses the

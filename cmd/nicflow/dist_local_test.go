@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/nicflow/nicflow/engine"
+	"github.com/nicflow/nicflow/storage"
 	"github.com/nicflow/nicflow/tpch"
 )
 
@@ -21,6 +23,10 @@ import (
 func tpchSmallGroups(t testing.TB, sf float64) string {
 	return cachedTPCH(t, tpchData{sf: sf, smallGroups: true})
 }
+
+// adaptedQueries counts the queries distLocalAnswer saw re-planned at run
+// time (dist.Adapt).
+var adaptedQueries atomic.Int64
 
 // distLocalAnswer runs a TPC-H query text (a script for Q15) through the
 // distributed planner and the in-process runner.
@@ -45,6 +51,10 @@ func distLocalAnswer(t *testing.T, sess *engine.Session, text string, opts dist.
 			t.Fatalf("statement %d: %v\n%s", k+1, err, dist.ExplainDistributed(dq.Plan, nil))
 		}
 		shuffled += res.BytesShuffled
+		if len(res.Plan.Adaptive) > 0 {
+			adaptedQueries.Add(1)
+			t.Logf("statement %d re-planned: %v", k+1, res.Plan.Adaptive)
+		}
 		out = tpch.Result{Columns: dq.Plan.Names}
 		for _, rec := range res.Records {
 			rows, err := engine.RowsText(rec, "")
@@ -69,20 +79,38 @@ func TestDistributedPlansInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sess.Close()
-	for _, w := range []int{1, 2, 4} {
-		t.Run(fmt.Sprintf("workers=%d", w), func(t *testing.T) {
+	// NB: with adaptive execution on (the default) and off: the static
+	// plans must answer right by themselves, and the re-planned ones too.
+	for _, c := range []struct {
+		w     int
+		waves int
+	}{{1, 0}, {2, 0}, {4, 0}, {4, -1}} {
+		t.Run(fmt.Sprintf("workers=%d/adaptive=%v", c.w, c.waves >= 0), func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
+			before := adaptedQueries.Load()
 			for q := 1; q <= tpch.NumQueries; q++ {
 				params, _ := tpch.AnswerParams(q, sf)
 				text, err := tpch.Query(q, params)
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, _ := distLocalAnswer(t, sess, text, dist.DistOptions{Workers: w, Parallelism: 2}, mem)
+				got, _ := distLocalAnswer(t, sess, text, dist.DistOptions{Workers: c.w, Parallelism: 2, AdaptiveWaves: c.waves}, mem)
 				if err := tpch.CheckAnswer(q, sf, got); err != nil {
-					t.Errorf("Q%d on %d workers: %v", q, w, err)
+					t.Errorf("Q%d on %d workers: %v", q, c.w, err)
 				}
+			}
+			n := adaptedQueries.Load() - before
+			t.Logf("%d of %d queries re-planned at run time", n, tpch.NumQueries)
+			if c.waves < 0 || c.w == 1 {
+				if n > 0 {
+					t.Errorf("%d queries re-planned with adaptive execution off or one worker", n)
+				}
+			} else if n == 0 {
+				t.Errorf("no query re-planned at run time on %d workers", c.w)
+			}
+			if dist.DefaultHeld.Parts() != 0 {
+				t.Errorf("%d held parts left after the queries", dist.DefaultHeld.Parts())
 			}
 		})
 	}
@@ -204,5 +232,103 @@ func TestCrossStageKeyFilters(t *testing.T) {
 	}
 	if dropped == 0 {
 		t.Fatal("no cross-stage filter dropped a row")
+	}
+}
+
+// TestAdaptiveStrategyChanges runs joins whose build side is estimated
+// far from its real size on 4 simulated workers: adaptive execution
+// changes how the build reaches the probe (or prunes the join), and the
+// answer equals the embedded one and the static plan's.
+func TestAdaptiveStrategyChanges(t *testing.T) {
+	dir := t.TempDir()
+	sess, err := engine.Open(dir, engine.Options{Storage: storage.Options{Write: storage.WriteOptions{RowGroupRows: 500, FileRows: 2000}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	// probe: 4,000 rows; dim: 20,000 rows whose a and b are equal (so a
+	// filter on both is estimated as if they were independent).
+	for _, q := range []string{
+		`create table probe as select i as k, i % 7 as v from generate_series(1, 4000) g(i)`,
+		`create table dim as select i as k, i % 10 as a, i % 10 as b from generate_series(1, 20000) g(i)`,
+	} {
+		r, err := sess.Query(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+	}
+	for _, c := range []struct {
+		name, sql string
+		after     string // the strategy the re-planned build must have
+	}{
+		// Estimated a tenth of dim (LIKE's default selectivity:
+		// repartitioned with the probe), has 20 rows: broadcast.
+		{"estimated large, is small", `select count(*), sum(p.v) from probe p join (select k from dim where cast(k as varchar) like '%777') d on p.k = d.k + 0`, "broadcast"},
+		// Estimated a hundredth of dim (broadcast), has a tenth:
+		// repartitioned.
+		{"estimated small, is large", `select count(*), sum(p.v) from probe p join (select k from dim where a = 3 and b = 3) d on p.k = d.k + 0`, "hash"},
+		// Empty build side of an inner join: the join is pruned.
+		{"empty build", `select count(*), sum(p.v) from probe p join (select k from dim where cast(k as varchar) like '%zz%') d on p.k = d.k + 0`, "pruned"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			want := embeddedAnswer(t, sess, c.sql)
+			static, _ := distLocalAnswer(t, sess, c.sql, dist.DistOptions{Workers: 4, Parallelism: 2, AdaptiveWaves: -1}, memory.DefaultAllocator)
+			dq, err := sess.PrepareDistributed(context.Background(), c.sql, 0, dist.DistOptions{Workers: 4, Parallelism: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			res, err := dist.RunDistributedLocal(context.Background(), dq.Plan, dist.LocalDistOptions{Source: sess.DB(), Alloc: mem})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got [][]string
+			for _, rec := range res.Records {
+				rows, err := engine.RowsText(rec, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, rows...)
+				rec.Release()
+			}
+			mem.AssertSize(t, 0)
+			changed := false
+			for _, st := range res.Plan.Adaptive {
+				t.Logf("%v", st)
+				changed = changed || (st.After == c.after && st.Before != st.After)
+			}
+			if !changed {
+				t.Errorf("no build side changed to %s at run time: %v\n%s", c.after, res.Plan.Adaptive, dist.ExplainDistributed(dq.Plan, nil))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) || fmt.Sprint(static.Rows) != fmt.Sprint(want) {
+				t.Errorf("answers differ:\nadaptive %v\nstatic   %v\nembedded %v", got, static.Rows, want)
+			}
+		})
+	}
+}
+
+// embeddedAnswer runs a query in the session (one process, no stages).
+func embeddedAnswer(t *testing.T, sess *engine.Session, text string) [][]string {
+	t.Helper()
+	r, err := sess.Query(context.Background(), text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var out [][]string
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec == nil {
+			return out
+		}
+		rows, err := engine.RowsText(rec, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rows...)
 	}
 }

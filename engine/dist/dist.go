@@ -119,6 +119,19 @@ type DistOptions struct {
 	// A filter that comes later is applied from then on.
 	KeyFilterWait     time.Duration
 	KeyFilterWaitRows float64
+	// AdaptiveWaves is how many times a query's plan may be re-planned
+	// from real sizes (adaptive.go; default 3; negative: never, SET
+	// adaptive = off). AdaptiveMaxBytes bounds the estimated size (rows x
+	// columns x 8) of a build side computed ahead and held on the workers
+	// (default 256 MiB): a larger one runs as planned.
+	AdaptiveWaves    int
+	AdaptiveMaxBytes float64
+
+	// replanned (Adapt's re-planning): Workers stays as given (a held
+	// output has one part per task of the plan it came from), and stage
+	// IDs start after stageBase (unique across the query's waves).
+	replanned bool
+	stageBase int
 }
 
 // Validate fills defaults and checks the options.
@@ -144,6 +157,12 @@ func (o *DistOptions) Validate() error {
 	if o.KeyFilterWaitRows == 0 {
 		o.KeyFilterWaitRows = 1 << 20
 	}
+	if o.AdaptiveWaves == 0 {
+		o.AdaptiveWaves = 3
+	}
+	if o.AdaptiveMaxBytes == 0 {
+		o.AdaptiveMaxBytes = 256 << 20
+	}
 	return nil
 }
 
@@ -162,6 +181,12 @@ type DistPlan struct {
 	// KeyFilters are the join key filters whose join and scan run in
 	// different stages (filters.go).
 	KeyFilters []phys.RemoteKeyFilter `json:"key_filters,omitempty"`
+	// Adaptive lists the joins re-planned at run time (adaptive.go).
+	Adaptive []AdaptStep `json:"adaptive,omitempty"`
+
+	// phys and opts are what the plan was made from (Adapt re-plans).
+	phys *phys.PhysPlan
+	opts DistOptions
 }
 
 // Stage is a fragment run by Tasks tasks.
@@ -185,6 +210,10 @@ type StageOut struct {
 	// Consumer is the stage reading it; PerTask its receivers per task.
 	Consumer int `json:"consumer"`
 	PerTask  int `json:"per_task"`
+	// Held names the output of a held stage (Kind exec.ExchangeHeld, an
+	// adaptive wave's: held.go), kept where it was computed; Exchange,
+	// Consumer and PerTask are then 0.
+	Held string `json:"held,omitempty"`
 }
 
 // Root is the root stage.
@@ -247,6 +276,9 @@ type frag struct {
 	// read their row groups round-robin); ranged is the split applied.
 	cands  []rangeCand
 	ranged *rangedOn
+	// tasks, when set, is the task count of the stage cut at f (a held
+	// node's parts: held.go), instead of Workers.
+	tasks int
 }
 
 // rangeCand: output column col follows clustered column cc of scan node
@@ -356,7 +388,7 @@ func PlanDistributed(pp *phys.PhysPlan, opts DistOptions) (dp *DistPlan, err err
 			dp, err = nil, nferr.Internalf("distributed planner bug (please report): %v", r)
 		}
 	}()
-	if w := widestScan(pp); w > 0 && w < opts.Workers {
+	if w := widestScan(pp); w > 0 && w < opts.Workers && !opts.replanned {
 		// NB: no wide stage can use more tasks than its widest scan has
 		// row groups to read: a query of a few row groups (a point
 		// lookup, a small table) on 64 workers would otherwise start 64
@@ -375,7 +407,7 @@ func PlanDistributed(pp *phys.PhysPlan, opts DistOptions) (dp *DistPlan, err err
 			return nil, err
 		}
 		return &DistPlan{Stages: []*Stage{{ID: 1, Tasks: 1, Root: f.n, Shared: pp.Shared}}, Names: pp.Names, Columns: pp.Root.Columns,
-			Workers: opts.Workers, Parallelism: opts.Parallelism}, nil
+			Workers: opts.Workers, Parallelism: opts.Parallelism, phys: pp, opts: opts}, nil
 	}
 	unshared := map[int]bool{}
 	for {
@@ -410,7 +442,7 @@ func (d *distPlanner) plan1() (*DistPlan, *phys.PhysShared, error) {
 	if f, err = d.single(f); err != nil {
 		return nil, nil, err
 	}
-	root := &Stage{ID: len(d.stages) + 1, Tasks: 1, Root: f.n}
+	root := &Stage{ID: d.stageID(), Tasks: 1, Root: f.n}
 	d.stages = append(d.stages, root)
 	// Each shared subplan goes to the one stage reading it; the last
 	// definitions first, as a subplan may read an earlier one (its readers
@@ -441,20 +473,29 @@ func (d *distPlanner) plan1() (*DistPlan, *phys.PhysShared, error) {
 		}
 		at.Shared = append([]*phys.PhysShared{sh}, at.Shared...) // definition order: built in turn
 	}
-	// Consumers: the stage holding each remote node.
+	d.linkConsumers()
+	dp := &DistPlan{Stages: d.stages, Names: pp.Names, Columns: pp.Root.Columns, Exchanges: d.nexch, Workers: d.opts.Workers, Parallelism: d.opts.Parallelism,
+		phys: pp, opts: d.opts}
+	dp.KeyFilters = crossStageFilters(dp, d.opts)
+	return dp, nil, nil
+}
+
+// linkConsumers sets each stage's consumer: the stage holding the remote
+// node reading it.
+func (d *distPlanner) linkConsumers() {
 	for _, s := range d.stages {
 		s.Walk(func(n *phys.PhysNode) {
-			if n.Kind == phys.PhysRemote {
+			if n.Kind == phys.PhysRemote && !isHeld(n) {
 				if p := d.stageByID(n.Remote.Stage); p != nil && p.Out != nil {
 					p.Out.Consumer = s.ID
 				}
 			}
 		})
 	}
-	dp := &DistPlan{Stages: d.stages, Names: pp.Names, Columns: pp.Root.Columns, Exchanges: d.nexch, Workers: d.opts.Workers, Parallelism: d.opts.Parallelism}
-	dp.KeyFilters = crossStageFilters(dp, d.opts)
-	return dp, nil, nil
 }
+
+// stageID numbers the next stage.
+func (d *distPlanner) stageID() int { return d.opts.stageBase + len(d.stages) + 1 }
 
 func (d *distPlanner) stageByID(id int) *Stage {
 	for _, s := range d.stages {
@@ -482,9 +523,12 @@ func with(n *phys.PhysNode, streams int, inputs ...*phys.PhysNode) *phys.PhysNod
 // receiving node for the consuming stage.
 func (d *distPlanner) cut(f frag, kind exec.ExchangeKind, keys []int, perTask int, consumerWide bool) frag {
 	d.nexch++
-	st := &Stage{ID: len(d.stages) + 1, Tasks: 1, Root: f.n, Out: &StageOut{Exchange: d.nexch, Kind: kind, Keys: keys, PerTask: perTask}}
+	st := &Stage{ID: d.stageID(), Tasks: 1, Root: f.n, Out: &StageOut{Exchange: d.nexch, Kind: kind, Keys: keys, PerTask: perTask}}
 	if f.wide {
 		st.Tasks = d.opts.Workers
+	}
+	if f.tasks > 0 {
+		st.Tasks = f.tasks
 	}
 	d.stages = append(d.stages, st)
 	rn := &phys.PhysNode{ID: d.id(), Kind: phys.PhysRemote, Streams: perTask, Columns: f.n.Columns, EstRows: f.n.EstRows,
@@ -565,6 +609,11 @@ func (d *distPlanner) walk(n *phys.PhysNode) (frag, error) {
 	if err != nil {
 		return f, err
 	}
+	if isHeld(n) {
+		// A held output is read where it is, by as many tasks as it has
+		// parts; whatever reads it cuts a stage above it.
+		return f, nil
+	}
 	if n.Streams == 1 && (f.wide || f.n.Streams > 1) && !streamFree(n.Kind) {
 		// NB: the embedded plan ran n as one stream: whatever follows
 		// (ORDER BY, LIMIT, a global aggregate) relies on seeing all
@@ -634,6 +683,9 @@ func (d *distPlanner) walkNode(n *phys.PhysNode) (frag, error) {
 			return f, err
 		}
 	case phys.PhysRemote:
+		if isHeld(n) {
+			return frag{n: with(n, n.Streams), wide: true, tasks: len(n.Remote.Parts)}, nil
+		}
 		return frag{}, nferr.Internalf("distributed plan: the physical plan has a remote node already")
 	}
 	// One input, one operator per stream.
@@ -1171,6 +1223,15 @@ func (d *distPlanner) union(n *phys.PhysNode) (frag, error) {
 func ExplainDistributed(dp *DistPlan, stats *DistStats) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Distributed plan: %d stages, %d workers x %d streams\n", len(dp.Stages), dp.Workers, dp.Parallelism)
+	switch {
+	case len(dp.Adaptive) > 0:
+		for _, st := range dp.Adaptive {
+			fmt.Fprintf(&b, "Adaptive %s\n", st)
+		}
+	case dp.CanAdapt():
+		n := len(adaptPoints(dp, dp.phys, dp.opts))
+		fmt.Fprintf(&b, "Adaptive: %d join build side(s) run first, and the stages after them are planned again with their real sizes (SET adaptive = off: this plan)\n", n)
+	}
 	for i := len(dp.Stages) - 1; i >= 0; i-- {
 		s := dp.Stages[i]
 		out := "to the coordinator"
@@ -1212,6 +1273,10 @@ func ExplainDistributed(dp *DistPlan, stats *DistStats) string {
 func widestScan(pp *phys.PhysPlan) int {
 	widest, unknown := 1, false
 	visit := func(n *phys.PhysNode) {
+		if isHeld(n) {
+			widest = max(widest, len(n.Remote.Parts))
+			return
+		}
 		if n.Kind != phys.PhysScan || n.Scan == nil {
 			return
 		}

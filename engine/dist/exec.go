@@ -85,7 +85,7 @@ func (dp *DistPlan) Fragments(query string, q uint64, node func(stage, task int)
 	}
 	chans := map[int]*shuffle.Spec{}
 	for _, s := range dp.Stages {
-		if s.Out == nil {
+		if s.Out == nil || s.Out.Kind == exec.ExchangeHeld {
 			continue
 		}
 		c := dp.Stage(s.Out.Consumer)
@@ -108,11 +108,11 @@ func (dp *DistPlan) Fragments(query string, q uint64, node func(stage, task int)
 	out := map[int][]*Fragment{}
 	for _, s := range dp.Stages {
 		used := map[int]*shuffle.Spec{}
-		if s.Out != nil {
+		if s.Out != nil && s.Out.Kind != exec.ExchangeHeld {
 			used[s.Out.Exchange] = chans[s.Out.Exchange]
 		}
 		s.Walk(func(n *phys.PhysNode) {
-			if n.Kind == phys.PhysRemote {
+			if n.Kind == phys.PhysRemote && n.Remote.Held == "" {
 				used[n.Remote.Exchange] = chans[n.Remote.Exchange]
 			}
 		})
@@ -283,6 +283,16 @@ type FragmentEnv struct {
 	// Filters carries the fragment's cross-stage key filters (nil: they
 	// are not built: the joins publish none, the scans wait for none).
 	Filters *TaskFilters
+	// Held is the node's store of held outputs (adaptive waves; nil:
+	// DefaultHeld).
+	Held *HeldStore
+}
+
+func (fe FragmentEnv) held() *HeldStore {
+	if fe.Held != nil {
+		return fe.Held
+	}
+	return DefaultHeld
 }
 
 // FragmentCounters are a task's live figures.
@@ -429,9 +439,13 @@ type remoteBuilder struct {
 	f     *Fragment
 	xs    map[int]*shuffle.Exchange
 	recvd *exec.NetCounters
+	held  *HeldStore
 }
 
 func (rb *remoteBuilder) Receivers(n *phys.PhysNode, schema *arrow.Schema) ([]exec.Operator, error) {
+	if n.Remote.Held != "" {
+		return heldReaders(rb.held, n, rb.f.Task, schema)
+	}
 	x := rb.xs[n.Remote.Exchange]
 	if x == nil {
 		return nil, nferr.Dataf("plan fragment: exchange %d has no channel", n.Remote.Exchange)
@@ -501,16 +515,19 @@ func RunFragment(ctx context.Context, f *Fragment, fe FragmentEnv) (err error) {
 	}
 	ops, stats, err := phys.BuildStreams(&phys.PhysPlan{Root: f.Root, Shared: f.Shared}, phys.BuildOptions{
 		Source: fe.Source, Analyze: f.Analyze, Budget: env.Budget,
-		Remote: &remoteBuilder{f: f, xs: xs, recvd: &ctr.Received},
+		Remote: &remoteBuilder{f: f, xs: xs, recvd: &ctr.Received, held: fe.held()},
 		Task:   f.Task, Tasks: f.Tasks, StreamBase: f.Task * phys.MaxParallelism,
 		Stage: f.Stage, RemoteFilters: f.KeyFilters, FilterHub: fe.filterHub(),
 	})
 	if err != nil {
 		return err
 	}
-	if f.Out == nil {
+	switch {
+	case f.Out == nil:
 		err = runRootFragment(env, f, fe, ops, ctr)
-	} else {
+	case f.Out.Kind == exec.ExchangeHeld:
+		err = holdFragment(env, f, fe.held(), ops, ctr)
+	default:
 		err = sendFragment(env, f, xs, ops, ctr)
 	}
 	if err != nil {

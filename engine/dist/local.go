@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/nicflow/nicflow/engine/phys"
+	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/internal/nferr"
 	"github.com/nicflow/nicflow/shuffle"
 	"github.com/nicflow/nicflow/storage"
@@ -34,6 +35,8 @@ type LocalDistResult struct {
 	Stats   *DistStats
 	// BytesShuffled sums the payload bytes of every exchange.
 	BytesShuffled int64
+	// Plan is the plan that ran: the one given, or what Adapt made of it.
+	Plan *DistPlan
 }
 
 var localQuery atomic.Uint64
@@ -85,7 +88,29 @@ func RunDistributedLocal(ctx context.Context, dp *DistPlan, o LocalDistOptions) 
 		}
 		xs[i] = NewExchanges(clients[i])
 	}
+	defer DefaultHeld.Drop(fmt.Sprintf("local-%d.", q))
+	dp, err = Adapt(ctx, dp, fmt.Sprintf("local-%d", q), func(ctx context.Context, wave *DistPlan) (map[string][]phys.HeldPart, error) {
+		_, parts, err := runLocalStages(ctx, wave, xs, o, localQuery.Add(1))
+		return parts, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	res, _, err = runLocalStages(ctx, dp, xs, o, q)
+	if res != nil {
+		res.Plan = dp
+	}
+	return res, err
+}
+
+// runLocalStages runs every task of dp (a wave's held stages report their
+// parts).
+func runLocalStages(ctx context.Context, dp *DistPlan, xs []*Exchanges, o LocalDistOptions, q uint64) (res *LocalDistResult, parts map[string][]phys.HeldPart, err error) {
+	w := len(xs)
 	node := func(stage, task int) int {
+		if n, ok := dp.HeldNode(stage, task); ok {
+			return n
+		}
 		s := dp.Stage(stage)
 		if s != nil && s.Tasks == 1 {
 			return stage % w
@@ -94,7 +119,13 @@ func RunDistributedLocal(ctx context.Context, dp *DistPlan, o LocalDistOptions) 
 	}
 	frags, err := dp.Fragments("local", q, node)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	parts = map[string][]phys.HeldPart{}
+	for _, s := range dp.Stages {
+		if s.Out != nil && s.Out.Kind == exec.ExchangeHeld {
+			parts[s.Out.Held] = make([]phys.HeldPart, s.Tasks)
+		}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -113,6 +144,9 @@ func RunDistributedLocal(ctx context.Context, dp *DistPlan, o LocalDistOptions) 
 		cancel(err)
 	}
 	root := dp.Root()
+	if root.Out != nil {
+		root = nil // a wave: every stage is held or feeds one
+	}
 	var counters []*FragmentCounters
 	// Cross-stage key filters: every task's end, and the relay merging
 	// the parts (the coordinator's job on a cluster).
@@ -162,6 +196,11 @@ func RunDistributedLocal(ctx context.Context, dp *DistPlan, o LocalDistOptions) 
 					fail(nferr.Wrap(nferr.KindOf(err), err, "stage %d task %d", s.ID, t))
 					return
 				}
+				if s.Out != nil && s.Out.Kind == exec.ExchangeHeld {
+					mu.Lock()
+					parts[s.Out.Held][t] = phys.HeldPart{Node: n, Rows: ctr.Out.Rows.Load()}
+					mu.Unlock()
+				}
 				if s == root {
 					// The result is complete: whatever still runs (a
 					// producer whose consumer stopped early) is not needed.
@@ -181,10 +220,10 @@ func RunDistributedLocal(ctx context.Context, dp *DistPlan, o LocalDistOptions) 
 		for _, r := range res.Records {
 			r.Release()
 		}
-		return nil, firstErr
+		return nil, nil, firstErr
 	}
 	if o.Analyze {
 		res.Stats = CollectStats(reports)
 	}
-	return res, nil
+	return res, parts, nil
 }

@@ -372,6 +372,9 @@ func physLine(n *PhysNode) string {
 		return "SingleCheck"
 	case PhysRemote:
 		r := n.Remote
+		if r.Held != "" {
+			return fmt.Sprintf("Held output of an earlier wave (%d parts)", len(r.Parts))
+		}
 		s := fmt.Sprintf("Receive exchange %d from stage %d (%s", r.Exchange, r.Stage, r.Kind)
 		if r.Kind == exec.ExchangeHash {
 			s += " [" + ColNames(n.Columns, r.Keys) + "]"

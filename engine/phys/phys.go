@@ -195,6 +195,20 @@ type RemoteOp struct {
 	Kind     exec.ExchangeKind `json:"kind"`
 	// Keys are the hash columns of a hash exchange (EXPLAIN).
 	Keys []int `json:"keys,omitempty"`
+	// Held (Kind exec.ExchangeHeld; adaptive execution, dist/adaptive.go)
+	// names the output an earlier wave of the query kept on the workers:
+	// task t's stream s reads part t's stream s, on node Parts[t].Node,
+	// where it was computed. Exchange and Stage are then 0.
+	Held  string     `json:"held,omitempty"`
+	Parts []HeldPart `json:"parts,omitempty"`
+}
+
+// HeldPart is one task's share of a held output: the node holding it
+// (shuffle node index) and its size.
+type HeldPart struct {
+	Node  int   `json:"node"`
+	Rows  int64 `json:"rows"`
+	Bytes int64 `json:"bytes"`
 }
 
 // ScanOp is a table scan: Spec is the template (table, projected columns,
