@@ -58,6 +58,9 @@ over Flight as on separate machines.`,
 	Example: `  nicflow tpch gen --sf 1 --dir sf1
   nicflow bench cluster --dir sf1 --configs 4x1 --runs 3
 
+  # adaptive execution against the plans chosen from estimates alone
+  nicflow bench cluster --dir sf1 --configs 4x1,4x1:static
+
   # every shape the tests use at SF 0.1, scans over Flight
   nicflow bench cluster --dir sf1 --configs 1x1,2x1,4x1,1x2,2x2,4x2 --no-local-reads`,
 	Args: cobra.NoArgs,
@@ -69,7 +72,7 @@ over Flight as on separate machines.`,
 func init() {
 	f := benchClusterCmd.Flags()
 	f.StringVar(&benchClusterFlags.dir, "dir", "", "TPC-H data from `nicflow tpch gen` (required)")
-	f.StringVar(&benchClusterFlags.configs, "configs", "4x1", "clusters to run, WORKERSxSTORAGE, comma-separated")
+	f.StringVar(&benchClusterFlags.configs, "configs", "4x1", "clusters to run, WORKERSxSTORAGE[:static], comma-separated (:static: SET adaptive = off)")
 	f.IntVar(&benchClusterFlags.runs, "runs", 3, "runs of each query in a row (the best counts)")
 	f.IntVar(&benchClusterFlags.rounds, "rounds", 2, "times the whole sequence (embedded, then each cluster) runs")
 	f.StringVar(&benchClusterFlags.queries, "queries", "1-22", "queries to run, e.g. 1,3,5-7")
@@ -78,20 +81,31 @@ func init() {
 	benchCmd.AddCommand(benchClusterCmd)
 }
 
-type clusterShape struct{ workers, storage int }
+type clusterShape struct {
+	workers, storage int
+	// static: every query runs with SET adaptive = off (the plan chosen
+	// from estimates, never re-planned at run time).
+	static bool
+}
 
-func (s clusterShape) String() string { return fmt.Sprintf("%dx%d", s.workers, s.storage) }
+func (s clusterShape) String() string {
+	if s.static {
+		return fmt.Sprintf("%dx%d:static", s.workers, s.storage)
+	}
+	return fmt.Sprintf("%dx%d", s.workers, s.storage)
+}
 
 func parseShapes(s string) ([]clusterShape, error) {
 	var out []clusterShape
 	for _, part := range splitList(s) {
+		part, static := strings.CutSuffix(part, ":static")
 		w, st, ok := strings.Cut(part, "x")
 		nw, err1 := strconv.Atoi(w)
 		ns, err2 := strconv.Atoi(st)
 		if !ok || err1 != nil || err2 != nil || nw < 1 || ns < 1 || nw > 64 || ns > 16 {
-			return nil, usagef("--configs: %q is not WORKERSxSTORAGE (e.g. 4x1; 1-64 workers, 1-16 storage nodes)", part)
+			return nil, usagef("--configs: %q is not WORKERSxSTORAGE[:static] (e.g. 4x1; 1-64 workers, 1-16 storage nodes)", part)
 		}
-		out = append(out, clusterShape{nw, ns})
+		out = append(out, clusterShape{nw, ns, static})
 	}
 	if len(out) == 0 {
 		return nil, usagef("--configs names no cluster")
@@ -163,6 +177,12 @@ func runBenchCluster(ctx context.Context, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "round %d: embedded done\n", round)
 		for i, sh := range shapes {
 			err := benchOneCluster(ctx, exe, fl.dir, sh, fl.worker.args(), stderr, func(cl textRunner) error {
+				if sh.static {
+					run := cl
+					cl = func(ctx context.Context, text string, keep bool) (tpch.Result, int64, error) {
+						return run(ctx, "SET adaptive = off;\n"+text, keep)
+					}
+				}
 				return pass(i+1, "cluster "+sh.String(), cl)
 			})
 			if err != nil {

@@ -54,9 +54,20 @@ type AdaptStep struct {
 	// "pruned": the join's output was empty).
 	Before string `json:"before"`
 	After  string `json:"after"`
+	// Probe: the join's probe side ran first (its build side's size was
+	// known); Swapped: it proved the smaller, and the join builds on it.
+	Probe   bool `json:"probe,omitempty"`
+	Swapped bool `json:"swapped,omitempty"`
 }
 
 func (s AdaptStep) String() string {
+	if s.Probe {
+		verdict := "kept"
+		if s.Swapped {
+			verdict = "now the build side"
+		}
+		return fmt.Sprintf("wave %d: join %d probe estimated %.0f rows, has %d (%s): build %s -> %s", s.Wave, s.Join, s.EstRows, s.Rows, verdict, s.Before, s.After)
+	}
 	return fmt.Sprintf("wave %d: join %d build estimated %.0f rows, has %d: %s -> %s", s.Wave, s.Join, s.EstRows, s.Rows, s.Before, s.After)
 }
 
@@ -102,6 +113,7 @@ func Adapt(ctx context.Context, dp *DistPlan, key string, run WaveRunner) (*Dist
 			return nil, err
 		}
 		held := map[int]*phys.PhysNode{}
+		swap := map[int]bool{}
 		for _, p := range pts {
 			k := heldName(wave, p.build.ID)
 			ps := parts[k]
@@ -114,9 +126,16 @@ func Adapt(ctx context.Context, dp *DistPlan, key string, run WaveRunner) (*Dist
 			}
 			held[p.build.ID] = &phys.PhysNode{ID: p.build.ID, Kind: phys.PhysRemote, Streams: streams[k], Columns: p.build.Columns, EstRows: float64(rows),
 				Remote: &phys.RemoteOp{Kind: exec.ExchangeHeld, Held: k, Parts: ps}}
-			steps = append(steps, AdaptStep{Wave: w, Join: p.join.ID, EstRows: p.build.EstRows, Rows: rows, Before: buildExchange(dp, p.join.ID)})
+			step := AdaptStep{Wave: w, Join: p.join.ID, EstRows: p.build.EstRows, Rows: rows, Before: buildExchange(dp, p.join.ID)}
+			if p.probe {
+				step.Probe = true
+				if b := p.join.Inputs[buildIndex(p.join)]; float64(rows)*4 < b.EstRows {
+					swap[p.join.ID], step.Swapped = true, true
+				}
+			}
+			steps = append(steps, step)
 		}
-		root := replaceHeld(pp.Root, held)
+		root := replaceHeld(pp.Root, held, swap)
 		pp = &phys.PhysPlan{Root: root, Names: pp.Names, Shared: pp.Shared}
 		o.stageBase = base
 		if cur, err = PlanDistributed(pp, o); err != nil {
@@ -185,8 +204,13 @@ func isHeld(n *phys.PhysNode) bool {
 	return n.Kind == phys.PhysRemote && n.Remote != nil && n.Remote.Held != ""
 }
 
+// adaptPoint: a join input to compute first. build is the held subtree
+// (in the physical plan): the join's build side, or, for a probe point,
+// its probe side (an inner join whose build is broadcast: if the probe
+// proves the smaller, the join builds on it instead).
 type adaptPoint struct {
-	join, build *phys.PhysNode // in the physical plan
+	join, build *phys.PhysNode
+	probe       bool
 }
 
 // adaptPoints are dp's minimal adaptive points (see the file comment).
@@ -210,10 +234,18 @@ func adaptPoints(dp *DistPlan, pp *phys.PhysPlan, o DistOptions) []adaptPoint {
 				return
 			}
 			pb := pj.Inputs[bi]
-			if pb.EstRows*float64(max(len(pb.Columns), 1))*8 > o.AdaptiveMaxBytes || !adaptable(pb) {
+			if fits(pb, o) && adaptable(pb) {
+				pts = append(pts, adaptPoint{join: pj, build: pb})
 				return
 			}
-			pts = append(pts, adaptPoint{join: pj, build: pb})
+			// NB: a broadcast build whose size is known (a scan) costs
+			// Workers copies and hash tables; if the probe side is far
+			// smaller than estimated, building on it instead is cheaper.
+			pr := pj.Inputs[1-bi]
+			if in.Remote.Kind == exec.ExchangeBroadcast && pj.Join.Type == exec.JoinInner && !pj.Join.NullAware && pb.EstRows >= probePointRows &&
+				!isHeld(pr) && pr.EstRows >= pb.EstRows && fits(pr, o) && adaptable(pr) {
+				pts = append(pts, adaptPoint{join: pj, build: pr, probe: true})
+			}
 		})
 	}
 	// Minimal points only: a build holding another point's build waits
@@ -233,6 +265,16 @@ func adaptPoints(dp *DistPlan, pp *phys.PhysPlan, o DistOptions) []adaptPoint {
 		}
 	}
 	return out
+}
+
+// probePointRows: a broadcast build of at least this many rows makes its
+// join's probe side a point (copying fewer rows to every worker costs
+// less than a wave).
+const probePointRows = 50_000
+
+// fits: n's estimated size is within what a wave may hold.
+func fits(n *phys.PhysNode, o DistOptions) bool {
+	return n.EstRows*float64(max(len(n.Columns), 1))*8 <= o.AdaptiveMaxBytes
 }
 
 // adaptable: a build side whose size is not known exactly, and that can
@@ -292,13 +334,13 @@ func planWave(pp *phys.PhysPlan, pts []adaptPoint, o DistOptions, key string) (*
 
 // replaceHeld returns n with the nodes of held replaced (copying the path
 // to them), and the joins their emptiness empties pruned.
-func replaceHeld(n *phys.PhysNode, held map[int]*phys.PhysNode) *phys.PhysNode {
+func replaceHeld(n *phys.PhysNode, held map[int]*phys.PhysNode, swap map[int]bool) *phys.PhysNode {
 	if h := held[n.ID]; h != nil {
 		return h
 	}
 	var ins []*phys.PhysNode
 	for i, in := range n.Inputs {
-		r := replaceHeld(in, held)
+		r := replaceHeld(in, held, swap)
 		if r != in && ins == nil {
 			ins = append([]*phys.PhysNode(nil), n.Inputs...)
 		}
@@ -311,6 +353,15 @@ func replaceHeld(n *phys.PhysNode, held map[int]*phys.PhysNode) *phys.PhysNode {
 	}
 	c := *n
 	c.Inputs = ins
+	if swap[c.ID] && c.Kind == phys.PhysHashJoin {
+		// An inner join builds on either side: the smaller one.
+		spec := *c.Join
+		spec.Build = exec.SideLeft
+		if c.Join.Build == exec.SideLeft {
+			spec.Build = exec.SideRight
+		}
+		c.Join = &spec
+	}
 	if emptyOutput(&c) {
 		return emptyNode(&c)
 	}

@@ -701,7 +701,7 @@ func (d *distPlanner) walkNode(n *phys.PhysNode) (frag, error) {
 			return in, err
 		}
 	}
-	out := frag{n: with(n, in.n.Streams, in.n), wide: in.wide}
+	out := frag{n: with(n, in.n.Streams, in.n), wide: in.wide, tasks: in.tasks}
 	switch n.Kind {
 	case phys.PhysFilter:
 		out.hash, out.pure, out.rows = in.hash, in.pure, in.rows
@@ -1093,7 +1093,7 @@ func (d *distPlanner) hashJoin(n *phys.PhysNode) (frag, error) {
 	if buildLeft {
 		l, r = build, probe
 	}
-	out := frag{n: with(n, probe.n.Streams, l.n, r.n), wide: probe.wide}
+	out := frag{n: with(n, probe.n.Streams, l.n, r.n), wide: probe.wide, tasks: probe.tasks}
 	// The probe rows stay where they were: what is known of their
 	// distribution carries over (their columns first, or after the left
 	// input's when the build is on the left and the join keeps them).

@@ -19,6 +19,11 @@
 //	                           join's tasks, merged by a FilterRelay (the
 //	                           coordinator), applied by the scan's tasks
 //	                           (TaskFilters; filters.go)
+//	Adapt (adaptive.go)        adaptive execution: the build sides whose
+//	                           size decides the plan run first, in waves of
+//	                           held stages (their output kept where it was
+//	                           computed: HeldStore, held.go); the rest is
+//	                           planned again with the real sizes
 //	ExplainDistributed         stages [+ EXPLAIN ANALYZE task reports]
 //
 // INVARIANT: a node the embedded plan ran as one stream runs in one task
@@ -32,7 +37,10 @@
 // are distributed on their join keys over the same receivers, or split by
 // value range on them at the same bounds (RangePart.Same), every part of a
 // range split read by exactly one task with the part's bounds in its scan
-// filter.
+// filter. A held output is read by one task per part, on the node holding
+// the part (DistPlan.HeldNode), in a stage of its own; it is taken once and
+// is visible only once its task ended without error; a wave's failure for
+// want of memory runs the static plan instead.
 //
 // Dependencies: dist imports phys, exec, shuffle and storage; never plan's
 // rewriters, bind or opt.
