@@ -224,6 +224,18 @@ var systemTables = map[string]systemTable{
 			return rows
 		},
 	},
+	"pg_catalog.pg_sequence": {
+		// Sequences: nicflow has none.
+		cols:  []string{"seqrelid", "seqtypid", "seqstart", "seqincrement", "seqmax", "seqmin", "seqcache", "seqcycle"},
+		types: []string{"INTEGER", "INTEGER", "BIGINT", "BIGINT", "BIGINT", "BIGINT", "BIGINT", "BOOLEAN"},
+		rows:  func(*StorageCatalog) [][]string { return nil },
+	},
+	"pg_catalog.pg_enum": {
+		// Enum labels: nicflow has no enum types.
+		cols:  []string{"oid", "enumtypid", "enumsortorder", "enumlabel"},
+		types: []string{"INTEGER", "INTEGER", "DOUBLE PRECISION", "TEXT"},
+		rows:  func(*StorageCatalog) [][]string { return nil },
+	},
 	"pg_catalog.pg_am": {
 		// Access methods: nicflow's tables have none (relam is 0).
 		cols:  []string{"oid", "amname", "amtype"},
@@ -247,13 +259,36 @@ var systemTables = map[string]systemTable{
 		},
 	},
 	"pg_catalog.pg_type": {
-		// Base types only ('b'): no domains, composites or arrays.
-		cols:  []string{"oid", "typname", "typnamespace", "typlen", "typtype", "typnotnull", "typtypmod", "typbasetype", "typrelid", "typelem", "typcollation"},
-		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER", "TEXT", "BOOLEAN", "INTEGER", "INTEGER", "INTEGER", "INTEGER", "INTEGER"},
+		// Base types only ('b'): no domains, composites or arrays
+		// (typarray is 0: nicflow has no array types).
+		cols: []string{"oid", "typname", "typnamespace", "typowner", "typlen", "typbyval", "typtype", "typcategory", "typispreferred", "typisdefined",
+			"typdelim", "typrelid", "typelem", "typarray", "typinput", "typoutput", "typreceive", "typsend", "typalign", "typstorage",
+			"typnotnull", "typbasetype", "typtypmod", "typndims", "typcollation", "typdefault"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER", "INTEGER", "BOOLEAN", "TEXT", "TEXT", "BOOLEAN", "BOOLEAN",
+			"TEXT", "INTEGER", "INTEGER", "INTEGER", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT",
+			"BOOLEAN", "INTEGER", "INTEGER", "INTEGER", "INTEGER", "TEXT"},
 		rows: func(*StorageCatalog) (rows [][]string) {
 			for _, t := range pgTypes {
-				rows = append(rows, []string{strconv.Itoa(t.oid), sql.QuoteString(t.name), strconv.Itoa(oidPgCatalog), strconv.Itoa(t.len),
-					"'b'", "false", "-1", "0", "0", "0", "0"})
+				byVal := t.len > 0 && t.len <= 8
+				align, storage := "'i'", "'p'"
+				switch {
+				case t.len == 8:
+					align = "'d'"
+				case t.len == 2:
+					align = "'s'"
+				case t.len == 1:
+					align = "'c'"
+				case t.len < 0:
+					storage = "'x'"
+				}
+				coll := "0"
+				if t.category == "S" {
+					coll = "100" // the default collation
+				}
+				rows = append(rows, []string{strconv.Itoa(t.oid), sql.QuoteString(t.name), strconv.Itoa(oidPgCatalog), strconv.Itoa(oidOwner), strconv.Itoa(t.len),
+					strconv.FormatBool(byVal), "'b'", sql.QuoteString(t.category), strconv.FormatBool(t.preferred), "true",
+					"','", "0", "0", "0", sql.QuoteString(t.name + "in"), sql.QuoteString(t.name + "out"), sql.QuoteString(t.name + "recv"), sql.QuoteString(t.name + "send"), align, storage,
+					"false", "0", "-1", "0", coll, "CAST(NULL AS TEXT)"})
 			}
 			return rows
 		},
@@ -285,13 +320,18 @@ type pgType struct {
 	oid  int
 	name string
 	len  int
+	// category is typcategory (B boolean, N numeric, S string, D date and
+	// time, T timespan, U user/other); preferred is typispreferred.
+	category  string
+	preferred bool
 }
 
 var pgTypes = []pgType{
-	{16, "bool", 1}, {17, "bytea", -1}, {20, "int8", 8}, {21, "int2", 2}, {23, "int4", 4}, {25, "text", -1},
-	{700, "float4", 4}, {701, "float8", 8}, {1043, "varchar", -1}, {1082, "date", 4},
-	{1114, "timestamp", 8}, {1186, "interval", 16}, {1700, "numeric", -1},
-	{1083, "time", 8}, {1184, "timestamptz", 8},
+	{16, "bool", 1, "B", true}, {17, "bytea", -1, "U", false}, {20, "int8", 8, "N", false}, {21, "int2", 2, "N", false},
+	{23, "int4", 4, "N", false}, {25, "text", -1, "S", true}, {700, "float4", 4, "N", false}, {701, "float8", 8, "N", true},
+	{1043, "varchar", -1, "S", false}, {1082, "date", 4, "D", false}, {1114, "timestamp", 8, "D", false},
+	{1186, "interval", 16, "T", true}, {1700, "numeric", -1, "N", false}, {1083, "time", 8, "D", false},
+	{1184, "timestamptz", 8, "D", true},
 }
 
 // typeOID is the PostgreSQL type OID of a stored column (text when

@@ -1193,6 +1193,11 @@ func (b *binder) funcCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, e
 	case "row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead", "first_value", "last_value", "nth_value":
 		return nil, b.errorf(x, "window function %s requires an OVER clause", name)
 	}
+	if fc, ok := b.cat.(plan.SQLFunctionCatalog); ok {
+		if body, ok := fc.SQLFunction(name, len(x.Args)); ok {
+			return b.sqlFunction(x, body, s, ctx)
+		}
+	}
 	args := make([]plan.Expr, len(x.Args))
 	for i, a := range x.Args {
 		e, err := b.expr(a, s, ctx)
@@ -1218,6 +1223,26 @@ func (b *binder) funcCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, e
 		return nil, b.errorf(x, "%v", err)
 	}
 	return plan.FoldNow(e), nil
+}
+
+// sqlFunction binds a call of a function the catalog defines in SQL
+// (plan.SQLFunctionCatalog): its body with $1 ... $n replaced by the
+// call's arguments (each printed back as SQL, parenthesized), bound where
+// the call is. An error inside says it is in the function's body.
+func (b *binder) sqlFunction(x *sql.FuncCall, body string, s *scope, ctx *exprCtx) (plan.Expr, error) {
+	text := body
+	for i := len(x.Args); i >= 1; i-- {
+		// NB: from the last, so that $1 does not replace the start of $10.
+		text = strings.ReplaceAll(text, "$"+strconv.Itoa(i), "("+sql.Deparse(x.Args[i-1])+")")
+	}
+	e, err := sql.ParseExpr(text)
+	if err != nil {
+		return nil, b.errorf(x, "function %s: its definition does not parse: %v", x.Name.Name, err)
+	}
+	src, srcName := b.src, b.srcName
+	b.src, b.srcName = text, "function "+x.Name.Name+", defined as "+text
+	defer func() { b.src, b.srcName = src, srcName }()
+	return b.expr(e, s, ctx)
 }
 
 func isQuantileName(n string) bool {
@@ -1945,8 +1970,9 @@ func (b *binder) scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			return nil, err
 		}
 		return args[0], nil
-	case "pg_table_is_visible":
-		// Every relation is in the search path (one schema).
+	case "pg_table_is_visible", "pg_type_is_visible", "pg_function_is_visible":
+		// Every relation, type and function is in the search path
+		// (public and pg_catalog).
 		if err := arity(1, 1); err != nil {
 			return nil, err
 		}
@@ -2159,6 +2185,35 @@ func (b *binder) scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			}
 		}
 		return b.newCall("strpos", plan.TypInt32, args...), nil
+	case "to_json", "to_jsonb":
+		if err := arity(1, 1); err != nil {
+			return nil, err
+		}
+		return b.toJSON(args[0]), nil
+	case "json_build_object", "jsonb_build_object":
+		// JSON as text (nicflow has no json type), spaced as PostgreSQL's
+		// json_build_object prints it: {"a" : 1, "b" : null}.
+		if n%2 != 0 {
+			return nil, fmt.Errorf("argument list must have even number of elements")
+		}
+		str := func(v string) plan.Expr { return &plan.Const{Typ: plan.TypString, Val: v} }
+		cat := func(l, r plan.Expr) plan.Expr { return b.newCall(plan.FnConcat, plan.TypString, l, r) }
+		out := str("{")
+		for i := 0; i < n; i += 2 {
+			if c, ok := args[i].(*plan.Const); ok && c.Val == nil {
+				return nil, fmt.Errorf("null value not allowed for object key")
+			}
+			if i > 0 {
+				out = cat(out, str(", "))
+			}
+			k := plan.ResolveUntyped(args[i], plan.TypString)
+			if !plan.IsString(k.Type()) {
+				k = &plan.CastExpr{Zone: b.zone, X: k, Typ: plan.TypString}
+			}
+			v := b.newCall(plan.FnCoalesce, plan.TypString, b.toJSON(args[i+1]), str("null"))
+			out = cat(cat(cat(out, b.newCall(expr.FnToJSON, plan.TypString, k)), str(" : ")), v)
+		}
+		return cat(out, str("}")), nil
 	case "concat":
 		if n == 0 {
 			return nil, fmt.Errorf("concat needs at least one argument")
@@ -2182,6 +2237,26 @@ func (b *binder) scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 	return nil, fmt.Errorf("function %s does not exist", name)
 }
 
+// toJSON is to_json(a) as text: numbers and booleans as they print,
+// strings and other values (dates, times) as JSON strings of their text,
+// NULL as NULL.
+func (b *binder) toJSON(a plan.Expr) plan.Expr {
+	a = plan.ResolveUntyped(a, plan.TypString)
+	t := a.Type()
+	if plan.IsString(t) {
+		return b.newCall(expr.FnToJSON, plan.TypString, a)
+	}
+	text := plan.Expr(&plan.CastExpr{Zone: b.zone, X: a, Typ: plan.TypString})
+	if plan.IsNumeric(t) || t.ID() == arrow.BOOL || t.ID() == arrow.NULL {
+		return text
+	}
+	if t.ID() == arrow.TIMESTAMP {
+		// PostgreSQL's JSON timestamps: 2024-01-02T03:04:05.
+		text = b.newCall("replace", plan.TypString, text, &plan.Const{Typ: plan.TypString, Val: " "}, &plan.Const{Typ: plan.TypString, Val: "T"})
+	}
+	return b.newCall(expr.FnToJSON, plan.TypString, text)
+}
+
 // localNow is the statement's time as a wall clock in the session time
 // zone (localtimestamp).
 func (b *binder) localNow() arrow.Timestamp {
@@ -2197,6 +2272,9 @@ func (b *binder) regCast(x *sql.Cast, arg plan.Expr, kind string) (plan.Expr, er
 		return b.coerce(arg, arrow.PrimitiveTypes.Int32)
 	}
 	c, ok := arg.(*plan.Const)
+	if ok && c.Val == nil {
+		return &plan.Const{Typ: arrow.PrimitiveTypes.Int32, Val: nil}, nil // NULL::regclass
+	}
 	name, isStr := c.Val.(string)
 	if !ok || !isStr {
 		return nil, b.errorf(x, "cannot cast %s to %s: only a constant name or an integer OID", plan.TypeString(arg.Type()), kind)
