@@ -154,3 +154,21 @@ func TestServePsycopg2(t *testing.T) {
 		t.Errorf("a write in a transaction block: %v", err)
 	}
 }
+
+// TestServeSQLAlchemy runs testdata/clients/nicflow_sqlalchemy.py against
+// the server: SQLAlchemy with psycopg2 (connect, the inspector's tables,
+// columns with their types, views, has_table) and pandas (read_sql with
+// parameters, dates and NULLs; to_sql create and append, read back
+// equal). It needs python3-sqlalchemy, python3-pandas and python3-psycopg2.
+func TestServeSQLAlchemy(t *testing.T) {
+	py := "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import sqlalchemy, pandas, psycopg2").Run(); err != nil {
+		t.Skip("SQLAlchemy, pandas or psycopg2 is not installed (Debian: apt-get install python3-sqlalchemy python3-pandas python3-psycopg2)")
+	}
+	addr := startPGServer(t, tpchDir(t, 0.01))
+	host, port, _ := strings.Cut(addr, ":")
+	out, err := exec.Command(py, filepath.Join("testdata", "clients", "nicflow_sqlalchemy.py"), host, port).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "ok" {
+		t.Fatalf("nicflow_sqlalchemy.py: %v\n%s", err, out)
+	}
+}
