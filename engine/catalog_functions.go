@@ -22,6 +22,12 @@ var sqlFunctions = map[string]map[int]string{
 	"obj_description":   {1: descriptionBody("$1", "0", ""), 2: descriptionBody("$1", "0", "$2")},
 	"col_description":   {2: descriptionBody("$1", "$2", "")},
 	"shobj_description": {2: descriptionBody("$1", "0", "$2")},
+	// Encodings: nicflow's text is UTF-8 (pg_database.encoding 6).
+	"pg_encoding_to_char": {1: "CASE WHEN $1 = 6 THEN 'UTF8' WHEN $1 = 0 THEN 'SQL_ASCII' WHEN $1 IS NULL THEN CAST(NULL AS TEXT) ELSE '' END"},
+	// pg_proc is empty (no user-defined functions), so no OID names a
+	// function and these give NULL, as PostgreSQL does for such an OID.
+	"pg_get_function_result":    {1: "CAST(NULL AS TEXT)"},
+	"pg_get_function_arguments": {1: "CAST(NULL AS TEXT)"},
 	// nicflow has no sequences: no column owns one.
 	"pg_get_serial_sequence": {2: "CAST(NULL AS TEXT)"},
 }

@@ -175,11 +175,24 @@ var systemTables = map[string]systemTable{
 		},
 	},
 	"pg_catalog.pg_database": {
-		cols:  []string{"oid", "datname", "datdba", "encoding"},
-		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER"},
+		// One database; its strings compare by bytes (the "C" collation).
+		// datacl is NULL (default privileges: nicflow has no GRANT), of no
+		// type: nicflow has no arrays (aclitem[] in PostgreSQL).
+		cols: []string{"oid", "datname", "datdba", "encoding", "datlocprovider", "datistemplate", "datallowconn", "datconnlimit",
+			"dattablespace", "datcollate", "datctype", "daticulocale", "datacl"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER", "TEXT", "BOOLEAN", "BOOLEAN", "INTEGER",
+			"INTEGER", "TEXT", "TEXT", "TEXT", ""},
 		rows: func(*StorageCatalog) [][]string {
-			return [][]string{{"1", sql.QuoteString("nicflow"), strconv.Itoa(oidOwner), "6"}} // 6: UTF8
+			return [][]string{{"1", sql.QuoteString("nicflow"), strconv.Itoa(oidOwner), "6", "'c'", "false", "true", "-1", // 6: UTF8
+				"1663", "'C'", "'C'", "CAST(NULL AS TEXT)", "NULL"}}
 		},
+	},
+	"pg_catalog.pg_proc": {
+		// Functions: nicflow has no user-defined functions, and its
+		// built-in ones are not listed (PostgreSQL lists its own here).
+		cols:  []string{"oid", "proname", "pronamespace", "proowner", "prokind", "prorettype", "pronargs", "proretset", "prosecdef", "provolatile", "prolang"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER", "TEXT", "INTEGER", "INTEGER", "BOOLEAN", "BOOLEAN", "TEXT", "INTEGER"},
+		rows:  func(*StorageCatalog) [][]string { return nil },
 	},
 	"pg_catalog.pg_class": {
 		cols:  []string{"oid", "relname", "relnamespace", "relkind", "relowner", "reltuples", "relnatts", "relam", "relhasindex", "relchecks", "reltype", "relpersistence", "relispartition"},
@@ -502,6 +515,9 @@ func (c *StorageCatalog) systemView(name string) string {
 		nulls := make([]string, len(st.cols))
 		for i, col := range st.cols {
 			nulls[i] = "CAST(NULL AS " + st.types[i] + ") AS " + col
+			if st.types[i] == "" {
+				nulls[i] = "NULL AS " + col // a column of no type (always NULL)
+			}
 		}
 		return "SELECT " + strings.Join(nulls, ", ") + " WHERE false"
 	}

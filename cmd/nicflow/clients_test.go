@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -170,5 +171,44 @@ func TestServeSQLAlchemy(t *testing.T) {
 	out, err := exec.Command(py, filepath.Join("testdata", "clients", "nicflow_sqlalchemy.py"), host, port).CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "ok" {
 		t.Fatalf("nicflow_sqlalchemy.py: %v\n%s", err, out)
+	}
+}
+
+var rewritePsql = flag.Bool("rewrite-psql", false, "rewrite cmd/nicflow/testdata/psql_describe.golden instead of comparing")
+
+// TestServePsqlDescribe runs psql's describe commands that work on a
+// TPC-H database (\dt, \dv, \dn, \l, \df) and compares their output, as
+// psql prints it, with testdata/psql_describe.golden (-rewrite-psql
+// writes it). Made with psql 15 (Debian's postgresql-client-15).
+func TestServePsqlDescribe(t *testing.T) {
+	if _, err := exec.LookPath("psql"); err != nil {
+		t.Skip("psql is not installed (Debian: apt-get install postgresql-client)")
+	}
+	if v, err := exec.Command("psql", "--version").Output(); err == nil {
+		t.Logf("%s", v)
+	}
+	addr := startPGServer(t, tpchDir(t, 0.01))
+	host, port, _ := strings.Cut(addr, ":")
+	var b strings.Builder
+	for _, cmd := range []string{`\dt`, `\dt nation`, `\dv`, `\dn`, `\l`, `\df`} {
+		out, err := exec.Command("psql", "-X", "-h", host, "-p", port, "-U", "nicflow", "-c", cmd).CombinedOutput()
+		if err != nil {
+			t.Errorf("psql %s: %v\n%s", cmd, err, out)
+		}
+		fmt.Fprintf(&b, "== %s\n%s\n", cmd, out)
+	}
+	golden := filepath.Join("testdata", "psql_describe.golden")
+	if *rewritePsql {
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (go test -run TestServePsqlDescribe -rewrite-psql writes it)", err)
+	}
+	if b.String() != string(want) {
+		t.Errorf("psql's describe output differs from %s:\n%s", golden, b.String())
 	}
 }

@@ -32,20 +32,42 @@ func (p *parser) binaryChain(operand func() (Expr, error), match func(token) (st
 		return nil, err
 	}
 	for {
-		op, ok := match(p.peek())
+		op, n, ok := p.matchOperator(match)
 		if !ok {
 			return left, nil
 		}
 		if err := p.enter(); err != nil {
 			return nil, err
 		}
-		p.next()
+		p.i += n
 		right, err := operand()
 		if err != nil {
 			return nil, err
 		}
 		left = &BinaryExpr{Pos: left.Position(), Op: op, L: left, R: right}
 	}
+}
+
+// matchOperator matches the next operator with match: a token, or
+// PostgreSQL's OPERATOR(op) or OPERATOR(pg_catalog.op) (psql's \d sends
+// OPERATOR(pg_catalog.~)), which here has the precedence of op itself.
+// n is the number of tokens it takes.
+func (p *parser) matchOperator(match func(token) (string, bool)) (op string, n int, ok bool) {
+	t := p.peek()
+	if t.kind != tokIdent || t.quoted || t.text != "operator" || !isOpTok(p.peekAt(1), "(") {
+		op, ok = match(t)
+		return op, 1, ok
+	}
+	k := 2
+	if s := p.peekAt(k); s.kind == tokIdent && s.text == "pg_catalog" && isOpTok(p.peekAt(k+1), ".") {
+		k += 2
+	}
+	o := p.peekAt(k)
+	if o.kind != tokOp || !isOpTok(p.peekAt(k+1), ")") {
+		return "", 0, false
+	}
+	op, ok = match(o)
+	return op, k + 2, ok
 }
 
 func matchKw(kw, op string) func(token) (string, bool) {
@@ -144,14 +166,14 @@ func (p *parser) parseCmp() (Expr, error) {
 		return nil, err
 	}
 	for {
-		op, ok := matchCmp(p.peek())
+		op, n, ok := p.matchOperator(matchCmp)
 		if !ok {
 			return left, nil
 		}
 		if err := p.enter(); err != nil {
 			return nil, err
 		}
-		p.next()
+		p.i += n
 		if (p.isKw("any") || p.isKw("some") || p.isKw("all")) && p.peekAt(1).kind == tokOp && p.peekAt(1).text == "(" {
 			q := &Quantified{Pos: left.Position(), Op: op, X: left, All: p.isKw("all")}
 			p.next()
@@ -317,11 +339,34 @@ func (p *parser) parsePostfix() (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	for p.isOp("::") {
+	for p.isOp("::") || p.isKw("collate") {
 		if err := p.enter(); err != nil {
 			return nil, err
 		}
-		p.next()
+		if c := p.next(); isKwTok(c, "collate") {
+			// COLLATE: nicflow compares strings by their bytes, which is
+			// the "C" collation, and that is the default; another is
+			// refused rather than ignored.
+			// NB: read by hand: "default" is a reserved word.
+			var parts []string
+			for {
+				t := p.peek()
+				if t.kind != tokIdent {
+					return nil, p.errExpected("a collation name")
+				}
+				p.next()
+				parts = append(parts, t.text)
+				if !isOpTok(p.peek(), ".") || len(parts) == 2 {
+					break
+				}
+				p.next()
+			}
+			coll := strings.ToLower(parts[len(parts)-1])
+			if (len(parts) == 2 && parts[0] != "pg_catalog") || (coll != "default" && coll != "c" && coll != "posix" && coll != "ucs_basic") {
+				return nil, p.errAt(c, "collation %q is not supported (nicflow compares strings by their bytes: \"C\", \"POSIX\" or \"default\")", strings.Join(parts, "."))
+			}
+			continue
+		}
 		ty, err := p.parseType()
 		if err != nil {
 			return nil, err
