@@ -772,7 +772,12 @@ func (b *binder) rewriteFunc(x *sql.FuncCall, args []plan.Expr) (sql.Expr, error
 			return bin("/", bin("-", tr(end), tr(start)), lit(per)), nil
 		}
 		return nil, fmt.Errorf("%s: part %q is not known (want year, quarter, month, week, day, hour, minute, second, millisecond or microsecond)", x.Name.Name, f.Text)
-	case "floor", "ceil", "ceiling", "trunc":
+	case "trunc":
+		if len(args) == 2 {
+			return b.truncDigits(x, args)
+		}
+		fallthrough
+	case "floor", "ceil", "ceiling":
 		if len(args) != 1 || !plan.IsDecimal(args[0].Type()) {
 			return nil, nil
 		}
@@ -791,6 +796,53 @@ func (b *binder) rewriteFunc(x *sql.FuncCall, args []plan.Expr) (sql.Expr, error
 		return &sql.Case{Pos: pos, Whens: []*sql.When{when(wrong, step)}, Else: r}, nil
 	}
 	return nil, nil
+}
+
+// truncDigits rewrites trunc(x, n), n an integer constant: x cut toward
+// zero to n fraction digits (tens, hundreds... for n < 0), PostgreSQL's
+// trunc(numeric, int). Exact for decimals and integers: round(x - sign(x)
+// * half a unit of the n-th digit, n), which never rounds away from zero;
+// doubles: trunc(x * 10^n) / 10^n.
+func (b *binder) truncDigits(x *sql.FuncCall, args []plan.Expr) (sql.Expr, error) {
+	pos := x.Pos
+	c, ok := args[1].(*plan.Const)
+	if !ok || !plan.IsInteger(c.Typ) || c.IsNull() {
+		return nil, fmt.Errorf("trunc: the number of digits must be an integer constant")
+	}
+	n := plan.ConstInt(c)
+	if n > plan.MaxDecimalPrecision || n < -plan.MaxDecimalPrecision {
+		return nil, fmt.Errorf("trunc: %d digits is out of range -38..38", n)
+	}
+	t := plan.ResolveUntyped(args[0], plan.TypFloat64).Type()
+	a := x.Args[0]
+	num := func(v string) sql.Expr { return &sql.Literal{Pos: pos, Kind: sql.LitNumber, Text: v} }
+	call := func(name string, as ...sql.Expr) sql.Expr {
+		return &sql.FuncCall{Pos: pos, Name: sql.Ident{Pos: pos, Name: name}, Args: as}
+	}
+	bin := func(op string, l, r sql.Expr) sql.Expr { return &sql.BinaryExpr{Pos: pos, Op: op, L: l, R: r} }
+	switch {
+	case plan.IsFloat(t):
+		p := num("1e" + strconv.FormatInt(n, 10))
+		return bin("/", call("trunc", bin("*", a, p)), p), nil
+	case plan.IsInteger(t) || plan.IsDecimal(t):
+		scale := int64(0)
+		if plan.IsDecimal(t) {
+			_, s, _ := plan.DecimalPS(t)
+			scale = int64(s)
+		}
+		if n >= scale {
+			return a, nil // no digit to cut
+		}
+		// half a unit of digit n: 5 * 10^(-n-1).
+		var half string
+		if n >= 0 {
+			half = "0." + strings.Repeat("0", int(n)) + "5"
+		} else {
+			half = "5" + strings.Repeat("0", int(-n-1))
+		}
+		return call("round", bin("-", a, bin("*", call("sign", a), num(half))), x.Args[1]), nil
+	}
+	return nil, fmt.Errorf("function trunc(%s, integer) does not exist", plan.TypeString(t))
 }
 
 // subquery binds a subquery in scope s; want is the number of columns it
@@ -1304,15 +1356,17 @@ func (b *binder) quantileCall(x *sql.FuncCall) (*sql.FuncCall, float64, error) {
 // is checked and dropped); the string_aggs of one SELECT must give the
 // same ORDER BY, without DISTINCT.
 func (b *binder) aggOrderBy(x *sql.FuncCall, s *scope, ctx *exprCtx) error {
-	if x.Distinct {
-		return b.errorf(x.OrderBy[0], "%s(DISTINCT ... ORDER BY ...) is not supported", x.Name.Name)
-	}
 	keys := make([]plan.SortKey, len(x.OrderBy))
 	var text []string
 	for i, o := range x.OrderBy {
 		e, err := b.expr(o.Expr, s, &exprCtx{clause: "ORDER BY", inAgg: true})
 		if err != nil {
 			return err
+		}
+		if x.Distinct && (len(x.Args) == 0 || sql.Deparse(o.Expr) != sql.Deparse(x.Args[0])) {
+			// PostgreSQL's rule: DISTINCT's rows are the argument's values,
+			// which are all an order can sort them by.
+			return b.errorf(o.Expr, "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list")
 		}
 		keys[i] = sortKey(e, o)
 		text = append(text, fmt.Sprintf("%s|%v|%v", plan.ExprKey(e), keys[i].Desc, keys[i].NullsFirst))

@@ -104,10 +104,14 @@ type GroupingSets struct {
 	Sets [][]Expr
 }
 
-// Select is SELECT [DISTINCT] items [FROM ...] [WHERE] [GROUP BY] [HAVING].
+// Select is SELECT [DISTINCT [ON (exprs)]] items [FROM ...] [WHERE]
+// [GROUP BY] [HAVING].
 type Select struct {
 	Pos
 	Distinct bool
+	// DistinctOn are PostgreSQL's DISTINCT ON (exprs): the first row of
+	// each group of equal values, in ORDER BY's order (Distinct false).
+	DistinctOn []Expr
 	Items    []*SelectItem
 	From     []TableExpr // comma-separated entries (a cross product)
 	Where    Expr

@@ -641,6 +641,11 @@ func (d *deparser) sel(s *Select) {
 	if s.Distinct {
 		d.w("DISTINCT ")
 	}
+	if len(s.DistinctOn) > 0 {
+		d.w("DISTINCT ON (")
+		d.exprList(s.DistinctOn)
+		d.w(") ")
+	}
 	d.items(s.Items)
 	d.fromList(" FROM ", s.From)
 	if s.Where != nil {

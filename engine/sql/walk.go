@@ -38,6 +38,7 @@ func Walk(n Node, fn func(Node) bool) {
 	case *CTE:
 		Walk(n.Query, fn)
 	case *Select:
+		exprs(n.DistinctOn)
 		items(n.Items)
 		for _, t := range n.From {
 			Walk(t, fn)
