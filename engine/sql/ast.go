@@ -112,11 +112,11 @@ type Select struct {
 	// DistinctOn are PostgreSQL's DISTINCT ON (exprs): the first row of
 	// each group of equal values, in ORDER BY's order (Distinct false).
 	DistinctOn []Expr
-	Items    []*SelectItem
-	From     []TableExpr // comma-separated entries (a cross product)
-	Where    Expr
-	GroupBy  []Expr
-	Having   Expr
+	Items      []*SelectItem
+	From       []TableExpr // comma-separated entries (a cross product)
+	Where      Expr
+	GroupBy    []Expr
+	Having     Expr
 	// Windows is the WINDOW clause: named windows OVER may refer to.
 	Windows []*NamedWindow
 }
