@@ -124,3 +124,6 @@ insert into t values (1) on conflict on constraint t_pkey do nothing;
 select a from t where a > all (select b from u) and a = any (select c from u where c is not null) or b <> some (select 1);
 select a < all (select b from u) = true from t;
 select x'48656C', X'00ff', x'', x'01' || b, cast(b as blob), b::bytea, c::varbinary(10), d::binary, bytea '\x01', blob 'abc';
+select distinct on (a, b + 1) a, c from t order by a, b + 1, c desc;
+select E'a\tb\\c''d', 'x' collate pg_catalog.default from t where c.relname operator(pg_catalog.~) '^(t)$';
+show transaction isolation level;
