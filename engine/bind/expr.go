@@ -411,12 +411,12 @@ func (b *binder) timeFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			return plan.NullConst(plan.TypTimestamp), nil
 		}
 		return b.newCall(expr.FnDateTrunc, t, &plan.Const{Typ: plan.TypString, Val: unit}, args[1]), nil
-	case "strftime", "to_char", "strptime":
+	case "strftime", "to_char", "strptime", "to_date":
 		if err := arity(2); err != nil {
 			return nil, err
 		}
 		dialect := "c"
-		if name == "to_char" {
+		if name == "to_char" || name == "to_date" {
 			dialect = "pg"
 		}
 		return b.timeFormatCall(name, dialect, args)
@@ -512,6 +512,11 @@ func (b *binder) timeFormatCall(name, dialect string, args []plan.Expr) (plan.Ex
 	}
 	if name == "to_timestamp" {
 		return b.newCall(expr.FnStrptimeTZ, plan.TypTimestampTZ, args[0], fmtArg), nil
+	}
+	if name == "to_date" {
+		// PostgreSQL's to_date(text, pattern): the date of
+		// to_timestamp's reading.
+		return &plan.CastExpr{Zone: b.zone, X: b.newCall(expr.FnStrptime, plan.TypTimestamp, args[0], fmtArg), Typ: plan.TypDate}, nil
 	}
 	return b.newCall(expr.FnStrptime, plan.TypTimestamp, args[0], fmtArg), nil
 }
@@ -772,6 +777,36 @@ func (b *binder) rewriteFunc(x *sql.FuncCall, args []plan.Expr) (sql.Expr, error
 			return bin("/", bin("-", tr(end), tr(start)), lit(per)), nil
 		}
 		return nil, fmt.Errorf("%s: part %q is not known (want year, quarter, month, week, day, hour, minute, second, millisecond or microsecond)", x.Name.Name, f.Text)
+	case "date_bin":
+		// date_bin(stride, source, origin): the start of source's bin of
+		// stride from origin, PostgreSQL's, in microseconds since 1970:
+		// source - ((us(source) - us(origin)) mod stride).
+		if len(a) != 3 {
+			return nil, fmt.Errorf("function date_bin takes 3 arguments (stride, source, origin), got %d", len(a))
+		}
+		k, ok := plan.FoldNow(plan.ResolveUntyped(args[0], plan.TypInterval)).(*plan.Const)
+		if !ok || !plan.IsInterval(k.Typ) || k.IsNull() {
+			return nil, fmt.Errorf("date_bin: the stride must be a constant interval")
+		}
+		iv := k.Val.(arrow.MonthDayNanoInterval)
+		if iv.Months != 0 {
+			return nil, fmt.Errorf("timestamps cannot be binned into intervals containing months or years")
+		}
+		stride := int64(iv.Days)*expr.UsPerDay + iv.Nanoseconds/1000
+		if stride <= 0 {
+			return nil, fmt.Errorf("stride must be greater than zero")
+		}
+		for i := 1; i < 3; i++ {
+			if t := plan.ResolveUntyped(args[i], plan.TypTimestamp).Type(); !plan.IsTimestamp(t) && !plan.IsNullType(t) {
+				return nil, fmt.Errorf("function date_bin(interval, %s) does not exist (want timestamps)", plan.TypeString(t))
+			}
+		}
+		us := func(e sql.Expr) sql.Expr { return &sql.Extract{Pos: pos, Field: "epoch_us", X: e} }
+		st := lit(strconv.FormatInt(stride, 10))
+		d := bin("-", us(a[1]), us(a[2]))
+		r := bin("%", bin("+", bin("%", d, st), st), st)
+		micro := &sql.TypedLiteral{Pos: pos, Type: &sql.TypeName{Pos: pos, Name: "interval"}, Value: "1 microsecond"}
+		return bin("-", a[1], bin("*", micro, r)), nil
 	case "trunc":
 		if len(args) == 2 {
 			return b.truncDigits(x, args)
