@@ -80,9 +80,11 @@ certificate CA.pem signed: one whose CommonName is the user it logs in as
 needs no password (PostgreSQL's "cert" method; mutual TLS for Flight
 SQL), one for another user is refused, and clients without a certificate
 still log in with their password unless --tls-client-cert-required.
-The catalog queries psql's \d TABLE sends are not supported yet; \dt and
-\d work (docs/clients.md). Ctrl-C (SIGINT) or SIGTERM stops the
-server.
+psql's \dt, \dv, \dn, \l, \df and \d work, and SQLAlchemy and pandas
+connect, list tables and columns, read_sql and to_sql (append); psql's
+\d TABLE and SQLAlchemy's reflection of primary keys need arrays, not
+supported yet (docs/clients.md). --log-statements logs what clients
+send. Ctrl-C (SIGINT) or SIGTERM stops the server.
 
 A web console listens on --http-listen (default 127.0.0.1:8080; "off"
 turns it off): open it in a browser to see this server, its running and
