@@ -1028,6 +1028,8 @@ func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (plan.Expr, e
 			return &plan.CastExpr{Zone: b.zone, X: e, Typ: plan.TypString}
 		}
 		return plan.FoldNow(b.newCall(plan.FnConcat, plan.TypString, toStr(l), toStr(r))), nil
+	case "->", "->>", "#>", "#>>":
+		return b.jsonOp(x, l, r)
 	case "^":
 		return nil, b.errorf(x, "operator ^ is not supported")
 	case "~", "~*", "!~", "!~*":
@@ -2284,6 +2286,21 @@ func (b *binder) scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			return nil, fmt.Errorf("array_to_string needs an array, not %s (nicflow has no array types yet)", plan.TypeString(args[0].Type()))
 		}
 		return &plan.Const{Typ: plan.TypString, Val: nil}, nil
+	case "json_extract_path", "json_extract_path_text", "jsonb_extract_path", "jsonb_extract_path_text":
+		if n < 2 {
+			return nil, fmt.Errorf("%s takes a JSON value and at least one key", name)
+		}
+		for i := range args {
+			args[i] = plan.ResolveUntyped(args[i], plan.TypString)
+			if t := args[i].Type(); !plan.IsString(t) && !plan.IsNullType(t) {
+				return nil, fmt.Errorf("function %s: argument %d must be text, not %s", name, i+1, plan.TypeString(t))
+			}
+		}
+		fn := expr.FnJSONPath
+		if strings.HasSuffix(name, "_text") {
+			fn = expr.FnJSONPathText
+		}
+		return b.newCall(fn, plan.TypString, args...), nil
 	case "to_json", "to_jsonb":
 		if err := arity(1, 1); err != nil {
 			return nil, err
@@ -2334,6 +2351,48 @@ func (b *binder) scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("function %s does not exist", name)
+}
+
+// jsonOp binds PostgreSQL's JSON operators over JSON text: j -> k (the
+// member k, or element k of an array, as JSON), j ->> k (as text), j #>
+// '{a,0,b}' and j #>> '{...}' (a path).
+func (b *binder) jsonOp(x *sql.BinaryExpr, l, r plan.Expr) (plan.Expr, error) {
+	l = plan.ResolveUntyped(l, plan.TypString)
+	if t := l.Type(); !plan.IsString(t) && !plan.IsNullType(t) {
+		return nil, b.errorf(x, "operator does not exist: %s %s %s (JSON is text in nicflow)", plan.TypeString(t), x.Op, plan.TypeString(r.Type()))
+	}
+	if x.Op == "->" || x.Op == "->>" {
+		r = plan.ResolveUntyped(r, plan.TypString)
+		if t := r.Type(); !plan.IsString(t) && !plan.IsInteger(t) && !plan.IsNullType(t) {
+			return nil, b.errorf(x.R, "the key of %s must be text or an integer, not %s", x.Op, plan.TypeString(t))
+		}
+		fn := expr.FnJSONGet
+		if x.Op == "->>" {
+			fn = expr.FnJSONGetText
+		}
+		return plan.FoldNow(b.newCall(fn, plan.TypString, l, r)), nil
+	}
+	k, ok := plan.FoldNow(plan.ResolveUntyped(r, plan.TypString)).(*plan.Const)
+	if !ok || !plan.IsString(k.Typ) || k.IsNull() {
+		return nil, b.errorf(x.R, "the path of %s must be a constant text array such as '{a,0,b}'", x.Op)
+	}
+	path, ok := expr.JSONPath(k.Val.(string))
+	if !ok {
+		return nil, b.errorf(x.R, "malformed array literal: %q", k.Val)
+	}
+	fn := expr.FnJSONPath
+	if x.Op == "#>>" {
+		fn = expr.FnJSONPathText
+	}
+	if len(path) == 0 {
+		// The empty path: the value itself.
+		return l, nil
+	}
+	args := []plan.Expr{l}
+	for _, p := range path {
+		args = append(args, &plan.Const{Typ: plan.TypString, Val: p})
+	}
+	return plan.FoldNow(b.newCall(fn, plan.TypString, args...)), nil
 }
 
 // toJSON is to_json(a) as text: numbers and booleans as they print,

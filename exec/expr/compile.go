@@ -1296,6 +1296,8 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 		n, err = c.compileExtreme(e, args, desc)
 	case FnRegexpReplace, FnRegexpExtract, FnRegexpLike:
 		n, err = c.compileRegexp(e, args, desc)
+	case FnJSONGet, FnJSONGetText, FnJSONPath, FnJSONPathText:
+		n, err = c.compileJSON(e, args, desc)
 	default:
 		return nil, nferr.Queryf("unknown function %q in %s", e.Fn, desc)
 	}

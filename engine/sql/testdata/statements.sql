@@ -127,3 +127,4 @@ select x'48656C', X'00ff', x'', x'01' || b, cast(b as blob), b::bytea, c::varbin
 select distinct on (a, b + 1) a, c from t order by a, b + 1, c desc;
 select E'a\tb\\c''d', 'x' collate pg_catalog.default from t where c.relname operator(pg_catalog.~) '^(t)$';
 show transaction isolation level;
+select j -> 'a' ->> 0, j #>> '{a,b}', j #> '{c}' || 'x' from t where j->>'k' = 'v';
