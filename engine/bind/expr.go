@@ -493,6 +493,9 @@ func (b *binder) timeFormatCall(name, dialect string, args []plan.Expr) (plan.Ex
 	if !ok {
 		return nil, fmt.Errorf("the format of %s must be a string", name)
 	}
+	if t := args[0].Type(); name == "to_char" && plan.IsNumeric(t) {
+		return b.numberToChar(args[0], ps)
+	}
 	compiled, err := expr.TimeFormat(dialect, ps)
 	if err != nil {
 		return nil, err
@@ -2351,6 +2354,28 @@ func (b *binder) scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("function %s does not exist", name)
+}
+
+// numberToChar is to_char(number, pattern): the number rounded (half
+// away from zero, exactly for decimals) to the pattern's fraction digits,
+// its text laid out by the pattern (expr.FnToCharNumber).
+func (b *binder) numberToChar(x plan.Expr, pattern string) (plan.Expr, error) {
+	scale, err := expr.NumberPatternScale(pattern)
+	if err != nil {
+		return nil, err
+	}
+	t := x.Type()
+	switch {
+	case plan.IsDecimal(t):
+		x = plan.FoldNow(b.newCall("round", plan.DecimalType(plan.MaxDecimalPrecision, scale), x, &plan.Const{Typ: plan.TypInt32, Val: scale}))
+		if _, s, _ := plan.DecimalPS(t); s < scale {
+			x = &plan.CastExpr{Zone: b.zone, X: x, Typ: plan.DecimalType(plan.MaxDecimalPrecision, scale)}
+		}
+	case plan.IsFloat(t):
+		x = &plan.CastExpr{Zone: b.zone, X: x, Typ: plan.DecimalType(plan.MaxDecimalPrecision, scale)}
+	}
+	text := plan.FoldNow(&plan.CastExpr{Zone: b.zone, X: x, Typ: plan.TypString})
+	return plan.FoldNow(b.newCall(expr.FnToCharNumber, plan.TypString, text, &plan.Const{Typ: plan.TypString, Val: pattern})), nil
 }
 
 // jsonOp binds PostgreSQL's JSON operators over JSON text: j -> k (the

@@ -1296,6 +1296,11 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 		n, err = c.compileExtreme(e, args, desc)
 	case FnRegexpReplace, FnRegexpExtract, FnRegexpLike:
 		n, err = c.compileRegexp(e, args, desc)
+	case FnToCharNumber:
+		if err := arity(e, 2, 2); err != nil {
+			return nil, err
+		}
+		n, err = c.compileToCharNumber(args, desc)
 	case FnJSONGet, FnJSONGetText, FnJSONPath, FnJSONPathText:
 		n, err = c.compileJSON(e, args, desc)
 	default:
