@@ -166,7 +166,17 @@ func TestServeSQLAlchemy(t *testing.T) {
 	if err := exec.Command(py, "-c", "import sqlalchemy, pandas, psycopg2").Run(); err != nil {
 		t.Skip("SQLAlchemy, pandas or psycopg2 is not installed (Debian: apt-get install python3-sqlalchemy python3-pandas python3-psycopg2)")
 	}
-	addr := startPGServer(t, tpchDir(t, 0.01))
+	// NB: a database of its own: the script creates a table and a view,
+	// which the other tests' TPC-H database must not have.
+	dir := t.TempDir()
+	opts := tpch.GenOptions{SF: 0.01, Format: tpch.FormatParquet, Dir: dir}
+	if err := opts.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := runTpchGen(context.Background(), opts, io.Discard, os.Stderr); err != nil {
+		t.Fatal(err)
+	}
+	addr := startPGServer(t, dir)
 	host, port, _ := strings.Cut(addr, ":")
 	out, err := exec.Command(py, filepath.Join("testdata", "clients", "nicflow_sqlalchemy.py"), host, port).CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "ok" {
