@@ -28,9 +28,13 @@ var sqlFunctions = map[string]map[int]string{
 	// function and these give NULL, as PostgreSQL does for such an OID.
 	"pg_get_function_result":    {1: "CAST(NULL AS TEXT)"},
 	"pg_get_function_arguments": {1: "CAST(NULL AS TEXT)"},
+	// A constraint's definition (pg_constraint.conbin holds it as text).
+	"pg_get_constraintdef": {1: constraintDefBody, 2: constraintDefBody},
 	// nicflow has no sequences: no column owns one.
 	"pg_get_serial_sequence": {2: "CAST(NULL AS TEXT)"},
 }
+
+const constraintDefBody = "(SELECT c.conbin FROM pg_catalog.pg_constraint c WHERE c.oid = $1)"
 
 // SQLFunction implements plan.SQLFunctionCatalog.
 func (c *StorageCatalog) SQLFunction(name string, nargs int) (string, bool) {

@@ -249,6 +249,72 @@ var systemTables = map[string]systemTable{
 		types: []string{"INTEGER", "INTEGER", "DOUBLE PRECISION", "TEXT"},
 		rows:  func(*StorageCatalog) [][]string { return nil },
 	},
+	"pg_catalog.pg_constraint": {
+		// Primary keys (p), unique constraints (u), foreign keys (f) and
+		// checks (c). conbin holds the constraint's definition as
+		// pg_get_constraintdef prints it (in PostgreSQL an expression
+		// tree), as pg_attrdef.adbin holds a default's text; conkey and
+		// confkey, arrays, are missing (nicflow has no arrays yet).
+		cols: []string{"oid", "conname", "connamespace", "contype", "condeferrable", "condeferred", "convalidated", "conrelid", "conindid",
+			"confrelid", "confupdtype", "confdeltype", "confmatchtype", "conbin"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "TEXT", "BOOLEAN", "BOOLEAN", "BOOLEAN", "INTEGER", "INTEGER",
+			"INTEGER", "TEXT", "TEXT", "TEXT", "TEXT"},
+		rows: func(c *StorageCatalog) (rows [][]string) {
+			for _, t := range c.db.Tables() {
+				rel := relOID(t.Schema, t.Name)
+				add := func(name, kind string, index, ref int, upd, del, match, def string) {
+					rows = append(rows, []string{strconv.Itoa(relOID(t.Schema, name)), sql.QuoteString(name), strconv.Itoa(oidPublic), sql.QuoteString(kind),
+						"false", "false", "true", strconv.Itoa(rel), strconv.Itoa(index), strconv.Itoa(ref), sql.QuoteString(upd), sql.QuoteString(del), sql.QuoteString(match), sql.QuoteString(def)})
+				}
+				for _, ix := range t.Indexes {
+					switch {
+					case ix.Primary:
+						add(ix.Name, "p", relOID(t.Schema, ix.Name), 0, " ", " ", " ", "PRIMARY KEY ("+identList(ix.Columns)+")")
+					case ix.Constraint:
+						add(ix.Name, "u", relOID(t.Schema, ix.Name), 0, " ", " ", " ", "UNIQUE ("+identList(ix.Columns)+")")
+					}
+				}
+				for _, ch := range t.Checks {
+					add(ch.Name, "c", 0, 0, " ", " ", " ", "CHECK ("+ch.SQL+")")
+				}
+				for _, fk := range t.ForeignKeys {
+					refSchema, refName, _ := strings.Cut(fk.RefTable, ".")
+					if refName == "" {
+						refSchema, refName = t.Schema, fk.RefTable
+					}
+					def := "FOREIGN KEY (" + identList(fk.Columns) + ") REFERENCES " + sql.QuoteIdent(refName) + "(" + identList(fk.RefColumns) + ")"
+					match := "s"
+					if fk.MatchFull {
+						def += " MATCH FULL"
+						match = "f"
+					}
+					action := func(a string) string {
+						return map[string]string{"": "a", "NO ACTION": "a", "RESTRICT": "r", "CASCADE": "c", "SET NULL": "n", "SET DEFAULT": "d"}[strings.ToUpper(a)]
+					}
+					if a := strings.ToUpper(fk.OnUpdate); a != "" && a != "NO ACTION" {
+						def += " ON UPDATE " + a
+					}
+					if a := strings.ToUpper(fk.OnDelete); a != "" && a != "NO ACTION" {
+						def += " ON DELETE " + a
+					}
+					add(fk.Name, "f", relOID(refSchema, fk.RefIndex), relOID(refSchema, refName), action(fk.OnUpdate), action(fk.OnDelete), match, def)
+				}
+			}
+			return rows
+		},
+	},
+	"pg_catalog.pg_indexes": {
+		cols:  []string{"schemaname", "tablename", "indexname", "tablespace", "indexdef"},
+		types: []string{"TEXT", "TEXT", "TEXT", "TEXT", "TEXT"},
+		rows: func(c *StorageCatalog) (rows [][]string) {
+			for _, t := range c.db.Tables() {
+				for _, ix := range t.Indexes {
+					rows = append(rows, append(quoted(sqlSchema(t.Schema), t.Name, ix.Name), "CAST(NULL AS TEXT)", sql.QuoteString(indexDef(t.Schema, t.Name, ix))))
+				}
+			}
+			return rows
+		},
+	},
 	"pg_catalog.pg_am": {
 		// Access methods: nicflow's tables have none (relam is 0).
 		cols:  []string{"oid", "amname", "amtype"},
@@ -415,7 +481,7 @@ func typeMod(col storage.Column) int {
 // has, for 'pg_class'::regclass.
 var systemOIDs = map[string]int{
 	"pg_class": 1259, "pg_type": 1247, "pg_attribute": 1249, "pg_proc": 1255, "pg_namespace": 2615,
-	"pg_description": 2609, "pg_attrdef": 2604, "pg_database": 1262, "pg_am": 2601,
+	"pg_description": 2609, "pg_attrdef": 2604, "pg_database": 1262, "pg_am": 2601, "pg_constraint": 2606,
 	"pg_tables": 12000, "pg_views": 12001,
 }
 
@@ -488,6 +554,25 @@ func columnType(col storage.Column) string {
 		return plan.TypeString(at)
 	}
 	return col.Type
+}
+
+// identList is names as a SQL list, quoted where they must be.
+func identList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = sql.QuoteIdent(n)
+	}
+	return strings.Join(q, ", ")
+}
+
+// indexDef is an index's CREATE INDEX, as pg_get_indexdef and
+// pg_indexes.indexdef print it (nicflow's indexes are sorted: btree).
+func indexDef(schema, table string, ix storage.Index) string {
+	u := ""
+	if ix.Unique || ix.Primary || ix.Constraint {
+		u = "UNIQUE "
+	}
+	return "CREATE " + u + "INDEX " + sql.QuoteIdent(ix.Name) + " ON " + sqlSchema(schema) + "." + sql.QuoteIdent(table) + " USING btree (" + identList(ix.Columns) + ")"
 }
 
 func quoted(vals ...string) []string {

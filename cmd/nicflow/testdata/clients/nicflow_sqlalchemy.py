@@ -39,6 +39,18 @@ with e.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
     c.execute(sa.text("create view py_asia as select n_name from nation where n_regionkey = 2"))
 check("get_view_names", "py_asia" in insp.get_view_names(), True)
 
+# Foreign keys and checks (pg_constraint, pg_get_constraintdef).
+with e.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
+    c.execute(sa.text("drop table if exists py_child"))
+    c.execute(sa.text("drop table if exists py_parent"))
+    c.execute(sa.text("create table py_parent (id int primary key)"))
+    c.execute(sa.text("create table py_child (cid int primary key, pid int references py_parent (id), qty int check (qty > 0))"))
+insp = sa.inspect(e)
+fks = [(f["name"], f["constrained_columns"], f["referred_table"], f["referred_columns"]) for f in insp.get_foreign_keys("py_child")]
+check("get_foreign_keys", fks, [("py_child_pid_fkey", ["pid"], "py_parent", ["id"])])
+check("get_check_constraints", insp.get_check_constraints("py_child"), [{"name": "py_child_qty_check", "sqltext": "qty > 0"}])
+check("get_table_comment", insp.get_table_comment("py_child"), {"text": None})
+
 # read_sql with a parameter (psycopg2's pyformat), dates and NULLs.
 df = pd.read_sql("select n_name, n_regionkey from nation where n_regionkey = %(r)s order by n_name", e, params={"r": 1})
 check("read_sql with a parameter", list(df["n_name"]), ["ARGENTINA", "BRAZIL", "CANADA", "PERU", "UNITED STATES"])
