@@ -365,6 +365,10 @@ type Quantified struct {
 	X     Expr
 	All   bool
 	Query *Query
+	// Array, when Query is nil, are the elements of a constant array:
+	// X op ANY (ARRAY[e1, e2]) or X op ANY ('{e1,e2}'[::type[]]), the
+	// literal's elements read as string literals (cast to the type).
+	Array []Expr
 }
 
 // Exists is EXISTS (query); NOT EXISTS is a UnaryExpr NOT around it.

@@ -141,7 +141,13 @@ func (d *deparser) expr(e Expr, _ int) {
 		} else {
 			d.w("ANY (")
 		}
-		d.query(e.Query)
+		if e.Query != nil {
+			d.query(e.Query)
+		} else {
+			d.w("ARRAY[")
+			d.exprList(e.Array)
+			d.w("]")
+		}
 		d.w(")")
 	case *GroupingSets:
 		d.w([...]string{"ROLLUP", "CUBE", "GROUPING SETS"}[e.Kind] + " (")

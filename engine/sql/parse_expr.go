@@ -70,6 +70,144 @@ func (p *parser) matchOperator(match func(token) (string, bool)) (op string, n i
 	return op, k + 2, ok
 }
 
+// parseConstArray parses the constant array of ANY (...) and ALL (...):
+// ARRAY[e, ...], or a string in PostgreSQL's array syntax ('{a,"b c",NULL}')
+// with an optional ::type[] cast. nicflow has no array type: the
+// elements are what the comparison takes.
+func (p *parser) parseConstArray(what string) ([]Expr, error) {
+	t := p.peek()
+	if isKwTok(t, "array") && isOpTok(p.peekAt(1), "[") {
+		p.next()
+		p.next()
+		elems := []Expr{}
+		if !p.acceptOp("]") {
+			var err error
+			if elems, err = p.parseExprList(); err != nil {
+				return nil, err
+			}
+			if _, err := p.expectOp("]"); err != nil {
+				return nil, err
+			}
+		}
+		ty, err := p.parseArrayCast()
+		if err != nil {
+			return nil, err
+		}
+		if ty != nil {
+			for i, e := range elems {
+				elems[i] = &Cast{Pos: e.Position(), X: e, Type: ty}
+			}
+		}
+		return elems, nil
+	}
+	if t.kind != tokString {
+		return nil, p.errAt(t, "%s (...) takes a subquery, ARRAY[...] or an array literal '{...}' (nicflow has no array columns)", what)
+	}
+	p.next()
+	ty, err := p.parseArrayCast()
+	if err != nil {
+		return nil, err
+	}
+	vals, ok := parseArrayText(t.text)
+	if !ok {
+		return nil, p.errAt(t, "malformed array literal: %q", t.text)
+	}
+	elems := []Expr{}
+	for _, v := range vals {
+		var e Expr = &Literal{Pos: t.pos, Kind: LitNull}
+		if v != nil {
+			e = &Literal{Pos: t.pos, Kind: LitString, Text: *v}
+		}
+		if ty != nil {
+			e = &Cast{Pos: t.pos, X: e, Type: ty}
+		}
+		elems = append(elems, e)
+	}
+	return elems, nil
+}
+
+// parseArrayCast parses an optional ::type[] after an array.
+func (p *parser) parseArrayCast() (*TypeName, error) {
+	if !p.isOp("::") {
+		return nil, nil
+	}
+	p.next()
+	ty, err := p.parseType()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.expectOp("["); err != nil {
+		return nil, err
+	}
+	if _, err := p.expectOp("]"); err != nil {
+		return nil, err
+	}
+	return ty, nil
+}
+
+// parseArrayText reads a one-dimensional array in PostgreSQL's text form:
+// {a,b}, {"a b","c\"d"}, NULL (unquoted) for a NULL element.
+func parseArrayText(s string) ([]*string, bool) {
+	s = strings.TrimSpace(s)
+	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
+		return nil, false
+	}
+	body := s[1 : len(s)-1]
+	var out []*string
+	if strings.TrimSpace(body) == "" {
+		return out, true
+	}
+	for i := 0; ; {
+		for i < len(body) && body[i] == ' ' {
+			i++
+		}
+		var b strings.Builder
+		quoted := i < len(body) && body[i] == '"'
+		if quoted {
+			i++
+			for ; i < len(body) && body[i] != '"'; i++ {
+				if body[i] == '\\' && i+1 < len(body) {
+					i++
+				}
+				b.WriteByte(body[i])
+			}
+			if i >= len(body) {
+				return nil, false
+			}
+			i++
+		} else {
+			for ; i < len(body) && body[i] != ','; i++ {
+				if body[i] == '{' || body[i] == '}' || body[i] == '"' {
+					return nil, false // nested arrays are not supported
+				}
+				b.WriteByte(body[i])
+			}
+		}
+		v := b.String()
+		if !quoted {
+			v = strings.TrimSpace(v)
+			if v == "" {
+				return nil, false
+			}
+		}
+		if !quoted && strings.EqualFold(v, "null") {
+			out = append(out, nil)
+		} else {
+			out = append(out, &v)
+		}
+		for i < len(body) && body[i] == ' ' {
+			i++
+		}
+		if i == len(body) {
+			return out, true
+		}
+		if body[i] != ',' {
+			return nil, false
+		}
+		i++
+	}
+}
+
 func matchKw(kw, op string) func(token) (string, bool) {
 	return func(t token) (string, bool) { return op, isKwTok(t, kw) }
 }
@@ -178,10 +316,11 @@ func (p *parser) parseCmp() (Expr, error) {
 			q := &Quantified{Pos: left.Position(), Op: op, X: left, All: p.isKw("all")}
 			p.next()
 			p.next() // (
-			if !p.startsQuery(0) {
-				return nil, p.errAt(p.peek(), "%s (...) takes a subquery (arrays are not supported)", map[bool]string{true: "ALL", false: "ANY"}[q.All])
-			}
-			if q.Query, err = p.parseQuery(); err != nil {
+			if p.startsQuery(0) {
+				if q.Query, err = p.parseQuery(); err != nil {
+					return nil, err
+				}
+			} else if q.Array, err = p.parseConstArray(map[bool]string{true: "ALL", false: "ANY"}[q.All]); err != nil {
 				return nil, err
 			}
 			if _, err := p.expectOp(")"); err != nil {

@@ -147,7 +147,10 @@ func Walk(n Node, fn func(Node) bool) {
 		expr(n.X)
 	case *Quantified:
 		expr(n.X)
-		Walk(n.Query, fn)
+		if n.Query != nil {
+			Walk(n.Query, fn)
+		}
+		exprs(n.Array)
 	case *GroupingSets:
 		for _, set := range n.Sets {
 			exprs(set)

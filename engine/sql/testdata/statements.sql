@@ -128,3 +128,4 @@ select distinct on (a, b + 1) a, c from t order by a, b + 1, c desc;
 select E'a\tb\\c''d', 'x' collate pg_catalog.default from t where c.relname operator(pg_catalog.~) '^(t)$';
 show transaction isolation level;
 select j -> 'a' ->> 0, j #>> '{a,b}', j #> '{c}' || 'x' from t where j->>'k' = 'v';
+select a from t where a = any (array[1, 2]) and b <> all ('{x,"y z",NULL}'::text[]) and c > any (array[]::int[]);
