@@ -222,3 +222,24 @@ func TestServePsqlDescribe(t *testing.T) {
 		t.Errorf("psql's describe output differs from %s:\n%s", golden, b.String())
 	}
 }
+
+// TestServePgcli runs pgcli (3.5, psycopg 3) as a user would, its input
+// piped: it connects (its completion refresher's queries need arrays and
+// fail in the background, as pgcli tolerates) and its \dt lists the
+// tables (its query has relkind = ANY($1), an array parameter).
+func TestServePgcli(t *testing.T) {
+	if _, err := exec.LookPath("pgcli"); err != nil {
+		t.Skip("pgcli is not installed (Debian: apt-get install pgcli)")
+	}
+	addr := startPGServer(t, tpchDir(t, 0.01))
+	host, port, _ := strings.Cut(addr, ":")
+	cmd := exec.Command("pgcli", "-h", host, "-p", port, "-U", "nicflow", "nicflow")
+	cmd.Stdin = strings.NewReader("\\dt\nselect count(*) from nation\n")
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir()) // pgcli's config and history
+	out, _ := cmd.CombinedOutput()
+	for _, want := range []string{"| public | nation   | table | nicflow |", "SELECT 8", "| 25    |"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("pgcli: no %q in its output:\n%s", want, out)
+		}
+	}
+}

@@ -15,6 +15,11 @@ import (
 // over no row, TRUE when some value passes, NULL when only NULLs could.
 // The decorrelation rules then run it as any scalar subquery.
 func (b *binder) quantified(x *sql.Quantified, s *scope, ctx *exprCtx) (plan.Expr, error) {
+	if x.Param != nil {
+		// Only while a statement is described: its value, an array
+		// literal, is substituted before it runs.
+		return b.expr(&sql.BinaryExpr{Pos: x.Pos, Op: x.Op, L: x.X, R: x.Param}, s, ctx)
+	}
 	if x.Query == nil {
 		return b.quantifiedArray(x, s, ctx)
 	}

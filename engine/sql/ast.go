@@ -369,6 +369,10 @@ type Quantified struct {
 	// X op ANY (ARRAY[e1, e2]) or X op ANY ('{e1,e2}'[::type[]]), the
 	// literal's elements read as string literals (cast to the type).
 	Array []Expr
+	// Param is X op ANY ($n): a parameter whose value, an array literal,
+	// is substituted before the statement runs (sql.BindParams); until
+	// then (Describe) it is typed as X op $n types it.
+	Param *Param
 }
 
 // Exists is EXISTS (query); NOT EXISTS is a UnaryExpr NOT around it.

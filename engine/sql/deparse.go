@@ -143,6 +143,8 @@ func (d *deparser) expr(e Expr, _ int) {
 		}
 		if e.Query != nil {
 			d.query(e.Query)
+		} else if e.Param != nil {
+			d.expr(e.Param, 0)
 		} else {
 			d.w("ARRAY[")
 			d.exprList(e.Array)

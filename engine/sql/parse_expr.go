@@ -76,6 +76,21 @@ func (p *parser) matchOperator(match func(token) (string, bool)) (op string, n i
 // elements are what the comparison takes.
 func (p *parser) parseConstArray(what string) ([]Expr, error) {
 	t := p.peek()
+	if isOpTok(t, "(") {
+		// ANY (('{a,b}')): parenthesized, as a substituted parameter is.
+		if err := p.enter(); err != nil {
+			return nil, err
+		}
+		p.next()
+		elems, err := p.parseConstArray(what)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := p.expectOp(")"); err != nil {
+			return nil, err
+		}
+		return elems, nil
+	}
 	if isKwTok(t, "array") && isOpTok(p.peekAt(1), "[") {
 		p.next()
 		p.next()
@@ -320,6 +335,10 @@ func (p *parser) parseCmp() (Expr, error) {
 				if q.Query, err = p.parseQuery(); err != nil {
 					return nil, err
 				}
+			} else if t := p.peek(); t.kind == tokParam && isOpTok(p.peekAt(1), ")") {
+				p.next()
+				n, _ := strconv.Atoi(t.text)
+				q.Param = &Param{Pos: t.pos, N: n}
 			} else if q.Array, err = p.parseConstArray(map[bool]string{true: "ALL", false: "ANY"}[q.All]); err != nil {
 				return nil, err
 			}

@@ -151,6 +151,9 @@ func Walk(n Node, fn func(Node) bool) {
 			Walk(n.Query, fn)
 		}
 		exprs(n.Array)
+		if n.Param != nil {
+			Walk(n.Param, fn)
+		}
 	case *GroupingSets:
 		for _, set := range n.Sets {
 			exprs(set)

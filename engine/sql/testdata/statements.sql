@@ -129,3 +129,4 @@ select E'a\tb\\c''d', 'x' collate pg_catalog.default from t where c.relname oper
 show transaction isolation level;
 select j -> 'a' ->> 0, j #>> '{a,b}', j #> '{c}' || 'x' from t where j->>'k' = 'v';
 select a from t where a = any (array[1, 2]) and b <> all ('{x,"y z",NULL}'::text[]) and c > any (array[]::int[]);
+select a from t where a = any ($1) and b = any (('{x}'));
