@@ -1,6 +1,7 @@
 package bind
 
 import (
+	"fmt"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/nicflow/nicflow/engine/plan"
 	"github.com/nicflow/nicflow/exec/expr"
@@ -48,6 +49,10 @@ type exprCtx struct {
 // selectQuery binds a SELECT with, when q is non-nil, q's ORDER BY, LIMIT
 // and OFFSET.
 func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (plan.Plan, []string, error) {
+	sel, err := b.selectListSeries(sel, q)
+	if err != nil {
+		return nil, nil, err
+	}
 	lp, err := b.from(sel.From, s)
 	if err != nil {
 		return nil, nil, err
@@ -346,6 +351,73 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (plan.Plan
 		lp = &plan.ProjectNode{Input: lp, Exprs: out, Cols: projCols[:visible]}
 	}
 	return lp, names, nil
+}
+
+// selectListSeries reads generate_series(...) as a select-list item, as
+// PostgreSQL runs a set-returning function there: each row of FROM once
+// per value, that is FROM cross joined with the series (which
+// generate_series in FROM binds). One per SELECT, with constant
+// arguments (a column's would need LATERAL), and not under aggregation
+// (PostgreSQL's runs after it).
+func (b *binder) selectListSeries(sel *sql.Select, q *sql.Query) (*sql.Select, error) {
+	// The call, alone or cast (generate_series(...)::date).
+	series := func(e sql.Expr) *sql.FuncCall {
+		if c, ok := e.(*sql.Cast); ok {
+			e = c.X
+		}
+		if f, ok := e.(*sql.FuncCall); ok && f.Name.Name == "generate_series" && !f.Name.Quoted && f.Over == nil && !f.Star && !f.Distinct && f.Filter == nil {
+			return f
+		}
+		return nil
+	}
+	at := -1
+	for i, it := range sel.Items {
+		if f := series(it.Expr); f != nil {
+			if at >= 0 {
+				return nil, b.errorf(f, "only one generate_series in a select list is supported")
+			}
+			at = i
+		}
+	}
+	if at < 0 {
+		return sel, nil
+	}
+	f := series(sel.Items[at].Expr)
+	var orderBy []*sql.OrderItem
+	if q != nil {
+		orderBy = q.OrderBy
+	}
+	if len(sel.GroupBy) > 0 || sel.Having != nil || b.hasAggregate(sel.Items, orderBy) {
+		return nil, b.errorf(f, "generate_series in the select list of an aggregate query is not supported (call it in FROM)")
+	}
+	var colRef sql.Node
+	for _, a := range f.Args {
+		sql.Walk(a, func(n sql.Node) bool {
+			if _, ok := n.(*sql.ColumnRef); ok && colRef == nil {
+				colRef = n
+			}
+			return colRef == nil
+		})
+	}
+	if colRef != nil {
+		return nil, b.errorf(colRef, "generate_series in the select list takes constant arguments (a column's needs LATERAL, which nicflow does not support yet)")
+	}
+	alias := fmt.Sprintf("generate_series_%d", f.Pos.Offset)
+	name := sql.Ident{Pos: f.Pos, Name: "generate_series"}
+	c := *sel
+	c.Items = append([]*sql.SelectItem(nil), sel.Items...)
+	it := *sel.Items[at]
+	ref := &sql.ColumnRef{Pos: f.Pos, Parts: []sql.Ident{{Pos: f.Pos, Name: alias}, name}}
+	it.Expr = ref
+	if cast, ok := sel.Items[at].Expr.(*sql.Cast); ok {
+		cc := *cast
+		cc.X = ref
+		it.Expr = &cc
+	}
+	c.Items[at] = &it
+	tf := &sql.TableFunc{Pos: f.Pos, Name: f.Name, Args: f.Args, Alias: &sql.TableAlias{Pos: f.Pos, Name: sql.Ident{Pos: f.Pos, Name: alias}, Columns: []sql.Ident{name}}}
+	c.From = append(append([]sql.TableExpr(nil), sel.From...), tf)
+	return &c, nil
 }
 
 // outputRef is a placeholder for "output column idx" while a SELECT is
