@@ -617,6 +617,47 @@ func (b *binder) rewriteFunc(x *sql.FuncCall, args []plan.Expr) (sql.Expr, error
 		return &sql.Case{Pos: pos, Whens: []*sql.When{
 			when(neg, call("substring", s, bin("+", lit("1"), &sql.UnaryExpr{Pos: pos, Op: "-", X: n}))),
 		}, Else: call("substring", s, atLeast1(bin("+", bin("-", call("length", s), n), lit("1"))))}, nil
+	case "num_nulls", "num_nonnulls":
+		// The count of (non-)NULL arguments: a sum of CASEs.
+		if len(a) == 0 {
+			return nil, fmt.Errorf("function %s requires at least one argument", x.Name.Name)
+		}
+		var sum sql.Expr
+		for _, e := range a {
+			is := sql.Expr(&sql.IsExpr{Pos: pos, X: e, What: sql.IsNull, Not: x.Name.Name == "num_nonnulls"})
+			c := &sql.Case{Pos: pos, Whens: []*sql.When{when(is, lit("1"))}, Else: lit("0")}
+			if sum == nil {
+				sum = c
+			} else {
+				sum = bin("+", sum, c)
+			}
+		}
+		return sum, nil
+	case "width_bucket":
+		// width_bucket(x, lo, hi, n): 0 below lo, n + 1 from hi on, else
+		// the bucket of n equal ones that x falls in (lo > hi: descending).
+		if len(a) != 4 {
+			return nil, fmt.Errorf("function width_bucket takes 4 arguments (operand, low, high, count), got %d", len(a))
+		}
+		xv, lo, hi, n := a[0], a[1], a[2], a[3]
+		asInt := func(e sql.Expr) sql.Expr {
+			return &sql.Cast{Pos: pos, X: e, Type: &sql.TypeName{Pos: pos, Name: "integer"}}
+		}
+		bucket := func(num, den sql.Expr) sql.Expr {
+			return asInt(bin("+", call("floor", bin("/", bin("*", num, n), den)), lit("1")))
+		}
+		return &sql.Case{Pos: pos, Whens: []*sql.When{
+			when(bin("<", lo, hi), &sql.Case{Pos: pos, Whens: []*sql.When{
+				when(bin("<", xv, lo), lit("0")),
+				when(bin(">=", xv, hi), bin("+", asInt(n), lit("1"))),
+			}, Else: bucket(bin("-", xv, lo), bin("-", hi, lo))}),
+			when(bin(">", lo, hi), &sql.Case{Pos: pos, Whens: []*sql.When{
+				when(bin(">", xv, lo), lit("0")),
+				when(bin("<=", xv, hi), bin("+", asInt(n), lit("1"))),
+			}, Else: bucket(bin("-", lo, xv), bin("-", lo, hi))}),
+		}}, nil
+	case "format":
+		return b.formatCall(x, args)
 	case "starts_with", "ends_with":
 		if err := two(); err != nil {
 			return nil, err
@@ -1034,7 +1075,12 @@ func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (plan.Expr, e
 	case "->", "->>", "#>", "#>>":
 		return b.jsonOp(x, l, r)
 	case "^":
-		return nil, b.errorf(x, "operator ^ is not supported")
+		// PostgreSQL's exponentiation: power(a, b), double precision.
+		e, err := b.scalarFunc("power", []plan.Expr{l, r})
+		if err != nil {
+			return nil, b.errorf(x, "%v", err)
+		}
+		return plan.FoldNow(e), nil
 	case "~", "~*", "!~", "!~*":
 		// POSIX-style matching (PostgreSQL's operators), with RE2 syntax:
 		// regexp_like, case-insensitive for *, negated for !.
@@ -2112,6 +2158,12 @@ func (b *binder) scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			return nil, err
 		}
 		return b.newCall(expr.FnRandom, plan.TypFloat64), nil
+	case "pg_typeof":
+		// The argument's type's name, as format_type prints it.
+		if err := arity(1, 1); err != nil {
+			return nil, err
+		}
+		return &plan.Const{Typ: plan.TypString, Val: pgTypeName(args[0])}, nil
 	case "coalesce":
 		if n == 0 {
 			return nil, fmt.Errorf("coalesce needs at least one argument")
@@ -2418,6 +2470,129 @@ func (b *binder) jsonOp(x *sql.BinaryExpr, l, r plan.Expr) (plan.Expr, error) {
 		args = append(args, &plan.Const{Typ: plan.TypString, Val: p})
 	}
 	return plan.FoldNow(b.newCall(fn, plan.TypString, args...)), nil
+}
+
+// pgTypeName is PostgreSQL's name of e's type (pg_typeof).
+func pgTypeName(e plan.Expr) string {
+	if c, ok := e.(*plan.Const); ok && c.Untyped {
+		return "unknown"
+	}
+	t := e.Type()
+	switch {
+	case plan.IsNullType(t):
+		return "unknown"
+	case plan.IsDecimal(t):
+		return "numeric"
+	case plan.IsTimestamp(t) && expr.HasZone(t):
+		return "timestamp with time zone"
+	case plan.IsTimestamp(t):
+		return "timestamp without time zone"
+	case plan.IsTime(t):
+		return "time without time zone"
+	}
+	switch t.ID() {
+	case arrow.INT16:
+		return "smallint"
+	case arrow.INT32:
+		return "integer"
+	case arrow.INT64:
+		return "bigint"
+	case arrow.FLOAT32:
+		return "real"
+	case arrow.FLOAT64:
+		return "double precision"
+	case arrow.STRING:
+		return "text"
+	case arrow.BOOL:
+		return "boolean"
+	case arrow.DATE32:
+		return "date"
+	case arrow.INTERVAL_MONTH_DAY_NANO:
+		return "interval"
+	case arrow.BINARY:
+		return "bytea"
+	}
+	return plan.TypeString(t)
+}
+
+// formatCall rewrites format(fmt, args...), PostgreSQL's: %s (the text,
+// NULL as ”), %I (quote_ident), %L (quote_literal, NULL as NULL), %%,
+// and %n$ positions; fmt a constant.
+func (b *binder) formatCall(x *sql.FuncCall, args []plan.Expr) (sql.Expr, error) {
+	if len(args) == 0 {
+		return nil, fmt.Errorf("function format requires at least one argument")
+	}
+	k, ok := args[0].(*plan.Const)
+	f, isStr := k.Val.(string)
+	if !ok || !isStr {
+		return nil, fmt.Errorf("format: the format must be a constant string")
+	}
+	pos := x.Pos
+	str := func(v string) sql.Expr { return &sql.Literal{Pos: pos, Kind: sql.LitString, Text: v} }
+	call := func(name string, as ...sql.Expr) sql.Expr {
+		return &sql.FuncCall{Pos: pos, Name: sql.Ident{Pos: pos, Name: name}, Args: as}
+	}
+	text := func(e sql.Expr) sql.Expr {
+		return &sql.Cast{Pos: pos, X: e, Type: &sql.TypeName{Pos: pos, Name: "text"}}
+	}
+	var parts []sql.Expr
+	lit := ""
+	next := 1
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			lit += f[i : i+1]
+			continue
+		}
+		i++
+		if i >= len(f) {
+			return nil, fmt.Errorf("unterminated format() type specifier")
+		}
+		if f[i] == '%' {
+			lit += "%"
+			continue
+		}
+		arg := next
+		if j := strings.IndexByte(f[i:], '$'); j > 0 {
+			if n, err := strconv.Atoi(f[i : i+j]); err == nil {
+				arg, i = n, i+j+1
+			}
+		}
+		if i >= len(f) {
+			return nil, fmt.Errorf("unterminated format() type specifier")
+		}
+		if arg < 1 || arg >= len(x.Args) {
+			return nil, fmt.Errorf("too few arguments for format()")
+		}
+		next = arg + 1
+		a := x.Args[arg]
+		var p sql.Expr
+		switch f[i] {
+		case 's':
+			p = call("coalesce", text(a), str(""))
+		case 'I':
+			if c, ok := args[arg].(*plan.Const); ok && c.Val == nil {
+				return nil, fmt.Errorf("null values cannot be formatted as an SQL identifier")
+			}
+			p = call("quote_ident", text(a))
+		case 'L':
+			p = call("coalesce", call("quote_literal", text(a)), str("NULL"))
+		default:
+			return nil, fmt.Errorf("unrecognized format() type specifier %q", f[i:i+1])
+		}
+		if lit != "" {
+			parts = append(parts, str(lit))
+			lit = ""
+		}
+		parts = append(parts, p)
+	}
+	if lit != "" || len(parts) == 0 {
+		parts = append(parts, str(lit))
+	}
+	e := parts[0]
+	for _, p := range parts[1:] {
+		e = &sql.BinaryExpr{Pos: pos, Op: "||", L: e, R: p}
+	}
+	return e, nil
 }
 
 // toJSON is to_json(a) as text: numbers and booleans as they print,
