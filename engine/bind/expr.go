@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -2158,6 +2159,29 @@ func (b *binder) scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			return nil, err
 		}
 		return b.newCall(expr.FnRandom, plan.TypFloat64), nil
+	case "similar_to_escape":
+		// A SIMILAR TO pattern as a regular expression (PostgreSQL's
+		// function, which SIMILAR TO calls).
+		if err := arity(1, 2); err != nil {
+			return nil, err
+		}
+		var ks [2]string
+		ks[1] = "\\"
+		for i := range args {
+			k, ok := plan.FoldNow(plan.ResolveUntyped(args[i], plan.TypString)).(*plan.Const)
+			if !ok || (!k.IsNull() && !plan.IsString(k.Typ)) {
+				return nil, fmt.Errorf("similar_to_escape: the pattern and the escape must be constant strings")
+			}
+			if k.IsNull() {
+				return &plan.Const{Typ: plan.TypString, Val: nil}, nil
+			}
+			ks[i] = k.Val.(string)
+		}
+		re, err := similarToRegex(ks[0], ks[1])
+		if err != nil {
+			return nil, err
+		}
+		return &plan.Const{Typ: plan.TypString, Val: re}, nil
 	case "pg_typeof":
 		// The argument's type's name, as format_type prints it.
 		if err := arity(1, 1); err != nil {
@@ -2470,6 +2494,55 @@ func (b *binder) jsonOp(x *sql.BinaryExpr, l, r plan.Expr) (plan.Expr, error) {
 		args = append(args, &plan.Const{Typ: plan.TypString, Val: p})
 	}
 	return plan.FoldNow(b.newCall(fn, plan.TypString, args...)), nil
+}
+
+// similarToRegex converts a SIMILAR TO pattern to an anchored regular
+// expression as PostgreSQL's similar_to_escape: % is .*, _ is ., the
+// escape character (one character, or none for ”) takes the next one
+// literally, brackets pass through, and the characters special to a
+// regex but not to SIMILAR TO (. ^ $ \) are escaped.
+func similarToRegex(pat, esc string) (string, error) {
+	var e rune = -1
+	if esc != "" {
+		rs := []rune(esc)
+		if len(rs) != 1 {
+			return "", fmt.Errorf("invalid escape string: it must be empty or one character")
+		}
+		e = rs[0]
+	}
+	var b strings.Builder
+	b.WriteString("^(?:")
+	inBracket, escaped := false, false
+	for _, c := range pat {
+		switch {
+		case escaped:
+			b.WriteString(regexp.QuoteMeta(string(c)))
+			escaped = false
+		case c == e:
+			escaped = true
+		case inBracket:
+			if c == ']' {
+				inBracket = false
+			}
+			b.WriteRune(c)
+		case c == '[':
+			inBracket = true
+			b.WriteRune(c)
+		case c == '%':
+			b.WriteString(".*")
+		case c == '_':
+			b.WriteString(".")
+		case c == '.' || c == '^' || c == '$' || c == '\\':
+			b.WriteString("\\" + string(c))
+		default:
+			b.WriteRune(c)
+		}
+	}
+	if escaped {
+		return "", fmt.Errorf("invalid escape sequence: the pattern ends with the escape character")
+	}
+	b.WriteString(")$")
+	return b.String(), nil
 }
 
 // pgTypeName is PostgreSQL's name of e's type (pg_typeof).

@@ -376,9 +376,7 @@ func (p *parser) parseRange() (Expr, error) {
 		}
 		t := p.peekAt(k)
 		switch {
-		case isKwTok(t, "in"), isKwTok(t, "between"), isKwTok(t, "like"), isKwTok(t, "ilike"):
-		case isKwTok(t, "similar"):
-			return nil, p.errAt(t, "SIMILAR TO is not supported; use LIKE")
+		case isKwTok(t, "in"), isKwTok(t, "between"), isKwTok(t, "like"), isKwTok(t, "ilike"), isKwTok(t, "similar"):
 		default:
 			return left, nil
 		}
@@ -426,6 +424,29 @@ func (p *parser) parseRange() (Expr, error) {
 				return nil, err
 			}
 			left = &Between{Pos: left.Position(), X: left, Lo: lo, Hi: hi, Not: not}
+		case "similar":
+			// x SIMILAR TO p [ESCAPE e]: x ~ similar_to_escape(p [, e]),
+			// as PostgreSQL rewrites it (the SQL pattern as a regex).
+			if _, err := p.expectKw("to"); err != nil {
+				return nil, err
+			}
+			pat, err := p.parseOther()
+			if err != nil {
+				return nil, err
+			}
+			args := []Expr{pat}
+			if p.acceptKw("escape") {
+				e, err := p.parseOther()
+				if err != nil {
+					return nil, err
+				}
+				args = append(args, e)
+			}
+			var m Expr = &BinaryExpr{Pos: left.Position(), Op: "~", L: left, R: &FuncCall{Pos: pat.Position(), Name: Ident{Pos: pat.Position(), Name: "similar_to_escape"}, Args: args}}
+			if not {
+				m = &UnaryExpr{Pos: left.Position(), Op: "NOT", X: m}
+			}
+			left = m
 		default: // like, ilike
 			pat, err := p.parseOther()
 			if err != nil {

@@ -140,7 +140,7 @@ update t set a =
 ----
 select * from t where a = current_time(
 ----
-select a from t where a similar to 'x'
+select a from t where a similar 'x'
 ----
 select 1; select 2 3
 ----

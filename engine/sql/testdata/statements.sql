@@ -130,3 +130,4 @@ show transaction isolation level;
 select j -> 'a' ->> 0, j #>> '{a,b}', j #> '{c}' || 'x' from t where j->>'k' = 'v';
 select a from t where a = any (array[1, 2]) and b <> all ('{x,"y z",NULL}'::text[]) and c > any (array[]::int[]);
 select a from t where a = any ($1) and b = any (('{x}'));
+select a similar to 'x%' escape '!', b not similar to '(a|b)_' from t;
