@@ -2087,7 +2087,11 @@ func (b *binder) scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			return nil, err
 		}
 		c, ok := args[0].(*plan.Const)
-		name, isStr := c.Val.(string)
+		var name string
+		isStr := false
+		if ok {
+			name, isStr = c.Val.(string)
+		}
 		if !ok || !isStr {
 			return nil, fmt.Errorf("current_setting: the setting's name must be a constant string")
 		}
@@ -2596,7 +2600,11 @@ func (b *binder) formatCall(x *sql.FuncCall, args []plan.Expr) (sql.Expr, error)
 		return nil, fmt.Errorf("function format requires at least one argument")
 	}
 	k, ok := args[0].(*plan.Const)
-	f, isStr := k.Val.(string)
+	var f string
+	isStr := false
+	if ok {
+		f, isStr = k.Val.(string)
+	}
 	if !ok || !isStr {
 		return nil, fmt.Errorf("format: the format must be a constant string")
 	}
@@ -2706,7 +2714,11 @@ func (b *binder) regCast(x *sql.Cast, arg plan.Expr, kind string) (plan.Expr, er
 	if ok && c.Val == nil {
 		return &plan.Const{Typ: arrow.PrimitiveTypes.Int32, Val: nil}, nil // NULL::regclass
 	}
-	name, isStr := c.Val.(string)
+	var name string
+	isStr := false
+	if ok {
+		name, isStr = c.Val.(string)
+	}
 	if !ok || !isStr {
 		return nil, b.errorf(x, "cannot cast %s to %s: only a constant name or an integer OID", plan.TypeString(arg.Type()), kind)
 	}
