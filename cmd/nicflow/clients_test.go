@@ -243,3 +243,83 @@ func TestServePgcli(t *testing.T) {
 		}
 	}
 }
+
+var rewriteClientStatements = flag.Bool("rewrite-client-statements", false, "rewrite the answers in cmd/nicflow/testdata/clients/statements/*.sql instead of comparing")
+
+// TestClientStatements replays the catalog statements clients sent
+// (testdata/clients/statements/*.sql, recorded with serve
+// --log-statements, each file naming its client and version) on a TPC-H
+// database and compares each one's answer, "ok" or its error, with the
+// one recorded after it: what works for a client, and what still fails
+// (arrays), stays as it was unless the file is rewritten.
+func TestClientStatements(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "clients", "statements", "*.sql"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no recorded client statements: %v", err)
+	}
+	opts, err := sessionOptions("", 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := engine.Open(tpchDir(t, 0.01), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	answer := func(stmt string) string {
+		r, err := s.Query(context.Background(), stmt)
+		if err == nil {
+			for {
+				rec, nerr := r.Next()
+				if nerr != nil || rec == nil {
+					err = nerr
+					break
+				}
+			}
+			r.Close()
+		}
+		if err != nil {
+			msg, _, _ := strings.Cut(err.Error(), "\n")
+			return "-- error: " + msg
+		}
+		return "-- ok"
+	}
+	for _, path := range files {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		var stmt []string
+		n := 0
+		for _, line := range strings.SplitAfter(string(b), "\n") {
+			l := strings.TrimRight(line, "\n")
+			if len(stmt) > 0 && (l == "-- ok" || strings.HasPrefix(l, "-- error: ")) {
+				text := strings.Join(stmt, "\n")
+				got := answer(text)
+				n++
+				if !*rewriteClientStatements && got != l {
+					t.Errorf("%s: statement %d\n%s\ngot  %s\nwant %s", path, n, text, got, l)
+				}
+				out.WriteString(got + "\n")
+				stmt = nil
+				continue
+			}
+			if len(stmt) == 0 && (l == "" || strings.HasPrefix(l, "--")) {
+				out.WriteString(line)
+				continue
+			}
+			stmt = append(stmt, l)
+			out.WriteString(line)
+		}
+		if len(stmt) > 0 {
+			t.Errorf("%s: a statement without its answer at the end", path)
+		}
+		if *rewriteClientStatements {
+			if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Logf("%s: %d statements", path, n)
+	}
+}
