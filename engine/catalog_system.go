@@ -175,11 +175,24 @@ var systemTables = map[string]systemTable{
 		},
 	},
 	"pg_catalog.pg_database": {
-		cols:  []string{"oid", "datname", "datdba", "encoding"},
-		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER"},
+		// One database; its strings compare by bytes (the "C" collation).
+		// datacl is NULL (default privileges: nicflow has no GRANT), of no
+		// type: nicflow has no arrays (aclitem[] in PostgreSQL).
+		cols: []string{"oid", "datname", "datdba", "encoding", "datlocprovider", "datistemplate", "datallowconn", "datconnlimit",
+			"dattablespace", "datcollate", "datctype", "daticulocale", "datacl"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER", "TEXT", "BOOLEAN", "BOOLEAN", "INTEGER",
+			"INTEGER", "TEXT", "TEXT", "TEXT", ""},
 		rows: func(*StorageCatalog) [][]string {
-			return [][]string{{"1", sql.QuoteString("nicflow"), strconv.Itoa(oidOwner), "6"}} // 6: UTF8
+			return [][]string{{"1", sql.QuoteString("nicflow"), strconv.Itoa(oidOwner), "6", "'c'", "false", "true", "-1", // 6: UTF8
+				"1663", "'C'", "'C'", "CAST(NULL AS TEXT)", "NULL"}}
 		},
+	},
+	"pg_catalog.pg_proc": {
+		// Functions: nicflow has no user-defined functions, and its
+		// built-in ones are not listed (PostgreSQL lists its own here).
+		cols:  []string{"oid", "proname", "pronamespace", "proowner", "prokind", "prorettype", "pronargs", "proretset", "prosecdef", "provolatile", "prolang"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER", "TEXT", "INTEGER", "INTEGER", "BOOLEAN", "BOOLEAN", "TEXT", "INTEGER"},
+		rows:  func(*StorageCatalog) [][]string { return nil },
 	},
 	"pg_catalog.pg_class": {
 		cols:  []string{"oid", "relname", "relnamespace", "relkind", "relowner", "reltuples", "relnatts", "relam", "relhasindex", "relchecks", "reltype", "relpersistence", "relispartition"},
@@ -224,6 +237,84 @@ var systemTables = map[string]systemTable{
 			return rows
 		},
 	},
+	"pg_catalog.pg_sequence": {
+		// Sequences: nicflow has none.
+		cols:  []string{"seqrelid", "seqtypid", "seqstart", "seqincrement", "seqmax", "seqmin", "seqcache", "seqcycle"},
+		types: []string{"INTEGER", "INTEGER", "BIGINT", "BIGINT", "BIGINT", "BIGINT", "BIGINT", "BOOLEAN"},
+		rows:  func(*StorageCatalog) [][]string { return nil },
+	},
+	"pg_catalog.pg_enum": {
+		// Enum labels: nicflow has no enum types.
+		cols:  []string{"oid", "enumtypid", "enumsortorder", "enumlabel"},
+		types: []string{"INTEGER", "INTEGER", "DOUBLE PRECISION", "TEXT"},
+		rows:  func(*StorageCatalog) [][]string { return nil },
+	},
+	"pg_catalog.pg_constraint": {
+		// Primary keys (p), unique constraints (u), foreign keys (f) and
+		// checks (c). conbin holds the constraint's definition as
+		// pg_get_constraintdef prints it (in PostgreSQL an expression
+		// tree), as pg_attrdef.adbin holds a default's text; conkey and
+		// confkey, arrays, are missing (nicflow has no arrays yet).
+		cols: []string{"oid", "conname", "connamespace", "contype", "condeferrable", "condeferred", "convalidated", "conrelid", "conindid",
+			"confrelid", "confupdtype", "confdeltype", "confmatchtype", "conbin"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "TEXT", "BOOLEAN", "BOOLEAN", "BOOLEAN", "INTEGER", "INTEGER",
+			"INTEGER", "TEXT", "TEXT", "TEXT", "TEXT"},
+		rows: func(c *StorageCatalog) (rows [][]string) {
+			for _, t := range c.db.Tables() {
+				rel := relOID(t.Schema, t.Name)
+				add := func(name, kind string, index, ref int, upd, del, match, def string) {
+					rows = append(rows, []string{strconv.Itoa(relOID(t.Schema, name)), sql.QuoteString(name), strconv.Itoa(oidPublic), sql.QuoteString(kind),
+						"false", "false", "true", strconv.Itoa(rel), strconv.Itoa(index), strconv.Itoa(ref), sql.QuoteString(upd), sql.QuoteString(del), sql.QuoteString(match), sql.QuoteString(def)})
+				}
+				for _, ix := range t.Indexes {
+					switch {
+					case ix.Primary:
+						add(ix.Name, "p", relOID(t.Schema, ix.Name), 0, " ", " ", " ", "PRIMARY KEY ("+identList(ix.Columns)+")")
+					case ix.Constraint:
+						add(ix.Name, "u", relOID(t.Schema, ix.Name), 0, " ", " ", " ", "UNIQUE ("+identList(ix.Columns)+")")
+					}
+				}
+				for _, ch := range t.Checks {
+					add(ch.Name, "c", 0, 0, " ", " ", " ", "CHECK ("+ch.SQL+")")
+				}
+				for _, fk := range t.ForeignKeys {
+					refSchema, refName, _ := strings.Cut(fk.RefTable, ".")
+					if refName == "" {
+						refSchema, refName = t.Schema, fk.RefTable
+					}
+					def := "FOREIGN KEY (" + identList(fk.Columns) + ") REFERENCES " + sql.QuoteIdent(refName) + "(" + identList(fk.RefColumns) + ")"
+					match := "s"
+					if fk.MatchFull {
+						def += " MATCH FULL"
+						match = "f"
+					}
+					action := func(a string) string {
+						return map[string]string{"": "a", "NO ACTION": "a", "RESTRICT": "r", "CASCADE": "c", "SET NULL": "n", "SET DEFAULT": "d"}[strings.ToUpper(a)]
+					}
+					if a := strings.ToUpper(fk.OnUpdate); a != "" && a != "NO ACTION" {
+						def += " ON UPDATE " + a
+					}
+					if a := strings.ToUpper(fk.OnDelete); a != "" && a != "NO ACTION" {
+						def += " ON DELETE " + a
+					}
+					add(fk.Name, "f", relOID(refSchema, fk.RefIndex), relOID(refSchema, refName), action(fk.OnUpdate), action(fk.OnDelete), match, def)
+				}
+			}
+			return rows
+		},
+	},
+	"pg_catalog.pg_indexes": {
+		cols:  []string{"schemaname", "tablename", "indexname", "tablespace", "indexdef"},
+		types: []string{"TEXT", "TEXT", "TEXT", "TEXT", "TEXT"},
+		rows: func(c *StorageCatalog) (rows [][]string) {
+			for _, t := range c.db.Tables() {
+				for _, ix := range t.Indexes {
+					rows = append(rows, append(quoted(sqlSchema(t.Schema), t.Name, ix.Name), "CAST(NULL AS TEXT)", sql.QuoteString(indexDef(t.Schema, t.Name, ix))))
+				}
+			}
+			return rows
+		},
+	},
 	"pg_catalog.pg_am": {
 		// Access methods: nicflow's tables have none (relam is 0).
 		cols:  []string{"oid", "amname", "amtype"},
@@ -247,13 +338,36 @@ var systemTables = map[string]systemTable{
 		},
 	},
 	"pg_catalog.pg_type": {
-		// Base types only ('b'): no domains, composites or arrays.
-		cols:  []string{"oid", "typname", "typnamespace", "typlen", "typtype", "typnotnull", "typtypmod", "typbasetype", "typrelid", "typelem", "typcollation"},
-		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER", "TEXT", "BOOLEAN", "INTEGER", "INTEGER", "INTEGER", "INTEGER", "INTEGER"},
+		// Base types only ('b'): no domains, composites or arrays
+		// (typarray is 0: nicflow has no array types).
+		cols: []string{"oid", "typname", "typnamespace", "typowner", "typlen", "typbyval", "typtype", "typcategory", "typispreferred", "typisdefined",
+			"typdelim", "typrelid", "typelem", "typarray", "typinput", "typoutput", "typreceive", "typsend", "typalign", "typstorage",
+			"typnotnull", "typbasetype", "typtypmod", "typndims", "typcollation", "typdefault"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER", "INTEGER", "BOOLEAN", "TEXT", "TEXT", "BOOLEAN", "BOOLEAN",
+			"TEXT", "INTEGER", "INTEGER", "INTEGER", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT",
+			"BOOLEAN", "INTEGER", "INTEGER", "INTEGER", "INTEGER", "TEXT"},
 		rows: func(*StorageCatalog) (rows [][]string) {
 			for _, t := range pgTypes {
-				rows = append(rows, []string{strconv.Itoa(t.oid), sql.QuoteString(t.name), strconv.Itoa(oidPgCatalog), strconv.Itoa(t.len),
-					"'b'", "false", "-1", "0", "0", "0", "0"})
+				byVal := t.len > 0 && t.len <= 8
+				align, storage := "'i'", "'p'"
+				switch {
+				case t.len == 8:
+					align = "'d'"
+				case t.len == 2:
+					align = "'s'"
+				case t.len == 1:
+					align = "'c'"
+				case t.len < 0:
+					storage = "'x'"
+				}
+				coll := "0"
+				if t.category == "S" {
+					coll = "100" // the default collation
+				}
+				rows = append(rows, []string{strconv.Itoa(t.oid), sql.QuoteString(t.name), strconv.Itoa(oidPgCatalog), strconv.Itoa(oidOwner), strconv.Itoa(t.len),
+					strconv.FormatBool(byVal), "'b'", sql.QuoteString(t.category), strconv.FormatBool(t.preferred), "true",
+					"','", "0", "0", "0", sql.QuoteString(t.name + "in"), sql.QuoteString(t.name + "out"), sql.QuoteString(t.name + "recv"), sql.QuoteString(t.name + "send"), align, storage,
+					"false", "0", "-1", "0", coll, "CAST(NULL AS TEXT)"})
 			}
 			return rows
 		},
@@ -285,13 +399,18 @@ type pgType struct {
 	oid  int
 	name string
 	len  int
+	// category is typcategory (B boolean, N numeric, S string, D date and
+	// time, T timespan, U user/other); preferred is typispreferred.
+	category  string
+	preferred bool
 }
 
 var pgTypes = []pgType{
-	{16, "bool", 1}, {17, "bytea", -1}, {20, "int8", 8}, {21, "int2", 2}, {23, "int4", 4}, {25, "text", -1},
-	{700, "float4", 4}, {701, "float8", 8}, {1043, "varchar", -1}, {1082, "date", 4},
-	{1114, "timestamp", 8}, {1186, "interval", 16}, {1700, "numeric", -1},
-	{1083, "time", 8}, {1184, "timestamptz", 8},
+	{16, "bool", 1, "B", true}, {17, "bytea", -1, "U", false}, {20, "int8", 8, "N", false}, {21, "int2", 2, "N", false},
+	{23, "int4", 4, "N", false}, {25, "text", -1, "S", true}, {700, "float4", 4, "N", false}, {701, "float8", 8, "N", true},
+	{1043, "varchar", -1, "S", false}, {1082, "date", 4, "D", false}, {1114, "timestamp", 8, "D", false},
+	{1186, "interval", 16, "T", true}, {1700, "numeric", -1, "N", false}, {1083, "time", 8, "D", false},
+	{1184, "timestamptz", 8, "D", true},
 }
 
 // typeOID is the PostgreSQL type OID of a stored column (text when
@@ -362,7 +481,7 @@ func typeMod(col storage.Column) int {
 // has, for 'pg_class'::regclass.
 var systemOIDs = map[string]int{
 	"pg_class": 1259, "pg_type": 1247, "pg_attribute": 1249, "pg_proc": 1255, "pg_namespace": 2615,
-	"pg_description": 2609, "pg_attrdef": 2604, "pg_database": 1262, "pg_am": 2601,
+	"pg_description": 2609, "pg_attrdef": 2604, "pg_database": 1262, "pg_am": 2601, "pg_constraint": 2606,
 	"pg_tables": 12000, "pg_views": 12001,
 }
 
@@ -437,6 +556,25 @@ func columnType(col storage.Column) string {
 	return col.Type
 }
 
+// identList is names as a SQL list, quoted where they must be.
+func identList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = sql.QuoteIdent(n)
+	}
+	return strings.Join(q, ", ")
+}
+
+// indexDef is an index's CREATE INDEX, as pg_get_indexdef and
+// pg_indexes.indexdef print it (nicflow's indexes are sorted: btree).
+func indexDef(schema, table string, ix storage.Index) string {
+	u := ""
+	if ix.Unique || ix.Primary || ix.Constraint {
+		u = "UNIQUE "
+	}
+	return "CREATE " + u + "INDEX " + sql.QuoteIdent(ix.Name) + " ON " + sqlSchema(schema) + "." + sql.QuoteIdent(table) + " USING btree (" + identList(ix.Columns) + ")"
+}
+
 func quoted(vals ...string) []string {
 	out := make([]string, len(vals))
 	for i, v := range vals {
@@ -462,6 +600,9 @@ func (c *StorageCatalog) systemView(name string) string {
 		nulls := make([]string, len(st.cols))
 		for i, col := range st.cols {
 			nulls[i] = "CAST(NULL AS " + st.types[i] + ") AS " + col
+			if st.types[i] == "" {
+				nulls[i] = "NULL AS " + col // a column of no type (always NULL)
+			}
 		}
 		return "SELECT " + strings.Join(nulls, ", ") + " WHERE false"
 	}

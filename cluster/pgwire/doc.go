@@ -69,6 +69,9 @@
 // ReadyForQuery carries the block's status, and Sync closes the portals
 // only outside a block, so a suspended portal outlives it inside one.
 //
-// Not yet: the catalog queries psql's \d TABLE sends, binary COPY, writes
-// in a transaction block, channel binding.
+// Options.LogStatements logs every statement a client sends (`nicflow
+// serve --log-statements`), to learn what a tool's catalog queries are.
+//
+// Not yet: the catalog queries psql's \d TABLE sends (they need arrays),
+// binary COPY, writes in a transaction block, channel binding.
 package pgwire

@@ -54,6 +54,12 @@ type Options struct {
 	Open func() (engine.Conn, error)
 	// Logger receives connection errors (default: slog's default).
 	Logger *slog.Logger
+	// LogStatements logs every statement a client sends (a simple query's
+	// script, an extended-protocol Execute's statement with its parameters
+	// substituted) and the error of each one that fails, at Info level
+	// on Logger: what a client such as SQLAlchemy or psql sends
+	// (PostgreSQL's log_statement = all).
+	LogStatements bool
 
 	// MaxConnections bounds the connections served at once (default
 	// DefaultMaxConnections, PostgreSQL's max_connections): past it, a
@@ -771,9 +777,19 @@ func (c *conn) loop() error {
 	}
 }
 
+// logStatement logs a statement the client sent (Options.LogStatements).
+func (c *conn) logStatement(how, text string) {
+	if c.s.opts.LogStatements {
+		c.s.opts.Logger.Info("pgwire: statement", "remote", c.raw.RemoteAddr().String(), "protocol", how, "sql", text)
+	}
+}
+
 // fail sends an error; in the extended protocol the messages until Sync
 // are then skipped.
 func (c *conn) fail(err error, src string) {
+	if c.s.opts.LogStatements {
+		c.s.opts.Logger.Info("pgwire: statement failed", "remote", c.raw.RemoteAddr().String(), "err", err.Error())
+	}
 	c.be.Send(errorResponse(err, src))
 	c.failed = true
 }
@@ -782,6 +798,7 @@ func (c *conn) fail(err error, src string) {
 // first error ends it.
 func (c *conn) simpleQuery(script string) {
 	defer func() { c.failed = false }()
+	c.logStatement("query", script)
 	if emptyStatement(script) {
 		c.be.Send(&pgproto3.EmptyQueryResponse{})
 		return
@@ -1096,6 +1113,7 @@ func (c *conn) execute(m *pgproto3.Execute) {
 	}
 	src := p.sql
 	if p.run == nil {
+		c.logStatement("execute", src)
 		if emptyStatement(src) {
 			c.be.Send(&pgproto3.EmptyQueryResponse{})
 			return

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -152,5 +153,173 @@ func TestServePsycopg2(t *testing.T) {
 	}
 	if _, err := b.run([]string{"create table py_t (a int)"}); err == nil || !strings.HasPrefix(err.Error(), "25001 CREATE cannot run inside a transaction block") {
 		t.Errorf("a write in a transaction block: %v", err)
+	}
+}
+
+// TestServeSQLAlchemy runs testdata/clients/nicflow_sqlalchemy.py against
+// the server: SQLAlchemy with psycopg2 (connect, the inspector's tables,
+// columns with their types, views, has_table) and pandas (read_sql with
+// parameters, dates and NULLs; to_sql create and append, read back
+// equal). It needs python3-sqlalchemy, python3-pandas and python3-psycopg2.
+func TestServeSQLAlchemy(t *testing.T) {
+	py := "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import sqlalchemy, pandas, psycopg2").Run(); err != nil {
+		t.Skip("SQLAlchemy, pandas or psycopg2 is not installed (Debian: apt-get install python3-sqlalchemy python3-pandas python3-psycopg2)")
+	}
+	// NB: a database of its own: the script creates a table and a view,
+	// which the other tests' TPC-H database must not have.
+	dir := t.TempDir()
+	opts := tpch.GenOptions{SF: 0.01, Format: tpch.FormatParquet, Dir: dir}
+	if err := opts.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := runTpchGen(context.Background(), opts, io.Discard, os.Stderr); err != nil {
+		t.Fatal(err)
+	}
+	addr := startPGServer(t, dir)
+	host, port, _ := strings.Cut(addr, ":")
+	out, err := exec.Command(py, filepath.Join("testdata", "clients", "nicflow_sqlalchemy.py"), host, port).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "ok" {
+		t.Fatalf("nicflow_sqlalchemy.py: %v\n%s", err, out)
+	}
+}
+
+var rewritePsql = flag.Bool("rewrite-psql", false, "rewrite cmd/nicflow/testdata/psql_describe.golden instead of comparing")
+
+// TestServePsqlDescribe runs psql's describe commands that work on a
+// TPC-H database (\dt, \dv, \dn, \l, \df) and compares their output, as
+// psql prints it, with testdata/psql_describe.golden (-rewrite-psql
+// writes it). Made with psql 15 (Debian's postgresql-client-15).
+func TestServePsqlDescribe(t *testing.T) {
+	if _, err := exec.LookPath("psql"); err != nil {
+		t.Skip("psql is not installed (Debian: apt-get install postgresql-client)")
+	}
+	if v, err := exec.Command("psql", "--version").Output(); err == nil {
+		t.Logf("%s", v)
+	}
+	addr := startPGServer(t, tpchDir(t, 0.01))
+	host, port, _ := strings.Cut(addr, ":")
+	var b strings.Builder
+	for _, cmd := range []string{`\dt`, `\dt nation`, `\dv`, `\dn`, `\l`, `\df`} {
+		out, err := exec.Command("psql", "-X", "-h", host, "-p", port, "-U", "nicflow", "-c", cmd).CombinedOutput()
+		if err != nil {
+			t.Errorf("psql %s: %v\n%s", cmd, err, out)
+		}
+		fmt.Fprintf(&b, "== %s\n%s\n", cmd, out)
+	}
+	golden := filepath.Join("testdata", "psql_describe.golden")
+	if *rewritePsql {
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (go test -run TestServePsqlDescribe -rewrite-psql writes it)", err)
+	}
+	if b.String() != string(want) {
+		t.Errorf("psql's describe output differs from %s:\n%s", golden, b.String())
+	}
+}
+
+// TestServePgcli runs pgcli (3.5, psycopg 3) as a user would, its input
+// piped: it connects (its completion refresher's queries need arrays and
+// fail in the background, as pgcli tolerates) and its \dt lists the
+// tables (its query has relkind = ANY($1), an array parameter).
+func TestServePgcli(t *testing.T) {
+	if _, err := exec.LookPath("pgcli"); err != nil {
+		t.Skip("pgcli is not installed (Debian: apt-get install pgcli)")
+	}
+	addr := startPGServer(t, tpchDir(t, 0.01))
+	host, port, _ := strings.Cut(addr, ":")
+	cmd := exec.Command("pgcli", "-h", host, "-p", port, "-U", "nicflow", "nicflow")
+	cmd.Stdin = strings.NewReader("\\dt\nselect count(*) from nation\n")
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir()) // pgcli's config and history
+	out, _ := cmd.CombinedOutput()
+	for _, want := range []string{"| public | nation   | table | nicflow |", "SELECT 8", "| 25    |"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("pgcli: no %q in its output:\n%s", want, out)
+		}
+	}
+}
+
+var rewriteClientStatements = flag.Bool("rewrite-client-statements", false, "rewrite the answers in cmd/nicflow/testdata/clients/statements/*.sql instead of comparing")
+
+// TestClientStatements replays the catalog statements clients sent
+// (testdata/clients/statements/*.sql, recorded with serve
+// --log-statements, each file naming its client and version) on a TPC-H
+// database and compares each one's answer, "ok" or its error, with the
+// one recorded after it: what works for a client, and what still fails
+// (arrays), stays as it was unless the file is rewritten.
+func TestClientStatements(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "clients", "statements", "*.sql"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no recorded client statements: %v", err)
+	}
+	opts, err := sessionOptions("", 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := engine.Open(tpchDir(t, 0.01), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	answer := func(stmt string) string {
+		r, err := s.Query(context.Background(), stmt)
+		if err == nil {
+			for {
+				rec, nerr := r.Next()
+				if nerr != nil || rec == nil {
+					err = nerr
+					break
+				}
+			}
+			r.Close()
+		}
+		if err != nil {
+			msg, _, _ := strings.Cut(err.Error(), "\n")
+			return "-- error: " + msg
+		}
+		return "-- ok"
+	}
+	for _, path := range files {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		var stmt []string
+		n := 0
+		for _, line := range strings.SplitAfter(string(b), "\n") {
+			l := strings.TrimRight(line, "\n")
+			if len(stmt) > 0 && (l == "-- ok" || strings.HasPrefix(l, "-- error: ")) {
+				text := strings.Join(stmt, "\n")
+				got := answer(text)
+				n++
+				if !*rewriteClientStatements && got != l {
+					t.Errorf("%s: statement %d\n%s\ngot  %s\nwant %s", path, n, text, got, l)
+				}
+				out.WriteString(got + "\n")
+				stmt = nil
+				continue
+			}
+			if len(stmt) == 0 && (l == "" || strings.HasPrefix(l, "--")) {
+				out.WriteString(line)
+				continue
+			}
+			stmt = append(stmt, l)
+			out.WriteString(line)
+		}
+		if len(stmt) > 0 {
+			t.Errorf("%s: a statement without its answer at the end", path)
+		}
+		if *rewriteClientStatements {
+			if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Logf("%s: %d statements", path, n)
 	}
 }

@@ -80,9 +80,11 @@ certificate CA.pem signed: one whose CommonName is the user it logs in as
 needs no password (PostgreSQL's "cert" method; mutual TLS for Flight
 SQL), one for another user is refused, and clients without a certificate
 still log in with their password unless --tls-client-cert-required.
-The catalog queries psql's \d TABLE sends are not supported yet; \dt and
-\d work (docs/clients.md). Ctrl-C (SIGINT) or SIGTERM stops the
-server.
+psql's \dt, \dv, \dn, \l, \df and \d work, and SQLAlchemy and pandas
+connect, list tables and columns, read_sql and to_sql (append); psql's
+\d TABLE and SQLAlchemy's reflection of primary keys need arrays, not
+supported yet (docs/clients.md). --log-statements logs what clients
+send. Ctrl-C (SIGINT) or SIGTERM stops the server.
 
 A web console listens on --http-listen (default 127.0.0.1:8080; "off"
 turns it off): open it in a browser to see this server, its running and
@@ -277,12 +279,16 @@ type pgLimits struct {
 	maxConns    int
 	idleTimeout time.Duration
 	authTimeout time.Duration
+	// logStatements: pgwire.Options.LogStatements (not a limit, but a
+	// setting of the same server).
+	logStatements bool
 }
 
 func (l *pgLimits) register(f *pflag.FlagSet) {
 	f.IntVar(&l.maxConns, "pg-max-connections", pgwire.DefaultMaxConnections, `PostgreSQL connections served at once; past it a client is refused with "sorry, too many clients already" (SQLSTATE 53300), as PostgreSQL's max_connections`)
 	f.DurationVar(&l.idleTimeout, "pg-idle-timeout", pgwire.DefaultIdleTimeout, "close a PostgreSQL connection idle this long outside a transaction block, telling it SQLSTATE 57P05 (PostgreSQL's idle_session_timeout); 0: never")
 	f.DurationVar(&l.authTimeout, "pg-auth-timeout", pgwire.DefaultAuthTimeout, "close a PostgreSQL connection that has not logged in this long after connecting (PostgreSQL's authentication_timeout)")
+	f.BoolVar(&l.logStatements, "log-statements", false, "log every statement PostgreSQL clients send, and the error of each that fails, to standard error (PostgreSQL's log_statement = all): to learn what a client such as psql or SQLAlchemy sends")
 }
 
 // apply checks the limits and sets them in po.
@@ -297,6 +303,7 @@ func (l pgLimits) apply(po *pgwire.Options) error {
 		return usagef("--pg-auth-timeout %v: want a positive duration", l.authTimeout)
 	}
 	po.MaxConnections, po.IdleTimeout, po.AuthTimeout = l.maxConns, l.idleTimeout, l.authTimeout
+	po.LogStatements = l.logStatements
 	if l.idleTimeout == 0 {
 		po.IdleTimeout = -1 // never (pgwire's 0 is its default)
 	}

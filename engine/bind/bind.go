@@ -598,6 +598,10 @@ func (b *binder) typeOf(t *sql.TypeName) (arrow.DataType, error) {
 	switch t.Name {
 	case "regclass", "regtype", "regnamespace":
 		return arrow.PrimitiveTypes.Int32, nil
+	case "json", "jsonb":
+		// JSON is text (nicflow has no json type): the operators ->, ->>,
+		// #> and #>> read it.
+		return plan.TypString, args(0)
 	case "integer", "smallint":
 		// NB: smallint is stored as int32: the engine has no int16.
 		return plan.TypInt32, args(0)

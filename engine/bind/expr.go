@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -411,12 +412,12 @@ func (b *binder) timeFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			return plan.NullConst(plan.TypTimestamp), nil
 		}
 		return b.newCall(expr.FnDateTrunc, t, &plan.Const{Typ: plan.TypString, Val: unit}, args[1]), nil
-	case "strftime", "to_char", "strptime":
+	case "strftime", "to_char", "strptime", "to_date":
 		if err := arity(2); err != nil {
 			return nil, err
 		}
 		dialect := "c"
-		if name == "to_char" {
+		if name == "to_char" || name == "to_date" {
 			dialect = "pg"
 		}
 		return b.timeFormatCall(name, dialect, args)
@@ -493,6 +494,9 @@ func (b *binder) timeFormatCall(name, dialect string, args []plan.Expr) (plan.Ex
 	if !ok {
 		return nil, fmt.Errorf("the format of %s must be a string", name)
 	}
+	if t := args[0].Type(); name == "to_char" && plan.IsNumeric(t) {
+		return b.numberToChar(args[0], ps)
+	}
 	compiled, err := expr.TimeFormat(dialect, ps)
 	if err != nil {
 		return nil, err
@@ -512,6 +516,11 @@ func (b *binder) timeFormatCall(name, dialect string, args []plan.Expr) (plan.Ex
 	}
 	if name == "to_timestamp" {
 		return b.newCall(expr.FnStrptimeTZ, plan.TypTimestampTZ, args[0], fmtArg), nil
+	}
+	if name == "to_date" {
+		// PostgreSQL's to_date(text, pattern): the date of
+		// to_timestamp's reading.
+		return &plan.CastExpr{Zone: b.zone, X: b.newCall(expr.FnStrptime, plan.TypTimestamp, args[0], fmtArg), Typ: plan.TypDate}, nil
 	}
 	return b.newCall(expr.FnStrptime, plan.TypTimestamp, args[0], fmtArg), nil
 }
@@ -609,6 +618,47 @@ func (b *binder) rewriteFunc(x *sql.FuncCall, args []plan.Expr) (sql.Expr, error
 		return &sql.Case{Pos: pos, Whens: []*sql.When{
 			when(neg, call("substring", s, bin("+", lit("1"), &sql.UnaryExpr{Pos: pos, Op: "-", X: n}))),
 		}, Else: call("substring", s, atLeast1(bin("+", bin("-", call("length", s), n), lit("1"))))}, nil
+	case "num_nulls", "num_nonnulls":
+		// The count of (non-)NULL arguments: a sum of CASEs.
+		if len(a) == 0 {
+			return nil, fmt.Errorf("function %s requires at least one argument", x.Name.Name)
+		}
+		var sum sql.Expr
+		for _, e := range a {
+			is := sql.Expr(&sql.IsExpr{Pos: pos, X: e, What: sql.IsNull, Not: x.Name.Name == "num_nonnulls"})
+			c := &sql.Case{Pos: pos, Whens: []*sql.When{when(is, lit("1"))}, Else: lit("0")}
+			if sum == nil {
+				sum = c
+			} else {
+				sum = bin("+", sum, c)
+			}
+		}
+		return sum, nil
+	case "width_bucket":
+		// width_bucket(x, lo, hi, n): 0 below lo, n + 1 from hi on, else
+		// the bucket of n equal ones that x falls in (lo > hi: descending).
+		if len(a) != 4 {
+			return nil, fmt.Errorf("function width_bucket takes 4 arguments (operand, low, high, count), got %d", len(a))
+		}
+		xv, lo, hi, n := a[0], a[1], a[2], a[3]
+		asInt := func(e sql.Expr) sql.Expr {
+			return &sql.Cast{Pos: pos, X: e, Type: &sql.TypeName{Pos: pos, Name: "integer"}}
+		}
+		bucket := func(num, den sql.Expr) sql.Expr {
+			return asInt(bin("+", call("floor", bin("/", bin("*", num, n), den)), lit("1")))
+		}
+		return &sql.Case{Pos: pos, Whens: []*sql.When{
+			when(bin("<", lo, hi), &sql.Case{Pos: pos, Whens: []*sql.When{
+				when(bin("<", xv, lo), lit("0")),
+				when(bin(">=", xv, hi), bin("+", asInt(n), lit("1"))),
+			}, Else: bucket(bin("-", xv, lo), bin("-", hi, lo))}),
+			when(bin(">", lo, hi), &sql.Case{Pos: pos, Whens: []*sql.When{
+				when(bin(">", xv, lo), lit("0")),
+				when(bin("<=", xv, hi), bin("+", asInt(n), lit("1"))),
+			}, Else: bucket(bin("-", lo, xv), bin("-", lo, hi))}),
+		}}, nil
+	case "format":
+		return b.formatCall(x, args)
 	case "starts_with", "ends_with":
 		if err := two(); err != nil {
 			return nil, err
@@ -772,7 +822,42 @@ func (b *binder) rewriteFunc(x *sql.FuncCall, args []plan.Expr) (sql.Expr, error
 			return bin("/", bin("-", tr(end), tr(start)), lit(per)), nil
 		}
 		return nil, fmt.Errorf("%s: part %q is not known (want year, quarter, month, week, day, hour, minute, second, millisecond or microsecond)", x.Name.Name, f.Text)
-	case "floor", "ceil", "ceiling", "trunc":
+	case "date_bin":
+		// date_bin(stride, source, origin): the start of source's bin of
+		// stride from origin, PostgreSQL's, in microseconds since 1970:
+		// source - ((us(source) - us(origin)) mod stride).
+		if len(a) != 3 {
+			return nil, fmt.Errorf("function date_bin takes 3 arguments (stride, source, origin), got %d", len(a))
+		}
+		k, ok := plan.FoldNow(plan.ResolveUntyped(args[0], plan.TypInterval)).(*plan.Const)
+		if !ok || !plan.IsInterval(k.Typ) || k.IsNull() {
+			return nil, fmt.Errorf("date_bin: the stride must be a constant interval")
+		}
+		iv := k.Val.(arrow.MonthDayNanoInterval)
+		if iv.Months != 0 {
+			return nil, fmt.Errorf("timestamps cannot be binned into intervals containing months or years")
+		}
+		stride := int64(iv.Days)*expr.UsPerDay + iv.Nanoseconds/1000
+		if stride <= 0 {
+			return nil, fmt.Errorf("stride must be greater than zero")
+		}
+		for i := 1; i < 3; i++ {
+			if t := plan.ResolveUntyped(args[i], plan.TypTimestamp).Type(); !plan.IsTimestamp(t) && !plan.IsNullType(t) {
+				return nil, fmt.Errorf("function date_bin(interval, %s) does not exist (want timestamps)", plan.TypeString(t))
+			}
+		}
+		us := func(e sql.Expr) sql.Expr { return &sql.Extract{Pos: pos, Field: "epoch_us", X: e} }
+		st := lit(strconv.FormatInt(stride, 10))
+		d := bin("-", us(a[1]), us(a[2]))
+		r := bin("%", bin("+", bin("%", d, st), st), st)
+		micro := &sql.TypedLiteral{Pos: pos, Type: &sql.TypeName{Pos: pos, Name: "interval"}, Value: "1 microsecond"}
+		return bin("-", a[1], bin("*", micro, r)), nil
+	case "trunc":
+		if len(args) == 2 {
+			return b.truncDigits(x, args)
+		}
+		fallthrough
+	case "floor", "ceil", "ceiling":
 		if len(args) != 1 || !plan.IsDecimal(args[0].Type()) {
 			return nil, nil
 		}
@@ -791,6 +876,53 @@ func (b *binder) rewriteFunc(x *sql.FuncCall, args []plan.Expr) (sql.Expr, error
 		return &sql.Case{Pos: pos, Whens: []*sql.When{when(wrong, step)}, Else: r}, nil
 	}
 	return nil, nil
+}
+
+// truncDigits rewrites trunc(x, n), n an integer constant: x cut toward
+// zero to n fraction digits (tens, hundreds... for n < 0), PostgreSQL's
+// trunc(numeric, int). Exact for decimals and integers: round(x - sign(x)
+// * half a unit of the n-th digit, n), which never rounds away from zero;
+// doubles: trunc(x * 10^n) / 10^n.
+func (b *binder) truncDigits(x *sql.FuncCall, args []plan.Expr) (sql.Expr, error) {
+	pos := x.Pos
+	c, ok := args[1].(*plan.Const)
+	if !ok || !plan.IsInteger(c.Typ) || c.IsNull() {
+		return nil, fmt.Errorf("trunc: the number of digits must be an integer constant")
+	}
+	n := plan.ConstInt(c)
+	if n > plan.MaxDecimalPrecision || n < -plan.MaxDecimalPrecision {
+		return nil, fmt.Errorf("trunc: %d digits is out of range -38..38", n)
+	}
+	t := plan.ResolveUntyped(args[0], plan.TypFloat64).Type()
+	a := x.Args[0]
+	num := func(v string) sql.Expr { return &sql.Literal{Pos: pos, Kind: sql.LitNumber, Text: v} }
+	call := func(name string, as ...sql.Expr) sql.Expr {
+		return &sql.FuncCall{Pos: pos, Name: sql.Ident{Pos: pos, Name: name}, Args: as}
+	}
+	bin := func(op string, l, r sql.Expr) sql.Expr { return &sql.BinaryExpr{Pos: pos, Op: op, L: l, R: r} }
+	switch {
+	case plan.IsFloat(t):
+		p := num("1e" + strconv.FormatInt(n, 10))
+		return bin("/", call("trunc", bin("*", a, p)), p), nil
+	case plan.IsInteger(t) || plan.IsDecimal(t):
+		scale := int64(0)
+		if plan.IsDecimal(t) {
+			_, s, _ := plan.DecimalPS(t)
+			scale = int64(s)
+		}
+		if n >= scale {
+			return a, nil // no digit to cut
+		}
+		// half a unit of digit n: 5 * 10^(-n-1).
+		var half string
+		if n >= 0 {
+			half = "0." + strings.Repeat("0", int(n)) + "5"
+		} else {
+			half = "5" + strings.Repeat("0", int(-n-1))
+		}
+		return call("round", bin("-", a, bin("*", call("sign", a), num(half))), x.Args[1]), nil
+	}
+	return nil, fmt.Errorf("function trunc(%s, integer) does not exist", plan.TypeString(t))
 }
 
 // subquery binds a subquery in scope s; want is the number of columns it
@@ -941,8 +1073,15 @@ func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (plan.Expr, e
 			return &plan.CastExpr{Zone: b.zone, X: e, Typ: plan.TypString}
 		}
 		return plan.FoldNow(b.newCall(plan.FnConcat, plan.TypString, toStr(l), toStr(r))), nil
+	case "->", "->>", "#>", "#>>":
+		return b.jsonOp(x, l, r)
 	case "^":
-		return nil, b.errorf(x, "operator ^ is not supported")
+		// PostgreSQL's exponentiation: power(a, b), double precision.
+		e, err := b.scalarFunc("power", []plan.Expr{l, r})
+		if err != nil {
+			return nil, b.errorf(x, "%v", err)
+		}
+		return plan.FoldNow(e), nil
 	case "~", "~*", "!~", "!~*":
 		// POSIX-style matching (PostgreSQL's operators), with RE2 syntax:
 		// regexp_like, case-insensitive for *, negated for !.
@@ -1193,6 +1332,11 @@ func (b *binder) funcCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, e
 	case "row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead", "first_value", "last_value", "nth_value":
 		return nil, b.errorf(x, "window function %s requires an OVER clause", name)
 	}
+	if fc, ok := b.cat.(plan.SQLFunctionCatalog); ok {
+		if body, ok := fc.SQLFunction(name, len(x.Args)); ok {
+			return b.sqlFunction(x, body, s, ctx)
+		}
+	}
 	args := make([]plan.Expr, len(x.Args))
 	for i, a := range x.Args {
 		e, err := b.expr(a, s, ctx)
@@ -1218,6 +1362,26 @@ func (b *binder) funcCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, e
 		return nil, b.errorf(x, "%v", err)
 	}
 	return plan.FoldNow(e), nil
+}
+
+// sqlFunction binds a call of a function the catalog defines in SQL
+// (plan.SQLFunctionCatalog): its body with $1 ... $n replaced by the
+// call's arguments (each printed back as SQL, parenthesized), bound where
+// the call is. An error inside says it is in the function's body.
+func (b *binder) sqlFunction(x *sql.FuncCall, body string, s *scope, ctx *exprCtx) (plan.Expr, error) {
+	text := body
+	for i := len(x.Args); i >= 1; i-- {
+		// NB: from the last, so that $1 does not replace the start of $10.
+		text = strings.ReplaceAll(text, "$"+strconv.Itoa(i), "("+sql.Deparse(x.Args[i-1])+")")
+	}
+	e, err := sql.ParseExpr(text)
+	if err != nil {
+		return nil, b.errorf(x, "function %s: its definition does not parse: %v", x.Name.Name, err)
+	}
+	src, srcName := b.src, b.srcName
+	b.src, b.srcName = text, "function "+x.Name.Name+", defined as "+text
+	defer func() { b.src, b.srcName = src, srcName }()
+	return b.expr(e, s, ctx)
 }
 
 func isQuantileName(n string) bool {
@@ -1279,15 +1443,17 @@ func (b *binder) quantileCall(x *sql.FuncCall) (*sql.FuncCall, float64, error) {
 // is checked and dropped); the string_aggs of one SELECT must give the
 // same ORDER BY, without DISTINCT.
 func (b *binder) aggOrderBy(x *sql.FuncCall, s *scope, ctx *exprCtx) error {
-	if x.Distinct {
-		return b.errorf(x.OrderBy[0], "%s(DISTINCT ... ORDER BY ...) is not supported", x.Name.Name)
-	}
 	keys := make([]plan.SortKey, len(x.OrderBy))
 	var text []string
 	for i, o := range x.OrderBy {
 		e, err := b.expr(o.Expr, s, &exprCtx{clause: "ORDER BY", inAgg: true})
 		if err != nil {
 			return err
+		}
+		if x.Distinct && (len(x.Args) == 0 || sql.Deparse(o.Expr) != sql.Deparse(x.Args[0])) {
+			// PostgreSQL's rule: DISTINCT's rows are the argument's values,
+			// which are all an order can sort them by.
+			return b.errorf(o.Expr, "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list")
 		}
 		keys[i] = sortKey(e, o)
 		text = append(text, fmt.Sprintf("%s|%v|%v", plan.ExprKey(e), keys[i].Desc, keys[i].NullsFirst))
@@ -1921,7 +2087,11 @@ func (b *binder) scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			return nil, err
 		}
 		c, ok := args[0].(*plan.Const)
-		name, isStr := c.Val.(string)
+		var name string
+		isStr := false
+		if ok {
+			name, isStr = c.Val.(string)
+		}
 		if !ok || !isStr {
 			return nil, fmt.Errorf("current_setting: the setting's name must be a constant string")
 		}
@@ -1945,8 +2115,9 @@ func (b *binder) scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			return nil, err
 		}
 		return args[0], nil
-	case "pg_table_is_visible":
-		// Every relation is in the search path (one schema).
+	case "pg_table_is_visible", "pg_type_is_visible", "pg_function_is_visible":
+		// Every relation, type and function is in the search path
+		// (public and pg_catalog).
 		if err := arity(1, 1); err != nil {
 			return nil, err
 		}
@@ -1992,6 +2163,35 @@ func (b *binder) scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			return nil, err
 		}
 		return b.newCall(expr.FnRandom, plan.TypFloat64), nil
+	case "similar_to_escape":
+		// A SIMILAR TO pattern as a regular expression (PostgreSQL's
+		// function, which SIMILAR TO calls).
+		if err := arity(1, 2); err != nil {
+			return nil, err
+		}
+		var ks [2]string
+		ks[1] = "\\"
+		for i := range args {
+			k, ok := plan.FoldNow(plan.ResolveUntyped(args[i], plan.TypString)).(*plan.Const)
+			if !ok || (!k.IsNull() && !plan.IsString(k.Typ)) {
+				return nil, fmt.Errorf("similar_to_escape: the pattern and the escape must be constant strings")
+			}
+			if k.IsNull() {
+				return &plan.Const{Typ: plan.TypString, Val: nil}, nil
+			}
+			ks[i] = k.Val.(string)
+		}
+		re, err := similarToRegex(ks[0], ks[1])
+		if err != nil {
+			return nil, err
+		}
+		return &plan.Const{Typ: plan.TypString, Val: re}, nil
+	case "pg_typeof":
+		// The argument's type's name, as format_type prints it.
+		if err := arity(1, 1); err != nil {
+			return nil, err
+		}
+		return &plan.Const{Typ: plan.TypString, Val: pgTypeName(args[0])}, nil
 	case "coalesce":
 		if n == 0 {
 			return nil, fmt.Errorf("coalesce needs at least one argument")
@@ -2159,6 +2359,60 @@ func (b *binder) scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			}
 		}
 		return b.newCall("strpos", plan.TypInt32, args...), nil
+	case "array_to_string":
+		// nicflow has no array types yet: the only array value a query
+		// meets is a NULL one (pg_database.datacl), whose text is NULL.
+		if err := arity(2, 3); err != nil {
+			return nil, err
+		}
+		if args[0].Type().ID() != arrow.NULL {
+			return nil, fmt.Errorf("array_to_string needs an array, not %s (nicflow has no array types yet)", plan.TypeString(args[0].Type()))
+		}
+		return &plan.Const{Typ: plan.TypString, Val: nil}, nil
+	case "json_extract_path", "json_extract_path_text", "jsonb_extract_path", "jsonb_extract_path_text":
+		if n < 2 {
+			return nil, fmt.Errorf("%s takes a JSON value and at least one key", name)
+		}
+		for i := range args {
+			args[i] = plan.ResolveUntyped(args[i], plan.TypString)
+			if t := args[i].Type(); !plan.IsString(t) && !plan.IsNullType(t) {
+				return nil, fmt.Errorf("function %s: argument %d must be text, not %s", name, i+1, plan.TypeString(t))
+			}
+		}
+		fn := expr.FnJSONPath
+		if strings.HasSuffix(name, "_text") {
+			fn = expr.FnJSONPathText
+		}
+		return b.newCall(fn, plan.TypString, args...), nil
+	case "to_json", "to_jsonb":
+		if err := arity(1, 1); err != nil {
+			return nil, err
+		}
+		return b.toJSON(args[0]), nil
+	case "json_build_object", "jsonb_build_object":
+		// JSON as text (nicflow has no json type), spaced as PostgreSQL's
+		// json_build_object prints it: {"a" : 1, "b" : null}.
+		if n%2 != 0 {
+			return nil, fmt.Errorf("argument list must have even number of elements")
+		}
+		str := func(v string) plan.Expr { return &plan.Const{Typ: plan.TypString, Val: v} }
+		cat := func(l, r plan.Expr) plan.Expr { return b.newCall(plan.FnConcat, plan.TypString, l, r) }
+		out := str("{")
+		for i := 0; i < n; i += 2 {
+			if c, ok := args[i].(*plan.Const); ok && c.Val == nil {
+				return nil, fmt.Errorf("null value not allowed for object key")
+			}
+			if i > 0 {
+				out = cat(out, str(", "))
+			}
+			k := plan.ResolveUntyped(args[i], plan.TypString)
+			if !plan.IsString(k.Type()) {
+				k = &plan.CastExpr{Zone: b.zone, X: k, Typ: plan.TypString}
+			}
+			v := b.newCall(plan.FnCoalesce, plan.TypString, b.toJSON(args[i+1]), str("null"))
+			out = cat(cat(cat(out, b.newCall(expr.FnToJSON, plan.TypString, k)), str(" : ")), v)
+		}
+		return cat(out, str("}")), nil
 	case "concat":
 		if n == 0 {
 			return nil, fmt.Errorf("concat needs at least one argument")
@@ -2182,6 +2436,266 @@ func (b *binder) scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 	return nil, fmt.Errorf("function %s does not exist", name)
 }
 
+// numberToChar is to_char(number, pattern): the number rounded (half
+// away from zero, exactly for decimals) to the pattern's fraction digits,
+// its text laid out by the pattern (expr.FnToCharNumber).
+func (b *binder) numberToChar(x plan.Expr, pattern string) (plan.Expr, error) {
+	scale, err := expr.NumberPatternScale(pattern)
+	if err != nil {
+		return nil, err
+	}
+	t := x.Type()
+	switch {
+	case plan.IsDecimal(t):
+		x = plan.FoldNow(b.newCall("round", plan.DecimalType(plan.MaxDecimalPrecision, scale), x, &plan.Const{Typ: plan.TypInt32, Val: scale}))
+		if _, s, _ := plan.DecimalPS(t); s < scale {
+			x = &plan.CastExpr{Zone: b.zone, X: x, Typ: plan.DecimalType(plan.MaxDecimalPrecision, scale)}
+		}
+	case plan.IsFloat(t):
+		x = &plan.CastExpr{Zone: b.zone, X: x, Typ: plan.DecimalType(plan.MaxDecimalPrecision, scale)}
+	}
+	text := plan.FoldNow(&plan.CastExpr{Zone: b.zone, X: x, Typ: plan.TypString})
+	return plan.FoldNow(b.newCall(expr.FnToCharNumber, plan.TypString, text, &plan.Const{Typ: plan.TypString, Val: pattern})), nil
+}
+
+// jsonOp binds PostgreSQL's JSON operators over JSON text: j -> k (the
+// member k, or element k of an array, as JSON), j ->> k (as text), j #>
+// '{a,0,b}' and j #>> '{...}' (a path).
+func (b *binder) jsonOp(x *sql.BinaryExpr, l, r plan.Expr) (plan.Expr, error) {
+	l = plan.ResolveUntyped(l, plan.TypString)
+	if t := l.Type(); !plan.IsString(t) && !plan.IsNullType(t) {
+		return nil, b.errorf(x, "operator does not exist: %s %s %s (JSON is text in nicflow)", plan.TypeString(t), x.Op, plan.TypeString(r.Type()))
+	}
+	if x.Op == "->" || x.Op == "->>" {
+		r = plan.ResolveUntyped(r, plan.TypString)
+		if t := r.Type(); !plan.IsString(t) && !plan.IsInteger(t) && !plan.IsNullType(t) {
+			return nil, b.errorf(x.R, "the key of %s must be text or an integer, not %s", x.Op, plan.TypeString(t))
+		}
+		fn := expr.FnJSONGet
+		if x.Op == "->>" {
+			fn = expr.FnJSONGetText
+		}
+		return plan.FoldNow(b.newCall(fn, plan.TypString, l, r)), nil
+	}
+	k, ok := plan.FoldNow(plan.ResolveUntyped(r, plan.TypString)).(*plan.Const)
+	if !ok || !plan.IsString(k.Typ) || k.IsNull() {
+		return nil, b.errorf(x.R, "the path of %s must be a constant text array such as '{a,0,b}'", x.Op)
+	}
+	path, ok := expr.JSONPath(k.Val.(string))
+	if !ok {
+		return nil, b.errorf(x.R, "malformed array literal: %q", k.Val)
+	}
+	fn := expr.FnJSONPath
+	if x.Op == "#>>" {
+		fn = expr.FnJSONPathText
+	}
+	if len(path) == 0 {
+		// The empty path: the value itself.
+		return l, nil
+	}
+	args := []plan.Expr{l}
+	for _, p := range path {
+		args = append(args, &plan.Const{Typ: plan.TypString, Val: p})
+	}
+	return plan.FoldNow(b.newCall(fn, plan.TypString, args...)), nil
+}
+
+// similarToRegex converts a SIMILAR TO pattern to an anchored regular
+// expression as PostgreSQL's similar_to_escape: % is .*, _ is ., the
+// escape character (one character, or none for ”) takes the next one
+// literally, brackets pass through, and the characters special to a
+// regex but not to SIMILAR TO (. ^ $ \) are escaped.
+func similarToRegex(pat, esc string) (string, error) {
+	var e rune = -1
+	if esc != "" {
+		rs := []rune(esc)
+		if len(rs) != 1 {
+			return "", fmt.Errorf("invalid escape string: it must be empty or one character")
+		}
+		e = rs[0]
+	}
+	var b strings.Builder
+	b.WriteString("^(?:")
+	inBracket, escaped := false, false
+	for _, c := range pat {
+		switch {
+		case escaped:
+			b.WriteString(regexp.QuoteMeta(string(c)))
+			escaped = false
+		case c == e:
+			escaped = true
+		case inBracket:
+			if c == ']' {
+				inBracket = false
+			}
+			b.WriteRune(c)
+		case c == '[':
+			inBracket = true
+			b.WriteRune(c)
+		case c == '%':
+			b.WriteString(".*")
+		case c == '_':
+			b.WriteString(".")
+		case c == '.' || c == '^' || c == '$' || c == '\\':
+			b.WriteString("\\" + string(c))
+		default:
+			b.WriteRune(c)
+		}
+	}
+	if escaped {
+		return "", fmt.Errorf("invalid escape sequence: the pattern ends with the escape character")
+	}
+	b.WriteString(")$")
+	return b.String(), nil
+}
+
+// pgTypeName is PostgreSQL's name of e's type (pg_typeof).
+func pgTypeName(e plan.Expr) string {
+	if c, ok := e.(*plan.Const); ok && c.Untyped {
+		return "unknown"
+	}
+	t := e.Type()
+	switch {
+	case plan.IsNullType(t):
+		return "unknown"
+	case plan.IsDecimal(t):
+		return "numeric"
+	case plan.IsTimestamp(t) && expr.HasZone(t):
+		return "timestamp with time zone"
+	case plan.IsTimestamp(t):
+		return "timestamp without time zone"
+	case plan.IsTime(t):
+		return "time without time zone"
+	}
+	switch t.ID() {
+	case arrow.INT16:
+		return "smallint"
+	case arrow.INT32:
+		return "integer"
+	case arrow.INT64:
+		return "bigint"
+	case arrow.FLOAT32:
+		return "real"
+	case arrow.FLOAT64:
+		return "double precision"
+	case arrow.STRING:
+		return "text"
+	case arrow.BOOL:
+		return "boolean"
+	case arrow.DATE32:
+		return "date"
+	case arrow.INTERVAL_MONTH_DAY_NANO:
+		return "interval"
+	case arrow.BINARY:
+		return "bytea"
+	}
+	return plan.TypeString(t)
+}
+
+// formatCall rewrites format(fmt, args...), PostgreSQL's: %s (the text,
+// NULL as ”), %I (quote_ident), %L (quote_literal, NULL as NULL), %%,
+// and %n$ positions; fmt a constant.
+func (b *binder) formatCall(x *sql.FuncCall, args []plan.Expr) (sql.Expr, error) {
+	if len(args) == 0 {
+		return nil, fmt.Errorf("function format requires at least one argument")
+	}
+	k, ok := args[0].(*plan.Const)
+	var f string
+	isStr := false
+	if ok {
+		f, isStr = k.Val.(string)
+	}
+	if !ok || !isStr {
+		return nil, fmt.Errorf("format: the format must be a constant string")
+	}
+	pos := x.Pos
+	str := func(v string) sql.Expr { return &sql.Literal{Pos: pos, Kind: sql.LitString, Text: v} }
+	call := func(name string, as ...sql.Expr) sql.Expr {
+		return &sql.FuncCall{Pos: pos, Name: sql.Ident{Pos: pos, Name: name}, Args: as}
+	}
+	text := func(e sql.Expr) sql.Expr {
+		return &sql.Cast{Pos: pos, X: e, Type: &sql.TypeName{Pos: pos, Name: "text"}}
+	}
+	var parts []sql.Expr
+	lit := ""
+	next := 1
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			lit += f[i : i+1]
+			continue
+		}
+		i++
+		if i >= len(f) {
+			return nil, fmt.Errorf("unterminated format() type specifier")
+		}
+		if f[i] == '%' {
+			lit += "%"
+			continue
+		}
+		arg := next
+		if j := strings.IndexByte(f[i:], '$'); j > 0 {
+			if n, err := strconv.Atoi(f[i : i+j]); err == nil {
+				arg, i = n, i+j+1
+			}
+		}
+		if i >= len(f) {
+			return nil, fmt.Errorf("unterminated format() type specifier")
+		}
+		if arg < 1 || arg >= len(x.Args) {
+			return nil, fmt.Errorf("too few arguments for format()")
+		}
+		next = arg + 1
+		a := x.Args[arg]
+		var p sql.Expr
+		switch f[i] {
+		case 's':
+			p = call("coalesce", text(a), str(""))
+		case 'I':
+			if c, ok := args[arg].(*plan.Const); ok && c.Val == nil {
+				return nil, fmt.Errorf("null values cannot be formatted as an SQL identifier")
+			}
+			p = call("quote_ident", text(a))
+		case 'L':
+			p = call("coalesce", call("quote_literal", text(a)), str("NULL"))
+		default:
+			return nil, fmt.Errorf("unrecognized format() type specifier %q", f[i:i+1])
+		}
+		if lit != "" {
+			parts = append(parts, str(lit))
+			lit = ""
+		}
+		parts = append(parts, p)
+	}
+	if lit != "" || len(parts) == 0 {
+		parts = append(parts, str(lit))
+	}
+	e := parts[0]
+	for _, p := range parts[1:] {
+		e = &sql.BinaryExpr{Pos: pos, Op: "||", L: e, R: p}
+	}
+	return e, nil
+}
+
+// toJSON is to_json(a) as text: numbers and booleans as they print,
+// strings and other values (dates, times) as JSON strings of their text,
+// NULL as NULL.
+func (b *binder) toJSON(a plan.Expr) plan.Expr {
+	a = plan.ResolveUntyped(a, plan.TypString)
+	t := a.Type()
+	if plan.IsString(t) {
+		return b.newCall(expr.FnToJSON, plan.TypString, a)
+	}
+	text := plan.Expr(&plan.CastExpr{Zone: b.zone, X: a, Typ: plan.TypString})
+	if plan.IsNumeric(t) || t.ID() == arrow.BOOL || t.ID() == arrow.NULL {
+		return text
+	}
+	if t.ID() == arrow.TIMESTAMP {
+		// PostgreSQL's JSON timestamps: 2024-01-02T03:04:05.
+		text = b.newCall("replace", plan.TypString, text, &plan.Const{Typ: plan.TypString, Val: " "}, &plan.Const{Typ: plan.TypString, Val: "T"})
+	}
+	return b.newCall(expr.FnToJSON, plan.TypString, text)
+}
+
 // localNow is the statement's time as a wall clock in the session time
 // zone (localtimestamp).
 func (b *binder) localNow() arrow.Timestamp {
@@ -2197,7 +2711,14 @@ func (b *binder) regCast(x *sql.Cast, arg plan.Expr, kind string) (plan.Expr, er
 		return b.coerce(arg, arrow.PrimitiveTypes.Int32)
 	}
 	c, ok := arg.(*plan.Const)
-	name, isStr := c.Val.(string)
+	if ok && c.Val == nil {
+		return &plan.Const{Typ: arrow.PrimitiveTypes.Int32, Val: nil}, nil // NULL::regclass
+	}
+	var name string
+	isStr := false
+	if ok {
+		name, isStr = c.Val.(string)
+	}
 	if !ok || !isStr {
 		return nil, b.errorf(x, "cannot cast %s to %s: only a constant name or an integer OID", plan.TypeString(arg.Type()), kind)
 	}

@@ -15,6 +15,14 @@ import (
 // over no row, TRUE when some value passes, NULL when only NULLs could.
 // The decorrelation rules then run it as any scalar subquery.
 func (b *binder) quantified(x *sql.Quantified, s *scope, ctx *exprCtx) (plan.Expr, error) {
+	if x.Param != nil {
+		// Only while a statement is described: its value, an array
+		// literal, is substituted before it runs.
+		return b.expr(&sql.BinaryExpr{Pos: x.Pos, Op: x.Op, L: x.X, R: x.Param}, s, ctx)
+	}
+	if x.Query == nil {
+		return b.quantifiedArray(x, s, ctx)
+	}
 	if x.Op == "=" && !x.All {
 		return b.expr(&sql.InSubquery{Pos: x.Pos, X: x.X, Query: x.Query}, s, ctx)
 	}
@@ -100,4 +108,31 @@ func (b *binder) quantified(x *sql.Quantified, s *scope, ctx *exprCtx) (plan.Exp
 	out := b.newCol(what, "", plan.TypBool, true)
 	proj := &plan.ProjectNode{Input: agg, Exprs: []plan.Expr{answer}, Cols: []plan.Column{out}}
 	return b.newSubquery(plan.SubScalar, nil, proj, plan.TypBool, x), nil
+}
+
+// quantifiedArray binds x op ANY (constant array) as x op e1 OR x op e2
+// ... (ALL: AND), PostgreSQL's three-valued answer: FALSE for ANY of an
+// empty array, TRUE for ALL of one.
+func (b *binder) quantifiedArray(x *sql.Quantified, s *scope, ctx *exprCtx) (plan.Expr, error) {
+	if len(x.Array) == 0 {
+		// NB: x is still bound, for its errors.
+		if _, err := b.expr(x.X, s, ctx); err != nil {
+			return nil, err
+		}
+		return &plan.Const{Typ: plan.TypBool, Val: x.All}, nil
+	}
+	op := "OR"
+	if x.All {
+		op = "AND"
+	}
+	var e sql.Expr
+	for _, el := range x.Array {
+		c := &sql.BinaryExpr{Pos: x.Pos, Op: x.Op, L: x.X, R: el}
+		if e == nil {
+			e = c
+		} else {
+			e = &sql.BinaryExpr{Pos: x.Pos, Op: op, L: e, R: c}
+		}
+	}
+	return b.expr(e, s, ctx)
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nicflow/nicflow/engine/plan"
 	"github.com/nicflow/nicflow/exec/expr"
@@ -481,6 +482,11 @@ func (b *binder) tableFunc(t *sql.TableFunc) (plan.Plan, []*scopeItem, error) {
 	if len(t.Args) < lo || len(t.Args) > hi {
 		return nil, nil, b.errorf(t, "%s takes %d to %d arguments, got %d", name, lo, hi, len(t.Args))
 	}
+	if name == "generate_series" {
+		if p, items, ok, err := b.timeSeries(t); ok || err != nil {
+			return p, items, err
+		}
+	}
 	var vals []int64
 	null := false
 	for _, a := range t.Args {
@@ -541,6 +547,134 @@ func (b *binder) tableFunc(t *sql.TableFunc) (plan.Plan, []*scopeItem, error) {
 	}
 	node.Col.Name = it.cols[0].Name
 	return node, []*scopeItem{it}, nil
+}
+
+// timeSeries binds generate_series(start, stop, step) over dates or
+// timestamps (ok false for other arguments): start, start + step, ...
+// while not past stop, stop included, as PostgreSQL's. Dates are read as
+// TIMESTAMPTZ, as PostgreSQL resolves them; a TIMESTAMP pair gives
+// TIMESTAMP. The k-th value is start + step * k (an integer series k
+// filtered at stop), which is PostgreSQL's step-by-step sum except after a
+// month's end (January 31 + 1 month is February 29, and PostgreSQL's next
+// one March 29), so a step with months from a day after the 28th is
+// refused.
+func (b *binder) timeSeries(t *sql.TableFunc) (plan.Plan, []*scopeItem, bool, error) {
+	if len(t.Args) < 2 {
+		return nil, nil, false, nil
+	}
+	args := make([]plan.Expr, len(t.Args))
+	tz := false
+	for i, a := range t.Args {
+		e, err := b.expr(a, &scope{}, &exprCtx{clause: "FROM"})
+		if err != nil {
+			return nil, nil, false, err
+		}
+		args[i] = e
+		if i < 2 {
+			switch et := e.Type(); {
+			case plan.IsDate(et):
+				tz = true
+			case plan.IsTimestamp(et):
+				tz = tz || expr.HasZone(et)
+			default:
+				return nil, nil, false, nil
+			}
+		}
+	}
+	if len(args) != 3 {
+		return nil, nil, true, b.errorf(t, "generate_series over dates and timestamps takes a step: generate_series(start, stop, interval '1 day')")
+	}
+	typ := plan.TypTimestamp
+	if tz {
+		typ = plan.TypTimestampTZ
+	}
+	var consts [3]*plan.Const
+	for i, e := range args {
+		want := typ
+		if i == 2 {
+			want = plan.TypInterval
+		}
+		e = plan.ResolveUntyped(e, want)
+		if !arrow.TypeEqual(e.Type(), want) {
+			if i == 2 && !plan.IsInterval(e.Type()) {
+				return nil, nil, true, b.errorf(t.Args[i], "the step of generate_series over timestamps must be an interval, not %s", plan.TypeString(e.Type()))
+			}
+			e = &plan.CastExpr{Zone: b.zone, X: e, Typ: want}
+		}
+		k, ok, err := plan.FoldToConst(e)
+		if err != nil {
+			return nil, nil, true, b.errorf(t.Args[i], "%v", err)
+		}
+		if !ok {
+			return nil, nil, true, b.errorf(t.Args[i], "the arguments of generate_series must be constants")
+		}
+		consts[i] = k
+	}
+	col, alias := "generate_series", "generate_series"
+	var aliasCols []sql.Ident
+	if t.Alias != nil {
+		alias, aliasCols = t.Alias.Name.Name, t.Alias.Columns
+		if len(aliasCols) == 0 {
+			col = alias
+		}
+	}
+	// The number of steps: at most the span over the shortest a step can
+	// be (a month of 28 days, a day of 23 hours across a DST change).
+	var n int64
+	descending := false
+	if !consts[0].IsNull() && !consts[1].IsNull() && !consts[2].IsNull() {
+		iv := consts[2].Val.(arrow.MonthDayNanoInterval)
+		const day = int64(86_400_000_000)
+		us := iv.Nanoseconds / 1000
+		pos := iv.Months >= 0 && iv.Days >= 0 && us >= 0
+		neg := iv.Months <= 0 && iv.Days <= 0 && us <= 0
+		if pos == neg { // zero, or of mixed signs
+			if pos {
+				return nil, nil, true, b.errorf(t.Args[2], "step size cannot equal zero")
+			}
+			return nil, nil, true, b.errorf(t.Args[2], "generate_series: a step whose parts have different signs is not supported")
+		}
+		abs := func(x int64) int64 { return max(x, -x) }
+		shortest := abs(int64(iv.Months))*28*day + abs(int64(iv.Days))*(day-3_600_000_000) + abs(us)
+		start, stop := int64(consts[0].Val.(arrow.Timestamp)), int64(consts[1].Val.(arrow.Timestamp))
+		if iv.Months != 0 {
+			at := time.UnixMicro(start).UTC()
+			if tz {
+				at = time.UnixMicro(start).In(b.local.Location())
+			}
+			if at.Day() > 28 {
+				return nil, nil, true, b.errorf(t.Args[0], "generate_series by months from day %d of a month is not supported (PostgreSQL clamps each step at the month's end)", at.Day())
+			}
+		}
+		span := stop - start
+		if neg {
+			span, descending = -span, true
+		}
+		if span >= 0 {
+			n = span/shortest + 2
+		}
+		if n > 100_000_000 {
+			return nil, nil, true, b.errorf(t, "generate_series: more than 100,000,000 values")
+		}
+	}
+	k := b.newCol("k", "", plan.TypInt64, false)
+	series := &plan.SeriesNode{Start: 0, Stop: n - 1, Step: 1, Col: k}
+	step := b.newCall(plan.FnMul, plan.TypInterval, consts[2], plan.NewColRef(k))
+	value := b.newCall(plan.FnAdd, typ, consts[0], step)
+	vcol := b.newCol(col, alias, typ, false)
+	it, err := b.aliasItem([]plan.Column{vcol}, []string{col}, alias, aliasCols, t, "function generate_series")
+	if err != nil {
+		return nil, nil, true, err
+	}
+	vcol.Name = it.cols[0].Name
+	it.cols[0] = vcol
+	var p plan.Plan = &plan.ProjectNode{Input: series, Exprs: []plan.Expr{value}, Cols: []plan.Column{vcol}}
+	cmp := plan.FnLe
+	if descending {
+		cmp = plan.FnGe
+	}
+	p = &plan.FilterNode{Input: p, Cond: b.newCall(cmp, plan.TypBool, plan.NewColRef(vcol), consts[1])}
+	return p, []*scopeItem{it}, true, nil
 }
 
 // fileTable binds FROM 'path' and read_parquet('pattern'): the Parquet

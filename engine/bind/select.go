@@ -1,6 +1,7 @@
 package bind
 
 import (
+	"fmt"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/nicflow/nicflow/engine/plan"
 	"github.com/nicflow/nicflow/exec/expr"
@@ -48,6 +49,10 @@ type exprCtx struct {
 // selectQuery binds a SELECT with, when q is non-nil, q's ORDER BY, LIMIT
 // and OFFSET.
 func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (plan.Plan, []string, error) {
+	sel, err := b.selectListSeries(sel, q)
+	if err != nil {
+		return nil, nil, err
+	}
 	lp, err := b.from(sel.From, s)
 	if err != nil {
 		return nil, nil, err
@@ -168,6 +173,35 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (plan.Plan
 		orders = append(orders, orderRef{item: o, idx: -1, expr: e})
 	}
 
+	// DISTINCT ON (exprs): output names and positions, or expressions
+	// over the input, as ORDER BY's.
+	type onRef struct {
+		idx  int
+		expr plan.Expr
+		at   sql.Expr
+	}
+	var ons []onRef
+	for _, oe := range sel.DistinctOn {
+		idx, err := b.outputColumn(oe, names, exprs)
+		if err != nil {
+			return nil, nil, err
+		}
+		if idx >= 0 {
+			ons = append(ons, onRef{idx: idx, at: oe})
+			continue
+		}
+		e, err := b.expr(oe, s, ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if grouped {
+			if e, err = b.aboveAgg(e, ctx.agg, oe); err != nil {
+				return nil, nil, err
+			}
+		}
+		ons = append(ons, onRef{idx: -1, expr: e, at: oe})
+	}
+
 	// Assemble: Aggregate, HAVING filter, Window, Project, Distinct, Sort,
 	// Limit.
 	if grouped {
@@ -217,7 +251,41 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (plan.Plan
 		keys = append(keys, sortKey(nil, o.item))
 		keys[len(keys)-1].Expr = &outputRef{idx: found}
 	}
-	if len(keys) > 0 || sel.Distinct {
+	// The DISTINCT ON expressions as projected columns (hidden when not
+	// selected).
+	onIdx := make([]int, len(ons))
+	for i, o := range ons {
+		if o.idx >= 0 {
+			onIdx[i] = o.idx
+			continue
+		}
+		onIdx[i] = -1
+		for j, pe := range projExprs {
+			if plan.ExprEqual(pe, o.expr) {
+				onIdx[i] = j
+				break
+			}
+		}
+		if onIdx[i] < 0 {
+			onIdx[i] = len(projExprs)
+			projExprs = append(projExprs, o.expr)
+		}
+	}
+	if len(ons) > 0 && len(keys) > 0 {
+		// PostgreSQL's rule: the leading ORDER BY keys are the DISTINCT
+		// ON expressions (in any order), so that "first" is defined by
+		// the rest.
+		on := map[int]bool{}
+		for _, i := range onIdx {
+			on[i] = true
+		}
+		for i := 0; i < min(len(onIdx), len(keys)); i++ {
+			if !on[keys[i].Expr.(*outputRef).idx] {
+				return nil, nil, b.errorf(ons[0].at, "SELECT DISTINCT ON expressions must match initial ORDER BY expressions")
+			}
+		}
+	}
+	if len(keys) > 0 || sel.Distinct || len(ons) > 0 {
 		// An untyped NULL in the select list is text, as PostgreSQL
 		// resolves it, so that the sort or DISTINCT above carries it
 		// (pgjdbc's getTables sorts a SELECT NULL AS TABLE_CAT).
@@ -251,10 +319,21 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (plan.Plan
 	if sel.Distinct {
 		lp = &plan.DistinctNode{Input: lp}
 	}
-	if len(keys) > 0 {
-		for i := range keys {
-			keys[i].Expr = plan.NewColRef(projCols[keys[i].Expr.(*outputRef).idx])
+	for i := range keys {
+		keys[i].Expr = plan.NewColRef(projCols[keys[i].Expr.(*outputRef).idx])
+	}
+	if len(ons) > 0 {
+		// DISTINCT ON: row_number() OVER (PARTITION BY the expressions
+		// ORDER BY the ORDER BY keys) = 1, the first row of each group.
+		rn := &plan.WindowCall{Fn: "row_number", OrderBy: append([]plan.SortKey(nil), keys...), Typ: plan.TypInt64}
+		for _, i := range onIdx {
+			rn.PartitionBy = append(rn.PartitionBy, plan.NewColRef(projCols[i]))
 		}
+		rnCol := b.newCol("row_number", "", plan.TypInt64, false)
+		lp = &plan.WindowNode{Input: lp, Funcs: []*plan.WindowCall{rn}, FuncCols: []plan.Column{rnCol}}
+		lp = &plan.FilterNode{Input: lp, Cond: b.newCall(plan.FnEq, plan.TypBool, plan.NewColRef(rnCol), &plan.Const{Typ: plan.TypInt64, Val: int64(1)})}
+	}
+	if len(keys) > 0 {
 		lp = &plan.SortNode{Input: lp, Keys: keys}
 	}
 	if q != nil {
@@ -262,8 +341,9 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (plan.Plan
 			return nil, nil, err
 		}
 	}
-	if len(projExprs) > visible {
-		// Drop the hidden ORDER BY columns.
+	if len(projExprs) > visible || len(ons) > 0 {
+		// Drop the hidden ORDER BY and DISTINCT ON columns (and
+		// DISTINCT ON's row number).
 		out := make([]plan.Expr, visible)
 		for i := range out {
 			out[i] = plan.NewColRef(projCols[i])
@@ -271,6 +351,73 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (plan.Plan
 		lp = &plan.ProjectNode{Input: lp, Exprs: out, Cols: projCols[:visible]}
 	}
 	return lp, names, nil
+}
+
+// selectListSeries reads generate_series(...) as a select-list item, as
+// PostgreSQL runs a set-returning function there: each row of FROM once
+// per value, that is FROM cross joined with the series (which
+// generate_series in FROM binds). One per SELECT, with constant
+// arguments (a column's would need LATERAL), and not under aggregation
+// (PostgreSQL's runs after it).
+func (b *binder) selectListSeries(sel *sql.Select, q *sql.Query) (*sql.Select, error) {
+	// The call, alone or cast (generate_series(...)::date).
+	series := func(e sql.Expr) *sql.FuncCall {
+		if c, ok := e.(*sql.Cast); ok {
+			e = c.X
+		}
+		if f, ok := e.(*sql.FuncCall); ok && f.Name.Name == "generate_series" && !f.Name.Quoted && f.Over == nil && !f.Star && !f.Distinct && f.Filter == nil {
+			return f
+		}
+		return nil
+	}
+	at := -1
+	for i, it := range sel.Items {
+		if f := series(it.Expr); f != nil {
+			if at >= 0 {
+				return nil, b.errorf(f, "only one generate_series in a select list is supported")
+			}
+			at = i
+		}
+	}
+	if at < 0 {
+		return sel, nil
+	}
+	f := series(sel.Items[at].Expr)
+	var orderBy []*sql.OrderItem
+	if q != nil {
+		orderBy = q.OrderBy
+	}
+	if len(sel.GroupBy) > 0 || sel.Having != nil || b.hasAggregate(sel.Items, orderBy) {
+		return nil, b.errorf(f, "generate_series in the select list of an aggregate query is not supported (call it in FROM)")
+	}
+	var colRef sql.Node
+	for _, a := range f.Args {
+		sql.Walk(a, func(n sql.Node) bool {
+			if _, ok := n.(*sql.ColumnRef); ok && colRef == nil {
+				colRef = n
+			}
+			return colRef == nil
+		})
+	}
+	if colRef != nil {
+		return nil, b.errorf(colRef, "generate_series in the select list takes constant arguments (a column's needs LATERAL, which nicflow does not support yet)")
+	}
+	alias := fmt.Sprintf("generate_series_%d", f.Pos.Offset)
+	name := sql.Ident{Pos: f.Pos, Name: "generate_series"}
+	c := *sel
+	c.Items = append([]*sql.SelectItem(nil), sel.Items...)
+	it := *sel.Items[at]
+	ref := &sql.ColumnRef{Pos: f.Pos, Parts: []sql.Ident{{Pos: f.Pos, Name: alias}, name}}
+	it.Expr = ref
+	if cast, ok := sel.Items[at].Expr.(*sql.Cast); ok {
+		cc := *cast
+		cc.X = ref
+		it.Expr = &cc
+	}
+	c.Items[at] = &it
+	tf := &sql.TableFunc{Pos: f.Pos, Name: f.Name, Args: f.Args, Alias: &sql.TableAlias{Pos: f.Pos, Name: sql.Ident{Pos: f.Pos, Name: alias}, Columns: []sql.Ident{name}}}
+	c.From = append(append([]sql.TableExpr(nil), sel.From...), tf)
+	return &c, nil
 }
 
 // outputRef is a placeholder for "output column idx" while a SELECT is

@@ -34,6 +34,16 @@ type OIDCatalog interface {
 	OIDOf(kind, name string) (oid int, ok bool)
 }
 
+// SQLFunctionCatalog is a Catalog that also defines functions in SQL, as
+// PostgreSQL's LANGUAGE sql functions (pg_catalog's format_type,
+// obj_description, ...): the body of function name called with nargs
+// arguments, one SQL expression over $1 ... $nargs, which the binder
+// binds in place of the call with the call's arguments substituted; ok
+// false when the catalog defines no such function.
+type SQLFunctionCatalog interface {
+	SQLFunction(name string, nargs int) (body string, ok bool)
+}
+
 // FileCatalog is a Catalog that also reads files a query names (FROM
 // 'x.parquet', read_parquet('dir/*.parquet'), read_csv('x.csv')).
 type FileCatalog interface {
@@ -291,6 +301,22 @@ func (o OverlayCatalog) LookupFiles(pattern string, fo FileOptions) (*TableDef, 
 		return nil, nferr.Queryf("this catalog cannot read files")
 	}
 	return fc.LookupFiles(pattern, fo)
+}
+
+// OIDOf implements OIDCatalog when Base does.
+func (o OverlayCatalog) OIDOf(kind, name string) (int, bool) {
+	if oc, ok := o.Base.(OIDCatalog); ok {
+		return oc.OIDOf(kind, name)
+	}
+	return 0, false
+}
+
+// SQLFunction implements SQLFunctionCatalog when Base does.
+func (o OverlayCatalog) SQLFunction(name string, nargs int) (string, bool) {
+	if fc, ok := o.Base.(SQLFunctionCatalog); ok {
+		return fc.SQLFunction(name, nargs)
+	}
+	return "", false
 }
 
 // QualifiedLookupName joins the parts of a possibly qualified name; the

@@ -104,15 +104,19 @@ type GroupingSets struct {
 	Sets [][]Expr
 }
 
-// Select is SELECT [DISTINCT] items [FROM ...] [WHERE] [GROUP BY] [HAVING].
+// Select is SELECT [DISTINCT [ON (exprs)]] items [FROM ...] [WHERE]
+// [GROUP BY] [HAVING].
 type Select struct {
 	Pos
 	Distinct bool
-	Items    []*SelectItem
-	From     []TableExpr // comma-separated entries (a cross product)
-	Where    Expr
-	GroupBy  []Expr
-	Having   Expr
+	// DistinctOn are PostgreSQL's DISTINCT ON (exprs): the first row of
+	// each group of equal values, in ORDER BY's order (Distinct false).
+	DistinctOn []Expr
+	Items      []*SelectItem
+	From       []TableExpr // comma-separated entries (a cross product)
+	Where      Expr
+	GroupBy    []Expr
+	Having     Expr
 	// Windows is the WINDOW clause: named windows OVER may refer to.
 	Windows []*NamedWindow
 }
@@ -361,6 +365,14 @@ type Quantified struct {
 	X     Expr
 	All   bool
 	Query *Query
+	// Array, when Query is nil, are the elements of a constant array:
+	// X op ANY (ARRAY[e1, e2]) or X op ANY ('{e1,e2}'[::type[]]), the
+	// literal's elements read as string literals (cast to the type).
+	Array []Expr
+	// Param is X op ANY ($n): a parameter whose value, an array literal,
+	// is substituted before the statement runs (sql.BindParams); until
+	// then (Describe) it is typed as X op $n types it.
+	Param *Param
 }
 
 // Exists is EXISTS (query); NOT EXISTS is a UnaryExpr NOT around it.

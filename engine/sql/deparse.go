@@ -141,7 +141,15 @@ func (d *deparser) expr(e Expr, _ int) {
 		} else {
 			d.w("ANY (")
 		}
-		d.query(e.Query)
+		if e.Query != nil {
+			d.query(e.Query)
+		} else if e.Param != nil {
+			d.expr(e.Param, 0)
+		} else {
+			d.w("ARRAY[")
+			d.exprList(e.Array)
+			d.w("]")
+		}
 		d.w(")")
 	case *GroupingSets:
 		d.w([...]string{"ROLLUP", "CUBE", "GROUPING SETS"}[e.Kind] + " (")
@@ -640,6 +648,11 @@ func (d *deparser) sel(s *Select) {
 	d.w("SELECT ")
 	if s.Distinct {
 		d.w("DISTINCT ")
+	}
+	if len(s.DistinctOn) > 0 {
+		d.w("DISTINCT ON (")
+		d.exprList(s.DistinctOn)
+		d.w(") ")
 	}
 	d.items(s.Items)
 	d.fromList(" FROM ", s.From)

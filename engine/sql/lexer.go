@@ -260,7 +260,7 @@ func (l *lexer) skipSpace() error {
 
 // twoCharOps are the operators of two characters, checked before single ones.
 // "!~*" (the one of three) comes first.
-var twoCharOps = [...]string{"!~*", "<=", ">=", "<>", "!=", "||", "::", "~*", "!~"}
+var twoCharOps = [...]string{"->>", "#>>", "->", "#>", "!~*", "<=", ">=", "<>", "!=", "||", "::", "~*", "!~"}
 
 const singleCharOps = "()[],;.+-*/%^=<>:~{}"
 
@@ -276,6 +276,13 @@ func (l *lexer) next() (token, error) {
 	switch {
 	case (c == 'x' || c == 'X') && l.peekByte(1) == '\'':
 		return l.blob(start)
+	case (c == 'e' || c == 'E') && l.peekByte(1) == '\'':
+		l.advance() // E
+		s, err := l.escaped(start)
+		if err != nil {
+			return token{}, err
+		}
+		return token{kind: tokString, text: s, pos: start, end: l.off}, nil
 	case isIdentStart(c):
 		for l.off < len(l.src) && isIdentCont(l.src[l.off]) {
 			l.advance()
@@ -395,6 +402,87 @@ func (l *lexer) blob(start Pos) (token, error) {
 
 func isHexDigit(c byte) bool {
 	return isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+// escaped scans the rest of PostgreSQL's escape string E'...' from its
+// opening quote: backslash escapes \b \f \n \r \t, \ooo (octal),
+// \xhh (hexadecimal), \uXXXX and \UXXXXXXXX (code points), and any
+// other character after a backslash as itself (\\, \'); a doubled quote
+// is one quote.
+func (l *lexer) escaped(start Pos) (string, error) {
+	l.advance() // opening quote
+	var b strings.Builder
+	for {
+		if l.off >= len(l.src) {
+			return "", syntaxErrorAt(l.src, start, "unterminated string literal")
+		}
+		c := l.src[l.off]
+		switch {
+		case c == '\'' && l.peekByte(1) == '\'':
+			b.WriteByte('\'')
+			l.advance()
+			l.advance()
+			continue
+		case c == '\'':
+			l.advance()
+			s := b.String()
+			if !utf8.ValidString(s) {
+				return "", syntaxErrorAt(l.src, start, "invalid UTF-8 in string literal")
+			}
+			return s, nil
+		case c != '\\':
+			b.WriteByte(c)
+			l.advance()
+			continue
+		}
+		at := l.pos()
+		l.advance() // backslash
+		if l.off >= len(l.src) {
+			return "", syntaxErrorAt(l.src, start, "unterminated string literal")
+		}
+		e := l.src[l.off]
+		digits := func(max int, ok func(byte) bool) string {
+			from := l.off
+			for l.off-from < max && l.off < len(l.src) && ok(l.src[l.off]) {
+				l.advance()
+			}
+			return l.src[from:l.off]
+		}
+		switch e {
+		case 'b', 'f', 'n', 'r', 't':
+			b.WriteByte(map[byte]byte{'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}[e])
+			l.advance()
+		case '0', '1', '2', '3', '4', '5', '6', '7':
+			d := digits(3, func(c byte) bool { return c >= '0' && c <= '7' })
+			v, _ := strconv.ParseUint(d, 8, 16)
+			b.WriteByte(byte(v))
+		case 'x':
+			l.advance()
+			d := digits(2, isHexDigit)
+			if d == "" {
+				b.WriteByte('x') // PostgreSQL: \x without digits is x
+				continue
+			}
+			v, _ := strconv.ParseUint(d, 16, 8)
+			b.WriteByte(byte(v))
+		case 'u', 'U':
+			l.advance()
+			n := map[byte]int{'u': 4, 'U': 8}[e]
+			d := digits(n, isHexDigit)
+			v, err := strconv.ParseUint(d, 16, 32)
+			if len(d) != n || err != nil || !utf8.ValidRune(rune(v)) || v == 0 {
+				return "", syntaxErrorAt(l.src, at, "invalid Unicode escape: \\%c takes %d hexadecimal digits of a valid code point", e, n)
+			}
+			b.WriteRune(rune(v))
+		default:
+			// \\, \' and any other character: itself.
+			r, size := utf8.DecodeRuneInString(l.src[l.off:])
+			b.WriteRune(r)
+			for range size {
+				l.advance()
+			}
+		}
+	}
 }
 
 // quoted scans a literal delimited by q where a doubled q stands for one.

@@ -32,19 +32,194 @@ func (p *parser) binaryChain(operand func() (Expr, error), match func(token) (st
 		return nil, err
 	}
 	for {
-		op, ok := match(p.peek())
+		op, n, ok := p.matchOperator(match)
 		if !ok {
 			return left, nil
 		}
 		if err := p.enter(); err != nil {
 			return nil, err
 		}
-		p.next()
+		p.i += n
 		right, err := operand()
 		if err != nil {
 			return nil, err
 		}
 		left = &BinaryExpr{Pos: left.Position(), Op: op, L: left, R: right}
+	}
+}
+
+// matchOperator matches the next operator with match: a token, or
+// PostgreSQL's OPERATOR(op) or OPERATOR(pg_catalog.op) (psql's \d sends
+// OPERATOR(pg_catalog.~)), which here has the precedence of op itself.
+// n is the number of tokens it takes.
+func (p *parser) matchOperator(match func(token) (string, bool)) (op string, n int, ok bool) {
+	t := p.peek()
+	if t.kind != tokIdent || t.quoted || t.text != "operator" || !isOpTok(p.peekAt(1), "(") {
+		op, ok = match(t)
+		return op, 1, ok
+	}
+	k := 2
+	if s := p.peekAt(k); s.kind == tokIdent && s.text == "pg_catalog" && isOpTok(p.peekAt(k+1), ".") {
+		k += 2
+	}
+	o := p.peekAt(k)
+	if o.kind != tokOp || !isOpTok(p.peekAt(k+1), ")") {
+		return "", 0, false
+	}
+	op, ok = match(o)
+	return op, k + 2, ok
+}
+
+// parseConstArray parses the constant array of ANY (...) and ALL (...):
+// ARRAY[e, ...], or a string in PostgreSQL's array syntax ('{a,"b c",NULL}')
+// with an optional ::type[] cast. nicflow has no array type: the
+// elements are what the comparison takes.
+func (p *parser) parseConstArray(what string) ([]Expr, error) {
+	t := p.peek()
+	if isOpTok(t, "(") {
+		// ANY (('{a,b}')): parenthesized, as a substituted parameter is.
+		if err := p.enter(); err != nil {
+			return nil, err
+		}
+		p.next()
+		elems, err := p.parseConstArray(what)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := p.expectOp(")"); err != nil {
+			return nil, err
+		}
+		return elems, nil
+	}
+	if isKwTok(t, "array") && isOpTok(p.peekAt(1), "[") {
+		p.next()
+		p.next()
+		elems := []Expr{}
+		if !p.acceptOp("]") {
+			var err error
+			if elems, err = p.parseExprList(); err != nil {
+				return nil, err
+			}
+			if _, err := p.expectOp("]"); err != nil {
+				return nil, err
+			}
+		}
+		ty, err := p.parseArrayCast()
+		if err != nil {
+			return nil, err
+		}
+		if ty != nil {
+			for i, e := range elems {
+				elems[i] = &Cast{Pos: e.Position(), X: e, Type: ty}
+			}
+		}
+		return elems, nil
+	}
+	if t.kind != tokString {
+		return nil, p.errAt(t, "%s (...) takes a subquery, ARRAY[...] or an array literal '{...}' (nicflow has no array columns)", what)
+	}
+	p.next()
+	ty, err := p.parseArrayCast()
+	if err != nil {
+		return nil, err
+	}
+	vals, ok := parseArrayText(t.text)
+	if !ok {
+		return nil, p.errAt(t, "malformed array literal: %q", t.text)
+	}
+	elems := []Expr{}
+	for _, v := range vals {
+		var e Expr = &Literal{Pos: t.pos, Kind: LitNull}
+		if v != nil {
+			e = &Literal{Pos: t.pos, Kind: LitString, Text: *v}
+		}
+		if ty != nil {
+			e = &Cast{Pos: t.pos, X: e, Type: ty}
+		}
+		elems = append(elems, e)
+	}
+	return elems, nil
+}
+
+// parseArrayCast parses an optional ::type[] after an array.
+func (p *parser) parseArrayCast() (*TypeName, error) {
+	if !p.isOp("::") {
+		return nil, nil
+	}
+	p.next()
+	ty, err := p.parseType()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.expectOp("["); err != nil {
+		return nil, err
+	}
+	if _, err := p.expectOp("]"); err != nil {
+		return nil, err
+	}
+	return ty, nil
+}
+
+// parseArrayText reads a one-dimensional array in PostgreSQL's text form:
+// {a,b}, {"a b","c\"d"}, NULL (unquoted) for a NULL element.
+func parseArrayText(s string) ([]*string, bool) {
+	s = strings.TrimSpace(s)
+	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
+		return nil, false
+	}
+	body := s[1 : len(s)-1]
+	var out []*string
+	if strings.TrimSpace(body) == "" {
+		return out, true
+	}
+	for i := 0; ; {
+		for i < len(body) && body[i] == ' ' {
+			i++
+		}
+		var b strings.Builder
+		quoted := i < len(body) && body[i] == '"'
+		if quoted {
+			i++
+			for ; i < len(body) && body[i] != '"'; i++ {
+				if body[i] == '\\' && i+1 < len(body) {
+					i++
+				}
+				b.WriteByte(body[i])
+			}
+			if i >= len(body) {
+				return nil, false
+			}
+			i++
+		} else {
+			for ; i < len(body) && body[i] != ','; i++ {
+				if body[i] == '{' || body[i] == '}' || body[i] == '"' {
+					return nil, false // nested arrays are not supported
+				}
+				b.WriteByte(body[i])
+			}
+		}
+		v := b.String()
+		if !quoted {
+			v = strings.TrimSpace(v)
+			if v == "" {
+				return nil, false
+			}
+		}
+		if !quoted && strings.EqualFold(v, "null") {
+			out = append(out, nil)
+		} else {
+			out = append(out, &v)
+		}
+		for i < len(body) && body[i] == ' ' {
+			i++
+		}
+		if i == len(body) {
+			return out, true
+		}
+		if body[i] != ',' {
+			return nil, false
+		}
+		i++
 	}
 }
 
@@ -70,7 +245,7 @@ var (
 	matchOr    = matchKw("or", "OR")
 	matchAnd   = matchKw("and", "AND")
 	matchCmp   = matchOps("=", "<>", "<", "<=", ">", ">=")
-	matchOther = matchOps("||", "~", "~*", "!~", "!~*")
+	matchOther = matchOps("||", "~", "~*", "!~", "!~*", "->", "->>", "#>", "#>>")
 	matchAdd   = matchOps("+", "-")
 	matchMul   = matchOps("*", "/", "%")
 	matchExp   = matchOps("^")
@@ -144,22 +319,27 @@ func (p *parser) parseCmp() (Expr, error) {
 		return nil, err
 	}
 	for {
-		op, ok := matchCmp(p.peek())
+		op, n, ok := p.matchOperator(matchCmp)
 		if !ok {
 			return left, nil
 		}
 		if err := p.enter(); err != nil {
 			return nil, err
 		}
-		p.next()
+		p.i += n
 		if (p.isKw("any") || p.isKw("some") || p.isKw("all")) && p.peekAt(1).kind == tokOp && p.peekAt(1).text == "(" {
 			q := &Quantified{Pos: left.Position(), Op: op, X: left, All: p.isKw("all")}
 			p.next()
 			p.next() // (
-			if !p.startsQuery(0) {
-				return nil, p.errAt(p.peek(), "%s (...) takes a subquery (arrays are not supported)", map[bool]string{true: "ALL", false: "ANY"}[q.All])
-			}
-			if q.Query, err = p.parseQuery(); err != nil {
+			if p.startsQuery(0) {
+				if q.Query, err = p.parseQuery(); err != nil {
+					return nil, err
+				}
+			} else if t := p.peek(); t.kind == tokParam && isOpTok(p.peekAt(1), ")") {
+				p.next()
+				n, _ := strconv.Atoi(t.text)
+				q.Param = &Param{Pos: t.pos, N: n}
+			} else if q.Array, err = p.parseConstArray(map[bool]string{true: "ALL", false: "ANY"}[q.All]); err != nil {
 				return nil, err
 			}
 			if _, err := p.expectOp(")"); err != nil {
@@ -196,9 +376,7 @@ func (p *parser) parseRange() (Expr, error) {
 		}
 		t := p.peekAt(k)
 		switch {
-		case isKwTok(t, "in"), isKwTok(t, "between"), isKwTok(t, "like"), isKwTok(t, "ilike"):
-		case isKwTok(t, "similar"):
-			return nil, p.errAt(t, "SIMILAR TO is not supported; use LIKE")
+		case isKwTok(t, "in"), isKwTok(t, "between"), isKwTok(t, "like"), isKwTok(t, "ilike"), isKwTok(t, "similar"):
 		default:
 			return left, nil
 		}
@@ -246,6 +424,29 @@ func (p *parser) parseRange() (Expr, error) {
 				return nil, err
 			}
 			left = &Between{Pos: left.Position(), X: left, Lo: lo, Hi: hi, Not: not}
+		case "similar":
+			// x SIMILAR TO p [ESCAPE e]: x ~ similar_to_escape(p [, e]),
+			// as PostgreSQL rewrites it (the SQL pattern as a regex).
+			if _, err := p.expectKw("to"); err != nil {
+				return nil, err
+			}
+			pat, err := p.parseOther()
+			if err != nil {
+				return nil, err
+			}
+			args := []Expr{pat}
+			if p.acceptKw("escape") {
+				e, err := p.parseOther()
+				if err != nil {
+					return nil, err
+				}
+				args = append(args, e)
+			}
+			var m Expr = &BinaryExpr{Pos: left.Position(), Op: "~", L: left, R: &FuncCall{Pos: pat.Position(), Name: Ident{Pos: pat.Position(), Name: "similar_to_escape"}, Args: args}}
+			if not {
+				m = &UnaryExpr{Pos: left.Position(), Op: "NOT", X: m}
+			}
+			left = m
 		default: // like, ilike
 			pat, err := p.parseOther()
 			if err != nil {
@@ -317,11 +518,34 @@ func (p *parser) parsePostfix() (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	for p.isOp("::") {
+	for p.isOp("::") || p.isKw("collate") {
 		if err := p.enter(); err != nil {
 			return nil, err
 		}
-		p.next()
+		if c := p.next(); isKwTok(c, "collate") {
+			// COLLATE: nicflow compares strings by their bytes, which is
+			// the "C" collation, and that is the default; another is
+			// refused rather than ignored.
+			// NB: read by hand: "default" is a reserved word.
+			var parts []string
+			for {
+				t := p.peek()
+				if t.kind != tokIdent {
+					return nil, p.errExpected("a collation name")
+				}
+				p.next()
+				parts = append(parts, t.text)
+				if !isOpTok(p.peek(), ".") || len(parts) == 2 {
+					break
+				}
+				p.next()
+			}
+			coll := strings.ToLower(parts[len(parts)-1])
+			if (len(parts) == 2 && parts[0] != "pg_catalog") || (coll != "default" && coll != "c" && coll != "posix" && coll != "ucs_basic") {
+				return nil, p.errAt(c, "collation %q is not supported (nicflow compares strings by their bytes: \"C\", \"POSIX\" or \"default\")", strings.Join(parts, "."))
+			}
+			continue
+		}
 		ty, err := p.parseType()
 		if err != nil {
 			return nil, err

@@ -271,10 +271,21 @@ func (p *parser) parseSelect() (*Select, error) {
 	start := p.next() // SELECT
 	s := &Select{Pos: start.pos}
 	if p.acceptKw("distinct") {
-		if p.isKw("on") {
-			return nil, p.errAt(p.peek(), "SELECT DISTINCT ON is not supported")
+		if p.acceptKw("on") {
+			if _, err := p.expectOp("("); err != nil {
+				return nil, err
+			}
+			on, err := p.parseExprList()
+			if err != nil {
+				return nil, err
+			}
+			if _, err := p.expectOp(")"); err != nil {
+				return nil, err
+			}
+			s.DistinctOn = on
+		} else {
+			s.Distinct = true
 		}
-		s.Distinct = true
 	} else {
 		p.acceptKw("all")
 	}

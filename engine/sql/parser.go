@@ -312,6 +312,19 @@ func (p *parser) parseStatement() (Statement, error) {
 		if err != nil {
 			return nil, err
 		}
+		// PostgreSQL's spelled-out settings: SHOW TRANSACTION ISOLATION
+		// LEVEL (transaction_isolation), SHOW TIME ZONE (timezone).
+		switch n := strings.ToLower(name.Name); {
+		case !name.Quoted && n == "transaction" && p.isKw("isolation"):
+			p.next()
+			if _, err := p.expectKw("level"); err != nil {
+				return nil, err
+			}
+			name.Name = "transaction_isolation"
+		case !name.Quoted && n == "time" && p.isKw("zone"):
+			p.next()
+			name.Name = "timezone"
+		}
 		return &Show{Pos: t.pos, Name: name}, nil
 	case isKwTok(t, "describe"):
 		p.next()

@@ -38,6 +38,7 @@ func Walk(n Node, fn func(Node) bool) {
 	case *CTE:
 		Walk(n.Query, fn)
 	case *Select:
+		exprs(n.DistinctOn)
 		items(n.Items)
 		for _, t := range n.From {
 			Walk(t, fn)
@@ -146,7 +147,13 @@ func Walk(n Node, fn func(Node) bool) {
 		expr(n.X)
 	case *Quantified:
 		expr(n.X)
-		Walk(n.Query, fn)
+		if n.Query != nil {
+			Walk(n.Query, fn)
+		}
+		exprs(n.Array)
+		if n.Param != nil {
+			Walk(n.Param, fn)
+		}
 	case *GroupingSets:
 		for _, set := range n.Sets {
 			exprs(set)

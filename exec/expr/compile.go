@@ -1287,7 +1287,7 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 		return c.compileRandom(desc), nil // NB: not folded
 	case FnSqrt, FnCbrt, FnExp, FnLn, FnLog10, FnPower, FnCeil, FnFloor, FnTrunc:
 		n, err = c.compileMath(e, args, desc)
-	case FnReplace, FnRepeat, FnReverse, FnLPad, FnRPad, FnInitCap, FnMD5, FnSplitPart, FnQuoteIdent, FnQuoteLit,
+	case FnReplace, FnRepeat, FnReverse, FnLPad, FnRPad, FnInitCap, FnMD5, FnSplitPart, FnQuoteIdent, FnQuoteLit, FnToJSON,
 		FnTranslate, FnChr, FnASCII, FnToHex, FnOctetLength:
 		n, err = c.compileMoreString(e, args, desc)
 	case FnEncode, FnDecode, FnGetByte:
@@ -1296,6 +1296,13 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 		n, err = c.compileExtreme(e, args, desc)
 	case FnRegexpReplace, FnRegexpExtract, FnRegexpLike:
 		n, err = c.compileRegexp(e, args, desc)
+	case FnToCharNumber:
+		if err := arity(e, 2, 2); err != nil {
+			return nil, err
+		}
+		n, err = c.compileToCharNumber(args, desc)
+	case FnJSONGet, FnJSONGetText, FnJSONPath, FnJSONPathText:
+		n, err = c.compileJSON(e, args, desc)
 	default:
 		return nil, nferr.Queryf("unknown function %q in %s", e.Fn, desc)
 	}

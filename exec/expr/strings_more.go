@@ -36,6 +36,7 @@ const (
 	FnOctetLength = "octet_length"  // octet_length(s): bytes [1] -> integer
 	FnQuoteIdent  = "quote_ident"   // quote_ident(s): s as an SQL identifier, quoted when it must be [1]
 	FnQuoteLit    = "quote_literal" // quote_literal(s): s as an SQL string literal [1]
+	FnToJSON      = "to_json"       // to_json(s): s as a JSON string, quoted and escaped as PostgreSQL's to_json(text) [1]
 )
 
 // maxStringResult bounds what repeat and the pads build for one row (1
@@ -47,7 +48,7 @@ func (c *compiler) compileMoreString(e *Expr, args []node, desc string) (node, e
 	i64 := arrow.PrimitiveTypes.Int64
 	// kinds: 's' a string argument, 'i' an integer one.
 	sig := map[string]string{FnReplace: "sss", FnRepeat: "si", FnReverse: "s", FnLPad: "sis", FnRPad: "sis", FnInitCap: "s", FnMD5: "s", FnSplitPart: "ssi",
-		FnTranslate: "sss", FnChr: "i", FnASCII: "s", FnToHex: "i", FnOctetLength: "s", FnQuoteIdent: "s", FnQuoteLit: "s"}[e.Fn]
+		FnTranslate: "sss", FnChr: "i", FnASCII: "s", FnToHex: "i", FnOctetLength: "s", FnQuoteIdent: "s", FnQuoteLit: "s", FnToJSON: "s"}[e.Fn]
 	lo := len(sig)
 	if e.Fn == FnLPad || e.Fn == FnRPad {
 		lo = 2
@@ -86,7 +87,7 @@ func (c *compiler) compileMoreString(e *Expr, args []node, desc string) (node, e
 		FnLPad: padKernel(true), FnRPad: padKernel(false), FnInitCap: initcapKernel,
 		FnMD5: md5Kernel, FnSplitPart: splitPartKernel,
 		FnTranslate: translateKernel, FnChr: chrKernel, FnASCII: asciiKernel, FnToHex: toHexKernel, FnOctetLength: octetLengthKernel,
-		FnQuoteIdent: quoteIdentKernel, FnQuoteLit: quoteLiteralKernel,
+		FnQuoteIdent: quoteIdentKernel, FnQuoteLit: quoteLiteralKernel, FnToJSON: toJSONKernel,
 	}[e.Fn]
 	return f, nil
 }
@@ -119,6 +120,42 @@ func quoteLiteralKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) er
 			out.str = append(out.str, c)
 		}
 		out.str = append(out.str, '\'')
+	})
+	w.finish(n)
+	return nil
+}
+
+// toJSONKernel writes a string as a JSON string as PostgreSQL does: in
+// double quotes, with " and \ escaped, \b \f \n \r \t for those controls
+// and \u00XX for the other characters below U+0020.
+func toJSONKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
+	w := newStrWriter(out, n)
+	each(sel, n, func(i int32) {
+		w.at(i)
+		out.str = append(out.str, '"')
+		for _, c := range in[0].strAt(i) {
+			switch c {
+			case '"', '\\':
+				out.str = append(out.str, '\\', c)
+			case '\b':
+				out.str = append(out.str, '\\', 'b')
+			case '\f':
+				out.str = append(out.str, '\\', 'f')
+			case '\n':
+				out.str = append(out.str, '\\', 'n')
+			case '\r':
+				out.str = append(out.str, '\\', 'r')
+			case '\t':
+				out.str = append(out.str, '\\', 't')
+			default:
+				if c < 0x20 {
+					out.str = append(out.str, '\\', 'u', '0', '0', "0123456789abcdef"[c>>4], "0123456789abcdef"[c&15])
+					continue
+				}
+				out.str = append(out.str, c)
+			}
+		}
+		out.str = append(out.str, '"')
 	})
 	w.finish(n)
 	return nil

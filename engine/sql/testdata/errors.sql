@@ -68,7 +68,7 @@ with x as select 1 select 2
 ----
 with recursive (select 1) select 1
 ----
-select distinct on (a) a from t
+select distinct on a from t
 ----
 select a from t order by a nulls
 ----
@@ -140,7 +140,7 @@ update t set a =
 ----
 select * from t where a = current_time(
 ----
-select a from t where a similar to 'x'
+select a from t where a similar 'x'
 ----
 select 1; select 2 3
 ----

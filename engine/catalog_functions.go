@@ -1,0 +1,84 @@
+package engine
+
+import (
+	"strconv"
+	"strings"
+)
+
+// pg_catalog's functions that clients call on the catalog (psql's \d,
+// SQLAlchemy's inspector, pgjdbc's DatabaseMetaData), defined in SQL over
+// the system views of catalog_system.go, as PostgreSQL defines some of
+// its own in SQL (plan.SQLFunctionCatalog: the binder binds a call's body
+// in its place, the call's arguments substituted for $1, $2, ...).
+
+// sqlFunctions are the bodies by name and number of arguments.
+var sqlFunctions = map[string]map[int]string{
+	// format_type(type OID, typmod): the type's SQL name, with its
+	// modifiers ('numeric(15,2)'), NULL for a NULL OID, '???' for an
+	// unknown one (PostgreSQL's answers).
+	"format_type": {2: formatTypeBody()},
+	// Comments: nicflow has no COMMENT ON, so pg_description is empty and
+	// these give NULL, as PostgreSQL does for an object without one.
+	"obj_description":   {1: descriptionBody("$1", "0", ""), 2: descriptionBody("$1", "0", "$2")},
+	"col_description":   {2: descriptionBody("$1", "$2", "")},
+	"shobj_description": {2: descriptionBody("$1", "0", "$2")},
+	// Encodings: nicflow's text is UTF-8 (pg_database.encoding 6).
+	"pg_encoding_to_char": {1: "CASE WHEN $1 = 6 THEN 'UTF8' WHEN $1 = 0 THEN 'SQL_ASCII' WHEN $1 IS NULL THEN CAST(NULL AS TEXT) ELSE '' END"},
+	// pg_proc is empty (no user-defined functions), so no OID names a
+	// function and these give NULL, as PostgreSQL does for such an OID.
+	"pg_get_function_result":    {1: "CAST(NULL AS TEXT)"},
+	"pg_get_function_arguments": {1: "CAST(NULL AS TEXT)"},
+	// A constraint's definition (pg_constraint.conbin holds it as text).
+	"pg_get_constraintdef": {1: constraintDefBody, 2: constraintDefBody},
+	// nicflow has no sequences: no column owns one.
+	"pg_get_serial_sequence": {2: "CAST(NULL AS TEXT)"},
+}
+
+const constraintDefBody = "(SELECT c.conbin FROM pg_catalog.pg_constraint c WHERE c.oid = $1)"
+
+// SQLFunction implements plan.SQLFunctionCatalog.
+func (c *StorageCatalog) SQLFunction(name string, nargs int) (string, bool) {
+	body, ok := sqlFunctions[strings.TrimPrefix(name, "pg_catalog.")][nargs]
+	return body, ok
+}
+
+// descriptionBody is the comment on object obj (column sub, 0 for the
+// object itself) of catalog class (a regclass name; "" for any).
+func descriptionBody(obj, sub, class string) string {
+	s := "(SELECT d.description FROM pg_catalog.pg_description d WHERE d.objoid = " + obj + " AND d.objsubid = " + sub
+	if class != "" {
+		s += " AND d.classoid = CAST(" + class + " AS regclass)"
+	}
+	return s + ")"
+}
+
+// sqlTypeNames are format_type's names of the types of pgTypes.
+var sqlTypeNames = map[string]string{
+	"bool": "boolean", "int8": "bigint", "int2": "smallint", "int4": "integer", "float4": "real", "float8": "double precision",
+	"varchar": "character varying", "timestamp": "timestamp without time zone", "timestamptz": "timestamp with time zone",
+	"time": "time without time zone",
+}
+
+func formatTypeBody() string {
+	var b strings.Builder
+	b.WriteString("CASE WHEN $1 IS NULL THEN CAST(NULL AS TEXT)")
+	for _, t := range pgTypes {
+		name := t.name
+		if n, ok := sqlTypeNames[name]; ok {
+			name = n
+		}
+		when := " WHEN $1 = " + strconv.Itoa(t.oid) + " THEN "
+		switch t.name {
+		case "numeric":
+			// typmod ((precision << 16) | scale) + 4.
+			b.WriteString(when + "CASE WHEN $2 >= 4 THEN 'numeric(' || CAST(($2 - 4) / 65536 AS TEXT) || ',' || CAST(($2 - 4) % 65536 AS TEXT) || ')' ELSE 'numeric' END")
+		case "varchar":
+			// typmod length + 4.
+			b.WriteString(when + "CASE WHEN $2 >= 4 THEN 'character varying(' || CAST($2 - 4 AS TEXT) || ')' ELSE 'character varying' END")
+		default:
+			b.WriteString(when + "'" + name + "'")
+		}
+	}
+	b.WriteString(" ELSE '???' END")
+	return b.String()
+}
