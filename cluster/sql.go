@@ -455,11 +455,34 @@ func (r *SQLRunner) startTasks(q *Query, dq *engine.DistQuery, dp *dist.DistPlan
 	// widestScan) spread over all of them. A task reading a held output
 	// runs where it is held.
 	off := int(qn % uint64(w))
+	// Wide stages' tasks go where their row groups are (placement.go).
+	storageHost := map[string]string{}
+	for _, sn := range q.StorageNodes() {
+		if !sn.Leaving {
+			storageHost[sn.ID] = nodeHost(sn)
+		}
+	}
+	hosts := make([]string, w)
+	for i, wk := range workers {
+		hosts[i] = nodeHost(wk)
+	}
+	byData := map[int][]int{}
+	for _, s := range dp.Stages {
+		if _, held := dp.HeldNode(s.ID, 0); held || s.Tasks <= 1 || s.Tasks > w {
+			continue
+		}
+		if a := placeByData(taskRowGroupHosts(s, tables, storageHost), hosts, func(t int) int { return (t + off) % w }); a != nil {
+			byData[s.ID] = a
+		}
+	}
 	worker := func(stage, task int) NodeInfo {
 		if n, ok := dp.HeldNode(stage, task); ok {
 			if wk, ok := byIndex[n]; ok {
 				return wk
 			}
+		}
+		if a := byData[stage]; task < len(a) {
+			return workers[a[task]]
 		}
 		if s := dp.Stage(stage); s != nil && s.Tasks == 1 {
 			return workers[(stage+off)%w]

@@ -1,0 +1,69 @@
+package cluster
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/nicflow/nicflow/engine/dist"
+	"github.com/nicflow/nicflow/engine/phys"
+	"github.com/nicflow/nicflow/storage"
+)
+
+// TestPlaceByData: a wide stage's tasks go to the workers on the hosts
+// holding their row groups; with no preference (one host for all, or no
+// row group on a worker's host) they keep the rotation.
+func TestPlaceByData(t *testing.T) {
+	// Four files of 2 row groups on storage nodes s0..s3 (hosts h0..h3);
+	// the scan reads 8 row-group tasks round-robin over 4 tasks: task t
+	// reads files t%... laid out so that task t's row groups are all on
+	// s((t+1)%4).
+	var tasks []storage.FileRange
+	files := map[string][]string{}
+	for i := 0; i < 8; i++ {
+		path := fmt.Sprintf("f%d", (i%4+1)%4)
+		tasks = append(tasks, storage.FileRange{Path: path, RowGroups: []int{i / 4}})
+		files[path] = []string{fmt.Sprintf("s%d", (i%4+1)%4)}
+	}
+	st := &dist.Stage{ID: 1, Tasks: 4, Root: &phys.PhysNode{Kind: phys.PhysScan, Scan: &phys.ScanOp{Spec: storage.ScanSpec{Table: "t"}, Tasks: tasks}}}
+	tables := map[string]*storage.PlacedTable{"t": {Files: files}}
+	storageHost := map[string]string{"s0": "h0", "s1": "h1", "s2": "h2", "s3": "h3"}
+	w := taskRowGroupHosts(st, tables, storageHost)
+	for task, m := range w {
+		if want := fmt.Sprintf("h%d", (task+1)%4); m[want] != 2 || len(m) != 1 {
+			t.Fatalf("task %d reads %v, want 2 row groups on %s", task, m, want)
+		}
+	}
+	rotation := func(off int) func(int) int { return func(t int) int { return (t + off) % 4 } }
+	// Workers on hosts h3, h2, h1, h0: task t's host h(t+1) is worker 2-t mod 4.
+	got := placeByData(w, []string{"h3", "h2", "h1", "h0"}, rotation(1))
+	for task, wk := range got {
+		if want := ((2-task)%4 + 4) % 4; wk != want {
+			t.Errorf("task %d on worker %d, want %d (all placements %v)", task, wk, want, got)
+		}
+	}
+	// One host for every worker and storage node: the rotation stands.
+	same := []map[string]int{{"h": 2}, {"h": 2}, {"h": 2}, {"h": 2}}
+	got = placeByData(same, []string{"h", "h", "h", "h"}, rotation(3))
+	for task, wk := range got {
+		if wk != (task+3)%4 {
+			t.Errorf("one host: task %d on worker %d, want the rotation's %d", task, wk, (task+3)%4)
+		}
+	}
+	// No worker next to the data: no preference at all.
+	if got := placeByData(w, []string{"x", "y", "z", "u"}, rotation(0)); got != nil {
+		t.Errorf("no co-located worker: placed %v", got)
+	}
+	// Two workers on h1: one task prefers it, the others fall back to the
+	// rotation without sharing a worker.
+	got = placeByData(w, []string{"h1", "h1", "a", "b"}, rotation(0))
+	seen := map[int]bool{}
+	for _, wk := range got {
+		if seen[wk] {
+			t.Fatalf("two tasks on worker %d: %v", wk, got)
+		}
+		seen[wk] = true
+	}
+	if got[0] != 0 && got[0] != 1 {
+		t.Errorf("task 0 (row groups on h1) on worker %d: %v", got[0], got)
+	}
+}
