@@ -39,6 +39,7 @@ type Statement struct {
 	cancel context.CancelFunc
 	rows   atomic.Int64
 	ended  atomic.Bool
+	queued atomic.Bool // waiting in the admission queue (Options.Admission)
 
 	mu   sync.Mutex
 	plan func() string
@@ -69,6 +70,10 @@ func (st *Statement) HasPlan() bool {
 	defer st.mu.Unlock()
 	return st.plan != nil
 }
+
+// Queued says whether the statement waits in the admission queue for
+// memory (Options.Admission) rather than runs.
+func (st *Statement) Queued() bool { return st.queued.Load() }
 
 // Cancel cancels the statement (its query fails with a KindCanceled
 // error); it does nothing once the statement has ended.

@@ -79,6 +79,12 @@ type Options struct {
 	// batch buffers, run_alloc.go; tests pass a checked allocator to catch
 	// leaks).
 	Alloc memory.Allocator
+	// Admission, when set, is the node's admission control shared by a
+	// server's sessions (admission.go): each query reserves MemoryLimit
+	// from it before it runs, waiting in its queue while that does not
+	// fit, and runs under what it was granted. nil: every query gets
+	// MemoryLimit of its own.
+	Admission *Admission
 }
 
 // maxBatchSize bounds batches: storage rejects larger scan batches (a
@@ -328,6 +334,7 @@ type Result struct {
 	stream  Stream     // NewStreamResult's source
 	tx      *TxBlock   // the session's block, failed by an error of these rows
 	live    *Statement // the observed statement whose rows these are
+	grant   *Grant     // the query's share of the node's memory (Options.Admission)
 }
 
 // Next returns the next batch of rows, or nil at the end. The batch is
@@ -422,6 +429,11 @@ func (r *Result) Close() error {
 		r.cancel()
 		err = r.root.Close()
 		r.root = nil
+	}
+	if r.grant != nil {
+		// NB: after the operators closed, which frees what they held.
+		r.grant.Release()
+		r.grant = nil
 	}
 	if r.env != nil && r.env.Spill != nil {
 		if r.spilled != nil {
@@ -623,19 +635,38 @@ func (s *Session) startQuery(ctx context.Context, q *bind.QueryStmt, analyze boo
 }
 
 func (s *Session) open(ctx context.Context, pp *phys.PhysPlan, analyze bool) (*Result, *phys.Executable, error) {
+	var grant *Grant
+	if a := s.opts.Admission; a != nil {
+		live := s.live
+		g, err := a.Acquire(ctx, s.opts.MemoryLimit, func(q bool) {
+			if live != nil {
+				live.queued.Store(q)
+			}
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		grant = g
+	}
 	env, cancel := s.newEnv(ctx)
+	if grant != nil {
+		env.Budget = grant.Budget()
+	}
 	exe, err := phys.Build(pp, phys.BuildOptions{Source: s.db, Analyze: analyze || s.live != nil, Budget: env.Budget})
 	if err != nil {
 		cancel()
 		if env.Spill != nil {
 			env.Spill.Close()
 		}
+		if grant != nil {
+			grant.Release()
+		}
 		return nil, nil, err
 	}
 	if s.live != nil {
 		s.live.setPlan(pp, exe.Stats)
 	}
-	r := &Result{root: exe.Root, env: env, cancel: cancel, Schema: resultSchema(pp, exe.Root.Schema()), started: time.Now(), spilled: &s.spilled}
+	r := &Result{root: exe.Root, env: env, cancel: cancel, Schema: resultSchema(pp, exe.Root.Schema()), started: time.Now(), spilled: &s.spilled, grant: grant}
 	if err := exe.Root.Open(env); err != nil {
 		r.Close()
 		return nil, nil, err
