@@ -106,6 +106,7 @@ func (r *Registry) end(st *engine.Statement, err error) {
 // Query states.
 const (
 	StateRunning  = "running"
+	StateQueued   = "queued" // running, but waiting for memory (engine.Admission)
 	StateDone     = "done"
 	StateFailed   = "failed"
 	StateCanceled = "canceled"
@@ -198,6 +199,10 @@ func (e *entry) viewLocked() QueryView {
 	s := StageView{Stage: 0, Name: "local", Tasks: 1, Rows: v.Rows}
 	switch e.state {
 	case StateRunning:
+		if e.st.Queued() {
+			v.State = StateQueued
+			break
+		}
 		s.Running = 1
 	case StateDone:
 		s.Done = 1
