@@ -167,3 +167,52 @@ func (o *recordingObserver) anyQueued() bool {
 	}
 	return false
 }
+
+// TestStatementTimeout: SET statement_timeout takes PostgreSQL's forms;
+// a query waiting for admission past it fails saying so, and SHOW
+// answers what was set.
+func TestStatementTimeout(t *testing.T) {
+	for v, want := range map[string]time.Duration{"0": 0, "250": 250 * time.Millisecond, "'2s'": 2 * time.Second, "1min": time.Minute, "1.5 s": 1500 * time.Millisecond} {
+		if d, err := parseStatementTimeout(v); err != nil || d != want {
+			t.Errorf("%q: %v, %v; want %v", v, d, err, want)
+		}
+	}
+	for _, v := range []string{"-1", "soon", "5 parsecs", ""} {
+		if _, err := parseStatementTimeout(v); !nferr.Is(err, nferr.KindQuery) {
+			t.Errorf("%q: got %v, want a query error", v, err)
+		}
+	}
+	a := newAdmission(t, AdmissionOptions{Memory: 64 << 20, MinGrant: 64 << 20})
+	db, err := OpenShared(t.TempDir(), Options{Parallelism: 1, MemoryLimit: 64 << 20, Admission: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s1, s2 := db.Session(nil), db.Session(nil)
+	defer s1.Close()
+	defer s2.Close()
+	r1, err := s1.Query(context.Background(), "select * from generate_series(1, 10)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r1.Close()
+	if rows := queryRows(t, s2, "set statement_timeout = '30ms'; show statement_timeout"); len(rows) != 1 || rows[0] != "30ms" {
+		t.Fatalf("show: %v", rows)
+	}
+	if _, err := s2.Query(context.Background(), "select 1"); !nferr.Is(err, nferr.KindCanceled) || !strings.Contains(err.Error(), "statement timeout: the query waited") {
+		t.Fatalf("got %v", err)
+	}
+	// Admitted, a query running past it is canceled too.
+	r1.Close()
+	start := time.Now()
+	res, err := s2.Query(context.Background(), "select count(*) from generate_series(1, 100000000000)")
+	if err == nil {
+		_, _, err = resultRows(res, &sqlRecord{})
+	}
+	if !nferr.Is(err, nferr.KindCanceled) || time.Since(start) > 10*time.Second {
+		t.Fatalf("running past the timeout: %v after %v", err, time.Since(start))
+	}
+	if st := a.Stats(); st.Granted != 0 {
+		t.Fatalf("grants left: %+v", st)
+	}
+}

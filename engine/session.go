@@ -146,6 +146,9 @@ type Session struct {
 	// client holds the PostgreSQL client settings SET has given
 	// (clientSettings): accepted and shown, without effect on queries.
 	client map[string]string
+	// stmtTimeout is statement_timeout (0: none): a query that has not
+	// ended within it, its wait for admission included, is canceled.
+	stmtTimeout time.Duration
 	// spillRoot is the spill directory in use ("": spilling off), resolved
 	// from the SpillDir setting spillFor at the first query after it
 	// changed; leftovers of killed processes are removed then.
@@ -635,6 +638,24 @@ func (s *Session) startQuery(ctx context.Context, q *bind.QueryStmt, analyze boo
 }
 
 func (s *Session) open(ctx context.Context, pp *phys.PhysPlan, analyze bool) (*Result, *phys.Executable, error) {
+	if s.stmtTimeout > 0 {
+		// NB: the query's context (newEnv's) is canceled at Result.Close,
+		// which ends this timer too.
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeout(ctx, s.stmtTimeout)
+		r, exe, err := s.openIn(ctx, pp, analyze)
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		inner := r.cancel
+		r.cancel = func() { inner(); stop() }
+		return r, exe, nil
+	}
+	return s.openIn(ctx, pp, analyze)
+}
+
+func (s *Session) openIn(ctx context.Context, pp *phys.PhysPlan, analyze bool) (*Result, *phys.Executable, error) {
 	var grant *Grant
 	if a := s.opts.Admission; a != nil {
 		live := s.live
@@ -1395,6 +1416,13 @@ func (s *Session) set(name, value string) error {
 		if cs, ok := clientSettings[strings.ToLower(name)]; ok {
 			if err := cs.check(name, v); err != nil {
 				return err
+			}
+			if strings.EqualFold(name, "statement_timeout") {
+				d, err := parseStatementTimeout(v)
+				if err != nil {
+					return err
+				}
+				s.stmtTimeout = d
 			}
 			if s.client == nil {
 				s.client = map[string]string{}
