@@ -67,6 +67,14 @@ connection that has not logged in within --pg-auth-timeout (default 1m) is
 closed, and so is one idle for --pg-idle-timeout (default 1h; 0: never)
 outside a transaction block, told SQLSTATE 57P05 first.
 
+Concurrent queries share --memory (default 60% of memory): each reserves
+its --memory-limit (default a quarter of --memory) before it runs and
+spills beyond it; one that does not fit waits in a queue of at most
+--max-queued until it does, or until a sixteenth of --memory is free (it
+then starts with what is free), or until SET statement_timeout or a cancel
+ends it. The console shows waiting queries as "queued"; its /metrics has
+the queue's figures (nicflow_admission_*).
+
 Without --auth the server listens on loopback addresses only and trusts
 local connections, as PostgreSQL's "trust" for 127.0.0.1. With --auth every
 connection logs in as a user of "nicflow user add" with SCRAM-SHA-256 (the
