@@ -216,3 +216,63 @@ func TestStatementTimeout(t *testing.T) {
 		t.Fatalf("grants left: %+v", st)
 	}
 }
+
+// listingObserver is a recordingObserver that lists its statements.
+type listingObserver struct{ recordingObserver }
+
+func (o *listingObserver) RunningQueries() []QueryInfo {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []QueryInfo
+	for _, st := range o.started {
+		if _, ended := o.ended[st]; ended {
+			continue
+		}
+		state := "running"
+		if st.Queued() {
+			state = "queued"
+		}
+		out = append(out, QueryInfo{State: state, SQL: st.SQL, Started: st.Started})
+	}
+	return out
+}
+
+// TestShowQueries: SHOW QUERIES lists a server's statements, a query
+// waiting for memory as queued; an unserved session says why it cannot.
+func TestShowQueries(t *testing.T) {
+	a := newAdmission(t, AdmissionOptions{Memory: 64 << 20, MinGrant: 64 << 20})
+	db, err := OpenShared(t.TempDir(), Options{Parallelism: 1, MemoryLimit: 64 << 20, Admission: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	obs := &listingObserver{recordingObserver{ended: map[*Statement]error{}}}
+	s1, s2, s3 := db.Session(obs), db.Session(obs), db.Session(obs)
+	defer s1.Close()
+	defer s2.Close()
+	defer s3.Close()
+	if _, err := db.Session(nil).Query(context.Background(), "show queries"); !nferr.Is(err, nferr.KindQuery) || !strings.Contains(err.Error(), "not served") {
+		t.Fatalf("unserved: %v", err)
+	}
+	r1, err := s1.Query(context.Background(), "select * from generate_series(1, 10)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []string, 1)
+	go func() { done <- queryRows(t, s2, "select 2") }()
+	for !obs.anyQueued() {
+		time.Sleep(time.Millisecond)
+	}
+	rows := queryRows(t, s3, "show queries")
+	var states []string
+	for _, r := range rows {
+		f := strings.Split(r, "|")
+		states = append(states, f[1]+" "+f[len(f)-1])
+	}
+	want := "running select * from generate_series(1, 10),queued select 2,running show queries"
+	if got := strings.Join(states, ","); got != want {
+		t.Fatalf("show queries: %s, want %s", got, want)
+	}
+	r1.Close()
+	<-done
+}

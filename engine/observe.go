@@ -28,6 +28,19 @@ type Observer interface {
 	StatementEnded(st *Statement, err error)
 }
 
+// QueryLister is an Observer that lists the statements running on its
+// server (all sessions'): SHOW QUERIES answers with it.
+type QueryLister interface {
+	RunningQueries() []QueryInfo
+}
+
+// QueryInfo is a running statement as SHOW QUERIES shows it.
+type QueryInfo struct {
+	ID, State, Source, User, SQL string
+	Started                      time.Time
+	Rows                         int64
+}
+
 // Statement is a statement being run, as an Observer sees it. Its methods
 // are safe for concurrent use.
 type Statement struct {

@@ -1445,6 +1445,17 @@ func (s *Session) set(name, value string) error {
 func (s *Session) show(name string) (*Result, error) {
 	var v string
 	switch strings.ToLower(name) {
+	case "queries":
+		l, ok := s.opts.Observer.(QueryLister)
+		if !ok {
+			return nil, nferr.Queryf("SHOW QUERIES lists a server's queries (nicflow serve); this session is not served")
+		}
+		var rows [][]any
+		for _, q := range l.RunningQueries() {
+			rows = append(rows, []any{q.ID, q.State, q.Source, q.User, q.Started.UTC().Format(time.RFC3339Nano), time.Since(q.Started).Milliseconds(), q.Rows, q.SQL})
+		}
+		return staticResult(s.opts.Alloc, []string{"id", "state", "source", "user", "started", "elapsed_ms", "rows", "query"},
+			[]arrow.DataType{typStr, typStr, typStr, typStr, typStr, typI64, typI64, typStr}, rows), nil
 	case SettingMemoryLimit:
 		v = exec.FormatBytes(s.opts.MemoryLimit)
 	case SettingParallelism, SettingThreads:
