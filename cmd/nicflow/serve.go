@@ -73,8 +73,7 @@ spills beyond it; one that does not fit waits in a queue of at most
 --max-queued until it does, or until a sixteenth of --memory is free (it
 then starts with what is free), or until SET statement_timeout or a cancel
 ends it. SHOW QUERIES and the console show waiting queries as "queued";
-the console's /metrics has
-the queue's figures (nicflow_admission_*).
+the console's /metrics has the queue's figures (nicflow_admission_*).
 
 Without --auth the server listens on loopback addresses only and trusts
 local connections, as PostgreSQL's "trust" for 127.0.0.1. With --auth every
