@@ -1,6 +1,6 @@
 package engine
 
-// Admission control (docs/decisions.md D53).
+// Admission control (docs/decisions.md D54).
 //
 // A server's sessions share one node budget: each query reserves its
 // memory limit (clamped to the node's memory) before it runs, and runs
