@@ -28,6 +28,19 @@ type Observer interface {
 	StatementEnded(st *Statement, err error)
 }
 
+// QueryLister is an Observer that lists the statements running on its
+// server (all sessions'): SHOW QUERIES answers with it.
+type QueryLister interface {
+	RunningQueries() []QueryInfo
+}
+
+// QueryInfo is a running statement as SHOW QUERIES shows it.
+type QueryInfo struct {
+	ID, State, Source, User, SQL string
+	Started                      time.Time
+	Rows                         int64
+}
+
 // Statement is a statement being run, as an Observer sees it. Its methods
 // are safe for concurrent use.
 type Statement struct {
@@ -39,6 +52,7 @@ type Statement struct {
 	cancel context.CancelFunc
 	rows   atomic.Int64
 	ended  atomic.Bool
+	queued atomic.Bool // waiting in the admission queue (Options.Admission)
 
 	mu   sync.Mutex
 	plan func() string
@@ -69,6 +83,10 @@ func (st *Statement) HasPlan() bool {
 	defer st.mu.Unlock()
 	return st.plan != nil
 }
+
+// Queued says whether the statement waits in the admission queue for
+// memory (Options.Admission) rather than runs.
+func (st *Statement) Queued() bool { return st.queued.Load() }
 
 // Cancel cancels the statement (its query fails with a KindCanceled
 // error); it does nothing once the statement has ended.

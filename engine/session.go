@@ -79,6 +79,12 @@ type Options struct {
 	// batch buffers, run_alloc.go; tests pass a checked allocator to catch
 	// leaks).
 	Alloc memory.Allocator
+	// Admission, when set, is the node's admission control shared by a
+	// server's sessions (admission.go): each query reserves MemoryLimit
+	// from it before it runs, waiting in its queue while that does not
+	// fit, and runs under what it was granted. nil: every query gets
+	// MemoryLimit of its own.
+	Admission *Admission
 }
 
 // maxBatchSize bounds batches: storage rejects larger scan batches (a
@@ -143,6 +149,9 @@ type Session struct {
 	// client holds the PostgreSQL client settings SET has given
 	// (clientSettings): accepted and shown, without effect on queries.
 	client map[string]string
+	// stmtTimeout is statement_timeout (0: none): a query that has not
+	// ended within it, its wait for admission included, is canceled.
+	stmtTimeout time.Duration
 	// spillRoot is the spill directory in use ("": spilling off), resolved
 	// from the SpillDir setting spillFor at the first query after it
 	// changed; leftovers of killed processes are removed then.
@@ -331,6 +340,7 @@ type Result struct {
 	stream  Stream     // NewStreamResult's source
 	tx      *TxBlock   // the session's block, failed by an error of these rows
 	live    *Statement // the observed statement whose rows these are
+	grant   *Grant     // the query's share of the node's memory (Options.Admission)
 }
 
 // Next returns the next batch of rows, or nil at the end. The batch is
@@ -425,6 +435,11 @@ func (r *Result) Close() error {
 		r.cancel()
 		err = r.root.Close()
 		r.root = nil
+	}
+	if r.grant != nil {
+		// NB: after the operators closed, which frees what they held.
+		r.grant.Release()
+		r.grant = nil
 	}
 	if r.env != nil && r.env.Spill != nil {
 		if r.spilled != nil {
@@ -626,19 +641,56 @@ func (s *Session) startQuery(ctx context.Context, q *bind.QueryStmt, analyze boo
 }
 
 func (s *Session) open(ctx context.Context, pp *phys.PhysPlan, analyze bool) (*Result, *phys.Executable, error) {
+	if s.stmtTimeout > 0 {
+		// NB: the query's context (newEnv's) is canceled at Result.Close,
+		// which ends this timer too.
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeout(ctx, s.stmtTimeout)
+		r, exe, err := s.openIn(ctx, pp, analyze)
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		inner := r.cancel
+		r.cancel = func() { inner(); stop() }
+		return r, exe, nil
+	}
+	return s.openIn(ctx, pp, analyze)
+}
+
+func (s *Session) openIn(ctx context.Context, pp *phys.PhysPlan, analyze bool) (*Result, *phys.Executable, error) {
+	var grant *Grant
+	if a := s.opts.Admission; a != nil {
+		live := s.live
+		g, err := a.Acquire(ctx, s.opts.MemoryLimit, func(q bool) {
+			if live != nil {
+				live.queued.Store(q)
+			}
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		grant = g
+	}
 	env, cancel := s.newEnv(ctx)
+	if grant != nil {
+		env.Budget = grant.Budget()
+	}
 	exe, err := phys.Build(pp, phys.BuildOptions{Source: s.db, Analyze: analyze || s.live != nil, Budget: env.Budget})
 	if err != nil {
 		cancel()
 		if env.Spill != nil {
 			env.Spill.Close()
 		}
+		if grant != nil {
+			grant.Release()
+		}
 		return nil, nil, err
 	}
 	if s.live != nil {
 		s.live.setPlan(pp, exe.Stats)
 	}
-	r := &Result{root: exe.Root, env: env, cancel: cancel, Schema: resultSchema(pp, exe.Root.Schema()), started: time.Now(), spilled: &s.spilled}
+	r := &Result{root: exe.Root, env: env, cancel: cancel, Schema: resultSchema(pp, exe.Root.Schema()), started: time.Now(), spilled: &s.spilled, grant: grant}
 	if err := exe.Root.Open(env); err != nil {
 		r.Close()
 		return nil, nil, err
@@ -1382,6 +1434,13 @@ func (s *Session) set(name, value string) error {
 			if err := cs.check(name, v); err != nil {
 				return err
 			}
+			if strings.EqualFold(name, "statement_timeout") {
+				d, err := parseStatementTimeout(v)
+				if err != nil {
+					return err
+				}
+				s.stmtTimeout = d
+			}
 			if s.client == nil {
 				s.client = map[string]string{}
 			}
@@ -1403,6 +1462,17 @@ func (s *Session) set(name, value string) error {
 func (s *Session) show(name string) (*Result, error) {
 	var v string
 	switch strings.ToLower(name) {
+	case "queries":
+		l, ok := s.opts.Observer.(QueryLister)
+		if !ok {
+			return nil, nferr.Queryf("SHOW QUERIES lists a server's queries (nicflow serve); this session is not served")
+		}
+		var rows [][]any
+		for _, q := range l.RunningQueries() {
+			rows = append(rows, []any{q.ID, q.State, q.Source, q.User, q.Started.UTC().Format(time.RFC3339Nano), time.Since(q.Started).Milliseconds(), q.Rows, q.SQL})
+		}
+		return staticResult(s.opts.Alloc, []string{"id", "state", "source", "user", "started", "elapsed_ms", "rows", "query"},
+			[]arrow.DataType{typStr, typStr, typStr, typStr, typStr, typI64, typI64, typStr}, rows), nil
 	case SettingMemoryLimit:
 		v = exec.FormatBytes(s.opts.MemoryLimit)
 	case SettingParallelism, SettingThreads:

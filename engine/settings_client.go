@@ -3,6 +3,7 @@ package engine
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nicflow/nicflow/internal/nferr"
 )
@@ -29,7 +30,7 @@ var clientSettings = map[string]clientSetting{
 	"intervalstyle":                       {allowed: []string{"postgres"}},
 	"standard_conforming_strings":         {allowed: []string{"on", "true"}},
 	"search_path":                         {},
-	"statement_timeout":                   {value: "0", allowed: []string{"0"}},
+	"statement_timeout":                   {value: "0"}, // parseStatementTimeout
 	"lock_timeout":                        {value: "0", allowed: []string{"0"}},
 	"idle_in_transaction_session_timeout": {value: "0", allowed: []string{"0"}},
 	"default_transaction_isolation":       {value: "read committed"},
@@ -62,4 +63,19 @@ func (c clientSetting) check(name, v string) error {
 func isClientSetting(name string) bool {
 	_, ok := clientSettings[strings.ToLower(name)]
 	return ok
+}
+
+// parseStatementTimeout reads statement_timeout as PostgreSQL does: a
+// number of milliseconds, or a number with a unit (us, ms, s, min, h, d);
+// 0 is none.
+func parseStatementTimeout(v string) (time.Duration, error) {
+	t := strings.ToLower(strings.Trim(strings.TrimSpace(v), `'"`))
+	num := strings.TrimRight(t, "abcdefghijklmnopqrstuvwxyz ")
+	unit := strings.TrimSpace(t[len(num):])
+	n, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	scale := map[string]time.Duration{"": time.Millisecond, "us": time.Microsecond, "ms": time.Millisecond, "s": time.Second, "min": time.Minute, "h": time.Hour, "d": 24 * time.Hour}[unit]
+	if err != nil || scale == 0 || n < 0 || n > float64(1<<62)/float64(scale) {
+		return 0, nferr.Queryf("invalid value for statement_timeout: %q (want milliseconds, or a number with a unit: us, ms, s, min, h, d)", v)
+	}
+	return time.Duration(n * float64(scale)), nil
 }

@@ -73,7 +73,10 @@
 // partitions one level down (recursively, other hash bits per level);
 // Sort and Window (extSort) write sorted runs and merge them with a
 // bounded fan-in, and Window then evaluates whole partitions a chunk at a
-// time. Partial aggregates flush early instead. TopN is bounded by its
+// time. A build shared by several probers whose join emits build rows
+// at the end hands every prober's partitions to the last prober, which
+// joins them all (join_spill.go). Partial aggregates flush early instead.
+// TopN is bounded by its
 // limit; a global aggregate holds one group; NOT IN joins, one window
 // partition larger than the budget and exchange queues do not spill.
 //

@@ -442,8 +442,8 @@ func TestParallelOperators(t *testing.T) {
 }
 
 // TestParallelSpills: a shared join build and parallel aggregates spill
-// at tiny budgets (a shared build spills for every join type whose build
-// rows are not emitted at the end; with one prober for all of them).
+// at tiny budgets, for every join type (NOT IN aside), with one prober or
+// several.
 func TestParallelSpills(t *testing.T) {
 	rows := aggRows(23, 48000, 20000)
 	spec := HashAggSpec{GroupCols: []int{0}, Aggs: allAggs()[:8]}
@@ -474,13 +474,38 @@ func TestParallelSpills(t *testing.T) {
 				}
 				return &concat{ops: ops}, nil
 			}, func() ([][]any, error) {
-				if typ == JoinRight {
-					// Build rows emitted at the end by two probers: no spilling.
-					return nil, nferr.Resourcef("memory limit exceeded")
-				}
 				return refHashJoin(canonicalRows(t, joinLeftSchema, bl), canonicalRows(t, joinRightSchema, br), bspec), nil
 			})
 		})
+	}
+	// Regression (issue 31, TPC-H Q21 at SF 1 under 32 MiB): a shared build
+	// whose join emits build rows at the end (right/full outer, semi, anti
+	// and mark built on the left) spills too, with two probers driven
+	// concurrently or one after the other (nobody waits for a sibling).
+	for _, typ := range []JoinType{JoinRight, JoinFull, JoinSemi, JoinAnti, JoinMark} {
+		for _, serial := range []bool{false, true} {
+			build := SideRight
+			if typ == JoinSemi || typ == JoinAnti || typ == JoinMark {
+				build = SideLeft
+			}
+			bspec := HashJoinSpec{Type: typ, LeftKeys: []int{0}, RightKeys: []int{0}, Build: build}
+			t.Run(fmt.Sprintf("join/shared-tracked/%s/build=%s/serial=%v", typ, build, serial), func(t *testing.T) {
+				runSpillCase(t, 384<<10, func(mem memory.Allocator) (Operator, error) {
+					left, right := splitSources(t, mem, joinLeftSchema, bl, 2), splitSources(t, mem, joinRightSchema, br, 2)
+					probes, builds := left, right
+					if build == SideLeft {
+						probes, builds = right, left
+					}
+					ops, err := NewParallelHashJoin(probes, builds, bspec)
+					if err != nil {
+						return nil, err
+					}
+					return &concat{ops: ops, serial: serial}, nil
+				}, func() ([][]any, error) {
+					return refHashJoin(canonicalRows(t, joinLeftSchema, bl), canonicalRows(t, joinRightSchema, br), bspec), nil
+				})
+			})
+		}
 	}
 	// A shared build with one prober spills for every join type.
 	l, r := joinInputs(24, 5000, 5000, 2000)
@@ -525,12 +550,13 @@ func TestParallelSpills(t *testing.T) {
 
 // concat drains its inputs concurrently (each in its own goroutine, as
 // parallel probers must be) into memory, without an exchange's accounted
-// queue, and emits their rows.
+// queue, and emits their rows; serial drains them one after the other.
 type concat struct {
-	ops  []Operator
-	rows [][][]any
-	done bool
-	out  []*Batch
+	ops    []Operator
+	rows   [][][]any
+	done   bool
+	out    []*Batch
+	serial bool
 }
 
 func (c *concat) Schema() *arrow.Schema { return c.ops[0].Schema() }
@@ -552,7 +578,7 @@ func (c *concat) Next() (*Batch, error) {
 	var wg sync.WaitGroup
 	for i, op := range c.ops {
 		wg.Add(1)
-		go func() {
+		drain := func() {
 			defer wg.Done()
 			for {
 				b, err := op.Next()
@@ -562,7 +588,12 @@ func (c *concat) Next() (*Batch, error) {
 				}
 				c.rows[i] = append(c.rows[i], BatchRows(b)...)
 			}
-		}()
+		}
+		if c.serial {
+			drain()
+		} else {
+			go drain()
+		}
 	}
 	wg.Wait()
 	for _, err := range errs {

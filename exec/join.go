@@ -782,7 +782,7 @@ func (h *HashJoin) acquireBuild() error {
 			break
 		}
 		if err := t.addBatch(b, &sc); err != nil {
-			if !joinCanSpill(env, h.shape, false, h.level, err) {
+			if !joinCanSpill(env, h.shape, h.level, err) {
 				h.bt = t
 				return err
 			}
@@ -790,7 +790,7 @@ func (h *HashJoin) acquireBuild() error {
 		}
 	}
 	if err := t.finish(); err != nil {
-		if !joinCanSpill(env, h.shape, false, h.level, err) {
+		if !joinCanSpill(env, h.shape, h.level, err) {
 			h.bt = t
 			return err
 		}

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -22,17 +23,47 @@ import (
 // partition still does not fit. Equal keys meet in the same partition; a
 // NULL key, which matches nothing, lands in one partition like any value.
 //
-// Every join type spills this way except: NOT IN (null-aware) joins,
-// whose answer depends on the whole build side; and, for builds shared by
-// several probers, joins that emit build rows at the end (outer joins
-// keeping the build side, semi/anti/mark built on the left), whose
-// matches would be split among the probers. Those keep failing with the
+// Every join type spills this way except NOT IN (null-aware) joins, whose
+// answer depends on the whole build side; those keep failing with the
 // memory limit error.
+//
+// A build shared by several probers whose join emits build rows at the end
+// (outer joins keeping the build side, semi/anti/mark built on the left)
+// cannot let each prober join its own partitions: a build row's matches
+// would be split among the probers, and each would emit it as unmatched.
+// Such a build collects instead: each prober writes its probe partitions
+// and hands them in (graceBuild.handIn); the prober that hands in last
+// joins partition p of the build with every prober's partition p, and the
+// others end without rows. Nobody waits for anybody (a prober may be
+// driven only after a sibling ended), exactly like the in-memory shared
+// build, whose last prober emits the unmatched build rows.
 
 // graceBuild is a build side written to partition files.
 type graceBuild struct {
 	runs  []*spillRun // per partition; nil when empty
 	users atomic.Int32
+
+	// collect: the probers' partitions are joined by the last prober.
+	collect bool
+	pending atomic.Int32 // probers yet to hand in their partitions
+	mu      sync.Mutex
+	probes  [][]*spillRun // per partition, the runs handed in
+}
+
+// handIn adds a prober's probe partitions to a collecting build and says
+// whether they were the last: that prober joins them all.
+func (g *graceBuild) handIn(runs []*spillRun) bool {
+	g.mu.Lock()
+	if g.probes == nil {
+		g.probes = make([][]*spillRun, len(g.runs))
+	}
+	for p, r := range runs {
+		if r != nil {
+			g.probes[p] = append(g.probes[p], r)
+		}
+	}
+	g.mu.Unlock()
+	return g.pending.Add(-1) == 0
 }
 
 // release drops one user's hold on the files; the last removes them.
@@ -45,14 +76,21 @@ func (g *graceBuild) release() {
 			r.remove()
 		}
 	}
+	// What a collecting prober did not read (it failed or was closed
+	// early); remove is idempotent for the runs it did read.
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, rs := range g.probes {
+		for _, r := range rs {
+			r.remove()
+		}
+	}
+	g.probes = nil
 }
 
 // joinCanSpill says whether a build that failed with err spills.
-func joinCanSpill(env *Env, shape *joinShape, shared bool, level int, err error) bool {
+func joinCanSpill(env *Env, shape *joinShape, level int, err error) bool {
 	if !nferr.Is(err, nferr.KindResource) || env.Spill == nil || shape.nullAware {
-		return false
-	}
-	if shared && shape.tracksBuild() {
 		return false
 	}
 	_, bits := spillFanout(env.Budget.root().Limit())
@@ -114,8 +152,10 @@ func drainTo(env *Env, in Operator, w *partWriters) error { return forEachBatch(
 
 // finishBuildSpill completes a build that spilled once every input is
 // drained into w: t's rows go to w too, t is released, and the files are
-// the build's partitions.
+// the build's partitions. users is the number of probers; several probers
+// of a join that tracks build rows hand their partitions to the last.
 func finishBuildSpill(env *Env, t *joinTable, w *partWriters, users int32) (*graceBuild, error) {
+	collect := users > 1 && t.shape.tracksBuild()
 	if err := dumpTable(env, t, w); err != nil {
 		w.abort()
 		return nil, err
@@ -125,8 +165,9 @@ func finishBuildSpill(env *Env, t *joinTable, w *partWriters, users int32) (*gra
 	if err != nil {
 		return nil, err
 	}
-	g := &graceBuild{runs: runs}
+	g := &graceBuild{runs: runs, collect: collect}
 	g.users.Store(users)
+	g.pending.Store(users)
 	return g, nil
 }
 
@@ -144,6 +185,11 @@ func (s *joinShape) keepsUnmatchedBuild() bool {
 type graceProbe struct {
 	build *graceBuild
 	runs  []*spillRun
+	// all: per partition, every prober's probe runs (a collecting build's
+	// last prober); idle: a collecting build's other probers, which
+	// output nothing.
+	all   [][]*spillRun
+	idle  bool
 	p     int // the next partition
 	parts partitionRun
 }
@@ -163,19 +209,37 @@ func (h *HashJoin) startGrace(g *graceBuild) error {
 	if err != nil {
 		return err
 	}
-	h.grace.runs = runs
+	if !g.collect {
+		h.grace.runs = runs
+		return nil
+	}
+	if !g.handIn(runs) {
+		h.grace.idle = true
+		return nil
+	}
+	// INVARIANT: every prober has handed in; nobody appends any more.
+	h.grace.all = g.probes
 	return nil
 }
 
 // nextGrace returns the next batch of the partitions' joins.
 func (h *HashJoin) nextGrace() (*Batch, error) {
 	g := h.grace
+	if g.idle {
+		return nil, nil
+	}
 	return g.parts.next(h.env, func() (Operator, error) {
 		for ; g.p < len(g.build.runs); g.p++ {
-			br, pr := g.build.runs[g.p], g.runs[g.p]
-			if br == nil && (pr == nil || !h.shape.keepsUnmatchedProbe()) || pr == nil && !h.shape.keepsUnmatchedBuild() {
+			br := g.build.runs[g.p]
+			var prs []*spillRun
+			if g.all != nil {
+				prs = g.all[g.p]
+			} else if pr := g.runs[g.p]; pr != nil {
+				prs = []*spillRun{pr}
+			}
+			if br == nil && (prs == nil || !h.shape.keepsUnmatchedProbe()) || prs == nil && !h.shape.keepsUnmatchedBuild() {
 				// Nothing can come out of this partition.
-				if pr != nil {
+				for _, pr := range prs {
 					pr.remove()
 				}
 				continue
@@ -187,10 +251,22 @@ func (h *HashJoin) nextGrace() (*Batch, error) {
 			} else {
 				bin = emptyOp(h.shape.buildSchema)
 			}
-			if pr != nil {
-				pin = newSpillReader(pr)
-			} else {
+			switch len(prs) {
+			case 0:
 				pin = emptyOp(h.shape.probeSchema)
+			case 1:
+				pin = newSpillReader(prs[0])
+			default:
+				ins := make([]Operator, len(prs))
+				for i, pr := range prs {
+					ins[i] = newSpillReader(pr)
+				}
+				u, err := NewUnionAll(ins...)
+				if err != nil {
+					bin.Close()
+					return nil, err
+				}
+				pin = u
 			}
 			left, right := pin, bin
 			if h.shape.buildLeft {

@@ -165,7 +165,7 @@ func (s *sharedBuild) build(env *Env) (*joinTable, error) {
 				} else {
 					err = t.addBatch(b, &sc)
 				}
-				if err != nil && joinCanSpill(env, s.shape, s.probers > 1, 0, err) {
+				if err != nil && joinCanSpill(env, s.shape, 0, err) {
 					// NB: keep reading this input (into partition files):
 					// siblings may wait on an exchange it shares.
 					var w *partWriters
@@ -198,7 +198,7 @@ func (s *sharedBuild) build(env *Env) (*joinTable, error) {
 	}
 	if w == nil {
 		if err := t.finish(); err != nil {
-			if !joinCanSpill(env, s.shape, s.probers > 1, 0, err) {
+			if !joinCanSpill(env, s.shape, 0, err) {
 				return t, err
 			}
 			if w, err = s.spillWriters(env); err != nil {

@@ -73,6 +73,17 @@ func (o *observer) StatementStarted(st *engine.Statement) {
 
 func (o *observer) StatementEnded(st *engine.Statement, err error) { o.r.end(st, err) }
 
+// RunningQueries implements engine.QueryLister: SHOW QUERIES lists the
+// registry's running statements, a waiting one as StateQueued.
+func (o *observer) RunningQueries() []engine.QueryInfo {
+	running, _ := o.r.Queries()
+	out := make([]engine.QueryInfo, len(running))
+	for i, q := range running {
+		out[i] = engine.QueryInfo{ID: q.ID, State: q.State, Source: q.Source, User: q.User, SQL: q.SQL, Started: q.Started, Rows: q.Rows}
+	}
+	return out
+}
+
 func (r *Registry) start(st *engine.Statement, source, user string) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -106,6 +117,7 @@ func (r *Registry) end(st *engine.Statement, err error) {
 // Query states.
 const (
 	StateRunning  = "running"
+	StateQueued   = "queued" // running, but waiting for memory (engine.Admission)
 	StateDone     = "done"
 	StateFailed   = "failed"
 	StateCanceled = "canceled"
@@ -198,6 +210,10 @@ func (e *entry) viewLocked() QueryView {
 	s := StageView{Stage: 0, Name: "local", Tasks: 1, Rows: v.Rows}
 	switch e.state {
 	case StateRunning:
+		if e.st.Queued() {
+			v.State = StateQueued
+			break
+		}
 		s.Running = 1
 	case StateDone:
 		s.Done = 1

@@ -52,6 +52,9 @@ type Options struct {
 	SessionTTL time.Duration
 	// Logger receives the console's log (default slog.Default()).
 	Logger *slog.Logger
+	// Metrics, when set, is served at GET /metrics without a login (a
+	// Prometheus scrape: counts and sizes, no statement text).
+	Metrics http.Handler
 }
 
 // Validate fills defaults and checks the options.
@@ -129,6 +132,9 @@ func New(o Options) (*Console, error) {
 	m := http.NewServeMux()
 	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	m.HandleFunc("GET /{$}", c.index)
+	if o.Metrics != nil {
+		m.Handle("GET /metrics", o.Metrics)
+	}
 	m.HandleFunc("GET /login", c.loginPage)
 	m.HandleFunc("POST /login", c.login)
 	m.HandleFunc("POST /logout", c.logout)

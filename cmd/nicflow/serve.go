@@ -20,6 +20,7 @@ import (
 	"github.com/nicflow/nicflow/cluster/flightsqlsrv"
 	"github.com/nicflow/nicflow/cluster/pgwire"
 	"github.com/nicflow/nicflow/engine"
+	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/internal/buildinfo"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
@@ -30,6 +31,8 @@ var serveFlags struct {
 	pgListen    string
 	fsqlListen  string
 	memoryLimit string
+	memory      string
+	maxQueued   int
 	parallel    int
 	auth        bool
 	tlsCert     string
@@ -63,6 +66,14 @@ PostgreSQL's max_connections) are served at once; past it a client is told
 connection that has not logged in within --pg-auth-timeout (default 1m) is
 closed, and so is one idle for --pg-idle-timeout (default 1h; 0: never)
 outside a transaction block, told SQLSTATE 57P05 first.
+
+Concurrent queries share --memory (default 60% of memory): each reserves
+its --memory-limit (default a quarter of --memory) before it runs and
+spills beyond it; one that does not fit waits in a queue of at most
+--max-queued until it does, or until a sixteenth of --memory is free (it
+then starts with what is free), or until SET statement_timeout or a cancel
+ends it. SHOW QUERIES and the console show waiting queries as "queued";
+the console's /metrics has the queue's figures (nicflow_admission_*).
 
 Without --auth the server listens on loopback addresses only and trusts
 local connections, as PostgreSQL's "trust" for 127.0.0.1. With --auth every
@@ -123,7 +134,9 @@ func init() {
 	f.BoolVar(&serveFlags.create, "create", false, "create the database in DIR if it holds none")
 	f.StringVar(&serveFlags.pgListen, "pg-listen", pgwire.DefaultListen, "PostgreSQL protocol address (loopback only)")
 	f.StringVar(&serveFlags.fsqlListen, "flightsql-listen", flightsqlsrv.DefaultListen, "Arrow Flight SQL address; \"off\" (or empty) disables it")
-	f.StringVar(&serveFlags.memoryLimit, "memory-limit", "", "memory budget per query, e.g. 2GiB (default: 60% of memory, or NICFLOW_MEMORY_LIMIT)")
+	f.StringVar(&serveFlags.memoryLimit, "memory-limit", "", "memory budget per query, e.g. 2GiB, reserved from --memory before it runs (default: a quarter of --memory)")
+	f.StringVar(&serveFlags.memory, "memory", "", "memory shared by concurrent queries, e.g. 8GiB: a query waits in a queue until its --memory-limit fits (or a sixteenth of it is free); \"off\": no admission control, each query has --memory-limit of its own (default: 60% of memory, or NICFLOW_MEMORY_LIMIT)")
+	f.IntVar(&serveFlags.maxQueued, "max-queued", 256, "queries that may wait for memory at once; one more fails at once (retry later)")
 	f.IntVar(&serveFlags.parallel, "parallel", 0, "pipelines per query (default: number of CPUs)")
 	f.BoolVar(&serveFlags.auth, "auth", false, "require a password from every connection (SCRAM-SHA-256 for PostgreSQL, basic auth then a bearer token for Flight SQL): users of \"nicflow user add\"")
 	f.StringVar(&serveFlags.tlsCert, "tls-cert", "", "PEM certificate (chain) for TLS connections (with --tls-key)")
@@ -144,6 +157,9 @@ func serveOptions() (engine.Options, error) {
 	if err != nil {
 		return opts, err
 	}
+	if err := admissionOptions(&opts, serveFlags.memory, serveFlags.memoryLimit != "", serveFlags.maxQueued); err != nil {
+		return opts, err
+	}
 	if err := serveFlags.spill.apply(&opts); err != nil {
 		return opts, err
 	}
@@ -160,6 +176,37 @@ func serveOptions() (engine.Options, error) {
 		}
 	}
 	return opts, nil
+}
+
+// admissionOptions sets opts.Admission from --memory (a size, "" for the
+// default node memory, "off" for none) and --max-queued; without an
+// explicit --memory-limit, a query reserves a quarter of the node.
+func admissionOptions(opts *engine.Options, memory string, limitSet bool, maxQueued int) error {
+	if memory == "off" {
+		return nil
+	}
+	n := exec.DefaultMemoryLimit()
+	if memory != "" {
+		var err error
+		if n, err = exec.ParseBytes(memory); err != nil || n <= 0 {
+			return usagef("--memory %q: want a size such as 8GiB, or off", memory)
+		}
+	}
+	if maxQueued < 1 {
+		return usagef("--max-queued must be at least 1, got %d", maxQueued)
+	}
+	if !limitSet {
+		opts.MemoryLimit = max(n/4, 1)
+	}
+	if opts.MemoryLimit > n {
+		return usagef("--memory-limit %s is more than --memory %s: no query could be given it", exec.FormatBytes(opts.MemoryLimit), exec.FormatBytes(n))
+	}
+	a, err := engine.NewAdmission(engine.AdmissionOptions{Memory: n, MaxQueued: maxQueued})
+	if err != nil {
+		return usagef("%v", err)
+	}
+	opts.Admission = a
+	return nil
 }
 
 func runServe(cmd *cobra.Command, stderr io.Writer) error {
@@ -207,10 +254,14 @@ func runServe(cmd *cobra.Command, stderr io.Writer) error {
 	abs, _ := filepath.Abs(serveFlags.dir)
 	var web *console.Server
 	if serveFlags.httpListen != "off" {
-		web, err = console.Listen(console.Options{
+		co := console.Options{
 			Backend: console.NewLocal(serveFlags.dir, opts, reg), Listen: serveFlags.httpListen,
 			UsersFile: po.UsersFile, TLS: serverAuthOnly(po.TLS),
-		})
+		}
+		if opts.Admission != nil {
+			co.Metrics = admissionMetrics(opts.Admission)
+		}
+		web, err = console.Listen(co)
 		if err != nil {
 			srv.Close()
 			if fsrv != nil {
