@@ -103,7 +103,10 @@ Settings (SET name = value; SHOW name): memory_limit (what does not fit
 spills to spill_dir), parallelism, batch_size, spill_dir (a directory, or
 off), spill_limit (bytes on disk per query), query_retries (on a cluster),
 disabled_rules (optimizer rules to skip, e.g. 'pushdown,topn': for a
-planner bug; EXPLAIN VERBOSE lists the rules and what each did), timezone
+planner bug; EXPLAIN VERBOSE lists the rules and what each did), adaptive
+(on a cluster: on, the default, runs the build sides whose size decides
+the plan first and plans the rest from their real sizes; off keeps the
+plan from estimates), timezone
 (SET TIME ZONE 'America/New_York': TIMESTAMPTZ values read and print in
 it; default UTC; RESET timezone or SET TIME ZONE LOCAL goes back).
 
