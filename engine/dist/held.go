@@ -98,18 +98,30 @@ func (h *HeldStore) reserve(n int64) error {
 func (h *HeldStore) put(k heldKey, s *heldStream) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	now := time.Now()
-	for ok, old := range h.parts {
-		if now.Sub(old.at) > HeldTTL {
-			delete(h.parts, ok)
-			old.release(h)
-		}
-	}
+	h.sweepLocked()
 	if old := h.parts[k]; old != nil {
 		old.release(h)
 	}
-	s.at = now
+	s.at = time.Now()
 	h.parts[k] = s
+	// NB: a part nobody takes (its query failed between waves) goes once
+	// its time is up, even if no other query holds anything after it.
+	time.AfterFunc(HeldTTL+time.Second, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.sweepLocked()
+	})
+}
+
+// sweepLocked drops the parts older than HeldTTL.
+func (h *HeldStore) sweepLocked() {
+	now := time.Now()
+	for k, old := range h.parts {
+		if now.Sub(old.at) > HeldTTL {
+			delete(h.parts, k)
+			old.release(h)
+		}
+	}
 }
 
 func (h *HeldStore) take(k heldKey) *heldStream {

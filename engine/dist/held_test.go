@@ -1,0 +1,71 @@
+package dist
+
+import (
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/nicflow/nicflow/internal/nferr"
+)
+
+func heldRecord(t *testing.T, alloc memory.Allocator, n int) arrow.RecordBatch {
+	t.Helper()
+	b := array.NewInt64Builder(alloc)
+	defer b.Release()
+	for i := range n {
+		b.Append(int64(i))
+	}
+	col := b.NewArray()
+	defer col.Release()
+	return array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int64}}, nil), []arrow.Array{col}, int64(n))
+}
+
+// TestHeldStore: a part is taken once; the limit refuses more with a
+// resource error; parts nobody takes are dropped after HeldTTL; Drop
+// removes a query's parts; nothing leaks.
+func TestHeldStore(t *testing.T) {
+	alloc := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer alloc.AssertSize(t, 0)
+	h := NewHeldStore(1 << 20)
+	put := func(key string, task int) {
+		rec := heldRecord(t, alloc, 100)
+		if err := h.reserve(800); err != nil {
+			t.Fatal(err)
+		}
+		h.put(heldKey{key, task, 0}, &heldStream{recs: []arrow.RecordBatch{rec}, bytes: 800})
+	}
+	put("q1.w1/5", 0)
+	if s := h.take(heldKey{"q1.w1/5", 0, 0}); s == nil || len(s.recs) != 1 {
+		t.Fatalf("took %v", s)
+	} else {
+		s.release(h)
+	}
+	if h.take(heldKey{"q1.w1/5", 0, 0}) != nil {
+		t.Fatal("a part was taken twice")
+	}
+	if err := h.reserve(2 << 20); !nferr.Is(err, nferr.KindResource) {
+		t.Fatalf("over the limit: %v, want a resource error", err)
+	}
+	put("q2.w1/5", 0)
+	put("q2.w1/5", 1)
+	put("q3.w1/7", 0)
+	h.Drop("q2.")
+	if h.Parts() != 1 {
+		t.Fatalf("%d parts after dropping q2's, want 1", h.Parts())
+	}
+	old := HeldTTL
+	HeldTTL = time.Millisecond
+	defer func() { HeldTTL = old }()
+	time.Sleep(5 * time.Millisecond)
+	put("q4.w1/1", 0) // sweeps q3's, older than HeldTTL
+	if h.take(heldKey{"q3.w1/7", 0, 0}) != nil {
+		t.Fatal("a part older than HeldTTL was kept")
+	}
+	h.Drop("q4.")
+	if h.Used() != 0 || h.Parts() != 0 {
+		t.Fatalf("%d bytes, %d parts left", h.Used(), h.Parts())
+	}
+}
