@@ -72,7 +72,7 @@ over Flight as on separate machines.`,
 func init() {
 	f := benchClusterCmd.Flags()
 	f.StringVar(&benchClusterFlags.dir, "dir", "", "TPC-H data from `nicflow tpch gen` (required)")
-	f.StringVar(&benchClusterFlags.configs, "configs", "4x1", "clusters to run, WORKERSxSTORAGE[:static], comma-separated (:static: SET adaptive = off)")
+	f.StringVar(&benchClusterFlags.configs, "configs", "4x1", "clusters to run, WORKERSxSTORAGE[:static], comma-separated (:static: adaptive execution off)")
 	f.IntVar(&benchClusterFlags.runs, "runs", 3, "runs of each query in a row (the best counts)")
 	f.IntVar(&benchClusterFlags.rounds, "rounds", 2, "times the whole sequence (embedded, then each cluster) runs")
 	f.StringVar(&benchClusterFlags.queries, "queries", "1-22", "queries to run, e.g. 1,3,5-7")
