@@ -182,6 +182,9 @@ type TaskStats struct {
 	Wall time.Duration `json:"wall"`
 	// Done is set in the final report.
 	Done bool `json:"done"`
+	// Hist is a held task's key histogram (final report only;
+	// phys.HeldPart.Hist: adaptive skew splits).
+	Hist []int64 `json:"hist,omitempty"`
 }
 
 // TaskCounters are the live counters an executor updates while it runs
@@ -190,6 +193,8 @@ type TaskCounters struct {
 	Rows, Batches, BytesIn, BytesOut atomic.Int64
 	ScanWire, ScanRead               atomic.Int64
 	peak                             atomic.Int64
+	// Hist is set once the task ended (a held task's key histogram).
+	Hist atomic.Pointer[[]int64]
 }
 
 // ObserveMemory records a memory reservation level; the peak is reported.

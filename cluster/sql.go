@@ -586,7 +586,7 @@ func (r *SQLRunner) runWave(q *Query, dq *engine.DistQuery, wave *dist.DistPlan,
 		if s == nil || s.Out == nil || s.Out.Kind != exec.ExchangeHeld {
 			continue
 		}
-		parts[s.Out.Held][t.Spec().Index] = phys.HeldPart{Node: ShuffleIndex(t.Node().ID), Rows: st.Rows}
+		parts[s.Out.Held][t.Spec().Index] = phys.HeldPart{Node: ShuffleIndex(t.Node().ID), Rows: st.Rows, Hist: st.Hist}
 	}
 	return parts, nil
 }
@@ -1062,6 +1062,9 @@ func (w *SQLWorker) Execute(ctx context.Context, tc *TaskContext) error {
 		SpillDir: tc.Node.opts.SpillDir, Memory: mem, Filters: taskFilters(tc, f)})
 	close(done)
 	publish()
+	if ctr.Hist != nil {
+		tc.Stats.Hist.Store(&ctr.Hist)
+	}
 	w.spilled.Add(float64(ctr.Spilled.Load()))
 	if err != nil && ctx.Err() != nil && !nferr.Is(err, nferr.KindCanceled) {
 		// The query ended (canceled, or failed elsewhere): whatever this

@@ -243,7 +243,16 @@ func (tc *TaskContext) snapshot(done bool) TaskStats {
 		BytesIn: tc.Stats.BytesIn.Load(), BytesOut: tc.Stats.BytesOut.Load(),
 		ScanWire: tc.Stats.ScanWire.Load(), ScanRead: tc.Stats.ScanRead.Load(),
 		PeakMemory: tc.Stats.peak.Load(), Wall: time.Since(tc.started), Done: done,
+		Hist: tc.hist(done),
 	}
+}
+
+// hist is the task's key histogram for its final report (nil before).
+func (tc *TaskContext) hist(done bool) []int64 {
+	if h := tc.Stats.Hist.Load(); done && h != nil {
+		return *h
+	}
+	return nil
 }
 
 // framePayloadWriter turns IPC payloads into ftData frames.

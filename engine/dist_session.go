@@ -156,6 +156,12 @@ func (s *Session) PrepareDistributed(ctx context.Context, script string, k int, 
 	if s.adaptiveOff {
 		opts.AdaptiveWaves = -1
 	}
+	switch {
+	case s.skewRows < 0:
+		opts.SkewFactor = -1
+	case s.skewRows > 0:
+		opts.SkewRows = s.skewRows
+	}
 	if dq.Plan, err = dist.PlanDistributed(pp, opts); err != nil {
 		return nil, err
 	}
@@ -169,15 +175,16 @@ type clusterState struct {
 	queryRetries    int
 	disabledRules   []string
 	adaptiveOff     bool
+	skewRows        int64
 	client          map[string]string
 }
 
 func (s *Session) clusterState() clusterState {
-	return clusterState{s.zone, s.zoneShown, s.queryRetries, s.opts.DisabledRules, s.adaptiveOff, maps.Clone(s.client)}
+	return clusterState{s.zone, s.zoneShown, s.queryRetries, s.opts.DisabledRules, s.adaptiveOff, s.skewRows, maps.Clone(s.client)}
 }
 
 func (s *Session) restoreClusterState(st clusterState) {
-	s.zone, s.zoneShown, s.queryRetries, s.opts.DisabledRules, s.adaptiveOff, s.client = st.zone, st.zoneShown, st.queryRetries, st.disabledRules, st.adaptiveOff, st.client
+	s.zone, s.zoneShown, s.queryRetries, s.opts.DisabledRules, s.adaptiveOff, s.skewRows, s.client = st.zone, st.zoneShown, st.queryRetries, st.disabledRules, st.adaptiveOff, st.skewRows, st.client
 }
 
 // replaySet applies one SET of a cluster script. The settings that
@@ -190,9 +197,9 @@ func (s *Session) replaySet(ctx context.Context, script string, st sql.Statement
 	x := st.(*sql.Set)
 	switch name := strings.ToLower(x.Name.Name); {
 	case name == SettingTimeZone || name == "time zone" || name == SettingQueryRetries || name == SettingTaskRetries ||
-		name == SettingDisabledRules || name == SettingAdaptive || isClientSetting(name):
+		name == SettingDisabledRules || name == SettingAdaptive || name == SettingSkewRows || isClientSetting(name):
 	default:
-		return nferr.Queryf("SET %s is not supported on a cluster (it sizes embedded execution; workers size their tasks with their own --memory-limit); supported: timezone, query_retries, disabled_rules, adaptive", x.Name.Name)
+		return nferr.Queryf("SET %s is not supported on a cluster (it sizes embedded execution; workers size their tasks with their own --memory-limit); supported: timezone, query_retries, disabled_rules, adaptive, adaptive_skew_rows", x.Name.Name)
 	}
 	b, err := PrepareIn(s.catalog(), script, st, s.zone, s.opts.DisabledRules...)
 	if err != nil {

@@ -139,6 +139,8 @@ type Session struct {
 	// adaptiveOff is SET adaptive = off (a cluster's plans are not
 	// re-planned at run time).
 	adaptiveOff bool
+	// skewRows is SET adaptive_skew_rows (0: the default; -1: no splits).
+	skewRows int64
 	// zone is SET TIME ZONE's zone (expr.LoadZone's names; "": UTC, the
 	// default): statements bind in it and TIMESTAMPTZ values print in it
 	// (TimeZone, ValueFormatter).
@@ -1323,12 +1325,16 @@ const (
 	// build sides run first and the rest is re-planned from their real
 	// sizes) on or off; embedded it is kept and shown.
 	SettingAdaptive = "adaptive"
+	// SettingSkewRows is the rows a task of a cluster's repartitioned join
+	// must receive from an input computed ahead before Adapt splits it as
+	// skewed (dist.DistOptions.SkewRows; 0 or default: 100,000; -1: never).
+	SettingSkewRows = "adaptive_skew_rows"
 	// SettingTimeZone is the session time zone: UTC only (docs/sql.md), so
 	// that scripts setting it to UTC run.
 	SettingTimeZone = "timezone"
 )
 
-const knownSettings = "memory_limit, parallelism, batch_size, query_retries, spill_dir, spill_limit, disabled_rules, adaptive, timezone"
+const knownSettings = "memory_limit, parallelism, batch_size, query_retries, spill_dir, spill_limit, disabled_rules, adaptive, adaptive_skew_rows, timezone"
 
 // parseRuleList reads SET disabled_rules' value.
 func parseRuleList(v string) []string {
@@ -1417,6 +1423,17 @@ func (s *Session) set(name, value string) error {
 			return nferr.Queryf("adaptive takes on or off, got %q", value)
 		}
 		return nil
+	case SettingSkewRows:
+		if strings.EqualFold(strings.Trim(v, "'"), "default") {
+			s.skewRows = 0
+			return nil
+		}
+		n, err := strconv.ParseInt(strings.Trim(v, "'"), 10, 64)
+		if err != nil || n < -1 {
+			return nferr.Queryf("adaptive_skew_rows takes a row count (0 or default: 100000; -1: never split), got %q", value)
+		}
+		s.skewRows = n
+		return nil
 	case SettingTimeZone, "time zone":
 		// The binder made the value a zone name (bind.zoneSetting).
 		loc, err := expr.LoadZone(v)
@@ -1498,6 +1515,11 @@ func (s *Session) show(name string) (*Result, error) {
 		v = "on"
 		if s.adaptiveOff {
 			v = "off"
+		}
+	case SettingSkewRows:
+		v = strconv.FormatInt(s.skewRows, 10)
+		if s.skewRows == 0 {
+			v = "100000"
 		}
 	case SettingDisabledRules:
 		v = strings.Join(s.opts.DisabledRules, ",")

@@ -43,8 +43,26 @@ type NetSendSpec struct {
 	// Keys are the hash columns (ExchangeHash).
 	Keys []int
 	// Receivers is the number of receivers of the channel (the hash
-	// partitions).
+	// partitions, unless Splits adds receivers).
 	Receivers int
+	// Splits (adaptive skew splits: engine/dist/adaptive.go) lists hash
+	// partitions that several receivers share: partition q's rows go to
+	// the receivers Splits[q] (q itself first), spread over them (each
+	// slice to the next, round-robin) or, with SplitCopy, copied to every
+	// one. The hash partitions are then the first Receivers-extra
+	// receivers, extra counting the receivers the splits add.
+	Splits    map[int][]int
+	SplitCopy bool
+}
+
+// partitions is the number of hash partitions: the receivers less those
+// the splits add.
+func (s NetSendSpec) partitions() int {
+	m := s.Receivers
+	for _, d := range s.Splits {
+		m -= len(d) - 1
+	}
+	return m
 }
 
 // NetCounters count what network exchange operators moved (updated
@@ -80,6 +98,24 @@ func NetSend(env *Env, inputs []Operator, schema *arrow.Schema, senders []*shuff
 	if spec.Receivers < 1 {
 		closeOps(inputs)
 		return nferr.Internalf("network exchange: %d receivers", spec.Receivers)
+	}
+	if m := spec.partitions(); len(spec.Splits) > 0 {
+		if spec.Kind != ExchangeHash || m < 1 {
+			closeOps(inputs)
+			return nferr.Internalf("network exchange: splits of a %s exchange of %d receivers", spec.Kind, spec.Receivers)
+		}
+		for q, d := range spec.Splits {
+			if q < 0 || q >= m || len(d) == 0 || d[0] != q {
+				closeOps(inputs)
+				return nferr.Internalf("network exchange: split of partition %d to %v (partitions %d)", q, d, m)
+			}
+			for _, r := range d[1:] {
+				if r < m || r >= spec.Receivers {
+					closeOps(inputs)
+					return nferr.Internalf("network exchange: split of partition %d to receiver %d (partitions %d, receivers %d)", q, r, m, spec.Receivers)
+				}
+			}
+		}
 	}
 	ctx, cancel := context.WithCancelCause(env.Ctx)
 	defer cancel(nil)
@@ -148,12 +184,18 @@ func netSendOne(env *Env, in Operator, schema *arrow.Schema, s *shuffle.Sender, 
 	}
 	var part *HashPartitioner
 	if spec.Kind == ExchangeHash {
-		if part, err = NewHashPartitioner(schema, spec.Keys, spec.Receivers); err != nil {
+		if part, err = NewHashPartitioner(schema, spec.Keys, spec.partitions()); err != nil {
 			return err
 		}
 	}
+	// next is each split partition's next receiver (spread splits).
+	var next map[int]int
+	if len(spec.Splits) > 0 && !spec.SplitCopy {
+		next = make(map[int]int, len(spec.Splits))
+	}
 	// sendColsTo encodes n rows (cols, released here) and sends them to
-	// dest, or to every receiver.
+	// dest, or to every receiver, or (a copied split) to every receiver
+	// sharing partition dest.
 	sendColsTo := func(cols []arrow.Array, rows int, dest int, broadcast bool) error {
 		rec := array.NewRecordBatch(schema, cols, int64(rows))
 		p, err := enc.Encode(rec)
@@ -166,18 +208,29 @@ func netSendOne(env *Env, in Operator, schema *arrow.Schema, s *shuffle.Sender, 
 		if first.IsZero() {
 			*first = time.Now()
 		}
-		if broadcast {
+		copies := int64(1)
+		switch d := spec.Splits[dest]; {
+		case broadcast:
 			err = s.Broadcast(env.Ctx, p)
-		} else {
+		case spec.SplitCopy && len(d) > 1:
+			// NB: the payload is not modified once sent, so the receivers
+			// of a copied split share it as a broadcast's do.
+			for _, r := range d {
+				if err = s.Send(env.Ctx, r, p); err != nil {
+					break
+				}
+			}
+			copies = int64(len(d))
+		default:
 			err = s.Send(env.Ctx, dest, p)
 		}
 		if err != nil {
 			return err
 		}
 		if sent != nil {
-			sent.Rows.Add(int64(rows))
-			sent.Batches.Add(1)
-			sent.Bytes.Add(n)
+			sent.Rows.Add(int64(rows) * copies)
+			sent.Batches.Add(copies)
+			sent.Bytes.Add(n * copies)
 		}
 		return nil
 	}
@@ -192,6 +245,8 @@ func netSendOne(env *Env, in Operator, schema *arrow.Schema, s *shuffle.Sender, 
 			target = DefaultBatchSize
 		}
 		co = newCoalescer(env.Alloc, schema, spec.Receivers, target, func(q int, cols []arrow.Array, n int) error {
+			// NB: a copied split's rows are collected under the
+			// partition's first receiver and sent to all of them.
 			return sendColsTo(cols, n, q, false)
 		})
 	}
@@ -218,6 +273,13 @@ func netSendOne(env *Env, in Operator, schema *arrow.Schema, s *shuffle.Sender, 
 			for q, sel := range part.Split(b) {
 				if len(sel) == 0 {
 					continue
+				}
+				if d := spec.Splits[q]; next != nil && len(d) > 1 {
+					// A spread split: this slice to the partition's next
+					// receiver.
+					i := next[q]
+					next[q] = (i + 1) % len(d)
+					q = d[i]
 				}
 				if co != nil && len(sel) < co.target/2 {
 					err = co.add(q, b, sel)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -307,6 +308,77 @@ func TestAdaptiveStrategyChanges(t *testing.T) {
 				t.Errorf("answers differ:\nadaptive %v\nstatic   %v\nembedded %v", got, static.Rows, want)
 			}
 		})
+	}
+}
+
+// TestAdaptiveSkewSplit: a build side estimated small (broadcast) proves
+// large and is repartitioned, and 80% of its rows have one key: the task
+// receiving that key is split (the build rows spread over the new tasks, the
+// probe rows of its partitions copied to each), and the answer is the
+// embedded one.
+func TestAdaptiveSkewSplit(t *testing.T) {
+	dir := t.TempDir()
+	sess, err := engine.Open(dir, engine.Options{Storage: storage.Options{Write: storage.WriteOptions{RowGroupRows: 500, FileRows: 2000}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	for _, q := range []string{
+		`create table probe as select i as k, i % 7 as v from generate_series(1, 4000) g(i)`,
+		`create table dim as select i as k, i % 10 as a, i % 10 as b from generate_series(1, 20000) g(i)`,
+	} {
+		r, err := sess.Query(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+	}
+	// 2,000 build rows (estimated 200): 1,600 of key 1, 400 of distinct
+	// keys; probe keys 1..4000 with every third row's key 1 as well.
+	sql := `select count(*), sum(p.v), sum(d.k) from (select case when k % 3 = 0 then 1 else k end as k, v from probe) p
+		join (select case when k < 16000 then 1 else k % 4000 end as k from dim where a = 3 and b = 3) d on p.k = d.k + 0`
+	want := embeddedAnswer(t, sess, sql)
+	for _, skew := range []int64{500, -1} {
+		o := dist.DistOptions{Workers: 4, Parallelism: 2, SkewRows: skew}
+		if skew < 0 {
+			o.SkewFactor = -1
+		}
+		dq, err := sess.PrepareDistributed(context.Background(), sql, 0, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		res, err := dist.RunDistributedLocal(context.Background(), dq.Plan, dist.LocalDistOptions{Source: sess.DB(), Alloc: mem})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got [][]string
+		for _, rec := range res.Records {
+			rows, err := engine.RowsText(rec, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, rows...)
+			rec.Release()
+		}
+		mem.AssertSize(t, 0)
+		split := ""
+		for _, st := range res.Plan.Adaptive {
+			t.Logf("%v", st)
+			if st.Split != "" {
+				split = st.Split
+			}
+		}
+		plan := dist.ExplainDistributed(res.Plan, nil)
+		switch {
+		case skew > 0 && (split == "" || !strings.Contains(plan, "spread over tasks") || !strings.Contains(plan, "copied to tasks")):
+			t.Errorf("no task split:\n%s", plan)
+		case skew < 0 && split != "":
+			t.Errorf("split with skew splits off: %s", split)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("skew rows %d: answers differ:\nadaptive %v\nembedded %v\n%s", skew, got, want, plan)
+		}
 	}
 }
 

@@ -58,9 +58,17 @@ type AdaptStep struct {
 	// known); Swapped: it proved the smaller, and the join builds on it.
 	Probe   bool `json:"probe,omitempty"`
 	Swapped bool `json:"swapped,omitempty"`
+	// Split says which of the join's tasks held a skewed share of the
+	// held side's rows and were split (skew.go); "" when none.
+	Split string `json:"split,omitempty"`
 }
 
 func (s AdaptStep) String() string {
+	if s.Split != "" {
+		c := s
+		c.Split = ""
+		return c.String() + "; " + s.Split
+	}
 	if s.Probe {
 		verdict := "kept"
 		if s.Swapped {
@@ -125,7 +133,7 @@ func Adapt(ctx context.Context, dp *DistPlan, key string, run WaveRunner) (*Dist
 				rows, bytes = rows+x.Rows, bytes+x.Bytes
 			}
 			held[p.build.ID] = &phys.PhysNode{ID: p.build.ID, Kind: phys.PhysRemote, Streams: streams[k], Columns: p.build.Columns, EstRows: float64(rows),
-				Remote: &phys.RemoteOp{Kind: exec.ExchangeHeld, Held: k, Parts: ps}}
+				Remote: &phys.RemoteOp{Kind: exec.ExchangeHeld, Held: k, Parts: ps, HistKeys: sideKeys(p.join, p.build)}}
 			step := AdaptStep{Wave: w, Join: p.join.ID, EstRows: p.build.EstRows, Rows: rows, Before: buildExchange(dp, p.join.ID)}
 			if p.probe {
 				step.Probe = true
@@ -142,9 +150,11 @@ func Adapt(ctx context.Context, dp *DistPlan, key string, run WaveRunner) (*Dist
 			return nil, err
 		}
 		base = maxStageID(cur)
+		splits := splitSkew(cur, o)
 		for i := range steps {
 			if steps[i].Wave == w {
 				steps[i].After = buildExchange(cur, steps[i].Join)
+				steps[i].Split = splits[steps[i].Join]
 			}
 		}
 	}
@@ -190,6 +200,20 @@ func buildExchange(dp *DistPlan, id int) string {
 		})
 	}
 	return out
+}
+
+// sideKeys are join j's key columns on the side input in is (nil when in
+// is neither input).
+func sideKeys(j, in *phys.PhysNode) []int {
+	switch {
+	case j.Join == nil:
+		return nil
+	case j.Inputs[0] == in:
+		return j.Join.LeftKeys
+	case j.Inputs[1] == in:
+		return j.Join.RightKeys
+	}
+	return nil
 }
 
 func buildIndex(n *phys.PhysNode) int {
@@ -313,7 +337,7 @@ func planWave(pp *phys.PhysPlan, pts []adaptPoint, o DistOptions, key string) (*
 			return nil, nil, err
 		}
 		k := key + "/" + strconv.Itoa(p.build.ID)
-		st := &Stage{ID: d.stageID(), Tasks: 1, Root: f.n, Out: &StageOut{Kind: exec.ExchangeHeld, Held: k}}
+		st := &Stage{ID: d.stageID(), Tasks: 1, Root: f.n, Out: &StageOut{Kind: exec.ExchangeHeld, Held: k, HistKeys: sideKeys(p.join, p.build)}}
 		if f.wide {
 			st.Tasks = o.Workers
 		}

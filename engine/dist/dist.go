@@ -126,6 +126,15 @@ type DistOptions struct {
 	// (default 256 MiB): a larger one runs as planned.
 	AdaptiveWaves    int
 	AdaptiveMaxBytes float64
+	// SkewFactor and SkewRows: after a wave, a task of a repartitioned
+	// inner join whose held side gives it more than SkewFactor times the
+	// median task's rows, and at least SkewRows rows, is split into as
+	// many tasks as its share needs at the average size (at most Workers):
+	// the held side's rows of its partitions are spread over them and the
+	// other side's copied to each (skew.go; defaults 3 and 100,000; a
+	// negative factor: never).
+	SkewFactor float64
+	SkewRows   int64
 
 	// replanned (Adapt's re-planning): Workers stays as given (a held
 	// output has one part per task of the plan it came from), and stage
@@ -159,6 +168,12 @@ func (o *DistOptions) Validate() error {
 	}
 	if o.AdaptiveWaves == 0 {
 		o.AdaptiveWaves = 3
+	}
+	if o.SkewFactor == 0 {
+		o.SkewFactor = 3
+	}
+	if o.SkewRows == 0 {
+		o.SkewRows = 100_000
 	}
 	if o.AdaptiveMaxBytes == 0 {
 		o.AdaptiveMaxBytes = 256 << 20
@@ -214,6 +229,43 @@ type StageOut struct {
 	// adaptive wave's: held.go), kept where it was computed; Exchange,
 	// Consumer and PerTask are then 0.
 	Held string `json:"held,omitempty"`
+	// HistKeys (a held stage): count the held rows by the hash of these
+	// columns (phys.HeldPart.Hist), for Adapt's skew splits.
+	HistKeys []int `json:"hist_keys,omitempty"`
+	// Splits (a hash exchange; adaptive skew splits, adaptive.go): consumer
+	// tasks whose partitions extra tasks share. SplitCopy: this exchange
+	// copies a shared partition's rows to each task sharing it (the join
+	// side that is not split); otherwise it spreads them over those tasks.
+	Splits    []SplitTask `json:"splits,omitempty"`
+	SplitCopy bool        `json:"split_copy,omitempty"`
+}
+
+// SplitTask is a consumer task whose hash partitions (its PerTask
+// receivers) are shared with the Extra tasks' (stream s of each: the same
+// partition).
+type SplitTask struct {
+	Task  int   `json:"task"`
+	Extra []int `json:"extra"`
+}
+
+// sendSplits are the receivers sharing each hash partition (exec
+// NetSendSpec.Splits) for splits over perTask receivers per task.
+func sendSplits(splits []SplitTask, perTask int) map[int][]int {
+	if len(splits) == 0 {
+		return nil
+	}
+	out := map[int][]int{}
+	for _, st := range splits {
+		for s := range perTask {
+			q := st.Task*perTask + s
+			d := []int{q}
+			for _, e := range st.Extra {
+				d = append(d, e*perTask+s)
+			}
+			out[q] = d
+		}
+	}
+	return out
 }
 
 // Root is the root stage.
@@ -1239,6 +1291,13 @@ func ExplainDistributed(dp *DistPlan, stats *DistStats) string {
 			switch s.Out.Kind {
 			case exec.ExchangeHash:
 				out = fmt.Sprintf("hash [%s] to stage %d (exchange %d, %d receivers)", phys.ColNames(s.Root.Columns, s.Out.Keys), s.Out.Consumer, s.Out.Exchange, dp.Receivers(s))
+				for _, st := range s.Out.Splits {
+					how := "spread over"
+					if s.Out.SplitCopy {
+						how = "copied to"
+					}
+					out += fmt.Sprintf(", task %d's partitions %s tasks %v too", st.Task, how, st.Extra)
+				}
 			default:
 				out = fmt.Sprintf("%s to stage %d (exchange %d, %d receivers)", s.Out.Kind, s.Out.Consumer, s.Out.Exchange, dp.Receivers(s))
 			}

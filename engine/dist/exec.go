@@ -304,6 +304,9 @@ type FragmentCounters struct {
 	Sent, Received exec.NetCounters
 	// Spilled is what the task wrote to spill files (set when it ends).
 	Spilled atomic.Int64
+	// Hist is a held stage's key histogram (phys.HeldPart.Hist; set when
+	// the task ends, nil without StageOut.HistKeys).
+	Hist []int64
 }
 
 // TaskReport is one task's EXPLAIN ANALYZE figures.
@@ -600,7 +603,8 @@ func sendFragment(env *exec.Env, f *Fragment, xs map[int]*shuffle.Exchange, ops 
 		}
 		senders[i] = s
 	}
-	spec := exec.NetSendSpec{Kind: f.Out.Kind, Keys: f.Out.Keys, Receivers: len(x.Spec().Receivers)}
+	spec := exec.NetSendSpec{Kind: f.Out.Kind, Keys: f.Out.Keys, Receivers: len(x.Spec().Receivers),
+		Splits: sendSplits(f.Out.Splits, f.Out.PerTask), SplitCopy: f.Out.SplitCopy}
 	err := exec.NetSend(env, ops, phys.ColumnsSchema(f.Root.Columns), senders, spec, &ctr.Sent)
 	ctr.Out.Rows.Store(ctr.Sent.Rows.Load())
 	ctr.Out.Batches.Store(ctr.Sent.Batches.Load())

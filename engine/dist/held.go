@@ -160,17 +160,40 @@ func holdFragment(env *exec.Env, f *Fragment, store *HeldStore, ops []exec.Opera
 	sch := phys.ColumnsSchema(f.Root.Columns)
 	streams := make([]*heldStream, len(ops))
 	errs := make([]error, len(ops))
+	hists := make([][]int64, len(ops))
 	var wg sync.WaitGroup
 	for i, op := range ops {
 		streams[i] = &heldStream{}
+		var hist *keyHist
+		if len(f.Out.HistKeys) > 0 {
+			p, err := exec.NewHashPartitioner(sch, f.Out.HistKeys, 1)
+			if err != nil {
+				// NB: a key column the partitioner cannot hash: no
+				// histogram (no skew split), the rows are held as ever.
+				p = nil
+			}
+			if p != nil {
+				hists[i] = make([]int64, phys.HistBuckets)
+				hist = &keyHist{p: p, counts: hists[i]}
+			}
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer op.Close()
-			errs[i] = holdStream(env, op, sch, store, streams[i], ctr)
+			errs[i] = holdStream(env, op, sch, store, streams[i], ctr, hist)
 		}()
 	}
 	wg.Wait()
+	if len(f.Out.HistKeys) > 0 && hists[0] != nil {
+		sum := make([]int64, phys.HistBuckets)
+		for _, h := range hists {
+			for j, c := range h {
+				sum[j] += c
+			}
+		}
+		ctr.Hist = sum
+	}
 	for _, err := range errs {
 		if err != nil {
 			for _, s := range streams {
@@ -185,7 +208,19 @@ func holdFragment(env *exec.Env, f *Fragment, store *HeldStore, ops []exec.Opera
 	return nil
 }
 
-func holdStream(env *exec.Env, op exec.Operator, sch *arrow.Schema, store *HeldStore, s *heldStream, ctr *FragmentCounters) error {
+// keyHist counts rows by the high bits of their key hash (HeldPart.Hist).
+type keyHist struct {
+	p      *exec.HashPartitioner
+	counts []int64
+}
+
+func (k *keyHist) add(b *exec.Batch) {
+	for _, h := range k.p.Hash(b) {
+		k.counts[h>>(64-phys.HistBits)]++
+	}
+}
+
+func holdStream(env *exec.Env, op exec.Operator, sch *arrow.Schema, store *HeldStore, s *heldStream, ctr *FragmentCounters, hist *keyHist) error {
 	if err := op.Open(env); err != nil {
 		return err
 	}
@@ -195,6 +230,9 @@ func holdStream(env *exec.Env, op exec.Operator, sch *arrow.Schema, store *HeldS
 			return err
 		}
 		d := exec.Compact(env.Alloc, b)
+		if hist != nil {
+			hist.add(d)
+		}
 		rec := array.NewRecordBatch(sch, d.Cols, int64(d.N))
 		var n int64
 		for _, c := range d.Cols {

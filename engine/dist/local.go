@@ -198,7 +198,7 @@ func runLocalStages(ctx context.Context, dp *DistPlan, xs []*Exchanges, o LocalD
 				}
 				if s.Out != nil && s.Out.Kind == exec.ExchangeHeld {
 					mu.Lock()
-					parts[s.Out.Held][t] = phys.HeldPart{Node: n, Rows: ctr.Out.Rows.Load()}
+					parts[s.Out.Held][t] = phys.HeldPart{Node: n, Rows: ctr.Out.Rows.Load(), Hist: ctr.Hist}
 					mu.Unlock()
 				}
 				if s == root {

@@ -201,6 +201,9 @@ type RemoteOp struct {
 	// where it was computed. Exchange and Stage are then 0.
 	Held  string     `json:"held,omitempty"`
 	Parts []HeldPart `json:"parts,omitempty"`
+	// HistKeys are the columns whose hashes the parts' histograms count
+	// (HeldPart.Hist; the keys of the join the held rows feed).
+	HistKeys []int `json:"hist_keys,omitempty"`
 }
 
 // HeldPart is one task's share of a held output: the node holding it
@@ -209,7 +212,19 @@ type HeldPart struct {
 	Node  int   `json:"node"`
 	Rows  int64 `json:"rows"`
 	Bytes int64 `json:"bytes"`
+	// Hist counts the part's rows by the high bits of their key hash
+	// (HistBuckets buckets; nil when the held stage had no HistKeys):
+	// bucket i holds the rows whose hash h has h>>(64-HistBits) == i, so
+	// a hash exchange into m partitions (multiply-shift on the high bits)
+	// sends bucket i to about partition i*m/HistBuckets.
+	Hist []int64 `json:"hist,omitempty"`
 }
+
+// HistBits and HistBuckets size a held part's key histogram.
+const (
+	HistBits    = 10
+	HistBuckets = 1 << HistBits
+)
 
 // ScanOp is a table scan: Spec is the template (table, projected columns,
 // the predicate storage evaluates at the data); each task is one row group
