@@ -211,7 +211,7 @@ func (c *TaskCounters) ObserveMemory(bytes int64) {
 type Progress struct {
 	QueryID string          `json:"query_id"`
 	Kind    string          `json:"kind"`
-	State   string          `json:"state"` // "running", "done", "failed", "canceled"
+	State   string          `json:"state"` // "running", "queued" (waiting for memory), "done", "failed", "canceled"
 	Elapsed time.Duration   `json:"elapsed"`
 	Stages  []StageProgress `json:"stages"`
 	Error   string          `json:"error,omitempty"`
@@ -220,6 +220,9 @@ type Progress struct {
 	// hung or became unreachable). Stages are the current attempt's.
 	Attempt int      `json:"attempt,omitempty"`
 	Retried []string `json:"retried,omitempty"`
+	// Queued is how long the query waited for the coordinator's memory
+	// (admission control), so far while State is "queued".
+	Queued time.Duration `json:"queued,omitempty"`
 }
 
 // StageProgress sums the tasks of one stage.

@@ -17,6 +17,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"google.golang.org/grpc"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nicflow/nicflow/engine"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -97,6 +100,7 @@ type Coordinator struct {
 	node   *Node
 	runner QueryRunner
 	sched  *scheduler
+	adm    *engine.Admission // Options.Memory shared by the queries (admission.go)
 
 	mu       sync.Mutex
 	queries  map[string]*Query
@@ -130,15 +134,20 @@ type workerConn struct {
 // late "progress" watchers.
 const recentQueries = 64
 
-func newCoordinator(n *Node, r QueryRunner) *Coordinator {
+func newCoordinator(n *Node, r QueryRunner) (*Coordinator, error) {
+	adm, err := newCoordinatorAdmission(&n.opts)
+	if err != nil {
+		return nil, err
+	}
+	n.metrics.reg.MustRegister(AdmissionCollectors(adm, prometheus.Labels{"node": n.self.ID, "role": n.self.Role.String()})...)
 	c := &Coordinator{
-		node: n, runner: r, sched: newScheduler(),
+		node: n, runner: r, sched: newScheduler(), adm: adm,
 		queries: map[string]*Query{}, conns: map[string]*workerConn{}, suspects: map[string]suspectEntry{},
 		regWait: make(chan struct{}), stopDog: make(chan struct{}), dogDone: make(chan struct{}),
 	}
 	c.sched.exclude = c.isSuspect
 	go c.watchdog()
-	return c
+	return c, nil
 }
 
 func (c *Coordinator) register(s *grpc.Server) {
@@ -343,7 +352,7 @@ func (c *Coordinator) newQuery(ctx context.Context, req QueryRequest) (*Query, e
 
 func (c *Coordinator) runRegistered(q *Query, out ResultWriter) (err error) {
 	c.node.log.Debug("query started", "query", q.ID, "kind", q.Kind)
-	rw := &retryWriter{out: out, limit: c.node.opts.RetryBuffer}
+	rw := &retryWriter{out: out, limit: c.node.opts.RetryBuffer, budget: q.admitted}
 	for {
 		err = c.runAttempt(q, rw)
 		if err == nil {
@@ -365,6 +374,9 @@ func (c *Coordinator) runRegistered(q *Query, out ResultWriter) (err error) {
 		}
 	}
 	rw.release()
+	// NB: the coordinator's memory is free once the result is: a waiting
+	// query need not wait for finish's confirmations from the workers.
+	q.releaseAdmission()
 	c.finish(q, err)
 	return err
 }

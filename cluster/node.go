@@ -117,7 +117,9 @@ func StartNode(ctx context.Context, opts Options, svc Services) (*Node, error) {
 		n.grpcSrv = grpc.NewServer(n.serverOptions()...)
 		switch opts.Role {
 		case RoleCoordinator:
-			n.coord = newCoordinator(n, svc.Runner)
+			if n.coord, err = newCoordinator(n, svc.Runner); err != nil {
+				return nil, err
+			}
 			n.coord.register(n.grpcSrv)
 		case RoleWorker:
 			n.worker = newWorker(n, svc.Executor)

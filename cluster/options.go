@@ -138,9 +138,24 @@ type Options struct {
 
 	// Cores this node offers to tasks. Default: GOMAXPROCS.
 	Cores int `json:"cores"`
-	// Memory in bytes this node offers to tasks. Default:
+	// Memory in bytes this node offers to tasks (a worker), or that the
+	// queries it runs share (the coordinator: admission control, see
+	// MaxQueued and QueryMemory; docs/decisions.md D54). Default:
 	// exec.DefaultMemoryLimit() (60% of the cgroup or physical memory).
 	Memory int64 `json:"memory"`
+	// MaxQueued (coordinator) bounds the queries waiting for Memory; one
+	// more fails at once with a busy error. Default 256.
+	MaxQueued int `json:"max_queued"`
+	// QueryMemory (coordinator) is what a statement the coordinator runs
+	// itself (INSERT, UPDATE, DELETE, COPY, CREATE TABLE AS on its copy of
+	// the database) reserves from Memory before it starts, and runs under
+	// (it spills beyond). A query run in stages on the workers reserves
+	// the least of QueryMemory and RetryBuffer: what the coordinator holds
+	// of it is its result, held back while it may be retried. A query
+	// that does not fit waits in a queue until it does, or until a
+	// sixteenth of Memory (at least 4 MiB) is free. Default: a quarter of
+	// Memory; at most Memory.
+	QueryMemory int64 `json:"query_memory"`
 	// NICBandwidth in bits per second. Default: the link speed of the
 	// interface carrying AdvertiseHost (/sys/class/net/*/speed), or 10 Gbit/s
 	// when it cannot be read (loopback, virtual interfaces).
@@ -269,6 +284,12 @@ func (o *Options) SetDefaults() {
 	if o.RetryBuffer == 0 {
 		o.RetryBuffer = 64 << 20
 	}
+	if o.MaxQueued == 0 {
+		o.MaxQueued = 256
+	}
+	if o.QueryMemory == 0 {
+		o.QueryMemory = max(o.Memory/4, 1)
+	}
 	if o.SuspectFor == 0 {
 		o.SuspectFor = Duration(30 * time.Second)
 	}
@@ -360,6 +381,13 @@ func (o *Options) Validate() error {
 	}
 	if o.Memory < 1<<20 {
 		return nferr.Queryf("options: memory must be at least 1 MiB, not %d bytes", o.Memory)
+	}
+	if o.MaxQueued < 1 {
+		return nferr.Queryf("options: max_queued must be at least 1, not %d", o.MaxQueued)
+	}
+	if o.QueryMemory < 1 || o.QueryMemory > o.Memory {
+		return nferr.Queryf("options: query_memory %s must be positive and at most memory %s: no query could be given it",
+			exec.FormatBytes(o.QueryMemory), exec.FormatBytes(o.Memory))
 	}
 	if o.NICBandwidth < 1 {
 		return nferr.Queryf("options: nic_bandwidth must be positive, not %d", o.NICBandwidth)

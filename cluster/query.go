@@ -16,6 +16,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 
+	"github.com/nicflow/nicflow/engine"
+	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -70,6 +72,17 @@ type Query struct {
 	// filterPart receives the tasks' parts of cross-stage key filters
 	// (OnFilterPart).
 	filterPart func(t *Task, id int, body []byte)
+	// Admission (admission.go): the grant of the coordinator's memory
+	// and its budget (set by Admit, for the query's whole life), whether
+	// it waits for one now, since when and how long it waited before.
+	grant    *engine.Grant
+	budget   *exec.Budget
+	queued   bool
+	queuedAt time.Time
+	waited   time.Duration
+	// deadline and timeout: SetTimeout's statement timeout.
+	deadline time.Time
+	timeout  *time.Timer
 }
 
 // OnFilterPart sets fn to receive each part of a cross-stage join key
@@ -392,7 +405,14 @@ func (q *Query) progressAndWait() (Progress, <-chan struct{}) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	p := Progress{QueryID: q.ID, Kind: q.Kind, State: q.state, Elapsed: time.Since(q.started).Round(time.Millisecond), Error: q.errMsg,
-		Attempt: q.attempt, Retried: append([]string(nil), q.retried...)}
+		Attempt: q.attempt, Retried: append([]string(nil), q.retried...), Queued: q.waited}
+	if q.queued {
+		p.Queued += time.Since(q.queuedAt)
+		if p.State == "running" {
+			p.State = StateQueued
+		}
+	}
+	p.Queued = p.Queued.Round(time.Millisecond)
 	for _, sp := range q.stages {
 		s := *sp
 		s.Rows, s.BytesIn, s.BytesOut, s.ScanWire, s.ScanRead = 0, 0, 0, 0, 0

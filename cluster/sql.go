@@ -108,6 +108,8 @@ type SQLRunner struct {
 
 	repairMu  sync.Mutex
 	repairDue *time.Timer // a repair of placements is scheduled
+
+	coord atomic.Pointer[Coordinator] // whose queries SHOW QUERIES lists
 }
 
 // NewSQLRunner returns the runner over a coordinator's session (its
@@ -117,6 +119,7 @@ func NewSQLRunner(sess *engine.Session, opts SQLOptions) *SQLRunner {
 		opts.Replication = 1
 	}
 	r := &SQLRunner{sess: sess, opts: opts}
+	sess.SetQueryLister(r)
 	// NB: query numbers name shuffle channels cluster-wide (q<<16 | x);
 	// a random start keeps a restarted coordinator from reusing the
 	// channels of its previous life while they linger.
@@ -255,6 +258,30 @@ func (r *SQLRunner) RunQuery(q *Query, out ResultWriter) error {
 		}
 		k = len(stmts) - 1
 	}
+	r.coord.Store(q.c)
+	// Admission (admission.go): the statement reserves its share of the
+	// coordinator's memory before it is planned (a statement run here
+	// plans and runs under the session's lock: it must not wait there).
+	ctx := q.Context()
+	admit, timeout, err := r.sess.ClusterStatement(ctx, q.Text, k)
+	if err != nil {
+		return err
+	}
+	q.SetTimeout(timeout)
+	switch admit {
+	case engine.AdmitQuery:
+		// NB: what the coordinator holds of a query run in stages is its
+		// result held back for retries (at most RetryBuffer).
+		if _, err := q.Admit(ctx, min(q.c.node.opts.QueryMemory, q.c.node.opts.RetryBuffer)); err != nil {
+			return err
+		}
+	case engine.AdmitLocal:
+		b, err := q.Admit(ctx, q.c.node.opts.QueryMemory)
+		if err != nil {
+			return err
+		}
+		ctx = engine.WithBudget(ctx, b)
+	}
 	workers := r.workers(q)
 	if len(workers) == 0 {
 		return nferr.Unavailablef("query %s: no worker with a shuffle agent in the cluster (start one with `nicflow worker`)", q.ID)
@@ -267,7 +294,7 @@ func (r *SQLRunner) RunQuery(q *Query, out ResultWriter) error {
 		}
 		par = max(par, 2)
 	}
-	dq, err := r.sess.PrepareDistributed(q.Context(), q.Text, k, dist.DistOptions{Workers: len(workers), Parallelism: par})
+	dq, err := r.sess.PrepareDistributed(ctx, q.Text, k, dist.DistOptions{Workers: len(workers), Parallelism: par})
 	if err != nil {
 		return err
 	}
@@ -297,6 +324,31 @@ func (r *SQLRunner) RunQuery(q *Query, out ResultWriter) error {
 		return writeLocal(engine.TextResult(text), out)
 	}
 	return nil
+}
+
+// RunningQueries implements engine.QueryLister: SHOW QUERIES on a
+// cluster lists the coordinator's running queries, a query waiting for
+// the coordinator's memory as "queued" (its elapsed time is its wait so
+// far).
+func (r *SQLRunner) RunningQueries() []engine.QueryInfo {
+	c := r.coord.Load()
+	if c == nil {
+		return nil
+	}
+	running, _ := c.Queries()
+	out := make([]engine.QueryInfo, 0, len(running))
+	for _, q := range running {
+		var rows int64
+		top := -1
+		for _, s := range q.Stages {
+			if s.Stage > top {
+				top, rows = s.Stage, s.Rows
+			}
+		}
+		out = append(out, engine.QueryInfo{ID: q.QueryID, State: q.State, Source: "cluster", SQL: q.Text, Started: q.Started, Rows: rows})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started) })
+	return out
 }
 
 // workers are the alive workers with a shuffle agent, in a stable order,

@@ -36,6 +36,12 @@ type AdmissionOptions struct {
 	// MaxQueued bounds the queries waiting for memory (default 256); one
 	// more fails at once with a resource error.
 	MaxQueued int
+	// Node names the node in errors (default "the server"; a cluster's
+	// coordinator: "the coordinator"): "raise <Node>'s --memory".
+	Node string
+	// Reservation names what sets a query's reservation in errors
+	// (default "memory_limit").
+	Reservation string
 }
 
 // Validate fills defaults and checks the options.
@@ -55,6 +61,12 @@ func (o *AdmissionOptions) Validate() error {
 	}
 	if o.MaxQueued == 0 {
 		o.MaxQueued = 256
+	}
+	if o.Node == "" {
+		o.Node = "the server"
+	}
+	if o.Reservation == "" {
+		o.Reservation = "memory_limit"
 	}
 	return nil
 }
@@ -86,7 +98,7 @@ func NewAdmission(opts AdmissionOptions) (*Admission, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	return &Admission{opts: opts, node: exec.NewNodeBudget(opts.Memory, "the server's --memory"), queue: list.New()}, nil
+	return &Admission{opts: opts, node: exec.NewNodeBudget(opts.Memory, opts.Node+"'s --memory"), queue: list.New()}, nil
 }
 
 // Grant is a query's admitted share of the node's memory.
@@ -139,8 +151,8 @@ func (a *Admission) Acquire(ctx context.Context, want int64, queued func(bool)) 
 		running, granted := a.running, a.granted
 		a.mu.Unlock()
 		a.rejected.Add(1)
-		return nil, &nferr.Error{Kind: nferr.KindBusy, Msg: fmt.Sprintf("admission queue full: %d queries wait for memory, %d running hold %s of the server's %s (retry later, or raise the server's --memory or --max-queued)",
-			a.opts.MaxQueued, running, exec.FormatBytes(granted), exec.FormatBytes(a.opts.Memory))}
+		return nil, &nferr.Error{Kind: nferr.KindBusy, Msg: fmt.Sprintf("admission queue full: %d queries wait for memory, %d running hold %s of %s's %s (retry later, or raise %s's --memory or --max-queued)",
+			a.opts.MaxQueued, running, exec.FormatBytes(granted), a.opts.Node, exec.FormatBytes(a.opts.Memory), a.opts.Node)}
 	}
 	el := a.queue.PushBack(w)
 	a.admitLocked()
@@ -175,8 +187,8 @@ func (a *Admission) Acquire(ctx context.Context, want int64, queued func(bool)) 
 	if ctx.Err() == context.DeadlineExceeded {
 		why = "statement timeout"
 	}
-	return nil, &nferr.Error{Kind: nferr.KindCanceled, Cause: ctx.Err(), Msg: fmt.Sprintf("%s: the query waited %s in the admission queue for %s of memory and never started; %d running queries hold %s of the server's %s (raise the server's --memory, or lower memory_limit)",
-		why, waited, exec.FormatBytes(want), running, exec.FormatBytes(granted), exec.FormatBytes(a.opts.Memory))}
+	return nil, &nferr.Error{Kind: nferr.KindCanceled, Cause: ctx.Err(), Msg: fmt.Sprintf("%s: the query waited %s in the admission queue for %s of memory and never started; %d running queries hold %s of %s's %s (raise %s's --memory, or lower %s)",
+		why, waited, exec.FormatBytes(want), running, exec.FormatBytes(granted), a.opts.Node, exec.FormatBytes(a.opts.Memory), a.opts.Node, a.opts.Reservation)}
 }
 
 // admitLocked admits waiting queries in order while they fit; the head is

@@ -45,6 +45,7 @@ type DistQuery struct {
 	// Zone is the time zone the script set (a name LoadZone reads; "":
 	// UTC): TIMESTAMPTZ values of the result print in it.
 	Zone string
+
 	// Changed: the statement ran on the coordinator and may have changed
 	// the catalog (tables rewritten or dropped): storage nodes may hold
 	// files it no longer places on them.
@@ -177,14 +178,83 @@ type clusterState struct {
 	adaptiveOff     bool
 	skewRows        int64
 	client          map[string]string
+	stmtTimeout     time.Duration
 }
 
 func (s *Session) clusterState() clusterState {
-	return clusterState{s.zone, s.zoneShown, s.queryRetries, s.opts.DisabledRules, s.adaptiveOff, s.skewRows, maps.Clone(s.client)}
+	return clusterState{s.zone, s.zoneShown, s.queryRetries, s.opts.DisabledRules, s.adaptiveOff, s.skewRows, maps.Clone(s.client), s.stmtTimeout}
 }
 
 func (s *Session) restoreClusterState(st clusterState) {
-	s.zone, s.zoneShown, s.queryRetries, s.opts.DisabledRules, s.adaptiveOff, s.skewRows, s.client = st.zone, st.zoneShown, st.queryRetries, st.disabledRules, st.adaptiveOff, st.skewRows, st.client
+	s.zone, s.zoneShown, s.queryRetries, s.opts.DisabledRules, s.adaptiveOff, s.skewRows, s.client, s.stmtTimeout = st.zone, st.zoneShown, st.queryRetries, st.disabledRules, st.adaptiveOff, st.skewRows, st.client, st.stmtTimeout
+}
+
+// ClusterAdmit is how a coordinator admits a statement of a cluster
+// script (Session.ClusterStatement).
+type ClusterAdmit int
+
+const (
+	// AdmitNone: the statement needs no memory of the coordinator's
+	// (SET, SHOW, DESCRIBE, EXPLAIN without ANALYZE, DDL without a query):
+	// it is never queued.
+	AdmitNone ClusterAdmit = iota
+	// AdmitQuery: a query (or EXPLAIN ANALYZE of one) run in stages on
+	// the workers: the coordinator holds its result back for retries.
+	AdmitQuery
+	// AdmitLocal: a statement the coordinator runs itself on its copy of
+	// the database (INSERT, UPDATE, DELETE, COPY, CREATE TABLE AS).
+	AdmitLocal
+)
+
+// ClusterStatement says how statement k of a cluster script is admitted
+// and the statement_timeout its SET statements before k give it, before
+// PrepareDistributed plans (or runs) it: a coordinator reserves its memory
+// first, so that a statement waiting for memory holds no lock of the
+// session's. Errors are the script's (syntax, a refused SET).
+func (s *Session) ClusterStatement(ctx context.Context, script string, k int) (ClusterAdmit, time.Duration, error) {
+	stmts, err := sql.Parse(script)
+	if err != nil {
+		return AdmitNone, 0, err
+	}
+	if k < 0 || k >= len(stmts) {
+		return AdmitNone, 0, nferr.Queryf("statement %d of a script of %d", k+1, len(stmts))
+	}
+	var timeout time.Duration
+	for i := 0; i < k; i++ {
+		if x, ok := stmts[i].Stmt.(*sql.Set); ok && strings.EqualFold(x.Name.Name, "statement_timeout") {
+			// NB: replayed as PrepareDistributed replays it, on the
+			// shared session's state, restored at once.
+			s.mu.Lock()
+			saved := s.clusterState()
+			s.stmtTimeout = timeout
+			err := s.replaySet(ctx, script, x)
+			timeout = s.stmtTimeout
+			s.restoreClusterState(saved)
+			s.mu.Unlock()
+			if err != nil {
+				return AdmitNone, 0, err
+			}
+		}
+	}
+	return clusterAdmitOf(stmts[k].Stmt), timeout, nil
+}
+
+func clusterAdmitOf(st sql.Statement) ClusterAdmit {
+	switch x := st.(type) {
+	case *sql.Query:
+		return AdmitQuery
+	case *sql.Explain:
+		if x.Analyze {
+			return AdmitQuery
+		}
+	case *sql.Insert, *sql.Update, *sql.Delete, *sql.Copy:
+		return AdmitLocal
+	case *sql.CreateTable:
+		if x.AsQuery != nil {
+			return AdmitLocal
+		}
+	}
+	return AdmitNone
 }
 
 // replaySet applies one SET of a cluster script. The settings that

@@ -164,6 +164,32 @@ type Session struct {
 	// live is the observed statement being run (Options.Observer; set
 	// under mu): the queries it builds count per-operator rows for it.
 	live *Statement
+	// lister answers SHOW QUERIES when set (SetQueryLister): a cluster
+	// coordinator's running queries.
+	lister QueryLister
+}
+
+// SetQueryLister makes SHOW QUERIES list l's statements (a cluster
+// coordinator's running queries) rather than the Observer's.
+func (s *Session) SetQueryLister(l QueryLister) {
+	s.mu.Lock()
+	s.lister = l
+	s.mu.Unlock()
+}
+
+type budgetKey struct{}
+
+// WithBudget returns ctx carrying b: the queries a session opens under it
+// run under b instead of a budget of their own (and without
+// Options.Admission): a cluster coordinator admits a statement it runs
+// itself before it plans it, and hands the session its grant this way.
+func WithBudget(ctx context.Context, b *exec.Budget) context.Context {
+	return context.WithValue(ctx, budgetKey{}, b)
+}
+
+func budgetFrom(ctx context.Context) *exec.Budget {
+	b, _ := ctx.Value(budgetKey{}).(*exec.Budget)
+	return b
 }
 
 // Spilled is the number of bytes the session's finished queries have
@@ -662,7 +688,8 @@ func (s *Session) open(ctx context.Context, pp *phys.PhysPlan, analyze bool) (*R
 
 func (s *Session) openIn(ctx context.Context, pp *phys.PhysPlan, analyze bool) (*Result, *phys.Executable, error) {
 	var grant *Grant
-	if a := s.opts.Admission; a != nil {
+	given := budgetFrom(ctx)
+	if a := s.opts.Admission; a != nil && given == nil {
 		live := s.live
 		g, err := a.Acquire(ctx, s.opts.MemoryLimit, func(q bool) {
 			if live != nil {
@@ -675,8 +702,11 @@ func (s *Session) openIn(ctx context.Context, pp *phys.PhysPlan, analyze bool) (
 		grant = g
 	}
 	env, cancel := s.newEnv(ctx)
-	if grant != nil {
+	switch {
+	case grant != nil:
 		env.Budget = grant.Budget()
+	case given != nil:
+		env.Budget = given
 	}
 	exe, err := phys.Build(pp, phys.BuildOptions{Source: s.db, Analyze: analyze || s.live != nil, Budget: env.Budget})
 	if err != nil {
@@ -1481,8 +1511,11 @@ func (s *Session) show(name string) (*Result, error) {
 	switch strings.ToLower(name) {
 	case "queries":
 		l, ok := s.opts.Observer.(QueryLister)
+		if s.lister != nil {
+			l, ok = s.lister, true
+		}
 		if !ok {
-			return nil, nferr.Queryf("SHOW QUERIES lists a server's queries (nicflow serve); this session is not served")
+			return nil, nferr.Queryf("SHOW QUERIES lists a server's queries (nicflow serve, a cluster's coordinator); this session is not served")
 		}
 		var rows [][]any
 		for _, q := range l.RunningQueries() {

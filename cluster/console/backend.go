@@ -274,7 +274,7 @@ func (c *Cluster) Queries() (running, recent []QueryView) {
 func (c *Cluster) view(q cluster.QueryInfo) QueryView {
 	v := QueryView{
 		ID: q.QueryID, SQL: clip(q.Text), Source: "flight", State: q.State, Error: q.Error,
-		Started: q.Started, ElapsedMs: q.Elapsed.Milliseconds(), Cancelable: q.State == StateRunning,
+		Started: q.Started, ElapsedMs: q.Elapsed.Milliseconds(), Cancelable: q.State == StateRunning || q.State == StateQueued,
 	}
 	c.mu.Lock()
 	if u, ok := c.console[q.QueryID]; ok {

@@ -148,6 +148,8 @@ var clusterLocalFlags struct {
 	replication int
 	onFailure   string
 	pgListen    string
+	coordMemory string
+	maxQueued   int
 	worker      localWorkerFlags
 }
 
@@ -202,13 +204,25 @@ written to --addr-file (default DIR/cluster/coordinator.addr), where
 			Env: childEnv(),
 		}
 		o.Extra = map[cluster.Role][]string{cluster.RoleWorker: f.worker.args()}
+		if f.coordMemory != "" {
+			if n, err := exec.ParseBytes(f.coordMemory); err != nil || n <= 0 {
+				return usagef("--coordinator-memory %q: want a size such as 1GiB", f.coordMemory)
+			}
+			o.Extra[cluster.RoleCoordinator] = append(o.Extra[cluster.RoleCoordinator], "--memory", f.coordMemory)
+		}
+		if f.maxQueued != 0 {
+			if f.maxQueued < 1 {
+				return usagef("--max-queued must be at least 1, got %d", f.maxQueued)
+			}
+			o.Extra[cluster.RoleCoordinator] = append(o.Extra[cluster.RoleCoordinator], "--max-queued", strconv.Itoa(f.maxQueued))
+		}
 		if f.pgListen != "" {
 			// NB: checked here, before any process starts: the
 			// coordinator refuses PostgreSQL clients without users.
 			if _, err := pgOptions(f.pgListen, f.dir, true, "", "", false); err != nil {
 				return err
 			}
-			o.Extra[cluster.RoleCoordinator] = []string{"--pg-listen", f.pgListen}
+			o.Extra[cluster.RoleCoordinator] = append(o.Extra[cluster.RoleCoordinator], "--pg-listen", f.pgListen)
 		}
 		lc, err := cluster.StartLocal(cmd.Context(), o)
 		if err != nil {
@@ -444,6 +458,8 @@ func init() {
 	f.StringVar(&clusterLocalFlags.keys, "keys", "", "cluster key directory (default DIR/cluster/keys, created when missing)")
 	clusterLocalFlags.worker.addFlags(f)
 	f.IntVar(&clusterLocalFlags.replication, "replication", 1, "storage nodes each table file is copied to")
+	f.StringVar(&clusterLocalFlags.coordMemory, "coordinator-memory", "", "memory shared by the queries the coordinator runs, e.g. 1GiB (the coordinator's --memory; a query waits in its queue while its share does not fit; default: 60% of this machine's)")
+	f.IntVar(&clusterLocalFlags.maxQueued, "max-queued", 0, "queries that may wait for the coordinator's memory at once (the coordinator's --max-queued; default 256)")
 	f.StringVar(&clusterLocalFlags.pgListen, "pg-listen", "", "the coordinator serves PostgreSQL clients here, e.g. 127.0.0.1:5433 (users of `nicflow user add --dir DIR`)")
 	f.StringVar(&clusterLocalFlags.onFailure, "on-failure", "restart", "when a worker or storage node exits: restart it (the others keep running) or stop the whole cluster")
 

@@ -40,6 +40,8 @@ type nodeFlags struct {
 	shuffleCodec string
 	spillDir     string
 	queryRetries int
+	maxQueued    int    // coordinator: admission queue bound
+	queryMemory  string // coordinator: a local statement's reservation
 
 	// Timing and limits that rarely need changing (cluster.Options).
 	joinTimeout      time.Duration
@@ -75,7 +77,13 @@ func addNodeFlags(cmd *cobra.Command, f *nodeFlags, role cluster.Role) {
 		fs.StringVar(&f.flight, "flight-addr", "", "advertised Flight storage address host:port")
 	}
 	fs.IntVar(&f.cores, "cores", 0, "cores offered to tasks (default GOMAXPROCS)")
-	fs.StringVar(&f.memory, "memory", "", "memory offered to tasks, e.g. 8GiB (default 60% of the machine or cgroup)")
+	if role == cluster.RoleCoordinator {
+		fs.StringVar(&f.memory, "memory", "", "memory shared by the queries the coordinator runs, e.g. 8GiB: a query waits in a queue until its share fits (or a sixteenth of it is free), or until statement_timeout (default 60% of the machine or cgroup)")
+		fs.IntVar(&f.maxQueued, "max-queued", 256, "queries that may wait for the coordinator's --memory at once; one more fails at once (retry later)")
+		fs.StringVar(&f.queryMemory, "query-memory", "", "memory a statement the coordinator runs itself (INSERT, UPDATE, DELETE, COPY, CREATE TABLE AS) reserves from --memory; a query run on the workers reserves at most --retry-buffer (default: a quarter of --memory)")
+	} else {
+		fs.StringVar(&f.memory, "memory", "", "memory offered to tasks, e.g. 8GiB (default 60% of the machine or cgroup)")
+	}
 	fs.StringVar(&f.nicBandwidth, "nic-bandwidth", "", "network bandwidth to advertise, e.g. 25Gbit (default: link speed, else 10Gbit)")
 	fs.StringVar(&f.gossipMode, "gossip-profile", "", "gossip timing: lan (default, failures seen in ~1-3 s) or wan")
 	fs.StringVar(&f.readyFile, "ready-file", "", "write this node's advertised addresses (JSON) here once it has joined")
@@ -171,6 +179,19 @@ func (f *nodeFlags) options(cmd *cobra.Command, role cluster.Role) (cluster.Opti
 		}
 		o.Memory = n
 	}
+	if changed("max-queued") {
+		if f.maxQueued < 1 {
+			return o, usagef("--max-queued must be at least 1, got %d", f.maxQueued)
+		}
+		o.MaxQueued = f.maxQueued
+	}
+	if changed("query-memory") {
+		n, err := exec.ParseBytes(f.queryMemory)
+		if err != nil || n <= 0 {
+			return o, usagef("--query-memory %q: want a size such as 256MiB", f.queryMemory)
+		}
+		o.QueryMemory = n
+	}
 	if changed("nic-bandwidth") {
 		n, err := cluster.ParseBandwidth(f.nicBandwidth)
 		if err != nil {
@@ -182,6 +203,9 @@ func (f *nodeFlags) options(cmd *cobra.Command, role cluster.Role) (cluster.Opti
 		return o, usagef("--keys is required: the cluster key directory (create one with `nicflow cluster init --dir KEYDIR`)")
 	}
 	o.SetDefaults() // the logger: slog's default, set up by config.go
+	if o.QueryMemory > o.Memory && role == cluster.RoleCoordinator {
+		return o, usagef("--query-memory %s is more than --memory %s: no statement could be given it", exec.FormatBytes(o.QueryMemory), exec.FormatBytes(o.Memory))
+	}
 	if err := o.Validate(); err != nil {
 		return o, err
 	}
