@@ -150,6 +150,9 @@ func tableDefOf(name string, t *storage.Table) (*plan.TableDef, error) {
 		st.Columns[i] = out
 	}
 	def := &plan.TableDef{Name: name, Schema: sch, Stats: st, Handle: t, Defaults: t.Defaults}
+	for _, u := range t.Unreadable {
+		def.Unreadable = append(def.Unreadable, plan.UnreadableColumn{Name: u.Name, Kind: u.Kind, Err: u.Err()})
+	}
 	for _, ix := range t.Indexes {
 		def.Indexes = append(def.Indexes, plan.IndexDef{Name: ix.Name, Columns: ix.Columns, Unique: ix.Unique, Primary: ix.Primary, Constraint: ix.Constraint})
 	}

@@ -1330,6 +1330,13 @@ func (s *Session) describe(x *bind.DescribeStmt) (*Result, error) {
 		}
 		rows = append(rows, []any{f.Name, plan.TypeString(f.Type), null, key, def})
 	}
+	if t := x.Table; t != nil {
+		// Columns of the files the table does not read (a query naming
+		// one fails): listed so that a user sees why.
+		for _, u := range t.Unreadable {
+			rows = append(rows, []any{u.Name, "unreadable " + u.Kind, "YES", nil, nil})
+		}
+	}
 	return staticResult(s.opts.Alloc, []string{"column_name", "column_type", "null", "key", "default"}, []arrow.DataType{typStr, typStr, typStr, typStr, typStr}, rows), nil
 }
 

@@ -42,6 +42,10 @@ type Table struct {
 	Schema  string   `json:"schema"`
 	Name    string   `json:"name"`
 	Columns []Column `json:"columns"`
+	// Unreadable are the columns of a file or external table's files
+	// that nicflow does not read (parquet_columns.go): not in Columns; a
+	// query that names one fails with its Err.
+	Unreadable []Unreadable `json:"unreadable,omitempty"`
 	// External tables (CREATE EXTERNAL TABLE ... LOCATION) reference files
 	// nicflow did not write and never deletes.
 	External bool   `json:"external,omitempty"`

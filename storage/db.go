@@ -600,6 +600,9 @@ func (db *DB) RegisterExternal(ctx context.Context, name, dir string, opts Creat
 		}
 		if t.Columns == nil {
 			t.Columns = cols
+			if t.Unreadable, err = ParquetUnreadable(opts.Root, p); err != nil {
+				return nferr.Wrap(nferr.KindData, err, "external table %s", name)
+			}
 		}
 		f.Path = p
 		t.Files = append(t.Files, f)

@@ -188,6 +188,7 @@ func (db *DB) fileTable(pattern string, root *FileRoot) (*Table, error) {
 			if t.Columns, err = SchemaColumns(sch); err != nil {
 				return nil, nferr.Wrap(nferr.KindData, err, "%s", p)
 			}
+			t.Unreadable = unreadableOfFooter(p, md)
 		}
 		f, err := fileFromFooter(p, md, t.Columns)
 		if err != nil {

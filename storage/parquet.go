@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/float16"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -586,20 +587,21 @@ func parseFooter(path string, r parquet.ReaderAtSeeker) (md *metadata.FileMetaDa
 	return md, nil
 }
 
-// schemaOfFooter derives the table schema of a Parquet file.
+// schemaOfFooter derives the table schema of a Parquet file: the columns
+// nicflow reads, in file order (unreadableOfFooter lists the others). A
+// file with none of them is KindData naming why.
 func schemaOfFooter(path string, md *metadata.FileMetaData) (*arrow.Schema, error) {
-	sc := md.Schema
-	fs := make([]arrow.Field, 0, sc.NumColumns())
-	ivs := intervalColumns(md)
-	for i := 0; i < sc.NumColumns(); i++ {
-		c := sc.Column(i)
-		t, err := arrowTypeOfColumn(c, ivs)
-		if err != nil {
-			return nil, nferr.Dataf("%s: %v", path, err)
+	cols := footerColumns(path, md)
+	fs := make([]arrow.Field, 0, len(cols))
+	for _, c := range cols {
+		if c.bad == nil {
+			fs = append(fs, arrow.Field{Name: c.name, Type: c.typ, Nullable: c.nullable})
 		}
-		fs = append(fs, arrow.Field{Name: c.Name(), Type: t, Nullable: c.MaxDefinitionLevel() > 0})
 	}
 	if len(fs) == 0 {
+		if len(cols) > 0 {
+			return nil, nferr.Dataf("%s has no column nicflow reads: %v", path, cols[0].bad.Err())
+		}
 		return nil, nferr.Dataf("%s has no columns", path)
 	}
 	return arrow.NewSchema(fs, nil), nil
@@ -618,7 +620,7 @@ func fileFromFooter(path string, md *metadata.FileMetaData, cols []Column) (*Fil
 		}
 		idx := -1
 		for j := 0; j < sc.NumColumns(); j++ {
-			if strings.EqualFold(sc.Column(j).Name(), c.Name) && sc.Column(j).MaxRepetitionLevel() == 0 {
+			if strings.EqualFold(sc.Column(j).ColumnPath()[0], c.Name) {
 				idx = j
 				break
 			}
@@ -626,9 +628,12 @@ func fileFromFooter(path string, md *metadata.FileMetaData, cols []Column) (*Fil
 		if idx < 0 {
 			return nil, nferr.Dataf("%s has no column %s", path, c.Name)
 		}
+		if len(sc.Column(idx).ColumnPath()) > 1 || sc.Column(idx).MaxRepetitionLevel() > 0 {
+			return nil, fileColumnUnreadable(path, md, sc.Column(idx).ColumnPath()[0])
+		}
 		got, err := arrowTypeOfColumn(sc.Column(idx), ivs)
 		if err != nil {
-			return nil, nferr.Dataf("%s: %v", path, err)
+			return nil, fileColumnUnreadable(path, md, sc.Column(idx).ColumnPath()[0])
 		}
 		if !arrow.TypeEqual(got, want) {
 			return nil, nferr.Dataf("%s: column %s has type %s, the table says %s", path, c.Name, got, c.Type)
@@ -663,6 +668,17 @@ func fileFromFooter(path string, md *metadata.FileMetaData, cols []Column) (*Fil
 		f.RowGroups = append(f.RowGroups, rg)
 	}
 	return f, nil
+}
+
+// fileColumnUnreadable is the error of a table column matched to the
+// file column name, which nicflow does not read.
+func fileColumnUnreadable(path string, md *metadata.FileMetaData, name string) error {
+	for _, c := range footerColumns(path, md) {
+		if c.name == name && c.bad != nil {
+			return c.bad.Err()
+		}
+	}
+	return nferr.Dataf("%s: column %s cannot be read", path, name)
 }
 
 func statsOf(cc *metadata.ColumnChunkMetaData, c Column, descr *schema.Column) (st ColumnStats, err error) {
@@ -759,6 +775,19 @@ func statsOf(cc *metadata.ColumnChunkMetaData, c Column, descr *schema.Column) (
 			st.Max = &h
 		}
 	case *metadata.FixedLenByteArrayStatistics:
+		if _, uuid := descr.LogicalType().(schema.UUIDLogicalType); uuid && t.ID() == arrow.STRING {
+			// UUIDs order as unsigned bytes, as their hex text does.
+			if len(s.Min()) == 16 && len(s.Max()) == 16 {
+				lo, hi := Str(string(appendUUID(nil, s.Min()))), Str(string(appendUUID(nil, s.Max())))
+				st.Min, st.Max = &lo, &hi
+			}
+			return st, nil
+		}
+		if t.ID() != arrow.DECIMAL64 && t.ID() != arrow.DECIMAL128 {
+			// NB: FLOAT16, Parquet intervals and bytea keep no bounds
+			// here (their bytes do not order as their values do).
+			return st, nil
+		}
 		lo, ok1 := beDecimal(s.Min())
 		hi, ok2 := beDecimal(s.Max())
 		if !ok1 || !ok2 {
@@ -832,7 +861,21 @@ type colDecoder struct {
 	sf32         []float32
 	sba          []parquet.ByteArray
 	sfl          []parquet.FixedLenByteArray
+	// flba is how FIXED_LEN_BYTE_ARRAY values convert (fillFLBA).
+	flba flbaForm
 }
+
+// flbaForm is what a FIXED_LEN_BYTE_ARRAY column's values are.
+type flbaForm uint8
+
+const (
+	flbaDecimal    flbaForm = iota // big-endian two's complement (DECIMAL)
+	flbaInterval16                 // nicflow's interval: the decimal128 of Arrow's month-day-nano memory
+	flbaInterval12                 // Parquet's INTERVAL: little-endian uint32 months, days, milliseconds
+	flbaUUID                       // 16 bytes, as text 8-4-4-4-12
+	flbaFloat16                    // IEEE half precision, little-endian
+	flbaBytes                      // bytea
+)
 
 func newColDecoder(r file.ColumnChunkReader, t arrow.DataType, name string) (*colDecoder, error) {
 	d := &colDecoder{name: name, kind: kindOf(t), maxDef: r.Descriptor().MaxDefinitionLevel(), r: r}
@@ -855,7 +898,28 @@ func newColDecoder(r file.ColumnChunkReader, t arrow.DataType, name string) (*co
 	case *file.ByteArrayColumnChunkReader:
 		d.bar, ok = rr, d.kind == kString
 	case *file.FixedLenByteArrayColumnChunkReader:
-		d.flr, ok = rr, d.kind == kInt64 || d.kind == kDec128
+		d.flr, ok = rr, true
+		d.flba = flbaDecimal
+		switch lt := r.Descriptor().LogicalType(); {
+		case t.ID() == arrow.INTERVAL_MONTH_DAY_NANO:
+			// nicflow's 16-byte interval reads as a decimal128 does;
+			// Parquet's own is 12 bytes.
+			if r.Descriptor().TypeLength() == 12 {
+				d.flba = flbaInterval12
+			}
+			ok = r.Descriptor().TypeLength() == 12 || r.Descriptor().TypeLength() == 16
+		case d.kind == kString:
+			d.flba = flbaBytes
+			if _, isUUID := lt.(schema.UUIDLogicalType); isUUID {
+				d.flba = flbaUUID
+				ok = t.ID() == arrow.STRING && r.Descriptor().TypeLength() == 16
+			}
+		case d.kind == kFloat64:
+			d.flba = flbaFloat16
+			ok = r.Descriptor().TypeLength() == 2
+		default:
+			ok = d.kind == kInt64 || d.kind == kDec128
+		}
 	case *file.Int96ColumnChunkReader:
 		d.i96r, ok = rr, t.ID() == arrow.TIMESTAMP
 	}
@@ -1030,6 +1094,43 @@ func (d *colDecoder) fillStrings(v *vector, n int, def []int16, nv int) {
 }
 
 func (d *colDecoder) fillFLBA(v *vector, n int, def []int16, nv int) error {
+	switch d.flba {
+	case flbaUUID, flbaBytes:
+		d.fillFLBAStrings(v, n, def, nv)
+		return nil
+	case flbaFloat16:
+		v.f64 = grow(v.f64, n)
+		j := 0
+		for i := 0; i < n; i++ {
+			if nv != n && !(i < len(def) && def[i] > 0) {
+				v.f64[i] = 0
+				continue
+			}
+			b := d.sfl[j]
+			j++
+			if len(b) != 2 {
+				return fmt.Errorf("column %s: FLOAT16 value of %d bytes", d.name, len(b))
+			}
+			v.f64[i] = float64(float16.FromBits(binary.LittleEndian.Uint16(b)).Float32())
+		}
+		return nil
+	case flbaInterval12:
+		v.d128 = grow(v.d128, n)
+		j := 0
+		for i := 0; i < n; i++ {
+			if nv != n && !(i < len(def) && def[i] > 0) {
+				v.d128[i] = decimal128.Num{}
+				continue
+			}
+			b := d.sfl[j]
+			j++
+			if len(b) != 12 {
+				return fmt.Errorf("column %s: INTERVAL value of %d bytes", d.name, len(b))
+			}
+			v.d128[i] = parquetInterval(b)
+		}
+		return nil
+	}
 	if d.kind == kInt64 {
 		v.i64 = grow(v.i64, n)
 	} else {
@@ -1061,6 +1162,36 @@ func (d *colDecoder) fillFLBA(v *vector, n int, def []int16, nv int) error {
 	return nil
 }
 
+// fillFLBAStrings fills a text or bytea vector from FIXED_LEN_BYTE_ARRAY
+// values: UUIDs in their canonical text form, other bytes as they are.
+func (d *colDecoder) fillFLBAStrings(v *vector, n int, def []int16, nv int) {
+	v.offs = grow(v.offs, n+1)
+	size := 0
+	for _, s := range d.sfl[:nv] {
+		size += len(s)
+	}
+	if d.flba == flbaUUID {
+		size = 36 * nv
+	}
+	if cap(v.data) < size {
+		v.data = make([]byte, 0, size+size/4)
+	}
+	v.data = v.data[:0]
+	v.offs[0] = 0
+	j := 0
+	for i := 0; i < n; i++ {
+		if nv == n || (i < len(def) && def[i] > 0) {
+			if d.flba == flbaUUID {
+				v.data = appendUUID(v.data, d.sfl[j])
+			} else {
+				v.data = append(v.data, d.sfl[j]...)
+			}
+			j++
+		}
+		v.offs[i+1] = int32(len(v.data))
+	}
+}
+
 // skip discards the next n rows.
 func (d *colDecoder) skip(n int) error {
 	var err error
@@ -1079,6 +1210,8 @@ func (d *colDecoder) skip(n int) error {
 		_, err = d.bar.Skip(int64(n))
 	case d.flr != nil:
 		_, err = d.flr.Skip(int64(n))
+	case d.i96r != nil:
+		_, err = d.i96r.Skip(int64(n))
 	}
 	if err != nil {
 		return fmt.Errorf("column %s: %v", d.name, err)

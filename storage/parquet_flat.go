@@ -356,7 +356,17 @@ func flatChunkSupported(md *metadata.FileMetaData, cc *metadata.ColumnChunkMetaD
 	}
 	switch descr.PhysicalType() {
 	case parquet.Types.Boolean, parquet.Types.Int32, parquet.Types.Int64, parquet.Types.Float,
-		parquet.Types.Double, parquet.Types.ByteArray, parquet.Types.FixedLenByteArray:
+		parquet.Types.Double, parquet.Types.ByteArray:
+	case parquet.Types.FixedLenByteArray:
+		switch descr.LogicalType().(type) {
+		case schema.DecimalLogicalType, schema.NoLogicalType:
+			// decimals and nicflow's intervals (flatKindOK tells bytea)
+		default:
+			return false // UUID, FLOAT16, INTERVAL: the column decoder converts them
+		}
+		if descr.ConvertedType() == schema.ConvertedTypes.Interval {
+			return false
+		}
 	default:
 		return false
 	}

@@ -756,7 +756,7 @@ func (w *worker) begin(t task) (err error) {
 		}
 		bytes += cc.TotalCompressedSize()
 		descr := md.Schema.Column(pc)
-		if flatChunkSupported(md, cc, descr) {
+		if flatChunkSupported(md, cc, descr) && flatKindOK(descr.PhysicalType(), kindOf(s.needT[i]), descr.TypeLength()) {
 			fd := w.bufs.flat[i]
 			if err := w.readChunk(fd, cc, t.file.Size); err != nil {
 				// NB: a storage node's read failing keeps its kind

@@ -297,6 +297,31 @@ func int96Micros(b [12]byte) int64 {
 	return (julian-julianEpoch)*86_400_000_000 + nanos/1000
 }
 
+// appendUUID appends the canonical text form of a 16-byte UUID
+// (8-4-4-4-12 lowercase hex digits, as PostgreSQL prints a uuid).
+func appendUUID(dst, b []byte) []byte {
+	const hexDigits = "0123456789abcdef"
+	for i, c := range b {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			dst = append(dst, '-')
+		}
+		dst = append(dst, hexDigits[c>>4], hexDigits[c&15])
+	}
+	return dst
+}
+
+// parquetInterval converts Parquet's INTERVAL (little-endian unsigned
+// 32-bit months, days and milliseconds) to the decimal128 whose memory is
+// Arrow's month-day-nano value (intervalNum). Months and days above
+// 2^31-1, which no writer produces, wrap to negative values.
+func parquetInterval(b []byte) decimal128.Num {
+	return intervalNum(arrow.MonthDayNanoInterval{
+		Months:      int32(binary.LittleEndian.Uint32(b[0:4])),
+		Days:        int32(binary.LittleEndian.Uint32(b[4:8])),
+		Nanoseconds: int64(binary.LittleEndian.Uint32(b[8:12])) * 1_000_000,
+	})
+}
+
 // arrowTypeOfParquet maps a Parquet leaf column to nicflow's Arrow type, or
 // explains why it cannot be read.
 func arrowTypeOfParquet(c *schema.Column) (arrow.DataType, error) {
@@ -390,6 +415,35 @@ func arrowTypeOfParquet(c *schema.Column) (arrow.DataType, error) {
 			return arrow.BinaryTypes.String, nil
 		}
 		return arrow.BinaryTypes.Binary, nil
+	case parquet.Types.FixedLenByteArray:
+		n := c.TypeLength()
+		switch lt.(type) {
+		case schema.UUIDLogicalType:
+			// nicflow has no uuid type: the canonical text form
+			// (8-4-4-4-12 lowercase hex digits), as PostgreSQL prints one.
+			if n != 16 {
+				return nil, fmt.Errorf("column %s: UUID of %d bytes (want 16)", c.Path(), n)
+			}
+			return arrow.BinaryTypes.String, nil
+		case schema.Float16LogicalType:
+			if n != 2 {
+				return nil, fmt.Errorf("column %s: FLOAT16 of %d bytes (want 2)", c.Path(), n)
+			}
+			return arrow.PrimitiveTypes.Float64, nil
+		case schema.IntervalLogicalType:
+			// Parquet's INTERVAL: unsigned months, days and milliseconds.
+			if n != 12 {
+				return nil, fmt.Errorf("column %s: INTERVAL of %d bytes (want 12)", c.Path(), n)
+			}
+			return arrow.FixedWidthTypes.MonthDayNanoInterval, nil
+		case schema.NoLogicalType, schema.NullLogicalType, nil:
+			if c.ConvertedType() == schema.ConvertedTypes.Interval && n == 12 {
+				return arrow.FixedWidthTypes.MonthDayNanoInterval, nil
+			}
+			// Bytes without an annotation: bytea (DuckDB reads a BLOB).
+			return arrow.BinaryTypes.Binary, nil
+		}
+		return nil, fmt.Errorf("column %s: FIXED_LEN_BYTE_ARRAY(%d) with logical type %s is not supported", c.Path(), n, lt)
 	}
 	return nil, fmt.Errorf("column %s: Parquet type %s is not supported", c.Path(), c.PhysicalType())
 }

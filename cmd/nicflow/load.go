@@ -32,7 +32,9 @@ file is left behind.
 Formats (from the extension unless --format is given):
   csv      comma-separated (--delimiter to change), RFC 4180 quotes, --header
   tbl      dbgen output: '|'-separated with a trailing '|'
-  parquet  columns are matched by name; types must agree
+  parquet  columns are matched by name; types must agree; columns nicflow
+           does not read (nested LIST, STRUCT, MAP) are not loaded, and
+           named on stderr
 
 Decimals are parsed exactly (no floating point); dates are YYYY-MM-DD. A bad
 row stops the load with the file, line and column named, e.g.
@@ -101,6 +103,19 @@ every value (bigint, double, date, timestamp, boolean, else text).`,
 			}
 			opts.Header = header
 			fmt.Fprintf(cmd.ErrOrStderr(), "created table %s (%s)\n", f.table, describeColumns(cols))
+		}
+		for _, p := range args {
+			// Columns nicflow does not read (nested ones, types it has no
+			// reading for) are not loaded: say which.
+			if o := opts; o.Validate(p) == nil && o.Format == "parquet" {
+				bad, err := storage.ParquetUnreadable(nil, p)
+				if err != nil {
+					return err
+				}
+				for _, u := range bad {
+					fmt.Fprintf(cmd.ErrOrStderr(), "not loading column %s (%s) of %s: %s\n", u.Name, u.Kind, p, u.Reason)
+				}
+			}
 		}
 		n, err := db.Copy(cmd.Context(), f.table, args, opts)
 		if err != nil {

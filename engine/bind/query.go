@@ -34,6 +34,28 @@ type scopeItem struct {
 	// hidden marks columns an unqualified name does not see (the right
 	// copy of a JOIN ... USING column).
 	hidden []bool
+	// unreadable are a table's columns it cannot read
+	// (plan.TableDef.Unreadable): naming one, or *, fails with its error.
+	unreadable []plan.UnreadableColumn
+}
+
+// unreadableRef is the error of a reference to a column of the relations
+// in scope that cannot be read (nil if it names none).
+func unreadableRef(s *scope, parts []sql.Ident) error {
+	colName := parts[len(parts)-1].Name
+	for sc := s; sc != nil; sc = sc.parent {
+		for _, it := range sc.items {
+			if len(parts) == 2 && it.name != parts[0].Name {
+				continue
+			}
+			for _, u := range it.unreadable {
+				if strings.EqualFold(u.Name, colName) {
+					return u.Err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // cteBinding is a WITH entry: bound once, shared by its references. In
@@ -90,10 +112,19 @@ func (b *binder) resolve(s *scope, ref *sql.ColumnRef) (plan.Column, error) {
 			return found[0], nil
 		}
 		if len(parts) == 2 && tableSeen {
+			if err := unreadableRef(sc, parts); err != nil {
+				return plan.Column{}, err
+			}
 			return plan.Column{}, b.errorf(ref, "column %s does not exist", refText(ref))
 		}
 	}
+	if err := unreadableRef(s, parts); err != nil {
+		return plan.Column{}, err
+	}
 	if len(parts) == 2 {
+		if err := unreadableRef(s, parts[:1]); err != nil {
+			return plan.Column{}, err // s.a of a STRUCT column s
+		}
 		return plan.Column{}, b.errorf(ref, "missing FROM-clause entry for table %q", parts[0].Name)
 	}
 	return plan.Column{}, b.errorf(ref, "column %q does not exist", colName)
@@ -761,6 +792,7 @@ func (b *binder) scanTable(tab *plan.TableDef, alias string, aliasCols []sql.Ide
 	for i := range scan.Cols {
 		scan.Cols[i].Name = it.cols[i].Name
 	}
+	it.unreadable = tab.Unreadable
 	return scan, []*scopeItem{it}, nil
 }
 

@@ -579,6 +579,9 @@ func (b *binder) expandStar(st *sql.Star, s *scope) ([]plan.Column, error) {
 			return nil, b.errorf(st, "SELECT * with no tables specified is not valid")
 		}
 		for _, it := range s.items {
+			if len(it.unreadable) > 0 {
+				return nil, it.unreadable[0].Err
+			}
 			for i, c := range it.cols {
 				if it.hidden == nil || !it.hidden[i] {
 					out = append(out, c)
@@ -590,6 +593,9 @@ func (b *binder) expandStar(st *sql.Star, s *scope) ([]plan.Column, error) {
 	name := st.Table.Last().Name
 	for _, it := range s.items {
 		if it.name == name {
+			if len(it.unreadable) > 0 {
+				return nil, it.unreadable[0].Err
+			}
 			return append(out, it.cols...), nil
 		}
 	}

@@ -102,6 +102,20 @@ type TableDef struct {
 	Defaults []string
 	// ForeignKeys are its FOREIGN KEY constraints.
 	ForeignKeys []ForeignKeyDef
+	// Unreadable are columns of the table's files that it cannot read
+	// (storage.Unreadable: nested Parquet columns, types nicflow has no
+	// reading for); they are not in Schema. A query that names one, or
+	// selects *, fails with its Err.
+	Unreadable []UnreadableColumn
+}
+
+// UnreadableColumn is a column of a table's files the table does not
+// read, with the error a query reading it fails with.
+type UnreadableColumn struct {
+	Name string
+	// Kind is what it is (LIST, STRUCT, MAP, a Parquet type), for DESCRIBE.
+	Kind string
+	Err  error
 }
 
 // ForeignKeyDef is a FOREIGN KEY constraint: Columns reference RefColumns
