@@ -315,6 +315,11 @@ func (s *s3Store) s3Err(name, what string, err error) error {
 		return nferr.Unavailablef("%s %s: %s failed after %d retries: %s (HTTP %d %s); the statement can be run again",
 			what, name, s.endpoint, s.opts.MaxRetries, resp.Message, resp.StatusCode, resp.Code)
 	}
+	if resp.StatusCode == 0 && resp.Code != "" {
+		// minio-go refused the request before sending it (an invalid
+		// bucket or object name).
+		return nferr.Queryf("%s %s: %s (%s)", what, name, resp.Message, resp.Code)
+	}
 	if resp.StatusCode == 0 {
 		// No S3 answer: the network (refused, reset, timed out).
 		return nferr.Unavailablef("%s %s: S3 endpoint %s is unreachable after %d retries (%v); the statement can be run again",
