@@ -164,7 +164,7 @@ func (c *csvSink) writeHeader(sch *arrow.Schema) error {
 }
 
 func newCSVSink(root *storage.FileRoot, path string, sch *arrow.Schema, x *bind.CopyToStmt, loc *time.Location) (*csvSink, error) {
-	abs, err := filepath.Abs(path)
+	abs, err := storage.AbsPath(path)
 	if err != nil {
 		return nil, nferr.Queryf("file %s: %v", path, err)
 	}

@@ -1280,7 +1280,7 @@ func (c *catalog) abs(p string) string { return absIn(c.dir, p) }
 // absIn resolves a catalog path: relative to the database directory dir,
 // or absolute (external tables).
 func absIn(dir, p string) string {
-	if filepath.IsAbs(p) {
+	if filepath.IsAbs(p) || IsObjectURL(p) {
 		return p
 	}
 	return filepath.Join(dir, p)

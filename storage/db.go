@@ -566,12 +566,14 @@ func (db *DB) RegisterExternal(ctx context.Context, name, dir string, opts Creat
 	if err != nil {
 		return err
 	}
-	adir, err := filepath.Abs(dir)
+	adir, err := absPath(dir)
 	if err != nil {
 		return nferr.IOf("location %s: %w", dir, err)
 	}
 	var ents []os.DirEntry
-	if opts.Root != nil {
+	if IsObjectURL(adir) {
+		ents, err = objectEntries(opts.Root, adir)
+	} else if opts.Root != nil {
 		ents, err = opts.Root.readDir(adir)
 	} else {
 		ents, err = os.ReadDir(adir)
@@ -590,7 +592,7 @@ func (db *DB) RegisterExternal(ctx context.Context, name, dir string, opts Creat
 		if err := ctx.Err(); err != nil {
 			return nferr.With(nferr.KindCanceled, err)
 		}
-		p := filepath.Join(adir, e.Name())
+		p := joinPath(adir, e.Name())
 		f, cols, err := db.describeFileIn(opts.Root, p, t.Columns)
 		if nferr.Is(err, nferr.KindAuth) {
 			return err
@@ -745,6 +747,23 @@ func (fs *fileSet) open(f *File) (fileHandle, error) {
 		return fs.remote.open(f), nil
 	}
 	p := fs.Path(f)
+	if IsObjectURL(p) {
+		// A file table's object is read at the version described
+		// (files.go: its ETag ends File.Checksum).
+		var etag string
+		if parts := strings.SplitN(f.Checksum, ":", 4); len(parts) == 4 && parts[0] == "file" {
+			etag = parts[3]
+		}
+		s, err := s3Default()
+		if err != nil {
+			return nil, err
+		}
+		h, err := s.openVersion(p, etag)
+		if err != nil {
+			return nil, fileErr(p, err)
+		}
+		return h, nil
+	}
 	h, err := openFile(fs.root, p)
 	if err != nil {
 		return nil, fileErr(p, err)

@@ -1,9 +1,6 @@
 package storage
 
 import (
-	"os"
-
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -44,9 +41,12 @@ func FileTableName(pattern string, root *FileRoot) (string, error) {
 	if strings.TrimSpace(pattern) == "" {
 		return "", nferr.Queryf("an empty file name")
 	}
-	abs, err := filepath.Abs(pattern)
+	abs, err := absPath(pattern)
 	if err != nil {
 		return "", nferr.Queryf("file %s: %v", pattern, err)
+	}
+	if IsObjectURL(abs) && root != nil {
+		return "", root.denied(pattern)
 	}
 	name := FileTableSchema + "." + abs
 	if root != nil {
@@ -99,7 +99,7 @@ type fileTableEntry struct {
 // through the root (files_root.go).
 func matchFiles(root *FileRoot, pattern string) ([]string, error) {
 	if st, err := statFile(root, pattern); err == nil && st.IsDir() {
-		pattern = filepath.Join(pattern, "*.parquet")
+		pattern = joinPath(pattern, "*.parquet")
 	} else if nferr.Is(err, nferr.KindAuth) {
 		return nil, err
 	}
@@ -108,22 +108,16 @@ func matchFiles(root *FileRoot, pattern string) ([]string, error) {
 
 // matchAny returns the files pattern (a file or a glob) names, sorted.
 func matchAny(root *FileRoot, pattern string) ([]string, error) {
-	var out []string
-	if root != nil {
-		var err error
-		if out, err = root.glob(pattern); err != nil {
-			return nil, err
+	st, err := storeFor(root, pattern)
+	if err != nil {
+		return nil, err
+	}
+	out, err := st.Glob(pattern)
+	if err != nil {
+		if _, ok := nferr.As(err); ok {
+			return nil, err // a root's refusal, an object store's failure
 		}
-	} else {
-		paths, err := filepath.Glob(pattern)
-		if err != nil {
-			return nil, nferr.Queryf("file pattern %s: %v", pattern, err)
-		}
-		for _, p := range paths {
-			if st, err := os.Stat(p); err == nil && !st.IsDir() {
-				out = append(out, p)
-			}
-		}
+		return nil, nferr.Queryf("file pattern %s: %v", pattern, err)
 	}
 	if len(out) == 0 {
 		if !strings.ContainsAny(pattern, "*?[") {
@@ -143,7 +137,7 @@ func stampOf(root *FileRoot, p string) (string, int64, int64, error) {
 		return "", 0, 0, fileErr(p, err)
 	}
 	mt := st.ModTime().UnixNano()
-	return p + "\x00" + strconv.FormatInt(st.Size(), 10) + "\x00" + strconv.FormatInt(mt, 10), st.Size(), mt, nil
+	return p + "\x00" + strconv.FormatInt(st.Size(), 10) + "\x00" + strconv.FormatInt(mt, 10) + "\x00" + objectETag(st), st.Size(), mt, nil
 }
 
 // fileTable describes the Parquet files of pattern (absolute) as a table:
@@ -156,10 +150,12 @@ func (db *DB) fileTable(pattern string, root *FileRoot) (*Table, error) {
 		return nil, err
 	}
 	stamps := make([]string, len(paths))
+	etags := make([]string, len(paths))
 	for i, p := range paths {
 		if stamps[i], _, _, err = stampOf(root, p); err != nil {
 			return nil, err
 		}
+		etags[i] = stamps[i][strings.LastIndexByte(stamps[i], 0)+1:]
 	}
 	key := pattern
 	if root != nil {
@@ -201,6 +197,11 @@ func (db *DB) fileTable(pattern string, root *FileRoot) (*Table, error) {
 		f.ID = uint64(i + 1)
 		f.Path, f.Size = p, size
 		f.Checksum = "file:" + strconv.FormatInt(size, 10) + ":" + strconv.FormatInt(mt, 10)
+		if etag := etags[i]; etag != "" {
+			// An object's version: its scans read only this one
+			// (fileSet.open).
+			f.Checksum += ":" + etag
+		}
 		t.Files = append(t.Files, f)
 	}
 	db.files.mu.Lock()

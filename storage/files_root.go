@@ -255,26 +255,31 @@ func (r *FileRoot) readDir(dir string) ([]os.DirEntry, error) {
 	})
 }
 
-// openFile opens path to read: through root when it is set, else as
-// named.
-func openFile(root *FileRoot, path string) (*os.File, error) {
-	if root == nil {
-		return os.Open(path)
+// openFile opens path to read: an object URL from its store
+// (objstore.go), else through root when it is set, else as named.
+func openFile(root *FileRoot, path string) (ObjectReader, error) {
+	st, err := storeFor(root, path)
+	if err != nil {
+		return nil, err
 	}
-	return root.Open(path)
+	return st.Open(path)
 }
 
-// statFile stats path: through root when it is set, else as named.
+// statFile stats path: an object URL in its store, else through root
+// when it is set, else as named.
 func statFile(root *FileRoot, path string) (os.FileInfo, error) {
-	if root == nil {
-		return os.Stat(path)
+	st, err := storeFor(root, path)
+	if err != nil {
+		return nil, err
 	}
-	return root.Stat(path)
+	return st.Stat(path)
 }
 
 // NewFile is a file being written (COPY TO, a read_csv cache): created
 // under a temporary name beside its path, moved into place by Commit, so
 // that a reader never sees half a file and a failed write leaves none.
+// An object (s3://, objstore_s3.go) is written to a temporary local file
+// and uploaded by Commit: the object appears whole or not at all.
 // Under a file access root the directory is opened through the root and
 // the temporary file created and renamed inside it (openat, renameat): a
 // link swapped in for the directory cannot send the file elsewhere.
@@ -283,11 +288,24 @@ type NewFile struct {
 	path string   // absolute
 	tmp  string   // absolute
 	dir  *os.Root // the directory, under a root; nil otherwise
+	// upload, when set, publishes the closed temporary file at path (an
+	// object store's create); the temporary file is removed after it.
+	upload func(tmp string) error
 }
 
-// CreateFile starts writing path: through root when it is set (refused
-// outside it), else as named. The directory must exist.
+// CreateFile starts writing path: an object URL in its store, else
+// through root when it is set (refused outside it), else as named. A
+// local file's directory must exist.
 func CreateFile(root *FileRoot, path string) (*NewFile, error) {
+	st, err := storeFor(root, path)
+	if err != nil {
+		return nil, err
+	}
+	return st.Create(path)
+}
+
+// createLocalFile is CreateFile of a local file.
+func createLocalFile(root *FileRoot, path string) (*NewFile, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, nferr.Queryf("file %s: %v", path, err)
@@ -332,7 +350,11 @@ func (f *NewFile) Path() string { return f.path }
 // Commit moves the written (and closed) file into place.
 func (f *NewFile) Commit() error {
 	var err error
-	if f.dir != nil {
+	if f.upload != nil {
+		err = f.upload(f.tmp)
+		os.Remove(f.tmp)
+		return err
+	} else if f.dir != nil {
 		err = f.dir.Rename(filepath.Base(f.tmp), filepath.Base(f.path))
 		if err != nil {
 			f.dir.Remove(filepath.Base(f.tmp))

@@ -607,7 +607,7 @@ func (c *corruptInput) Error() string { return c.err.Error() }
 type decompressed struct {
 	r     io.Reader
 	close func()
-	f     *os.File
+	f     io.Closer
 }
 
 func (d *decompressed) Read(p []byte) (int, error) {

@@ -119,6 +119,9 @@ func applyConfig(cmd *cobra.Command) error {
 		return err
 	}
 	appliedConfig = vals
+	if err := applyS3Flags(); err != nil {
+		return err
+	}
 	return setupLogging(rootConfig.logFormat, rootConfig.logLevel, os.Stderr)
 }
 
