@@ -30,6 +30,8 @@ import (
 //	               zone with its offset after: "+00", "-04", "+05:30")
 //	times          HH:MM:SS[.ffffff] (24:00:00 possible)
 //	booleans       true / false
+//	arrays         PostgreSQL's: {1,2,NULL}, {a,"b c","x\"y"} (elements
+//	               as above, booleans t/f, quoted where they must be)
 //	strings        as they are
 //	bytea          PostgreSQL's hex format: \x48656c6c6f ('' is \x)
 //	intervals      PostgreSQL's: "1 year 2 mons 3 days 04:05:06.5"
@@ -101,6 +103,24 @@ func NewValueFormatterIn(t arrow.DataType, loc *time.Location) (*ValueFormatter,
 	case *arrow.MonthDayNanoIntervalType:
 		fn = func(a arrow.Array, i int) string {
 			return expr.FormatInterval(a.(*array.MonthDayNanoInterval).Value(i))
+		}
+	case *arrow.ListType:
+		// PostgreSQL's array text: {1,2,NULL}, {a,"b c"} (booleans t/f);
+		// the texts of a batch's elements are made once per array.
+		var last arrow.Array
+		var text func(i int) string
+		fn = func(a arrow.Array, i int) string {
+			if a != last {
+				var err error
+				if text, err = expr.ArrayTexts(a); err != nil {
+					return "?"
+				}
+				last = a
+			}
+			return text(i)
+		}
+		if _, err := expr.TypeOf(t); err != nil {
+			return nil, fmt.Errorf("cannot print values of type %s", t)
 		}
 	case *arrow.NullType:
 		fn = func(arrow.Array, int) string { return "" }

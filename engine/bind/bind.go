@@ -589,6 +589,15 @@ func (b *binder) columnDefs(defs []*sql.ColumnDef) (*arrow.Schema, error) {
 
 // typeOf maps a SQL type name to the engine's Arrow type.
 func (b *binder) typeOf(t *sql.TypeName) (arrow.DataType, error) {
+	if t.Array {
+		elem := *t
+		elem.Array = false
+		et, err := b.typeOf(&elem)
+		if err != nil {
+			return nil, err
+		}
+		return plan.ArrayOf(et), nil
+	}
 	args := func(n int) error {
 		if len(t.Args) > n {
 			return b.errorf(t, "type %s takes at most %d modifiers", t.Name, n)

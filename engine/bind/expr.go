@@ -241,6 +241,10 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 	case *sql.Case:
 		return b.caseExpr(x, s, ctx)
 	case *sql.Cast:
+		if a, ok := x.X.(*sql.ArrayExpr); ok && len(a.Elems) == 0 && x.Type.Array {
+			// ARRAY[]::T[]: the empty array of T.
+			x = &sql.Cast{Pos: x.Pos, X: &sql.Literal{Pos: a.Pos, Kind: sql.LitString, Text: "{}"}, Type: x.Type}
+		}
 		arg, err := b.expr(x.X, s, ctx)
 		if err != nil {
 			return nil, err
@@ -248,6 +252,9 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 		t, err := b.typeOf(x.Type)
 		if err != nil {
 			return nil, err
+		}
+		if plan.IsArray(t) || plan.IsArray(arg.Type()) {
+			return b.arrayCast(x, arg, t)
 		}
 		if k := x.Type.Name; k == "regclass" || k == "regtype" || k == "regnamespace" {
 			return b.regCast(x, arg, k)
@@ -272,6 +279,10 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 			return nil, err
 		}
 		return b.extract(x, x.Field, arg)
+	case *sql.ArrayExpr:
+		return b.arrayExpr(x, s, ctx)
+	case *sql.Subscript:
+		return b.subscript(x, s, ctx)
 	case *sql.StructLit:
 		return nil, b.errorf(x, "struct values ({...}) are not supported (read_csv's columns option takes one)")
 	case *sql.Param:
@@ -1356,6 +1367,12 @@ func (b *binder) funcCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, e
 			return nil, b.errorf(x, "%v", err)
 		}
 		return b.expr(r, s, ctx)
+	}
+	if e, err := b.arrayFunc(name, args); e != nil || err != nil {
+		if err != nil {
+			return nil, b.errorf(x, "%v", err)
+		}
+		return e, nil
 	}
 	e, err := b.scalarFunc(name, args)
 	if err != nil {

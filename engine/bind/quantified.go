@@ -20,6 +20,9 @@ func (b *binder) quantified(x *sql.Quantified, s *scope, ctx *exprCtx) (plan.Exp
 		// literal, is substituted before it runs.
 		return b.expr(&sql.BinaryExpr{Pos: x.Pos, Op: x.Op, L: x.X, R: x.Param}, s, ctx)
 	}
+	if x.ArrayExpr != nil {
+		return b.quantifiedValue(x, s, ctx)
+	}
 	if x.Query == nil {
 		return b.quantifiedArray(x, s, ctx)
 	}

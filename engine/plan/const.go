@@ -155,6 +155,8 @@ func CanCast(from, to arrow.DataType) bool {
 		return true
 	case IsBool(from) && IsInteger(to), IsInteger(from) && IsBool(to):
 		return true
+	case IsArray(from) && IsArray(to):
+		return CanCast(expr.ArrayElem(from), expr.ArrayElem(to))
 	}
 	return false
 }
@@ -456,6 +458,11 @@ func ResolveUntyped(e Expr, t arrow.DataType) Expr {
 	if IsString(t) {
 		return &Const{Typ: TypString, Val: c.Val}
 	}
+	if IsArray(t) {
+		// '{1,2}' beside an array: cast when it runs (array constants
+		// are not plan constants).
+		return &CastExpr{X: &Const{Typ: TypString, Val: c.Val}, Typ: t}
+	}
 	if tp, ts, ok := DecimalPS(t); ok {
 		// NB: a number with more fraction digits than the decimal beside
 		// it keeps them ('0.0001' beside a decimal(12,2) is not 0.00), as
@@ -523,7 +530,7 @@ func CoerceIn(e Expr, t arrow.DataType, zone string) (Expr, error) {
 		}
 		return e, nil
 	}
-	if c, ok := e.(*Const); ok {
+	if c, ok := e.(*Const); ok && (!IsArray(t) || c.IsNull()) {
 		return CastConstIn(c, t, zone)
 	}
 	return &CastExpr{X: e, Typ: t, Zone: zone}, nil

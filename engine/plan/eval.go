@@ -109,6 +109,13 @@ func EvalCall(c *Call) (*Const, error) {
 	case "greatest", "least":
 		// Not strict (NULLs are skipped): exec folds them.
 		return nil, nil
+	case expr.FnArray, expr.FnArrayToString, expr.FnStringToArray, expr.FnArrayPosition, expr.FnArrayAny, expr.FnArrayAll:
+		// Not strict (ARRAY[NULL] is {NULL}), and arrays are not plan
+		// constants: exec folds them.
+		return nil, nil
+	}
+	if IsArray(c.Typ) {
+		return nil, nil
 	}
 	if anyNull {
 		return NullConst(c.Typ), nil

@@ -104,6 +104,12 @@ func IsInterval(t arrow.DataType) bool { return t.ID() == arrow.INTERVAL_MONTH_D
 func IsTimestamp(t arrow.DataType) bool { return expr.IsTimestamp(t) }
 func IsTemporal(t arrow.DataType) bool  { return IsDate(t) || IsTimestamp(t) }
 
+// IsArray reports an array type (an arrow list, exec/expr/array.go).
+func IsArray(t arrow.DataType) bool { return expr.IsArray(t) }
+
+// ArrayOf is the type elem[].
+func ArrayOf(elem arrow.DataType) arrow.DataType { return expr.ArrowList(elem) }
+
 // IsTime reports TIME (not a temporal type above: it has no date).
 func IsTime(t arrow.DataType) bool { return expr.IsTime(t) }
 
@@ -123,6 +129,8 @@ func TypeString(t arrow.DataType) string {
 		return "?"
 	}
 	switch t := t.(type) {
+	case *arrow.ListType:
+		return TypeString(t.Elem()) + "[]"
 	case *arrow.Decimal64Type:
 		return fmt.Sprintf("decimal(%d,%d)", t.Precision, t.Scale)
 	case *arrow.Decimal128Type:

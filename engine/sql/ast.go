@@ -369,6 +369,9 @@ type Quantified struct {
 	// X op ANY (ARRAY[e1, e2]) or X op ANY ('{e1,e2}'[::type[]]), the
 	// literal's elements read as string literals (cast to the type).
 	Array []Expr
+	// ArrayExpr, when Query, Array and Param are nil, is an array value:
+	// X op ANY (column), X op ANY (f(...)).
+	ArrayExpr Expr
 	// Param is X op ANY ($n): a parameter whose value, an array literal,
 	// is substituted before the statement runs (sql.BindParams); until
 	// then (Describe) it is typed as X op $n types it.
@@ -507,6 +510,23 @@ type TypeName struct {
 	Pos
 	Name string
 	Args []int
+	// Array marks T[] (T ARRAY): a one-dimensional array of the type
+	// Name, Args (T[][] reads as T[], as PostgreSQL's arrays have no fixed
+	// dimensions).
+	Array bool
+}
+
+// ArrayExpr is ARRAY[e1, e2, ...].
+type ArrayExpr struct {
+	Pos
+	Elems []Expr
+}
+
+// Subscript is X[Index], a 1-based array element.
+type Subscript struct {
+	Pos
+	X     Expr
+	Index Expr
 }
 
 // ---------------------------------------------------------------- statements
@@ -780,6 +800,8 @@ func (*Quantified) exprNode()   {}
 func (*Star) exprNode()         {}
 func (*Literal) exprNode()      {}
 func (*StructLit) exprNode()    {}
+func (*ArrayExpr) exprNode()    {}
+func (*Subscript) exprNode()    {}
 func (*Param) exprNode()        {}
 func (*TypedLiteral) exprNode() {}
 func (*IntervalLit) exprNode()  {}

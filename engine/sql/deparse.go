@@ -141,7 +141,9 @@ func (d *deparser) expr(e Expr, _ int) {
 		} else {
 			d.w("ANY (")
 		}
-		if e.Query != nil {
+		if e.ArrayExpr != nil {
+			d.expr(e.ArrayExpr, 0)
+		} else if e.Query != nil {
 			d.query(e.Query)
 		} else if e.Param != nil {
 			d.expr(e.Param, 0)
@@ -301,6 +303,15 @@ func (d *deparser) expr(e Expr, _ int) {
 			d.expr(e.Else, 0)
 		}
 		d.w(" END")
+	case *ArrayExpr:
+		d.w("ARRAY[")
+		d.exprList(e.Elems)
+		d.w("]")
+	case *Subscript:
+		d.sub(e.X, precPrimary)
+		d.w("[")
+		d.expr(e.Index, 0)
+		d.w("]")
 	case *Cast:
 		if e.ColonColon {
 			d.sub(e.X, precPostfix)
@@ -459,6 +470,9 @@ func (d *deparser) typ(t *TypeName) {
 		d.w(`"` + strings.ReplaceAll(t.Name, `"`, `""`) + `"`)
 	}
 	d.typeArgs(t.Args)
+	if t.Array {
+		d.w("[]")
+	}
 }
 
 func (d *deparser) typeArgs(args []int) {

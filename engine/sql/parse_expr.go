@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 )
@@ -116,7 +117,7 @@ func (p *parser) parseConstArray(what string) ([]Expr, error) {
 		return elems, nil
 	}
 	if t.kind != tokString {
-		return nil, p.errAt(t, "%s (...) takes a subquery, ARRAY[...] or an array literal '{...}' (nicflow has no array columns)", what)
+		return nil, errNotConstArray
 	}
 	p.next()
 	ty, err := p.parseArrayCast()
@@ -141,23 +142,26 @@ func (p *parser) parseConstArray(what string) ([]Expr, error) {
 	return elems, nil
 }
 
-// parseArrayCast parses an optional ::type[] after an array.
+// errNotConstArray: ANY (...) holds an array value, not a constant one.
+var errNotConstArray = errors.New("not a constant array")
+
+// parseArrayCast parses an optional ::type[] after an array; the type
+// returned is the element's.
 func (p *parser) parseArrayCast() (*TypeName, error) {
 	if !p.isOp("::") {
 		return nil, nil
 	}
-	p.next()
+	t := p.next()
 	ty, err := p.parseType()
 	if err != nil {
 		return nil, err
 	}
-	if _, err := p.expectOp("["); err != nil {
-		return nil, err
+	if !ty.Array {
+		return nil, p.errAt(t, "an array casts to an array type (%s[])", ty.Name)
 	}
-	if _, err := p.expectOp("]"); err != nil {
-		return nil, err
-	}
-	return ty, nil
+	elem := *ty
+	elem.Array = false
+	return &elem, nil
 }
 
 // parseArrayText reads a one-dimensional array in PostgreSQL's text form:
@@ -339,8 +343,23 @@ func (p *parser) parseCmp() (Expr, error) {
 				p.next()
 				n, _ := strconv.Atoi(t.text)
 				q.Param = &Param{Pos: t.pos, N: n}
-			} else if q.Array, err = p.parseConstArray(map[bool]string{true: "ALL", false: "ANY"}[q.All]); err != nil {
-				return nil, err
+			} else {
+				// A constant array (its elements compared one by one), or
+				// an array value (a column, a function's result).
+				start := p.i
+				q.Array, err = p.parseConstArray(map[bool]string{true: "ALL", false: "ANY"}[q.All])
+				if err == nil && !isOpTok(p.peek(), ")") {
+					err = errNotConstArray // ARRAY[1] || x, '{1}'::int[] || y: a value
+				}
+				if err == errNotConstArray {
+					p.i = start
+					q.Array = nil
+					if q.ArrayExpr, err = p.parseExpr(); err != nil {
+						return nil, err
+					}
+				} else if err != nil {
+					return nil, err
+				}
 			}
 			if _, err := p.expectOp(")"); err != nil {
 				return nil, err
@@ -518,7 +537,26 @@ func (p *parser) parsePostfix() (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	for p.isOp("::") || p.isKw("collate") {
+	for p.isOp("::") || p.isKw("collate") || p.isOp("[") {
+		if p.isOp("[") {
+			// x[i]: an array's element.
+			if err := p.enter(); err != nil {
+				return nil, err
+			}
+			t := p.next()
+			idx, err := p.parseExpr()
+			if err != nil {
+				return nil, err
+			}
+			if p.isOp(":") {
+				return nil, p.errAt(t, "array slices (a[i:j]) are not supported")
+			}
+			if _, err := p.expectOp("]"); err != nil {
+				return nil, err
+			}
+			x = &Subscript{Pos: t.pos, X: x, Index: idx}
+			continue
+		}
 		if err := p.enter(); err != nil {
 			return nil, err
 		}
@@ -665,6 +703,24 @@ func (p *parser) parseKeywordExpr(t token) (Expr, error) {
 		return &Literal{Pos: t.pos, Kind: LitBool, Text: t.text}, nil
 	case "case":
 		return p.parseCase()
+	case "array":
+		if !isOpTok(p.peekAt(1), "[") {
+			break
+		}
+		p.next()
+		p.next()
+		a := &ArrayExpr{Pos: t.pos}
+		if !p.acceptOp("]") {
+			elems, err := p.parseExprList()
+			if err != nil {
+				return nil, err
+			}
+			if _, err := p.expectOp("]"); err != nil {
+				return nil, err
+			}
+			a.Elems = elems
+		}
+		return a, nil
 	case "cast":
 		p.next()
 		if _, err := p.expectOp("("); err != nil {

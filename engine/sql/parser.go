@@ -1350,7 +1350,36 @@ func (p *parser) parseSet() (Statement, error) {
 
 // parseType parses a type name with its modifiers and returns it with a
 // canonical Name (see TypeName).
+// parseType parses a type name, T[] (T[n], T[][], T ARRAY) an array
+// of T; int2vector and oidvector, PostgreSQL's catalog arrays, are
+// integer[].
 func (p *parser) parseType() (*TypeName, error) {
+	tn, err := p.parseBaseType()
+	if err != nil {
+		return nil, err
+	}
+	if tn.Name == "int2vector" || tn.Name == "oidvector" {
+		tn.Name, tn.Array = "integer", true
+	}
+	for {
+		switch {
+		case p.isOp("[") && isOpTok(p.peekAt(1), "]"):
+			p.next()
+			p.next()
+		case p.isOp("[") && p.peekAt(1).kind == tokNumber && isOpTok(p.peekAt(2), "]"):
+			p.next()
+			p.next()
+			p.next()
+		case p.isKw("array") && !isOpTok(p.peekAt(1), "["):
+			p.next()
+		default:
+			return tn, nil
+		}
+		tn.Array = true
+	}
+}
+
+func (p *parser) parseBaseType() (*TypeName, error) {
 	t := p.peek()
 	// NB: INTERVAL is a reserved word (INTERVAL '1 day') that also names
 	// a type (CAST(x AS INTERVAL)).

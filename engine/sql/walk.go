@@ -122,6 +122,11 @@ func Walk(n Node, fn func(Node) bool) {
 		Walk(n.Type, fn)
 	case *StructLit:
 		exprs(n.Values)
+	case *ArrayExpr:
+		exprs(n.Elems)
+	case *Subscript:
+		expr(n.X)
+		expr(n.Index)
 	case *FuncCall:
 		exprs(n.Args)
 		orders(n.OrderBy)
@@ -151,6 +156,7 @@ func Walk(n Node, fn func(Node) bool) {
 			Walk(n.Query, fn)
 		}
 		exprs(n.Array)
+		expr(n.ArrayExpr)
 		if n.Param != nil {
 			Walk(n.Param, fn)
 		}

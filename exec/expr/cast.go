@@ -84,6 +84,9 @@ func newCast(x node, to arrow.DataType, desc string, loc *time.Location) (node, 
 	if from.ID() == arrow.NULL {
 		return newNullConst(to), nil
 	}
+	if (IsArray(from) || IsArray(to)) && !arrow.TypeEqual(from, to) {
+		return newArrayCast(x, to, desc, loc)
+	}
 	c := &castNode{x: x, from: from, to: to, desc: desc, loc: loc}
 	c.fp, c.fs, _ = decimalPS(from)
 	c.tp, c.ts, _ = decimalPS(to)

@@ -67,6 +67,14 @@ func (c *compiler) compileCmp(op cmpOp, a, b node, desc string) (node, error) {
 	if b, err = c.cast(b, t, desc); err != nil {
 		return nil, err
 	}
+	if IsArray(t) {
+		e := Call(FnArrayCmp, LitString(cmpFnOf[op]), Col(0, ""), Col(1, "")) // NB: for the arity; the nodes are a, b
+		n, err := c.compileArray(&e, []node{&constNode{t: arrow.BinaryTypes.String, k: pStr, s: cmpFnOf[op]}, a, b}, desc)
+		if err != nil {
+			return nil, err
+		}
+		return fold(n, a, b), nil
+	}
 	if t.ID() == arrow.INTERVAL_MONTH_DAY_NANO {
 		// Intervals compare as PostgreSQL's do: by their span with a
 		// month of 30 days ('1 month' = '30 days'), as 128-bit

@@ -48,6 +48,7 @@ const (
 	pD128              // []decimal128.Num: decimal128
 	pStr               // off/str: utf8, binary
 	pIv                // []arrow.MonthDayNanoInterval
+	pList              // arr: an arrow list array of the batch's rows (array.go)
 )
 
 // kindOf returns the physical representation of dt; ok is false for types
@@ -80,6 +81,10 @@ func kindOf(dt arrow.DataType) (pkind, bool) {
 		return pStr, true
 	case arrow.INTERVAL_MONTH_DAY_NANO:
 		return pIv, true
+	case arrow.LIST:
+		if k, ok := kindOf(dt.(*arrow.ListType).Elem()); ok && k != pList && k != pNull {
+			return pList, true
+		}
 	}
 	return 0, false
 }
@@ -100,6 +105,9 @@ type vec struct {
 	// the selection), so a vector can become an Arrow array as is.
 	off []int32
 	str []byte
+	// arr is a pList vector: a list array of the n rows, its validity
+	// the same as nulls.
+	arr arrow.Array
 }
 
 func (v *vec) isNull(i int32) bool { return v.nulls != nil && v.nulls[i] }
@@ -276,6 +284,20 @@ func (c *colNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 	}
 	if n == 0 {
 		*v = vec{off: []int32{0}}
+		if c.k == pList {
+			v.arr = a
+		}
+		return v, nil
+	}
+	if c.k == pList {
+		v.arr = a
+		if a.NullN() > 0 {
+			c.nulls = Grow(c.nulls, n)
+			for i := range c.nulls {
+				c.nulls[i] = a.IsNull(i)
+			}
+			v.nulls = c.nulls
+		}
 		return v, nil
 	}
 	vals := c.valueBytes(bufs, off+n)
@@ -412,6 +434,7 @@ type constNode struct {
 	d    decimal128.Num
 	s    string
 	iv   arrow.MonthDayNanoInterval
+	list arrow.Array // pList: a one-row list array
 
 	v      vec
 	filled int // rows of v broadcast so far
@@ -461,6 +484,8 @@ func (c *constNode) eval(b *evalBatch, _ []int32) (*vec, error) {
 			v.off[i] = int32(i * ls)
 		}
 		v.off[m] = int32(m * ls)
+	case pList:
+		v.arr = broadcastList(c.t, c.list, c.null, m)
 	}
 	c.filled = m
 	return v, nil
@@ -504,6 +529,8 @@ func constFromVec(t arrow.DataType, k pkind, v *vec, i int32) *constNode {
 		c.iv = v.iv[i]
 	case pStr:
 		c.s = string(v.strAt(i))
+	case pList:
+		c.list = array.NewSlice(v.arr, int64(i), int64(i)+1)
 	}
 	return c
 }
@@ -877,6 +904,9 @@ func toArray(mem memory.Allocator, v *vec, dt arrow.DataType, n int, sel []int32
 	k, _ := kindOf(dt)
 	if k == pNull {
 		return array.NewNull(n)
+	}
+	if k == pList {
+		return listToArray(mem, v, n, sel, p)
 	}
 	var validity *memory.Buffer
 	nullCount := 0
@@ -1303,6 +1333,8 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 		n, err = c.compileToCharNumber(args, desc)
 	case FnJSONGet, FnJSONGetText, FnJSONPath, FnJSONPathText:
 		n, err = c.compileJSON(e, args, desc)
+	case FnArray, FnArraySub, FnArrayLength, FnCardinality, FnArrayToString, FnStringToArray, FnArrayPosition, FnArrayAny, FnArrayAll, FnArrayCmp:
+		n, err = c.compileArray(e, args, desc)
 	default:
 		return nil, nferr.Queryf("unknown function %q in %s", e.Fn, desc)
 	}

@@ -36,6 +36,9 @@ const (
 	TypeTimestampTZ TypeID = "timestamptz" // arrow timestamp[us, tz=UTC] (SQL TIMESTAMPTZ)
 	TypeTime        TypeID = "time"        // arrow time64[us] (SQL TIME: time of day, no zone)
 	TypeBinary      TypeID = "binary"      // arrow binary (SQL BYTEA)
+	// TypeArray is a one-dimensional array of Elem (SQL T[]): an arrow
+	// list whose items are Elem's type (array.go).
+	TypeArray TypeID = "array"
 )
 
 // MaxDecimalPrecision is the largest decimal precision (decimal128).
@@ -51,7 +54,12 @@ type Type struct {
 	ID        TypeID `json:"id"`
 	Precision int32  `json:"p,omitempty"`
 	Scale     int32  `json:"s,omitempty"`
+	// Elem is the element type of a TypeArray.
+	Elem *Type `json:"elem,omitempty"`
 }
+
+// ArrayOf is the type elem[].
+func ArrayOf(elem Type) Type { return Type{ID: TypeArray, Elem: &elem} }
 
 // Convenience values of the simple types.
 var (
@@ -82,6 +90,11 @@ func (t Type) Validate() error {
 			return nferr.Queryf("type %s takes no precision or scale", t.ID)
 		}
 		return nil
+	case TypeArray:
+		if t.Elem == nil || t.Elem.ID == TypeArray || t.Elem.ID == TypeNull {
+			return nferr.Queryf("an array type needs a scalar element type")
+		}
+		return t.Elem.Validate()
 	case TypeDecimal:
 		if t.Precision < 1 || t.Precision > MaxDecimalPrecision {
 			return nferr.Queryf("decimal precision %d out of range 1..%d", t.Precision, MaxDecimalPrecision)
@@ -126,6 +139,11 @@ func (t Type) Arrow() arrow.DataType {
 			return &arrow.Decimal64Type{Precision: t.Precision, Scale: t.Scale}
 		}
 		return &arrow.Decimal128Type{Precision: t.Precision, Scale: t.Scale}
+	case TypeArray:
+		if t.Elem == nil {
+			return nil
+		}
+		return ArrowList(t.Elem.Arrow())
 	}
 	return nil
 }
@@ -168,6 +186,12 @@ func TypeOf(dt arrow.DataType) (Type, error) {
 		return DecimalType(t.Precision, t.Scale), nil
 	case *arrow.Decimal128Type:
 		return DecimalType(t.Precision, t.Scale), nil
+	case *arrow.ListType:
+		et, err := TypeOf(t.Elem())
+		if err != nil || et.ID == TypeArray || et.ID == TypeNull {
+			break
+		}
+		return ArrayOf(et), nil
 	}
 	return Type{}, nferr.Queryf("unsupported column type %s", dt)
 }
@@ -201,6 +225,10 @@ func (t Type) String() string {
 		return "BYTEA"
 	case TypeDecimal:
 		return fmt.Sprintf("DECIMAL(%d,%d)", t.Precision, t.Scale)
+	case TypeArray:
+		if t.Elem != nil {
+			return t.Elem.String() + "[]"
+		}
 	}
 	return fmt.Sprintf("TYPE(%s)", string(t.ID))
 }

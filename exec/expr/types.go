@@ -129,6 +129,17 @@ func CommonType(a, b arrow.DataType) (arrow.DataType, bool) {
 	if t, ok := timeCommonType(a, b); ok {
 		return t, true
 	}
+	if IsArray(a) || IsArray(b) {
+		// Arrays of a common element type (int[] and bigint[]: bigint[]).
+		if !IsArray(a) || !IsArray(b) {
+			return nil, false
+		}
+		et, ok := CommonType(ArrayElem(a), ArrayElem(b))
+		if !ok {
+			return nil, false
+		}
+		return ArrowList(et), true
+	}
 	if !IsNumeric(a) || !IsNumeric(b) {
 		return nil, false
 	}

@@ -131,3 +131,6 @@ select j -> 'a' ->> 0, j #>> '{a,b}', j #> '{c}' || 'x' from t where j->>'k' = '
 select a from t where a = any (array[1, 2]) and b <> all ('{x,"y z",NULL}'::text[]) and c > any (array[]::int[]);
 select a from t where a = any ($1) and b = any (('{x}'));
 select a similar to 'x%' escape '!', b not similar to '(a|b)_' from t;
+select array[1, 2, a], array[]::int[], a[1], (array[1,2])[2], '{1,NULL}'::bigint[], cast(b as text array), c::int2vector from t;
+select a from t where 1 = any (t.arr) and x <> all (string_to_array(s, ',')) and y = any (array[1] || z);
+create table arr_t (a integer[], b text[][], c bigint array);
