@@ -142,6 +142,12 @@ func (b *binder) arrayFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			args[i] = plan.ResolveUntyped(args[i], plan.ArrayOf(plan.TypString))
 			return nil
 		}
+		if arrow.TypeEqual(args[i].Type(), plan.TypNull) {
+			// NB: a column of NULLs (pg_database.datacl): a text[] of
+			// NULLs, as psql's \l reads it.
+			args[i] = &plan.CastExpr{Zone: b.zone, X: args[i], Typ: plan.ArrayOf(plan.TypString)}
+			return nil
+		}
 		return fmt.Errorf("function %s(%s) does not exist: argument %d must be an array", name, typeList(args), i+1)
 	}
 	arity := func(lo, hi int) error {

@@ -236,5 +236,5 @@ SELECT
               ORDER BY
                   t.relname,
                   i.relname
--- error: syntax error at line 14, column 70: ANY (...) takes a subquery, ARRAY[...] or an array literal '{...}' (nicflow has no array columns)
+-- error: line 10, column 30: relation "pg_index" does not exist
 
