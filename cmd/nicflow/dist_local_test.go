@@ -242,15 +242,16 @@ func TestCrossStageKeyFilters(t *testing.T) {
 // far from its real size on 4 simulated workers: adaptive execution
 // changes how the build reaches the probe (or prunes the join), and the
 // answer equals the embedded one and the static plan's.
-func TestAdaptiveStrategyChanges(t *testing.T) {
-	dir := t.TempDir()
-	sess, err := engine.Open(dir, engine.Options{Storage: storage.Options{Write: storage.WriteOptions{RowGroupRows: 500, FileRows: 2000}}})
+// adaptiveTables opens a session over probe (4,000 rows) and dim (20,000
+// rows whose a and b are equal, so a filter on both is estimated as if they
+// were independent), in small row groups.
+func adaptiveTables(t *testing.T) *engine.Session {
+	t.Helper()
+	sess, err := engine.Open(t.TempDir(), engine.Options{Storage: storage.Options{Write: storage.WriteOptions{RowGroupRows: 500, FileRows: 2000}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sess.Close()
-	// probe: 4,000 rows; dim: 20,000 rows whose a and b are equal (so a
-	// filter on both is estimated as if they were independent).
+	t.Cleanup(func() { sess.Close() })
 	for _, q := range []string{
 		`create table probe as select i as k, i % 7 as v from generate_series(1, 4000) g(i)`,
 		`create table dim as select i as k, i % 10 as a, i % 10 as b from generate_series(1, 20000) g(i)`,
@@ -261,6 +262,37 @@ func TestAdaptiveStrategyChanges(t *testing.T) {
 		}
 		r.Close()
 	}
+	return sess
+}
+
+// adaptiveAnswer runs sql with dist.RunDistributedLocal under a checked
+// allocator and returns its rows and the plan that ran.
+func adaptiveAnswer(t *testing.T, sess *engine.Session, sql string, o dist.DistOptions) ([][]string, *dist.DistPlan) {
+	t.Helper()
+	dq, err := sess.PrepareDistributed(context.Background(), sql, 0, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	res, err := dist.RunDistributedLocal(context.Background(), dq.Plan, dist.LocalDistOptions{Source: sess.DB(), Alloc: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][]string
+	for _, rec := range res.Records {
+		rows, err := engine.RowsText(rec, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, rows...)
+		rec.Release()
+	}
+	mem.AssertSize(t, 0)
+	return got, res.Plan
+}
+
+func TestAdaptiveStrategyChanges(t *testing.T) {
+	sess := adaptiveTables(t)
 	for _, c := range []struct {
 		name, sql string
 		after     string // the strategy the re-planned build must have
@@ -277,32 +309,14 @@ func TestAdaptiveStrategyChanges(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			want := embeddedAnswer(t, sess, c.sql)
 			static, _ := distLocalAnswer(t, sess, c.sql, dist.DistOptions{Workers: 4, Parallelism: 2, AdaptiveWaves: -1}, memory.DefaultAllocator)
-			dq, err := sess.PrepareDistributed(context.Background(), c.sql, 0, dist.DistOptions{Workers: 4, Parallelism: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			res, err := dist.RunDistributedLocal(context.Background(), dq.Plan, dist.LocalDistOptions{Source: sess.DB(), Alloc: mem})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got [][]string
-			for _, rec := range res.Records {
-				rows, err := engine.RowsText(rec, "")
-				if err != nil {
-					t.Fatal(err)
-				}
-				got = append(got, rows...)
-				rec.Release()
-			}
-			mem.AssertSize(t, 0)
+			got, ran := adaptiveAnswer(t, sess, c.sql, dist.DistOptions{Workers: 4, Parallelism: 2})
 			changed := false
-			for _, st := range res.Plan.Adaptive {
+			for _, st := range ran.Adaptive {
 				t.Logf("%v", st)
 				changed = changed || (st.After == c.after && st.Before != st.After)
 			}
 			if !changed {
-				t.Errorf("no build side changed to %s at run time: %v\n%s", c.after, res.Plan.Adaptive, dist.ExplainDistributed(dq.Plan, nil))
+				t.Errorf("no build side changed to %s at run time: %v\n%s", c.after, ran.Adaptive, dist.ExplainDistributed(ran, nil))
 			}
 			if fmt.Sprint(got) != fmt.Sprint(want) || fmt.Sprint(static.Rows) != fmt.Sprint(want) {
 				t.Errorf("answers differ:\nadaptive %v\nstatic   %v\nembedded %v", got, static.Rows, want)
@@ -317,22 +331,7 @@ func TestAdaptiveStrategyChanges(t *testing.T) {
 // probe rows of its partitions copied to each), and the answer is the
 // embedded one.
 func TestAdaptiveSkewSplit(t *testing.T) {
-	dir := t.TempDir()
-	sess, err := engine.Open(dir, engine.Options{Storage: storage.Options{Write: storage.WriteOptions{RowGroupRows: 500, FileRows: 2000}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	for _, q := range []string{
-		`create table probe as select i as k, i % 7 as v from generate_series(1, 4000) g(i)`,
-		`create table dim as select i as k, i % 10 as a, i % 10 as b from generate_series(1, 20000) g(i)`,
-	} {
-		r, err := sess.Query(context.Background(), q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.Close()
-	}
+	sess := adaptiveTables(t)
 	// 2,000 build rows (estimated 200): 1,600 of key 1, 400 of distinct
 	// keys; probe keys 1..4000 with every third row's key 1 as well.
 	sql := `select count(*), sum(p.v), sum(d.k) from (select case when k % 3 = 0 then 1 else k end as k, v from probe) p
@@ -343,33 +342,15 @@ func TestAdaptiveSkewSplit(t *testing.T) {
 		if skew < 0 {
 			o.SkewFactor = -1
 		}
-		dq, err := sess.PrepareDistributed(context.Background(), sql, 0, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-		res, err := dist.RunDistributedLocal(context.Background(), dq.Plan, dist.LocalDistOptions{Source: sess.DB(), Alloc: mem})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got [][]string
-		for _, rec := range res.Records {
-			rows, err := engine.RowsText(rec, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, rows...)
-			rec.Release()
-		}
-		mem.AssertSize(t, 0)
+		got, ran := adaptiveAnswer(t, sess, sql, o)
 		split := ""
-		for _, st := range res.Plan.Adaptive {
+		for _, st := range ran.Adaptive {
 			t.Logf("%v", st)
 			if st.Split != "" {
 				split = st.Split
 			}
 		}
-		plan := dist.ExplainDistributed(res.Plan, nil)
+		plan := dist.ExplainDistributed(ran, nil)
 		switch {
 		case skew > 0 && (split == "" || !strings.Contains(plan, "spread over tasks") || !strings.Contains(plan, "copied to tasks")):
 			t.Errorf("no task split:\n%s", plan)
