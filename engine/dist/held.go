@@ -165,14 +165,10 @@ func holdFragment(env *exec.Env, f *Fragment, store *HeldStore, ops []exec.Opera
 	for i, op := range ops {
 		streams[i] = &heldStream{}
 		var hist *keyHist
+		// NB: a key column the partitioner cannot hash gets no histogram
+		// (no skew split); the rows are held as ever.
 		if len(f.Out.HistKeys) > 0 {
-			p, err := exec.NewHashPartitioner(sch, f.Out.HistKeys, 1)
-			if err != nil {
-				// NB: a key column the partitioner cannot hash: no
-				// histogram (no skew split), the rows are held as ever.
-				p = nil
-			}
-			if p != nil {
+			if p, err := exec.NewHashPartitioner(sch, f.Out.HistKeys, 1); err == nil {
 				hists[i] = make([]int64, phys.HistBuckets)
 				hist = &keyHist{p: p, counts: hists[i]}
 			}
