@@ -835,12 +835,16 @@ func (c cgroupFS) pids(prefix string) []int {
 
 // removeCgroupDir removes an empty cgroup directory. A cgroup whose last
 // process has just exited stays busy until the kernel has moved the task
-// out (it does so asynchronously), so EBUSY is retried for up to a second.
+// out (it does so asynchronously) and until the process is reaped (a
+// zombie stays in its cgroup), so EBUSY is retried for about 2 s.
 func removeCgroupDir(dir string) error {
 	var err error
 	for wait := time.Millisecond; ; wait *= 2 {
-		if err = os.Remove(dir); err == nil || !errors.Is(err, syscall.EBUSY) || wait > 512*time.Millisecond {
+		if err = os.Remove(dir); err == nil || !errors.Is(err, syscall.EBUSY) {
 			return err
+		}
+		if wait > time.Second {
+			return fmt.Errorf("%w (a process of the lab, or a zombie its parent has not reaped, is still in it)", err)
 		}
 		time.Sleep(wait)
 	}

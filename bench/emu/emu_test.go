@@ -217,13 +217,18 @@ func TestLab(t *testing.T) {
 	if err := sleeper.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// The sleeper is reaped as soon as it dies, as an abandoned lab's
+	// orphans are by init: an unreaped zombie keeps its cgroup busy, and
+	// the cleanup cannot reap another process's child (CI failed so).
+	waited := make(chan error, 1)
+	go func() { waited <- sleeper.Wait() }()
 	lab.lock.Close()
 	lab.closed = true
 	lab2, err := New(ctx, Options{Prefix: prefix, Hosts: []HostSpec{{Name: "x"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sleeper.Wait(); err == nil {
+	if err := <-waited; err == nil {
 		t.Error("the sleeper of the abandoned lab was not killed")
 	}
 	if _, err := New(ctx, Options{Prefix: prefix, Hosts: []HostSpec{{Name: "y"}}}); err == nil {
