@@ -20,6 +20,9 @@
 //	                start fragments, stream the result) and SQLWorker (worker: shuffle agent,
 //	                fragment executor, scan and shuffle metrics)
 //	retry.go        retryWriter: a query's result held back while the query may be retried
+//	admission.go    the coordinator's admission control: Options.Memory shared by its queries
+//	                through engine.Admission (Query.Admit: FIFO queue, minimum grant,
+//	                statement_timeout, MaxQueued), the nicflow_admission_* collectors
 //	local.go        LocalCluster: a whole cluster as child processes (process group, Pdeathsig,
 //	                restart of dead workers and storage nodes)
 //	admin.go        /metrics (latency histograms: LatencyBuckets), /status, /debug/pprof;
@@ -54,6 +57,11 @@
 //     max message size) and checksummed (xxh3); metadata, frames and tickets
 //     are parsed without panics (fuzzed), and IPC decoding of task output
 //     recovers panics into KindData errors.
+//   - INVARIANT: a query's coordinator memory is admitted once. Query.Admit
+//     reserves it before the query starts; a retried attempt reuses the
+//     grant; what the coordinator holds for the query (the retry buffer,
+//     what it runs itself) is charged to it; the grant is returned when the
+//     query finishes, whatever its end.
 //   - Reservations: cores and memory placed by the scheduler are released
 //     when the task ends, when the query ends (unused placements), or when
 //     the worker leaves.

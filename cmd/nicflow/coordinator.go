@@ -80,6 +80,16 @@ connections are limited as "nicflow serve" limits them:
 --pg-max-connections (default 100; past it SQLSTATE 53300, "sorry, too
 many clients already"), --pg-auth-timeout (1m) and --pg-idle-timeout (1h).
 
+The coordinator's --memory (default 60% of the machine) is shared by the
+queries it runs, as "nicflow serve" shares its own: a query reserves the
+result it may hold back for retries (at most --retry-buffer; a statement
+the coordinator runs itself, --query-memory) before it starts, and
+otherwise waits in a queue of at most --max-queued queries until it fits
+or a sixteenth of --memory is free. SET statement_timeout bounds the wait
+(SQLSTATE 57014); one query more than the queue holds fails at once
+(55006, retry later). A waiting query shows as queued in SHOW QUERIES and
+the console; /metrics has the nicflow_admission_* figures.
+
 Every node needs the cluster's key directory (--keys): create it once with
 "nicflow cluster init --dir KEYDIR" and copy it to every machine (see
 docs/cluster.md for per-node certificates instead).`,
