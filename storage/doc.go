@@ -120,6 +120,14 @@
 // whose memory is Arrow's month-day-nano value, named in the footer's
 // key-value metadata (types.go: intervalKey); they keep no statistics.
 //
+// Foreign files (parquet_columns.go, decisions D56): ENUM and JSON read
+// as utf8, BSON and un-annotated BYTE_ARRAY or FIXED_LEN_BYTE_ARRAY as
+// bytea, UUID as its canonical text, FLOAT16 as float64, Parquet's 12-byte
+// INTERVAL as month-day-nano, INT96 as a timestamp. A column nicflow does
+// not read (nested LIST/STRUCT/MAP, repeated, unknown leaf types) leaves
+// its file readable: Table.Unreadable lists it, and a query reading it
+// fails with Unreadable.Err, a KindData error naming column and file.
+//
 // # Scans
 //
 // A ScanSpec (plain data, JSON in Flight tickets) names the table, optionally

@@ -23,7 +23,7 @@ import (
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
-// S3 object storage (decisions D5x-s3): s3://bucket/key names an object
+// S3 object storage (decisions D55): s3://bucket/key names an object
 // of an S3-compatible server, read and written through minio-go.
 //
 // Reads: Open asks for the object's size and ETag (HEAD), then every read

@@ -13,7 +13,7 @@ import (
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
-// Columns of foreign Parquet files (decisions D5x-parquetany). A file
+// Columns of foreign Parquet files (decisions D56). A file
 // written by another tool may hold columns nicflow does not read: nested
 // ones (LIST, STRUCT, MAP, repeated fields) and leaves of a type nicflow
 // has no reading for. Such a column does not make the file unreadable:
