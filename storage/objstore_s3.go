@@ -516,20 +516,11 @@ func (r *s3Reader) Close() error               { return nil }
 func (r *s3Reader) Seek(off int64, whence int) (int64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	switch whence {
-	case io.SeekStart:
-	case io.SeekCurrent:
-		off += r.pos
-	case io.SeekEnd:
-		off += r.info.size
-	default:
-		return 0, fmt.Errorf("seek %s: bad whence %d", r.name, whence)
+	pos, err := seekOffset(r.name, r.pos, r.info.size, off, whence)
+	if err == nil {
+		r.pos = pos
 	}
-	if off < 0 {
-		return 0, fmt.Errorf("seek %s: negative offset", r.name)
-	}
-	r.pos = off
-	return off, nil
+	return pos, err
 }
 
 func (r *s3Reader) Read(p []byte) (int, error) {

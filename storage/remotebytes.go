@@ -319,20 +319,29 @@ func (h *remoteFile) ReadAt(p []byte, off int64) (int, error) {
 func (h *remoteFile) Seek(offset int64, whence int) (int64, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	pos, err := seekOffset(h.f.Path, h.pos, h.f.Size, offset, whence)
+	if err == nil {
+		h.pos = pos
+	}
+	return pos, err
+}
+
+// seekOffset is io.Seeker's arithmetic for a reader of a file of size
+// bytes at pos: the new position, or an error naming the file.
+func seekOffset(name string, pos, size, off int64, whence int) (int64, error) {
 	switch whence {
 	case io.SeekStart:
 	case io.SeekCurrent:
-		offset += h.pos
+		off += pos
 	case io.SeekEnd:
-		offset += h.f.Size
+		off += size
 	default:
-		return 0, fmt.Errorf("seek: bad whence %d", whence)
+		return 0, fmt.Errorf("seek %s: bad whence %d", name, whence)
 	}
-	if offset < 0 {
-		return 0, fmt.Errorf("seek to %d", offset)
+	if off < 0 {
+		return 0, fmt.Errorf("seek %s: negative offset %d", name, off)
 	}
-	h.pos = offset
-	return offset, nil
+	return off, nil
 }
 
 func (h *remoteFile) Close() error {
