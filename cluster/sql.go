@@ -973,6 +973,13 @@ func (w *SQLWorker) Start(n *Node, listen string) error {
 	} {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: g.name, Help: g.help}, func() float64 { return float64(g.v(a.Stats())) }))
 	}
+	// Parquet pages decompressed on an offload device and on the CPU
+	// (worker --decode-device; the CPU count is every page without one
+	// only when a device is set: shuffle.PageOffload counts device codecs).
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "nicflow_page_decode_pages_total", Help: "Parquet pages this worker decompressed through --decode-device: where=device ran on the device, where=cpu fell back to the worker's cores (the device refused or failed them).", ConstLabels: prometheus.Labels{"where": "device"}},
+		func() float64 { return float64(shuffle.PageOffload.DevicePages.Load()) }))
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "nicflow_page_decode_pages_total", Help: "Parquet pages this worker decompressed through --decode-device: where=device ran on the device, where=cpu fell back to the worker's cores (the device refused or failed them).", ConstLabels: prometheus.Labels{"where": "cpu"}},
+		func() float64 { return float64(shuffle.PageOffload.CPUPages.Load()) }))
 	go func() {
 		<-n.Done()
 		w.Close()

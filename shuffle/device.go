@@ -31,6 +31,9 @@ const (
 	// OpDecompress decompresses Src into Dst, whose length must be the
 	// uncompressed size announced by the frame; Out is Dst on success.
 	OpDecompress
+	// OpKernel runs Kernel(Dst, Src) (a codec the device offers beyond the
+	// frame codecs: Parquet page decompression, pagecodec.go).
+	OpKernel
 )
 
 // Request is one codec operation.
@@ -44,6 +47,9 @@ type Request struct {
 	Err error
 	// Tag is the submitter's; the device does not touch it.
 	Tag any
+	// Kernel is OpKernel's work: it returns the result (a slice of dst
+	// when dst was large enough) or the codec's error.
+	Kernel func(dst, src []byte) ([]byte, error)
 }
 
 // Run executes the request on the calling goroutine (the CPU fallback).
@@ -56,6 +62,8 @@ func (r *Request) Run() {
 		if r.Err == nil {
 			r.Out = r.Dst
 		}
+	case OpKernel:
+		r.Out, r.Err = r.Kernel(r.Dst, r.Src)
 	default:
 		r.Err = nferr.Internalf("shuffle: unknown device op %d", r.Op)
 	}

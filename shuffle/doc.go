@@ -27,6 +27,8 @@
 //   - client.go, endpoint.go: the runtime library.
 //   - exchange.go, arrowipc.go: the API the engine's exchanges use.
 //   - codec.go, device.go: frame codecs on offload devices.
+//   - pagecodec.go: Parquet page decompression on an offload device
+//     (OffloadParquetDecompression wraps arrow-go's codec registry).
 //
 // Invariants:
 //

@@ -519,16 +519,18 @@ type localWorkerFlags struct {
 	noLocalReads bool
 	scanCodec    string
 	scanMode     string
+	decodeDevice string
 }
 
 // addFlags defines --worker-cores, --worker-memory, --no-local-reads,
-// --scan-codec and --scan-mode.
+// --scan-codec, --scan-mode and --decode-device.
 func (w *localWorkerFlags) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&w.cores, "worker-cores", 0, "cores each worker advertises (default: all)")
 	fs.StringVar(&w.memory, "worker-memory", "", "memory each worker gives its tasks, e.g. 1GiB (workers' --memory; their operators spill beyond it; default: 60% of this machine's)")
 	fs.BoolVar(&w.noLocalReads, "no-local-reads", false, "workers receive every scan over Flight instead of reading the storage nodes' files on this machine")
 	fs.StringVar(&w.scanCodec, "scan-codec", "", "compression of scans served as rows over Flight: none, lz4 or zstd (workers' --scan-codec)")
 	fs.StringVar(&w.scanMode, "scan-mode", "", "how storage nodes serve scans not read locally: auto (default), bytes or rows (workers' --scan-mode)")
+	fs.StringVar(&w.decodeDevice, "decode-device", "", "where workers decompress Parquet pages: cpu (default) or nic, an emulated NIC engine (workers' --decode-device)")
 }
 
 // args are the workers' extra command-line flags.
@@ -548,6 +550,9 @@ func (w localWorkerFlags) args() []string {
 	}
 	if w.scanMode != "" {
 		args = append(args, "--scan-mode", w.scanMode)
+	}
+	if w.decodeDevice != "" {
+		args = append(args, "--decode-device", w.decodeDevice)
 	}
 	return args
 }

@@ -172,3 +172,28 @@ func TestClusterLatencyMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeDevice: workers started with --decode-device nic decompress
+// the Parquet pages they scan on the emulated NIC engine (request queues,
+// CPU fallback), the 22 TPC-H queries answer right, and the workers'
+// /metrics count the pages the engine decoded.
+func TestDecodeDevice(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	dir := copyTPCH(t, tpchSmallGroups(t, 0.01))
+	lc, cs := localSQLCluster(t, dir, 2, 1, 1, "--decode-device", "nic", "--decode-engines", "2")
+	checkTPCHOnCluster(t, cs, 0.01, "decode device")
+	var device, cpu float64
+	for _, n := range lc.Nodes {
+		if n.Role == cluster.RoleWorker {
+			m := scrape(t, n)
+			device += metricSum(m, "nicflow_page_decode_pages_total", `where="device"`)
+			cpu += metricSum(m, "nicflow_page_decode_pages_total", `where="cpu"`)
+		}
+	}
+	if device == 0 {
+		t.Errorf("no page was decompressed on the workers' decode device (%v on the CPU)", cpu)
+	}
+	t.Logf("pages decompressed on the NIC engine: %v, on the CPU after a refusal: %v", device, cpu)
+}

@@ -7,9 +7,51 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nicflow/nicflow/cluster"
+	"github.com/nicflow/nicflow/shuffle"
 )
 
 var workerFlags nodeFlags
+
+// workerDecodeFlags place the worker's Parquet page decompression
+// (shuffle.OffloadParquetDecompression).
+var workerDecodeFlags struct {
+	device  string
+	engines int
+	cpus    string
+}
+
+// startDecodeDevice routes the process's Parquet page decompression to
+// the device the flags name; the returned stop closes it ("cpu": nothing
+// to start).
+func startDecodeDevice() (stop func(), err error) {
+	f := workerDecodeFlags
+	switch f.device {
+	case "cpu", "":
+		if f.engines != 1 || f.cpus != "" {
+			return nil, usagef("--decode-engines and --decode-cpus go with --decode-device nic")
+		}
+		return func() {}, nil
+	case "nic":
+	default:
+		return nil, usagef("--decode-device %q: want cpu or nic", f.device)
+	}
+	o := shuffle.NICOptions{Engines: f.engines}
+	if f.cpus != "" {
+		if o.CPUs, err = parseCPUList(f.cpus); err != nil {
+			return nil, usagef("--decode-cpus: %v", err)
+		}
+	}
+	dev, err := shuffle.NewNICDevice(o)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	restore, err := shuffle.OffloadParquetDecompression(dev)
+	if err != nil {
+		dev.Close()
+		return nil, err
+	}
+	return func() { restore(); dev.Close() }, nil
+}
 
 // workerExecutors are the task kinds every worker runs; startWorkerNode
 // adds the engine's fragment executor (cluster.FragmentTaskKind) with the
@@ -33,7 +75,14 @@ ephemeral port of the advertise address; scans read from the storage nodes
 holding the files.
 
 Set --cores and --memory to what the node may give to queries (a DPU's ARM
-cores, a container's limits); the scheduler places tasks by them.`,
+cores, a container's limits); the scheduler places tasks by them.
+
+Storage nodes send Parquet pages as stored, and the worker decompresses
+them. --decode-device nic hands that to a decompression engine driven
+through request queues (an emulated SmartNIC engine: --decode-engines
+threads, pinned with --decode-cpus), as a DPU's own engine would take it;
+a page the engine refuses (queue full) or fails decodes on the worker's
+cores. /metrics counts the pages each way (nicflow_page_decode_pages_total).`,
 	Example: `  # on a SmartNIC with 16 ARM cores and 48 GiB, 200 Gbit/s port
   nicflow worker --keys /etc/nicflow/keys --join 10.0.0.1:7946 \
       --advertise 10.0.0.2 --cores 16 --memory 40GiB --nic-bandwidth 200Gbit
@@ -52,6 +101,11 @@ cores, a container's limits); the scheduler places tasks by them.`,
 		if o.Cores > 0 && o.Cores < runtime.GOMAXPROCS(0) && os.Getenv("GOMAXPROCS") == "" {
 			runtime.GOMAXPROCS(o.Cores)
 		}
+		stopDecode, err := startDecodeDevice()
+		if err != nil {
+			return err
+		}
+		defer stopDecode()
 		n, err := startWorkerNode(cmd.Context(), o)
 		if err != nil {
 			return err
@@ -62,5 +116,9 @@ cores, a container's limits); the scheduler places tasks by them.`,
 
 func init() {
 	addNodeFlags(workerCmd, &workerFlags, cluster.RoleWorker)
+	f := workerCmd.Flags()
+	f.StringVar(&workerDecodeFlags.device, "decode-device", "cpu", "where Parquet pages are decompressed: cpu, or nic (an emulated NIC decompression engine behind request queues, falling back to the CPU)")
+	f.IntVar(&workerDecodeFlags.engines, "decode-engines", 1, "engine threads of --decode-device nic")
+	f.StringVar(&workerDecodeFlags.cpus, "decode-cpus", "", "CPUs the --decode-device nic engine threads are pinned to, e.g. 6-7")
 	rootCmd.AddCommand(workerCmd)
 }
