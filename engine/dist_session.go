@@ -150,9 +150,12 @@ func (s *Session) PrepareDistributed(ctx context.Context, script string, k int, 
 	default:
 		return nil, nferr.Queryf("%s is not supported on a cluster: run it embedded (`nicflow sql --dir DIR`)", statementName(st))
 	}
-	pp, err := phys.PlanPhysical(q.Plan, q.Names, phys.PlanOptions{Parallelism: opts.Parallelism})
+	pp, err := phys.PlanPhysical(q.Plan, q.Names, phys.PlanOptions{Parallelism: opts.Parallelism, Disabled: physDisabled(s.opts.DisabledRules)})
 	if err != nil {
 		return nil, err
+	}
+	if x, ok := st.(*bind.ExplainStmt); ok && x.Verbose {
+		dq.logical += explainRules(q.Rules, s.opts.DisabledRules) + phys.ExplainRules(pp.Rules)
 	}
 	if s.adaptiveOff {
 		opts.AdaptiveWaves = -1

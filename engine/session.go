@@ -111,7 +111,7 @@ func (o *Options) Validate() error {
 	if o.SpillLimit < 0 {
 		return nferr.Queryf("spill limit %d must not be negative", o.SpillLimit)
 	}
-	if err := opt.CheckDisabledRules(o.DisabledRules); err != nil {
+	if err := checkDisabledRules(o.DisabledRules); err != nil {
 		return err
 	}
 	if o.BatchSize < 1 || o.BatchSize > maxBatchSize {
@@ -642,7 +642,7 @@ func (s *Session) runStmt(ctx context.Context, st bind.Statement) (*Result, erro
 
 // plan turns an optimized query into a physical plan.
 func (s *Session) plan(q *bind.QueryStmt) (*phys.PhysPlan, error) {
-	return phys.PlanPhysical(q.Plan, q.Names, phys.PlanOptions{Parallelism: s.opts.Parallelism, Local: true})
+	return phys.PlanPhysical(q.Plan, q.Names, phys.PlanOptions{Parallelism: s.opts.Parallelism, Local: true, Disabled: physDisabled(s.opts.DisabledRules)})
 }
 
 func (s *Session) newEnv(ctx context.Context) (*exec.Env, context.CancelFunc) {
@@ -812,6 +812,7 @@ func (s *Session) explain(ctx context.Context, x *bind.ExplainStmt) (*Result, er
 	text.WriteString(opt.ExplainPlan(q.Plan, opt.ExplainOptions{Verbose: x.Verbose}))
 	if x.Verbose {
 		text.WriteString(explainRules(q.Rules, s.opts.DisabledRules))
+		text.WriteString(phys.ExplainRules(pp.Rules))
 	}
 	if !x.Analyze {
 		text.WriteString("Physical plan (parallelism " + strconv.Itoa(s.opts.Parallelism) + "):\n")
@@ -1374,6 +1375,36 @@ const (
 const knownSettings = "memory_limit, parallelism, batch_size, query_retries, spill_dir, spill_limit, disabled_rules, adaptive, adaptive_skew_rows, timezone"
 
 // parseRuleList reads SET disabled_rules' value.
+// checkDisabledRules validates rule names to disable: optimizer rules
+// that may be disabled (opt.CheckDisabledRules) and physical rules
+// (phys.Rules).
+func checkDisabledRules(names []string) error {
+	var logical []string
+	for _, n := range names {
+		if !phys.IsRule(n) {
+			logical = append(logical, n)
+		}
+	}
+	if err := opt.CheckDisabledRules(logical); err != nil {
+		if strings.HasPrefix(err.Error(), "unknown") {
+			return nferr.Queryf("%v; physical rules: %s", err, strings.Join(phys.RuleNames(), ", "))
+		}
+		return err
+	}
+	return nil
+}
+
+// physDisabled is the physical rules among the disabled rules.
+func physDisabled(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if phys.IsRule(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 func parseRuleList(v string) []string {
 	var out []string
 	for _, f := range strings.Split(v, ",") {

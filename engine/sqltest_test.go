@@ -13,6 +13,7 @@ import (
 
 	"github.com/nicflow/nicflow/engine/dist"
 	"github.com/nicflow/nicflow/engine/opt"
+	"github.com/nicflow/nicflow/engine/phys"
 	"github.com/nicflow/nicflow/engine/sql"
 	"github.com/nicflow/nicflow/storage"
 
@@ -97,7 +98,8 @@ func ruleSetups() []sqlSetup {
 			out = append(out, sqlSetup{name: "no-" + r.Name, opts: Options{Parallelism: 2, DisabledRules: []string{r.Name}}})
 		}
 	}
-	return out
+	// The physical rules at once (each alone runs in TestTPCHRulesDisabled).
+	return append(out, sqlSetup{name: "no-physical-rules", opts: Options{Parallelism: 2, DisabledRules: phys.RuleNames()}})
 }
 
 type sqlRecord struct {

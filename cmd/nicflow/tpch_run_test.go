@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/nicflow/nicflow/engine/opt"
+	"github.com/nicflow/nicflow/engine/phys"
 
 	"github.com/nicflow/nicflow/engine"
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -123,12 +124,18 @@ func TestTPCHRulesDisabled(t *testing.T) {
 		t.Skip("-short")
 	}
 	dir := tpchDir(t, 0.01)
+	var names []string
 	for _, r := range opt.Rules {
 		if r.Required || r.Name == opt.RulePushdown {
 			continue
 		}
-		t.Run("no-"+r.Name, func(t *testing.T) {
-			sess, err := engine.Open(dir, engine.Options{Parallelism: 2, DisabledRules: []string{r.Name}})
+		names = append(names, r.Name)
+	}
+	// Physical rules too (phys.Rules): each is an optimization only.
+	names = append(names, phys.RuleNames()...)
+	for _, name := range names {
+		t.Run("no-"+name, func(t *testing.T) {
+			sess, err := engine.Open(dir, engine.Options{Parallelism: 2, DisabledRules: []string{name}})
 			if err != nil {
 				t.Fatal(err)
 			}

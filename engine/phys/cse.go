@@ -66,6 +66,9 @@ func cseCandidates(es []plan.Expr) (map[string]int, map[string]plan.Expr) {
 // appending them as columns) and returns the expressions rewritten to read
 // them. Without common subexpressions it returns its arguments.
 func (pl *physPlanner) cse(in *pnode, exprs []plan.Expr) (*pnode, []plan.Expr, error) {
+	if pl.disabled[RuleCSE] {
+		return in, exprs, nil
+	}
 	var hoisted []plan.Expr
 	var ids []plan.ColumnID
 	for {
@@ -104,6 +107,7 @@ func (pl *physPlanner) cse(in *pnode, exprs []plan.Expr) (*pnode, []plan.Expr, e
 	if len(hoisted) == 0 {
 		return in, exprs, nil
 	}
+	pl.use(RuleCSE)
 	// NB: hoisted expressions are not rewritten (each reads only the
 	// input's columns), so one projection computes them all.
 	op := &ProjectOp{}

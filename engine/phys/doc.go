@@ -14,6 +14,8 @@
 // operators only the engine builds (morsel scans, shared materializations,
 // single-row checks) and the EXPLAIN ANALYZE counters (OpStats).
 //
+// rules.go names the optional choices of lowering (physical rules: SET
+// disabled_rules turns them off, EXPLAIN VERBOSE reports their uses).
 // segment.go decides which aggregates are segmented (grouped on a key
 // stored in order: no repartition, groups emitted a row group at a time).
 // keyfilter.go decides which hash join publishes its build keys to which

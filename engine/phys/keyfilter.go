@@ -147,7 +147,7 @@ func joinKeyFilters(n *PhysNode) []keyFilterTarget { return joinKeyFiltersVia(n,
 // exchanges through via (nil: it stops there).
 func joinKeyFiltersVia(n *PhysNode, via func(*PhysNode) (*PhysNode, int, bool)) []keyFilterTarget {
 	spec := n.Join
-	if len(n.Inputs) != 2 || !spec.ProbeDropsUnmatched() {
+	if len(n.Inputs) != 2 || n.NoKeyFilters || !spec.ProbeDropsUnmatched() {
 		return nil
 	}
 	probe, build, keys, bkeys := n.Inputs[0], n.Inputs[1], spec.LeftKeys, spec.RightKeys

@@ -111,6 +111,8 @@ type PhysPlan struct {
 	Shared []*PhysShared `json:"shared,omitempty"`
 	// Names are the result's column names (Root's columns, in order).
 	Names []string `json:"names"`
+	// Rules is what each physical rule did (EXPLAIN VERBOSE; rules.go).
+	Rules []RuleUse `json:"rules,omitempty"`
 }
 
 // PhysShared is a subplan computed once and read by shared_scan nodes.
@@ -139,6 +141,9 @@ type PhysNode struct {
 	// EstRows is the optimizer's estimate of the node's output rows (all
 	// streams together).
 	EstRows float64 `json:"est_rows"`
+	// NoKeyFilters: a hash join that publishes no join key filter (the
+	// join_key_filters rule disabled).
+	NoKeyFilters bool `json:"no_key_filters,omitempty"`
 
 	Scan        *ScanOp                  `json:"scan,omitempty"`
 	Values      *ValuesOp                `json:"values,omitempty"`

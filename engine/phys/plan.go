@@ -75,6 +75,9 @@ type PlanOptions struct {
 	// cut into distributed stages), which allows segmented aggregation
 	// (segment.go).
 	Local bool
+	// Disabled names physical rules not to apply (rules.go; SET
+	// disabled_rules lists them with the optimizer's).
+	Disabled []string
 }
 
 // Validate fills defaults and checks the options.
@@ -87,6 +90,11 @@ func (o *PlanOptions) Validate() error {
 	}
 	if o.RepartitionGroups == 0 {
 		o.RepartitionGroups = 100_000
+	}
+	for _, r := range o.Disabled {
+		if !IsRule(r) {
+			return nferr.Queryf("unknown physical rule %q (physical rules: %s)", r, strings.Join(RuleNames(), ", "))
+		}
 	}
 	return nil
 }
@@ -115,7 +123,10 @@ func PlanPhysical(p plan.Plan, names []string, opts PlanOptions) (pp *PhysPlan, 
 			pp, err = nil, nferr.Internalf("physical planner bug (please report): %v", r)
 		}
 	}()
-	pl := &physPlanner{opts: opts, est: opt.NewEstimator(), shared: map[*plan.SharedDef]int{}}
+	pl := &physPlanner{opts: opts, est: opt.NewEstimator(), shared: map[*plan.SharedDef]int{}, disabled: map[string]bool{}, uses: map[string]int{}}
+	for _, r := range opts.Disabled {
+		pl.disabled[r] = true
+	}
 	cols := p.Columns()
 	root, err := pl.plan(p, plan.ColSetOf(cols))
 	if err != nil {
@@ -131,6 +142,16 @@ func PlanPhysical(p plan.Plan, names []string, opts PlanOptions) (pp *PhysPlan, 
 	if len(out.Names) != len(cols) {
 		return nil, nferr.Internalf("physical planner: %d names for %d columns", len(names), len(cols))
 	}
+	if !pl.disabled[RuleJoinKeyFilters] {
+		// NB: filters are chosen when the plan (or a fragment of it) is
+		// built; the count is the plan's own, before any cut into stages.
+		roots := []*PhysNode{out.Root}
+		for _, d := range out.Shared {
+			roots = append(roots, d.Root)
+		}
+		pl.uses[RuleJoinKeyFilters] = len(keyFilterTargets(roots...))
+	}
+	out.Rules = pl.ruleUses()
 	return out, nil
 }
 
@@ -151,6 +172,10 @@ type physPlanner struct {
 	// as exec parameters (apply.go); nparams numbers them.
 	params  map[plan.ColumnID]expr.Expr
 	nparams int
+	// disabled are the physical rules not to apply, uses what the others
+	// did (rules.go).
+	disabled map[string]bool
+	uses     map[string]int
 }
 
 // pnode is a planned subtree: its top node and output layout.
@@ -629,7 +654,7 @@ func (pl *physPlanner) aggregate(n *plan.AggregateNode) (*pnode, error) {
 	groups := pl.est.Rows(n)
 	var out *pnode
 	switch {
-	case pl.opts.Local && !distinct && len(spec.GroupCols) > 0 && segmentScan(in.n, spec.GroupCols) != nil:
+	case pl.opts.Local && !distinct && len(spec.GroupCols) > 0 && segmentScan(in.n, spec.GroupCols) != nil && pl.use(RuleSegmentedAgg):
 		// Every group's rows are in one stream and one row group: no
 		// repartition, and groups are emitted a row group at a time.
 		spec.Segmented = true
@@ -638,7 +663,7 @@ func (pl *physPlanner) aggregate(n *plan.AggregateNode) (*pnode, error) {
 		out, err = pl.node(&PhysNode{Kind: PhysHashAgg, Streams: 1, Agg: &spec}, layout, groups, in)
 	case distinct && len(spec.GroupCols) == 0:
 		out, err = pl.node(&PhysNode{Kind: PhysHashAgg, Streams: 1, Agg: &spec}, layout, groups, pl.gather(in))
-	case len(spec.GroupCols) > 0 && (distinct || n.Dedup || groups > pl.opts.RepartitionGroups):
+	case len(spec.GroupCols) > 0 && (distinct || n.Dedup || groups > pl.opts.RepartitionGroups && pl.use(RuleRepartitionAgg)):
 		var rp *pnode
 		if rp, err = pl.repartition(in, spec.GroupCols); err == nil {
 			out, err = pl.node(&PhysNode{Kind: PhysHashAgg, Streams: rp.n.Streams, Agg: &spec}, layout, groups, rp)
@@ -805,7 +830,7 @@ func (pl *physPlanner) hashJoinNode(n *plan.JoinNode, kind plan.JoinKind, left, 
 		// the build rows that match) holds less and probes a smaller table.
 		// NB: "much" because the right side is often a filtered aggregate
 		// (TPC-H Q18: sum(l_quantity) > 300) whose estimate is a guess.
-		if pl.est.Rows(n.Left)*semiBuildLeftFactor < pl.est.Rows(n.Right) {
+		if pl.est.Rows(n.Left)*semiBuildLeftFactor < pl.est.Rows(n.Right) && pl.use(RuleSemiBuildLeft) {
 			spec.Build = exec.SideLeft
 		}
 	}
@@ -825,7 +850,7 @@ func (pl *physPlanner) hashJoinNode(n *plan.JoinNode, kind plan.JoinKind, left, 
 	if spec.Build == exec.SideLeft {
 		probe = right
 	}
-	return pl.node(&PhysNode{Kind: PhysHashJoin, Streams: probe.n.Streams, Join: spec}, layout, est, left, right)
+	return pl.node(&PhysNode{Kind: PhysHashJoin, Streams: probe.n.Streams, Join: spec, NoKeyFilters: pl.disabled[RuleJoinKeyFilters]}, layout, est, left, right)
 }
 
 func (pl *physPlanner) joinLayout(kind plan.JoinKind, n *plan.JoinNode, left, right *pnode) []plan.ColumnID {
