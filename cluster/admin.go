@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -93,6 +94,28 @@ func newNodeMetrics(self NodeInfo) *nodeMetrics {
 		reg.MustRegister(m.taskSeconds)
 	}
 	return m
+}
+
+// registerGossip exports the node's gossip traffic (gossip_count.go):
+// nicflow_gossip_{sent,received}_bytes_total{proto="udp"|"tcp"}.
+func (m *nodeMetrics) registerGossip(self NodeInfo, g *gossipCounters) {
+	for _, s := range []struct {
+		dir, proto string
+		v          *atomic.Int64
+	}{{"sent", "udp", &g.udpOut}, {"received", "udp", &g.udpIn}, {"sent", "tcp", &g.tcpOut}, {"received", "tcp", &g.tcpIn}} {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "nicflow", Name: "gossip_" + s.dir + "_bytes_total",
+			Help:        "Bytes of gossip (memberlist: probes, state, push-pull exchanges; encrypted) this node " + s.dir + ", by protocol.",
+			ConstLabels: prometheus.Labels{"node": self.ID, "role": self.Role.String(), "proto": s.proto}},
+			func() float64 { return float64(s.v.Load()) }))
+	}
+}
+
+// GossipStats are the node's gossip bytes since it started.
+func (n *Node) GossipStats() GossipStats {
+	if n.members == nil {
+		return GossipStats{}
+	}
+	return n.members.gossip.stats()
 }
 
 // StorageMetrics are a storage node's own series: the scans it serves

@@ -551,3 +551,35 @@ func TestRestartedNodeRejoinsUnderItsID(t *testing.T) {
 		}
 	}
 }
+
+// TestGossipCounted: a node counts the gossip it sends and receives, UDP
+// (probes) and TCP (the join's push-pull), and /metrics shows it; what
+// one node sends over UDP the other receives.
+func TestGossipCounted(t *testing.T) {
+	tc := startCluster(t, 1)
+	w := tc.workers[0]
+	time.Sleep(1200 * time.Millisecond) // two probe rounds
+	cs, ws := tc.coord.GossipStats(), w.GossipStats()
+	if cs.UDPSent == 0 || cs.UDPReceived == 0 || ws.UDPSent == 0 || ws.UDPReceived == 0 {
+		t.Errorf("UDP gossip not counted: coordinator %+v, worker %+v", cs, ws)
+	}
+	if ws.TCPSent == 0 || cs.TCPReceived == 0 {
+		t.Errorf("the worker's join (a push-pull over TCP) not counted: coordinator %+v, worker %+v", cs, ws)
+	}
+	// Packets in flight aside, one's UDP out is the other's in.
+	if d := cs.UDPSent - ws.UDPReceived; d < -2000 || d > 2000 {
+		t.Errorf("coordinator sent %d UDP bytes, the worker received %d", cs.UDPSent, ws.UDPReceived)
+	}
+	resp, err := http.Get("http://" + w.Self().AdminAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{`nicflow_gossip_sent_bytes_total{node="w1",proto="udp",role="worker"}`, `nicflow_gossip_received_bytes_total{node="w1",proto="tcp",role="worker"}`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("worker /metrics lacks %s", want)
+		}
+	}
+	t.Logf("after ~1 s: coordinator %+v, worker %+v", cs, ws)
+}

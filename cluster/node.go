@@ -139,6 +139,7 @@ func StartNode(ctx context.Context, opts Options, svc Services) (*Node, error) {
 	if err := n.members.start(gc); err != nil {
 		return nil, err
 	}
+	n.metrics.registerGossip(n.self, &n.members.gossip)
 	n.selfMu.Lock()
 	n.self.GossipAddr = n.members.ml.LocalNode().Address()
 	n.selfMu.Unlock()

@@ -42,6 +42,8 @@ the number of nodes:
 
   idle_cores       CPU the whole cluster burns doing nothing (gossip, timers),
                    over 5 s after it settled
+  gossip_kib_s     gossip the whole cluster sends over those 5 s (KiB/s, every
+                   node's nicflow_gossip_sent_bytes_total, UDP and TCP)
   trivial_ms       median latency of "select count(*) from nation" (one task),
                    p90 beside it, from a client in this process
   rowgroup_ms      median latency of a scan of one row group of lineitem
@@ -88,6 +90,8 @@ func init() {
 type scaleRow struct {
 	workers                 int
 	idleCores               float64
+	// gossipBps is the gossip bytes all nodes sent per second at idle.
+	gossipBps float64
 	trivial, trivial90      time.Duration
 	rowGroup                time.Duration
 	total                   time.Duration
@@ -183,9 +187,11 @@ func benchScaleOne(ctx context.Context, exe, dir string, n int, sf float64, qs [
 	for _, p := range pids {
 		all = append(all, p)
 	}
+	g0 := gossipSent(lc)
 	c0 := cpuTicks(all)
 	time.Sleep(5 * time.Second)
 	r.idleCores = float64(cpuTicks(all)-c0) / clockTicks / 5
+	r.gossipBps = (gossipSent(lc) - g0) / 5
 
 	cs, err := dialClusterSQL(lc.CoordinatorAddr, lc.KeyDir, io.Discard)
 	if err != nil {
@@ -270,12 +276,12 @@ func benchScaleOne(ctx context.Context, exe, dir string, n int, sf float64, qs [
 }
 
 func printBenchScale(w io.Writer, format string, sf float64, rows []scaleRow) {
-	header := []string{"workers", "idle_cores", "trivial_ms", "trivial_p90_ms", "rowgroup_ms", "total_ms", "tasks", "stages",
+	header := []string{"workers", "idle_cores", "gossip_kib_s", "trivial_ms", "trivial_p90_ms", "rowgroup_ms", "total_ms", "tasks", "stages",
 		"coord_cpu_s", "worker_rss_mib", "worker_rss_max_mib", "coord_rss_mib", "worker_sockets", "worker_sockets_max", "msg_bytes", "frame_bytes", "wrong"}
 	mib := func(b int64) string { return fmt.Sprintf("%.0f", float64(b)/(1<<20)) }
 	var out [][]string
 	for _, r := range rows {
-		out = append(out, []string{strconv.Itoa(r.workers), fmt.Sprintf("%.2f", r.idleCores), ms(r.trivial), ms(r.trivial90), ms(r.rowGroup), ms(r.total),
+		out = append(out, []string{strconv.Itoa(r.workers), fmt.Sprintf("%.2f", r.idleCores), fmt.Sprintf("%.1f", r.gossipBps/1024), ms(r.trivial), ms(r.trivial90), ms(r.rowGroup), ms(r.total),
 			fmt.Sprintf("%.1f", r.tasks), fmt.Sprintf("%.1f", r.stages), fmt.Sprintf("%.2f", r.coordCPU),
 			mib(r.workerRSS), mib(r.workerRSSMax), mib(r.coordRSS), strconv.Itoa(r.sockets), strconv.Itoa(r.socketsMax),
 			fmt.Sprintf("%.0f", r.msgBytes), fmt.Sprintf("%.0f", r.frameBytes), strconv.Itoa(r.wrong)})
@@ -338,6 +344,19 @@ func openSockets(pid int) int {
 		}
 	}
 	return n
+}
+
+// gossipSent sums the gossip bytes every node of lc sent (UDP and TCP,
+// nicflow_gossip_sent_bytes_total); a node whose /metrics does not answer
+// counts nothing.
+func gossipSent(lc *cluster.LocalCluster) float64 {
+	var sum float64
+	for _, node := range lc.Nodes {
+		if m, err := scrapeMetrics(node.AdminAddr); err == nil {
+			sum += promSum(m, "nicflow_gossip_sent_bytes_total")
+		}
+	}
+	return sum
 }
 
 // scrapeMetrics reads a node's /metrics.
