@@ -99,7 +99,7 @@ func (t *countingTransport) forward() {
 }
 
 func (t *countingTransport) PacketCh() <-chan *memberlist.Packet { return t.packets }
-func (t *countingTransport) StreamCh() <-chan net.Conn          { return t.streams }
+func (t *countingTransport) StreamCh() <-chan net.Conn           { return t.streams }
 
 func (t *countingTransport) WriteTo(b []byte, addr string) (time.Time, error) {
 	t.n.udpOut.Add(int64(len(b)))

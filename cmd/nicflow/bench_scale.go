@@ -88,10 +88,10 @@ func init() {
 
 // scaleRow is one cluster size's figures.
 type scaleRow struct {
-	workers                 int
-	idleCores               float64
+	workers   int
+	idleCores float64
 	// gossipBps is the gossip bytes all nodes sent per second at idle.
-	gossipBps float64
+	gossipBps               float64
 	trivial, trivial90      time.Duration
 	rowGroup                time.Duration
 	total                   time.Duration
