@@ -381,6 +381,9 @@ func FuzzUnmarshalFragment(f *testing.F) {
 	}
 	f.Add([]byte(`{"root":{"kind":"remote","streams":3}}`))
 	f.Add([]byte(`{"task":1,"tasks":1,"parallelism":1,"root":{"kind":"scan","streams":1}}`))
+	// A producer of a coalesced stage (Fragment.OutGroups), and a bad one.
+	f.Add([]byte(`{"task":0,"tasks":1,"parallelism":1,"out":{"exchange":1,"kind":"hash","keys":[0],"per_task":2},"out_groups":[0,0,1,1],"root":{"kind":"values","streams":1}}`))
+	f.Add([]byte(`{"task":0,"tasks":1,"parallelism":1,"out":{"exchange":1,"kind":"gather","per_task":1},"out_groups":[1,0],"root":{"kind":"values","streams":1}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fr, err := dist.UnmarshalFragment(b)
 		if err != nil {
