@@ -157,17 +157,24 @@ func Adapt(ctx context.Context, dp *DistPlan, key string, run WaveRunner) (*Dist
 			return nil, err
 		}
 		base = maxStageID(cur)
-		splits := splitSkew(cur, o)
 		for i := range steps {
 			if steps[i].Wave == w {
 				steps[i].After = buildExchange(cur, steps[i].Join)
-				steps[i].Split = splits[steps[i].Join]
 			}
 		}
 	}
 	if cur != dp {
-		// NB: the plan that runs, after its last wave (w-1): a stage
-		// whose inputs proved small runs as fewer tasks.
+		// NB: on the plan that runs, after its last wave (w-1; a split or
+		// coalescing of an earlier wave's plan would be planned away):
+		// skewed tasks are split, then a stage whose inputs proved small
+		// runs as fewer tasks (never one that was split).
+		splits := splitSkew(cur, cur.opts)
+		for i := len(steps) - 1; i >= 0; i-- {
+			if d := splits[steps[i].Join]; d != "" {
+				steps[i].Split = d
+				delete(splits, steps[i].Join)
+			}
+		}
 		steps = append(steps, coalesceStages(cur, cur.opts, w-1)...)
 	}
 	cur.Adaptive = steps
