@@ -651,12 +651,13 @@ func sendFragment(env *exec.Env, f *Fragment, xs map[int]*shuffle.Exchange, ops 
 		}
 		senders[i] = s
 	}
-	spec := exec.NetSendSpec{Kind: f.Out.Kind, Keys: f.Out.Keys, Receivers: len(x.Spec().Receivers),
-		Splits: sendSplits(f.Out.Splits, f.Out.PerTask), SplitCopy: f.Out.SplitCopy, Route: coalesceRoute(f.OutGroups, f.Out.PerTask)}
-	if n := len(f.OutGroups); n > 0 && (f.Out.PerTask < 1 || (f.OutGroups[n-1]+1)*f.Out.PerTask != spec.Receivers) {
+	receivers := len(x.Spec().Receivers)
+	if n := len(f.OutGroups); n > 0 && (f.Out.PerTask < 1 || (f.OutGroups[n-1]+1)*f.Out.PerTask != receivers) {
 		phys.CloseAll(ops)
-		return nferr.Dataf("plan fragment: partitions coalesced into %d tasks of %d receivers, the channel has %d", f.OutGroups[n-1]+1, f.Out.PerTask, spec.Receivers)
+		return nferr.Dataf("plan fragment: partitions coalesced into %d tasks of %d receivers, the channel has %d", f.OutGroups[n-1]+1, f.Out.PerTask, receivers)
 	}
+	spec := exec.NetSendSpec{Kind: f.Out.Kind, Keys: f.Out.Keys, Receivers: receivers,
+		Splits: sendSplits(f.Out.Splits, f.Out.PerTask), SplitCopy: f.Out.SplitCopy, Route: coalesceRoute(f.OutGroups, f.Out.PerTask)}
 	err := exec.NetSend(env, ops, phys.ColumnsSchema(f.Root.Columns), senders, spec, &ctr.Sent)
 	ctr.Out.Rows.Store(ctr.Sent.Rows.Load())
 	ctr.Out.Batches.Store(ctr.Sent.Batches.Load())
