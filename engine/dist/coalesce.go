@@ -17,7 +17,9 @@ import (
 // bounds of many stages' inputs: a held output's rows (and, by their key
 // histogram, how they spread over the partitions), a table's row count
 // (its scan, filtered or not, returns at most that), and what filters,
-// projections, aggregates, semi joins and unions make of them.
+// projections, aggregates, joins (semi joins: their left rows; others: at
+// most every pair, a loose bound that only small inputs keep small) and
+// unions make of them.
 // coalesceStages then runs such a stage as fewer tasks, as Spark's
 // adaptive coalescePartitions does:
 //
@@ -190,13 +192,15 @@ func (dp *DistPlan) maxRows(n *phys.PhysNode, tasks int) (bound float64, known b
 			}
 			return float64(rows), true
 		}
-		// NB: a broadcast's rows reach every task: not bounded here (it
-		// is only ever a join's build side, which bounds nothing).
 		src := dp.Stage(n.Remote.Stage)
-		if src == nil || n.Remote.Kind == exec.ExchangeBroadcast {
+		if src == nil {
 			return 0, false
 		}
-		return dp.maxRows(src.Root, src.Tasks)
+		b, ok := dp.maxRows(src.Root, src.Tasks)
+		if n.Remote.Kind == exec.ExchangeBroadcast {
+			b *= float64(tasks) // every task receives them all
+		}
+		return b, ok
 	case phys.PhysScan:
 		if n.Scan == nil || n.Scan.TableRows <= 0 {
 			return 0, false
@@ -220,10 +224,25 @@ func (dp *DistPlan) maxRows(n *phys.PhysNode, tasks int) (bound float64, known b
 			b += float64(max(n.Streams, 1) * tasks)
 		}
 		return b, ok && n.Agg != nil
-	case phys.PhysHashJoin:
-		if n.Join != nil && (n.Join.Type == exec.JoinSemi || n.Join.Type == exec.JoinAnti || n.Join.Type == exec.JoinMark) {
+	case phys.PhysHashJoin, phys.PhysNLJoin:
+		var typ exec.JoinType
+		switch {
+		case n.Join != nil:
+			typ = n.Join.Type
+		case n.NLJoin != nil:
+			typ = n.NLJoin.Type
+		default:
+			return 0, false
+		}
+		if typ == exec.JoinSemi || typ == exec.JoinAnti || typ == exec.JoinMark {
 			return in(0) // the left rows, each at most once
 		}
+		// NB: every pair at most once (each task's pairs, summed over
+		// the tasks, are at most the product of the totals), and an
+		// outer join's unmatched rows once each.
+		l, lok := in(0)
+		r, rok := in(1)
+		return l*r + l + r, lok && rok
 	case phys.PhysUnion:
 		var sum float64
 		for i := range n.Inputs {
