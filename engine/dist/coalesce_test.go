@@ -177,3 +177,46 @@ func TestCoalesceGroups(t *testing.T) {
 		t.Errorf("a stage scanning by task was coalesced: %v", steps)
 	}
 }
+
+// TestMaxRows: the bounds coalescing trusts.
+func TestMaxRows(t *testing.T) {
+	cols := []phys.PhysColumn{{Name: "k", Type: expr.Type{ID: expr.TypeInt64}}}
+	scan := func(rows float64, replicated bool) *phys.PhysNode {
+		return &phys.PhysNode{Kind: phys.PhysScan, Streams: 1, Columns: cols, Scan: &phys.ScanOp{TableRows: rows, Replicated: replicated}}
+	}
+	join := func(typ exec.JoinType, l, r *phys.PhysNode) *phys.PhysNode {
+		return &phys.PhysNode{Kind: phys.PhysHashJoin, Streams: 1, Columns: cols, Inputs: []*phys.PhysNode{l, r}, Join: &exec.HashJoinSpec{Type: typ, LeftKeys: []int{0}, RightKeys: []int{0}}}
+	}
+	one := func(kind phys.PhysKind, in *phys.PhysNode) *phys.PhysNode {
+		return &phys.PhysNode{Kind: kind, Streams: 2, Columns: cols, Inputs: []*phys.PhysNode{in}}
+	}
+	held := &phys.PhysNode{Kind: phys.PhysRemote, Streams: 1, Columns: cols, Remote: &phys.RemoteOp{Kind: exec.ExchangeHeld, Held: "h", Parts: []phys.HeldPart{{Rows: 3}, {Rows: 4}}}}
+	dp := &DistPlan{Stages: []*Stage{{ID: 1, Tasks: 2, Root: scan(50, false), Out: &StageOut{Exchange: 1, Kind: exec.ExchangeBroadcast, Consumer: 2, PerTask: 1}}}}
+	bcast := &phys.PhysNode{Kind: phys.PhysRemote, Streams: 1, Columns: cols, Remote: &phys.RemoteOp{Exchange: 1, Stage: 1, Kind: exec.ExchangeBroadcast}}
+	union := &phys.PhysNode{Kind: phys.PhysUnion, Streams: 2, Columns: cols, Inputs: []*phys.PhysNode{scan(10, false), held}}
+	for _, c := range []struct {
+		name  string
+		n     *phys.PhysNode
+		bound float64
+		known bool
+	}{
+		{"held", held, 7, true},
+		{"scan", scan(100, false), 100, true},
+		{"replicated scan, 4 tasks", scan(100, true), 400, true},
+		{"no statistics", scan(0, false), 0, false},
+		{"filter", one(phys.PhysFilter, scan(100, false)), 100, true},
+		{"grouped aggregate", &phys.PhysNode{Kind: phys.PhysHashAgg, Streams: 2, Columns: cols, Inputs: []*phys.PhysNode{held}, Agg: &exec.HashAggSpec{GroupCols: []int{0}}}, 7, true},
+		{"global aggregate: a row per stream of each task", &phys.PhysNode{Kind: phys.PhysHashAgg, Streams: 2, Columns: cols, Inputs: []*phys.PhysNode{held}, Agg: &exec.HashAggSpec{}}, 7 + 2*4, true},
+		{"semi join: the left rows", join(exec.JoinSemi, held, scan(0, false)), 7, true},
+		{"inner join: every pair", join(exec.JoinInner, held, scan(10, false)), 7*10 + 7 + 10, true},
+		{"full join of an unknown side", join(exec.JoinFull, held, scan(0, false)), 0, false},
+		{"broadcast: every task all of it", bcast, 50 * 4, true},
+		{"union", union, 17, true},
+		{"series", &phys.PhysNode{Kind: phys.PhysSeries, Streams: 1, Columns: cols}, 0, false},
+	} {
+		b, ok := dp.maxRows(c.n, 4)
+		if ok != c.known || (ok && b != c.bound) {
+			t.Errorf("%s: bound %v (known %v), want %v (%v)", c.name, b, ok, c.bound, c.known)
+		}
+	}
+}
