@@ -166,6 +166,9 @@ func (s *Session) PrepareDistributed(ctx context.Context, script string, k int, 
 	case s.skewRows > 0:
 		opts.SkewRows = s.skewRows
 	}
+	if s.coalesceRows != 0 {
+		opts.CoalesceRows = s.coalesceRows
+	}
 	if dq.Plan, err = dist.PlanDistributed(pp, opts); err != nil {
 		return nil, err
 	}
@@ -180,16 +183,17 @@ type clusterState struct {
 	disabledRules   []string
 	adaptiveOff     bool
 	skewRows        int64
+	coalesceRows    int64
 	client          map[string]string
 	stmtTimeout     time.Duration
 }
 
 func (s *Session) clusterState() clusterState {
-	return clusterState{s.zone, s.zoneShown, s.queryRetries, s.opts.DisabledRules, s.adaptiveOff, s.skewRows, maps.Clone(s.client), s.stmtTimeout}
+	return clusterState{s.zone, s.zoneShown, s.queryRetries, s.opts.DisabledRules, s.adaptiveOff, s.skewRows, s.coalesceRows, maps.Clone(s.client), s.stmtTimeout}
 }
 
 func (s *Session) restoreClusterState(st clusterState) {
-	s.zone, s.zoneShown, s.queryRetries, s.opts.DisabledRules, s.adaptiveOff, s.skewRows, s.client, s.stmtTimeout = st.zone, st.zoneShown, st.queryRetries, st.disabledRules, st.adaptiveOff, st.skewRows, st.client, st.stmtTimeout
+	s.zone, s.zoneShown, s.queryRetries, s.opts.DisabledRules, s.adaptiveOff, s.skewRows, s.coalesceRows, s.client, s.stmtTimeout = st.zone, st.zoneShown, st.queryRetries, st.disabledRules, st.adaptiveOff, st.skewRows, st.coalesceRows, st.client, st.stmtTimeout
 }
 
 // ClusterAdmit is how a coordinator admits a statement of a cluster
@@ -270,9 +274,9 @@ func (s *Session) replaySet(ctx context.Context, script string, st sql.Statement
 	x := st.(*sql.Set)
 	switch name := strings.ToLower(x.Name.Name); {
 	case name == SettingTimeZone || name == "time zone" || name == SettingQueryRetries || name == SettingTaskRetries ||
-		name == SettingDisabledRules || name == SettingAdaptive || name == SettingSkewRows || isClientSetting(name):
+		name == SettingDisabledRules || name == SettingAdaptive || name == SettingSkewRows || name == SettingCoalesceRows || isClientSetting(name):
 	default:
-		return nferr.Queryf("SET %s is not supported on a cluster (it sizes embedded execution; workers size their tasks with their own --memory-limit); supported: timezone, query_retries, disabled_rules, adaptive, adaptive_skew_rows", x.Name.Name)
+		return nferr.Queryf("SET %s is not supported on a cluster (it sizes embedded execution; workers size their tasks with their own --memory-limit); supported: timezone, query_retries, disabled_rules, adaptive, adaptive_skew_rows, adaptive_coalesce_rows", x.Name.Name)
 	}
 	b, err := PrepareIn(s.catalog(), script, st, s.zone, s.opts.DisabledRules...)
 	if err != nil {

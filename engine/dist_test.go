@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,6 +84,49 @@ func TestAdaptivePlansTPCH(t *testing.T) {
 	checkGolden(t, "dist/adaptive.golden", b.String())
 }
 
+// TestAdaptiveCoalescePlans: with a coalescing target above every input
+// (SF1 tables), the re-planned TPC-H plans whose repartitioned stages have
+// bounded inputs run them as one task, and every plan keeps the
+// invariants of a distributed plan (checkDistPlan: a coalesced stage's
+// producers route by its mapping, in fragments that survive a JSON trip).
+func TestAdaptiveCoalescePlans(t *testing.T) {
+	coalesced := 0
+	for q := 1; q <= 22; q++ {
+		_, pp := planTPCH(t, q, 2)
+		dp, err := dist.PlanDistributed(pp, dist.DistOptions{Workers: 4, Parallelism: 2, CoalesceRows: 1 << 40})
+		if err != nil {
+			t.Fatalf("Q%d: %v", q, err)
+		}
+		got, err := dist.Adapt(t.Context(), dp, "test", func(_ context.Context, wave *dist.DistPlan) (map[string][]phys.HeldPart, error) {
+			out := map[string][]phys.HeldPart{}
+			for _, s := range wave.Stages {
+				if s.Out != nil && s.Out.Kind == exec.ExchangeHeld {
+					for i := range s.Tasks {
+						out[s.Out.Held] = append(out[s.Out.Held], phys.HeldPart{Node: i, Rows: 10})
+					}
+				}
+			}
+			return out, nil
+		})
+		if err != nil {
+			t.Fatalf("Q%d: %v", q, err)
+		}
+		for _, st := range got.Adaptive {
+			if c := st.Coalesce; c != nil {
+				coalesced++
+				if s := got.Stage(c.Stage); s == nil || s.Tasks != 1 || c.To != 1 || c.From != 4 {
+					t.Errorf("Q%d: %v, stage %+v", q, st, s)
+				}
+			}
+		}
+		checkDistPlan(t, fmt.Sprintf("Q%d coalesced", q), got)
+	}
+	if coalesced == 0 {
+		t.Error("no stage coalesced")
+	}
+	t.Logf("%d stages coalesced", coalesced)
+}
+
 // checkWave: a wave's last stages are held; every other stage feeds one
 // of its stages.
 func checkWave(t *testing.T, what string, wave *dist.DistPlan) {
@@ -103,6 +147,14 @@ func checkWave(t *testing.T, what string, wave *dist.DistPlan) {
 	}
 }
 
+// consumerOf is the stage s sends to (0: none).
+func consumerOf(s *dist.Stage) int {
+	if s.Out == nil {
+		return 0
+	}
+	return s.Out.Consumer
+}
+
 func checkDistPlan(t *testing.T, what string, dp *dist.DistPlan) {
 	t.Helper()
 	root := dp.Root()
@@ -113,8 +165,18 @@ func checkDistPlan(t *testing.T, what string, dp *dist.DistPlan) {
 		t.Errorf("%s: %d result columns, %d names", what, len(root.Root.Columns), len(dp.Names))
 	}
 	seen := map[int]bool{}
+	// planned is a stage's task count as planned (before coalescing).
+	planned := func(s *dist.Stage) int {
+		if n := len(s.Coalesced); n > 0 {
+			if s.Coalesced[n-1]+1 != s.Tasks {
+				t.Errorf("%s: stage %d of %d tasks coalesced by %v", what, s.ID, s.Tasks, s.Coalesced)
+			}
+			return n
+		}
+		return s.Tasks
+	}
 	for i, s := range dp.Stages {
-		if s.Tasks != 1 && s.Tasks != dp.Workers {
+		if planned(s) != 1 && planned(s) != dp.Workers {
 			t.Errorf("%s: stage %d has %d tasks", what, s.ID, s.Tasks)
 		}
 		if i < len(dp.Stages)-1 {
@@ -131,7 +193,7 @@ func checkDistPlan(t *testing.T, what string, dp *dist.DistPlan) {
 					t.Errorf("%s: gather from stage %d into %d tasks x %d", what, s.ID, c.Tasks, s.Out.PerTask)
 				}
 			case exec.ExchangeHash:
-				if c.Tasks != dp.Workers || s.Out.PerTask != dp.Parallelism {
+				if planned(c) != dp.Workers || s.Out.PerTask != dp.Parallelism {
 					t.Errorf("%s: repartition from stage %d into %d tasks x %d", what, s.ID, c.Tasks, s.Out.PerTask)
 				}
 				for _, k := range s.Out.Keys {
@@ -202,6 +264,9 @@ func checkDistPlan(t *testing.T, what string, dp *dist.DistPlan) {
 			}
 			if got, want := phys.ExplainPhysical(&phys.PhysPlan{Root: back.Root, Shared: back.Shared}, nil), phys.ExplainPhysical(&phys.PhysPlan{Root: s.Root, Shared: s.Shared}, nil); got != want {
 				t.Errorf("%s: stage %d changes in a JSON round trip:\n%s\nwant:\n%s", what, s.ID, got, want)
+			}
+			if c := dp.Stage(consumerOf(s)); c != nil && s.Out.Kind == exec.ExchangeHash && !slices.Equal(back.OutGroups, c.Coalesced) {
+				t.Errorf("%s: stage %d's fragment routes by %v, its consumer is coalesced by %v", what, s.ID, back.OutGroups, c.Coalesced)
 			}
 			if s.Out != nil {
 				sp := back.Channels[s.Out.Exchange]
@@ -316,6 +381,9 @@ func FuzzUnmarshalFragment(f *testing.F) {
 	}
 	f.Add([]byte(`{"root":{"kind":"remote","streams":3}}`))
 	f.Add([]byte(`{"task":1,"tasks":1,"parallelism":1,"root":{"kind":"scan","streams":1}}`))
+	// A producer of a coalesced stage (Fragment.OutGroups), and a bad one.
+	f.Add([]byte(`{"task":0,"tasks":1,"parallelism":1,"out":{"exchange":1,"kind":"hash","keys":[0],"per_task":2},"out_groups":[0,0,1,1],"root":{"kind":"values","streams":1}}`))
+	f.Add([]byte(`{"task":0,"tasks":1,"parallelism":1,"out":{"exchange":1,"kind":"gather","per_task":1},"out_groups":[1,0],"root":{"kind":"values","streams":1}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fr, err := dist.UnmarshalFragment(b)
 		if err != nil {

@@ -141,6 +141,9 @@ type Session struct {
 	adaptiveOff bool
 	// skewRows is SET adaptive_skew_rows (0: the default; -1: no splits).
 	skewRows int64
+	// coalesceRows is SET adaptive_coalesce_rows (0: the default; -1: no
+	// coalescing).
+	coalesceRows int64
 	// zone is SET TIME ZONE's zone (expr.LoadZone's names; "": UTC, the
 	// default): statements bind in it and TIMESTAMPTZ values print in it
 	// (TimeZone, ValueFormatter).
@@ -1367,12 +1370,17 @@ const (
 	// must receive from an input computed ahead before Adapt splits it as
 	// skewed (dist.DistOptions.SkewRows; 0 or default: 100,000; -1: never).
 	SettingSkewRows = "adaptive_skew_rows"
+	// SettingCoalesceRows is the rows a task of a cluster's repartitioned
+	// stage whose inputs proved small takes before Adapt gives the next
+	// partitions another task (dist.DistOptions.CoalesceRows; 0 or
+	// default: 100,000; -1: never coalesce).
+	SettingCoalesceRows = "adaptive_coalesce_rows"
 	// SettingTimeZone is the session time zone: UTC only (docs/sql.md), so
 	// that scripts setting it to UTC run.
 	SettingTimeZone = "timezone"
 )
 
-const knownSettings = "memory_limit, parallelism, batch_size, query_retries, spill_dir, spill_limit, disabled_rules, adaptive, adaptive_skew_rows, timezone"
+const knownSettings = "memory_limit, parallelism, batch_size, query_retries, spill_dir, spill_limit, disabled_rules, adaptive, adaptive_skew_rows, adaptive_coalesce_rows, timezone"
 
 // parseRuleList reads SET disabled_rules' value.
 // checkDisabledRules validates rule names to disable: optimizer rules
@@ -1502,6 +1510,17 @@ func (s *Session) set(name, value string) error {
 		}
 		s.skewRows = n
 		return nil
+	case SettingCoalesceRows:
+		if strings.EqualFold(strings.Trim(v, "'"), "default") {
+			s.coalesceRows = 0
+			return nil
+		}
+		n, err := strconv.ParseInt(strings.Trim(v, "'"), 10, 64)
+		if err != nil || n < -1 {
+			return nferr.Queryf("adaptive_coalesce_rows takes a row count (0 or default: 100000; -1: never coalesce), got %q", value)
+		}
+		s.coalesceRows = n
+		return nil
 	case SettingTimeZone, "time zone":
 		// The binder made the value a zone name (bind.zoneSetting).
 		loc, err := expr.LoadZone(v)
@@ -1590,6 +1609,11 @@ func (s *Session) show(name string) (*Result, error) {
 	case SettingSkewRows:
 		v = strconv.FormatInt(s.skewRows, 10)
 		if s.skewRows == 0 {
+			v = "100000"
+		}
+	case SettingCoalesceRows:
+		v = strconv.FormatInt(s.coalesceRows, 10)
+		if s.coalesceRows == 0 {
 			v = "100000"
 		}
 	case SettingDisabledRules:

@@ -7,17 +7,19 @@ package exec
 // streams of the producing stage's tasks (NetSend drives each stream on
 // its own goroutine, encodes its batches as Arrow IPC payloads and sends
 // them: to receiver 0 for a gather, to every receiver for a broadcast, to
-// the receiver HashPartitioner picks for a hash repartition, where slices
-// smaller than half a batch are first collected per receiver into batches
-// of about Env.BatchSize rows: coalescer); its
+// the receiver HashPartitioner picks for a hash repartition (through
+// NetSendSpec.Route when the consumer was coalesced), where slices smaller
+// than half a batch are first collected per receiver into batches of
+// about Env.BatchSize rows: coalescer); its
 // receivers are the input streams of the consuming stage's tasks
 // (NetReceiver, one operator per stream). Both ends know the schema from
 // the plan; payloads carry its fingerprint, so a plan mismatch is an
 // error, not misread columns.
 //
 // INVARIANT: a hash repartition across the network uses NewHashPartitioner
-// over all receivers of the channel, the same function local repartitions
-// use, so equal keys meet in one receiver whatever task sent them.
+// over all receivers of the channel (or over Route's partitions, each
+// mapped to one receiver), the same function local repartitions use, so
+// equal keys meet in one receiver whatever task sent them.
 
 import (
 	"context"
@@ -53,11 +55,19 @@ type NetSendSpec struct {
 	// receivers, extra counting the receivers the splits add.
 	Splits    map[int][]int
 	SplitCopy bool
+	// Route (adaptive coalescing: engine/dist/coalesce.go) maps hash
+	// partitions to receivers: there are len(Route) partitions, and
+	// partition q's rows go to receiver Route[q] (fewer receivers than
+	// partitions: several partitions share one). Never with Splits.
+	Route []int
 }
 
-// partitions is the number of hash partitions: the receivers less those
-// the splits add.
+// partitions is the number of hash partitions: Route's, or the receivers
+// less those the splits add.
 func (s NetSendSpec) partitions() int {
+	if len(s.Route) > 0 {
+		return len(s.Route)
+	}
 	m := s.Receivers
 	for _, d := range s.Splits {
 		m -= len(d) - 1
@@ -114,6 +124,18 @@ func NetSend(env *Env, inputs []Operator, schema *arrow.Schema, senders []*shuff
 					closeOps(inputs)
 					return nferr.Internalf("network exchange: split of partition %d to receiver %d (partitions %d, receivers %d)", q, r, m, spec.Receivers)
 				}
+			}
+		}
+	}
+	if len(spec.Route) > 0 {
+		if spec.Kind != ExchangeHash || len(spec.Splits) > 0 {
+			closeOps(inputs)
+			return nferr.Internalf("network exchange: a partition route on a %s exchange (splits %d)", spec.Kind, len(spec.Splits))
+		}
+		for q, r := range spec.Route {
+			if r < 0 || r >= spec.Receivers {
+				closeOps(inputs)
+				return nferr.Internalf("network exchange: partition %d routed to receiver %d of %d", q, r, spec.Receivers)
 			}
 		}
 	}
@@ -273,6 +295,10 @@ func netSendOne(env *Env, in Operator, schema *arrow.Schema, s *shuffle.Sender, 
 			for q, sel := range part.Split(b) {
 				if len(sel) == 0 {
 					continue
+				}
+				if len(spec.Route) > 0 {
+					// A coalesced consumer: the partition's task's receiver.
+					q = spec.Route[q]
 				}
 				if d := spec.Splits[q]; next != nil && len(d) > 1 {
 					// A spread split: this slice to the partition's next

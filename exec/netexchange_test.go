@@ -98,3 +98,30 @@ func TestCoalescer(t *testing.T) {
 		}
 	}
 }
+
+// TestNetSendRoute: a partition route (a coalesced consumer) must send
+// every partition to a receiver of the channel, only on a hash exchange
+// and never with splits; its partitions are the route's, not the
+// receivers.
+func TestNetSendRoute(t *testing.T) {
+	sch := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	env := &Env{Ctx: t.Context(), Alloc: memory.NewGoAllocator()}
+	for _, c := range []struct {
+		spec NetSendSpec
+		ok   bool
+	}{
+		{NetSendSpec{Kind: ExchangeHash, Keys: []int{0}, Receivers: 2, Route: []int{0, 1, 0, 1}}, true},
+		{NetSendSpec{Kind: ExchangeHash, Keys: []int{0}, Receivers: 2, Route: []int{0, 2}}, false},
+		{NetSendSpec{Kind: ExchangeHash, Keys: []int{0}, Receivers: 2, Route: []int{-1, 0}}, false},
+		{NetSendSpec{Kind: ExchangeBroadcast, Receivers: 2, Route: []int{0, 1}}, false},
+		{NetSendSpec{Kind: ExchangeHash, Keys: []int{0}, Receivers: 3, Route: []int{0, 1}, Splits: map[int][]int{0: {0, 2}}}, false},
+	} {
+		err := NetSend(env, nil, sch, nil, c.spec, nil)
+		if c.ok != (err == nil) {
+			t.Errorf("%+v: %v", c.spec, err)
+		}
+	}
+	if got := (NetSendSpec{Receivers: 2, Route: []int{0, 0, 1, 1, 1, 1}}).partitions(); got != 6 {
+		t.Errorf("a route of 6 partitions over 2 receivers: %d partitions", got)
+	}
+}

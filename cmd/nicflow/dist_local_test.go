@@ -344,16 +344,22 @@ func TestAdaptiveSkewSplit(t *testing.T) {
 		}
 		got, ran := adaptiveAnswer(t, sess, sql, o)
 		split := ""
+		coalesced := false
 		for _, st := range ran.Adaptive {
 			t.Logf("%v", st)
 			if st.Split != "" {
 				split = st.Split
 			}
+			coalesced = coalesced || st.Coalesce != nil
 		}
 		plan := dist.ExplainDistributed(ran, nil)
 		switch {
 		case skew > 0 && (split == "" || !strings.Contains(plan, "spread over tasks") || !strings.Contains(plan, "copied to tasks")):
 			t.Errorf("no task split:\n%s", plan)
+		case skew > 0 && coalesced:
+			// NB: the join's 6,000 rows are under the coalescing target;
+			// its split stage must keep its tasks all the same.
+			t.Errorf("a split stage was coalesced:\n%s", plan)
 		case skew < 0 && split != "":
 			t.Errorf("split with skew splits off: %s", split)
 		}
@@ -385,5 +391,76 @@ func embeddedAnswer(t *testing.T, sess *engine.Session, text string) [][]string 
 			t.Fatal(err)
 		}
 		out = append(out, rows...)
+	}
+}
+
+// TestAdaptiveCoalesce: a build side estimated small (broadcast) proves
+// larger and is repartitioned with the probe, but both sides hold a few
+// thousand rows: the join stage runs as one task (or two or three under a
+// lower SET adaptive_coalesce_rows) instead of one per worker, EXPLAIN ANALYZE
+// says so and shows that many task reports, and the answer is the
+// embedded one; with SET adaptive_coalesce_rows = -1 nothing coalesces.
+func TestAdaptiveCoalesce(t *testing.T) {
+	sess := adaptiveTables(t)
+	// 2,000 build rows (estimated 200) and 4,000 probe rows: at most
+	// 6,000 rows reach the join's 4 planned tasks (about 1,500 each).
+	sql := `select count(*), sum(p.v), sum(d.k) from probe p join (select k from dim where a = 3 and b = 3) d on p.k = d.k + 0`
+	want := embeddedAnswer(t, sess, sql)
+	set := func(v string) {
+		r, err := sess.Query(context.Background(), "SET adaptive_coalesce_rows = "+v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+	}
+	defer set("default")
+	for _, c := range []struct {
+		set      string
+		min, max int // the join stage's tasks (0: not coalesced)
+	}{{"default", 1, 1}, {"3000", 2, 3}, {"-1", 0, 0}} {
+		set(c.set)
+		o := dist.DistOptions{Workers: 4, Parallelism: 2}
+		got, ran := adaptiveAnswer(t, sess, sql, o)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("adaptive_coalesce_rows %s: answers differ:\nadaptive %v\nembedded %v\n%s", c.set, got, want, dist.ExplainDistributed(ran, nil))
+		}
+		var steps []dist.CoalesceStep
+		for _, st := range ran.Adaptive {
+			t.Logf("%s: %v", c.set, st)
+			if st.Coalesce != nil {
+				steps = append(steps, *st.Coalesce)
+			}
+		}
+		if c.max == 0 {
+			if len(steps) > 0 {
+				t.Errorf("coalesced with adaptive_coalesce_rows = -1: %v", steps)
+			}
+			continue
+		}
+		if len(steps) != 1 || steps[0].From != 4 || steps[0].To < c.min || steps[0].To > c.max || steps[0].Rows > 6000 || steps[0].Rows < 4000 || steps[0].Partitions != 8 {
+			t.Fatalf("adaptive_coalesce_rows %s: coalesced %v, want one stage of 4 tasks -> %d..%d (at most 6000 rows over 8 partitions)\n%s", c.set, steps, c.min, c.max, dist.ExplainDistributed(ran, nil))
+		}
+		tasks := steps[0].To
+		// EXPLAIN ANALYZE of the same statement: the step, and one task
+		// report per coalesced task of the stage.
+		dq, err := sess.PrepareDistributed(context.Background(), sql, 0, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		res, err := dist.RunDistributedLocal(context.Background(), dq.Plan, dist.LocalDistOptions{Source: sess.DB(), Alloc: mem, Analyze: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem.AssertSize(t, 0)
+		text := dist.ExplainDistributed(res.Plan, res.Stats)
+		line := fmt.Sprintf("Adaptive wave 1: stage %d inputs %d rows over 8 partitions: coalesced 4 tasks -> %d", steps[0].Stage, steps[0].Rows, tasks)
+		head := fmt.Sprintf("Stage %d: %d task(s) (coalesced from 4), output", steps[0].Stage, tasks)
+		if !strings.Contains(text, line) || !strings.Contains(text, head) {
+			t.Errorf("EXPLAIN ANALYZE lacks %q or %q:\n%s", line, head, text)
+		}
+		if n := len(res.Stats.Tasks[steps[0].Stage]); n != tasks {
+			t.Errorf("stage %d reported %d tasks, want %d:\n%s", steps[0].Stage, n, tasks, text)
+		}
 	}
 }

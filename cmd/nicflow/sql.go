@@ -106,7 +106,11 @@ disabled_rules (optimizer rules to skip, e.g. 'pushdown,topn': for a
 planner bug; EXPLAIN VERBOSE lists the rules and what each did), adaptive
 (on a cluster: on, the default, runs the build sides whose size decides
 the plan first and plans the rest from their real sizes; off keeps the
-plan from estimates), timezone
+plan from estimates), adaptive_skew_rows (the rows a re-planned join's
+task must receive before a skewed one is split; default 100000, -1:
+never), adaptive_coalesce_rows (a re-planned repartitioned stage whose
+inputs proved small runs as fewer tasks of at most this many rows each;
+default 100000, -1: never), timezone
 (SET TIME ZONE 'America/New_York': TIMESTAMPTZ values read and print in
 it; default UTC; RESET timezone or SET TIME ZONE LOCAL goes back).
 

@@ -61,9 +61,15 @@ type AdaptStep struct {
 	// Split says which of the join's tasks held a skewed share of the
 	// held side's rows and were split (skew.go); "" when none.
 	Split string `json:"split,omitempty"`
+	// Coalesce, when set, makes the step a stage run as fewer tasks than
+	// planned (coalesce.go) instead of a join (Join is then 0).
+	Coalesce *CoalesceStep `json:"coalesce,omitempty"`
 }
 
 func (s AdaptStep) String() string {
+	if s.Coalesce != nil {
+		return fmt.Sprintf("wave %d: %s", s.Wave, s.Coalesce)
+	}
 	if s.Split != "" {
 		c := s
 		c.Split = ""
@@ -99,7 +105,8 @@ func Adapt(ctx context.Context, dp *DistPlan, key string, run WaveRunner) (*Dist
 	pp, cur := dp.phys, dp
 	var steps []AdaptStep
 	base := maxStageID(dp)
-	for w := 1; w <= dp.opts.AdaptiveWaves; w++ {
+	w := 1
+	for ; w <= dp.opts.AdaptiveWaves; w++ {
 		pts := adaptPoints(cur, pp, cur.opts)
 		if len(pts) == 0 {
 			break
@@ -150,13 +157,25 @@ func Adapt(ctx context.Context, dp *DistPlan, key string, run WaveRunner) (*Dist
 			return nil, err
 		}
 		base = maxStageID(cur)
-		splits := splitSkew(cur, o)
 		for i := range steps {
 			if steps[i].Wave == w {
 				steps[i].After = buildExchange(cur, steps[i].Join)
-				steps[i].Split = splits[steps[i].Join]
 			}
 		}
+	}
+	if cur != dp {
+		// NB: on the plan that runs, after its last wave (w-1; a split or
+		// coalescing of an earlier wave's plan would be planned away):
+		// skewed tasks are split, then a stage whose inputs proved small
+		// runs as fewer tasks (never one that was split).
+		splits := splitSkew(cur, cur.opts)
+		for i := len(steps) - 1; i >= 0; i-- {
+			if d := splits[steps[i].Join]; d != "" {
+				steps[i].Split = d
+				delete(splits, steps[i].Join)
+			}
+		}
+		steps = append(steps, coalesceStages(cur, cur.opts, w-1)...)
 	}
 	cur.Adaptive = steps
 	return cur, nil

@@ -135,6 +135,12 @@ type DistOptions struct {
 	// negative factor: never).
 	SkewFactor float64
 	SkewRows   int64
+	// CoalesceRows: after the waves, a repartitioned stage whose inputs
+	// are known to hold few rows (held outputs, table row counts: an upper
+	// bound) runs as fewer tasks, each taking the partitions of a run of
+	// adjacent tasks until it has CoalesceRows rows (coalesce.go; default
+	// 100,000; negative: never, SET adaptive_coalesce_rows = -1).
+	CoalesceRows int64
 
 	// replanned (Adapt's re-planning): Workers stays as given (a held
 	// output has one part per task of the plan it came from), and stage
@@ -174,6 +180,9 @@ func (o *DistOptions) Validate() error {
 	}
 	if o.SkewRows == 0 {
 		o.SkewRows = 100_000
+	}
+	if o.CoalesceRows == 0 {
+		o.CoalesceRows = 100_000
 	}
 	if o.AdaptiveMaxBytes == 0 {
 		o.AdaptiveMaxBytes = 256 << 20
@@ -215,6 +224,12 @@ type Stage struct {
 	// Out is where the stage's output goes (nil: the root stage, whose
 	// one task streams to the coordinator).
 	Out *StageOut `json:"out,omitempty"`
+	// Coalesced (adaptive coalescing, coalesce.go): the stage was planned
+	// as len(Coalesced) tasks and runs as Tasks; Coalesced[t] is the task
+	// that takes planned task t's hash partitions (non-decreasing, from 0
+	// to Tasks-1). Every hash exchange into the stage routes by it, so
+	// co-partitioned inputs keep meeting in one task.
+	Coalesced []int `json:"coalesced,omitempty"`
 }
 
 // StageOut is a stage's outgoing network exchange.
@@ -1302,7 +1317,11 @@ func ExplainDistributed(dp *DistPlan, stats *DistStats) string {
 				out = fmt.Sprintf("%s to stage %d (exchange %d, %d receivers)", s.Out.Kind, s.Out.Consumer, s.Out.Exchange, dp.Receivers(s))
 			}
 		}
-		fmt.Fprintf(&b, "Stage %d: %d task(s), output %s\n", s.ID, s.Tasks, out)
+		tasks := fmt.Sprintf("%d task(s)", s.Tasks)
+		if len(s.Coalesced) > 0 {
+			tasks += fmt.Sprintf(" (coalesced from %d)", len(s.Coalesced))
+		}
+		fmt.Fprintf(&b, "Stage %d: %s, output %s\n", s.ID, tasks, out)
 		for _, f := range dp.KeyFilters {
 			switch s.ID {
 			case f.JoinStage:

@@ -23,7 +23,10 @@
 //	                           size decides the plan run first, in waves of
 //	                           held stages (their output kept where it was
 //	                           computed: HeldStore, held.go); the rest is
-//	                           planned again with the real sizes
+//	                           planned again with the real sizes; a
+//	                           skewed join task is split (skew.go), a
+//	                           repartitioned stage whose inputs proved
+//	                           small runs as fewer tasks (coalesce.go)
 //	ExplainDistributed         stages [+ EXPLAIN ANALYZE task reports]
 //
 // INVARIANT: a node the embedded plan ran as one stream runs in one task
@@ -40,7 +43,12 @@
 // filter. A held output is read by one task per part, on the node holding
 // the part (DistPlan.HeldNode), in a stage of its own; it is taken once and
 // is visible only once its task ended without error; a wave's failure for
-// want of memory runs the static plan instead.
+// want of memory runs the static plan instead. A coalesced stage
+// (Stage.Coalesced) keeps its planned hash partitions: every exchange into
+// it sends planned task t's partitions to task Coalesced[t] (contiguous
+// groups of whole planned tasks, the grain at which its inputs are
+// co-located), and it reads no held output, no scan but replicated ones,
+// and is never also skew-split.
 //
 // Dependencies: dist imports phys, exec, shuffle and storage; never plan's
 // rewriters, bind or opt.

@@ -36,7 +36,10 @@ import (
 //
 // Sender s of a stage's output exchange is stream s%S of task s/S (S the
 // root's streams); receiver r of a remote node with R streams per task is
-// stream r%R of task r/R.
+// stream r%R of task r/R. A hash exchange into a coalesced stage
+// (Stage.Coalesced) keeps the partitions of the stage as planned: its
+// partition p (of planned task p/R) goes to receiver Coalesced[p/R]*R +
+// p%R (coalesceRoute).
 
 // Fragment is the work of one task of a stage.
 type Fragment struct {
@@ -49,6 +52,10 @@ type Fragment struct {
 	// Shared are the stage's shared subplans (Stage.Shared).
 	Shared []*phys.PhysShared `json:"shared,omitempty"`
 	Out    *StageOut          `json:"out,omitempty"`
+	// OutGroups is the consuming stage's Stage.Coalesced (a hash output
+	// into a coalesced stage): the task each planned consumer task's
+	// partitions go to.
+	OutGroups []int `json:"out_groups,omitempty"`
 	// Names are the result's column names (root stage).
 	Names []string `json:"names,omitempty"`
 	// Channels are the shuffle channels of the exchanges this task uses,
@@ -107,6 +114,12 @@ func (dp *DistPlan) Fragments(query string, q uint64, node func(stage, task int)
 	}
 	out := map[int][]*Fragment{}
 	for _, s := range dp.Stages {
+		var groups []int
+		if s.Out != nil && s.Out.Kind == exec.ExchangeHash {
+			if c := dp.Stage(s.Out.Consumer); c != nil {
+				groups = c.Coalesced
+			}
+		}
 		used := map[int]*shuffle.Spec{}
 		if s.Out != nil && s.Out.Kind != exec.ExchangeHeld {
 			used[s.Out.Exchange] = chans[s.Out.Exchange]
@@ -118,7 +131,7 @@ func (dp *DistPlan) Fragments(query string, q uint64, node func(stage, task int)
 		})
 		for t := 0; t < s.Tasks; t++ {
 			f := &Fragment{Query: query, Stage: s.ID, Task: t, Tasks: s.Tasks, Parallelism: dp.Parallelism, Root: s.Root, Shared: s.Shared, Out: s.Out, Channels: used,
-				KeyFilters: dp.stageFilters(s.ID)}
+				OutGroups: groups, KeyFilters: dp.stageFilters(s.ID)}
 			if s.Out == nil {
 				f.Names = dp.Names
 			}
@@ -167,10 +180,45 @@ func UnmarshalFragment(b []byte) (*Fragment, error) {
 	if f.Parallelism < 1 || f.Parallelism > phys.MaxParallelism {
 		return nil, nferr.Dataf("plan fragment: parallelism %d", f.Parallelism)
 	}
+	if err := checkGroups(f.OutGroups); err != nil {
+		return nil, err
+	}
+	if len(f.OutGroups) > 0 && (f.Out == nil || f.Out.Kind != exec.ExchangeHash || len(f.Out.Splits) > 0) {
+		return nil, nferr.Dataf("plan fragment: coalesced partitions of an output that is not a plain hash exchange")
+	}
 	if err := phys.CheckPlan(&phys.PhysPlan{Root: f.Root, Shared: f.Shared}); err != nil {
 		return nil, err
 	}
 	return &f, nil
+}
+
+// checkGroups checks a coalescing (Stage.Coalesced): at most
+// MaxParallelism planned tasks, starting at task 0, each the same task as
+// the one before it or the next.
+func checkGroups(g []int) error {
+	if len(g) > phys.MaxParallelism {
+		return nferr.Dataf("plan fragment: %d coalesced tasks (at most %d)", len(g), phys.MaxParallelism)
+	}
+	for i, t := range g {
+		if (i == 0 && t != 0) || (i > 0 && t != g[i-1] && t != g[i-1]+1) {
+			return nferr.Dataf("plan fragment: coalesced tasks %v are not contiguous groups", g)
+		}
+	}
+	return nil
+}
+
+// coalesceRoute is the receiver of each hash partition of an exchange of
+// perTask receivers per task into a stage coalesced by groups (nil when
+// it is not).
+func coalesceRoute(groups []int, perTask int) []int {
+	if len(groups) == 0 {
+		return nil
+	}
+	route := make([]int, len(groups)*perTask)
+	for p := range route {
+		route[p] = groups[p/perTask]*perTask + p%perTask
+	}
+	return route
 }
 
 // Exchanges shares the shuffle exchanges of one node between the tasks
@@ -603,8 +651,13 @@ func sendFragment(env *exec.Env, f *Fragment, xs map[int]*shuffle.Exchange, ops 
 		}
 		senders[i] = s
 	}
-	spec := exec.NetSendSpec{Kind: f.Out.Kind, Keys: f.Out.Keys, Receivers: len(x.Spec().Receivers),
-		Splits: sendSplits(f.Out.Splits, f.Out.PerTask), SplitCopy: f.Out.SplitCopy}
+	receivers := len(x.Spec().Receivers)
+	if n := len(f.OutGroups); n > 0 && (f.Out.PerTask < 1 || (f.OutGroups[n-1]+1)*f.Out.PerTask != receivers) {
+		phys.CloseAll(ops)
+		return nferr.Dataf("plan fragment: partitions coalesced into %d tasks of %d receivers, the channel has %d", f.OutGroups[n-1]+1, f.Out.PerTask, receivers)
+	}
+	spec := exec.NetSendSpec{Kind: f.Out.Kind, Keys: f.Out.Keys, Receivers: receivers,
+		Splits: sendSplits(f.Out.Splits, f.Out.PerTask), SplitCopy: f.Out.SplitCopy, Route: coalesceRoute(f.OutGroups, f.Out.PerTask)}
 	err := exec.NetSend(env, ops, phys.ColumnsSchema(f.Root.Columns), senders, spec, &ctr.Sent)
 	ctr.Out.Rows.Store(ctr.Sent.Rows.Load())
 	ctr.Out.Batches.Store(ctr.Sent.Batches.Load())
