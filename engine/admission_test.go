@@ -301,3 +301,36 @@ func TestShowQueries(t *testing.T) {
 	r1.Close()
 	<-done
 }
+
+// TestClusterStatementAdmit: on a cluster's coordinator a query that
+// reads no data (select 1, a scalar subquery of constants) is not
+// admitted, while one that names a table, a view, a CTE or a table
+// function anywhere is; writes run on the coordinator.
+func TestClusterStatementAdmit(t *testing.T) {
+	db, err := OpenShared(t.TempDir(), Options{Parallelism: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s := db.Session(nil)
+	defer s.Close()
+	for q, want := range map[string]ClusterAdmit{
+		"select 1":                                AdmitNone,
+		"select now(), 1 + 2 as x where true":     AdmitNone,
+		"select (select 3) union all values (4)":  AdmitNone,
+		"set statement_timeout = '1s'":            AdmitNone,
+		"select * from t":                         AdmitQuery,
+		"select (select count(*) from t)":         AdmitQuery,
+		"select 1 where exists (select 1 from t)": AdmitQuery,
+		"with x as (select 1) select * from x":    AdmitQuery,
+		"select * from generate_series(1, 3)":     AdmitQuery,
+		"select * from (select 1) as d":           AdmitQuery,
+		"explain analyze select 1":                AdmitQuery,
+		"insert into t values (1)":                AdmitLocal,
+	} {
+		got, _, err := s.ClusterStatement(context.Background(), q, 0)
+		if err != nil || got != want {
+			t.Errorf("%s: got %v, %v; want %v", q, got, err, want)
+		}
+	}
+}
