@@ -219,7 +219,7 @@ Missed throughput, latency or memory goals are reported, not an error.`,
 
 func init() {
 	f := benchLoadCmd.Flags()
-	f.StringVar(&benchLoadFlags.dir, "dir", "", "TPC-H data from `nicflow tpch gen` at SF 0.01, 0.1 or 1 (required)")
+	f.StringVar(&benchLoadFlags.dir, "dir", "", "TPC-H data of \"nicflow tpch gen\" at SF 0.01, 0.1 or 1 (required)")
 	f.StringVar(&benchLoadFlags.clients, "clients", "16,64,256", "concurrent clients of each level, comma-separated")
 	f.DurationVar(&benchLoadFlags.duration, "duration", 60*time.Second, "how long each level (and the serial baseline) runs")
 	f.Float64Var(&benchLoadFlags.cancelFrac, "cancel-frac", 0.05, "fraction of queries canceled mid-flight (0 to 1)")

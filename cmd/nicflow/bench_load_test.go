@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nicflow/nicflow/cluster/pgwire"
 	"github.com/nicflow/nicflow/engine"
+	"github.com/nicflow/nicflow/internal/emutest"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -78,6 +80,46 @@ func TestBenchLoad(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestBenchLoadCluster runs bench load against a local cluster's
+// coordinator (2 workers, SF 0.01, 3 clients, 2 s): every answer right,
+// no error, the coordinator's RSS and admission figures read, cancels
+// confirmed, and the user it logged in as gone from users.json after.
+func TestBenchLoadCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a cluster of processes")
+	}
+	emutest.Skip(t, "the cluster's node processes")
+	dir := copyTPCH(t, tpchDir(t, 0.01))
+	o := loadTestOptions(t, dir)
+	o.Cluster, o.Memory = 2, "256MiB"
+	o.Clients, o.Duration, o.CancelFrac, o.TrivialEvery = []int{3}, 2*time.Second, 0.2, 200*time.Millisecond
+	o.defaults()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := measureLoad(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.what, "coordinator") || len(r.levels) != 2 {
+		t.Fatalf("%s: %d levels", r.what, len(r.levels))
+	}
+	for _, l := range r.levels {
+		if l.wrong != 0 || l.failures() != 0 || l.done == 0 {
+			t.Errorf("%s: %d done, %d wrong (%v), %d failures: %v %v", l.name, l.done, l.wrong, l.wrongMsgs, l.failures(), l.errMsgs, l.connMsgs)
+		}
+		if l.peakRSS <= 0 || l.budget != 256<<20 || !l.hasAdmission || l.admitted == 0 || len(l.trivial) == 0 {
+			t.Errorf("%s: peak RSS %d, budget %d, admission %v (%g admitted), %d trivial", l.name, l.peakRSS, l.budget, l.hasAdmission, l.admitted, len(l.trivial))
+		}
+	}
+	if l := r.levels[1]; l.cancelOK+l.sentLate != l.cancelSent || l.brokenAfter != 0 {
+		t.Errorf("cancels: %d sent, %d confirmed, %d answered first, %d broken", l.cancelSent, l.cancelOK, l.sentLate, l.brokenAfter)
+	}
+	users, err := pgwire.ListUsers(pgwire.UsersFile(dir))
+	if err != nil || len(users) != 0 {
+		t.Errorf("users left: %v %v", users, err)
 	}
 }
 
