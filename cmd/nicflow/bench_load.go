@@ -583,7 +583,14 @@ func (w *loadWork) client(ctx, runCtx context.Context, l *loadLevel, c *pgx.Conn
 				l.mu.Lock()
 				l.wrong++
 				if len(l.wrongMsgs) < 5 {
-					l.wrongMsgs = append(l.wrongMsgs, fmt.Sprintf("Q%d: %v", q, cerr))
+					note := ""
+					switch {
+					case wasSent:
+						note = " (a cancel was sent while it ran)"
+					case cut:
+						note = " (the level ended while it ran)"
+					}
+					l.wrongMsgs = append(l.wrongMsgs, fmt.Sprintf("Q%d: %v%s", q, cerr, note))
 				}
 				l.mu.Unlock()
 			} else if !cut {
@@ -600,6 +607,7 @@ func (w *loadWork) client(ctx, runCtx context.Context, l *loadLevel, c *pgx.Conn
 		}
 		var pe *pgconn.PgError
 		canceled := err != nil && errors.As(err, &pe) && pe.Code == "57014"
+		ctxErr := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 		switch {
 		case err == nil:
 			if wantCancel {
@@ -614,16 +622,16 @@ func (w *loadWork) client(ctx, runCtx context.Context, l *loadLevel, c *pgx.Conn
 			l.mu.Lock()
 			l.cancelOK++
 			l.mu.Unlock()
-		case cut && (canceled || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) && !c.IsClosed():
-			l.mu.Lock()
-			l.cut++
-			l.mu.Unlock()
-		case wasSent && errors.Is(err, context.Canceled) && !c.IsClosed():
+		case wasSent && ctxErr && !c.IsClosed():
 			// NB: the moment came before pgx sent the query: nothing to
 			// cancel on the server, so not sent mid-flight.
 			l.mu.Lock()
 			l.cancelSent--
 			l.cancelLate++
+			l.mu.Unlock()
+		case cut && (canceled || ctxErr) && !c.IsClosed():
+			l.mu.Lock()
+			l.cut++
 			l.mu.Unlock()
 		default:
 			class, msg := errClass(err, c)
