@@ -157,5 +157,6 @@ func AdmissionCollectors(a *engine.Admission, labels prometheus.Labels) []promet
 		c("nicflow_admission_admitted_total", "Queries admitted.", func(s engine.AdmissionStats) float64 { return float64(s.Admitted) }),
 		c("nicflow_admission_rejected_total", "Queries that never started: the queue was full, or they were canceled or timed out waiting.", func(s engine.AdmissionStats) float64 { return float64(s.Rejected) }),
 		c("nicflow_admission_wait_seconds_total", "Time admitted queries waited for memory.", func(s engine.AdmissionStats) float64 { return s.Waited.Seconds() }),
+		c("nicflow_admission_exempted_total", "Queries that read no data and hold no state (select 1), run without admission.", func(s engine.AdmissionStats) float64 { return float64(s.Exempted) }),
 	}
 }

@@ -627,13 +627,25 @@ func (t *Task) recvLoop(stream grpc.ClientStream) {
 		case ftData:
 			n.metrics.bytesReceived.Add(float64(len(f.Meta) + len(f.Body)))
 			t.blocked.Store(true)
+			delivered := false
 			select {
 			case t.out <- &f:
+				delivered = true
 			case <-ctx.Done():
 			}
 			t.blocked.Store(false)
 			t.lastSeen.Store(time.Now().UnixNano())
-			continue
+			if delivered {
+				continue
+			}
+			// NB: a frame not delivered ends the task with its cancel: a
+			// reader must never see a stream with a frame missing. (The
+			// loop went on, dropping some frames of a canceled task and
+			// passing others, the select being random: under bench load's
+			// cancels the coordinator read streams without their schema,
+			// "malformed" (22000), or truncated ones that ended cleanly
+			// once the worker's done frame came, a wrong answer.)
+			result = ctxErrOf(ctx)
 		default:
 			result = nferr.Dataf("worker %s sent an unexpected frame type %d for task %s", t.node.ID, f.Type, t.id)
 		}

@@ -119,7 +119,8 @@ func TestAdmissionTimeoutAndFullQueue(t *testing.T) {
 
 // TestSessionAdmission: sessions sharing an Admission queue a query while
 // another holds the node's memory (its result open), the observed
-// statement says it is queued, and it runs once the first result closes.
+// statement says it is queued, and it runs once the first result closes;
+// a query that reads no data (select 1) runs at once all the while.
 func TestSessionAdmission(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -139,11 +140,35 @@ func TestSessionAdmission(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if _, err := s2.Query(ctx, "select 1"); !nferr.Is(err, nferr.KindCanceled) || !strings.Contains(err.Error(), "admission queue") {
+	if _, err := s2.Query(ctx, "select * from generate_series(1, 1)"); !nferr.Is(err, nferr.KindCanceled) || !strings.Contains(err.Error(), "admission queue") {
 		t.Fatalf("got %v", err)
 	}
+	// A query that reads no data and holds no state (a pool's health
+	// check) is not admitted: it answers at once, the memory taken.
+	for _, q := range []string{"select 1", "select 1 + 1 as two where true limit 1", "select (select 3)", "values (1), (2) union all select 3"} {
+		qctx, qcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		res, err := s2.Query(qctx, q)
+		if err != nil {
+			qcancel()
+			t.Fatalf("%s: %v", q, err)
+		}
+		_, rows, err := resultRows(res, &sqlRecord{})
+		qcancel()
+		if err != nil || len(rows) == 0 {
+			t.Fatalf("%s: rows %v, %v", q, rows, err)
+		}
+	}
+	// One that reads a table, or sorts, is admitted as any other.
+	for _, q := range []string{"select * from generate_series(1, 3) order by 1 desc", "select x from (values (2), (1)) as v(x) order by x"} {
+		qctx, qcancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		_, err := s2.Query(qctx, q)
+		qcancel()
+		if !nferr.Is(err, nferr.KindCanceled) || !strings.Contains(err.Error(), "admission queue") {
+			t.Fatalf("%s: got %v, want it queued", q, err)
+		}
+	}
 	done := make(chan []string, 1)
-	go func() { done <- queryRows(t, s2, "select 2") }()
+	go func() { done <- queryRows(t, s2, "select * from generate_series(2, 2)") }()
 	for !obs.anyQueued() {
 		time.Sleep(time.Millisecond)
 	}
@@ -151,7 +176,7 @@ func TestSessionAdmission(t *testing.T) {
 	if rows := <-done; len(rows) != 1 || rows[0] != "2" {
 		t.Fatalf("rows %v", rows)
 	}
-	if st := a.Stats(); st.Granted != 0 || st.Admitted != 2 || st.Rejected != 1 {
+	if st := a.Stats(); st.Granted != 0 || st.Admitted != 2 || st.Rejected != 3 || st.Exempted != 4 {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -199,7 +224,7 @@ func TestStatementTimeout(t *testing.T) {
 	if rows := queryRows(t, s2, "set statement_timeout = '30ms'; show statement_timeout"); len(rows) != 1 || rows[0] != "30ms" {
 		t.Fatalf("show: %v", rows)
 	}
-	if _, err := s2.Query(context.Background(), "select 1"); !nferr.Is(err, nferr.KindCanceled) || !strings.Contains(err.Error(), "statement timeout: the query waited") {
+	if _, err := s2.Query(context.Background(), "select * from generate_series(1, 1)"); !nferr.Is(err, nferr.KindCanceled) || !strings.Contains(err.Error(), "statement timeout: the query waited") {
 		t.Fatalf("got %v", err)
 	}
 	// Admitted, a query running past it is canceled too.
@@ -259,7 +284,7 @@ func TestShowQueries(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan []string, 1)
-	go func() { done <- queryRows(t, s2, "select 2") }()
+	go func() { done <- queryRows(t, s2, "select * from generate_series(2, 2)") }()
 	for !obs.anyQueued() {
 		time.Sleep(time.Millisecond)
 	}
@@ -269,10 +294,43 @@ func TestShowQueries(t *testing.T) {
 		f := strings.Split(r, "|")
 		states = append(states, f[1]+" "+f[len(f)-1])
 	}
-	want := "running select * from generate_series(1, 10),queued select 2,running show queries"
+	want := "running select * from generate_series(1, 10),queued select * from generate_series(2, 2),running show queries"
 	if got := strings.Join(states, ","); got != want {
 		t.Fatalf("show queries: %s, want %s", got, want)
 	}
 	r1.Close()
 	<-done
+}
+
+// TestClusterStatementAdmit: on a cluster's coordinator a query that
+// reads no data (select 1, a scalar subquery of constants) is not
+// admitted, while one that names a table, a view, a CTE or a table
+// function anywhere is; writes run on the coordinator.
+func TestClusterStatementAdmit(t *testing.T) {
+	db, err := OpenShared(t.TempDir(), Options{Parallelism: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s := db.Session(nil)
+	defer s.Close()
+	for q, want := range map[string]ClusterAdmit{
+		"select 1":                                AdmitNone,
+		"select now(), 1 + 2 as x where true":     AdmitNone,
+		"select (select 3) union all values (4)":  AdmitNone,
+		"set statement_timeout = '1s'":            AdmitNone,
+		"select * from t":                         AdmitQuery,
+		"select (select count(*) from t)":         AdmitQuery,
+		"select 1 where exists (select 1 from t)": AdmitQuery,
+		"with x as (select 1) select * from x":    AdmitQuery,
+		"select * from generate_series(1, 3)":     AdmitQuery,
+		"select * from (select 1) as d":           AdmitQuery,
+		"explain analyze select 1":                AdmitQuery,
+		"insert into t values (1)":                AdmitLocal,
+	} {
+		got, _, err := s.ClusterStatement(context.Background(), q, 0)
+		if err != nil || got != want {
+			t.Errorf("%s: got %v, %v; want %v", q, got, err, want)
+		}
+	}
 }

@@ -202,8 +202,8 @@ type ClusterAdmit int
 
 const (
 	// AdmitNone: the statement needs no memory of the coordinator's
-	// (SET, SHOW, DESCRIBE, EXPLAIN without ANALYZE, DDL without a query):
-	// it is never queued.
+	// (SET, SHOW, DESCRIBE, EXPLAIN without ANALYZE, DDL without a query,
+	// a query that reads no data such as select 1): it is never queued.
 	AdmitNone ClusterAdmit = iota
 	// AdmitQuery: a query (or EXPLAIN ANALYZE of one) run in stages on
 	// the workers: the coordinator holds its result back for retries.
@@ -249,6 +249,9 @@ func (s *Session) ClusterStatement(ctx context.Context, script string, k int) (C
 func clusterAdmitOf(st sql.Statement) ClusterAdmit {
 	switch x := st.(type) {
 	case *sql.Query:
+		if readsNoData(x) {
+			return AdmitNone
+		}
 		return AdmitQuery
 	case *sql.Explain:
 		if x.Analyze {
@@ -262,6 +265,27 @@ func clusterAdmitOf(st sql.Statement) ClusterAdmit {
 		}
 	}
 	return AdmitNone
+}
+
+// readsNoData reports whether query q names no table, view, CTE or table
+// function anywhere (subqueries included): `select 1`, `select now()`,
+// a connection pool's health check. Its rows come from its own literals,
+// so it needs none of the coordinator's memory and must not wait behind
+// big queries for it (the statement-level twin of Admission.exempt).
+func readsNoData(q *sql.Query) bool {
+	ok := true
+	sql.Walk(q, func(n sql.Node) bool {
+		switch x := n.(type) {
+		case *sql.Query:
+			if len(x.With) > 0 || x.Recursive {
+				ok = false
+			}
+		case *sql.TableName, *sql.TableFunc, *sql.DerivedTable, *sql.CTE:
+			ok = false
+		}
+		return ok
+	})
+	return ok
 }
 
 // replaySet applies one SET of a cluster script. The settings that

@@ -692,7 +692,7 @@ func (s *Session) open(ctx context.Context, pp *phys.PhysPlan, analyze bool) (*R
 func (s *Session) openIn(ctx context.Context, pp *phys.PhysPlan, analyze bool) (*Result, *phys.Executable, error) {
 	var grant *Grant
 	given := budgetFrom(ctx)
-	if a := s.opts.Admission; a != nil && given == nil {
+	if a := s.opts.Admission; a != nil && given == nil && !a.exempt(pp) {
 		live := s.live
 		g, err := a.Acquire(ctx, s.opts.MemoryLimit, func(q bool) {
 			if live != nil {

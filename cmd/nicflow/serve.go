@@ -72,7 +72,9 @@ its --memory-limit (default a quarter of --memory) before it runs and
 spills beyond it; one that does not fit waits in a queue of at most
 --max-queued until it does, or until a sixteenth of --memory is free (it
 then starts with what is free), or until SET statement_timeout or a cancel
-ends it. SHOW QUERIES and the console show waiting queries as "queued";
+ends it. A query that reads no data and holds no state (select 1, a
+connection pool's health check) is not queued. SHOW QUERIES and the
+console show waiting queries as "queued";
 the console's /metrics has the queue's figures (nicflow_admission_*).
 
 Without --auth the server listens on loopback addresses only and trusts
