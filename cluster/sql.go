@@ -427,7 +427,7 @@ func (r *SQLRunner) run(q *Query, dq *engine.DistQuery, workers []NodeInfo, out 
 	// Adaptive execution: the build sides whose size decides the plan run
 	// first (waves of held stages), and the rest is planned with their
 	// real sizes (dist.Adapt).
-	dp, err := dist.Adapt(q.Context(), dq.Plan, fmt.Sprintf("%s.%d", q.ID, r.seq.Add(1)), func(ctx context.Context, wave *dist.DistPlan) (map[string][]phys.HeldPart, error) {
+	dp, err := dist.Adapt(q.Context(), dq.Plan, fmt.Sprintf("%s.%d", q.ID, r.seq.Add(1)), func(ctx context.Context, wave *dist.DistPlan) (map[string][]phys.HeldPart, *dist.DistStats, error) {
 		return r.runWave(q, dq, wave, workers)
 	})
 	if err != nil {
@@ -618,10 +618,19 @@ func (r *SQLRunner) startTasks(q *Query, dq *engine.DistQuery, dp *dist.DistPlan
 
 // runWave runs an adaptive wave to its end and returns its held outputs'
 // parts: per task, the worker holding it and its rows.
-func (r *SQLRunner) runWave(q *Query, dq *engine.DistQuery, wave *dist.DistPlan, workers []NodeInfo) (map[string][]phys.HeldPart, error) {
+func (r *SQLRunner) runWave(q *Query, dq *engine.DistQuery, wave *dist.DistPlan, workers []NodeInfo) (map[string][]phys.HeldPart, *dist.DistStats, error) {
 	tasks, _, err := r.startTasks(q, dq, wave, workers)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	var stats *dist.DistStats
+	if dq.Analyze {
+		// NB: an analyzed held task sends its report as its output.
+		reports, _, err := collectReports(q, tasks)
+		if err != nil {
+			return nil, nil, err
+		}
+		stats = dist.CollectStats(reports)
 	}
 	parts := map[string][]phys.HeldPart{}
 	for _, s := range wave.Stages {
@@ -632,7 +641,7 @@ func (r *SQLRunner) runWave(q *Query, dq *engine.DistQuery, wave *dist.DistPlan,
 	for _, t := range tasks {
 		st, err := t.Wait()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		s := wave.Stage(t.Spec().Stage)
 		if s == nil || s.Out == nil || s.Out.Kind != exec.ExchangeHeld {
@@ -640,7 +649,7 @@ func (r *SQLRunner) runWave(q *Query, dq *engine.DistQuery, wave *dist.DistPlan,
 		}
 		parts[s.Out.Held][t.Spec().Index] = phys.HeldPart{Node: ShuffleIndex(t.Node().ID), Rows: st.Rows, Hist: st.Hist}
 	}
-	return parts, nil
+	return parts, stats, nil
 }
 
 func resultSchema(dp *dist.DistPlan) *arrow.Schema {

@@ -462,5 +462,15 @@ func TestAdaptiveCoalesce(t *testing.T) {
 		if n := len(res.Stats.Tasks[steps[0].Stage]); n != tasks {
 			t.Errorf("stage %d reported %d tasks, want %d:\n%s", steps[0].Stage, n, tasks, text)
 		}
+		// The wave that ran first is shown too, each of its tasks with
+		// its figures.
+		if len(res.Plan.Waves) != 1 || res.Plan.Waves[0].Stats == nil || !strings.Contains(text, "Wave 1 (ran before the stages above, ") {
+			t.Fatalf("EXPLAIN ANALYZE lacks the wave that ran first:\n%s", text)
+		}
+		for _, s := range res.Plan.Waves[0].Plan.Stages {
+			if n := len(res.Plan.Waves[0].Stats.Tasks[s.ID]); n != s.Tasks || !strings.Contains(text, fmt.Sprintf("Stage %d: ", s.ID)) {
+				t.Errorf("wave stage %d: %d task reports of %d, or not shown:\n%s", s.ID, n, s.Tasks, text)
+			}
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/nicflow/nicflow/engine/phys"
 	"github.com/nicflow/nicflow/exec"
@@ -87,8 +88,20 @@ func (s AdaptStep) String() string {
 
 // WaveRunner runs a wave: every task of every stage of the plan, whose
 // last stages are held (StageOut.Held); it returns each held output's
-// parts by task (the node that ran the task, the rows it holds).
-type WaveRunner func(ctx context.Context, wave *DistPlan) (map[string][]phys.HeldPart, error)
+// parts by task (the node that ran the task, the rows it holds) and, for
+// EXPLAIN ANALYZE, the wave's task reports (nil when not analyzing).
+type WaveRunner func(ctx context.Context, wave *DistPlan) (map[string][]phys.HeldPart, *DistStats, error)
+
+// WaveRun is a wave that ran before the plan (EXPLAIN ANALYZE shows its
+// stages with their figures).
+type WaveRun struct {
+	Wave int
+	Plan *DistPlan
+	// Stats are its tasks' reports (nil unless analyzing); Wall its time
+	// from the first task's start to the last's end, as the coordinator saw.
+	Stats *DistStats
+	Wall  time.Duration
+}
 
 // CanAdapt reports whether Adapt may re-plan dp.
 func (dp *DistPlan) CanAdapt() bool {
@@ -104,6 +117,7 @@ func Adapt(ctx context.Context, dp *DistPlan, key string, run WaveRunner) (*Dist
 	}
 	pp, cur := dp.phys, dp
 	var steps []AdaptStep
+	var waves []WaveRun
 	base := maxStageID(dp)
 	w := 1
 	for ; w <= dp.opts.AdaptiveWaves; w++ {
@@ -118,7 +132,8 @@ func Adapt(ctx context.Context, dp *DistPlan, key string, run WaveRunner) (*Dist
 			return nil, err
 		}
 		base = maxStageID(wave)
-		parts, err := run(ctx, wave)
+		started := time.Now()
+		parts, wstats, err := run(ctx, wave)
 		if err != nil {
 			if nferr.Is(err, nferr.KindResource) && ctx.Err() == nil {
 				// NB: held rows did not fit on a node: the static plan
@@ -127,6 +142,7 @@ func Adapt(ctx context.Context, dp *DistPlan, key string, run WaveRunner) (*Dist
 			}
 			return nil, err
 		}
+		waves = append(waves, WaveRun{Wave: w, Plan: wave, Stats: wstats, Wall: time.Since(started)})
 		held := map[int]*phys.PhysNode{}
 		swap := map[int]bool{}
 		for _, p := range pts {
@@ -178,6 +194,9 @@ func Adapt(ctx context.Context, dp *DistPlan, key string, run WaveRunner) (*Dist
 		steps = append(steps, coalesceStages(cur, cur.opts, w-1)...)
 	}
 	cur.Adaptive = steps
+	if cur != dp {
+		cur.Waves = waves
+	}
 	return cur, nil
 }
 

@@ -207,6 +207,9 @@ type DistPlan struct {
 	KeyFilters []phys.RemoteKeyFilter `json:"key_filters,omitempty"`
 	// Adaptive lists the joins re-planned at run time (adaptive.go).
 	Adaptive []AdaptStep `json:"adaptive,omitempty"`
+	// Waves are the adaptive waves that ran before this plan (EXPLAIN
+	// ANALYZE; not shipped).
+	Waves []WaveRun `json:"-"`
 
 	// phys and opts are what the plan was made from (Adapt re-plans).
 	phys *phys.PhysPlan
@@ -1300,49 +1303,63 @@ func ExplainDistributed(dp *DistPlan, stats *DistStats) string {
 		fmt.Fprintf(&b, "Adaptive: %d join build side(s) run first, and the stages after them are planned again with their real sizes (SET adaptive = off: this plan)\n", n)
 	}
 	for i := len(dp.Stages) - 1; i >= 0; i-- {
-		s := dp.Stages[i]
-		out := "to the coordinator"
-		if s.Out != nil {
-			switch s.Out.Kind {
-			case exec.ExchangeHash:
-				out = fmt.Sprintf("hash [%s] to stage %d (exchange %d, %d receivers)", phys.ColNames(s.Root.Columns, s.Out.Keys), s.Out.Consumer, s.Out.Exchange, dp.Receivers(s))
-				for _, st := range s.Out.Splits {
-					how := "spread over"
-					if s.Out.SplitCopy {
-						how = "copied to"
-					}
-					out += fmt.Sprintf(", task %d's partitions %s tasks %v too", st.Task, how, st.Extra)
-				}
-			default:
-				out = fmt.Sprintf("%s to stage %d (exchange %d, %d receivers)", s.Out.Kind, s.Out.Consumer, s.Out.Exchange, dp.Receivers(s))
-			}
+		explainStage(&b, dp, dp.Stages[i], stats)
+	}
+	for _, w := range dp.Waves {
+		if w.Stats == nil {
+			continue
 		}
-		tasks := fmt.Sprintf("%d task(s)", s.Tasks)
-		if len(s.Coalesced) > 0 {
-			tasks += fmt.Sprintf(" (coalesced from %d)", len(s.Coalesced))
-		}
-		fmt.Fprintf(&b, "Stage %d: %s, output %s\n", s.ID, tasks, out)
-		for _, f := range dp.KeyFilters {
-			switch s.ID {
-			case f.JoinStage:
-				fmt.Fprintf(&b, "  join filter %d: node %d publishes %s to stage %d\n", f.ID, f.Join, f.Name, f.ScanStage)
-			case f.ScanStage:
-				fmt.Fprintf(&b, "  join filter %d: node %d applies %s from stage %d\n", f.ID, f.Scan, f.Name, f.JoinStage)
-			}
-		}
-		var st map[int]*phys.OpStats
-		if stats != nil {
-			st = stats.Ops[s.ID]
-			for _, t := range stats.Tasks[s.ID] {
-				fmt.Fprintf(&b, "  task %d on %s: %d rows out, sent %s, received %s, time %s\n", t.Task, t.Node, t.Rows, exec.FormatBytes(t.BytesSent), exec.FormatBytes(t.BytesReceived), phys.FormatDuration(t.Wall))
-			}
-		}
-		sub := phys.ExplainPhysical(&phys.PhysPlan{Root: s.Root, Shared: s.Shared}, st)
-		for _, line := range strings.Split(strings.TrimRight(sub, "\n"), "\n") {
-			b.WriteString("  " + line + "\n")
+		fmt.Fprintf(&b, "Wave %d (ran before the stages above, %s): %d stage(s)\n", w.Wave, phys.FormatDuration(w.Wall), len(w.Plan.Stages))
+		for i := len(w.Plan.Stages) - 1; i >= 0; i-- {
+			explainStage(&b, w.Plan, w.Plan.Stages[i], w.Stats)
 		}
 	}
 	return b.String()
+}
+
+// explainStage describes stage s of dp, with its tasks' and operators'
+// figures when stats has them.
+func explainStage(b *strings.Builder, dp *DistPlan, s *Stage, stats *DistStats) {
+	out := "to the coordinator"
+	if s.Out != nil {
+		switch s.Out.Kind {
+		case exec.ExchangeHash:
+			out = fmt.Sprintf("hash [%s] to stage %d (exchange %d, %d receivers)", phys.ColNames(s.Root.Columns, s.Out.Keys), s.Out.Consumer, s.Out.Exchange, dp.Receivers(s))
+			for _, st := range s.Out.Splits {
+				how := "spread over"
+				if s.Out.SplitCopy {
+					how = "copied to"
+				}
+				out += fmt.Sprintf(", task %d's partitions %s tasks %v too", st.Task, how, st.Extra)
+			}
+		default:
+			out = fmt.Sprintf("%s to stage %d (exchange %d, %d receivers)", s.Out.Kind, s.Out.Consumer, s.Out.Exchange, dp.Receivers(s))
+		}
+	}
+	tasks := fmt.Sprintf("%d task(s)", s.Tasks)
+	if len(s.Coalesced) > 0 {
+		tasks += fmt.Sprintf(" (coalesced from %d)", len(s.Coalesced))
+	}
+	fmt.Fprintf(b, "Stage %d: %s, output %s\n", s.ID, tasks, out)
+	for _, f := range dp.KeyFilters {
+		switch s.ID {
+		case f.JoinStage:
+			fmt.Fprintf(b, "  join filter %d: node %d publishes %s to stage %d\n", f.ID, f.Join, f.Name, f.ScanStage)
+		case f.ScanStage:
+			fmt.Fprintf(b, "  join filter %d: node %d applies %s from stage %d\n", f.ID, f.Scan, f.Name, f.JoinStage)
+		}
+	}
+	var st map[int]*phys.OpStats
+	if stats != nil {
+		st = stats.Ops[s.ID]
+		for _, t := range stats.Tasks[s.ID] {
+			fmt.Fprintf(b, "  task %d on %s: %d rows out, sent %s, received %s, time %s\n", t.Task, t.Node, t.Rows, exec.FormatBytes(t.BytesSent), exec.FormatBytes(t.BytesReceived), phys.FormatDuration(t.Wall))
+		}
+	}
+	sub := phys.ExplainPhysical(&phys.PhysPlan{Root: s.Root, Shared: s.Shared}, st)
+	for _, line := range strings.Split(strings.TrimRight(sub, "\n"), "\n") {
+		b.WriteString("  " + line + "\n")
+	}
 }
 
 // widestScan is the most row-group tasks any scan of pp has (at least 1),

@@ -89,9 +89,13 @@ func RunDistributedLocal(ctx context.Context, dp *DistPlan, o LocalDistOptions) 
 		xs[i] = NewExchanges(clients[i])
 	}
 	defer DefaultHeld.Drop(fmt.Sprintf("local-%d.", q))
-	dp, err = Adapt(ctx, dp, fmt.Sprintf("local-%d", q), func(ctx context.Context, wave *DistPlan) (map[string][]phys.HeldPart, error) {
-		_, parts, err := runLocalStages(ctx, wave, xs, o, localQuery.Add(1))
-		return parts, err
+	dp, err = Adapt(ctx, dp, fmt.Sprintf("local-%d", q), func(ctx context.Context, wave *DistPlan) (map[string][]phys.HeldPart, *DistStats, error) {
+		wres, parts, err := runLocalStages(ctx, wave, xs, o, localQuery.Add(1))
+		var st *DistStats
+		if wres != nil && o.Analyze {
+			st = wres.Stats
+		}
+		return parts, st, err
 	})
 	if err != nil {
 		return nil, err
