@@ -30,6 +30,15 @@ var sqlFunctions = map[string]map[int]string{
 	"pg_get_function_arguments": {1: "CAST(NULL AS TEXT)"},
 	// A constraint's definition (pg_constraint.conbin holds it as text).
 	"pg_get_constraintdef": {1: constraintDefBody, 2: constraintDefBody},
+	// The schemas searched (name[]): pg_catalog first (when asked for
+	// the implicit ones too), then public, PostgreSQL's default
+	// search_path; nicflow has no temporary schema.
+	"current_schemas": {1: "CASE WHEN $1 THEN ARRAY['pg_catalog', 'public'] ELSE ARRAY['public'] END"},
+	// nicflow has no partitioned tables: a relation's ancestors are
+	// itself (PostgreSQL's answer for a table that is no partition).
+	// NB: a set-returning function in PostgreSQL, here of one row, which
+	// it is in the select list.
+	"pg_partition_ancestors": {1: "CAST($1 AS INTEGER)"},
 	// nicflow has no sequences: no column owns one.
 	"pg_get_serial_sequence": {2: "CAST(NULL AS TEXT)"},
 }
@@ -79,6 +88,13 @@ func formatTypeBody() string {
 			b.WriteString(when + "'" + name + "'")
 		}
 	}
-	b.WriteString(" ELSE '???' END")
+	for _, t := range pgTypes {
+		name := t.name
+		if n, ok := sqlTypeNames[name]; ok {
+			name = n
+		}
+		b.WriteString(" WHEN $1 = " + strconv.Itoa(pgArrayOIDs[t.oid]) + " THEN '" + name + "[]'")
+	}
+	b.WriteString(" WHEN $1 = 22 THEN 'int2vector' ELSE '???' END")
 	return b.String()
 }

@@ -40,6 +40,7 @@ const (
 	oidPublic    = 2200
 	oidInfo      = 13000
 	oidOwner     = 10
+	oidBtree     = 403 // pg_am's btree
 )
 
 var systemTables = map[string]systemTable{
@@ -195,21 +196,69 @@ var systemTables = map[string]systemTable{
 		rows:  func(*StorageCatalog) [][]string { return nil },
 	},
 	"pg_catalog.pg_class": {
-		cols:  []string{"oid", "relname", "relnamespace", "relkind", "relowner", "reltuples", "relnatts", "relam", "relhasindex", "relchecks", "reltype", "relpersistence", "relispartition"},
-		types: []string{"INTEGER", "TEXT", "INTEGER", "TEXT", "INTEGER", "DOUBLE PRECISION", "INTEGER", "INTEGER", "BOOLEAN", "INTEGER", "INTEGER", "TEXT", "BOOLEAN"},
+		// Tables (r, f for external ones), views (v) and indexes (i, of
+		// access method btree). nicflow has no TOAST tables, rules,
+		// triggers, row security, tablespaces, typed tables or storage
+		// options: those columns hold PostgreSQL's values for a relation
+		// without them (reloptions and relacl NULL).
+		cols: []string{"oid", "relname", "relnamespace", "relkind", "relowner", "reltuples", "relnatts", "relam", "relhasindex", "relchecks", "reltype", "relpersistence", "relispartition",
+			"relpages", "reltoastrelid", "relhasrules", "relhastriggers", "relrowsecurity", "relforcerowsecurity", "reltablespace", "reloftype", "relreplident", "relisshared",
+			"relfilenode", "relhassubclass", "relispopulated", "relfrozenxid", "reloptions", "relacl", "relpartbound"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "TEXT", "INTEGER", "DOUBLE PRECISION", "INTEGER", "INTEGER", "BOOLEAN", "INTEGER", "INTEGER", "TEXT", "BOOLEAN",
+			"INTEGER", "INTEGER", "BOOLEAN", "BOOLEAN", "BOOLEAN", "BOOLEAN", "INTEGER", "INTEGER", "TEXT", "BOOLEAN",
+			"INTEGER", "BOOLEAN", "BOOLEAN", "INTEGER", "TEXT[]", "TEXT[]", "TEXT"},
 		rows: func(c *StorageCatalog) (rows [][]string) {
+			rel := func(oid int, name, kind string, tuples int64, natts, am int, hasIndex bool, checks int) []string {
+				return []string{strconv.Itoa(oid), sql.QuoteString(name), strconv.Itoa(oidPublic), sql.QuoteString(kind),
+					strconv.Itoa(oidOwner), "CAST(" + strconv.FormatInt(tuples, 10) + " AS DOUBLE PRECISION)", strconv.Itoa(natts), strconv.Itoa(am),
+					strconv.FormatBool(hasIndex), strconv.Itoa(checks), "0", "'p'", "false",
+					"0", "0", "false", "false", "false", "false", "0", "0", "'d'", "false",
+					strconv.Itoa(oid), "false", "true", "0", "CAST(NULL AS TEXT[])", "CAST(NULL AS TEXT[])", "CAST(NULL AS TEXT)"}
+			}
 			for _, t := range c.db.Tables() {
 				kind := "r"
 				if t.External {
 					kind = "f"
 				}
-				rows = append(rows, []string{strconv.Itoa(relOID(t.Schema, t.Name)), sql.QuoteString(t.Name), strconv.Itoa(oidPublic), sql.QuoteString(kind),
-					strconv.Itoa(oidOwner), "CAST(" + strconv.FormatInt(t.Rows(), 10) + " AS DOUBLE PRECISION)", strconv.Itoa(len(t.Columns)), "0",
-					strconv.FormatBool(len(t.Indexes) > 0), strconv.Itoa(len(t.Checks)), "0", "'p'", "false"})
+				rows = append(rows, rel(relOID(t.Schema, t.Name), t.Name, kind, t.Rows(), len(t.Columns), 0, len(t.Indexes) > 0, len(t.Checks)))
+				for _, ix := range t.Indexes {
+					rows = append(rows, rel(relOID(t.Schema, ix.Name), ix.Name, "i", t.Rows(), len(ix.Columns), oidBtree, false, 0))
+				}
 			}
 			for _, v := range c.db.Views() {
-				rows = append(rows, []string{strconv.Itoa(relOID(v.Schema, v.Name)), sql.QuoteString(v.Name), strconv.Itoa(oidPublic), sql.QuoteString("v"),
-					strconv.Itoa(oidOwner), "CAST(-1 AS DOUBLE PRECISION)", "0", "0", "false", "0", "0", "'p'", "false"})
+				rows = append(rows, rel(relOID(v.Schema, v.Name), v.Name, "v", -1, 0, 0, false, 0))
+			}
+			return rows
+		},
+	},
+	"pg_catalog.pg_index": {
+		// One row per index (nicflow's are btree, of columns, without
+		// predicates: indexprs and indpred NULL). indkey holds the
+		// columns' numbers (attnum), indoption 0 for each (ASC NULLS
+		// LAST), indcollation the default collation (100) for text
+		// columns, else 0.
+		cols: []string{"indexrelid", "indrelid", "indnatts", "indnkeyatts", "indisunique", "indnullsnotdistinct", "indisprimary", "indisexclusion", "indimmediate",
+			"indisclustered", "indisvalid", "indcheckxmin", "indisready", "indislive", "indisreplident", "indkey", "indcollation", "indoption", "indexprs", "indpred"},
+		types: []string{"INTEGER", "INTEGER", "INTEGER", "INTEGER", "BOOLEAN", "BOOLEAN", "BOOLEAN", "BOOLEAN", "BOOLEAN",
+			"BOOLEAN", "BOOLEAN", "BOOLEAN", "BOOLEAN", "BOOLEAN", "BOOLEAN", "INT2VECTOR", "OIDVECTOR", "INT2VECTOR", "TEXT", "TEXT"},
+		rows: func(c *StorageCatalog) (rows [][]string) {
+			for _, t := range c.db.Tables() {
+				for _, ix := range t.Indexes {
+					keys, colls, opts := make([]string, len(ix.Columns)), make([]string, len(ix.Columns)), make([]string, len(ix.Columns))
+					for i, name := range ix.Columns {
+						n := attnum(t, name)
+						keys[i], colls[i], opts[i] = strconv.Itoa(n), "0", "0"
+						if n > 0 && typeOID(t.Columns[n-1]) == 1043 {
+							colls[i] = "100"
+						}
+					}
+					unique := ix.Unique || ix.Primary || ix.Constraint
+					rows = append(rows, []string{strconv.Itoa(relOID(t.Schema, ix.Name)), strconv.Itoa(relOID(t.Schema, t.Name)), strconv.Itoa(len(ix.Columns)), strconv.Itoa(len(ix.Columns)),
+						strconv.FormatBool(unique), "false", strconv.FormatBool(ix.Primary), "false", "true",
+						"false", "true", "false", "true", "true", "false",
+						"CAST(" + sql.QuoteString(strings.Join(keys, " ")) + " AS INT2VECTOR)", "CAST(" + sql.QuoteString("{"+strings.Join(colls, ",")+"}") + " AS OIDVECTOR)",
+						"CAST(" + sql.QuoteString(strings.Join(opts, " ")) + " AS INT2VECTOR)", "CAST(NULL AS TEXT)", "CAST(NULL AS TEXT)"})
+				}
 			}
 			return rows
 		},
@@ -253,29 +302,35 @@ var systemTables = map[string]systemTable{
 		// Primary keys (p), unique constraints (u), foreign keys (f) and
 		// checks (c). conbin holds the constraint's definition as
 		// pg_get_constraintdef prints it (in PostgreSQL an expression
-		// tree), as pg_attrdef.adbin holds a default's text; conkey and
-		// confkey, arrays, are missing (nicflow has no arrays yet).
+		// tree), as pg_attrdef.adbin holds a default's text. conkey
+		// holds the constrained columns' numbers (NULL for a check:
+		// nicflow does not record which columns its expression reads),
+		// confkey a foreign key's referenced ones. No constraint is
+		// inherited (conparentid 0, conislocal).
 		cols: []string{"oid", "conname", "connamespace", "contype", "condeferrable", "condeferred", "convalidated", "conrelid", "conindid",
-			"confrelid", "confupdtype", "confdeltype", "confmatchtype", "conbin"},
+			"confrelid", "confupdtype", "confdeltype", "confmatchtype", "conbin", "conkey", "confkey", "conparentid", "conislocal", "coninhcount", "connoinherit", "contypid"},
 		types: []string{"INTEGER", "TEXT", "INTEGER", "TEXT", "BOOLEAN", "BOOLEAN", "BOOLEAN", "INTEGER", "INTEGER",
-			"INTEGER", "TEXT", "TEXT", "TEXT", "TEXT"},
+			"INTEGER", "TEXT", "TEXT", "TEXT", "TEXT", "SMALLINT[]", "SMALLINT[]", "INTEGER", "BOOLEAN", "INTEGER", "BOOLEAN", "INTEGER"},
 		rows: func(c *StorageCatalog) (rows [][]string) {
-			for _, t := range c.db.Tables() {
+			tables := c.db.Tables()
+			for _, t := range tables {
 				rel := relOID(t.Schema, t.Name)
-				add := func(name, kind string, index, ref int, upd, del, match, def string) {
+				add := func(name, kind string, index, ref int, upd, del, match, def, key, fkey string) {
 					rows = append(rows, []string{strconv.Itoa(relOID(t.Schema, name)), sql.QuoteString(name), strconv.Itoa(oidPublic), sql.QuoteString(kind),
-						"false", "false", "true", strconv.Itoa(rel), strconv.Itoa(index), strconv.Itoa(ref), sql.QuoteString(upd), sql.QuoteString(del), sql.QuoteString(match), sql.QuoteString(def)})
+						"false", "false", "true", strconv.Itoa(rel), strconv.Itoa(index), strconv.Itoa(ref), sql.QuoteString(upd), sql.QuoteString(del), sql.QuoteString(match), sql.QuoteString(def),
+						key, fkey, "0", "true", "0", strconv.FormatBool(kind == "c"), "0"})
 				}
+				const none = "CAST(NULL AS SMALLINT[])"
 				for _, ix := range t.Indexes {
 					switch {
 					case ix.Primary:
-						add(ix.Name, "p", relOID(t.Schema, ix.Name), 0, " ", " ", " ", "PRIMARY KEY ("+identList(ix.Columns)+")")
+						add(ix.Name, "p", relOID(t.Schema, ix.Name), 0, " ", " ", " ", "PRIMARY KEY ("+identList(ix.Columns)+")", attnums(t, ix.Columns), none)
 					case ix.Constraint:
-						add(ix.Name, "u", relOID(t.Schema, ix.Name), 0, " ", " ", " ", "UNIQUE ("+identList(ix.Columns)+")")
+						add(ix.Name, "u", relOID(t.Schema, ix.Name), 0, " ", " ", " ", "UNIQUE ("+identList(ix.Columns)+")", attnums(t, ix.Columns), none)
 					}
 				}
 				for _, ch := range t.Checks {
-					add(ch.Name, "c", 0, 0, " ", " ", " ", "CHECK ("+ch.SQL+")")
+					add(ch.Name, "c", 0, 0, " ", " ", " ", "CHECK ("+ch.SQL+")", none, none)
 				}
 				for _, fk := range t.ForeignKeys {
 					refSchema, refName, _ := strings.Cut(fk.RefTable, ".")
@@ -297,7 +352,13 @@ var systemTables = map[string]systemTable{
 					if a := strings.ToUpper(fk.OnDelete); a != "" && a != "NO ACTION" {
 						def += " ON DELETE " + a
 					}
-					add(fk.Name, "f", relOID(refSchema, fk.RefIndex), relOID(refSchema, refName), action(fk.OnUpdate), action(fk.OnDelete), match, def)
+					fkey := none
+					for _, rt := range tables {
+						if rt.Schema == refSchema && rt.Name == refName {
+							fkey = attnums(rt, fk.RefColumns)
+						}
+					}
+					add(fk.Name, "f", relOID(refSchema, fk.RefIndex), relOID(refSchema, refName), action(fk.OnUpdate), action(fk.OnDelete), match, def, attnums(t, fk.Columns), fkey)
 				}
 			}
 			return rows
@@ -315,11 +376,26 @@ var systemTables = map[string]systemTable{
 			return rows
 		},
 	},
+	"pg_catalog.pg_collation": {
+		// Collations: the default one (100, which text columns have) and
+		// "C" (950); nicflow's strings compare by bytes, which both are.
+		cols:  []string{"oid", "collname", "collnamespace", "collowner", "collprovider", "collisdeterministic", "collencoding", "collcollate", "collctype"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER", "TEXT", "BOOLEAN", "INTEGER", "TEXT", "TEXT"},
+		rows: func(*StorageCatalog) [][]string {
+			return [][]string{
+				{"100", "'default'", strconv.Itoa(oidPgCatalog), strconv.Itoa(oidOwner), "'d'", "true", "-1", "CAST(NULL AS TEXT)", "CAST(NULL AS TEXT)"},
+				{"950", "'C'", strconv.Itoa(oidPgCatalog), strconv.Itoa(oidOwner), "'c'", "true", "-1", "'C'", "'C'"},
+			}
+		},
+	},
 	"pg_catalog.pg_am": {
-		// Access methods: nicflow's tables have none (relam is 0).
-		cols:  []string{"oid", "amname", "amtype"},
-		types: []string{"INTEGER", "TEXT", "TEXT"},
-		rows:  func(*StorageCatalog) [][]string { return nil },
+		// Access methods: btree, nicflow's indexes' (sorted); its tables
+		// have none (relam 0).
+		cols:  []string{"oid", "amname", "amhandler", "amtype"},
+		types: []string{"INTEGER", "TEXT", "TEXT", "TEXT"},
+		rows: func(*StorageCatalog) [][]string {
+			return [][]string{{strconv.Itoa(oidBtree), "'btree'", "'bthandler'", "'i'"}}
+		},
 	},
 	"pg_catalog.pg_attribute": {
 		cols:  []string{"attrelid", "attname", "atttypid", "attnum", "attnotnull", "atthasdef", "attisdropped", "atttypmod", "attlen", "attidentity", "attgenerated", "attcollation"},
@@ -338,8 +414,10 @@ var systemTables = map[string]systemTable{
 		},
 	},
 	"pg_catalog.pg_type": {
-		// Base types only ('b'): no domains, composites or arrays
-		// (typarray is 0: nicflow has no array types).
+		// Base types ('b') and their array types (typcategory 'A', typelem
+		// the element's OID; the base type's typarray names it); int2vector
+		// (pg_index.indkey) is an array of int2 too. No domains or
+		// composites.
 		cols: []string{"oid", "typname", "typnamespace", "typowner", "typlen", "typbyval", "typtype", "typcategory", "typispreferred", "typisdefined",
 			"typdelim", "typrelid", "typelem", "typarray", "typinput", "typoutput", "typreceive", "typsend", "typalign", "typstorage",
 			"typnotnull", "typbasetype", "typtypmod", "typndims", "typcollation", "typdefault"},
@@ -347,7 +425,7 @@ var systemTables = map[string]systemTable{
 			"TEXT", "INTEGER", "INTEGER", "INTEGER", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT",
 			"BOOLEAN", "INTEGER", "INTEGER", "INTEGER", "INTEGER", "TEXT"},
 		rows: func(*StorageCatalog) (rows [][]string) {
-			for _, t := range pgTypes {
+			row := func(t pgType, elem, array int, in, out string) []string {
 				byVal := t.len > 0 && t.len <= 8
 				align, storage := "'i'", "'p'"
 				switch {
@@ -360,15 +438,32 @@ var systemTables = map[string]systemTable{
 				case t.len < 0:
 					storage = "'x'"
 				}
+				kind := "'b'"
 				coll := "0"
 				if t.category == "S" {
 					coll = "100" // the default collation
 				}
-				rows = append(rows, []string{strconv.Itoa(t.oid), sql.QuoteString(t.name), strconv.Itoa(oidPgCatalog), strconv.Itoa(oidOwner), strconv.Itoa(t.len),
-					strconv.FormatBool(byVal), "'b'", sql.QuoteString(t.category), strconv.FormatBool(t.preferred), "true",
-					"','", "0", "0", "0", sql.QuoteString(t.name + "in"), sql.QuoteString(t.name + "out"), sql.QuoteString(t.name + "recv"), sql.QuoteString(t.name + "send"), align, storage,
-					"false", "0", "-1", "0", coll, "CAST(NULL AS TEXT)"})
+				return []string{strconv.Itoa(t.oid), sql.QuoteString(t.name), strconv.Itoa(oidPgCatalog), strconv.Itoa(oidOwner), strconv.Itoa(t.len),
+					strconv.FormatBool(byVal), kind, sql.QuoteString(t.category), strconv.FormatBool(t.preferred), "true",
+					"','", "0", strconv.Itoa(elem), strconv.Itoa(array), sql.QuoteString(in + "in"), sql.QuoteString(out + "out"), sql.QuoteString(in + "recv"), sql.QuoteString(out + "send"), align, storage,
+					"false", "0", "-1", "0", coll, "CAST(NULL AS TEXT)"}
 			}
+			for _, t := range pgTypes {
+				rows = append(rows, row(t, 0, pgArrayOIDs[t.oid], t.name, t.name))
+				// Its array type: _name, of variable length, aligned as
+				// the element (d for 8-byte ones).
+				a := pgType{oid: pgArrayOIDs[t.oid], name: "_" + t.name, len: -1, category: "A"}
+				r := row(a, t.oid, 0, "array_", "array_")
+				if t.len == 8 {
+					r[18] = "'d'"
+				}
+				if t.category == "S" {
+					r[24] = "100"
+				}
+				rows = append(rows, r)
+			}
+			v := row(pgType{oid: 22, name: "int2vector", len: -1, category: "A"}, 21, 1006, "int2vector", "int2vector")
+			rows = append(rows, v, row(pgType{oid: 1006, name: "_int2vector", len: -1, category: "A"}, 22, 0, "array_", "array_"))
 			return rows
 		},
 	},
@@ -411,6 +506,13 @@ var pgTypes = []pgType{
 	{1043, "varchar", -1, "S", false}, {1082, "date", 4, "D", false}, {1114, "timestamp", 8, "D", false},
 	{1186, "interval", 16, "T", true}, {1700, "numeric", -1, "N", false}, {1083, "time", 8, "D", false},
 	{1184, "timestamptz", 8, "D", true},
+}
+
+// pgArrayOIDs are the OIDs of the array types of pgTypes (PostgreSQL's
+// _bool, _int4, ...), by the element's.
+var pgArrayOIDs = map[int]int{
+	16: 1000, 17: 1001, 20: 1016, 21: 1005, 23: 1007, 25: 1009, 700: 1021, 701: 1022, 1043: 1015, 1082: 1182,
+	1114: 1115, 1186: 1187, 1700: 1231, 1083: 1183, 1184: 1185,
 }
 
 // typeOID is the PostgreSQL type OID of a stored column (text when
@@ -481,7 +583,7 @@ func typeMod(col storage.Column) int {
 // has, for 'pg_class'::regclass.
 var systemOIDs = map[string]int{
 	"pg_class": 1259, "pg_type": 1247, "pg_attribute": 1249, "pg_proc": 1255, "pg_namespace": 2615,
-	"pg_description": 2609, "pg_attrdef": 2604, "pg_database": 1262, "pg_am": 2601, "pg_constraint": 2606,
+	"pg_description": 2609, "pg_attrdef": 2604, "pg_database": 1262, "pg_am": 2601, "pg_constraint": 2606, "pg_index": 2610, "pg_collation": 3456,
 	"pg_tables": 12000, "pg_views": 12001,
 }
 
@@ -554,6 +656,26 @@ func columnType(col storage.Column) string {
 		return plan.TypeString(at)
 	}
 	return col.Type
+}
+
+// attnum is the number (pg_attribute.attnum, from 1) of table t's column
+// name, 0 when it has none.
+func attnum(t *storage.Table, name string) int {
+	for i, col := range t.Columns {
+		if col.Name == name {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// attnums is the SMALLINT[] of the numbers of t's columns names.
+func attnums(t *storage.Table, names []string) string {
+	n := make([]string, len(names))
+	for i, name := range names {
+		n[i] = strconv.Itoa(attnum(t, name))
+	}
+	return "CAST('{" + strings.Join(n, ",") + "}' AS SMALLINT[])"
 }
 
 // identList is names as a SQL list, quoted where they must be.

@@ -55,7 +55,7 @@ func (b *binder) arrayCast(x *sql.Cast, arg plan.Expr, t arrow.DataType) (plan.E
 		return plan.NullConst(t), nil
 	}
 	switch {
-	case arrow.TypeEqual(from, t):
+	case arrow.TypeEqual(from, t) && expr.IsInt2Vector(from) == expr.IsInt2Vector(t):
 		return arg, nil
 	case plan.IsString(from) && plan.IsArray(t), plan.IsArray(from) && plan.IsString(t):
 	case plan.IsArray(from) && plan.IsArray(t) && plan.CanCast(expr.ArrayElem(from), expr.ArrayElem(t)):

@@ -607,6 +607,8 @@ func (b *binder) typeOf(t *sql.TypeName) (arrow.DataType, error) {
 	switch t.Name {
 	case "regclass", "regtype", "regnamespace":
 		return arrow.PrimitiveTypes.Int32, nil
+	case "int2vector":
+		return plan.TypInt2Vector, args(0)
 	case "json", "jsonb":
 		// JSON is text (nicflow has no json type): the operators ->, ->>,
 		// #> and #>> read it.

@@ -1343,6 +1343,9 @@ func (b *binder) funcCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, e
 	case "row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead", "first_value", "last_value", "nth_value":
 		return nil, b.errorf(x, "window function %s requires an OVER clause", name)
 	}
+	if isArraySRF(name) && !x.Name.Quoted {
+		return nil, b.errorf(x, "%s returns a set of rows: call it as a select-list item (alone or cast) or in FROM", name)
+	}
 	if fc, ok := b.cat.(plan.SQLFunctionCatalog); ok {
 		if body, ok := fc.SQLFunction(name, len(x.Args)); ok {
 			return b.sqlFunction(x, body, s, ctx)

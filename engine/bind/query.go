@@ -488,6 +488,12 @@ func (b *binder) tableExpr(te sql.TableExpr, s *scope) (plan.Plan, []*scopeItem,
 	case *sql.Join:
 		return b.join(t, s)
 	case *sql.TableFunc:
+		if t.Name.Name == "unnest" {
+			return b.unnestFrom(t, s)
+		}
+		if t.Ordinality {
+			return nil, nil, b.errorf(t, "WITH ORDINALITY is supported for unnest only")
+		}
 		return b.tableFunc(t)
 	}
 	return nil, nil, b.errorf(te, "unsupported FROM entry %T", te)

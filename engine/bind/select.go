@@ -67,6 +67,9 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (plan.Plan
 		}
 		lp = &plan.FilterNode{Input: lp, Cond: cond}
 	}
+	if sel, lp, err = b.selectListUnnest(sel, q, s, lp); err != nil {
+		return nil, nil, err
+	}
 
 	// Aggregation: GROUP BY, HAVING or an aggregate call anywhere in the
 	// select list or ORDER BY.

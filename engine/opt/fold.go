@@ -107,6 +107,10 @@ func mapNodeExprs(n plan.Plan, f func(plan.Expr) plan.Expr) plan.Plan {
 			c.Funcs[i] = &nw
 		}
 		return &c
+	case *plan.UnnestNode:
+		c := *x
+		c.Arrays = mapList(x.Arrays)
+		return &c
 	case *plan.ValuesNode:
 		c := *x
 		c.Rows = make([][]plan.Expr, len(x.Rows))

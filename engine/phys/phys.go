@@ -98,6 +98,7 @@ const (
 	PhysRecursive   PhysKind = "recursive"
 	PhysWorkScan    PhysKind = "work_scan"
 	PhysApply       PhysKind = "apply"
+	PhysUnnest      PhysKind = "unnest"
 	// PhysRemote reads the receivers of a network exchange (distributed
 	// fragments only, dist.go): Streams receivers of channel
 	// Remote.Exchange.
@@ -160,6 +161,15 @@ type PhysNode struct {
 	Work        *WorkOp                  `json:"work,omitempty"`
 	Apply       *ApplyOp                 `json:"apply,omitempty"`
 	Series      *exec.SeriesSpec         `json:"series,omitempty"`
+	Unnest      *UnnestOp                `json:"unnest,omitempty"`
+}
+
+// UnnestOp expands the arrays Arrays computes over the input (exec.Unnest):
+// Names are the output columns after the input's, an element and a
+// subscript per array, then the ordinality.
+type UnnestOp struct {
+	Arrays []expr.Expr `json:"arrays"`
+	Names  []string    `json:"names"`
 }
 
 // ApplyOp evaluates subquery Sub (one column) for each input row with its

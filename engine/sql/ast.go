@@ -181,12 +181,14 @@ type TableName struct {
 // 'x.parquet'): its one argument is the string.
 const FileTableFunc = "$file"
 
-// TableFunc is a function in FROM (generate_series(1, 10) AS t(n)).
+// TableFunc is a function in FROM (generate_series(1, 10) AS t(n));
+// Ordinality is WITH ORDINALITY (a last column numbering the rows).
 type TableFunc struct {
 	Pos
-	Name  Ident
-	Args  []Expr
-	Alias *TableAlias
+	Name       Ident
+	Args       []Expr
+	Ordinality bool
+	Alias      *TableAlias
 }
 
 // DerivedTable is (query) [AS] alias [(columns)] in FROM.

@@ -721,6 +721,9 @@ func (d *deparser) table(t TableExpr) {
 			d.w(QuoteIdent(t.Name.Name) + "(")
 			d.exprList(t.Args)
 			d.w(")")
+			if t.Ordinality {
+				d.w(" WITH ORDINALITY")
+			}
 		}
 		d.alias(t.Alias)
 	case *Join:

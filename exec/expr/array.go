@@ -26,6 +26,29 @@ import (
 // brace, quote or backslash, with \ before " and \ inside quotes; booleans
 // are t and f there, as PostgreSQL's boolout prints them.
 
+// int2vector (PostgreSQL's type of pg_index.indkey and indoption) is an
+// array of integers whose subscripts start at 0 and whose text form is
+// its elements separated by spaces ("1 3"); it is an Arrow list whose item
+// field is named "int2vector" (Int2VectorArrow), so that it survives
+// plans, batches and Arrow IPC as its own type.
+
+// Int2VectorArrow is the Arrow type of int2vector.
+var Int2VectorArrow arrow.DataType = arrow.ListOfField(arrow.Field{Name: "int2vector", Type: arrow.PrimitiveTypes.Int32, Nullable: true})
+
+// IsInt2Vector reports the int2vector type.
+func IsInt2Vector(t arrow.DataType) bool {
+	lt, ok := t.(*arrow.ListType)
+	return ok && lt.ElemField().Name == "int2vector"
+}
+
+// arrayLower is the subscript of an array type's first element.
+func arrayLower(t arrow.DataType) int64 {
+	if IsInt2Vector(t) {
+		return 0
+	}
+	return 1
+}
+
 // The array functions of KindCall expressions.
 const (
 	FnArray         = "array"           // ARRAY[a, b, ...] [0-]: the arguments are of the element type
@@ -580,7 +603,15 @@ func (c *arrayCastNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 				offs = append(offs, int32(texts.n))
 				continue
 			}
-			elems, en, ok := ParseArrayText(string(xv.strAt(i)))
+			var elems []string
+			var en []bool
+			ok := true
+			if IsInt2Vector(c.to) {
+				elems = strings.Fields(string(xv.strAt(i)))
+				en = make([]bool, len(elems))
+			} else {
+				elems, en, ok = ParseArrayText(string(xv.strAt(i)))
+			}
 			if !ok {
 				return nil, nferr.Dataf("malformed array literal: %q in %s", string(xv.strAt(i)), c.desc)
 			}
@@ -634,7 +665,7 @@ func (c *arrayCastNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 			continue
 		}
 		s, e := l.ValueOffsets(int(i))
-		buf = AppendArrayText(buf[:0], ev, int32(s), int32(e))
+		buf = appendText(buf[:0], IsInt2Vector(c.from), ev, int32(s), int32(e))
 		out.addStr(buf)
 	}
 	return out.done(), nil
@@ -655,6 +686,25 @@ func AppendArrayText(dst []byte, ev *vec, s, e int32) []byte {
 		dst = AppendArrayElem(dst, ev.strAt(j))
 	}
 	return append(dst, '}')
+}
+
+// appendText appends an array's text form, or an int2vector's (its
+// elements separated by spaces).
+func appendText(dst []byte, vector bool, ev *vec, s, e int32) []byte {
+	if !vector {
+		return AppendArrayText(dst, ev, s, e)
+	}
+	for j := s; j < e; j++ {
+		if j > s {
+			dst = append(dst, ' ')
+		}
+		if ev.isNull(j) {
+			dst = append(dst, "NULL"...)
+			continue
+		}
+		dst = append(dst, ev.strAt(j)...)
+	}
+	return dst
 }
 
 // castChild casts a whole child array to et.
@@ -691,9 +741,10 @@ func ArrayTexts(a arrow.Array) (func(i int) string, error) {
 	if err != nil {
 		return nil, err
 	}
+	vector := IsInt2Vector(a.DataType())
 	return func(i int) string {
 		s, e := l.ValueOffsets(i)
-		return string(AppendArrayText(nil, ev, int32(s), int32(e)))
+		return string(appendText(nil, vector, ev, int32(s), int32(e)))
 	}, nil
 }
 
@@ -768,10 +819,11 @@ func (c *compiler) compileArray(e *Expr, args []node, desc string) (node, error)
 			return nil, err
 		}
 		r.t = ArrayElem(args[0].dt())
+		lower := arrayLower(args[0].dt())
 		r.fn = func(r *rowNode, i int32) error {
 			lv := r.views[0]
 			s, en := lv.rng(i)
-			k := r.ins[1].i64[i]
+			k := r.ins[1].i64[i] - lower + 1
 			if k < 1 || k > int64(en-s) {
 				r.out.null()
 				return nil

@@ -1128,7 +1128,7 @@ func (c *compiler) compile(e *Expr) (node, error) {
 // cast converts x to type to (a no-op when the types are equal); desc names
 // the expression in runtime errors.
 func (c *compiler) cast(x node, to arrow.DataType, desc string) (node, error) {
-	if arrow.TypeEqual(x.dt(), to) {
+	if arrow.TypeEqual(x.dt(), to) && IsInt2Vector(x.dt()) == IsInt2Vector(to) {
 		return x, nil
 	}
 	n, err := newCast(x, to, desc, c.loc)

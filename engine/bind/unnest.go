@@ -1,0 +1,189 @@
+package bind
+
+import (
+	"fmt"
+
+	"github.com/nicflow/nicflow/engine/plan"
+	"github.com/nicflow/nicflow/engine/sql"
+)
+
+// Set-returning functions over arrays (plan.UnnestNode): unnest(a) and
+// generate_subscripts(a, 1) as select-list items, and unnest(a [, b ...])
+// [WITH ORDINALITY] in FROM, as PostgreSQL runs them. In a select list
+// they run in lockstep: each row of FROM (after WHERE) once per position
+// of its longest array, a shorter array's values NULL past its end (no
+// row for a row whose arrays are all empty or NULL).
+
+// isArraySRF reports unnest and generate_subscripts.
+func isArraySRF(name string) bool { return name == "unnest" || name == "generate_subscripts" }
+
+// srfCall is an item's set-returning call: the item alone or cast
+// (unnest(a)::text).
+func srfCall(e sql.Expr) *sql.FuncCall {
+	if c, ok := e.(*sql.Cast); ok {
+		e = c.X
+	}
+	if f, ok := e.(*sql.FuncCall); ok && isArraySRF(f.Name.Name) && !f.Name.Quoted && f.Over == nil && !f.Star && !f.Distinct && f.Filter == nil {
+		return f
+	}
+	return nil
+}
+
+// selectListUnnest binds the select list's unnest and generate_subscripts
+// calls over lp (FROM and WHERE) as one UnnestNode, and returns sel with
+// each call replaced by a reference to its column (in a hidden scope item
+// of s).
+func (b *binder) selectListUnnest(sel *sql.Select, q *sql.Query, s *scope, lp plan.Plan) (*sql.Select, plan.Plan, error) {
+	var calls []int
+	for i, it := range sel.Items {
+		if srfCall(it.Expr) != nil {
+			calls = append(calls, i)
+		}
+	}
+	if len(calls) == 0 {
+		return sel, lp, nil
+	}
+	first := srfCall(sel.Items[calls[0]].Expr)
+	var orderBy []*sql.OrderItem
+	if q != nil {
+		orderBy = q.OrderBy
+	}
+	if len(sel.GroupBy) > 0 || sel.Having != nil || b.hasAggregate(sel.Items, orderBy) {
+		return nil, nil, b.errorf(first, "%s in the select list of an aggregate query is not supported (call it in FROM)", first.Name.Name)
+	}
+	alias := fmt.Sprintf("unnest_%d", first.Pos.Offset)
+	node := &plan.UnnestNode{Input: lp, Ord: b.newCol("ordinality", alias, plan.TypInt64, false)}
+	it := &scopeItem{name: alias}
+	c := *sel
+	c.Items = append([]*sql.SelectItem(nil), sel.Items...)
+	for k, i := range calls {
+		f := srfCall(sel.Items[i].Expr)
+		a, err := b.srfArray(f, s)
+		if err != nil {
+			return nil, nil, err
+		}
+		elem := b.newCol(fmt.Sprintf("e%d", k), alias, plan.ArrayElemType(a.Type()), true)
+		sub := b.newCol(fmt.Sprintf("s%d", k), alias, plan.TypInt64, true)
+		node.Arrays = append(node.Arrays, a)
+		node.Elems = append(node.Elems, elem)
+		node.Subs = append(node.Subs, sub)
+		it.cols = append(it.cols, elem, sub)
+		it.hidden = append(it.hidden, true, true)
+		// The call becomes its column: the element, or its subscript.
+		col := elem.Name
+		if f.Name.Name == "generate_subscripts" {
+			col = sub.Name
+		}
+		ref := &sql.ColumnRef{Pos: f.Pos, Parts: []sql.Ident{{Pos: f.Pos, Name: alias}, {Pos: f.Pos, Name: col}}}
+		item := *sel.Items[i]
+		item.Expr = ref
+		if cast, ok := sel.Items[i].Expr.(*sql.Cast); ok {
+			cc := *cast
+			cc.X = ref
+			item.Expr = &cc
+		}
+		if item.Alias == nil {
+			// PostgreSQL names the column after the function.
+			item.Alias = &sql.Ident{Pos: f.Pos, Name: f.Name.Name}
+		}
+		c.Items[i] = &item
+	}
+	it.cols = append(it.cols, node.Ord)
+	it.hidden = append(it.hidden, true)
+	if err := b.addItems(s, []*scopeItem{it}, first); err != nil {
+		return nil, nil, err
+	}
+	return &c, node, nil
+}
+
+// srfArray binds the array argument of unnest(a) or generate_subscripts(a,
+// dim) in a select list (dim must be 1: nicflow's arrays have one
+// dimension).
+func (b *binder) srfArray(f *sql.FuncCall, s *scope) (plan.Expr, error) {
+	name := f.Name.Name
+	switch {
+	case name == "unnest" && len(f.Args) != 1:
+		return nil, b.errorf(f, "unnest in the select list takes one array (several need unnest(a, b, ...) in FROM)")
+	case name == "generate_subscripts" && len(f.Args) == 3:
+		return nil, b.errorf(f.Args[2], "generate_subscripts(a, dim, reverse) is not supported")
+	case name == "generate_subscripts" && len(f.Args) != 2:
+		return nil, b.errorf(f, "generate_subscripts takes an array and a dimension")
+	}
+	if name == "generate_subscripts" {
+		d, err := b.expr(f.Args[1], s, &exprCtx{clause: "SELECT"})
+		if err != nil {
+			return nil, err
+		}
+		k, ok, err := plan.FoldToConst(plan.ResolveUntyped(d, plan.TypInt64))
+		if err != nil || !ok || !plan.IsInteger(k.Typ) || plan.ConstInt(k) != 1 {
+			return nil, b.errorf(f.Args[1], "generate_subscripts: the dimension must be the constant 1 (nicflow's arrays have one dimension)")
+		}
+	}
+	return b.arrayArg(f.Args[0], name, s, "SELECT")
+}
+
+// arrayArg binds an argument that must be an array ('{...}' is text[]).
+func (b *binder) arrayArg(x sql.Expr, fn string, s *scope, clause string) (plan.Expr, error) {
+	a, err := b.expr(x, s, &exprCtx{clause: clause})
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := a.(*plan.Const); ok && c.Untyped {
+		a = plan.ResolveUntyped(a, plan.ArrayOf(plan.TypString))
+	}
+	if !plan.IsArray(a.Type()) {
+		return nil, b.errorf(x, "function %s(%s) does not exist: its argument must be an array", fn, plan.TypeString(a.Type()))
+	}
+	return a, nil
+}
+
+// unnestFrom binds unnest(a [, b ...]) [WITH ORDINALITY] in FROM: one
+// column per array (its elements, NULL past its end), then the ordinality
+// when asked. The arrays may read columns of enclosing queries (a
+// correlated subquery runs per row), not of the FROM items beside it (no
+// LATERAL).
+func (b *binder) unnestFrom(t *sql.TableFunc, s *scope) (plan.Plan, []*scopeItem, error) {
+	if len(t.Args) == 0 {
+		return nil, nil, b.errorf(t, "unnest takes at least one array")
+	}
+	alias := "unnest"
+	var aliasCols []sql.Ident
+	if t.Alias != nil {
+		alias, aliasCols = t.Alias.Name.Name, t.Alias.Columns
+	}
+	outer := &scope{parent: s.parent, ctes: s.ctes}
+	node := &plan.UnnestNode{Input: &plan.ValuesNode{Rows: [][]plan.Expr{{}}}, Ord: b.newCol("ordinality", alias, plan.TypInt64, false)}
+	var cols []plan.Column
+	var names []string
+	for i, x := range t.Args {
+		a, err := b.arrayArg(x, "unnest", outer, "FROM")
+		if err != nil {
+			return nil, nil, err
+		}
+		name := "unnest"
+		if len(t.Args) == 1 && t.Alias != nil && len(aliasCols) == 0 {
+			name = alias // PostgreSQL names a lone column after the alias
+		}
+		elem := b.newCol(name, alias, plan.ArrayElemType(a.Type()), true)
+		node.Arrays = append(node.Arrays, a)
+		node.Elems = append(node.Elems, elem)
+		node.Subs = append(node.Subs, b.newCol(fmt.Sprintf("s%d", i), alias, plan.TypInt64, true))
+		cols, names = append(cols, elem), append(names, name)
+	}
+	if t.Ordinality {
+		cols, names = append(cols, node.Ord), append(names, "ordinality")
+	}
+	it, err := b.aliasItem(cols, names, alias, aliasCols, t, "function unnest")
+	if err != nil {
+		return nil, nil, err
+	}
+	// Only the elements (and the ordinality) are the item's columns; the
+	// node's other outputs are never named.
+	for i := range node.Elems {
+		node.Elems[i].Name = it.cols[i].Name
+	}
+	if t.Ordinality {
+		node.Ord.Name = it.cols[len(it.cols)-1].Name
+	}
+	return node, []*scopeItem{it}, nil
+}
