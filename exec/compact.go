@@ -103,6 +103,13 @@ func classifyCol(s *arrow.Schema, i int, op, role string) (colInfo, error) {
 	}
 	c, ok := classify(s.Field(i).Type)
 	if !ok {
+		// Arrays are payload (carried, never hashed or ordered).
+		switch role {
+		case "build", "probe", "left", "right", "input":
+			c, ok = classifyPayload(s.Field(i).Type)
+		}
+	}
+	if !ok {
 		return c, nferr.Queryf("%s: %s column %d (%s) has unsupported type %s", op, role, i, s.Field(i).Name, s.Field(i).Type)
 	}
 	return c, nil
@@ -327,6 +334,8 @@ func makeTaker(c colInfo) takeFn {
 			bm, boff := validityOf(a)
 			return gatherBytes(alloc, a.DataType(), offs, data, bm, boff, idx)
 		}
+	case pcList:
+		return takeList
 	}
 	switch c.width {
 	case 1:
@@ -467,6 +476,8 @@ func newColVec(c colInfo) colVec {
 		return &boolVec{dt: c.dt}
 	case pcBytes:
 		return &bytesVec{dt: c.dt, offs: []int64{0}}
+	case pcList:
+		return newListVec(c.dt)
 	}
 	switch c.width {
 	case 1:

@@ -3,6 +3,7 @@ package opt
 import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/nicflow/nicflow/engine/plan"
+	"github.com/nicflow/nicflow/exec/expr"
 )
 
 var ruleFold = &Rule{
@@ -135,7 +136,7 @@ func simplifyNode(e plan.Expr) plan.Expr {
 				return v
 			}
 		}
-		if arrow.TypeEqual(x.X.Type(), x.Typ) {
+		if arrow.TypeEqual(x.X.Type(), x.Typ) && expr.IsInt2Vector(x.X.Type()) == expr.IsInt2Vector(x.Typ) {
 			return x.X
 		}
 	case *plan.CaseExpr:

@@ -1143,6 +1143,43 @@ func broadcastList(t arrow.DataType, one arrow.Array, null bool, m int) arrow.Ar
 	return lb.vec(t).arr
 }
 
+// gatherLists merges the array vectors of a CASE's branches (parts,
+// each over its rows) into one of type lt; a row no part has is NULL.
+func gatherLists(lt arrow.DataType, parts []part, sel []int32, n int) (*vec, error) {
+	which := make([]int, n)
+	for i := range which {
+		which[i] = -1
+	}
+	views := make([]listView, len(parts))
+	for p, pt := range parts {
+		if err := views[p].load(pt.v, ArrayElem(lt)); err != nil {
+			return nil, err
+		}
+		for _, i := range pt.rows {
+			which[i] = p
+		}
+	}
+	ek, _ := kindOf(ArrayElem(lt))
+	lb := newListBuild(ek, n)
+	in := inSel{sel: sel}
+	for i := int32(0); i < int32(n); i++ {
+		p := -1
+		if in.next(i) {
+			p = which[i]
+		}
+		if p < 0 || parts[p].v.isNull(i) {
+			lb.null()
+			continue
+		}
+		s, e := views[p].rng(i)
+		for j := s; j < e; j++ {
+			lb.elems.add(views[p].ev, j)
+		}
+		lb.end()
+	}
+	return lb.vec(lt), nil
+}
+
 // listToArray copies the rows of a pList vector that p places into a new
 // array from mem.
 func listToArray(mem memory.Allocator, v *vec, n int, sel []int32, p placement) arrow.Array {
