@@ -158,9 +158,10 @@ func TestServePsycopg2(t *testing.T) {
 
 // TestServeSQLAlchemy runs testdata/clients/nicflow_sqlalchemy.py against
 // the server: SQLAlchemy with psycopg2 (connect, the inspector's tables,
-// columns with their types, views, has_table) and pandas (read_sql with
-// parameters, dates and NULLs; to_sql create and append, read back
-// equal). It needs python3-sqlalchemy, python3-pandas and python3-psycopg2.
+// columns with their types, views, has_table, primary and foreign keys,
+// indexes, unique and check constraints) and pandas (read_sql with
+// parameters, dates, NULLs and arrays; to_sql create, append and
+// replace, read back equal). It needs python3-sqlalchemy, python3-pandas and python3-psycopg2.
 func TestServeSQLAlchemy(t *testing.T) {
 	py := "/usr/bin/python3"
 	if err := exec.Command(py, "-c", "import sqlalchemy, pandas, psycopg2").Run(); err != nil {
