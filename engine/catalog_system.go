@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/nicflow/nicflow/engine/bind"
 	"github.com/nicflow/nicflow/engine/plan"
 	"github.com/nicflow/nicflow/engine/sql"
 	"github.com/nicflow/nicflow/exec/expr"
@@ -464,6 +465,19 @@ var systemTables = map[string]systemTable{
 			}
 			v := row(pgType{oid: 22, name: "int2vector", len: -1, category: "A"}, 21, 1006, "int2vector", "int2vector")
 			rows = append(rows, v, row(pgType{oid: 1006, name: "_int2vector", len: -1, category: "A"}, 22, 0, "array_", "array_"))
+			return rows
+		},
+	},
+	"pg_catalog.pg_settings": {
+		// The server's read-only settings (bind.ServerSettings: what SHOW
+		// and current_setting give); a session's SET settings are not
+		// listed (SHOW gives them).
+		cols:  []string{"name", "setting", "unit", "category", "short_desc", "context", "vartype", "source", "boot_val", "reset_val"},
+		types: []string{"TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT"},
+		rows: func(*StorageCatalog) (rows [][]string) {
+			for name, v := range bind.ServerSettings {
+				rows = append(rows, append(quoted(name, v), "CAST(NULL AS TEXT)", "'Preset Options'", "''", "'internal'", "'string'", "'default'", sql.QuoteString(v), sql.QuoteString(v)))
+			}
 			return rows
 		},
 	},

@@ -99,7 +99,7 @@ FROM pg_catalog.pg_class c
  LEFT JOIN pg_catalog.pg_class tc ON (c.reltoastrelid = tc.oid)
 LEFT JOIN pg_catalog.pg_am am ON (c.relam = am.oid)
 WHERE c.oid = '690559265'
--- error: line 3, column 39: column c.reltoastrelid does not exist
+-- ok
 
 SELECT r.rolname, r.rolsuper, r.rolinherit,
   r.rolcreaterole, r.rolcreatedb, r.rolcanlogin,
