@@ -125,6 +125,24 @@ func TestServeJDBC(t *testing.T) {
 	if r, err := c.run([]string{"!columns nation"}); err != nil || fmt.Sprint(r.Rows) != "[[n_nationkey int8 0] [n_name varchar 0] [n_regionkey int8 0] [n_comment varchar 0]]" {
 		t.Errorf("getColumns: %v %v", r.Rows, err)
 	}
+	// Keys (pg_constraint's conkey and confkey, pg_index), on a database
+	// of its own: the TPC-H tables have none.
+	if r, err := c.run([]string{"!importedkeys nation"}); err != nil || len(r.Rows) != 0 {
+		t.Errorf("getImportedKeys of a table without foreign keys: %v %v", r.Rows, err)
+	}
+	k := startScriptClient(t, "java", "-cp", classes+string(os.PathListSeparator)+jar, "NicflowJdbc", startPGServerOn(t, t.TempDir(), true))
+	for _, s := range []string{
+		"create table j_parent (id int, k int, code text unique, primary key (k, id))",
+		"create table j_child (cid int primary key, pk int, pid int, qty int, foreign key (pk, pid) references j_parent (k, id))",
+		"create index j_child_q on j_child (qty, cid)",
+	} {
+		if _, err := k.run([]string{s}); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	if r, err := k.run([]string{"!importedkeys j_child"}); err != nil || fmt.Sprint(r.Rows) != "[[j_parent k pk 1 j_child_pk_pid_fkey] [j_parent id pid 2 j_child_pk_pid_fkey]]" {
+		t.Errorf("getImportedKeys: %v %v", r.Rows, err)
+	}
 }
 
 // TestServePsycopg2 runs the 22 TPC-H queries at SF 0.01 through Python's

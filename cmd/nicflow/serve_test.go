@@ -28,12 +28,19 @@ import (
 // startPGServer serves dir over the PostgreSQL protocol on a free port.
 func startPGServer(t *testing.T, dir string) string {
 	t.Helper()
+	return startPGServerOn(t, dir, false)
+}
+
+// startPGServerOn is startPGServer, creating the database when create
+// (serve --create).
+func startPGServerOn(t *testing.T, dir string, create bool) string {
+	t.Helper()
 	opts, err := sessionOptions("", 2, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// NB: sessions made as runServe makes them, of the database opened once.
-	db, err := openServed(dir, false, opts)
+	db, err := openServed(dir, create, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
