@@ -200,6 +200,8 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 			return nil, err
 		}
 		return b.newSubquery(plan.SubExists, nil, lp, plan.TypBool, x.Query), nil
+	case *sql.ArraySubquery:
+		return b.arraySubqueryExpr(x, s, ctx)
 	case *sql.Subquery:
 		lp, err := b.subquery(x.Query, s, 1, "a scalar subquery")
 		if err != nil {
@@ -1478,7 +1480,7 @@ func (b *binder) aggOrderBy(x *sql.FuncCall, s *scope, ctx *exprCtx) error {
 		keys[i] = sortKey(e, o)
 		text = append(text, fmt.Sprintf("%s|%v|%v", plan.ExprKey(e), keys[i].Desc, keys[i].NullsFirst))
 	}
-	if x.Name.Name != "string_agg" {
+	if x.Name.Name != "string_agg" && x.Name.Name != "array_agg" {
 		return nil // the order does not change the others' results
 	}
 	key := strings.Join(text, ";")
@@ -1487,7 +1489,7 @@ func (b *binder) aggOrderBy(x *sql.FuncCall, s *scope, ctx *exprCtx) error {
 	case a.orderBy == nil:
 		a.orderBy, a.orderByKey = keys, key
 	case a.orderByKey != key:
-		return b.errorf(x.OrderBy[0], "string_aggs with different ORDER BY in one query are not supported")
+		return b.errorf(x.OrderBy[0], "string_agg and array_agg calls with different ORDER BY in one query are not supported")
 	}
 	return nil
 }
@@ -1600,6 +1602,22 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Ex
 				arg = plan.NullConst(plan.TypFloat64)
 			}
 			ac.Fn, ac.Typ = plan.AggQuantileCont, plan.TypFloat64
+		case "array_agg":
+			if x.Distinct {
+				return nil, b.errorf(x, "array_agg(DISTINCT ...) is not supported")
+			}
+			if filter != nil {
+				// NB: FILTER is a CASE (NULL for the rows it drops), which
+				// array_agg would keep.
+				return nil, b.errorf(x.Filter, "array_agg(...) FILTER (WHERE ...) is not supported")
+			}
+			if plan.IsNullType(t) {
+				arg, t = plan.NullConst(plan.TypString), plan.TypString
+			}
+			if plan.IsArray(t) {
+				return nil, b.errorf(x, "array_agg of arrays is not supported (nicflow's arrays have one dimension)")
+			}
+			ac.Fn, ac.Typ = plan.AggArrayAgg, plan.ArrayOf(t)
 		case "string_agg":
 			if !plan.IsString(t) && !plan.IsNullType(t) {
 				return nil, b.errorf(x, "function string_agg(%s, text) does not exist", plan.TypeString(t))

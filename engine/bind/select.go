@@ -448,6 +448,8 @@ func itemName(it *sql.SelectItem, e plan.Expr) string {
 		}
 	case *sql.Extract:
 		return "extract"
+	case *sql.ArraySubquery, *sql.ArrayExpr:
+		return "array"
 	case *sql.Case:
 		return "case"
 	}
@@ -646,7 +648,7 @@ func (b *binder) hasAggregate(items []*sql.SelectItem, order []*sql.OrderItem) b
 
 func isAggregateName(n string) bool {
 	switch n {
-	case "count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every", "string_agg",
+	case "count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every", "string_agg", "array_agg",
 		"median", "quantile_cont", "quantile", "percentile_cont", "percentile_disc", "approx_count_distinct":
 		return true
 	}

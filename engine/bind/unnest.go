@@ -2,6 +2,7 @@ package bind
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/nicflow/nicflow/engine/plan"
 	"github.com/nicflow/nicflow/engine/sql"
@@ -186,4 +187,64 @@ func (b *binder) unnestFrom(t *sql.TableFunc, s *scope) (plan.Plan, []*scopeItem
 		node.Ord.Name = it.cols[len(it.cols)-1].Name
 	}
 	return node, []*scopeItem{it}, nil
+}
+
+// arraySubqueryExpr binds ARRAY(query): coalesce(the aggregate, '{}').
+func (b *binder) arraySubqueryExpr(x *sql.ArraySubquery, s *scope, ctx *exprCtx) (plan.Expr, error) {
+	e, err := b.expr(arraySubquery(x), s, ctx)
+	if err != nil {
+		return nil, err
+	}
+	empty := &plan.CastExpr{Zone: b.zone, X: &plan.Const{Typ: plan.TypString, Val: "{}"}, Typ: e.Type()}
+	return b.newCall(plan.FnCoalesce, e.Type(), e, empty), nil
+}
+
+// arraySubquery rewrites ARRAY(query) as the scalar subquery that
+// aggregates the query's one column with array_agg, in the query's ORDER
+// BY: (SELECT array_agg(t.v ORDER BY t.o1, ...) FROM (query with its ORDER
+// BY expressions as more columns) AS t(v, o1, ...)); no row gives an
+// empty array, as PostgreSQL's (arraySubqueryExpr).
+func arraySubquery(x *sql.ArraySubquery) sql.Expr {
+	pos := x.Pos
+	id := func(name string) sql.Ident { return sql.Ident{Pos: pos, Name: name} }
+	ref := func(name string) sql.Expr {
+		return &sql.ColumnRef{Pos: pos, Parts: []sql.Ident{id("__array_t"), id(name)}}
+	}
+	inner := *x.Query
+	alias := &sql.TableAlias{Pos: pos, Name: id("__array_t"), Columns: []sql.Ident{id("__array_v")}}
+	agg := &sql.FuncCall{Pos: pos, Name: id("array_agg"), Args: []sql.Expr{ref("__array_v")}}
+	if sel, ok := inner.Body.(*sql.Select); ok && len(inner.OrderBy) > 0 && len(sel.Items) > 0 {
+		// The ORDER BY's expressions become columns (a position or an
+		// output name stands for its item's expression).
+		s := *sel
+		s.Items = append([]*sql.SelectItem(nil), sel.Items...)
+		for k, o := range inner.OrderBy {
+			e := o.Expr
+			if lit, ok := e.(*sql.Literal); ok && lit.Kind == sql.LitNumber {
+				if n, err := strconv.Atoi(lit.Text); err == nil && n >= 1 && n <= len(sel.Items) {
+					e = sel.Items[n-1].Expr
+				}
+			}
+			if c, ok := e.(*sql.ColumnRef); ok && len(c.Parts) == 1 {
+				for _, it := range sel.Items {
+					if it.Alias != nil && it.Alias.Name == c.Parts[0].Name {
+						e = it.Expr
+					}
+				}
+			}
+			name := fmt.Sprintf("__array_o%d", k)
+			s.Items = append(s.Items, &sql.SelectItem{Pos: pos, Expr: e})
+			alias.Columns = append(alias.Columns, id(name))
+			agg.OrderBy = append(agg.OrderBy, &sql.OrderItem{Pos: o.Pos, Expr: ref(name), Desc: o.Desc, NullsFirst: o.NullsFirst})
+		}
+		inner.Body = &s
+	} else if len(inner.OrderBy) > 0 {
+		// A set operation's ORDER BY names its one column.
+		for _, o := range inner.OrderBy {
+			agg.OrderBy = append(agg.OrderBy, &sql.OrderItem{Pos: o.Pos, Expr: ref("__array_v"), Desc: o.Desc, NullsFirst: o.NullsFirst})
+		}
+	}
+	outer := &sql.Select{Pos: pos, Items: []*sql.SelectItem{{Pos: pos, Expr: agg}},
+		From: []sql.TableExpr{&sql.DerivedTable{Pos: pos, Query: &inner, Alias: alias}}}
+	return &sql.Subquery{Pos: pos, Query: &sql.Query{Pos: pos, Body: outer}}
 }

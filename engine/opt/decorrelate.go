@@ -863,6 +863,13 @@ func (o *optimizer) pull(p plan.Plan, outer plan.ColSet) (plan.Plan, []plan.Expr
 		if err != nil {
 			return nil, nil, err
 		}
+		if s, ok := n.Input.(*plan.SortNode); ok {
+			// An ordered aggregate's sort (string_agg, array_agg with
+			// ORDER BY) stays below it.
+			if _, still := in.(*plan.SortNode); !still {
+				in = &plan.SortNode{Input: in, Keys: s.Keys}
+			}
+		}
 		agg := *n
 		agg.Input = in
 		agg.Groups = append([]plan.Expr(nil), n.Groups...)

@@ -141,6 +141,7 @@ const (
 	AggMin       = "min"
 	AggMax       = "max"
 	AggStringAgg = "string_agg"
+	AggArrayAgg  = "array_agg"
 	// AggQuantileCont is quantile_cont (median, percentile_cont).
 	AggQuantileCont = "quantile_cont"
 	// AggPercentileDisc is percentile_disc: the first value at or past the

@@ -524,6 +524,13 @@ type ArrayExpr struct {
 	Elems []Expr
 }
 
+// ArraySubquery is ARRAY(query): the query's one column as an array, its
+// rows in the query's order.
+type ArraySubquery struct {
+	Pos
+	Query *Query
+}
+
 // Subscript is X[Index], a 1-based array element.
 type Subscript struct {
 	Pos
@@ -796,28 +803,29 @@ func (*DerivedTable) tableNode() {}
 func (*TableFunc) tableNode()    {}
 func (*Join) tableNode()         {}
 
-func (*ColumnRef) exprNode()    {}
-func (*GroupingSets) exprNode() {}
-func (*Quantified) exprNode()   {}
-func (*Star) exprNode()         {}
-func (*Literal) exprNode()      {}
-func (*StructLit) exprNode()    {}
-func (*ArrayExpr) exprNode()    {}
-func (*Subscript) exprNode()    {}
-func (*Param) exprNode()        {}
-func (*TypedLiteral) exprNode() {}
-func (*IntervalLit) exprNode()  {}
-func (*UnaryExpr) exprNode()    {}
-func (*BinaryExpr) exprNode()   {}
-func (*IsExpr) exprNode()       {}
-func (*IsDistinct) exprNode()   {}
-func (*Between) exprNode()      {}
-func (*InList) exprNode()       {}
-func (*InSubquery) exprNode()   {}
-func (*Exists) exprNode()       {}
-func (*Subquery) exprNode()     {}
-func (*Like) exprNode()         {}
-func (*Case) exprNode()         {}
-func (*Cast) exprNode()         {}
-func (*FuncCall) exprNode()     {}
-func (*Extract) exprNode()      {}
+func (*ColumnRef) exprNode()     {}
+func (*GroupingSets) exprNode()  {}
+func (*Quantified) exprNode()    {}
+func (*Star) exprNode()          {}
+func (*Literal) exprNode()       {}
+func (*StructLit) exprNode()     {}
+func (*ArrayExpr) exprNode()     {}
+func (*Subscript) exprNode()     {}
+func (*Param) exprNode()         {}
+func (*TypedLiteral) exprNode()  {}
+func (*IntervalLit) exprNode()   {}
+func (*UnaryExpr) exprNode()     {}
+func (*BinaryExpr) exprNode()    {}
+func (*IsExpr) exprNode()        {}
+func (*IsDistinct) exprNode()    {}
+func (*Between) exprNode()       {}
+func (*InList) exprNode()        {}
+func (*InSubquery) exprNode()    {}
+func (*Exists) exprNode()        {}
+func (*Subquery) exprNode()      {}
+func (*ArraySubquery) exprNode() {}
+func (*Like) exprNode()          {}
+func (*Case) exprNode()          {}
+func (*Cast) exprNode()          {}
+func (*FuncCall) exprNode()      {}
+func (*Extract) exprNode()       {}

@@ -286,6 +286,10 @@ func (d *deparser) expr(e Expr, _ int) {
 		d.w("(")
 		d.query(e.Query)
 		d.w(")")
+	case *ArraySubquery:
+		d.w("ARRAY(")
+		d.query(e.Query)
+		d.w(")")
 	case *Case:
 		d.w("CASE")
 		if e.Operand != nil {

@@ -704,6 +704,18 @@ func (p *parser) parseKeywordExpr(t token) (Expr, error) {
 	case "case":
 		return p.parseCase()
 	case "array":
+		if isOpTok(p.peekAt(1), "(") && p.startsQuery(2) {
+			p.next()
+			p.next()
+			q, err := p.parseQuery()
+			if err != nil {
+				return nil, err
+			}
+			if _, err := p.expectOp(")"); err != nil {
+				return nil, err
+			}
+			return &ArraySubquery{Pos: t.pos, Query: q}, nil
+		}
 		if !isOpTok(p.peekAt(1), "[") {
 			break
 		}

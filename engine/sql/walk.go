@@ -102,6 +102,8 @@ func Walk(n Node, fn func(Node) bool) {
 		Walk(n.Query, fn)
 	case *Subquery:
 		Walk(n.Query, fn)
+	case *ArraySubquery:
+		Walk(n.Query, fn)
 	case *Like:
 		expr(n.X)
 		expr(n.Pattern)
