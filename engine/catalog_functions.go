@@ -39,6 +39,11 @@ var sqlFunctions = map[string]map[int]string{
 	// NB: a set-returning function in PostgreSQL, here of one row, which
 	// it is in the select list.
 	"pg_partition_ancestors": {1: "CAST($1 AS INTEGER)"},
+	// nicflow has no extended statistics (pg_statistic_ext is empty).
+	"pg_get_statisticsobjdef_columns": {1: "CAST(NULL AS TEXT)"},
+	// A relation can be published when it is a table (of kind r or p),
+	// as PostgreSQL's rule for relations outside pg_catalog.
+	"pg_relation_is_publishable": {1: "EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = $1 AND c.relkind IN ('r', 'p'))"},
 	// nicflow has no sequences: no column owns one.
 	"pg_get_serial_sequence": {2: "CAST(NULL AS TEXT)"},
 }

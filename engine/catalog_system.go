@@ -481,6 +481,63 @@ var systemTables = map[string]systemTable{
 			return rows
 		},
 	},
+	"pg_catalog.pg_roles": {
+		// Roles: the owner of every object, nicflow (OID 10, what
+		// pg_get_userbyid names); the users of "nicflow user add" log in
+		// but own nothing and are not listed.
+		cols: []string{"oid", "rolname", "rolsuper", "rolinherit", "rolcreaterole", "rolcreatedb", "rolcanlogin", "rolreplication", "rolconnlimit",
+			"rolvaliduntil", "rolbypassrls", "rolconfig"},
+		types: []string{"INTEGER", "TEXT", "BOOLEAN", "BOOLEAN", "BOOLEAN", "BOOLEAN", "BOOLEAN", "BOOLEAN", "INTEGER", "TIMESTAMPTZ", "BOOLEAN", "TEXT[]"},
+		rows: func(*StorageCatalog) [][]string {
+			return [][]string{{strconv.Itoa(oidOwner), "'nicflow'", "true", "true", "true", "true", "true", "false", "-1", "CAST(NULL AS TIMESTAMPTZ)", "true", "CAST(NULL AS TEXT[])"}}
+		},
+	},
+	"pg_catalog.pg_auth_members": {
+		// Role memberships: nicflow has no GRANT of roles.
+		cols:  []string{"oid", "roleid", "member", "grantor", "admin_option"},
+		types: []string{"INTEGER", "INTEGER", "INTEGER", "INTEGER", "BOOLEAN"},
+		rows:  func(*StorageCatalog) [][]string { return nil },
+	},
+	"pg_catalog.pg_policy": {
+		// Row security policies: nicflow has none.
+		cols:  []string{"oid", "polname", "polrelid", "polcmd", "polpermissive", "polroles", "polqual", "polwithcheck"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "TEXT", "BOOLEAN", "INTEGER[]", "TEXT", "TEXT"},
+		rows:  func(*StorageCatalog) [][]string { return nil },
+	},
+	"pg_catalog.pg_statistic_ext": {
+		// Extended statistics (CREATE STATISTICS): nicflow has none.
+		cols:  []string{"oid", "stxrelid", "stxname", "stxnamespace", "stxowner", "stxstattarget", "stxkeys", "stxkind", "stxexprs"},
+		types: []string{"INTEGER", "INTEGER", "TEXT", "INTEGER", "INTEGER", "INTEGER", "INT2VECTOR", "TEXT[]", "TEXT"},
+		rows:  func(*StorageCatalog) [][]string { return nil },
+	},
+	"pg_catalog.pg_publication": {
+		// Logical replication publications: nicflow has none.
+		cols:  []string{"oid", "pubname", "pubowner", "puballtables", "pubinsert", "pubupdate", "pubdelete", "pubtruncate", "pubviaroot"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "BOOLEAN", "BOOLEAN", "BOOLEAN", "BOOLEAN", "BOOLEAN", "BOOLEAN"},
+		rows:  func(*StorageCatalog) [][]string { return nil },
+	},
+	"pg_catalog.pg_publication_namespace": {
+		cols:  []string{"oid", "pnpubid", "pnnspid"},
+		types: []string{"INTEGER", "INTEGER", "INTEGER"},
+		rows:  func(*StorageCatalog) [][]string { return nil },
+	},
+	"pg_catalog.pg_publication_rel": {
+		cols:  []string{"oid", "prpubid", "prrelid", "prqual", "prattrs"},
+		types: []string{"INTEGER", "INTEGER", "INTEGER", "TEXT", "INT2VECTOR"},
+		rows:  func(*StorageCatalog) [][]string { return nil },
+	},
+	"pg_catalog.pg_inherits": {
+		// Inheritance and partitions: nicflow has neither.
+		cols:  []string{"inhrelid", "inhparent", "inhseqno", "inhdetachpending"},
+		types: []string{"INTEGER", "INTEGER", "INTEGER", "BOOLEAN"},
+		rows:  func(*StorageCatalog) [][]string { return nil },
+	},
+	"pg_catalog.pg_trigger": {
+		// Triggers: nicflow has none.
+		cols:  []string{"oid", "tgrelid", "tgparentid", "tgname", "tgfoid", "tgtype", "tgenabled", "tgisinternal", "tgconstraint"},
+		types: []string{"INTEGER", "INTEGER", "INTEGER", "TEXT", "INTEGER", "INTEGER", "TEXT", "BOOLEAN", "INTEGER"},
+		rows:  func(*StorageCatalog) [][]string { return nil },
+	},
 	"pg_catalog.pg_tables": {
 		cols:  []string{"schemaname", "tablename", "tableowner", "hasindexes"},
 		types: []string{"TEXT", "TEXT", "TEXT", "BOOLEAN"},
@@ -597,7 +654,9 @@ func typeMod(col storage.Column) int {
 // has, for 'pg_class'::regclass.
 var systemOIDs = map[string]int{
 	"pg_class": 1259, "pg_type": 1247, "pg_attribute": 1249, "pg_proc": 1255, "pg_namespace": 2615,
-	"pg_description": 2609, "pg_attrdef": 2604, "pg_database": 1262, "pg_am": 2601, "pg_constraint": 2606, "pg_index": 2610, "pg_collation": 3456,
+	"pg_description": 2609, "pg_attrdef": 2604, "pg_database": 1262, "pg_am": 2601, "pg_constraint": 2606, "pg_index": 2610, "pg_collation": 3456, "pg_roles": 1260, "pg_auth_members": 1261,
+	"pg_policy": 3256, "pg_statistic_ext": 3381, "pg_publication": 6104, "pg_publication_namespace": 6237, "pg_publication_rel": 6106, "pg_inherits": 2611,
+	"pg_trigger": 2620, "pg_settings": 12002,
 	"pg_tables": 12000, "pg_views": 12001,
 }
 

@@ -494,7 +494,7 @@ func (b *binder) tableExpr(te sql.TableExpr, s *scope) (plan.Plan, []*scopeItem,
 		if t.Ordinality {
 			return nil, nil, b.errorf(t, "WITH ORDINALITY is supported for unnest only")
 		}
-		return b.tableFunc(t)
+		return b.tableFunc(t, s)
 	}
 	return nil, nil, b.errorf(te, "unsupported FROM entry %T", te)
 }
@@ -504,7 +504,7 @@ func (b *binder) tableExpr(te sql.TableExpr, s *scope) (plan.Plan, []*scopeItem,
 // (DuckDB: stop excluded), over BIGINT constants; a NULL argument gives
 // no row. The column is named after the function, or after the alias when
 // the alias has no column list (as PostgreSQL names it).
-func (b *binder) tableFunc(t *sql.TableFunc) (plan.Plan, []*scopeItem, error) {
+func (b *binder) tableFunc(t *sql.TableFunc, s *scope) (plan.Plan, []*scopeItem, error) {
 	name := t.Name.Name
 	lo, hi := 2, 3
 	switch name {
@@ -518,6 +518,11 @@ func (b *binder) tableFunc(t *sql.TableFunc) (plan.Plan, []*scopeItem, error) {
 	}
 	if len(t.Args) < lo || len(t.Args) > hi {
 		return nil, nil, b.errorf(t, "%s takes %d to %d arguments, got %d", name, lo, hi, len(t.Args))
+	}
+	if name == "generate_series" && refsColumn(t.Args) {
+		// Arguments over columns of an enclosing query: the series of
+		// each of its rows.
+		return b.seriesOver(t, s)
 	}
 	if name == "generate_series" {
 		if p, items, ok, err := b.timeSeries(t); ok || err != nil {

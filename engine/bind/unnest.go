@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/nicflow/nicflow/engine/plan"
 	"github.com/nicflow/nicflow/engine/sql"
+	"github.com/nicflow/nicflow/exec/expr"
 )
 
 // Set-returning functions over arrays (plan.UnnestNode): unnest(a) and
@@ -247,4 +250,59 @@ func arraySubquery(x *sql.ArraySubquery) sql.Expr {
 	outer := &sql.Select{Pos: pos, Items: []*sql.SelectItem{{Pos: pos, Expr: agg}},
 		From: []sql.TableExpr{&sql.DerivedTable{Pos: pos, Query: &inner, Alias: alias}}}
 	return &sql.Subquery{Pos: pos, Query: &sql.Query{Pos: pos, Body: outer}}
+}
+
+// seriesOver binds generate_series(start, stop [, step]) in FROM over
+// integer expressions of enclosing queries' columns (in a correlated
+// subquery, as psql's \d sends): the unnest of the series as an array
+// (expr.FnIntSeries), computed for each row of the enclosing query.
+func (b *binder) seriesOver(t *sql.TableFunc, s *scope) (plan.Plan, []*scopeItem, error) {
+	outer := &scope{parent: s.parent, ctes: s.ctes}
+	var args []plan.Expr
+	for _, a := range t.Args {
+		e, err := b.expr(a, outer, &exprCtx{clause: "FROM"})
+		if err != nil {
+			return nil, nil, err
+		}
+		e = plan.ResolveUntyped(e, plan.TypInt64)
+		if !plan.IsInteger(e.Type()) && !plan.IsNullType(e.Type()) {
+			return nil, nil, b.errorf(a, "generate_series over %s is not supported (integers are; dates and timestamps take constants)", plan.TypeString(e.Type()))
+		}
+		if !arrow.TypeEqual(e.Type(), plan.TypInt64) {
+			e = &plan.CastExpr{Zone: b.zone, X: e, Typ: plan.TypInt64}
+		}
+		args = append(args, e)
+	}
+	series := b.newCall(expr.FnIntSeries, plan.ArrayOf(plan.TypInt64), args...)
+	col, alias := "generate_series", "generate_series"
+	var aliasCols []sql.Ident
+	if t.Alias != nil {
+		alias, aliasCols = t.Alias.Name.Name, t.Alias.Columns
+		if len(aliasCols) == 0 {
+			col = alias
+		}
+	}
+	node := &plan.UnnestNode{Input: &plan.ValuesNode{Rows: [][]plan.Expr{{}}}, Arrays: []plan.Expr{series},
+		Elems: []plan.Column{b.newCol(col, alias, plan.TypInt64, true)}, Subs: []plan.Column{b.newCol("s0", alias, plan.TypInt64, true)},
+		Ord: b.newCol("ordinality", alias, plan.TypInt64, false)}
+	it, err := b.aliasItem(node.Elems, []string{col}, alias, aliasCols, t, "function generate_series")
+	if err != nil {
+		return nil, nil, err
+	}
+	node.Elems[0].Name = it.cols[0].Name
+	return node, []*scopeItem{it}, nil
+}
+
+// refsColumn reports whether an expression of es names a column.
+func refsColumn(es []sql.Expr) bool {
+	found := false
+	for _, e := range es {
+		sql.Walk(e, func(n sql.Node) bool {
+			if _, ok := n.(*sql.ColumnRef); ok {
+				found = true
+			}
+			return !found
+		})
+	}
+	return found
 }

@@ -2,6 +2,7 @@ package expr
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"time"
 
@@ -61,7 +62,11 @@ const (
 	FnArrayAny      = "array_any"       // x op ANY (a) [3]: Args[0] the operator's Fn as a string literal
 	FnArrayAll      = "array_all"       // x op ALL (a) [3]
 	FnArrayCmp      = "array_cmp"       // a op b over arrays [3]: Args[0] the operator's Fn; element by element
+	FnIntSeries     = "int_series"      // int_series(start, stop [, step]) bigint[] [2-3]: generate_series's values as an array (NULL for a NULL argument)
 )
+
+// maxSeriesArray bounds the values of one row's int_series.
+const maxSeriesArray = 10_000_000
 
 // ArrowList is the Arrow type of an array of elem.
 func ArrowList(elem arrow.DataType) arrow.DataType { return arrow.ListOf(elem) }
@@ -133,6 +138,13 @@ func (b *vbuild) addStr(s []byte) {
 func (b *vbuild) addI32(x int32) {
 	b.v.nulls = append(b.v.nulls, false)
 	b.v.i32 = append(b.v.i32, x)
+	b.n++
+}
+
+// addI64 appends an int64 (pI64 only).
+func (b *vbuild) addI64(x int64) {
+	b.v.nulls = append(b.v.nulls, false)
+	b.v.i64 = append(b.v.i64, x)
 	b.n++
 }
 
@@ -829,6 +841,38 @@ func (c *compiler) compileArray(e *Expr, args []node, desc string) (node, error)
 				return nil
 			}
 			r.out.add(lv.ev, s+int32(k-1))
+			return nil
+		}
+		return r, nil
+	case FnIntSeries:
+		if err := arity(e, 2, 3); err != nil {
+			return nil, err
+		}
+		for i := range args {
+			if err := integer(i); err != nil {
+				return nil, err
+			}
+		}
+		r.t = ArrowList(arrow.PrimitiveTypes.Int64)
+		r.fn = func(r *rowNode, i int32) error {
+			start, stop, step := r.ins[0].i64[i], r.ins[1].i64[i], int64(1)
+			if len(r.ins) == 3 {
+				step = r.ins[2].i64[i]
+			}
+			if step == 0 {
+				return nferr.Queryf("step size cannot equal zero")
+			}
+			n := 0
+			for v := start; (step > 0 && v <= stop) || (step < 0 && v >= stop); v += step {
+				if n++; n > maxSeriesArray {
+					return nferr.Resourcef("generate_series of a row's columns: more than %d values in %s", maxSeriesArray, desc)
+				}
+				r.lb.elems.addI64(v)
+				if (step > 0 && v > math.MaxInt64-step) || (step < 0 && v < math.MinInt64-step) {
+					break // the next value would overflow: past stop
+				}
+			}
+			r.lb.end()
 			return nil
 		}
 		return r, nil
