@@ -399,16 +399,26 @@ var systemTables = map[string]systemTable{
 		},
 	},
 	"pg_catalog.pg_attribute": {
-		cols:  []string{"attrelid", "attname", "atttypid", "attnum", "attnotnull", "atthasdef", "attisdropped", "atttypmod", "attlen", "attidentity", "attgenerated", "attcollation"},
-		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER", "BOOLEAN", "BOOLEAN", "BOOLEAN", "INTEGER", "INTEGER", "TEXT", "TEXT", "INTEGER"},
+		// attstorage is the type's (p for fixed-length, x for variable);
+		// no column has statistics targets, compression, options or
+		// privileges of its own.
+		cols: []string{"attrelid", "attname", "atttypid", "attnum", "attnotnull", "atthasdef", "attisdropped", "atttypmod", "attlen", "attidentity", "attgenerated", "attcollation",
+			"attstorage", "attstattarget", "attcompression", "attislocal", "attinhcount", "attndims", "attoptions", "attfdwoptions", "attacl"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER", "BOOLEAN", "BOOLEAN", "BOOLEAN", "INTEGER", "INTEGER", "TEXT", "TEXT", "INTEGER",
+			"TEXT", "INTEGER", "TEXT", "BOOLEAN", "INTEGER", "INTEGER", "TEXT[]", "TEXT[]", "TEXT[]"},
 		rows: func(c *StorageCatalog) (rows [][]string) {
 			for _, t := range c.db.Tables() {
 				oid := strconv.Itoa(relOID(t.Schema, t.Name))
 				for i, col := range t.Columns {
 					hasDef := i < len(t.Defaults) && t.Defaults[i] != ""
 					typ := typeOID(col)
+					storage := "'p'"
+					if pgTypeLen(typ) < 0 {
+						storage = "'x'"
+					}
 					rows = append(rows, []string{oid, sql.QuoteString(col.Name), strconv.Itoa(typ), strconv.Itoa(i + 1),
-						strconv.FormatBool(!col.Nullable), strconv.FormatBool(hasDef), "false", strconv.Itoa(typeMod(col)), strconv.Itoa(pgTypeLen(typ)), "''", "''", "0"})
+						strconv.FormatBool(!col.Nullable), strconv.FormatBool(hasDef), "false", strconv.Itoa(typeMod(col)), strconv.Itoa(pgTypeLen(typ)), "''", "''", strconv.Itoa(collation(typ)),
+						storage, "-1", "''", "true", "0", "0", "CAST(NULL AS TEXT[])", "CAST(NULL AS TEXT[])", "CAST(NULL AS TEXT[])"})
 				}
 			}
 			return rows
@@ -625,6 +635,15 @@ func typeOID(col storage.Column) int {
 		return 1700
 	}
 	return 25
+}
+
+// collation is the collation OID of a column of type OID oid: the
+// default one (100) for strings, else none.
+func collation(oid int) int {
+	if oid == 25 || oid == 1043 {
+		return 100
+	}
+	return 0
 }
 
 // pgTypeLen is the typlen of type OID oid (-1: variable length).

@@ -1067,6 +1067,9 @@ func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (plan.Expr, e
 		}
 		return plan.OrOf([]plan.Expr{l, r}), nil
 	case "||":
+		if plan.IsArray(l.Type()) || plan.IsArray(r.Type()) {
+			return b.arrayConcat(x, l, r)
+		}
 		if c, ok, err := b.byteaConcat(x, l, r); ok || err != nil {
 			return c, err
 		}

@@ -62,6 +62,7 @@ const (
 	FnArrayAny      = "array_any"       // x op ANY (a) [3]: Args[0] the operator's Fn as a string literal
 	FnArrayAll      = "array_all"       // x op ALL (a) [3]
 	FnArrayCmp      = "array_cmp"       // a op b over arrays [3]: Args[0] the operator's Fn; element by element
+	FnArrayCat      = "array_cat"       // a || b over arrays [2]: a's elements then b's; a NULL array adds none, both NULL give NULL
 	FnIntSeries     = "int_series"      // int_series(start, stop [, step]) bigint[] [2-3]: generate_series's values as an array (NULL for a NULL argument)
 )
 
@@ -841,6 +842,38 @@ func (c *compiler) compileArray(e *Expr, args []node, desc string) (node, error)
 				return nil
 			}
 			r.out.add(lv.ev, s+int32(k-1))
+			return nil
+		}
+		return r, nil
+	case FnArrayCat:
+		if err := arity(e, 2, 2); err != nil {
+			return nil, err
+		}
+		if err := arr(0); err != nil {
+			return nil, err
+		}
+		if err := arr(1); err != nil {
+			return nil, err
+		}
+		if !arrow.TypeEqual(args[0].dt(), args[1].dt()) {
+			return nil, nferr.Internalf("array_cat of %s and %s in %s", TypeName(args[0].dt()), TypeName(args[1].dt()), desc)
+		}
+		r.t, r.strict = ArrowList(ArrayElem(args[0].dt())), false
+		r.fn = func(r *rowNode, i int32) error {
+			if r.ins[0].isNull(i) && r.ins[1].isNull(i) {
+				r.lb.null()
+				return nil
+			}
+			for k := 0; k < 2; k++ {
+				if r.ins[k].isNull(i) {
+					continue
+				}
+				s, en := r.views[k].rng(i)
+				for j := s; j < en; j++ {
+					r.lb.elems.add(r.views[k].ev, j)
+				}
+			}
+			r.lb.end()
 			return nil
 		}
 		return r, nil

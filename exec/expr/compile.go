@@ -1333,7 +1333,7 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 		n, err = c.compileToCharNumber(args, desc)
 	case FnJSONGet, FnJSONGetText, FnJSONPath, FnJSONPathText:
 		n, err = c.compileJSON(e, args, desc)
-	case FnArray, FnArraySub, FnArrayLength, FnCardinality, FnArrayToString, FnStringToArray, FnArrayPosition, FnArrayAny, FnArrayAll, FnArrayCmp, FnIntSeries:
+	case FnArray, FnArraySub, FnArrayLength, FnCardinality, FnArrayToString, FnStringToArray, FnArrayPosition, FnArrayAny, FnArrayAll, FnArrayCmp, FnIntSeries, FnArrayCat:
 		n, err = c.compileArray(e, args, desc)
 	default:
 		return nil, nferr.Queryf("unknown function %q in %s", e.Fn, desc)
