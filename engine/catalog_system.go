@@ -216,12 +216,27 @@ var systemTables = map[string]systemTable{
 					"0", "0", "false", "false", "false", "false", "0", "0", "'d'", "false",
 					strconv.Itoa(oid), "false", "true", "0", "CAST(NULL AS TEXT[])", "CAST(NULL AS TEXT[])", "CAST(NULL AS TEXT)"}
 			}
+			// A foreign key's tables have triggers in PostgreSQL (its
+			// checks), and psql's \d lists foreign keys only then.
+			triggers := map[string]bool{}
+			for _, t := range c.db.Tables() {
+				for _, fk := range t.ForeignKeys {
+					triggers[t.Schema+"."+t.Name] = true
+					ref := fk.RefTable
+					if !strings.Contains(ref, ".") {
+						ref = t.Schema + "." + ref
+					}
+					triggers[ref] = true
+				}
+			}
 			for _, t := range c.db.Tables() {
 				kind := "r"
 				if t.External {
 					kind = "f"
 				}
-				rows = append(rows, rel(relOID(t.Schema, t.Name), t.Name, kind, t.Rows(), len(t.Columns), 0, len(t.Indexes) > 0, len(t.Checks)))
+				r := rel(relOID(t.Schema, t.Name), t.Name, kind, t.Rows(), len(t.Columns), 0, len(t.Indexes) > 0, len(t.Checks))
+				r[16] = strconv.FormatBool(triggers[t.Schema+"."+t.Name])
+				rows = append(rows, r)
 				for _, ix := range t.Indexes {
 					rows = append(rows, rel(relOID(t.Schema, ix.Name), ix.Name, "i", t.Rows(), len(ix.Columns), oidBtree, false, 0))
 				}
@@ -419,6 +434,25 @@ var systemTables = map[string]systemTable{
 					rows = append(rows, []string{oid, sql.QuoteString(col.Name), strconv.Itoa(typ), strconv.Itoa(i + 1),
 						strconv.FormatBool(!col.Nullable), strconv.FormatBool(hasDef), "false", strconv.Itoa(typeMod(col)), strconv.Itoa(pgTypeLen(typ)), "''", "''", strconv.Itoa(collation(typ)),
 						storage, "-1", "''", "true", "0", "0", "CAST(NULL AS TEXT[])", "CAST(NULL AS TEXT[])", "CAST(NULL AS TEXT[])"})
+				}
+				// An index's attributes: its key columns, numbered from 1.
+				for _, ix := range t.Indexes {
+					ioid := strconv.Itoa(relOID(t.Schema, ix.Name))
+					for k, name := range ix.Columns {
+						n := attnum(t, name)
+						if n == 0 {
+							continue
+						}
+						col := t.Columns[n-1]
+						typ := typeOID(col)
+						storage := "'p'"
+						if pgTypeLen(typ) < 0 {
+							storage = "'x'"
+						}
+						rows = append(rows, []string{ioid, sql.QuoteString(col.Name), strconv.Itoa(typ), strconv.Itoa(k + 1),
+							strconv.FormatBool(!col.Nullable), "false", "false", strconv.Itoa(typeMod(col)), strconv.Itoa(pgTypeLen(typ)), "''", "''", strconv.Itoa(collation(typ)),
+							storage, "-1", "''", "true", "0", "0", "CAST(NULL AS TEXT[])", "CAST(NULL AS TEXT[])", "CAST(NULL AS TEXT[])"})
+					}
 				}
 			}
 			return rows
@@ -704,6 +738,13 @@ func (c *StorageCatalog) OIDOf(kind, name string) (int, bool) {
 		for _, v := range c.db.Views() {
 			if v.Name == rel && (schema == "" || sqlSchema(v.Schema) == schema) {
 				return relOID(v.Schema, v.Name), true
+			}
+		}
+		for _, t := range c.db.Tables() {
+			for _, ix := range t.Indexes {
+				if ix.Name == rel && (schema == "" || sqlSchema(t.Schema) == schema) {
+					return relOID(t.Schema, ix.Name), true
+				}
 			}
 		}
 	case "regtype":

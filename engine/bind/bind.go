@@ -203,7 +203,11 @@ const maxViewDepth = 32
 
 // binder resolves one statement against a catalog.
 type binder struct {
-	cat plan.Catalog
+	// fnArgs are the bound arguments of SQL functions (sqlFunction) by
+	// the names their bodies use; nextFnArg numbers them.
+	fnArgs    map[string]plan.Expr
+	nextFnArg int
+	cat       plan.Catalog
 	// src is the text positions refer to (the script, or a view's SQL while
 	// binding the view).
 	src     string

@@ -22,6 +22,11 @@ import (
 func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 	switch x := e.(type) {
 	case *sql.ColumnRef:
+		if len(x.Parts) == 1 {
+			if a, ok := b.fnArgs[x.Parts[0].Name]; ok {
+				return a, nil // an argument of a SQL function, bound where it was called
+			}
+		}
 		c, err := b.resolve(s, x)
 		if err != nil {
 			return nil, err
@@ -1394,10 +1399,24 @@ func (b *binder) funcCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, e
 // call's arguments (each printed back as SQL, parenthesized), bound where
 // the call is. An error inside says it is in the function's body.
 func (b *binder) sqlFunction(x *sql.FuncCall, body string, s *scope, ctx *exprCtx) (plan.Expr, error) {
+	// The arguments are bound here, in the caller's scope, and the body
+	// refers to them by names no query uses: an argument "oid" stays
+	// the caller's column inside the body's subqueries (over tables that
+	// have an oid of their own).
+	if b.fnArgs == nil {
+		b.fnArgs = map[string]plan.Expr{}
+	}
 	text := body
 	for i := len(x.Args); i >= 1; i-- {
+		a, err := b.expr(x.Args[i-1], s, ctx)
+		if err != nil {
+			return nil, err
+		}
+		b.nextFnArg++
+		name := fmt.Sprintf("nicflow_fn_arg_%d", b.nextFnArg)
+		b.fnArgs[name] = a
 		// NB: from the last, so that $1 does not replace the start of $10.
-		text = strings.ReplaceAll(text, "$"+strconv.Itoa(i), "("+sql.Deparse(x.Args[i-1])+")")
+		text = strings.ReplaceAll(text, "$"+strconv.Itoa(i), name)
 	}
 	e, err := sql.ParseExpr(text)
 	if err != nil {
@@ -2762,6 +2781,10 @@ func (b *binder) regCast(x *sql.Cast, arg plan.Expr, kind string) (plan.Expr, er
 	}
 	if !ok || !isStr {
 		return nil, b.errorf(x, "cannot cast %s to %s: only a constant name or an integer OID", plan.TypeString(arg.Type()), kind)
+	}
+	if n, err := strconv.ParseUint(strings.TrimSpace(name), 10, 31); err == nil {
+		// '16385'::regclass: an OID written as text (psql's \d sends it).
+		return &plan.Const{Typ: arrow.PrimitiveTypes.Int32, Val: int32(n)}, nil
 	}
 	oc, ok := b.cat.(plan.OIDCatalog)
 	if !ok {

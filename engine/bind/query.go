@@ -488,6 +488,18 @@ func (b *binder) tableExpr(te sql.TableExpr, s *scope) (plan.Plan, []*scopeItem,
 	case *sql.Join:
 		return b.join(t, s)
 	case *sql.TableFunc:
+		if t.Name.Name == "pg_partition_ancestors" && len(t.Args) == 1 {
+			// nicflow has no partitions: a relation's ancestors are
+			// itself (PostgreSQL's answer for a table that is no
+			// partition), a column relid.
+			u := *t
+			u.Name.Name = "unnest"
+			u.Args = []sql.Expr{&sql.ArrayExpr{Pos: t.Pos, Elems: []sql.Expr{&sql.Cast{Pos: t.Pos, X: t.Args[0], Type: &sql.TypeName{Pos: t.Pos, Name: "regclass"}}}}}
+			if u.Alias == nil {
+				u.Alias = &sql.TableAlias{Pos: t.Pos, Name: sql.Ident{Pos: t.Pos, Name: "pg_partition_ancestors"}, Columns: []sql.Ident{{Pos: t.Pos, Name: "relid"}}}
+			}
+			return b.unnestFrom(&u, s)
+		}
 		if t.Name.Name == "unnest" {
 			return b.unnestFrom(t, s)
 		}

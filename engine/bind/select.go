@@ -117,6 +117,14 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (plan.Plan
 			continue
 		}
 		e, err := b.expr(it.Expr, s, ctx)
+		if c, ok := it.Expr.(*sql.Cast); ok && err == nil && c.Type.Name == "regclass" && !c.Type.Array && !grouped && refsColumn([]sql.Expr{c.X}) {
+			// x::regclass as an output column prints as the relation's
+			// name, as PostgreSQL's regclass output (the OID when no
+			// relation has it); nicflow's regclass is otherwise an
+			// integer.
+			e, err = b.sqlFunction(&sql.FuncCall{Pos: c.Pos, Name: sql.Ident{Pos: c.Pos, Name: "regclass output"}, Args: []sql.Expr{c.X}},
+				"coalesce((SELECT quote_ident(c.relname) FROM pg_catalog.pg_class c WHERE c.oid = CAST($1 AS INTEGER)), CAST($1 AS TEXT))", s, ctx)
+		}
 		if err != nil {
 			return nil, nil, err
 		}
