@@ -205,10 +205,12 @@ func TestServeSQLAlchemy(t *testing.T) {
 
 var rewritePsql = flag.Bool("rewrite-psql", false, "rewrite cmd/nicflow/testdata/psql_describe.golden instead of comparing")
 
-// TestServePsqlDescribe runs psql's describe commands that work on a
-// TPC-H database (\dt, \dv, \dn, \l, \df) and compares their output, as
-// psql prints it, with testdata/psql_describe.golden (-rewrite-psql
-// writes it). Made with psql 15 (Debian's postgresql-client-15).
+// TestServePsqlDescribe runs psql's describe commands on a TPC-H
+// database (\dt, \dv, \dn, \l, \df, \d nation, \d+ lineitem) and on
+// tables with keys, indexes, checks and foreign keys (\d TABLE, \d
+// INDEX), and compares their output, as psql prints it, with
+// testdata/psql_describe.golden (-rewrite-psql writes it). Made with
+// psql 15 (Debian's postgresql-client-15).
 func TestServePsqlDescribe(t *testing.T) {
 	if _, err := exec.LookPath("psql"); err != nil {
 		t.Skip("psql is not installed (Debian: apt-get install postgresql-client)")
@@ -216,16 +218,32 @@ func TestServePsqlDescribe(t *testing.T) {
 	if v, err := exec.Command("psql", "--version").Output(); err == nil {
 		t.Logf("%s", v)
 	}
-	addr := startPGServer(t, tpchDir(t, 0.01))
-	host, port, _ := strings.Cut(addr, ":")
 	var b strings.Builder
-	for _, cmd := range []string{`\dt`, `\dt nation`, `\dv`, `\dn`, `\l`, `\df`} {
-		out, err := exec.Command("psql", "-X", "-h", host, "-p", port, "-U", "nicflow", "-c", cmd).CombinedOutput()
-		if err != nil {
-			t.Errorf("psql %s: %v\n%s", cmd, err, out)
+	psql := func(addr string, cmds ...string) {
+		host, port, _ := strings.Cut(addr, ":")
+		for _, cmd := range cmds {
+			out, err := exec.Command("psql", "-X", "-h", host, "-p", port, "-U", "nicflow", "-c", cmd).CombinedOutput()
+			if err != nil || strings.Contains(string(out), "ERROR") {
+				t.Errorf("psql %s: %v\n%s", cmd, err, out)
+			}
+			fmt.Fprintf(&b, "== %s\n%s\n", cmd, out)
 		}
-		fmt.Fprintf(&b, "== %s\n%s\n", cmd, out)
 	}
+	psql(startPGServer(t, tpchDir(t, 0.01)), `\dt`, `\dt nation`, `\dv`, `\dn`, `\l`, `\df`, `\d nation`, `\d+ lineitem`)
+	// Keys, indexes, checks and foreign keys (both ends), on a database of
+	// its own: the TPC-H tables have none.
+	keys := startPGServerOn(t, t.TempDir(), true)
+	for _, s := range []string{
+		"create table d_parent (id int primary key, code text unique, born date default current_date)",
+		"create table d_child (cid bigint primary key, pid int not null references d_parent (id), qty int check (qty > 0), note text)",
+		"create index d_child_qn on d_child (qty, note)",
+	} {
+		host, port, _ := strings.Cut(keys, ":")
+		if out, err := exec.Command("psql", "-X", "-h", host, "-p", port, "-U", "nicflow", "-c", s).CombinedOutput(); err != nil {
+			t.Fatalf("psql %s: %v\n%s", s, err, out)
+		}
+	}
+	psql(keys, `\d d_parent`, `\d d_child`, `\d d_child_qn`)
 	golden := filepath.Join("testdata", "psql_describe.golden")
 	if *rewritePsql {
 		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
