@@ -229,7 +229,7 @@ func TestServePsqlDescribe(t *testing.T) {
 			fmt.Fprintf(&b, "== %s\n%s\n", cmd, out)
 		}
 	}
-	psql(startPGServer(t, tpchDir(t, 0.01)), `\dt`, `\dt nation`, `\dv`, `\dn`, `\l`, `\df`, `\d nation`, `\d+ lineitem`)
+	psql(startPGServer(t, tpchDir(t, 0.01)), `\dt`, `\dt nation`, `\dv`, `\dn`, `\l`, `\df`, `\du`, `\d nation`, `\d+ lineitem`)
 	// Keys, indexes, checks and foreign keys (both ends), on a database of
 	// its own: the TPC-H tables have none.
 	keys := startPGServerOn(t, t.TempDir(), true)

@@ -113,5 +113,5 @@ SELECT r.rolname, r.rolsuper, r.rolinherit,
 FROM pg_catalog.pg_roles r
 WHERE r.rolname !~ '^pg_'
 ORDER BY 1
--- error: syntax error at line 4, column 3: expected an expression, found keyword ARRAY
+-- ok
 
