@@ -117,10 +117,10 @@ func (u *Unnest) next1() (*Batch, error) {
 	}
 	u.owned = u.owned[:keep]
 	for {
+		if err := u.env.Ctx.Err(); err != nil {
+			return nil, nferr.With(nferr.KindCanceled, err)
+		}
 		if u.in == nil {
-			if err := u.env.Ctx.Err(); err != nil {
-				return nil, nferr.With(nferr.KindCanceled, err)
-			}
 			b, err := u.child.Next()
 			if err != nil {
 				return nil, err
