@@ -28,8 +28,8 @@ import (
 //	              when it finishes one, so skewed groups balance)
 //	values        1 stream
 //	series        1 stream: generate_series (Series)
-//	filter, project, hash_agg, sort, topn, limit, distinct, window,
-//	max_one_row, row_id, single_check
+//	filter, project, unnest, hash_agg, sort, topn, limit, distinct,
+//	window, max_one_row, row_id, single_check
 //	              one operator per input stream (Streams = input's)
 //	hash_join     Inputs[0] left, Inputs[1] right; the probe side (the
 //	              one not named by Join.Build) keeps its streams; all
