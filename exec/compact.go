@@ -336,6 +336,8 @@ func makeTaker(c colInfo) takeFn {
 		}
 	case pcList:
 		return takeList
+	case pcNull:
+		return takeNull
 	}
 	switch c.width {
 	case 1:
@@ -478,6 +480,8 @@ func newColVec(c colInfo) colVec {
 		return &bytesVec{dt: c.dt, offs: []int64{0}}
 	case pcList:
 		return newListVec(c.dt)
+	case pcNull:
+		return &nullVec{}
 	}
 	switch c.width {
 	case 1:

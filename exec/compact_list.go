@@ -18,6 +18,9 @@ const pcList physClass = 100
 
 // classifyPayload is classify, lists of classifiable elements included.
 func classifyPayload(dt arrow.DataType) (colInfo, bool) {
+	if dt.ID() == arrow.NULL {
+		return colInfo{dt: dt, class: pcNull}, true
+	}
 	if lt, ok := dt.(*arrow.ListType); ok {
 		if _, ok := classify(lt.Elem()); ok {
 			return colInfo{dt: dt, class: pcList}, true
@@ -148,4 +151,29 @@ func takeList(alloc memory.Allocator, a arrow.Array, idx []int32) arrow.Array {
 	v := newListVec(a.DataType())
 	v.AppendRange(a, 0, a.Len())
 	return v.Gather(alloc, idx)
+}
+
+// pcNull is the type of an untyped NULL column (SELECT NULL AS x): every
+// value NULL, payload only.
+const pcNull physClass = 101
+
+// nullVec is a colVec of untyped NULLs: just their count.
+type nullVec struct{ n int }
+
+func (v *nullVec) Len() int                                  { return v.n }
+func (v *nullVec) Type() arrow.DataType                      { return arrow.Null }
+func (v *nullVec) IsNull(int) bool                           { return true }
+func (v *nullVec) HasNulls() bool                            { return v.n > 0 }
+func (v *nullVec) Bytes() int64                              { return 8 }
+func (v *nullVec) Reset()                                    { v.n = 0 }
+func (v *nullVec) Append(_ arrow.Array, sel []int32, n int)  { v.n += lenLive(sel, n) }
+func (v *nullVec) AppendRange(_ arrow.Array, start, end int) { v.n += end - start }
+func (v *nullVec) AppendNulls(k int)                         { v.n += k }
+func (v *nullVec) AppendVec(_ colVec, start, end int)        { v.n += end - start }
+func (v *nullVec) Gather(_ memory.Allocator, idx []int32) arrow.Array {
+	return array.NewNull(len(idx))
+}
+
+func takeNull(_ memory.Allocator, _ arrow.Array, idx []int32) arrow.Array {
+	return array.NewNull(len(idx))
 }

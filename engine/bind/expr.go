@@ -207,6 +207,19 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 		return b.newSubquery(plan.SubExists, nil, lp, plan.TypBool, x.Query), nil
 	case *sql.ArraySubquery:
 		return b.arraySubqueryExpr(x, s, ctx)
+	case *sql.FieldSelect:
+		// (t.rec).f: a record is its fields as columns "rec.f"
+		// (_pg_expandarray's, selectListUnnest).
+		ref, ok := x.X.(*sql.ColumnRef)
+		if !ok {
+			return nil, b.errorf(x, "field selection (x).%s is supported on a record column only", x.Field.Name)
+		}
+		r := *ref
+		r.Parts = append([]sql.Ident(nil), ref.Parts...)
+		last := r.Parts[len(r.Parts)-1]
+		last.Name += "." + x.Field.Name
+		r.Parts[len(r.Parts)-1] = last
+		return b.expr(&r, s, ctx)
 	case *sql.Subquery:
 		lp, err := b.subquery(x.Query, s, 1, "a scalar subquery")
 		if err != nil {

@@ -18,14 +18,24 @@ import (
 // of its longest array, a shorter array's values NULL past its end (no
 // row for a row whose arrays are all empty or NULL).
 
-// isArraySRF reports unnest and generate_subscripts.
-func isArraySRF(name string) bool { return name == "unnest" || name == "generate_subscripts" }
+// isArraySRF reports unnest, generate_subscripts and
+// information_schema._pg_expandarray (records (x, n): an element and its
+// position from 1, as PostgreSQL's; a record is its two fields as columns
+// "name.x" and "name.n", read as (name).x).
+func isArraySRF(name string) bool {
+	return name == "unnest" || name == "generate_subscripts" || name == "_pg_expandarray"
+}
 
 // srfCall is an item's set-returning call: the item alone or cast
-// (unnest(a)::text).
+// (unnest(a)::text), or a field of _pg_expandarray's record.
 func srfCall(e sql.Expr) *sql.FuncCall {
 	if c, ok := e.(*sql.Cast); ok {
 		e = c.X
+	}
+	if fs, ok := e.(*sql.FieldSelect); ok {
+		if f, ok := fs.X.(*sql.FuncCall); ok && f.Name.Name == "_pg_expandarray" {
+			e = f
+		}
 	}
 	if f, ok := e.(*sql.FuncCall); ok && isArraySRF(f.Name.Name) && !f.Name.Quoted && f.Over == nil && !f.Star && !f.Distinct && f.Filter == nil {
 		return f
@@ -60,6 +70,7 @@ func (b *binder) selectListUnnest(sel *sql.Select, q *sql.Query, s *scope, lp pl
 	it := &scopeItem{name: alias}
 	c := *sel
 	c.Items = append([]*sql.SelectItem(nil), sel.Items...)
+	records := map[int][]*sql.SelectItem{} // a record item's two columns
 	for k, i := range calls {
 		f := srfCall(sel.Items[i].Expr)
 		a, err := b.srfArray(f, s)
@@ -73,12 +84,48 @@ func (b *binder) selectListUnnest(sel *sql.Select, q *sql.Query, s *scope, lp pl
 		node.Subs = append(node.Subs, sub)
 		it.cols = append(it.cols, elem, sub)
 		it.hidden = append(it.hidden, true, true)
+		colRef := func(col string) *sql.ColumnRef {
+			return &sql.ColumnRef{Pos: f.Pos, Parts: []sql.Ident{{Pos: f.Pos, Name: alias}, {Pos: f.Pos, Name: col}}}
+		}
+		if f.Name.Name == "_pg_expandarray" {
+			if fs, ok := sel.Items[i].Expr.(*sql.FieldSelect); ok {
+				// (f(a)).x is the element, (f(a)).n its position.
+				var ref *sql.ColumnRef
+				switch fs.Field.Name {
+				case "x":
+					ref = colRef(elem.Name)
+				case "n":
+					ref = colRef(node.Ord.Name)
+				default:
+					return nil, nil, b.errorf(fs, "record of _pg_expandarray has no field %q (x and n)", fs.Field.Name)
+				}
+				item := *sel.Items[i]
+				item.Expr = ref
+				if item.Alias == nil {
+					item.Alias = &sql.Ident{Pos: f.Pos, Name: fs.Field.Name}
+				}
+				c.Items[i] = &item
+				continue
+			}
+			if _, ok := sel.Items[i].Expr.(*sql.FuncCall); !ok {
+				return nil, nil, b.errorf(sel.Items[i].Expr, "_pg_expandarray's record cannot be cast")
+			}
+			name := "_pg_expandarray"
+			if a := sel.Items[i].Alias; a != nil {
+				name = a.Name
+			}
+			records[i] = []*sql.SelectItem{
+				{Pos: f.Pos, Expr: colRef(elem.Name), Alias: &sql.Ident{Pos: f.Pos, Name: name + ".x"}},
+				{Pos: f.Pos, Expr: colRef(node.Ord.Name), Alias: &sql.Ident{Pos: f.Pos, Name: name + ".n"}},
+			}
+			continue
+		}
 		// The call becomes its column: the element, or its subscript.
 		col := elem.Name
 		if f.Name.Name == "generate_subscripts" {
 			col = sub.Name
 		}
-		ref := &sql.ColumnRef{Pos: f.Pos, Parts: []sql.Ident{{Pos: f.Pos, Name: alias}, {Pos: f.Pos, Name: col}}}
+		ref := colRef(col)
 		item := *sel.Items[i]
 		item.Expr = ref
 		if cast, ok := sel.Items[i].Expr.(*sql.Cast); ok {
@@ -94,6 +141,17 @@ func (b *binder) selectListUnnest(sel *sql.Select, q *sql.Query, s *scope, lp pl
 	}
 	it.cols = append(it.cols, node.Ord)
 	it.hidden = append(it.hidden, true)
+	if len(records) > 0 {
+		var items []*sql.SelectItem
+		for i, item := range c.Items {
+			if r, ok := records[i]; ok {
+				items = append(items, r...)
+			} else {
+				items = append(items, item)
+			}
+		}
+		c.Items = items
+	}
 	if err := b.addItems(s, []*scopeItem{it}, first); err != nil {
 		return nil, nil, err
 	}
@@ -106,6 +164,8 @@ func (b *binder) selectListUnnest(sel *sql.Select, q *sql.Query, s *scope, lp pl
 func (b *binder) srfArray(f *sql.FuncCall, s *scope) (plan.Expr, error) {
 	name := f.Name.Name
 	switch {
+	case name == "_pg_expandarray" && len(f.Args) != 1:
+		return nil, b.errorf(f, "_pg_expandarray takes one array")
 	case name == "unnest" && len(f.Args) != 1:
 		return nil, b.errorf(f, "unnest in the select list takes one array (several need unnest(a, b, ...) in FROM)")
 	case name == "generate_subscripts" && len(f.Args) == 3:

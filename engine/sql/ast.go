@@ -524,6 +524,14 @@ type ArrayExpr struct {
 	Elems []Expr
 }
 
+// FieldSelect is (X).Field, a field of a record (information_schema.
+// _pg_expandarray's x and n).
+type FieldSelect struct {
+	Pos
+	X     Expr
+	Field Ident
+}
+
 // ArraySubquery is ARRAY(query): the query's one column as an array, its
 // rows in the query's order.
 type ArraySubquery struct {
@@ -824,6 +832,7 @@ func (*InSubquery) exprNode()    {}
 func (*Exists) exprNode()        {}
 func (*Subquery) exprNode()      {}
 func (*ArraySubquery) exprNode() {}
+func (*FieldSelect) exprNode()   {}
 func (*Like) exprNode()          {}
 func (*Case) exprNode()          {}
 func (*Cast) exprNode()          {}

@@ -290,6 +290,10 @@ func (d *deparser) expr(e Expr, _ int) {
 		d.w("ARRAY(")
 		d.query(e.Query)
 		d.w(")")
+	case *FieldSelect:
+		d.w("(")
+		d.sub(e.X, 0)
+		d.w(")." + QuoteIdent(e.Field.Name))
 	case *Case:
 		d.w("CASE")
 		if e.Operand != nil {
@@ -341,6 +345,9 @@ func (d *deparser) expr(e Expr, _ int) {
 			// CURRENT_DATE, as PostgreSQL prints a default.
 			d.w(strings.ToUpper(e.Name.Name))
 			return
+		}
+		if e.Name.Name == "_pg_expandarray" && !e.Name.Quoted {
+			d.w("information_schema.")
 		}
 		if specialSyntaxFuncs[e.Name.Name] && (e.Name.Quoted || e.Name.Name != "substring") {
 			// NB: bare, these names would read as their special syntax.

@@ -658,6 +658,14 @@ func (p *parser) parsePrimary() (Expr, error) {
 	}
 	// pg_catalog.f(...): the functions are in pg_catalog, where
 	// PostgreSQL's tools name them.
+	if !t.quoted && t.text == "information_schema" && isOpTok(next, ".") && p.peekAt(2).text == "_pg_expandarray" && isOpTok(p.peekAt(3), "(") {
+		// information_schema._pg_expandarray(a): PostgreSQL's (pgjdbc
+		// calls it), a set of records (x, n).
+		p.next()
+		p.next()
+		f := p.next()
+		return p.parseFuncCall(Ident{Pos: f.pos, Name: f.text})
+	}
 	if !t.quoted && t.text == "pg_catalog" && isOpTok(next, ".") && p.peekAt(2).kind == tokIdent && isOpTok(p.peekAt(3), "(") {
 		p.next()
 		p.next()
@@ -838,6 +846,12 @@ func (p *parser) parseParen() (Expr, error) {
 	}
 	if _, err := p.expectOp(")"); err != nil {
 		return nil, err
+	}
+	if p.isOp(".") && p.peekAt(1).kind == tokIdent {
+		// (record).field
+		p.next()
+		f := p.next()
+		return &FieldSelect{Pos: t.pos, X: e, Field: Ident{Pos: f.pos, Name: f.text, Quoted: f.quoted}}, nil
 	}
 	return e, nil
 }

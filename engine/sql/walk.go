@@ -104,6 +104,8 @@ func Walk(n Node, fn func(Node) bool) {
 		Walk(n.Query, fn)
 	case *ArraySubquery:
 		Walk(n.Query, fn)
+	case *FieldSelect:
+		expr(n.X)
 	case *Like:
 		expr(n.X)
 		expr(n.Pattern)
