@@ -526,7 +526,7 @@ func (b *binder) tableFunc(t *sql.TableFunc, s *scope) (plan.Plan, []*scopeItem,
 	case sql.FileTableFunc, "read_parquet", "parquet_scan", "read_csv", "read_csv_auto":
 		return b.fileTable(t)
 	default:
-		return nil, nil, b.errorf(t, "table function %s does not exist (generate_series, range, read_parquet and read_csv do)", name)
+		return nil, nil, b.errorf(t, "table function %s does not exist (generate_series, range, unnest, read_parquet and read_csv do)", name)
 	}
 	if len(t.Args) < lo || len(t.Args) > hi {
 		return nil, nil, b.errorf(t, "%s takes %d to %d arguments, got %d", name, lo, hi, len(t.Args))
