@@ -143,6 +143,16 @@ func TestServeJDBC(t *testing.T) {
 	if r, err := k.run([]string{"!importedkeys j_child"}); err != nil || fmt.Sprint(r.Rows) != "[[j_parent k pk 1 j_child_pk_pid_fkey] [j_parent id pid 2 j_child_pk_pid_fkey]]" {
 		t.Errorf("getImportedKeys: %v %v", r.Rows, err)
 	}
+	// getPrimaryKeys and getIndexInfo read _pg_expandarray(i.indkey).
+	if r, err := k.run([]string{"!primarykeys j_parent"}); err != nil || fmt.Sprint(r.Rows) != "[[k 1 j_parent_pkey] [id 2 j_parent_pkey]]" {
+		t.Errorf("getPrimaryKeys: %v %v", r.Rows, err)
+	}
+	if r, err := c.run([]string{"!primarykeys nation"}); err != nil || len(r.Rows) != 0 {
+		t.Errorf("getPrimaryKeys of a table without one: %v %v", r.Rows, err)
+	}
+	if r, err := k.run([]string{"!indexes j_child"}); err != nil || fmt.Sprint(r.Rows) != "[[j_child_pkey f cid 1] [j_child_q t qty 1] [j_child_q t cid 2]]" {
+		t.Errorf("getIndexInfo: %v %v", r.Rows, err)
+	}
 }
 
 // TestServePsycopg2 runs the 22 TPC-H queries at SF 0.01 through Python's

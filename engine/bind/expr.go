@@ -1084,6 +1084,24 @@ func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (plan.Expr, e
 			return plan.AndOf([]plan.Expr{l, r}), nil
 		}
 		return plan.OrOf([]plan.Expr{l, r}), nil
+	case "&", "|":
+		l, r = plan.ResolveUntyped(l, plan.TypInt64), plan.ResolveUntyped(r, plan.TypInt64)
+		t, ok := plan.CommonType(l.Type(), r.Type())
+		if !ok || !plan.IsInteger(t) {
+			return nil, b.errorf(x, "operator does not exist: %s %s %s", plan.TypeString(l.Type()), x.Op, plan.TypeString(r.Type()))
+		}
+		var err error
+		if l, err = b.coerce(l, t); err != nil {
+			return nil, b.errorf(x, "%v", err)
+		}
+		if r, err = b.coerce(r, t); err != nil {
+			return nil, b.errorf(x, "%v", err)
+		}
+		fn := expr.FnBitAnd
+		if x.Op == "|" {
+			fn = expr.FnBitOr
+		}
+		return b.newCall(fn, t, l, r), nil
 	case "||":
 		if plan.IsArray(l.Type()) || plan.IsArray(r.Type()) {
 			return b.arrayConcat(x, l, r)

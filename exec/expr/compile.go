@@ -1335,6 +1335,8 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 		n, err = c.compileJSON(e, args, desc)
 	case FnArray, FnArraySub, FnArrayLength, FnCardinality, FnArrayToString, FnStringToArray, FnArrayPosition, FnArrayAny, FnArrayAll, FnArrayCmp, FnIntSeries, FnArrayCat:
 		n, err = c.compileArray(e, args, desc)
+	case FnBitAnd, FnBitOr:
+		n, err = c.compileBitwise(e, args, desc)
 	default:
 		return nil, nferr.Queryf("unknown function %q in %s", e.Fn, desc)
 	}
