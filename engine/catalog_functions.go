@@ -43,6 +43,8 @@ var sqlFunctions = map[string]map[int]string{
 	// (pg_indexes holds the definitions; index names are unique in
 	// nicflow's one schema).
 	"pg_get_indexdef": {1: indexDefBody("0"), 3: indexDefBody("$2")},
+	// A view's definition, as pg_views.definition holds it.
+	"pg_get_viewdef": {1: viewDefBody, 2: viewDefBody},
 	// pg_trigger is empty (no triggers): no OID names one.
 	"pg_get_triggerdef": {1: "CAST(NULL AS TEXT)", 2: "CAST(NULL AS TEXT)"},
 	// nicflow has no extended statistics (pg_statistic_ext is empty).
@@ -59,6 +61,8 @@ func indexDefBody(col string) string {
 	return "CASE WHEN " + col + " = 0 THEN (SELECT x.indexdef FROM pg_catalog.pg_indexes x JOIN pg_catalog.pg_class c ON c.relname = x.indexname WHERE c.oid = $1 AND c.relkind = 'i')" +
 		" ELSE (SELECT a.attname FROM pg_catalog.pg_index i JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[" + col + " - 1] WHERE i.indexrelid = $1) END"
 }
+
+const viewDefBody = "(SELECT v.definition FROM pg_catalog.pg_views v JOIN pg_catalog.pg_class c ON c.relname = v.viewname WHERE c.oid = $1 AND c.relkind = 'v')"
 
 const constraintDefBody = "(SELECT c.conbin FROM pg_catalog.pg_constraint c WHERE c.oid = $1)"
 
