@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/nicflow/nicflow/exec/expr"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -108,6 +109,9 @@ func classifyCol(s *arrow.Schema, i int, op, role string) (colInfo, error) {
 		case "build", "probe", "left", "right", "input":
 			c, ok = classifyPayload(s.Field(i).Type)
 		}
+	}
+	if !ok && expr.IsArray(s.Field(i).Type) {
+		return c, nferr.Queryf("%s: %s column %d (%s) is an array (%s): arrays are not supported as keys (join, sort, grouping, DISTINCT) yet", op, role, i, s.Field(i).Name, expr.TypeName(s.Field(i).Type))
 	}
 	if !ok {
 		return c, nferr.Queryf("%s: %s column %d (%s) has unsupported type %s", op, role, i, s.Field(i).Name, s.Field(i).Type)
