@@ -242,7 +242,7 @@ var systemTables = map[string]systemTable{
 				}
 			}
 			for _, v := range c.db.Views() {
-				rows = append(rows, rel(relOID(v.Schema, v.Name), v.Name, "v", -1, 0, 0, false, 0))
+				rows = append(rows, rel(relOID(v.Schema, v.Name), v.Name, "v", -1, len(v.Fields), 0, false, 0))
 			}
 			return rows
 		},
@@ -436,6 +436,7 @@ var systemTables = map[string]systemTable{
 						storage, "-1", "''", "true", "0", "0", "CAST(NULL AS TEXT[])", "CAST(NULL AS TEXT[])", "CAST(NULL AS TEXT[])"})
 				}
 				// An index's attributes: its key columns, numbered from 1.
+				// (A view's columns follow the tables'.)
 				for _, ix := range t.Indexes {
 					ioid := strconv.Itoa(relOID(t.Schema, ix.Name))
 					for k, name := range ix.Columns {
@@ -453,6 +454,19 @@ var systemTables = map[string]systemTable{
 							strconv.FormatBool(!col.Nullable), "false", "false", strconv.Itoa(typeMod(col)), strconv.Itoa(pgTypeLen(typ)), "''", "''", strconv.Itoa(collation(typ)),
 							storage, "-1", "''", "true", "0", "0", "CAST(NULL AS TEXT[])", "CAST(NULL AS TEXT[])", "CAST(NULL AS TEXT[])"})
 					}
+				}
+			}
+			for _, v := range c.db.Views() {
+				oid := strconv.Itoa(relOID(v.Schema, v.Name))
+				for i, col := range v.Fields {
+					typ := typeOID(col)
+					storage := "'p'"
+					if pgTypeLen(typ) < 0 {
+						storage = "'x'"
+					}
+					rows = append(rows, []string{oid, sql.QuoteString(col.Name), strconv.Itoa(typ), strconv.Itoa(i + 1),
+						"false", "false", "false", strconv.Itoa(typeMod(col)), strconv.Itoa(pgTypeLen(typ)), "''", "''", strconv.Itoa(collation(typ)),
+						storage, "-1", "''", "true", "0", "0", "CAST(NULL AS TEXT[])", "CAST(NULL AS TEXT[])", "CAST(NULL AS TEXT[])"})
 				}
 			}
 			return rows
@@ -789,6 +803,20 @@ func columnType(col storage.Column) string {
 		return plan.TypeString(at)
 	}
 	return col.Type
+}
+
+// viewFields are a view's output columns as the catalog keeps them (a
+// type nicflow does not store has Type "": pg_attribute says text).
+func viewFields(s *arrow.Schema) []storage.Column {
+	if s == nil {
+		return nil
+	}
+	out := make([]storage.Column, s.NumFields())
+	for i, f := range s.Fields() {
+		tn, _ := storage.TypeName(f.Type)
+		out[i] = storage.Column{Name: f.Name, Type: tn, Nullable: true}
+	}
+	return out
 }
 
 // attnum is the number (pg_attribute.attnum, from 1) of table t's column
