@@ -247,13 +247,14 @@ func TestServePsqlDescribe(t *testing.T) {
 		"create table d_parent (id int primary key, code text unique, born date default current_date)",
 		"create table d_child (cid bigint primary key, pid int not null references d_parent (id), qty int check (qty > 0), note text)",
 		"create index d_child_qn on d_child (qty, note)",
+		"create view d_v as select cid, qty * 2 as q2 from d_child",
 	} {
 		host, port, _ := strings.Cut(keys, ":")
 		if out, err := exec.Command("psql", "-X", "-h", host, "-p", port, "-U", "nicflow", "-c", s).CombinedOutput(); err != nil {
 			t.Fatalf("psql %s: %v\n%s", s, err, out)
 		}
 	}
-	psql(keys, `\d d_parent`, `\d d_child`, `\d d_child_qn`)
+	psql(keys, `\d d_parent`, `\d d_child`, `\d d_child_qn`, `\d+ d_v`)
 	golden := filepath.Join("testdata", "psql_describe.golden")
 	if *rewritePsql {
 		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
