@@ -192,8 +192,10 @@ var systemTables = map[string]systemTable{
 	"pg_catalog.pg_proc": {
 		// Functions: nicflow has no user-defined functions, and its
 		// built-in ones are not listed (PostgreSQL lists its own here).
-		cols:  []string{"oid", "proname", "pronamespace", "proowner", "prokind", "prorettype", "pronargs", "proretset", "prosecdef", "provolatile", "prolang"},
-		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER", "TEXT", "INTEGER", "INTEGER", "BOOLEAN", "BOOLEAN", "TEXT", "INTEGER"},
+		cols: []string{"oid", "proname", "pronamespace", "proowner", "prokind", "prorettype", "pronargs", "proretset", "prosecdef", "provolatile", "prolang",
+			"proargtypes", "proallargtypes", "proargmodes", "proargnames", "proargdefaults", "pronargdefaults", "proisstrict", "prosrc"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER", "TEXT", "INTEGER", "INTEGER", "BOOLEAN", "BOOLEAN", "TEXT", "INTEGER",
+			"OIDVECTOR", "INTEGER[]", "TEXT[]", "TEXT[]", "TEXT", "INTEGER", "BOOLEAN", "TEXT"},
 		rows:  func(*StorageCatalog) [][]string { return nil },
 	},
 	"pg_catalog.pg_class": {
@@ -523,6 +525,11 @@ var systemTables = map[string]systemTable{
 			}
 			v := row(pgType{oid: 22, name: "int2vector", len: -1, category: "A"}, 21, 1006, "int2vector", "int2vector")
 			rows = append(rows, v, row(pgType{oid: 1006, name: "_int2vector", len: -1, category: "A"}, 22, 0, "array_", "array_"))
+			for _, t := range pgPseudoTypes {
+				r := row(t, 0, 0, t.name+"_", t.name+"_")
+				r[6] = "'p'" // typtype: a pseudo-type
+				rows = append(rows, r)
+			}
 			return rows
 		},
 	},
@@ -596,6 +603,14 @@ var systemTables = map[string]systemTable{
 		types: []string{"INTEGER", "INTEGER", "INTEGER", "TEXT", "INTEGER", "INTEGER", "TEXT", "BOOLEAN", "INTEGER"},
 		rows:  func(*StorageCatalog) [][]string { return nil },
 	},
+	"pg_catalog.pg_depend": {
+		// Dependencies between objects: nicflow records none here (an
+		// index's or constraint's table is in pg_index and pg_constraint;
+		// there are no extensions, sequences or rules).
+		cols:  []string{"classid", "objid", "objsubid", "refclassid", "refobjid", "refobjsubid", "deptype"},
+		types: []string{"INTEGER", "INTEGER", "INTEGER", "INTEGER", "INTEGER", "INTEGER", "TEXT"},
+		rows:  func(*StorageCatalog) [][]string { return nil },
+	},
 	"pg_catalog.pg_tables": {
 		cols:  []string{"schemaname", "tablename", "tableowner", "hasindexes"},
 		types: []string{"TEXT", "TEXT", "TEXT", "BOOLEAN"},
@@ -635,6 +650,14 @@ var pgTypes = []pgType{
 	{1043, "varchar", -1, "S", false}, {1082, "date", 4, "D", false}, {1114, "timestamp", 8, "D", false},
 	{1186, "interval", 16, "T", true}, {1700, "numeric", -1, "N", false}, {1083, "time", 8, "D", false},
 	{1184, "timestamptz", 8, "D", true},
+}
+
+// pgPseudoTypes are PostgreSQL's pseudo-types that clients name
+// ('trigger'::regtype in pgcli's function list): no value has them.
+var pgPseudoTypes = []pgType{
+	{2249, "record", -1, "P", false}, {2275, "cstring", -2, "P", false}, {2276, "any", 4, "P", false},
+	{2277, "anyarray", -1, "P", false}, {2278, "void", 4, "P", false}, {2279, "trigger", 4, "P", false},
+	{3838, "event_trigger", 4, "P", false}, {2281, "internal", 8, "P", false}, {2283, "anyelement", 4, "P", false},
 }
 
 // pgArrayOIDs are the OIDs of the array types of pgTypes (PostgreSQL's
@@ -723,7 +746,7 @@ var systemOIDs = map[string]int{
 	"pg_class": 1259, "pg_type": 1247, "pg_attribute": 1249, "pg_proc": 1255, "pg_namespace": 2615,
 	"pg_description": 2609, "pg_attrdef": 2604, "pg_database": 1262, "pg_am": 2601, "pg_constraint": 2606, "pg_index": 2610, "pg_collation": 3456, "pg_roles": 1260, "pg_auth_members": 1261,
 	"pg_policy": 3256, "pg_statistic_ext": 3381, "pg_publication": 6104, "pg_publication_namespace": 6237, "pg_publication_rel": 6106, "pg_inherits": 2611,
-	"pg_trigger": 2620, "pg_settings": 12002,
+	"pg_trigger": 2620, "pg_settings": 12002, "pg_depend": 2608,
 	"pg_tables": 12000, "pg_views": 12001,
 }
 
@@ -765,9 +788,11 @@ func (c *StorageCatalog) OIDOf(kind, name string) (int, bool) {
 		if schema != "" && schema != "pg_catalog" {
 			return 0, false
 		}
-		for _, t := range pgTypes {
-			if t.name == rel {
-				return t.oid, true
+		for _, ts := range [][]pgType{pgTypes, pgPseudoTypes} {
+			for _, t := range ts {
+				if t.name == rel {
+					return t.oid, true
+				}
 			}
 		}
 		alias := map[string]string{"integer": "int4", "bigint": "int8", "smallint": "int2", "boolean": "bool", "double precision": "float8",

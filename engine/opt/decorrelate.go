@@ -242,6 +242,12 @@ func (o *optimizer) decorrelateNode(n plan.Plan) (plan.Plan, error) {
 		c := *x
 		c.Keys, slots = keySlots(x.Keys)
 		input, out, setInput = x.Input, &c, func(p plan.Plan) { c.Input = p }
+	case *plan.UnnestNode:
+		// unnest((SELECT array_agg(...) ...)): the arrays computed below.
+		c := *x
+		c.Arrays = append([]plan.Expr(nil), x.Arrays...)
+		slots = exprSlots(c.Arrays)
+		input, out, setInput = x.Input, &c, func(p plan.Plan) { c.Input = p }
 	}
 	if out != nil {
 		in, changed, err := o.computeBelow(input, slots)
