@@ -196,7 +196,7 @@ var systemTables = map[string]systemTable{
 			"proargtypes", "proallargtypes", "proargmodes", "proargnames", "proargdefaults", "pronargdefaults", "proisstrict", "prosrc"},
 		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER", "TEXT", "INTEGER", "INTEGER", "BOOLEAN", "BOOLEAN", "TEXT", "INTEGER",
 			"OIDVECTOR", "INTEGER[]", "TEXT[]", "TEXT[]", "TEXT", "INTEGER", "BOOLEAN", "TEXT"},
-		rows:  func(*StorageCatalog) [][]string { return nil },
+		rows: func(*StorageCatalog) [][]string { return nil },
 	},
 	"pg_catalog.pg_class": {
 		// Tables (r, f for external ones), views (v) and indexes (i, of
