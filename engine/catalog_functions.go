@@ -30,9 +30,39 @@ var sqlFunctions = map[string]map[int]string{
 	"pg_get_function_arguments": {1: "CAST(NULL AS TEXT)"},
 	// A constraint's definition (pg_constraint.conbin holds it as text).
 	"pg_get_constraintdef": {1: constraintDefBody, 2: constraintDefBody},
+	// The schemas searched (name[]): pg_catalog first (when asked for
+	// the implicit ones too), then public, PostgreSQL's default
+	// search_path; nicflow has no temporary schema.
+	"current_schemas": {1: "CASE WHEN $1 THEN ARRAY['pg_catalog', 'public'] ELSE ARRAY['public'] END"},
+	// nicflow has no partitioned tables: a relation's ancestors are
+	// itself (PostgreSQL's answer for a table that is no partition).
+	// NB: a set-returning function in PostgreSQL, here of one row, which
+	// it is in the select list.
+	"pg_partition_ancestors": {1: "CAST($1 AS regclass)"},
+	// An index's CREATE INDEX (column 0), or its k-th key column's name
+	// (pg_indexes holds the definitions; index names are unique in
+	// nicflow's one schema).
+	"pg_get_indexdef": {1: indexDefBody("0"), 3: indexDefBody("$2")},
+	// A view's definition, as pg_views.definition holds it.
+	"pg_get_viewdef": {1: viewDefBody, 2: viewDefBody},
+	// pg_trigger is empty (no triggers): no OID names one.
+	"pg_get_triggerdef": {1: "CAST(NULL AS TEXT)", 2: "CAST(NULL AS TEXT)"},
+	// nicflow has no extended statistics (pg_statistic_ext is empty).
+	"pg_get_statisticsobjdef_columns": {1: "CAST(NULL AS TEXT)"},
+	// A relation can be published when it is a table (of kind r or p),
+	// as PostgreSQL's rule for relations outside pg_catalog.
+	"pg_relation_is_publishable": {1: "EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = $1 AND c.relkind IN ('r', 'p'))"},
 	// nicflow has no sequences: no column owns one.
 	"pg_get_serial_sequence": {2: "CAST(NULL AS TEXT)"},
 }
+
+// indexDefBody is pg_get_indexdef(index OID $1, column col).
+func indexDefBody(col string) string {
+	return "CASE WHEN " + col + " = 0 THEN (SELECT x.indexdef FROM pg_catalog.pg_indexes x JOIN pg_catalog.pg_class c ON c.relname = x.indexname WHERE c.oid = $1 AND c.relkind = 'i')" +
+		" ELSE (SELECT a.attname FROM pg_catalog.pg_index i JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[" + col + " - 1] WHERE i.indexrelid = $1) END"
+}
+
+const viewDefBody = "(SELECT v.definition FROM pg_catalog.pg_views v JOIN pg_catalog.pg_class c ON c.relname = v.viewname WHERE c.oid = $1 AND c.relkind = 'v')"
 
 const constraintDefBody = "(SELECT c.conbin FROM pg_catalog.pg_constraint c WHERE c.oid = $1)"
 
@@ -79,6 +109,13 @@ func formatTypeBody() string {
 			b.WriteString(when + "'" + name + "'")
 		}
 	}
-	b.WriteString(" ELSE '???' END")
+	for _, t := range pgTypes {
+		name := t.name
+		if n, ok := sqlTypeNames[name]; ok {
+			name = n
+		}
+		b.WriteString(" WHEN $1 = " + strconv.Itoa(pgArrayOIDs[t.oid]) + " THEN '" + name + "[]'")
+	}
+	b.WriteString(" WHEN $1 = 22 THEN 'int2vector' ELSE '???' END")
 	return b.String()
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/nicflow/nicflow/engine/bind"
 	"github.com/nicflow/nicflow/engine/plan"
 	"github.com/nicflow/nicflow/engine/sql"
 	"github.com/nicflow/nicflow/exec/expr"
@@ -40,6 +41,7 @@ const (
 	oidPublic    = 2200
 	oidInfo      = 13000
 	oidOwner     = 10
+	oidBtree     = 403 // pg_am's btree
 )
 
 var systemTables = map[string]systemTable{
@@ -190,26 +192,91 @@ var systemTables = map[string]systemTable{
 	"pg_catalog.pg_proc": {
 		// Functions: nicflow has no user-defined functions, and its
 		// built-in ones are not listed (PostgreSQL lists its own here).
-		cols:  []string{"oid", "proname", "pronamespace", "proowner", "prokind", "prorettype", "pronargs", "proretset", "prosecdef", "provolatile", "prolang"},
-		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER", "TEXT", "INTEGER", "INTEGER", "BOOLEAN", "BOOLEAN", "TEXT", "INTEGER"},
-		rows:  func(*StorageCatalog) [][]string { return nil },
+		cols: []string{"oid", "proname", "pronamespace", "proowner", "prokind", "prorettype", "pronargs", "proretset", "prosecdef", "provolatile", "prolang",
+			"proargtypes", "proallargtypes", "proargmodes", "proargnames", "proargdefaults", "pronargdefaults", "proisstrict", "prosrc"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER", "TEXT", "INTEGER", "INTEGER", "BOOLEAN", "BOOLEAN", "TEXT", "INTEGER",
+			"OIDVECTOR", "INTEGER[]", "TEXT[]", "TEXT[]", "TEXT", "INTEGER", "BOOLEAN", "TEXT"},
+		rows: func(*StorageCatalog) [][]string { return nil },
 	},
 	"pg_catalog.pg_class": {
-		cols:  []string{"oid", "relname", "relnamespace", "relkind", "relowner", "reltuples", "relnatts", "relam", "relhasindex", "relchecks", "reltype", "relpersistence", "relispartition"},
-		types: []string{"INTEGER", "TEXT", "INTEGER", "TEXT", "INTEGER", "DOUBLE PRECISION", "INTEGER", "INTEGER", "BOOLEAN", "INTEGER", "INTEGER", "TEXT", "BOOLEAN"},
+		// Tables (r, f for external ones), views (v) and indexes (i, of
+		// access method btree). nicflow has no TOAST tables, rules,
+		// triggers, row security, tablespaces, typed tables or storage
+		// options: those columns hold PostgreSQL's values for a relation
+		// without them (reloptions and relacl NULL).
+		cols: []string{"oid", "relname", "relnamespace", "relkind", "relowner", "reltuples", "relnatts", "relam", "relhasindex", "relchecks", "reltype", "relpersistence", "relispartition",
+			"relpages", "reltoastrelid", "relhasrules", "relhastriggers", "relrowsecurity", "relforcerowsecurity", "reltablespace", "reloftype", "relreplident", "relisshared",
+			"relfilenode", "relhassubclass", "relispopulated", "relfrozenxid", "reloptions", "relacl", "relpartbound"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "TEXT", "INTEGER", "DOUBLE PRECISION", "INTEGER", "INTEGER", "BOOLEAN", "INTEGER", "INTEGER", "TEXT", "BOOLEAN",
+			"INTEGER", "INTEGER", "BOOLEAN", "BOOLEAN", "BOOLEAN", "BOOLEAN", "INTEGER", "INTEGER", "TEXT", "BOOLEAN",
+			"INTEGER", "BOOLEAN", "BOOLEAN", "INTEGER", "TEXT[]", "TEXT[]", "TEXT"},
 		rows: func(c *StorageCatalog) (rows [][]string) {
+			rel := func(oid int, name, kind string, tuples int64, natts, am int, hasIndex bool, checks int) []string {
+				return []string{strconv.Itoa(oid), sql.QuoteString(name), strconv.Itoa(oidPublic), sql.QuoteString(kind),
+					strconv.Itoa(oidOwner), "CAST(" + strconv.FormatInt(tuples, 10) + " AS DOUBLE PRECISION)", strconv.Itoa(natts), strconv.Itoa(am),
+					strconv.FormatBool(hasIndex), strconv.Itoa(checks), "0", "'p'", "false",
+					"0", "0", "false", "false", "false", "false", "0", "0", "'d'", "false",
+					strconv.Itoa(oid), "false", "true", "0", "CAST(NULL AS TEXT[])", "CAST(NULL AS TEXT[])", "CAST(NULL AS TEXT)"}
+			}
+			// A foreign key's tables have triggers in PostgreSQL (its
+			// checks), and psql's \d lists foreign keys only then.
+			triggers := map[string]bool{}
+			for _, t := range c.db.Tables() {
+				for _, fk := range t.ForeignKeys {
+					triggers[t.Schema+"."+t.Name] = true
+					ref := fk.RefTable
+					if !strings.Contains(ref, ".") {
+						ref = t.Schema + "." + ref
+					}
+					triggers[ref] = true
+				}
+			}
 			for _, t := range c.db.Tables() {
 				kind := "r"
 				if t.External {
 					kind = "f"
 				}
-				rows = append(rows, []string{strconv.Itoa(relOID(t.Schema, t.Name)), sql.QuoteString(t.Name), strconv.Itoa(oidPublic), sql.QuoteString(kind),
-					strconv.Itoa(oidOwner), "CAST(" + strconv.FormatInt(t.Rows(), 10) + " AS DOUBLE PRECISION)", strconv.Itoa(len(t.Columns)), "0",
-					strconv.FormatBool(len(t.Indexes) > 0), strconv.Itoa(len(t.Checks)), "0", "'p'", "false"})
+				r := rel(relOID(t.Schema, t.Name), t.Name, kind, t.Rows(), len(t.Columns), 0, len(t.Indexes) > 0, len(t.Checks))
+				r[16] = strconv.FormatBool(triggers[t.Schema+"."+t.Name])
+				rows = append(rows, r)
+				for _, ix := range t.Indexes {
+					rows = append(rows, rel(relOID(t.Schema, ix.Name), ix.Name, "i", t.Rows(), len(ix.Columns), oidBtree, false, 0))
+				}
 			}
 			for _, v := range c.db.Views() {
-				rows = append(rows, []string{strconv.Itoa(relOID(v.Schema, v.Name)), sql.QuoteString(v.Name), strconv.Itoa(oidPublic), sql.QuoteString("v"),
-					strconv.Itoa(oidOwner), "CAST(-1 AS DOUBLE PRECISION)", "0", "0", "false", "0", "0", "'p'", "false"})
+				rows = append(rows, rel(relOID(v.Schema, v.Name), v.Name, "v", -1, len(v.Fields), 0, false, 0))
+			}
+			return rows
+		},
+	},
+	"pg_catalog.pg_index": {
+		// One row per index (nicflow's are btree, of columns, without
+		// predicates: indexprs and indpred NULL). indkey holds the
+		// columns' numbers (attnum), indoption 0 for each (ASC NULLS
+		// LAST), indcollation the default collation (100) for text
+		// columns, else 0.
+		cols: []string{"indexrelid", "indrelid", "indnatts", "indnkeyatts", "indisunique", "indnullsnotdistinct", "indisprimary", "indisexclusion", "indimmediate",
+			"indisclustered", "indisvalid", "indcheckxmin", "indisready", "indislive", "indisreplident", "indkey", "indcollation", "indoption", "indexprs", "indpred"},
+		types: []string{"INTEGER", "INTEGER", "INTEGER", "INTEGER", "BOOLEAN", "BOOLEAN", "BOOLEAN", "BOOLEAN", "BOOLEAN",
+			"BOOLEAN", "BOOLEAN", "BOOLEAN", "BOOLEAN", "BOOLEAN", "BOOLEAN", "INT2VECTOR", "OIDVECTOR", "INT2VECTOR", "TEXT", "TEXT"},
+		rows: func(c *StorageCatalog) (rows [][]string) {
+			for _, t := range c.db.Tables() {
+				for _, ix := range t.Indexes {
+					keys, colls, opts := make([]string, len(ix.Columns)), make([]string, len(ix.Columns)), make([]string, len(ix.Columns))
+					for i, name := range ix.Columns {
+						n := attnum(t, name)
+						keys[i], colls[i], opts[i] = strconv.Itoa(n), "0", "0"
+						if n > 0 && typeOID(t.Columns[n-1]) == 1043 {
+							colls[i] = "100"
+						}
+					}
+					unique := ix.Unique || ix.Primary || ix.Constraint
+					rows = append(rows, []string{strconv.Itoa(relOID(t.Schema, ix.Name)), strconv.Itoa(relOID(t.Schema, t.Name)), strconv.Itoa(len(ix.Columns)), strconv.Itoa(len(ix.Columns)),
+						strconv.FormatBool(unique), "false", strconv.FormatBool(ix.Primary), "false", "true",
+						"false", "true", "false", "true", "true", "false",
+						"CAST(" + sql.QuoteString(strings.Join(keys, " ")) + " AS INT2VECTOR)", "CAST(" + sql.QuoteString("{"+strings.Join(colls, ",")+"}") + " AS OIDVECTOR)",
+						"CAST(" + sql.QuoteString(strings.Join(opts, " ")) + " AS INT2VECTOR)", "CAST(NULL AS TEXT)", "CAST(NULL AS TEXT)"})
+				}
 			}
 			return rows
 		},
@@ -253,29 +320,35 @@ var systemTables = map[string]systemTable{
 		// Primary keys (p), unique constraints (u), foreign keys (f) and
 		// checks (c). conbin holds the constraint's definition as
 		// pg_get_constraintdef prints it (in PostgreSQL an expression
-		// tree), as pg_attrdef.adbin holds a default's text; conkey and
-		// confkey, arrays, are missing (nicflow has no arrays yet).
+		// tree), as pg_attrdef.adbin holds a default's text. conkey
+		// holds the constrained columns' numbers (NULL for a check:
+		// nicflow does not record which columns its expression reads),
+		// confkey a foreign key's referenced ones. No constraint is
+		// inherited (conparentid 0, conislocal).
 		cols: []string{"oid", "conname", "connamespace", "contype", "condeferrable", "condeferred", "convalidated", "conrelid", "conindid",
-			"confrelid", "confupdtype", "confdeltype", "confmatchtype", "conbin"},
+			"confrelid", "confupdtype", "confdeltype", "confmatchtype", "conbin", "conkey", "confkey", "conparentid", "conislocal", "coninhcount", "connoinherit", "contypid"},
 		types: []string{"INTEGER", "TEXT", "INTEGER", "TEXT", "BOOLEAN", "BOOLEAN", "BOOLEAN", "INTEGER", "INTEGER",
-			"INTEGER", "TEXT", "TEXT", "TEXT", "TEXT"},
+			"INTEGER", "TEXT", "TEXT", "TEXT", "TEXT", "SMALLINT[]", "SMALLINT[]", "INTEGER", "BOOLEAN", "INTEGER", "BOOLEAN", "INTEGER"},
 		rows: func(c *StorageCatalog) (rows [][]string) {
-			for _, t := range c.db.Tables() {
+			tables := c.db.Tables()
+			for _, t := range tables {
 				rel := relOID(t.Schema, t.Name)
-				add := func(name, kind string, index, ref int, upd, del, match, def string) {
+				add := func(name, kind string, index, ref int, upd, del, match, def, key, fkey string) {
 					rows = append(rows, []string{strconv.Itoa(relOID(t.Schema, name)), sql.QuoteString(name), strconv.Itoa(oidPublic), sql.QuoteString(kind),
-						"false", "false", "true", strconv.Itoa(rel), strconv.Itoa(index), strconv.Itoa(ref), sql.QuoteString(upd), sql.QuoteString(del), sql.QuoteString(match), sql.QuoteString(def)})
+						"false", "false", "true", strconv.Itoa(rel), strconv.Itoa(index), strconv.Itoa(ref), sql.QuoteString(upd), sql.QuoteString(del), sql.QuoteString(match), sql.QuoteString(def),
+						key, fkey, "0", "true", "0", strconv.FormatBool(kind == "c"), "0"})
 				}
+				const none = "CAST(NULL AS SMALLINT[])"
 				for _, ix := range t.Indexes {
 					switch {
 					case ix.Primary:
-						add(ix.Name, "p", relOID(t.Schema, ix.Name), 0, " ", " ", " ", "PRIMARY KEY ("+identList(ix.Columns)+")")
+						add(ix.Name, "p", relOID(t.Schema, ix.Name), 0, " ", " ", " ", "PRIMARY KEY ("+identList(ix.Columns)+")", attnums(t, ix.Columns), none)
 					case ix.Constraint:
-						add(ix.Name, "u", relOID(t.Schema, ix.Name), 0, " ", " ", " ", "UNIQUE ("+identList(ix.Columns)+")")
+						add(ix.Name, "u", relOID(t.Schema, ix.Name), 0, " ", " ", " ", "UNIQUE ("+identList(ix.Columns)+")", attnums(t, ix.Columns), none)
 					}
 				}
 				for _, ch := range t.Checks {
-					add(ch.Name, "c", 0, 0, " ", " ", " ", "CHECK ("+ch.SQL+")")
+					add(ch.Name, "c", 0, 0, " ", " ", " ", "CHECK ("+ch.SQL+")", none, none)
 				}
 				for _, fk := range t.ForeignKeys {
 					refSchema, refName, _ := strings.Cut(fk.RefTable, ".")
@@ -297,7 +370,13 @@ var systemTables = map[string]systemTable{
 					if a := strings.ToUpper(fk.OnDelete); a != "" && a != "NO ACTION" {
 						def += " ON DELETE " + a
 					}
-					add(fk.Name, "f", relOID(refSchema, fk.RefIndex), relOID(refSchema, refName), action(fk.OnUpdate), action(fk.OnDelete), match, def)
+					fkey := none
+					for _, rt := range tables {
+						if rt.Schema == refSchema && rt.Name == refName {
+							fkey = attnums(rt, fk.RefColumns)
+						}
+					}
+					add(fk.Name, "f", relOID(refSchema, fk.RefIndex), relOID(refSchema, refName), action(fk.OnUpdate), action(fk.OnDelete), match, def, attnums(t, fk.Columns), fkey)
 				}
 			}
 			return rows
@@ -315,31 +394,91 @@ var systemTables = map[string]systemTable{
 			return rows
 		},
 	},
+	"pg_catalog.pg_collation": {
+		// Collations: the default one (100, which text columns have) and
+		// "C" (950); nicflow's strings compare by bytes, which both are.
+		cols:  []string{"oid", "collname", "collnamespace", "collowner", "collprovider", "collisdeterministic", "collencoding", "collcollate", "collctype"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER", "TEXT", "BOOLEAN", "INTEGER", "TEXT", "TEXT"},
+		rows: func(*StorageCatalog) [][]string {
+			return [][]string{
+				{"100", "'default'", strconv.Itoa(oidPgCatalog), strconv.Itoa(oidOwner), "'d'", "true", "-1", "CAST(NULL AS TEXT)", "CAST(NULL AS TEXT)"},
+				{"950", "'C'", strconv.Itoa(oidPgCatalog), strconv.Itoa(oidOwner), "'c'", "true", "-1", "'C'", "'C'"},
+			}
+		},
+	},
 	"pg_catalog.pg_am": {
-		// Access methods: nicflow's tables have none (relam is 0).
-		cols:  []string{"oid", "amname", "amtype"},
-		types: []string{"INTEGER", "TEXT", "TEXT"},
-		rows:  func(*StorageCatalog) [][]string { return nil },
+		// Access methods: btree, nicflow's indexes' (sorted); its tables
+		// have none (relam 0).
+		cols:  []string{"oid", "amname", "amhandler", "amtype"},
+		types: []string{"INTEGER", "TEXT", "TEXT", "TEXT"},
+		rows: func(*StorageCatalog) [][]string {
+			return [][]string{{strconv.Itoa(oidBtree), "'btree'", "'bthandler'", "'i'"}}
+		},
 	},
 	"pg_catalog.pg_attribute": {
-		cols:  []string{"attrelid", "attname", "atttypid", "attnum", "attnotnull", "atthasdef", "attisdropped", "atttypmod", "attlen", "attidentity", "attgenerated", "attcollation"},
-		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER", "BOOLEAN", "BOOLEAN", "BOOLEAN", "INTEGER", "INTEGER", "TEXT", "TEXT", "INTEGER"},
+		// attstorage is the type's (p for fixed-length, x for variable);
+		// no column has statistics targets, compression, options or
+		// privileges of its own.
+		cols: []string{"attrelid", "attname", "atttypid", "attnum", "attnotnull", "atthasdef", "attisdropped", "atttypmod", "attlen", "attidentity", "attgenerated", "attcollation",
+			"attstorage", "attstattarget", "attcompression", "attislocal", "attinhcount", "attndims", "attoptions", "attfdwoptions", "attacl"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "INTEGER", "BOOLEAN", "BOOLEAN", "BOOLEAN", "INTEGER", "INTEGER", "TEXT", "TEXT", "INTEGER",
+			"TEXT", "INTEGER", "TEXT", "BOOLEAN", "INTEGER", "INTEGER", "TEXT[]", "TEXT[]", "TEXT[]"},
 		rows: func(c *StorageCatalog) (rows [][]string) {
 			for _, t := range c.db.Tables() {
 				oid := strconv.Itoa(relOID(t.Schema, t.Name))
 				for i, col := range t.Columns {
 					hasDef := i < len(t.Defaults) && t.Defaults[i] != ""
 					typ := typeOID(col)
+					storage := "'p'"
+					if pgTypeLen(typ) < 0 {
+						storage = "'x'"
+					}
 					rows = append(rows, []string{oid, sql.QuoteString(col.Name), strconv.Itoa(typ), strconv.Itoa(i + 1),
-						strconv.FormatBool(!col.Nullable), strconv.FormatBool(hasDef), "false", strconv.Itoa(typeMod(col)), strconv.Itoa(pgTypeLen(typ)), "''", "''", "0"})
+						strconv.FormatBool(!col.Nullable), strconv.FormatBool(hasDef), "false", strconv.Itoa(typeMod(col)), strconv.Itoa(pgTypeLen(typ)), "''", "''", strconv.Itoa(collation(typ)),
+						storage, "-1", "''", "true", "0", "0", "CAST(NULL AS TEXT[])", "CAST(NULL AS TEXT[])", "CAST(NULL AS TEXT[])"})
+				}
+				// An index's attributes: its key columns, numbered from 1.
+				// (A view's columns follow the tables'.)
+				for _, ix := range t.Indexes {
+					ioid := strconv.Itoa(relOID(t.Schema, ix.Name))
+					for k, name := range ix.Columns {
+						n := attnum(t, name)
+						if n == 0 {
+							continue
+						}
+						col := t.Columns[n-1]
+						typ := typeOID(col)
+						storage := "'p'"
+						if pgTypeLen(typ) < 0 {
+							storage = "'x'"
+						}
+						rows = append(rows, []string{ioid, sql.QuoteString(col.Name), strconv.Itoa(typ), strconv.Itoa(k + 1),
+							strconv.FormatBool(!col.Nullable), "false", "false", strconv.Itoa(typeMod(col)), strconv.Itoa(pgTypeLen(typ)), "''", "''", strconv.Itoa(collation(typ)),
+							storage, "-1", "''", "true", "0", "0", "CAST(NULL AS TEXT[])", "CAST(NULL AS TEXT[])", "CAST(NULL AS TEXT[])"})
+					}
+				}
+			}
+			for _, v := range c.db.Views() {
+				oid := strconv.Itoa(relOID(v.Schema, v.Name))
+				for i, col := range v.Fields {
+					typ := typeOID(col)
+					storage := "'p'"
+					if pgTypeLen(typ) < 0 {
+						storage = "'x'"
+					}
+					rows = append(rows, []string{oid, sql.QuoteString(col.Name), strconv.Itoa(typ), strconv.Itoa(i + 1),
+						"false", "false", "false", strconv.Itoa(typeMod(col)), strconv.Itoa(pgTypeLen(typ)), "''", "''", strconv.Itoa(collation(typ)),
+						storage, "-1", "''", "true", "0", "0", "CAST(NULL AS TEXT[])", "CAST(NULL AS TEXT[])", "CAST(NULL AS TEXT[])"})
 				}
 			}
 			return rows
 		},
 	},
 	"pg_catalog.pg_type": {
-		// Base types only ('b'): no domains, composites or arrays
-		// (typarray is 0: nicflow has no array types).
+		// Base types ('b') and their array types (typcategory 'A', typelem
+		// the element's OID; the base type's typarray names it); int2vector
+		// (pg_index.indkey) is an array of int2 too. No domains or
+		// composites.
 		cols: []string{"oid", "typname", "typnamespace", "typowner", "typlen", "typbyval", "typtype", "typcategory", "typispreferred", "typisdefined",
 			"typdelim", "typrelid", "typelem", "typarray", "typinput", "typoutput", "typreceive", "typsend", "typalign", "typstorage",
 			"typnotnull", "typbasetype", "typtypmod", "typndims", "typcollation", "typdefault"},
@@ -347,7 +486,7 @@ var systemTables = map[string]systemTable{
 			"TEXT", "INTEGER", "INTEGER", "INTEGER", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT",
 			"BOOLEAN", "INTEGER", "INTEGER", "INTEGER", "INTEGER", "TEXT"},
 		rows: func(*StorageCatalog) (rows [][]string) {
-			for _, t := range pgTypes {
+			row := func(t pgType, elem, array int, in, out string) []string {
 				byVal := t.len > 0 && t.len <= 8
 				align, storage := "'i'", "'p'"
 				switch {
@@ -360,17 +499,117 @@ var systemTables = map[string]systemTable{
 				case t.len < 0:
 					storage = "'x'"
 				}
+				kind := "'b'"
 				coll := "0"
 				if t.category == "S" {
 					coll = "100" // the default collation
 				}
-				rows = append(rows, []string{strconv.Itoa(t.oid), sql.QuoteString(t.name), strconv.Itoa(oidPgCatalog), strconv.Itoa(oidOwner), strconv.Itoa(t.len),
-					strconv.FormatBool(byVal), "'b'", sql.QuoteString(t.category), strconv.FormatBool(t.preferred), "true",
-					"','", "0", "0", "0", sql.QuoteString(t.name + "in"), sql.QuoteString(t.name + "out"), sql.QuoteString(t.name + "recv"), sql.QuoteString(t.name + "send"), align, storage,
-					"false", "0", "-1", "0", coll, "CAST(NULL AS TEXT)"})
+				return []string{strconv.Itoa(t.oid), sql.QuoteString(t.name), strconv.Itoa(oidPgCatalog), strconv.Itoa(oidOwner), strconv.Itoa(t.len),
+					strconv.FormatBool(byVal), kind, sql.QuoteString(t.category), strconv.FormatBool(t.preferred), "true",
+					"','", "0", strconv.Itoa(elem), strconv.Itoa(array), sql.QuoteString(in + "in"), sql.QuoteString(out + "out"), sql.QuoteString(in + "recv"), sql.QuoteString(out + "send"), align, storage,
+					"false", "0", "-1", "0", coll, "CAST(NULL AS TEXT)"}
+			}
+			for _, t := range pgTypes {
+				rows = append(rows, row(t, 0, pgArrayOIDs[t.oid], t.name, t.name))
+				// Its array type: _name, of variable length, aligned as
+				// the element (d for 8-byte ones).
+				a := pgType{oid: pgArrayOIDs[t.oid], name: "_" + t.name, len: -1, category: "A"}
+				r := row(a, t.oid, 0, "array_", "array_")
+				if t.len == 8 {
+					r[18] = "'d'"
+				}
+				if t.category == "S" {
+					r[24] = "100"
+				}
+				rows = append(rows, r)
+			}
+			v := row(pgType{oid: 22, name: "int2vector", len: -1, category: "A"}, 21, 1006, "int2vector", "int2vector")
+			rows = append(rows, v, row(pgType{oid: 1006, name: "_int2vector", len: -1, category: "A"}, 22, 0, "array_", "array_"))
+			for _, t := range pgPseudoTypes {
+				r := row(t, 0, 0, t.name+"_", t.name+"_")
+				r[6] = "'p'" // typtype: a pseudo-type
+				rows = append(rows, r)
 			}
 			return rows
 		},
+	},
+	"pg_catalog.pg_settings": {
+		// The server's read-only settings (bind.ServerSettings: what SHOW
+		// and current_setting give); a session's SET settings are not
+		// listed (SHOW gives them).
+		cols:  []string{"name", "setting", "unit", "category", "short_desc", "context", "vartype", "source", "boot_val", "reset_val"},
+		types: []string{"TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT"},
+		rows: func(*StorageCatalog) (rows [][]string) {
+			for name, v := range bind.ServerSettings {
+				rows = append(rows, append(quoted(name, v), "CAST(NULL AS TEXT)", "'Preset Options'", "''", "'internal'", "'string'", "'default'", sql.QuoteString(v), sql.QuoteString(v)))
+			}
+			return rows
+		},
+	},
+	"pg_catalog.pg_roles": {
+		// Roles: the owner of every object, nicflow (OID 10, what
+		// pg_get_userbyid names); the users of "nicflow user add" log in
+		// but own nothing and are not listed.
+		cols: []string{"oid", "rolname", "rolsuper", "rolinherit", "rolcreaterole", "rolcreatedb", "rolcanlogin", "rolreplication", "rolconnlimit",
+			"rolvaliduntil", "rolbypassrls", "rolconfig"},
+		types: []string{"INTEGER", "TEXT", "BOOLEAN", "BOOLEAN", "BOOLEAN", "BOOLEAN", "BOOLEAN", "BOOLEAN", "INTEGER", "TIMESTAMPTZ", "BOOLEAN", "TEXT[]"},
+		rows: func(*StorageCatalog) [][]string {
+			return [][]string{{strconv.Itoa(oidOwner), "'nicflow'", "true", "true", "true", "true", "true", "false", "-1", "CAST(NULL AS TIMESTAMPTZ)", "true", "CAST(NULL AS TEXT[])"}}
+		},
+	},
+	"pg_catalog.pg_auth_members": {
+		// Role memberships: nicflow has no GRANT of roles.
+		cols:  []string{"oid", "roleid", "member", "grantor", "admin_option"},
+		types: []string{"INTEGER", "INTEGER", "INTEGER", "INTEGER", "BOOLEAN"},
+		rows:  func(*StorageCatalog) [][]string { return nil },
+	},
+	"pg_catalog.pg_policy": {
+		// Row security policies: nicflow has none.
+		cols:  []string{"oid", "polname", "polrelid", "polcmd", "polpermissive", "polroles", "polqual", "polwithcheck"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "TEXT", "BOOLEAN", "INTEGER[]", "TEXT", "TEXT"},
+		rows:  func(*StorageCatalog) [][]string { return nil },
+	},
+	"pg_catalog.pg_statistic_ext": {
+		// Extended statistics (CREATE STATISTICS): nicflow has none.
+		cols:  []string{"oid", "stxrelid", "stxname", "stxnamespace", "stxowner", "stxstattarget", "stxkeys", "stxkind", "stxexprs"},
+		types: []string{"INTEGER", "INTEGER", "TEXT", "INTEGER", "INTEGER", "INTEGER", "INT2VECTOR", "TEXT[]", "TEXT"},
+		rows:  func(*StorageCatalog) [][]string { return nil },
+	},
+	"pg_catalog.pg_publication": {
+		// Logical replication publications: nicflow has none.
+		cols:  []string{"oid", "pubname", "pubowner", "puballtables", "pubinsert", "pubupdate", "pubdelete", "pubtruncate", "pubviaroot"},
+		types: []string{"INTEGER", "TEXT", "INTEGER", "BOOLEAN", "BOOLEAN", "BOOLEAN", "BOOLEAN", "BOOLEAN", "BOOLEAN"},
+		rows:  func(*StorageCatalog) [][]string { return nil },
+	},
+	"pg_catalog.pg_publication_namespace": {
+		cols:  []string{"oid", "pnpubid", "pnnspid"},
+		types: []string{"INTEGER", "INTEGER", "INTEGER"},
+		rows:  func(*StorageCatalog) [][]string { return nil },
+	},
+	"pg_catalog.pg_publication_rel": {
+		cols:  []string{"oid", "prpubid", "prrelid", "prqual", "prattrs"},
+		types: []string{"INTEGER", "INTEGER", "INTEGER", "TEXT", "INT2VECTOR"},
+		rows:  func(*StorageCatalog) [][]string { return nil },
+	},
+	"pg_catalog.pg_inherits": {
+		// Inheritance and partitions: nicflow has neither.
+		cols:  []string{"inhrelid", "inhparent", "inhseqno", "inhdetachpending"},
+		types: []string{"INTEGER", "INTEGER", "INTEGER", "BOOLEAN"},
+		rows:  func(*StorageCatalog) [][]string { return nil },
+	},
+	"pg_catalog.pg_trigger": {
+		// Triggers: nicflow has none.
+		cols:  []string{"oid", "tgrelid", "tgparentid", "tgname", "tgfoid", "tgtype", "tgenabled", "tgisinternal", "tgconstraint"},
+		types: []string{"INTEGER", "INTEGER", "INTEGER", "TEXT", "INTEGER", "INTEGER", "TEXT", "BOOLEAN", "INTEGER"},
+		rows:  func(*StorageCatalog) [][]string { return nil },
+	},
+	"pg_catalog.pg_depend": {
+		// Dependencies between objects: nicflow records none here (an
+		// index's or constraint's table is in pg_index and pg_constraint;
+		// there are no extensions, sequences or rules).
+		cols:  []string{"classid", "objid", "objsubid", "refclassid", "refobjid", "refobjsubid", "deptype"},
+		types: []string{"INTEGER", "INTEGER", "INTEGER", "INTEGER", "INTEGER", "INTEGER", "TEXT"},
+		rows:  func(*StorageCatalog) [][]string { return nil },
 	},
 	"pg_catalog.pg_tables": {
 		cols:  []string{"schemaname", "tablename", "tableowner", "hasindexes"},
@@ -411,6 +650,21 @@ var pgTypes = []pgType{
 	{1043, "varchar", -1, "S", false}, {1082, "date", 4, "D", false}, {1114, "timestamp", 8, "D", false},
 	{1186, "interval", 16, "T", true}, {1700, "numeric", -1, "N", false}, {1083, "time", 8, "D", false},
 	{1184, "timestamptz", 8, "D", true},
+}
+
+// pgPseudoTypes are PostgreSQL's pseudo-types that clients name
+// ('trigger'::regtype in pgcli's function list): no value has them.
+var pgPseudoTypes = []pgType{
+	{2249, "record", -1, "P", false}, {2275, "cstring", -2, "P", false}, {2276, "any", 4, "P", false},
+	{2277, "anyarray", -1, "P", false}, {2278, "void", 4, "P", false}, {2279, "trigger", 4, "P", false},
+	{3838, "event_trigger", 4, "P", false}, {2281, "internal", 8, "P", false}, {2283, "anyelement", 4, "P", false},
+}
+
+// pgArrayOIDs are the OIDs of the array types of pgTypes (PostgreSQL's
+// _bool, _int4, ...), by the element's.
+var pgArrayOIDs = map[int]int{
+	16: 1000, 17: 1001, 20: 1016, 21: 1005, 23: 1007, 25: 1009, 700: 1021, 701: 1022, 1043: 1015, 1082: 1182,
+	1114: 1115, 1186: 1187, 1700: 1231, 1083: 1183, 1184: 1185,
 }
 
 // typeOID is the PostgreSQL type OID of a stored column (text when
@@ -454,6 +708,15 @@ func typeOID(col storage.Column) int {
 	return 25
 }
 
+// collation is the collation OID of a column of type OID oid: the
+// default one (100) for strings, else none.
+func collation(oid int) int {
+	if oid == 25 || oid == 1043 {
+		return 100
+	}
+	return 0
+}
+
 // pgTypeLen is the typlen of type OID oid (-1: variable length).
 func pgTypeLen(oid int) int {
 	for _, t := range pgTypes {
@@ -481,7 +744,9 @@ func typeMod(col storage.Column) int {
 // has, for 'pg_class'::regclass.
 var systemOIDs = map[string]int{
 	"pg_class": 1259, "pg_type": 1247, "pg_attribute": 1249, "pg_proc": 1255, "pg_namespace": 2615,
-	"pg_description": 2609, "pg_attrdef": 2604, "pg_database": 1262, "pg_am": 2601, "pg_constraint": 2606,
+	"pg_description": 2609, "pg_attrdef": 2604, "pg_database": 1262, "pg_am": 2601, "pg_constraint": 2606, "pg_index": 2610, "pg_collation": 3456, "pg_roles": 1260, "pg_auth_members": 1261,
+	"pg_policy": 3256, "pg_statistic_ext": 3381, "pg_publication": 6104, "pg_publication_namespace": 6237, "pg_publication_rel": 6106, "pg_inherits": 2611,
+	"pg_trigger": 2620, "pg_settings": 12002, "pg_depend": 2608,
 	"pg_tables": 12000, "pg_views": 12001,
 }
 
@@ -512,13 +777,22 @@ func (c *StorageCatalog) OIDOf(kind, name string) (int, bool) {
 				return relOID(v.Schema, v.Name), true
 			}
 		}
+		for _, t := range c.db.Tables() {
+			for _, ix := range t.Indexes {
+				if ix.Name == rel && (schema == "" || sqlSchema(t.Schema) == schema) {
+					return relOID(t.Schema, ix.Name), true
+				}
+			}
+		}
 	case "regtype":
 		if schema != "" && schema != "pg_catalog" {
 			return 0, false
 		}
-		for _, t := range pgTypes {
-			if t.name == rel {
-				return t.oid, true
+		for _, ts := range [][]pgType{pgTypes, pgPseudoTypes} {
+			for _, t := range ts {
+				if t.name == rel {
+					return t.oid, true
+				}
 			}
 		}
 		alias := map[string]string{"integer": "int4", "bigint": "int8", "smallint": "int2", "boolean": "bool", "double precision": "float8",
@@ -554,6 +828,40 @@ func columnType(col storage.Column) string {
 		return plan.TypeString(at)
 	}
 	return col.Type
+}
+
+// viewFields are a view's output columns as the catalog keeps them (a
+// type nicflow does not store has Type "": pg_attribute says text).
+func viewFields(s *arrow.Schema) []storage.Column {
+	if s == nil {
+		return nil
+	}
+	out := make([]storage.Column, s.NumFields())
+	for i, f := range s.Fields() {
+		tn, _ := storage.TypeName(f.Type)
+		out[i] = storage.Column{Name: f.Name, Type: tn, Nullable: true}
+	}
+	return out
+}
+
+// attnum is the number (pg_attribute.attnum, from 1) of table t's column
+// name, 0 when it has none.
+func attnum(t *storage.Table, name string) int {
+	for i, col := range t.Columns {
+		if col.Name == name {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// attnums is the SMALLINT[] of the numbers of t's columns names.
+func attnums(t *storage.Table, names []string) string {
+	n := make([]string, len(names))
+	for i, name := range names {
+		n[i] = strconv.Itoa(attnum(t, name))
+	}
+	return "CAST('{" + strings.Join(n, ",") + "}' AS SMALLINT[])"
 }
 
 // identList is names as a SQL list, quoted where they must be.

@@ -612,7 +612,7 @@ func (s *Session) runStmt(ctx context.Context, st bind.Statement) (*Result, erro
 	case *bind.CreateExternalTableStmt:
 		return s.createExternal(ctx, x)
 	case *bind.CreateViewStmt:
-		if err := s.db.CreateView(x.Name, x.Columns, x.SQL, x.OrReplace); err != nil {
+		if err := s.db.CreateViewFields(x.Name, x.Columns, viewFields(x.Schema), x.SQL, x.OrReplace); err != nil {
 			return nil, err
 		}
 		return status("CREATE VIEW", 0), nil

@@ -28,6 +28,7 @@ package exec
 //	min/max        the input type (NULL: no rows yet)
 //	var_*, stddev_* three columns (agg_var.go)
 //	string_agg     the joined string (agg_string.go)
+//	array_agg      the array so far (agg_array.go)
 //	approx_count_distinct  the HyperLogLog sketch as bytes (agg_hll.go)
 
 import (
@@ -120,6 +121,13 @@ func newAggFn(f AggFunc, dt arrow.DataType, final bool, op string) (aggFn, aggTy
 	}
 	if f == AggApproxCountDistinct {
 		fn, t, ok := newHLLFn(dt, final)
+		if !ok {
+			return bad()
+		}
+		return fn, t, nil
+	}
+	if f == AggArrayAgg {
+		fn, t, ok := newArrayAggFn(dt, final)
 		if !ok {
 			return bad()
 		}

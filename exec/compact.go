@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/nicflow/nicflow/exec/expr"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -102,6 +103,16 @@ func classifyCol(s *arrow.Schema, i int, op, role string) (colInfo, error) {
 		return colInfo{}, nferr.Queryf("%s: %s column %d out of range (input has %d columns)", op, role, i, s.NumFields())
 	}
 	c, ok := classify(s.Field(i).Type)
+	if !ok {
+		// Arrays are payload (carried, never hashed or ordered).
+		switch role {
+		case "build", "probe", "left", "right", "input":
+			c, ok = classifyPayload(s.Field(i).Type)
+		}
+	}
+	if !ok && expr.IsArray(s.Field(i).Type) {
+		return c, nferr.Queryf("%s: %s column %d (%s) is an array (%s): arrays are not supported as keys (join, sort, grouping, DISTINCT) yet", op, role, i, s.Field(i).Name, expr.TypeName(s.Field(i).Type))
+	}
 	if !ok {
 		return c, nferr.Queryf("%s: %s column %d (%s) has unsupported type %s", op, role, i, s.Field(i).Name, s.Field(i).Type)
 	}
@@ -327,6 +338,10 @@ func makeTaker(c colInfo) takeFn {
 			bm, boff := validityOf(a)
 			return gatherBytes(alloc, a.DataType(), offs, data, bm, boff, idx)
 		}
+	case pcList:
+		return takeList
+	case pcNull:
+		return takeNull
 	}
 	switch c.width {
 	case 1:
@@ -467,6 +482,10 @@ func newColVec(c colInfo) colVec {
 		return &boolVec{dt: c.dt}
 	case pcBytes:
 		return &bytesVec{dt: c.dt, offs: []int64{0}}
+	case pcList:
+		return newListVec(c.dt)
+	case pcNull:
+		return &nullVec{}
 	}
 	switch c.width {
 	case 1:

@@ -24,7 +24,8 @@
 //   - Rows an operator keeps are copied into typed Go columns (colVec,
 //     rowStore in compact.go) and charged to an Account named after the
 //     operator; output batches are gathered from them into Arrow arrays
-//     allocated with env.Alloc.
+//     allocated with env.Alloc. Arrays (Arrow lists) are payload only
+//     (compact_list.go: listVec), never keys.
 //   - Keys go through one hash table design (hashtable.go): keys packed
 //     into one or two 64-bit words when they fit (ints, dates, decimals,
 //     short strings), byte strings otherwise; open addressing, keys compared
@@ -85,6 +86,10 @@
 // may use (memory_system.go: the smallest cgroup v1 or v2 limit along the
 // process's own cgroup path, else the physical memory; read through an
 // fs.FS so that tests use fake trees).
+//
+// Unnest (unnest.go) expands arrays, one output row per position of a
+// row's longest array (set-returning functions over arrays); array_agg
+// (agg_array.go) is the aggregate back.
 //
 // The stateful operators (joins, aggregate, sort, top-N, window, ordered
 // merge) share the contract's lifecycle through opState (lifecycle.go):

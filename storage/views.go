@@ -12,9 +12,13 @@ import (
 // again at each use) and optional column names. Views share the tables'
 // namespace: a name is a table or a view.
 type View struct {
-	Schema  string    `json:"schema"`
-	Name    string    `json:"name"`
-	Columns []string  `json:"columns,omitempty"`
+	Schema  string   `json:"schema"`
+	Name    string   `json:"name"`
+	Columns []string `json:"columns,omitempty"`
+	// Fields are the view's output columns with their types as it was
+	// created (Type "" for a type nicflow does not store, such as an
+	// array); nil for a view recorded before they were kept.
+	Fields  []Column  `json:"fields,omitempty"`
 	SQL     string    `json:"sql"`
 	Created time.Time `json:"created"`
 }
@@ -77,6 +81,11 @@ func (db *DB) View(name string) *View {
 // CreateView stores a view; with orReplace an existing view of that name
 // is replaced. A table of that name is an error.
 func (db *DB) CreateView(name string, columns []string, sqlText string, orReplace bool) error {
+	return db.CreateViewFields(name, columns, nil, sqlText, orReplace)
+}
+
+// CreateViewFields is CreateView recording the view's output columns.
+func (db *DB) CreateViewFields(name string, columns []string, fields []Column, sqlText string, orReplace bool) error {
 	s, n, err := splitName(name)
 	if err != nil {
 		return err
@@ -93,7 +102,7 @@ func (db *DB) CreateView(name string, columns []string, sqlText string, orReplac
 		return nferr.Queryf("view %s already exists", name)
 	}
 	tx := db.cat.begin()
-	tx.putView(&View{Schema: s, Name: n, Columns: columns, SQL: sqlText, Created: time.Now().UTC()})
+	tx.putView(&View{Schema: s, Name: n, Columns: columns, Fields: fields, SQL: sqlText, Created: time.Now().UTC()})
 	return tx.commit()
 }
 

@@ -72,6 +72,10 @@
 // Options.LogStatements logs every statement a client sends (`nicflow
 // serve --log-statements`), to learn what a tool's catalog queries are.
 //
-// Not yet: the catalog queries psql's \d TABLE sends (they need arrays),
-// binary COPY, writes in a transaction block, channel binding.
+// Array result columns (Arrow lists) are described with their PostgreSQL
+// array type OIDs (_int4 1007, _text 1009, ...; int2vector 22) and sent
+// in text form or, when the client asks for binary, in array_send's
+// format (types.go: arrayBinary), so drivers decode them as arrays.
+//
+// Not yet: binary COPY, writes in a transaction block, channel binding.
 package pgwire

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/nicflow/nicflow/engine"
@@ -851,9 +852,12 @@ type rowSender struct {
 	r       *engine.Result
 	formats []int16
 	fmts    []*engine.ValueFormatter
-	rec     arrow.RecordBatch // the result's batch being sent (valid until its next Next)
-	row     int               // the next row of rec to send
-	n       int64             // rows sent by the current Execute
+	// elems are the element formatters of array columns (nil for
+	// another), for their binary format.
+	elems []*engine.ValueFormatter
+	rec   arrow.RecordBatch // the result's batch being sent (valid until its next Next)
+	row   int               // the next row of rec to send
+	n     int64             // rows sent by the current Execute
 }
 
 func newRowSender(r *engine.Result, formats []int16) (*rowSender, error) {
@@ -862,12 +866,18 @@ func newRowSender(r *engine.Result, formats []int16) (*rowSender, error) {
 		return rs, nil
 	}
 	rs.fmts = make([]*engine.ValueFormatter, r.Schema.NumFields())
+	rs.elems = make([]*engine.ValueFormatter, r.Schema.NumFields())
 	for i, f := range r.Schema.Fields() {
 		vf, err := engine.NewValueFormatterIn(f.Type, r.Zone)
 		if err != nil {
 			return nil, err
 		}
 		rs.fmts[i] = vf
+		if lt, ok := f.Type.(*arrow.ListType); ok {
+			if rs.elems[i], err = engine.NewValueFormatterIn(lt.Elem(), r.Zone); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return rs, nil
 }
@@ -938,6 +948,14 @@ func (c *conn) sendRow(rs *rowSender, i int) error {
 			v = v[:1] // t or f
 		}
 		if formatOf(rs.formats, j) == 1 {
+			if l, ok := col.(*array.List); ok {
+				b, err := arrayBinary(l, i, rs.elems[j])
+				if err != nil {
+					return err
+				}
+				vals[j] = b
+				continue
+			}
 			b, err := binaryValue(col, i, v)
 			if err != nil {
 				return err

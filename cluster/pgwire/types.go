@@ -15,8 +15,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/jackc/pgx/v5/pgproto3"
 
+	"github.com/nicflow/nicflow/engine"
 	"github.com/nicflow/nicflow/engine/plan"
 	"github.com/nicflow/nicflow/engine/sql"
+	"github.com/nicflow/nicflow/exec/expr"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -25,6 +27,7 @@ const (
 	oidBool        = 16
 	oidBytea       = 17
 	oidInt8        = 20
+	oidInt2        = 21
 	oidInt4        = 23
 	oidText        = 25
 	oidFloat8      = 701
@@ -65,8 +68,31 @@ func typeOID(t arrow.DataType) (oid uint32, size int16, mod int32) {
 		return oidInterval, 16, -1
 	case *arrow.BinaryType:
 		return oidBytea, -1, -1
+	case *arrow.ListType:
+		// An array: its array type's OID (pg_type.typarray of the
+		// element's), in PostgreSQL's text form {1,2,NULL}; int2vector
+		// its own (22), "1 2".
+		if expr.IsInt2Vector(t) {
+			return oidInt2Vector, -1, -1
+		}
+		elem, _, _ := typeOID(t.Elem())
+		if a, ok := arrayOIDs[elem]; ok {
+			return a, -1, -1
+		}
+		return oidTextArray, -1, -1
 	}
 	return oidText, -1, -1
+}
+
+// The array types' OIDs (PostgreSQL's _bool, _int4, ...) by element OID.
+const (
+	oidInt2Vector = 22
+	oidTextArray  = 1009
+)
+
+var arrayOIDs = map[uint32]uint32{
+	oidBool: 1000, oidBytea: 1001, oidInt4: 1007, oidText: oidTextArray, oidInt8: 1016, oidFloat8: 1022,
+	oidDate: 1182, oidTime: 1183, oidTimestamp: 1115, oidTimestampTZ: 1185, oidInterval: 1187, oidNumeric: 1231,
 }
 
 // rowDescription describes a result's columns (all in text format).
@@ -214,6 +240,59 @@ func binaryValue(col arrow.Array, i int, text string) ([]byte, error) {
 		return numericBinary(text)
 	}
 	return nil, nferr.Queryf("binary format of type %s is not supported: request text (format 0)", col.DataType())
+}
+
+// arrayBinary is array i of l in PostgreSQL's binary format (array_send):
+// dimensions (0 for an empty array, else 1), whether an element is NULL,
+// the element type's OID, the length and lower bound, then each element
+// as its length (-1: NULL) and binary value; elems formats an element's
+// text (numeric is encoded from it). An int2vector's elements are int2
+// (two bytes) from subscript 0.
+func arrayBinary(l *array.List, i int, elems *engine.ValueFormatter) ([]byte, error) {
+	s, e := l.ValueOffsets(i)
+	child := l.ListValues()
+	vector := expr.IsInt2Vector(l.DataType())
+	elemOID, _, _ := typeOID(child.DataType())
+	lower := uint32(1)
+	if vector {
+		elemOID, lower = oidInt2, 0
+	}
+	hasNull := uint32(0)
+	for j := s; j < e; j++ {
+		if child.IsNull(int(j)) {
+			hasNull = 1
+		}
+	}
+	b := binary.BigEndian.AppendUint32(nil, 1)
+	if e == s {
+		b = binary.BigEndian.AppendUint32(nil, 0)
+	}
+	b = binary.BigEndian.AppendUint32(b, hasNull)
+	b = binary.BigEndian.AppendUint32(b, elemOID)
+	if e == s {
+		return b, nil
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(e-s))
+	b = binary.BigEndian.AppendUint32(b, lower)
+	for j := int(s); j < int(e); j++ {
+		if child.IsNull(j) {
+			b = binary.BigEndian.AppendUint32(b, math.MaxUint32) // -1
+			continue
+		}
+		if vector {
+			b = binary.BigEndian.AppendUint32(b, 2)
+			b = binary.BigEndian.AppendUint16(b, uint16(child.(*array.Int32).Value(j)))
+			continue
+		}
+		text, _ := elems.Format(child, j)
+		v, err := binaryValue(child, j, text)
+		if err != nil {
+			return nil, err
+		}
+		b = binary.BigEndian.AppendUint32(b, uint32(len(v)))
+		b = append(b, v...)
+	}
+	return b, nil
 }
 
 // numericBinary encodes a decimal's text ("-123.4500") as PostgreSQL's

@@ -125,6 +125,34 @@ func TestServeJDBC(t *testing.T) {
 	if r, err := c.run([]string{"!columns nation"}); err != nil || fmt.Sprint(r.Rows) != "[[n_nationkey int8 0] [n_name varchar 0] [n_regionkey int8 0] [n_comment varchar 0]]" {
 		t.Errorf("getColumns: %v %v", r.Rows, err)
 	}
+	// Keys (pg_constraint's conkey and confkey, pg_index), on a database
+	// of its own: the TPC-H tables have none.
+	if r, err := c.run([]string{"!importedkeys nation"}); err != nil || len(r.Rows) != 0 {
+		t.Errorf("getImportedKeys of a table without foreign keys: %v %v", r.Rows, err)
+	}
+	k := startScriptClient(t, "java", "-cp", classes+string(os.PathListSeparator)+jar, "NicflowJdbc", startPGServerOn(t, t.TempDir(), true))
+	for _, s := range []string{
+		"create table j_parent (id int, k int, code text unique, primary key (k, id))",
+		"create table j_child (cid int primary key, pk int, pid int, qty int, foreign key (pk, pid) references j_parent (k, id))",
+		"create index j_child_q on j_child (qty, cid)",
+	} {
+		if _, err := k.run([]string{s}); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	if r, err := k.run([]string{"!importedkeys j_child"}); err != nil || fmt.Sprint(r.Rows) != "[[j_parent k pk 1 j_child_pk_pid_fkey] [j_parent id pid 2 j_child_pk_pid_fkey]]" {
+		t.Errorf("getImportedKeys: %v %v", r.Rows, err)
+	}
+	// getPrimaryKeys and getIndexInfo read _pg_expandarray(i.indkey).
+	if r, err := k.run([]string{"!primarykeys j_parent"}); err != nil || fmt.Sprint(r.Rows) != "[[k 1 j_parent_pkey] [id 2 j_parent_pkey]]" {
+		t.Errorf("getPrimaryKeys: %v %v", r.Rows, err)
+	}
+	if r, err := c.run([]string{"!primarykeys nation"}); err != nil || len(r.Rows) != 0 {
+		t.Errorf("getPrimaryKeys of a table without one: %v %v", r.Rows, err)
+	}
+	if r, err := k.run([]string{"!indexes j_child"}); err != nil || fmt.Sprint(r.Rows) != "[[j_child_pkey f cid 1] [j_child_q t qty 1] [j_child_q t cid 2]]" {
+		t.Errorf("getIndexInfo: %v %v", r.Rows, err)
+	}
 }
 
 // TestServePsycopg2 runs the 22 TPC-H queries at SF 0.01 through Python's
@@ -158,9 +186,10 @@ func TestServePsycopg2(t *testing.T) {
 
 // TestServeSQLAlchemy runs testdata/clients/nicflow_sqlalchemy.py against
 // the server: SQLAlchemy with psycopg2 (connect, the inspector's tables,
-// columns with their types, views, has_table) and pandas (read_sql with
-// parameters, dates and NULLs; to_sql create and append, read back
-// equal). It needs python3-sqlalchemy, python3-pandas and python3-psycopg2.
+// columns with their types, views, has_table, primary and foreign keys,
+// indexes, unique and check constraints) and pandas (read_sql with
+// parameters, dates, NULLs and arrays; to_sql create, append and
+// replace, read back equal). It needs python3-sqlalchemy, python3-pandas and python3-psycopg2.
 func TestServeSQLAlchemy(t *testing.T) {
 	py := "/usr/bin/python3"
 	if err := exec.Command(py, "-c", "import sqlalchemy, pandas, psycopg2").Run(); err != nil {
@@ -186,10 +215,12 @@ func TestServeSQLAlchemy(t *testing.T) {
 
 var rewritePsql = flag.Bool("rewrite-psql", false, "rewrite cmd/nicflow/testdata/psql_describe.golden instead of comparing")
 
-// TestServePsqlDescribe runs psql's describe commands that work on a
-// TPC-H database (\dt, \dv, \dn, \l, \df) and compares their output, as
-// psql prints it, with testdata/psql_describe.golden (-rewrite-psql
-// writes it). Made with psql 15 (Debian's postgresql-client-15).
+// TestServePsqlDescribe runs psql's describe commands on a TPC-H
+// database (\dt, \dv, \dn, \l, \df, \d nation, \d+ lineitem) and on
+// tables with keys, indexes, checks and foreign keys (\d TABLE, \d
+// INDEX), and compares their output, as psql prints it, with
+// testdata/psql_describe.golden (-rewrite-psql writes it). Made with
+// psql 15 (Debian's postgresql-client-15).
 func TestServePsqlDescribe(t *testing.T) {
 	if _, err := exec.LookPath("psql"); err != nil {
 		t.Skip("psql is not installed (Debian: apt-get install postgresql-client)")
@@ -197,16 +228,33 @@ func TestServePsqlDescribe(t *testing.T) {
 	if v, err := exec.Command("psql", "--version").Output(); err == nil {
 		t.Logf("%s", v)
 	}
-	addr := startPGServer(t, tpchDir(t, 0.01))
-	host, port, _ := strings.Cut(addr, ":")
 	var b strings.Builder
-	for _, cmd := range []string{`\dt`, `\dt nation`, `\dv`, `\dn`, `\l`, `\df`} {
-		out, err := exec.Command("psql", "-X", "-h", host, "-p", port, "-U", "nicflow", "-c", cmd).CombinedOutput()
-		if err != nil {
-			t.Errorf("psql %s: %v\n%s", cmd, err, out)
+	psql := func(addr string, cmds ...string) {
+		host, port, _ := strings.Cut(addr, ":")
+		for _, cmd := range cmds {
+			out, err := exec.Command("psql", "-X", "-h", host, "-p", port, "-U", "nicflow", "-c", cmd).CombinedOutput()
+			if err != nil || strings.Contains(string(out), "ERROR") {
+				t.Errorf("psql %s: %v\n%s", cmd, err, out)
+			}
+			fmt.Fprintf(&b, "== %s\n%s\n", cmd, out)
 		}
-		fmt.Fprintf(&b, "== %s\n%s\n", cmd, out)
 	}
+	psql(startPGServer(t, tpchDir(t, 0.01)), `\dt`, `\dt nation`, `\dv`, `\dn`, `\l`, `\df`, `\du`, `\d nation`, `\d+ lineitem`)
+	// Keys, indexes, checks and foreign keys (both ends), on a database of
+	// its own: the TPC-H tables have none.
+	keys := startPGServerOn(t, t.TempDir(), true)
+	for _, s := range []string{
+		"create table d_parent (id int primary key, code text unique, born date default current_date)",
+		"create table d_child (cid bigint primary key, pid int not null references d_parent (id), qty int check (qty > 0), note text)",
+		"create index d_child_qn on d_child (qty, note)",
+		"create view d_v as select cid, qty * 2 as q2 from d_child",
+	} {
+		host, port, _ := strings.Cut(keys, ":")
+		if out, err := exec.Command("psql", "-X", "-h", host, "-p", port, "-U", "nicflow", "-c", s).CombinedOutput(); err != nil {
+			t.Fatalf("psql %s: %v\n%s", s, err, out)
+		}
+	}
+	psql(keys, `\d d_parent`, `\d d_child`, `\d d_child_qn`, `\d+ d_v`)
 	golden := filepath.Join("testdata", "psql_describe.golden")
 	if *rewritePsql {
 		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {

@@ -93,11 +93,11 @@ certificate CA.pem signed: one whose CommonName is the user it logs in as
 needs no password (PostgreSQL's "cert" method; mutual TLS for Flight
 SQL), one for another user is refused, and clients without a certificate
 still log in with their password unless --tls-client-cert-required.
-psql's \dt, \dv, \dn, \l, \df and \d work, and SQLAlchemy and pandas
-connect, list tables and columns, read_sql and to_sql (append); psql's
-\d TABLE and SQLAlchemy's reflection of primary keys need arrays, not
-supported yet (docs/clients.md). --log-statements logs what clients
-send. Ctrl-C (SIGINT) or SIGTERM stops the server.
+psql's describe commands (\dt, \d TABLE, \d+ TABLE, \du, ...) work,
+SQLAlchemy and pandas connect, reflect tables (columns, keys, indexes),
+read_sql and to_sql (append, replace), and pgjdbc's DatabaseMetaData
+lists tables, columns, keys and indexes (docs/clients.md).
+--log-statements logs what clients send. Ctrl-C (SIGINT) or SIGTERM stops the server.
 
 A web console listens on --http-listen (default 127.0.0.1:8080; "off"
 turns it off): open it in a browser to see this server, its running and

@@ -26,12 +26,19 @@ import (
 // startPGServer serves dir over the PostgreSQL protocol on a free port.
 func startPGServer(t *testing.T, dir string) string {
 	t.Helper()
+	return startPGServerOn(t, dir, false)
+}
+
+// startPGServerOn is startPGServer, creating the database when create
+// (serve --create).
+func startPGServerOn(t *testing.T, dir string, create bool) string {
+	t.Helper()
 	opts, err := sessionOptions("", 2, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// NB: sessions made as runServe makes them, of the database opened once.
-	db, err := openServed(dir, false, opts)
+	db, err := openServed(dir, create, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -547,5 +554,40 @@ func TestListenHint(t *testing.T) {
 	}
 	if got := listenHint(err, "--http-listen").Error(); !strings.Contains(got, "--http-listen ADDR, or --http-listen off") {
 		t.Errorf("console: %s", got)
+	}
+}
+
+// TestServeArrays: array results go out with their array type OIDs, in
+// text (simple protocol) and in PostgreSQL's binary array format (pgx's
+// extended protocol asks for binary), and pgx decodes them as arrays:
+// NULL elements, empty arrays, text elements that need quotes, int2vector.
+func TestServeArrays(t *testing.T) {
+	addr := startPGServerOn(t, t.TempDir(), true)
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeCacheStatement, pgx.QueryExecModeSimpleProtocol} {
+		c := pgConnect(t, addr, mode)
+		var ints []*int32
+		var bigs []int64
+		var texts []string
+		var empty []int32
+		var nums []pgtype.Numeric
+		err := c.QueryRow(context.Background(), "select array[1, null, 3], array[cast(7 as bigint)], array['a', 'b c', ''], cast('{}' as int[]), array[1.50, 2]").Scan(&ints, &bigs, &texts, &empty, &nums)
+		if err != nil {
+			t.Fatalf("%v: %v", mode, err)
+		}
+		if len(ints) != 3 || *ints[0] != 1 || ints[1] != nil || *ints[2] != 3 || fmt.Sprint(bigs) != "[7]" || fmt.Sprintf("%q", texts) != `["a" "b c" ""]` || len(empty) != 0 || len(nums) != 2 {
+			t.Errorf("%v: got %v %v %q %v %v", mode, ints, bigs, texts, empty, nums)
+		}
+		if f, _ := nums[0].Float64Value(); f.Float64 != 1.5 {
+			t.Errorf("%v: numeric[] element %v", mode, nums[0])
+		}
+		rows, err := c.Query(context.Background(), "select array[true, false], cast('1 3' as int2vector)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fds := rows.FieldDescriptions(); len(fds) != 2 || fds[0].DataTypeOID != 1000 || fds[1].DataTypeOID != 22 {
+			t.Errorf("%v: array OIDs %+v", mode, fds)
+		}
+		rows.Close()
+		c.Close(context.Background())
 	}
 }

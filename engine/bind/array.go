@@ -55,7 +55,7 @@ func (b *binder) arrayCast(x *sql.Cast, arg plan.Expr, t arrow.DataType) (plan.E
 		return plan.NullConst(t), nil
 	}
 	switch {
-	case arrow.TypeEqual(from, t):
+	case arrow.TypeEqual(from, t) && expr.IsInt2Vector(from) == expr.IsInt2Vector(t):
 		return arg, nil
 	case plan.IsString(from) && plan.IsArray(t), plan.IsArray(from) && plan.IsString(t):
 	case plan.IsArray(from) && plan.IsArray(t) && plan.CanCast(expr.ArrayElem(from), expr.ArrayElem(t)):
@@ -248,4 +248,54 @@ func (b *binder) arrayFunc(name string, args []plan.Expr) (plan.Expr, error) {
 		return b.newCall(expr.FnArrayPosition, plan.TypInt32, a, x), nil
 	}
 	return nil, nil
+}
+
+// arrayConcat binds a || b with an array on a side: the arrays' elements
+// one after the other (array_cat: a NULL array adds none, both NULL is
+// NULL), an element on the other side a one-element array, as
+// PostgreSQL's array || array, array || element and element || array.
+func (b *binder) arrayConcat(x *sql.BinaryExpr, l, r plan.Expr) (plan.Expr, error) {
+	// An untyped literal beside an array is an array ('{1,2}').
+	if plan.IsArray(l.Type()) {
+		if c, ok := r.(*plan.Const); ok && c.Untyped {
+			r = plan.ResolveUntyped(r, l.Type())
+		}
+	} else if c, ok := l.(*plan.Const); ok && c.Untyped {
+		l = plan.ResolveUntyped(l, r.Type())
+	}
+	elemOf := func(e plan.Expr) arrow.DataType {
+		if plan.IsArray(e.Type()) {
+			return expr.ArrayElem(e.Type())
+		}
+		return e.Type()
+	}
+	et, ok := plan.CommonType(elemOf(l), elemOf(r))
+	if !ok || plan.IsArray(et) {
+		return nil, b.errorf(x, "operator does not exist: %s || %s", plan.TypeString(l.Type()), plan.TypeString(r.Type()))
+	}
+	if plan.IsNullType(et) {
+		et = plan.TypString
+	}
+	at := plan.ArrayOf(et)
+	side := func(e plan.Expr) (plan.Expr, error) {
+		if !plan.IsArray(e.Type()) {
+			v, err := b.coerce(plan.ResolveUntyped(e, et), et)
+			if err != nil {
+				return nil, err
+			}
+			return b.newCall(expr.FnArray, at, v), nil
+		}
+		if !arrow.TypeEqual(e.Type(), at) || expr.IsInt2Vector(e.Type()) {
+			return &plan.CastExpr{Zone: b.zone, X: e, Typ: at}, nil
+		}
+		return e, nil
+	}
+	var err error
+	if l, err = side(l); err != nil {
+		return nil, b.errorf(x, "%v", err)
+	}
+	if r, err = side(r); err != nil {
+		return nil, b.errorf(x, "%v", err)
+	}
+	return b.newCall(expr.FnArrayCat, at, l, r), nil
 }

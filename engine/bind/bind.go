@@ -203,7 +203,11 @@ const maxViewDepth = 32
 
 // binder resolves one statement against a catalog.
 type binder struct {
-	cat plan.Catalog
+	// fnArgs are the bound arguments of SQL functions (sqlFunction) by
+	// the names their bodies use; nextFnArg numbers them.
+	fnArgs    map[string]plan.Expr
+	nextFnArg int
+	cat       plan.Catalog
 	// src is the text positions refer to (the script, or a view's SQL while
 	// binding the view).
 	src     string
@@ -607,6 +611,8 @@ func (b *binder) typeOf(t *sql.TypeName) (arrow.DataType, error) {
 	switch t.Name {
 	case "regclass", "regtype", "regnamespace":
 		return arrow.PrimitiveTypes.Int32, nil
+	case "int2vector":
+		return plan.TypInt2Vector, args(0)
 	case "json", "jsonb":
 		// JSON is text (nicflow has no json type): the operators ->, ->>,
 		// #> and #>> read it.

@@ -22,6 +22,11 @@ import (
 func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 	switch x := e.(type) {
 	case *sql.ColumnRef:
+		if len(x.Parts) == 1 {
+			if a, ok := b.fnArgs[x.Parts[0].Name]; ok {
+				return a, nil // an argument of a SQL function, bound where it was called
+			}
+		}
 		c, err := b.resolve(s, x)
 		if err != nil {
 			return nil, err
@@ -200,6 +205,21 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 			return nil, err
 		}
 		return b.newSubquery(plan.SubExists, nil, lp, plan.TypBool, x.Query), nil
+	case *sql.ArraySubquery:
+		return b.arraySubqueryExpr(x, s, ctx)
+	case *sql.FieldSelect:
+		// (t.rec).f: a record is its fields as columns "rec.f"
+		// (_pg_expandarray's, selectListUnnest).
+		ref, ok := x.X.(*sql.ColumnRef)
+		if !ok {
+			return nil, b.errorf(x, "field selection (x).%s is supported on a record column only", x.Field.Name)
+		}
+		r := *ref
+		r.Parts = append([]sql.Ident(nil), ref.Parts...)
+		last := r.Parts[len(r.Parts)-1]
+		last.Name += "." + x.Field.Name
+		r.Parts[len(r.Parts)-1] = last
+		return b.expr(&r, s, ctx)
 	case *sql.Subquery:
 		lp, err := b.subquery(x.Query, s, 1, "a scalar subquery")
 		if err != nil {
@@ -1064,7 +1084,28 @@ func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (plan.Expr, e
 			return plan.AndOf([]plan.Expr{l, r}), nil
 		}
 		return plan.OrOf([]plan.Expr{l, r}), nil
+	case "&", "|":
+		l, r = plan.ResolveUntyped(l, plan.TypInt64), plan.ResolveUntyped(r, plan.TypInt64)
+		t, ok := plan.CommonType(l.Type(), r.Type())
+		if !ok || !plan.IsInteger(t) {
+			return nil, b.errorf(x, "operator does not exist: %s %s %s", plan.TypeString(l.Type()), x.Op, plan.TypeString(r.Type()))
+		}
+		var err error
+		if l, err = b.coerce(l, t); err != nil {
+			return nil, b.errorf(x, "%v", err)
+		}
+		if r, err = b.coerce(r, t); err != nil {
+			return nil, b.errorf(x, "%v", err)
+		}
+		fn := expr.FnBitAnd
+		if x.Op == "|" {
+			fn = expr.FnBitOr
+		}
+		return b.newCall(fn, t, l, r), nil
 	case "||":
+		if plan.IsArray(l.Type()) || plan.IsArray(r.Type()) {
+			return b.arrayConcat(x, l, r)
+		}
 		if c, ok, err := b.byteaConcat(x, l, r); ok || err != nil {
 			return c, err
 		}
@@ -1343,6 +1384,9 @@ func (b *binder) funcCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, e
 	case "row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead", "first_value", "last_value", "nth_value":
 		return nil, b.errorf(x, "window function %s requires an OVER clause", name)
 	}
+	if isArraySRF(name) && !x.Name.Quoted {
+		return nil, b.errorf(x, "%s returns a set of rows: call it as a select-list item (alone or cast) or in FROM", name)
+	}
 	if fc, ok := b.cat.(plan.SQLFunctionCatalog); ok {
 		if body, ok := fc.SQLFunction(name, len(x.Args)); ok {
 			return b.sqlFunction(x, body, s, ctx)
@@ -1386,10 +1430,24 @@ func (b *binder) funcCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, e
 // call's arguments (each printed back as SQL, parenthesized), bound where
 // the call is. An error inside says it is in the function's body.
 func (b *binder) sqlFunction(x *sql.FuncCall, body string, s *scope, ctx *exprCtx) (plan.Expr, error) {
+	// The arguments are bound here, in the caller's scope, and the body
+	// refers to them by names no query uses: an argument "oid" stays
+	// the caller's column inside the body's subqueries (over tables that
+	// have an oid of their own).
+	if b.fnArgs == nil {
+		b.fnArgs = map[string]plan.Expr{}
+	}
 	text := body
 	for i := len(x.Args); i >= 1; i-- {
+		a, err := b.expr(x.Args[i-1], s, ctx)
+		if err != nil {
+			return nil, err
+		}
+		b.nextFnArg++
+		name := fmt.Sprintf("nicflow_fn_arg_%d", b.nextFnArg)
+		b.fnArgs[name] = a
 		// NB: from the last, so that $1 does not replace the start of $10.
-		text = strings.ReplaceAll(text, "$"+strconv.Itoa(i), "("+sql.Deparse(x.Args[i-1])+")")
+		text = strings.ReplaceAll(text, "$"+strconv.Itoa(i), name)
 	}
 	e, err := sql.ParseExpr(text)
 	if err != nil {
@@ -1475,7 +1533,7 @@ func (b *binder) aggOrderBy(x *sql.FuncCall, s *scope, ctx *exprCtx) error {
 		keys[i] = sortKey(e, o)
 		text = append(text, fmt.Sprintf("%s|%v|%v", plan.ExprKey(e), keys[i].Desc, keys[i].NullsFirst))
 	}
-	if x.Name.Name != "string_agg" {
+	if x.Name.Name != "string_agg" && x.Name.Name != "array_agg" {
 		return nil // the order does not change the others' results
 	}
 	key := strings.Join(text, ";")
@@ -1484,7 +1542,7 @@ func (b *binder) aggOrderBy(x *sql.FuncCall, s *scope, ctx *exprCtx) error {
 	case a.orderBy == nil:
 		a.orderBy, a.orderByKey = keys, key
 	case a.orderByKey != key:
-		return b.errorf(x.OrderBy[0], "string_aggs with different ORDER BY in one query are not supported")
+		return b.errorf(x.OrderBy[0], "string_agg and array_agg calls with different ORDER BY in one query are not supported")
 	}
 	return nil
 }
@@ -1597,6 +1655,22 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Ex
 				arg = plan.NullConst(plan.TypFloat64)
 			}
 			ac.Fn, ac.Typ = plan.AggQuantileCont, plan.TypFloat64
+		case "array_agg":
+			if x.Distinct {
+				return nil, b.errorf(x, "array_agg(DISTINCT ...) is not supported")
+			}
+			if filter != nil {
+				// NB: FILTER is a CASE (NULL for the rows it drops), which
+				// array_agg would keep.
+				return nil, b.errorf(x.Filter, "array_agg(...) FILTER (WHERE ...) is not supported")
+			}
+			if plan.IsNullType(t) {
+				arg, t = plan.NullConst(plan.TypString), plan.TypString
+			}
+			if plan.IsArray(t) {
+				return nil, b.errorf(x, "array_agg of arrays is not supported (nicflow's arrays have one dimension)")
+			}
+			ac.Fn, ac.Typ = plan.AggArrayAgg, plan.ArrayOf(t)
 		case "string_agg":
 			if !plan.IsString(t) && !plan.IsNullType(t) {
 				return nil, b.errorf(x, "function string_agg(%s, text) does not exist", plan.TypeString(t))
@@ -2738,6 +2812,10 @@ func (b *binder) regCast(x *sql.Cast, arg plan.Expr, kind string) (plan.Expr, er
 	}
 	if !ok || !isStr {
 		return nil, b.errorf(x, "cannot cast %s to %s: only a constant name or an integer OID", plan.TypeString(arg.Type()), kind)
+	}
+	if n, err := strconv.ParseUint(strings.TrimSpace(name), 10, 31); err == nil {
+		// '16385'::regclass: an OID written as text (psql's \d sends it).
+		return &plan.Const{Typ: arrow.PrimitiveTypes.Int32, Val: int32(n)}, nil
 	}
 	oc, ok := b.cat.(plan.OIDCatalog)
 	if !ok {

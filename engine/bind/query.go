@@ -488,7 +488,25 @@ func (b *binder) tableExpr(te sql.TableExpr, s *scope) (plan.Plan, []*scopeItem,
 	case *sql.Join:
 		return b.join(t, s)
 	case *sql.TableFunc:
-		return b.tableFunc(t)
+		if t.Name.Name == "pg_partition_ancestors" && len(t.Args) == 1 {
+			// nicflow has no partitions: a relation's ancestors are
+			// itself (PostgreSQL's answer for a table that is no
+			// partition), a column relid.
+			u := *t
+			u.Name.Name = "unnest"
+			u.Args = []sql.Expr{&sql.ArrayExpr{Pos: t.Pos, Elems: []sql.Expr{&sql.Cast{Pos: t.Pos, X: t.Args[0], Type: &sql.TypeName{Pos: t.Pos, Name: "regclass"}}}}}
+			if u.Alias == nil {
+				u.Alias = &sql.TableAlias{Pos: t.Pos, Name: sql.Ident{Pos: t.Pos, Name: "pg_partition_ancestors"}, Columns: []sql.Ident{{Pos: t.Pos, Name: "relid"}}}
+			}
+			return b.unnestFrom(&u, s)
+		}
+		if t.Name.Name == "unnest" {
+			return b.unnestFrom(t, s)
+		}
+		if t.Ordinality {
+			return nil, nil, b.errorf(t, "WITH ORDINALITY is supported for unnest only")
+		}
+		return b.tableFunc(t, s)
 	}
 	return nil, nil, b.errorf(te, "unsupported FROM entry %T", te)
 }
@@ -498,7 +516,7 @@ func (b *binder) tableExpr(te sql.TableExpr, s *scope) (plan.Plan, []*scopeItem,
 // (DuckDB: stop excluded), over BIGINT constants; a NULL argument gives
 // no row. The column is named after the function, or after the alias when
 // the alias has no column list (as PostgreSQL names it).
-func (b *binder) tableFunc(t *sql.TableFunc) (plan.Plan, []*scopeItem, error) {
+func (b *binder) tableFunc(t *sql.TableFunc, s *scope) (plan.Plan, []*scopeItem, error) {
 	name := t.Name.Name
 	lo, hi := 2, 3
 	switch name {
@@ -508,10 +526,15 @@ func (b *binder) tableFunc(t *sql.TableFunc) (plan.Plan, []*scopeItem, error) {
 	case sql.FileTableFunc, "read_parquet", "parquet_scan", "read_csv", "read_csv_auto":
 		return b.fileTable(t)
 	default:
-		return nil, nil, b.errorf(t, "table function %s does not exist (generate_series, range, read_parquet and read_csv do)", name)
+		return nil, nil, b.errorf(t, "table function %s does not exist (generate_series, range, unnest, read_parquet and read_csv do)", name)
 	}
 	if len(t.Args) < lo || len(t.Args) > hi {
 		return nil, nil, b.errorf(t, "%s takes %d to %d arguments, got %d", name, lo, hi, len(t.Args))
+	}
+	if name == "generate_series" && refsColumn(t.Args) {
+		// Arguments over columns of an enclosing query: the series of
+		// each of its rows.
+		return b.seriesOver(t, s)
 	}
 	if name == "generate_series" {
 		if p, items, ok, err := b.timeSeries(t); ok || err != nil {

@@ -67,6 +67,9 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (plan.Plan
 		}
 		lp = &plan.FilterNode{Input: lp, Cond: cond}
 	}
+	if sel, lp, err = b.selectListUnnest(sel, q, s, lp); err != nil {
+		return nil, nil, err
+	}
 
 	// Aggregation: GROUP BY, HAVING or an aggregate call anywhere in the
 	// select list or ORDER BY.
@@ -114,6 +117,14 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (plan.Plan
 			continue
 		}
 		e, err := b.expr(it.Expr, s, ctx)
+		if c, ok := it.Expr.(*sql.Cast); ok && err == nil && c.Type.Name == "regclass" && !c.Type.Array && !grouped && refsColumn([]sql.Expr{c.X}) {
+			// x::regclass as an output column prints as the relation's
+			// name, as PostgreSQL's regclass output (the OID when no
+			// relation has it); nicflow's regclass is otherwise an
+			// integer.
+			e, err = b.sqlFunction(&sql.FuncCall{Pos: c.Pos, Name: sql.Ident{Pos: c.Pos, Name: "regclass output"}, Args: []sql.Expr{c.X}},
+				"coalesce((SELECT quote_ident(c.relname) FROM pg_catalog.pg_class c WHERE c.oid = CAST($1 AS INTEGER)), CAST($1 AS TEXT))", s, ctx)
+		}
 		if err != nil {
 			return nil, nil, err
 		}
@@ -445,6 +456,10 @@ func itemName(it *sql.SelectItem, e plan.Expr) string {
 		}
 	case *sql.Extract:
 		return "extract"
+	case *sql.ArraySubquery, *sql.ArrayExpr:
+		return "array"
+	case *sql.FieldSelect:
+		return x.Field.Name
 	case *sql.Case:
 		return "case"
 	}
@@ -643,7 +658,7 @@ func (b *binder) hasAggregate(items []*sql.SelectItem, order []*sql.OrderItem) b
 
 func isAggregateName(n string) bool {
 	switch n {
-	case "count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every", "string_agg",
+	case "count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every", "string_agg", "array_agg",
 		"median", "quantile_cont", "quantile", "percentile_cont", "percentile_disc", "approx_count_distinct":
 		return true
 	}

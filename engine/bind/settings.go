@@ -18,6 +18,9 @@ var ServerSettings = map[string]string{
 	"intervalstyle":               "postgres",
 	"search_path":                 `"$user", public`,
 	"block_size":                  "8192",
+	// The most columns an index may have (PostgreSQL's INDEX_MAX_KEYS):
+	// pgjdbc's getImportedKeys reads it.
+	"max_index_keys": "32",
 }
 
 // settingValue is current_setting(name): the session time zone or a

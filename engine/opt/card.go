@@ -406,6 +406,16 @@ func (e *Estimator) compute(p plan.Plan) *RelStats {
 		// A guess: ten runs of the term, each adding the anchor's rows.
 		rows := math.Max(e.stats(n.Anchor).Rows, 1) * 10
 		return distinctRows(n.Cols, rows)
+	case *plan.UnnestNode:
+		// A guess: arrays of four elements.
+		in := e.stats(n.Input)
+		out := &RelStats{Rows: in.Rows * 4, Cols: copyCols(in.Cols)}
+		for i := range n.Elems {
+			out.Cols[n.Elems[i].ID] = &ColStat{Ndv: out.Rows}
+			out.Cols[n.Subs[i].ID] = &ColStat{Ndv: 4}
+		}
+		out.Cols[n.Ord.ID] = &ColStat{Ndv: 4}
+		return out
 	case *plan.ApplyNode:
 		in := e.stats(n.Input)
 		out := &RelStats{Rows: in.Rows, Cols: copyCols(in.Cols)}

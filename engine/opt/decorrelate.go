@@ -242,6 +242,12 @@ func (o *optimizer) decorrelateNode(n plan.Plan) (plan.Plan, error) {
 		c := *x
 		c.Keys, slots = keySlots(x.Keys)
 		input, out, setInput = x.Input, &c, func(p plan.Plan) { c.Input = p }
+	case *plan.UnnestNode:
+		// unnest((SELECT array_agg(...) ...)): the arrays computed below.
+		c := *x
+		c.Arrays = append([]plan.Expr(nil), x.Arrays...)
+		slots = exprSlots(c.Arrays)
+		input, out, setInput = x.Input, &c, func(p plan.Plan) { c.Input = p }
 	}
 	if out != nil {
 		in, changed, err := o.computeBelow(input, slots)
@@ -862,6 +868,13 @@ func (o *optimizer) pull(p plan.Plan, outer plan.ColSet) (plan.Plan, []plan.Expr
 		in, preds, err := o.pull(n.Input, outer)
 		if err != nil {
 			return nil, nil, err
+		}
+		if s, ok := n.Input.(*plan.SortNode); ok {
+			// An ordered aggregate's sort (string_agg, array_agg with
+			// ORDER BY) stays below it.
+			if _, still := in.(*plan.SortNode); !still {
+				in = &plan.SortNode{Input: in, Keys: s.Keys}
+			}
 		}
 		agg := *n
 		agg.Input = in

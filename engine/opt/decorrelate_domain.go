@@ -26,6 +26,14 @@ import (
 // whose correlation the pull-up can move into the dependent join; the
 // caller then reports the original error.
 func (o *optimizer) domainScalar(input plan.Plan, below plan.Plan, top plan.Expr, inputCols plan.ColSet) (plan.Plan, plan.Expr, bool) {
+	// NB: the domain is the DISTINCT outer values, and arrays are not
+	// hashed: a subquery correlated on one runs per row.
+	belowFree := plan.FreeCols(below)
+	for _, c := range input.Columns() {
+		if belowFree.Has(c.ID) && plan.IsArray(c.Type) {
+			return nil, nil, false
+		}
+	}
 	var chain []plan.Plan // filters and projections above the aggregate, top first
 	var agg *plan.AggregateNode
 	for n := below; agg == nil; {

@@ -239,6 +239,12 @@ func (e *explainer) node(p plan.Plan, depth int) {
 			line += " all"
 		}
 		line += fmt.Sprintf(" %d (%s) [%s]", n.Work.ID, n.Work.Name, e.colList(n.Cols))
+	case *plan.UnnestNode:
+		items := make([]string, len(n.Arrays))
+		for i, a := range n.Arrays {
+			items[i] = e.colList([]plan.Column{n.Elems[i], n.Subs[i]}) + " := " + e.exprList([]plan.Expr{a})
+		}
+		line = "Unnest [" + strings.Join(items, ", ") + "] ordinality [" + e.colList([]plan.Column{n.Ord}) + "]"
 	case *plan.ApplyNode:
 		line = fmt.Sprintf("Apply subquery %d per row [%s := value] outer [%s]", n.SubID, e.colList([]plan.Column{n.Col}), e.colList(n.Outer))
 	case *plan.WorkScan:

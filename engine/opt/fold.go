@@ -3,6 +3,7 @@ package opt
 import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/nicflow/nicflow/engine/plan"
+	"github.com/nicflow/nicflow/exec/expr"
 )
 
 var ruleFold = &Rule{
@@ -107,6 +108,10 @@ func mapNodeExprs(n plan.Plan, f func(plan.Expr) plan.Expr) plan.Plan {
 			c.Funcs[i] = &nw
 		}
 		return &c
+	case *plan.UnnestNode:
+		c := *x
+		c.Arrays = mapList(x.Arrays)
+		return &c
 	case *plan.ValuesNode:
 		c := *x
 		c.Rows = make([][]plan.Expr, len(x.Rows))
@@ -131,7 +136,7 @@ func simplifyNode(e plan.Expr) plan.Expr {
 				return v
 			}
 		}
-		if arrow.TypeEqual(x.X.Type(), x.Typ) {
+		if arrow.TypeEqual(x.X.Type(), x.Typ) && expr.IsInt2Vector(x.X.Type()) == expr.IsInt2Vector(x.Typ) {
 			return x.X
 		}
 	case *plan.CaseExpr:

@@ -130,6 +130,12 @@ func (pr *pruner) prune(p plan.Plan, required plan.ColSet) plan.Plan {
 		return &c
 	case *plan.DistinctNode:
 		return &plan.DistinctNode{Input: pr.prune(n.Input, plan.ColSetOf(n.Input.Columns()))}
+	case *plan.UnnestNode:
+		// Every array stays (each decides how many rows an input row
+		// makes); the input keeps the columns read above and by them.
+		c := *n
+		c.Input = pr.prune(n.Input, need(n.Arrays...))
+		return &c
 	case *plan.RecursiveNode:
 		// Positional, like a set operation: every column of both terms.
 		c := *n

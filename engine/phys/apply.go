@@ -120,6 +120,11 @@ func mapExprs(n *PhysNode, f func(expr.Expr) expr.Expr) *PhysNode {
 		}
 		c.Values = &v
 	}
+	if n.Unnest != nil {
+		u := *n.Unnest
+		u.Arrays = mapAll(n.Unnest.Arrays, f)
+		c.Unnest = &u
+	}
 	if n.Join != nil && n.Join.Residual != nil {
 		j := *n.Join
 		r := f(*n.Join.Residual)

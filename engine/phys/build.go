@@ -558,6 +558,10 @@ func instantiate(n *PhysNode, ins [][]exec.Operator) ([]exec.Operator, error) {
 		return one(func(in exec.Operator, _ int) (exec.Operator, error) {
 			return exec.NewProject(in, n.Project.Exprs, n.Project.Names)
 		})
+	case PhysUnnest:
+		return one(func(in exec.Operator, _ int) (exec.Operator, error) {
+			return exec.NewUnnest(in, n.Unnest.Arrays, n.Unnest.Names)
+		})
 	case PhysHashAgg:
 		return one(func(in exec.Operator, _ int) (exec.Operator, error) { return exec.NewHashAgg(in, *n.Agg) })
 	case PhysSort:
@@ -751,6 +755,8 @@ func checkNode(n *PhysNode, depth int, defs map[int]bool) error {
 		spec = n.Filter != nil
 	case PhysProject:
 		spec = n.Project != nil && len(n.Project.Names) == len(n.Project.Exprs)
+	case PhysUnnest:
+		spec = n.Unnest != nil && len(n.Unnest.Arrays) > 0 && len(n.Unnest.Names) == 2*len(n.Unnest.Arrays)+1
 	case PhysHashAgg:
 		spec = n.Agg != nil
 	case PhysHashJoin:

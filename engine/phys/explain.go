@@ -230,6 +230,12 @@ func physLine(n *PhysNode) string {
 		return fmt.Sprintf("Series %d to %d step %d", n.Series.Start, n.Series.Stop, n.Series.Step)
 	case PhysFilter:
 		return "Filter " + n.Filter.String()
+	case PhysUnnest:
+		items := make([]string, len(n.Unnest.Arrays))
+		for i, x := range n.Unnest.Arrays {
+			items[i] = n.Unnest.Names[2*i] + ", " + n.Unnest.Names[2*i+1] + " := " + x.String()
+		}
+		return "Unnest [" + strings.Join(items, ", ") + "] ordinality [" + n.Unnest.Names[len(n.Unnest.Names)-1] + "]"
 	case PhysProject:
 		items := make([]string, len(n.Project.Exprs))
 		for i, x := range n.Project.Exprs {

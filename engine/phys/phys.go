@@ -28,8 +28,8 @@ import (
 //	              when it finishes one, so skewed groups balance)
 //	values        1 stream
 //	series        1 stream: generate_series (Series)
-//	filter, project, hash_agg, sort, topn, limit, distinct, window,
-//	max_one_row, row_id, single_check
+//	filter, project, unnest, hash_agg, sort, topn, limit, distinct,
+//	window, max_one_row, row_id, single_check
 //	              one operator per input stream (Streams = input's)
 //	hash_join     Inputs[0] left, Inputs[1] right; the probe side (the
 //	              one not named by Join.Build) keeps its streams; all
@@ -98,6 +98,7 @@ const (
 	PhysRecursive   PhysKind = "recursive"
 	PhysWorkScan    PhysKind = "work_scan"
 	PhysApply       PhysKind = "apply"
+	PhysUnnest      PhysKind = "unnest"
 	// PhysRemote reads the receivers of a network exchange (distributed
 	// fragments only, dist.go): Streams receivers of channel
 	// Remote.Exchange.
@@ -165,6 +166,15 @@ type PhysNode struct {
 	Work        *WorkOp                  `json:"work,omitempty"`
 	Apply       *ApplyOp                 `json:"apply,omitempty"`
 	Series      *exec.SeriesSpec         `json:"series,omitempty"`
+	Unnest      *UnnestOp                `json:"unnest,omitempty"`
+}
+
+// UnnestOp expands the arrays Arrays computes over the input (exec.Unnest):
+// Names are the output columns after the input's, an element and a
+// subscript per array, then the ordinality.
+type UnnestOp struct {
+	Arrays []expr.Expr `json:"arrays"`
+	Names  []string    `json:"names"`
 }
 
 // ApplyOp evaluates subquery Sub (one column) for each input row with its

@@ -278,6 +278,8 @@ func (pl *physPlanner) plan(p plan.Plan, need plan.ColSet) (*pnode, error) {
 		return pl.window(n, need)
 	case *plan.ValuesNode:
 		return pl.values(n)
+	case *plan.UnnestNode:
+		return pl.unnest(n, need)
 	case *plan.SeriesNode:
 		spec := &exec.SeriesSpec{Start: n.Start, Stop: n.Stop, Step: n.Step, Name: n.Col.QualifiedName()}
 		return pl.node(&PhysNode{Kind: PhysSeries, Streams: 1, Series: spec}, []plan.ColumnID{n.Col.ID}, float64(spec.Rows()))
@@ -416,6 +418,38 @@ func (pl *physPlanner) filter(in *pnode, cond plan.Expr, est float64) (*pnode, e
 		return nil, err
 	}
 	return pl.node(&PhysNode{Kind: PhysFilter, Streams: in.n.Streams, Filter: &x}, in.layout, est, in)
+}
+
+// unnest plans an unnest node over the input columns needed above and
+// by its arrays.
+func (pl *physPlanner) unnest(n *plan.UnnestNode, need plan.ColSet) (*pnode, error) {
+	inNeed := plan.ColSet{}
+	for _, c := range n.Input.Columns() {
+		if need.Has(c.ID) {
+			inNeed.Add(c.ID)
+		}
+	}
+	for _, a := range n.Arrays {
+		inNeed.AddAll(plan.ColsOf(a))
+	}
+	in, err := pl.plan(n.Input, inNeed)
+	if err != nil {
+		return nil, err
+	}
+	op := &UnnestOp{}
+	layout := append([]plan.ColumnID(nil), in.layout...)
+	for i, a := range n.Arrays {
+		x, err := pl.physExpr(a, in)
+		if err != nil {
+			return nil, err
+		}
+		op.Arrays = append(op.Arrays, x)
+		op.Names = append(op.Names, n.Elems[i].QualifiedName(), n.Subs[i].QualifiedName())
+		layout = append(layout, n.Elems[i].ID, n.Subs[i].ID)
+	}
+	op.Names = append(op.Names, n.Ord.QualifiedName())
+	layout = append(layout, n.Ord.ID)
+	return pl.node(&PhysNode{Kind: PhysUnnest, Streams: in.n.Streams, Unnest: op}, layout, pl.est.Rows(n), in)
 }
 
 func (pl *physPlanner) project(n *plan.ProjectNode, need plan.ColSet) (*pnode, error) {

@@ -109,7 +109,7 @@ func EvalCall(c *Call) (*Const, error) {
 	case "greatest", "least":
 		// Not strict (NULLs are skipped): exec folds them.
 		return nil, nil
-	case expr.FnArray, expr.FnArrayToString, expr.FnStringToArray, expr.FnArrayPosition, expr.FnArrayAny, expr.FnArrayAll:
+	case expr.FnArray, expr.FnArrayToString, expr.FnStringToArray, expr.FnArrayPosition, expr.FnArrayAny, expr.FnArrayAll, expr.FnIntSeries, expr.FnArrayCat:
 		// Not strict (ARRAY[NULL] is {NULL}), and arrays are not plan
 		// constants: exec folds them.
 		return nil, nil

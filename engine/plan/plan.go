@@ -57,6 +57,9 @@ func (c Column) QualifiedName() string {
 //	*WorkScan      Cols (fresh IDs), the rows a RecursiveNode's last run
 //	               added, by position (only inside that node's Term)
 //	*SeriesNode    Col: generate_series(Start, Stop, Step), one row per value
+//	*UnnestNode    the input's columns, then per array its element and
+//	               subscript, then the ordinality: each input row once per
+//	               position of its longest array (unnest, generate_subscripts)
 //	*ApplyNode     the input's columns then Col: Sub's one value for each
 //	               input row, Sub run with the row's Outer values (the
 //	               nested evaluation of a subquery no rule decorrelates)
@@ -138,6 +141,7 @@ const (
 	AggMin       = "min"
 	AggMax       = "max"
 	AggStringAgg = "string_agg"
+	AggArrayAgg  = "array_agg"
 	// AggQuantileCont is quantile_cont (median, percentile_cont).
 	AggQuantileCont = "quantile_cont"
 	// AggPercentileDisc is percentile_disc: the first value at or past the
@@ -397,6 +401,35 @@ func (n *SeriesNode) Columns() []Column      { return []Column{n.Col} }
 func (n *SeriesNode) Inputs() []Plan         { return nil }
 func (n *SeriesNode) WithInputs([]Plan) Plan { c := *n; return &c }
 
+// UnnestNode expands arrays, as PostgreSQL runs set-returning functions
+// over arrays (unnest(a), generate_subscripts(a, 1)) in a select list and
+// unnest(a, ...) [WITH ORDINALITY] in FROM: each input row is repeated
+// once for each position k = 1..n, n the length of its longest array in
+// Arrays (no row when every array is empty or NULL); for array i, Elems[i]
+// is its k-th element and Subs[i] that element's subscript (NULL past its
+// end), and Ord is k.
+type UnnestNode struct {
+	Input  Plan
+	Arrays []Expr
+	Elems  []Column
+	Subs   []Column
+	Ord    Column
+}
+
+func (n *UnnestNode) Columns() []Column {
+	out := append([]Column(nil), n.Input.Columns()...)
+	for i := range n.Elems {
+		out = append(out, n.Elems[i], n.Subs[i])
+	}
+	return append(out, n.Ord)
+}
+func (n *UnnestNode) Inputs() []Plan { return []Plan{n.Input} }
+func (n *UnnestNode) WithInputs(in []Plan) Plan {
+	c := *n
+	c.Input = in[0]
+	return &c
+}
+
 // ApplyNode evaluates a correlated scalar subquery row by row: for each
 // input row, Sub (one column, at most one row) runs with its references to
 // Outer columns bound to the row's values; Col is its value (NULL when no
@@ -655,6 +688,8 @@ func NodeExprs(p Plan) []Expr {
 			out = append(out, r...)
 		}
 		return out
+	case *UnnestNode:
+		return n.Arrays
 	}
 	return nil
 }

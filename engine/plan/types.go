@@ -110,6 +110,13 @@ func IsArray(t arrow.DataType) bool { return expr.IsArray(t) }
 // ArrayOf is the type elem[].
 func ArrayOf(elem arrow.DataType) arrow.DataType { return expr.ArrowList(elem) }
 
+// ArrayElemType is the element type of an array type (nil for another).
+func ArrayElemType(t arrow.DataType) arrow.DataType { return expr.ArrayElem(t) }
+
+// TypInt2Vector is PostgreSQL's int2vector (pg_index.indkey): an array of
+// integers subscripted from 0, printed "1 2" (exec/expr/array.go).
+var TypInt2Vector = expr.Int2VectorArrow
+
 // IsTime reports TIME (not a temporal type above: it has no date).
 func IsTime(t arrow.DataType) bool { return expr.IsTime(t) }
 
@@ -130,6 +137,9 @@ func TypeString(t arrow.DataType) string {
 	}
 	switch t := t.(type) {
 	case *arrow.ListType:
+		if expr.IsInt2Vector(t) {
+			return "int2vector"
+		}
 		return TypeString(t.Elem()) + "[]"
 	case *arrow.Decimal64Type:
 		return fmt.Sprintf("decimal(%d,%d)", t.Precision, t.Scale)

@@ -181,12 +181,14 @@ type TableName struct {
 // 'x.parquet'): its one argument is the string.
 const FileTableFunc = "$file"
 
-// TableFunc is a function in FROM (generate_series(1, 10) AS t(n)).
+// TableFunc is a function in FROM (generate_series(1, 10) AS t(n));
+// Ordinality is WITH ORDINALITY (a last column numbering the rows).
 type TableFunc struct {
 	Pos
-	Name  Ident
-	Args  []Expr
-	Alias *TableAlias
+	Name       Ident
+	Args       []Expr
+	Ordinality bool
+	Alias      *TableAlias
 }
 
 // DerivedTable is (query) [AS] alias [(columns)] in FROM.
@@ -522,6 +524,21 @@ type ArrayExpr struct {
 	Elems []Expr
 }
 
+// FieldSelect is (X).Field, a field of a record (information_schema.
+// _pg_expandarray's x and n).
+type FieldSelect struct {
+	Pos
+	X     Expr
+	Field Ident
+}
+
+// ArraySubquery is ARRAY(query): the query's one column as an array, its
+// rows in the query's order.
+type ArraySubquery struct {
+	Pos
+	Query *Query
+}
+
 // Subscript is X[Index], a 1-based array element.
 type Subscript struct {
 	Pos
@@ -794,28 +811,30 @@ func (*DerivedTable) tableNode() {}
 func (*TableFunc) tableNode()    {}
 func (*Join) tableNode()         {}
 
-func (*ColumnRef) exprNode()    {}
-func (*GroupingSets) exprNode() {}
-func (*Quantified) exprNode()   {}
-func (*Star) exprNode()         {}
-func (*Literal) exprNode()      {}
-func (*StructLit) exprNode()    {}
-func (*ArrayExpr) exprNode()    {}
-func (*Subscript) exprNode()    {}
-func (*Param) exprNode()        {}
-func (*TypedLiteral) exprNode() {}
-func (*IntervalLit) exprNode()  {}
-func (*UnaryExpr) exprNode()    {}
-func (*BinaryExpr) exprNode()   {}
-func (*IsExpr) exprNode()       {}
-func (*IsDistinct) exprNode()   {}
-func (*Between) exprNode()      {}
-func (*InList) exprNode()       {}
-func (*InSubquery) exprNode()   {}
-func (*Exists) exprNode()       {}
-func (*Subquery) exprNode()     {}
-func (*Like) exprNode()         {}
-func (*Case) exprNode()         {}
-func (*Cast) exprNode()         {}
-func (*FuncCall) exprNode()     {}
-func (*Extract) exprNode()      {}
+func (*ColumnRef) exprNode()     {}
+func (*GroupingSets) exprNode()  {}
+func (*Quantified) exprNode()    {}
+func (*Star) exprNode()          {}
+func (*Literal) exprNode()       {}
+func (*StructLit) exprNode()     {}
+func (*ArrayExpr) exprNode()     {}
+func (*Subscript) exprNode()     {}
+func (*Param) exprNode()         {}
+func (*TypedLiteral) exprNode()  {}
+func (*IntervalLit) exprNode()   {}
+func (*UnaryExpr) exprNode()     {}
+func (*BinaryExpr) exprNode()    {}
+func (*IsExpr) exprNode()        {}
+func (*IsDistinct) exprNode()    {}
+func (*Between) exprNode()       {}
+func (*InList) exprNode()        {}
+func (*InSubquery) exprNode()    {}
+func (*Exists) exprNode()        {}
+func (*Subquery) exprNode()      {}
+func (*ArraySubquery) exprNode() {}
+func (*FieldSelect) exprNode()   {}
+func (*Like) exprNode()          {}
+func (*Case) exprNode()          {}
+func (*Cast) exprNode()          {}
+func (*FuncCall) exprNode()      {}
+func (*Extract) exprNode()       {}

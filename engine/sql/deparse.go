@@ -286,6 +286,14 @@ func (d *deparser) expr(e Expr, _ int) {
 		d.w("(")
 		d.query(e.Query)
 		d.w(")")
+	case *ArraySubquery:
+		d.w("ARRAY(")
+		d.query(e.Query)
+		d.w(")")
+	case *FieldSelect:
+		d.w("(")
+		d.sub(e.X, 0)
+		d.w(")." + QuoteIdent(e.Field.Name))
 	case *Case:
 		d.w("CASE")
 		if e.Operand != nil {
@@ -332,6 +340,14 @@ func (d *deparser) expr(e Expr, _ int) {
 			d.sub(e.Args[1], precRange+1)
 			d.w(")")
 			return
+		}
+		if bareFuncs[e.Name.Name] && !e.Name.Quoted && len(e.Args) == 0 && !e.Star && e.Filter == nil && e.Over == nil {
+			// CURRENT_DATE, as PostgreSQL prints a default.
+			d.w(strings.ToUpper(e.Name.Name))
+			return
+		}
+		if e.Name.Name == "_pg_expandarray" && !e.Name.Quoted {
+			d.w("information_schema.")
 		}
 		if specialSyntaxFuncs[e.Name.Name] && (e.Name.Quoted || e.Name.Name != "substring") {
 			// NB: bare, these names would read as their special syntax.
@@ -385,6 +401,10 @@ func (d *deparser) expr(e Expr, _ int) {
 
 // specialSyntaxFuncs are the names the parser reads with special syntax
 // when they are followed by '('.
+// bareFuncs are the SQL keywords that call a function without
+// parentheses.
+var bareFuncs = map[string]bool{"current_date": true, "current_timestamp": true, "current_time": true, "localtimestamp": true, "localtime": true}
+
 var specialSyntaxFuncs = map[string]bool{"extract": true, "substring": true, "position": true, "trim": true}
 
 func not(b bool) string {
@@ -462,7 +482,7 @@ func (d *deparser) typ(t *TypeName) {
 		// string right after the type name to parse back.
 		d.w("TIMESTAMPTZ")
 	case "integer", "bigint", "smallint", "real", "double precision", "decimal", "varchar",
-		"char", "text", "date", "boolean", "timestamp", "time", "interval", "bytea":
+		"char", "text", "date", "boolean", "timestamp", "time", "interval", "bytea", "int2vector":
 		d.w(strings.ToUpper(t.Name))
 	default:
 		// NB: always quoted: bare, a name like "double" or "character"
@@ -721,6 +741,9 @@ func (d *deparser) table(t TableExpr) {
 			d.w(QuoteIdent(t.Name.Name) + "(")
 			d.exprList(t.Args)
 			d.w(")")
+			if t.Ordinality {
+				d.w(" WITH ORDINALITY")
+			}
 		}
 		d.alias(t.Alias)
 	case *Join:

@@ -262,7 +262,7 @@ func (l *lexer) skipSpace() error {
 // "!~*" (the one of three) comes first.
 var twoCharOps = [...]string{"->>", "#>>", "->", "#>", "!~*", "<=", ">=", "<>", "!=", "||", "::", "~*", "!~"}
 
-const singleCharOps = "()[],;.+-*/%^=<>:~{}"
+const singleCharOps = "()[],;.+-*/%^=<>:~{}&|"
 
 func (l *lexer) next() (token, error) {
 	if err := l.skipSpace(); err != nil {

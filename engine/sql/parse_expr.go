@@ -249,7 +249,7 @@ var (
 	matchOr    = matchKw("or", "OR")
 	matchAnd   = matchKw("and", "AND")
 	matchCmp   = matchOps("=", "<>", "<", "<=", ">", ">=")
-	matchOther = matchOps("||", "~", "~*", "!~", "!~*", "->", "->>", "#>", "#>>")
+	matchOther = matchOps("||", "~", "~*", "!~", "!~*", "->", "->>", "#>", "#>>", "&", "|")
 	matchAdd   = matchOps("+", "-")
 	matchMul   = matchOps("*", "/", "%")
 	matchExp   = matchOps("^")
@@ -658,6 +658,14 @@ func (p *parser) parsePrimary() (Expr, error) {
 	}
 	// pg_catalog.f(...): the functions are in pg_catalog, where
 	// PostgreSQL's tools name them.
+	if !t.quoted && t.text == "information_schema" && isOpTok(next, ".") && p.peekAt(2).text == "_pg_expandarray" && isOpTok(p.peekAt(3), "(") {
+		// information_schema._pg_expandarray(a): PostgreSQL's (pgjdbc
+		// calls it), a set of records (x, n).
+		p.next()
+		p.next()
+		f := p.next()
+		return p.parseFuncCall(Ident{Pos: f.pos, Name: f.text})
+	}
 	if !t.quoted && t.text == "pg_catalog" && isOpTok(next, ".") && p.peekAt(2).kind == tokIdent && isOpTok(p.peekAt(3), "(") {
 		p.next()
 		p.next()
@@ -704,6 +712,18 @@ func (p *parser) parseKeywordExpr(t token) (Expr, error) {
 	case "case":
 		return p.parseCase()
 	case "array":
+		if isOpTok(p.peekAt(1), "(") && p.startsQuery(2) {
+			p.next()
+			p.next()
+			q, err := p.parseQuery()
+			if err != nil {
+				return nil, err
+			}
+			if _, err := p.expectOp(")"); err != nil {
+				return nil, err
+			}
+			return &ArraySubquery{Pos: t.pos, Query: q}, nil
+		}
 		if !isOpTok(p.peekAt(1), "[") {
 			break
 		}
@@ -826,6 +846,12 @@ func (p *parser) parseParen() (Expr, error) {
 	}
 	if _, err := p.expectOp(")"); err != nil {
 		return nil, err
+	}
+	if p.isOp(".") && p.peekAt(1).kind == tokIdent {
+		// (record).field
+		p.next()
+		f := p.next()
+		return &FieldSelect{Pos: t.pos, X: e, Field: Ident{Pos: f.pos, Name: f.text, Quoted: f.quoted}}, nil
 	}
 	return e, nil
 }

@@ -550,6 +550,11 @@ func (p *parser) parseTablePrimary() (TableExpr, error) {
 		return nil, err
 	}
 	if p.isOp("(") {
+		// NB: pg_catalog.generate_series (pgjdbc): the built-in table
+		// functions are there.
+		if len(name.Parts) == 2 && name.Parts[0].Name == "pg_catalog" {
+			name.Parts = name.Parts[1:]
+		}
 		if len(name.Parts) != 1 {
 			return nil, p.errAt(p.peek(), "a table function name is not qualified")
 		}
@@ -562,6 +567,11 @@ func (p *parser) parseTablePrimary() (TableExpr, error) {
 		}
 		if _, err := p.expectOp(")"); err != nil {
 			return nil, err
+		}
+		if p.isKw("with") && p.peekAt(1).kind == tokIdent && p.peekAt(1).text == "ordinality" && !p.peekAt(1).quoted {
+			p.next()
+			p.next()
+			tf.Ordinality = true
 		}
 		if tf.Alias, err = p.parseTableAlias(); err != nil {
 			return nil, err

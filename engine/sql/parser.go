@@ -1349,16 +1349,15 @@ func (p *parser) parseSet() (Statement, error) {
 // ---------------------------------------------------------------- types
 
 // parseType parses a type name with its modifiers and returns it with a
-// canonical Name (see TypeName).
-// parseType parses a type name, T[] (T[n], T[][], T ARRAY) an array
-// of T; int2vector and oidvector, PostgreSQL's catalog arrays, are
-// integer[].
+// canonical Name (see TypeName): T[] (T[n], T[][], T ARRAY) an array
+// of T; oidvector, a PostgreSQL catalog array, is integer[]; int2vector
+// (pg_index.indkey) is its own type, integers from subscript 0.
 func (p *parser) parseType() (*TypeName, error) {
 	tn, err := p.parseBaseType()
 	if err != nil {
 		return nil, err
 	}
-	if tn.Name == "int2vector" || tn.Name == "oidvector" {
+	if tn.Name == "oidvector" {
 		tn.Name, tn.Array = "integer", true
 	}
 	for {
@@ -1402,6 +1401,9 @@ func (p *parser) parseBaseType() (*TypeName, error) {
 		// NB: OIDs are unsigned 32-bit in PostgreSQL; nicflow's fit in
 		// an integer.
 		tn.Name = "integer"
+	case "int2vector":
+		// PostgreSQL's int2vector (pg_index.indkey): integers from
+		// subscript 0, printed "1 2".
 	case "regclass", "regtype", "regnamespace":
 		// A relation, type or schema named by its OID (an integer);
 		// CAST('name' AS regclass) looks the name up.

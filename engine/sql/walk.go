@@ -102,6 +102,10 @@ func Walk(n Node, fn func(Node) bool) {
 		Walk(n.Query, fn)
 	case *Subquery:
 		Walk(n.Query, fn)
+	case *ArraySubquery:
+		Walk(n.Query, fn)
+	case *FieldSelect:
+		expr(n.X)
 	case *Like:
 		expr(n.X)
 		expr(n.Pattern)

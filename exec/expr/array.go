@@ -2,6 +2,7 @@ package expr
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"time"
 
@@ -26,6 +27,29 @@ import (
 // brace, quote or backslash, with \ before " and \ inside quotes; booleans
 // are t and f there, as PostgreSQL's boolout prints them.
 
+// int2vector (PostgreSQL's type of pg_index.indkey and indoption) is an
+// array of integers whose subscripts start at 0 and whose text form is
+// its elements separated by spaces ("1 3"); it is an Arrow list whose item
+// field is named "int2vector" (Int2VectorArrow), so that it survives
+// plans, batches and Arrow IPC as its own type.
+
+// Int2VectorArrow is the Arrow type of int2vector.
+var Int2VectorArrow arrow.DataType = arrow.ListOfField(arrow.Field{Name: "int2vector", Type: arrow.PrimitiveTypes.Int32, Nullable: true})
+
+// IsInt2Vector reports the int2vector type.
+func IsInt2Vector(t arrow.DataType) bool {
+	lt, ok := t.(*arrow.ListType)
+	return ok && lt.ElemField().Name == "int2vector"
+}
+
+// arrayLower is the subscript of an array type's first element.
+func arrayLower(t arrow.DataType) int64 {
+	if IsInt2Vector(t) {
+		return 0
+	}
+	return 1
+}
+
 // The array functions of KindCall expressions.
 const (
 	FnArray         = "array"           // ARRAY[a, b, ...] [0-]: the arguments are of the element type
@@ -38,7 +62,12 @@ const (
 	FnArrayAny      = "array_any"       // x op ANY (a) [3]: Args[0] the operator's Fn as a string literal
 	FnArrayAll      = "array_all"       // x op ALL (a) [3]
 	FnArrayCmp      = "array_cmp"       // a op b over arrays [3]: Args[0] the operator's Fn; element by element
+	FnArrayCat      = "array_cat"       // a || b over arrays [2]: a's elements then b's; a NULL array adds none, both NULL give NULL
+	FnIntSeries     = "int_series"      // int_series(start, stop [, step]) bigint[] [2-3]: generate_series's values as an array (NULL for a NULL argument)
 )
+
+// maxSeriesArray bounds the values of one row's int_series.
+const maxSeriesArray = 10_000_000
 
 // ArrowList is the Arrow type of an array of elem.
 func ArrowList(elem arrow.DataType) arrow.DataType { return arrow.ListOf(elem) }
@@ -110,6 +139,13 @@ func (b *vbuild) addStr(s []byte) {
 func (b *vbuild) addI32(x int32) {
 	b.v.nulls = append(b.v.nulls, false)
 	b.v.i32 = append(b.v.i32, x)
+	b.n++
+}
+
+// addI64 appends an int64 (pI64 only).
+func (b *vbuild) addI64(x int64) {
+	b.v.nulls = append(b.v.nulls, false)
+	b.v.i64 = append(b.v.i64, x)
 	b.n++
 }
 
@@ -580,7 +616,15 @@ func (c *arrayCastNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 				offs = append(offs, int32(texts.n))
 				continue
 			}
-			elems, en, ok := ParseArrayText(string(xv.strAt(i)))
+			var elems []string
+			var en []bool
+			ok := true
+			if IsInt2Vector(c.to) {
+				elems = strings.Fields(string(xv.strAt(i)))
+				en = make([]bool, len(elems))
+			} else {
+				elems, en, ok = ParseArrayText(string(xv.strAt(i)))
+			}
 			if !ok {
 				return nil, nferr.Dataf("malformed array literal: %q in %s", string(xv.strAt(i)), c.desc)
 			}
@@ -634,7 +678,7 @@ func (c *arrayCastNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 			continue
 		}
 		s, e := l.ValueOffsets(int(i))
-		buf = AppendArrayText(buf[:0], ev, int32(s), int32(e))
+		buf = appendText(buf[:0], IsInt2Vector(c.from), ev, int32(s), int32(e))
 		out.addStr(buf)
 	}
 	return out.done(), nil
@@ -655,6 +699,25 @@ func AppendArrayText(dst []byte, ev *vec, s, e int32) []byte {
 		dst = AppendArrayElem(dst, ev.strAt(j))
 	}
 	return append(dst, '}')
+}
+
+// appendText appends an array's text form, or an int2vector's (its
+// elements separated by spaces).
+func appendText(dst []byte, vector bool, ev *vec, s, e int32) []byte {
+	if !vector {
+		return AppendArrayText(dst, ev, s, e)
+	}
+	for j := s; j < e; j++ {
+		if j > s {
+			dst = append(dst, ' ')
+		}
+		if ev.isNull(j) {
+			dst = append(dst, "NULL"...)
+			continue
+		}
+		dst = append(dst, ev.strAt(j)...)
+	}
+	return dst
 }
 
 // castChild casts a whole child array to et.
@@ -691,9 +754,10 @@ func ArrayTexts(a arrow.Array) (func(i int) string, error) {
 	if err != nil {
 		return nil, err
 	}
+	vector := IsInt2Vector(a.DataType())
 	return func(i int) string {
 		s, e := l.ValueOffsets(i)
-		return string(AppendArrayText(nil, ev, int32(s), int32(e)))
+		return string(appendText(nil, vector, ev, int32(s), int32(e)))
 	}, nil
 }
 
@@ -768,15 +832,80 @@ func (c *compiler) compileArray(e *Expr, args []node, desc string) (node, error)
 			return nil, err
 		}
 		r.t = ArrayElem(args[0].dt())
+		lower := arrayLower(args[0].dt())
 		r.fn = func(r *rowNode, i int32) error {
 			lv := r.views[0]
 			s, en := lv.rng(i)
-			k := r.ins[1].i64[i]
+			k := r.ins[1].i64[i] - lower + 1
 			if k < 1 || k > int64(en-s) {
 				r.out.null()
 				return nil
 			}
 			r.out.add(lv.ev, s+int32(k-1))
+			return nil
+		}
+		return r, nil
+	case FnArrayCat:
+		if err := arity(e, 2, 2); err != nil {
+			return nil, err
+		}
+		if err := arr(0); err != nil {
+			return nil, err
+		}
+		if err := arr(1); err != nil {
+			return nil, err
+		}
+		if !arrow.TypeEqual(args[0].dt(), args[1].dt()) {
+			return nil, nferr.Internalf("array_cat of %s and %s in %s", TypeName(args[0].dt()), TypeName(args[1].dt()), desc)
+		}
+		r.t, r.strict = ArrowList(ArrayElem(args[0].dt())), false
+		r.fn = func(r *rowNode, i int32) error {
+			if r.ins[0].isNull(i) && r.ins[1].isNull(i) {
+				r.lb.null()
+				return nil
+			}
+			for k := 0; k < 2; k++ {
+				if r.ins[k].isNull(i) {
+					continue
+				}
+				s, en := r.views[k].rng(i)
+				for j := s; j < en; j++ {
+					r.lb.elems.add(r.views[k].ev, j)
+				}
+			}
+			r.lb.end()
+			return nil
+		}
+		return r, nil
+	case FnIntSeries:
+		if err := arity(e, 2, 3); err != nil {
+			return nil, err
+		}
+		for i := range args {
+			if err := integer(i); err != nil {
+				return nil, err
+			}
+		}
+		r.t = ArrowList(arrow.PrimitiveTypes.Int64)
+		r.fn = func(r *rowNode, i int32) error {
+			start, stop, step := r.ins[0].i64[i], r.ins[1].i64[i], int64(1)
+			if len(r.ins) == 3 {
+				step = r.ins[2].i64[i]
+			}
+			if step == 0 {
+				return nferr.Queryf("step size cannot equal zero")
+			}
+			n := 0
+			for v := start; (step > 0 && v <= stop) || (step < 0 && v >= stop); v += step {
+				if n++; n > maxSeriesArray {
+					return nferr.Resourcef("generate_series of a row's columns: more than %d values in %s", maxSeriesArray, desc)
+				}
+				r.lb.elems.addI64(v)
+				if (step > 0 && v > math.MaxInt64-step) || (step < 0 && v < math.MinInt64-step) {
+					break // the next value would overflow: past stop
+				}
+			}
+			r.lb.end()
 			return nil
 		}
 		return r, nil
@@ -1089,6 +1218,43 @@ func broadcastList(t arrow.DataType, one arrow.Array, null bool, m int) arrow.Ar
 		lb.end()
 	}
 	return lb.vec(t).arr
+}
+
+// gatherLists merges the array vectors of a CASE's branches (parts,
+// each over its rows) into one of type lt; a row no part has is NULL.
+func gatherLists(lt arrow.DataType, parts []part, sel []int32, n int) (*vec, error) {
+	which := make([]int, n)
+	for i := range which {
+		which[i] = -1
+	}
+	views := make([]listView, len(parts))
+	for p, pt := range parts {
+		if err := views[p].load(pt.v, ArrayElem(lt)); err != nil {
+			return nil, err
+		}
+		for _, i := range pt.rows {
+			which[i] = p
+		}
+	}
+	ek, _ := kindOf(ArrayElem(lt))
+	lb := newListBuild(ek, n)
+	in := inSel{sel: sel}
+	for i := int32(0); i < int32(n); i++ {
+		p := -1
+		if in.next(i) {
+			p = which[i]
+		}
+		if p < 0 || parts[p].v.isNull(i) {
+			lb.null()
+			continue
+		}
+		s, e := views[p].rng(i)
+		for j := s; j < e; j++ {
+			lb.elems.add(views[p].ev, j)
+		}
+		lb.end()
+	}
+	return lb.vec(lt), nil
 }
 
 // listToArray copies the rows of a pList vector that p places into a new

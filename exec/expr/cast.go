@@ -84,7 +84,7 @@ func newCast(x node, to arrow.DataType, desc string, loc *time.Location) (node, 
 	if from.ID() == arrow.NULL {
 		return newNullConst(to), nil
 	}
-	if (IsArray(from) || IsArray(to)) && !arrow.TypeEqual(from, to) {
+	if (IsArray(from) || IsArray(to)) && (!arrow.TypeEqual(from, to) || IsInt2Vector(from) != IsInt2Vector(to)) {
 		return newArrayCast(x, to, desc, loc)
 	}
 	c := &castNode{x: x, from: from, to: to, desc: desc, loc: loc}

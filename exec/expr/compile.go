@@ -1128,7 +1128,7 @@ func (c *compiler) compile(e *Expr) (node, error) {
 // cast converts x to type to (a no-op when the types are equal); desc names
 // the expression in runtime errors.
 func (c *compiler) cast(x node, to arrow.DataType, desc string) (node, error) {
-	if arrow.TypeEqual(x.dt(), to) {
+	if arrow.TypeEqual(x.dt(), to) && IsInt2Vector(x.dt()) == IsInt2Vector(to) {
 		return x, nil
 	}
 	n, err := newCast(x, to, desc, c.loc)
@@ -1333,8 +1333,10 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 		n, err = c.compileToCharNumber(args, desc)
 	case FnJSONGet, FnJSONGetText, FnJSONPath, FnJSONPathText:
 		n, err = c.compileJSON(e, args, desc)
-	case FnArray, FnArraySub, FnArrayLength, FnCardinality, FnArrayToString, FnStringToArray, FnArrayPosition, FnArrayAny, FnArrayAll, FnArrayCmp:
+	case FnArray, FnArraySub, FnArrayLength, FnCardinality, FnArrayToString, FnStringToArray, FnArrayPosition, FnArrayAny, FnArrayAll, FnArrayCmp, FnIntSeries, FnArrayCat:
 		n, err = c.compileArray(e, args, desc)
+	case FnBitAnd, FnBitOr:
+		n, err = c.compileBitwise(e, args, desc)
 	default:
 		return nil, nferr.Queryf("unknown function %q in %s", e.Fn, desc)
 	}

@@ -56,6 +56,9 @@ type Type struct {
 	Scale     int32  `json:"s,omitempty"`
 	// Elem is the element type of a TypeArray.
 	Elem *Type `json:"elem,omitempty"`
+	// Vector marks a TypeArray of Int32 as PostgreSQL's int2vector (the
+	// catalogs' pg_index.indkey): subscripts from 0, text "1 2" (array.go).
+	Vector bool `json:"vector,omitempty"`
 }
 
 // ArrayOf is the type elem[].
@@ -93,6 +96,9 @@ func (t Type) Validate() error {
 	case TypeArray:
 		if t.Elem == nil || t.Elem.ID == TypeArray || t.Elem.ID == TypeNull {
 			return nferr.Queryf("an array type needs a scalar element type")
+		}
+		if t.Vector && t.Elem.ID != TypeInt32 {
+			return nferr.Queryf("an int2vector holds integers, not %s", t.Elem)
 		}
 		return t.Elem.Validate()
 	case TypeDecimal:
@@ -143,6 +149,9 @@ func (t Type) Arrow() arrow.DataType {
 		if t.Elem == nil {
 			return nil
 		}
+		if t.Vector {
+			return Int2VectorArrow
+		}
 		return ArrowList(t.Elem.Arrow())
 	}
 	return nil
@@ -191,7 +200,9 @@ func TypeOf(dt arrow.DataType) (Type, error) {
 		if err != nil || et.ID == TypeArray || et.ID == TypeNull {
 			break
 		}
-		return ArrayOf(et), nil
+		at := ArrayOf(et)
+		at.Vector = IsInt2Vector(dt)
+		return at, nil
 	}
 	return Type{}, nferr.Queryf("unsupported column type %s", dt)
 }
@@ -226,6 +237,9 @@ func (t Type) String() string {
 	case TypeDecimal:
 		return fmt.Sprintf("DECIMAL(%d,%d)", t.Precision, t.Scale)
 	case TypeArray:
+		if t.Vector {
+			return "INT2VECTOR"
+		}
 		if t.Elem != nil {
 			return t.Elem.String() + "[]"
 		}

@@ -669,6 +669,9 @@ func (x *caseNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 		parts = append(parts, part{rows: rem, v: v})
 	}
 	x.parts = parts
+	if x.k == pList {
+		return gatherLists(x.t, parts, sel, b.n)
+	}
 	gather(&x.v, x.k, parts, sel, b.n, &x.which, &x.nl)
 	return &x.v, nil
 }
@@ -747,6 +750,9 @@ func (x *coalesceNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 		rem = nul
 	}
 	x.parts = parts
+	if x.k == pList {
+		return gatherLists(x.t, parts, sel, b.n)
+	}
 	gather(&x.v, x.k, parts, sel, b.n, &x.which, &x.nl)
 	return &x.v, nil
 }

@@ -102,6 +102,13 @@ func LiteralAt(a arrow.Array, i int) (Expr, error) {
 		return lit(t, string(appendDecimal64(nil, int64(v.Value(i)), t.Scale))), nil
 	case *array.Decimal128:
 		return lit(t, string(appendDecimal128(nil, v.Value(i), t.Scale))), nil
+	case *array.List:
+		// An array: its text form cast back to its type.
+		text, err := ArrayTexts(v)
+		if err != nil {
+			return Expr{}, err
+		}
+		return Cast(LitString(text(i)), t), nil
 	}
 	return Expr{}, nferr.Queryf("a value of type %s cannot be a parameter", t)
 }

@@ -154,7 +154,7 @@ select t.* + 1 from t
 ----
 select a.b.c.d.e from t
 ----
-select 'é' & 1
+select 'é' @ 1
 ----
 create external table e stored as parquet
 ----

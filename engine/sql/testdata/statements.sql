@@ -134,3 +134,5 @@ select a similar to 'x%' escape '!', b not similar to '(a|b)_' from t;
 select array[1, 2, a], array[]::int[], a[1], (array[1,2])[2], '{1,NULL}'::bigint[], cast(b as text array), c::int2vector from t;
 select a from t where 1 = any (t.arr) and x <> all (string_to_array(s, ',')) and y = any (array[1] || z);
 create table arr_t (a integer[], b text[][], c bigint array);
+select array(select x from t order by 1), x || array[1], current_date from unnest(array[1, 2]) with ordinality as u(x, n), pg_catalog.generate_series(1, 3) g;
+select (information_schema._pg_expandarray(k)).n, 6 & 3 | 1, (t.rec).x from t;

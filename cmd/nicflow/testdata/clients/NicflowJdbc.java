@@ -6,7 +6,10 @@
 // rows (fields separated by U+001F, NULL empty), or U+0015 SQLSTATE and
 // the message, then a line holding only U+001E. A script "!tables" lists
 // DatabaseMetaData.getTables (name, type), "!columns T" getColumns of T
-// (name, type name, nullable), as JDBC tools browse a database.
+// (name, type name, nullable), "!primarykeys T" getPrimaryKeys (column,
+// position, name), "!indexes T" getIndexInfo (index, non-unique, column,
+// position), "!importedkeys T" getImportedKeys (referenced table and
+// column, column, position, name), as JDBC tools browse a database.
 import java.io.*;
 import java.nio.charset.StandardCharsets;
 import java.sql.*;
@@ -44,18 +47,43 @@ public class NicflowJdbc {
 
     static void run(Connection c, String script, PrintStream out) throws SQLException {
         String s0 = script.trim();
-        if (s0.equals("!tables") || s0.startsWith("!columns ")) {
+        if (s0.startsWith("!")) {
             DatabaseMetaData md = c.getMetaData();
-            boolean tables = s0.equals("!tables");
-            String[] cols = tables ? new String[]{"TABLE_NAME", "TABLE_TYPE"} : new String[]{"COLUMN_NAME", "TYPE_NAME", "NULLABLE"};
+            String[] w = s0.split(" ", 2);
+            String t = w.length > 1 ? w[1] : null;
+            String[] cols;
+            ResultSet rs;
+            switch (w[0]) {
+                case "!tables":
+                    cols = new String[]{"TABLE_NAME", "TABLE_TYPE"};
+                    rs = md.getTables(null, null, "%", new String[]{"TABLE", "VIEW"});
+                    break;
+                case "!columns":
+                    cols = new String[]{"COLUMN_NAME", "TYPE_NAME", "NULLABLE"};
+                    rs = md.getColumns(null, null, t, "%");
+                    break;
+                case "!primarykeys":
+                    cols = new String[]{"COLUMN_NAME", "KEY_SEQ", "PK_NAME"};
+                    rs = md.getPrimaryKeys(null, null, t);
+                    break;
+                case "!indexes":
+                    cols = new String[]{"INDEX_NAME", "NON_UNIQUE", "COLUMN_NAME", "ORDINAL_POSITION"};
+                    rs = md.getIndexInfo(null, null, t, false, false);
+                    break;
+                case "!importedkeys":
+                    cols = new String[]{"PKTABLE_NAME", "PKCOLUMN_NAME", "FKCOLUMN_NAME", "KEY_SEQ", "FK_NAME"};
+                    rs = md.getImportedKeys(null, null, t);
+                    break;
+                default:
+                    throw new SQLException("unknown command " + w[0], "42000");
+            }
             out.println(String.join("\u001f", cols));
-            try (ResultSet rs = tables ? md.getTables(null, null, "%", new String[]{"TABLE", "VIEW"})
-                    : md.getColumns(null, null, s0.substring(9), "%")) {
-                while (rs.next()) {
+            try (ResultSet r = rs) {
+                while (r.next()) {
                     StringBuilder b = new StringBuilder();
                     for (int i = 0; i < cols.length; i++) {
                         if (i > 0) b.append('\u001f');
-                        b.append(rs.getString(cols[i]));
+                        b.append(r.getString(cols[i]));
                     }
                     out.println(b);
                 }

@@ -1,6 +1,8 @@
 # SQLAlchemy (with psycopg2) and pandas against nicflow serve, as an
-# analyst calls them: connect, the inspector, read_sql with parameters,
-# dates and NULLs, to_sql create and append, read back equal. Run by
+# analyst calls them: connect, the inspector (tables, columns, views,
+# primary keys, foreign keys, indexes, unique and check constraints),
+# read_sql with parameters, dates, NULLs and arrays, to_sql create,
+# append and replace, read back equal. Run by
 # TestServeSQLAlchemy (cmd/nicflow/clients_test.go): python3 THIS HOST PORT.
 # It prints "ok" and exits 0, or fails with the first difference.
 import datetime
@@ -43,9 +45,18 @@ check("get_view_names", "py_asia" in insp.get_view_names(), True)
 with e.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
     c.execute(sa.text("drop table if exists py_child"))
     c.execute(sa.text("drop table if exists py_parent"))
-    c.execute(sa.text("create table py_parent (id int primary key)"))
-    c.execute(sa.text("create table py_child (cid int primary key, pid int references py_parent (id), qty int check (qty > 0))"))
+    c.execute(sa.text("create table py_parent (id int primary key, code text unique)"))
+    c.execute(sa.text("create table py_child (cid int primary key, pid int references py_parent (id), qty int check (qty > 0), note text)"))
+    c.execute(sa.text("create index py_child_qn on py_child (qty, note)"))
 insp = sa.inspect(e)
+# Keys and indexes (pg_index.indkey, an int2vector, read with unnest,
+# generate_subscripts, indkey::varchar and = ANY; pg_constraint.conkey).
+check("get_pk_constraint", insp.get_pk_constraint("py_child"), {"constrained_columns": ["cid"], "name": "py_child_pkey"})
+check("get_pk_constraint of a table without one", insp.get_pk_constraint("nation"), {"constrained_columns": [], "name": None})
+check("get_indexes", [(i["name"], i["unique"], i["column_names"]) for i in insp.get_indexes("py_child")], [("py_child_qn", False, ["qty", "note"])])
+check("get_indexes of a unique constraint", [(i["name"], i["unique"], i["column_names"], i.get("duplicates_constraint")) for i in insp.get_indexes("py_parent")],
+      [("py_parent_code_key", True, ["code"], "py_parent_code_key")])
+check("get_unique_constraints", insp.get_unique_constraints("py_parent"), [{"name": "py_parent_code_key", "column_names": ["code"]}])
 fks = [(f["name"], f["constrained_columns"], f["referred_table"], f["referred_columns"]) for f in insp.get_foreign_keys("py_child")]
 check("get_foreign_keys", fks, [("py_child_pid_fkey", ["pid"], "py_parent", ["id"])])
 check("get_check_constraints", insp.get_check_constraints("py_child"), [{"name": "py_child_qty_check", "sqltext": "qty > 0"}])
@@ -76,4 +87,10 @@ with e.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
     people.to_sql("py_people", c, if_exists="append", index=False)
     check("to_sql append", pd.read_sql("select count(*) as n from py_people", c)["n"][0], 6)
     check("has_table(py_people)", sa.inspect(c).has_table("py_people"), True)
+    # replace reflects the table (its keys and indexes), drops it and
+    # creates it again.
+    people.to_sql("py_people", c, if_exists="replace", index=False)
+    check("to_sql replace", pd.read_sql("select count(*) as n from py_people", c)["n"][0], 3)
+    # Arrays come back as Python lists (array type OIDs on the wire).
+    check("an array result", c.execute(sa.text("select array[1, null, 3] as a, string_to_array('x,y', ',') as b")).fetchone(), ([1, None, 3], ["x", "y"]))
 print("ok")
