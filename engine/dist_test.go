@@ -58,7 +58,7 @@ func TestAdaptivePlansTPCH(t *testing.T) {
 				t.Fatalf("Q%d: %v", q, err)
 			}
 			waves := 0
-			got, err := dist.Adapt(t.Context(), dp, "test", func(_ context.Context, wave *dist.DistPlan) (map[string][]phys.HeldPart, error) {
+			got, err := dist.Adapt(t.Context(), dp, "test", func(_ context.Context, wave *dist.DistPlan) (map[string][]phys.HeldPart, *dist.DistStats, error) {
 				waves++
 				checkWave(t, fmt.Sprintf("Q%d wave %d", q, waves), wave)
 				out := map[string][]phys.HeldPart{}
@@ -69,7 +69,7 @@ func TestAdaptivePlansTPCH(t *testing.T) {
 						}
 					}
 				}
-				return out, nil
+				return out, nil, nil
 			})
 			if err != nil {
 				t.Fatalf("Q%d %s: %v", q, c.name, err)
@@ -97,7 +97,7 @@ func TestAdaptiveCoalescePlans(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Q%d: %v", q, err)
 		}
-		got, err := dist.Adapt(t.Context(), dp, "test", func(_ context.Context, wave *dist.DistPlan) (map[string][]phys.HeldPart, error) {
+		got, err := dist.Adapt(t.Context(), dp, "test", func(_ context.Context, wave *dist.DistPlan) (map[string][]phys.HeldPart, *dist.DistStats, error) {
 			out := map[string][]phys.HeldPart{}
 			for _, s := range wave.Stages {
 				if s.Out != nil && s.Out.Kind == exec.ExchangeHeld {
@@ -106,7 +106,7 @@ func TestAdaptiveCoalescePlans(t *testing.T) {
 					}
 				}
 			}
-			return out, nil
+			return out, nil, nil
 		})
 		if err != nil {
 			t.Fatalf("Q%d: %v", q, err)
