@@ -120,8 +120,14 @@ func TestClusterLatencyMetrics(t *testing.T) {
 	if s := metricSum(after, "nicflow_query_seconds_sum"); s <= 0 {
 		t.Errorf("nicflow_query_seconds_sum = %v", s)
 	}
-	if d := metricSum(after, "nicflow_stage_seconds_count", `result="ok"`) - metricSum(before, "nicflow_stage_seconds_count", `result="ok"`); d < 6 {
-		t.Errorf("coordinator nicflow_stage_seconds_count{result=ok} grew by %v, want at least 2 stages a query; plan:\n%s", d, plan)
+	// NB: a stage whose last task ends after the root stage delivered the
+	// result may be recorded as canceled (seen once under make test's load:
+	// 5 ok of 6); it is not an error.
+	stages := func(m string) float64 {
+		return metricSum(m, "nicflow_stage_seconds_count", `result="ok"`) + metricSum(m, "nicflow_stage_seconds_count", `result="canceled"`)
+	}
+	if d := stages(after) - stages(before); d < 6 {
+		t.Errorf("coordinator nicflow_stage_seconds_count{result=ok|canceled} grew by %v, want at least 2 stages a query; plan:\n%s", d, plan)
 	}
 	for _, c := range []struct {
 		name string
