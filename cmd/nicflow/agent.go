@@ -140,15 +140,9 @@ func runAgent(cmd *cobra.Command, _ []string) error {
 	switch f.device {
 	case "cpu", "":
 	case "nic":
-		o := shuffle.NICOptions{Engines: f.nicEngines}
-		if f.nicCPUs != "" {
-			if o.CPUs, err = parseCPUList(f.nicCPUs); err != nil {
-				return usagef("--nic-cpus: %v", err)
-			}
-		}
-		dev, err := shuffle.NewNICDevice(o)
+		dev, err := startNICDevice(f.nicEngines, f.nicCPUs, "--nic-cpus")
 		if err != nil {
-			return usagef("%v", err)
+			return err
 		}
 		defer dev.Close()
 		opts.Device = dev

@@ -20,6 +20,24 @@ var workerDecodeFlags struct {
 	cpus    string
 }
 
+// startNICDevice starts an emulated NIC engine of engines threads pinned
+// to the CPU list cpus (named by the flag cpusFlag in errors; "" pins
+// nothing): the agent's --device nic and the worker's --decode-device nic.
+func startNICDevice(engines int, cpus, cpusFlag string) (*shuffle.NICDevice, error) {
+	o := shuffle.NICOptions{Engines: engines}
+	if cpus != "" {
+		var err error
+		if o.CPUs, err = parseCPUList(cpus); err != nil {
+			return nil, usagef("%s: %v", cpusFlag, err)
+		}
+	}
+	dev, err := shuffle.NewNICDevice(o)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	return dev, nil
+}
+
 // startDecodeDevice routes the process's Parquet page decompression to
 // the device the flags name; the returned stop closes it ("cpu": nothing
 // to start).
@@ -35,15 +53,9 @@ func startDecodeDevice() (stop func(), err error) {
 	default:
 		return nil, usagef("--decode-device %q: want cpu or nic", f.device)
 	}
-	o := shuffle.NICOptions{Engines: f.engines}
-	if f.cpus != "" {
-		if o.CPUs, err = parseCPUList(f.cpus); err != nil {
-			return nil, usagef("--decode-cpus: %v", err)
-		}
-	}
-	dev, err := shuffle.NewNICDevice(o)
+	dev, err := startNICDevice(f.engines, f.cpus, "--decode-cpus")
 	if err != nil {
-		return nil, usagef("%v", err)
+		return nil, err
 	}
 	restore, err := shuffle.OffloadParquetDecompression(dev)
 	if err != nil {

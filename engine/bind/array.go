@@ -168,7 +168,7 @@ func (b *binder) arrayFunc(name string, args []plan.Expr) (plan.Expr, error) {
 		return fmt.Errorf("function %s: argument %d must be %s, not %s", name, i+1, what, plan.TypeString(at))
 	}
 	switch name {
-	case "array_length", "array_upper":
+	case "array_length", "array_upper", "array_lower":
 		if err := arity(2, 2); err != nil {
 			return nil, err
 		}
@@ -179,19 +179,11 @@ func (b *binder) arrayFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			return nil, err
 		}
 		// array_upper(a, 1) is the length: PostgreSQL's arrays here start at 1.
-		return b.newCall(expr.FnArrayLength, plan.TypInt32, args...), nil
-	case "array_lower":
-		if err := arity(2, 2); err != nil {
-			return nil, err
-		}
-		if err := arr(0); err != nil {
-			return nil, err
-		}
-		if err := typed(1, plan.TypInt64, "an integer"); err != nil {
-			return nil, err
-		}
-		// 1 where the dimension exists (array_length is not NULL).
 		n := b.newCall(expr.FnArrayLength, plan.TypInt32, args...)
+		if name != "array_lower" {
+			return n, nil
+		}
+		// array_lower: 1 where the dimension exists (array_length is not NULL).
 		return &plan.CaseExpr{Whens: []plan.Expr{b.newCall(plan.FnNotNull, plan.TypBool, n)}, Thens: []plan.Expr{&plan.Const{Typ: plan.TypInt32, Val: int32(1)}},
 			Else: plan.NullConst(plan.TypInt32), Typ: plan.TypInt32}, nil
 	case "cardinality":
