@@ -6,6 +6,15 @@
 //	Build (build.go)        *PhysPlan -> exec operators (Executable)
 //	ExplainPhysical         *PhysPlan [+ EXPLAIN ANALYZE OpStats] -> text
 //
+// plan.go holds the planner's core: the dispatch on the logical node kind,
+// layouts, column pruning and exchanges. Each logical operator is lowered
+// in its own file: scan.go (table scans and their storage predicates),
+// lower_project.go (filter, project, unnest, values, shared scans),
+// aggregate.go, join.go (hash, nested-loop and single joins), sort.go
+// (sort, top-N, limit, distinct), setop.go (UNION/INTERSECT/EXCEPT) and
+// window.go; apply.go and recursive.go lower correlated and recursive
+// subqueries.
+//
 // A PhysNode has Streams parallel output streams (phys.go lists the rule
 // per operator kind); exchanges (gather, hash repartition, broadcast,
 // ordered merge) change the count, and the distributed planner cuts plans

@@ -1,0 +1,99 @@
+package phys
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/nicflow/nicflow/engine/plan"
+	"github.com/nicflow/nicflow/exec"
+)
+
+func (pl *physPlanner) aggregate(n *plan.AggregateNode) (*pnode, error) {
+	inNeed := plan.ColSet{}
+	var exprs []plan.Expr
+	for _, g := range n.Groups {
+		inNeed.AddAll(plan.ColsOf(g))
+		exprs = append(exprs, g)
+	}
+	for _, a := range n.Aggs {
+		if a.Arg != nil {
+			inNeed.AddAll(plan.ColsOf(a.Arg))
+			exprs = append(exprs, a.Arg)
+		}
+	}
+	in, err := pl.plan(n.Input, inNeed)
+	if err != nil {
+		return nil, err
+	}
+	in, pos, err := pl.ensure(in, exprs)
+	if err != nil {
+		return nil, err
+	}
+	spec := exec.HashAggSpec{GroupCols: pos[:len(n.Groups)]}
+	k := len(n.Groups)
+	distinct := false
+	for i, a := range n.Aggs {
+		as := exec.AggSpec{Func: exec.AggFunc(a.Fn), Distinct: a.Distinct, Name: n.AggCols[i].Name, Sep: a.Sep, Quantile: a.Quantile, Desc: a.Desc}
+		if a.Arg != nil {
+			as.Arg = pos[k]
+			k++
+		}
+		// NB: "distinct" is any aggregate needing a group's rows in one
+		// place (DISTINCT, quantiles): no partial and final split.
+		distinct = distinct || exec.NeedsAllRows(as)
+		spec.Aggs = append(spec.Aggs, as)
+	}
+	var layout []plan.ColumnID
+	for _, c := range n.GroupCols {
+		layout = append(layout, c.ID)
+	}
+	for _, c := range n.AggCols {
+		layout = append(layout, c.ID)
+	}
+	groups := pl.est.Rows(n)
+	var out *pnode
+	switch {
+	case pl.opts.Local && !distinct && len(spec.GroupCols) > 0 && segmentScan(in.n, spec.GroupCols) != nil && pl.use(RuleSegmentedAgg):
+		// Every group's rows are in one stream and one row group: no
+		// repartition, and groups are emitted a row group at a time.
+		spec.Segmented = true
+		out, err = pl.node(&PhysNode{Kind: PhysHashAgg, Streams: in.n.Streams, Agg: &spec}, layout, groups, in)
+	case in.n.Streams == 1:
+		out, err = pl.node(&PhysNode{Kind: PhysHashAgg, Streams: 1, Agg: &spec}, layout, groups, in)
+	case distinct && len(spec.GroupCols) == 0:
+		out, err = pl.node(&PhysNode{Kind: PhysHashAgg, Streams: 1, Agg: &spec}, layout, groups, pl.gather(in))
+	case len(spec.GroupCols) > 0 && (distinct || n.Dedup || groups > pl.opts.RepartitionGroups && pl.use(RuleRepartitionAgg)):
+		var rp *pnode
+		if rp, err = pl.repartition(in, spec.GroupCols); err == nil {
+			out, err = pl.node(&PhysNode{Kind: PhysHashAgg, Streams: rp.n.Streams, Agg: &spec}, layout, groups, rp)
+		}
+	default:
+		partial, final, serr := exec.SplitAgg(spec)
+		if serr != nil {
+			return nil, serr
+		}
+		// The partial's layout: group keys, then each aggregate's states.
+		var pLayout []plan.ColumnID
+		pLayout = append(pLayout, layout[:len(n.GroupCols)]...)
+		for range partialWidth(partial, in.schema) - len(n.GroupCols) {
+			pLayout = append(pLayout, pl.newSynth())
+		}
+		pn, perr := pl.node(&PhysNode{Kind: PhysHashAgg, Streams: in.n.Streams, Agg: &partial}, pLayout, groups*float64(in.n.Streams), in)
+		if perr != nil {
+			return nil, perr
+		}
+		out, err = pl.node(&PhysNode{Kind: PhysHashAgg, Streams: 1, Agg: &final}, layout, groups, pl.gather(pn))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return pl.castTo(out, n.Columns())
+}
+
+// partialWidth is the number of columns of a partial aggregate's output.
+func partialWidth(spec exec.HashAggSpec, in *arrow.Schema) int {
+	a, err := exec.NewHashAgg(schemaStub{in}, spec)
+	if err != nil {
+		return len(spec.GroupCols) + len(spec.Aggs)
+	}
+	defer a.Close()
+	return a.Schema().NumFields()
+}
