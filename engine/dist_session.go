@@ -300,7 +300,7 @@ func (s *Session) replaySet(ctx context.Context, script string, st sql.Statement
 	case name == SettingTimeZone || name == "time zone" || name == SettingQueryRetries || name == SettingTaskRetries ||
 		name == SettingDisabledRules || name == SettingAdaptive || name == SettingSkewRows || name == SettingCoalesceRows || isClientSetting(name):
 	default:
-		return nferr.Queryf("SET %s is not supported on a cluster (it sizes embedded execution; workers size their tasks with their own --memory-limit); supported: timezone, query_retries, disabled_rules, adaptive, adaptive_skew_rows, adaptive_coalesce_rows", x.Name.Name)
+		return nferr.Queryf("SET %s is not supported on a cluster (it sizes embedded execution; workers size their tasks with their own --memory-limit); supported: timezone, query_retries, statement_timeout, disabled_rules, adaptive, adaptive_skew_rows, adaptive_coalesce_rows and the client settings", x.Name.Name)
 	}
 	b, err := PrepareIn(s.catalog(), script, st, s.zone, s.opts.DisabledRules...)
 	if err != nil {
