@@ -965,6 +965,12 @@ func (w *SQLWorker) Start(n *Node, listen string) error {
 	w.mu.Unlock()
 	reg := n.Metrics()
 	reg.MustRegister(w.scanned, w.scannedBytes, w.sent, w.received, w.spilled, w.scanSeconds, w.shuffleSeconds)
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nicflow_held_memory_bytes", Help: "Memory the held outputs of adaptive waves take on this worker now (at most a quarter of its --memory)."},
+		func() float64 { return float64(dist.DefaultHeld.Used()) }))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nicflow_held_disk_bytes", Help: "Bytes of held outputs on this worker's disk now (what did not fit in their memory share), in --spill-dir."},
+		func() float64 { return float64(dist.DefaultHeld.OnDisk()) }))
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "nicflow_held_spilled_bytes_total", Help: "Bytes of held outputs this worker ever wrote to spill files (also in nicflow_spilled_bytes_total)."},
+		func() float64 { return float64(dist.DefaultHeld.Spilled()) }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nicflow_task_memory_bytes", Help: "Memory the tasks on this worker hold now (of its --memory)."},
 		func() float64 { return float64(w.memory.Used()) }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nicflow_shuffle_agent_frames_dropped", Help: "Frames the shuffle agent dropped (no local task took them)."},
@@ -1133,7 +1139,7 @@ func (w *SQLWorker) Execute(ctx context.Context, tc *TaskContext) error {
 	if ctr.Hist != nil {
 		tc.Stats.Hist.Store(&ctr.Hist)
 	}
-	w.spilled.Add(float64(ctr.Spilled.Load()))
+	w.spilled.Add(float64(ctr.Spilled.Load() + ctr.HeldSpilled.Load()))
 	if err != nil && ctx.Err() != nil && !nferr.Is(err, nferr.KindCanceled) {
 		// The query ended (canceled, or failed elsewhere): whatever this
 		// task saw since is a consequence, not the cause.

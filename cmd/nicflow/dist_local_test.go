@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -471,6 +473,68 @@ func TestAdaptiveCoalesce(t *testing.T) {
 			if n := len(res.Plan.Waves[0].Stats.Tasks[s.ID]); n != s.Tasks || !strings.Contains(text, fmt.Sprintf("Stage %d: ", s.ID)) {
 				t.Errorf("wave stage %d: %d task reports of %d, or not shown:\n%s", s.ID, n, s.Tasks, text)
 			}
+		}
+	}
+}
+
+// TestAdaptiveHeldSpill: a held build side larger than its node's held
+// memory (4 KiB here) writes the rest of its rows to spill files; the
+// re-planned query answers as embedded, every file is gone at the end and
+// nothing leaks. With spilling off the wave fails with a resource error
+// and the static plan answers instead.
+func TestAdaptiveHeldSpill(t *testing.T) {
+	sess := adaptiveTables(t)
+	sql := `select count(*), sum(p.v), sum(d.k) from probe p join (select k from dim where a = 3 and b = 3) d on p.k = d.k + 0`
+	want := embeddedAnswer(t, sess, sql)
+	for _, spillDir := range []string{t.TempDir(), "off"} {
+		dq, err := sess.PrepareDistributed(context.Background(), sql, 0, dist.DistOptions{Workers: 4, Parallelism: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		store := dist.NewHeldStore(4 << 10)
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		res, err := dist.RunDistributedLocal(context.Background(), dq.Plan, dist.LocalDistOptions{Source: sess.DB(), Alloc: mem, Held: store, SpillDir: spillDir, BatchSize: 256})
+		if err != nil {
+			t.Fatalf("spill dir %s: %v", spillDir, err)
+		}
+		var got [][]string
+		for _, rec := range res.Records {
+			rows, err := engine.RowsText(rec, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, rows...)
+			rec.Release()
+		}
+		mem.AssertSize(t, 0)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("spill dir %s: answers differ:\nadaptive %v\nembedded %v", spillDir, got, want)
+		}
+		replanned := false
+		for _, st := range res.Plan.Adaptive {
+			replanned = replanned || st.Before != st.After
+		}
+		if store.Used() != 0 || store.OnDisk() != 0 || store.Parts() != 0 {
+			t.Errorf("spill dir %s: %d bytes in memory, %d on disk, %d parts left", spillDir, store.Used(), store.OnDisk(), store.Parts())
+		}
+		if spillDir == "off" {
+			if store.Spilled() != 0 || replanned {
+				t.Errorf("spilling off: %d bytes spilled, re-planned %v (want the static plan)", store.Spilled(), replanned)
+			}
+			continue
+		}
+		if store.Spilled() == 0 || !replanned {
+			t.Errorf("no held rows spilled (%d bytes) or not re-planned (%v)", store.Spilled(), res.Plan.Adaptive)
+		}
+		var files []string
+		filepath.WalkDir(spillDir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				files = append(files, p)
+			}
+			return nil
+		})
+		if len(files) > 0 {
+			t.Errorf("spill files left: %v", files)
 		}
 	}
 }

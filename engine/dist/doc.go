@@ -42,8 +42,10 @@
 // range split read by exactly one task with the part's bounds in its scan
 // filter. A held output is read by one task per part, on the node holding
 // the part (DistPlan.HeldNode), in a stage of its own; it is taken once and
-// is visible only once its task ended without error; a wave's failure for
-// want of memory runs the static plan instead. A coalesced stage
+// is visible only once its task ended without error; what passes the
+// store's memory limit is spilled in order to a file the reader removes;
+// a wave's failure for want of room (spilling off, a full disk) runs the
+// static plan instead. A coalesced stage
 // (Stage.Coalesced) keeps its planned hash partitions: every exchange into
 // it sends planned task t's partitions to task Coalesced[t] (contiguous
 // groups of whole planned tasks, the grain at which its inputs are

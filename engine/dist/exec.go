@@ -352,6 +352,11 @@ type FragmentCounters struct {
 	Sent, Received exec.NetCounters
 	// Spilled is what the task wrote to spill files (set when it ends).
 	Spilled atomic.Int64
+	// HeldSpilled is what a held task wrote to its node's held spill
+	// files (the rows past the store's memory limit), and
+	// HeldSpillFiles counts its files. EXPLAIN ANALYZE shows both on the
+	// held stage's root.
+	HeldSpilled, HeldSpillFiles atomic.Int64
 	// Hist is a held stage's key histogram (phys.HeldPart.Hist; set when
 	// the task ends, nil without StageOut.HistKeys).
 	Hist []int64
@@ -577,7 +582,7 @@ func RunFragment(ctx context.Context, f *Fragment, fe FragmentEnv) (err error) {
 	case f.Out == nil:
 		err = runRootFragment(env, f, fe, ops, ctr)
 	case f.Out.Kind == exec.ExchangeHeld:
-		err = holdFragment(env, f, fe.held(), ops, ctr)
+		err = holdFragment(env, f, fe.held(), fe.SpillDir, ops, ctr)
 	default:
 		err = sendFragment(env, f, xs, ops, ctr)
 	}
@@ -682,6 +687,12 @@ func sendReport(f *Fragment, fe FragmentEnv, stats map[int]*phys.OpStats, ctr *F
 			}
 			r.Scans[id] = sc
 		}
+	}
+	if n := ctr.HeldSpilled.Load(); n > 0 {
+		o := r.Ops[f.Root.ID]
+		o.Spilled += n
+		o.SpillFile += ctr.HeldSpillFiles.Load()
+		r.Ops[f.Root.ID] = o
 	}
 	b, err := json.Marshal(r)
 	if err != nil {

@@ -1,6 +1,7 @@
 package dist
 
 import (
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,20 +28,29 @@ import (
 //
 // Invariants: a part becomes visible only once its stream ended without
 // error (a failed task leaves nothing); a store holds at most its limit in
-// bytes and refuses more with a resource error (the coordinator then runs
-// the query's static plan instead: adaptivity never makes a query fail);
-// parts nobody took (a query that failed between waves) are dropped after
-// HeldTTL.
+// memory, and a stream that would pass it writes the rest of its batches,
+// in order, to a spill file (exec.SpillFileWriter) in the store's spill
+// directory under the task's spill directory root; with spilling off
+// ("off") or a spill write failing (a full disk) the task fails with a
+// resource error and the coordinator runs the query's static plan instead:
+// adaptivity never makes a query fail; parts nobody took (a query that
+// failed between waves) are dropped, their files removed, after HeldTTL.
+// A part's memory is released and its file removed once, by whoever takes
+// it out of the store (a reader, Drop, the TTL sweep, a replacing put).
 
 // HeldTTL is how long a held part waits to be read before it is dropped.
 var HeldTTL = 10 * time.Minute
 
 // HeldStore keeps held parts on one node (one per process: DefaultHeld).
 type HeldStore struct {
-	mu    sync.Mutex
-	parts map[heldKey]*heldStream
-	limit int64
-	used  atomic.Int64
+	mu     sync.Mutex
+	parts  map[heldKey]*heldStream
+	limit  int64
+	used   atomic.Int64
+	spills map[string]*exec.Spill // by root directory
+	// spilled counts the bytes ever written to held spill files, onDisk
+	// those on disk now.
+	spilled, onDisk atomic.Int64
 }
 
 type heldKey struct {
@@ -50,8 +60,14 @@ type heldKey struct {
 
 type heldStream struct {
 	recs  []arrow.RecordBatch
-	bytes int64
-	at    time.Time
+	bytes int64 // of recs, reserved in the store
+	// w writes the batches after recs once the store is full; file is
+	// the finished file (nil: the stream fit in memory).
+	w    *exec.SpillFileWriter
+	file *exec.SpillFile
+	// spilled is what the stream wrote to its file.
+	spilled int64
+	at      time.Time
 }
 
 // NewHeldStore returns a store holding at most limit bytes (<= 0: 1 GiB).
@@ -59,7 +75,7 @@ func NewHeldStore(limit int64) *HeldStore {
 	if limit <= 0 {
 		limit = 1 << 30
 	}
-	return &HeldStore{parts: map[heldKey]*heldStream{}, limit: limit}
+	return &HeldStore{parts: map[heldKey]*heldStream{}, limit: limit, spills: map[string]*exec.Spill{}}
 }
 
 // DefaultHeld is the process's store (workers and in-process runs).
@@ -77,6 +93,31 @@ func (h *HeldStore) SetLimit(limit int64) {
 // Used is the bytes the store holds now.
 func (h *HeldStore) Used() int64 { return h.used.Load() }
 
+// Spilled is the bytes ever written to the store's spill files.
+func (h *HeldStore) Spilled() int64 { return h.spilled.Load() }
+
+// OnDisk is the bytes the store's spill files hold now.
+func (h *HeldStore) OnDisk() int64 { return h.onDisk.Load() }
+
+// spill is the store's spill space under root ("" the OS temporary
+// directory; "off": none, nil).
+func (h *HeldStore) spill(root string) *exec.Spill {
+	if root == "off" {
+		return nil
+	}
+	if root == "" {
+		root = os.TempDir()
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	sp := h.spills[root]
+	if sp == nil {
+		sp = exec.NewSpill(root, "held", 0)
+		h.spills[root] = sp
+	}
+	return sp
+}
+
 // Parts is the number of parts waiting to be read.
 func (h *HeldStore) Parts() int {
 	h.mu.Lock()
@@ -90,37 +131,49 @@ func (h *HeldStore) reserve(n int64) error {
 	h.mu.Unlock()
 	if h.used.Add(n) > limit {
 		h.used.Add(-n)
-		return nferr.Resourcef("adaptive execution: held output exceeds the node's limit of %s", exec.FormatBytes(limit))
+		return nferr.Resourcef("adaptive execution: held output exceeds the node's limit of %s in memory and spilling is off", exec.FormatBytes(limit))
 	}
 	return nil
 }
 
 func (h *HeldStore) put(k heldKey, s *heldStream) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.sweepLocked()
+	gone := h.sweepLocked()
 	if old := h.parts[k]; old != nil {
-		old.release(h)
+		gone = append(gone, old)
 	}
 	s.at = time.Now()
 	h.parts[k] = s
+	h.mu.Unlock()
+	releaseAll(h, gone)
 	// NB: a part nobody takes (its query failed between waves) goes once
 	// its time is up, even if no other query holds anything after it.
 	time.AfterFunc(HeldTTL+time.Second, func() {
 		h.mu.Lock()
-		defer h.mu.Unlock()
-		h.sweepLocked()
+		gone := h.sweepLocked()
+		h.mu.Unlock()
+		releaseAll(h, gone)
 	})
 }
 
-// sweepLocked drops the parts older than HeldTTL.
-func (h *HeldStore) sweepLocked() {
+// sweepLocked takes out the parts older than HeldTTL; the caller releases
+// them after unlocking (removing files under the lock would stall every
+// task of the node that holds or takes a part).
+func (h *HeldStore) sweepLocked() []*heldStream {
 	now := time.Now()
+	var gone []*heldStream
 	for k, old := range h.parts {
 		if now.Sub(old.at) > HeldTTL {
 			delete(h.parts, k)
-			old.release(h)
+			gone = append(gone, old)
 		}
+	}
+	return gone
+}
+
+func releaseAll(h *HeldStore, ss []*heldStream) {
+	for _, s := range ss {
+		s.release(h)
 	}
 }
 
@@ -136,16 +189,34 @@ func (h *HeldStore) take(k heldKey) *heldStream {
 // ended without reading them).
 func (h *HeldStore) Drop(prefix string) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	var gone []*heldStream
 	for k, s := range h.parts {
 		if strings.HasPrefix(k.key, prefix) {
 			delete(h.parts, k)
-			s.release(h)
+			gone = append(gone, s)
 		}
+	}
+	h.mu.Unlock()
+	releaseAll(h, gone)
+}
+
+// release frees the stream's memory and removes its spill file (the
+// caller owns s: it is out of the store or never went in).
+func (s *heldStream) release(h *HeldStore) {
+	s.releaseMemory(h)
+	if s.w != nil {
+		h.onDisk.Add(-s.w.Bytes())
+		s.w.Abort()
+		s.w = nil
+	}
+	if s.file != nil {
+		h.onDisk.Add(-s.file.Bytes())
+		s.file.Remove()
+		s.file = nil
 	}
 }
 
-func (s *heldStream) release(h *HeldStore) {
+func (s *heldStream) releaseMemory(h *HeldStore) {
 	for _, r := range s.recs {
 		r.Release()
 	}
@@ -154,10 +225,53 @@ func (s *heldStream) release(h *HeldStore) {
 	s.bytes = 0
 }
 
+// spillBatch writes d to the stream's spill file, opening it first.
+func (s *heldStream) spillBatch(env *exec.Env, h *HeldStore, sp *exec.Spill, sch *arrow.Schema, d *exec.Batch, over error) error {
+	if s.w == nil {
+		if sp == nil {
+			return over
+		}
+		w, err := sp.CreateFile(sch, "held")
+		if err != nil {
+			return err
+		}
+		s.w = w
+	}
+	before := s.w.Bytes()
+	err := s.w.Write(env.Alloc, d)
+	n := s.w.Bytes() - before
+	s.spilled += n
+	h.spilled.Add(n)
+	h.onDisk.Add(n)
+	return err
+}
+
+// finish completes the stream's spill file, if it has one.
+func (s *heldStream) finish(h *HeldStore) error {
+	if s.w == nil {
+		return nil
+	}
+	before := s.w.Bytes()
+	f, err := s.w.Finish()
+	s.w = nil
+	if err != nil {
+		h.onDisk.Add(-before)
+		return err
+	}
+	s.spilled += f.Bytes() - before
+	h.spilled.Add(f.Bytes() - before)
+	h.onDisk.Add(f.Bytes() - before)
+	s.file = f
+	return nil
+}
+
 // holdFragment runs a held stage's task: every stream's batches go to the
 // node's store under the fragment's key.
-func holdFragment(env *exec.Env, f *Fragment, store *HeldStore, ops []exec.Operator, ctr *FragmentCounters) error {
+// Batches past the store's memory limit go to a spill file per stream
+// under spillDir (FragmentEnv.SpillDir).
+func holdFragment(env *exec.Env, f *Fragment, store *HeldStore, spillDir string, ops []exec.Operator, ctr *FragmentCounters) error {
 	sch := phys.ColumnsSchema(f.Root.Columns)
+	sp := store.spill(spillDir)
 	streams := make([]*heldStream, len(ops))
 	errs := make([]error, len(ops))
 	hists := make([][]int64, len(ops))
@@ -177,10 +291,19 @@ func holdFragment(env *exec.Env, f *Fragment, store *HeldStore, ops []exec.Opera
 		go func() {
 			defer wg.Done()
 			defer op.Close()
-			errs[i] = holdStream(env, op, sch, store, streams[i], ctr, hist)
+			errs[i] = holdStream(env, op, sch, store, sp, streams[i], ctr, hist)
+			if errs[i] == nil {
+				errs[i] = streams[i].finish(store)
+			}
 		}()
 	}
 	wg.Wait()
+	for _, s := range streams {
+		ctr.HeldSpilled.Add(s.spilled)
+		if s.spilled > 0 {
+			ctr.HeldSpillFiles.Add(1)
+		}
+	}
 	if len(f.Out.HistKeys) > 0 && hists[0] != nil {
 		sum := make([]int64, phys.HistBuckets)
 		for _, h := range hists {
@@ -216,7 +339,7 @@ func (k *keyHist) add(b *exec.Batch) {
 	}
 }
 
-func holdStream(env *exec.Env, op exec.Operator, sch *arrow.Schema, store *HeldStore, s *heldStream, ctr *FragmentCounters, hist *keyHist) error {
+func holdStream(env *exec.Env, op exec.Operator, sch *arrow.Schema, store *HeldStore, sp *exec.Spill, s *heldStream, ctr *FragmentCounters, hist *keyHist) error {
 	if err := op.Open(env); err != nil {
 		return err
 	}
@@ -229,20 +352,35 @@ func holdStream(env *exec.Env, op exec.Operator, sch *arrow.Schema, store *HeldS
 		if hist != nil {
 			hist.add(d)
 		}
-		rec := array.NewRecordBatch(sch, d.Cols, int64(d.N))
+		ctr.Out.Rows.Add(int64(d.N))
+		ctr.Out.Batches.Add(1)
 		var n int64
 		for _, c := range d.Cols {
 			n += exec.ArraySize(c)
-			c.Release()
 		}
-		if err := store.reserve(n); err != nil {
-			rec.Release()
+		// NB: once a stream spills, the rest of it spills too, so the
+		// file follows the batches in memory and the order is kept.
+		var over error
+		if s.w == nil {
+			over = store.reserve(n)
+		}
+		if s.w == nil && over == nil {
+			s.recs = append(s.recs, array.NewRecordBatch(sch, d.Cols, int64(d.N)))
+			s.bytes += n
+			releaseCols(d)
+			continue
+		}
+		err = s.spillBatch(env, store, sp, sch, d, over)
+		releaseCols(d)
+		if err != nil {
 			return err
 		}
-		s.recs = append(s.recs, rec)
-		s.bytes += n
-		ctr.Out.Rows.Add(int64(d.N))
-		ctr.Out.Batches.Add(1)
+	}
+}
+
+func releaseCols(d *exec.Batch) {
+	for _, c := range d.Cols {
+		c.Release()
 	}
 }
 
@@ -255,8 +393,7 @@ func heldReaders(store *HeldStore, n *phys.PhysNode, task int, schema *arrow.Sch
 			phys.CloseAll(ops)
 			return nil, nferr.Unavailablef("adaptive execution: held output %s part %d stream %d is not on this node (did the node restart?)", n.Remote.Held, task, s)
 		}
-		src, err := exec.NewBatchSource(schema, hs.recs...)
-		hs.release(store)
+		src, err := heldReader(store, hs, schema)
 		if err != nil {
 			phys.CloseAll(ops)
 			return nil, err
@@ -264,4 +401,27 @@ func heldReaders(store *HeldStore, n *phys.PhysNode, task int, schema *arrow.Sch
 		ops = append(ops, src)
 	}
 	return ops, nil
+}
+
+// heldReader reads a taken part: its batches in memory, then its spill
+// file (removed when the reader closes).
+func heldReader(store *HeldStore, hs *heldStream, schema *arrow.Schema) (exec.Operator, error) {
+	src, err := exec.NewBatchSource(schema, hs.recs...)
+	hs.releaseMemory(store)
+	if err != nil || hs.file == nil {
+		if err != nil {
+			hs.release(store)
+		}
+		return src, err
+	}
+	file := hs.file
+	hs.file = nil
+	store.onDisk.Add(-file.Bytes())
+	u, err := exec.NewUnionAll(src, file.Reader())
+	if err != nil {
+		src.Close()
+		file.Remove()
+		return nil, err
+	}
+	return u, nil
 }

@@ -26,6 +26,10 @@ type LocalDistOptions struct {
 	Analyze bool
 	// BatchSize of the tasks (0: default).
 	BatchSize int
+	// Held keeps the held outputs of adaptive waves (nil: DefaultHeld);
+	// SpillDir is where they and the tasks spill (FragmentEnv.SpillDir).
+	Held     *HeldStore
+	SpillDir string
 }
 
 // LocalDistResult is what RunDistributedLocal returns.
@@ -88,7 +92,11 @@ func RunDistributedLocal(ctx context.Context, dp *DistPlan, o LocalDistOptions) 
 		}
 		xs[i] = NewExchanges(clients[i])
 	}
-	defer DefaultHeld.Drop(fmt.Sprintf("local-%d.", q))
+	held := o.Held
+	if held == nil {
+		held = DefaultHeld
+	}
+	defer held.Drop(fmt.Sprintf("local-%d.", q))
 	dp, err = Adapt(ctx, dp, fmt.Sprintf("local-%d", q), func(ctx context.Context, wave *DistPlan) (map[string][]phys.HeldPart, *DistStats, error) {
 		wres, parts, err := runLocalStages(ctx, wave, xs, o, localQuery.Add(1))
 		var st *DistStats
@@ -195,7 +203,7 @@ func runLocalStages(ctx context.Context, dp *DistPlan, xs []*Exchanges, o LocalD
 			go func() {
 				defer wg.Done()
 				err := RunFragment(ctx, f, FragmentEnv{Exchanges: xs[n], Source: o.Source, Alloc: o.Alloc, Send: send, Counters: ctr, Node: fmt.Sprintf("worker-%d", n),
-					Filters: tfs[s.ID][t]})
+					Filters: tfs[s.ID][t], Held: o.Held, SpillDir: o.SpillDir})
 				if err != nil {
 					fail(nferr.Wrap(nferr.KindOf(err), err, "stage %d task %d", s.ID, t))
 					return
