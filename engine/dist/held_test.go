@@ -1,6 +1,9 @@
 package dist
 
 import (
+	"context"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -8,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -67,5 +71,70 @@ func TestHeldStore(t *testing.T) {
 	h.Drop("q4.")
 	if h.Used() != 0 || h.Parts() != 0 {
 		t.Fatalf("%d bytes, %d parts left", h.Used(), h.Parts())
+	}
+}
+
+// TestHeldSpillFiles: a held part's spill file is removed when the part is
+// dropped; a damaged one read back is a data error naming the file.
+func TestHeldSpillFiles(t *testing.T) {
+	alloc := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer alloc.AssertSize(t, 0)
+	dir := t.TempDir()
+	h := NewHeldStore(1 << 20)
+	part := func(key string) (*heldStream, string) {
+		rec := heldRecord(t, alloc, 5000)
+		defer rec.Release()
+		s := &heldStream{}
+		env := &exec.Env{Ctx: context.Background(), Alloc: alloc}
+		b := &exec.Batch{Cols: rec.Columns(), N: int(rec.NumRows())}
+		if err := s.spillBatch(env, h, h.spill(dir), rec.Schema(), b, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.finish(h); err != nil {
+			t.Fatal(err)
+		}
+		path := s.file.Path()
+		h.put(heldKey{key, 0, 0}, s)
+		return s, path
+	}
+	_, path := part("q1.w1/2")
+	if h.OnDisk() == 0 || h.Spilled() == 0 {
+		t.Fatalf("on disk %d, spilled %d", h.OnDisk(), h.Spilled())
+	}
+	h.Drop("q1.")
+	if _, err := os.Stat(path); !os.IsNotExist(err) || h.OnDisk() != 0 {
+		t.Fatalf("dropped part's file %s: %v, %d bytes on disk", path, err, h.OnDisk())
+	}
+	_, path = part("q2.w1/2")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)/2] ^= 0xff
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hs := h.take(heldKey{"q2.w1/2", 0, 0})
+	op, err := heldReader(h, hs, hs.file.Reader().Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &exec.Env{Ctx: context.Background(), Alloc: alloc, BatchSize: 1024}
+	if err := op.Open(env); err != nil {
+		t.Fatal(err)
+	}
+	for err == nil {
+		var b *exec.Batch
+		b, err = op.Next()
+		if b == nil && err == nil {
+			break
+		}
+	}
+	op.Close()
+	if !nferr.Is(err, nferr.KindData) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("damaged held file: %v, want a data error naming %s", err, path)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) || h.OnDisk() != 0 {
+		t.Fatalf("read part's file %s: %v, %d bytes on disk", path, err, h.OnDisk())
 	}
 }
