@@ -21,6 +21,26 @@ import (
 // nodeMetrics are the Prometheus series every node exports. Each node has
 // its own registry (several nodes can live in one test process); other
 // layers on the node (storage, shuffle) register theirs on Node.Metrics().
+//
+// The result label of tasks_finished_total (coordinator and workers),
+// stage_seconds and task_seconds:
+//
+//   - ok: the task, or every task of the stage, ended without error, or was
+//     stopped because its query already had its whole result: a task whose
+//     final report was still on its way when the root stage delivered the
+//     last batch, or one whose consumer needed no more of it (a LIMIT
+//     satisfied downstream: a genuine early stop, but neither a cancel nor a
+//     failure; its work was not wanted). The coordinator stops such tasks as
+//     complete (stopTasks with done, cancelRequest.Complete), and worker and
+//     coordinator both count them ok, whichever of the task's end and the
+//     stop comes first.
+//   - canceled: cut short by a cancel of the query (the client, an
+//     operator, a statement timeout) or by a failure elsewhere in it (a
+//     stage is canceled when one of its tasks is and none failed).
+//   - error: the task failed (for a stage: one of its tasks did).
+//
+// Queries (queries_finished_total, query_seconds) are labeled by the error
+// the client received.
 type nodeMetrics struct {
 	reg *prometheus.Registry
 

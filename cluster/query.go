@@ -27,7 +27,11 @@ import (
 //
 // INVARIANT: when RunQuery returns, the coordinator cancels Context(), asks
 // every worker still running a task of the query to stop it and waits for
-// the confirmation (bounded), and releases all placements. A failure of any
+// the confirmation (bounded), and releases all placements. When the query
+// succeeded, the workers are asked first (the tasks are stopped as
+// complete: their output is no longer needed) and Context() is canceled
+// after their confirmations, with errQueryDone as its cause; tasks that
+// end then count as ok, not canceled (stopTasks). A failure of any
 // task, or the death of a node the query depends on, cancels Context() with
 // that error as its cause and is what the client receives.
 //
