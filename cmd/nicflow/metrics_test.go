@@ -91,13 +91,20 @@ func TestClusterLatencyMetrics(t *testing.T) {
 	// A grouping of lineitem: scans on both workers, their partial
 	// aggregates shuffled to the final one.
 	const q = "select l_returnflag, count(*) from lineitem group by l_returnflag order by l_returnflag"
-	plan := scriptOutput(t, cs, "explain "+q)
+	// A LIMIT the root satisfies early, on a scan of both workers.
+	const limitQ = "select l_orderkey from lineitem limit 3"
+	plan := scriptOutput(t, cs, "explain "+q) + "\n" + scriptOutput(t, cs, "explain "+limitQ)
 	before := scrape(t, coord)
 	storageBefore := metricSum(scrape(t, storageNode), "nicflow_storage_reads_total", `result="ok"`)
 	for range 3 {
 		if out := scriptOutput(t, cs, q); !strings.Contains(out, "R,") {
 			t.Fatalf("query answer: %q", out)
 		}
+	}
+	// A LIMIT the root satisfies early: the scans still running are
+	// stopped, not canceled (their output was not wanted).
+	if out := scriptOutput(t, cs, limitQ); strings.Count(out, "\n") != 4 {
+		t.Fatalf("limit answer: %q", out)
 	}
 	mid := scrape(t, coord)
 	// A failing query counts as an error.
@@ -106,8 +113,8 @@ func TestClusterLatencyMetrics(t *testing.T) {
 	}
 
 	after := scrape(t, coord)
-	if d := metricSum(after, "nicflow_query_seconds_count", `result="ok"`) - metricSum(before, "nicflow_query_seconds_count", `result="ok"`); d != 3 {
-		t.Errorf("coordinator nicflow_query_seconds_count{result=ok} grew by %v, want 3", d)
+	if d := metricSum(after, "nicflow_query_seconds_count", `result="ok"`) - metricSum(before, "nicflow_query_seconds_count", `result="ok"`); d != 4 {
+		t.Errorf("coordinator nicflow_query_seconds_count{result=ok} grew by %v, want 4", d)
 	}
 	if d := metricSum(after, "nicflow_query_seconds_count", `result="error"`) - metricSum(before, "nicflow_query_seconds_count", `result="error"`); d != 1 {
 		t.Errorf("coordinator nicflow_query_seconds_count{result=error} grew by %v, want 1", d)
