@@ -95,6 +95,7 @@ func TestClusterLatencyMetrics(t *testing.T) {
 	const limitQ = "select l_orderkey from lineitem limit 3"
 	plan := scriptOutput(t, cs, "explain "+q) + "\n" + scriptOutput(t, cs, "explain "+limitQ)
 	before := scrape(t, coord)
+	workersCanceled := workerSum("nicflow_tasks_finished_total", `result="canceled"`)
 	storageBefore := metricSum(scrape(t, storageNode), "nicflow_storage_reads_total", `result="ok"`)
 	for range 3 {
 		if out := scriptOutput(t, cs, q); !strings.Contains(out, "R,") {
@@ -107,6 +108,9 @@ func TestClusterLatencyMetrics(t *testing.T) {
 		t.Fatalf("limit answer: %q", out)
 	}
 	mid := scrape(t, coord)
+	if d := workerSum("nicflow_tasks_finished_total", `result="canceled"`) - workersCanceled; d != 0 {
+		t.Errorf("workers' nicflow_tasks_finished_total{result=canceled} grew by %v over queries that succeeded; plan:\n%s", d, plan)
+	}
 	// A failing query counts as an error.
 	if err := cs.runScript(ctx, "select 1 / (n_nationkey - n_nationkey) from nation", formatCSV, io.Discard, io.Discard); err == nil {
 		t.Fatal("division by zero succeeded")
