@@ -91,7 +91,7 @@ func newNodeMetrics(self NodeInfo) *nodeMetrics {
 		members:         prometheus.NewGaugeVec(prometheus.GaugeOpts(f("members", "Alive cluster members known to this node, by role.")), []string{"member_role"}),
 		memberEvents:    prometheus.NewCounterVec(prometheus.CounterOpts(f("member_events_total", "Membership events seen by this node.")), []string{"event"}),
 		tasksStarted:    prometheus.NewCounter(prometheus.CounterOpts(f("tasks_started_total", "Tasks started (worker: executed; coordinator: submitted)."))),
-		tasksFinished:   prometheus.NewCounterVec(prometheus.CounterOpts(f("tasks_finished_total", "Tasks finished, by result.")), []string{"result"}),
+		tasksFinished:   prometheus.NewCounterVec(prometheus.CounterOpts(f("tasks_finished_total", "Tasks finished, by result (ok includes tasks stopped after their query had its whole result).")), []string{"result"}),
 		tasksRunning:    prometheus.NewGauge(prometheus.GaugeOpts(f("tasks_running", "Tasks running now."))),
 		queriesStarted:  prometheus.NewCounter(prometheus.CounterOpts(f("queries_started_total", "Queries accepted by the coordinator."))),
 		queriesFinished: prometheus.NewCounterVec(prometheus.CounterOpts(f("queries_finished_total", "Queries finished, by result.")), []string{"result"}),
