@@ -117,6 +117,8 @@ const (
 	// consumed but whose end is still to come: a shuffle sender closing,
 	// or one upstream of a LIMIT satisfied downstream); stage 1's task,
 	// the root, sends one row and ends. The query ends after the root.
+	// With Params["flood"], stage 0 goes on sending rows (nobody reads
+	// them) until canceled.
 	kindTail = "test.tail"
 )
 
@@ -164,6 +166,20 @@ func testExecutors() ExecutorMux {
 			if tc.Spec.Stage != 0 {
 				return nil
 			}
+			if tc.Spec.Meta["flood"] != "" {
+				b := array.NewInt64Builder(memory.DefaultAllocator)
+				b.AppendValues(make([]int64, 8192), nil)
+				col := b.NewArray()
+				b.Release()
+				big := array.NewRecordBatch(rec.Schema(), []arrow.Array{col}, 8192)
+				col.Release()
+				defer big.Release()
+				for ctx.Err() == nil {
+					if err := tc.Send(big); err != nil {
+						return err
+					}
+				}
+			}
 			select {
 			case <-ctx.Done():
 				return nferr.With(nferr.KindCanceled, context.Cause(ctx))
@@ -206,7 +222,7 @@ func tailRunner() QueryRunner {
 		}
 		var tasks [2]*Task
 		for i, p := range ps {
-			if tasks[i], err = q.Start(p, TaskSpec{Kind: kindTail, Stage: i}); err != nil {
+			if tasks[i], err = q.Start(p, TaskSpec{Kind: kindTail, Stage: i, Meta: map[string]string{"flood": q.Params["flood"]}}); err != nil {
 				return err
 			}
 		}
@@ -214,6 +230,10 @@ func tailRunner() QueryRunner {
 		defer o.Release()
 		if rec, err := o.Next(); err != nil || rec == nil {
 			return nferr.Internalf("producer's row: %v, %v", rec, err)
+		}
+		if q.Params["flood"] != "" {
+			// Let the flood fill the stream's flow control window.
+			time.Sleep(300 * time.Millisecond)
 		}
 		ro := tasks[1].Output()
 		defer ro.Release()

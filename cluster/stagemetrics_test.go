@@ -75,11 +75,24 @@ func TestStageResultAfterDelivery(t *testing.T) {
 		})
 	}
 
+	// Run 2 floods: stage 0 goes on sending output nobody reads; the
+	// coordinator drops it once the query is complete, so that the worker
+	// can stop the task at once (not held by flow control until the
+	// cancel times out).
 	for i := range 3 {
+		var params map[string]string
+		if i == 2 {
+			params = map[string]string{"flood": "1"}
+		}
 		s0, c0, w0, ws0 := snap()
-		rows, err := tc.runKind(ctx, kindTail, nil)
+		start := time.Now()
+		rows, err := tc.runKind(ctx, kindTail, params)
 		if err != nil || rows != 1 {
 			t.Fatalf("run %d: %d rows, %v", i, rows, err)
+		}
+		t.Logf("run %d: %v", i, time.Since(start))
+		if d := time.Since(start); d > 2500*time.Millisecond {
+			t.Errorf("run %d took %v: the stopped task was not stopped at once", i, d)
 		}
 		workersIdle()
 		s1, c1, w1, ws1 := snap()
