@@ -90,7 +90,7 @@ type Query struct {
 	// completed is closed when the query succeeded and its remaining
 	// tasks are being stopped (stopTasks with done): their output is no
 	// longer needed, and a task ending from then on is not cut short by
-	// a cancel or a failure (stoppedLocked).
+	// a cancel or a failure (recvLoop: stopped).
 	completed     chan struct{}
 	completedOnce sync.Once
 }
