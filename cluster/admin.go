@@ -21,6 +21,26 @@ import (
 // nodeMetrics are the Prometheus series every node exports. Each node has
 // its own registry (several nodes can live in one test process); other
 // layers on the node (storage, shuffle) register theirs on Node.Metrics().
+//
+// The result label of tasks_finished_total (coordinator and workers),
+// stage_seconds and task_seconds:
+//
+//   - ok: the task, or every task of the stage, ended without error, or was
+//     stopped because its query already had its whole result: a task whose
+//     final report was still on its way when the root stage delivered the
+//     last batch, or one whose consumer needed no more of it (a LIMIT
+//     satisfied downstream: a genuine early stop, but neither a cancel nor a
+//     failure; its work was not wanted). The coordinator stops such tasks as
+//     complete (stopTasks with done, cancelRequest.Complete), and worker and
+//     coordinator both count them ok, whichever of the task's end and the
+//     stop comes first.
+//   - canceled: cut short by a cancel of the query (the client, an
+//     operator, a statement timeout) or by a failure elsewhere in it (a
+//     stage is canceled when one of its tasks is and none failed).
+//   - error: the task failed (for a stage: one of its tasks did).
+//
+// Queries (queries_finished_total, query_seconds) are labeled by the error
+// the client received.
 type nodeMetrics struct {
 	reg *prometheus.Registry
 
@@ -71,7 +91,7 @@ func newNodeMetrics(self NodeInfo) *nodeMetrics {
 		members:         prometheus.NewGaugeVec(prometheus.GaugeOpts(f("members", "Alive cluster members known to this node, by role.")), []string{"member_role"}),
 		memberEvents:    prometheus.NewCounterVec(prometheus.CounterOpts(f("member_events_total", "Membership events seen by this node.")), []string{"event"}),
 		tasksStarted:    prometheus.NewCounter(prometheus.CounterOpts(f("tasks_started_total", "Tasks started (worker: executed; coordinator: submitted)."))),
-		tasksFinished:   prometheus.NewCounterVec(prometheus.CounterOpts(f("tasks_finished_total", "Tasks finished, by result.")), []string{"result"}),
+		tasksFinished:   prometheus.NewCounterVec(prometheus.CounterOpts(f("tasks_finished_total", "Tasks finished, by result (ok includes tasks stopped after their query had its whole result).")), []string{"result"}),
 		tasksRunning:    prometheus.NewGauge(prometheus.GaugeOpts(f("tasks_running", "Tasks running now."))),
 		queriesStarted:  prometheus.NewCounter(prometheus.CounterOpts(f("queries_started_total", "Queries accepted by the coordinator."))),
 		queriesFinished: prometheus.NewCounterVec(prometheus.CounterOpts(f("queries_finished_total", "Queries finished, by result.")), []string{"result"}),

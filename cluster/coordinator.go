@@ -324,7 +324,7 @@ func (c *Coordinator) newQuery(ctx context.Context, req QueryRequest) (*Query, e
 		ID: req.ID, Kind: req.Kind, Text: req.Text, Params: req.Params,
 		c: c, parent: ctx, ctx: qctx, cancel: cancel, maxRetries: retries, started: time.Now(),
 		stages: map[int]*StageProgress{}, placements: map[uint64]Placement{}, watch: map[string]bool{},
-		changed: make(chan struct{}), state: "running",
+		changed: make(chan struct{}), state: "running", completed: make(chan struct{}),
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -361,7 +361,7 @@ func (c *Coordinator) runRegistered(q *Query, out ResultWriter) (err error) {
 		if !c.retryable(q, rw, err) {
 			break
 		}
-		c.stopTasks(q, time.Second)
+		c.stopTasks(q, time.Second, false)
 		rw.reset()
 		c.node.log.Info("retrying query after a node failure", "query", q.ID, "attempt", q.Attempt()+1, "err", err)
 		q.nextAttempt(err)
@@ -444,17 +444,32 @@ func (c *Coordinator) retryable(q *Query, rw *retryWriter, err error) bool {
 // confirm within wait, waits for the tasks and releases the placements. A
 // worker that does not answer (dead, hung) becomes a suspect: the next
 // attempt runs without it.
-func (c *Coordinator) stopTasks(q *Query, wait time.Duration) {
+//
+// done says the query succeeded: its result is complete, and the tasks
+// still running are not needed any more (they are finishing, or their
+// consumer stopped early: a LIMIT). Then the query is marked complete
+// (Query.completed) and the workers are asked to stop the tasks as
+// complete (cancelRequest.Complete) before the context is canceled, so
+// that the worker, the coordinator and the stage metrics all record
+// those tasks as ok, not canceled (see the doc comment of nodeMetrics).
+func (c *Coordinator) stopTasks(q *Query, wait time.Duration, done bool) {
 	q.mu.Lock()
 	cancel := q.cancel
 	q.mu.Unlock()
-	cancel(errQueryEnded)
+	if done {
+		q.complete()
+	} else {
+		cancel(errQueryEnded)
+	}
 	byWorker := map[string]NodeInfo{}
 	q.mu.Lock()
 	for _, t := range q.tasks {
 		select {
 		case <-t.done:
-			if t.gotDone {
+			t.mu.Lock()
+			got := t.gotDone
+			t.mu.Unlock()
+			if got {
 				continue
 			}
 		default:
@@ -473,12 +488,17 @@ func (c *Coordinator) stopTasks(q *Query, wait time.Duration) {
 		wg.Add(1)
 		go func(n NodeInfo) {
 			defer wg.Done()
-			if err := c.cancelOn(n, q.ID, errQueryEnded, wait); err != nil {
+			if err := c.cancelOn(n, q.ID, done, wait); err != nil {
 				c.suspect(n, nferr.Unavailablef("worker %s did not answer the cancel of query %s: %v", n.ID, q.ID, err))
 			}
 		}(n)
 	}
 	wg.Wait()
+	if done {
+		// NB: after the workers' confirmations: a task's stream canceled
+		// first would end it as canceled on its worker.
+		cancel(errQueryDone)
+	}
 	q.wg.Wait()
 	q.mu.Lock()
 	for id := range q.placements {
@@ -491,7 +511,7 @@ func (c *Coordinator) stopTasks(q *Query, wait time.Duration) {
 // finish stops every task of q and waits for them, releases resources and
 // publishes the final progress.
 func (c *Coordinator) finish(q *Query, err error) {
-	c.stopTasks(q, 3*time.Second)
+	c.stopTasks(q, 3*time.Second, err == nil)
 	q.mu.Lock()
 	switch {
 	case err == nil:
@@ -522,9 +542,19 @@ func (c *Coordinator) finish(q *Query, err error) {
 
 var errQueryEnded = nferr.With(nferr.KindCanceled, context.Canceled)
 
+// errQueryDone is the cause of a query's context, and of its tasks'
+// cancellation on the workers, when the query succeeded and its remaining
+// tasks are stopped because their output is no longer needed.
+var errQueryDone = nferr.Wrap(nferr.KindCanceled, context.Canceled, "query completed: output no longer needed")
+
 // cancelOn sends Cancel for a query to one worker and waits for its reply;
-// the error says the worker did not answer.
-func (c *Coordinator) cancelOn(n NodeInfo, queryID string, reason error, wait time.Duration) error {
+// the error says the worker did not answer. complete: the query succeeded
+// (errQueryDone, cancelRequest.Complete).
+func (c *Coordinator) cancelOn(n NodeInfo, queryID string, complete bool, wait time.Duration) error {
+	reason := errQueryEnded
+	if complete {
+		reason = errQueryDone
+	}
 	cc, err := c.conn(n)
 	if err != nil {
 		return err
@@ -532,7 +562,7 @@ func (c *Coordinator) cancelOn(n NodeInfo, queryID string, reason error, wait ti
 	ctx, cancel := context.WithTimeout(context.Background(), wait+wait/2)
 	defer cancel()
 	var rep frame
-	err = cc.Invoke(ctx, "/"+controlService+"/Cancel", jsonFrame(ftCancel, cancelRequest{QueryID: queryID, Reason: toWireError(reason), Wait: wait}), &rep, grpc.CallContentSubtype(codecName))
+	err = cc.Invoke(ctx, "/"+controlService+"/Cancel", jsonFrame(ftCancel, cancelRequest{QueryID: queryID, Reason: toWireError(reason), Wait: wait, Complete: complete}), &rep, grpc.CallContentSubtype(codecName))
 	if err != nil {
 		c.node.log.Debug("cancel failed", "worker", n.ID, "query", queryID, "err", err)
 		return err

@@ -35,7 +35,10 @@
 //     stream ends, when a Cancel for its query arrives, when its coordinator
 //     or a node in Spec.Needs leaves membership, or when the worker stops;
 //     when a QueryRunner returns, the coordinator cancels every task of the
-//     query and waits (bounded) for the workers to confirm.
+//     query and waits (bounded) for the workers to confirm. After a query
+//     that succeeded, its tasks still running are stopped as complete
+//     (Cancel with Complete, before the query's context is canceled): they
+//     report, and count in the metrics, as ok (admin.go, nodeMetrics).
 //   - INVARIANT: the first failure wins. A task error, a node death or a
 //     client cancel is recorded once on the Query's attempt and is what the
 //     client receives, with its nferr kind, even though the runner usually

@@ -112,6 +112,14 @@ const (
 	kindPanic = "test.panic" // tasks panic
 	kindQuery = "test.badquery"
 	kindSlow  = "test.slow" // tasks run 2 s, then send one row
+	// kindTail: a two-stage query (tailRunner). Stage 0's task sends one
+	// row, then goes on until canceled (a task whose output was all
+	// consumed but whose end is still to come: a shuffle sender closing,
+	// or one upstream of a LIMIT satisfied downstream); stage 1's task,
+	// the root, sends one row and ends. The query ends after the root.
+	// With Params["flood"], stage 0 goes on sending rows (nobody reads
+	// them) until canceled.
+	kindTail = "test.tail"
 )
 
 // liveTasks counts test tasks running in this process (all in-process
@@ -143,14 +151,41 @@ func testExecutors() ExecutorMux {
 				return nferr.With(nferr.KindCanceled, context.Cause(ctx))
 			case <-time.After(2 * time.Second):
 			}
-			b := array.NewInt64Builder(memory.DefaultAllocator)
-			defer b.Release()
-			b.Append(int64(tc.Spec.Index))
-			col := b.NewArray()
-			defer col.Release()
-			rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "task", Type: arrow.PrimitiveTypes.Int64}}, nil), []arrow.Array{col}, 1)
+			rec := oneRow(int64(tc.Spec.Index))
 			defer rec.Release()
 			return tc.Send(rec)
+		}),
+		kindTail: ExecutorFunc(func(ctx context.Context, tc *TaskContext) error {
+			liveTasks.Add(1)
+			defer liveTasks.Add(-1)
+			rec := oneRow(int64(tc.Spec.Stage))
+			defer rec.Release()
+			if err := tc.Send(rec); err != nil {
+				return err
+			}
+			if tc.Spec.Stage != 0 {
+				return nil
+			}
+			if tc.Spec.Meta["flood"] != "" {
+				b := array.NewInt64Builder(memory.DefaultAllocator)
+				b.AppendValues(make([]int64, 8192), nil)
+				col := b.NewArray()
+				b.Release()
+				big := array.NewRecordBatch(rec.Schema(), []arrow.Array{col}, 8192)
+				col.Release()
+				defer big.Release()
+				for ctx.Err() == nil {
+					if err := tc.Send(big); err != nil {
+						return err
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return nferr.With(nferr.KindCanceled, context.Cause(ctx))
+			case <-time.After(10 * time.Second):
+				return nferr.Internalf("tail task was not stopped when its query ended")
+			}
 		}),
 		kindFail: ExecutorFunc(func(ctx context.Context, tc *TaskContext) error {
 			return nferr.Dataf("bad row 42 in file part-%d.parquet", tc.Spec.Index)
@@ -161,6 +196,62 @@ func testExecutors() ExecutorMux {
 			return nil
 		}),
 	}
+}
+
+// oneRow is a one-row batch {task: v}.
+func oneRow(v int64) arrow.RecordBatch {
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	b.Append(v)
+	col := b.NewArray()
+	defer col.Release()
+	return array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "task", Type: arrow.PrimitiveTypes.Int64}}, nil), []arrow.Array{col}, 1)
+}
+
+// tailRunner runs kindTail: stage 0 (one task) and the root stage 1 (one
+// task, on another worker when there is one). It reads stage 0's one row
+// (all of its output), then the root's output to the end, writes the
+// root's rows and returns: stage 0's task is still running then.
+func tailRunner() QueryRunner {
+	return QueryRunnerFunc(func(q *Query, out ResultWriter) error {
+		q.DefineStage(0, "producer", 1)
+		q.DefineStage(1, "root", 1)
+		ps, err := q.Place([]TaskRequest{{Cores: 1}, {Cores: 1}})
+		if err != nil {
+			return err
+		}
+		var tasks [2]*Task
+		for i, p := range ps {
+			if tasks[i], err = q.Start(p, TaskSpec{Kind: kindTail, Stage: i, Meta: map[string]string{"flood": q.Params["flood"]}}); err != nil {
+				return err
+			}
+		}
+		o := tasks[0].Output()
+		defer o.Release()
+		if rec, err := o.Next(); err != nil || rec == nil {
+			return nferr.Internalf("producer's row: %v, %v", rec, err)
+		}
+		if q.Params["flood"] != "" {
+			// Let the flood fill the stream's flow control window.
+			time.Sleep(300 * time.Millisecond)
+		}
+		ro := tasks[1].Output()
+		defer ro.Release()
+		for {
+			rec, err := ro.Next()
+			if err != nil {
+				return err
+			}
+			if rec == nil {
+				break
+			}
+			if err := out.Write(rec); err != nil {
+				return err
+			}
+		}
+		_, err = tasks[1].Wait()
+		return err
+	})
 }
 
 // runTasksRunner places one task of the request's kind per worker (or
@@ -225,6 +316,7 @@ func testServices(role Role) Services {
 			kindFail:  runTasksRunner(kindFail),
 			kindSlow:  runTasksRunner(kindSlow),
 			kindPanic: runTasksRunner(kindPanic),
+			kindTail:  tailRunner(),
 			kindQuery: QueryRunnerFunc(func(q *Query, _ ResultWriter) error {
 				return nferr.Queryf("syntax error at 1:8 near %q", q.Text)
 			}),

@@ -27,7 +27,11 @@ import (
 //
 // INVARIANT: when RunQuery returns, the coordinator cancels Context(), asks
 // every worker still running a task of the query to stop it and waits for
-// the confirmation (bounded), and releases all placements. A failure of any
+// the confirmation (bounded), and releases all placements. When the query
+// succeeded, the workers are asked first (the tasks are stopped as
+// complete: their output is no longer needed) and Context() is canceled
+// after their confirmations, with errQueryDone as its cause; tasks that
+// end then count as ok, not canceled (stopTasks). A failure of any
 // task, or the death of a node the query depends on, cancels Context() with
 // that error as its cause and is what the client receives.
 //
@@ -83,6 +87,24 @@ type Query struct {
 	// deadline and timeout: SetTimeout's statement timeout.
 	deadline time.Time
 	timeout  *time.Timer
+	// completed is closed when the query succeeded and its remaining
+	// tasks are being stopped (stopTasks with done): their output is no
+	// longer needed, and a task ending from then on is not cut short by
+	// a cancel or a failure (recvLoop: stopped).
+	completed     chan struct{}
+	completedOnce sync.Once
+}
+
+// complete marks the query as having its whole result (stopTasks).
+func (q *Query) complete() { q.completedOnce.Do(func() { close(q.completed) }) }
+
+func (q *Query) isComplete() bool {
+	select {
+	case <-q.completed:
+		return true
+	default:
+		return false
+	}
 }
 
 // OnFilterPart sets fn to receive each part of a cross-stage join key
@@ -566,6 +588,7 @@ func (t *Task) recvLoop(stream grpc.ClientStream) {
 	defer q.wg.Done()
 	var result error
 	reported := false // result is the worker's own report of its task's failure
+	dropped := false  // output frames were dropped after the query completed
 	for {
 		var f frame
 		err := stream.RecvMsg(&f)
@@ -575,7 +598,13 @@ func (t *Task) recvLoop(stream grpc.ClientStream) {
 			got := t.gotDone
 			t.mu.Unlock()
 			switch {
-			case got && errors.Is(err, io.EOF):
+			case got:
+				// NB: once the worker reported the end (ftDone), its
+				// report is the task's result: the stream's end after it,
+				// EOF or the cancel of the query that ended meanwhile
+				// (the result delivered, stopTasks), changes nothing. (A
+				// canceled stream after a done frame made a task that
+				// had succeeded, and its stage, count as canceled.)
 			case ctx.Err() != nil:
 				result = ctxErrOf(ctx)
 			case errors.Is(err, io.EOF):
@@ -632,10 +661,20 @@ func (t *Task) recvLoop(stream grpc.ClientStream) {
 			case t.out <- &f:
 				delivered = true
 			case <-ctx.Done():
+			case <-q.completed:
 			}
 			t.blocked.Store(false)
 			t.lastSeen.Store(time.Now().UnixNano())
 			if delivered {
+				continue
+			}
+			if ctx.Err() == nil {
+				// The query has its result and nobody reads this output
+				// any more: drop it, and read on to the worker's report,
+				// so that a worker sending it is not held by flow control
+				// while it stops the task (stopTasks). The output is cut:
+				// the task cannot end without an error.
+				dropped = true
 				continue
 			}
 			// NB: a frame not delivered ends the task with its cancel: a
@@ -654,7 +693,16 @@ func (t *Task) recvLoop(stream grpc.ClientStream) {
 	t.sendMu.Lock()
 	_ = stream.CloseSend()
 	t.sendMu.Unlock()
-	if result != nil && nferr.Is(result, nferr.KindCanceled) && ctx.Err() == nil {
+	if result == nil && dropped {
+		result = nferr.Wrap(nferr.KindCanceled, errQueryDone, "task %s: output dropped after query %s completed", t.id, q.ID)
+	}
+	// stopped: the task ended canceled after its query had its whole
+	// result (a task still finishing, or one whose consumer needed no
+	// more: a LIMIT satisfied downstream). Not cut short by a cancel or a
+	// failure: it counts as ok in the metrics and its stage's progress,
+	// and fails nothing.
+	stopped := result != nil && nferr.Is(result, nferr.KindCanceled) && q.isComplete()
+	if result != nil && nferr.Is(result, nferr.KindCanceled) && ctx.Err() == nil && !stopped {
 		// A worker-side cancellation we did not ask for (the worker is
 		// shutting down, or saw a node die): not the client's doing.
 		result = nferr.Unavailablef("worker %s canceled task %s: %v", t.node.ID, t.id, result)
@@ -669,7 +717,7 @@ func (t *Task) recvLoop(stream grpc.ClientStream) {
 	q.mu.Lock()
 	sp := q.stageLocked(t.spec.Stage)
 	sp.Running--
-	if result == nil {
+	if result == nil || stopped {
 		sp.Done++
 	} else {
 		sp.Failed++
@@ -686,10 +734,14 @@ func (t *Task) recvLoop(stream grpc.ClientStream) {
 	q.signalLocked()
 	q.mu.Unlock()
 	n.metrics.tasksRunning.Dec()
-	n.metrics.tasksFinished.WithLabelValues(resultLabel(result)).Inc()
+	if stopped {
+		n.metrics.tasksFinished.WithLabelValues("ok").Inc()
+	} else {
+		n.metrics.tasksFinished.WithLabelValues(resultLabel(result)).Inc()
+	}
 	close(t.done)
 	close(t.out)
-	if result != nil && !(nferr.Is(result, nferr.KindCanceled) && ctx.Err() != nil) {
+	if result != nil && !stopped && !(nferr.Is(result, nferr.KindCanceled) && ctx.Err() != nil) {
 		if reported && nferr.Is(result, nferr.KindUnavailable) {
 			q.failAfterGrace(result)
 		} else {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"maps"
 	"runtime/debug"
@@ -80,6 +81,13 @@ type cancelRequest struct {
 	Reason  *wireError `json:"reason,omitempty"`
 	// Wait bounds how long the worker waits for the tasks to exit.
 	Wait time.Duration `json:"wait"`
+	// Complete: the query succeeded, and the tasks are stopped because
+	// their output is no longer needed (they were finishing, or their
+	// consumer stopped early: a LIMIT satisfied downstream). A task that
+	// ends canceled by it reports success (and counts as ok): it was not
+	// cut short by a cancel or a failure. Workers that predate the field
+	// cancel the tasks as usual.
+	Complete bool `json:"complete,omitempty"`
 }
 
 type cancelReply struct {
@@ -417,7 +425,13 @@ func (w *worker) runTask(stream grpc.ServerStream) error {
 		err = nferr.With(nferr.KindCanceled, context.Cause(ctx))
 	}
 	if err != nil && nferr.Is(err, nferr.KindCanceled) {
-		if c := context.Cause(ctx); c != nil && !nferr.Is(c, nferr.KindCanceled) {
+		if c := context.Cause(ctx); errors.Is(c, errQueryDone) {
+			// Stopped because its query had its whole result
+			// (cancelRequest.Complete): its output was not needed any
+			// more, so it ends as ok. Only a cancel: an error of its own
+			// stays one.
+			err = nil
+		} else if c != nil && !nferr.Is(c, nferr.KindCanceled) {
 			err = c // canceled because a node died: report that
 		}
 	}
@@ -454,6 +468,9 @@ func (w *worker) cancelRPC(ctx context.Context, f *frame) (any, error) {
 	reason := req.Reason.err("")
 	if reason == nil {
 		reason = nferr.With(nferr.KindCanceled, context.Canceled)
+	}
+	if req.Complete {
+		reason = errQueryDone
 	}
 	wait := req.Wait
 	if wait <= 0 || wait > 30*time.Second {
