@@ -12,7 +12,10 @@ import (
 // Tasks placed by data (issue 29, item 4).
 //
 // A wide stage's task t reads a fixed share of each scan's row groups
-// (every Tasks-th one, or part t of a range split). Each row group lives on
+// (a contiguous block in file order, phys.TaskShare, or part t of a range
+// split), and files are placed on storage nodes in contiguous blocks in
+// file order (storage.DB.Place), so with as many tasks as storage nodes a
+// task's row groups are mostly on one node. Each row group lives on
 // the storage nodes its file is placed on; a worker on the same host as one
 // of them reads it without the network (short-circuit local reads), and
 // across machines a worker on another host pulls it over the wire. So the
@@ -62,9 +65,8 @@ func taskRowGroupHosts(s *dist.Stage, tables map[string]*storage.PlacedTable, st
 				}
 				mine = rs
 			} else {
-				for i := t; i < len(n.Scan.Tasks); i += s.Tasks {
-					mine = append(mine, n.Scan.Tasks[i])
-				}
+				lo, hi := phys.TaskShare(len(n.Scan.Tasks), t, s.Tasks)
+				mine = n.Scan.Tasks[lo:hi]
 			}
 			for _, fr := range mine {
 				if h := hostOf(n.Scan.Spec.Table, fr.Path); h != "" {

@@ -14,15 +14,15 @@ import (
 // row group on a worker's host) they keep the rotation.
 func TestPlaceByData(t *testing.T) {
 	// Four files of 2 row groups on storage nodes s0..s3 (hosts h0..h3);
-	// the scan reads 8 row-group tasks round-robin over 4 tasks: task t
-	// reads files t%... laid out so that task t's row groups are all on
-	// s((t+1)%4).
+	// the scan reads 8 row-group tasks in contiguous blocks of 2 over 4
+	// tasks (phys.TaskShare), laid out so that task t's row groups are
+	// all on s((t+1)%4).
 	var tasks []storage.FileRange
 	files := map[string][]string{}
 	for i := 0; i < 8; i++ {
-		path := fmt.Sprintf("f%d", (i%4+1)%4)
-		tasks = append(tasks, storage.FileRange{Path: path, RowGroups: []int{i / 4}})
-		files[path] = []string{fmt.Sprintf("s%d", (i%4+1)%4)}
+		path := fmt.Sprintf("f%d", (i/2+1)%4)
+		tasks = append(tasks, storage.FileRange{Path: path, RowGroups: []int{i % 2}})
+		files[path] = []string{fmt.Sprintf("s%d", (i/2+1)%4)}
 	}
 	st := &dist.Stage{ID: 1, Tasks: 4, Root: &phys.PhysNode{Kind: phys.PhysScan, Scan: &phys.ScanOp{Spec: storage.ScanSpec{Table: "t"}, Tasks: tasks}}}
 	tables := map[string]*storage.PlacedTable{"t": {Files: files}}

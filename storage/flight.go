@@ -677,9 +677,14 @@ func dialNode(addr string, opts ClientOptions) (flight.Client, error) {
 	return cl, nil
 }
 
-// Place copies the files of a table to storage nodes (round-robin, each
-// file on `replication` consecutive nodes) and records the placement in
-// the catalog in one batch. Files already on a node are not sent again.
+// Place copies the files of a table to storage nodes and records the
+// placement in the catalog in one batch: the files, in the table's order
+// (the order rows were written, often key order), are cut into len(nodes)
+// contiguous blocks, block k's files on node k and the `replication`-1
+// nodes after it. A wide scan's task reads a contiguous block of row
+// groups too (phys.TaskShare), so with a task per node each task's rows
+// lie on one node (and a worker beside it reads them locally) instead of
+// a slice of every node's. Files already on a node are not sent again.
 func (db *DB) Place(ctx context.Context, table string, nodes []Node, replication int, opts ClientOptions) error {
 	if len(nodes) == 0 {
 		return nferr.Queryf("place %s: no storage nodes", table)
@@ -702,8 +707,9 @@ func (db *DB) Place(ctx context.Context, table string, nodes []Node, replication
 	placed := make(map[uint64][]string, len(t.Files))
 	for i, f := range t.Files {
 		var ids []string
+		home := i * len(nodes) / len(t.Files)
 		for r := 0; r < replication; r++ {
-			n := nodes[(i+r)%len(nodes)]
+			n := nodes[(home+r)%len(nodes)]
 			ids = append(ids, n.ID)
 			already := false
 			for _, have := range f.Nodes {

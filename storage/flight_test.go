@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"math/rand"
 	"strings"
 	"sync/atomic"
@@ -242,5 +243,40 @@ func TestServerSurvivesGarbage(t *testing.T) {
 	}
 	if _, err := c.GetFlightInfo(context.Background(), &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"t"}}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPlaceContiguous: files are placed in contiguous blocks in the
+// table's file order (the first half on the first node), so that a wide
+// scan's task, which reads a contiguous block of row groups, finds its rows
+// on one node; a replica goes to the next node.
+func TestPlaceContiguous(t *testing.T) {
+	coord := openTestDB(t, WriteOptions{RowGroupRows: 250, FileRows: 500})
+	sch := testSchema()
+	mustCreate(t, coord, "t", sch)
+	appendRows(t, coord, "t", sch, randomRows(rand.New(rand.NewSource(3)), 0, 3000, 0.1))
+	n1, n2 := startNode(t, "n1", 4<<20), startNode(t, "n2", 4<<20)
+	nodes := []Node{{ID: "n1", Addr: n1.srv.Addr()}, {ID: "n2", Addr: n2.srv.Addr()}}
+	for _, repl := range []int{1, 2} {
+		if err := coord.Place(context.Background(), "t", nodes, repl, ClientOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		files := mustTable(t, coord, "t").Files
+		if len(files) != 6 {
+			t.Fatalf("%d files, want 6", len(files))
+		}
+		for i, f := range files {
+			home, other := "n1", "n2"
+			if i >= 3 {
+				home, other = "n2", "n1"
+			}
+			want := []string{home}
+			if repl == 2 {
+				want = append(want, other)
+			}
+			if fmt.Sprint(f.Nodes) != fmt.Sprint(want) {
+				t.Errorf("replication %d: file %d on %v, want %v", repl, i, f.Nodes, want)
+			}
+		}
 	}
 }

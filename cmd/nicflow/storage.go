@@ -162,8 +162,10 @@ var placeFlags struct {
 var storagePlaceCmd = &cobra.Command{
 	Use:   "place --dir DIR --table T --nodes ID=ADDR,... [--replication R]",
 	Short: "Copy a table's files to storage nodes and record the placement",
-	Long: `place sends each Parquet file of a table to storage nodes, round-robin, each
-file to R consecutive nodes (--replication, default 1), and records in the
+	Long: `place sends each Parquet file of a table to storage nodes in contiguous blocks
+of the table's file order (the order rows were written: the first 1/N of the
+files to the first node, and so on), each file also to the R-1 nodes after
+its own (--replication, default 1), and records in the
 catalog of --dir which node holds which file. Scans through the cluster then
 read every file from one of its nodes, failing over to another replica.
 Files already on a node are not sent again.`,

@@ -435,6 +435,15 @@ func (b *builder) build(n *PhysNode) ([]exec.Operator, error) {
 	return ops, nil
 }
 
+// TaskShare is the row groups [lo, hi) of a scan's units (ScanOp.Tasks, in
+// file order) that task of tasks reads when the scan is not split by
+// range: a contiguous block, so that a task reads whole runs of files and
+// the files storage.DB.Place puts on one node (contiguous blocks in file
+// order too) are read by one task, not a slice of every node's.
+func TaskShare(units, task, tasks int) (lo, hi int) {
+	return task * units / tasks, (task + 1) * units / tasks
+}
+
 func (b *builder) scan(n *PhysNode) ([]exec.Operator, error) {
 	if b.opts.Source == nil {
 		return nil, nferr.Internalf("build: scan of %s without a storage source", n.Scan.Spec.Table)
@@ -452,11 +461,8 @@ func (b *builder) scan(n *PhysNode) ([]exec.Operator, error) {
 			return nil, err
 		}
 	default:
-		var mine []storage.FileRange
-		for i := b.opts.Task; i < len(tasks); i += b.opts.Tasks {
-			mine = append(mine, tasks[i])
-		}
-		tasks = mine
+		lo, hi := TaskShare(len(tasks), b.opts.Task, b.opts.Tasks)
+		tasks = tasks[lo:hi]
 	}
 	q := &TaskQueue{tasks: tasks}
 	kf := b.scanKeyFilters(n)
