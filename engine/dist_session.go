@@ -140,7 +140,9 @@ func (s *Session) PrepareDistributed(ctx context.Context, script string, k int, 
 		}
 		dq.Local, dq.Changed = r, true
 		return dq, nil
-	case *bind.ShowTablesStmt, *bind.DescribeStmt, *bind.ShowStmt:
+	case *bind.ShowTablesStmt, *bind.DescribeStmt, *bind.ShowStmt, *bind.AnalyzeStmt:
+		// NB: ANALYZE reads the coordinator's catalog, whose statistics
+		// are the ones the cluster's plans use.
 		r, err := s.runStmt(ctx, st)
 		if err != nil {
 			return nil, err
@@ -326,6 +328,8 @@ func statementName(st bind.Statement) string {
 		return "COPY"
 	case *bind.SetStmt:
 		return "SET"
+	case *bind.AnalyzeStmt:
+		return "ANALYZE"
 	}
 	return strings.TrimPrefix(fmt.Sprintf("%T", st), "*engine.")
 }

@@ -639,8 +639,44 @@ func (s *Session) runStmt(ctx context.Context, st bind.Statement) (*Result, erro
 			return nil, err
 		}
 		return status("SET", 0), nil
+	case *bind.AnalyzeStmt:
+		return s.analyze(x)
 	}
 	return nil, nferr.Queryf("statement %T is not supported", st)
+}
+
+// analyze runs ANALYZE. nicflow's statistics need no sampling pass: the
+// optimizer's row counts, null counts, min/max and distinct estimates are
+// those each Parquet file's footer and dictionary pages gave when the file
+// was written or registered (storage.File.RowGroups), and the catalog
+// builds a table's from them for every new generation of the table
+// (StorageCatalog, tableDefOf), so they are exact after every write.
+// ANALYZE loads each named table's (every table's when none is named)
+// from its current snapshot, as the next query will: a table dropped
+// since the statement was bound is the error PostgreSQL gives.
+func (s *Session) analyze(x *bind.AnalyzeStmt) (*Result, error) {
+	names := make([]string, 0, len(x.Tables))
+	for _, t := range x.Tables {
+		names = append(names, t.Name)
+	}
+	if len(x.Tables) == 0 {
+		for _, t := range s.db.Tables() {
+			names = append(names, t.QualifiedName())
+		}
+	}
+	for _, n := range names {
+		def, err := s.cat.LookupTable(n)
+		if err != nil {
+			return nil, err
+		}
+		if def == nil {
+			if len(x.Tables) == 0 {
+				continue // dropped since it was listed
+			}
+			return nil, nferr.Queryf("relation %q does not exist", n)
+		}
+	}
+	return status("ANALYZE", 0), nil
 }
 
 // plan turns an optimized query into a physical plan.

@@ -680,3 +680,31 @@ func TestFlightSQLParamSchema(t *testing.T) {
 		t.Error("database/sql: two values for one parameter were accepted")
 	}
 }
+
+// TestServeAnalyze: ANALYZE completes with the tag ANALYZE, as psql
+// prints it, by the simple and the extended protocol; an unknown table is
+// an error naming it.
+func TestServeAnalyze(t *testing.T) {
+	dir := newDB(t)
+	srv, err := pgwire.Listen(pgwire.Options{Listen: "127.0.0.1:0", Open: func() (engine.Conn, error) {
+		return engine.OpenConn(dir, engine.Options{Parallelism: 1})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	defer srv.Close()
+	p := dialProto(t, srv.Addr())
+	p.send(&pgproto3.Query{String: "create table an (a int); analyze; analyze verbose an (a)"})
+	if got, want := p.expect(4), "complete(CREATE TABLE) complete(ANALYZE) complete(ANALYZE) ready"; got != want {
+		t.Errorf("simple:\n got %s\nwant %s", got, want)
+	}
+	p.send(&pgproto3.Parse{Query: "analyze an"}, &pgproto3.Bind{}, &pgproto3.Describe{ObjectType: 'P'}, &pgproto3.Execute{}, &pgproto3.Sync{})
+	if got, want := p.expect(5), "ParseComplete BindComplete NoData complete(ANALYZE) ready"; got != want {
+		t.Errorf("extended:\n got %s\nwant %s", got, want)
+	}
+	p.send(&pgproto3.Query{String: "analyze nope"})
+	if got := p.expect(2); !strings.Contains(got, `relation "nope" does not exist`) || !strings.HasSuffix(got, "ready") {
+		t.Errorf("unknown table: %s", got)
+	}
+}

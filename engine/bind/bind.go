@@ -28,6 +28,7 @@ import (
 //	*CopyToStmt                COPY table|(query) TO 'file' WITH (...)
 //	*ExplainStmt               EXPLAIN [ANALYZE] [VERBOSE] statement
 //	*ShowTablesStmt, *ShowStmt, *DescribeStmt, *SetStmt
+//	*AnalyzeStmt               ANALYZE [VERBOSE] [table [(columns)], ...]
 //
 // DDL and session statements are carried to execution as they are; query
 // plans go through Optimize first.
@@ -180,6 +181,19 @@ type DescribeStmt struct {
 	Table *plan.TableDef
 }
 
+// AnalyzeStmt is ANALYZE: the tables it names, each existing and with
+// existing, distinct columns (Columns nil: all); no Tables: every table.
+type AnalyzeStmt struct {
+	Verbose bool
+	Tables  []AnalyzeTable
+}
+
+// AnalyzeTable is one table of AnalyzeStmt by its catalog name.
+type AnalyzeTable struct {
+	Name    string
+	Columns []string
+}
+
 // SetStmt changes a session setting; Value is its text ("4", "2GiB", "on").
 type SetStmt struct{ Name, Value string }
 
@@ -196,6 +210,7 @@ func (*ShowTablesStmt) boundStmt()          {}
 func (*ShowStmt) boundStmt()                {}
 func (*DescribeStmt) boundStmt()            {}
 func (*SetStmt) boundStmt()                 {}
+func (*AnalyzeStmt) boundStmt()             {}
 
 // maxViewDepth bounds views defined on views (and catches cycles that a
 // replaced view could create): 32 levels is far beyond sensible schemas.
@@ -424,6 +439,8 @@ func (b *binder) stmt(stmt sql.Statement) (Statement, error) {
 			return nil, err
 		}
 		return &DescribeStmt{Name: name, Schema: queryArrowSchema(q), View: true}, nil
+	case *sql.Analyze:
+		return b.analyze(s)
 	case *sql.Set:
 		if n := strings.ToLower(s.Name.Name); n == "timezone" || n == "time zone" {
 			spec, err := b.zoneSetting(s)
@@ -435,6 +452,48 @@ func (b *binder) stmt(stmt sql.Statement) (Statement, error) {
 		return &SetStmt{Name: s.Name.Name, Value: SetValue(s)}, nil
 	}
 	return nil, b.errorf(stmt, "statement %T is not supported", stmt)
+}
+
+// analyze binds ANALYZE: every table it names must be a table (a view,
+// or a name nothing has, is an error at the name, as PostgreSQL's
+// "relation ... does not exist"), every column one of the table's, once.
+func (b *binder) analyze(s *sql.Analyze) (Statement, error) {
+	a := &AnalyzeStmt{Verbose: s.Verbose}
+	for _, at := range s.Tables {
+		name, err := b.objName(at.Name)
+		if err != nil {
+			return nil, err
+		}
+		t, err := b.cat.LookupTable(name)
+		if err != nil {
+			return nil, err
+		}
+		if t == nil {
+			v, err := b.cat.LookupView(name)
+			if err != nil {
+				return nil, err
+			}
+			if v != nil {
+				return nil, b.errorf(at.Name, "cannot analyze %q: it is a view (only tables have statistics)", name)
+			}
+			return nil, b.errorf(at.Name, "relation %q does not exist", name)
+		}
+		bt := AnalyzeTable{Name: name}
+		seen := map[int]bool{}
+		for _, c := range at.Columns {
+			i := t.ColumnIndex(c.Name)
+			if i < 0 {
+				return nil, b.errorf(c, "column %q of relation %q does not exist", c.Name, name)
+			}
+			if seen[i] {
+				return nil, b.errorf(c, "column %q of relation %q appears more than once", c.Name, name)
+			}
+			seen[i] = true
+			bt.Columns = append(bt.Columns, t.Schema.Field(i).Name)
+		}
+		a.Tables = append(a.Tables, bt)
+	}
+	return a, nil
 }
 
 // SetValue is the text of a SET statement's value.

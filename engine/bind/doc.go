@@ -1,7 +1,7 @@
 // Package bind resolves a parsed statement against a catalog: names,
 // types, scopes, aggregates and windows, subqueries as SubqueryExpr, and
 // the statement kinds (query, DDL, INSERT, UPDATE, DELETE, COPY, EXPLAIN,
-// SET; constraints.go and dml.go).
+// SET, ANALYZE; constraints.go and dml.go).
 //
 //	sql.Parse (engine/sql)  script -> []sql.RawStmt (ASTs with positions)
 //	Bind (bind.go)          AST + plan.Catalog -> Statement

@@ -776,6 +776,24 @@ type Describe struct {
 	Name ObjName
 }
 
+// Analyze is ANALYZE [VERBOSE] [table [(column, ...)] [, ...]], also
+// spelled ANALYSE, or ANALYZE (options) [table ...] with the options
+// VERBOSE and SKIP_LOCKED. No tables: every table.
+type Analyze struct {
+	Pos
+	Verbose    bool
+	SkipLocked bool
+	Tables     []*AnalyzeTable
+}
+
+// AnalyzeTable is one table of ANALYZE with the columns it names (none:
+// all).
+type AnalyzeTable struct {
+	Pos
+	Name    ObjName
+	Columns []Ident
+}
+
 // Set is SET name = value (or TO value). Value is a *Literal, a signed
 // number (*UnaryExpr) or a *ColumnRef for a bare word such as on or DEFAULT.
 type Set struct {
@@ -798,6 +816,7 @@ func (*Explain) stmtNode()             {}
 func (*ShowTables) stmtNode()          {}
 func (*Show) stmtNode()                {}
 func (*Describe) stmtNode()            {}
+func (*Analyze) stmtNode()             {}
 func (*Set) stmtNode()                 {}
 func (*Transaction) stmtNode()         {}
 

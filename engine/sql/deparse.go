@@ -1035,6 +1035,35 @@ func (d *deparser) stmt(s Statement) {
 	case *Describe:
 		d.w("DESCRIBE ")
 		d.objName(s.Name)
+	case *Analyze:
+		d.w("ANALYZE")
+		switch {
+		case s.SkipLocked && s.Verbose:
+			d.w(" (VERBOSE, SKIP_LOCKED)")
+		case s.SkipLocked:
+			d.w(" (SKIP_LOCKED)")
+		case s.Verbose:
+			d.w(" VERBOSE")
+		}
+		for i, t := range s.Tables {
+			if i > 0 {
+				d.w(",")
+			}
+			d.w(" ")
+			if i == 0 && !s.Verbose && !s.SkipLocked && len(t.Name.Parts) > 0 && t.Name.Parts[0].Name == "verbose" {
+				// NB: bare, it would read as the VERBOSE option.
+				d.w(`"verbose"`)
+				for _, p := range t.Name.Parts[1:] {
+					d.w("." + QuoteIdent(p.Name))
+				}
+			} else {
+				d.objName(t.Name)
+			}
+			if len(t.Columns) > 0 {
+				d.w(" ")
+				d.identList(t.Columns)
+			}
+		}
 	case *Set:
 		d.w("SET " + QuoteIdent(s.Name.Name) + " = ")
 		d.expr(s.Value, 0)

@@ -22,7 +22,8 @@
 // column types or AS query), CREATE EXTERNAL TABLE ... STORED AS ...
 // LOCATION, INSERT INTO, UPDATE [... FROM], DELETE [... USING] (each with
 // RETURNING), COPY ... FROM ... WITH (options), EXPLAIN [ANALYZE]
-// [VERBOSE], SHOW TABLES, SHOW name, DESCRIBE, SET. What it rejects on
+// [VERBOSE], SHOW TABLES, SHOW name, DESCRIBE, SET, ANALYZE [VERBOSE]
+// [table [(columns)], ...]. What it rejects on
 // purpose gets its own message ("ON CONFLICT DO UPDATE is not supported
 // (DO NOTHING is)").
 //

@@ -335,6 +335,8 @@ func (p *parser) parseStatement() (Statement, error) {
 		return &Describe{Pos: t.pos, Name: name}, nil
 	case isKwTok(t, "set"):
 		return p.parseSet()
+	case isKwTok(t, "analyze"), isKwTok(t, "analyse"):
+		return p.parseAnalyze()
 	case isKwTok(t, "begin"), isKwTok(t, "start") && isKwTok(p.peekAt(1), "transaction"),
 		isKwTok(t, "commit"), isKwTok(t, "end"), isKwTok(t, "rollback"), isKwTok(t, "abort"):
 		return p.parseTransaction()
@@ -351,7 +353,7 @@ func (p *parser) parseStatement() (Statement, error) {
 		}
 		return &Set{Pos: start.pos, Name: name, Value: &ColumnRef{Pos: name.Pos, Parts: []Ident{{Pos: name.Pos, Name: "default"}}}}, nil
 	}
-	return nil, p.errExpected("a statement (SELECT, WITH, VALUES, CREATE, DROP, INSERT, UPDATE, DELETE, COPY, EXPLAIN, SHOW, DESCRIBE or SET)")
+	return nil, p.errExpected("a statement (SELECT, WITH, VALUES, CREATE, DROP, INSERT, UPDATE, DELETE, COPY, EXPLAIN, SHOW, DESCRIBE, SET or ANALYZE)")
 }
 
 // parseReturning parses an optional RETURNING select list.
@@ -1273,6 +1275,62 @@ func (p *parser) parseExplain() (Statement, error) {
 	}
 	e.Stmt = st
 	return e, nil
+}
+
+// parseAnalyze parses ANALYZE [VERBOSE] [table [(column, ...)] [, ...]]
+// or ANALYZE (option [value], ...) [table ...]. As in PostgreSQL, a bare
+// VERBOSE right after ANALYZE is the option: a table of that name is
+// written "verbose".
+func (p *parser) parseAnalyze() (Statement, error) {
+	start := p.next() // ANALYZE
+	a := &Analyze{Pos: start.pos}
+	if p.isOp("(") {
+		opts, err := p.parseOptions()
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range opts {
+			var flag *bool
+			switch o.Name {
+			case "verbose":
+				flag = &a.Verbose
+			case "skip_locked":
+				flag = &a.SkipLocked
+			default:
+				return nil, syntaxErrorAt(p.src, o.Pos, "unknown ANALYZE option %s (want VERBOSE or SKIP_LOCKED)", strings.ToUpper(o.Name))
+			}
+			*flag = true
+			if o.Value != nil {
+				b, ok := optionBool(o.Value)
+				if !ok {
+					return nil, syntaxErrorAt(p.src, o.Value.Position(), "ANALYZE option %s takes a boolean", strings.ToUpper(o.Name))
+				}
+				*flag = b
+			}
+		}
+	} else if p.acceptKw("verbose") {
+		a.Verbose = true
+	}
+	if p.peek().kind == tokEOF || p.isOp(";") {
+		return a, nil
+	}
+	for {
+		t := p.peek()
+		name, err := p.parseObjName("a table name")
+		if err != nil {
+			return nil, err
+		}
+		at := &AnalyzeTable{Pos: t.pos, Name: name}
+		if p.isOp("(") {
+			if at.Columns, err = p.parseIdentList("a column name"); err != nil {
+				return nil, err
+			}
+		}
+		a.Tables = append(a.Tables, at)
+		if !p.acceptOp(",") {
+			return a, nil
+		}
+	}
 }
 
 // optionBool reads a boolean option value: true/false, on/off, 1/0.

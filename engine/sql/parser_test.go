@@ -367,3 +367,53 @@ func TestTokenWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestParseAnalyze: ANALYZE's tree (options, tables, columns, their
+// positions) and the word VERBOSE, which right after ANALYZE is the
+// option and elsewhere, or quoted, a table.
+func TestParseAnalyze(t *testing.T) {
+	a := mustParse(t, "analyze verbose t (a, \"B\"),\n  public.s").(*Analyze)
+	if !a.Verbose || a.SkipLocked || len(a.Tables) != 2 || a.Col != 1 {
+		t.Fatalf("got %+v", a)
+	}
+	t0, t1 := a.Tables[0], a.Tables[1]
+	if t0.Name.Parts[0].Name != "t" || t0.Col != 17 || len(t0.Columns) != 2 || t0.Columns[1].Name != "B" || !t0.Columns[1].Quoted || t0.Columns[1].Col != 23 {
+		t.Errorf("first table %+v", t0)
+	}
+	if len(t1.Name.Parts) != 2 || t1.Name.Parts[1].Name != "s" || t1.Line != 2 || t1.Col != 3 || t1.Columns != nil {
+		t.Errorf("second table %+v", t1)
+	}
+	for src, want := range map[string]struct {
+		verbose, skip bool
+		tables        []string
+	}{
+		"analyze":                              {},
+		"analyse verbose":                      {verbose: true},
+		`analyze "verbose"`:                    {tables: []string{"verbose"}},
+		"analyze verbose verbose":              {verbose: true, tables: []string{"verbose"}},
+		"analyze (verbose off, skip_locked) x": {skip: true, tables: []string{"x"}},
+		"analyze (verbose) verbose, y":         {verbose: true, tables: []string{"verbose", "y"}},
+	} {
+		a := mustParse(t, src).(*Analyze)
+		var got []string
+		for _, at := range a.Tables {
+			got = append(got, at.Name.Parts[0].Name)
+		}
+		if a.Verbose != want.verbose || a.SkipLocked != want.skip || !reflect.DeepEqual(got, want.tables) {
+			t.Errorf("%s: got verbose %v, skip_locked %v, tables %v", src, a.Verbose, a.SkipLocked, got)
+		}
+		roundTrip(t, src, a)
+	}
+	for src, want := range map[string]string{
+		"analyze 1":             "line 1, column 9: expected a table name, found number 1",
+		"analyze t (a,)":        "line 1, column 14: expected a column name, found ')'",
+		"analyze (verbose 2) t": "line 1, column 18: ANALYZE option VERBOSE takes a boolean",
+		"analyze (freeze) t":    "line 1, column 10: unknown ANALYZE option FREEZE",
+		"analyze t; analyze ,":  "line 1, column 20: expected a table name, found ','",
+	} {
+		_, err := Parse(src)
+		if err == nil || nferr.KindOf(err) != nferr.KindQuery || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", src, err, want)
+		}
+	}
+}

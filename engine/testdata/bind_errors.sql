@@ -129,3 +129,10 @@ select x.* from nation
 describe nosuch
 ----
 select 1 from nation group by 2
+----
+analyze nation, nosuch
+----
+analyze verbose nation (n_name,
+  n_nope)
+----
+analyze region (r_name, r_name)

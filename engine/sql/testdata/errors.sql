@@ -177,3 +177,23 @@ select x'0g'
 select X'abc'
 ----
 select x'01
+----
+analyze 1
+----
+analyze t (
+----
+analyze t ()
+----
+analyze t, 
+----
+analyze t u
+----
+analyze verbose verbose verbose
+----
+analyze (buffer_usage_limit 10) t
+----
+analyze (verbose 'yes') t
+----
+analyze select
+----
+analyze 'x.parquet'

@@ -136,3 +136,13 @@ select a from t where 1 = any (t.arr) and x <> all (string_to_array(s, ',')) and
 create table arr_t (a integer[], b text[][], c bigint array);
 select array(select x from t order by 1), x || array[1], current_date from unnest(array[1, 2]) with ordinality as u(x, n), pg_catalog.generate_series(1, 3) g;
 select (information_schema._pg_expandarray(k)).n, 6 & 3 | 1, (t.rec).x from t;
+analyze;
+ANALYSE;
+analyze verbose;
+analyze t;
+analyze verbose t (a, "B"), public.s, u (c);
+analyze "verbose", verbose;
+analyze verbose verbose (x);
+analyze (verbose) t;
+analyze (verbose off, skip_locked) t;
+analyze (skip_locked true, verbose 1) "verbose";
