@@ -34,7 +34,8 @@ import (
 //
 //	scan          wide when the embedded plan gave it several streams
 //	              (several row groups); single otherwise. A wide scan
-//	              reads its row groups round-robin by task, unless a join
+//	              reads a contiguous block of its row groups per task
+//	              (phys.TaskShare), unless a join
 //	              or aggregate above splits it by value range on a
 //	              clustered column (ScanOp.Clustered: integer, no NULLs,
 //	              row groups holding disjoint ranges, as a table stored in
@@ -343,7 +344,7 @@ type frag struct {
 	rows float64
 	// cands are columns a range split of one of the subtree's scans could
 	// distribute the wide subtree on (not applied yet: the scans still
-	// read their row groups round-robin); ranged is the split applied.
+	// read their row groups in plain blocks); ranged is the split applied.
 	cands  []rangeCand
 	ranged *rangedOn
 	// tasks, when set, is the task count of the stage cut at f (a held
