@@ -129,6 +129,47 @@ func (c *deviceCodec) DecodeWithError(dst, src []byte) ([]byte, error) {
 	return c.cpuDecode(dst, src)
 }
 
+// DecodeBatch decompresses srcs[i] into dsts[i] (outs[i], errs[i]):
+// every block is submitted before any is waited for, so that one decoder's
+// pages (storage's page reader hands over a window of a column chunk's
+// pages) keep several of the device's engines busy; a block the device
+// refuses or fails runs on this core.
+func (c *deviceCodec) DecodeBatch(dsts, srcs, outs [][]byte, errs []error) {
+	q := c.dev.OpenQueue(len(srcs))
+	defer q.Close()
+	reqs := make([]*Request, len(srcs))
+	sent := 0
+	for i := range srcs {
+		r := &Request{Op: OpKernel, Src: srcs[i], Dst: dsts[i], Kernel: c.cpuDecode}
+		if q.Submit(r) {
+			reqs[i] = r
+			sent++
+			continue
+		}
+		PageOffload.CPUPages.Add(1)
+		outs[i], errs[i] = c.cpuDecode(dsts[i], srcs[i])
+	}
+	for ; sent > 0; sent-- {
+		<-q.Done()
+	}
+	for i, r := range reqs {
+		if r == nil {
+			continue
+		}
+		var de *DeviceError
+		if errors.As(r.Err, &de) {
+			PageOffload.CPUPages.Add(1)
+			outs[i], errs[i] = c.cpuDecode(dsts[i], srcs[i])
+			continue
+		}
+		if r.Err == nil {
+			PageOffload.DevicePages.Add(1)
+			PageOffload.DeviceBytes.Add(int64(len(r.Out)))
+		}
+		outs[i], errs[i] = r.Out, r.Err
+	}
+}
+
 func (c *deviceCodec) cpuDecode(dst, src []byte) ([]byte, error) {
 	return compress.Decode(c.inner, dst, src)
 }

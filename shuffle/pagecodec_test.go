@@ -186,3 +186,115 @@ func BenchmarkPageDecode(b *testing.B) {
 		})
 	}
 }
+
+// TestDeviceDecodeBatch: a batch of blocks decodes on the device, blocks
+// the device fails or refuses decode on the CPU, a corrupt block is its
+// own error.
+func TestDeviceDecodeBatch(t *testing.T) {
+	dev, err := NewNICDevice(NICOptions{Engines: 2, Depth: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore, err := OffloadParquetDecompression(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restore()
+	zc, _ := compress.GetCodec(compress.Codecs.Zstd)
+	bd := zc.(*deviceCodec)
+	var plains, srcs [][]byte
+	for i := 0; i < 8; i++ {
+		p := bytes.Repeat([]byte{byte('a' + i), 'x', byte(i)}, 3000+i*100)
+		plains = append(plains, p)
+		srcs = append(srcs, zc.Encode(nil, p))
+	}
+	srcs[5] = srcs[5][:len(srcs[5])/2] // corrupt
+	run := func() ([][]byte, []error) {
+		dsts := make([][]byte, len(srcs))
+		for i := range dsts {
+			dsts[i] = make([]byte, len(plains[i]))
+		}
+		outs, errs := make([][]byte, len(srcs)), make([]error, len(srcs))
+		bd.DecodeBatch(dsts, srcs, outs, errs)
+		return outs, errs
+	}
+	check := func(what string, outs [][]byte, errs []error) {
+		t.Helper()
+		for i := range srcs {
+			if i == 5 {
+				if errs[i] == nil {
+					t.Errorf("%s: the corrupt block decoded", what)
+				}
+				continue
+			}
+			if errs[i] != nil || !bytes.Equal(outs[i], plains[i]) {
+				t.Errorf("%s: block %d: %v", what, i, errs[i])
+			}
+		}
+	}
+	d0, c0 := PageOffload.DevicePages.Load(), PageOffload.CPUPages.Load()
+	outs, errs := run()
+	check("on the device", outs, errs)
+	// NB: depth 3 with 2 engines: some blocks are refused and run here.
+	if PageOffload.DevicePages.Load() == d0 || PageOffload.DevicePages.Load()-d0+PageOffload.CPUPages.Load()-c0 < 7 {
+		t.Errorf("device %d, cpu %d of 7 good blocks", PageOffload.DevicePages.Load()-d0, PageOffload.CPUPages.Load()-c0)
+	}
+	dev.failEvery = 2
+	outs, errs = run()
+	check("half failed by the device", outs, errs)
+	dev.failEvery = 0
+	dev.Close()
+	outs, errs = run()
+	check("closed device", outs, errs)
+}
+
+// BenchmarkDeviceDecodeBatch: one decoder's 8 pages (64 KiB each, zstd) on
+// an emulated NIC engine with 2 engine threads, submitted one at a time
+// (what a page reader did) or as one batch.
+func BenchmarkDeviceDecodeBatch(b *testing.B) {
+	dev, err := NewNICDevice(NICOptions{Engines: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dev.Close()
+	restore, err := OffloadParquetDecompression(dev)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer restore()
+	zc, _ := compress.GetCodec(compress.Codecs.Zstd)
+	bd := zc.(*deviceCodec)
+	var srcs, dsts [][]byte
+	for i := 0; i < 8; i++ {
+		p := make([]byte, 64<<10)
+		for j := range p {
+			p[j] = byte((j * (i + 7)) % 251 / 3)
+		}
+		srcs = append(srcs, zc.Encode(nil, p))
+		dsts = append(dsts, make([]byte, len(p)))
+	}
+	outs, errs := make([][]byte, 8), make([]error, 8)
+	b.Run("one-at-a-time", func(b *testing.B) {
+		b.SetBytes(8 << 16)
+		b.ReportAllocs()
+		for b.Loop() {
+			for i := range srcs {
+				if _, err := compress.Decode(zc, dsts[i], srcs[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("batch", func(b *testing.B) {
+		b.SetBytes(8 << 16)
+		b.ReportAllocs()
+		for b.Loop() {
+			bd.DecodeBatch(dsts, srcs, outs, errs)
+			for _, err := range errs {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}

@@ -3,6 +3,7 @@ package storage
 import (
 	"encoding/binary"
 	"fmt"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/parquet/compress"
 )
@@ -348,6 +349,33 @@ type pageReader struct {
 	// reader allocate more than the file claims to hold), at most
 	// maxPageBytes.
 	maxPage int64
+	// batch is codec when it decompresses several pages in one submission
+	// (a device's queue, shuffle.OffloadParquetDecompression); ahead holds
+	// the pages it decompressed ahead of the reader, abuf their bytes.
+	batch batchDecoder
+	ahead []aheadPage
+	abuf  []byte
+}
+
+// batchDecoder is a codec that decompresses several blocks at once:
+// srcs[i] into dsts[i] (room for the block's output), results in outs[i]
+// and errs[i]. A device codec submits them all before waiting, so that one
+// decoder keeps several of the device's engines busy.
+type batchDecoder interface {
+	DecodeBatch(dsts, srcs, outs [][]byte, errs []error)
+}
+
+// pageWindow is how many pages a batch decoder is given at once. Pages the
+// reader then skips (page-index pruning) were decompressed for nothing, so
+// the window stays small.
+const pageWindow = 8
+
+// aheadPage is a page decompressed ahead: the offset of its compressed
+// bytes in the chunk, and the result.
+type aheadPage struct {
+	at  int
+	out []byte
+	err error
 }
 
 func (p *pageReader) reset(chunk []byte, codec compress.Codec, uncompressed int64) {
@@ -356,6 +384,8 @@ func (p *pageReader) reset(chunk []byte, codec compress.Codec, uncompressed int6
 	if uncompressed > 0 && uncompressed < p.maxPage {
 		p.maxPage = uncompressed
 	}
+	p.batch, _ = codec.(batchDecoder)
+	p.ahead = p.ahead[:0]
 }
 
 // header reads the next page header without its body; ok is false at the
@@ -401,7 +431,7 @@ func (p *pageReader) body(h pageHeader) (page, error) {
 			pg.data = raw
 			return pg, nil
 		}
-		out, err := p.decompress(raw, int(h.uncompressed)-ll)
+		out, err := p.decompressAt(raw, int(h.uncompressed)-ll)
 		pg.data = out
 		return pg, err
 	}
@@ -412,9 +442,112 @@ func (p *pageReader) body(h pageHeader) (page, error) {
 		pg.data = raw
 		return pg, nil
 	}
-	out, err := p.decompress(raw, int(h.uncompressed))
+	out, err := p.decompressAt(raw, int(h.uncompressed))
 	pg.data = out
 	return pg, err
+}
+
+// compressedPart is the part of a page's body that is compressed and its
+// uncompressed size; ok is false when nothing in it is (or it is bad: body
+// says why).
+func (p *pageReader) compressedPart(h pageHeader, raw []byte) (src []byte, n int, ok bool) {
+	if p.codec == nil {
+		return nil, 0, false
+	}
+	if h.typ == pageDataV2 {
+		ll := int(h.defLen) + int(h.repLen)
+		if !h.isCompressed || ll > len(raw) || ll > int(h.uncompressed) {
+			return nil, 0, false
+		}
+		return raw[ll:], int(h.uncompressed) - ll, true
+	}
+	return raw, int(h.uncompressed), true
+}
+
+// decompressAt decompresses src, the compressed part of the page body at
+// the reader's position: through the pages decompressed ahead when the
+// codec is a batch decoder, else on this core.
+func (p *pageReader) decompressAt(src []byte, n int) ([]byte, error) {
+	if p.batch == nil || len(src) == 0 {
+		return p.decompress(src, n)
+	}
+	at := p.offsetOf(src)
+	for len(p.ahead) > 0 && p.ahead[0].at < at {
+		p.ahead = p.ahead[1:] // skipped pages
+	}
+	if len(p.ahead) == 0 || p.ahead[0].at != at {
+		p.fillAhead(src, n)
+	}
+	if len(p.ahead) == 0 || p.ahead[0].at != at {
+		return p.decompress(src, n)
+	}
+	a := p.ahead[0]
+	p.ahead = p.ahead[1:]
+	if a.err != nil {
+		return nil, fmt.Errorf("decompressing a page: %v", a.err)
+	}
+	if len(a.out) != n {
+		return nil, fmt.Errorf("page decompressed to %d bytes, the header says %d", len(a.out), n)
+	}
+	return a.out, nil
+}
+
+// offsetOf is the offset of b (a slice of the chunk) in the chunk.
+func (p *pageReader) offsetOf(b []byte) int {
+	return int(uintptr(unsafe.Pointer(unsafe.SliceData(b))) - uintptr(unsafe.Pointer(unsafe.SliceData(p.chunk))))
+}
+
+// fillAhead decompresses, in one batch, the page whose compressed part is
+// first (its body just consumed) and up to pageWindow-1 pages after it in
+// the chunk. A header it cannot read ends the window there (the reader
+// reports the error when it gets to it).
+func (p *pageReader) fillAhead(first []byte, n int) {
+	type job struct {
+		at  int
+		src []byte
+		n   int
+	}
+	jobs := []job{{p.offsetOf(first), first, n}}
+	total := n + bitReaderSlack
+	for pos := p.pos; len(jobs) < pageWindow && pos < len(p.chunk); {
+		h, hn, err := parsePageHeader(p.chunk[pos:])
+		if err != nil || int64(pos)+int64(hn)+int64(h.compressed) > int64(len(p.chunk)) || int64(h.uncompressed) > p.maxPage {
+			break
+		}
+		raw := p.chunk[pos+hn : pos+hn+int(h.compressed)]
+		pos += hn + int(h.compressed)
+		if h.typ != pageData && h.typ != pageDataV2 && h.typ != pageDictionary {
+			continue
+		}
+		if src, m, ok := p.compressedPart(h, raw); ok && len(src) > 0 {
+			jobs = append(jobs, job{p.offsetOf(src), src, m})
+			total += m + bitReaderSlack
+		}
+	}
+	// NB: the pages' bytes live in one buffer, each page followed by the
+	// slack bit unpacking may read; a page stays valid until the reader
+	// moves past the window (pageReader.body's contract is one page).
+	if cap(p.abuf) < total {
+		p.abuf = make([]byte, total)
+	}
+	buf := p.abuf[:total]
+	dsts, srcs := make([][]byte, len(jobs)), make([][]byte, len(jobs))
+	outs, errs := make([][]byte, len(jobs)), make([]error, len(jobs))
+	off := 0
+	for i, j := range jobs {
+		dsts[i], srcs[i] = buf[off:off+j.n:off+j.n+bitReaderSlack], j.src
+		off += j.n + bitReaderSlack
+	}
+	p.batch.DecodeBatch(dsts, srcs, outs, errs)
+	p.ahead = p.ahead[:0]
+	for i, j := range jobs {
+		out := outs[i]
+		if errs[i] == nil && len(out) == j.n && j.n > 0 && &out[0] != &dsts[i][0] {
+			copy(dsts[i], out)
+			out = dsts[i]
+		}
+		p.ahead = append(p.ahead, aheadPage{at: j.at, out: out, err: errs[i]})
+	}
 }
 
 // decompress decodes src into the reused buffer, which keeps
