@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -159,4 +161,97 @@ func AdmissionCollectors(a *engine.Admission, labels prometheus.Labels) []promet
 		c("nicflow_admission_wait_seconds_total", "Time admitted queries waited for memory.", func(s engine.AdmissionStats) float64 { return s.Waited.Seconds() }),
 		c("nicflow_admission_exempted_total", "Queries that read no data and hold no state (select 1), run without admission.", func(s engine.AdmissionStats) float64 { return float64(s.Exempted) }),
 	}
+}
+
+// runGate bounds the queries running on the workers at once
+// (Options.MaxRunning): Acquire waits, in arrival order, while the bound is
+// reached. The bound is the option, or else the alive workers' cores
+// summed, taken anew at each arrival and release (workers join and leave).
+type runGate struct {
+	fixed     int // Options.MaxRunning
+	maxQueued int
+
+	mu      sync.Mutex
+	running int
+	limit   int // the bound last computed
+	waiting []chan struct{}
+}
+
+func newRunGate(fixed, maxQueued int) *runGate {
+	return &runGate{fixed: fixed, maxQueued: maxQueued}
+}
+
+// bound is the number of queries that may run with workers' cores.
+func (g *runGate) bound(workers []NodeInfo) int {
+	if g.fixed != 0 {
+		return g.fixed
+	}
+	cores := 0
+	for _, w := range workers {
+		cores += max(w.Cores, 1)
+	}
+	return max(cores, 4)
+}
+
+// acquire admits one query to run on workers, waiting (queued(true)
+// before, queued(false) after) while the bound is reached, until ctx ends
+// (a canceled error) or, with maxQueued queries already waiting, failing at
+// once with a busy error. release gives the place back (once).
+func (g *runGate) acquire(ctx context.Context, workers []NodeInfo, queued func(bool)) (release func(), err error) {
+	g.mu.Lock()
+	g.limit = g.bound(workers)
+	if g.limit < 0 || (g.running < g.limit && len(g.waiting) == 0) {
+		g.running++
+		g.mu.Unlock()
+		return g.releaser(), nil
+	}
+	if len(g.waiting) >= g.maxQueued {
+		n := len(g.waiting)
+		g.mu.Unlock()
+		return nil, nferr.Busyf("the coordinator runs %d queries on the workers (max_running) and %d more are waiting (max_queued): retry later", g.limit, n)
+	}
+	ch := make(chan struct{})
+	g.waiting = append(g.waiting, ch)
+	g.mu.Unlock()
+	queued(true)
+	defer queued(false)
+	select {
+	case <-ch:
+		return g.releaser(), nil
+	case <-ctx.Done():
+		g.mu.Lock()
+		if i := slices.Index(g.waiting, ch); i >= 0 {
+			g.waiting = slices.Delete(g.waiting, i, i+1)
+			g.mu.Unlock()
+			return nil, nferr.Wrap(nferr.KindCanceled, context.Cause(ctx), "waiting for one of the %d queries running on the workers (max_running) to end", g.limit)
+		}
+		g.mu.Unlock()
+		// NB: admitted as it was canceled: give the place on.
+		g.releaser()()
+		return nil, nferr.Wrap(nferr.KindCanceled, context.Cause(ctx), "waiting for one of the queries running on the workers (max_running) to end")
+	}
+}
+
+func (g *runGate) releaser() func() {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			g.running--
+			for len(g.waiting) > 0 && (g.limit < 0 || g.running < g.limit) {
+				close(g.waiting[0])
+				g.waiting = g.waiting[1:]
+				g.running++
+			}
+		})
+	}
+}
+
+// Running and Waiting are the queries running on the workers and those
+// waiting to.
+func (g *runGate) counts() (running, waiting int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.running, len(g.waiting)
 }

@@ -101,6 +101,7 @@ type Coordinator struct {
 	runner QueryRunner
 	sched  *scheduler
 	adm    *engine.Admission // Options.Memory shared by the queries (admission.go)
+	gate   *runGate          // Options.MaxRunning: queries running on the workers (admission.go)
 
 	mu       sync.Mutex
 	queries  map[string]*Query
@@ -141,11 +142,19 @@ func newCoordinator(n *Node, r QueryRunner) (*Coordinator, error) {
 	}
 	n.metrics.reg.MustRegister(AdmissionCollectors(adm, prometheus.Labels{"node": n.self.ID, "role": n.self.Role.String()})...)
 	c := &Coordinator{
-		node: n, runner: r, sched: newScheduler(), adm: adm,
+		node: n, runner: r, sched: newScheduler(), adm: adm, gate: newRunGate(n.opts.MaxRunning, n.opts.MaxQueued),
 		queries: map[string]*Query{}, conns: map[string]*workerConn{}, suspects: map[string]suspectEntry{},
 		regWait: make(chan struct{}), stopDog: make(chan struct{}), dogDone: make(chan struct{}),
 	}
 	c.sched.exclude = c.isSuspect
+	labels := prometheus.Labels{"node": n.self.ID, "role": n.self.Role.String()}
+	n.metrics.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nicflow_workers_queries_running", ConstLabels: labels,
+			Help: "Queries running on the workers now (at most --max-running)."},
+			func() float64 { r, _ := c.gate.counts(); return float64(r) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nicflow_workers_queries_waiting", ConstLabels: labels,
+			Help: "Queries waiting for one of the --max-running places on the workers."},
+			func() float64 { _, w := c.gate.counts(); return float64(w) }))
 	go c.watchdog()
 	return c, nil
 }

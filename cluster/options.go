@@ -143,9 +143,17 @@ type Options struct {
 	// MaxQueued and QueryMemory; docs/decisions.md D54). Default:
 	// exec.DefaultMemoryLimit() (60% of the cgroup or physical memory).
 	Memory int64 `json:"memory"`
-	// MaxQueued (coordinator) bounds the queries waiting for Memory; one
-	// more fails at once with a busy error. Default 256.
+	// MaxQueued (coordinator) bounds the queries waiting for Memory, and
+	// apart from them those waiting for MaxRunning; one more fails at once
+	// with a busy error. Default 256.
 	MaxQueued int `json:"max_queued"`
+	// MaxRunning (coordinator) bounds the queries running on the workers
+	// at once; more wait in a queue (state "queued") until one ends. The
+	// workers' memory bounds their tasks (they spill), not their CPU: past
+	// a few queries per core every query slows and gossip probes go
+	// unanswered. 0: the alive workers' cores summed (at least 4); -1: no
+	// bound.
+	MaxRunning int `json:"max_running"`
 	// QueryMemory (coordinator) is what a statement the coordinator runs
 	// itself (INSERT, UPDATE, DELETE, COPY, CREATE TABLE AS on its copy of
 	// the database) reserves from Memory before it starts, and runs under
@@ -384,6 +392,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxQueued < 1 {
 		return nferr.Queryf("options: max_queued must be at least 1, not %d", o.MaxQueued)
+	}
+	if o.MaxRunning < -1 {
+		return nferr.Queryf("options: max_running must be -1 (no bound), 0 (the workers' cores) or positive, not %d", o.MaxRunning)
 	}
 	if o.QueryMemory < 1 || o.QueryMemory > o.Memory {
 		return nferr.Queryf("options: query_memory %s must be positive and at most memory %s: no query could be given it",

@@ -313,6 +313,13 @@ func (r *SQLRunner) RunQuery(q *Query, out ResultWriter) error {
 	if dq.Explain && !dq.Analyze {
 		return writeLocal(engine.TextResult(dq.ExplainText(nil, 0, 0)), out)
 	}
+	// NB: the workers' CPU is not theirs to admit; the coordinator runs
+	// at most MaxRunning queries on them (admission.go, runGate).
+	release, err := q.c.gate.acquire(ctx, workers, q.setQueued)
+	if err != nil {
+		return err
+	}
+	defer release()
 	start := time.Now()
 	res, err := r.run(q, dq, workers, out)
 	if err != nil {

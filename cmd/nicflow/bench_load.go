@@ -59,6 +59,9 @@ type loadOptions struct {
 	// admission control) and MaxQueued its --max-queued (0: its default).
 	Memory    string
 	MaxQueued int
+	// MaxRunning is the started cluster coordinator's --max-running (0:
+	// its default).
+	MaxRunning int
 	// Seed makes the clients' choices (queries, cancels, moments)
 	// reproducible.
 	Seed uint64
@@ -111,6 +114,10 @@ func (o *loadOptions) validate() error {
 		return usagef("--cluster %d: want 1 to 64 workers (0: load a nicflow serve)", o.Cluster)
 	case o.MaxQueued < 0:
 		return usagef("--max-queued must be at least 1, got %d", o.MaxQueued)
+	case o.MaxRunning != 0 && o.Cluster == 0:
+		return usagef("--max-running bounds a cluster's coordinator: give --cluster N")
+	case o.MaxRunning < -1:
+		return usagef("--max-running must be -1 (no bound) or positive, got %d", o.MaxRunning)
 	}
 	for _, n := range o.Clients {
 		if n < 1 || n > 10000 {
@@ -145,7 +152,7 @@ var benchLoadFlags struct {
 	dir, clients, queries, addr, user, memory string
 	duration, trivialEvery                    time.Duration
 	cancelFrac                                float64
-	cluster, maxQueued                        int
+	cluster, maxQueued, maxRunning            int
 	seed                                      uint64
 }
 
@@ -194,7 +201,7 @@ Missed throughput, latency or memory goals are reported, not an error.`,
 	RunE: func(cmd *cobra.Command, _ []string) error {
 		f := benchLoadFlags
 		o := loadOptions{Dir: f.dir, Duration: f.duration, CancelFrac: f.cancelFrac, TrivialEvery: f.trivialEvery,
-			Addr: f.addr, User: f.user, Cluster: f.cluster, Memory: f.memory, MaxQueued: f.maxQueued, Seed: f.seed,
+			Addr: f.addr, User: f.user, Cluster: f.cluster, Memory: f.memory, MaxQueued: f.maxQueued, MaxRunning: f.maxRunning, Seed: f.seed,
 			Env: childEnv(), Progress: cmd.ErrOrStderr()}
 		for _, s := range splitList(f.clients) {
 			n, err := strconv.Atoi(s)
@@ -230,6 +237,7 @@ func init() {
 	f.IntVar(&benchLoadFlags.cluster, "cluster", 0, "start a local cluster of this many workers and load its coordinator (0: start nicflow serve)")
 	f.StringVar(&benchLoadFlags.memory, "memory", "", "--memory of the server started: memory its concurrent queries share, e.g. 4GiB, or off (default: the server's)")
 	f.IntVar(&benchLoadFlags.maxQueued, "max-queued", 0, "--max-queued of the server started (default: the server's)")
+	f.IntVar(&benchLoadFlags.maxRunning, "max-running", 0, "--max-running of the cluster's coordinator (with --cluster; default: the workers' cores summed; -1: no bound)")
 	f.Uint64Var(&benchLoadFlags.seed, "seed", 1, "seed of the clients' queries, cancels and moments")
 	benchCmd.AddCommand(benchLoadCmd)
 }

@@ -46,6 +46,9 @@ func startLoadTarget(ctx context.Context, o loadOptions, maxClients int) (*loadT
 		extra = append(extra, "--max-queued", strconv.Itoa(o.MaxQueued))
 	}
 	if o.Cluster > 0 {
+		if o.MaxRunning != 0 {
+			extra = append(extra, "--max-running", strconv.Itoa(o.MaxRunning))
+		}
 		return startLoadCluster(ctx, o, exe, append(extra, "--pg-max-connections", maxConns))
 	}
 	return startLoadServe(ctx, o, exe, append(extra, "--pg-max-connections", maxConns))

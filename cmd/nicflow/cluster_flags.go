@@ -41,6 +41,7 @@ type nodeFlags struct {
 	spillDir     string
 	queryRetries int
 	maxQueued    int    // coordinator: admission queue bound
+	maxRunning   int    // coordinator: queries running on the workers at once
 	queryMemory  string // coordinator: a local statement's reservation
 
 	// Timing and limits that rarely need changing (cluster.Options).
@@ -79,7 +80,8 @@ func addNodeFlags(cmd *cobra.Command, f *nodeFlags, role cluster.Role) {
 	fs.IntVar(&f.cores, "cores", 0, "cores offered to tasks (default GOMAXPROCS)")
 	if role == cluster.RoleCoordinator {
 		fs.StringVar(&f.memory, "memory", "", "memory shared by the queries the coordinator runs, e.g. 8GiB: a query waits in a queue until its share fits (or a sixteenth of it is free), or until statement_timeout (default 60% of the machine or cgroup)")
-		fs.IntVar(&f.maxQueued, "max-queued", 256, "queries that may wait for the coordinator's --memory at once; one more fails at once (retry later)")
+		fs.IntVar(&f.maxQueued, "max-queued", 256, "queries that may wait for the coordinator's --memory at once (and, apart, for --max-running); one more fails at once (retry later)")
+		fs.IntVar(&f.maxRunning, "max-running", 0, "queries that run on the workers at once; more wait in a queue (0: the alive workers' cores summed, at least 4; -1: no bound)")
 		fs.StringVar(&f.queryMemory, "query-memory", "", "memory a statement the coordinator runs itself (INSERT, UPDATE, DELETE, COPY, CREATE TABLE AS) reserves from --memory; a query run on the workers reserves at most --retry-buffer (default: a quarter of --memory)")
 	} else {
 		fs.StringVar(&f.memory, "memory", "", "memory offered to tasks, e.g. 8GiB (default 60% of the machine or cgroup)")
@@ -178,6 +180,12 @@ func (f *nodeFlags) options(cmd *cobra.Command, role cluster.Role) (cluster.Opti
 			return o, usagef("--memory: %v", err)
 		}
 		o.Memory = n
+	}
+	if changed("max-running") {
+		if f.maxRunning < -1 {
+			return o, usagef("--max-running must be -1 (no bound), 0 (the workers' cores) or positive, got %d", f.maxRunning)
+		}
+		o.MaxRunning = f.maxRunning
 	}
 	if changed("max-queued") {
 		if f.maxQueued < 1 {
