@@ -314,12 +314,16 @@ func (r *SQLRunner) RunQuery(q *Query, out ResultWriter) error {
 		return writeLocal(engine.TextResult(dq.ExplainText(nil, 0, 0)), out)
 	}
 	// NB: the workers' CPU is not theirs to admit; the coordinator runs
-	// at most MaxRunning queries on them (admission.go, runGate).
-	release, err := q.c.gate.acquire(ctx, workers, q.setQueued)
-	if err != nil {
-		return err
+	// at most MaxRunning queries on them (admission.go, runGate). A query
+	// that reads no data (select 1, a pool's health check) is not held
+	// behind the queries that do.
+	if admit == engine.AdmitQuery {
+		release, err := q.c.gate.acquire(ctx, workers, q.setQueued)
+		if err != nil {
+			return err
+		}
+		defer release()
 	}
-	defer release()
 	start := time.Now()
 	res, err := r.run(q, dq, workers, out)
 	if err != nil {
