@@ -1337,6 +1337,8 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 		n, err = c.compileArray(e, args, desc)
 	case FnBitAnd, FnBitOr:
 		n, err = c.compileBitwise(e, args, desc)
+	case FnGcd, FnLcm:
+		n, err = c.compileGcdLcm(e, args, desc)
 	default:
 		return nil, nferr.Queryf("unknown function %q in %s", e.Fn, desc)
 	}

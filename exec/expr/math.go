@@ -138,3 +138,88 @@ func (c *compiler) compileRandom(desc string) node {
 		return nil
 	}}
 }
+
+// gcd and lcm over integers, PostgreSQL's: both arguments of one type
+// (INTEGER or BIGINT, which the binder makes them), the result of that
+// type and never negative; gcd(0, 0) is 0, lcm with a zero is 0; a result
+// the type cannot hold (gcd(minimum, 0), a large lcm) is "integer out of
+// range" / "bigint out of range".
+const (
+	FnGcd = "gcd" // gcd(a, b) [2]
+	FnLcm = "lcm" // lcm(a, b) [2]
+)
+
+func (c *compiler) compileGcdLcm(e *Expr, args []node, desc string) (node, error) {
+	if err := arity(e, 2, 2); err != nil {
+		return nil, err
+	}
+	t := args[0].dt()
+	if t.ID() == arrow.NULL {
+		t = args[1].dt()
+	}
+	if t.ID() != arrow.INT32 && t.ID() != arrow.INT64 {
+		return nil, nferr.Queryf("function %s(%s, %s) does not exist in %s", e.Fn, TypeName(args[0].dt()), TypeName(args[1].dt()), desc)
+	}
+	for _, a := range args {
+		if a.dt().ID() == arrow.NULL {
+			return newNullConst(t), nil
+		}
+		if !arrow.TypeEqual(a.dt(), t) {
+			return nil, nferr.Queryf("function %s needs two integers of one type, not %s and %s, in %s", e.Fn, TypeName(args[0].dt()), TypeName(args[1].dt()), desc)
+		}
+	}
+	lcm := e.Fn == FnLcm
+	if t.ID() == arrow.INT32 {
+		return &funcNode{args: args, t: t, desc: desc, run: func(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
+			out.i32 = Grow(out.i32, n)
+			a, b, o := in[0].i32, in[1].i32, out.i32
+			bad := false
+			each(sel, n, func(i int32) {
+				r, ovf := gcdLcm(int64(a[i]), int64(b[i]), lcm)
+				bad = bad || ovf || r > math.MaxInt32
+				o[i] = int32(r)
+			})
+			if bad {
+				return errAt("integer out of range", f.desc)
+			}
+			return nil
+		}}, nil
+	}
+	return &funcNode{args: args, t: t, desc: desc, run: func(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
+		out.i64 = Grow(out.i64, n)
+		a, b, o := in[0].i64, in[1].i64, out.i64
+		bad := false
+		each(sel, n, func(i int32) {
+			r, ovf := gcdLcm(a[i], b[i], lcm)
+			bad = bad || ovf
+			o[i] = r
+		})
+		if bad {
+			return errAt("bigint out of range", f.desc)
+		}
+		return nil
+	}}, nil
+}
+
+// gcdLcm is gcd(a, b) (lcm false) or lcm(a, b), not negative; the bool
+// reports a result beyond int64 (gcd(MinInt64, 0), gcd(MinInt64,
+// MinInt64), a large lcm).
+func gcdLcm(a, b int64, lcm bool) (int64, bool) {
+	// In uint64: |MinInt64| fits.
+	ua, ub := absU64(a), absU64(b)
+	x, y := ua, ub
+	for y != 0 {
+		x, y = y, x%y
+	}
+	if !lcm {
+		return int64(x), x > math.MaxInt64
+	}
+	if ua == 0 || ub == 0 {
+		return 0, false
+	}
+	q := ua / x
+	if q > math.MaxInt64/ub {
+		return 0, true
+	}
+	return int64(q * ub), false
+}
