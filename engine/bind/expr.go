@@ -624,14 +624,6 @@ func (b *binder) rewriteFunc(x *sql.FuncCall, args []plan.Expr) (sql.Expr, error
 			return nil, err
 		}
 		return bin("%", a[0], a[1]), nil
-	case "log":
-		// log(b, x), PostgreSQL's logarithm of x to base b: ln(x) /
-		// ln(b), in double precision (ln checks the domain; base 1
-		// divides by zero).
-		if len(a) != 2 {
-			return nil, nil // log(x) is log10
-		}
-		return bin("/", call("ln", a[1]), call("ln", a[0])), nil
 	case "div":
 		// div(a, b), PostgreSQL's: the quotient truncated toward zero.
 		// Integers divide so already; decimals exactly: (a - a % b) / b
@@ -2145,7 +2137,10 @@ func (b *binder) scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			fn = name
 		}
 		want := 1
-		if fn == "power" {
+		if name == "log" && n == 2 {
+			fn = expr.FnLogBase // log(b, x)
+		}
+		if fn == "power" || fn == expr.FnLogBase {
 			want = 2
 		}
 		if err := arity(want, want); err != nil {

@@ -1315,7 +1315,7 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 			return nil, err
 		}
 		return c.compileRandom(desc), nil // NB: not folded
-	case FnSqrt, FnCbrt, FnExp, FnLn, FnLog10, FnPower, FnCeil, FnFloor, FnTrunc:
+	case FnSqrt, FnCbrt, FnExp, FnLn, FnLog10, FnLogBase, FnPower, FnCeil, FnFloor, FnTrunc:
 		n, err = c.compileMath(e, args, desc)
 	case FnReplace, FnRepeat, FnReverse, FnLPad, FnRPad, FnInitCap, FnMD5, FnSplitPart, FnQuoteIdent, FnQuoteLit, FnToJSON,
 		FnTranslate, FnChr, FnASCII, FnToHex, FnOctetLength:

@@ -9,7 +9,7 @@ import (
 )
 
 // Mathematical functions over double precision: sqrt, cbrt, exp, ln,
-// log10, power, ceil, floor and trunc. Arguments of other numeric types
+// log10, log(b, x), power, ceil, floor and trunc. Arguments of other numeric types
 // are cast to double first; arguments outside a function's domain are a
 // data error with PostgreSQL's message (sqrt of a negative number, the
 // logarithm of zero or of a negative number, zero to a negative power, a
@@ -27,11 +27,15 @@ const (
 	FnCeil  = "ceil"  // ceil(x) [1]
 	FnFloor = "floor" // floor(x) [1]
 	FnTrunc = "trunc" // trunc(x) [1]
+	// FnLogBase is log(b, x), the logarithm of x to base b [2]: b and x
+	// positive, b not 1 (division by zero); an exact power of b gives
+	// the exact whole number (log(10, 1000) is 3, not 2.9999999999999996).
+	FnLogBase = "log"
 )
 
 func (c *compiler) compileMath(e *Expr, args []node, desc string) (node, error) {
 	want := 1
-	if e.Fn == FnPower {
+	if e.Fn == FnPower || e.Fn == FnLogBase {
 		want = 2
 	}
 	if err := arity(e, want, want); err != nil {
@@ -50,6 +54,10 @@ func (c *compiler) compileMath(e *Expr, args []node, desc string) (node, error) 
 	f := &funcNode{desc: desc, t: f64, args: args}
 	if e.Fn == FnPower {
 		f.run = powerKernel
+		return f, nil
+	}
+	if e.Fn == FnLogBase {
+		f.run = logBaseKernel
 		return f, nil
 	}
 	f.run = func(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
@@ -111,6 +119,34 @@ func powerKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
 		return errAt(bad, f.desc)
 	}
 	return checkFinite(out.f64, x, sel, n, f.desc)
+}
+
+func logBaseKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
+	out.f64 = Grow(out.f64, n)
+	b, x, o := in[0].f64, in[1].f64, out.f64
+	low, one := math.Inf(1), false
+	each(sel, n, func(i int32) {
+		low = min(low, b[i], x[i])
+		one = one || b[i] == 1
+	})
+	switch {
+	case low == 0:
+		return errAt("cannot take logarithm of zero", f.desc)
+	case low < 0:
+		return errAt("cannot take logarithm of a negative number", f.desc)
+	case one:
+		return errAt("division by zero", f.desc)
+	}
+	each(sel, n, func(i int32) {
+		r := math.Log2(x[i]) / math.Log2(b[i])
+		// Snap to the whole number k when b^k is x exactly (the ratio
+		// of two rounded logarithms misses it by an ulp or so).
+		if k := math.Round(r); k != r && math.Abs(r-k) < 1e-9 && math.Pow(b[i], k) == x[i] {
+			r = k
+		}
+		o[i] = r
+	})
+	return nil
 }
 
 // checkFinite fails on a result that overflowed to infinity from a finite
