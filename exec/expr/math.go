@@ -237,6 +237,10 @@ func (c *compiler) compileGcdLcm(e *Expr, args []node, desc string) (node, error
 	}}, nil
 }
 
+// GcdLcm is gcd(a, b) (lcm false) or lcm(a, b), the kernels' arithmetic,
+// for folding constants at plan time; ovf reports a result beyond int64.
+func GcdLcm(a, b int64, lcm bool) (r int64, ovf bool) { return gcdLcm(a, b, lcm) }
+
 // gcdLcm is gcd(a, b) (lcm false) or lcm(a, b), not negative; the bool
 // reports a result beyond int64 (gcd(MinInt64, 0), gcd(MinInt64,
 // MinInt64), a large lcm).
