@@ -624,6 +624,40 @@ func (b *binder) rewriteFunc(x *sql.FuncCall, args []plan.Expr) (sql.Expr, error
 			return nil, err
 		}
 		return bin("%", a[0], a[1]), nil
+	case "div":
+		// div(a, b), PostgreSQL's: the quotient truncated toward zero.
+		// Integers divide so already; decimals exactly: (a - a % b) / b
+		// is a whole number, trunc gives it scale 0.
+		if err := two(); err != nil {
+			return nil, err
+		}
+		for _, e := range args {
+			t := plan.ResolveUntyped(e, plan.TypInt64).Type()
+			if !plan.IsInteger(t) && !plan.IsDecimal(t) && !plan.IsNullType(t) {
+				return nil, fmt.Errorf("function div(%s, %s) does not exist (want integers or numerics)", plan.TypeString(args[0].Type()), plan.TypeString(args[1].Type()))
+			}
+		}
+		if !plan.IsDecimal(args[0].Type()) && !plan.IsDecimal(args[1].Type()) {
+			return bin("/", a[0], a[1]), nil
+		}
+		return call("trunc", bin("/", bin("-", a[0], bin("%", a[0], a[1])), a[1])), nil
+	case "scale":
+		// scale(numeric): its fraction digits. A nicflow decimal's scale
+		// is its type's (PostgreSQL's numeric keeps one per value).
+		if len(a) != 1 {
+			return nil, fmt.Errorf("function scale takes 1 argument, got %d", len(a))
+		}
+		t := plan.ResolveUntyped(args[0], plan.TypInt64).Type()
+		s := int32(0)
+		switch {
+		case plan.IsDecimal(t):
+			_, s, _ = plan.DecimalPS(t)
+		case plan.IsInteger(t), plan.IsNullType(t):
+		default:
+			return nil, fmt.Errorf("function scale(%s) does not exist (want a numeric)", plan.TypeString(t))
+		}
+		isNull := &sql.IsExpr{Pos: pos, X: a[0], What: sql.IsNull}
+		return &sql.Case{Pos: pos, Whens: []*sql.When{when(isNull, &sql.Literal{Pos: pos, Kind: sql.LitNull})}, Else: lit(strconv.Itoa(int(s)))}, nil
 	case "sign":
 		if len(a) != 1 {
 			return nil, fmt.Errorf("function sign takes 1 argument, got %d", len(a))
@@ -2103,7 +2137,10 @@ func (b *binder) scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			fn = name
 		}
 		want := 1
-		if fn == "power" {
+		if name == "log" && n == 2 {
+			fn = expr.FnLogBase // log(b, x)
+		}
+		if fn == "power" || fn == expr.FnLogBase {
 			want = 2
 		}
 		if err := arity(want, want); err != nil {
@@ -2353,6 +2390,28 @@ func (b *binder) scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			t = plan.DecimalType(min(p-s+ns+1, plan.MaxDecimalPrecision), ns)
 		}
 		return b.newCall("round", t, args...), nil
+	case "gcd", "lcm":
+		if err := arity(2, 2); err != nil {
+			return nil, err
+		}
+		for i := range args {
+			if err := integer(i); err != nil {
+				return nil, err
+			}
+		}
+		// Both of one type: BIGINT if either is, else INTEGER.
+		var t arrow.DataType = plan.TypInt32
+		for _, a := range args {
+			if a.Type().ID() == arrow.INT64 {
+				t = plan.TypInt64
+			}
+		}
+		for i := range args {
+			if !arrow.TypeEqual(args[i].Type(), t) {
+				args[i] = plan.FoldNow(&plan.CastExpr{Zone: b.zone, X: args[i], Typ: t})
+			}
+		}
+		return b.newCall(name, t, args...), nil
 	case "upper", "lower":
 		if err := arity(1, 1); err != nil {
 			return nil, err

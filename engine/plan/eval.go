@@ -165,6 +165,27 @@ func EvalCall(c *Call) (*Const, error) {
 			return nil, nil
 		}
 		return &Const{Typ: TypString, Val: x + y}, nil
+	case expr.FnGcd, expr.FnLcm:
+		// Over INTEGER or BIGINT (the binder makes both one type); a
+		// result out of range is left to the kernel, which fails.
+		if anyNull {
+			return NullConst(c.Typ), nil
+		}
+		for _, a := range args {
+			if _, ok := a.Val.(int32); !ok && a.Typ.ID() != arrow.INT64 {
+				return nil, nil
+			}
+		}
+		r, ovf := expr.GcdLcm(ConstInt(args[0]), ConstInt(args[1]), c.Fn == expr.FnLcm)
+		switch {
+		case ovf:
+			return nil, nil
+		case c.Typ.ID() == arrow.INT64:
+			return &Const{Typ: TypInt64, Val: r}, nil
+		case c.Typ.ID() == arrow.INT32 && r <= math.MaxInt32:
+			return &Const{Typ: TypInt32, Val: int32(r)}, nil
+		}
+		return nil, nil
 	case "upper":
 		return &Const{Typ: TypString, Val: strings.ToUpper(args[0].Val.(string))}, nil
 	case FnLower:

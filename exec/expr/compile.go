@@ -1315,7 +1315,7 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 			return nil, err
 		}
 		return c.compileRandom(desc), nil // NB: not folded
-	case FnSqrt, FnCbrt, FnExp, FnLn, FnLog10, FnPower, FnCeil, FnFloor, FnTrunc:
+	case FnSqrt, FnCbrt, FnExp, FnLn, FnLog10, FnLogBase, FnPower, FnCeil, FnFloor, FnTrunc:
 		n, err = c.compileMath(e, args, desc)
 	case FnReplace, FnRepeat, FnReverse, FnLPad, FnRPad, FnInitCap, FnMD5, FnSplitPart, FnQuoteIdent, FnQuoteLit, FnToJSON,
 		FnTranslate, FnChr, FnASCII, FnToHex, FnOctetLength:
@@ -1337,6 +1337,8 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 		n, err = c.compileArray(e, args, desc)
 	case FnBitAnd, FnBitOr:
 		n, err = c.compileBitwise(e, args, desc)
+	case FnGcd, FnLcm:
+		n, err = c.compileGcdLcm(e, args, desc)
 	default:
 		return nil, nferr.Queryf("unknown function %q in %s", e.Fn, desc)
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // Mathematical functions over double precision: sqrt, cbrt, exp, ln,
-// log10, power, ceil, floor and trunc. Arguments of other numeric types
+// log10, log(b, x), power, ceil, floor and trunc. Arguments of other numeric types
 // are cast to double first; arguments outside a function's domain are a
 // data error with PostgreSQL's message (sqrt of a negative number, the
 // logarithm of zero or of a negative number, zero to a negative power, a
@@ -27,11 +27,15 @@ const (
 	FnCeil  = "ceil"  // ceil(x) [1]
 	FnFloor = "floor" // floor(x) [1]
 	FnTrunc = "trunc" // trunc(x) [1]
+	// FnLogBase is log(b, x), the logarithm of x to base b [2]: b and x
+	// positive, b not 1 (division by zero); an exact power of b gives
+	// the exact whole number (log(10, 1000) is 3, not 2.9999999999999996).
+	FnLogBase = "log"
 )
 
 func (c *compiler) compileMath(e *Expr, args []node, desc string) (node, error) {
 	want := 1
-	if e.Fn == FnPower {
+	if e.Fn == FnPower || e.Fn == FnLogBase {
 		want = 2
 	}
 	if err := arity(e, want, want); err != nil {
@@ -50,6 +54,10 @@ func (c *compiler) compileMath(e *Expr, args []node, desc string) (node, error) 
 	f := &funcNode{desc: desc, t: f64, args: args}
 	if e.Fn == FnPower {
 		f.run = powerKernel
+		return f, nil
+	}
+	if e.Fn == FnLogBase {
+		f.run = logBaseKernel
 		return f, nil
 	}
 	f.run = func(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
@@ -113,6 +121,34 @@ func powerKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
 	return checkFinite(out.f64, x, sel, n, f.desc)
 }
 
+func logBaseKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
+	out.f64 = Grow(out.f64, n)
+	b, x, o := in[0].f64, in[1].f64, out.f64
+	low, one := math.Inf(1), false
+	each(sel, n, func(i int32) {
+		low = min(low, b[i], x[i])
+		one = one || b[i] == 1
+	})
+	switch {
+	case low == 0:
+		return errAt("cannot take logarithm of zero", f.desc)
+	case low < 0:
+		return errAt("cannot take logarithm of a negative number", f.desc)
+	case one:
+		return errAt("division by zero", f.desc)
+	}
+	each(sel, n, func(i int32) {
+		r := math.Log2(x[i]) / math.Log2(b[i])
+		// Snap to the whole number k when b^k is x exactly (the ratio
+		// of two rounded logarithms misses it by an ulp or so).
+		if k := math.Round(r); k != r && math.Abs(r-k) < 1e-9 && math.Pow(b[i], k) == x[i] {
+			r = k
+		}
+		o[i] = r
+	})
+	return nil
+}
+
 // checkFinite fails on a result that overflowed to infinity from a finite
 // argument (PostgreSQL's "value out of range: overflow").
 func checkFinite(out, arg []float64, sel []int32, n int, desc string) error {
@@ -137,4 +173,93 @@ func (c *compiler) compileRandom(desc string) node {
 		each(sel, n, func(i int32) { out.f64[i] = r.Float64() })
 		return nil
 	}}
+}
+
+// gcd and lcm over integers, PostgreSQL's: both arguments of one type
+// (INTEGER or BIGINT, which the binder makes them), the result of that
+// type and never negative; gcd(0, 0) is 0, lcm with a zero is 0; a result
+// the type cannot hold (gcd(minimum, 0), a large lcm) is "integer out of
+// range" / "bigint out of range".
+const (
+	FnGcd = "gcd" // gcd(a, b) [2]
+	FnLcm = "lcm" // lcm(a, b) [2]
+)
+
+func (c *compiler) compileGcdLcm(e *Expr, args []node, desc string) (node, error) {
+	if err := arity(e, 2, 2); err != nil {
+		return nil, err
+	}
+	t := args[0].dt()
+	if t.ID() == arrow.NULL {
+		t = args[1].dt()
+	}
+	if t.ID() != arrow.INT32 && t.ID() != arrow.INT64 {
+		return nil, nferr.Queryf("function %s(%s, %s) does not exist in %s", e.Fn, TypeName(args[0].dt()), TypeName(args[1].dt()), desc)
+	}
+	for _, a := range args {
+		if a.dt().ID() == arrow.NULL {
+			return newNullConst(t), nil
+		}
+		if !arrow.TypeEqual(a.dt(), t) {
+			return nil, nferr.Queryf("function %s needs two integers of one type, not %s and %s, in %s", e.Fn, TypeName(args[0].dt()), TypeName(args[1].dt()), desc)
+		}
+	}
+	lcm := e.Fn == FnLcm
+	if t.ID() == arrow.INT32 {
+		return &funcNode{args: args, t: t, desc: desc, run: func(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
+			out.i32 = Grow(out.i32, n)
+			a, b, o := in[0].i32, in[1].i32, out.i32
+			bad := false
+			each(sel, n, func(i int32) {
+				r, ovf := gcdLcm(int64(a[i]), int64(b[i]), lcm)
+				bad = bad || ovf || r > math.MaxInt32
+				o[i] = int32(r)
+			})
+			if bad {
+				return errAt("integer out of range", f.desc)
+			}
+			return nil
+		}}, nil
+	}
+	return &funcNode{args: args, t: t, desc: desc, run: func(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
+		out.i64 = Grow(out.i64, n)
+		a, b, o := in[0].i64, in[1].i64, out.i64
+		bad := false
+		each(sel, n, func(i int32) {
+			r, ovf := gcdLcm(a[i], b[i], lcm)
+			bad = bad || ovf
+			o[i] = r
+		})
+		if bad {
+			return errAt("bigint out of range", f.desc)
+		}
+		return nil
+	}}, nil
+}
+
+// GcdLcm is gcd(a, b) (lcm false) or lcm(a, b), the kernels' arithmetic,
+// for folding constants at plan time; ovf reports a result beyond int64.
+func GcdLcm(a, b int64, lcm bool) (r int64, ovf bool) { return gcdLcm(a, b, lcm) }
+
+// gcdLcm is gcd(a, b) (lcm false) or lcm(a, b), not negative; the bool
+// reports a result beyond int64 (gcd(MinInt64, 0), gcd(MinInt64,
+// MinInt64), a large lcm).
+func gcdLcm(a, b int64, lcm bool) (int64, bool) {
+	// In uint64: |MinInt64| fits.
+	ua, ub := absU64(a), absU64(b)
+	x, y := ua, ub
+	for y != 0 {
+		x, y = y, x%y
+	}
+	if !lcm {
+		return int64(x), x > math.MaxInt64
+	}
+	if ua == 0 || ub == 0 {
+		return 0, false
+	}
+	q := ua / x
+	if q > math.MaxInt64/ub {
+		return 0, true
+	}
+	return int64(q * ub), false
 }
