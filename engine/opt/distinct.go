@@ -26,6 +26,18 @@ var ruleDistinctAgg = &Rule{
 // inner group that the outer functions skip, as DISTINCT does; an empty
 // input gives the same empty groups (or the one global row). The outer
 // aggregate keeps the original columns, so its parents are unchanged.
+//
+// An ordered aggregate (string_agg or array_agg with DISTINCT x ORDER BY
+// x) reads a Sort on x: the sort moves between the two, over the distinct
+// x', so the outer functions see x' in the order (not in the inner
+// aggregate's output order, which a spill changes):
+//
+//	=> Aggregate group=[g] aggs=[array_agg(x')]
+//	     Sort [x']
+//	       Aggregate group=[g', x']
+//
+// A Sort on anything else is left as it is (the single-phase aggregate
+// then makes x distinct in the order the rows arrive).
 func (o *optimizer) distinctAggs(p plan.Plan) plan.Plan {
 	return plan.MapPlan(p, func(n plan.Plan) plan.Plan {
 		a, ok := n.(*plan.AggregateNode)
@@ -36,7 +48,17 @@ func (o *optimizer) distinctAggs(p plan.Plan) plan.Plan {
 		if x == nil {
 			return n
 		}
-		inner := &plan.AggregateNode{Input: a.Input, Dedup: true}
+		in := a.Input
+		sort, sorted := in.(*plan.SortNode)
+		if sorted {
+			for _, k := range sort.Keys {
+				if !plan.ExprEqual(k.Expr, x) {
+					return n
+				}
+			}
+			in = sort.Input
+		}
+		inner := &plan.AggregateNode{Input: in, Dedup: true}
 		outer := &plan.AggregateNode{GroupCols: a.GroupCols, AggCols: a.AggCols}
 		for i, g := range a.Groups {
 			c := o.newCol(a.GroupCols[i].Name, g.Type(), a.GroupCols[i].Nullable)
@@ -52,6 +74,13 @@ func (o *optimizer) distinctAggs(p plan.Plan) plan.Plan {
 			outer.Aggs = append(outer.Aggs, &plan.AggCall{Fn: ag.Fn, Arg: plan.NewColRef(xc), Typ: ag.Typ, Sep: ag.Sep, Quantile: ag.Quantile, Desc: ag.Desc})
 		}
 		outer.Input = inner
+		if sorted {
+			keys := make([]plan.SortKey, len(sort.Keys))
+			for i, k := range sort.Keys {
+				keys[i] = plan.SortKey{Expr: plan.NewColRef(xc), Desc: k.Desc, NullsFirst: k.NullsFirst}
+			}
+			outer.Input = &plan.SortNode{Input: inner, Keys: keys}
+		}
 		return outer
 	})
 }
@@ -62,7 +91,7 @@ func singleDistinctArg(aggs []*plan.AggCall) plan.Expr {
 	var x plan.Expr
 	distinct := false
 	for _, ag := range aggs {
-		if ag.Arg == nil || (!ag.Distinct && ag.Fn != plan.AggMin && ag.Fn != plan.AggMax) {
+		if ag.Arg == nil || ag.Filter != nil || (!ag.Distinct && ag.Fn != plan.AggMin && ag.Fn != plan.AggMax) {
 			return nil
 		}
 		if x != nil && !plan.ExprEqual(x, ag.Arg) {
