@@ -1,6 +1,10 @@
 package opt
 
-import "github.com/nicflow/nicflow/engine/plan"
+import (
+	"slices"
+
+	"github.com/nicflow/nicflow/engine/plan"
+)
 
 var ruleDistinctAgg = &Rule{
 	Name:   RuleDistinctAgg,
@@ -38,6 +42,12 @@ var ruleDistinctAgg = &Rule{
 //
 // A Sort on anything else is left as it is (the single-phase aggregate
 // then makes x distinct in the order the rows arrive).
+//
+// An aggregate's FILTER (WHERE c) (array_agg's; the others' filters are
+// CASE arguments) becomes an inner group key f = coalesce(c, false), and
+// the outer function's FILTER (WHERE f): the rows c drops still form
+// their groups (which then give NULL), and the distinct x of the rows c
+// keeps are those with f true.
 func (o *optimizer) distinctAggs(p plan.Plan) plan.Plan {
 	return plan.MapPlan(p, func(n plan.Plan) plan.Plan {
 		a, ok := n.(*plan.AggregateNode)
@@ -70,8 +80,24 @@ func (o *optimizer) distinctAggs(p plan.Plan) plan.Plan {
 		xc := o.newCol(x.String(), x.Type(), true)
 		inner.Groups = append(inner.Groups, x)
 		inner.GroupCols = append(inner.GroupCols, xc)
+		var filters []plan.Expr
+		var filterCols []plan.Column
 		for _, ag := range a.Aggs {
-			outer.Aggs = append(outer.Aggs, &plan.AggCall{Fn: ag.Fn, Arg: plan.NewColRef(xc), Typ: ag.Typ, Sep: ag.Sep, Quantile: ag.Quantile, Desc: ag.Desc})
+			oa := &plan.AggCall{Fn: ag.Fn, Arg: plan.NewColRef(xc), Typ: ag.Typ, Sep: ag.Sep, Quantile: ag.Quantile, Desc: ag.Desc}
+			if ag.Filter != nil {
+				k := slices.IndexFunc(filters, func(f plan.Expr) bool { return plan.ExprEqual(f, ag.Filter) })
+				if k < 0 {
+					k = len(filters)
+					filters = append(filters, ag.Filter)
+					f := plan.NewCall(plan.FnCoalesce, plan.TypBool, ag.Filter, &plan.Const{Typ: plan.TypBool, Val: false})
+					fc := o.newCol(f.String(), plan.TypBool, false)
+					filterCols = append(filterCols, fc)
+					inner.Groups = append(inner.Groups, f)
+					inner.GroupCols = append(inner.GroupCols, fc)
+				}
+				oa.Filter = plan.NewColRef(filterCols[k])
+			}
+			outer.Aggs = append(outer.Aggs, oa)
 		}
 		outer.Input = inner
 		if sorted {
@@ -91,7 +117,7 @@ func singleDistinctArg(aggs []*plan.AggCall) plan.Expr {
 	var x plan.Expr
 	distinct := false
 	for _, ag := range aggs {
-		if ag.Arg == nil || ag.Filter != nil || (!ag.Distinct && ag.Fn != plan.AggMin && ag.Fn != plan.AggMax) {
+		if ag.Arg == nil || (!ag.Distinct && ag.Fn != plan.AggMin && ag.Fn != plan.AggMax) {
 			return nil
 		}
 		if x != nil && !plan.ExprEqual(x, ag.Arg) {
