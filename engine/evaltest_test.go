@@ -475,6 +475,11 @@ func (ev *evaluator) aggregate(a *plan.AggCall, rows []env) *plan.Const {
 	var vals []*plan.Const
 	seen := map[string]bool{}
 	for _, e := range rows {
+		if a.Filter != nil {
+			if f := ev.expr(a.Filter, e); f.IsNull() || f.Val != true {
+				continue
+			}
+		}
 		v := ev.expr(a.Arg, e)
 		if v.IsNull() {
 			continue

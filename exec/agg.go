@@ -56,6 +56,11 @@ type AggSpec struct {
 	Quantile float64 `json:",omitempty"`
 	// Desc: percentile_disc over a descending order.
 	Desc bool `json:",omitempty"`
+	// Filter is the input column of a boolean FILTER (WHERE ...): only the
+	// rows where it is TRUE reach the aggregate (DISTINCT sees the rows
+	// left). nil: every row. The final phase ignores it (SplitAgg drops
+	// it: the partial applied it).
+	Filter *int `json:",omitempty"`
 }
 
 // HashAggSpec configures a hash aggregate: plain data, shipped to workers.
@@ -142,7 +147,7 @@ func SplitAgg(s HashAggSpec) (partial, final HashAggSpec, err error) {
 	col := len(s.GroupCols)
 	for _, a := range s.Aggs {
 		fa := a
-		fa.Arg = col
+		fa.Arg, fa.Filter = col, nil
 		col += numStates(a.Func)
 		final.Aggs = append(final.Aggs, fa)
 	}
@@ -174,6 +179,8 @@ type HashAgg struct {
 	gids, dgids, subGids []uint32
 	gphys                []uint32
 	subSel               []int32
+	fGids                []uint32 // the rows a FILTER keeps
+	fSel                 []int32
 	keyCols, stCols      []arrow.Array
 	zeros                []uint32
 
@@ -225,6 +232,11 @@ func NewHashAgg(in Operator, spec HashAggSpec) (*HashAgg, error) {
 			}
 		} else if name == "" {
 			name = "count(*)"
+		}
+		if f := ag.Filter; f != nil && !final {
+			if *f < 0 || *f >= s.NumFields() || s.Field(*f).Type.ID() != arrow.BOOL {
+				return nil, nferr.Queryf("%s: aggregate %d (%s) filter column %d is not a boolean input column", a.op, i, ag.Func, *f)
+			}
 		}
 		if ag.Distinct && spec.phase() != AggSingle {
 			return nil, nferr.Queryf("%s: %s(DISTINCT) only runs in a single-phase aggregate", a.op, ag.Func)
@@ -553,37 +565,57 @@ func (a *HashAgg) update(b *Batch, gids []uint32) error {
 		if ag.Func != AggCountStar {
 			arg = b.Cols[ag.Arg]
 		}
+		g, sel := gids, b.Sel
+		if ag.Filter != nil {
+			if g, sel = a.filterRows(b.Cols[*ag.Filter], gids, b.Sel); len(g) == 0 {
+				continue
+			}
+		}
 		if a.dist[i] != nil {
-			if err := a.updateDistinct(i, gids, b); err != nil {
+			if err := a.updateDistinct(i, g, sel, b.N, b); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := fn.update(gids, arg, b.Sel, b.N); err != nil {
+		if err := fn.update(g, arg, sel, b.N); err != nil {
 			return nferr.Wrap(nferr.KindQuery, err, "%s", a.op)
 		}
 	}
 	return nil
 }
 
-// updateDistinct passes to aggregate i only the rows whose (group, value)
-// pair is new.
-func (a *HashAgg) updateDistinct(i int, gids []uint32, b *Batch) error {
+// filterRows is the live rows (gids, sel) where the boolean column f is
+// TRUE: FILTER (WHERE ...) of an aggregate.
+func (a *HashAgg) filterRows(f arrow.Array, gids []uint32, sel []int32) ([]uint32, []int32) {
+	c := f.(*array.Boolean)
+	a.fGids, a.fSel = a.fGids[:0], a.fSel[:0]
+	for j, g := range gids {
+		if i := rowAt(sel, j); c.IsValid(i) && c.Value(i) {
+			a.fGids = append(a.fGids, g)
+			a.fSel = append(a.fSel, int32(i))
+		}
+	}
+	return a.fGids, a.fSel
+}
+
+// updateDistinct passes to aggregate i only the rows (gids, sel of b's n)
+// whose (group, value) pair is new.
+func (a *HashAgg) updateDistinct(i int, gids []uint32, sel []int32, n int, b *Batch) error {
 	ag := a.spec.Aggs[i]
 	arg := b.Cols[ag.Arg]
-	a.gphys = resize(a.gphys, b.N)
+	a.gphys = resize(a.gphys, n)
 	for j, g := range gids {
-		a.gphys[rowAt(b.Sel, j)] = g
+		a.gphys[rowAt(sel, j)] = g
 	}
 	buf := memory.NewBufferBytes(castSlice[byte](a.gphys))
-	data := array.NewData(arrow.PrimitiveTypes.Uint32, b.N, []*memory.Buffer{nil, buf}, nil, 0, 0)
+	data := array.NewData(arrow.PrimitiveTypes.Uint32, n, []*memory.Buffer{nil, buf}, nil, 0, 0)
 	gidArr := array.MakeFromData(data)
 	data.Release()
 	defer gidArr.Release()
 	t := a.dist[i]
 	next := uint32(t.groups())
 	a.dgids = resize(a.dgids, len(gids))
-	if err := t.findOrInsert([]arrow.Array{gidArr, arg}, b.Sel, b.N, a.dgids); err != nil {
+	if err := t.findOrInsert([]arrow.Array{gidArr, arg}, sel, n, a.dgids); err != nil {
 		return err
 	}
 	a.subGids, a.subSel = a.subGids[:0], a.subSel[:0]
@@ -591,7 +623,7 @@ func (a *HashAgg) updateDistinct(i int, gids []uint32, b *Batch) error {
 		if d == next {
 			next++
 			a.subGids = append(a.subGids, gids[j])
-			a.subSel = append(a.subSel, int32(rowAt(b.Sel, j)))
+			a.subSel = append(a.subSel, int32(rowAt(sel, j)))
 		}
 	}
 	if len(a.subGids) == 0 {
@@ -609,7 +641,7 @@ func (a *HashAgg) fnsBytes() int64 {
 	for _, fn := range a.fns {
 		n += fn.bytes()
 	}
-	return n + int64(cap(a.gids)+cap(a.dgids)+cap(a.subGids)+cap(a.gphys)+cap(a.subSel)+cap(a.zeros))*4
+	return n + int64(cap(a.gids)+cap(a.dgids)+cap(a.subGids)+cap(a.gphys)+cap(a.subSel)+cap(a.fGids)+cap(a.fSel)+cap(a.zeros))*4
 }
 
 // forceChargeFns charges the states even beyond the budget: they exist

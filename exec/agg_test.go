@@ -92,6 +92,9 @@ func refHashAgg(schema *arrow.Schema, rows [][]any, spec HashAggSpec) ([][]any, 
 		g := get(key)
 		for i, a := range spec.Aggs {
 			st := g.st[i]
+			if a.Filter != nil && r[*a.Filter] != true {
+				continue
+			}
 			if a.Func == AggCountStar {
 				st.cnt++
 				continue
@@ -260,6 +263,8 @@ func TestHashAggHarness(t *testing.T) {
 		{"by-all", []int{0, 1, 2, 3, 4, 5, 6, 7}, []AggSpec{{Func: AggCountStar}}},
 		{"distinct", []int{1}, []AggSpec{{Func: AggCount, Arg: 0, Distinct: true}, {Func: AggSum, Arg: 3, Distinct: true}, {Func: AggCountStar}, {Func: AggAvg, Arg: 2, Distinct: true}}},
 		{"distinct-global", nil, []AggSpec{{Func: AggCount, Arg: 0, Distinct: true}, {Func: AggCount, Arg: 4, Distinct: true}}},
+		{"filter", []int{1}, []AggSpec{{Func: AggCountStar, Filter: col(6)}, {Func: AggSum, Arg: 2, Filter: col(6)}, {Func: AggSum, Arg: 2}, {Func: AggMin, Arg: 0, Filter: col(6)}}},
+		{"filter-distinct", []int{0}, []AggSpec{{Func: AggCount, Arg: 1, Distinct: true, Filter: col(6)}, {Func: AggCount, Arg: 1, Distinct: true}}},
 	} {
 		spec := HashAggSpec{GroupCols: tc.groups, Aggs: tc.aggs}
 		t.Run(tc.name, func(t *testing.T) {
@@ -391,6 +396,8 @@ func TestHashAggSpecErrors(t *testing.T) {
 		{Aggs: []AggSpec{{Func: "median", Arg: 1}}}, // unknown
 		{Aggs: []AggSpec{{Func: AggSum, Arg: -1}}},  // bad column
 		{Phase: AggPartial, Aggs: []AggSpec{{Func: AggCount, Arg: 1, Distinct: true}}},
+		{Aggs: []AggSpec{{Func: AggCount, Arg: 1, Filter: col(1)}}}, // filter not boolean
+		{Aggs: []AggSpec{{Func: AggCount, Arg: 1, Filter: col(8)}}}, // filter out of range
 	} {
 		if _, err := NewHashAgg(src, spec); !nferr.Is(err, nferr.KindQuery) {
 			t.Errorf("spec %+v: got %v, want a KindQuery error", spec, err)
@@ -529,4 +536,71 @@ func buildSplitAgg(partial, final HashAggSpec) func([]Operator) (Operator, error
 		}
 		return NewHashAgg(pa, final)
 	}
+}
+
+// col is a pointer to column i (AggSpec.Filter).
+func col(i int) *int { return &i }
+
+// TestHashAggArrayAggFilter: array_agg keeps NULL values but not the rows
+// its FILTER drops (FALSE or NULL); DISTINCT keeps one NULL; a group whose
+// rows are all dropped gives NULL; split into partial and final phases the
+// same.
+func TestHashAggArrayAggFilter(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "g", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "x", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "f", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+	}, nil)
+	rows := [][]any{
+		{int32(1), int32(10), true}, {int32(1), nil, true}, {int32(1), int32(20), false}, {int32(3), int32(5), false},
+		{int32(1), int32(10), true}, {int32(1), nil, nil}, {int32(2), int32(30), false}, {int32(2), nil, true}, {int32(1), nil, true},
+	}
+	spec := HashAggSpec{GroupCols: []int{0}, Aggs: []AggSpec{
+		{Func: AggArrayAgg, Arg: 1, Filter: col(2)},
+		{Func: AggArrayAgg, Arg: 1, Distinct: true, Filter: col(2)},
+		{Func: AggArrayAgg, Arg: 1},
+		{Func: AggCount, Arg: 1, Filter: col(2)},
+	}}
+	want := "[[1 [10 <nil> 10 <nil>] [10 <nil>] [10 <nil> 20 10 <nil> <nil>] 2] [3 <nil> <nil> [5] 0] [2 [<nil>] [<nil>] [30 <nil>] 0]]"
+	wantSplit := "[[1 [10 <nil> 10 <nil>] [10 <nil> 20 10 <nil> <nil>] 2] [3 <nil> [5] 0] [2 [<nil>] [30 <nil>] 0]]"
+	run := func(name string, build func(in Operator) (Operator, error), want string) {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		defer mem.AssertSize(t, 0)
+		r1, r2 := MakeRecord(t, mem, schema, rows[:4]), MakeRecord(t, mem, schema, rows[4:])
+		src, err := NewBatchSourceWithSel(schema, []arrow.RecordBatch{r1, r2}, [][]int32{nil, {0, 1, 2, 3, 4}})
+		r1.Release()
+		r2.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		op, err := build(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := CollectRows(NewTestEnv(mem), op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(out); got != want {
+			t.Errorf("%s:\n got %s\nwant %s", name, got, want)
+		}
+	}
+	run("single", func(in Operator) (Operator, error) { return NewHashAgg(in, spec) }, want)
+	noDistinct := HashAggSpec{GroupCols: spec.GroupCols, Aggs: []AggSpec{spec.Aggs[0], spec.Aggs[2], spec.Aggs[3]}}
+	p, f, err := SplitAgg(noDistinct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range f.Aggs {
+		if a.Filter != nil {
+			t.Fatalf("final phase keeps the filter: %+v", a)
+		}
+	}
+	run("split", func(in Operator) (Operator, error) {
+		pa, err := NewHashAgg(in, p)
+		if err != nil {
+			return nil, err
+		}
+		return NewHashAgg(pa, f)
+	}, wantSplit)
 }

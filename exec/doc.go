@@ -89,7 +89,11 @@
 //
 // Unnest (unnest.go) expands arrays, one output row per position of a
 // row's longest array (set-returning functions over arrays); array_agg
-// (agg_array.go) is the aggregate back.
+// (agg_array.go) is the aggregate back. An aggregate's Filter column
+// (AggSpec.Filter: FILTER (WHERE ...) of array_agg, which keeps NULLs and
+// so cannot take the filter as a CASE argument) drops the rows where it is
+// not TRUE before the aggregate, and DISTINCT, see them; the partial phase
+// applies it, the final one has none.
 //
 // The stateful operators (joins, aggregate, sort, top-N, window, ordered
 // merge) share the contract's lifecycle through opState (lifecycle.go):

@@ -208,6 +208,14 @@ func ArrayValue(arr arrow.Array, i int) any {
 		return a.Value(i)
 	case *array.Null:
 		return nil
+	case *array.List:
+		// An array's elements ([]any).
+		lo, hi := a.ValueOffsets(i)
+		out := make([]any, 0, hi-lo)
+		for j := lo; j < hi; j++ {
+			out = append(out, ArrayValue(a.ListValues(), int(j)))
+		}
+		return out
 	}
 	panic(fmt.Sprintf("ArrayValue: unsupported array type %s", arr.DataType()))
 }

@@ -1690,14 +1690,9 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Ex
 			}
 			ac.Fn, ac.Typ = plan.AggQuantileCont, plan.TypFloat64
 		case "array_agg":
-			if x.Distinct {
-				return nil, b.errorf(x, "array_agg(DISTINCT ...) is not supported")
-			}
-			if filter != nil {
-				// NB: FILTER is a CASE (NULL for the rows it drops), which
-				// array_agg would keep.
-				return nil, b.errorf(x.Filter, "array_agg(...) FILTER (WHERE ...) is not supported")
-			}
+			// NB: array_agg keeps NULLs, so FILTER cannot be a CASE (NULL
+			// for the rows it drops): the aggregate skips those rows.
+			ac.Filter, filter = filter, nil
 			if plan.IsNullType(t) {
 				arg, t = plan.NullConst(plan.TypString), plan.TypString
 			}
@@ -1746,6 +1741,9 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Ex
 	key := ac.Fn + "|" + fmt.Sprint(ac.Distinct) + "|" + ac.Sep + "|" + fmt.Sprint(ac.Quantile) + "|" + fmt.Sprint(ac.Desc) + "|"
 	if ac.Arg != nil {
 		key += plan.ExprKey(ac.Arg)
+	}
+	if ac.Filter != nil {
+		key += "|filter " + plan.ExprKey(ac.Filter)
 	}
 	a := ctx.agg
 	if i, ok := a.aggKeys[key]; ok {

@@ -206,6 +206,9 @@ func (b *binder) aggregatePlan(in plan.Plan, ac *aggCtx, sets [][]int) plan.Plan
 			if a.Arg != nil {
 				ca.Arg = plan.Substitute(a.Arg, m)
 			}
+			if a.Filter != nil {
+				ca.Filter = plan.Substitute(a.Filter, m)
+			}
 			agg.Aggs = append(agg.Aggs, &ca)
 			agg.AggCols = append(agg.AggCols, b.newCol(ac.aggCols[i].Name, "", ac.aggCols[i].Type, ac.aggCols[i].Nullable))
 		}
@@ -317,7 +320,7 @@ func (b *binder) setsFromFinest(in plan.Plan, ac *aggCtx, sets [][]int) (plan.Pl
 	var partial []*plan.AggCall
 	ps := make([]parts, len(ac.aggs))
 	for i, a := range ac.aggs {
-		if a.Distinct {
+		if a.Distinct || a.Filter != nil {
 			return nil, false
 		}
 		switch a.Fn {

@@ -218,6 +218,9 @@ func (o *optimizer) decorrelateNode(n plan.Plan) (plan.Plan, error) {
 			if ac.Arg != nil {
 				slots = append(slots, &ac.Arg)
 			}
+			if ac.Filter != nil {
+				slots = append(slots, &ac.Filter)
+			}
 			c.Aggs[i] = &ac
 		}
 		input, out, setInput = x.Input, &c, func(p plan.Plan) { c.Input = p }

@@ -1,6 +1,10 @@
 package opt
 
-import "github.com/nicflow/nicflow/engine/plan"
+import (
+	"slices"
+
+	"github.com/nicflow/nicflow/engine/plan"
+)
 
 var ruleDistinctAgg = &Rule{
 	Name:   RuleDistinctAgg,
@@ -26,6 +30,24 @@ var ruleDistinctAgg = &Rule{
 // inner group that the outer functions skip, as DISTINCT does; an empty
 // input gives the same empty groups (or the one global row). The outer
 // aggregate keeps the original columns, so its parents are unchanged.
+//
+// An ordered aggregate (string_agg or array_agg with DISTINCT x ORDER BY
+// x) reads a Sort on x: the sort moves between the two, over the distinct
+// x', so the outer functions see x' in the order (not in the inner
+// aggregate's output order, which a spill changes):
+//
+//	=> Aggregate group=[g] aggs=[array_agg(x')]
+//	     Sort [x']
+//	       Aggregate group=[g', x']
+//
+// A Sort on anything else is left as it is (the single-phase aggregate
+// then makes x distinct in the order the rows arrive).
+//
+// An aggregate's FILTER (WHERE c) (array_agg's; the others' filters are
+// CASE arguments) becomes an inner group key f = coalesce(c, false), and
+// the outer function's FILTER (WHERE f): the rows c drops still form
+// their groups (which then give NULL), and the distinct x of the rows c
+// keeps are those with f true.
 func (o *optimizer) distinctAggs(p plan.Plan) plan.Plan {
 	return plan.MapPlan(p, func(n plan.Plan) plan.Plan {
 		a, ok := n.(*plan.AggregateNode)
@@ -36,7 +58,17 @@ func (o *optimizer) distinctAggs(p plan.Plan) plan.Plan {
 		if x == nil {
 			return n
 		}
-		inner := &plan.AggregateNode{Input: a.Input, Dedup: true}
+		in := a.Input
+		sort, sorted := in.(*plan.SortNode)
+		if sorted {
+			for _, k := range sort.Keys {
+				if !plan.ExprEqual(k.Expr, x) {
+					return n
+				}
+			}
+			in = sort.Input
+		}
+		inner := &plan.AggregateNode{Input: in, Dedup: true}
 		outer := &plan.AggregateNode{GroupCols: a.GroupCols, AggCols: a.AggCols}
 		for i, g := range a.Groups {
 			c := o.newCol(a.GroupCols[i].Name, g.Type(), a.GroupCols[i].Nullable)
@@ -48,10 +80,33 @@ func (o *optimizer) distinctAggs(p plan.Plan) plan.Plan {
 		xc := o.newCol(x.String(), x.Type(), true)
 		inner.Groups = append(inner.Groups, x)
 		inner.GroupCols = append(inner.GroupCols, xc)
+		var filters []plan.Expr
+		var filterCols []plan.Column
 		for _, ag := range a.Aggs {
-			outer.Aggs = append(outer.Aggs, &plan.AggCall{Fn: ag.Fn, Arg: plan.NewColRef(xc), Typ: ag.Typ, Sep: ag.Sep, Quantile: ag.Quantile, Desc: ag.Desc})
+			oa := &plan.AggCall{Fn: ag.Fn, Arg: plan.NewColRef(xc), Typ: ag.Typ, Sep: ag.Sep, Quantile: ag.Quantile, Desc: ag.Desc}
+			if ag.Filter != nil {
+				k := slices.IndexFunc(filters, func(f plan.Expr) bool { return plan.ExprEqual(f, ag.Filter) })
+				if k < 0 {
+					k = len(filters)
+					filters = append(filters, ag.Filter)
+					f := plan.NewCall(plan.FnCoalesce, plan.TypBool, ag.Filter, &plan.Const{Typ: plan.TypBool, Val: false})
+					fc := o.newCol(f.String(), plan.TypBool, false)
+					filterCols = append(filterCols, fc)
+					inner.Groups = append(inner.Groups, f)
+					inner.GroupCols = append(inner.GroupCols, fc)
+				}
+				oa.Filter = plan.NewColRef(filterCols[k])
+			}
+			outer.Aggs = append(outer.Aggs, oa)
 		}
 		outer.Input = inner
+		if sorted {
+			keys := make([]plan.SortKey, len(sort.Keys))
+			for i, k := range sort.Keys {
+				keys[i] = plan.SortKey{Expr: plan.NewColRef(xc), Desc: k.Desc, NullsFirst: k.NullsFirst}
+			}
+			outer.Input = &plan.SortNode{Input: inner, Keys: keys}
+		}
 		return outer
 	})
 }

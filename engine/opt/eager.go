@@ -67,7 +67,7 @@ func (o *optimizer) eagerAgg(a *plan.AggregateNode) (plan.Plan, bool) {
 		default:
 			return nil, false
 		}
-		if c.Distinct {
+		if c.Distinct || c.Filter != nil {
 			return nil, false
 		}
 		if c.Arg != nil {

@@ -302,5 +302,9 @@ func aggVerbose(a *plan.AggCall) string {
 	if a.Distinct {
 		d = "DISTINCT "
 	}
-	return a.Fn + "(" + d + plan.ExprVerbose(a.Arg) + ")"
+	f := ""
+	if a.Filter != nil {
+		f = " FILTER (WHERE " + plan.ExprVerbose(a.Filter) + ")"
+	}
+	return a.Fn + "(" + d + plan.ExprVerbose(a.Arg) + ")" + f
 }

@@ -75,6 +75,9 @@ func mapNodeExprs(n plan.Plan, f func(plan.Expr) plan.Expr) plan.Plan {
 			if a.Arg != nil {
 				na.Arg = f(a.Arg)
 			}
+			if a.Filter != nil {
+				na.Filter = f(a.Filter)
+			}
 			c.Aggs[i] = &na
 		}
 		return &c

@@ -89,6 +89,9 @@ func (pr *pruner) prune(p plan.Plan, required plan.ColSet) plan.Plan {
 				if a.Arg != nil {
 					plan.ExprCols(a.Arg, s)
 				}
+				if a.Filter != nil {
+					plan.ExprCols(a.Filter, s)
+				}
 			}
 		}
 		c.Input = pr.prune(n.Input, s)

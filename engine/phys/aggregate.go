@@ -18,6 +18,10 @@ func (pl *physPlanner) aggregate(n *plan.AggregateNode) (*pnode, error) {
 			inNeed.AddAll(plan.ColsOf(a.Arg))
 			exprs = append(exprs, a.Arg)
 		}
+		if a.Filter != nil {
+			inNeed.AddAll(plan.ColsOf(a.Filter))
+			exprs = append(exprs, a.Filter)
+		}
 	}
 	in, err := pl.plan(n.Input, inNeed)
 	if err != nil {
@@ -34,6 +38,11 @@ func (pl *physPlanner) aggregate(n *plan.AggregateNode) (*pnode, error) {
 		as := exec.AggSpec{Func: exec.AggFunc(a.Fn), Distinct: a.Distinct, Name: n.AggCols[i].Name, Sep: a.Sep, Quantile: a.Quantile, Desc: a.Desc}
 		if a.Arg != nil {
 			as.Arg = pos[k]
+			k++
+		}
+		if a.Filter != nil {
+			f := pos[k]
+			as.Filter = &f
 			k++
 		}
 		// NB: "distinct" is any aggregate needing a group's rows in one

@@ -268,6 +268,9 @@ func physLine(n *PhysNode) string {
 					d = "DISTINCT "
 				}
 				aggs[i] = fmt.Sprintf("%s(%s%s)", a.Func, d, ColNames(in(0), []int{a.Arg}))
+				if a.Filter != nil && n.Agg.Phase != exec.AggFinal {
+					aggs[i] += " FILTER (WHERE " + ColNames(in(0), []int{*a.Filter}) + ")"
+				}
 			}
 		}
 		if len(aggs) > 0 {

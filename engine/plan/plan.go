@@ -112,6 +112,11 @@ type AggCall struct {
 	// 0.5); Desc: percentile_disc over a descending order.
 	Quantile float64
 	Desc     bool
+	// Filter is FILTER (WHERE Filter) where the aggregate must not see the
+	// rows it drops: array_agg, which keeps NULLs (the other aggregates
+	// take FILTER as CASE WHEN c THEN x END, whose NULLs they skip). nil:
+	// every row.
+	Filter Expr
 }
 
 // String prints the call ("sum(l_quantity)", "count(*)").
@@ -129,7 +134,11 @@ func (a *AggCall) String() string {
 	if a.Fn == AggStringAgg {
 		return a.Fn + "(" + d + a.Arg.String() + ", " + FormatConst(&Const{Typ: TypString, Val: a.Sep}) + ")"
 	}
-	return a.Fn + "(" + d + a.Arg.String() + ")"
+	f := ""
+	if a.Filter != nil {
+		f = " FILTER (WHERE " + a.Filter.String() + ")"
+	}
+	return a.Fn + "(" + d + a.Arg.String() + ")" + f
 }
 
 // Aggregate function names (exec.AggFunc values).
@@ -658,6 +667,9 @@ func NodeExprs(p Plan) []Expr {
 		for _, a := range n.Aggs {
 			if a.Arg != nil {
 				out = append(out, a.Arg)
+			}
+			if a.Filter != nil {
+				out = append(out, a.Filter)
 			}
 		}
 		return out

@@ -118,6 +118,11 @@ func validate(p Plan, outer map[ColumnID]arrow.DataType, seen map[*SharedDef]boo
 					return err
 				}
 			}
+			if a.Filter != nil {
+				if err := check(a.Filter, scope(in)); err != nil {
+					return err
+				}
+			}
 			if !arrow.TypeEqual(a.Typ, n.AggCols[i].Type) {
 				return bad("aggregate %s type mismatch", a)
 			}

@@ -7,3 +7,7 @@ select p_brand, count(distinct ps_suppkey + 1) as c from partsupp, part where p_
 select count(distinct l_partkey), count(distinct l_suppkey) from lineitem
 ----
 select count(distinct l_partkey), sum(l_quantity) from lineitem
+----
+select l_returnflag, array_agg(distinct l_linestatus order by l_linestatus desc) from lineitem group by l_returnflag
+----
+select array_agg(distinct l_linestatus) filter (where l_quantity > 10) from lineitem
