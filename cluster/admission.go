@@ -165,8 +165,9 @@ func AdmissionCollectors(a *engine.Admission, labels prometheus.Labels) []promet
 
 // runGate bounds the queries running on the workers at once
 // (Options.MaxRunning): Acquire waits, in arrival order, while the bound is
-// reached. The bound is the option, or else the alive workers' cores
-// summed, taken anew at each arrival and release (workers join and leave).
+// reached. The bound is the option, or else four per alive worker core
+// (at least 16), taken anew at each arrival and release (workers join and
+// leave).
 type runGate struct {
 	fixed     int // Options.MaxRunning
 	maxQueued int
@@ -190,7 +191,7 @@ func (g *runGate) bound(workers []NodeInfo) int {
 	for _, w := range workers {
 		cores += max(w.Cores, 1)
 	}
-	return max(cores, 4)
+	return max(4*cores, 16)
 }
 
 // acquire admits one query to run on workers, waiting (queued(true)

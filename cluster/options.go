@@ -151,7 +151,7 @@ type Options struct {
 	// at once; more wait in a queue (state "queued") until one ends. The
 	// workers' memory bounds their tasks (they spill), not their CPU: past
 	// a few queries per core every query slows and gossip probes go
-	// unanswered. 0: the alive workers' cores summed (at least 4); -1: no
+	// unanswered. 0: four per alive worker core (at least 16); -1: no
 	// bound.
 	MaxRunning int `json:"max_running"`
 	// QueryMemory (coordinator) is what a statement the coordinator runs

@@ -10,15 +10,15 @@ import (
 
 // TestRunGate: at most the bound run; the others wait in arrival order and
 // start as places free; a canceled waiter leaves the queue with a canceled
-// error; a full queue is a busy error; the default bound is the workers'
-// cores (at least 4); -1 bounds nothing.
+// error; a full queue is a busy error; the default bound is four per
+// worker core (at least 16); -1 bounds nothing.
 func TestRunGate(t *testing.T) {
 	workers := []NodeInfo{{Cores: 1}, {Cores: 2}}
-	if b := newRunGate(0, 8).bound(workers); b != 4 {
-		t.Fatalf("default bound of 3 cores: %d, want 4", b)
+	if b := newRunGate(0, 8).bound(workers); b != 16 {
+		t.Fatalf("default bound of 3 cores: %d, want 16", b)
 	}
-	if b := newRunGate(0, 8).bound([]NodeInfo{{Cores: 4}, {Cores: 4}}); b != 8 {
-		t.Fatalf("default bound of 8 cores: %d, want 8", b)
+	if b := newRunGate(0, 8).bound([]NodeInfo{{Cores: 4}, {Cores: 4}}); b != 32 {
+		t.Fatalf("default bound of 8 cores: %d, want 32", b)
 	}
 	g := newRunGate(2, 2)
 	ctx := context.Background()

@@ -237,7 +237,7 @@ func init() {
 	f.IntVar(&benchLoadFlags.cluster, "cluster", 0, "start a local cluster of this many workers and load its coordinator (0: start nicflow serve)")
 	f.StringVar(&benchLoadFlags.memory, "memory", "", "--memory of the server started: memory its concurrent queries share, e.g. 4GiB, or off (default: the server's)")
 	f.IntVar(&benchLoadFlags.maxQueued, "max-queued", 0, "--max-queued of the server started (default: the server's)")
-	f.IntVar(&benchLoadFlags.maxRunning, "max-running", 0, "--max-running of the cluster's coordinator (with --cluster; default: the workers' cores summed; -1: no bound)")
+	f.IntVar(&benchLoadFlags.maxRunning, "max-running", 0, "--max-running of the cluster's coordinator (with --cluster; default: four per worker core; -1: no bound)")
 	f.Uint64Var(&benchLoadFlags.seed, "seed", 1, "seed of the clients' queries, cancels and moments")
 	benchCmd.AddCommand(benchLoadCmd)
 }

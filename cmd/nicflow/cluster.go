@@ -467,7 +467,7 @@ func init() {
 	f.IntVar(&clusterLocalFlags.replication, "replication", 1, "storage nodes each table file is copied to")
 	f.StringVar(&clusterLocalFlags.coordMemory, "coordinator-memory", "", "memory shared by the queries the coordinator runs, e.g. 1GiB (the coordinator's --memory; a query waits in its queue while its share does not fit; default: 60% of this machine's)")
 	f.IntVar(&clusterLocalFlags.maxQueued, "max-queued", 0, "queries that may wait for the coordinator's memory at once (the coordinator's --max-queued; default 256)")
-	f.IntVar(&clusterLocalFlags.maxRunning, "max-running", 0, "queries that run on the workers at once (the coordinator's --max-running; default: the workers' cores summed, at least 4; -1: no bound)")
+	f.IntVar(&clusterLocalFlags.maxRunning, "max-running", 0, "queries that run on the workers at once (the coordinator's --max-running; default: four per worker core, at least 16; -1: no bound)")
 	f.StringVar(&clusterLocalFlags.pgListen, "pg-listen", "", "the coordinator serves PostgreSQL clients here, e.g. 127.0.0.1:5433 (users of `nicflow user add --dir DIR`)")
 	f.StringVar(&clusterLocalFlags.onFailure, "on-failure", "restart", "when a worker or storage node exits: restart it (the others keep running) or stop the whole cluster")
 

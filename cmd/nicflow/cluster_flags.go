@@ -81,7 +81,7 @@ func addNodeFlags(cmd *cobra.Command, f *nodeFlags, role cluster.Role) {
 	if role == cluster.RoleCoordinator {
 		fs.StringVar(&f.memory, "memory", "", "memory shared by the queries the coordinator runs, e.g. 8GiB: a query waits in a queue until its share fits (or a sixteenth of it is free), or until statement_timeout (default 60% of the machine or cgroup)")
 		fs.IntVar(&f.maxQueued, "max-queued", 256, "queries that may wait for the coordinator's --memory at once (and, apart, for --max-running); one more fails at once (retry later)")
-		fs.IntVar(&f.maxRunning, "max-running", 0, "queries that run on the workers at once; more wait in a queue (0: the alive workers' cores summed, at least 4; -1: no bound)")
+		fs.IntVar(&f.maxRunning, "max-running", 0, "queries that run on the workers at once; more wait in a queue (0: four per alive worker core, at least 16; -1: no bound)")
 		fs.StringVar(&f.queryMemory, "query-memory", "", "memory a statement the coordinator runs itself (INSERT, UPDATE, DELETE, COPY, CREATE TABLE AS) reserves from --memory; a query run on the workers reserves at most --retry-buffer (default: a quarter of --memory)")
 	} else {
 		fs.StringVar(&f.memory, "memory", "", "memory offered to tasks, e.g. 8GiB (default 60% of the machine or cgroup)")
