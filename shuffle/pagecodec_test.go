@@ -191,15 +191,7 @@ func BenchmarkPageDecode(b *testing.B) {
 // the device fails or refuses decode on the CPU, a corrupt block is its
 // own error.
 func TestDeviceDecodeBatch(t *testing.T) {
-	dev, err := NewNICDevice(NICOptions{Engines: 2, Depth: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	restore, err := OffloadParquetDecompression(dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer restore()
+	dev := offloadToNIC(t, NICOptions{Engines: 2, Depth: 3})
 	zc, _ := compress.GetCodec(compress.Codecs.Zstd)
 	bd := zc.(*deviceCodec)
 	var plains, srcs [][]byte
@@ -252,16 +244,8 @@ func TestDeviceDecodeBatch(t *testing.T) {
 // an emulated NIC engine with 2 engine threads, submitted one at a time
 // (what a page reader did) or as one batch.
 func BenchmarkDeviceDecodeBatch(b *testing.B) {
-	dev, err := NewNICDevice(NICOptions{Engines: 2})
-	if err != nil {
-		b.Fatal(err)
-	}
+	dev := offloadToNIC(b, NICOptions{Engines: 2})
 	defer dev.Close()
-	restore, err := OffloadParquetDecompression(dev)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer restore()
 	zc, _ := compress.GetCodec(compress.Codecs.Zstd)
 	bd := zc.(*deviceCodec)
 	var srcs, dsts [][]byte
@@ -297,4 +281,20 @@ func BenchmarkDeviceDecodeBatch(b *testing.B) {
 			}
 		}
 	})
+}
+
+// offloadToNIC starts an emulated NIC engine and routes the process's
+// Parquet decompression to it until the test ends.
+func offloadToNIC(tb testing.TB, o NICOptions) *NICDevice {
+	tb.Helper()
+	dev, err := NewNICDevice(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	restore, err := OffloadParquetDecompression(dev)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(restore)
+	return dev
 }

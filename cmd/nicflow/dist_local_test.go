@@ -275,10 +275,22 @@ func adaptiveAnswer(t *testing.T, sess *engine.Session, sql string, o dist.DistO
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	res, err := dist.RunDistributedLocal(context.Background(), dq.Plan, dist.LocalDistOptions{Source: sess.DB(), Alloc: mem})
+	got, res, err := localAnswer(t, dq.Plan, dist.LocalDistOptions{Source: sess.DB()})
 	if err != nil {
 		t.Fatal(err)
+	}
+	return got, res.Plan
+}
+
+// localAnswer runs plan with dist.RunDistributedLocal under a checked
+// allocator (o.Alloc is set) and returns its rows.
+func localAnswer(t *testing.T, plan *dist.DistPlan, o dist.LocalDistOptions) ([][]string, *dist.LocalDistResult, error) {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	o.Alloc = mem
+	res, err := dist.RunDistributedLocal(context.Background(), plan, o)
+	if err != nil {
+		return nil, nil, err
 	}
 	var got [][]string
 	for _, rec := range res.Records {
@@ -290,7 +302,7 @@ func adaptiveAnswer(t *testing.T, sess *engine.Session, sql string, o dist.DistO
 		rec.Release()
 	}
 	mem.AssertSize(t, 0)
-	return got, res.Plan
+	return got, res, nil
 }
 
 func TestAdaptiveStrategyChanges(t *testing.T) {
@@ -492,21 +504,10 @@ func TestAdaptiveHeldSpill(t *testing.T) {
 			t.Fatal(err)
 		}
 		store := dist.NewHeldStore(4 << 10)
-		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-		res, err := dist.RunDistributedLocal(context.Background(), dq.Plan, dist.LocalDistOptions{Source: sess.DB(), Alloc: mem, Held: store, SpillDir: spillDir, BatchSize: 256})
+		got, res, err := localAnswer(t, dq.Plan, dist.LocalDistOptions{Source: sess.DB(), Held: store, SpillDir: spillDir, BatchSize: 256})
 		if err != nil {
 			t.Fatalf("spill dir %s: %v", spillDir, err)
 		}
-		var got [][]string
-		for _, rec := range res.Records {
-			rows, err := engine.RowsText(rec, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, rows...)
-			rec.Release()
-		}
-		mem.AssertSize(t, 0)
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("spill dir %s: answers differ:\nadaptive %v\nembedded %v", spillDir, got, want)
 		}
