@@ -37,20 +37,7 @@ func TestGcdLcmLogExpr(t *testing.T) {
 		{expr.Call(expr.FnLogBase, expr.LitFloat64(10), x), []any{3.0, nil, -3.0}},
 	}
 	for _, c := range cases {
-		ce, err := expr.CompileExpr(c.e, schema)
-		if err != nil {
-			t.Fatalf("%s: %v", c.e, err)
-		}
-		arr, err := ce.Eval(mem, b)
-		if err != nil {
-			t.Fatalf("%s: %v", c.e, err)
-		}
-		for i, w := range c.want {
-			if got := ArrayValue(arr, i); !ValuesEqual(got, w) {
-				t.Errorf("%s row %d: got %v, want %v", c.e, i, got, w)
-			}
-		}
-		arr.Release()
+		checkExprValues(t, mem, schema, b, c.e, c.want)
 	}
 	for _, c := range []struct {
 		e    expr.Expr

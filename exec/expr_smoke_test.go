@@ -37,20 +37,7 @@ func TestExprSmoke(t *testing.T) {
 		{expr.Lt(expr.Col(1, "p"), expr.LitInt32(8)), []any{false, true, true}},
 	}
 	for _, c := range cases {
-		ce, err := expr.CompileExpr(c.e, schema)
-		if err != nil {
-			t.Fatalf("%s: %v", c.e, err)
-		}
-		arr, err := ce.Eval(mem, b)
-		if err != nil {
-			t.Fatalf("%s: %v", c.e, err)
-		}
-		for i, w := range c.want {
-			if got := ArrayValue(arr, i); !ValuesEqual(got, w) {
-				t.Errorf("%s row %d: got %v, want %v", c.e, i, got, w)
-			}
-		}
-		arr.Release()
+		checkExprValues(t, mem, schema, b, c.e, c.want)
 	}
 }
 
@@ -60,4 +47,24 @@ func mustDate(s string) int32 {
 		panic(err)
 	}
 	return d
+}
+
+// checkExprValues compiles e against schema, evaluates it over b and
+// compares each row with want (nil: NULL).
+func checkExprValues(t *testing.T, mem memory.Allocator, schema *arrow.Schema, b *Batch, e expr.Expr, want []any) {
+	t.Helper()
+	ce, err := expr.CompileExpr(e, schema)
+	if err != nil {
+		t.Fatalf("%s: %v", e, err)
+	}
+	arr, err := ce.Eval(mem, b)
+	if err != nil {
+		t.Fatalf("%s: %v", e, err)
+	}
+	defer arr.Release()
+	for i, w := range want {
+		if got := ArrayValue(arr, i); !ValuesEqual(got, w) {
+			t.Errorf("%s row %d: got %v, want %v", e, i, got, w)
+		}
+	}
 }
