@@ -65,6 +65,9 @@
 //     grant; what the coordinator holds for the query (the retry buffer,
 //     what it runs itself) is charged to it; the grant is returned when the
 //     query finishes, whatever its end.
+//   - At most Options.MaxRunning queries that read data run on the
+//     workers at once (admission.go, runGate); the others wait in arrival
+//     order, and a query's place is returned when its attempt ends.
 //   - Reservations: cores and memory placed by the scheduler are released
 //     when the task ends, when the query ends (unused placements), or when
 //     the worker leaves.
