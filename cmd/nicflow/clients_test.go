@@ -272,9 +272,9 @@ func TestServePsqlDescribe(t *testing.T) {
 }
 
 // TestServePgcli runs pgcli (3.5, psycopg 3) as a user would, its input
-// piped: it connects (its completion refresher's queries need arrays and
-// fail in the background, as pgcli tolerates) and its \dt lists the
-// tables (its query has relkind = ANY($1), an array parameter).
+// piped: it connects (its completion refresher's catalog queries run in
+// the background; pgcli would tolerate any that failed) and its \dt lists
+// the tables (its query has relkind = ANY($1), an array parameter).
 func TestServePgcli(t *testing.T) {
 	if _, err := exec.LookPath("pgcli"); err != nil {
 		t.Skip("pgcli is not installed (Debian: apt-get install pgcli)")
