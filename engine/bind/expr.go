@@ -1798,14 +1798,45 @@ func (b *binder) namedWindow(w *sql.WindowSpec, named map[string]*sql.NamedWindo
 	return &out, nil
 }
 
+// windowFilter rewrites an aggregate window function's FILTER (WHERE c)
+// into its argument: f(CASE WHEN c THEN x END), and count(*) into
+// count(CASE WHEN c THEN 1 END). The aggregates it applies to skip NULLs,
+// so the rows c rejects count as absent, as PostgreSQL's FILTER does.
+func (b *binder) windowFilter(x *sql.FuncCall) (*sql.FuncCall, error) {
+	switch x.Name.Name {
+	case "count", "sum", "avg", "min", "max":
+	default:
+		return nil, b.errorf(x, "FILTER is not implemented for the window function %s (only count, sum, avg, min and max)", x.Name.Name)
+	}
+	fx := *x
+	fx.Filter = nil
+	arg := sql.Expr(&sql.Literal{Pos: x.Pos, Kind: sql.LitNumber, Text: "1"})
+	if x.Star {
+		fx.Star = false
+	} else if len(x.Args) == 1 {
+		arg = x.Args[0]
+	} else {
+		return nil, b.errorf(x, "%s takes exactly one argument", x.Name.Name)
+	}
+	fx.Args = []sql.Expr{&sql.Case{Pos: x.Pos, Whens: []*sql.When{{Pos: x.Pos, Cond: x.Filter, Result: arg}}}}
+	return &fx, nil
+}
+
 // windowCall binds a window function into the SELECT's window context.
 func (b *binder) windowCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, error) {
 	name := x.Name.Name
 	if ctx.win == nil || ctx.inAgg {
 		return nil, b.errorf(x, "window functions are not allowed in %s", ctx.clause)
 	}
-	if x.Filter != nil || x.Distinct {
-		return nil, b.errorf(x, "FILTER and DISTINCT are not supported in window functions")
+	if x.Distinct {
+		return nil, b.errorf(x, "DISTINCT is not implemented for window functions")
+	}
+	if x.Filter != nil {
+		fx, err := b.windowFilter(x)
+		if err != nil {
+			return nil, err
+		}
+		x = fx
 	}
 	if x.Over.Ref != "" {
 		over, err := b.namedWindow(x.Over, ctx.win.named, 0)
