@@ -111,6 +111,9 @@ func (s *Spill) Limit() int64 { return s.limit }
 // Written is the number of bytes the query has spilled so far.
 func (s *Spill) Written() int64 { return s.written.Load() }
 
+// OnDisk is the bytes the query's spill files hold on disk now.
+func (s *Spill) OnDisk() int64 { return s.top().used.Load() }
+
 // Files is the number of spill files the query has written so far.
 func (s *Spill) Files() int64 { return s.files.Load() }
 

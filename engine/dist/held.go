@@ -48,9 +48,6 @@ type HeldStore struct {
 	limit  int64
 	used   atomic.Int64
 	spills map[string]*exec.Spill // by root directory
-	// spilled counts the bytes ever written to held spill files, onDisk
-	// those on disk now.
-	spilled, onDisk atomic.Int64
 }
 
 type heldKey struct {
@@ -65,9 +62,7 @@ type heldStream struct {
 	// the finished file (nil: the stream fit in memory).
 	w    *exec.SpillFileWriter
 	file *exec.SpillFile
-	// spilled is what the stream wrote to its file.
-	spilled int64
-	at      time.Time
+	at   time.Time
 }
 
 // NewHeldStore returns a store holding at most limit bytes (<= 0: 1 GiB).
@@ -94,10 +89,20 @@ func (h *HeldStore) SetLimit(limit int64) {
 func (h *HeldStore) Used() int64 { return h.used.Load() }
 
 // Spilled is the bytes ever written to the store's spill files.
-func (h *HeldStore) Spilled() int64 { return h.spilled.Load() }
+func (h *HeldStore) Spilled() int64 { return h.sumSpills((*exec.Spill).Written) }
 
 // OnDisk is the bytes the store's spill files hold now.
-func (h *HeldStore) OnDisk() int64 { return h.onDisk.Load() }
+func (h *HeldStore) OnDisk() int64 { return h.sumSpills((*exec.Spill).OnDisk) }
+
+func (h *HeldStore) sumSpills(f func(*exec.Spill) int64) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var n int64
+	for _, sp := range h.spills {
+		n += f(sp)
+	}
+	return n
+}
 
 // spill is the store's spill space under root ("" the OS temporary
 // directory; "off": none, nil).
@@ -205,12 +210,10 @@ func (h *HeldStore) Drop(prefix string) {
 func (s *heldStream) release(h *HeldStore) {
 	s.releaseMemory(h)
 	if s.w != nil {
-		h.onDisk.Add(-s.w.Bytes())
 		s.w.Abort()
 		s.w = nil
 	}
 	if s.file != nil {
-		h.onDisk.Add(-s.file.Bytes())
 		s.file.Remove()
 		s.file = nil
 	}
@@ -225,44 +228,15 @@ func (s *heldStream) releaseMemory(h *HeldStore) {
 	s.bytes = 0
 }
 
-// spillBatch writes d to the stream's spill file, opening it first.
-func (s *heldStream) spillBatch(env *exec.Env, h *HeldStore, sp *exec.Spill, sch *arrow.Schema, d *exec.Batch, over error) error {
-	if s.w == nil {
-		if sp == nil {
-			return over
-		}
-		w, err := sp.CreateFile(sch, "held")
-		if err != nil {
-			return err
-		}
-		s.w = w
-	}
-	before := s.w.Bytes()
-	err := s.w.Write(env.Alloc, d)
-	n := s.w.Bytes() - before
-	s.spilled += n
-	h.spilled.Add(n)
-	h.onDisk.Add(n)
-	return err
-}
-
 // finish completes the stream's spill file, if it has one.
-func (s *heldStream) finish(h *HeldStore) error {
+func (s *heldStream) finish() error {
 	if s.w == nil {
 		return nil
 	}
-	before := s.w.Bytes()
 	f, err := s.w.Finish()
 	s.w = nil
-	if err != nil {
-		h.onDisk.Add(-before)
-		return err
-	}
-	s.spilled += f.Bytes() - before
-	h.spilled.Add(f.Bytes() - before)
-	h.onDisk.Add(f.Bytes() - before)
 	s.file = f
-	return nil
+	return err
 }
 
 // holdFragment runs a held stage's task: every stream's batches go to the
@@ -293,14 +267,14 @@ func holdFragment(env *exec.Env, f *Fragment, store *HeldStore, spillDir string,
 			defer op.Close()
 			errs[i] = holdStream(env, op, sch, store, sp, streams[i], ctr, hist)
 			if errs[i] == nil {
-				errs[i] = streams[i].finish(store)
+				errs[i] = streams[i].finish()
 			}
 		}()
 	}
 	wg.Wait()
 	for _, s := range streams {
-		ctr.HeldSpilled.Add(s.spilled)
-		if s.spilled > 0 {
+		if s.file != nil {
+			ctr.HeldSpilled.Add(s.file.Bytes())
 			ctr.HeldSpillFiles.Add(1)
 		}
 	}
@@ -360,17 +334,24 @@ func holdStream(env *exec.Env, op exec.Operator, sch *arrow.Schema, store *HeldS
 		}
 		// NB: once a stream spills, the rest of it spills too, so the
 		// file follows the batches in memory and the order is kept.
-		var over error
 		if s.w == nil {
-			over = store.reserve(n)
+			over := store.reserve(n)
+			if over == nil {
+				s.recs = append(s.recs, array.NewRecordBatch(sch, d.Cols, int64(d.N)))
+				s.bytes += n
+				releaseCols(d)
+				continue
+			}
+			if sp == nil {
+				releaseCols(d)
+				return over
+			}
+			if s.w, err = sp.CreateFile(sch, "held"); err != nil {
+				releaseCols(d)
+				return err
+			}
 		}
-		if s.w == nil && over == nil {
-			s.recs = append(s.recs, array.NewRecordBatch(sch, d.Cols, int64(d.N)))
-			s.bytes += n
-			releaseCols(d)
-			continue
-		}
-		err = s.spillBatch(env, store, sp, sch, d, over)
+		err = s.w.Write(env.Alloc, d)
 		releaseCols(d)
 		if err != nil {
 			return err
@@ -408,19 +389,17 @@ func heldReaders(store *HeldStore, n *phys.PhysNode, task int, schema *arrow.Sch
 func heldReader(store *HeldStore, hs *heldStream, schema *arrow.Schema) (exec.Operator, error) {
 	src, err := exec.NewBatchSource(schema, hs.recs...)
 	hs.releaseMemory(store)
-	if err != nil || hs.file == nil {
-		if err != nil {
-			hs.release(store)
-		}
-		return src, err
+	if err != nil {
+		hs.release(store)
+		return nil, err
 	}
-	file := hs.file
-	hs.file = nil
-	store.onDisk.Add(-file.Bytes())
-	u, err := exec.NewUnionAll(src, file.Reader())
+	if hs.file == nil {
+		return src, nil
+	}
+	u, err := exec.NewUnionAll(src, hs.file.Reader())
 	if err != nil {
 		src.Close()
-		file.Remove()
+		hs.release(store)
 		return nil, err
 	}
 	return u, nil

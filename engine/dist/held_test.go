@@ -84,13 +84,15 @@ func TestHeldSpillFiles(t *testing.T) {
 	part := func(key string) (*heldStream, string) {
 		rec := heldRecord(t, alloc, 5000)
 		defer rec.Release()
-		s := &heldStream{}
-		env := &exec.Env{Ctx: context.Background(), Alloc: alloc}
-		b := &exec.Batch{Cols: rec.Columns(), N: int(rec.NumRows())}
-		if err := s.spillBatch(env, h, h.spill(dir), rec.Schema(), b, nil); err != nil {
+		w, err := h.spill(dir).CreateFile(rec.Schema(), "held")
+		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.finish(h); err != nil {
+		s := &heldStream{w: w}
+		if err := w.Write(alloc, &exec.Batch{Cols: rec.Columns(), N: int(rec.NumRows())}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.finish(); err != nil {
 			t.Fatal(err)
 		}
 		path := s.file.Path()

@@ -92,11 +92,7 @@ func RunDistributedLocal(ctx context.Context, dp *DistPlan, o LocalDistOptions) 
 		}
 		xs[i] = NewExchanges(clients[i])
 	}
-	held := o.Held
-	if held == nil {
-		held = DefaultHeld
-	}
-	defer held.Drop(fmt.Sprintf("local-%d.", q))
+	defer FragmentEnv{Held: o.Held}.held().Drop(fmt.Sprintf("local-%d.", q))
 	dp, err = Adapt(ctx, dp, fmt.Sprintf("local-%d", q), func(ctx context.Context, wave *DistPlan) (map[string][]phys.HeldPart, *DistStats, error) {
 		wres, parts, err := runLocalStages(ctx, wave, xs, o, localQuery.Add(1))
 		var st *DistStats
