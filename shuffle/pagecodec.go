@@ -111,20 +111,31 @@ func (c *deviceCodec) DecodeWithError(dst, src []byte) ([]byte, error) {
 		q = c.dev.OpenQueue(1)
 	}
 	r := &Request{Op: OpKernel, Src: src, Dst: dst, Kernel: c.cpuDecode}
-	if q.Submit(r) {
-		<-q.Done()
+	if !q.Submit(r) {
 		c.queues.Put(q)
-		var de *DeviceError
-		if !errors.As(r.Err, &de) {
-			if r.Err == nil {
-				PageOffload.DevicePages.Add(1)
-				PageOffload.DeviceBytes.Add(int64(len(r.Out)))
-			}
-			return r.Out, r.Err
-		}
-	} else {
-		c.queues.Put(q)
+		return c.fallback(dst, src)
 	}
+	<-q.Done()
+	c.queues.Put(q)
+	return c.result(r)
+}
+
+// result is a completed request's block, decoded on this core when the
+// device failed it.
+func (c *deviceCodec) result(r *Request) ([]byte, error) {
+	var de *DeviceError
+	if errors.As(r.Err, &de) {
+		return c.fallback(r.Dst, r.Src)
+	}
+	if r.Err == nil {
+		PageOffload.DevicePages.Add(1)
+		PageOffload.DeviceBytes.Add(int64(len(r.Out)))
+	}
+	return r.Out, r.Err
+}
+
+// fallback decodes a block the device refused or failed on this core.
+func (c *deviceCodec) fallback(dst, src []byte) ([]byte, error) {
 	PageOffload.CPUPages.Add(1)
 	return c.cpuDecode(dst, src)
 }
@@ -146,27 +157,15 @@ func (c *deviceCodec) DecodeBatch(dsts, srcs, outs [][]byte, errs []error) {
 			sent++
 			continue
 		}
-		PageOffload.CPUPages.Add(1)
-		outs[i], errs[i] = c.cpuDecode(dsts[i], srcs[i])
+		outs[i], errs[i] = c.fallback(dsts[i], srcs[i])
 	}
 	for ; sent > 0; sent-- {
 		<-q.Done()
 	}
 	for i, r := range reqs {
-		if r == nil {
-			continue
+		if r != nil {
+			outs[i], errs[i] = c.result(r)
 		}
-		var de *DeviceError
-		if errors.As(r.Err, &de) {
-			PageOffload.CPUPages.Add(1)
-			outs[i], errs[i] = c.cpuDecode(dsts[i], srcs[i])
-			continue
-		}
-		if r.Err == nil {
-			PageOffload.DevicePages.Add(1)
-			PageOffload.DeviceBytes.Add(int64(len(r.Out)))
-		}
-		outs[i], errs[i] = r.Out, r.Err
 	}
 }
 
