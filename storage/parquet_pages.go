@@ -371,11 +371,11 @@ type batchDecoder interface {
 const pageWindow = 8
 
 // aheadPage is a page decompressed ahead: the offset of its compressed
-// bytes in the chunk, and the result.
+// bytes in the chunk, its buffer, and what the codec returned.
 type aheadPage struct {
-	at  int
-	out []byte
-	err error
+	at       int
+	dst, out []byte
+	err      error
 }
 
 func (p *pageReader) reset(chunk []byte, codec compress.Codec, uncompressed int64) {
@@ -483,13 +483,7 @@ func (p *pageReader) decompressAt(src []byte, n int) ([]byte, error) {
 	}
 	a := p.ahead[0]
 	p.ahead = p.ahead[1:]
-	if a.err != nil {
-		return nil, fmt.Errorf("decompressing a page: %v", a.err)
-	}
-	if len(a.out) != n {
-		return nil, fmt.Errorf("page decompressed to %d bytes, the header says %d", len(a.out), n)
-	}
-	return a.out, nil
+	return decoded(a.dst, a.out, a.err)
 }
 
 // offsetOf is the offset of b (a slice of the chunk) in the chunk.
@@ -541,12 +535,7 @@ func (p *pageReader) fillAhead(first []byte, n int) {
 	p.batch.DecodeBatch(dsts, srcs, outs, errs)
 	p.ahead = p.ahead[:0]
 	for i, j := range jobs {
-		out := outs[i]
-		if errs[i] == nil && len(out) == j.n && j.n > 0 && &out[0] != &dsts[i][0] {
-			copy(dsts[i], out)
-			out = dsts[i]
-		}
-		p.ahead = append(p.ahead, aheadPage{at: j.at, out: out, err: errs[i]})
+		p.ahead = append(p.ahead, aheadPage{at: j.at, dst: dsts[i], out: outs[i], err: errs[i]})
 	}
 }
 
@@ -559,13 +548,19 @@ func (p *pageReader) decompress(src []byte, n int) ([]byte, error) {
 	}
 	dst := p.buf[:n]
 	out, err := compress.Decode(p.codec, dst, src)
+	return decoded(dst, out, err)
+}
+
+// decoded checks a page a codec decoded into dst (len(dst) bytes, the
+// header's size) as out.
+func decoded(dst, out []byte, err error) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decompressing a page: %v", err)
 	}
-	if len(out) != n {
-		return nil, fmt.Errorf("page decompressed to %d bytes, the header says %d", len(out), n)
+	if len(out) != len(dst) {
+		return nil, fmt.Errorf("page decompressed to %d bytes, the header says %d", len(out), len(dst))
 	}
-	if n > 0 && &out[0] != &dst[0] {
+	if len(dst) > 0 && &out[0] != &dst[0] {
 		// NB: a codec may return a fresh slice when dst is too small;
 		// ours never is, but keep the page bytes in our buffer either way
 		// (the slack beyond them is what bit unpacking relies on).
