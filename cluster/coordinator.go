@@ -140,14 +140,14 @@ func newCoordinator(n *Node, r QueryRunner) (*Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.metrics.reg.MustRegister(AdmissionCollectors(adm, prometheus.Labels{"node": n.self.ID, "role": n.self.Role.String()})...)
+	labels := prometheus.Labels{"node": n.self.ID, "role": n.self.Role.String()}
+	n.metrics.reg.MustRegister(AdmissionCollectors(adm, labels)...)
 	c := &Coordinator{
 		node: n, runner: r, sched: newScheduler(), adm: adm, gate: newRunGate(n.opts.MaxRunning, n.opts.MaxQueued),
 		queries: map[string]*Query{}, conns: map[string]*workerConn{}, suspects: map[string]suspectEntry{},
 		regWait: make(chan struct{}), stopDog: make(chan struct{}), dogDone: make(chan struct{}),
 	}
 	c.sched.exclude = c.isSuspect
-	labels := prometheus.Labels{"node": n.self.ID, "role": n.self.Role.String()}
 	n.metrics.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nicflow_workers_queries_running", ConstLabels: labels,
 			Help: "Queries running on the workers now (at most --max-running)."},
