@@ -259,6 +259,7 @@ func (r *SQLRunner) RunQuery(q *Query, out ResultWriter) error {
 		k = len(stmts) - 1
 	}
 	r.coord.Store(q.c)
+	began := time.Now()
 	// Admission (admission.go): the statement reserves its share of the
 	// coordinator's memory before it is planned (a statement run here
 	// plans and runs under the session's lock: it must not wait there).
@@ -298,6 +299,7 @@ func (r *SQLRunner) RunQuery(q *Query, out ResultWriter) error {
 	if err != nil {
 		return err
 	}
+	planned := time.Since(began)
 	if dq.Retries >= 0 {
 		q.SetRetries(dq.Retries)
 	}
@@ -329,6 +331,11 @@ func (r *SQLRunner) RunQuery(q *Query, out ResultWriter) error {
 	if err != nil {
 		return err
 	}
+	// Where the coordinator's time went (--log-level debug): a query
+	// slower on a cluster than embedded shows here whether planning,
+	// the adaptive waves, starting tasks or the tasks themselves cost it.
+	q.c.node.log.Debug("query phases", "query", q.ID, "admit_and_plan", planned, "gate", start.Sub(began)-planned,
+		"waves", res.waves, "start", res.start, "first_batch", res.first, "total", time.Since(began))
 	m.shuffled.Add(float64(res.shuffled))
 	if dq.Explain {
 		text := dq.ExplainText(res.stats, res.rows, time.Since(start))
@@ -431,10 +438,15 @@ type runResult struct {
 	rows     int64
 	shuffled int64
 	stats    *dist.DistStats
+	// waves is the time the adaptive waves took, start the time to
+	// start the plan's tasks after them, first the time from run's
+	// start to the first result batch.
+	waves, start, first time.Duration
 }
 
 func (r *SQLRunner) run(q *Query, dq *engine.DistQuery, workers []NodeInfo, out ResultWriter) (runResult, error) {
 	var res runResult
+	began := time.Now()
 	// Adaptive execution: the build sides whose size decides the plan run
 	// first (waves of held stages), and the rest is planned with their
 	// real sizes (dist.Adapt).
@@ -445,10 +457,12 @@ func (r *SQLRunner) run(q *Query, dq *engine.DistQuery, workers []NodeInfo, out 
 		return res, err
 	}
 	dq.Plan = dp
+	res.waves = time.Since(began)
 	tasks, root, err := r.startTasks(q, dq, dp, workers)
 	if err != nil {
 		return res, err
 	}
+	res.start = time.Since(began) - res.waves
 	if dq.Analyze {
 		reports, rows, err := collectReports(q, tasks)
 		if err != nil {
@@ -468,6 +482,7 @@ func (r *SQLRunner) run(q *Query, dq *engine.DistQuery, workers []NodeInfo, out 
 				break
 			}
 			if !schemaSet {
+				res.first = time.Since(began)
 				if err := out.SetSchema(rec.Schema()); err != nil {
 					return res, err
 				}
@@ -610,21 +625,76 @@ func (r *SQLRunner) startTasks(q *Query, dq *engine.DistQuery, dp *dist.DistPlan
 		return nil, nil, err
 	}
 	relay := relayFilters(q, dp)
-	var tasks []*Task
+	started, err := startAll(q, places, func(i int) TaskSpec { return all[i].spec })
+	if err != nil {
+		return nil, nil, err
+	}
 	var root *Task
-	for i, p := range places {
-		t, err := q.Start(p, all[i].spec)
-		if err != nil {
-			q.Release(places[i+1:]...)
-			return nil, nil, err
-		}
+	for i, t := range started {
 		relay.started(t)
-		tasks = append(tasks, t)
 		if all[i].f.Out == nil {
 			root = t
 		}
 	}
-	return tasks, root, nil
+	return started, root, nil
+}
+
+// startConcurrency bounds the task starts in flight at once: each is a
+// stream opened to a worker and the task's spec sent on it, a round trip
+// that one after another made a 64-task stage wait for 64 of them.
+const startConcurrency = 16
+
+// startAll starts the task of each placement (spec(i) for places[i]),
+// up to startConcurrency at once. On the first failure it starts no more
+// (their placements are released) and returns that error; the tasks that
+// did start are the query's and end with it.
+func startAll(q *Query, places []Placement, spec func(i int) TaskSpec) ([]*Task, error) {
+	tasks := make([]*Task, len(places))
+	if len(places) == 1 {
+		t, err := q.Start(places[0], spec(0))
+		tasks[0] = t
+		return tasks, err
+	}
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		first   error
+		sem     = make(chan struct{}, startConcurrency)
+		skipped []Placement
+	)
+	for i, p := range places {
+		sem <- struct{}{}
+		mu.Lock()
+		failed := first != nil
+		if failed {
+			skipped = append(skipped, p)
+		}
+		mu.Unlock()
+		if failed {
+			<-sem
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			t, err := q.Start(p, spec(i))
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if first == nil {
+					first = err
+				}
+				return
+			}
+			tasks[i] = t
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		q.Release(skipped...)
+		return nil, first
+	}
+	return tasks, nil
 }
 
 // runWave runs an adaptive wave to its end and returns its held outputs'

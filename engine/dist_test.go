@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -280,7 +281,8 @@ func checkDistPlan(t *testing.T, what string, dp *dist.DistPlan) {
 
 // TestDistributedJoinChoices plans the cases of
 // testdata/dist/join_choices.txt (a query, the text its distributed EXPLAIN
-// must and must not hold) on 4 workers x 2 streams and checks them.
+// must and must not hold) on 4 workers x 2 streams (or a case's "workers
+// N") and checks them.
 func TestDistributedJoinChoices(t *testing.T) {
 	cases := readJoinChoices(t, filepath.Join("testdata", "dist", "join_choices.txt"))
 	if len(cases) == 0 {
@@ -296,7 +298,11 @@ func TestDistributedJoinChoices(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.where, err)
 		}
-		dp, err := dist.PlanDistributed(pp, dist.DistOptions{Workers: 4, Parallelism: 2})
+		workers := 4
+		if tc.workers > 0 {
+			workers = tc.workers
+		}
+		dp, err := dist.PlanDistributed(pp, dist.DistOptions{Workers: workers, Parallelism: 2})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.where, err)
 		}
@@ -318,11 +324,13 @@ func TestDistributedJoinChoices(t *testing.T) {
 type joinChoice struct {
 	where     string // file:line
 	sql       string
+	workers   int // 0: 4
 	want, not []string
 }
 
 // readJoinChoices parses a join-choice file: blocks separated by blank
-// lines, each of comment lines, one query line, and want/not lines.
+// lines, each of comment lines, one query line, and want/not lines (and
+// at most one "workers N").
 func readJoinChoices(t *testing.T, path string) []joinChoice {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -345,8 +353,14 @@ func readJoinChoices(t *testing.T, path string) []joinChoice {
 			cur.want = append(cur.want, strings.TrimPrefix(line, "want "))
 		case strings.HasPrefix(line, "not "):
 			cur.not = append(cur.not, strings.TrimPrefix(line, "not "))
+		case strings.HasPrefix(line, "workers "):
+			n, err := strconv.Atoi(strings.TrimPrefix(line, "workers "))
+			if err != nil || n < 1 || cur.workers != 0 {
+				t.Fatalf("%s: want one \"workers N\" (N >= 1) in a case, got %q", where, line)
+			}
+			cur.workers = n
 		default:
-			t.Fatalf("%s: want a line \"want TEXT\" or \"not TEXT\", got %q", where, line)
+			t.Fatalf("%s: want a line \"want TEXT\", \"not TEXT\" or \"workers N\", got %q", where, line)
 		}
 	}
 	for _, c := range out {

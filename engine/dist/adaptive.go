@@ -268,8 +268,8 @@ func isHeld(n *phys.PhysNode) bool {
 
 // adaptPoint: a join input to compute first. build is the held subtree
 // (in the physical plan): the join's build side, or, for a probe point,
-// its probe side (an inner join whose build is broadcast: if the probe
-// proves the smaller, the join builds on it instead).
+// its probe side (an inner join whose build is broadcast or repartitioned:
+// if the probe proves the smaller, the join builds on it instead).
 type adaptPoint struct {
 	join, build *phys.PhysNode
 	probe       bool
@@ -301,10 +301,12 @@ func adaptPoints(dp *DistPlan, pp *phys.PhysPlan, o DistOptions) []adaptPoint {
 				return
 			}
 			// NB: a broadcast build whose size is known (a scan) costs
-			// Workers copies and hash tables; if the probe side is far
-			// smaller than estimated, building on it instead is cheaper.
+			// Workers copies and hash tables, a repartitioned one moves
+			// both sides; if the probe side is far smaller than
+			// estimated (Q18's semi join: 1.5M estimated, 57 rows),
+			// building on it instead, broadcast, is cheaper.
 			pr := pj.Inputs[1-bi]
-			if in.Remote.Kind == exec.ExchangeBroadcast && pj.Join.Type == exec.JoinInner && !pj.Join.NullAware && pb.EstRows >= probePointRows &&
+			if (in.Remote.Kind == exec.ExchangeBroadcast || in.Remote.Kind == exec.ExchangeHash) && pj.Join.Type == exec.JoinInner && !pj.Join.NullAware && pb.EstRows >= probePointRows &&
 				!isHeld(pr) && pr.EstRows >= pb.EstRows && fits(pr, o) && adaptable(pr) {
 				pts = append(pts, adaptPoint{join: pj, build: pr, probe: true})
 			}
@@ -329,8 +331,8 @@ func adaptPoints(dp *DistPlan, pp *phys.PhysPlan, o DistOptions) []adaptPoint {
 	return out
 }
 
-// probePointRows: a broadcast build of at least this many rows makes its
-// join's probe side a point (copying fewer rows to every worker costs
+// probePointRows: a broadcast or repartitioned build of at least this
+// many rows makes its join's probe side a point (moving fewer rows costs
 // less than a wave).
 const probePointRows = 50_000
 

@@ -101,11 +101,12 @@ type DistOptions struct {
 	// nation, region or supplier costs less than a broadcast stage; part
 	// or customer are better scanned once and broadcast).
 	ReplicateRows float64
-	// BroadcastFactor: a wide build side is broadcast when its estimated
-	// rows times (Workers-1) are at most BroadcastFactor times the probe
-	// side's (default 1: broadcasting sends every build row to the
-	// Workers-1 other workers; partitioning sends (build + probe) x
-	// (Workers-1)/Workers rows across, and the probe rows dominate).
+	// BroadcastFactor: a build side is broadcast (rather than both sides
+	// repartitioned) when its estimated bytes times (Workers-1) are at
+	// most BroadcastFactor times the probe side's (default 1:
+	// broadcasting sends every build row to the Workers-1 other workers;
+	// partitioning sends (build + probe) x (Workers-1)/Workers bytes
+	// across, and the probe's dominate; broadcastCheaper).
 	BroadcastFactor float64
 	// PartialRatio: an aggregate over a network repartition is split into
 	// partial and final phases unless the partial phase would keep more
@@ -1104,8 +1105,12 @@ func (d *distPlanner) hashJoin(n *phys.PhysNode) (frag, error) {
 	switch {
 	case !probe.wide && !build.wide:
 	case probe.wide && !build.wide:
+		// NB: a build side in one task is broadcast unless that sends
+		// more than repartitioning both sides would: Q10's 57,000
+		// customer-order rows with four strings each, broadcast to 16
+		// workers, sent 12x its probe's bytes and built 16 hash tables.
 		switch {
-		case canBroadcast:
+		case canBroadcast && (!canPartition || d.broadcastCheaper(build.n, probe.n)):
 			replicateBuild()
 		case canPartition:
 			partitionBoth()
@@ -1123,7 +1128,7 @@ func (d *distPlanner) hashJoin(n *phys.PhysNode) (frag, error) {
 		}
 	default:
 		coLocated := probe.hash != nil && build.hash != nil && equalInts(probe.hash, pkeys) && equalInts(build.hash, bkeys)
-		small := build.n.EstRows*float64(d.opts.Workers-1) <= d.opts.BroadcastFactor*probe.n.EstRows
+		small := d.broadcastCheaper(build.n, probe.n)
 		var pr, br *phys.RangePart
 		if len(pkeys) == 1 && !spec.NullAware {
 			pr, br = d.rangeFor(probe, pkeys[0]), d.rangeFor(build, bkeys[0])
@@ -1225,6 +1230,60 @@ func shiftCols(cols []int, m func(int) int) []int {
 // estSize estimates the size of n's output in column values (rows x
 // columns): what moving it across the network costs, roughly.
 func estSize(n *phys.PhysNode) float64 { return n.EstRows * float64(max(len(n.Columns), 1)) }
+
+// broadcastCheaper: sending build to every other worker moves at most
+// BroadcastFactor times the bytes of the probe side (broadcasting sends
+// the build's bytes to Workers-1 workers and builds a hash table on each;
+// repartitioning both sends (build + probe) x (Workers-1)/Workers, where
+// the probe's bytes dominate). Bytes, not rows: a build of a few wide
+// rows (strings) weighs more than as many narrow probe rows.
+func (d *distPlanner) broadcastCheaper(build, probe *phys.PhysNode) bool {
+	return estBytes(build)*float64(d.opts.Workers-1) <= d.opts.BroadcastFactor*estBytes(probe)
+}
+
+// estBytes estimates n's output in bytes: its estimated rows times a
+// row's width (estRowBytes).
+func estBytes(n *phys.PhysNode) float64 { return n.EstRows * estRowBytes(n.Columns) }
+
+// estStringBytes is the width assumed for a string or binary value (its
+// bytes and its 4-byte offset): TPC-H's names, phones and addresses are
+// 10 to 40 bytes, its comments longer.
+const estStringBytes = 28
+
+// estRowBytes is a row's width in Arrow: each column's fixed width, or
+// estStringBytes for strings and binary (and per array element).
+func estRowBytes(cols []phys.PhysColumn) float64 {
+	w := 0.0
+	for _, c := range cols {
+		w += typeBytes(c.Type)
+	}
+	return max(w, 1)
+}
+
+func typeBytes(t expr.Type) float64 {
+	switch t.ID {
+	case expr.TypeBool:
+		return 1
+	case expr.TypeInt32, expr.TypeDate:
+		return 4
+	case expr.TypeDecimal:
+		if t.Precision > expr.MaxDecimal64Precision {
+			return 16
+		}
+		return 8
+	case expr.TypeInterval:
+		return 16
+	case expr.TypeString, expr.TypeBinary:
+		return estStringBytes
+	case expr.TypeArray:
+		if t.Elem != nil {
+			return 4 + 4*typeBytes(*t.Elem)
+		}
+		return estStringBytes
+	default: // int64, float64, timestamps, time
+		return 8
+	}
+}
 
 func (d *distPlanner) nlJoin(n *phys.PhysNode) (frag, error) {
 	l, err := d.walk(n.Inputs[0])
