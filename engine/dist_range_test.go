@@ -117,10 +117,15 @@ func TestRangeCuts(t *testing.T) {
 		}
 	}
 
-	// Three row groups for two parts: equal widths of [1, 800].
+	// Three row groups for two parts: still cut at a row-group start (no
+	// row group read twice), the one nearest half the rows.
 	few := phys.ClusterCol{Name: "k", Lo: 1, Hi: 800, Min: []int64{1, 301, 601}, Max: []int64{300, 600, 800}, Rows: []int64{1, 1, 1}}
-	if got := phys.NewRangePart(few, 2); fmt.Sprint(got.Cuts) != "[401]" {
-		t.Errorf("equal-width cuts %v, want [401]", got.Cuts)
+	if got := phys.NewRangePart(few, 2); fmt.Sprint(got.Cuts) != "[301]" {
+		t.Errorf("cuts %v, want [301]", got.Cuts)
+	}
+	// Fewer row groups than parts: equal widths of [1, 800].
+	if got := phys.NewRangePart(few, 4); fmt.Sprint(got.Cuts) != "[201 401 601]" {
+		t.Errorf("equal-width cuts %v, want [201 401 601]", got.Cuts)
 	}
 
 	// Another table with keys [150, 5000] split at cc's bounds.

@@ -7,6 +7,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/nicflow/nicflow/shuffle"
 )
 
 // TestCoalescer checks the hash exchange's per-receiver batching: every
@@ -123,5 +125,131 @@ func TestNetSendRoute(t *testing.T) {
 	}
 	if got := (NetSendSpec{Receivers: 2, Route: []int{0, 0, 1, 1, 1, 1}}).partitions(); got != 6 {
 		t.Errorf("a route of 6 partitions over 2 receivers: %d partitions", got)
+	}
+}
+
+// TestNetSendCoalescesWhole: a gather or a broadcast collects small batches
+// into full ones before they cross (Q5 on 16 workers broadcast 46,000 rows
+// as 3,072 batches), sends a large batch as it is after what it collected,
+// and every receiver gets every row in the stream's order.
+func TestNetSendCoalescesWhole(t *testing.T) {
+	sch := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "s", Type: arrow.BinaryTypes.String}}, nil)
+	for _, kind := range []ExchangeKind{ExchangeGather, ExchangeBroadcast} {
+		t.Run(string(kind), func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			receivers := 1
+			if kind == ExchangeBroadcast {
+				receivers = 3
+			}
+			agent, err := shuffle.NewAgent(shuffle.AgentConfig{Node: 0, Peers: []string{"mem:coalesce-" + string(kind)}, Mem: shuffle.NewMemNetwork(), Options: shuffle.Options{Insecure: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer agent.Close()
+			c, err := agent.Client()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			spec := &shuffle.Spec{ID: 7, Senders: []int{0}, Receivers: make([]int, receivers)}
+			x, err := shuffle.OpenExchange(c, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer x.Close()
+			// 40 batches of 10 rows, one of 300, 40 more of 10: with a
+			// target of 100, 4 full batches, the large one, 4 more.
+			var recs []arrow.RecordBatch
+			next := int64(0)
+			add := func(n int) {
+				kb := array.NewInt64Builder(mem)
+				sb := array.NewStringBuilder(mem)
+				for range n {
+					kb.Append(next)
+					sb.Append(fmt.Sprint("v", next))
+					next++
+				}
+				k, s := kb.NewArray(), sb.NewArray()
+				recs = append(recs, array.NewRecordBatch(sch, []arrow.Array{k, s}, int64(n)))
+				k.Release()
+				s.Release()
+				kb.Release()
+				sb.Release()
+			}
+			for range 40 {
+				add(10)
+			}
+			add(300)
+			for range 40 {
+				add(10)
+			}
+			src, err := NewBatchSource(sch, recs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range recs {
+				r.Release()
+			}
+			s, err := x.Sender(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			env := &Env{Ctx: t.Context(), Alloc: mem, BatchSize: 100}
+			sent := &NetCounters{}
+			done := make(chan error, 1)
+			go func() {
+				done <- NetSend(env, []Operator{src}, sch, []*shuffle.Sender{s}, NetSendSpec{Kind: kind, Receivers: receivers}, sent)
+			}()
+			for r := range receivers {
+				rcv, err := x.Receiver(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				dec, err := shuffle.NewBatchDecoder(sch, mem)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var sizes []int64
+				want := int64(0)
+				for {
+					p, err := rcv.Next(t.Context())
+					if err != nil {
+						t.Fatal(err)
+					}
+					if p == nil {
+						break
+					}
+					rec, err := dec.Decode(p)
+					if err != nil {
+						t.Fatal(err)
+					}
+					sizes = append(sizes, rec.NumRows())
+					ks := rec.Column(0).(*array.Int64)
+					for i := range ks.Len() {
+						if ks.Value(i) != want {
+							t.Fatalf("receiver %d: row %d has key %d, want %d (order kept)", r, want, ks.Value(i), want)
+						}
+						want++
+					}
+					rec.Release()
+				}
+				rcv.Close()
+				dec.Close()
+				if want != next {
+					t.Fatalf("receiver %d got %d rows, want %d", r, want, next)
+				}
+				if fmt.Sprint(sizes) != "[100 100 100 100 300 100 100 100 100]" {
+					t.Errorf("receiver %d: batches of %v rows, want four of 100, the 300, four of 100", r, sizes)
+				}
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			// NB: a broadcast counts a batch once, whatever the receivers.
+			if got := sent.Batches.Load(); got != 9 {
+				t.Errorf("%d batches sent, want 9", got)
+			}
+		})
 	}
 }

@@ -24,6 +24,7 @@ var benchClusterFlags struct {
 	rounds  int
 	queries string
 	format  string
+	settle  time.Duration
 	worker  localWorkerFlags
 }
 
@@ -48,6 +49,11 @@ SF 1 it is also the test that clusters of every shape give the official
 answers. At other scale factors every cluster's answers are compared with
 the embedded ones (ORDER BY order, ties in any order, numbers within 1e-6
 relative or 0.01).
+
+Each cluster waits --settle after it is up before its first query: the
+processes' start, gossip and the shuffle links between workers dialed on
+join take a core or two for the first seconds, which the first queries
+would otherwise pay (their answers are checked either way).
 
 --worker-memory gives each worker that much memory for its tasks (their
 operators spill beyond it), as small workers on DPUs or in containers have.
@@ -77,6 +83,7 @@ func init() {
 	f.IntVar(&benchClusterFlags.rounds, "rounds", 2, "times the whole sequence (embedded, then each cluster) runs")
 	f.StringVar(&benchClusterFlags.queries, "queries", "1-22", "queries to run, e.g. 1,3,5-7")
 	f.StringVar(&benchClusterFlags.format, "format", formatTable, "output format: table or csv")
+	f.DurationVar(&benchClusterFlags.settle, "settle", 3*time.Second, "wait after a cluster is up before its first query (a fresh cluster's processes, gossip and shuffle links take a core or two for the first seconds: 0.9 cores for 2 s with 16 workers here)")
 	benchClusterFlags.worker.addFlags(f)
 	benchCmd.AddCommand(benchClusterCmd)
 }
@@ -176,7 +183,7 @@ func runBenchCluster(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stderr, "round %d: embedded done\n", round)
 		for i, sh := range shapes {
-			err := benchOneCluster(ctx, exe, fl.dir, sh, fl.worker.args(), stderr, func(cl textRunner) error {
+			err := benchOneCluster(ctx, exe, fl.dir, sh, fl.worker.args(), fl.settle, stderr, func(cl textRunner) error {
 				if sh.static {
 					run := cl
 					cl = func(ctx context.Context, text string, keep bool) (tpch.Result, int64, error) {
@@ -231,7 +238,7 @@ func compareWithEmbedded(sf float64, results [][]queryRun) {
 	}
 }
 
-func benchOneCluster(ctx context.Context, exe, dir string, sh clusterShape, workerArgs []string, stderr io.Writer,
+func benchOneCluster(ctx context.Context, exe, dir string, sh clusterShape, workerArgs []string, settle time.Duration, stderr io.Writer,
 	runAll func(textRunner) error) error {
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -252,6 +259,11 @@ func benchOneCluster(ctx context.Context, exe, dir string, sh clusterShape, work
 		return err
 	}
 	defer cs.Close()
+	select {
+	case <-time.After(settle):
+	case <-ctx.Done():
+		return nferr.With(nferr.KindCanceled, ctx.Err())
+	}
 	scanCounter = cs.scanTotals
 	defer func() { scanCounter = nil }()
 	if err := runAll(cs.runQueryText); err != nil {

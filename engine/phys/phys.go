@@ -310,12 +310,15 @@ type RangePart struct {
 
 // NewRangePart splits cc into parts: at row-group boundaries (so that no
 // row group is read by two tasks) balanced by rows, when cc has at least
-// two row groups per part; else in equal widths (whole row groups would
-// leave the parts too unequal).
+// one row group per part; else in equal widths. NB: with one to two row
+// groups per part the parts are unequal (one or two row groups each), but
+// equal widths would cut nearly every row group, and a row group cut in
+// two is read and decoded whole by both tasks: 23 row groups split 16
+// ways were 38 reads (Q9 on 16 workers), against 23 at the boundaries.
 func NewRangePart(cc ClusterCol, parts int) *RangePart {
 	r := &RangePart{Col: cc, Parts: parts}
 	n := len(cc.Min)
-	if n < 2*parts || len(cc.Rows) != n {
+	if n < parts || len(cc.Rows) != n {
 		return r.equalWidths()
 	}
 	order := cc.byMin()
