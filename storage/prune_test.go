@@ -200,3 +200,84 @@ func TestSplitShares(t *testing.T) {
 		}
 	}
 }
+
+// TestMustMatch checks mustMatch, by which a scan leaves out the filter
+// conjuncts a row group's statistics imply: never true for a row group
+// holding a row the predicate rejects (checked against every row), and
+// true where the bounds lie inside the predicate's range.
+func TestMustMatch(t *testing.T) {
+	db := openTestDB(t, WriteOptions{RowGroupRows: 100, FileRows: 500})
+	sch := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "n", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "d", Type: arrow.FixedWidthTypes.Date32},
+		{Name: "f", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "s", Type: arrow.BinaryTypes.String},
+	}, nil)
+	mustCreate(t, db, "t", sch)
+	var rows []row
+	for i := 0; i < 1000; i++ {
+		var n any = int32(i)
+		if i/100 == 3 {
+			n = nil
+		}
+		rows = append(rows, row{int64(i), n, int32(9000 + i), float64(i) / 4, fmt.Sprintf("%04d", i)})
+	}
+	appendRows(t, db, "t", sch, rows)
+	tb := mustTable(t, db, "t")
+	cases := []struct {
+		p    *Predicate
+		must int // row groups wholly passing (of 10)
+	}{
+		{Cmp("id", OpLt, Int(250)), 2},
+		{Cmp("id", OpGe, Int(250)), 7},
+		{Between("id", Int(100), Int(399)), 3},
+		{And(Cmp("id", OpGe, Int(200)), Cmp("id", OpLt, Int(500))), 3},
+		{Or(Cmp("id", OpLt, Int(100)), Cmp("d", OpGe, Date(9900))), 2},
+		{Cmp("n", OpGe, Int(0)), 9},      // row group 3 is all NULL
+		{IsNotNull("n"), 9},              // likewise
+		{Cmp("d", OpLe, Date(9549)), 5},  // d = 9000 + id
+		{Cmp("f", OpLt, Float(50)), 2},   // f = id / 4
+		{Cmp("id", OpNe, Int(5000)), 0},  // <> is not implied (errs on false)
+		{Cmp("s", OpGe, Str("0000")), 0}, // strings are not implied
+		{Cmp("id", OpEq, Int(7)), 0},
+	}
+	for _, c := range cases {
+		f, err := tb.compileFilter(c.p)
+		if err != nil {
+			t.Fatalf("%s: %v", c.p, err)
+		}
+		must, r := 0, 0
+		for _, file := range tb.Files {
+			for g := range file.RowGroups {
+				rg := &file.RowGroups[g]
+				implied := f.mustMatch(func(tc int) *ColumnStats { return &rg.Columns[tc] }, rg.Rows)
+				all := true
+				for range rg.Rows {
+					all = all && refEval(c.p, sch, rows[r])
+					r++
+				}
+				if implied && !all {
+					t.Errorf("%s: row group %d of %s implied, but a row fails", c.p, g, file.Path)
+				}
+				if implied {
+					must++
+				}
+			}
+		}
+		if must != c.must {
+			t.Errorf("%s: %d row groups implied, want %d", c.p, must, c.must)
+		}
+		// The scan answers the same with the implied conjuncts left out.
+		got, _ := scanAll(t, db, ScanSpec{Table: "t", Columns: []string{"id"}, Filter: c.p}, ScanOptions{})
+		want := 0
+		for _, rw := range rows {
+			if refEval(c.p, sch, rw) {
+				want++
+			}
+		}
+		if len(got) != want {
+			t.Errorf("%s: %d rows, want %d", c.p, len(got), want)
+		}
+	}
+}

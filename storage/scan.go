@@ -567,6 +567,10 @@ type worker struct {
 	rows   int
 	off    int
 	active bool
+	// implied[i]: the filter's conjunct i holds for every row of the
+	// current row group by its statistics (mustMatch), so it is not
+	// evaluated there (nor its column decoded for it).
+	implied []bool
 }
 
 // colReader reads one column of the current row group: a flatDecoder or,
@@ -712,6 +716,7 @@ func (w *worker) begin(t task) (err error) {
 		}
 	}()
 	s := w.s
+	w.implyConjuncts(&t.file.RowGroups[t.rg])
 	if len(s.need) == 0 {
 		// count(*): no column is read, but a missing or truncated file
 		// is still an error, not a count from the catalog.
@@ -906,13 +911,43 @@ func (w *worker) nextChunk(ctx context.Context) (rec arrow.RecordBatch, err erro
 // evalFilter evaluates the filter over a chunk, decoding filter columns
 // lazily: the conjuncts of a top-level AND run in order, and a column is
 // decoded only when a conjunct needs it and rows survive.
-func (w *worker) evalFilter(f *cnode, n int) ([]int32, error) {
-	conj := []*cnode{f}
+// conjuncts are f's top-level conjuncts (f itself unless an AND).
+func conjuncts(f *cnode) []*cnode {
 	if f.op == OpAnd {
-		conj = f.args
+		return f.args
 	}
+	return []*cnode{f}
+}
+
+// implyConjuncts sets w.implied for row group rg: which of the filter's
+// conjuncts its statistics say every row passes. A range split's bounds
+// (a distributed task's share of a table stored in key order) on the row
+// groups inside the task's range, and a time filter on the row groups of
+// data stored in time order that lie wholly inside it, are not evaluated
+// row by row, and a column read only for them is not decoded.
+func (w *worker) implyConjuncts(rg *RowGroup) {
+	w.implied = w.implied[:0]
+	if w.s.filter == nil {
+		return
+	}
+	stats := func(tc int) *ColumnStats {
+		if tc < 0 || tc >= len(rg.Columns) {
+			return nil
+		}
+		return &rg.Columns[tc]
+	}
+	for _, c := range conjuncts(w.s.filter) {
+		w.implied = append(w.implied, c.mustMatch(stats, rg.Rows))
+	}
+}
+
+func (w *worker) evalFilter(f *cnode, n int) ([]int32, error) {
+	conj := conjuncts(f)
 	var sel []int32
-	for _, c := range conj {
+	for i, c := range conj {
+		if i < len(w.implied) && w.implied[i] {
+			continue
+		}
 		if err := w.decodeFor(c, n); err != nil {
 			return nil, err
 		}

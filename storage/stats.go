@@ -28,6 +28,57 @@ type ColumnStats struct {
 // is truncated (still a lower bound), a longer max is dropped.
 const maxStatString = 64
 
+// mustMatch reports whether every row of a row group with these statistics
+// passes n. It errs on the side of false: only comparisons (=, <, <=, >, >=,
+// BETWEEN) of integer, date, time, decimal and float columns with both
+// bounds known and no NULLs (a NULL fails every comparison), IS NOT NULL,
+// and ANDs and ORs of them.
+func (n *cnode) mustMatch(stats func(tcol int) *ColumnStats, rows int64) bool {
+	switch n.op {
+	case OpAnd:
+		for _, a := range n.args {
+			if !a.mustMatch(stats, rows) {
+				return false
+			}
+		}
+		return len(n.args) > 0
+	case OpOr:
+		for _, a := range n.args {
+			if a.mustMatch(stats, rows) {
+				return true
+			}
+		}
+		return false
+	}
+	if n.constFalse || rows <= 0 {
+		return false
+	}
+	st := stats(n.tcol)
+	if st == nil || st.Nulls != 0 {
+		return false // unknown (-1) or some NULLs
+	}
+	if n.op == OpIsNotNull {
+		return true
+	}
+	if !isRangeOp(n.op) {
+		return false
+	}
+	if n.constTrue {
+		return true
+	}
+	if n.rangeEmpty() || st.Min == nil || st.Max == nil {
+		return false
+	}
+	switch n.kind {
+	case kInt32, kInt64:
+		return st.Min.Int >= n.i64lo && st.Max.Int <= n.i64hi
+	case kFloat64:
+		lo, hi := st.Min.Float, st.Max.Float
+		return lo == lo && hi == hi && lo >= n.f64lo && hi <= n.f64hi
+	}
+	return false
+}
+
 // mayMatch reports whether a row group with these statistics can hold a row
 // passing n. stats(i) returns the statistics of table column i (nil when
 // unknown). It errs on the side of true.

@@ -539,3 +539,64 @@ func TestAdaptiveHeldSpill(t *testing.T) {
 		}
 	}
 }
+
+// TestSegmentedRangeAggregates: an aggregate grouped on lineitem's order
+// key over a scan split by value range on it runs segmented in each task
+// (no exchange between the task's streams; groups emitted a row group at a
+// time), and answers as embedded; with segmented_agg disabled it does not.
+func TestSegmentedRangeAggregates(t *testing.T) {
+	// NB: SF 0.1 in 20,000-row groups (also cluster_sql_test's): lineitem
+	// has 30 row groups, enough for a range split over 3 and 4 workers.
+	sf := 0.1
+	dir := tpchSmallGroups(t, sf)
+	sess, err := engine.Open(dir, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	const own = "select l_orderkey, sum(l_quantity) as q, count(*) as n from lineitem group by l_orderkey order by q desc, l_orderkey limit 25"
+	ref, err := runQueryText(context.Background(), sess, own, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params, _ := tpch.AnswerParams(18, sf)
+	q18, err := tpch.Query(18, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []int{3, 4} {
+		opts := dist.DistOptions{Workers: w, Parallelism: 2, AdaptiveWaves: -1}
+		for _, c := range []struct {
+			name, text string
+		}{{"own", own}, {"Q18", q18}} {
+			dq, err := sess.PrepareDistributed(context.Background(), c.text, 0, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan := dist.ExplainDistributed(dq.Plan, nil)
+			if !strings.Contains(plan, "split by l_orderkey range") || !strings.Contains(plan, "HashAggregate segmented group=[lineitem.l_orderkey]") {
+				t.Errorf("%s on %d workers: no segmented aggregate over a range split:\n%s", c.name, w, plan)
+			}
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			got, _ := distLocalAnswer(t, sess, c.text, opts, mem)
+			mem.AssertSize(t, 0)
+			if c.name == "Q18" {
+				if err := tpch.CheckAnswer(18, sf, got); err != nil {
+					t.Errorf("Q18 on %d workers: %v", w, err)
+				}
+			} else if fmt.Sprint(got.Rows) != fmt.Sprint(ref.Rows) {
+				t.Errorf("%s on %d workers:\n%v\nembedded:\n%v", c.name, w, got.Rows, ref.Rows)
+			}
+		}
+	}
+	if _, err := sess.Query(context.Background(), "set disabled_rules = 'segmented_agg'"); err != nil {
+		t.Fatal(err)
+	}
+	dq, err := sess.PrepareDistributed(context.Background(), own, 0, dist.DistOptions{Workers: 4, Parallelism: 2, AdaptiveWaves: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan := dist.ExplainDistributed(dq.Plan, nil); strings.Contains(plan, "segmented") {
+		t.Errorf("segmented_agg disabled, yet:\n%s", plan)
+	}
+}

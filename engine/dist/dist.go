@@ -970,9 +970,20 @@ func (d *distPlanner) splitRepartitionedAgg(n *phys.PhysNode) (frag, bool, error
 			continue
 		}
 		// Split by value range on a group column, every group is whole in
-		// one task: one phase, the exchange between its streams local.
+		// one task: one phase, the exchange between its streams local;
+		// or none, segmented, when the scan's row groups hold disjoint
+		// ranges of that column (Q3, Q18: each group in one stream and
+		// one row group; the local exchange cost Q3 1,473 batches of 20
+		// rows on 3 workers).
 		in = d.applyRange(in, g, rp.Cuts)
-		out := frag{n: with(n, x.Exchange.Outputs, with(x, x.Exchange.Outputs, in.n)), wide: true}
+		an := with(n, x.Exchange.Outputs, with(x, x.Exchange.Outputs, in.n))
+		if !n.Agg.Segmented && phys.SegmentsOn(in.n, g) && !d.plan.RuleDisabled(phys.RuleSegmentedAgg) {
+			seg := *n.Agg
+			seg.Segmented = true
+			an = with(n, in.n.Streams, in.n)
+			an.Agg = &seg
+		}
+		out := frag{n: an, wide: true}
 		out.ranged = &rangedOn{cols: []int{i}, rp: in.ranged.rp} // group columns come first
 		return out, true, nil
 	}

@@ -88,6 +88,18 @@ func ExplainRules(uses []RuleUse) string {
 	return b.String()
 }
 
+// RuleDisabled reports whether the plan was made with rule disabled (SET
+// disabled_rules): the distributed planner, which applies some rules
+// itself (segmented aggregation over range splits), honours it too.
+func (p *PhysPlan) RuleDisabled(rule string) bool {
+	for _, u := range p.Rules {
+		if u.Rule == rule {
+			return u.Disabled
+		}
+	}
+	return false
+}
+
 // use reports whether rule is enabled, counting a use when it is.
 func (pl *physPlanner) use(rule string) bool {
 	if pl.disabled[rule] {

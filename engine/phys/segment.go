@@ -13,15 +13,21 @@ import (
 // every group's rows in one stream and within one row group: it needs no
 // repartition by the key, and it can emit and forget its groups each time
 // the scan starts a row group (exec.HashAggSpec.Segmented), holding one
-// row group's groups instead of the whole table's. The planner uses it for
-// local plans only (PlanOptions.Local): a distributed stage may replicate
-// or split scans.
+// row group's groups instead of the whole table's. The physical planner
+// uses it for local plans only (PlanOptions.Local): a distributed stage
+// may replicate or split scans. The distributed planner makes an aggregate
+// segmented where it splits the scan by value range on the group column
+// (dist's splitRepartitionedAgg, SegmentsOn).
 //
 // The pipeline from the scan to the aggregate may hold filters,
 // projections of the key column and hash joins that the scan's stream
 // probes and that emit their output while probing (no build-side tail),
 // with the key coming from the probe side: each output batch then belongs
 // to the row group the scan is reading.
+
+// SegmentsOn reports whether an aggregate over in grouped on column col
+// can run segmented (the distributed planner's range-split aggregates).
+func SegmentsOn(in *PhysNode, col int) bool { return segmentSource(in, col) != nil }
 
 // segmentScan returns the scan whose row groups segment an aggregate over
 // in grouped on cols, or nil.
@@ -43,11 +49,16 @@ func segmentSource(n *PhysNode, col int) *PhysNode {
 		}
 		switch n.Kind {
 		case PhysScan:
-			if n.Scan == nil || n.Scan.Replicated || n.Scan.Range != nil {
+			// NB: a scan split by value range (a distributed task's
+			// share) keeps every value of its range column in one task
+			// and, within it, in one row group: it segments an aggregate
+			// on that column, not on another (a row group cut by the
+			// range may hold one of its values on both sides).
+			if n.Scan == nil || n.Scan.Replicated {
 				return nil
 			}
 			for _, cc := range n.Scan.Clustered {
-				if cc.Out == col && strictlyDisjoint(cc) {
+				if cc.Out == col && strictlyDisjoint(cc) && (n.Scan.Range == nil || n.Scan.Range.Col.Name == cc.Name) {
 					return n
 				}
 			}
