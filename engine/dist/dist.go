@@ -128,6 +128,15 @@ type DistOptions struct {
 	// (default 256 MiB): a larger one runs as planned.
 	AdaptiveWaves    int
 	AdaptiveMaxBytes float64
+	// AdaptiveMargin: a broadcast (or gathered) build side is not
+	// computed ahead when broadcasting (gathering) it would stay the
+	// choice were it this many times larger than estimated
+	// (robustChoice): a wave would cost
+	// the query a round of task starts for a decision that cannot change
+	// (Q2's builds of 400 to 2,000 rows against partsupp; default 100,
+	// so that only a misestimate of more than two orders of magnitude
+	// goes uncorrected; negative: every such build is a point).
+	AdaptiveMargin float64
 	// SkewFactor and SkewRows: after a wave, a task of a repartitioned
 	// inner join whose held side gives it more than SkewFactor times the
 	// median task's rows, and at least SkewRows rows, is split into as
@@ -188,6 +197,9 @@ func (o *DistOptions) Validate() error {
 	}
 	if o.AdaptiveMaxBytes == 0 {
 		o.AdaptiveMaxBytes = 256 << 20
+	}
+	if o.AdaptiveMargin == 0 {
+		o.AdaptiveMargin = 100
 	}
 	return nil
 }
@@ -1249,7 +1261,12 @@ func estSize(n *phys.PhysNode) float64 { return n.EstRows * float64(max(len(n.Co
 // the probe's bytes dominate). Bytes, not rows: a build of a few wide
 // rows (strings) weighs more than as many narrow probe rows.
 func (d *distPlanner) broadcastCheaper(build, probe *phys.PhysNode) bool {
-	return estBytes(build)*float64(d.opts.Workers-1) <= d.opts.BroadcastFactor*estBytes(probe)
+	return broadcastCheaper(build, probe, d.opts, 1)
+}
+
+// broadcastCheaper is the rule with build's estimate scaled by factor.
+func broadcastCheaper(build, probe *phys.PhysNode, o DistOptions, factor float64) bool {
+	return estBytes(build)*factor*float64(o.Workers-1) <= o.BroadcastFactor*estBytes(probe)
 }
 
 // estBytes estimates n's output in bytes: its estimated rows times a
