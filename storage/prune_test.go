@@ -65,15 +65,7 @@ func TestPruning(t *testing.T) {
 		if int(st.RowGroupsTotal) != 10 || int(st.RowGroupsTotal-st.RowGroupsPruned) != c.read {
 			t.Errorf("%s: read %d of %d row groups, want %d", c.p, st.RowGroupsTotal-st.RowGroupsPruned, st.RowGroupsTotal, c.read)
 		}
-		want := 0
-		for _, r := range rows {
-			if refEval(c.p, sch, r) {
-				want++
-			}
-		}
-		if len(got) != want {
-			t.Errorf("%s: %d rows, want %d", c.p, len(got), want)
-		}
+		checkCount(t, c.p, sch, rows, len(got))
 	}
 	// A planner's share: explicit files and row groups.
 	tb := mustTable(t, db, "t")
@@ -270,14 +262,21 @@ func TestMustMatch(t *testing.T) {
 		}
 		// The scan answers the same with the implied conjuncts left out.
 		got, _ := scanAll(t, db, ScanSpec{Table: "t", Columns: []string{"id"}, Filter: c.p}, ScanOptions{})
-		want := 0
-		for _, rw := range rows {
-			if refEval(c.p, sch, rw) {
-				want++
-			}
+		checkCount(t, c.p, sch, rows, len(got))
+	}
+}
+
+// checkCount checks that a scan filtered by p returned as many rows as
+// pass p among rows (refEval).
+func checkCount(t *testing.T, p *Predicate, sch *arrow.Schema, rows []row, got int) {
+	t.Helper()
+	want := 0
+	for _, r := range rows {
+		if refEval(p, sch, r) {
+			want++
 		}
-		if len(got) != want {
-			t.Errorf("%s: %d rows, want %d", c.p, len(got), want)
-		}
+	}
+	if got != want {
+		t.Errorf("%s: %d rows, want %d", p, got, want)
 	}
 }
