@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nicflow/nicflow/bench"
 	"github.com/nicflow/nicflow/cluster"
 	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -30,6 +31,7 @@ var benchScaleFlags struct {
 	trivial int
 	settle  time.Duration
 	format  string
+	plot    string
 	worker  localWorkerFlags
 }
 
@@ -82,6 +84,7 @@ func init() {
 	f.IntVar(&benchScaleFlags.trivial, "trivial-runs", 20, "runs of each trivial query (the median counts)")
 	f.DurationVar(&benchScaleFlags.settle, "settle", 5*time.Second, "wait after the cluster is up before measuring (joins and gossip calm down)")
 	f.StringVar(&benchScaleFlags.format, "format", formatTable, "output format: table or csv")
+	f.StringVar(&benchScaleFlags.plot, "plot", "", "also write SVG charts of the figures against the number of workers into this directory")
 	benchScaleFlags.worker.addFlags(f)
 	benchCmd.AddCommand(benchScaleCmd)
 }
@@ -143,6 +146,15 @@ func runBenchScale(ctx context.Context, stdout, stderr io.Writer) error {
 		rows = append(rows, r)
 	}
 	printBenchScale(stdout, fl.format, sf, rows)
+	if fl.plot != "" {
+		files, err := bench.PlotScale(scalePoints(rows), fl.plot)
+		for _, f := range files {
+			fmt.Fprintf(stderr, "wrote %s\n", f)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	for _, r := range rows {
 		if r.wrong > 0 {
 			return nferr.Dataf("%d wrong answers on %d workers", r.wrong, r.workers)
@@ -386,4 +398,18 @@ func promSum(text, name string, want ...string) float64 {
 		}
 	}
 	return sum
+}
+
+// scalePoints are rows as bench.PlotScale draws them.
+func scalePoints(rows []scaleRow) []bench.ScalePoint {
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	mib := func(b int64) float64 { return float64(b) / (1 << 20) }
+	out := make([]bench.ScalePoint, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, bench.ScalePoint{Workers: r.workers, TotalMs: ms(r.total), TrivialMs: ms(r.trivial), TrivialP90Ms: ms(r.trivial90),
+			RowGroupMs: ms(r.rowGroup), IdleCores: r.idleCores, GossipKiBs: r.gossipBps / 1024,
+			WorkerRSSMiB: mib(r.workerRSS), WorkerRSSMaxMiB: mib(r.workerRSSMax), CoordRSSMiB: mib(r.coordRSS),
+			Sockets: float64(r.sockets), SocketsMax: float64(r.socketsMax)})
+	}
+	return out
 }
