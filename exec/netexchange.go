@@ -284,8 +284,9 @@ func netSendOne(env *Env, in Operator, schema *arrow.Schema, s *shuffle.Sender, 
 		})
 	}
 	// sendWhole sends a batch of a gather or broadcast: a small one joins
-	// the collected rows; a large one goes as it is, after them (a
-	// stream's rows keep their order).
+	// the collected rows; a large one goes as it is, after them. NB: the
+	// shuffle does not keep payloads in order (a large one is sent at
+	// once, small ones are aggregated), and nothing downstream needs it.
 	sendWhole := func(b *Batch, broadcast bool) error {
 		if co == nil {
 			return send(b, b.Sel, 0, broadcast)
