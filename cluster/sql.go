@@ -650,11 +650,6 @@ const startConcurrency = 16
 // did start are the query's and end with it.
 func startAll(q *Query, places []Placement, spec func(i int) TaskSpec) ([]*Task, error) {
 	tasks := make([]*Task, len(places))
-	if len(places) == 1 {
-		t, err := q.Start(places[0], spec(0))
-		tasks[0] = t
-		return tasks, err
-	}
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex

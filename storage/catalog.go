@@ -140,7 +140,15 @@ func (r *RowGroup) mayHold(filter *cnode) bool {
 	if r.Rows == 0 {
 		return false
 	}
-	return filter == nil || filter.mayMatch(func(tc int) *ColumnStats { return &r.Columns[tc] }, r.Rows)
+	return filter == nil || filter.mayMatch(r.stats, r.Rows)
+}
+
+// stats returns the statistics of table column tc in r (nil: none kept).
+func (r *RowGroup) stats(tc int) *ColumnStats {
+	if tc < 0 || tc >= len(r.Columns) {
+		return nil
+	}
+	return &r.Columns[tc]
 }
 
 // FilesMayMatch lists t's files with a row group whose statistics may hold

@@ -243,7 +243,7 @@ func TestMustMatch(t *testing.T) {
 		for _, file := range tb.Files {
 			for g := range file.RowGroups {
 				rg := &file.RowGroups[g]
-				implied := f.mustMatch(func(tc int) *ColumnStats { return &rg.Columns[tc] }, rg.Rows)
+				implied := f.mustMatch(rg.stats, rg.Rows)
 				all := true
 				for range rg.Rows {
 					all = all && refEval(c.p, sch, rows[r])

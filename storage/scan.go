@@ -863,7 +863,7 @@ func (w *worker) nextChunk(ctx context.Context) (rec arrow.RecordBatch, err erro
 		var sel []int32 // nil: all rows
 		if s.filter != nil {
 			w.sel = grow(w.sel, n)
-			if sel, err = w.evalFilter(s.filter, n); err != nil {
+			if sel, err = w.evalFilter(n); err != nil {
 				return nil, err
 			}
 			if len(sel) == n {
@@ -908,9 +908,6 @@ func (w *worker) nextChunk(ctx context.Context) (rec arrow.RecordBatch, err erro
 	return nil, nil
 }
 
-// evalFilter evaluates the filter over a chunk, decoding filter columns
-// lazily: the conjuncts of a top-level AND run in order, and a column is
-// decoded only when a conjunct needs it and rows survive.
 // conjuncts are f's top-level conjuncts (f itself unless an AND).
 func conjuncts(f *cnode) []*cnode {
 	if f.op == OpAnd {
@@ -930,19 +927,17 @@ func (w *worker) implyConjuncts(rg *RowGroup) {
 	if w.s.filter == nil {
 		return
 	}
-	stats := func(tc int) *ColumnStats {
-		if tc < 0 || tc >= len(rg.Columns) {
-			return nil
-		}
-		return &rg.Columns[tc]
-	}
 	for _, c := range conjuncts(w.s.filter) {
-		w.implied = append(w.implied, c.mustMatch(stats, rg.Rows))
+		w.implied = append(w.implied, c.mustMatch(rg.stats, rg.Rows))
 	}
 }
 
-func (w *worker) evalFilter(f *cnode, n int) ([]int32, error) {
-	conj := conjuncts(f)
+// evalFilter evaluates the scan's filter over a chunk, decoding filter
+// columns lazily: the conjuncts of a top-level AND run in order (those
+// the row group implies skipped: implyConjuncts), and a column is decoded
+// only when a conjunct needs it and rows survive.
+func (w *worker) evalFilter(n int) ([]int32, error) {
+	conj := conjuncts(w.s.filter)
 	var sel []int32
 	for i, c := range conj {
 		if i < len(w.implied) && w.implied[i] {

@@ -1133,7 +1133,7 @@ func (d *distPlanner) hashJoin(n *phys.PhysNode) (frag, error) {
 		// customer-order rows with four strings each, broadcast to 16
 		// workers, sent 12x its probe's bytes and built 16 hash tables.
 		switch {
-		case canBroadcast && (!canPartition || d.broadcastCheaper(build.n, probe.n)):
+		case canBroadcast && (!canPartition || broadcastCheaper(build.n, probe.n, d.opts, 1)):
 			replicateBuild()
 		case canPartition:
 			partitionBoth()
@@ -1151,7 +1151,7 @@ func (d *distPlanner) hashJoin(n *phys.PhysNode) (frag, error) {
 		}
 	default:
 		coLocated := probe.hash != nil && build.hash != nil && equalInts(probe.hash, pkeys) && equalInts(build.hash, bkeys)
-		small := d.broadcastCheaper(build.n, probe.n)
+		small := broadcastCheaper(build.n, probe.n, d.opts, 1)
 		var pr, br *phys.RangePart
 		if len(pkeys) == 1 && !spec.NullAware {
 			pr, br = d.rangeFor(probe, pkeys[0]), d.rangeFor(build, bkeys[0])
@@ -1254,17 +1254,14 @@ func shiftCols(cols []int, m func(int) int) []int {
 // columns): what moving it across the network costs, roughly.
 func estSize(n *phys.PhysNode) float64 { return n.EstRows * float64(max(len(n.Columns), 1)) }
 
-// broadcastCheaper: sending build to every other worker moves at most
-// BroadcastFactor times the bytes of the probe side (broadcasting sends
-// the build's bytes to Workers-1 workers and builds a hash table on each;
-// repartitioning both sends (build + probe) x (Workers-1)/Workers, where
-// the probe's bytes dominate). Bytes, not rows: a build of a few wide
-// rows (strings) weighs more than as many narrow probe rows.
-func (d *distPlanner) broadcastCheaper(build, probe *phys.PhysNode) bool {
-	return broadcastCheaper(build, probe, d.opts, 1)
-}
-
-// broadcastCheaper is the rule with build's estimate scaled by factor.
+// broadcastCheaper: sending build, were it factor times its estimate, to
+// every other worker moves at most BroadcastFactor times the bytes of the
+// probe side (broadcasting sends the build's bytes to Workers-1 workers
+// and builds a hash table on each; repartitioning both sends (build +
+// probe) x (Workers-1)/Workers, where the probe's bytes dominate). Bytes,
+// not rows: a build of a few wide rows (strings) weighs more than as many
+// narrow probe rows. The planner asks with factor 1, the adaptive margin
+// (robustChoice) with AdaptiveMargin.
 func broadcastCheaper(build, probe *phys.PhysNode, o DistOptions, factor float64) bool {
 	return estBytes(build)*factor*float64(o.Workers-1) <= o.BroadcastFactor*estBytes(probe)
 }
