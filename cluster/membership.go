@@ -104,6 +104,11 @@ func gossipConfig(o *Options, keys *Keys, logw io.Writer) (*memberlist.Config, e
 		c.GossipInterval = 100 * time.Millisecond
 		c.TCPTimeout = 3 * time.Second
 		c.PushPullInterval = 15 * time.Second
+		// NB: no LZW compression of gossip on a LAN: it saves bytes no
+		// LAN is short of, and memberlist allocates a fresh 64 KiB
+		// compressor table for every message it compresses, a third of an
+		// idle node's CPU (a 64-worker local cluster: see D64).
+		c.EnableCompression = false
 	}
 	// A node restarted under the same ID on another address (a container
 	// rescheduled, a DPU rebooted onto a new port) takes its name back as

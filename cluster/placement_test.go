@@ -67,3 +67,53 @@ func TestPlaceByData(t *testing.T) {
 		t.Errorf("task 0 (row groups on h1) on worker %d: %v", got[0], got)
 	}
 }
+
+// TestAffinityStart: rendezvous hashing spreads keys over the workers,
+// keeps a key's worker while it stays, and moves only the leaving
+// worker's keys; busy workers are those whose tasks fill their cores.
+func TestAffinityStart(t *testing.T) {
+	var ws []NodeInfo
+	for i := 1; i <= 64; i++ {
+		ws = append(ws, NodeInfo{ID: fmt.Sprintf("worker-%d", i)})
+	}
+	count := make([]int, len(ws))
+	owner := map[string]string{}
+	for k := 0; k < 6400; k++ {
+		key := fmt.Sprintf("table%d", k)
+		i := affinityStart(key, ws)
+		if j := affinityStart(key, ws); j != i {
+			t.Fatalf("%s: %d then %d", key, i, j)
+		}
+		count[i]++
+		owner[key] = ws[i].ID
+	}
+	for i, n := range count {
+		if n < 50 || n > 160 {
+			t.Errorf("worker %s starts %d of 6400 keys, want about 100", ws[i].ID, n)
+		}
+	}
+	// worker-7 leaves: only its keys move.
+	rest := append(append([]NodeInfo{}, ws[:6]...), ws[7:]...)
+	for key, was := range owner {
+		now := rest[affinityStart(key, rest)].ID
+		if was != "worker-7" && now != was {
+			t.Fatalf("%s moved from %s to %s when worker-7 left", key, was, now)
+		}
+	}
+	busy := busyWorkers([]WorkerLoad{
+		{Node: NodeInfo{ID: "a", Cores: 2}, RunningTasks: 1},
+		{Node: NodeInfo{ID: "b", Cores: 2}, RunningTasks: 2},
+		{Node: NodeInfo{ID: "c"}, RunningTasks: 1},
+	})
+	if busy["a"] || !busy["b"] || !busy["c"] {
+		t.Errorf("busy: %v", busy)
+	}
+	st := &dist.Stage{ID: 1, Tasks: 1, Root: &phys.PhysNode{Kind: phys.PhysUnion, Inputs: []*phys.PhysNode{
+		{Kind: phys.PhysScan, Scan: &phys.ScanOp{Spec: storage.ScanSpec{Table: "orders"}}},
+		{Kind: phys.PhysScan, Scan: &phys.ScanOp{Spec: storage.ScanSpec{Table: "customer"}}},
+		{Kind: phys.PhysScan, Scan: &phys.ScanOp{Spec: storage.ScanSpec{Table: "orders"}}},
+	}}}
+	if got := stageTables(st); got != "customer\x00orders" {
+		t.Errorf("stageTables: %q", got)
+	}
+}

@@ -544,12 +544,43 @@ func (r *SQLRunner) startTasks(q *Query, dq *engine.DistQuery, dp *dist.DistPlan
 	for i, wk := range workers {
 		hosts[i] = nodeHost(wk)
 	}
+	// Stages of fewer tasks than workers that scan tables start at the
+	// worker their tables hash to, unless it is busy (soft affinity,
+	// placement.go): a table's small scans keep meeting the same warm
+	// connections, handshakes and footers.
+	var busy map[string]bool
+	if q.c != nil {
+		busy = busyWorkers(q.c.sched.loads())
+	}
+	affinity := map[int]int{}
+	for _, s := range dp.Stages {
+		if _, held := dp.HeldNode(s.ID, 0); held || s.Tasks >= w {
+			continue
+		}
+		if key := stageTables(s); key != "" {
+			affinity[s.ID] = affinityStart(key, workers)
+		}
+	}
+	rotation := func(stage, task int) int {
+		if s := dp.Stage(stage); s != nil && s.Tasks == 1 {
+			return (stage + off) % w
+		}
+		return (task + off) % w
+	}
+	def := func(stage, task int) int {
+		if a, ok := affinity[stage]; ok {
+			if i := (a + task) % w; !busy[workers[i].ID] {
+				return i
+			}
+		}
+		return rotation(stage, task)
+	}
 	byData := map[int][]int{}
 	for _, s := range dp.Stages {
 		if _, held := dp.HeldNode(s.ID, 0); held || s.Tasks <= 1 || s.Tasks > w {
 			continue
 		}
-		if a := placeByData(taskRowGroupHosts(s, tables, storageHost), hosts, func(t int) int { return (t + off) % w }); a != nil {
+		if a := placeByData(taskRowGroupHosts(s, tables, storageHost), hosts, func(t int) int { return def(s.ID, t) }); a != nil {
 			byData[s.ID] = a
 		}
 	}
@@ -562,10 +593,7 @@ func (r *SQLRunner) startTasks(q *Query, dq *engine.DistQuery, dp *dist.DistPlan
 		if a := byData[stage]; task < len(a) {
 			return workers[a[task]]
 		}
-		if s := dp.Stage(stage); s != nil && s.Tasks == 1 {
-			return workers[(stage+off)%w]
-		}
-		return workers[(task+off)%w]
+		return workers[def(stage, task)]
 	}
 	for _, s := range dp.Stages {
 		for t := 0; t < s.Tasks; t++ {
@@ -1088,6 +1116,26 @@ func (w *SQLWorker) Start(n *Node, listen string) error {
 func (w *SQLWorker) warmLinks(n *Node) {
 	sem := make(chan struct{}, 4)
 	warm := func(m NodeInfo) {
+		if m.Role == RoleStorage && m.FlightAddr != "" && !m.Leaving {
+			// NB: also the Flight connection to each storage node, which
+			// the first scan of a worker otherwise pays for (TLS; ~15 ms
+			// of a trivial query's 17 on a loaded 64-worker cluster).
+			go func() {
+				select {
+				case <-time.After(time.Duration(rand.Int64N(int64(2 * time.Second)))):
+				case <-n.Done():
+					return
+				}
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if err := w.storage.Warm(ctx, m.FlightAddr, storage.ClientOptions{TLS: n.Keys().ClientTLS()}); err != nil {
+					n.log.Debug("warming the connection to a storage node", "node", m.ID, "err", err)
+				}
+			}()
+			return
+		}
 		if m.Role != RoleWorker || m.DataAddr == "" || m.ID == n.ID() {
 			return
 		}

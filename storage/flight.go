@@ -23,7 +23,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/nicflow/nicflow/internal/nferr"
 )
@@ -616,6 +618,31 @@ func (p *ClientPool) get(addr string, opts ClientOptions) (flight.Client, error)
 	}
 	p.m[addr] = cl
 	return cl, nil
+}
+
+// Warm opens the pooled connection to the storage node at addr now (TLS
+// and HTTP/2 set-up, a few milliseconds, more on a loaded machine) rather
+// than in the first scan that needs it: gRPC dials lazily, so it makes one
+// cheap call (ListActions; any answer, even "unimplemented", means the
+// connection is up). Errors are returned for logging only: a scan dials
+// again when it needs the node.
+func (p *ClientPool) Warm(ctx context.Context, addr string, opts ClientOptions) error {
+	cl, err := p.get(addr, opts)
+	if err != nil {
+		return err
+	}
+	st, err := cl.ListActions(ctx, &flight.Empty{})
+	if err == nil {
+		for {
+			if _, err = st.Recv(); err != nil {
+				break
+			}
+		}
+	}
+	if err == io.EOF || status.Code(err) == codes.Unimplemented {
+		return nil
+	}
+	return err
 }
 
 // Close closes the pooled connections; later scans through the pool fail.

@@ -490,4 +490,25 @@ func TestManyWorkers(t *testing.T) {
 			t.Errorf("Q%d on 12 workers: %v %s", q, r.err, r.verdict)
 		}
 	}
+	// Soft affinity (cluster/placement.go): a one-task scan of a table
+	// goes to the worker the table hashes to, query after query (the
+	// rotation moved it on with every query); a worker still busy with
+	// an earlier task may send one elsewhere.
+	on := map[string]int{}
+	for i := 0; i < 6; i++ {
+		out := scriptOutput(t, cs, "explain analyze select count(*) from nation")
+		i := strings.Index(out, "task 0 on ")
+		if i < 0 {
+			t.Fatalf("no task line:\n%s", out)
+		}
+		on[strings.TrimSuffix(strings.Fields(out[i+len("task 0 on "):])[0], ":")]++
+		scriptOutput(t, cs, "select count(*) from region")
+	}
+	best := 0
+	for _, n := range on {
+		best = max(best, n)
+	}
+	if best < 5 {
+		t.Errorf("one-task scans of nation ran on %v, want one worker for at least 5 of 6", on)
+	}
 }
