@@ -143,6 +143,13 @@ func (t keyFilterTarget) wholeBuild(filtered map[int]bool) bool {
 
 func joinKeyFilters(n *PhysNode) []keyFilterTarget { return joinKeyFiltersVia(n, nil) }
 
+// ProbeKeyFiltered reports whether hash join n filters a scan under its
+// probe side by its build keys (in the tree as planned, before it is cut
+// into stages).
+func ProbeKeyFiltered(n *PhysNode) bool {
+	return n.Kind == PhysHashJoin && n.Join != nil && len(joinKeyFilters(n)) > 0
+}
+
 // joinKeyFiltersVia is joinKeyFilters whose search follows network
 // exchanges through via (nil: it stops there).
 func joinKeyFiltersVia(n *PhysNode, via func(*PhysNode) (*PhysNode, int, bool)) []keyFilterTarget {
