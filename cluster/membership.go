@@ -528,12 +528,19 @@ func (m *membership) sync(addr string) error {
 }
 
 func (m *membership) ping(info NodeInfo) error {
+	_, err := m.pingRTT(info)
+	return err
+}
+
+// pingRTT pings info's gossip agent directly and returns the round trip.
+func (m *membership) pingRTT(info NodeInfo) (time.Duration, error) {
 	addr, err := net.ResolveUDPAddr("udp", info.GossipAddr)
 	if err != nil {
-		return nferr.Unavailablef("node %s: gossip address %q: %v", info.ID, info.GossipAddr, err)
+		return 0, nferr.Unavailablef("node %s: gossip address %q: %v", info.ID, info.GossipAddr, err)
 	}
-	if _, err := m.ml.Ping(info.ID, addr); err != nil {
-		return nferr.Unavailablef("node %s (%s) does not answer gossip pings: %v", info.ID, info.GossipAddr, err)
+	rtt, err := m.ml.Ping(info.ID, addr)
+	if err != nil {
+		return 0, nferr.Unavailablef("node %s (%s) does not answer gossip pings: %v", info.ID, info.GossipAddr, err)
 	}
-	return nil
+	return rtt, nil
 }

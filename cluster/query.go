@@ -158,6 +158,23 @@ func (q *Query) Workers() []NodeInfo {
 			out = append(out, w)
 		}
 	}
+	// NB: links are checked at once, so that a cluster whose links all
+	// went idle waits one linkCheck, not one per worker.
+	lost := make([]bool, len(out))
+	var wg sync.WaitGroup
+	for i, w := range out {
+		wg.Go(func() { lost[i] = q.c.linkLost(w) })
+	}
+	wg.Wait()
+	kept := out[:0]
+	for i, w := range out {
+		if lost[i] {
+			q.c.suspect(w, nferr.Unavailablef("worker %s (%s): the control connection is lost", w.ID, w.ControlAddr))
+			continue
+		}
+		kept = append(kept, w)
+	}
+	out = kept
 	if len(out) == 0 {
 		return all
 	}
