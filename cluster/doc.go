@@ -14,6 +14,8 @@
 //	coordinator.go  Flight client service (DoGet, progress/cancel/members actions), query lifecycle
 //	query.go        Query (what a QueryRunner uses: Place, Start, Watch, Fail) and Task handles
 //	scheduler.go    gang placement by advertised cores (soft) and memory (hard)
+//	placement.go    which worker runs which task: by the host of a task's row groups,
+//	                small scan stages by a rendezvous hash of their tables (soft affinity)
 //	client.go       Go client of the coordinator
 //	check.go        the built-in "nicflow.check" request: reference QueryRunner and Executor
 //	sql.go          distributed SQL: SQLRunner (coordinator: plan into stages, place tables,
@@ -46,7 +48,8 @@
 //   - INVARIANT: a node failure is retried, a query's own error never. An
 //     attempt that fails with KindUnavailable is stopped and the query runs
 //     again (same ID, new context, tasks and channels) without the workers
-//     that failed (suspects), up to its retry limit, as long as none of its
+//     that failed (suspects, and workers whose control link dropped), up to
+//     its retry limit, as long as none of its
 //     result reached the client. A query depends on every node that ran one
 //     of its tasks until it ends (shuffle output may still be in flight).
 //   - INVARIANT: placements are repaired. When storage membership changes

@@ -1115,25 +1115,33 @@ func (w *SQLWorker) Start(n *Node, listen string) error {
 // two, instead of during the first query that sends to it.
 func (w *SQLWorker) warmLinks(n *Node) {
 	sem := make(chan struct{}, 4)
+	// later runs dial, four at a time, after a random wait of up to 2 s,
+	// so that N nodes joining at once do not all dial each other in the
+	// same instant.
+	later := func(dial func()) {
+		go func() {
+			select {
+			case <-time.After(time.Duration(rand.Int64N(int64(2 * time.Second)))):
+			case <-n.Done():
+				return
+			}
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			dial()
+		}()
+	}
 	warm := func(m NodeInfo) {
 		if m.Role == RoleStorage && m.FlightAddr != "" && !m.Leaving {
 			// NB: also the Flight connection to each storage node, which
 			// the first scan of a worker otherwise pays for (TLS; ~15 ms
 			// of a trivial query's 17 on a loaded 64-worker cluster).
-			go func() {
-				select {
-				case <-time.After(time.Duration(rand.Int64N(int64(2 * time.Second)))):
-				case <-n.Done():
-					return
-				}
-				sem <- struct{}{}
-				defer func() { <-sem }()
+			later(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 				if err := w.storage.Warm(ctx, m.FlightAddr, storage.ClientOptions{TLS: n.Keys().ClientTLS()}); err != nil {
 					n.log.Debug("warming the connection to a storage node", "node", m.ID, "err", err)
 				}
-			}()
+			})
 			return
 		}
 		if m.Role != RoleWorker || m.DataAddr == "" || m.ID == n.ID() {
@@ -1154,18 +1162,7 @@ func (w *SQLWorker) warmLinks(n *Node) {
 			w.peers[idx] = m.DataAddr
 		}
 		w.mu.Unlock()
-		go func() {
-			// NB: jitter, so that N nodes joining at once do not all dial
-			// each other in the same instant.
-			select {
-			case <-time.After(time.Duration(rand.Int64N(int64(2 * time.Second)))):
-			case <-n.Done():
-				return
-			}
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			a.Warm(idx)
-		}()
+		later(func() { a.Warm(idx) })
 	}
 	n.Subscribe(func(ev MemberEvent) {
 		if ev.Type == EventJoin || ev.Type == EventUpdate {
