@@ -497,3 +497,39 @@ func TestAdaptiveProbeFiltered(t *testing.T) {
 		checkDistPlan(t, fmt.Sprintf("Q%d", c.q), got)
 	}
 }
+
+// TestSemiDistinctKeys: a left-built semi or anti join whose repartitioned
+// probe has more rows than Workers times the build's sends each task's
+// distinct probe keys (Q22's orders.o_custkey, Q4's l_orderkey), and SET
+// disabled_rules = 'semi_distinct_keys' sends the rows as before.
+func TestSemiDistinctKeys(t *testing.T) {
+	for _, c := range []struct {
+		q   int
+		agg string
+	}{{22, "HashAggregate group=[orders.o_custkey]"}, {4, "HashAggregate group=[lineitem.l_orderkey]"}} {
+		for _, disabled := range []bool{false, true} {
+			qs := bindQuery(t, tpchQuery(t, c.q))
+			lp, err := opt.Optimize(qs.Plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			po := phys.PlanOptions{Parallelism: 2}
+			if disabled {
+				po.Disabled = []string{phys.RuleSemiDistinctKeys}
+			}
+			pp, err := phys.PlanPhysical(lp, qs.Names, po)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dp, err := dist.PlanDistributed(pp, dist.DistOptions{Workers: 4, Parallelism: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := dist.ExplainDistributed(dp, nil)
+			if got := strings.Contains(text, c.agg); got == disabled {
+				t.Errorf("Q%d (rule disabled %v): distinct keys %v:\n%s", c.q, disabled, got, text)
+			}
+			checkDistPlan(t, fmt.Sprintf("Q%d", c.q), dp)
+		}
+	}
+}

@@ -20,11 +20,12 @@ import (
 
 // Physical rule names.
 const (
-	RuleSegmentedAgg   = "segmented_agg"    // aggregates grouped on a key stored in order: no repartition, a row group at a time
-	RuleRepartitionAgg = "repartition_agg"  // aggregates of many groups repartitioned by key instead of partial + final
-	RuleSemiBuildLeft  = "semi_build_left"  // semi/anti/mark joins build on a much smaller left input
-	RuleCSE            = "cse"              // common subexpressions computed once, in a projection below
-	RuleJoinKeyFilters = "join_key_filters" // hash joins publish their build keys to the scans under their probe side
+	RuleSegmentedAgg     = "segmented_agg"      // aggregates grouped on a key stored in order: no repartition, a row group at a time
+	RuleRepartitionAgg   = "repartition_agg"    // aggregates of many groups repartitioned by key instead of partial + final
+	RuleSemiBuildLeft    = "semi_build_left"    // semi/anti/mark joins build on a much smaller left input
+	RuleCSE              = "cse"                // common subexpressions computed once, in a projection below
+	RuleJoinKeyFilters   = "join_key_filters"   // hash joins publish their build keys to the scans under their probe side
+	RuleSemiDistinctKeys = "semi_distinct_keys" // distributed: a left-built semi/anti/mark join's repartitioned probe sends distinct keys
 )
 
 // PhysRule is one physical rule.
@@ -41,6 +42,7 @@ var Rules = []PhysRule{
 	{RuleSemiBuildLeft, "a semi, anti or mark join whose left input is estimated 4x smaller than its right builds its hash table on the left"},
 	{RuleCSE, "an expression used twice or more in one projection or join key list is computed once, in a projection below"},
 	{RuleJoinKeyFilters, "a hash join that drops unmatched probe rows publishes a filter of its build keys to the scans under its probe side (and across stages on a cluster)"},
+	{RuleSemiDistinctKeys, "on a cluster, a semi, anti or mark join that builds on its left input and repartitions a probe side of more rows than Workers times the build's sends each task's distinct probe keys instead of its rows"},
 }
 
 // RuleNames lists the physical rules' names in order.
