@@ -177,12 +177,14 @@ type Options struct {
 	HeartbeatInterval Duration `json:"heartbeat_interval"`
 	// HangAfter: when a task's worker has been silent this long (no data,
 	// no heartbeat) while the coordinator waited for it, the coordinator
-	// pings the worker's gossip agent directly; no answer to the pings of
-	// two seconds (each within the gossip probe timeout, 250ms on LAN),
-	// and no word from the task meanwhile, means the worker hangs (stopped,
+	// pings the worker's gossip agent directly; no answer to two pings over
+	// 400ms while two other workers answer within 100ms (else to three over
+	// two seconds; each within the gossip probe timeout, 250ms on LAN), and
+	// no word from the task meanwhile, means the worker hangs (stopped,
 	// frozen, cut off): its tasks fail as unavailable and the query
 	// retries without it. A busy or CPU-starved worker answers one of them
-	// and is left alone. Default 400ms; at least twice HeartbeatInterval.
+	// and is left alone, so a short HangAfter costs pings, not false
+	// hangs. Default 200ms (2 heartbeats); at least twice HeartbeatInterval.
 	HangAfter Duration `json:"hang_after"`
 	// HeartbeatTimeout fails a task whose worker has been silent this long
 	// while the coordinator waited for it. Default 5s (10 heartbeats).
@@ -302,7 +304,7 @@ func (o *Options) SetDefaults() {
 		o.SuspectFor = Duration(30 * time.Second)
 	}
 	if o.HangAfter == 0 {
-		o.HangAfter = max(Duration(400*time.Millisecond), 4*o.HeartbeatInterval)
+		o.HangAfter = max(Duration(200*time.Millisecond), 2*o.HeartbeatInterval)
 	}
 	if o.HeartbeatTimeout == 0 {
 		o.HeartbeatTimeout = Duration(5 * time.Second)

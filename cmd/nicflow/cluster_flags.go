@@ -98,7 +98,7 @@ func addNodeFlags(cmd *cobra.Command, f *nodeFlags, role cluster.Role) {
 		fs.DurationVar(&f.heartbeat, "heartbeat-interval", 100*time.Millisecond, "how often a worker reports each running task to the coordinator")
 	}
 	if role == cluster.RoleCoordinator {
-		fs.DurationVar(&f.hangAfter, "hang-after", 0, "silence of a task's worker after which the coordinator pings it directly and, without an answer, fails its tasks as hung (default 400ms, or 4 heartbeat intervals)")
+		fs.DurationVar(&f.hangAfter, "hang-after", 0, "silence of a task's worker after which the coordinator pings it directly and, without an answer, fails its tasks as hung (default 200ms, or 2 heartbeat intervals)")
 		fs.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", 5*time.Second, "silence of a task's worker after which the task fails")
 		fs.DurationVar(&f.suspectFor, "suspect-for", 30*time.Second, "how long a worker whose task failed by its fault gets no new tasks (unless it restarts)")
 		fs.StringVar(&f.retryBuffer, "retry-buffer", "64MiB", "result bytes held back while a query may still be retried; a larger result streams and is no longer retried")
