@@ -791,8 +791,14 @@ func (c *Coordinator) probeHang(tasks []*Task, done chan<- string) {
 		if i+1 >= pings && time.Since(start) >= confirm {
 			break
 		}
+		// NB: a missed ping already took the probe timeout (250 ms on a
+		// LAN); with responsive peers the next ping goes out at once.
+		pause := 100 * time.Millisecond
+		if pings == hangPingsFast {
+			pause = 0
+		}
 		select {
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(pause):
 		case <-c.stopDog:
 			return
 		}
