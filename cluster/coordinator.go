@@ -285,38 +285,44 @@ func (c *Coordinator) isSuspect(n NodeInfo) bool {
 	return true
 }
 
-// linkLost reports whether the control connection to worker n (this
-// incarnation) is known to be lost: gRPC left it idle or failing and a
-// reconnect does not come up within linkCheck. Only a connection that
-// exists is checked (no dial). A killed worker's connection drops at
-// once, while gossip takes a second or more to declare it dead: a query
-// retried after one killed worker used to place tasks on a second one
-// killed with it, and fail again (D66).
-func (c *Coordinator) linkLost(n NodeInfo) bool {
+// linkDown returns the control connection to worker n (this
+// incarnation) when gRPC reports it neither ready nor connecting, else nil
+// (also when there is none: nothing is dialed). A cheap test, made for
+// every worker of every query; linkLost then decides.
+func (c *Coordinator) linkDown(n NodeInfo) *grpc.ClientConn {
 	c.mu.Lock()
 	wc, ok := c.conns[n.ID]
 	c.mu.Unlock()
 	if !ok || wc.info.ControlAddr != n.ControlAddr || !wc.info.Started.Equal(n.Started) {
-		return false
+		return nil
 	}
-	st := wc.cc.GetState()
-	if st == connectivity.Ready || st == connectivity.Connecting {
-		return false
+	if st := wc.cc.GetState(); st == connectivity.Ready || st == connectivity.Connecting {
+		return nil
 	}
+	return wc.cc
+}
+
+// linkLost reports whether cc, a link linkDown returned, is lost: a
+// reconnect does not come up within linkCheck. A killed worker's
+// connection drops at once, while gossip takes a second or more to
+// declare it dead: a query retried after one killed worker used to place
+// tasks on a second one killed with it, and fail again (D66).
+func linkLost(cc *grpc.ClientConn) bool {
 	// NB: idle also after gRPC's idle timeout on a quiet link: try to
 	// connect and see.
 	ctx, cancel := context.WithTimeout(context.Background(), linkCheck)
 	defer cancel()
-	wc.cc.Connect()
+	cc.Connect()
 	for {
-		switch st = wc.cc.GetState(); st {
+		switch st := cc.GetState(); st {
 		case connectivity.Ready:
 			return false
 		case connectivity.TransientFailure, connectivity.Shutdown:
 			return true
-		}
-		if !wc.cc.WaitForStateChange(ctx, st) {
-			return false // undecided in time: not lost
+		default:
+			if !cc.WaitForStateChange(ctx, st) {
+				return false // undecided in time: not lost
+			}
 		}
 	}
 }

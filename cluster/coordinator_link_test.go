@@ -16,6 +16,11 @@ import (
 func TestLinkLost(t *testing.T) {
 	tc := startCluster(t, 2)
 	c := tc.coord.Coordinator()
+	// lost is Query.Workers' test: a link not up that does not reconnect.
+	lost := func(n NodeInfo) bool {
+		cc := c.linkDown(n)
+		return cc != nil && linkLost(cc)
+	}
 	ws := map[string]NodeInfo{}
 	for _, m := range tc.coord.Members() {
 		if m.Role == RoleWorker {
@@ -35,7 +40,7 @@ func TestLinkLost(t *testing.T) {
 				t.Fatalf("link to %s never ready: %v", w.ID, st)
 			}
 		}
-		if c.linkLost(w) {
+		if lost(w) {
 			t.Fatalf("a ready link to %s counts as lost", w.ID)
 		}
 	}
@@ -49,16 +54,16 @@ func TestLinkLost(t *testing.T) {
 	if st := cc.GetState(); st != connectivity.Idle {
 		t.Fatalf("fresh link state %v", st)
 	}
-	if c.linkLost(ws["w2"]) {
+	if lost(ws["w2"]) {
 		t.Error("an idle link to a live worker counts as lost")
 	}
 	// w1's server goes away without leaving gossip.
 	tc.workers[0].grpcSrv.Stop()
-	lost := false
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && !lost; time.Sleep(20 * time.Millisecond) {
-		lost = c.linkLost(ws["w1"])
+	gone := false
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && !gone; time.Sleep(20 * time.Millisecond) {
+		gone = lost(ws["w1"])
 	}
-	if !lost {
+	if !gone {
 		t.Fatal("the link to a worker whose server stopped is not seen as lost")
 	}
 	got := (&Query{c: c}).Workers()

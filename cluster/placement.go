@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"hash/fnv"
 	"net"
 	"slices"
 	"sort"
@@ -10,6 +9,7 @@ import (
 	"github.com/nicflow/nicflow/engine/dist"
 	"github.com/nicflow/nicflow/engine/phys"
 	"github.com/nicflow/nicflow/storage"
+	"github.com/zeebo/xxh3"
 )
 
 // Tasks placed by data (issue 29, item 4).
@@ -166,17 +166,7 @@ func stageTables(s *dist.Stage) string {
 func affinityStart(key string, workers []NodeInfo) int {
 	best, bestH := 0, uint64(0)
 	for i, w := range workers {
-		h := fnv.New64a()
-		h.Write([]byte(key))  //nolint:errcheck // hash writes do not fail
-		h.Write([]byte{0})    //nolint:errcheck
-		h.Write([]byte(w.ID)) //nolint:errcheck
-		// NB: FNV's low bits mix poorly for keys differing in their last
-		// bytes (worker-1, worker-2): finish with a multiply-xorshift.
-		v := h.Sum64()
-		v ^= v >> 33
-		v *= 0xff51afd7ed558ccd
-		v ^= v >> 33
-		if i == 0 || v > bestH {
+		if v := xxh3.HashString(key + "\x00" + w.ID); i == 0 || v > bestH {
 			best, bestH = i, v
 		}
 	}

@@ -158,12 +158,14 @@ func (q *Query) Workers() []NodeInfo {
 			out = append(out, w)
 		}
 	}
-	// NB: links are checked at once, so that a cluster whose links all
-	// went idle waits one linkCheck, not one per worker.
+	// NB: links not up are checked at once, so that a cluster whose links
+	// all went idle waits one linkCheck, not one per worker.
 	lost := make([]bool, len(out))
 	var wg sync.WaitGroup
 	for i, w := range out {
-		wg.Go(func() { lost[i] = q.c.linkLost(w) })
+		if cc := q.c.linkDown(w); cc != nil {
+			wg.Go(func() { lost[i] = linkLost(cc) })
+		}
 	}
 	wg.Wait()
 	kept := out[:0]

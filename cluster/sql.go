@@ -548,10 +548,6 @@ func (r *SQLRunner) startTasks(q *Query, dq *engine.DistQuery, dp *dist.DistPlan
 	// worker their tables hash to, unless it is busy (soft affinity,
 	// placement.go): a table's small scans keep meeting the same warm
 	// connections, handshakes and footers.
-	var busy map[string]bool
-	if q.c != nil {
-		busy = busyWorkers(q.c.sched.loads())
-	}
 	affinity := map[int]int{}
 	for _, s := range dp.Stages {
 		if _, held := dp.HeldNode(s.ID, 0); held || s.Tasks >= w {
@@ -560,6 +556,10 @@ func (r *SQLRunner) startTasks(q *Query, dq *engine.DistQuery, dp *dist.DistPlan
 		if key := stageTables(s); key != "" {
 			affinity[s.ID] = affinityStart(key, workers)
 		}
+	}
+	var busy map[string]bool
+	if len(affinity) > 0 && q.c != nil {
+		busy = busyWorkers(q.c.sched.loads())
 	}
 	rotation := func(stage, task int) int {
 		if s := dp.Stage(stage); s != nil && s.Tasks == 1 {

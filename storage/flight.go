@@ -21,9 +21,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/zeebo/xxh3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
