@@ -45,6 +45,12 @@ func FuzzBind(f *testing.F) {
 		"select (select count(*) from region where r_regionkey < n_regionkey) as c, count(*) from nation group by 1",
 		"update nation set n_comment = r_comment from region where r_regionkey = n_regionkey returning n_name",
 		"delete from nation using region where r_regionkey = n_regionkey and r_name = 'ASIA' returning *",
+		// LATERAL (each decorrelation road) and row values.
+		"select n_name, l.s_name from nation left join lateral (select s_name from supplier where s_nationkey = n_nationkey order by s_acctbal desc limit 2) l on true",
+		"select r_name, l.c from region, lateral (select count(*) as c from nation where n_regionkey = r_regionkey) l",
+		"select r_name, l.n_name from region join lateral (select distinct n_name from nation where n_regionkey <= r_regionkey) l on l.n_name > r_name",
+		"select r_name, g from region, generate_series(1, r_regionkey) g",
+		"select n_name from nation where (n_regionkey, n_nationkey) > (1, 5) and (n_regionkey, n_name) in ((0, 'ALGERIA'), (1, 'BRAZIL'))",
 	} {
 		f.Add(c)
 	}

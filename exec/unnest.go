@@ -288,3 +288,14 @@ func (u *Unnest) Close() error {
 	u.in, u.arrays, u.out = nil, nil, Batch{}
 	return u.child.Close()
 }
+
+// TakeRows gathers rows idx (any order, repeats allowed) of a into a new
+// array the caller releases.
+func TakeRows(alloc memory.Allocator, a arrow.Array, idx []int32) arrow.Array {
+	return takeRows(alloc, a, idx)
+}
+
+// TakeOrNull is TakeRows with a NULL where idx is negative.
+func TakeOrNull(alloc memory.Allocator, a arrow.Array, idx []int32) arrow.Array {
+	return takeOrNull(alloc, a, idx)
+}

@@ -15,8 +15,9 @@
 //   - Bind never panics on any input; a recovered panic becomes a
 //     KindInternal error, which FuzzBind treats as a failure. User mistakes
 //     are KindQuery errors with line, column and a caret.
-//   - A bound query's plan still holds SubqueryExprs; the optimizer's
-//     decorrelate rule removes them.
+//   - A bound query's plan still holds SubqueryExprs and joins marked
+//     Lateral (a LATERAL derived table or a function in FROM reading the
+//     items before it); the optimizer's decorrelate rule removes both.
 //
 // Dependencies: bind imports plan, engine/sql and exec/expr (the typing
 // authority and the functions' fields); it knows nothing of the optimizer

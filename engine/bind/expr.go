@@ -102,7 +102,16 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 			fn = plan.FnDistinct
 		}
 		return b.newCall(fn, plan.TypBool, arg, plan.BoolConst(x.What == sql.IsTrue)), nil
+	case *sql.RowExpr:
+		return nil, b.errorf(x, "a row value is supported only in a comparison (=, <>, <, <=, >, >=, IS [NOT] DISTINCT FROM) or an IN list")
 	case *sql.IsDistinct:
+		if isRow(x.L) || isRow(x.R) {
+			e, err := rowDistinct(x)
+			if err != nil {
+				return nil, b.errorf(x, "%v", err)
+			}
+			return b.expr(e, s, ctx)
+		}
 		l, r, err := b.comparable(x.L, x.R, s, ctx, x, "IS DISTINCT FROM")
 		if err != nil {
 			return nil, err
@@ -141,6 +150,25 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 		}
 		return e, nil
 	case *sql.InList:
+		if isRow(x.X) && len(x.List) > 0 {
+			// (a, b) IN ((1, 2), ...): a row equality per item, ORed.
+			var e sql.Expr
+			for _, it := range x.List {
+				eq, err := rowCompare("=", x.X, it)
+				if err != nil {
+					return nil, b.errorf(it, "%v", err)
+				}
+				if e == nil {
+					e = eq
+				} else {
+					e = &sql.BinaryExpr{Pos: x.Pos, Op: "OR", L: e, R: eq}
+				}
+			}
+			if x.Not {
+				e = &sql.UnaryExpr{Pos: x.Pos, Op: "NOT", X: e}
+			}
+			return b.expr(e, s, ctx)
+		}
 		xe, err := b.expr(x.X, s, ctx)
 		if err != nil {
 			return nil, err
@@ -1091,6 +1119,13 @@ var cmpFns = map[string]string{"=": plan.FnEq, "<>": plan.FnNe, "<": plan.FnLt, 
 var arithFns = map[string]string{"+": plan.FnAdd, "-": plan.FnSub, "*": plan.FnMul, "/": plan.FnDiv, "%": plan.FnMod}
 
 func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (plan.Expr, error) {
+	if _, ok := cmpFns[x.Op]; ok && (isRow(x.L) || isRow(x.R)) {
+		e, err := rowCompare(x.Op, x.L, x.R)
+		if err != nil {
+			return nil, b.errorf(x, "%v", err)
+		}
+		return b.expr(e, s, ctx)
+	}
 	if fn, ok := cmpFns[x.Op]; ok {
 		l, r, err := b.comparable(x.L, x.R, s, ctx, x, x.Op)
 		if err != nil {
@@ -2915,4 +2950,81 @@ func (b *binder) regCast(x *sql.Cast, arg plan.Expr, kind string) (plan.Expr, er
 		return nil, b.errorf(x, "%s %q does not exist", what, name)
 	}
 	return &plan.Const{Typ: arrow.PrimitiveTypes.Int32, Val: int32(oid)}, nil
+}
+
+// Row comparisons, rewritten element by element before binding (SQL's
+// rules, as PostgreSQL applies them to row constructors):
+//
+//	(a, b) =  (c, d)   a = c AND b = d
+//	(a, b) <> (c, d)   a <> c OR b <> d
+//	(a, b) <  (c, d)   a < c OR (a = c AND b < d)   (<=, >, >= alike)
+//	IS [NOT] DISTINCT FROM: each pair's, ORed (ANDed)
+//
+// so that the first unequal pair decides and a NULL in the pair that
+// would decide makes the result NULL.
+
+func isRow(e sql.Expr) bool { _, ok := e.(*sql.RowExpr); return ok }
+
+// rowPair checks that l and r are rows of the same length.
+func rowPair(l, r sql.Expr) (*sql.RowExpr, *sql.RowExpr, error) {
+	lr, lok := l.(*sql.RowExpr)
+	rr, rok := r.(*sql.RowExpr)
+	switch {
+	case !lok || !rok:
+		return nil, nil, fmt.Errorf("a row can be compared only with another row constructor (a row subquery is not supported)")
+	case len(lr.Elems) != len(rr.Elems):
+		return nil, nil, fmt.Errorf("unequal number of entries in row expressions: %d and %d", len(lr.Elems), len(rr.Elems))
+	case len(lr.Elems) == 0:
+		return nil, nil, fmt.Errorf("cannot compare rows of zero length")
+	}
+	return lr, rr, nil
+}
+
+func rowCompare(op string, l, r sql.Expr) (sql.Expr, error) {
+	lr, rr, err := rowPair(l, r)
+	if err != nil {
+		return nil, err
+	}
+	at := lr.Pos
+	bin := func(op string, a, b sql.Expr) sql.Expr { return &sql.BinaryExpr{Pos: at, Op: op, L: a, R: b} }
+	n := len(lr.Elems)
+	switch op {
+	case "=", "<>":
+		join := "AND"
+		if op == "<>" {
+			join = "OR"
+		}
+		e := bin(op, lr.Elems[0], rr.Elems[0])
+		for i := 1; i < n; i++ {
+			e = bin(join, e, bin(op, lr.Elems[i], rr.Elems[i]))
+		}
+		return e, nil
+	}
+	strict := op[:1] // < or >
+	e := bin(op, lr.Elems[n-1], rr.Elems[n-1])
+	for i := n - 2; i >= 0; i-- {
+		e = bin("OR", bin(strict, lr.Elems[i], rr.Elems[i]), bin("AND", bin("=", lr.Elems[i], rr.Elems[i]), e))
+	}
+	return e, nil
+}
+
+func rowDistinct(x *sql.IsDistinct) (sql.Expr, error) {
+	lr, rr, err := rowPair(x.L, x.R)
+	if err != nil {
+		return nil, err
+	}
+	join := "OR"
+	if x.Not {
+		join = "AND"
+	}
+	var e sql.Expr
+	for i := range lr.Elems {
+		d := &sql.IsDistinct{Pos: x.Pos, L: lr.Elems[i], R: rr.Elems[i], Not: x.Not}
+		if e == nil {
+			e = d
+		} else {
+			e = &sql.BinaryExpr{Pos: x.Pos, Op: join, L: e, R: d}
+		}
+	}
+	return e, nil
 }

@@ -24,6 +24,9 @@ type scope struct {
 	parent *scope
 	items  []*scopeItem
 	ctes   map[string]*cteBinding
+	// unseen are the FROM items before a derived table without LATERAL,
+	// which it cannot see (named in the error of a reference to one).
+	unseen []*scopeItem
 }
 
 // scopeItem is one relation visible by name: a table, view, CTE, derived
@@ -121,6 +124,12 @@ func (b *binder) resolve(s *scope, ref *sql.ColumnRef) (plan.Column, error) {
 	if err := unreadableRef(s, parts); err != nil {
 		return plan.Column{}, err
 	}
+	if it := unseenItem(s, parts); it != nil {
+		if len(parts) == 2 {
+			return plan.Column{}, b.errorf(ref, "invalid reference to FROM-clause entry for table %q: a subquery in FROM sees the items before it only when it is LATERAL", parts[0].Name)
+		}
+		return plan.Column{}, b.errorf(ref, "column %q of table %q cannot be referenced here: a subquery in FROM sees the items before it only when it is LATERAL", colName, it.name)
+	}
 	if len(parts) == 2 {
 		if err := unreadableRef(s, parts[:1]); err != nil {
 			return plan.Column{}, err // s.a of a STRUCT column s
@@ -128,6 +137,28 @@ func (b *binder) resolve(s *scope, ref *sql.ColumnRef) (plan.Column, error) {
 		return plan.Column{}, b.errorf(ref, "missing FROM-clause entry for table %q", parts[0].Name)
 	}
 	return plan.Column{}, b.errorf(ref, "column %q does not exist", colName)
+}
+
+// unseenItem is the FROM item, hidden from a derived table without
+// LATERAL, that a reference resolving nowhere names (nil if none).
+func unseenItem(s *scope, parts []sql.Ident) *scopeItem {
+	colName := parts[len(parts)-1].Name
+	for sc := s; sc != nil; sc = sc.parent {
+		for _, it := range sc.unseen {
+			if len(parts) == 2 {
+				if it.name == parts[0].Name {
+					return it
+				}
+				continue
+			}
+			for _, c := range it.cols {
+				if c.Name == colName {
+					return it
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func refText(ref *sql.ColumnRef) string {
@@ -429,7 +460,7 @@ func (b *binder) castProject(p plan.Plan, exprs []plan.Expr) plan.Plan {
 func (b *binder) from(items []sql.TableExpr, s *scope) (plan.Plan, error) {
 	var lp plan.Plan
 	for _, te := range items {
-		p, its, err := b.tableExpr(te, s)
+		p, its, err := b.tableExpr(te, s, s.items)
 		if err != nil {
 			return nil, err
 		}
@@ -439,7 +470,7 @@ func (b *binder) from(items []sql.TableExpr, s *scope) (plan.Plan, error) {
 		if lp == nil {
 			lp = p
 		} else {
-			lp = &plan.JoinNode{Kind: plan.JoinInner, Left: lp, Right: p}
+			lp = &plan.JoinNode{Kind: plan.JoinInner, Left: lp, Right: p, Lateral: lateralRefs(lp, p)}
 		}
 	}
 	if lp == nil {
@@ -465,13 +496,22 @@ func (b *binder) addItems(s *scope, its []*scopeItem, at sql.Node) error {
 
 // tableExpr binds one FROM entry. The scope s is the query's (being
 // built): derived tables see the enclosing queries and the WITH queries
-// in scope, not the FROM items beside them (no LATERAL).
-func (b *binder) tableExpr(te sql.TableExpr, s *scope) (plan.Plan, []*scopeItem, error) {
+// in scope, not the FROM items beside them, unless they are LATERAL;
+// a LATERAL derived table and a function in FROM also see left, the
+// items before the entry (PostgreSQL's rule: and in a JOIN, its left
+// side). A reference to them makes the entry's plan read columns of the
+// plan it is joined to: the binder marks that join Lateral, and the
+// optimizer's decorrelation turns it into a join or an apply.
+func (b *binder) tableExpr(te sql.TableExpr, s *scope, left []*scopeItem) (plan.Plan, []*scopeItem, error) {
 	switch t := te.(type) {
 	case *sql.TableName:
 		return b.tableName(t, s)
 	case *sql.DerivedTable:
-		plan, names, err := b.query(t.Query, &scope{parent: s.parent, ctes: s.ctes})
+		outer := &scope{parent: s.parent, ctes: s.ctes, unseen: left}
+		if t.Lateral {
+			outer = lateralScope(s, left)
+		}
+		plan, names, err := b.query(t.Query, outer)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -486,7 +526,7 @@ func (b *binder) tableExpr(te sql.TableExpr, s *scope) (plan.Plan, []*scopeItem,
 		}
 		return plan, []*scopeItem{it}, nil
 	case *sql.Join:
-		return b.join(t, s)
+		return b.join(t, s, left)
 	case *sql.TableFunc:
 		if t.Name.Name == "pg_partition_ancestors" && len(t.Args) == 1 {
 			// nicflow has no partitions: a relation's ancestors are
@@ -498,15 +538,15 @@ func (b *binder) tableExpr(te sql.TableExpr, s *scope) (plan.Plan, []*scopeItem,
 			if u.Alias == nil {
 				u.Alias = &sql.TableAlias{Pos: t.Pos, Name: sql.Ident{Pos: t.Pos, Name: "pg_partition_ancestors"}, Columns: []sql.Ident{{Pos: t.Pos, Name: "relid"}}}
 			}
-			return b.unnestFrom(&u, s)
+			return b.unnestFrom(&u, s, left)
 		}
 		if t.Name.Name == "unnest" {
-			return b.unnestFrom(t, s)
+			return b.unnestFrom(t, s, left)
 		}
 		if t.Ordinality {
 			return nil, nil, b.errorf(t, "WITH ORDINALITY is supported for unnest only")
 		}
-		return b.tableFunc(t, s)
+		return b.tableFunc(t, s, left)
 	}
 	return nil, nil, b.errorf(te, "unsupported FROM entry %T", te)
 }
@@ -516,7 +556,7 @@ func (b *binder) tableExpr(te sql.TableExpr, s *scope) (plan.Plan, []*scopeItem,
 // (DuckDB: stop excluded), over BIGINT constants; a NULL argument gives
 // no row. The column is named after the function, or after the alias when
 // the alias has no column list (as PostgreSQL names it).
-func (b *binder) tableFunc(t *sql.TableFunc, s *scope) (plan.Plan, []*scopeItem, error) {
+func (b *binder) tableFunc(t *sql.TableFunc, s *scope, left []*scopeItem) (plan.Plan, []*scopeItem, error) {
 	name := t.Name.Name
 	lo, hi := 2, 3
 	switch name {
@@ -534,7 +574,7 @@ func (b *binder) tableFunc(t *sql.TableFunc, s *scope) (plan.Plan, []*scopeItem,
 	if name == "generate_series" && refsColumn(t.Args) {
 		// Arguments over columns of an enclosing query: the series of
 		// each of its rows.
-		return b.seriesOver(t, s)
+		return b.seriesOver(t, s, left)
 	}
 	if name == "generate_series" {
 		if p, items, ok, err := b.timeSeries(t); ok || err != nil {
@@ -1083,12 +1123,12 @@ func (b *binder) bindViewQuery(v *plan.ViewDef, at sql.Node) (*QueryStmt, error)
 }
 
 // join binds an explicit JOIN.
-func (b *binder) join(j *sql.Join, s *scope) (plan.Plan, []*scopeItem, error) {
-	lp, litems, err := b.tableExpr(j.Left, s)
+func (b *binder) join(j *sql.Join, s *scope, left []*scopeItem) (plan.Plan, []*scopeItem, error) {
+	lp, litems, err := b.tableExpr(j.Left, s, left)
 	if err != nil {
 		return nil, nil, err
 	}
-	rp, ritems, err := b.tableExpr(j.Right, s)
+	rp, ritems, err := b.tableExpr(j.Right, s, append(append([]*scopeItem(nil), left...), litems...))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -1101,7 +1141,10 @@ func (b *binder) join(j *sql.Join, s *scope) (plan.Plan, []*scopeItem, error) {
 		return nil, nil, err
 	}
 	kind := map[sql.JoinKind]plan.JoinKind{sql.InnerJoin: plan.JoinInner, sql.LeftJoin: plan.JoinLeft, sql.RightJoin: plan.JoinRight, sql.FullJoin: plan.JoinFull, sql.CrossJoin: plan.JoinInner}[j.Kind]
-	node := &plan.JoinNode{Kind: kind, Left: lp, Right: rp}
+	node := &plan.JoinNode{Kind: kind, Left: lp, Right: rp, Lateral: lateralRefs(lp, rp)}
+	if node.Lateral && kind != plan.JoinInner && kind != plan.JoinLeft {
+		return nil, nil, b.errorf(j.Right, "the combining JOIN type must be INNER or LEFT for a LATERAL reference")
+	}
 	items := append(append([]*scopeItem(nil), litems...), ritems...)
 	switch {
 	case j.On != nil:
@@ -1180,6 +1223,18 @@ func (b *binder) join(j *sql.Join, s *scope) (plan.Plan, []*scopeItem, error) {
 		}
 	}
 	return node, items, nil
+}
+
+// lateralScope is the scope a LATERAL entry of s's FROM clause binds in:
+// the items before it (left), then the enclosing queries.
+func lateralScope(s *scope, left []*scopeItem) *scope {
+	return &scope{parent: s.parent, ctes: s.ctes, items: left}
+}
+
+// lateralRefs reports whether right reads columns that left produces (a
+// LATERAL reference).
+func lateralRefs(left, right plan.Plan) bool {
+	return plan.FreeCols(right).Intersects(plan.ColSetOf(left.Columns()))
 }
 
 // naturalColumns are the names NATURAL JOIN joins on: those that a visible

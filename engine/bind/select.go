@@ -367,9 +367,9 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (plan.Plan
 // selectListSeries reads generate_series(...) as a select-list item, as
 // PostgreSQL runs a set-returning function there: each row of FROM once
 // per value, that is FROM cross joined with the series (which
-// generate_series in FROM binds). One per SELECT, with constant
-// arguments (a column's would need LATERAL), and not under aggregation
-// (PostgreSQL's runs after it).
+// generate_series in FROM binds: a function there sees the FROM items
+// before it, so arguments over columns are a LATERAL join). One per
+// SELECT, and not under aggregation (PostgreSQL's runs after it).
 func (b *binder) selectListSeries(sel *sql.Select, q *sql.Query) (*sql.Select, error) {
 	// The call, alone or cast (generate_series(...)::date).
 	series := func(e sql.Expr) *sql.FuncCall {
@@ -400,18 +400,6 @@ func (b *binder) selectListSeries(sel *sql.Select, q *sql.Query) (*sql.Select, e
 	}
 	if len(sel.GroupBy) > 0 || sel.Having != nil || b.hasAggregate(sel.Items, orderBy) {
 		return nil, b.errorf(f, "generate_series in the select list of an aggregate query is not supported (call it in FROM)")
-	}
-	var colRef sql.Node
-	for _, a := range f.Args {
-		sql.Walk(a, func(n sql.Node) bool {
-			if _, ok := n.(*sql.ColumnRef); ok && colRef == nil {
-				colRef = n
-			}
-			return colRef == nil
-		})
-	}
-	if colRef != nil {
-		return nil, b.errorf(colRef, "generate_series in the select list takes constant arguments (a column's needs LATERAL, which nicflow does not support yet)")
 	}
 	alias := fmt.Sprintf("generate_series_%d", f.Pos.Offset)
 	name := sql.Ident{Pos: f.Pos, Name: "generate_series"}

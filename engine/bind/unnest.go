@@ -206,7 +206,7 @@ func (b *binder) arrayArg(x sql.Expr, fn string, s *scope, clause string) (plan.
 // when asked. The arrays may read columns of enclosing queries (a
 // correlated subquery runs per row), not of the FROM items beside it (no
 // LATERAL).
-func (b *binder) unnestFrom(t *sql.TableFunc, s *scope) (plan.Plan, []*scopeItem, error) {
+func (b *binder) unnestFrom(t *sql.TableFunc, s *scope, left []*scopeItem) (plan.Plan, []*scopeItem, error) {
 	if len(t.Args) == 0 {
 		return nil, nil, b.errorf(t, "unnest takes at least one array")
 	}
@@ -215,7 +215,7 @@ func (b *binder) unnestFrom(t *sql.TableFunc, s *scope) (plan.Plan, []*scopeItem
 	if t.Alias != nil {
 		alias, aliasCols = t.Alias.Name.Name, t.Alias.Columns
 	}
-	outer := &scope{parent: s.parent, ctes: s.ctes}
+	outer := lateralScope(s, left)
 	node := &plan.UnnestNode{Input: &plan.ValuesNode{Rows: [][]plan.Expr{{}}}, Ord: b.newCol("ordinality", alias, plan.TypInt64, false)}
 	var cols []plan.Column
 	var names []string
@@ -316,8 +316,8 @@ func arraySubquery(x *sql.ArraySubquery) sql.Expr {
 // integer expressions of enclosing queries' columns (in a correlated
 // subquery, as psql's \d sends): the unnest of the series as an array
 // (expr.FnIntSeries), computed for each row of the enclosing query.
-func (b *binder) seriesOver(t *sql.TableFunc, s *scope) (plan.Plan, []*scopeItem, error) {
-	outer := &scope{parent: s.parent, ctes: s.ctes}
+func (b *binder) seriesOver(t *sql.TableFunc, s *scope, left []*scopeItem) (plan.Plan, []*scopeItem, error) {
+	outer := lateralScope(s, left)
 	var args []plan.Expr
 	for _, a := range t.Args {
 		e, err := b.expr(a, outer, &exprCtx{clause: "FROM"})

@@ -419,6 +419,16 @@ func (e *Estimator) compute(p plan.Plan) *RelStats {
 	case *plan.ApplyNode:
 		in := e.stats(n.Input)
 		out := &RelStats{Rows: in.Rows, Cols: copyCols(in.Cols)}
+		if n.Table {
+			// A guess: the subquery's own estimate per input row, at
+			// least one.
+			sub := e.stats(n.Sub)
+			out.Rows = in.Rows * max(1, sub.Rows)
+			for id, c := range sub.Cols {
+				out.Cols[id] = c
+			}
+			return out
+		}
 		out.Cols[n.Col.ID] = &ColStat{Ndv: in.Rows}
 		return out
 	case *plan.WorkScan:

@@ -48,6 +48,9 @@ func (o *optimizer) decorrelate(p plan.Plan) (plan.Plan, error) {
 }
 
 func (o *optimizer) decorrelateNode(n plan.Plan) (plan.Plan, error) {
+	if j, ok := n.(*plan.JoinNode); ok && j.Lateral {
+		return o.lateral(j)
+	}
 	switch x := n.(type) {
 	case *plan.FilterNode:
 		if !plan.HasSubquery(x.Cond) {

@@ -246,7 +246,14 @@ func (e *explainer) node(p plan.Plan, depth int) {
 		}
 		line = "Unnest [" + strings.Join(items, ", ") + "] ordinality [" + e.colList([]plan.Column{n.Ord}) + "]"
 	case *plan.ApplyNode:
-		line = fmt.Sprintf("Apply subquery %d per row [%s := value] outer [%s]", n.SubID, e.colList([]plan.Column{n.Col}), e.colList(n.Outer))
+		switch {
+		case n.Table && n.Left:
+			line = fmt.Sprintf("Apply lateral %d per row, left (a row without any keeps NULLs) outer [%s]", n.SubID, e.colList(n.Outer))
+		case n.Table:
+			line = fmt.Sprintf("Apply lateral %d per row outer [%s]", n.SubID, e.colList(n.Outer))
+		default:
+			line = fmt.Sprintf("Apply subquery %d per row [%s := value] outer [%s]", n.SubID, e.colList([]plan.Column{n.Col}), e.colList(n.Outer))
+		}
 	case *plan.WorkScan:
 		line = fmt.Sprintf("WorkScan %d (%s) [%s]", n.Work.ID, n.Work.Name, e.colList(n.Cols))
 	case *plan.SharedScan:

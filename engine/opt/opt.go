@@ -92,6 +92,8 @@ type optimizer struct {
 	root    plan.Plan
 	est     *Estimator
 	trace   []plan.RuleRun // nil: not traced
+	// nextLateral numbers the LATERAL joins left as applies (EXPLAIN).
+	nextLateral int
 }
 
 func (o *optimizer) newCol(name string, t arrow.DataType, nullable bool) plan.Column {

@@ -75,6 +75,16 @@ func (pl *physPlanner) apply(n *plan.ApplyNode, need plan.ColSet) (*pnode, error
 		return nil, err
 	}
 	op.Sub = sub.n
+	if n.Table {
+		op.Table, op.Left = true, n.Left
+		cols := append([]PhysColumn(nil), in.n.Columns...)
+		for _, c := range sub.n.Columns {
+			c.Nullable = c.Nullable || n.Left
+			cols = append(cols, c)
+		}
+		layout := append(append([]plan.ColumnID(nil), in.layout...), sub.layout...)
+		return pl.node(&PhysNode{Kind: PhysApply, Streams: in.n.Streams, Columns: cols, Apply: op}, layout, pl.est.Rows(n), in)
+	}
 	t, err := expr.TypeOf(n.Col.Type)
 	if err != nil {
 		return nil, err

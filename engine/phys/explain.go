@@ -372,6 +372,13 @@ func physLine(n *PhysNode) string {
 		for i, c := range n.Apply.Cols {
 			names[i] = fmt.Sprintf("$%d := %s", n.Apply.Params[i], in(0)[c].Name)
 		}
+		if n.Apply.Table {
+			kind := "lateral"
+			if n.Apply.Left {
+				kind = "left lateral"
+			}
+			return fmt.Sprintf("Apply %s %d per distinct [%s] (the last input is the subquery, run for each; its rows join the row)", kind, n.Apply.SubID, strings.Join(names, ", "))
+		}
 		return fmt.Sprintf("Apply subquery %d per distinct [%s] (the last input is the subquery, run for each)", n.Apply.SubID, strings.Join(names, ", "))
 	case PhysMaxOneRow:
 		return "MaxOneRow"

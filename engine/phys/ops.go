@@ -629,7 +629,7 @@ func (b *builder) applyOps(n *PhysNode, ins [][]exec.Operator) ([]exec.Operator,
 			CloseAll(ins[0][i:])
 			return nil, err
 		}
-		h.Operator = &applyOp{in: in, b: b, spec: n.Apply, schema: sch, cache: map[string]arrow.Array{}}
+		h.Operator = &applyOp{in: in, b: b, spec: n.Apply, schema: sch, cache: map[string]arrow.Array{}, rows: map[string]*lateralRows{}}
 		ops[i] = h
 	}
 	return ops, nil
@@ -644,12 +644,16 @@ type applyOp struct {
 	schema *arrow.Schema
 	env    *exec.Env
 	cache  map[string]arrow.Array
-	vals   []arrow.Array
-	key    []byte
-	out    exec.Batch
-	owned  []arrow.Array
-	err    error
-	closed bool
+	// rows caches a table apply's rows per binding; cachedRows counts
+	// them (bounded by maxApplyRows).
+	rows       map[string]*lateralRows
+	cachedRows int
+	vals       []arrow.Array
+	key        []byte
+	out        exec.Batch
+	owned      []arrow.Array
+	err        error
+	closed     bool
 }
 
 func (a *applyOp) Schema() *arrow.Schema { return a.schema }
@@ -663,24 +667,32 @@ func (a *applyOp) Next() (*exec.Batch, error) {
 	if a.err != nil || a.closed {
 		return nil, a.err
 	}
-	a.releaseOut()
-	b, err := a.in.Next()
-	if err == nil && b != nil {
-		var out *exec.Batch
-		if out, err = a.apply(b); err == nil {
-			return out, nil
+	for {
+		a.releaseOut()
+		b, err := a.in.Next()
+		if err == nil && b != nil {
+			var out *exec.Batch
+			if out, err = a.apply(b); err == nil {
+				if out.N == 0 {
+					continue // a table apply whose rows all joined nothing
+				}
+				return out, nil
+			}
 		}
+		if err != nil {
+			a.err = err
+		}
+		return nil, err
 	}
-	if err != nil {
-		a.err = err
-	}
-	return nil, err
 }
 
 // apply computes the value column of batch b.
 func (a *applyOp) apply(b *exec.Batch) (*exec.Batch, error) {
 	if err := a.env.Ctx.Err(); err != nil {
 		return nil, nferr.With(nferr.KindCanceled, err)
+	}
+	if a.spec.Table {
+		return a.applyTable(b)
 	}
 	c := exec.Compact(a.env.Alloc, b)
 	a.owned = c.Cols
@@ -779,6 +791,206 @@ func (a *applyOp) run(lits map[int]expr.Expr) (arrow.Array, error) {
 	return v, nil
 }
 
+// maxApplyRows bounds the rows a table apply keeps cached over all its
+// bindings; beyond it, new bindings run without being remembered.
+const maxApplyRows = 1 << 20
+
+// lateralRows are the rows a table apply's subquery returned for one
+// binding: one dense array per column, n rows.
+type lateralRows struct {
+	cols []arrow.Array
+	n    int
+}
+
+func (r *lateralRows) release() {
+	for _, c := range r.cols {
+		c.Release()
+	}
+	r.cols = nil
+}
+
+// bindingKey encodes the parameters of row of c as a cache key, filling
+// lits with them.
+func (a *applyOp) bindingKey(c *exec.Batch, row int, lits map[int]expr.Expr) error {
+	a.key = a.key[:0]
+	for i, slot := range a.spec.Params {
+		l, err := expr.LiteralAt(c.Cols[a.spec.Cols[i]], row)
+		if err != nil {
+			return err
+		}
+		lits[slot] = l
+		if l.Null {
+			a.key = append(a.key, 'N')
+		} else {
+			a.key = append(append(a.key, 'V'), l.Value...)
+		}
+		a.key = append(a.key, 0)
+	}
+	return nil
+}
+
+// applyTable joins each row of b with the rows of the subquery for its
+// binding (a LATERAL join).
+func (a *applyOp) applyTable(b *exec.Batch) (*exec.Batch, error) {
+	alloc := a.env.Alloc
+	c := exec.Compact(alloc, b)
+	defer func() {
+		for _, col := range c.Cols {
+			col.Release()
+		}
+	}()
+	var uncached []*lateralRows
+	defer func() {
+		for _, r := range uncached {
+			r.release()
+		}
+	}()
+	lits := make(map[int]expr.Expr, len(a.spec.Params))
+	var parts []*lateralRows
+	base := map[*lateralRows]int32{}
+	total := int32(0)
+	var lidx, ridx []int32
+	for row := 0; row < c.N; row++ {
+		if err := a.bindingKey(c, row, lits); err != nil {
+			return nil, err
+		}
+		r, ok := a.rows[string(a.key)]
+		if !ok {
+			var err error
+			if r, err = a.runTable(lits); err != nil {
+				return nil, err
+			}
+			if len(a.rows) < maxApplyCache && a.cachedRows+r.n <= maxApplyRows {
+				a.rows[string(a.key)] = r
+				a.cachedRows += r.n
+			} else {
+				uncached = append(uncached, r)
+			}
+		}
+		if r.n == 0 {
+			if a.spec.Left {
+				lidx, ridx = append(lidx, int32(row)), append(ridx, -1)
+			}
+			continue
+		}
+		at, seen := base[r]
+		if !seen {
+			at = total
+			base[r] = at
+			parts = append(parts, r)
+			total += int32(r.n)
+		}
+		for k := int32(0); k < int32(r.n); k++ {
+			lidx, ridx = append(lidx, int32(row)), append(ridx, at+k)
+		}
+	}
+	nin := len(c.Cols)
+	out := make([]arrow.Array, 0, a.schema.NumFields())
+	fail := func(err error) (*exec.Batch, error) {
+		for _, o := range out {
+			o.Release()
+		}
+		return nil, nferr.Wrap(nferr.KindInternal, err, "apply: the rows of lateral subquery %d", a.spec.SubID)
+	}
+	for _, col := range c.Cols {
+		out = append(out, exec.TakeRows(alloc, col, lidx))
+	}
+	for j := nin; j < a.schema.NumFields(); j++ {
+		if len(parts) == 0 {
+			out = append(out, array.MakeArrayOfNull(alloc, a.schema.Field(j).Type, len(ridx)))
+			continue
+		}
+		src := make([]arrow.Array, len(parts))
+		for i, p := range parts {
+			src[i] = p.cols[j-nin]
+		}
+		all, err := array.Concatenate(src, alloc)
+		if err != nil {
+			return fail(err)
+		}
+		out = append(out, exec.TakeOrNull(alloc, all, ridx))
+		all.Release()
+	}
+	a.owned = out
+	a.out = exec.Batch{Cols: out, N: len(lidx)}
+	return &a.out, nil
+}
+
+// runTable evaluates the subquery with the parameters lits: all its rows.
+func (a *applyOp) runTable(lits map[int]expr.Expr) (*lateralRows, error) {
+	sub := bindParams(a.spec.Sub, lits)
+	a.b.mu.Lock()
+	ops, err := a.b.build(sub)
+	a.b.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	root, err := GatherOps(ops)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	if err := root.Open(a.env); err != nil {
+		return nil, err
+	}
+	ncol := a.schema.NumFields() - a.inputCols()
+	batches := make([][]arrow.Array, ncol)
+	release := func() {
+		for _, bs := range batches {
+			for _, x := range bs {
+				x.Release()
+			}
+		}
+	}
+	n := 0
+	for {
+		b, err := root.Next()
+		if err != nil {
+			release()
+			return nil, err
+		}
+		if b == nil {
+			break
+		}
+		if b.Len() == 0 {
+			continue
+		}
+		d := exec.Compact(a.env.Alloc, b)
+		for j := range ncol {
+			batches[j] = append(batches[j], d.Cols[j])
+		}
+		n += d.N
+	}
+	if n == 0 {
+		release()
+		return &lateralRows{}, nil
+	}
+	r := &lateralRows{cols: make([]arrow.Array, ncol), n: n}
+	for j, bs := range batches {
+		if len(bs) == 1 {
+			r.cols[j] = bs[0]
+			bs[0].Retain()
+			continue
+		}
+		col, err := array.Concatenate(bs, a.env.Alloc)
+		if err != nil {
+			release()
+			for _, c := range r.cols[:j] {
+				c.Release()
+			}
+			return nil, nferr.Wrap(nferr.KindInternal, err, "apply: the rows of lateral subquery %d", a.spec.SubID)
+		}
+		r.cols[j] = col
+	}
+	release()
+	return r, nil
+}
+
+// inputCols is the number of the input's columns (the output's first).
+func (a *applyOp) inputCols() int {
+	return a.schema.NumFields() - len(a.spec.Sub.Columns)
+}
+
 func (a *applyOp) releaseOut() {
 	for _, c := range a.owned {
 		c.Release()
@@ -797,5 +1009,9 @@ func (a *applyOp) Close() error {
 		v.Release()
 	}
 	a.cache = nil
+	for _, r := range a.rows {
+		r.release()
+	}
+	a.rows = nil
 	return a.in.Close()
 }

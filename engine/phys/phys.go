@@ -179,12 +179,17 @@ type UnnestOp struct {
 
 // ApplyOp evaluates subquery Sub (one column) for each input row with its
 // parameters bound to the row's values: Params[i] is bound to input
-// column Cols[i]. SubID numbers the subquery (EXPLAIN).
+// column Cols[i]. SubID numbers the subquery (EXPLAIN). Table makes it a
+// LATERAL join: each input row once per row of Sub, followed by all of
+// Sub's columns; with Left, a row for which Sub has none once, with
+// NULLs.
 type ApplyOp struct {
 	Sub    *PhysNode `json:"sub"`
 	Params []int     `json:"params"`
 	Cols   []int     `json:"cols"`
 	SubID  int       `json:"sub_id"`
+	Table  bool      `json:"table,omitempty"`
+	Left   bool      `json:"left,omitempty"`
 }
 
 // RecursiveOp is a recursive CTE: Term is the recursive term's tree, whose

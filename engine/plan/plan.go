@@ -62,7 +62,9 @@ func (c Column) QualifiedName() string {
 //	               position of its longest array (unnest, generate_subscripts)
 //	*ApplyNode     the input's columns then Col: Sub's one value for each
 //	               input row, Sub run with the row's Outer values (the
-//	               nested evaluation of a subquery no rule decorrelates)
+//	               nested evaluation of a subquery no rule decorrelates);
+//	               Table: the input's columns then Sub's, each input row
+//	               once per row of Sub (a LATERAL join)
 type Plan interface {
 	// Columns are the node's output columns, in order.
 	Columns() []Column
@@ -234,6 +236,12 @@ type JoinNode struct {
 	// (the smaller estimated input). Semi, anti, mark and single joins
 	// build on the right.
 	Build BuildSide
+	// Lateral marks an inner or left join whose Right reads columns of
+	// Left (a LATERAL derived table, a function in FROM over the items
+	// before it): Right's value depends on each left row. The binder
+	// sets it; decorrelation (opt) removes every one, turning the join
+	// into an ordinary one or an ApplyNode.
+	Lateral bool
 }
 
 // SortKey is one key of a sort.
@@ -445,6 +453,11 @@ func (n *UnnestNode) WithInputs(in []Plan) Plan {
 // row). It is the fallback of subquery decorrelation (opt/apply.go); an
 // Outer column the input does not produce is a reference further out,
 // bound by an enclosing ApplyNode.
+//
+// Table makes it a LATERAL join instead: each input row is joined with
+// every row Sub returns for it (all of Sub's columns, Col unused); with
+// Left, an input row for which Sub returns none is kept once, Sub's
+// columns NULL.
 type ApplyNode struct {
 	Input Plan
 	Sub   Plan
@@ -452,10 +465,20 @@ type ApplyNode struct {
 	Col   Column
 	// SubID is the subquery's number (EXPLAIN).
 	SubID int
+	Table bool
+	Left  bool
 }
 
 func (n *ApplyNode) Columns() []Column {
-	return append(append([]Column(nil), n.Input.Columns()...), n.Col)
+	out := append([]Column(nil), n.Input.Columns()...)
+	if !n.Table {
+		return append(out, n.Col)
+	}
+	for _, c := range n.Sub.Columns() {
+		c.Nullable = c.Nullable || n.Left
+		out = append(out, c)
+	}
+	return out
 }
 func (n *ApplyNode) Inputs() []Plan { return []Plan{n.Input} }
 func (n *ApplyNode) WithInputs(in []Plan) Plan {

@@ -28,9 +28,25 @@ func colTypes(cols []Column) map[ColumnID]arrow.DataType {
 }
 
 func validate(p Plan, outer map[ColumnID]arrow.DataType, seen map[*SharedDef]bool) error {
-	for _, in := range p.Inputs() {
-		if err := validate(in, outer, seen); err != nil {
+	if j, ok := p.(*JoinNode); ok && j.Lateral {
+		// The right side may read the left one's columns.
+		if err := validate(j.Left, outer, seen); err != nil {
 			return err
+		}
+		lat := colTypes(j.Left.Columns())
+		for k, v := range outer {
+			if _, own := lat[k]; !own {
+				lat[k] = v
+			}
+		}
+		if err := validate(j.Right, lat, seen); err != nil {
+			return err
+		}
+	} else {
+		for _, in := range p.Inputs() {
+			if err := validate(in, outer, seen); err != nil {
+				return err
+			}
 		}
 	}
 	bad := func(format string, args ...any) error {
@@ -163,7 +179,7 @@ func validate(p Plan, outer map[ColumnID]arrow.DataType, seen map[*SharedDef]boo
 		}
 	case *ApplyNode:
 		sc := n.Sub.Columns()
-		if len(sc) != 1 || !arrow.TypeEqual(sc[0].Type, n.Col.Type) {
+		if !n.Table && (len(sc) != 1 || !arrow.TypeEqual(sc[0].Type, n.Col.Type)) {
 			return bad("apply of a subquery of %d columns for a column of type %s", len(sc), TypeString(n.Col.Type))
 		}
 		if err := validate(n.Sub, scope(n.Input.Columns()), seen); err != nil {

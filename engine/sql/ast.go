@@ -191,11 +191,14 @@ type TableFunc struct {
 	Alias      *TableAlias
 }
 
-// DerivedTable is (query) [AS] alias [(columns)] in FROM.
+// DerivedTable is [LATERAL] (query) [AS] alias [(columns)] in FROM.
+// A LATERAL derived table sees the FROM items before it (and, in a
+// JOIN, the join's left side).
 type DerivedTable struct {
 	Pos
-	Query *Query
-	Alias *TableAlias
+	Query   *Query
+	Alias   *TableAlias
+	Lateral bool
 }
 
 // TableAlias is AS name [(column, ...)].
@@ -328,6 +331,16 @@ type IsExpr struct {
 	X    Expr
 	What IsKind
 	Not  bool
+}
+
+// RowExpr is a row constructor: (a, b, ...) or ROW(a, ...). nicflow
+// compares rows (=, <>, <, <=, >, >=, IS [NOT] DISTINCT FROM, IN lists)
+// element by element; it has no row values otherwise.
+type RowExpr struct {
+	Pos
+	Elems []Expr
+	// Explicit: written ROW(...).
+	Explicit bool
 }
 
 // IsDistinct is L IS [NOT] DISTINCT FROM R.
@@ -845,6 +858,7 @@ func (*UnaryExpr) exprNode()     {}
 func (*BinaryExpr) exprNode()    {}
 func (*IsExpr) exprNode()        {}
 func (*IsDistinct) exprNode()    {}
+func (*RowExpr) exprNode()       {}
 func (*Between) exprNode()       {}
 func (*InList) exprNode()        {}
 func (*InSubquery) exprNode()    {}

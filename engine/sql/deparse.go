@@ -255,6 +255,13 @@ func (d *deparser) expr(e Expr, _ int) {
 		d.sub(e.Lo, precRange+1)
 		d.w(" AND ")
 		d.sub(e.Hi, precRange+1)
+	case *RowExpr:
+		if e.Explicit {
+			d.w("ROW")
+		}
+		d.w("(")
+		d.exprList(e.Elems)
+		d.w(")")
 	case *InList:
 		d.sub(e.X, precRange)
 		d.w(not(e.Not) + " IN (")
@@ -730,6 +737,9 @@ func (d *deparser) table(t TableExpr) {
 		d.objName(t.Name)
 		d.alias(t.Alias)
 	case *DerivedTable:
+		if t.Lateral {
+			d.w("LATERAL ")
+		}
 		d.w("(")
 		d.query(t.Query)
 		d.w(")")

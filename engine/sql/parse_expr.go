@@ -835,6 +835,21 @@ func (p *parser) parseParen() (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.isOp(",") {
+		// (a, b, ...): a row constructor.
+		row := &RowExpr{Pos: t.pos, Elems: []Expr{e}}
+		for p.acceptOp(",") {
+			x, err := p.parseExpr()
+			if err != nil {
+				return nil, err
+			}
+			row.Elems = append(row.Elems, x)
+		}
+		if _, err := p.expectOp(")"); err != nil {
+			return nil, err
+		}
+		return row, nil
+	}
 	if sub, ok := e.(*Subquery); ok && p.startsQueryTail() {
 		// "((select 1) union (select 2))": the subquery read so far is the
 		// first operand of a parenthesized query.
@@ -964,6 +979,21 @@ func (p *parser) parseStruct() (Expr, error) {
 }
 
 func (p *parser) parseFuncCall(name Ident) (Expr, error) {
+	if name.Name == "row" && !name.Quoted {
+		// ROW(a, b, ...): a row constructor.
+		p.next() // (
+		row := &RowExpr{Pos: name.Pos, Explicit: true}
+		if !p.isOp(")") {
+			var err error
+			if row.Elems, err = p.parseExprList(); err != nil {
+				return nil, err
+			}
+		}
+		if _, err := p.expectOp(")"); err != nil {
+			return nil, err
+		}
+		return row, nil
+	}
 	p.next() // (
 	f := &FuncCall{Pos: name.Pos, Name: name}
 	var err error

@@ -532,8 +532,31 @@ func (p *parser) parseTablePrimary() (TableExpr, error) {
 		}
 		return te, nil
 	}
-	if p.isKw("lateral") {
-		return nil, p.errAt(t, "LATERAL is not supported")
+	if p.acceptKw("lateral") {
+		// LATERAL (query) alias, or LATERAL f(...): a function in FROM
+		// sees the items before it anyway (as in PostgreSQL).
+		if p.isOp("(") {
+			te, err := p.parseTablePrimary()
+			if err != nil {
+				return nil, err
+			}
+			if d, ok := te.(*DerivedTable); ok {
+				d.Lateral = true
+				return d, nil
+			}
+			return nil, p.errAt(t, "LATERAL must be followed by a subquery or a function call")
+		}
+		if !isName(p.peek()) {
+			return nil, p.errAt(p.peek(), "LATERAL must be followed by a subquery or a function call")
+		}
+		te, err := p.parseTablePrimary()
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := te.(*TableFunc); !ok {
+			return nil, p.errAt(t, "LATERAL must be followed by a subquery or a function call, not a table name")
+		}
+		return te, nil
 	}
 	if t.kind == tokString {
 		// FROM 'x.parquet': a file as a table.
@@ -701,6 +724,14 @@ func (p *parser) parseGroupByList() ([]Expr, error) {
 		default:
 			if e, err = p.parseExpr(); err != nil {
 				return nil, err
+			}
+			if r, ok := e.(*RowExpr); ok && !r.Explicit {
+				// GROUP BY (a, b): the columns, as PostgreSQL reads it.
+				out = append(out, r.Elems...)
+				if !p.acceptOp(",") {
+					return out, nil
+				}
+				continue
 			}
 		}
 		out = append(out, e)

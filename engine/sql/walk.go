@@ -88,6 +88,8 @@ func Walk(n Node, fn func(Node) bool) {
 	case *IsDistinct:
 		expr(n.L)
 		expr(n.R)
+	case *RowExpr:
+		exprs(n.Elems)
 	case *Between:
 		expr(n.X)
 		expr(n.Lo)

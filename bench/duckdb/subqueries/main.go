@@ -10,8 +10,8 @@
 // ascending); the shapes are those docs/sql.md lists: correlated scalar,
 // [NOT] EXISTS, [NOT] IN, ANY/SOME/ALL, in select lists, WHERE, HAVING,
 // ON, CASE and under OR, several levels deep, correlated on non-equalities
-// and from two levels out, below LIMIT, windows and set operations, and
-// WITH RECURSIVE.
+// and from two levels out, below LIMIT, windows and set operations, LATERAL
+// joins, and WITH RECURSIVE.
 package main
 
 import (
@@ -110,6 +110,19 @@ var queries = []string{
 	"select ak, av, as_, sum(av) over (order by ak groups between 1 preceding and current row exclude ties), min(av) over (order by ak groups between current row and 1 following exclude ties) from a",
 	"select ak, av, as_, avg(av) over (partition by as_ order by av rows between unbounded preceding and unbounded following exclude group) from a",
 	"select ak, av, as_, first_value(av) over (order by ak, av, as_ rows between 1 preceding and 3 following exclude current row), last_value(av ignore nulls) over (order by ak, av, as_ rows between 3 preceding and 1 following exclude current row) from a",
+	// LATERAL joins (engine/opt/lateral.go): a join on pulled-up
+	// predicates, the aggregate of no row, top-N per key, the row-by-row
+	// apply (DISTINCT, a set operation, a non-equality under an
+	// aggregate), and functions in FROM over the row before them.
+	"select ak, l.bv from a, lateral (select bv from b where bk = ak) l",
+	"select ak, l.n, l.m from a, lateral (select count(*) as n, max(bv) as m from b where bk = ak) l",
+	"select ak, l.n from a, lateral (select count(bv) + 1 as n from b where bk = ak and bv > av) l",
+	"select ak, l.s from a left join lateral (select sum(bv) as s from b where bk = ak having count(*) > 1) l on true",
+	"select ak, l.bv from a left join lateral (select bv from b where bk = ak order by bv desc nulls last limit 2) l on true",
+	"select ak, av, l.bv from a left join lateral (select distinct bv from b where bk <= ak) l on l.bv > av",
+	"select ak, l.x from a, lateral (select bv as x from b where bk = ak union all select cv from c where ck = ak) l",
+	"select ak, l.bv, l.cv from a, lateral (select bv, cv from b join c on ck = bv where bk = ak) l",
+	"select ak, av, x from a, generate_series(1, av) g(x)",
 	// WITH, and WITH RECURSIVE over the random edges of b.
 	"with t as (select bk, count(*) as n from b group by bk) select ak, (select n from t where bk = ak) from a",
 	"with recursive r(n) as (select bk from b where bk = 1 union select bv from r join b on bk = n where bv is not null) select n from r",

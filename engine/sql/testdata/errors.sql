@@ -197,3 +197,7 @@ analyze (verbose 'yes') t
 analyze select
 ----
 analyze 'x.parquet'
+----
+select * from t, lateral s
+----
+select * from t, lateral 1

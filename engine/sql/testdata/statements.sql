@@ -146,3 +146,7 @@ analyze verbose verbose (x);
 analyze (verbose) t;
 analyze (verbose off, skip_locked) t;
 analyze (skip_locked true, verbose 1) "verbose";
+select t.k, q.v from t, lateral (select v from s where s.k = t.k) as q;
+select * from t left join lateral (select v from s where s.k = t.k order by v desc limit 2) q(v) on true;
+select * from t cross join lateral generate_series(1, t.n) g;
+select (a, b) < (1, 2), row(a, 'x') is not distinct from row(1, b), (a, b) not in ((1, 2), (3, 4)) from t group by (a, b);
