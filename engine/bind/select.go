@@ -450,9 +450,36 @@ func itemName(it *sql.SelectItem, e plan.Expr) string {
 		return x.Field.Name
 	case *sql.Case:
 		return "case"
+	case *sql.Exists:
+		return "exists"
+	case *sql.Subquery:
+		// A scalar subquery is named after its column (PostgreSQL's
+		// FigureColname): (SELECT max(x) ...) is "max".
+		if first := firstItem(x.Query); first != nil {
+			return itemName(first, nil)
+		}
 	}
 	// PostgreSQL's name for an unnamed expression.
 	return "?column?"
+}
+
+// firstItem is the first select-list item of q's leftmost SELECT (nil for
+// VALUES, SELECT *).
+func firstItem(q *sql.Query) *sql.SelectItem {
+	body := q.Body
+	for {
+		switch b := body.(type) {
+		case *sql.SetOp:
+			body = b.Left
+			continue
+		case *sql.Select:
+			if len(b.Items) == 0 {
+				return nil
+			}
+			return b.Items[0]
+		}
+		return nil
+	}
 }
 
 // groupKey binds a GROUP BY item: a select-list position, an input

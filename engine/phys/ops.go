@@ -705,19 +705,8 @@ func (a *applyOp) apply(b *exec.Batch) (*exec.Batch, error) {
 	}()
 	lits := make(map[int]expr.Expr, len(a.spec.Params))
 	for row := 0; row < c.N; row++ {
-		a.key = a.key[:0]
-		for i, slot := range a.spec.Params {
-			l, err := expr.LiteralAt(c.Cols[a.spec.Cols[i]], row)
-			if err != nil {
-				return nil, err
-			}
-			lits[slot] = l
-			if l.Null {
-				a.key = append(a.key, 'N')
-			} else {
-				a.key = append(append(a.key, 'V'), l.Value...)
-			}
-			a.key = append(a.key, 0)
+		if err := a.bindingKey(c, row, lits); err != nil {
+			return nil, err
 		}
 		v, ok := a.cache[string(a.key)]
 		if !ok {
@@ -742,9 +731,9 @@ func (a *applyOp) apply(b *exec.Batch) (*exec.Batch, error) {
 	return &a.out, nil
 }
 
-// run evaluates the subquery with the parameters lits: a one-row array of
-// its value (NULL when it has no row).
-func (a *applyOp) run(lits map[int]expr.Expr) (arrow.Array, error) {
+// openSub builds the subquery's tree with the parameters lits bound and
+// opens it; the caller closes it.
+func (a *applyOp) openSub(lits map[int]expr.Expr) (exec.Operator, error) {
 	sub := bindParams(a.spec.Sub, lits)
 	a.b.mu.Lock()
 	ops, err := a.b.build(sub)
@@ -756,10 +745,21 @@ func (a *applyOp) run(lits map[int]expr.Expr) (arrow.Array, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer root.Close()
 	if err := root.Open(a.env); err != nil {
+		root.Close()
 		return nil, err
 	}
+	return root, nil
+}
+
+// run evaluates the subquery with the parameters lits: a one-row array of
+// its value (NULL when it has no row).
+func (a *applyOp) run(lits map[int]expr.Expr) (arrow.Array, error) {
+	root, err := a.openSub(lits)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
 	var v arrow.Array
 	rows := 0
 	for {
@@ -918,21 +918,11 @@ func (a *applyOp) applyTable(b *exec.Batch) (*exec.Batch, error) {
 
 // runTable evaluates the subquery with the parameters lits: all its rows.
 func (a *applyOp) runTable(lits map[int]expr.Expr) (*lateralRows, error) {
-	sub := bindParams(a.spec.Sub, lits)
-	a.b.mu.Lock()
-	ops, err := a.b.build(sub)
-	a.b.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	root, err := GatherOps(ops)
+	root, err := a.openSub(lits)
 	if err != nil {
 		return nil, err
 	}
 	defer root.Close()
-	if err := root.Open(a.env); err != nil {
-		return nil, err
-	}
 	ncol := a.schema.NumFields() - a.inputCols()
 	batches := make([][]arrow.Array, ncol)
 	release := func() {
