@@ -152,18 +152,15 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 	case *sql.InList:
 		if isRow(x.X) && len(x.List) > 0 {
 			// (a, b) IN ((1, 2), ...): a row equality per item, ORed.
-			var e sql.Expr
-			for _, it := range x.List {
+			eqs := make([]sql.Expr, len(x.List))
+			for i, it := range x.List {
 				eq, err := rowCompare("=", x.X, it)
 				if err != nil {
 					return nil, b.errorf(it, "%v", err)
 				}
-				if e == nil {
-					e = eq
-				} else {
-					e = &sql.BinaryExpr{Pos: x.Pos, Op: "OR", L: e, R: eq}
-				}
+				eqs[i] = eq
 			}
+			e := foldBinary(x.Pos, "OR", eqs)
 			if x.Not {
 				e = &sql.UnaryExpr{Pos: x.Pos, Op: "NOT", X: e}
 			}
@@ -2994,11 +2991,11 @@ func rowCompare(op string, l, r sql.Expr) (sql.Expr, error) {
 		if op == "<>" {
 			join = "OR"
 		}
-		e := bin(op, lr.Elems[0], rr.Elems[0])
-		for i := 1; i < n; i++ {
-			e = bin(join, e, bin(op, lr.Elems[i], rr.Elems[i]))
+		pairs := make([]sql.Expr, n)
+		for i := range pairs {
+			pairs[i] = bin(op, lr.Elems[i], rr.Elems[i])
 		}
-		return e, nil
+		return foldBinary(at, join, pairs), nil
 	}
 	strict := op[:1] // < or >
 	e := bin(op, lr.Elems[n-1], rr.Elems[n-1])
@@ -3017,14 +3014,18 @@ func rowDistinct(x *sql.IsDistinct) (sql.Expr, error) {
 	if x.Not {
 		join = "AND"
 	}
-	var e sql.Expr
-	for i := range lr.Elems {
-		d := &sql.IsDistinct{Pos: x.Pos, L: lr.Elems[i], R: rr.Elems[i], Not: x.Not}
-		if e == nil {
-			e = d
-		} else {
-			e = &sql.BinaryExpr{Pos: x.Pos, Op: join, L: e, R: d}
-		}
+	pairs := make([]sql.Expr, len(lr.Elems))
+	for i := range pairs {
+		pairs[i] = &sql.IsDistinct{Pos: x.Pos, L: lr.Elems[i], R: rr.Elems[i], Not: x.Not}
 	}
-	return e, nil
+	return foldBinary(x.Pos, join, pairs), nil
+}
+
+// foldBinary joins es (at least one) left to right with op: AND or OR.
+func foldBinary(at sql.Pos, op string, es []sql.Expr) sql.Expr {
+	e := es[0]
+	for _, x := range es[1:] {
+		e = &sql.BinaryExpr{Pos: at, Op: op, L: e, R: x}
+	}
+	return e
 }

@@ -572,8 +572,8 @@ func (b *binder) tableFunc(t *sql.TableFunc, s *scope, left []*scopeItem) (plan.
 		return nil, nil, b.errorf(t, "%s takes %d to %d arguments, got %d", name, lo, hi, len(t.Args))
 	}
 	if name == "generate_series" && refsColumn(t.Args) {
-		// Arguments over columns of an enclosing query: the series of
-		// each of its rows.
+		// Arguments over columns of an enclosing query or of the items
+		// before it: the series of each of their rows.
 		return b.seriesOver(t, s, left)
 	}
 	if name == "generate_series" {

@@ -204,8 +204,8 @@ func (b *binder) arrayArg(x sql.Expr, fn string, s *scope, clause string) (plan.
 // unnestFrom binds unnest(a [, b ...]) [WITH ORDINALITY] in FROM: one
 // column per array (its elements, NULL past its end), then the ordinality
 // when asked. The arrays may read columns of enclosing queries (a
-// correlated subquery runs per row), not of the FROM items beside it (no
-// LATERAL).
+// correlated subquery runs per row) and of the FROM items before it (left:
+// a LATERAL join, as PostgreSQL binds functions in FROM).
 func (b *binder) unnestFrom(t *sql.TableFunc, s *scope, left []*scopeItem) (plan.Plan, []*scopeItem, error) {
 	if len(t.Args) == 0 {
 		return nil, nil, b.errorf(t, "unnest takes at least one array")
@@ -314,8 +314,9 @@ func arraySubquery(x *sql.ArraySubquery) sql.Expr {
 
 // seriesOver binds generate_series(start, stop [, step]) in FROM over
 // integer expressions of enclosing queries' columns (in a correlated
-// subquery, as psql's \d sends): the unnest of the series as an array
-// (expr.FnIntSeries), computed for each row of the enclosing query.
+// subquery, as psql's \d sends) or of the FROM items before it (left: a
+// LATERAL join): the unnest of the series as an array (expr.FnIntSeries),
+// computed for each row those columns come from.
 func (b *binder) seriesOver(t *sql.TableFunc, s *scope, left []*scopeItem) (plan.Plan, []*scopeItem, error) {
 	outer := lateralScope(s, left)
 	var args []plan.Expr

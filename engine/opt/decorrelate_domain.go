@@ -65,11 +65,7 @@ func (o *optimizer) domainScalar(input plan.Plan, below plan.Plan, top plan.Expr
 			if !ok {
 				return nil, nil, false
 			}
-			m := map[plan.ColumnID]plan.Expr{}
-			for i, col := range pr.Cols {
-				m[col.ID] = pr.Exprs[i]
-			}
-			top = plan.Substitute(top, m)
+			top = plan.Substitute(top, projectionDefs(pr))
 		}
 		chain = nil
 	}
@@ -139,6 +135,15 @@ func (o *optimizer) domainScalar(input plan.Plan, below plan.Plan, top plan.Expr
 		conds[i] = plan.NewCall(fn, plan.TypBool, plan.NewColRef(c), plan.NewColRef(dcols[i]))
 	}
 	return &plan.JoinNode{Kind: kind, Left: input, Right: right, Cond: plan.AndOf(conds)}, top, true
+}
+
+// projectionDefs maps each column of projection pr to its expression.
+func projectionDefs(pr *plan.ProjectNode) map[plan.ColumnID]plan.Expr {
+	m := make(map[plan.ColumnID]plan.Expr, len(pr.Cols))
+	for i, c := range pr.Cols {
+		m[c.ID] = pr.Exprs[i]
+	}
+	return m
 }
 
 // substitutePlan replaces column references by m in every expression of

@@ -109,12 +109,12 @@ func (o *optimizer) lateralAggregate(j *plan.JoinNode, lcols plan.ColSet) (plan.
 	} else {
 		top := chain[0]
 		outCols = top.Cols
+		defs := make([]map[plan.ColumnID]plan.Expr, len(chain)-1)
+		for i, pr := range chain[1:] {
+			defs[i] = projectionDefs(pr)
+		}
 		for _, e := range top.Exprs {
-			for _, pr := range chain[1:] {
-				m := map[plan.ColumnID]plan.Expr{}
-				for i, c := range pr.Cols {
-					m[c.ID] = pr.Exprs[i]
-				}
+			for _, m := range defs {
 				e = plan.Substitute(e, m)
 			}
 			outExprs = append(outExprs, countOfNothing(agg, e))

@@ -900,6 +900,10 @@ func (a *applyOp) applyTable(b *exec.Batch) (*exec.Batch, error) {
 			out = append(out, array.MakeArrayOfNull(alloc, a.schema.Field(j).Type, len(ridx)))
 			continue
 		}
+		if len(parts) == 1 {
+			out = append(out, exec.TakeOrNull(alloc, parts[0].cols[j-nin], ridx))
+			continue
+		}
 		src := make([]arrow.Array, len(parts))
 		for i, p := range parts {
 			src[i] = p.cols[j-nin]
@@ -923,7 +927,7 @@ func (a *applyOp) runTable(lits map[int]expr.Expr) (*lateralRows, error) {
 		return nil, err
 	}
 	defer root.Close()
-	ncol := a.schema.NumFields() - a.inputCols()
+	ncol := len(a.spec.Sub.Columns)
 	batches := make([][]arrow.Array, ncol)
 	release := func() {
 		for _, bs := range batches {
@@ -974,11 +978,6 @@ func (a *applyOp) runTable(lits map[int]expr.Expr) (*lateralRows, error) {
 	}
 	release()
 	return r, nil
-}
-
-// inputCols is the number of the input's columns (the output's first).
-func (a *applyOp) inputCols() int {
-	return a.schema.NumFields() - len(a.spec.Sub.Columns)
 }
 
 func (a *applyOp) releaseOut() {

@@ -28,27 +28,6 @@ func colTypes(cols []Column) map[ColumnID]arrow.DataType {
 }
 
 func validate(p Plan, outer map[ColumnID]arrow.DataType, seen map[*SharedDef]bool) error {
-	if j, ok := p.(*JoinNode); ok && j.Lateral {
-		// The right side may read the left one's columns.
-		if err := validate(j.Left, outer, seen); err != nil {
-			return err
-		}
-		lat := colTypes(j.Left.Columns())
-		for k, v := range outer {
-			if _, own := lat[k]; !own {
-				lat[k] = v
-			}
-		}
-		if err := validate(j.Right, lat, seen); err != nil {
-			return err
-		}
-	} else {
-		for _, in := range p.Inputs() {
-			if err := validate(in, outer, seen); err != nil {
-				return err
-			}
-		}
-	}
 	bad := func(format string, args ...any) error {
 		return nferr.Internalf("invalid plan at %T: %s", p, fmt.Sprintf(format, args...))
 	}
@@ -63,6 +42,15 @@ func validate(p Plan, outer map[ColumnID]arrow.DataType, seen map[*SharedDef]boo
 			}
 		}
 		return m
+	}
+	for i, in := range p.Inputs() {
+		avail := outer
+		if j, ok := p.(*JoinNode); ok && j.Lateral && i == 1 {
+			avail = scope(j.Left.Columns()) // the right side may read the left one's columns
+		}
+		if err := validate(in, avail, seen); err != nil {
+			return err
+		}
 	}
 	check := func(e Expr, avail map[ColumnID]arrow.DataType) error {
 		var err error
