@@ -87,7 +87,7 @@ func newAggFnOf(ag AggSpec, dt arrow.DataType, final bool, op string) (aggFn, er
 	case *quantileFn:
 		s.q = ag.Quantile
 	case *discFn:
-		s.q, s.desc = ag.Quantile, ag.Desc
+		s.q, s.desc, s.mode = ag.Quantile, ag.Desc, ag.Func == AggMode
 	}
 	return fn, err
 }
@@ -112,7 +112,7 @@ func newAggFn(f AggFunc, dt arrow.DataType, final bool, op string) (aggFn, aggTy
 		}
 		return fn, t, nil
 	}
-	if f == AggPercentileDisc {
+	if f == AggPercentileDisc || f == AggMode {
 		fn, t, ok := newDiscFn(dt, final)
 		if !ok {
 			return bad()

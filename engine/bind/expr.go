@@ -581,8 +581,8 @@ func (b *binder) timeFormatCall(name, dialect string, args []plan.Expr) (plan.Ex
 	return b.newCall(expr.FnStrptime, plan.TypTimestamp, args[0], fmtArg), nil
 }
 
-// extract types EXTRACT(field FROM arg) (and date_part): a date's or a
-// timestamp's field; an untyped string is a timestamp when it has a time
+// extract types EXTRACT(field FROM arg) (and date_part): a date's, a
+// timestamp's, a time's or an interval's field; an untyped string is a timestamp when it has a time
 // of day, else a date.
 func (b *binder) extract(at sql.Node, field string, arg plan.Expr) (plan.Expr, error) {
 	field = expr.ExtractFieldName(field)
@@ -596,8 +596,8 @@ func (b *binder) extract(at sql.Node, field string, arg plan.Expr) (plan.Expr, e
 		}
 	}
 	t := arg.Type()
-	if !plan.IsTemporal(t) && !plan.IsTime(t) && !plan.IsNullType(t) {
-		return nil, b.errorf(at, "EXTRACT needs a date, a timestamp or a time, not %s", plan.TypeString(t))
+	if !plan.IsTemporal(t) && !plan.IsTime(t) && !plan.IsInterval(t) && !plan.IsNullType(t) {
+		return nil, b.errorf(at, "EXTRACT needs a date, a timestamp, a time or an interval, not %s", plan.TypeString(t))
 	}
 	if plan.IsNullType(t) {
 		t = plan.TypTimestamp
@@ -1425,8 +1425,8 @@ func typeList(es []plan.Expr) string {
 // funcCall binds aggregates, window functions and scalar functions.
 func (b *binder) funcCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, error) {
 	name := x.Name.Name
-	if len(x.WithinGroup) > 0 && (x.Over != nil || !isQuantileName(name)) {
-		return nil, b.errorf(x.WithinGroup[0], "WITHIN GROUP is only valid for percentile_cont")
+	if len(x.WithinGroup) > 0 && (x.Over != nil || !isQuantileName(name) && name != "mode") {
+		return nil, b.errorf(x.WithinGroup[0], "WITHIN GROUP is only valid for percentile_cont, percentile_disc and mode")
 	}
 	if len(x.OrderBy) > 0 && (x.Over != nil || !isAggregateName(name)) {
 		return nil, b.errorf(x.OrderBy[0], "ORDER BY inside a call is only valid for aggregate functions without OVER")
@@ -1649,15 +1649,27 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Ex
 	}
 	quantile := 0.0
 	orig := x
-	if isQuantileName(name) || len(x.WithinGroup) > 0 {
+	if name == "mode" {
+		// mode() WITHIN GROUP (ORDER BY x [DESC]) (PostgreSQL) or mode(x)
+		// (DuckDB): one value argument either way.
+		if len(x.WithinGroup) > 1 || len(x.WithinGroup) == 1 && len(x.Args) != 0 || len(x.WithinGroup) == 0 && len(x.Args) != 1 {
+			return nil, b.errorf(x, "mode takes WITHIN GROUP (ORDER BY one value), or one argument")
+		}
+		if len(x.WithinGroup) == 1 {
+			c := *x
+			c.Args, c.WithinGroup = []sql.Expr{x.WithinGroup[0].Expr}, nil
+			x = &c
+		}
+	} else if isQuantileName(name) || len(x.WithinGroup) > 0 {
 		var err error
 		if x, quantile, err = b.quantileCall(x); err != nil {
 			return nil, err
 		}
 	}
 	ac := &plan.AggCall{Fn: name, Distinct: x.Distinct, Quantile: quantile}
-	if name == "percentile_disc" {
-		// quantileCall turned DESC into 1 - q for percentile_cont only.
+	if name == "percentile_disc" || name == "mode" {
+		// quantileCall turned DESC into 1 - q for percentile_cont only;
+		// mode's order breaks its ties.
 		ac.Desc = len(orig.WithinGroup) == 1 && orig.WithinGroup[0].Desc
 	}
 	switch {
@@ -1705,14 +1717,17 @@ func (b *binder) aggregateCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Ex
 				t = plan.TypInt32
 			}
 			ac.Typ = t
-		case "percentile_disc":
+		case "percentile_disc", "mode":
 			if plan.IsNullType(t) {
 				arg, t = plan.NullConst(plan.TypInt32), plan.TypInt32
 			}
-			if !(plan.IsInteger(t) || plan.IsFloat(t) || plan.IsTemporal(t) || t.ID() == arrow.DECIMAL64) {
-				return nil, b.errorf(x, "function percentile_disc(%s) is not supported yet (numbers, dates and timestamps are)", plan.TypeString(t))
+			if !(plan.IsInteger(t) || plan.IsFloat(t) || plan.IsTemporal(t) || t.ID() == arrow.DECIMAL64 || t.ID() == arrow.STRING) {
+				return nil, b.errorf(x, "function %s(%s) is not supported yet (numbers up to decimal(18), text, dates and timestamps are)", name, plan.TypeString(t))
 			}
 			ac.Fn, ac.Typ = plan.AggPercentileDisc, t
+			if name == "mode" {
+				ac.Fn = plan.AggMode
+			}
 		case "median", "quantile_cont", "quantile", "percentile_cont":
 			if !plan.IsNumeric(t) && !plan.IsNullType(t) {
 				return nil, b.errorf(x, "function %s(%s) does not exist", name, plan.TypeString(t))

@@ -543,8 +543,11 @@ func (b *binder) tableExpr(te sql.TableExpr, s *scope, left []*scopeItem) (plan.
 		if t.Name.Name == "unnest" {
 			return b.unnestFrom(t, s, left)
 		}
+		if f, ok := jsonSRFs[t.Name.Name]; ok {
+			return b.jsonFrom(t, f, s, left)
+		}
 		if t.Ordinality {
-			return nil, nil, b.errorf(t, "WITH ORDINALITY is supported for unnest only")
+			return nil, nil, b.errorf(t, "WITH ORDINALITY is supported for unnest and the JSON functions only")
 		}
 		return b.tableFunc(t, s, left)
 	}
@@ -566,7 +569,7 @@ func (b *binder) tableFunc(t *sql.TableFunc, s *scope, left []*scopeItem) (plan.
 	case sql.FileTableFunc, "read_parquet", "parquet_scan", "read_csv", "read_csv_auto":
 		return b.fileTable(t)
 	default:
-		return nil, nil, b.errorf(t, "table function %s does not exist (generate_series, range, unnest, read_parquet and read_csv do)", name)
+		return nil, nil, b.errorf(t, "table function %s does not exist (generate_series, range, unnest, json_array_elements, json_each, json_object_keys, read_parquet and read_csv do)", name)
 	}
 	if len(t.Args) < lo || len(t.Args) > hi {
 		return nil, nil, b.errorf(t, "%s takes %d to %d arguments, got %d", name, lo, hi, len(t.Args))

@@ -23,7 +23,56 @@ import (
 // position from 1, as PostgreSQL's; a record is its two fields as columns
 // "name.x" and "name.n", read as (name).x).
 func isArraySRF(name string) bool {
-	return name == "unnest" || name == "generate_subscripts" || name == "_pg_expandarray"
+	_, isJSON := jsonSRFs[name]
+	return name == "unnest" || name == "generate_subscripts" || name == "_pg_expandarray" || isJSON
+}
+
+// jsonSRF is one of PostgreSQL's JSON set-returning functions as arrays
+// to unnest in lockstep (exec/expr's JSON lists): fns the arrays' functions,
+// cols their columns' names ("": named after the function, or a lone
+// column after its alias).
+type jsonSRF struct{ fns, cols []string }
+
+var jsonSRFs = map[string]jsonSRF{}
+
+func init() {
+	for _, p := range []string{"json", "jsonb"} {
+		jsonSRFs[p+"_array_elements"] = jsonSRF{[]string{expr.FnJSONElems}, []string{"value"}}
+		jsonSRFs[p+"_array_elements_text"] = jsonSRF{[]string{expr.FnJSONElemsText}, []string{"value"}}
+		jsonSRFs[p+"_each"] = jsonSRF{[]string{expr.FnJSONKeys, expr.FnJSONValues}, []string{"key", "value"}}
+		jsonSRFs[p+"_each_text"] = jsonSRF{[]string{expr.FnJSONKeys, expr.FnJSONValuesText}, []string{"key", "value"}}
+		jsonSRFs[p+"_object_keys"] = jsonSRF{[]string{expr.FnJSONKeys}, []string{""}}
+	}
+}
+
+// jsonArrays binds the argument of the JSON set-returning function f
+// (called name) and returns its arrays.
+func (b *binder) jsonArrays(f jsonSRF, name string, args []sql.Expr, at sql.Node, s *scope, clause string) ([]plan.Expr, error) {
+	if len(args) != 1 {
+		return nil, b.errorf(at, "%s takes one json value", name)
+	}
+	j, err := b.expr(args[0], s, &exprCtx{clause: clause})
+	if err != nil {
+		return nil, err
+	}
+	j = plan.ResolveUntyped(j, plan.TypString)
+	if t := j.Type(); !plan.IsString(t) && !plan.IsNullType(t) {
+		return nil, b.errorf(args[0], "function %s(%s) does not exist: its argument must be json", name, plan.TypeString(t))
+	}
+	arrays := make([]plan.Expr, len(f.fns))
+	for i, fn := range f.fns {
+		arrays[i] = b.newCall(fn, plan.ArrayOf(plan.TypString), j, &plan.Const{Typ: plan.TypString, Val: name})
+	}
+	return arrays, nil
+}
+
+// jsonFrom binds a JSON set-returning function in FROM.
+func (b *binder) jsonFrom(t *sql.TableFunc, f jsonSRF, s *scope, left []*scopeItem) (plan.Plan, []*scopeItem, error) {
+	arrays, err := b.jsonArrays(f, t.Name.Name, t.Args, t, lateralScope(s, left), "FROM")
+	if err != nil {
+		return nil, nil, err
+	}
+	return b.unnestItem(t, arrays, f.cols)
 }
 
 // srfCall is an item's set-returning call: the item alone or cast
@@ -163,6 +212,16 @@ func (b *binder) selectListUnnest(sel *sql.Select, q *sql.Query, s *scope, lp pl
 // dimension).
 func (b *binder) srfArray(f *sql.FuncCall, s *scope) (plan.Expr, error) {
 	name := f.Name.Name
+	if js, ok := jsonSRFs[name]; ok {
+		if len(js.fns) != 1 {
+			return nil, b.errorf(f, "%s in the select list returns records, which nicflow does not output (call it in FROM: SELECT * FROM %s(...))", name, name)
+		}
+		arrays, err := b.jsonArrays(js, name, f.Args, f, s, "SELECT")
+		if err != nil {
+			return nil, err
+		}
+		return arrays[0], nil
+	}
 	switch {
 	case name == "_pg_expandarray" && len(f.Args) != 1:
 		return nil, b.errorf(f, "_pg_expandarray takes one array")
@@ -210,23 +269,37 @@ func (b *binder) unnestFrom(t *sql.TableFunc, s *scope, left []*scopeItem) (plan
 	if len(t.Args) == 0 {
 		return nil, nil, b.errorf(t, "unnest takes at least one array")
 	}
-	alias := "unnest"
-	var aliasCols []sql.Ident
-	if t.Alias != nil {
-		alias, aliasCols = t.Alias.Name.Name, t.Alias.Columns
-	}
 	outer := lateralScope(s, left)
-	node := &plan.UnnestNode{Input: &plan.ValuesNode{Rows: [][]plan.Expr{{}}}, Ord: b.newCol("ordinality", alias, plan.TypInt64, false)}
-	var cols []plan.Column
-	var names []string
+	arrays := make([]plan.Expr, len(t.Args))
 	for i, x := range t.Args {
 		a, err := b.arrayArg(x, "unnest", outer, "FROM")
 		if err != nil {
 			return nil, nil, err
 		}
-		name := "unnest"
-		if len(t.Args) == 1 && t.Alias != nil && len(aliasCols) == 0 {
-			name = alias // PostgreSQL names a lone column after the alias
+		arrays[i] = a
+	}
+	return b.unnestItem(t, arrays, make([]string, len(arrays)))
+}
+
+// unnestItem is the FROM item of t that unnests arrays in lockstep, its
+// columns named cols (an empty name: the function's, or the alias's for
+// a lone column, as PostgreSQL names a function's unnamed result).
+func (b *binder) unnestItem(t *sql.TableFunc, arrays []plan.Expr, colNames []string) (plan.Plan, []*scopeItem, error) {
+	alias := t.Name.Name
+	var aliasCols []sql.Ident
+	if t.Alias != nil {
+		alias, aliasCols = t.Alias.Name.Name, t.Alias.Columns
+	}
+	node := &plan.UnnestNode{Input: &plan.ValuesNode{Rows: [][]plan.Expr{{}}}, Ord: b.newCol("ordinality", alias, plan.TypInt64, false)}
+	var cols []plan.Column
+	var names []string
+	for i, a := range arrays {
+		name := colNames[i]
+		if name == "" {
+			name = t.Name.Name
+			if len(arrays) == 1 && t.Alias != nil && len(aliasCols) == 0 {
+				name = alias // PostgreSQL names a lone column after the alias
+			}
 		}
 		elem := b.newCol(name, alias, plan.ArrayElemType(a.Type()), true)
 		node.Arrays = append(node.Arrays, a)
@@ -237,7 +310,7 @@ func (b *binder) unnestFrom(t *sql.TableFunc, s *scope, left []*scopeItem) (plan
 	if t.Ordinality {
 		cols, names = append(cols, node.Ord), append(names, "ordinality")
 	}
-	it, err := b.aliasItem(cols, names, alias, aliasCols, t, "function unnest")
+	it, err := b.aliasItem(cols, names, alias, aliasCols, t, "function "+t.Name.Name)
 	if err != nil {
 		return nil, nil, err
 	}

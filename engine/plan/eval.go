@@ -219,6 +219,16 @@ func EvalCall(c *Call) (*Const, error) {
 				return nil, nil
 			}
 			return &Const{Typ: TypInt64, Val: x}, nil
+		case arrow.MonthDayNanoInterval:
+			field := args[0].Val.(string)
+			if field == "epoch" {
+				return &Const{Typ: TypFloat64, Val: expr.IntervalEpoch(v)}, nil
+			}
+			x, ok := expr.ExtractInterval(field, v)
+			if !ok {
+				return nil, nil
+			}
+			return &Const{Typ: TypInt64, Val: x}, nil
 		}
 		return nil, nil
 	case expr.FnDateTrunc:

@@ -158,6 +158,9 @@ const (
 	// AggPercentileDisc is percentile_disc: the first value at or past the
 	// fraction.
 	AggPercentileDisc = "percentile_disc"
+	// AggMode is mode: the most frequent value (ties: the first in Desc's
+	// order).
+	AggMode = "mode"
 )
 
 // AggregateNode groups its input by Groups and computes Aggs per group.

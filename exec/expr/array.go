@@ -795,6 +795,9 @@ func (c *compiler) compileArray(e *Expr, args []node, desc string) (node, error)
 	}
 	i32 := arrow.PrimitiveTypes.Int32
 	r := &rowNode{args: args, desc: desc, strict: true, loc: c.loc}
+	if IsJSONList(e.Fn) {
+		return compileJSONList(e, args, r, desc)
+	}
 	switch e.Fn {
 	case FnArray:
 		if len(args) == 0 {

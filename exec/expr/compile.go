@@ -1333,7 +1333,8 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 		n, err = c.compileToCharNumber(args, desc)
 	case FnJSONGet, FnJSONGetText, FnJSONPath, FnJSONPathText:
 		n, err = c.compileJSON(e, args, desc)
-	case FnArray, FnArraySub, FnArrayLength, FnCardinality, FnArrayToString, FnStringToArray, FnArrayPosition, FnArrayAny, FnArrayAll, FnArrayCmp, FnIntSeries, FnArrayCat:
+	case FnArray, FnArraySub, FnArrayLength, FnCardinality, FnArrayToString, FnStringToArray, FnArrayPosition, FnArrayAny, FnArrayAll, FnArrayCmp, FnIntSeries, FnArrayCat,
+		FnJSONElems, FnJSONElemsText, FnJSONKeys, FnJSONValues, FnJSONValuesText:
 		n, err = c.compileArray(e, args, desc)
 	case FnBitAnd, FnBitOr:
 		n, err = c.compileBitwise(e, args, desc)

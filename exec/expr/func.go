@@ -228,8 +228,8 @@ func (c *compiler) compileExtract(args []node, desc string) (node, error) {
 		return newNullConst(arrow.PrimitiveTypes.Int64), nil
 	}
 	if !ValidExtract(field, x.dt()) {
-		if x.dt().ID() != arrow.DATE32 && !IsTimestamp(x.dt()) && !IsTime(x.dt()) {
-			return nil, nferr.Queryf("EXTRACT from %s is not supported in %s (DATE, TIMESTAMP, TIMESTAMPTZ or TIME)", TypeName(x.dt()), desc)
+		if x.dt().ID() != arrow.DATE32 && !IsTimestamp(x.dt()) && !IsTime(x.dt()) && x.dt().ID() != arrow.INTERVAL_MONTH_DAY_NANO {
+			return nil, nferr.Queryf("EXTRACT from %s is not supported in %s (DATE, TIMESTAMP, TIMESTAMPTZ, TIME or INTERVAL)", TypeName(x.dt()), desc)
 		}
 		return nil, nferr.Queryf("unsupported EXTRACT field %q in %s (%s)", fc.s, desc, strings.Join(ExtractFieldsOf(x.dt()), ", "))
 	}
@@ -243,11 +243,17 @@ func (c *compiler) compileExtract(args []node, desc string) (node, error) {
 	if IsTime(x.dt()) {
 		return &funcNode{args: []node{x}, t: ExtractResultType(field, x.dt()), desc: desc, field: field, run: extractTimeKernel}, nil
 	}
+	if x.dt().ID() == arrow.INTERVAL_MONTH_DAY_NANO {
+		return &funcNode{args: []node{x}, t: ExtractResultType(field, x.dt()), desc: desc, field: field, run: extractIntervalKernel}, nil
+	}
 	return &funcNode{args: []node{x}, t: arrow.PrimitiveTypes.Int64, desc: desc, field: field, run: extractKernel}, nil
 }
 
 // ExtractFieldsOf lists the fields EXTRACT takes from a value of type dt.
 func ExtractFieldsOf(dt arrow.DataType) []string {
+	if dt.ID() == arrow.INTERVAL_MONTH_DAY_NANO {
+		return IntervalFields
+	}
 	if IsTime(dt) {
 		return TimeFields
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -186,4 +187,154 @@ func JSONPath(s string) ([]string, bool) {
 		}
 	}
 	return out, true
+}
+
+// The arrays behind PostgreSQL's JSON set-returning functions (the binder
+// unnests them): json_array_elements[_text], json_each[_text] and
+// json_object_keys, and their jsonb names. Args[1] is the name the query
+// called, for PostgreSQL's error texts. JSON is text, so elements and
+// values keep their text as written (json's rule; jsonb would normalize
+// spacing and key order), and an object's members keep their order and
+// duplicates.
+const (
+	FnJSONElems      = "json_array_items"             // json_array_items(j, fname) text[] [2]: an array's elements as JSON text
+	FnJSONElemsText  = "json_array_items_text"        // the same, strings unquoted, JSON null as NULL [2]
+	FnJSONKeys       = "json_object_keys_list"        // an object's keys [2]
+	FnJSONValues     = "json_object_values_list"      // an object's values as JSON text [2]
+	FnJSONValuesText = "json_object_values_text_list" // the same, strings unquoted, JSON null as NULL [2]
+)
+
+// IsJSONList reports the functions above.
+func IsJSONList(fn string) bool {
+	switch fn {
+	case FnJSONElems, FnJSONElemsText, FnJSONKeys, FnJSONValues, FnJSONValuesText:
+		return true
+	}
+	return false
+}
+
+// compileJSONList types one of the functions above into r.
+func compileJSONList(e *Expr, args []node, r *rowNode, desc string) (node, error) {
+	if len(args) != 2 {
+		return nil, nferr.Internalf("%s takes a JSON value and the called function's name, in %s", e.Fn, desc)
+	}
+	name, ok := args[1].(*constNode)
+	if !ok || name.k != pStr {
+		return nil, nferr.Internalf("%s needs the called function's name as a constant, in %s", e.Fn, desc)
+	}
+	switch args[0].dt().ID() {
+	case arrow.NULL:
+		args[0] = newNullConst(arrow.BinaryTypes.String)
+	case arrow.STRING:
+	default:
+		return nil, nferr.Queryf("function %s(%s) does not exist in %s: it takes json", name.s, TypeName(args[0].dt()), desc)
+	}
+	r.t, r.strict = ArrowList(arrow.BinaryTypes.String), false
+	fname, fn := name.s, e.Fn
+	r.fn = func(r *rowNode, i int32) error {
+		if r.ins[0].isNull(i) {
+			r.lb.null()
+			return nil
+		}
+		v := bytes.TrimSpace(r.ins[0].strAt(i))
+		if !json.Valid(v) {
+			return badJSON(fname)
+		}
+		var err error
+		switch fn {
+		case FnJSONElems, FnJSONElemsText:
+			err = jsonElems(r, v, fn == FnJSONElemsText, fname)
+		default:
+			err = jsonMembers(r, v, fn, fname)
+		}
+		if err != nil {
+			return err
+		}
+		r.lb.end()
+		return nil
+	}
+	return r, nil
+}
+
+// badJSON is the data error of a value that is not JSON, met by the
+// function called fname.
+func badJSON(fname string) error {
+	return nferr.Dataf("invalid input syntax for type json in %s", fname)
+}
+
+// jsonKind names what the JSON value v is, for PostgreSQL's errors: "an
+// object", "an array" or "a scalar".
+func jsonKind(v []byte) string {
+	switch v[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	}
+	return "a scalar"
+}
+
+// addJSONText adds one element or value: its JSON text, or as text (a
+// string unquoted, null as NULL).
+func addJSONText(r *rowNode, v []byte, asText bool) {
+	v = bytes.TrimSpace(v)
+	if asText {
+		switch {
+		case bytes.Equal(v, []byte("null")):
+			r.lb.elems.null()
+			return
+		case len(v) > 0 && v[0] == '"':
+			var s string
+			json.Unmarshal(v, &s)
+			r.lb.elems.addStr([]byte(s))
+			return
+		}
+	}
+	r.lb.elems.addStr(v)
+}
+
+func jsonElems(r *rowNode, v []byte, asText bool, fname string) error {
+	if v[0] != '[' {
+		return nferr.Dataf("cannot extract elements from %s (in %s)", jsonKind(v), fname)
+	}
+	var a []json.RawMessage
+	if err := json.Unmarshal(v, &a); err != nil {
+		return badJSON(fname)
+	}
+	for _, x := range a {
+		addJSONText(r, x, asText)
+	}
+	return nil
+}
+
+// jsonMembers adds an object's keys or values, in the order written.
+func jsonMembers(r *rowNode, v []byte, fn, fname string) error {
+	if v[0] != '{' {
+		if strings.HasSuffix(fname, "_object_keys") {
+			return nferr.Dataf("cannot call %s on %s", fname, jsonKind(v))
+		}
+		return nferr.Dataf("cannot call %s on a non-object", fname)
+	}
+	d := json.NewDecoder(bytes.NewReader(v))
+	bad := func() error { return badJSON(fname) }
+	if _, err := d.Token(); err != nil { // {
+		return bad()
+	}
+	for d.More() {
+		k, err := d.Token()
+		if err != nil {
+			return bad()
+		}
+		var val json.RawMessage
+		if err := d.Decode(&val); err != nil {
+			return bad()
+		}
+		switch fn {
+		case FnJSONKeys:
+			r.lb.elems.addStr([]byte(k.(string)))
+		default:
+			addJSONText(r, val, fn == FnJSONValuesText)
+		}
+	}
+	return nil
 }

@@ -408,3 +408,60 @@ func makeTimeKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error 
 	})
 	return err
 }
+
+// IntervalFields are the fields EXTRACT takes from an interval, as
+// PostgreSQL and DuckDB take them: year and month split the months (month
+// 0..11, signed), day is the days, the time fields split the time part
+// (hour unbounded; second, millisecond and microsecond within the minute,
+// as for a timestamp), and epoch is the whole interval in seconds with a
+// year of 365.25 days and a month of 30.
+var IntervalFields = []string{"millennium", "century", "decade", "year", "quarter", "month", "day", "hour", "minute", "second", "millisecond", "microsecond", "epoch"}
+
+// extractIntervalFuncs computes each field but epoch (IntervalEpoch).
+var extractIntervalFuncs = map[string]func(iv arrow.MonthDayNanoInterval) int64{
+	"millennium":  func(iv arrow.MonthDayNanoInterval) int64 { return int64(iv.Months) / 12000 },
+	"century":     func(iv arrow.MonthDayNanoInterval) int64 { return int64(iv.Months) / 1200 },
+	"decade":      func(iv arrow.MonthDayNanoInterval) int64 { return int64(iv.Months) / 120 },
+	"year":        func(iv arrow.MonthDayNanoInterval) int64 { return int64(iv.Months) / 12 },
+	"quarter":     func(iv arrow.MonthDayNanoInterval) int64 { return int64(iv.Months)%12/3 + 1 },
+	"month":       func(iv arrow.MonthDayNanoInterval) int64 { return int64(iv.Months) % 12 },
+	"day":         func(iv arrow.MonthDayNanoInterval) int64 { return int64(iv.Days) },
+	"hour":        func(iv arrow.MonthDayNanoInterval) int64 { return iv.Nanoseconds / 1000 / UsPerHour },
+	"minute":      func(iv arrow.MonthDayNanoInterval) int64 { return iv.Nanoseconds / 1000 / UsPerMinute % 60 },
+	"second":      func(iv arrow.MonthDayNanoInterval) int64 { return iv.Nanoseconds / 1000 / UsPerSecond % 60 },
+	"millisecond": func(iv arrow.MonthDayNanoInterval) int64 { return iv.Nanoseconds / 1000 % UsPerMinute / 1000 },
+	"microsecond": func(iv arrow.MonthDayNanoInterval) int64 { return iv.Nanoseconds / 1000 % UsPerMinute },
+}
+
+// ExtractInterval returns field of the interval iv (epoch: see
+// IntervalEpoch); ok is false for a field an interval lacks.
+func ExtractInterval(field string, iv arrow.MonthDayNanoInterval) (int64, bool) {
+	f := extractIntervalFuncs[field]
+	if f == nil {
+		return 0, false
+	}
+	return f(iv), true
+}
+
+// IntervalEpoch is EXTRACT(epoch FROM iv): its seconds, with a year of
+// 365.25 days, a month of 30 and the time part's fraction (PostgreSQL's
+// and DuckDB's rule).
+func IntervalEpoch(iv arrow.MonthDayNanoInterval) float64 {
+	const secsPerDay = 86400
+	m := int64(iv.Months)
+	secs := m/12*(secsPerDay*365+secsPerDay/4) + m%12*30*secsPerDay + int64(iv.Days)*secsPerDay
+	return float64(secs) + float64(iv.Nanoseconds)/1e9
+}
+
+func extractIntervalKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
+	a := in[0].iv
+	if f.field == "epoch" {
+		out.f64 = Grow(out.f64, n)
+		each(sel, n, func(i int32) { out.f64[i] = IntervalEpoch(a[i]) })
+		return nil
+	}
+	out.i64 = Grow(out.i64, n)
+	fn := extractIntervalFuncs[f.field]
+	each(sel, n, func(i int32) { out.i64[i] = fn(a[i]) })
+	return nil
+}

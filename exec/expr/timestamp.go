@@ -186,17 +186,21 @@ func ExtractTimestamp(field string, us int64) (int64, bool) {
 func ExtractEpoch(us int64) float64 { return float64(us) / float64(UsPerSecond) }
 
 // ExtractResultType is the type of EXTRACT(field FROM x) for x of type dt:
-// int64, except the epoch of a timestamp (float64, with its fraction).
+// int64, except the epoch of a timestamp, a time or an interval (float64,
+// with its fraction).
 func ExtractResultType(field string, dt arrow.DataType) arrow.DataType {
-	if field == "epoch" && (IsTimestamp(dt) || IsTime(dt)) {
+	if field == "epoch" && (IsTimestamp(dt) || IsTime(dt) || dt.ID() == arrow.INTERVAL_MONTH_DAY_NANO) {
 		return arrow.PrimitiveTypes.Float64
 	}
 	return arrow.PrimitiveTypes.Int64
 }
 
 // ValidExtract reports whether field may be extracted from a value of
-// type dt (a date, a timestamp or a time).
+// type dt (a date, a timestamp, a time or an interval).
 func ValidExtract(field string, dt arrow.DataType) bool {
+	if dt.ID() == arrow.INTERVAL_MONTH_DAY_NANO {
+		return extractIntervalFuncs[field] != nil || field == "epoch"
+	}
 	if IsTime(dt) {
 		return extractTimeFuncs[field] != nil || field == "epoch"
 	}
