@@ -218,6 +218,10 @@ const maxViewDepth = 32
 
 // binder resolves one statement against a catalog.
 type binder struct {
+	// filterIns are the row IN subqueries whose NULL answer filters as
+	// FALSE (rowin.go); nextRowIn numbers their derived tables.
+	filterIns map[sql.Expr]bool
+	nextRowIn int
 	// fnArgs are the bound arguments of SQL functions (sqlFunction) by
 	// the names their bodies use; nextFnArg numbers them.
 	fnArgs    map[string]plan.Expr

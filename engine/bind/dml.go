@@ -127,6 +127,7 @@ func (b *binder) targetScan(t *sql.TableName) (plan.Plan, *scope, *plan.TableDef
 // whereHit binds a DML WHERE: TRUE for the rows the statement changes
 // (COALESCE(cond, FALSE): a NULL condition changes nothing).
 func (b *binder) whereHit(e sql.Expr, sc *scope) (plan.Expr, error) {
+	b.markFilterIns(e)
 	cond, err := b.expr(e, sc, &exprCtx{clause: "WHERE"})
 	if err != nil {
 		return nil, err

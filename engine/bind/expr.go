@@ -103,7 +103,7 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 		}
 		return b.newCall(fn, plan.TypBool, arg, plan.BoolConst(x.What == sql.IsTrue)), nil
 	case *sql.RowExpr:
-		return nil, b.errorf(x, "a row value is supported only in a comparison (=, <>, <, <=, >, >=, IS [NOT] DISTINCT FROM) or an IN list")
+		return nil, b.errorf(x, "a row value is supported only in a comparison (=, <>, <, <=, >, >=, IS [NOT] DISTINCT FROM), an IN list or an IN subquery")
 	case *sql.IsDistinct:
 		if isRow(x.L) || isRow(x.R) {
 			e, err := rowDistinct(x)
@@ -198,6 +198,13 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 		}
 		return e, nil
 	case *sql.InSubquery:
+		if r, ok := x.X.(*sql.RowExpr); ok {
+			e, err := b.rowInSubquery(x, r, s)
+			if err != nil {
+				return nil, err
+			}
+			return b.expr(e, s, ctx)
+		}
 		xe, err := b.expr(x.X, s, ctx)
 		if err != nil {
 			return nil, err

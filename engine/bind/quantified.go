@@ -26,11 +26,12 @@ func (b *binder) quantified(x *sql.Quantified, s *scope, ctx *exprCtx) (plan.Exp
 	if x.Query == nil {
 		return b.quantifiedArray(x, s, ctx)
 	}
-	if x.Op == "=" && !x.All {
-		return b.expr(&sql.InSubquery{Pos: x.Pos, X: x.X, Query: x.Query}, s, ctx)
-	}
-	if x.Op == "<>" && x.All {
-		return b.expr(&sql.InSubquery{Pos: x.Pos, X: x.X, Query: x.Query, Not: true}, s, ctx)
+	if x.Op == "=" && !x.All || x.Op == "<>" && x.All {
+		in := &sql.InSubquery{Pos: x.Pos, X: x.X, Query: x.Query, Not: x.All}
+		if b.filterIns[x] {
+			b.markFilterIn(in)
+		}
+		return b.expr(in, s, ctx)
 	}
 	xe, err := b.expr(x.X, s, ctx)
 	if err != nil {

@@ -1151,6 +1151,7 @@ func (b *binder) join(j *sql.Join, s *scope, left []*scopeItem) (plan.Plan, []*s
 	items := append(append([]*scopeItem(nil), litems...), ritems...)
 	switch {
 	case j.On != nil:
+		b.markFilterIns(j.On)
 		cond, err := b.expr(j.On, js, &exprCtx{clause: "JOIN/ON"})
 		if err != nil {
 			return nil, nil, err

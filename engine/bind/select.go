@@ -58,6 +58,7 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (plan.Plan
 		return nil, nil, err
 	}
 	if sel.Where != nil {
+		b.markFilterIns(sel.Where)
 		cond, err := b.expr(sel.Where, s, &exprCtx{clause: "WHERE"})
 		if err != nil {
 			return nil, nil, err
@@ -139,6 +140,7 @@ func (b *binder) selectQuery(sel *sql.Select, q *sql.Query, s *scope) (plan.Plan
 
 	var having plan.Expr
 	if sel.Having != nil {
+		b.markFilterIns(sel.Having)
 		hctx := &exprCtx{clause: "HAVING", agg: ctx.agg}
 		h, err := b.expr(sel.Having, s, hctx)
 		if err != nil {

@@ -123,6 +123,26 @@ var queries = []string{
 	"select ak, l.x from a, lateral (select bv as x from b where bk = ak union all select cv from c where ck = ak) l",
 	"select ak, l.bv, l.cv from a, lateral (select bv, cv from b join c on ck = bv where bk = ak) l",
 	"select ak, av, x from a, generate_series(1, av) g(x)",
+	// Row IN subqueries (engine/bind/rowin.go), three-valued. DuckDB makes
+	// a row comparison NULL when any member is NULL ((7, 3) NOT IN
+	// (SELECT 8, NULL) is NULL there, true in PostgreSQL: 7 <> 8 decides)
+	// and refuses correlated multi-column IN, so it answers with the
+	// EXISTS that spell out PostgreSQL's rule.
+	"select ak, av from a where (ak, av) in (select bk, bv from b)",
+	"select ak, av from a where (ak, av) not in (select bk, bv from b)" +
+		"|||select ak, av from a where not exists (select 1 from b where (bk = ak or bk is null or ak is null) and (bv = av or bv is null or av is null))",
+	"select ak, av, (ak, av) in (select bk, bv from b), (ak, av) not in (select ck, cv from c where ck <> ak) from a" +
+		"|||select ak, av, case when exists (select 1 from b where bk = ak and bv = av) then true when exists (select 1 from b where (bk = ak or bk is null or ak is null) and (bv = av or bv is null or av is null)) then null else false end," +
+		" not case when exists (select 1 from c where ck <> ak and ck = ak and cv = av) then true when exists (select 1 from c where ck <> ak and (ck = ak or ck is null or ak is null) and (cv = av or cv is null or av is null)) then null else false end from a",
+	"select ak, av from a where (ak, av) = any (select bk, max(bv) from b group by bk)",
+	"select ak, av from a where (av, ak) <> all (select cv, ck from c where cv is not null) and ak > 1" +
+		"|||select ak, av from a where not exists (select 1 from c where cv is not null and (cv = av or av is null) and (ck = ak or ck is null or ak is null)) and ak > 1",
+	// JSON set-returning functions, mode() and EXTRACT of an interval.
+	"select ak, x from a, json_array_elements_text('[' || coalesce(av, 0) || ', \"s\", null]') t(x)" +
+		"|||select ak, x from a, unnest(cast(['' || coalesce(av, 0), 's', null] as varchar[])) t(x)",
+	"select as_, mode() within group (order by av) from a group by as_" +
+		"|||select as_, (select x from (select av as x, count(*) as n from a a2 where a2.as_ is not distinct from a.as_ and av is not null group by av) order by n desc, x limit 1) from a group by as_",
+	"select ak, extract(epoch from (av * interval '1 day 1 hour')), extract(hour from av * interval '90 minutes') from a",
 	// WITH, and WITH RECURSIVE over the random edges of b.
 	"with t as (select bk, count(*) as n from b group by bk) select ak, (select n from t where bk = ak) from a",
 	"with recursive r(n) as (select bk from b where bk = 1 union select bv from r join b on bk = n where bv is not null) select n from r",

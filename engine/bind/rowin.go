@@ -1,0 +1,122 @@
+package bind
+
+import (
+	"fmt"
+
+	"github.com/nicflow/nicflow/engine/sql"
+)
+
+// Row IN subqueries, (a, b) [NOT] IN (SELECT x, y ...) (and = ANY, <>
+// ALL), rewritten before binding into EXISTS subqueries over the query as
+// a derived table, with SQL's three-valued answer:
+//
+//	TRUE   a row equals (a, b) pair by pair
+//	NULL   otherwise, some row equals it but for pairs with a NULL
+//	FALSE  otherwise
+//
+// which is
+//
+//	CASE WHEN EXISTS (SELECT 1 FROM (q) r(c1, c2) WHERE r.c1 = a AND r.c2 = b) THEN TRUE
+//	     WHEN EXISTS (... WHERE (r.c1 = a OR r.c1 IS NULL OR a IS NULL) AND (...)) THEN NULL
+//	     ELSE FALSE END
+//
+// Where a NULL filters as FALSE (a conjunct of WHERE, HAVING or ON: see
+// markFilterIns) the answer needs one EXISTS: IN is the first (a semi
+// join on the pairs' equalities) and NOT IN the negation of the second.
+// Elsewhere (a select list, under OR or NOT) the CASE is used whole; its
+// second EXISTS joins on no equality, so it is the slow form.
+
+// markFilterIns records the row IN subqueries among the top-level AND
+// conjuncts of the condition e, whose NULL answer filters as FALSE.
+func (b *binder) markFilterIns(e sql.Expr) {
+	switch x := e.(type) {
+	case *sql.BinaryExpr:
+		if x.Op == "AND" {
+			b.markFilterIns(x.L)
+			b.markFilterIns(x.R)
+		}
+	case *sql.InSubquery:
+		if isRow(x.X) {
+			b.markFilterIn(x)
+		}
+	case *sql.Quantified:
+		// = ANY and <> ALL become IN and NOT IN (quantified).
+		if isRow(x.X) && x.Query != nil {
+			b.markFilterIn(x)
+		}
+	}
+}
+
+func (b *binder) markFilterIn(x sql.Expr) {
+	if b.filterIns == nil {
+		b.filterIns = map[sql.Expr]bool{}
+	}
+	b.filterIns[x] = true
+}
+
+// rowInSubquery rewrites x, whose left side is the row r, as above; the
+// subquery is bound once first to check that it returns one column per
+// element of r.
+func (b *binder) rowInSubquery(x *sql.InSubquery, r *sql.RowExpr, s *scope) (sql.Expr, error) {
+	n := len(r.Elems)
+	if n == 0 {
+		return nil, b.errorf(x, "cannot compare rows of zero length")
+	}
+	for _, e := range r.Elems {
+		if b.hasAggregate([]*sql.SelectItem{{Expr: e}}, nil) {
+			// The rewrite moves the row into the subquery's WHERE, where
+			// this query's aggregates cannot be computed.
+			return nil, b.errorf(e, "a row compared with a subquery may not hold an aggregate yet (group in a derived table, then compare its columns)")
+		}
+	}
+	lp, err := b.subquery(x.Query, s, -1, "IN")
+	if err != nil {
+		return nil, err
+	}
+	switch got := len(lp.Columns()); {
+	case got > n:
+		return nil, b.errorf(x.Query, "subquery has too many columns (%d for a row of %d)", got, n)
+	case got < n:
+		return nil, b.errorf(x.Query, "subquery has too few columns (%d for a row of %d)", got, n)
+	}
+	at := x.Pos
+	b.nextRowIn++
+	alias := fmt.Sprintf("row_in_%d", b.nextRowIn)
+	cols := make([]sql.Ident, n)
+	for i := range cols {
+		cols[i] = sql.Ident{Pos: at, Name: fmt.Sprintf("%s_c%d", alias, i+1)}
+	}
+	col := func(i int) sql.Expr {
+		return &sql.ColumnRef{Pos: at, Parts: []sql.Ident{{Pos: at, Name: alias}, cols[i]}}
+	}
+	bin := func(op string, l, r sql.Expr) sql.Expr { return &sql.BinaryExpr{Pos: at, Op: op, L: l, R: r} }
+	isNull := func(e sql.Expr) sql.Expr { return &sql.IsExpr{Pos: at, X: e, What: sql.IsNull} }
+	exists := func(pairs []sql.Expr) sql.Expr {
+		from := &sql.DerivedTable{Pos: at, Query: x.Query, Alias: &sql.TableAlias{Pos: at, Name: sql.Ident{Pos: at, Name: alias}, Columns: cols}}
+		one := &sql.Literal{Pos: at, Kind: sql.LitNumber, Text: "1"}
+		sel := &sql.Select{Pos: at, Items: []*sql.SelectItem{{Pos: at, Expr: one}}, From: []sql.TableExpr{from}, Where: foldBinary(at, "AND", pairs)}
+		return &sql.Exists{Pos: at, Query: &sql.Query{Pos: at, Body: sel}}
+	}
+	equal := make([]sql.Expr, n)
+	maybe := make([]sql.Expr, n)
+	for i, a := range r.Elems {
+		equal[i] = bin("=", col(i), a)
+		maybe[i] = foldBinary(at, "OR", []sql.Expr{bin("=", col(i), a), isNull(col(i)), isNull(a)})
+	}
+	lit := func(kind sql.LitKind, text string) sql.Expr { return &sql.Literal{Pos: at, Kind: kind, Text: text} }
+	not := func(e sql.Expr) sql.Expr { return &sql.UnaryExpr{Pos: at, Op: "NOT", X: e} }
+	switch {
+	case b.filterIns[x] && !x.Not:
+		return exists(equal), nil
+	case b.filterIns[x]:
+		return not(exists(maybe)), nil
+	}
+	e := sql.Expr(&sql.Case{Pos: at, Whens: []*sql.When{
+		{Pos: at, Cond: exists(equal), Result: lit(sql.LitBool, "true")},
+		{Pos: at, Cond: exists(maybe), Result: lit(sql.LitNull, "NULL")},
+	}, Else: lit(sql.LitBool, "false")})
+	if x.Not {
+		e = not(e)
+	}
+	return e, nil
+}
