@@ -674,7 +674,18 @@ func typeOID(col storage.Column) int {
 	if err != nil {
 		return 25
 	}
+	return typeOIDOf(t)
+}
+
+// typeOIDOf is the PostgreSQL type OID of Arrow type t (text when
+// unknown; an array's is its element's array type, _int4 and so on).
+func typeOIDOf(t arrow.DataType) int {
 	switch t.ID() {
+	case arrow.LIST:
+		if a, ok := pgArrayOIDs[typeOIDOf(t.(*arrow.ListType).Elem())]; ok {
+			return a
+		}
+		return 25
 	case arrow.BOOL:
 		return 16
 	case arrow.INT8, arrow.INT16:

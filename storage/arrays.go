@@ -20,6 +20,9 @@ import (
 // scan copies each surviving value once and never builds a selection
 // vector on top of a full-size array.
 func materialize(alloc memory.Allocator, t arrow.DataType, v *vector, sel []int32, n int) arrow.Array {
+	if v.kind == kList {
+		return materializeList(alloc, t, v, sel, n)
+	}
 	if sel != nil {
 		n = len(sel)
 	}

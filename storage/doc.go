@@ -123,10 +123,18 @@
 // Foreign files (parquet_columns.go, decisions D56): ENUM and JSON read
 // as utf8, BSON and un-annotated BYTE_ARRAY or FIXED_LEN_BYTE_ARRAY as
 // bytea, UUID as its canonical text, FLOAT16 as float64, Parquet's 12-byte
-// INTERVAL as month-day-nano, INT96 as a timestamp. A column nicflow does
-// not read (nested LIST/STRUCT/MAP, repeated, unknown leaf types) leaves
-// its file readable: Table.Unreadable lists it, and a query reading it
-// fails with Unreadable.Err, a KindData error naming column and file.
+// INTERVAL as month-day-nano, INT96 as a timestamp, a top-level LIST of
+// plain values (three-level or legacy two-level) as an array column. A
+// column nicflow does not read (STRUCT, MAP, a list of lists, other
+// repeated fields, unknown leaf types) leaves its file readable:
+// Table.Unreadable lists it, and a query reading it fails with
+// Unreadable.Err, a KindData error naming column and file.
+//
+// Array columns (parquet_list.go, decisions D70): catalog type "T[]",
+// written as the standard three-level LIST; a row group's list column is
+// decoded whole when the row group starts (levels and values), each
+// batch's lists built from it; their leaf statistics are not kept (they
+// describe elements, not rows), and storage predicates never name them.
 //
 // # Scans
 //

@@ -43,6 +43,10 @@ type vector struct {
 
 	validBuf []bool // backing store of valid, kept across chunks
 
+	// An array column's rows (kind kList): rows listOff.. of list.
+	list    *listRows
+	listOff int
+
 	// A string dictionary's entries as 8-byte words and lengths, when all
 	// have at most 8 bytes (shortOK), for dictionary shortFor
 	// (materializeDict).

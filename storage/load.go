@@ -9,15 +9,18 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/nicflow/nicflow/exec/expr"
 	"github.com/nicflow/nicflow/internal/bytea"
 	"github.com/nicflow/nicflow/internal/civil"
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -203,15 +206,75 @@ type colBuilder struct {
 	v        vector
 	// tzParse reads TIMESTAMPTZ text (CopyOptions.ParseTimestampTZ).
 	tzParse func(b []byte) (us int64, ok, inRange bool)
+	// An array column: its elements' builder, and where each row's
+	// elements start in it (ends[i] is the end of row i's).
+	elem *colBuilder
+	ends []int32
+}
+
+// newColBuilder is the builder of a text column of field fd.
+func newColBuilder(fd arrow.Field, tzParse func(b []byte) (us int64, ok, inRange bool)) *colBuilder {
+	c := &colBuilder{name: fd.Name, typ: fd.Type, kind: kindOf(fd.Type), nullable: fd.Nullable, tzParse: tzParse}
+	switch t := fd.Type.(type) {
+	case *arrow.Decimal64Type:
+		c.prec, c.scale = t.Precision, t.Scale
+	case *arrow.Decimal128Type:
+		c.prec, c.scale = t.Precision, t.Scale
+	case *arrow.ListType:
+		c.elem = newColBuilder(arrow.Field{Name: fd.Name + " element", Type: t.Elem(), Nullable: true}, tzParse)
+	}
+	c.reset()
+	return c
 }
 
 func (c *colBuilder) reset() {
 	c.v = vector{kind: c.kind, valid: c.v.valid[:0], i32: c.v.i32[:0], i64: c.v.i64[:0], f64: c.v.f64[:0], b: c.v.b[:0],
 		offs: append(c.v.offs[:0], 0), data: c.v.data[:0], d128: c.v.d128[:0]}
+	if c.elem != nil {
+		c.elem.reset()
+		c.ends = c.ends[:0]
+	}
+}
+
+// array builds the column's n rows.
+func (c *colBuilder) array(n int) arrow.Array {
+	v := c.v
+	v.n = n
+	if !slices.Contains(v.valid, false) {
+		v.valid = nil
+	}
+	if c.elem == nil {
+		return materialize(memory.DefaultAllocator, c.typ, &v, nil, n)
+	}
+	elems := c.elem.array(len(c.elem.v.valid))
+	defer elems.Release()
+	offs := make([]int32, n+1)
+	for i := 0; i < n; i++ {
+		offs[i+1] = c.ends[i]
+	}
+	var validity *memory.Buffer
+	nulls := 0
+	if v.valid != nil {
+		validity = memory.NewResizableBuffer(memory.DefaultAllocator)
+		validity.Resize(int(bitutil.BytesForBits(int64(n))))
+		for i, ok := range v.valid {
+			bitutil.SetBitTo(validity.Bytes(), i, ok)
+			if !ok {
+				nulls++
+			}
+		}
+		defer validity.Release()
+	}
+	data := array.NewData(c.typ, n, []*memory.Buffer{validity, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offs))}, []arrow.ArrayData{elems.Data()}, nulls, 0)
+	defer data.Release()
+	return array.MakeFromData(data)
 }
 
 // add parses field b; why explains a failure.
 func (c *colBuilder) add(b []byte, isNull bool) (why string) {
+	if c.elem != nil {
+		return c.addArray(b, isNull)
+	}
 	if isNull {
 		if !c.nullable {
 			return "NULL in a NOT NULL column"
@@ -302,6 +365,31 @@ func (c *colBuilder) add(b []byte, isNull bool) (why string) {
 	return ""
 }
 
+// addArray parses an array field, PostgreSQL's text form ({1,2,NULL},
+// {"a b",c}), element by element with the element type's parser.
+func (c *colBuilder) addArray(b []byte, isNull bool) (why string) {
+	if isNull {
+		if !c.nullable {
+			return "NULL in a NOT NULL column"
+		}
+		c.v.valid = append(c.v.valid, false)
+		c.ends = append(c.ends, int32(len(c.elem.v.valid)))
+		return ""
+	}
+	elems, nulls, ok := expr.ParseArrayText(string(b))
+	if !ok {
+		return "not an array (PostgreSQL's text form: {1,2,NULL})"
+	}
+	for i, e := range elems {
+		if why := c.elem.add([]byte(e), nulls[i]); why != "" {
+			return fmt.Sprintf("element %d: %s", i+1, why)
+		}
+	}
+	c.v.valid = append(c.v.valid, true)
+	c.ends = append(c.ends, int32(len(c.elem.v.valid)))
+	return ""
+}
+
 // appendParsed appends a parsed value x to vals, unless parsing failed
 // (why, which it returns, is not "").
 func appendParsed[T any](vals *[]T, x T, why string) string {
@@ -328,15 +416,7 @@ func copyText(ctx context.Context, app *Appender, path string, o CopyOptions) er
 func parseText(ctx context.Context, path string, sch *arrow.Schema, o CopyOptions, what string, emit func(arrow.RecordBatch) error) error {
 	cols := make([]*colBuilder, sch.NumFields())
 	for i, fd := range sch.Fields() {
-		c := &colBuilder{name: fd.Name, typ: fd.Type, kind: kindOf(fd.Type), nullable: fd.Nullable, tzParse: o.ParseTimestampTZ}
-		switch t := fd.Type.(type) {
-		case *arrow.Decimal64Type:
-			c.prec, c.scale = t.Precision, t.Scale
-		case *arrow.Decimal128Type:
-			c.prec, c.scale = t.Precision, t.Scale
-		}
-		c.reset()
-		cols[i] = c
+		cols[i] = newColBuilder(fd, o.ParseTimestampTZ)
 	}
 	flush := func() error {
 		n := len(cols[0].v.valid)
@@ -345,20 +425,7 @@ func parseText(ctx context.Context, path string, sch *arrow.Schema, o CopyOption
 		}
 		arrs := make([]arrow.Array, len(cols))
 		for i, c := range cols {
-			c.v.n = n
-			hasNull := false
-			for _, ok := range c.v.valid {
-				if !ok {
-					hasNull = true
-					break
-				}
-			}
-			valid := c.v.valid
-			if !hasNull {
-				c.v.valid = nil
-			}
-			arrs[i] = materialize(memory.DefaultAllocator, c.typ, &c.v, nil, n)
-			c.v.valid = valid
+			arrs[i] = c.array(n)
 		}
 		rec := array.NewRecordBatch(sch, arrs, int64(n))
 		for _, a := range arrs {

@@ -257,6 +257,7 @@ type parquetWriter struct {
 	rows   int64
 
 	def  []int16
+	rep  []int16
 	i32  []int32
 	i64  []int64
 	f64  []float64
@@ -427,17 +428,72 @@ func (pw *parquetWriter) writeColumn(cw file.ColumnChunkWriter, arr arrow.Array,
 	if arr.Len() == 0 || n == 0 {
 		return nil
 	}
+	if la, ok := arr.(*array.List); ok {
+		return pw.writeList(cw, la, off, n)
+	}
 	def, nn := pw.defLevels(cw, arr, off, n)
+	return pw.writeLeaf(cw, arr, off, n, nn, def, nil)
+}
+
+// writeList writes rows off..off+n of a list column: its levels (a NULL
+// list, an empty one, then each element, NULL or not: listLevels) and its
+// elements' values.
+func (pw *parquetWriter) writeList(cw file.ColumnChunkWriter, la *array.List, off, n int) error {
+	listDef, elemDef := listLevels(cw.Descr())
+	maxDef := cw.Descr().MaxDefinitionLevel()
+	child := la.ListValues()
+	start, _ := la.ValueOffsets(off)
+	_, end := la.ValueOffsets(off + n - 1)
+	levels := n + int(end-start)
+	pw.def = grow(pw.def, levels)[:0]
+	pw.rep = grow(pw.rep, levels)[:0]
+	nn := 0
+	for i := off; i < off+n; i++ {
+		if la.IsNull(i) {
+			pw.def, pw.rep = append(pw.def, listDef-1), append(pw.rep, 0)
+			continue
+		}
+		s, e := la.ValueOffsets(i)
+		if s == e {
+			pw.def, pw.rep = append(pw.def, listDef), append(pw.rep, 0)
+			continue
+		}
+		for j := s; j < e; j++ {
+			d := elemDef
+			if child.IsValid(int(j)) {
+				d = maxDef
+				nn++
+			}
+			r := int16(1)
+			if j == s {
+				r = 0
+			}
+			pw.def, pw.rep = append(pw.def, d), append(pw.rep, r)
+		}
+	}
+	if end == start {
+		// Only NULL or empty lists: levels, no value.
+		return pw.writeLeaf(cw, child, int(start), 0, 0, pw.def, pw.rep)
+	}
+	return pw.writeLeaf(cw, child, int(start), int(end-start), nn, pw.def, pw.rep)
+}
+
+// writeLeaf writes the values of arr's rows off..off+n that are not NULL
+// (nn of them) with the levels def and rep (nil: none).
+func (pw *parquetWriter) writeLeaf(cw file.ColumnChunkWriter, arr arrow.Array, off, n, nn int, def, rep []int16) error {
+	if n == 0 {
+		return writeLevels(cw, def, rep)
+	}
 	hasNulls := def != nil && nn < n
 	valid := func(i int) bool { return !hasNulls || arr.IsValid(off+i) }
 	var err error
 	switch w := cw.(type) {
 	case *file.Int32ColumnChunkWriter:
-		_, err = w.WriteBatch(validValues(fixedValues[int32](arr)[off:off+n], arr, off, hasNulls, nn, &pw.i32), def, nil)
+		_, err = w.WriteBatch(validValues(fixedValues[int32](arr)[off:off+n], arr, off, hasNulls, nn, &pw.i32), def, rep)
 	case *file.Int64ColumnChunkWriter:
-		_, err = w.WriteBatch(validValues(fixedValues[int64](arr)[off:off+n], arr, off, hasNulls, nn, &pw.i64), def, nil)
+		_, err = w.WriteBatch(validValues(fixedValues[int64](arr)[off:off+n], arr, off, hasNulls, nn, &pw.i64), def, rep)
 	case *file.Float64ColumnChunkWriter:
-		_, err = w.WriteBatch(validValues(fixedValues[float64](arr)[off:off+n], arr, off, hasNulls, nn, &pw.f64), def, nil)
+		_, err = w.WriteBatch(validValues(fixedValues[float64](arr)[off:off+n], arr, off, hasNulls, nn, &pw.f64), def, rep)
 	case *file.BooleanColumnChunkWriter:
 		ba := arr.(*array.Boolean)
 		pw.b = pw.b[:0]
@@ -446,7 +502,7 @@ func (pw *parquetWriter) writeColumn(cw file.ColumnChunkWriter, arr arrow.Array,
 				pw.b = append(pw.b, ba.Value(off+i))
 			}
 		}
-		_, err = w.WriteBatch(pw.b, def, nil)
+		_, err = w.WriteBatch(pw.b, def, rep)
 	case *file.ByteArrayColumnChunkWriter:
 		// utf8 or binary: the same offsets and bytes.
 		sa, ok := arr.(interface {
@@ -465,7 +521,7 @@ func (pw *parquetWriter) writeColumn(cw file.ColumnChunkWriter, arr arrow.Array,
 				pw.ba = append(pw.ba, parquet.ByteArray(data[offs[off+i]-base:offs[off+i+1]-base]))
 			}
 		}
-		_, err = w.WriteBatch(pw.ba, def, nil)
+		_, err = w.WriteBatch(pw.ba, def, rep)
 	case *file.FixedLenByteArrayColumnChunkWriter:
 		var value func(i int) decimal128.Num
 		switch da := arr.(type) {
@@ -489,7 +545,29 @@ func (pw *parquetWriter) writeColumn(cw file.ColumnChunkWriter, arr arrow.Array,
 				k++
 			}
 		}
-		_, err = w.WriteBatch(pw.flba, def, nil)
+		_, err = w.WriteBatch(pw.flba, def, rep)
+	default:
+		return fmt.Errorf("unsupported parquet column writer %T", cw)
+	}
+	return err
+}
+
+// writeLevels writes levels without values (lists all NULL or empty).
+func writeLevels(cw file.ColumnChunkWriter, def, rep []int16) error {
+	var err error
+	switch w := cw.(type) {
+	case *file.Int32ColumnChunkWriter:
+		_, err = w.WriteBatch(nil, def, rep)
+	case *file.Int64ColumnChunkWriter:
+		_, err = w.WriteBatch(nil, def, rep)
+	case *file.Float64ColumnChunkWriter:
+		_, err = w.WriteBatch(nil, def, rep)
+	case *file.BooleanColumnChunkWriter:
+		_, err = w.WriteBatch(nil, def, rep)
+	case *file.ByteArrayColumnChunkWriter:
+		_, err = w.WriteBatch(nil, def, rep)
+	case *file.FixedLenByteArrayColumnChunkWriter:
+		_, err = w.WriteBatch(nil, def, rep)
 	default:
 		return fmt.Errorf("unsupported parquet column writer %T", cw)
 	}
@@ -628,11 +706,12 @@ func fileFromFooter(path string, md *metadata.FileMetaData, cols []Column) (*Fil
 		if idx < 0 {
 			return nil, nferr.Dataf("%s has no column %s", path, c.Name)
 		}
-		if len(sc.Column(idx).ColumnPath()) > 1 || sc.Column(idx).MaxRepetitionLevel() > 0 {
+		var got arrow.DataType
+		if lt, ok := listColumn(sc, idx); ok {
+			got = lt
+		} else if len(sc.Column(idx).ColumnPath()) > 1 || sc.Column(idx).MaxRepetitionLevel() > 0 {
 			return nil, fileColumnUnreadable(path, md, sc.Column(idx).ColumnPath()[0])
-		}
-		got, err := arrowTypeOfColumn(sc.Column(idx), ivs)
-		if err != nil {
+		} else if got, err = arrowTypeOfColumn(sc.Column(idx), ivs); err != nil {
 			return nil, fileColumnUnreadable(path, md, sc.Column(idx).ColumnPath()[0])
 		}
 		if !arrow.TypeEqual(got, want) {
@@ -688,6 +767,12 @@ func statsOf(cc *metadata.ColumnChunkMetaData, c Column, descr *schema.Column) (
 			err = fmt.Errorf("corrupt statistics: %v", r)
 		}
 	}()
+	if descr.MaxRepetitionLevel() > 0 {
+		// A list's leaf statistics are its elements': they say nothing
+		// of its rows (their null count counts empty lists and NULL
+		// elements too).
+		return st, nil
+	}
 	ok, err := cc.StatsSet()
 	if err != nil || !ok {
 		return st, nil
@@ -843,6 +928,8 @@ type colDecoder struct {
 	name     string
 	kind     physKind
 	maxDef   int16
+	maxRep   int16 // a list's element: levels, not rows (listDecoder)
+	rep      []int16
 	unsigned bool
 	r        file.ColumnChunkReader
 	i32r     *file.Int32ColumnChunkReader
@@ -929,14 +1016,20 @@ func newColDecoder(r file.ColumnChunkReader, t arrow.DataType, name string) (*co
 	return d, nil
 }
 
-// read decodes the next n rows into v.
+// read decodes the next n rows into v (of a repeated column, n levels:
+// each slot of v one level, valid where a value is; d.def and d.rep keep
+// the levels).
 func (d *colDecoder) read(v *vector, n int) error {
 	v.kind, v.n = d.kind, n
 	v.dict = nil
-	var def []int16
+	var def, rep []int16
 	if d.maxDef > 0 {
 		d.def = grow(d.def, n)
 		def = d.def
+	}
+	if d.maxRep > 0 {
+		d.rep = grow(d.rep, n)
+		rep = d.rep
 	}
 	var total int64
 	var nv int
@@ -944,14 +1037,14 @@ func (d *colDecoder) read(v *vector, n int) error {
 	switch {
 	case d.i32r != nil && d.kind == kInt32:
 		v.i32 = grow(v.i32, n)
-		total, nv, err = d.i32r.ReadBatch(int64(n), v.i32, def, nil)
+		total, nv, err = d.i32r.ReadBatch(int64(n), v.i32, def, rep)
 		if err == nil && nv < n {
-			spread(v.i32[:n], def[:total], nv)
+			spread(v.i32[:n], def[:total], nv, d.maxDef)
 		}
 	case d.i32r != nil: // INT32 decimal, unsigned or TIME(MILLIS) widened to int64
 		d.s32 = grow(d.s32, n)
 		v.i64 = grow(v.i64, n)
-		total, nv, err = d.i32r.ReadBatch(int64(n), d.s32, def, nil)
+		total, nv, err = d.i32r.ReadBatch(int64(n), d.s32, def, rep)
 		if d.unsigned {
 			for i := 0; i < nv; i++ {
 				v.i64[i] = int64(uint32(d.s32[i]))
@@ -963,66 +1056,66 @@ func (d *colDecoder) read(v *vector, n int) error {
 		}
 		scaleTimestamps(v.i64[:nv], d.tsMul, d.tsDiv) // TIME(MILLIS)
 		if err == nil && nv < n {
-			spread(v.i64[:n], def[:total], nv)
+			spread(v.i64[:n], def[:total], nv, d.maxDef)
 		}
 	case d.i64r != nil && d.kind == kDec128: // UINT_64
 		v.i64 = grow(v.i64, n)
 		v.d128 = grow(v.d128, n)
-		total, nv, err = d.i64r.ReadBatch(int64(n), v.i64, def, nil)
+		total, nv, err = d.i64r.ReadBatch(int64(n), v.i64, def, rep)
 		for i := 0; i < nv; i++ {
 			v.d128[i] = decimal128.FromU64(uint64(v.i64[i]))
 		}
 		if err == nil && nv < n {
-			spread(v.d128[:n], def[:total], nv)
+			spread(v.d128[:n], def[:total], nv, d.maxDef)
 		}
 	case d.i64r != nil:
 		v.i64 = grow(v.i64, n)
-		total, nv, err = d.i64r.ReadBatch(int64(n), v.i64, def, nil)
+		total, nv, err = d.i64r.ReadBatch(int64(n), v.i64, def, rep)
 		scaleTimestamps(v.i64[:nv], d.tsMul, d.tsDiv)
 		if err == nil && nv < n {
-			spread(v.i64[:n], def[:total], nv)
+			spread(v.i64[:n], def[:total], nv, d.maxDef)
 		}
 	case d.i96r != nil:
 		d.s96 = grow(d.s96, n)
 		v.i64 = grow(v.i64, n)
-		total, nv, err = d.i96r.ReadBatch(int64(n), d.s96, def, nil)
+		total, nv, err = d.i96r.ReadBatch(int64(n), d.s96, def, rep)
 		for i := 0; i < nv; i++ {
 			v.i64[i] = int96Micros(d.s96[i])
 		}
 		if err == nil && nv < n {
-			spread(v.i64[:n], def[:total], nv)
+			spread(v.i64[:n], def[:total], nv, d.maxDef)
 		}
 	case d.f64r != nil:
 		v.f64 = grow(v.f64, n)
-		total, nv, err = d.f64r.ReadBatch(int64(n), v.f64, def, nil)
+		total, nv, err = d.f64r.ReadBatch(int64(n), v.f64, def, rep)
 		if err == nil && nv < n {
-			spread(v.f64[:n], def[:total], nv)
+			spread(v.f64[:n], def[:total], nv, d.maxDef)
 		}
 	case d.f32r != nil:
 		d.sf32 = grow(d.sf32, n)
 		v.f64 = grow(v.f64, n)
-		total, nv, err = d.f32r.ReadBatch(int64(n), d.sf32, def, nil)
+		total, nv, err = d.f32r.ReadBatch(int64(n), d.sf32, def, rep)
 		for i := 0; i < nv; i++ {
 			v.f64[i] = float64(d.sf32[i])
 		}
 		if err == nil && nv < n {
-			spread(v.f64[:n], def[:total], nv)
+			spread(v.f64[:n], def[:total], nv, d.maxDef)
 		}
 	case d.br != nil:
 		v.b = grow(v.b, n)
-		total, nv, err = d.br.ReadBatch(int64(n), v.b, def, nil)
+		total, nv, err = d.br.ReadBatch(int64(n), v.b, def, rep)
 		if err == nil && nv < n {
-			spread(v.b[:n], def[:total], nv)
+			spread(v.b[:n], def[:total], nv, d.maxDef)
 		}
 	case d.bar != nil:
 		d.sba = grow(d.sba, n)
-		total, nv, err = d.bar.ReadBatch(int64(n), d.sba, def, nil)
+		total, nv, err = d.bar.ReadBatch(int64(n), d.sba, def, rep)
 		if err == nil {
 			d.fillStrings(v, n, def[:min(int(total), len(def))], nv)
 		}
 	case d.flr != nil:
 		d.sfl = grow(d.sfl, n)
-		total, nv, err = d.flr.ReadBatch(int64(n), d.sfl, def, nil)
+		total, nv, err = d.flr.ReadBatch(int64(n), d.sfl, def, rep)
 		if err == nil {
 			err = d.fillFLBA(v, n, def[:min(int(total), len(def))], nv)
 		}
@@ -1051,12 +1144,13 @@ func (d *colDecoder) read(v *vector, n int) error {
 }
 
 // spread moves nv dense values to their row positions given definition
-// levels (back to front, in place); null slots keep the zero value.
-func spread[T any](vals []T, def []int16, nv int) {
+// levels (those at maxDef hold a value; back to front, in place); null
+// slots keep the zero value.
+func spread[T any](vals []T, def []int16, nv int, maxDef int16) {
 	var zero T
 	j := nv - 1
 	for i := len(def) - 1; i >= 0; i-- {
-		if def[i] > 0 {
+		if def[i] == maxDef {
 			vals[i] = vals[j]
 			j--
 		} else {
@@ -1085,7 +1179,7 @@ func (d *colDecoder) fillStrings(v *vector, n int, def []int16, nv int) {
 	}
 	j := 0
 	for i := 0; i < n; i++ {
-		if i < len(def) && def[i] > 0 {
+		if i < len(def) && def[i] == d.maxDef {
 			v.data = append(v.data, d.sba[j]...)
 			j++
 		}
@@ -1102,7 +1196,7 @@ func (d *colDecoder) fillFLBA(v *vector, n int, def []int16, nv int) error {
 		v.f64 = grow(v.f64, n)
 		j := 0
 		for i := 0; i < n; i++ {
-			if nv != n && !(i < len(def) && def[i] > 0) {
+			if nv != n && !(i < len(def) && def[i] == d.maxDef) {
 				v.f64[i] = 0
 				continue
 			}
@@ -1118,7 +1212,7 @@ func (d *colDecoder) fillFLBA(v *vector, n int, def []int16, nv int) error {
 		v.d128 = grow(v.d128, n)
 		j := 0
 		for i := 0; i < n; i++ {
-			if nv != n && !(i < len(def) && def[i] > 0) {
+			if nv != n && !(i < len(def) && def[i] == d.maxDef) {
 				v.d128[i] = decimal128.Num{}
 				continue
 			}
@@ -1138,7 +1232,7 @@ func (d *colDecoder) fillFLBA(v *vector, n int, def []int16, nv int) error {
 	}
 	j := 0
 	for i := 0; i < n; i++ {
-		present := nv == n || (i < len(def) && def[i] > 0)
+		present := nv == n || (i < len(def) && def[i] == d.maxDef)
 		if !present {
 			if d.kind == kInt64 {
 				v.i64[i] = 0
@@ -1180,7 +1274,7 @@ func (d *colDecoder) fillFLBAStrings(v *vector, n int, def []int16, nv int) {
 	v.offs[0] = 0
 	j := 0
 	for i := 0; i < n; i++ {
-		if nv == n || (i < len(def) && def[i] > 0) {
+		if nv == n || (i < len(def) && def[i] == d.maxDef) {
 			if d.flba == flbaUUID {
 				v.data = appendUUID(v.data, d.sfl[j])
 			} else {

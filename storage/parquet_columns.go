@@ -72,6 +72,10 @@ func footerColumns(path string, md *metadata.FileMetaData) []footerColumn {
 			continue // another leaf of a nested column
 		}
 		seen[name] = true
+		if lt, ok := listColumn(sc, i); ok {
+			out = append(out, footerColumn{name: name, leaf: i, typ: lt, nullable: root.RepetitionType() != parquet.Repetitions.Required})
+			continue
+		}
 		if len(c.ColumnPath()) > 1 || c.MaxRepetitionLevel() > 0 {
 			if arrowSch == nil {
 				arrowSch = nestedArrowSchema(sc, md)
@@ -83,7 +87,7 @@ func footerColumns(path string, md *metadata.FileMetaData) []footerColumn {
 					reason = fmt.Sprintf("it is a nested %s column (%s)", kind, fs[0].Type)
 				}
 			}
-			reason += ", and nicflow reads no nested (LIST, STRUCT or MAP) columns yet"
+			reason += ", and nicflow reads no nested columns but lists of plain values yet (no STRUCT, MAP or list of lists)"
 			out = append(out, footerColumn{name: name, leaf: -1, bad: &Unreadable{Name: name, Kind: kind, Reason: reason, File: path}})
 			continue
 		}
@@ -164,4 +168,68 @@ func ParquetUnreadable(root *FileRoot, path string) ([]Unreadable, error) {
 		return nil, err
 	}
 	return unreadableOfFooter(path, md), nil
+}
+
+// listColumn reports whether leaf i of sc is the element of a top-level
+// LIST column nicflow reads, and its Arrow type (a list of the element's
+// type): the standard three-level form (<rep> group (LIST) { repeated
+// group list { <rep> element; } }) or the legacy two-level one (<rep>
+// group (LIST) { repeated <type> element; }), one leaf of a plain type
+// (no list of lists, structs or intervals).
+func listColumn(sc *schema.Schema, i int) (arrow.DataType, bool) {
+	c := sc.Column(i)
+	root := sc.ColumnRoot(i)
+	if c.MaxRepetitionLevel() != 1 || !isListNode(root) {
+		return nil, false
+	}
+	g, ok := root.(*schema.GroupNode)
+	if !ok || g.NumFields() != 1 || g.RepetitionType() == parquet.Repetitions.Repeated {
+		return nil, false
+	}
+	// The element: the repeated child itself (two levels) or its one
+	// child (three levels).
+	switch rep := g.Field(0).(type) {
+	case *schema.PrimitiveNode:
+		if rep.RepetitionType() != parquet.Repetitions.Repeated || len(c.ColumnPath()) != 2 {
+			return nil, false
+		}
+	case *schema.GroupNode:
+		if rep.RepetitionType() != parquet.Repetitions.Repeated || rep.NumFields() != 1 || len(c.ColumnPath()) != 3 {
+			return nil, false
+		}
+		if _, leaf := rep.Field(0).(*schema.PrimitiveNode); !leaf {
+			return nil, false
+		}
+	default:
+		return nil, false
+	}
+	et, err := leafArrowType(c)
+	if err != nil || et.ID() == arrow.INTERVAL_MONTH_DAY_NANO {
+		return nil, false
+	}
+	return arrow.ListOf(et), true
+}
+
+// isListNode reports a group annotated LIST.
+func isListNode(n schema.Node) bool {
+	if _, ok := n.LogicalType().(schema.ListLogicalType); ok {
+		return true
+	}
+	return n.ConvertedType() == schema.ConvertedTypes.List
+}
+
+// listLevels are the definition levels of the list whose element is leaf
+// c (listColumn): below listDef the list is NULL, at listDef it is empty,
+// from elemDef on a level is an element (NULL below c's maximum).
+func listLevels(c *schema.Column) (listDef, elemDef int16) {
+	elemDef = c.MaxDefinitionLevel()
+	if c.SchemaNode().RepetitionType() != parquet.Repetitions.Repeated {
+		// Three levels: an optional element adds one level below the
+		// repeated group's.
+		if c.SchemaNode().RepetitionType() == parquet.Repetitions.Optional {
+			elemDef--
+		}
+	}
+	// The repeated node adds one level above the list's own.
+	return elemDef - 1, elemDef
 }

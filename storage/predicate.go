@@ -323,6 +323,9 @@ func compilePredicate(p *Predicate, sch *arrow.Schema, colIndex func(string) (in
 		return nil, nferr.Queryf("predicate %s: unknown column %q", p, p.Column)
 	}
 	f := sch.Field(fi)
+	if f.Type.ID() == arrow.LIST {
+		return nil, nferr.Queryf("predicate %s: array column %s cannot be filtered in storage (filter above the scan)", p, f.Name)
+	}
 	vi, ok := colIndex(f.Name)
 	if !ok {
 		return nil, nferr.Internalf("predicate column %s has no scan vector", f.Name)

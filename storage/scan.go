@@ -787,6 +787,17 @@ func (w *worker) begin(t task) (err error) {
 		if err != nil {
 			return nferr.Dataf("data file %s row group %d column %s: %v", w.path, t.rg, name, err)
 		}
+		if s.needT[i].ID() == arrow.LIST {
+			// An array column: decoded whole now, its rows' lists
+			// built per batch.
+			ld, err := newListDecoder(cr, s.needT[i], name, w.rows, cc.NumValues())
+			cr.Close()
+			if err != nil {
+				return nferr.Wrap(nferr.KindData, err, "data file %s row group %d", w.path, t.rg)
+			}
+			w.cols[i] = ld
+			continue
+		}
 		d, err := newColDecoder(cr, s.needT[i], name)
 		if err != nil {
 			cr.Close()

@@ -34,6 +34,7 @@ const (
 	kBool
 	kString
 	kDec128
+	kList // an array column (listDecoder): vector.list
 )
 
 // TypeName is the catalog name of an Arrow type; it fails for types nicflow
@@ -77,17 +78,40 @@ func TypeName(t arrow.DataType) (string, error) {
 			return "", nferr.Queryf("type %s: decimal with precision <= 18 must be decimal64 (decisions D4)", t)
 		}
 		return fmt.Sprintf("decimal(%d,%d)", t.Precision, t.Scale), nil
+	case *arrow.ListType:
+		// An array column: its elements' type name and [] (one
+		// dimension; no arrays of arrays or of intervals).
+		et := t.Elem()
+		if et.ID() == arrow.LIST || et.ID() == arrow.INTERVAL_MONTH_DAY_NANO || t.ElemField().Name == "int2vector" {
+			return "", nferr.Queryf("type %s is not supported by nicflow storage (arrays of int32, int64, float64, bool, utf8, bytea, date32, timestamp, timestamptz, time or decimal are)", t)
+		}
+		en, err := TypeName(et)
+		if err != nil {
+			return "", err
+		}
+		return en + "[]", nil
 	}
-	return "", nferr.Queryf("type %s is not supported by nicflow storage (want int32, int64, float64, bool, utf8, bytea, date32, timestamp, timestamptz, time or decimal)", t)
+	return "", nferr.Queryf("type %s is not supported by nicflow storage (want int32, int64, float64, bool, utf8, bytea, date32, timestamp, timestamptz, time, decimal or an array of one of them)", t)
 }
 
 // ParseType turns a catalog type name into its Arrow type:
 // int32, int64, float64, bool, utf8, bytea, date32, timestamp (microseconds),
 // timestamptz (microseconds, UTC), time (microseconds since midnight), decimal(P,S) (P<=18 is
-// decimal64, 19..38 decimal128). A few SQL spellings are accepted too
+// decimal64, 19..38 decimal128), and T[] for an array of one of them. A few SQL spellings are accepted too
 // (integer, bigint, double, boolean, varchar, text, date).
 func ParseType(s string) (arrow.DataType, error) {
 	t := strings.ToLower(strings.TrimSpace(s))
+	if et, ok := strings.CutSuffix(t, "[]"); ok {
+		e, err := ParseType(et)
+		if err != nil {
+			return nil, err
+		}
+		lt := arrow.ListOf(e)
+		if _, err := TypeName(lt); err != nil {
+			return nil, err
+		}
+		return lt, nil
+	}
 	switch t {
 	case "int32", "int", "integer":
 		return arrow.PrimitiveTypes.Int32, nil
@@ -181,6 +205,8 @@ func kindOf(t arrow.DataType) physKind {
 		return kBool
 	case arrow.STRING, arrow.BINARY:
 		return kString // bytea: the same offsets and bytes
+	case arrow.LIST:
+		return kList
 	default:
 		return kDec128
 	}
@@ -238,6 +264,21 @@ func parquetNode(f arrow.Field) (schema.Node, error) {
 		// milliseconds) loses microseconds and signs: 16 bytes instead,
 		// named in the footer's intervalKey.
 		return schema.NewPrimitiveNode(f.Name, rep, parquet.Types.FixedLenByteArray, -1, 16)
+	case *arrow.ListType:
+		// Parquet's standard three-level LIST: <rep> group name (LIST) {
+		// repeated group list { optional <elem> element; } }.
+		if _, err := TypeName(t); err != nil {
+			return nil, err
+		}
+		elem, err := parquetNode(arrow.Field{Name: "element", Type: t.Elem(), Nullable: true})
+		if err != nil {
+			return nil, err
+		}
+		list, err := schema.NewGroupNode("list", parquet.Repetitions.Repeated, schema.FieldList{elem}, -1)
+		if err != nil {
+			return nil, err
+		}
+		return schema.NewGroupNodeLogical(f.Name, rep, schema.FieldList{list}, schema.ListLogicalType{}, -1)
 	}
 	return nil, nferr.Queryf("column %s: type %s cannot be stored", f.Name, f.Type)
 }
@@ -328,6 +369,12 @@ func arrowTypeOfParquet(c *schema.Column) (arrow.DataType, error) {
 	if c.MaxRepetitionLevel() > 0 || c.MaxDefinitionLevel() > 1 {
 		return nil, fmt.Errorf("column %s is nested or repeated, which nicflow does not read", c.Path())
 	}
+	return leafArrowType(c)
+}
+
+// leafArrowType maps a Parquet leaf's physical and logical types to
+// nicflow's Arrow type, wherever the leaf sits (a list's element too).
+func leafArrowType(c *schema.Column) (arrow.DataType, error) {
 	lt := c.LogicalType()
 	if dec, ok := lt.(schema.DecimalLogicalType); ok {
 		p, s := dec.Precision(), dec.Scale()

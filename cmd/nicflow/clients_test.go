@@ -244,7 +244,7 @@ func TestServePsqlDescribe(t *testing.T) {
 	// its own: the TPC-H tables have none.
 	keys := startPGServerOn(t, t.TempDir(), true)
 	for _, s := range []string{
-		"create table d_parent (id int primary key, code text unique, born date default current_date)",
+		"create table d_parent (id int primary key, code text unique, born date default current_date, tags text[], scores int[] not null default '{}')",
 		"create table d_child (cid bigint primary key, pid int not null references d_parent (id), qty int check (qty > 0), note text)",
 		"create index d_child_qn on d_child (qty, note)",
 		"create view d_v as select cid, qty * 2 as q2 from d_child",

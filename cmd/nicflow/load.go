@@ -33,7 +33,7 @@ Formats (from the extension unless --format is given):
   csv      comma-separated (--delimiter to change), RFC 4180 quotes, --header
   tbl      dbgen output: '|'-separated with a trailing '|'
   parquet  columns are matched by name; types must agree; columns nicflow
-           does not read (nested LIST, STRUCT, MAP) are not loaded, and
+           does not read (STRUCT, MAP, lists of lists) are not loaded, and
            named on stderr
 
 Decimals are parsed exactly (no floating point); dates are YYYY-MM-DD. A bad

@@ -13,9 +13,10 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
-// TestLoadParquetNested: load of a Parquet file with a LIST column beside
-// flat ones creates the table of the flat columns, loads their rows and
-// names the column it does not load.
+// TestLoadParquetNested: load of a Parquet file with a LIST and a STRUCT
+// column beside flat ones creates the table of the flat columns and the
+// list (an array column), loads their rows and names the column it does
+// not load.
 func TestLoadParquetNested(t *testing.T) {
 	alloc := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer alloc.AssertSize(t, 0)
@@ -23,6 +24,7 @@ func TestLoadParquetNested(t *testing.T) {
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
 		{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "st", Type: arrow.StructOf(arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int32, Nullable: true}), Nullable: true},
 	}, nil)
 	b := array.NewRecordBuilder(alloc, sch)
 	defer b.Release()
@@ -32,6 +34,9 @@ func TestLoadParquetNested(t *testing.T) {
 		lb.Append(true)
 		lb.ValueBuilder().(*array.StringBuilder).Append("t")
 		b.Field(2).(*array.StringBuilder).Append("n")
+		sb := b.Field(3).(*array.StructBuilder)
+		sb.Append(true)
+		sb.FieldBuilder(0).(*array.Int32Builder).Append(int32(r))
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
@@ -56,12 +61,16 @@ func TestLoadParquetNested(t *testing.T) {
 		t.Fatalf("load: %v\n%s", err, got)
 	}
 	for _, want := range []string{
-		"created table tagged (id int64, name utf8)",
-		"not loading column tags (LIST) of " + path + ": it is a nested LIST column",
+		"created table tagged (id int64, tags utf8[], name utf8)",
+		"not loading column st (STRUCT) of " + path + ": it is a nested STRUCT column",
 		"loaded 5 rows into main.tagged",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("load output %q lacks %q", got, want)
 		}
+	}
+	got, err = runCLI(t, "sql", "--dir", dir, "-c", "select id, tags from tagged where id = 3")
+	if err != nil || !strings.Contains(got, "3 | {t}") {
+		t.Errorf("the loaded list: %v\n%s", err, got)
 	}
 }

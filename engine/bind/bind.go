@@ -864,6 +864,11 @@ func (b *binder) assignCast(e plan.Expr, t arrow.DataType) (plan.Expr, error) {
 	}
 	src := e.Type()
 	ok := plan.IsNullType(src) || (plan.IsNumeric(src) && plan.IsNumeric(t)) || plan.IsString(src) || plan.IsString(t)
+	if plan.IsArray(src) && plan.IsArray(t) {
+		// An array assigns element by element (ARRAY[1, 2] into bigint[]).
+		_, err := b.assignCast(plan.NullConst(plan.ArrayElemType(src)), plan.ArrayElemType(t))
+		ok = err == nil
+	}
 	if !ok {
 		return nil, fmt.Errorf("no assignment cast")
 	}

@@ -288,7 +288,8 @@ func scanCol(e plan.Expr, cols map[plan.ColumnID]scanColumn) (scanColumn, bool) 
 		return scanColumn{}, false
 	}
 	c, ok := cols[r.ID]
-	return c, ok
+	// NB: storage filters no array column (its predicates test values).
+	return c, ok && c.typ.ID() != arrow.LIST
 }
 
 // colConst matches "column op constant" in either order.

@@ -1,6 +1,7 @@
 package phys
 
 import (
+	"encoding/binary"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -820,13 +821,25 @@ func (a *applyOp) bindingKey(c *exec.Batch, row int, lits map[int]expr.Expr) err
 		}
 		lits[slot] = l
 		if l.Null {
-			a.key = append(a.key, 'N')
+			a.key = append(a.key, 'N', 0)
 		} else {
-			a.key = append(append(a.key, 'V'), l.Value...)
+			a.key = appendLitKey(append(a.key, 'V'), l)
 		}
-		a.key = append(a.key, 0)
 	}
 	return nil
+}
+
+// appendLitKey appends a key of the literal l (LiteralAt's: a value, or an
+// array's text cast to its type) to dst: the literal's text, with its
+// arguments', each ended by 0 and its length.
+func appendLitKey(dst []byte, l expr.Expr) []byte {
+	dst = append(append(dst, l.Kind...), 0)
+	dst = append(dst, l.Value...)
+	dst = binary.AppendUvarint(append(dst, 0), uint64(len(l.Value)))
+	for _, a := range l.Args {
+		dst = appendLitKey(dst, a)
+	}
+	return append(dst, byte(len(l.Args)))
 }
 
 // applyTable joins each row of b with the rows of the subquery for its

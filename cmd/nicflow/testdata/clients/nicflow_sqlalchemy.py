@@ -48,7 +48,18 @@ with e.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
     c.execute(sa.text("create table py_parent (id int primary key, code text unique)"))
     c.execute(sa.text("create table py_child (cid int primary key, pid int references py_parent (id), qty int check (qty > 0), note text)"))
     c.execute(sa.text("create index py_child_qn on py_child (qty, note)"))
+    c.execute(sa.text("drop table if exists py_arr"))
+    c.execute(sa.text("create table py_arr (id int, tags text[], nums bigint[] not null)"))
+    c.execute(sa.text("insert into py_arr values (1, array['a', null, 'b c'], array[1, 2]), (2, null, '{}')"))
 insp = sa.inspect(e)
+# Array columns: the inspector's types, and read back as Python lists.
+def type_name(t):
+    return str(t.item_type) + "[]" if isinstance(t, sa.ARRAY) else str(t)
+check("get_columns(py_arr)", [(c["name"], type_name(c["type"]), c["nullable"]) for c in insp.get_columns("py_arr")],
+      [("id", "INTEGER", True), ("tags", "VARCHAR[]", True), ("nums", "BIGINT[]", False)])
+with e.connect() as c:
+    check("array columns", [tuple(r) for r in c.execute(sa.text("select id, tags, nums from py_arr order by id"))],
+          [(1, ["a", None, "b c"], [1, 2]), (2, None, [])])
 # Keys and indexes (pg_index.indkey, an int2vector, read with unnest,
 # generate_subscripts, indkey::varchar and = ANY; pg_constraint.conkey).
 check("get_pk_constraint", insp.get_pk_constraint("py_child"), {"constrained_columns": ["cid"], "name": "py_child_pkey"})
