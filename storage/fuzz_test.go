@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/nicflow/nicflow/internal/nferr"
@@ -33,6 +35,7 @@ func FuzzParquetReader(f *testing.F) {
 	}
 	f.Add(seed)
 	f.Add(seed[:len(seed)/2])
+	f.Add(listSeed(f, db))
 	f.Add([]byte("PAR1PAR1"))
 	f.Add([]byte{})
 	var n atomic.Int64
@@ -242,4 +245,57 @@ func FuzzKeyFilterPart(f *testing.F) {
 			s.mayHoldInt(p.Lo)
 		}
 	})
+}
+
+// listSeed is a data file with array columns (NULL, empty and filled
+// lists, NULL elements) in row groups of 40, for the list decoder.
+func listSeed(f *testing.F, db *DB) []byte {
+	sch := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "a", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32), Nullable: true},
+		{Name: "s", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
+	}, nil)
+	mustCreate(f, db, "seedlist", sch)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sch)
+	defer b.Release()
+	for r := 0; r < 100; r++ {
+		b.Field(0).(*array.Int64Builder).Append(int64(r))
+		for c := 1; c <= 2; c++ {
+			lb := b.Field(c).(*array.ListBuilder)
+			if r%7 == 3 {
+				lb.AppendNull()
+				continue
+			}
+			lb.Append(true)
+			for k := 0; k < r%4; k++ {
+				switch vb := lb.ValueBuilder().(type) {
+				case *array.Int32Builder:
+					if k == 1 {
+						vb.AppendNull()
+					} else {
+						vb.Append(int32(r + k))
+					}
+				case *array.StringBuilder:
+					vb.Append(fmt.Sprint("v", r, k))
+				}
+			}
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	app, err := db.NewAppender("seedlist", AppendOptions{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := app.Append(rec); err != nil {
+		f.Fatal(err)
+	}
+	if _, err := app.Commit(); err != nil {
+		f.Fatal(err)
+	}
+	seed, err := os.ReadFile(db.Path(mustTable(f, db, "seedlist").Files[0]))
+	if err != nil {
+		f.Fatal(err)
+	}
+	return seed
 }

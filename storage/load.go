@@ -20,10 +20,10 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/nicflow/nicflow/exec/expr"
 	"github.com/nicflow/nicflow/internal/bytea"
 	"github.com/nicflow/nicflow/internal/civil"
 	"github.com/nicflow/nicflow/internal/nferr"
+	"github.com/nicflow/nicflow/internal/pgarray"
 )
 
 // CopyOptions describe an input file for Copy (COPY t FROM 'file').
@@ -376,7 +376,7 @@ func (c *colBuilder) addArray(b []byte, isNull bool) (why string) {
 		c.ends = append(c.ends, int32(len(c.elem.v.valid)))
 		return ""
 	}
-	elems, nulls, ok := expr.ParseArrayText(string(b))
+	elems, nulls, ok := pgarray.Parse(string(b))
 	if !ok {
 		return "not an array (PostgreSQL's text form: {1,2,NULL})"
 	}

@@ -135,10 +135,16 @@ func TestServeJDBC(t *testing.T) {
 		"create table j_parent (id int, k int, code text unique, primary key (k, id))",
 		"create table j_child (cid int primary key, pk int, pid int, qty int, foreign key (pk, pid) references j_parent (k, id))",
 		"create index j_child_q on j_child (qty, cid)",
+		"create table j_arr (id int, tags text[], nums bigint[] not null)",
 	} {
 		if _, err := k.run([]string{s}); err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
+	}
+	// Array columns: pgjdbc names their types after pg_type (_varchar,
+	// _int8), as DBeaver shows them.
+	if r, err := k.run([]string{"!columns j_arr"}); err != nil || fmt.Sprint(r.Rows) != "[[id int4 1] [tags _varchar 1] [nums _int8 0]]" {
+		t.Errorf("getColumns of array columns: %v %v", r.Rows, err)
 	}
 	if r, err := k.run([]string{"!importedkeys j_child"}); err != nil || fmt.Sprint(r.Rows) != "[[j_parent k pk 1 j_child_pk_pid_fkey] [j_parent id pid 2 j_child_pk_pid_fkey]]" {
 		t.Errorf("getImportedKeys: %v %v", r.Rows, err)

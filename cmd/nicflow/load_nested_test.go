@@ -69,7 +69,7 @@ func TestLoadParquetNested(t *testing.T) {
 			t.Errorf("load output %q lacks %q", got, want)
 		}
 	}
-	got, err = runCLI(t, "sql", "--dir", dir, "-c", "select id, tags from tagged where id = 3")
+	got, err = runCLI(t, "sql", "--dir", dir, "select id, tags from tagged where id = 3")
 	if err != nil || !strings.Contains(got, "3 | {t}") {
 		t.Errorf("the loaded list: %v\n%s", err, got)
 	}

@@ -217,6 +217,38 @@ func (b *binder) arrayFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			}
 		}
 		return b.newCall(expr.FnStringToArray, plan.ArrayOf(plan.TypString), args...), nil
+	case "array_append", "array_prepend", "array_cat":
+		// PostgreSQL's: a || x, x || a and a || b, with the element
+		// side an element even when it is an untyped literal.
+		if err := arity(2, 2); err != nil {
+			return nil, err
+		}
+		ai, ei := 0, 1
+		if name == "array_prepend" {
+			ai, ei = 1, 0
+		}
+		if name == "array_cat" {
+			// An untyped literal ('{7,8}') is the other side's array.
+			for i, o := range []int{1, 0} {
+				if c, ok := args[i].(*plan.Const); ok && c.Untyped && plan.IsArray(args[o].Type()) {
+					args[i] = plan.ResolveUntyped(args[i], args[o].Type())
+				}
+			}
+		}
+		if err := arr(ai); err != nil {
+			return nil, err
+		}
+		if name == "array_cat" {
+			if err := arr(ei); err != nil {
+				return nil, err
+			}
+		} else {
+			args[ei] = plan.ResolveUntyped(args[ei], expr.ArrayElem(args[ai].Type()))
+			if plan.IsArray(args[ei].Type()) {
+				return nil, fmt.Errorf("function %s(%s) does not exist: argument %d must be an element", name, typeList(args), ei+1)
+			}
+		}
+		return b.concatArrays(args[0], args[1])
 	case "array_position":
 		if err := arity(2, 2); err != nil {
 			return nil, err
@@ -255,6 +287,16 @@ func (b *binder) arrayConcat(x *sql.BinaryExpr, l, r plan.Expr) (plan.Expr, erro
 	} else if c, ok := l.(*plan.Const); ok && c.Untyped {
 		l = plan.ResolveUntyped(l, r.Type())
 	}
+	e, err := b.concatArrays(l, r)
+	if err != nil {
+		return nil, b.errorf(x, "%v", err)
+	}
+	return e, nil
+}
+
+// concatArrays is l || r with an array on a side (arrayConcat, whose
+// untyped literals are resolved): the common element type's array_cat.
+func (b *binder) concatArrays(l, r plan.Expr) (plan.Expr, error) {
 	elemOf := func(e plan.Expr) arrow.DataType {
 		if plan.IsArray(e.Type()) {
 			return expr.ArrayElem(e.Type())
@@ -263,7 +305,7 @@ func (b *binder) arrayConcat(x *sql.BinaryExpr, l, r plan.Expr) (plan.Expr, erro
 	}
 	et, ok := plan.CommonType(elemOf(l), elemOf(r))
 	if !ok || plan.IsArray(et) {
-		return nil, b.errorf(x, "operator does not exist: %s || %s", plan.TypeString(l.Type()), plan.TypeString(r.Type()))
+		return nil, fmt.Errorf("operator does not exist: %s || %s", plan.TypeString(l.Type()), plan.TypeString(r.Type()))
 	}
 	if plan.IsNullType(et) {
 		et = plan.TypString
@@ -284,10 +326,10 @@ func (b *binder) arrayConcat(x *sql.BinaryExpr, l, r plan.Expr) (plan.Expr, erro
 	}
 	var err error
 	if l, err = side(l); err != nil {
-		return nil, b.errorf(x, "%v", err)
+		return nil, err
 	}
 	if r, err = side(r); err != nil {
-		return nil, b.errorf(x, "%v", err)
+		return nil, err
 	}
 	return b.newCall(expr.FnArrayCat, at, l, r), nil
 }

@@ -2,6 +2,7 @@ package expr
 
 import (
 	"bytes"
+	"github.com/nicflow/nicflow/internal/pgarray"
 	"math"
 	"strings"
 	"time"
@@ -464,76 +465,6 @@ func AppendArrayElem(dst, s []byte) []byte {
 	return append(dst, '"')
 }
 
-// ParseArrayText reads a one-dimensional array in PostgreSQL's text form:
-// {a,b}, {"a b","c\"d"}, NULL (unquoted, any case) for a NULL element,
-// blanks around elements ignored. ok is false for a malformed one.
-func ParseArrayText(s string) (elems []string, nulls []bool, ok bool) {
-	s = strings.TrimSpace(s)
-	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
-		return nil, nil, false
-	}
-	body := s[1 : len(s)-1]
-	if strings.TrimSpace(body) == "" {
-		return nil, nil, true
-	}
-	isBlank := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-	for i := 0; ; {
-		for i < len(body) && isBlank(body[i]) {
-			i++
-		}
-		var b strings.Builder
-		quoted := i < len(body) && body[i] == '"'
-		if quoted {
-			i++
-			for ; i < len(body) && body[i] != '"'; i++ {
-				if body[i] == '\\' && i+1 < len(body) {
-					i++
-				}
-				b.WriteByte(body[i])
-			}
-			if i >= len(body) {
-				return nil, nil, false
-			}
-			i++
-		} else {
-			for ; i < len(body) && body[i] != ','; i++ {
-				switch body[i] {
-				case '{', '}', '"':
-					return nil, nil, false // nested arrays are not supported
-				case '\\':
-					if i+1 < len(body) {
-						i++
-					}
-				}
-				b.WriteByte(body[i])
-			}
-		}
-		v := b.String()
-		if !quoted {
-			v = strings.TrimRight(v, " \t\n\r")
-			if v == "" {
-				return nil, nil, false
-			}
-		}
-		null := !quoted && strings.EqualFold(v, "null")
-		if null {
-			v = ""
-		}
-		elems = append(elems, v)
-		nulls = append(nulls, null)
-		for i < len(body) && isBlank(body[i]) {
-			i++
-		}
-		if i == len(body) {
-			return elems, nulls, true
-		}
-		if body[i] != ',' {
-			return nil, nil, false
-		}
-		i++
-	}
-}
-
 // elemTexts is the text of every element of a child array of type et (as
 // a string vector of child.Len() rows): the cast to text, booleans t/f.
 func elemTexts(child arrow.Array, et arrow.DataType, desc string, loc *time.Location) (*vec, error) {
@@ -623,7 +554,7 @@ func (c *arrayCastNode) eval(b *evalBatch, sel []int32) (*vec, error) {
 				elems = strings.Fields(string(xv.strAt(i)))
 				en = make([]bool, len(elems))
 			} else {
-				elems, en, ok = ParseArrayText(string(xv.strAt(i)))
+				elems, en, ok = pgarray.Parse(string(xv.strAt(i)))
 			}
 			if !ok {
 				return nil, nferr.Dataf("malformed array literal: %q in %s", string(xv.strAt(i)), c.desc)
