@@ -106,7 +106,13 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 		return nil, b.errorf(x, "a row value is supported only in a comparison (=, <>, <, <=, >, >=, IS [NOT] DISTINCT FROM), an IN list or an IN subquery")
 	case *sql.IsDistinct:
 		if isRow(x.L) || isRow(x.R) {
-			e, err := rowDistinct(x)
+			l, r, err := b.rowSubqueries(x.L, x.R, s)
+			if err != nil {
+				return nil, err
+			}
+			y := *x
+			y.L, y.R = l, r
+			e, err := rowDistinct(&y)
 			if err != nil {
 				return nil, b.errorf(x, "%v", err)
 			}
@@ -1124,7 +1130,11 @@ var arithFns = map[string]string{"+": plan.FnAdd, "-": plan.FnSub, "*": plan.FnM
 
 func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 	if _, ok := cmpFns[x.Op]; ok && (isRow(x.L) || isRow(x.R)) {
-		e, err := rowCompare(x.Op, x.L, x.R)
+		l, r, err := b.rowSubqueries(x.L, x.R, s)
+		if err != nil {
+			return nil, err
+		}
+		e, err := rowCompare(x.Op, l, r)
 		if err != nil {
 			return nil, b.errorf(x, "%v", err)
 		}
@@ -2990,7 +3000,7 @@ func rowPair(l, r sql.Expr) (*sql.RowExpr, *sql.RowExpr, error) {
 	rr, rok := r.(*sql.RowExpr)
 	switch {
 	case !lok || !rok:
-		return nil, nil, fmt.Errorf("a row can be compared only with another row constructor (a row subquery is not supported)")
+		return nil, nil, fmt.Errorf("a row can be compared only with another row constructor or a subquery")
 	case len(lr.Elems) != len(rr.Elems):
 		return nil, nil, fmt.Errorf("unequal number of entries in row expressions: %d and %d", len(lr.Elems), len(rr.Elems))
 	case len(lr.Elems) == 0:

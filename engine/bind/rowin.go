@@ -120,3 +120,53 @@ func (b *binder) rowInSubquery(x *sql.InSubquery, r *sql.RowExpr, s *scope) (sql
 	}
 	return e, nil
 }
+
+// rowSubqueries turns a subquery compared with a row ((a, b) = (SELECT x,
+// y ...)) into the row of its columns, each a scalar subquery over the
+// query as a derived table: (SELECT r.c1 FROM (q) r(c1, c2)), ... Each
+// keeps a scalar subquery's rules (NULL for no row, an error for more than
+// one), so the row comparison rewrite applies as to two row constructors.
+func (b *binder) rowSubqueries(l, r sql.Expr, s *scope) (sql.Expr, sql.Expr, error) {
+	expand := func(e, other sql.Expr) (sql.Expr, error) {
+		sub, ok := e.(*sql.Subquery)
+		row, isRow := other.(*sql.RowExpr)
+		if !ok || !isRow {
+			return e, nil
+		}
+		n := len(row.Elems)
+		lp, err := b.subquery(sub.Query, s, -1, "a row comparison")
+		if err != nil {
+			return nil, err
+		}
+		switch got := len(lp.Columns()); {
+		case got > n:
+			return nil, b.errorf(sub, "subquery has too many columns (%d for a row of %d)", got, n)
+		case got < n:
+			return nil, b.errorf(sub, "subquery has too few columns (%d for a row of %d)", got, n)
+		}
+		at := sub.Pos
+		b.nextRowIn++
+		alias := fmt.Sprintf("row_sub_%d", b.nextRowIn)
+		cols := make([]sql.Ident, n)
+		for i := range cols {
+			cols[i] = sql.Ident{Pos: at, Name: fmt.Sprintf("%s_c%d", alias, i+1)}
+		}
+		out := &sql.RowExpr{Pos: at}
+		for i := range cols {
+			from := &sql.DerivedTable{Pos: at, Query: sub.Query, Alias: &sql.TableAlias{Pos: at, Name: sql.Ident{Pos: at, Name: alias}, Columns: cols}}
+			item := &sql.ColumnRef{Pos: at, Parts: []sql.Ident{{Pos: at, Name: alias}, cols[i]}}
+			sel := &sql.Select{Pos: at, Items: []*sql.SelectItem{{Pos: at, Expr: item}}, From: []sql.TableExpr{from}}
+			out.Elems = append(out.Elems, &sql.Subquery{Pos: at, Query: &sql.Query{Pos: at, Body: sel}})
+		}
+		return out, nil
+	}
+	l2, err := expand(l, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	r2, err := expand(r, l)
+	if err != nil {
+		return nil, nil, err
+	}
+	return l2, r2, nil
+}

@@ -801,6 +801,10 @@ func (d *distPlanner) walkNode(n *phys.PhysNode) (frag, error) {
 		}
 		out.keyed = shiftKeyed(in.keyed, col)
 		out.cands, out.ranged = in.mapRange(col)
+	case phys.PhysHashAgg:
+		// Rows keyed on group columns stay so: their groups' rows are
+		// in one task.
+		out.keyed = aggKeyed(n.Agg, in.keyed)
 	}
 	return out, nil
 }
@@ -974,7 +978,7 @@ func (d *distPlanner) splitRepartitionedAgg(n *phys.PhysNode) (frag, bool, error
 		// Every group is whole in one task already (its rows were
 		// repartitioned on some of its columns): one phase, the exchange
 		// between the task's streams local.
-		return frag{n: with(n, x.Exchange.Outputs, with(x, x.Exchange.Outputs, in.n)), wide: true}, true, nil
+		return frag{n: with(n, x.Exchange.Outputs, with(x, x.Exchange.Outputs, in.n)), wide: true, keyed: aggKeyed(n.Agg, in.keyed)}, true, nil
 	}
 	for i, g := range n.Agg.GroupCols {
 		rp := d.rangeFor(in, g)
@@ -1003,7 +1007,7 @@ func (d *distPlanner) splitRepartitionedAgg(n *phys.PhysNode) (frag, bool, error
 		// Nearly one group per row in each task: a partial pass would
 		// cost a hash table and send as many rows; repartition the rows.
 		r := d.repartition(in, x.Exchange.Keys)
-		return frag{n: with(n, r.n.Streams, r.n), wide: true}, true, nil
+		return frag{n: with(n, r.n.Streams, r.n), wide: true, keyed: aggKeyed(n.Agg, r.keyed)}, true, nil
 	}
 	partial, final, err := exec.SplitAgg(*n.Agg)
 	if err != nil {
@@ -1022,6 +1026,13 @@ func (d *distPlanner) splitRepartitionedAgg(n *phys.PhysNode) (frag, bool, error
 	r := d.repartition(frag{n: pn, wide: true}, keys)
 	fn := &phys.PhysNode{ID: n.ID, Kind: phys.PhysHashAgg, Streams: r.n.Streams, Agg: &final, Columns: n.Columns, EstRows: n.EstRows, Inputs: []*phys.PhysNode{r.n}}
 	return frag{n: fn, wide: true}, true, nil
+}
+
+// aggKeyed maps the keyed column sets of an aggregate's input to its
+// output, where group column i is column i (sets with another column
+// drop).
+func aggKeyed(a *exec.HashAggSpec, keyed [][]int) [][]int {
+	return shiftKeyed(keyed, func(c int) int { return slices.Index(a.GroupCols, c) })
 }
 
 // partialUseless: the partial phase of aggregate n would hardly reduce
