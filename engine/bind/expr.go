@@ -1441,6 +1441,12 @@ func typeList(es []plan.Expr) string {
 
 // funcCall binds aggregates, window functions and scalar functions.
 func (b *binder) funcCall(x *sql.FuncCall, s *scope, ctx *exprCtx) (plan.Expr, error) {
+	if e, ok, err := b.jsonCall(x, s); ok || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return b.expr(e, s, ctx)
+	}
 	name := x.Name.Name
 	if len(x.WithinGroup) > 0 && (x.Over != nil || !isQuantileName(name) && name != "mode") {
 		return nil, b.errorf(x.WithinGroup[0], "WITHIN GROUP is only valid for percentile_cont, percentile_disc and mode")
@@ -2632,6 +2638,25 @@ func (b *binder) scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			return nil, err
 		}
 		return b.toJSON(args[0]), nil
+	case "json_typeof", "jsonb_typeof":
+		if err := arity(1, 1); err != nil {
+			return nil, err
+		}
+		j := plan.ResolveUntyped(args[0], plan.TypString)
+		if t := j.Type(); !plan.IsString(t) && !plan.IsNullType(t) {
+			return nil, fmt.Errorf("function %s(%s) does not exist: its argument must be json", name, plan.TypeString(t))
+		}
+		return b.newCall(expr.FnJSONTypeof, plan.TypString, j), nil
+	case "json_array_length", "jsonb_array_length":
+		if err := arity(1, 1); err != nil {
+			return nil, err
+		}
+		j := plan.ResolveUntyped(args[0], plan.TypString)
+		if t := j.Type(); !plan.IsString(t) && !plan.IsNullType(t) {
+			return nil, fmt.Errorf("function %s(%s) does not exist: its argument must be json", name, plan.TypeString(t))
+		}
+		items := b.newCall(expr.FnJSONElems, plan.ArrayOf(plan.TypString), j, &plan.Const{Typ: plan.TypString, Val: name})
+		return b.newCall(expr.FnCardinality, plan.TypInt32, items), nil
 	case "json_build_object", "jsonb_build_object":
 		// JSON as text (nicflow has no json type), spaced as PostgreSQL's
 		// json_build_object prints it: {"a" : 1, "b" : null}.
@@ -2925,6 +2950,9 @@ func (b *binder) formatCall(x *sql.FuncCall, args []plan.Expr) (sql.Expr, error)
 func (b *binder) toJSON(a plan.Expr) plan.Expr {
 	a = plan.ResolveUntyped(a, plan.TypString)
 	t := a.Type()
+	if plan.IsArray(t) && !expr.IsInt2Vector(t) {
+		return b.newCall(expr.FnJSONOfArray, plan.TypString, a)
+	}
 	if plan.IsString(t) {
 		return b.newCall(expr.FnToJSON, plan.TypString, a)
 	}

@@ -676,7 +676,7 @@ func (b *binder) hasAggregate(items []*sql.SelectItem, order []*sql.OrderItem) b
 func isAggregateName(n string) bool {
 	switch n {
 	case "count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every", "string_agg", "array_agg",
-		"median", "quantile_cont", "quantile", "percentile_cont", "percentile_disc", "mode", "approx_count_distinct":
+		"median", "quantile_cont", "quantile", "percentile_cont", "percentile_disc", "mode", "approx_count_distinct", "json_agg", "jsonb_agg", "json_object_agg":
 		return true
 	}
 	_, ok := varianceNames[n]

@@ -2,6 +2,7 @@ package expr
 
 import (
 	"bytes"
+	"encoding/json"
 	"github.com/nicflow/nicflow/internal/pgarray"
 	"math"
 	"strings"
@@ -65,6 +66,8 @@ const (
 	FnArrayCmp      = "array_cmp"       // a op b over arrays [3]: Args[0] the operator's Fn; element by element
 	FnArrayCat      = "array_cat"       // a || b over arrays [2]: a's elements then b's; a NULL array adds none, both NULL give NULL
 	FnIntSeries     = "int_series"      // int_series(start, stop [, step]) bigint[] [2-3]: generate_series's values as an array (NULL for a NULL argument)
+	FnJSONOfArray   = "json_of_array"   // json_of_array(a) [1]: to_json of an array, [1,2] or ["a",null]
+	FnJSONTypeof    = "json_typeof"     // json_typeof(j) [1]: object, array, string, number, boolean or null
 )
 
 // maxSeriesArray bounds the values of one row's int_series.
@@ -866,6 +869,50 @@ func (c *compiler) compileArray(e *Expr, args []node, desc string) (node, error)
 				return nil
 			}
 			r.out.addI32(en - s)
+			return nil
+		}
+		return r, nil
+	case FnJSONTypeof:
+		if err := arity(e, 1, 1); err != nil {
+			return nil, err
+		}
+		if err := text(0); err != nil {
+			return nil, err
+		}
+		r.t = arrow.BinaryTypes.String
+		r.fn = func(r *rowNode, i int32) error {
+			v := bytes.TrimSpace(r.ins[0].strAt(i))
+			if !json.Valid(v) {
+				return badJSON("json_typeof")
+			}
+			r.out.addStr([]byte(jsonTypeName(v)))
+			return nil
+		}
+		return r, nil
+	case FnJSONOfArray:
+		if err := arity(e, 1, 1); err != nil {
+			return nil, err
+		}
+		if err := arr(0); err != nil {
+			return nil, err
+		}
+		r.t = arrow.BinaryTypes.String
+		et := ArrayElem(args[0].dt())
+		var texts *vec
+		var of *array.List
+		var buf []byte
+		r.fn = func(r *rowNode, i int32) error {
+			lv := r.views[0]
+			if of != lv.l {
+				var err error
+				if texts, err = elemTexts(lv.l.ListValues(), et, r.desc, r.loc); err != nil {
+					return err
+				}
+				of = lv.l
+			}
+			s, en := lv.rng(i)
+			buf = appendJSONArray(buf[:0], et, texts, s, en)
+			r.out.addStr(buf)
 			return nil
 		}
 		return r, nil

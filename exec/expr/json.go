@@ -295,6 +295,9 @@ func addJSONText(r *rowNode, v []byte, asText bool) {
 
 func jsonElems(r *rowNode, v []byte, asText bool, fname string) error {
 	if v[0] != '[' {
+		if strings.HasSuffix(fname, "_array_length") {
+			return nferr.Dataf("cannot get array length of a non-array")
+		}
 		return nferr.Dataf("cannot extract elements from %s (in %s)", jsonKind(v), fname)
 	}
 	var a []json.RawMessage
@@ -337,4 +340,83 @@ func jsonMembers(r *rowNode, v []byte, fn, fname string) error {
 		}
 	}
 	return nil
+}
+
+// appendJSONArray appends to_json of the array whose elements (of type et)
+// are texts[s:e] as PostgreSQL writes it: [1,2], ["a",null], [true],
+// timestamps as "2024-01-02T03:04:05".
+func appendJSONArray(dst []byte, et arrow.DataType, texts *vec, s, e int32) []byte {
+	dst = append(dst, '[')
+	for j := s; j < e; j++ {
+		if j > s {
+			dst = append(dst, ',')
+		}
+		if texts.isNull(j) {
+			dst = append(dst, "null"...)
+			continue
+		}
+		t := texts.strAt(j)
+		switch {
+		case IsNumeric(et):
+			dst = append(dst, t...)
+		case et.ID() == arrow.BOOL:
+			if len(t) > 0 && t[0] == 't' {
+				dst = append(dst, "true"...)
+			} else {
+				dst = append(dst, "false"...)
+			}
+		default:
+			if et.ID() == arrow.TIMESTAMP {
+				t = bytes.Replace(t, []byte(" "), []byte("T"), 1)
+			}
+			dst = appendJSONString(dst, t)
+		}
+	}
+	return append(dst, ']')
+}
+
+// appendJSONString appends s as a JSON string, escaped as PostgreSQL's
+// to_json(text) escapes it.
+func appendJSONString(dst, s []byte) []byte {
+	dst = append(dst, '"')
+	for _, c := range s {
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			if c < 0x20 {
+				dst = append(dst, '\\', 'u', '0', '0', "0123456789abcdef"[c>>4], "0123456789abcdef"[c&15])
+				continue
+			}
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, '"')
+}
+
+// jsonTypeName is json_typeof of the valid JSON value v.
+func jsonTypeName(v []byte) string {
+	switch v[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
 }

@@ -132,30 +132,7 @@ func toJSONKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
 	w := newStrWriter(out, n)
 	each(sel, n, func(i int32) {
 		w.at(i)
-		out.str = append(out.str, '"')
-		for _, c := range in[0].strAt(i) {
-			switch c {
-			case '"', '\\':
-				out.str = append(out.str, '\\', c)
-			case '\b':
-				out.str = append(out.str, '\\', 'b')
-			case '\f':
-				out.str = append(out.str, '\\', 'f')
-			case '\n':
-				out.str = append(out.str, '\\', 'n')
-			case '\r':
-				out.str = append(out.str, '\\', 'r')
-			case '\t':
-				out.str = append(out.str, '\\', 't')
-			default:
-				if c < 0x20 {
-					out.str = append(out.str, '\\', 'u', '0', '0', "0123456789abcdef"[c>>4], "0123456789abcdef"[c&15])
-					continue
-				}
-				out.str = append(out.str, c)
-			}
-		}
-		out.str = append(out.str, '"')
+		out.str = appendJSONString(out.str, in[0].strAt(i))
 	})
 	w.finish(n)
 	return nil
