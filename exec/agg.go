@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/nicflow/nicflow/exec/expr"
 	"github.com/nicflow/nicflow/internal/nferr"
 )
 
@@ -290,7 +291,11 @@ func (a *HashAgg) Open(env *Env) error {
 		}
 		a.fns[i] = fn
 		if ag.Distinct {
-			c, _ := classify(a.argDT[i])
+			c, ok := classify(a.argDT[i])
+			if !ok {
+				// NB: an unclassified key would hash every value alike.
+				return nferr.Queryf("%s: %s(DISTINCT %s) is not supported", a.op, ag.Func, expr.TypeName(a.argDT[i]))
+			}
 			acct := a.acct
 			if env.Spill != nil && a.table != nil {
 				// NB: a spilling aggregate keeps the groups it has in

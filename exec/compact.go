@@ -111,7 +111,7 @@ func classifyCol(s *arrow.Schema, i int, op, role string) (colInfo, error) {
 		}
 	}
 	if !ok && expr.IsArray(s.Field(i).Type) {
-		return c, nferr.Queryf("%s: %s column %d (%s) is an array (%s): arrays are not supported as keys (join, sort, grouping, DISTINCT) yet", op, role, i, s.Field(i).Name, expr.TypeName(s.Field(i).Type))
+		return c, nferr.Queryf("%s: %s column %d (%s) is an array (%s): arrays are not ordered yet (ORDER BY or a window over an array; GROUP BY, DISTINCT and joins take them)", op, role, i, s.Field(i).Name, expr.TypeName(s.Field(i).Type))
 	}
 	if !ok {
 		return c, nferr.Queryf("%s: %s column %d (%s) has unsupported type %s", op, role, i, s.Field(i).Name, s.Field(i).Type)

@@ -1344,7 +1344,8 @@ func addDistinctFromDictionariesIn(root *FileRoot, path string, md *metadata.Fil
 		rg := rdr.RowGroup(r)
 		for c, pc := range f.ColumnIndex {
 			cc, err := rg.MetaData().ColumnChunk(pc)
-			if err != nil || !cc.HasDictionaryPage() || !allDictEncoded(cc) {
+			if err != nil || !cc.HasDictionaryPage() || !allDictEncoded(cc) || md.Schema.Column(pc).MaxRepetitionLevel() > 0 {
+				// NB: a list's dictionary holds its elements, not its rows.
 				continue
 			}
 			pr, err := rg.GetColumnPageReader(pc)

@@ -17,7 +17,12 @@ func (pl *physPlanner) aggregate(n *plan.AggregateNode) (*pnode, error) {
 	for _, a := range n.Aggs {
 		if a.Arg != nil {
 			inNeed.AddAll(plan.ColsOf(a.Arg))
-			exprs = append(exprs, a.Arg)
+			arg := a.Arg
+			if a.Distinct && a.Fn == plan.AggCount && plan.IsArray(arg.Type()) {
+				// count(DISTINCT array): the distinct texts (arraykeys.go).
+				arg = &plan.CastExpr{X: arg, Typ: plan.TypString}
+			}
+			exprs = append(exprs, arg)
 		}
 		if a.Filter != nil {
 			inNeed.AddAll(plan.ColsOf(a.Filter))
@@ -28,6 +33,8 @@ func (pl *physPlanner) aggregate(n *plan.AggregateNode) (*pnode, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Array group keys are grouped on their text (arraykeys.go).
+	arrayGroups := textOfArrays(exprs[:len(n.Groups)])
 	in, pos, err := pl.ensure(in, exprs)
 	if err != nil {
 		return nil, err
@@ -101,6 +108,11 @@ func (pl *physPlanner) aggregate(n *plan.AggregateNode) (*pnode, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if arrayGroups {
+		if out, err = pl.arraysFromText(out, n.Columns()); err != nil {
+			return nil, err
+		}
 	}
 	return pl.castTo(out, n.Columns())
 }

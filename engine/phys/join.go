@@ -64,6 +64,7 @@ func (pl *physPlanner) join(n *plan.JoinNode, need plan.ColSet) (*pnode, error) 
 		}
 		equi, cond = equi[:1], plan.AndOf(extra)
 	}
+	equi = textOfArrayKeys(equi)
 	if n.Kind == plan.JoinSingle {
 		return pl.singleJoin(n, left, right, equi, cond, est)
 	}

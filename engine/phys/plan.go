@@ -267,6 +267,9 @@ func (pl *physPlanner) plan(p plan.Plan, need plan.ColSet) (*pnode, error) {
 		if in, err = pl.exact(in, n.Input.Columns()); err != nil {
 			return nil, err
 		}
+		if out, ok, err := pl.distinctOverArrays(in, n.Input.Columns(), pl.est.Rows(n)); ok || err != nil {
+			return out, err
+		}
 		return pl.distinct(in, pl.est.Rows(n))
 	case *plan.SetOpNode:
 		return pl.setOp(n)

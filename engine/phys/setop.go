@@ -5,6 +5,7 @@ import (
 	"github.com/nicflow/nicflow/engine/plan"
 	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/internal/nferr"
+	"slices"
 )
 
 // planExact plans p with exactly its columns, in order.
@@ -17,6 +18,19 @@ func (pl *physPlanner) planExact(p plan.Plan) (*pnode, error) {
 }
 
 func (pl *physPlanner) setOp(n *plan.SetOpNode) (*pnode, error) {
+	if n.Kind == plan.SetUnion && n.All || !slices.ContainsFunc(n.Cols, func(c plan.Column) bool { return plan.IsArray(c.Type) }) {
+		return pl.setOpOf(n, false)
+	}
+	// Rows holding arrays are compared on the arrays' text (arraykeys.go).
+	out, err := pl.setOpOf(n, true)
+	if err != nil {
+		return nil, err
+	}
+	return pl.arraysFromText(out, n.Cols)
+}
+
+// setOpOf plans n, its sides' arrays as text when arraysAsText.
+func (pl *physPlanner) setOpOf(n *plan.SetOpNode, arraysAsText bool) (*pnode, error) {
 	side := func(p plan.Plan) (*pnode, error) {
 		in, err := pl.planExact(p)
 		if err != nil {
@@ -31,7 +45,18 @@ func (pl *physPlanner) setOp(n *plan.SetOpNode) (*pnode, error) {
 				cols[i].Type = plan.TypString
 			}
 		}
-		return pl.castTo(in, cols)
+		if in, err = pl.castTo(in, cols); err != nil || !arraysAsText {
+			return in, err
+		}
+		exprs := make([]plan.Expr, len(cols))
+		for i, c := range cols {
+			exprs[i] = plan.NewColRef(c)
+			if plan.IsArray(c.Type) {
+				cols[i].Type = plan.TypString
+			}
+		}
+		textOfArrays(exprs)
+		return pl.projectExprs(in, exprs, cols, in.n.EstRows)
 	}
 	left, err := side(n.Left)
 	if err != nil {
