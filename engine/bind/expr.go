@@ -29,6 +29,9 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 		}
 		c, err := b.resolve(s, x)
 		if err != nil {
+			if cols, _ := b.rowColumns(x, s); cols != nil {
+				return b.recordText(cols, s, ctx) // a whole row, as a record
+			}
 			return nil, err
 		}
 		return plan.NewColRef(c), nil
@@ -78,6 +81,15 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 	case *sql.BinaryExpr:
 		return b.binary(x, s, ctx)
 	case *sql.IsExpr:
+		if r, ok := x.X.(*sql.RowExpr); ok && (x.What == sql.IsNull || x.What == sql.IsUnknown) {
+			// A row IS NULL when every field is, IS NOT NULL when none
+			// is (SQL's rule, PostgreSQL's).
+			parts := make([]sql.Expr, len(r.Elems))
+			for i, e := range r.Elems {
+				parts[i] = &sql.IsExpr{Pos: x.Pos, X: e, What: sql.IsNull, Not: x.Not}
+			}
+			return b.expr(foldBinary(x.Pos, "AND", parts), s, ctx)
+		}
 		arg, err := b.expr(x.X, s, ctx)
 		if err != nil {
 			return nil, err
@@ -103,7 +115,7 @@ func (b *binder) expr(e sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
 		}
 		return b.newCall(fn, plan.TypBool, arg, plan.BoolConst(x.What == sql.IsTrue)), nil
 	case *sql.RowExpr:
-		return nil, b.errorf(x, "a row value is supported only in a comparison (=, <>, <, <=, >, >=, IS [NOT] DISTINCT FROM), an IN list or an IN subquery")
+		return b.recordText(x.Elems, s, ctx)
 	case *sql.IsDistinct:
 		if isRow(x.L) || isRow(x.R) {
 			l, r, err := b.rowSubqueries(x.L, x.R, s)

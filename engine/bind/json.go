@@ -87,12 +87,38 @@ func (b *binder) jsonCall(x *sql.FuncCall, s *scope) (sql.Expr, bool, error) {
 }
 
 // wholeRow is the JSON object of the row of FROM item e names (a table or
-// alias with no column of that name in scope), or nil when e is no such
-// name: '{"c1":' || coalesce(to_json(t.c1), 'null') || ',"c2":' ... || '}'.
+// alias with no column of that name in scope: rowColumns), or nil when e
+// is no such name: '{"c1":' || coalesce(to_json(t.c1), 'null') || ',"c2":'
+// ... || '}'.
 func (b *binder) wholeRow(e sql.Expr, s *scope) sql.Expr {
+	cols, names := b.rowColumns(e, s)
+	if cols == nil {
+		return nil
+	}
+	at := e.(*sql.ColumnRef).Pos
+	lit := func(v string) sql.Expr { return &sql.Literal{Pos: at, Kind: sql.LitString, Text: v} }
+	var out sql.Expr = lit("{")
+	for i, col := range cols {
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		key := lit(sep + jsonQuote(names[i]) + ":")
+		v := &sql.FuncCall{Pos: at, Name: sql.Ident{Pos: at, Name: "coalesce"}, Args: []sql.Expr{
+			&sql.FuncCall{Pos: at, Name: sql.Ident{Pos: at, Name: "to_json"}, Args: []sql.Expr{col}}, lit("null")}}
+		out = &sql.BinaryExpr{Pos: at, Op: "||", L: &sql.BinaryExpr{Pos: at, Op: "||", L: out, R: key}, R: v}
+	}
+	return &sql.BinaryExpr{Pos: at, Op: "||", L: out, R: lit("}")}
+}
+
+// rowColumns lists the columns (as references, and their names) of the
+// FROM item a bare name e refers to as a whole row: a table or alias in
+// scope when no column of scope has that name (a column wins, as in
+// PostgreSQL); nil when e is no such name.
+func (b *binder) rowColumns(e sql.Expr, s *scope) ([]sql.Expr, []string) {
 	ref, ok := e.(*sql.ColumnRef)
 	if !ok || len(ref.Parts) != 1 {
-		return nil
+		return nil, nil
 	}
 	name := ref.Parts[0].Name
 	var item *scopeItem
@@ -100,7 +126,7 @@ func (b *binder) wholeRow(e sql.Expr, s *scope) sql.Expr {
 		for _, it := range sc.items {
 			for _, c := range it.cols {
 				if strings.EqualFold(c.Name, name) {
-					return nil // a column of that name wins, as in PostgreSQL
+					return nil, nil
 				}
 			}
 			if it.name == name && item == nil {
@@ -109,28 +135,19 @@ func (b *binder) wholeRow(e sql.Expr, s *scope) sql.Expr {
 		}
 	}
 	if item == nil || len(item.unreadable) > 0 {
-		return nil
+		return nil, nil
 	}
 	at := ref.Pos
-	lit := func(v string) sql.Expr { return &sql.Literal{Pos: at, Kind: sql.LitString, Text: v} }
-	var out sql.Expr = lit("{")
-	first := true
+	var cols []sql.Expr
+	var names []string
 	for i, c := range item.cols {
 		if item.hidden != nil && item.hidden[i] {
 			continue
 		}
-		sep := ","
-		if first {
-			sep = ""
-		}
-		first = false
-		key := lit(sep + jsonQuote(c.Name) + ":")
-		col := &sql.ColumnRef{Pos: at, Parts: []sql.Ident{{Pos: at, Name: name}, {Pos: at, Name: c.Name, Quoted: true}}}
-		v := &sql.FuncCall{Pos: at, Name: sql.Ident{Pos: at, Name: "coalesce"}, Args: []sql.Expr{
-			&sql.FuncCall{Pos: at, Name: sql.Ident{Pos: at, Name: "to_json"}, Args: []sql.Expr{col}}, lit("null")}}
-		out = &sql.BinaryExpr{Pos: at, Op: "||", L: &sql.BinaryExpr{Pos: at, Op: "||", L: out, R: key}, R: v}
+		cols = append(cols, &sql.ColumnRef{Pos: at, Parts: []sql.Ident{{Pos: at, Name: name}, {Pos: at, Name: c.Name, Quoted: true}}})
+		names = append(names, c.Name)
 	}
-	return &sql.BinaryExpr{Pos: at, Op: "||", L: out, R: lit("}")}
+	return cols, names
 }
 
 // jsonQuote is s as a JSON string.

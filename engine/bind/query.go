@@ -172,6 +172,11 @@ func refText(ref *sql.ColumnRef) string {
 // query binds a full query (WITH, body, ORDER BY, LIMIT) in the scope
 // outer (nil at top level) and returns its plan and column names.
 func (b *binder) query(q *sql.Query, outer *scope) (plan.Plan, []string, error) {
+	if flat := flattenRowOrder(q.OrderBy); flat != nil {
+		c := *q
+		c.OrderBy = flat
+		q = &c
+	}
 	s := &scope{parent: outer}
 	if len(q.With) > 0 {
 		s.ctes = map[string]*cteBinding{}

@@ -2,8 +2,11 @@ package bind
 
 import (
 	"fmt"
+	"slices"
 
+	"github.com/nicflow/nicflow/engine/plan"
 	"github.com/nicflow/nicflow/engine/sql"
+	"github.com/nicflow/nicflow/exec/expr"
 )
 
 // Row IN subqueries, (a, b) [NOT] IN (SELECT x, y ...) (and = ANY, <>
@@ -169,4 +172,62 @@ func (b *binder) rowSubqueries(l, r sql.Expr, s *scope) (sql.Expr, sql.Expr, err
 		return nil, nil, err
 	}
 	return l2, r2, nil
+}
+
+// recordText is a row value as output, ROW(a, b) or a whole-row reference
+// t: PostgreSQL's record text, (1,"a b",) (fields as their types print
+// them, booleans t and f, NULL as nothing, quoted as record_out quotes
+// them). nicflow has no record type: the value is text, so it prints as
+// PostgreSQL prints the record; a comparison of rows is rewritten pair by
+// pair before it gets here (rowCompare), and ORDER BY (a, b) sorts by a,
+// then b (flattenRowOrder).
+func (b *binder) recordText(elems []sql.Expr, s *scope, ctx *exprCtx) (plan.Expr, error) {
+	str := func(v string) plan.Expr { return &plan.Const{Typ: plan.TypString, Val: v} }
+	cat := func(l, r plan.Expr) plan.Expr { return b.newCall(plan.FnConcat, plan.TypString, l, r) }
+	out := str("(")
+	for i, e := range elems {
+		v, err := b.expr(e, s, ctx)
+		if err != nil {
+			return nil, err
+		}
+		v = plan.ResolveUntyped(v, plan.TypString)
+		var text plan.Expr
+		switch t := v.Type(); {
+		case plan.IsNullType(t):
+			text = plan.NullConst(plan.TypString)
+		case plan.IsString(t):
+			text = v
+		case plan.IsBool(t):
+			text = &plan.CaseExpr{Whens: []plan.Expr{v, b.newCall(plan.FnNot, plan.TypBool, v)}, Thens: []plan.Expr{str("t"), str("f")}, Else: plan.NullConst(plan.TypString), Typ: plan.TypString}
+		default:
+			text = &plan.CastExpr{Zone: b.zone, X: v, Typ: plan.TypString}
+		}
+		if i > 0 {
+			out = cat(out, str(","))
+		}
+		out = cat(out, b.newCall(plan.FnCoalesce, plan.TypString, b.newCall(expr.FnRecordElem, plan.TypString, text), str("")))
+	}
+	return cat(out, str(")")), nil
+}
+
+// flattenRowOrder is order with each row item ORDER BY (a, b) as its
+// fields' items (nil: none was a row).
+func flattenRowOrder(order []*sql.OrderItem) []*sql.OrderItem {
+	if !slices.ContainsFunc(order, func(o *sql.OrderItem) bool { return isRow(o.Expr) }) {
+		return nil
+	}
+	var out []*sql.OrderItem
+	for _, o := range order {
+		r, ok := o.Expr.(*sql.RowExpr)
+		if !ok {
+			out = append(out, o)
+			continue
+		}
+		for _, e := range r.Elems {
+			c := *o
+			c.Expr = e
+			out = append(out, &c)
+		}
+	}
+	return out
 }

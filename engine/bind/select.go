@@ -448,6 +448,8 @@ func itemName(it *sql.SelectItem, e plan.Expr) string {
 		return "extract"
 	case *sql.ArraySubquery, *sql.ArrayExpr:
 		return "array"
+	case *sql.RowExpr:
+		return "row"
 	case *sql.FieldSelect:
 		return x.Field.Name
 	case *sql.Case:

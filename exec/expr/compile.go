@@ -1317,7 +1317,7 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 		return c.compileRandom(desc), nil // NB: not folded
 	case FnSqrt, FnCbrt, FnExp, FnLn, FnLog10, FnLogBase, FnPower, FnCeil, FnFloor, FnTrunc:
 		n, err = c.compileMath(e, args, desc)
-	case FnReplace, FnRepeat, FnReverse, FnLPad, FnRPad, FnInitCap, FnMD5, FnSplitPart, FnQuoteIdent, FnQuoteLit, FnToJSON,
+	case FnReplace, FnRepeat, FnReverse, FnLPad, FnRPad, FnInitCap, FnMD5, FnSplitPart, FnQuoteIdent, FnQuoteLit, FnToJSON, FnRecordElem,
 		FnTranslate, FnChr, FnASCII, FnToHex, FnOctetLength:
 		n, err = c.compileMoreString(e, args, desc)
 	case FnEncode, FnDecode, FnGetByte:

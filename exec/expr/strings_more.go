@@ -37,6 +37,7 @@ const (
 	FnQuoteIdent  = "quote_ident"   // quote_ident(s): s as an SQL identifier, quoted when it must be [1]
 	FnQuoteLit    = "quote_literal" // quote_literal(s): s as an SQL string literal [1]
 	FnToJSON      = "to_json"       // to_json(s): s as a JSON string, quoted and escaped as PostgreSQL's to_json(text) [1]
+	FnRecordElem  = "record_elem"   // record_elem(s): s as a field of a record's text, quoted as PostgreSQL's record_out quotes it [1]
 )
 
 // maxStringResult bounds what repeat and the pads build for one row (1
@@ -48,7 +49,7 @@ func (c *compiler) compileMoreString(e *Expr, args []node, desc string) (node, e
 	i64 := arrow.PrimitiveTypes.Int64
 	// kinds: 's' a string argument, 'i' an integer one.
 	sig := map[string]string{FnReplace: "sss", FnRepeat: "si", FnReverse: "s", FnLPad: "sis", FnRPad: "sis", FnInitCap: "s", FnMD5: "s", FnSplitPart: "ssi",
-		FnTranslate: "sss", FnChr: "i", FnASCII: "s", FnToHex: "i", FnOctetLength: "s", FnQuoteIdent: "s", FnQuoteLit: "s", FnToJSON: "s"}[e.Fn]
+		FnTranslate: "sss", FnChr: "i", FnASCII: "s", FnToHex: "i", FnOctetLength: "s", FnQuoteIdent: "s", FnQuoteLit: "s", FnToJSON: "s", FnRecordElem: "s"}[e.Fn]
 	lo := len(sig)
 	if e.Fn == FnLPad || e.Fn == FnRPad {
 		lo = 2
@@ -87,7 +88,7 @@ func (c *compiler) compileMoreString(e *Expr, args []node, desc string) (node, e
 		FnLPad: padKernel(true), FnRPad: padKernel(false), FnInitCap: initcapKernel,
 		FnMD5: md5Kernel, FnSplitPart: splitPartKernel,
 		FnTranslate: translateKernel, FnChr: chrKernel, FnASCII: asciiKernel, FnToHex: toHexKernel, FnOctetLength: octetLengthKernel,
-		FnQuoteIdent: quoteIdentKernel, FnQuoteLit: quoteLiteralKernel, FnToJSON: toJSONKernel,
+		FnQuoteIdent: quoteIdentKernel, FnQuoteLit: quoteLiteralKernel, FnToJSON: toJSONKernel, FnRecordElem: recordElemKernel,
 	}[e.Fn]
 	return f, nil
 }
@@ -386,5 +387,37 @@ func toHexKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
 func octetLengthKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
 	out.i32 = Grow(out.i32, n)
 	each(sel, n, func(i int32) { out.i32[i] = int32(len(in[0].strAt(i))) })
+	return nil
+}
+
+// recordElemKernel quotes a field's text as PostgreSQL's record_out does:
+// in double quotes when empty or holding a quote, backslash, parenthesis,
+// comma or white space, with quotes and backslashes doubled.
+func recordElemKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
+	w := newStrWriter(out, n)
+	each(sel, n, func(i int32) {
+		w.at(i)
+		v := in[0].strAt(i)
+		quote := len(v) == 0
+		for _, c := range v {
+			switch c {
+			case '"', '\\', '(', ')', ',', ' ', '\t', '\n', '\r', '\v', '\f':
+				quote = true
+			}
+		}
+		if !quote {
+			out.str = append(out.str, v...)
+			return
+		}
+		out.str = append(out.str, '"')
+		for _, c := range v {
+			if c == '"' || c == '\\' {
+				out.str = append(out.str, c)
+			}
+			out.str = append(out.str, c)
+		}
+		out.str = append(out.str, '"')
+	})
+	w.finish(n)
 	return nil
 }
