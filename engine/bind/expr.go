@@ -2650,7 +2650,7 @@ func (b *binder) scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 			return nil, err
 		}
 		return b.toJSON(args[0]), nil
-	case "json_typeof", "jsonb_typeof":
+	case "json_typeof", "jsonb_typeof", "json_array_length", "jsonb_array_length":
 		if err := arity(1, 1); err != nil {
 			return nil, err
 		}
@@ -2658,14 +2658,8 @@ func (b *binder) scalarFunc(name string, args []plan.Expr) (plan.Expr, error) {
 		if t := j.Type(); !plan.IsString(t) && !plan.IsNullType(t) {
 			return nil, fmt.Errorf("function %s(%s) does not exist: its argument must be json", name, plan.TypeString(t))
 		}
-		return b.newCall(expr.FnJSONTypeof, plan.TypString, j), nil
-	case "json_array_length", "jsonb_array_length":
-		if err := arity(1, 1); err != nil {
-			return nil, err
-		}
-		j := plan.ResolveUntyped(args[0], plan.TypString)
-		if t := j.Type(); !plan.IsString(t) && !plan.IsNullType(t) {
-			return nil, fmt.Errorf("function %s(%s) does not exist: its argument must be json", name, plan.TypeString(t))
+		if strings.HasSuffix(name, "_typeof") {
+			return b.newCall(expr.FnJSONTypeof, plan.TypString, j), nil
 		}
 		items := b.newCall(expr.FnJSONElems, plan.ArrayOf(plan.TypString), j, &plan.Const{Typ: plan.TypString, Val: name})
 		return b.newCall(expr.FnCardinality, plan.TypInt32, items), nil

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/nicflow/nicflow/engine/sql"
+	"github.com/nicflow/nicflow/exec/expr"
 )
 
 // PostgreSQL's JSON constructors, rewritten before binding into the text
@@ -151,22 +152,4 @@ func (b *binder) rowColumns(e sql.Expr, s *scope) ([]sql.Expr, []string) {
 }
 
 // jsonQuote is s as a JSON string.
-func jsonQuote(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x20:
-			b.WriteString(`\u00`)
-			b.WriteByte("0123456789abcdef"[r>>4])
-			b.WriteByte("0123456789abcdef"[r&15])
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
+func jsonQuote(s string) string { return string(expr.AppendJSONString(nil, []byte(s))) }

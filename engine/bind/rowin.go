@@ -72,32 +72,17 @@ func (b *binder) rowInSubquery(x *sql.InSubquery, r *sql.RowExpr, s *scope) (sql
 			return nil, b.errorf(e, "a row compared with a subquery may not hold an aggregate yet (group in a derived table, then compare its columns)")
 		}
 	}
-	lp, err := b.subquery(x.Query, s, -1, "IN")
+	at := x.Pos
+	from, col, err := b.rowQuery(x.Query, x.Query, n, s, "IN", "row_in")
 	if err != nil {
 		return nil, err
-	}
-	switch got := len(lp.Columns()); {
-	case got > n:
-		return nil, b.errorf(x.Query, "subquery has too many columns (%d for a row of %d)", got, n)
-	case got < n:
-		return nil, b.errorf(x.Query, "subquery has too few columns (%d for a row of %d)", got, n)
-	}
-	at := x.Pos
-	b.nextRowIn++
-	alias := fmt.Sprintf("row_in_%d", b.nextRowIn)
-	cols := make([]sql.Ident, n)
-	for i := range cols {
-		cols[i] = sql.Ident{Pos: at, Name: fmt.Sprintf("%s_c%d", alias, i+1)}
-	}
-	col := func(i int) sql.Expr {
-		return &sql.ColumnRef{Pos: at, Parts: []sql.Ident{{Pos: at, Name: alias}, cols[i]}}
 	}
 	bin := func(op string, l, r sql.Expr) sql.Expr { return &sql.BinaryExpr{Pos: at, Op: op, L: l, R: r} }
 	isNull := func(e sql.Expr) sql.Expr { return &sql.IsExpr{Pos: at, X: e, What: sql.IsNull} }
 	exists := func(pairs []sql.Expr) sql.Expr {
-		from := &sql.DerivedTable{Pos: at, Query: x.Query, Alias: &sql.TableAlias{Pos: at, Name: sql.Ident{Pos: at, Name: alias}, Columns: cols}}
 		one := &sql.Literal{Pos: at, Kind: sql.LitNumber, Text: "1"}
-		sel := &sql.Select{Pos: at, Items: []*sql.SelectItem{{Pos: at, Expr: one}}, From: []sql.TableExpr{from}, Where: foldBinary(at, "AND", pairs)}
+		f := *from // NB: each subquery its own FROM node
+		sel := &sql.Select{Pos: at, Items: []*sql.SelectItem{{Pos: at, Expr: one}}, From: []sql.TableExpr{&f}, Where: foldBinary(at, "AND", pairs)}
 		return &sql.Exists{Pos: at, Query: &sql.Query{Pos: at, Body: sel}}
 	}
 	equal := make([]sql.Expr, n)
@@ -136,29 +121,15 @@ func (b *binder) rowSubqueries(l, r sql.Expr, s *scope) (sql.Expr, sql.Expr, err
 		if !ok || !isRow {
 			return e, nil
 		}
-		n := len(row.Elems)
-		lp, err := b.subquery(sub.Query, s, -1, "a row comparison")
+		at := sub.Pos
+		from, col, err := b.rowQuery(sub.Query, sub, len(row.Elems), s, "a row comparison", "row_sub")
 		if err != nil {
 			return nil, err
 		}
-		switch got := len(lp.Columns()); {
-		case got > n:
-			return nil, b.errorf(sub, "subquery has too many columns (%d for a row of %d)", got, n)
-		case got < n:
-			return nil, b.errorf(sub, "subquery has too few columns (%d for a row of %d)", got, n)
-		}
-		at := sub.Pos
-		b.nextRowIn++
-		alias := fmt.Sprintf("row_sub_%d", b.nextRowIn)
-		cols := make([]sql.Ident, n)
-		for i := range cols {
-			cols[i] = sql.Ident{Pos: at, Name: fmt.Sprintf("%s_c%d", alias, i+1)}
-		}
 		out := &sql.RowExpr{Pos: at}
-		for i := range cols {
-			from := &sql.DerivedTable{Pos: at, Query: sub.Query, Alias: &sql.TableAlias{Pos: at, Name: sql.Ident{Pos: at, Name: alias}, Columns: cols}}
-			item := &sql.ColumnRef{Pos: at, Parts: []sql.Ident{{Pos: at, Name: alias}, cols[i]}}
-			sel := &sql.Select{Pos: at, Items: []*sql.SelectItem{{Pos: at, Expr: item}}, From: []sql.TableExpr{from}}
+		for i := range row.Elems {
+			f := *from // NB: each subquery its own FROM node
+			sel := &sql.Select{Pos: at, Items: []*sql.SelectItem{{Pos: at, Expr: col(i)}}, From: []sql.TableExpr{&f}}
 			out.Elems = append(out.Elems, &sql.Subquery{Pos: at, Query: &sql.Query{Pos: at, Body: sel}})
 		}
 		return out, nil
@@ -230,4 +201,32 @@ func flattenRowOrder(order []*sql.OrderItem) []*sql.OrderItem {
 		}
 	}
 	return out
+}
+
+// rowQuery checks that q (compared with a row of n fields; at for errors)
+// returns n columns, and returns it as a derived table prefix_N(prefix_N_c1,
+// ...) with a reference to its column i.
+func (b *binder) rowQuery(q *sql.Query, at sql.Node, n int, s *scope, what, prefix string) (*sql.DerivedTable, func(i int) sql.Expr, error) {
+	lp, err := b.subquery(q, s, -1, what)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch got := len(lp.Columns()); {
+	case got > n:
+		return nil, nil, b.errorf(at, "subquery has too many columns (%d for a row of %d)", got, n)
+	case got < n:
+		return nil, nil, b.errorf(at, "subquery has too few columns (%d for a row of %d)", got, n)
+	}
+	pos := q.Pos
+	b.nextRowIn++
+	alias := fmt.Sprintf("%s_%d", prefix, b.nextRowIn)
+	cols := make([]sql.Ident, n)
+	for i := range cols {
+		cols[i] = sql.Ident{Pos: pos, Name: fmt.Sprintf("%s_c%d", alias, i+1)}
+	}
+	from := &sql.DerivedTable{Pos: pos, Query: q, Alias: &sql.TableAlias{Pos: pos, Name: sql.Ident{Pos: pos, Name: alias}, Columns: cols}}
+	col := func(i int) sql.Expr {
+		return &sql.ColumnRef{Pos: pos, Parts: []sql.Ident{{Pos: pos, Name: alias}, cols[i]}}
+	}
+	return from, col, nil
 }

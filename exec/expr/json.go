@@ -369,15 +369,15 @@ func appendJSONArray(dst []byte, et arrow.DataType, texts *vec, s, e int32) []by
 			if et.ID() == arrow.TIMESTAMP {
 				t = bytes.Replace(t, []byte(" "), []byte("T"), 1)
 			}
-			dst = appendJSONString(dst, t)
+			dst = AppendJSONString(dst, t)
 		}
 	}
 	return append(dst, ']')
 }
 
-// appendJSONString appends s as a JSON string, escaped as PostgreSQL's
+// AppendJSONString appends s as a JSON string, escaped as PostgreSQL's
 // to_json(text) escapes it.
-func appendJSONString(dst, s []byte) []byte {
+func AppendJSONString(dst, s []byte) []byte {
 	dst = append(dst, '"')
 	for _, c := range s {
 		switch c {

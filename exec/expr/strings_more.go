@@ -133,7 +133,7 @@ func toJSONKernel(f *funcNode, out *vec, in []*vec, sel []int32, n int) error {
 	w := newStrWriter(out, n)
 	each(sel, n, func(i int32) {
 		w.at(i)
-		out.str = appendJSONString(out.str, in[0].strAt(i))
+		out.str = AppendJSONString(out.str, in[0].strAt(i))
 	})
 	w.finish(n)
 	return nil
