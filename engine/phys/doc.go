@@ -13,7 +13,10 @@
 // aggregate.go, join.go (hash, nested-loop and single joins), sort.go
 // (sort, top-N, limit, distinct), setop.go (UNION/INTERSECT/EXCEPT) and
 // window.go; apply.go and recursive.go lower correlated and recursive
-// subqueries.
+// subqueries. arraykeys.go lets arrays be grouping, DISTINCT, set
+// operation and join keys by their text (exec hashes no list column);
+// aggregate.go's coarserDedup repartitions the distinct half of
+// count(DISTINCT v) GROUP BY g on g alone when g has many groups.
 //
 // A PhysNode has Streams parallel output streams (phys.go lists the rule
 // per operator kind); exchanges (gather, hash repartition, broadcast,
