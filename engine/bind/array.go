@@ -333,3 +333,38 @@ func (b *binder) concatArrays(l, r plan.Expr) (plan.Expr, error) {
 	}
 	return b.newCall(expr.FnArrayCat, at, l, r), nil
 }
+
+// arrayContains binds PostgreSQL's array operators a @> b (a holds every
+// element of b), a <@ b (b holds every element of a) and a && b (they
+// share an element), over arrays of a common element type; an untyped
+// literal beside an array is an array ('{1,2}').
+func (b *binder) arrayContains(x *sql.BinaryExpr, l, r plan.Expr) (plan.Expr, error) {
+	if c, ok := r.(*plan.Const); ok && c.Untyped && plan.IsArray(l.Type()) {
+		r = plan.ResolveUntyped(r, l.Type())
+	}
+	if c, ok := l.(*plan.Const); ok && c.Untyped && plan.IsArray(r.Type()) {
+		l = plan.ResolveUntyped(l, r.Type())
+	}
+	if !plan.IsArray(l.Type()) || !plan.IsArray(r.Type()) {
+		return nil, b.errorf(x, "operator does not exist: %s %s %s (nicflow's %s takes arrays)", plan.TypeString(l.Type()), x.Op, plan.TypeString(r.Type()), x.Op)
+	}
+	et, ok := plan.CommonType(expr.ArrayElem(l.Type()), expr.ArrayElem(r.Type()))
+	if !ok || plan.IsArray(et) {
+		return nil, b.errorf(x, "operator does not exist: %s %s %s", plan.TypeString(l.Type()), x.Op, plan.TypeString(r.Type()))
+	}
+	at := plan.ArrayOf(et)
+	cast := func(e plan.Expr) plan.Expr {
+		if arrow.TypeEqual(e.Type(), at) {
+			return e
+		}
+		return &plan.CastExpr{Zone: b.zone, X: e, Typ: at}
+	}
+	l, r = cast(l), cast(r)
+	switch x.Op {
+	case "<@":
+		return b.newCall(expr.FnArrayContains, plan.TypBool, r, l), nil
+	case "&&":
+		return b.newCall(expr.FnArrayOverlap, plan.TypBool, l, r), nil
+	}
+	return b.newCall(expr.FnArrayContains, plan.TypBool, l, r), nil
+}

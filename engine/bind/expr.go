@@ -1197,6 +1197,8 @@ func (b *binder) binary(x *sql.BinaryExpr, s *scope, ctx *exprCtx) (plan.Expr, e
 			fn = expr.FnBitOr
 		}
 		return b.newCall(fn, t, l, r), nil
+	case "@>", "<@", "&&":
+		return b.arrayContains(x, l, r)
 	case "||":
 		if plan.IsArray(l.Type()) || plan.IsArray(r.Type()) {
 			return b.arrayConcat(x, l, r)

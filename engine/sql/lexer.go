@@ -260,7 +260,7 @@ func (l *lexer) skipSpace() error {
 
 // twoCharOps are the operators of two characters, checked before single ones.
 // "!~*" (the one of three) comes first.
-var twoCharOps = [...]string{"->>", "#>>", "->", "#>", "!~*", "<=", ">=", "<>", "!=", "||", "::", "~*", "!~"}
+var twoCharOps = [...]string{"->>", "#>>", "->", "#>", "!~*", "<=", ">=", "<>", "!=", "||", "::", "~*", "!~", "@>", "<@", "&&"}
 
 const singleCharOps = "()[],;.+-*/%^=<>:~{}&|"
 

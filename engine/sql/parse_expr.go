@@ -249,7 +249,7 @@ var (
 	matchOr    = matchKw("or", "OR")
 	matchAnd   = matchKw("and", "AND")
 	matchCmp   = matchOps("=", "<>", "<", "<=", ">", ">=")
-	matchOther = matchOps("||", "~", "~*", "!~", "!~*", "->", "->>", "#>", "#>>", "&", "|")
+	matchOther = matchOps("||", "~", "~*", "!~", "!~*", "->", "->>", "#>", "#>>", "&", "|", "@>", "<@", "&&")
 	matchAdd   = matchOps("+", "-")
 	matchMul   = matchOps("*", "/", "%")
 	matchExp   = matchOps("^")

@@ -68,6 +68,8 @@ const (
 	FnIntSeries     = "int_series"      // int_series(start, stop [, step]) bigint[] [2-3]: generate_series's values as an array (NULL for a NULL argument)
 	FnJSONOfArray   = "json_of_array"   // json_of_array(a) [1]: to_json of an array, [1,2] or ["a",null]
 	FnJSONTypeof    = "json_typeof"     // json_typeof(j) [1]: object, array, string, number, boolean or null
+	FnArrayContains = "array_contains"  // a @> b [2]: every element of b is in a (NULL elements match nothing)
+	FnArrayOverlap  = "array_overlap"   // a && b [2]: a and b share an element (NULL elements match nothing)
 )
 
 // maxSeriesArray bounds the values of one row's int_series.
@@ -143,6 +145,13 @@ func (b *vbuild) addStr(s []byte) {
 func (b *vbuild) addI32(x int32) {
 	b.v.nulls = append(b.v.nulls, false)
 	b.v.i32 = append(b.v.i32, x)
+	b.n++
+}
+
+// addBool appends a boolean (pBool only).
+func (b *vbuild) addBool(x bool) {
+	b.v.nulls = append(b.v.nulls, false)
+	b.v.b = append(b.v.b, x)
 	b.n++
 }
 
@@ -869,6 +878,61 @@ func (c *compiler) compileArray(e *Expr, args []node, desc string) (node, error)
 				return nil
 			}
 			r.out.addI32(en - s)
+			return nil
+		}
+		return r, nil
+	case FnArrayContains, FnArrayOverlap:
+		if err := arity(e, 2, 2); err != nil {
+			return nil, err
+		}
+		if err := arr(0); err != nil {
+			return nil, err
+		}
+		if err := arr(1); err != nil {
+			return nil, err
+		}
+		if !arrow.TypeEqual(args[0].dt(), args[1].dt()) {
+			return nil, nferr.Internalf("%s of %s and %s (the binder casts them alike) in %s", e.Fn, TypeName(args[0].dt()), TypeName(args[1].dt()), desc)
+		}
+		r.t = arrow.FixedWidthTypes.Boolean
+		et := ArrayElem(args[0].dt())
+		overlap := e.Fn == FnArrayOverlap
+		var texts [2]*vec
+		var of [2]*array.List
+		set := map[string]struct{}{}
+		r.fn = func(r *rowNode, i int32) error {
+			for k := range 2 {
+				if lv := r.views[k]; of[k] != lv.l {
+					var err error
+					if texts[k], err = elemTexts(lv.l.ListValues(), et, r.desc, r.loc); err != nil {
+						return err
+					}
+					of[k] = lv.l
+				}
+			}
+			// Elements compare by their text: one text per value of a type.
+			clear(set)
+			s, en := r.views[0].rng(i)
+			for j := s; j < en; j++ {
+				if !texts[0].isNull(j) {
+					set[string(texts[0].strAt(j))] = struct{}{}
+				}
+			}
+			s, en = r.views[1].rng(i)
+			res := !overlap
+			for j := s; j < en; j++ {
+				_, in := set[string(texts[1].strAt(j))]
+				in = in && !texts[1].isNull(j)
+				if overlap && in {
+					res = true
+					break
+				}
+				if !overlap && !in {
+					res = false
+					break
+				}
+			}
+			r.out.addBool(res)
 			return nil
 		}
 		return r, nil

@@ -1334,7 +1334,7 @@ func (c *compiler) compileCall(e *Expr) (node, error) {
 	case FnJSONGet, FnJSONGetText, FnJSONPath, FnJSONPathText:
 		n, err = c.compileJSON(e, args, desc)
 	case FnArray, FnArraySub, FnArrayLength, FnCardinality, FnArrayToString, FnStringToArray, FnArrayPosition, FnArrayAny, FnArrayAll, FnArrayCmp, FnIntSeries, FnArrayCat,
-		FnJSONElems, FnJSONElemsText, FnJSONKeys, FnJSONValues, FnJSONValuesText, FnJSONOfArray, FnJSONTypeof:
+		FnJSONElems, FnJSONElemsText, FnJSONKeys, FnJSONValues, FnJSONValuesText, FnJSONOfArray, FnJSONTypeof, FnArrayContains, FnArrayOverlap:
 		n, err = c.compileArray(e, args, desc)
 	case FnBitAnd, FnBitOr:
 		n, err = c.compileBitwise(e, args, desc)
