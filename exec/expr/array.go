@@ -736,6 +736,23 @@ func (c *compiler) compileArray(e *Expr, args []node, desc string) (node, error)
 		}
 		return nil
 	}
+	// twoArrays checks two arguments, arrays of one type (the binder
+	// casts them alike).
+	twoArrays := func() error {
+		if err := arity(e, 2, 2); err != nil {
+			return err
+		}
+		if err := arr(0); err != nil {
+			return err
+		}
+		if err := arr(1); err != nil {
+			return err
+		}
+		if !arrow.TypeEqual(args[0].dt(), args[1].dt()) {
+			return nferr.Internalf("%s of %s and %s (the binder casts them alike) in %s", e.Fn, TypeName(args[0].dt()), TypeName(args[1].dt()), desc)
+		}
+		return nil
+	}
 	i32 := arrow.PrimitiveTypes.Int32
 	r := &rowNode{args: args, desc: desc, strict: true, loc: c.loc}
 	if IsJSONList(e.Fn) {
@@ -792,17 +809,8 @@ func (c *compiler) compileArray(e *Expr, args []node, desc string) (node, error)
 		}
 		return r, nil
 	case FnArrayCat:
-		if err := arity(e, 2, 2); err != nil {
+		if err := twoArrays(); err != nil {
 			return nil, err
-		}
-		if err := arr(0); err != nil {
-			return nil, err
-		}
-		if err := arr(1); err != nil {
-			return nil, err
-		}
-		if !arrow.TypeEqual(args[0].dt(), args[1].dt()) {
-			return nil, nferr.Internalf("array_cat of %s and %s in %s", TypeName(args[0].dt()), TypeName(args[1].dt()), desc)
 		}
 		r.t, r.strict = ArrowList(ArrayElem(args[0].dt())), false
 		r.fn = func(r *rowNode, i int32) error {
@@ -882,17 +890,8 @@ func (c *compiler) compileArray(e *Expr, args []node, desc string) (node, error)
 		}
 		return r, nil
 	case FnArrayContains, FnArrayOverlap:
-		if err := arity(e, 2, 2); err != nil {
+		if err := twoArrays(); err != nil {
 			return nil, err
-		}
-		if err := arr(0); err != nil {
-			return nil, err
-		}
-		if err := arr(1); err != nil {
-			return nil, err
-		}
-		if !arrow.TypeEqual(args[0].dt(), args[1].dt()) {
-			return nil, nferr.Internalf("%s of %s and %s (the binder casts them alike) in %s", e.Fn, TypeName(args[0].dt()), TypeName(args[1].dt()), desc)
 		}
 		r.t = arrow.FixedWidthTypes.Boolean
 		et := ArrayElem(args[0].dt())
