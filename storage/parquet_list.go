@@ -60,10 +60,9 @@ func newListDecoder(cr file.ColumnChunkReader, t arrow.DataType, name string, ro
 			return nil, err
 		}
 	}
+	// NB: a repeated leaf has definition levels (its repeated node adds
+	// one), so d.def is filled.
 	def, rep := d.def[:L], d.rep[:L]
-	if d.maxDef == 0 {
-		return nil, nferr.Dataf("column %s: a list without definition levels", name)
-	}
 	listDef, elemDef := listLevels(descr)
 	lr.slots = make([]int32, 0, L)
 	lr.start = make([]int32, 0, rows+1)

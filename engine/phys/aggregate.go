@@ -66,14 +66,19 @@ func (pl *physPlanner) aggregate(n *plan.AggregateNode) (*pnode, error) {
 		layout = append(layout, c.ID)
 	}
 	groups := pl.est.Rows(n)
+	coarse := coarserKeys(in.n, spec.GroupCols)
 	var out *pnode
 	switch {
-	case !distinct && in.n.Streams > 1 && groups >= coarserGroups && coarserDedup(in.n, spec.GroupCols) && pl.use(RuleRepartitionAgg):
+	case coarse != nil && !distinct && in.n.Streams > 1 && groups >= coarserGroups && pl.use(RuleRepartitionAgg):
 		// count(DISTINCT v) GROUP BY g: the distinct (g, v) below is
-		// repartitioned on g alone (coarserDedup), so this aggregate's
+		// repartitioned on g alone (coarserKeys), so this aggregate's
 		// groups are whole in each stream: one phase, no partial, no
 		// gather of partial states (Q16 on 4 workers gathered 70,852
 		// partial counts to one task for 18,314 groups).
+		ex := in.n.Inputs[0]
+		x := *ex.Exchange
+		x.Keys = coarse
+		ex.Exchange = &x
 		out, err = pl.node(&PhysNode{Kind: PhysHashAgg, Streams: in.n.Streams, Agg: &spec}, layout, groups, in)
 	case pl.opts.Local && !distinct && len(spec.GroupCols) > 0 && segmentScan(in.n, spec.GroupCols) != nil && pl.use(RuleSegmentedAgg):
 		// Every group's rows are in one stream and one row group: no
@@ -129,37 +134,35 @@ func partialWidth(spec exec.HashAggSpec, in *arrow.Schema) int {
 
 // coarserGroups is the fewest estimated groups for which an aggregate over
 // a distinct aggregate of more columns repartitions the distinct one on
-// its own groups (coarserDedup): enough that a cluster's tasks and streams
+// its own groups (coarserKeys): enough that a cluster's tasks and streams
 // (64 workers of 2 streams) each get some 32 groups.
 const coarserGroups = 4096
 
-// coarserDedup reports whether in is an aggregate of one phase and no
+// coarserKeys returns, when in is an aggregate of one phase and no
 // aggregate functions (a DISTINCT of (g, v), the lower half of count(
 // DISTINCT v) GROUP BY g) over a hash repartition on its group columns,
-// of which groups (positions in its output) are a proper subset; if so,
-// the repartition is changed to hash those columns alone. The distinct's
-// groups stay whole in a stream (they hold every such column), and so do
-// the groups of an aggregate over it on groups.
-func coarserDedup(in *PhysNode, groups []int) bool {
+// of which groups (positions in its output) are a proper subset, the
+// input columns of groups: the keys to repartition on instead (nil
+// otherwise). The distinct's groups stay whole in a stream (they hold
+// every such column), and so do the groups of an aggregate over it on
+// groups.
+func coarserKeys(in *PhysNode, groups []int) []int {
 	if in.Kind != PhysHashAgg || in.Agg == nil || in.Agg.Phase != "" && in.Agg.Phase != exec.AggSingle || len(in.Agg.Aggs) > 0 || len(in.Inputs) != 1 {
-		return false
+		return nil
 	}
 	ex := in.Inputs[0]
 	if ex.Kind != PhysExchange || ex.Exchange == nil || ex.Exchange.Kind != exec.ExchangeHash || !slices.Equal(ex.Exchange.Keys, in.Agg.GroupCols) {
-		return false
+		return nil
 	}
 	if len(groups) == 0 || len(groups) >= len(in.Agg.GroupCols) {
-		return false
+		return nil
 	}
 	keys := make([]int, len(groups))
 	for i, g := range groups {
 		if g >= len(in.Agg.GroupCols) {
-			return false
+			return nil
 		}
 		keys[i] = in.Agg.GroupCols[g]
 	}
-	x := *ex.Exchange
-	x.Keys = keys
-	ex.Exchange = &x
-	return true
+	return keys
 }

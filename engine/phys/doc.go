@@ -15,7 +15,7 @@
 // window.go; apply.go and recursive.go lower correlated and recursive
 // subqueries. arraykeys.go lets arrays be grouping, DISTINCT, set
 // operation and join keys by their text (exec hashes no list column);
-// aggregate.go's coarserDedup repartitions the distinct half of
+// aggregate.go's coarserKeys repartitions the distinct half of
 // count(DISTINCT v) GROUP BY g on g alone when g has many groups.
 //
 // A PhysNode has Streams parallel output streams (phys.go lists the rule
