@@ -202,6 +202,11 @@ func checkDistPlan(t *testing.T, what string, dp *dist.DistPlan) {
 						t.Errorf("%s: stage %d hashes column %d of %d", what, s.ID, k, len(s.Root.Columns))
 					}
 				}
+			case exec.ExchangeRange:
+				// One receiver per consumer task, each task's range.
+				if c.Tasks != len(s.Out.Cuts)+1 || s.Out.PerTask != 1 || len(s.Out.Keys) != 1 || s.Out.Keys[0] < 0 || s.Out.Keys[0] >= len(s.Root.Columns) {
+					t.Errorf("%s: range exchange from stage %d on %v at %v into %d tasks x %d", what, s.ID, s.Out.Keys, s.Out.Cuts, c.Tasks, s.Out.PerTask)
+				}
 			case exec.ExchangeBroadcast:
 			default:
 				t.Errorf("%s: stage %d sends by %q", what, s.ID, s.Out.Kind)

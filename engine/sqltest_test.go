@@ -15,6 +15,7 @@ import (
 	"github.com/nicflow/nicflow/engine/opt"
 	"github.com/nicflow/nicflow/engine/phys"
 	"github.com/nicflow/nicflow/engine/sql"
+	"github.com/nicflow/nicflow/exec"
 	"github.com/nicflow/nicflow/storage"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -280,6 +281,12 @@ func runSQLRecordDist(ctx context.Context, s *Session, r *sqlRecord, o dist.Dist
 	if len(dq.Plan.Stages) > 2 {
 		wideQueries.Add(1)
 	}
+	for _, st := range dq.Plan.Stages {
+		if st.Out != nil && st.Out.Kind == exec.ExchangeRange {
+			rangeQueries.Add(1)
+			break
+		}
+	}
 	res, err := dist.RunDistributedLocal(ctx, dq.Plan, dist.LocalDistOptions{Source: s.DB(), Alloc: alloc})
 	if err != nil {
 		return "", nil, err
@@ -387,8 +394,12 @@ func TestSQLFiles(t *testing.T) {
 		}
 	}
 	t.Logf("cluster setup: %d queries ran with exchanges between workers", wideQueries.Load())
+	t.Logf("cluster setup: %d queries sent a join's build side by value range", rangeQueries.Load())
 	if clusterFiles == len(files) && wideQueries.Load() == 0 {
 		t.Errorf("the cluster setup planned no query with a network exchange below its root gather: it tests nothing distributed")
+	}
+	if clusterFiles == len(files) && rangeQueries.Load() == 0 {
+		t.Errorf("the cluster setup planned no range exchange (range_build.slt): it tests nothing of D72")
 	}
 }
 
@@ -396,7 +407,8 @@ func TestSQLFiles(t *testing.T) {
 // than two stages (an exchange between workers, not only the gather).
 var (
 	wideQueries  atomic.Int64
-	clusterFiles int // files the cluster setup ran (all, unless -run filters)
+	rangeQueries atomic.Int64 // of them, with a range exchange (D72)
+	clusterFiles int          // files the cluster setup ran (all, unless -run filters)
 )
 
 // taskPrefix is how a cluster names where an error came from: the task

@@ -42,9 +42,12 @@
 //     slots, aggregate state, doubling build buffers) are prefaulted
 //     (prefault.go), so that no zero-page copy-on-write faults hit the hot
 //     loops.
-//   - HashPartitioner (hash.go) is the only partitioning function: local
-//     repartitions and the network shuffle call it, so rows of one key meet
-//     wherever they are routed.
+//   - HashPartitioner (hash.go) is the only hash partitioning function:
+//     local repartitions and the network shuffle call it, so rows of one
+//     key meet wherever they are routed. RangePartitioner (rangepart.go)
+//     routes a range exchange by the bounds of a range-split scan
+//     (engine/phys RangePart: part i from its lowest value up to the next
+//     part's), so a row meets the scan task reading its key.
 //   - Aggregates split into Partial and Final phases (SplitAgg) whose states
 //     are ordinary Arrow columns; sums of decimals are exact 128-bit.
 //   - Join output columns are always the left input's then the right

@@ -54,6 +54,11 @@ const (
 	// node that computed it, for a later wave of the query to read
 	// (adaptive execution: engine/dist/adaptive.go).
 	ExchangeHeld ExchangeKind = "held"
+	// ExchangeRange (distributed plans only) sends a row to the receiver
+	// whose value range holds its key (RangePartitioner): the task of a
+	// range-split scan that reads that key, so rows join a table where it
+	// is read instead of the table moving (engine/dist: D72).
+	ExchangeRange ExchangeKind = "range"
 )
 
 // ExchangeSpec describes an exchange as plain data: the planner uses the

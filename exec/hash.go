@@ -224,9 +224,7 @@ type HashPartitioner struct {
 	hashers []colHasher
 	hashes  []uint64
 	parts   []int32
-	counts  []int
-	sels    [][]int32
-	selBuf  []int32
+	selSplit
 }
 
 // NewHashPartitioner validates the key columns against schema and returns a
@@ -236,7 +234,7 @@ func NewHashPartitioner(schema *arrow.Schema, keys []int, m int) (*HashPartition
 	if m < 1 {
 		return nil, nferr.Internalf("hash partition: %d partitions (want >= 1)", m)
 	}
-	p := &HashPartitioner{keys: append([]int(nil), keys...), m: m, counts: make([]int, m), sels: make([][]int32, m)}
+	p := &HashPartitioner{keys: append([]int(nil), keys...), m: m, selSplit: newSelSplit(m)}
 	for _, k := range keys {
 		ci, err := classifyCol(schema, k, "hash partition", "key")
 		if err != nil {
@@ -287,11 +285,22 @@ func partitionOf(h, m uint64) int32 {
 // positions of b, ascending) of its rows; nil for partitions without rows.
 // The slices are reused by the next call.
 func (p *HashPartitioner) Split(b *Batch) [][]int32 {
-	parts := p.Partition(b)
-	return p.splitParts(b, parts)
+	return p.split(b, p.Partition(b))
 }
 
-func (p *HashPartitioner) splitParts(b *Batch, parts []int32) [][]int32 {
+// selSplit turns the partitions of a batch's live rows into one selection
+// vector per partition (scratch reused from call to call).
+type selSplit struct {
+	counts []int
+	sels   [][]int32
+	selBuf []int32
+}
+
+func newSelSplit(m int) selSplit { return selSplit{counts: make([]int, m), sels: make([][]int32, m)} }
+
+// split returns, for each partition, the physical positions in b of the
+// live rows parts puts there (parts: one entry per live row).
+func (p *selSplit) split(b *Batch, parts []int32) [][]int32 {
 	clear(p.counts)
 	for _, q := range parts {
 		p.counts[q]++

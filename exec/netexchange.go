@@ -8,7 +8,8 @@ package exec
 // its own goroutine, encodes its batches as Arrow IPC payloads and sends
 // them: to receiver 0 for a gather, to every receiver for a broadcast, to
 // the receiver HashPartitioner picks for a hash repartition (through
-// NetSendSpec.Route when the consumer was coalesced), where slices smaller
+// NetSendSpec.Route when the consumer was coalesced) or RangePartitioner
+// for a range exchange, where slices smaller
 // than half a batch are first collected per receiver into batches of
 // about Env.BatchSize rows: coalescer); its
 // receivers are the input streams of the consuming stage's tasks
@@ -40,10 +41,15 @@ import (
 // NetSendSpec says how NetSend routes rows.
 type NetSendSpec struct {
 	// Kind is ExchangeGather (every row to receiver 0), ExchangeBroadcast
-	// (every row to every receiver) or ExchangeHash (by Keys).
+	// (every row to every receiver), ExchangeHash (by Keys) or
+	// ExchangeRange (by the value of Keys[0] against Cuts).
 	Kind ExchangeKind
-	// Keys are the hash columns (ExchangeHash).
+	// Keys are the hash columns (ExchangeHash) or the one range key
+	// (ExchangeRange).
 	Keys []int
+	// Cuts (ExchangeRange) are the lowest values of receivers 1 to
+	// Receivers-1 (RangePartitioner).
+	Cuts []int64
 	// Receivers is the number of receivers of the channel (the hash
 	// partitions, unless Splits adds receivers).
 	Receivers int
@@ -101,6 +107,11 @@ func NetSend(env *Env, inputs []Operator, schema *arrow.Schema, senders []*shuff
 	}
 	switch spec.Kind {
 	case ExchangeGather, ExchangeBroadcast, ExchangeHash:
+	case ExchangeRange:
+		if len(spec.Keys) != 1 || spec.Receivers != len(spec.Cuts)+1 || len(spec.Splits) > 0 || len(spec.Route) > 0 {
+			closeOps(inputs)
+			return nferr.Internalf("network exchange: range exchange on %d keys with %d cuts to %d receivers", len(spec.Keys), len(spec.Cuts), spec.Receivers)
+		}
 	default:
 		closeOps(inputs)
 		return nferr.Internalf("network exchange: kind %q cannot cross the network", spec.Kind)
@@ -204,9 +215,14 @@ func netSendOne(env *Env, in Operator, schema *arrow.Schema, s *shuffle.Sender, 
 	if err != nil {
 		return err
 	}
-	var part *HashPartitioner
-	if spec.Kind == ExchangeHash {
+	var part interface{ Split(*Batch) [][]int32 }
+	switch spec.Kind {
+	case ExchangeHash:
 		if part, err = NewHashPartitioner(schema, spec.Keys, spec.partitions()); err != nil {
+			return err
+		}
+	case ExchangeRange:
+		if part, err = NewRangePartitioner(schema, spec.Keys[0], spec.Cuts); err != nil {
 			return err
 		}
 	}
@@ -266,7 +282,7 @@ func netSendOne(env *Env, in Operator, schema *arrow.Schema, s *shuffle.Sender, 
 	}
 	var co *coalescer
 	switch {
-	case spec.Kind == ExchangeHash && spec.Receivers > 1:
+	case (spec.Kind == ExchangeHash || spec.Kind == ExchangeRange) && spec.Receivers > 1:
 		co = newCoalescer(env.Alloc, schema, spec.Receivers, target, func(q int, cols []arrow.Array, n int) error {
 			// NB: a copied split's rows are collected under the
 			// partition's first receiver and sent to all of them.
@@ -322,7 +338,7 @@ func netSendOne(env *Env, in Operator, schema *arrow.Schema, s *shuffle.Sender, 
 			err = sendWhole(b, false)
 		case ExchangeBroadcast:
 			err = sendWhole(b, true)
-		case ExchangeHash:
+		case ExchangeHash, ExchangeRange:
 			for q, sel := range part.Split(b) {
 				if len(sel) == 0 {
 					continue

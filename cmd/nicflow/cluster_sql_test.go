@@ -198,6 +198,17 @@ func checkRangeSplit(t *testing.T, cs *clusterSQL, want bool) {
 	if got != want {
 		t.Errorf("orders and lineitem split by key range: %v, want %v; EXPLAIN:\n%s", got, want, text)
 	}
+	// A build side that is not split by the order key (orders joined to
+	// customer on the customer key first) goes by range to the lineitem
+	// scan's tasks (D72), and the answer is the embedded one.
+	const q = "select c_mktsegment, count(*), sum(l_quantity) from lineitem, orders, customer where l_orderkey = o_orderkey and o_custkey = c_custkey and o_orderdate < date '1993-01-01' group by c_mktsegment order by 1"
+	text = scriptOutput(t, cs, "explain "+q)
+	if got := strings.Contains(text, "range [orders.o_orderkey]"); got != want {
+		t.Errorf("build side sent by range: %v, want %v; EXPLAIN:\n%s", got, want, text)
+	}
+	if got, wantRows := scriptOutput(t, cs, q), scriptOutput(t, cs, "set disabled_rules = 'range_build'; "+q); got != wantRows {
+		t.Errorf("%s: %s, with the build not sent by range %s", q, got, wantRows)
+	}
 }
 
 // longQuery runs for minutes on SF 0.01 (a nested-loop join of lineitem

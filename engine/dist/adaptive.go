@@ -340,7 +340,8 @@ func adaptPoints(dp *DistPlan, pp *phys.PhysPlan, o DistOptions) []adaptPoint {
 }
 
 // robustChoice: how build reaches its join (kind) would not change were
-// build AdaptiveMargin times its estimate: a broadcast that stays cheaper
+// build AdaptiveMargin times its estimate: a range exchange (the best
+// choice at any size, rangeBuildKey), a broadcast that stays cheaper
 // than repartitioning (broadcastCheaper), or a gather of a wide build into
 // the probe's one task that stays smaller than the probe (distPlanner's
 // hashJoin).
@@ -359,6 +360,9 @@ func robustChoice(kind exec.ExchangeKind, build, probe *phys.PhysNode, o DistOpt
 		margin = min(margin, confidentMargin)
 	}
 	switch kind {
+	case exec.ExchangeRange:
+		// Sent by range to a range-split probe whatever its size (D72).
+		return true
 	case exec.ExchangeBroadcast:
 		return broadcastCheaper(build, probe, o, margin)
 	case exec.ExchangeGather:

@@ -252,8 +252,12 @@ type Stage struct {
 // StageOut is a stage's outgoing network exchange.
 type StageOut struct {
 	Exchange int               `json:"exchange"`
-	Kind     exec.ExchangeKind `json:"kind"` // gather, hash or broadcast
+	Kind     exec.ExchangeKind `json:"kind"` // gather, hash, broadcast or range
 	Keys     []int             `json:"keys,omitempty"`
+	// Cuts (a range exchange) are the lowest key values of consumer
+	// tasks 1 to Tasks-1: the bounds of the range-split scan the consumer
+	// task of that index reads (phys.RangePart), one receiver per task.
+	Cuts []int64 `json:"cuts,omitempty"`
 	// Consumer is the stage reading it; PerTask its receivers per task.
 	Consumer int `json:"consumer"`
 	PerTask  int `json:"per_task"`
@@ -1145,6 +1149,21 @@ func (d *distPlanner) hashJoin(n *phys.PhysNode) (frag, error) {
 			build = d.repartition(build, bkeys)
 		}
 	}
+	// rk is the join key the sides are split by value range on (ranged).
+	rk := 0
+	// rangeBuild sends the build by value range to the tasks of the probe
+	// split on key rk (D72): the probe does not move, and each task builds
+	// a hash table of its own range only.
+	rangeBuild := func() bool {
+		i, rp := d.rangeBuildKey(n, probe, build, pkeys, bkeys)
+		if rp == nil {
+			return false
+		}
+		rk, ranged = i, true
+		probe = d.applyRange(probe, pkeys[i], rp.Cuts)
+		build = d.cutRange(build, bkeys[i], rp)
+		return true
+	}
 	switch {
 	case !probe.wide && !build.wide:
 	case probe.wide && !build.wide:
@@ -1153,6 +1172,9 @@ func (d *distPlanner) hashJoin(n *phys.PhysNode) (frag, error) {
 		// customer-order rows with four strings each, broadcast to 16
 		// workers, sent 12x its probe's bytes and built 16 hash tables.
 		switch {
+		case canBroadcast && (!canPartition || broadcastCheaper(build.n, probe.n, d.opts, 1)) && build.pure && build.rows <= d.opts.ReplicateRows:
+			replicateBuild() // every task reads it: nothing crosses
+		case rangeBuild():
 		case canBroadcast && (!canPartition || broadcastCheaper(build.n, probe.n, d.opts, 1)):
 			replicateBuild()
 		case canPartition:
@@ -1200,6 +1222,7 @@ func (d *distPlanner) hashJoin(n *phys.PhysNode) (frag, error) {
 			// be): equal keys are in the same task already.
 			probe, build = d.applyRange(probe, pkeys[0], cuts), d.applyRange(build, bkeys[0], cuts)
 			ranged = true
+		case rangeBuild():
 		case canBroadcast && (small || !canPartition):
 			replicateBuild()
 		case canPartition:
@@ -1233,13 +1256,54 @@ func (d *distPlanner) hashJoin(n *phys.PhysNode) (frag, error) {
 	switch {
 	case ranged:
 		out.cands, out.ranged = nil, nil
-		if cols := joinKeyCols(spec.Type, spec.LeftKeys[:1], shiftCols(spec.RightKeys[:1], shift)); cols != nil {
+		if cols := joinKeyCols(spec.Type, spec.LeftKeys[rk:rk+1], shiftCols(spec.RightKeys[rk:rk+1], shift)); cols != nil {
 			out.ranged = &rangedOn{cols: slices.Concat(cols...), rp: l.ranged.rp}
 		}
 	case partitioned && probe.wide:
 		out.keyed = joinKeyCols(spec.Type, spec.LeftKeys, shiftCols(spec.RightKeys, shift))
 	}
 	return out, nil
+}
+
+// rangeBuildKey picks the join key by whose value range join n's build
+// side may be sent to the probe's tasks (D72): the probe is split, or can
+// be, by value range on that key (rangeFor: a table stored in key order)
+// and the build's key is an integer column. The range exchange moves the
+// build once (its bytes x (Workers-1)/Workers) where a broadcast sends it
+// to every worker and builds Workers hash tables of all of it, and a
+// repartition moves the probe too; so it wins whenever it applies, except
+// against a build every task reads for itself (replicated). Not for
+// null-aware joins (every task must see a NULL build key), a build that
+// is itself split by range (the sides are then split alike, or not at
+// all), or with RuleRangeBuild disabled.
+func (d *distPlanner) rangeBuildKey(n *phys.PhysNode, probe, build frag, pkeys, bkeys []int) (int, *phys.RangePart) {
+	if n.Join.NullAware || !probe.wide || build.ranged != nil || d.plan.RuleDisabled(phys.RuleRangeBuild) {
+		return 0, nil
+	}
+	for i, k := range pkeys {
+		if i >= len(bkeys) || bkeys[i] < 0 || bkeys[i] >= len(build.n.Columns) {
+			continue
+		}
+		if t := build.n.Columns[bkeys[i]].Type.ID; t != expr.TypeInt32 && t != expr.TypeInt64 {
+			continue
+		}
+		if rp := d.rangeFor(probe, k); rp != nil && len(rp.Cuts) == rp.Parts-1 {
+			return i, rp
+		}
+	}
+	return 0, nil
+}
+
+// cutRange cuts f into a stage whose rows go, by the value of column key,
+// to the tasks of a consumer split by value range at rp (an
+// exec.ExchangeRange, one receiver per task): task t receives the rows
+// whose key lies in rp's part t.
+func (d *distPlanner) cutRange(f frag, key int, rp *phys.RangePart) frag {
+	out := d.cut(f, exec.ExchangeRange, []int{key}, 1, true)
+	st := d.stages[len(d.stages)-1]
+	st.Out.Cuts = slices.Clone(rp.Cuts)
+	out.ranged = &rangedOn{cols: []int{key}, rp: rp}
+	return out
 }
 
 // distinctKeys: a semi, anti or mark join that builds on its left input
@@ -1471,6 +1535,8 @@ func explainStage(b *strings.Builder, dp *DistPlan, s *Stage, stats *DistStats) 
 	out := "to the coordinator"
 	if s.Out != nil {
 		switch s.Out.Kind {
+		case exec.ExchangeRange:
+			out = fmt.Sprintf("range [%s] at %v to stage %d (exchange %d, %d receivers)", phys.ColNames(s.Root.Columns, s.Out.Keys), s.Out.Cuts, s.Out.Consumer, s.Out.Exchange, dp.Receivers(s))
 		case exec.ExchangeHash:
 			out = fmt.Sprintf("hash [%s] to stage %d (exchange %d, %d receivers)", phys.ColNames(s.Root.Columns, s.Out.Keys), s.Out.Consumer, s.Out.Exchange, dp.Receivers(s))
 			for _, st := range s.Out.Splits {

@@ -6,7 +6,9 @@
 //	                           with partial/final aggregates, broadcast or
 //	                           replicated build sides, repartitioned joins,
 //	                           scans split by key range on clustered
-//	                           columns for joins and aggregates in place;
+//	                           columns for joins and aggregates in place,
+//	                           build sides sent by range to such a split
+//	                           probe (exec.ExchangeRange, D72);
 //	                           one worker: the embedded plan, one task)
 //	DistPlan.Fragments         one Fragment per task (JSON, shipped)
 //	RunFragment (exec.go)      runs a fragment: scans from a Source,
@@ -40,7 +42,10 @@
 // are distributed on their join keys over the same receivers, or split by
 // value range on them at the same bounds (RangePart.Same), every part of a
 // range split read by exactly one task with the part's bounds in its scan
-// filter. A held output is read by one task per part, on the node holding
+// filter; a range exchange (StageOut.Cuts) carries its consumer's range
+// split's bounds, with one receiver per consumer task (task t receives
+// part t), into a stage of exactly that split's parts as tasks (never
+// coalesced or skew-split). A held output is read by one task per part, on the node holding
 // the part (DistPlan.HeldNode), in a stage of its own; it is taken once and
 // is visible only once its task ended without error; what passes the
 // store's memory limit is spilled in order to a file the reader removes;

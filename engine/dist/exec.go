@@ -661,7 +661,7 @@ func sendFragment(env *exec.Env, f *Fragment, xs map[int]*shuffle.Exchange, ops 
 		phys.CloseAll(ops)
 		return nferr.Dataf("plan fragment: partitions coalesced into %d tasks of %d receivers, the channel has %d", f.OutGroups[n-1]+1, f.Out.PerTask, receivers)
 	}
-	spec := exec.NetSendSpec{Kind: f.Out.Kind, Keys: f.Out.Keys, Receivers: receivers,
+	spec := exec.NetSendSpec{Kind: f.Out.Kind, Keys: f.Out.Keys, Cuts: f.Out.Cuts, Receivers: receivers,
 		Splits: sendSplits(f.Out.Splits, f.Out.PerTask), SplitCopy: f.Out.SplitCopy, Route: coalesceRoute(f.OutGroups, f.Out.PerTask)}
 	err := exec.NetSend(env, ops, phys.ColumnsSchema(f.Root.Columns), senders, spec, &ctr.Sent)
 	ctr.Out.Rows.Store(ctr.Sent.Rows.Load())

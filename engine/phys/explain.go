@@ -392,7 +392,7 @@ func physLine(n *PhysNode) string {
 			return fmt.Sprintf("Held output of an earlier wave (%d parts)", len(r.Parts))
 		}
 		s := fmt.Sprintf("Receive exchange %d from stage %d (%s", r.Exchange, r.Stage, r.Kind)
-		if r.Kind == exec.ExchangeHash {
+		if r.Kind == exec.ExchangeHash || r.Kind == exec.ExchangeRange {
 			s += " [" + ColNames(n.Columns, r.Keys) + "]"
 		}
 		return s + ")"

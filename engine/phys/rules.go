@@ -26,6 +26,7 @@ const (
 	RuleCSE              = "cse"                // common subexpressions computed once, in a projection below
 	RuleJoinKeyFilters   = "join_key_filters"   // hash joins publish their build keys to the scans under their probe side
 	RuleSemiDistinctKeys = "semi_distinct_keys" // distributed: a left-built semi/anti/mark join's repartitioned probe sends distinct keys
+	RuleRangeBuild       = "range_build"        // distributed: a build side sent by value range to the tasks of a range-split probe scan
 )
 
 // PhysRule is one physical rule.
@@ -43,6 +44,7 @@ var Rules = []PhysRule{
 	{RuleCSE, "an expression used twice or more in one projection or join key list is computed once, in a projection below"},
 	{RuleJoinKeyFilters, "a hash join that drops unmatched probe rows publishes a filter of its build keys to the scans under its probe side (and across stages on a cluster)"},
 	{RuleSemiDistinctKeys, "on a cluster, a semi, anti or mark join that builds on its left input and repartitions a probe side of more rows than Workers times the build's sends each task's distinct probe keys instead of its rows"},
+	{RuleRangeBuild, "on a cluster, a join whose probe side can be split by value range on a join key (a table stored in key order) sends its build side by range to the probe's tasks instead of broadcasting it or repartitioning both sides"},
 }
 
 // RuleNames lists the physical rules' names in order.
