@@ -246,10 +246,21 @@ func fileErr(path string, err error) error {
 // with the low-level column writers: pqarrow cannot write decimal64, and the
 // typed writers avoid its per-column conversions.
 type parquetWriter struct {
-	path   string
-	f      *os.File
-	hw     *hashWriter
-	w      *file.Writer
+	path string
+	f    *os.File
+	hw   *hashWriter
+	// w is created by the first write (open), when the encoding of each
+	// integer column can be chosen from its values (deltaColumns).
+	w    *file.Writer
+	ps   *schema.GroupNode
+	opts WriteOptions
+	kv   metadata.KeyValueMetadata
+	// pending holds the first records (retained) until they are enough
+	// to choose the encodings from (deltaSample rows or deltaSampleBytes),
+	// or the file ends; pendRows and pendBytes are their size.
+	pending   []arrow.RecordBatch
+	pendRows  int64
+	pendBytes int64
 	sch    *arrow.Schema
 	rg     file.BufferedRowGroupWriter
 	rgRows int64
@@ -306,38 +317,116 @@ func newParquetWriterOn(f *os.File, path string, sch *arrow.Schema, opts WriteOp
 		return nil, err
 	}
 	hw := &hashWriter{w: f, h: xxh3.New()}
-	props := parquet.NewWriterProperties(
-		parquet.WithCompression(opts.codec()),
-		parquet.WithStats(true),
-		parquet.WithCreatedBy("nicflow"),
-		// NB: the row group length is enforced by parquetWriter itself.
-		parquet.WithMaxRowGroupLength(opts.RowGroupRows),
-	)
-	wopts := []file.WriteOption{file.WithWriterProps(props)}
 	kv := intervalMetadata(sch)
 	for _, m := range meta {
 		if err := kv.Append(m[0], m[1]); err != nil {
 			return nil, nferr.Internalf("parquet footer of %s: %v", path, err)
 		}
 	}
-	if kv != nil {
-		wopts = append(wopts, file.WithWriteMetadata(kv))
+	return &parquetWriter{path: path, f: f, hw: hw, ps: ps, opts: opts, kv: kv, sch: sch, maxRG: opts.RowGroupRows}, nil
+}
+
+// open creates the Parquet writer, choosing the encoding of integer
+// columns from recs, the first rows written, and writes them.
+func (pw *parquetWriter) open() error {
+	recs := pw.pending
+	pw.pending = nil
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	props := []parquet.WriterProperty{
+		parquet.WithCompression(pw.opts.codec()),
+		parquet.WithStats(true),
+		parquet.WithCreatedBy("nicflow"),
+		// NB: the row group length is enforced by parquetWriter itself.
+		parquet.WithMaxRowGroupLength(pw.opts.RowGroupRows),
 	}
-	w, err := file.NewParquetWriterWithError(hw, ps, wopts...)
+	for _, name := range deltaColumns(recs) {
+		props = append(props, parquet.WithDictionaryFor(name, false), parquet.WithEncodingFor(name, parquet.Encodings.DeltaBinaryPacked))
+	}
+	wopts := []file.WriteOption{file.WithWriterProps(parquet.NewWriterProperties(props...))}
+	if pw.kv != nil {
+		wopts = append(wopts, file.WithWriteMetadata(pw.kv))
+	}
+	w, err := file.NewParquetWriterWithError(pw.hw, pw.ps, wopts...)
 	if err != nil {
-		return nil, nferr.Internalf("parquet writer for %s: %v", path, err)
+		return pw.failed("writing", nferr.Internalf("parquet writer for %s: %v", pw.path, err))
 	}
-	return &parquetWriter{path: path, f: f, hw: hw, w: w, sch: sch, maxRG: opts.RowGroupRows}, nil
+	pw.w = w
+	for _, r := range recs {
+		if err := pw.writeRecord(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deltaSample is how many of a column's first values deltaColumns looks
+// at (the writer holds back up to that many rows, or deltaSampleBytes of
+// them, before it starts), and deltaMinSample the fewest it decides on.
+const (
+	deltaSample      = 64 << 10
+	deltaSampleBytes = 16 << 20
+	deltaMinSample   = 1024
+)
+
+// deltaColumns names the integer columns (int32, int64, dates, times,
+// timestamps, decimals on INT64) of rec to write DELTA_BINARY_PACKED
+// rather than with a dictionary: those with more than one distinct value
+// in 8 of their first non-NULL values (keys, prices, times). A
+// dictionary of so many values costs more than it saves (arrow-go's
+// writer then falls back to PLAIN, which only compression shrinks), where
+// deltas take a few bytes a value and need no decompression (D73). Few
+// distinct values (flags, dates, codes) keep their dictionary, which
+// filters test once per distinct value.
+func deltaColumns(recs []arrow.RecordBatch) []string {
+	if len(recs) == 0 {
+		return nil
+	}
+	var out []string
+	for i, f := range recs[0].Schema().Fields() {
+		var n, distinct int
+		switch f.Type.ID() {
+		case arrow.INT64, arrow.TIMESTAMP, arrow.TIME64, arrow.DECIMAL64:
+			n, distinct = sampleDistinct[int64](recs, i)
+		case arrow.INT32, arrow.DATE32:
+			n, distinct = sampleDistinct[int32](recs, i)
+		default:
+			continue
+		}
+		if n >= deltaMinSample && distinct*8 > n {
+			out = append(out, f.Name)
+		}
+	}
+	return out
 }
 
 // write appends rec (which must have the writer's schema), cutting row
-// groups at maxRG rows.
+// groups at maxRG rows. The first rows are held back (retained) until
+// they are enough to choose the integer columns' encodings from (open).
 func (pw *parquetWriter) write(rec arrow.RecordBatch) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = pw.failed("writing", nferr.Internalf("writing %s: parquet writer panicked: %v", pw.path, r))
 		}
 	}()
+	if pw.w == nil {
+		rec.Retain()
+		pw.pending = append(pw.pending, rec)
+		pw.pendRows += rec.NumRows()
+		pw.pendBytes += int64(recordBytes(rec))
+		if pw.pendRows < deltaSample && pw.pendBytes < deltaSampleBytes {
+			return nil
+		}
+		return pw.open()
+	}
+	return pw.writeRecord(rec)
+}
+
+// writeRecord writes rec, cutting row groups at maxRG rows.
+func (pw *parquetWriter) writeRecord(rec arrow.RecordBatch) (err error) {
 	n := rec.NumRows()
 	off := int64(0)
 	for off < n {
@@ -582,6 +671,12 @@ func (pw *parquetWriter) finish() (size int64, checksum string, md *metadata.Fil
 			err = pw.failed("closing", nferr.Internalf("closing %s: parquet writer panicked: %v", pw.path, r))
 		}
 	}()
+	if pw.w == nil {
+		if err := pw.open(); err != nil {
+			pw.f.Close()
+			return 0, "", nil, err
+		}
+	}
 	if pw.rg != nil {
 		if err := pw.rg.Close(); err != nil {
 			pw.f.Close()
@@ -619,6 +714,10 @@ func (pw *parquetWriter) failed(op string, err error) error {
 
 // abort closes and removes a file that will not be committed.
 func (pw *parquetWriter) abort() {
+	for _, r := range pw.pending {
+		r.Release()
+	}
+	pw.pending = nil
 	if pw.f != nil {
 		pw.f.Close()
 	}
@@ -1372,4 +1471,22 @@ func allDictEncoded(cc *metadata.ColumnChunkMetaData) bool {
 		}
 	}
 	return true
+}
+
+// sampleDistinct counts the first deltaSample non-NULL values of column
+// c of recs (of values of type T) and how many distinct ones they hold.
+func sampleDistinct[T int32 | int64](recs []arrow.RecordBatch, c int) (n, distinct int) {
+	seen := make(map[T]struct{}, 1024)
+	for _, r := range recs {
+		col := r.Column(c)
+		vals := arrow.GetData[T](col.Data().Buffers()[1].Bytes())[col.Data().Offset():]
+		for j := 0; j < col.Len() && n < deltaSample; j++ {
+			if col.IsNull(j) {
+				continue
+			}
+			n++
+			seen[vals[j]] = struct{}{}
+		}
+	}
+	return n, len(seen)
 }

@@ -313,6 +313,8 @@ type flatDecoder struct {
 	pages    pageReader
 	chunk    []byte // the chunk's bytes (the scan worker reads them here)
 	rows     int64  // rows of the chunk not read or skipped yet
+	// chunkRows is the chunk's rows (what bounds a page's values).
+	chunkRows int64
 
 	// The chunk's dictionary as a vector of the column's kind: dictN
 	// entries, then zero (or empty) entries up to dict.n, a power of two
@@ -334,6 +336,10 @@ type flatDecoder struct {
 	idxChecked bool
 	plain      []byte // PLAIN values not consumed yet
 	bitPos     int    // PLAIN booleans: bit offset into plain
+	// delta holds a DELTA_BINARY_PACKED page's values (parquet_delta.go),
+	// decoded when the page is loaded; delta[deltaPos:] are not consumed.
+	delta    []int64
+	deltaPos int
 
 	tmp []int32
 
@@ -342,7 +348,8 @@ type flatDecoder struct {
 }
 
 // flatChunkSupported reports whether the flat decoder reads a column
-// chunk: flat column, unencrypted, PLAIN/dictionary values, RLE levels,
+// chunk: flat column, unencrypted, PLAIN/dictionary values (or
+// DELTA_BINARY_PACKED integers), RLE levels,
 // a known codec, and a writer without the PARQUET-816 size bug.
 func flatChunkSupported(md *metadata.FileMetaData, cc *metadata.ColumnChunkMetaData, descr *schema.Column) bool {
 	if cc.CryptoMetadata() != nil || descr.MaxRepetitionLevel() != 0 || descr.MaxDefinitionLevel() > 1 {
@@ -373,6 +380,10 @@ func flatChunkSupported(md *metadata.FileMetaData, cc *metadata.ColumnChunkMetaD
 	for _, e := range cc.Encodings() {
 		switch e {
 		case parquet.Encodings.Plain, parquet.Encodings.PlainDict, parquet.Encodings.RLEDict, parquet.Encodings.RLE:
+		case parquet.Encodings.DeltaBinaryPacked:
+			if p := descr.PhysicalType(); p != parquet.Types.Int32 && p != parquet.Types.Int64 {
+				return false
+			}
 		default:
 			return false
 		}
@@ -414,7 +425,7 @@ func (d *flatDecoder) reset(name string, descr *schema.Column, cc *metadata.Colu
 	}
 	d.dictOnly = cc.HasDictionaryPage() && allDictEncoded(cc)
 	d.pages.reset(chunk, codec, cc.TotalUncompressedSize())
-	d.rows = rows
+	d.rows, d.chunkRows = rows, rows
 	d.hasDict, d.dictN, d.dictID = false, 0, 0
 	d.pgRows, d.loaded, d.hasDefs = 0, false, false
 	d.plain, d.bitPos = nil, 0
@@ -541,6 +552,18 @@ func (d *flatDecoder) loadPage() error {
 		// Indices of this width stay inside the padded dictionary unless
 		// the page is corrupt or from an odd writer: check those.
 		d.idxChecked = 1<<uint(data[0]) > d.dict.n
+	case encDeltaBinaryPacked:
+		if d.phys != parquet.Types.Int32 && d.phys != parquet.Types.Int64 {
+			return fmt.Errorf("delta-encoded values of type %s", d.phys)
+		}
+		var err error
+		// NB: bounded by the chunk's rows too: a corrupt header's count
+		// must not size the buffer.
+		most := int(min(int64(d.hdr.numValues), d.chunkRows))
+		if d.delta, err = deltaPage(d.delta, data, most, d.phys == parquet.Types.Int32, d.unsigned); err != nil {
+			return err
+		}
+		d.deltaPos = 0
 	case encRLE:
 		if d.phys != parquet.Types.Boolean {
 			return fmt.Errorf("RLE-encoded values of type %s", d.phys)
@@ -830,6 +853,22 @@ func (d *flatDecoder) values(v *vector, off, m, nv int, pv []bool) error {
 			return err
 		}
 		d.gatherDict(v, off, ix)
+	case encDeltaBinaryPacked:
+		if nv > len(d.delta)-d.deltaPos {
+			return fmt.Errorf("page holds fewer values than its header says")
+		}
+		src := d.delta[d.deltaPos : d.deltaPos+nv]
+		d.deltaPos += nv
+		if d.kind == kInt32 {
+			dst := v.i32[off : off+nv]
+			for i, x := range src {
+				dst[i] = int32(x)
+			}
+		} else {
+			dst := v.i64[off : off+nv]
+			copy(dst, src)
+			scaleTimestamps(dst, d.tsMul, d.tsDiv)
+		}
 	case encRLE: // booleans
 		d.tmp = grow(d.tmp, nv)
 		ix := d.tmp[:nv]
@@ -1000,6 +1039,12 @@ func (d *flatDecoder) skipValues(nv int) error {
 	switch d.enc {
 	case encPlainDict, encRLEDictionary, encRLE:
 		return d.idx.skip(nv)
+	case encDeltaBinaryPacked:
+		if nv > len(d.delta)-d.deltaPos {
+			return fmt.Errorf("page holds fewer values than its header says")
+		}
+		d.deltaPos += nv
+		return nil
 	}
 	if w := d.width(); w > 0 {
 		if nv*w > len(d.plain) {

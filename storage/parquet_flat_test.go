@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/zeebo/xxh3"
 )
@@ -300,6 +302,8 @@ func TestFlatDecoderMatchesArrow(t *testing.T) {
 		{"lz4raw-plain-v2", []parquet.WriterProperty{parquet.WithCompression(compress.Codecs.Lz4Raw), parquet.WithDictionaryDefault(false), parquet.WithDataPageVersion(parquet.DataPageV2)}},
 		{"gzip-dict-fallback-small-pages", []parquet.WriterProperty{parquet.WithCompression(compress.Codecs.Gzip), parquet.WithDictionaryPageSizeLimit(256), parquet.WithDataPageSize(500), parquet.WithBatchSize(50)}},
 		{"none-dict-fallback-v2", []parquet.WriterProperty{parquet.WithDictionaryPageSizeLimit(1000), parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithDataPageSize(700), parquet.WithBatchSize(100)}},
+		{"snappy-delta-v1-small-pages", append(deltaInts(), parquet.WithCompression(compress.Codecs.Snappy), parquet.WithDataPageSize(300), parquet.WithBatchSize(64))},
+		{"none-delta-v2", append(deltaInts(), parquet.WithDataPageVersion(parquet.DataPageV2))},
 	}
 	var totalDict, totalFlat int
 	for _, v := range variants {
@@ -324,8 +328,128 @@ func TestFlatDecoderMatchesArrow(t *testing.T) {
 	p := filepath.Join(dir, "delta.parquet")
 	writeWithProps(t, p, rec, parquet.NewWriterProperties(parquet.WithDictionaryDefault(false),
 		parquet.WithEncodingFor("id", parquet.Encodings.DeltaBinaryPacked), parquet.WithEncodingFor("s", parquet.Encodings.DeltaByteArray)))
-	if flat, _ := flatVsArrow(t, p, rng, nil); flat != rec.Schema().NumFields()-2 {
-		t.Fatalf("delta file: the flat decoder read %d columns, want all but the 2 delta-encoded", flat)
+	if flat, _ := flatVsArrow(t, p, rng, nil); flat != rec.Schema().NumFields()-1 {
+		t.Fatalf("delta file: the flat decoder read %d columns, want all but the DELTA_BYTE_ARRAY one", flat)
+	}
+}
+
+// deltaInts are writer settings with every integer column of testSchema
+// and writeExotic's DELTA_BINARY_PACKED (INT64, INT32, decimals on both,
+// dates, unsigned INT32).
+func deltaInts() []parquet.WriterProperty {
+	props := []parquet.WriterProperty{parquet.WithDictionaryDefault(false)}
+	for _, c := range []string{"id", "i32", "price", "d", "u32", "dec32"} {
+		props = append(props, parquet.WithEncodingFor(c, parquet.Encodings.DeltaBinaryPacked))
+	}
+	return props
+}
+
+// TestDeltaExtremes reads DELTA_BINARY_PACKED columns whose deltas span
+// the whole 64- and 32-bit ranges (wrapping sums, 64- and 32-bit wide
+// miniblocks), with NULLs, long runs of one value (0-bit miniblocks) and
+// pages of odd lengths, with the flat decoder and with arrow-go's.
+func TestDeltaExtremes(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	fields := schema.FieldList{
+		schema.MustPrimitive(schema.NewPrimitiveNode("a", parquet.Repetitions.Optional, parquet.Types.Int64, -1, -1)),
+		schema.MustPrimitive(schema.NewPrimitiveNode("b", parquet.Repetitions.Required, parquet.Types.Int32, -1, -1)),
+	}
+	root, err := schema.NewGroupNode("schema", parquet.Repetitions.Required, fields, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pageSize := range []int64{64, 1000, 1 << 20} {
+		path := filepath.Join(t.TempDir(), "extremes.parquet")
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		props := parquet.NewWriterProperties(parquet.WithDictionaryDefault(false), parquet.WithDataPageSize(pageSize), parquet.WithBatchSize(37),
+			parquet.WithEncodingFor("a", parquet.Encodings.DeltaBinaryPacked), parquet.WithEncodingFor("b", parquet.Encodings.DeltaBinaryPacked))
+		w := file.NewParquetWriter(f, root, file.WithWriterProps(props))
+		rg := w.AppendRowGroup()
+		const n = 3001
+		want := make([][]any, 2)
+		var a []int64
+		var b []int32
+		def := make([]int16, n)
+		for i := range n {
+			var x int64
+			switch r := rng.Intn(10); {
+			case i >= 1000 && i < 1400:
+				x = 42 // one value: 0-bit miniblocks
+			case r < 3:
+				x = math.MaxInt64 - int64(rng.Intn(3))
+			case r < 6:
+				x = math.MinInt64 + int64(rng.Intn(3))
+			default:
+				x = rng.Int63() - rng.Int63()
+			}
+			if i%7 == 3 {
+				want[0] = append(want[0], nil)
+			} else {
+				def[i] = 1
+				a = append(a, x)
+				want[0] = append(want[0], x)
+			}
+			y := int32(x)
+			b = append(b, y)
+			want[1] = append(want[1], y)
+		}
+		cw, _ := rg.NextColumn()
+		if _, err := cw.(*file.Int64ColumnChunkWriter).WriteBatch(a, def, nil); err != nil {
+			t.Fatal(err)
+		}
+		cw.Close()
+		cw, _ = rg.NextColumn()
+		if _, err := cw.(*file.Int32ColumnChunkWriter).WriteBatch(b, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		cw.Close()
+		if err := rg.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if flat, _ := flatVsArrow(t, path, rng, want); flat != 2 {
+			t.Fatalf("page size %d: the flat decoder read %d of 2 columns", pageSize, flat)
+		}
+		// A page whose first rows are skipped is decoded whole all the
+		// same (a skip counts its rows as gone before it loads the page).
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rdr, err := file.NewParquetReader(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		md := rdr.MetaData()
+		for c := range 2 {
+			descr := md.Schema.Column(c)
+			cc, _ := md.RowGroup(0).ColumnChunk(c)
+			typ, _ := arrowTypeOfParquet(descr)
+			start, length := chunkRange(cc)
+			fd := &flatDecoder{}
+			if err := fd.reset(descr.Name(), descr, cc, kindOf(typ), n, chunkBytes(t, raw, start, length)); err != nil {
+				t.Fatal(err)
+			}
+			var v vector
+			if err := fd.skip(5); err != nil {
+				t.Fatalf("page size %d column %s: skip: %v", pageSize, descr.Name(), err)
+			}
+			if err := fd.read(&v, 10); err != nil {
+				t.Fatalf("page size %d column %s: read after a skip: %v", pageSize, descr.Name(), err)
+			}
+			for i := range 10 {
+				if got := vecValue(&v, i); got != want[c][5+i] {
+					t.Fatalf("page size %d column %s row %d: %v, want %v", pageSize, descr.Name(), 5+i, got, want[c][5+i])
+				}
+			}
+		}
+		rdr.Close()
 	}
 }
 
@@ -617,24 +741,33 @@ func FuzzFlatChunk(f *testing.F) {
 	alloc := memory.NewGoAllocator()
 	rec := recordOf(alloc, testSchema(), randomRows(randSource(9), 0, 200, 0.3))
 	defer rec.Release()
-	p := filepath.Join(dir, "seed.parquet")
-	writeWithProps(f, p, rec, parquet.NewWriterProperties(parquet.WithDataPageSize(200), parquet.WithBatchSize(40)))
-	raw, err := os.ReadFile(p)
-	if err != nil {
-		f.Fatal(err)
+	// Two files: dictionary and PLAIN pages, and DELTA_BINARY_PACKED
+	// integers; a chunk is read with the metadata of either.
+	var mds [2]*metadata.FileMetaData
+	for i, props := range [][]parquet.WriterProperty{nil, deltaInts()} {
+		p := filepath.Join(dir, fmt.Sprintf("seed%d.parquet", i))
+		writeWithProps(f, p, rec, parquet.NewWriterProperties(append(props, parquet.WithDataPageSize(200), parquet.WithBatchSize(40))...))
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		pf, err := file.NewParquetReader(bytes.NewReader(raw))
+		if err != nil {
+			f.Fatal(err)
+		}
+		mds[i] = pf.MetaData()
+		for c := 0; c < mds[i].Schema.NumColumns(); c++ {
+			cc, _ := mds[i].RowGroup(0).ColumnChunk(c)
+			start, length := chunkRange(cc)
+			f.Add(raw[start:start+length], uint8(c), false, i == 1)
+		}
 	}
-	pf, err := file.NewParquetReader(bytes.NewReader(raw))
-	if err != nil {
-		f.Fatal(err)
-	}
-	md := pf.MetaData()
-	for c := 0; c < md.Schema.NumColumns(); c++ {
-		cc, _ := md.RowGroup(0).ColumnChunk(c)
-		start, length := chunkRange(cc)
-		f.Add(raw[start:start+length], uint8(c), false)
-	}
-	f.Add([]byte{0x15, 0x00}, uint8(0), true)
-	f.Fuzz(func(t *testing.T, chunk []byte, col uint8, snappy bool) {
+	f.Add([]byte{0x15, 0x00}, uint8(0), true, false)
+	f.Fuzz(func(t *testing.T, chunk []byte, col uint8, snappy, delta bool) {
+		md := mds[0]
+		if delta {
+			md = mds[1]
+		}
 		c := int(col) % md.Schema.NumColumns()
 		descr := md.Schema.Column(c)
 		cc, _ := md.RowGroup(0).ColumnChunk(c)

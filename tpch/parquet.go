@@ -108,8 +108,14 @@ func writerProps(t Table, o ParquetOptions) *parquet.WriterProperties {
 		parquet.WithMaxRowGroupLength(int64(o.RowGroupRows) * 2),
 	}
 	for _, c := range tableCols[t] {
-		if c.dict {
+		switch {
+		case c.dict:
 			opts = append(opts, parquet.WithDictionaryFor(c.name, true))
+		case c.kind != kString:
+			// Keys and prices of many distinct values: delta-encoded they
+			// take 2-4 bytes a value where PLAIN takes 8 (snappy keeps
+			// 4-6), and need no decompression (D73).
+			opts = append(opts, parquet.WithEncodingFor(c.name, parquet.Encodings.DeltaBinaryPacked))
 		}
 	}
 	return parquet.NewWriterProperties(opts...)
