@@ -160,8 +160,15 @@
 // build key; until published (or once disabled or off) it passes every
 // row, and nothing ever waits for it.
 //
-// Decoding: flat columns with PLAIN or dictionary-encoded pages go through
-// our page decoder (parquet_flat.go over parquet_pages.go: the chunk is read
+// Encodings written (parquet.go, D73): integer columns (int32, int64,
+// dates, times, timestamps, decimals on INT64) with more than one distinct
+// value in 8 of a file's first 65,536 rows are DELTA_BINARY_PACKED, the
+// others dictionary-encoded (PLAIN when a dictionary outgrows 1 MiB);
+// the writer holds its first rows back until it has chosen.
+//
+// Decoding: flat columns with PLAIN, dictionary-encoded or (integers)
+// DELTA_BINARY_PACKED pages go through our page decoder (parquet_flat.go
+// over parquet_pages.go and parquet_delta.go: the chunk is read
 // into a pooled buffer, pages are decompressed into a reused one, pages
 // whose rows are all skipped are never decompressed); anything else goes
 // through arrow-go's low-level column readers (colDecoder). A chunk whose
