@@ -79,10 +79,15 @@ func deltaPage(dst []int64, src []byte, most int, int32s, unsigned bool) ([]int6
 		return dst, nil
 	}
 	per := int(blockSize / minis)
-	var mini [64]uint64 // scratch for up to a miniblock of per <= 64 values; larger ones go in parts
+	// NB: values add up in int64, wrapping; an INT32 column's are cut to
+	// 32 bits at the end (the low 32 bits of a sum do not depend on the
+	// bits above them).
 	prev := first
-	dst[0] = wrapDelta(first, int32s, unsigned)
+	dst[0] = first
 	got := 1
+	// ext is src with the slack page buffers keep beyond a page (up to 8
+	// bytes), so that unpacking loads whole words.
+	ext := src[:cap(src)]
 	for got < n {
 		minDelta, err := zz("minimum delta")
 		if err != nil {
@@ -103,36 +108,60 @@ func deltaPage(dst []int64, src []byte, most int, int32s, unsigned bool) ([]int6
 				// NB: writers pad a miniblock whole, even the last.
 				return nil, fmt.Errorf("delta encoding: the page ends in a miniblock")
 			}
-			body := src[p : p+size]
+			k := min(per, n-got)
+			prev = accumMini(dst[got:got+k], ext[p:min(p+size+8, len(ext))], size, w, minDelta, prev)
 			p += size
-			for done := 0; done < per && got < n; {
-				k := min(per-done, len(mini), n-got)
-				unpackBits(mini[:k], body, done*int(w), w)
-				for _, u := range mini[:k] {
-					prev += minDelta + int64(u)
-					if int32s {
-						prev = int64(int32(prev))
-					}
-					dst[got] = wrapDelta(prev, int32s, unsigned)
-					got++
-				}
-				done += k
+			got += k
+		}
+	}
+	if int32s {
+		if unsigned {
+			for i, v := range dst {
+				dst[i] = int64(uint32(v))
+			}
+		} else {
+			for i, v := range dst {
+				dst[i] = int64(int32(v))
 			}
 		}
 	}
 	return dst, nil
 }
 
-// wrapDelta is a decoded value as the column reads it: an INT32 value
-// sign- or zero-extended.
-func wrapDelta(v int64, int32s, unsigned bool) int64 {
-	switch {
-	case !int32s:
-		return v
-	case unsigned:
-		return int64(uint32(v))
+// accumMini writes the values of a miniblock's first len(dst) deltas of w
+// bits (its size bytes at the start of body, which may run up to 8 bytes
+// beyond them) after prev, and returns the last.
+func accumMini(dst []int64, body []byte, size int, w uint, minDelta, prev int64) int64 {
+	if w == 0 {
+		for i := range dst {
+			prev += minDelta
+			dst[i] = prev
+		}
+		return prev
 	}
-	return int64(int32(v))
+	if w <= 56 && len(body) >= size+8 {
+		// Every value lies in the 8 bytes from its first: one load each.
+		mask := uint64(1)<<w - 1
+		bit := uint(0)
+		for i := range dst {
+			v := binary.LittleEndian.Uint64(body[bit>>3:]) >> (bit & 7) & mask
+			prev += minDelta + int64(v)
+			dst[i] = prev
+			bit += w
+		}
+		return prev
+	}
+	var buf [64]uint64
+	for done := 0; done < len(dst); {
+		k := min(len(dst)-done, len(buf))
+		unpackBits(buf[:k], body[:size], done*int(w), w)
+		for _, u := range buf[:k] {
+			prev += minDelta + int64(u)
+			dst[done] = prev
+			done++
+		}
+	}
+	return prev
 }
 
 // unpackBits reads len(dst) values of w bits, least significant bit first,
