@@ -1172,10 +1172,10 @@ func (d *distPlanner) hashJoin(n *phys.PhysNode) (frag, error) {
 		// customer-order rows with four strings each, broadcast to 16
 		// workers, sent 12x its probe's bytes and built 16 hash tables.
 		switch {
-		case canBroadcast && (!canPartition || broadcastCheaper(build.n, probe.n, d.opts, 1)) && build.pure && build.rows <= d.opts.ReplicateRows:
+		case canBroadcast && (!canPartition || broadcastCheaper(build.n, probe.n, d.opts, planMargin(build.n, probe.n))) && build.pure && build.rows <= d.opts.ReplicateRows:
 			replicateBuild() // every task reads it: nothing crosses
 		case rangeBuild():
-		case canBroadcast && (!canPartition || broadcastCheaper(build.n, probe.n, d.opts, 1)):
+		case canBroadcast && (!canPartition || broadcastCheaper(build.n, probe.n, d.opts, planMargin(build.n, probe.n))):
 			replicateBuild()
 		case canPartition:
 			partitionBoth()
@@ -1193,7 +1193,7 @@ func (d *distPlanner) hashJoin(n *phys.PhysNode) (frag, error) {
 		}
 	default:
 		coLocated := probe.hash != nil && build.hash != nil && equalInts(probe.hash, pkeys) && equalInts(build.hash, bkeys)
-		small := broadcastCheaper(build.n, probe.n, d.opts, 1)
+		small := broadcastCheaper(build.n, probe.n, d.opts, planMargin(build.n, probe.n))
 		var pr, br *phys.RangePart
 		if len(pkeys) == 1 && !spec.NullAware {
 			pr, br = d.rangeFor(probe, pkeys[0]), d.rangeFor(build, bkeys[0])
@@ -1391,6 +1391,23 @@ func estSize(n *phys.PhysNode) float64 { return n.EstRows * float64(max(len(n.Co
 // (robustChoice) with AdaptiveMargin.
 func broadcastCheaper(build, probe *phys.PhysNode, o DistOptions, factor float64) bool {
 	return estBytes(build)*factor*float64(o.Workers-1) <= o.BroadcastFactor*estBytes(probe)
+}
+
+// planMargin is the factor the static plan applies to a build's estimate
+// before it broadcasts it: 1, or confidentMargin for a large build (at
+// least probePointRows) against a probe whose estimate is not confident.
+// Such a probe may be far smaller than estimated (a semi join on a HAVING
+// aggregate: TPC-H Q18's 624 orders at SF 10, estimated 15M), and then
+// every worker builds a hash table of the whole build for nothing (Q18 at
+// SF 10 broadcast 1.5M customers and built 4 tables of 588 MiB each);
+// adaptive execution cannot correct it when the probe is too large to
+// hold (fits). Repartitioning both sides costs at most the probe's
+// bytes more when the estimate was right.
+func planMargin(build, probe *phys.PhysNode) float64 {
+	if build.EstRows >= probePointRows && !confident(probe) {
+		return confidentMargin
+	}
+	return 1
 }
 
 // estBytes estimates n's output in bytes: its estimated rows times a
