@@ -206,37 +206,15 @@ func TestNetSendCoalescesWhole(t *testing.T) {
 				done <- NetSend(env, []Operator{src}, sch, []*shuffle.Sender{s}, NetSendSpec{Kind: kind, Receivers: receivers}, sent)
 			}()
 			for r := range receivers {
-				rcv, err := x.Receiver(r)
-				if err != nil {
-					t.Fatal(err)
-				}
-				dec, err := shuffle.NewBatchDecoder(sch, mem)
-				if err != nil {
-					t.Fatal(err)
-				}
 				var sizes []int64
 				seen := map[int64]int{}
-				for {
-					p, err := rcv.Next(t.Context())
-					if err != nil {
-						t.Fatal(err)
-					}
-					if p == nil {
-						break
-					}
-					rec, err := dec.Decode(p)
-					if err != nil {
-						t.Fatal(err)
-					}
+				receiveAll(t, x, r, sch, mem, func(rec arrow.RecordBatch) {
 					sizes = append(sizes, rec.NumRows())
 					ks := rec.Column(0).(*array.Int64)
 					for i := range ks.Len() {
 						seen[ks.Value(i)]++
 					}
-					rec.Release()
-				}
-				rcv.Close()
-				dec.Close()
+				})
 				for k := range next {
 					if seen[k] != 1 {
 						t.Errorf("receiver %d got key %d %d times, want once", r, k, seen[k])
@@ -258,5 +236,36 @@ func TestNetSendCoalescesWhole(t *testing.T) {
 				t.Errorf("%d batches sent, want 9", got)
 			}
 		})
+	}
+}
+
+// receiveAll decodes every payload receiver r of x gets until its end and
+// hands each record (released after) to f.
+func receiveAll(t *testing.T, x *shuffle.Exchange, r int, sch *arrow.Schema, mem memory.Allocator, f func(arrow.RecordBatch)) {
+	t.Helper()
+	rcv, err := x.Receiver(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcv.Close()
+	dec, err := shuffle.NewBatchDecoder(sch, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	for {
+		p, err := rcv.Next(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p == nil {
+			return
+		}
+		rec, err := dec.Decode(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f(rec)
+		rec.Release()
 	}
 }

@@ -165,26 +165,7 @@ func TestNetSendRange(t *testing.T) {
 	}()
 	total, nullsAt0 := 0, 0
 	for r := range len(cuts) + 1 {
-		rcv, err := x.Receiver(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dec, err := shuffle.NewBatchDecoder(sch, mem)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for {
-			p, err := rcv.Next(t.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if p == nil {
-				break
-			}
-			rec, err := dec.Decode(p)
-			if err != nil {
-				t.Fatal(err)
-			}
+		receiveAll(t, x, r, sch, mem, func(rec arrow.RecordBatch) {
 			ks := rec.Column(0).(*array.Int64)
 			for i := range ks.Len() {
 				total++
@@ -199,10 +180,7 @@ func TestNetSendRange(t *testing.T) {
 					t.Errorf("key %d at receiver %d, want %d", ks.Value(i), r, q)
 				}
 			}
-			rec.Release()
-		}
-		rcv.Close()
-		dec.Close()
+		})
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
