@@ -367,6 +367,10 @@ type frag struct {
 	// tasks, when set, is the task count of the stage cut at f (a held
 	// node's parts: held.go), instead of Workers.
 	tasks int
+	// groupsWhole: f is an aggregate the embedded plan finished in one
+	// stream, finished in every task instead because each task holds
+	// whole groups (finalInPlace): it stays wide.
+	groupsWhole bool
 }
 
 // rangeCand: output column col follows clustered column cc of scan node
@@ -702,7 +706,7 @@ func (d *distPlanner) walk(n *phys.PhysNode) (frag, error) {
 		// parts; whatever reads it cuts a stage above it.
 		return f, nil
 	}
-	if n.Streams == 1 && (f.wide || f.n.Streams > 1) && !streamFree(n.Kind) {
+	if n.Streams == 1 && (f.wide || f.n.Streams > 1) && !streamFree(n.Kind) && !f.groupsWhole {
 		// NB: the embedded plan ran n as one stream: whatever follows
 		// (ORDER BY, LIMIT, a global aggregate) relies on seeing all
 		// rows in one stream.
@@ -768,6 +772,9 @@ func (d *distPlanner) walkNode(n *phys.PhysNode) (frag, error) {
 		return d.union(n)
 	case phys.PhysHashAgg:
 		if f, ok, err := d.splitRepartitionedAgg(n); ok || err != nil {
+			return f, err
+		}
+		if f, ok, err := d.finalInPlace(n); ok || err != nil {
 			return f, err
 		}
 	case phys.PhysRemote:
@@ -1030,6 +1037,58 @@ func (d *distPlanner) splitRepartitionedAgg(n *phys.PhysNode) (frag, bool, error
 	r := d.repartition(frag{n: pn, wide: true}, keys)
 	fn := &phys.PhysNode{ID: n.ID, Kind: phys.PhysHashAgg, Streams: r.n.Streams, Agg: &final, Columns: n.Columns, EstRows: n.EstRows, Inputs: []*phys.PhysNode{r.n}}
 	return frag{n: fn, wide: true}, true, nil
+}
+
+// finalInPlace plans a final aggregate over a gather of partial
+// aggregates (an aggregate of few groups: phys partial -> gather -> final)
+// whose input holds each group's rows in one task: keyed on some group
+// columns (repartitioned on them), or split, or splittable, by value range
+// on one (a table stored in key order). Every task then finishes its own
+// groups (partial per stream, a local gather, final) and the aggregate
+// stays wide: no network gather, and what follows (a join on the group
+// key: TPC-H Q2's minimum supply cost per part, joined back to partsupp)
+// keeps the rows where they are. D75.
+func (d *distPlanner) finalInPlace(n *phys.PhysNode) (frag, bool, error) {
+	if n.Agg.Phase != exec.AggFinal || len(n.Agg.GroupCols) == 0 || len(n.Inputs) != 1 || d.opts.Workers < 2 {
+		return frag{}, false, nil
+	}
+	x := n.Inputs[0]
+	if x.Kind != phys.PhysExchange || x.Exchange.Kind != exec.ExchangeGather || len(x.Inputs) != 1 {
+		return frag{}, false, nil
+	}
+	p := x.Inputs[0]
+	if p.Kind != phys.PhysHashAgg || p.Agg.Phase != exec.AggPartial || len(p.Agg.GroupCols) != len(n.Agg.GroupCols) || len(p.Inputs) != 1 {
+		return frag{}, false, nil
+	}
+	in, err := d.walk(p.Inputs[0])
+	if err != nil {
+		return in, true, err
+	}
+	whole := in.wide && in.keyedOn(p.Agg.GroupCols)
+	var ranged *rangedOn
+	if in.wide && !whole {
+		for i, g := range p.Agg.GroupCols {
+			if rp := d.rangeFor(in, g); rp != nil && len(rp.Cuts) == rp.Parts-1 {
+				in = d.applyRange(in, g, rp.Cuts)
+				ranged = &rangedOn{cols: []int{i}, rp: in.ranged.rp} // group columns come first
+				whole = true
+				break
+			}
+		}
+	}
+	pf := frag{n: with(p, in.n.Streams, in.n), wide: in.wide, tasks: in.tasks, keyed: aggKeyed(p.Agg, in.keyed)}
+	if whole {
+		fn := with(n, 1, with(x, 1, pf.n))
+		return frag{n: fn, wide: true, tasks: in.tasks, groupsWhole: true, keyed: pf.keyed, ranged: ranged}, true, nil
+	}
+	// As walkNode would plan the three nodes (the input is walked once: a
+	// walk cuts stages): the partial in every task, a network gather, the
+	// final in one task.
+	xf := frag{n: with(x, 1, pf.n)}
+	if pf.wide {
+		xf = d.cut(pf, exec.ExchangeGather, nil, 1, false)
+	}
+	return frag{n: with(n, xf.n.Streams, xf.n), wide: xf.wide, tasks: xf.tasks, keyed: aggKeyed(n.Agg, xf.keyed)}, true, nil
 }
 
 // aggKeyed maps the keyed column sets of an aggregate's input to its

@@ -90,7 +90,7 @@ func (pl *physPlanner) scan(n *plan.ScanNode, need plan.ColSet) (*pnode, error) 
 	}
 	op := &ScanOp{Spec: spec, Tasks: tasks, RowGroups: groups, TableRows: float64(n.Table.RowCount())}
 	if st != nil && len(tasks) > 1 {
-		op.Clustered = clusteredCols(st, spec.Columns, pcols)
+		op.Clustered = clusteredCols(st, tasks, spec.Columns, pcols)
 	}
 	if len(residual) > 0 {
 		op.Residual = logicalExprList(residual)
@@ -115,8 +115,14 @@ func (pl *physPlanner) scan(n *plan.ScanNode, need plan.ColSet) (*pnode, error) 
 // clusteredCols finds the scan's integer output columns without NULLs
 // whose row groups hold disjoint value ranges once sorted (a neighbour may
 // share its edge value: dbgen's lineitem rows of one order can straddle two
-// row groups). One row group per task, in st's file order.
-func clusteredCols(st *storage.Table, names []string, cols []PhysColumn) []ClusterCol {
+// row groups). One entry per task (a row group the scan reads: those its
+// filter's statistics rule out have no task, and no entry), in the tasks'
+// order.
+func clusteredCols(st *storage.Table, tasks []storage.FileRange, names []string, cols []PhysColumn) []ClusterCol {
+	files := make(map[string]*storage.File, len(st.Files))
+	for _, f := range st.Files {
+		files[f.Path] = f
+	}
 	var out []ClusterCol
 	for i, name := range names {
 		if k := cols[i].Type.ID; k != expr.TypeInt32 && k != expr.TypeInt64 {
@@ -128,17 +134,22 @@ func clusteredCols(st *storage.Table, names []string, cols []PhysColumn) []Clust
 		}
 		cc := ClusterCol{Out: i, Name: name}
 		ok := true
-		for _, f := range st.Files {
-			for g := 0; g < len(f.RowGroups) && ok; g++ {
-				stats := f.RowGroups[g].Columns
-				ok = tc < len(stats) && stats[tc].Nulls == 0 && stats[tc].Min != nil && stats[tc].Max != nil &&
-					stats[tc].Min.Kind == storage.KindInt && stats[tc].Max.Kind == storage.KindInt
-				if ok {
-					cc.Min = append(cc.Min, stats[tc].Min.Int)
-					cc.Max = append(cc.Max, stats[tc].Max.Int)
-					cc.Rows = append(cc.Rows, f.RowGroups[g].Rows)
-				}
+		for _, t := range tasks {
+			f := files[t.Path]
+			if f == nil || len(t.RowGroups) != 1 || t.RowGroups[0] < 0 || t.RowGroups[0] >= len(f.RowGroups) {
+				ok = false
+				break
 			}
+			rg := f.RowGroups[t.RowGroups[0]]
+			stats := rg.Columns
+			ok = tc < len(stats) && stats[tc].Nulls == 0 && stats[tc].Min != nil && stats[tc].Max != nil &&
+				stats[tc].Min.Kind == storage.KindInt && stats[tc].Max.Kind == storage.KindInt
+			if !ok {
+				break
+			}
+			cc.Min = append(cc.Min, stats[tc].Min.Int)
+			cc.Max = append(cc.Max, stats[tc].Max.Int)
+			cc.Rows = append(cc.Rows, rg.Rows)
 		}
 		if !ok || len(cc.Min) < 2 {
 			continue
