@@ -261,11 +261,11 @@ type parquetWriter struct {
 	pending   []arrow.RecordBatch
 	pendRows  int64
 	pendBytes int64
-	sch    *arrow.Schema
-	rg     file.BufferedRowGroupWriter
-	rgRows int64
-	maxRG  int64
-	rows   int64
+	sch       *arrow.Schema
+	rg        file.BufferedRowGroupWriter
+	rgRows    int64
+	maxRG     int64
+	rows      int64
 
 	def  []int16
 	rep  []int16
