@@ -1,6 +1,8 @@
 package opt
 
 import (
+	"slices"
+
 	"github.com/nicflow/nicflow/engine/plan"
 )
 
@@ -53,7 +55,7 @@ func (o *optimizer) eagerAgg(a *plan.AggregateNode) (plan.Plan, bool) {
 		in = pr.Input
 	}
 	j, ok := in.(*plan.JoinNode)
-	if !ok || j.Kind != plan.JoinInner || len(j.Equi) == 0 {
+	if !ok || (j.Kind != plan.JoinInner && j.Kind != plan.JoinLeft) || len(j.Equi) == 0 {
 		return nil, false
 	}
 	groups := make([]plan.Expr, len(a.Groups))
@@ -70,6 +72,9 @@ func (o *optimizer) eagerAgg(a *plan.AggregateNode) (plan.Plan, bool) {
 		if c.Distinct || c.Filter != nil {
 			return nil, false
 		}
+		if j.Kind == plan.JoinLeft && c.Fn == plan.AggCountStar {
+			return nil, false // it counts the unmatched left rows too
+		}
 		if c.Arg != nil {
 			args[i] = plan.Substitute(c.Arg, sub)
 			if plan.HasSubquery(args[i]) || hasRandom(args[i]) {
@@ -79,6 +84,9 @@ func (o *optimizer) eagerAgg(a *plan.AggregateNode) (plan.Plan, bool) {
 	}
 	lc, rc := plan.ColSetOf(j.Left.Columns()), plan.ColSetOf(j.Right.Columns())
 	for side := 0; side < 2; side++ {
+		if j.Kind == plan.JoinLeft && side == 0 {
+			continue // the preserved side: its rows are not only the joined ones
+		}
 		sCols, s := lc, j.Left
 		if side == 1 {
 			sCols, s = rc, j.Right
@@ -101,7 +109,9 @@ func (o *optimizer) eagerSide(a *plan.AggregateNode, j *plan.JoinNode, groups, a
 	keys := plan.ColSet{}
 	for _, g := range groups {
 		cs := plan.ColsOf(g)
-		if cs.Intersects(sCols) && !cs.SubsetOf(sCols) {
+		if cs.Intersects(sCols) && (!cs.SubsetOf(sCols) || j.Kind == plan.JoinLeft) {
+			// NB: a left join's unmatched rows group on NULL right
+			// columns, which no partial row carries.
 			return nil, false
 		}
 		if cs.SubsetOf(sCols) {
@@ -148,7 +158,10 @@ func (o *optimizer) eagerSide(a *plan.AggregateNode, j *plan.JoinNode, groups, a
 		partial.GroupCols = append(partial.GroupCols, nc)
 		rename[c.ID] = plan.NewColRef(nc)
 	}
-	final := &plan.AggregateNode{GroupCols: a.GroupCols, AggCols: a.AggCols}
+	final := &plan.AggregateNode{GroupCols: a.GroupCols, AggCols: slices.Clone(a.AggCols)}
+	// A left join's unmatched left rows meet no partial row: a count
+	// summed over only those is NULL, and a projection makes it 0.
+	var zeroed []int
 	for i, c := range a.Aggs {
 		pc := *c
 		pt := c.Typ
@@ -162,7 +175,13 @@ func (o *optimizer) eagerSide(a *plan.AggregateNode, j *plan.JoinNode, groups, a
 		partial.AggCols = append(partial.AggCols, col)
 		fn := c.Fn
 		if fn == plan.AggCount || fn == plan.AggCountStar {
-			fn = plan.AggSum // NB: every final group has a partial row: never NULL
+			// NB: under an inner join every final group has a partial
+			// row: never NULL.
+			fn = plan.AggSum
+			if j.Kind == plan.JoinLeft {
+				final.AggCols[i] = o.newCol(a.AggCols[i].Name, c.Typ, true)
+				zeroed = append(zeroed, i)
+			}
 		}
 		final.Aggs = append(final.Aggs, &plan.AggCall{Fn: fn, Arg: plan.NewColRef(col), Typ: c.Typ})
 	}
@@ -193,5 +212,19 @@ func (o *optimizer) eagerSide(a *plan.AggregateNode, j *plan.JoinNode, groups, a
 	for _, g := range groups {
 		final.Groups = append(final.Groups, plan.Substitute(g, rename))
 	}
-	return final, true
+	if len(zeroed) == 0 {
+		return final, true
+	}
+	pr := &plan.ProjectNode{Input: final, Cols: slices.Concat(a.GroupCols, a.AggCols)}
+	for _, c := range a.GroupCols {
+		pr.Exprs = append(pr.Exprs, plan.NewColRef(c))
+	}
+	for i, c := range final.AggCols {
+		var e plan.Expr = plan.NewColRef(c)
+		if slices.Contains(zeroed, i) {
+			e = plan.NewCall(plan.FnCoalesce, c.Type, e, &plan.Const{Typ: plan.TypInt64, Val: int64(0)})
+		}
+		pr.Exprs = append(pr.Exprs, e)
+	}
+	return pr, true
 }
