@@ -8,7 +8,7 @@ import (
 
 var ruleEagerAgg = &Rule{
 	Name:   RuleEagerAgg,
-	Shapes: "an aggregate over an inner join whose aggregates read one side only is computed partly on that side first, grouped by its join keys and group keys, when that cuts the side's rows",
+	Shapes: "an aggregate over an inner join whose aggregates read one side only (or over a left join whose aggregates read its right side and whose groups read its left) is computed partly on that side first, grouped by its join keys and group keys, when that cuts the side's rows",
 	apply: func(o *optimizer, p plan.Plan) (plan.Plan, error) {
 		o.ensureEstimator()
 		return plan.MapPlan(p, func(n plan.Plan) plan.Plan {
@@ -42,6 +42,13 @@ const eagerMaxShare = 0.5
 // columns: the sales are first summed per customer key and year. Only
 // when the estimator expects the partial to keep at most eagerMaxShare
 // of S's rows, with GROUP BY, and without DISTINCT aggregates.
+//
+// Over a left join S is the right side only (the preserved left side's
+// rows are not all joined ones), the groups read no S column (an
+// unmatched left row groups on NULLs no partial row has), and count(*)
+// is not rewritten (it counts unmatched left rows). An unmatched left row
+// joins no partial row, so its counts come out NULL from the final sums:
+// a projection above makes them 0 (D76).
 func (o *optimizer) eagerAgg(a *plan.AggregateNode) (plan.Plan, bool) {
 	if len(a.Groups) == 0 || len(a.Aggs) == 0 {
 		return nil, false
