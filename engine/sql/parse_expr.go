@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/nicflow/nicflow/internal/pgarray"
 )
 
 // Expression grammar, loosest first (PostgreSQL's precedence table):
@@ -124,15 +126,15 @@ func (p *parser) parseConstArray(what string) ([]Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	vals, ok := parseArrayText(t.text)
+	vals, nulls, ok := pgarray.Parse(t.text)
 	if !ok {
 		return nil, p.errAt(t, "malformed array literal: %q", t.text)
 	}
 	elems := []Expr{}
-	for _, v := range vals {
+	for i, v := range vals {
 		var e Expr = &Literal{Pos: t.pos, Kind: LitNull}
-		if v != nil {
-			e = &Literal{Pos: t.pos, Kind: LitString, Text: *v}
+		if !nulls[i] {
+			e = &Literal{Pos: t.pos, Kind: LitString, Text: v}
 		}
 		if ty != nil {
 			e = &Cast{Pos: t.pos, X: e, Type: ty}
@@ -162,69 +164,6 @@ func (p *parser) parseArrayCast() (*TypeName, error) {
 	elem := *ty
 	elem.Array = false
 	return &elem, nil
-}
-
-// parseArrayText reads a one-dimensional array in PostgreSQL's text form:
-// {a,b}, {"a b","c\"d"}, NULL (unquoted) for a NULL element.
-func parseArrayText(s string) ([]*string, bool) {
-	s = strings.TrimSpace(s)
-	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
-		return nil, false
-	}
-	body := s[1 : len(s)-1]
-	var out []*string
-	if strings.TrimSpace(body) == "" {
-		return out, true
-	}
-	for i := 0; ; {
-		for i < len(body) && body[i] == ' ' {
-			i++
-		}
-		var b strings.Builder
-		quoted := i < len(body) && body[i] == '"'
-		if quoted {
-			i++
-			for ; i < len(body) && body[i] != '"'; i++ {
-				if body[i] == '\\' && i+1 < len(body) {
-					i++
-				}
-				b.WriteByte(body[i])
-			}
-			if i >= len(body) {
-				return nil, false
-			}
-			i++
-		} else {
-			for ; i < len(body) && body[i] != ','; i++ {
-				if body[i] == '{' || body[i] == '}' || body[i] == '"' {
-					return nil, false // nested arrays are not supported
-				}
-				b.WriteByte(body[i])
-			}
-		}
-		v := b.String()
-		if !quoted {
-			v = strings.TrimSpace(v)
-			if v == "" {
-				return nil, false
-			}
-		}
-		if !quoted && strings.EqualFold(v, "null") {
-			out = append(out, nil)
-		} else {
-			out = append(out, &v)
-		}
-		for i < len(body) && body[i] == ' ' {
-			i++
-		}
-		if i == len(body) {
-			return out, true
-		}
-		if body[i] != ',' {
-			return nil, false
-		}
-		i++
-	}
 }
 
 func matchKw(kw, op string) func(token) (string, bool) {
