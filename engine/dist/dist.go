@@ -701,6 +701,12 @@ func (d *distPlanner) walk(n *phys.PhysNode) (frag, error) {
 	if err != nil {
 		return f, err
 	}
+	return d.settle(n, f)
+}
+
+// settle finishes the plan f of node n as walk does: gathered when the
+// embedded plan ran n as one stream.
+func (d *distPlanner) settle(n *phys.PhysNode, f frag) (frag, error) {
 	if isHeld(n) {
 		// A held output is read where it is, by as many tasks as it has
 		// parts; whatever reads it cuts a stage above it.
@@ -791,6 +797,13 @@ func (d *distPlanner) walkNode(n *phys.PhysNode) (frag, error) {
 	if err != nil {
 		return in, err
 	}
+	return d.oneInput(n, in)
+}
+
+// oneInput plans node n of one input (one operator per stream) over in,
+// its input planned.
+func (d *distPlanner) oneInput(n *phys.PhysNode, in frag) (frag, error) {
+	var err error
 	if n.Streams == 1 && !streamFree(n.Kind) && (in.wide || in.n.Streams > 1) {
 		if in, err = d.single(in); err != nil {
 			return in, err
@@ -925,20 +938,21 @@ func (d *distPlanner) localTerm(n *phys.PhysNode) (*phys.PhysNode, error) {
 }
 
 func (d *distPlanner) exchange(n *phys.PhysNode) (frag, error) {
+	in, err := d.walk(n.Inputs[0])
+	if err != nil {
+		return in, err
+	}
+	return d.exchangeOver(n, in)
+}
+
+// exchangeOver plans exchange node n over in, its input planned.
+func (d *distPlanner) exchangeOver(n *phys.PhysNode, in frag) (frag, error) {
 	x := n.Exchange
 	if x.Kind == exec.ExchangeBroadcast {
 		// Broadcasts feed nested-loop joins, which plan them (nlJoin); one
 		// found elsewhere runs in one task.
-		in, err := d.walk(n.Inputs[0])
-		if err != nil {
-			return in, err
-		}
 		in = d.gatherWide(in)
 		return frag{n: with(n, x.Outputs, in.n)}, nil
-	}
-	in, err := d.walk(n.Inputs[0])
-	if err != nil {
-		return in, err
 	}
 	if !in.wide {
 		streams := 1
@@ -1076,19 +1090,29 @@ func (d *distPlanner) finalInPlace(n *phys.PhysNode) (frag, bool, error) {
 			}
 		}
 	}
-	pf := frag{n: with(p, in.n.Streams, in.n), wide: in.wide, tasks: in.tasks, keyed: aggKeyed(p.Agg, in.keyed)}
+	pf, err := d.oneInput(p, in)
+	if err == nil {
+		pf, err = d.settle(p, pf)
+	}
+	if err != nil {
+		return pf, true, err
+	}
 	if whole {
 		fn := with(n, 1, with(x, 1, pf.n))
-		return frag{n: fn, wide: true, tasks: in.tasks, groupsWhole: true, keyed: pf.keyed, ranged: ranged}, true, nil
+		return frag{n: fn, wide: true, tasks: pf.tasks, groupsWhole: true, keyed: pf.keyed, ranged: ranged}, true, nil
 	}
-	// As walkNode would plan the three nodes (the input is walked once: a
+	// As walkNode plans the three nodes, over the input walked once (a
 	// walk cuts stages): the partial in every task, a network gather, the
 	// final in one task.
-	xf := frag{n: with(x, 1, pf.n)}
-	if pf.wide {
-		xf = d.cut(pf, exec.ExchangeGather, nil, 1, false)
+	xf, err := d.exchangeOver(x, pf)
+	if err == nil {
+		xf, err = d.settle(x, xf)
 	}
-	return frag{n: with(n, xf.n.Streams, xf.n), wide: xf.wide, tasks: xf.tasks, keyed: aggKeyed(n.Agg, xf.keyed)}, true, nil
+	if err != nil {
+		return xf, true, err
+	}
+	f, err := d.oneInput(n, xf)
+	return f, true, err
 }
 
 // aggKeyed maps the keyed column sets of an aggregate's input to its
