@@ -373,7 +373,7 @@ const (
 )
 
 // deltaColumns names the integer columns (int32, int64, dates, times,
-// timestamps, decimals on INT64) of rec to write DELTA_BINARY_PACKED
+// timestamps, decimals on INT64) of recs to write DELTA_BINARY_PACKED
 // rather than with a dictionary: those with more than one distinct value
 // in 8 of their first non-NULL values (keys, prices, times). A
 // dictionary of so many values costs more than it saves (arrow-go's
@@ -401,6 +401,24 @@ func deltaColumns(recs []arrow.RecordBatch) []string {
 		}
 	}
 	return out
+}
+
+// sampleDistinct counts the first deltaSample non-NULL values of column
+// c of recs (of values of type T) and how many distinct ones they hold.
+func sampleDistinct[T int32 | int64](recs []arrow.RecordBatch, c int) (n, distinct int) {
+	seen := make(map[T]struct{}, 1024)
+	for _, r := range recs {
+		col := r.Column(c)
+		vals := fixedValues[T](col)
+		for j := 0; j < col.Len() && n < deltaSample; j++ {
+			if col.IsNull(j) {
+				continue
+			}
+			n++
+			seen[vals[j]] = struct{}{}
+		}
+	}
+	return n, len(seen)
 }
 
 // write appends rec (which must have the writer's schema), cutting row
@@ -1471,22 +1489,4 @@ func allDictEncoded(cc *metadata.ColumnChunkMetaData) bool {
 		}
 	}
 	return true
-}
-
-// sampleDistinct counts the first deltaSample non-NULL values of column
-// c of recs (of values of type T) and how many distinct ones they hold.
-func sampleDistinct[T int32 | int64](recs []arrow.RecordBatch, c int) (n, distinct int) {
-	seen := make(map[T]struct{}, 1024)
-	for _, r := range recs {
-		col := r.Column(c)
-		vals := arrow.GetData[T](col.Data().Buffers()[1].Bytes())[col.Data().Offset():]
-		for j := 0; j < col.Len() && n < deltaSample; j++ {
-			if col.IsNull(j) {
-				continue
-			}
-			n++
-			seen[vals[j]] = struct{}{}
-		}
-	}
-	return n, len(seen)
 }
