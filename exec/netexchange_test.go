@@ -146,22 +146,6 @@ func TestNetSendCoalescesWhole(t *testing.T) {
 			if kind == ExchangeBroadcast {
 				receivers = 3
 			}
-			agent, err := shuffle.NewAgent(shuffle.AgentConfig{Node: 0, Peers: []string{"mem:coalesce-" + string(kind)}, Mem: shuffle.NewMemNetwork(), Options: shuffle.Options{Insecure: true}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer agent.Close()
-			c, err := agent.Client()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			spec := &shuffle.Spec{ID: 7, Senders: []int{0}, Receivers: make([]int, receivers)}
-			x, err := shuffle.OpenExchange(c, spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer x.Close()
 			// 40 batches of 10 rows, one of 300, 40 more of 10: with a
 			// target of 100, 4 full batches, the large one, 4 more.
 			var recs []arrow.RecordBatch
@@ -188,23 +172,10 @@ func TestNetSendCoalescesWhole(t *testing.T) {
 			for range 40 {
 				add(10)
 			}
-			src, err := NewBatchSource(sch, recs...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range recs {
-				r.Release()
-			}
-			s, err := x.Sender(0)
-			if err != nil {
-				t.Fatal(err)
-			}
 			env := &Env{Ctx: t.Context(), Alloc: mem, BatchSize: 100}
 			sent := &NetCounters{}
-			done := make(chan error, 1)
-			go func() {
-				done <- NetSend(env, []Operator{src}, sch, []*shuffle.Sender{s}, NetSendSpec{Kind: kind, Receivers: receivers}, sent)
-			}()
+			x, done, stop := startNetSend(t, "mem:coalesce-"+string(kind), env, sch, recs, NetSendSpec{Kind: kind, Receivers: receivers}, sent)
+			defer stop()
 			for r := range receivers {
 				var sizes []int64
 				seen := map[int64]int{}
@@ -268,4 +239,50 @@ func receiveAll(t *testing.T, x *shuffle.Exchange, r int, sch *arrow.Schema, mem
 		f(rec)
 		rec.Release()
 	}
+}
+
+// startNetSend sends recs (released here) through NetSend with spec from
+// one sender on a fresh in-memory shuffle agent named peer, to
+// spec.Receivers receivers of the returned exchange; done gets NetSend's
+// result. stop closes the exchange and the agent (defer it after the
+// allocator's check, so that it runs first).
+func startNetSend(t *testing.T, peer string, env *Env, sch *arrow.Schema, recs []arrow.RecordBatch, spec NetSendSpec, sent *NetCounters) (x *shuffle.Exchange, done <-chan error, stop func()) {
+	t.Helper()
+	agent, err := shuffle.NewAgent(shuffle.AgentConfig{Node: 0, Peers: []string{peer}, Mem: shuffle.NewMemNetwork(), Options: shuffle.Options{Insecure: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := agent.Client()
+	if err != nil {
+		agent.Close()
+		t.Fatal(err)
+	}
+	stop = func() {
+		if x != nil {
+			x.Close()
+		}
+		c.Close()
+		agent.Close()
+	}
+	x, err = shuffle.OpenExchange(c, &shuffle.Spec{ID: 7, Senders: []int{0}, Receivers: make([]int, spec.Receivers)})
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	src, err := NewBatchSource(sch, recs...)
+	for _, r := range recs {
+		r.Release()
+	}
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	s, err := x.Sender(0)
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	ch := make(chan error, 1)
+	go func() { ch <- NetSend(env, []Operator{src}, sch, []*shuffle.Sender{s}, spec, sent) }()
+	return x, ch, stop
 }

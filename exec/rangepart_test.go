@@ -8,8 +8,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/nicflow/nicflow/shuffle"
 )
 
 // rangePartOf is the reference: the number of cuts at or below v.
@@ -118,21 +116,6 @@ func TestNetSendRange(t *testing.T) {
 		}
 	}
 	cuts := []int64{100, 250}
-	agent, err := shuffle.NewAgent(shuffle.AgentConfig{Node: 0, Peers: []string{"mem:range"}, Mem: shuffle.NewMemNetwork(), Options: shuffle.Options{Insecure: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer agent.Close()
-	c, err := agent.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	x, err := shuffle.OpenExchange(c, &shuffle.Spec{ID: 9, Senders: []int{0}, Receivers: make([]int, len(cuts)+1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
 	var recs []arrow.RecordBatch
 	for r := range 10 {
 		b := array.NewInt64Builder(mem)
@@ -148,21 +131,8 @@ func TestNetSendRange(t *testing.T) {
 		k.Release()
 		b.Release()
 	}
-	src, err := NewBatchSource(sch, recs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		r.Release()
-	}
-	s, err := x.Sender(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		done <- NetSend(env, []Operator{src}, sch, []*shuffle.Sender{s}, NetSendSpec{Kind: ExchangeRange, Keys: []int{0}, Cuts: cuts, Receivers: len(cuts) + 1}, nil)
-	}()
+	x, done, stop := startNetSend(t, "mem:range", env, sch, recs, NetSendSpec{Kind: ExchangeRange, Keys: []int{0}, Cuts: cuts, Receivers: len(cuts) + 1}, nil)
+	defer stop()
 	total, nullsAt0 := 0, 0
 	for r := range len(cuts) + 1 {
 		receiveAll(t, x, r, sch, mem, func(rec arrow.RecordBatch) {
