@@ -1254,11 +1254,12 @@ func (d *distPlanner) hashJoin(n *phys.PhysNode) (frag, error) {
 		// more than repartitioning both sides would: Q10's 57,000
 		// customer-order rows with four strings each, broadcast to 16
 		// workers, sent 12x its probe's bytes and built 16 hash tables.
+		bcast := canBroadcast && (!canPartition || broadcastCheaper(build.n, probe.n, d.opts, planMargin(build.n, probe.n)))
 		switch {
-		case canBroadcast && (!canPartition || broadcastCheaper(build.n, probe.n, d.opts, planMargin(build.n, probe.n))) && build.pure && build.rows <= d.opts.ReplicateRows:
+		case bcast && build.pure && build.rows <= d.opts.ReplicateRows:
 			replicateBuild() // every task reads it: nothing crosses
 		case rangeBuild():
-		case canBroadcast && (!canPartition || broadcastCheaper(build.n, probe.n, d.opts, planMargin(build.n, probe.n))):
+		case bcast:
 			replicateBuild()
 		case canPartition:
 			partitionBoth()
