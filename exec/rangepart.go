@@ -52,32 +52,28 @@ func (p *RangePartitioner) Partitions() int { return len(p.cuts) + 1 }
 // Partition returns the partition of every live row of b (one entry per
 // live row, in order). The slice is reused by the next call.
 func (p *RangePartitioner) Partition(b *Batch) []int32 {
-	n := b.Len()
-	p.parts = resize(p.parts, n)
+	p.parts = resize(p.parts, b.Len())
 	col := b.Cols[p.key]
-	nulls := col.NullN() > 0
 	if p.is64 {
-		vals := col.(*array.Int64).Int64Values()
-		for j := range n {
-			i := rowAt(b.Sel, j)
-			if nulls && col.IsNull(i) {
-				p.parts[j] = 0
-				continue
-			}
-			p.parts[j] = p.part(vals[i])
-		}
-		return p.parts
+		rangeParts(p, col, col.(*array.Int64).Int64Values(), b.Sel)
+	} else {
+		rangeParts(p, col, col.(*array.Int32).Int32Values(), b.Sel)
 	}
-	vals := col.(*array.Int32).Int32Values()
-	for j := range n {
-		i := rowAt(b.Sel, j)
+	return p.parts
+}
+
+// rangeParts fills p.parts for the live rows (sel) of col, whose values
+// are vals.
+func rangeParts[T int32 | int64](p *RangePartitioner, col arrow.Array, vals []T, sel []int32) {
+	nulls := col.NullN() > 0
+	for j := range p.parts {
+		i := rowAt(sel, j)
 		if nulls && col.IsNull(i) {
 			p.parts[j] = 0
 			continue
 		}
 		p.parts[j] = p.part(int64(vals[i]))
 	}
-	return p.parts
 }
 
 // part is the partition of value v: the number of cuts at or below it
