@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nicflow/nicflow/engine/dist"
 
@@ -64,6 +65,62 @@ func SplitScript(script string) ([]string, error) {
 	out := make([]string, len(stmts))
 	for i, s := range stmts {
 		out[i] = s.Text
+	}
+	return out, nil
+}
+
+// ClusterScript is what runs one statement of a script on a cluster: the
+// script sent with the request and the statement's index in it.
+type ClusterScript struct {
+	Text  string
+	Index int
+}
+
+// ClusterScripts splits a script into one ClusterScript per statement.
+// Statement k's script holds the SET statements before it (the coordinator
+// replays them for this statement only: its session is shared by every
+// client) and then statement k, placed at its line and column of the
+// original script, so that an error's position and caret point into the
+// user's script. Sending the whole script with each statement instead
+// costs a parse of the whole script per statement, quadratic in its
+// length. (The SETs are a subsequence of the text before the statement,
+// so it can always be placed; were it not, the statement would get the
+// original script up to its end.)
+func ClusterScripts(script string) ([]ClusterScript, error) {
+	stmts, err := sql.Parse(script)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ClusterScript, len(stmts))
+	var prefix strings.Builder
+	line, col, sets := 1, 1, 0
+	for k, st := range stmts {
+		var b strings.Builder
+		switch {
+		case line < st.Start.Line:
+			b.WriteString(prefix.String())
+			b.WriteString(strings.Repeat("\n", st.Start.Line-line))
+			b.WriteString(strings.Repeat(" ", st.Start.Col-1))
+		case line == st.Start.Line && col <= st.Start.Col:
+			b.WriteString(prefix.String())
+			b.WriteString(strings.Repeat(" ", st.Start.Col-col))
+		default:
+			out[k] = ClusterScript{Text: script[:st.End], Index: k}
+			continue
+		}
+		b.WriteString(st.Text)
+		out[k] = ClusterScript{Text: b.String(), Index: sets}
+		if _, ok := st.Stmt.(*sql.Set); ok {
+			prefix.WriteString(st.Text)
+			prefix.WriteByte(';')
+			sets++
+			if i := strings.LastIndexByte(st.Text, '\n'); i >= 0 {
+				line += strings.Count(st.Text, "\n")
+				col = 1 + utf8.RuneCountInString(st.Text[i+1:]) + 1
+			} else {
+				col += utf8.RuneCountInString(st.Text) + 1
+			}
+		}
 	}
 	return out, nil
 }

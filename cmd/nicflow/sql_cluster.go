@@ -159,13 +159,13 @@ func (cs *clusterSQL) run(ctx context.Context, script string, k int) (*statement
 // runScript runs every statement of script on the cluster, printing
 // results as the embedded runScript does.
 func (cs *clusterSQL) runScript(ctx context.Context, script, format string, stdout, stderr io.Writer) error {
-	stmts, err := engine.SplitScript(script)
+	stmts, err := engine.ClusterScripts(script)
 	if err != nil {
 		return err
 	}
 	out := scriptPrinter{format: format, stdout: stdout, stderr: stderr}
-	for k := range stmts {
-		sr, err := cs.run(ctx, script, k)
+	for _, st := range stmts {
+		sr, err := cs.run(ctx, st.Text, st.Index)
 		if err != nil {
 			return err
 		}
@@ -203,15 +203,15 @@ func checkClusterSQLFlags(fl sqlFlags) error {
 // and returns the rows of its row-returning statement (their count only
 // unless keep) and the bytes its exchanges shuffled.
 func (cs *clusterSQL) runQueryText(ctx context.Context, text string, keep bool) (tpch.Result, int64, error) {
-	stmts, err := engine.SplitScript(text)
+	stmts, err := engine.ClusterScripts(text)
 	if err != nil {
 		return tpch.Result{}, 0, err
 	}
 	var out tpch.Result
 	var shuffled int64
 	cs.retried = 0
-	for k := range stmts {
-		sr, err := cs.run(ctx, text, k)
+	for _, st := range stmts {
+		sr, err := cs.run(ctx, st.Text, st.Index)
 		if err != nil {
 			return tpch.Result{}, 0, err
 		}
