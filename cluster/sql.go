@@ -1295,6 +1295,19 @@ type countingIter struct {
 	ended bool
 }
 
+// AppliesKeyFilters and LastFiltered say what the counted iterator says
+// (storage.KeyFilterApplier, storage.KeyFilterReporter): exec.Scan filters
+// only what it did not.
+func (it *countingIter) AppliesKeyFilters() bool {
+	a, ok := it.RecordIterator.(storage.KeyFilterApplier)
+	return ok && a.AppliesKeyFilters()
+}
+
+func (it *countingIter) LastFiltered() bool {
+	r, ok := it.RecordIterator.(storage.KeyFilterReporter)
+	return ok && r.LastFiltered()
+}
+
 func (it *countingIter) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	rec, err := it.RecordIterator.Next(ctx)
 	if rec != nil {

@@ -40,6 +40,10 @@ type Scan struct {
 	selfFilter bool
 	kfCol      []int
 	sel        []int32
+	// reporter, when the source says so per record, tells the records it
+	// filtered already (storage.KeyFilterReporter): those are not
+	// filtered twice.
+	reporter storage.KeyFilterReporter
 
 	env    *Env
 	it     storage.RecordIterator
@@ -107,6 +111,7 @@ func (s *Scan) Open(env *Env) error {
 	s.it = it
 	if a, ok := it.(storage.KeyFilterApplier); len(s.keyFilters) > 0 && (!ok || !a.AppliesKeyFilters()) {
 		s.selfFilter = true
+		s.reporter, _ = it.(storage.KeyFilterReporter)
 		for _, k := range s.keyFilters {
 			s.kfCol = append(s.kfCol, slices.Index(spec.Columns, k.Column))
 		}
@@ -146,7 +151,7 @@ func (s *Scan) Next() (*Batch, error) {
 		}
 		s.cur = rec
 		s.out = Batch{Cols: rec.Columns(), N: int(rec.NumRows())}
-		if s.selfFilter && !s.applyKeyFilters() {
+		if s.selfFilter && (s.reporter == nil || !s.reporter.LastFiltered()) && !s.applyKeyFilters() {
 			s.release()
 			continue // no row can match
 		}

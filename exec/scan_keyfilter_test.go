@@ -118,3 +118,78 @@ func TestScanAppliesKeyFiltersToRemoteRecords(t *testing.T) {
 		t.Errorf("k filter counted %d tested, %d passed; want 8, 4", st.Tested, st.Passed)
 	}
 }
+
+// reportingIt is remoteIt whose source filtered some records already
+// (storage.KeyFilterReporter): a storage node's scan read here.
+type reportingIt struct {
+	remoteIt
+	filtered []bool
+	last     bool
+}
+
+func (it *reportingIt) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if it.i < len(it.filtered) {
+		it.last = it.filtered[it.i]
+	}
+	return it.remoteIt.Next(ctx)
+}
+func (it *reportingIt) LastFiltered() bool { return it.last }
+
+type reportingLike struct {
+	remoteLike
+	filtered []bool
+}
+
+func (r *reportingLike) OpenScan(_ context.Context, _ storage.ScanSpec, _ storage.ScanOptions) (storage.RecordIterator, error) {
+	return &reportingIt{remoteIt: remoteIt{r: &r.remoteLike}, filtered: r.filtered}, nil
+}
+
+// A record its source says it filtered is not filtered again (nor
+// counted again); the others are.
+func TestScanFiltersOnlyUnfilteredRecords(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	src := &reportingLike{remoteLike: remoteLike{schema: schema, recs: []arrow.RecordBatch{
+		// Filtered at the source: passes as it is (5 would not pass).
+		MakeRecord(t, mem, schema, [][]any{{int64(2)}, {int64(5)}}),
+		// Not filtered: 7 is dropped here.
+		MakeRecord(t, mem, schema, [][]any{{int64(2)}, {int64(7)}, {int64(3)}}),
+	}}, filtered: []bool{true, false}}
+	defer func() {
+		for _, r := range src.recs {
+			r.Release()
+		}
+	}()
+	kf := storage.NewKeyFilter("k")
+	b := storage.NewKeyFilterBuilder(true)
+	storage.AddInts(b, []int64{2, 3}, nil)
+	kf.Publish(b)
+	sc, err := NewScan(src, storage.ScanSpec{Table: "t", Columns: []string{"k"}}, ScanConfig{KeyFilters: []storage.ScanKeyFilter{{Column: "k", Filter: kf}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Open(NewTestEnv(mem)); err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	var got []int64
+	for {
+		b, err := sc.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b == nil {
+			break
+		}
+		for j := 0; j < b.Len(); j++ {
+			got = append(got, valuesOf[int64](b.Cols[0])[rowAt(b.Sel, j)])
+		}
+	}
+	if len(got) != 4 || got[0] != 2 || got[1] != 5 || got[2] != 2 || got[3] != 3 {
+		t.Errorf("rows %v, want [2 5 2 3]", got)
+	}
+	if st := kf.Stats(); st.Tested != 3 || st.Passed != 2 {
+		t.Errorf("filter counted %d tested, %d passed; want 3, 2 (the unfiltered record only)", st.Tested, st.Passed)
+	}
+}

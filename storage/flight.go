@@ -920,7 +920,7 @@ func (it *remoteIter) start(ctx context.Context, ranges []FileRange, files map[s
 		groups[node] = append(groups[node], fr)
 	}
 	ctx, it.cancel = context.WithCancel(ctx)
-	it.ch = make(chan arrow.RecordBatch, 2*max(1, len(groups)))
+	it.ch = make(chan delivered, 2*max(1, len(groups)))
 	it.errc = make(chan error, len(groups)+1)
 	for _, node := range nodeOrder {
 		it.wg.Add(1)
@@ -945,7 +945,10 @@ type remoteIter struct {
 	keepRG bool
 	stats  ScanStats
 	cancel context.CancelFunc
-	ch     chan arrow.RecordBatch
+	ch     chan delivered
+	// lastFiltered: the record Next returned last went through the key
+	// filters (LastFiltered).
+	lastFiltered bool
 	errc   chan error
 	wg     sync.WaitGroup
 	err    error
@@ -1058,7 +1061,7 @@ func (it *remoteIter) stream(ctx context.Context, node string, frs []FileRange, 
 	for rdr.Next() {
 		rec := rdr.RecordBatch()
 		rec.Retain()
-		if err := it.deliver(ctx, rec); err != nil {
+		if err := it.deliver(ctx, rec, false); err != nil {
 			return n, err
 		}
 		n++
@@ -1098,11 +1101,18 @@ func (it *remoteIter) addStats(s ScanStats) {
 	it.stats.add(&s)
 }
 
+// delivered is a record on its way to Next, and whether the key filters
+// were applied to it.
+type delivered struct {
+	rec      arrow.RecordBatch
+	filtered bool
+}
+
 // deliver hands rec (owned by the iterator) to Next, or releases it when
-// the scan is canceled first.
-func (it *remoteIter) deliver(ctx context.Context, rec arrow.RecordBatch) error {
+// the scan is canceled first; filtered: it went through the key filters.
+func (it *remoteIter) deliver(ctx context.Context, rec arrow.RecordBatch, filtered bool) error {
 	select {
-	case it.ch <- rec:
+	case it.ch <- delivered{rec, filtered}:
 		return nil
 	case <-ctx.Done():
 		rec.Release()
@@ -1119,9 +1129,10 @@ func (it *remoteIter) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		return nil, it.err
 	}
 	select {
-	case rec, ok := <-it.ch:
+	case d, ok := <-it.ch:
 		if ok {
-			return rec, nil
+			it.lastFiltered = d.filtered
+			return d.rec, nil
 		}
 		select {
 		case err := <-it.errc:
@@ -1142,12 +1153,18 @@ func (it *remoteIter) Close() error {
 	}
 	it.closed = true
 	it.cancel()
-	for rec := range it.ch {
-		rec.Release()
+	for d := range it.ch {
+		d.rec.Release()
 	}
 	it.wg.Wait()
 	return nil
 }
+
+// LastFiltered implements KeyFilterReporter: the records of the node's
+// files read here (locally or as stored bytes) went through the scan's key
+// filters (nodeScanner gives them to the Scanner); rows sent by the node
+// over Flight did not.
+func (it *remoteIter) LastFiltered() bool { return it.lastFiltered }
 
 // PlacedTable is what a node without the catalog (a cluster worker) needs
 // to scan a placed table through storage nodes: the columns and, per file,

@@ -18,6 +18,18 @@ type KeyFilterApplier interface {
 // AppliesKeyFilters implements KeyFilterApplier.
 func (s *Scanner) AppliesKeyFilters() bool { return true }
 
+// KeyFilterReporter is implemented by record iterators that apply the key
+// filters to some of their records and not to others: a scan of a storage
+// node's files decodes (and filters) here what it reads locally or as
+// stored bytes, and passes on unfiltered the rows a node sends over
+// Flight. LastFiltered reports whether the record Next returned last went
+// through the filters; exec filters the others (filtering a record twice
+// costs a second hash per row and counts its rows twice in EXPLAIN
+// ANALYZE).
+type KeyFilterReporter interface {
+	LastFiltered() bool
+}
+
 // FilterArray narrows the rows sel of a (nil: all a.Len() rows) to those
 // whose value may be a build key, writing into out (cap >= candidates).
 // ok is false when the filter is not active (every row passes: sel is

@@ -266,7 +266,7 @@ func (it *remoteIter) streamLocal(ctx context.Context, sc *Scanner, count func(*
 		if rec == nil {
 			break
 		}
-		if err := it.deliver(ctx, rec); err != nil {
+		if err := it.deliver(ctx, rec, len(it.keyFilters) > 0); err != nil {
 			return n, err
 		}
 		n++
