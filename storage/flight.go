@@ -949,10 +949,10 @@ type remoteIter struct {
 	// lastFiltered: the record Next returned last went through the key
 	// filters (LastFiltered).
 	lastFiltered bool
-	errc   chan error
-	wg     sync.WaitGroup
-	err    error
-	closed bool
+	errc         chan error
+	wg           sync.WaitGroup
+	err          error
+	closed       bool
 }
 
 // fetch streams one node's share; on a failure before the first record
