@@ -571,6 +571,17 @@ func (m *nullMask) appendMask(n0, n1 int, src *nullMask, start int) {
 	}
 }
 
+// all returns the validity bitmap of rows [0, n) as an Arrow buffer, or
+// nil when no row is NULL.
+func (m *nullMask) all(alloc memory.Allocator, n int) *memory.Buffer {
+	if m.nulls == 0 {
+		return nil
+	}
+	b := newBuffer(alloc, (n+7)/8)
+	copy(b.Bytes(), m.bits[:(n+7)/8])
+	return b
+}
+
 func (m *nullMask) reset() { m.bits, m.nulls = nil, 0 }
 
 func (m *nullMask) bytes() int64 { return int64(cap(m.bits)) }
@@ -593,9 +604,10 @@ func (v *fixedVec[T]) Append(a arrow.Array, sel []int32, n int) {
 	if sel == nil {
 		v.vals = append(growSlice(v.vals, n), src[:n]...)
 	} else {
-		v.vals = growSlice(v.vals, len(sel))
-		for _, j := range sel {
-			v.vals = append(v.vals, src[j])
+		v.vals = growSlice(v.vals, len(sel))[:n0+len(sel)]
+		dst := v.vals[n0:]
+		for k, j := range sel {
+			dst[k] = src[j]
 		}
 	}
 	bm, off := validityOf(a)
@@ -635,6 +647,17 @@ func (v *fixedVec[T]) Gather(alloc memory.Allocator, idx []int32) arrow.Array {
 		bm = v.nm.bits
 	}
 	return gatherFixed(alloc, v.dt, v.vals, bm, 0, idx)
+}
+
+// all builds an array of every row in order: one copy of the values
+// (Gather's per-row loop over an identity selection, without it).
+func (v *fixedVec[T]) all(alloc memory.Allocator) arrow.Array {
+	var zero T
+	n := len(v.vals)
+	vb := newBuffer(alloc, n*int(unsafe.Sizeof(zero)))
+	copy(castBytes[T](vb.Bytes()), v.vals)
+	bm := v.nm.all(alloc, n)
+	return makeArray(v.dt, n, v.nm.nulls, bm, vb)
 }
 
 func (v *fixedVec[T]) Bytes() int64 {
@@ -751,11 +774,21 @@ func (v *bytesVec) Append(a arrow.Array, sel []int32, n int) {
 			v.offs = append(v.offs, base+int64(offs[j]))
 		}
 	} else {
-		v.offs = growSlice(v.offs, len(sel))
+		// The selected values' bytes are counted first, so the data grows
+		// once per batch, not once per row.
+		total := 0
 		for _, j := range sel {
-			v.data = append(growSlice(v.data, int(offs[j+1]-offs[j])), data[offs[j]:offs[j+1]]...)
-			v.offs = append(v.offs, int64(len(v.data)))
+			total += int(offs[j+1] - offs[j])
 		}
+		v.data = growSlice(v.data, total)
+		v.offs = growSlice(v.offs, len(sel))
+		pos := len(v.data)
+		buf := v.data[:pos+total]
+		for _, j := range sel {
+			pos += copy(buf[pos:], data[offs[j]:offs[j+1]])
+			v.offs = append(v.offs, int64(pos))
+		}
+		v.data = buf
 	}
 	bm, off := validityOf(a)
 	v.nm.appendFrom(n0, v.Len(), bm, off, sel, 0)
@@ -803,6 +836,22 @@ func (v *bytesVec) Gather(alloc memory.Allocator, idx []int32) arrow.Array {
 		bm = v.nm.bits
 	}
 	return gatherBytes(alloc, v.dt, v.offs, v.data, bm, 0, idx)
+}
+
+// all builds an array of every row in order: the bytes in one copy, the
+// offsets narrowed to Arrow's 32 bits.
+func (v *bytesVec) all(alloc memory.Allocator) arrow.Array {
+	n := v.Len()
+	ob := newBuffer(alloc, (n+1)*4)
+	dofs := castBytes[int32](ob.Bytes())
+	base := v.offs[0]
+	for i, o := range v.offs[:n+1] {
+		dofs[i] = int32(o - base)
+	}
+	db := newBuffer(alloc, int(v.offs[n]-base))
+	copy(db.Bytes(), v.data[base:v.offs[n]])
+	bm := v.nm.all(alloc, n)
+	return makeArray(v.dt, n, v.nm.nulls, bm, ob, db)
 }
 
 func (v *bytesVec) Bytes() int64 {
@@ -872,6 +921,24 @@ func (s *rowStore) appendCols(cols []arrow.Array, sel []int32, n int) {
 func (s *rowStore) gather(alloc memory.Allocator, idx []int32, out []arrow.Array) []arrow.Array {
 	for _, v := range s.vecs {
 		out = append(out, v.Gather(alloc, idx))
+	}
+	return out
+}
+
+// allGatherer is a colVec that builds an array of all its rows in bulk.
+type allGatherer interface {
+	all(alloc memory.Allocator) arrow.Array
+}
+
+// gatherAll builds output arrays of every row, in order (gather of the
+// identity selection, in bulk where the colVec can).
+func (s *rowStore) gatherAll(alloc memory.Allocator, idx *[]int32, out []arrow.Array) []arrow.Array {
+	for _, v := range s.vecs {
+		if g, ok := v.(allGatherer); ok {
+			out = append(out, g.all(alloc))
+			continue
+		}
+		out = append(out, v.Gather(alloc, expr.SelAll(idx, nil, s.n)))
 	}
 	return out
 }

@@ -28,8 +28,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nicflow/nicflow/exec/expr"
-
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -417,7 +415,7 @@ func (c *coalescer) send(q int) error {
 		return nil
 	}
 	n := st.n
-	cols := st.gather(c.alloc, expr.SelAll(&c.idx, nil, n), nil)
+	cols := st.gatherAll(c.alloc, &c.idx, nil)
 	st.reset()
 	return c.flush(q, cols, n)
 }
