@@ -30,7 +30,11 @@ package exec
 //     INVARIANT: keys are always compared on a hash hit, never trusted to
 //     the hash alone.
 //   - Load factor at most 3/4: at 3/4 a successful linear probe reads ~2.5
-//     slots, within one or two cache lines of 16-byte slots.
+//     slots, within one or two cache lines of 16-byte slots. A table grows
+//     by doubling from minSlots; a join's build table is first sized from
+//     the planner's estimate of its rows (HashJoinSpec.BuildRows, at most
+//     maxReservedKeys, packed layouts only), skipped when the budget
+//     refuses it.
 //   - The table hash (hash64, xxh3 for byte keys) is independent of the row
 //     hash that partitions data (hash.go), so a table built from one
 //     partition does not cluster.
@@ -218,6 +222,9 @@ type keyTable struct {
 	t64  fixedTable[uint64]
 	t128 fixedTable[[2]uint64]
 	tb   bytesTable
+	// reserveKeys: before its first insert the table makes room for this
+	// many keys at once (an estimate; 0: none), then grows as usual.
+	reserveKeys int
 
 	sc keyScratch // findOrInsert's scratch
 }
@@ -346,6 +353,17 @@ func (t *keyTable) findOrInsert(cols []arrow.Array, sel []int32, n int, gids []u
 		}
 		if err := t.widen(cols, sel, n); err != nil {
 			return err
+		}
+	}
+	if n := t.reserveKeys; n > 0 {
+		// NB: a reservation the budget refuses is skipped: the table
+		// grows as the keys come (what was reserved stays charged).
+		t.reserveKeys = 0
+		switch t.layout.mode {
+		case mode64:
+			_ = t.t64.reserve(n, t.preGrow)
+		case mode128:
+			_ = t.t128.reserve(n, t.preGrow)
 		}
 	}
 	var err error
@@ -549,10 +567,36 @@ func (t *fixedTable[K]) bytes() int64 {
 }
 
 func (t *fixedTable[K]) grow(preGrow func(int64) error) error {
-	n := 2 * len(t.slots)
-	if n < minSlots {
-		n = minSlots
+	return t.resize(max(2*len(t.slots), minSlots), preGrow)
+}
+
+// reserve sizes an empty table for n keys: the slots they fill to the
+// load limit, and the keys' slice.
+func (t *fixedTable[K]) reserve(n int, preGrow func(int64) error) error {
+	if len(t.keys) > 0 {
+		return nil
 	}
+	slots := minSlots
+	for slots/4*3 < n {
+		slots *= 2
+	}
+	if slots <= len(t.slots) {
+		return nil
+	}
+	if err := t.resize(slots, preGrow); err != nil {
+		return err
+	}
+	var zk K
+	if err := preGrow(int64(n) * int64(sizeOf(zk))); err != nil {
+		return err
+	}
+	t.keys = make([]K, 0, n)
+	return nil
+}
+
+// resize moves the table to n slots (a power of two, at least the keys'
+// count over the load factor).
+func (t *fixedTable[K]) resize(n int, preGrow func(int64) error) error {
 	var zero fixedSlot[K]
 	if err := preGrow(int64(n) * int64(sizeOf(zero))); err != nil {
 		return err

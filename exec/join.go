@@ -83,7 +83,19 @@ type HashJoinSpec struct {
 	Residual *expr.Expr
 	// MarkName names the mark column (default "mark").
 	MarkName string
+	// BuildRows is the planner's estimate of the build side's rows (0:
+	// none). The hash table is sized for up to maxReservedKeys of them
+	// when the first build rows arrive, instead of doubling its way up
+	// from a few hundred slots; a wrong estimate costs at most that
+	// reservation, or the growth it would have saved.
+	BuildRows int64 `json:"build_rows,omitempty"`
 }
+
+// maxReservedKeys bounds what an estimate reserves in a build's hash table
+// (2 MiB of slots of one integer key): the estimate is the whole plan's, a
+// task of a distributed plan may get a share of it, and an estimate can be
+// far off.
+const maxReservedKeys = 1 << 16
 
 func (s HashJoinSpec) buildLeft() bool { return s.Build == SideLeft }
 
@@ -111,6 +123,9 @@ type joinShape struct {
 	buildInfos  []colInfo
 	probeTake   []takeFn
 	residual    *expr.Expr
+	// reserveKeys is how many keys the build's hash table is sized for
+	// when it gets its first keys (HashJoinSpec.BuildRows, bounded).
+	reserveKeys int
 }
 
 func (s *joinShape) probePreserve() bool {
@@ -137,7 +152,8 @@ func (s *joinShape) tracksBuild() bool {
 
 // newJoinShape validates spec against the two input schemas.
 func newJoinShape(left, right *arrow.Schema, spec HashJoinSpec, op string) (*joinShape, error) {
-	s := &joinShape{typ: spec.Type, buildLeft: spec.buildLeft(), nullAware: spec.NullAware, op: op, residual: spec.Residual}
+	s := &joinShape{typ: spec.Type, buildLeft: spec.buildLeft(), nullAware: spec.NullAware, op: op, residual: spec.Residual,
+		reserveKeys: int(min(max(spec.BuildRows, 0), maxReservedKeys))}
 	switch spec.Type {
 	case JoinInner, JoinLeft, JoinRight, JoinFull, JoinSemi, JoinAnti, JoinMark:
 	default:
@@ -301,7 +317,11 @@ func (t *joinTable) partition(n int, env *Env) {
 	t.pbits = uint(bits.TrailingZeros(uint(n)))
 	for i := 0; i < n; i++ {
 		a := env.NewSpillableAccount("hash join build")
-		t.parts = append(t.parts, &joinPart{keys: newKeyTable(t.shape.keyInfos, a), acct: a})
+		kt := newKeyTable(t.shape.keyInfos, a)
+		if t.shape.reserveKeys > 0 {
+			kt.reserveKeys = t.shape.reserveKeys/n + 1
+		}
+		t.parts = append(t.parts, &joinPart{keys: kt, acct: a})
 	}
 }
 
@@ -319,6 +339,7 @@ func (t *joinTable) groups() int {
 
 func newJoinTable(shape *joinShape, acct *Account) *joinTable {
 	t := &joinTable{shape: shape, acct: acct, keys: newKeyTable(shape.keyInfos, acct)}
+	t.keys.reserveKeys = shape.reserveKeys
 	if shape.storeBuild {
 		t.store = newRowStore(shape.buildInfos)
 	} else {

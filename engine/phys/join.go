@@ -133,10 +133,14 @@ func (pl *physPlanner) hashJoinNode(n *plan.JoinNode, kind plan.JoinKind, left, 
 	if kind == plan.JoinMark {
 		spec.MarkName = n.Mark.Name
 	}
-	probe := left
+	probe, build := left, right
 	if spec.Build == exec.SideLeft {
-		probe = right
+		probe, build = right, left
 	}
+	// The hash table is sized from the estimate when the first rows
+	// arrive (bounded in exec: it may be far off, and a task of a
+	// distributed plan may build a share of it).
+	spec.BuildRows = int64(build.n.EstRows)
 	return pl.node(&PhysNode{Kind: PhysHashJoin, Streams: probe.n.Streams, Join: spec, NoKeyFilters: pl.disabled[RuleJoinKeyFilters]}, layout, est, left, right)
 }
 
