@@ -538,3 +538,34 @@ func TestSemiDistinctKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestPartialAggRule: lineitem counted per part (more groups than
+// RepartitionGroups, many rows per group in each task) over a network
+// repartition sends partial counts; SET disabled_rules = 'partial_agg'
+// sends the rows and aggregates once, after the repartition.
+func TestPartialAggRule(t *testing.T) {
+	for _, disabled := range []bool{false, true} {
+		qs := bindQuery(t, "select l_partkey, count(*) from lineitem group by l_partkey")
+		lp, err := opt.Optimize(qs.Plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		po := phys.PlanOptions{Parallelism: 2}
+		if disabled {
+			po.Disabled = []string{phys.RulePartialAgg}
+		}
+		pp, err := phys.PlanPhysical(lp, qs.Names, po)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dp, err := dist.PlanDistributed(pp, dist.DistOptions{Workers: 4, Parallelism: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := dist.ExplainDistributed(dp, nil)
+		if got := strings.Contains(text, "HashAggregate partial group=[lineitem.l_partkey]"); got == disabled {
+			t.Errorf("rule disabled %v: partial aggregate %v:\n%s", disabled, got, text)
+		}
+		checkDistPlan(t, "count per part", dp)
+	}
+}

@@ -1028,7 +1028,7 @@ func (d *distPlanner) splitRepartitionedAgg(n *phys.PhysNode) (frag, bool, error
 		out.ranged = &rangedOn{cols: []int{i}, rp: in.ranged.rp} // group columns come first
 		return out, true, nil
 	}
-	if d.partialUseless(n, in) {
+	if d.partialUseless(n, in) || d.plan.RuleDisabled(phys.RulePartialAgg) {
 		// Nearly one group per row in each task: a partial pass would
 		// cost a hash table and send as many rows; repartition the rows.
 		r := d.repartition(in, x.Exchange.Keys)

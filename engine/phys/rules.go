@@ -27,6 +27,7 @@ const (
 	RuleJoinKeyFilters   = "join_key_filters"   // hash joins publish their build keys to the scans under their probe side
 	RuleSemiDistinctKeys = "semi_distinct_keys" // distributed: a left-built semi/anti/mark join's repartitioned probe sends distinct keys
 	RuleRangeBuild       = "range_build"        // distributed: a build side sent by value range to the tasks of a range-split probe scan
+	RulePartialAgg       = "partial_agg"        // distributed: an aggregate over a network repartition sends partial states, not rows
 )
 
 // PhysRule is one physical rule.
@@ -45,6 +46,7 @@ var Rules = []PhysRule{
 	{RuleJoinKeyFilters, "a hash join that drops unmatched probe rows publishes a filter of its build keys to the scans under its probe side (and across stages on a cluster)"},
 	{RuleSemiDistinctKeys, "on a cluster, a semi, anti or mark join that builds on its left input and repartitions a probe side of more rows than Workers times the build's sends each task's distinct probe keys instead of its rows"},
 	{RuleRangeBuild, "on a cluster, a join whose probe side can be split by value range on a join key (a table stored in key order) sends its build side by range to the probe's tasks instead of broadcasting it or repartitioning both sides"},
+	{RulePartialAgg, "on a cluster, an aggregate over a network repartition aggregates each task's rows first and sends partial states (unless it expects them to hardly reduce the rows) instead of the rows"},
 }
 
 // RuleNames lists the physical rules' names in order.
