@@ -774,6 +774,11 @@ func (h *HashJoin) acquireBuild() error {
 	}
 	env := h.env
 	t := newJoinTable(h.shape, env.NewSpillableAccount("hash join build"))
+	if h.level > 0 {
+		// A spilled partition's rebuild holds a share of the build, under
+		// memory pressure: no reservation from the whole build's estimate.
+		t.keys.reserveKeys = 0
+	}
 	var sc buildScratch
 	if h.level == 0 {
 		sc.kc = newKeyCollector(h.keyFilters, h.shape, env)
