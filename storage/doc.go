@@ -155,8 +155,10 @@
 // a local scan may also apply ScanOptions.KeyFilters, the build keys a hash join above it
 // publishes at run time (min/max and a Bloom filter). They run after the
 // predicate, before materialization, and skip row groups whose statistics
-// miss the keys (records from storage nodes get them in exec.Scan, through
-// KeyFilter.FilterArray). INVARIANT: a key filter never drops a row whose key is a
+// miss the keys (records a storage node sends over Flight get them in
+// exec.Scan, through KeyFilter.FilterArray; a placed scan that decodes the
+// node's files here filters them in its Scanner and says so per record,
+// KeyFilterReporter, so no record is filtered twice). INVARIANT: a key filter never drops a row whose key is a
 // build key; until published (or once disabled or off) it passes every
 // row, and nothing ever waits for it.
 //
