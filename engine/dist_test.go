@@ -503,56 +503,20 @@ func TestAdaptiveProbeFiltered(t *testing.T) {
 	}
 }
 
-// TestSemiDistinctKeys: a left-built semi or anti join whose repartitioned
-// probe has more rows than Workers times the build's sends each task's
-// distinct probe keys (Q22's orders.o_custkey, Q4's l_orderkey), and SET
-// disabled_rules = 'semi_distinct_keys' sends the rows as before.
-func TestSemiDistinctKeys(t *testing.T) {
-	for _, c := range []struct {
-		q   int
-		agg string
-	}{{22, "HashAggregate group=[orders.o_custkey]"}, {4, "HashAggregate group=[lineitem.l_orderkey]"}} {
-		for _, disabled := range []bool{false, true} {
-			qs := bindQuery(t, tpchQuery(t, c.q))
-			lp, err := opt.Optimize(qs.Plan)
-			if err != nil {
-				t.Fatal(err)
-			}
-			po := phys.PlanOptions{Parallelism: 2}
-			if disabled {
-				po.Disabled = []string{phys.RuleSemiDistinctKeys}
-			}
-			pp, err := phys.PlanPhysical(lp, qs.Names, po)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dp, err := dist.PlanDistributed(pp, dist.DistOptions{Workers: 4, Parallelism: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
-			text := dist.ExplainDistributed(dp, nil)
-			if got := strings.Contains(text, c.agg); got == disabled {
-				t.Errorf("Q%d (rule disabled %v): distinct keys %v:\n%s", c.q, disabled, got, text)
-			}
-			checkDistPlan(t, fmt.Sprintf("Q%d", c.q), dp)
-		}
-	}
-}
-
-// TestPartialAggRule: lineitem counted per part (more groups than
-// RepartitionGroups, many rows per group in each task) over a network
-// repartition sends partial counts; SET disabled_rules = 'partial_agg'
-// sends the rows and aggregates once, after the repartition.
-func TestPartialAggRule(t *testing.T) {
+// ruleOnOff plans text for 4 workers of 2 streams with physical rule
+// rule enabled and disabled, and checks each plan: TestSemiDistinctKeys
+// and TestPartialAggRule compare the two.
+func ruleOnOff(t *testing.T, what, text, rule string, check func(disabled bool, explain string)) {
+	t.Helper()
 	for _, disabled := range []bool{false, true} {
-		qs := bindQuery(t, "select l_partkey, count(*) from lineitem group by l_partkey")
+		qs := bindQuery(t, text)
 		lp, err := opt.Optimize(qs.Plan)
 		if err != nil {
 			t.Fatal(err)
 		}
 		po := phys.PlanOptions{Parallelism: 2}
 		if disabled {
-			po.Disabled = []string{phys.RulePartialAgg}
+			po.Disabled = []string{rule}
 		}
 		pp, err := phys.PlanPhysical(lp, qs.Names, po)
 		if err != nil {
@@ -562,10 +526,36 @@ func TestPartialAggRule(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		text := dist.ExplainDistributed(dp, nil)
+		check(disabled, dist.ExplainDistributed(dp, nil))
+		checkDistPlan(t, what, dp)
+	}
+}
+
+// TestSemiDistinctKeys: a left-built semi or anti join whose repartitioned
+// probe has more rows than Workers times the build's sends each task's
+// distinct probe keys (Q22's orders.o_custkey, Q4's l_orderkey), and SET
+// disabled_rules = 'semi_distinct_keys' sends the rows as before.
+func TestSemiDistinctKeys(t *testing.T) {
+	for _, c := range []struct {
+		q   int
+		agg string
+	}{{22, "HashAggregate group=[orders.o_custkey]"}, {4, "HashAggregate group=[lineitem.l_orderkey]"}} {
+		ruleOnOff(t, fmt.Sprintf("Q%d", c.q), tpchQuery(t, c.q), phys.RuleSemiDistinctKeys, func(disabled bool, text string) {
+			if got := strings.Contains(text, c.agg); got == disabled {
+				t.Errorf("Q%d (rule disabled %v): distinct keys %v:\n%s", c.q, disabled, got, text)
+			}
+		})
+	}
+}
+
+// TestPartialAggRule: lineitem counted per part (more groups than
+// RepartitionGroups, many rows per group in each task) over a network
+// repartition sends partial counts; SET disabled_rules = 'partial_agg'
+// sends the rows and aggregates once, after the repartition.
+func TestPartialAggRule(t *testing.T) {
+	ruleOnOff(t, "count per part", "select l_partkey, count(*) from lineitem group by l_partkey", phys.RulePartialAgg, func(disabled bool, text string) {
 		if got := strings.Contains(text, "HashAggregate partial group=[lineitem.l_partkey]"); got == disabled {
 			t.Errorf("rule disabled %v: partial aggregate %v:\n%s", disabled, got, text)
 		}
-		checkDistPlan(t, "count per part", dp)
-	}
+	})
 }

@@ -312,14 +312,17 @@ type joinPart struct {
 const maxJoinParts = 64
 
 // partition switches t to partitioned mode with n (a power of two)
-// partitions, each charging its own account from budget.
+// partitions, each charging its own account from budget and reserving
+// its share of the keys the whole table would have reserved.
 func (t *joinTable) partition(n int, env *Env) {
 	t.pbits = uint(bits.TrailingZeros(uint(n)))
+	reserve := t.keys.reserveKeys
+	t.keys.reserveKeys = 0
 	for i := 0; i < n; i++ {
 		a := env.NewSpillableAccount("hash join build")
 		kt := newKeyTable(t.shape.keyInfos, a)
-		if t.shape.reserveKeys > 0 {
-			kt.reserveKeys = t.shape.reserveKeys/n + 1
+		if reserve > 0 {
+			kt.reserveKeys = reserve/n + 1
 		}
 		t.parts = append(t.parts, &joinPart{keys: kt, acct: a})
 	}
@@ -337,9 +340,11 @@ func (t *joinTable) groups() int {
 	return n
 }
 
-func newJoinTable(shape *joinShape, acct *Account) *joinTable {
+// newJoinTable returns an empty build table whose key table reserves room
+// for reserve keys before its first insert (0: none).
+func newJoinTable(shape *joinShape, acct *Account, reserve int) *joinTable {
 	t := &joinTable{shape: shape, acct: acct, keys: newKeyTable(shape.keyInfos, acct)}
-	t.keys.reserveKeys = shape.reserveKeys
+	t.keys.reserveKeys = reserve
 	if shape.storeBuild {
 		t.store = newRowStore(shape.buildInfos)
 	} else {
@@ -773,12 +778,14 @@ func (h *HashJoin) acquireBuild() error {
 		return nil
 	}
 	env := h.env
-	t := newJoinTable(h.shape, env.NewSpillableAccount("hash join build"))
-	if h.level > 0 {
-		// A spilled partition's rebuild holds a share of the build, under
-		// memory pressure: no reservation from the whole build's estimate.
-		t.keys.reserveKeys = 0
+	// NB: a spilled partition's rebuild (level > 0) holds a share of the
+	// build, under memory pressure: no reservation from the whole build's
+	// estimate.
+	reserve := 0
+	if h.level == 0 {
+		reserve = h.shape.reserveKeys
 	}
+	t := newJoinTable(h.shape, env.NewSpillableAccount("hash join build"), reserve)
 	var sc buildScratch
 	if h.level == 0 {
 		sc.kc = newKeyCollector(h.keyFilters, h.shape, env)

@@ -98,7 +98,7 @@ func (s *sharedBuild) build(env *Env) (*joinTable, error) {
 		}
 	}()
 	acct := env.NewSpillableAccount("hash join build")
-	t := newJoinTable(s.shape, acct)
+	t := newJoinTable(s.shape, acct, s.shape.reserveKeys)
 	parallel := len(s.inputs) > 1
 	if parallel {
 		// Enough partitions that concurrent inserters rarely meet.
